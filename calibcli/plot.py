@@ -33,7 +33,7 @@ from calibcli.diagram import DiagramSeries
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["FORMATS", "PlotUnavailable", "plot_reliability", "reliability_figure"]
+__all__ = ["FORMATS", "PlotUnavailable", "image_format", "plot_reliability", "reliability_figure"]
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 INSTALL_HINT = "pip install 'calibcli[plot]'"
