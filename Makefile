@@ -21,9 +21,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)  ## Create .venv and install calibcli with its test group
 
 .PHONY: demo
-demo: $(STAMP)  ## Run calibcli on sample_data/ (the three predictors and a perplexity file)
+demo: $(STAMP)  ## Run calibcli on sample_data/: three predictors, a diagram, a perplexity file
 	@for f in well_calibrated overconfident underconfident; do \
 		echo "== $$f"; $(BIN)/calibcli calibrate sample_data/$$f.jsonl; done
+	@echo "== reliability (overconfident), diagram written to reliability.png"
+	@$(BIN)/calibcli reliability sample_data/overconfident.jsonl --plot reliability.png
 	@echo "== perplexity"; $(BIN)/calibcli perplexity sample_data/perplexity.jsonl
 
 .PHONY: test
