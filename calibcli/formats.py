@@ -150,6 +150,11 @@ def lm_eval_choice_row(
     """
     if mc_norm not in _MC_CORRECT_FIELD:
         raise ValueError(f"mc_norm must be one of {', '.join(MC_NORMS)}, not {mc_norm!r}")
+    if any(field in row for field in _ROLLING_FIELDS):
+        raise ValueError(
+            "a loglikelihood_rolling row (it has word/byte perplexity pairs), not a "
+            "multiple-choice row: read it with `perplexity`"
+        )
     resps = row.get("filtered_resps")
     if not isinstance(resps, list):
         raise ValueError(f"'filtered_resps' is {_json_type(resps)}, expected a list")
@@ -187,9 +192,10 @@ def lm_eval_rolling_row(row: Mapping[str, Any]) -> tuple[float, int | None, int 
         if field in row:
             lls[field], counts[field] = _rolling_pair(row[field], field)
     if not lls:
+        kind = " (a multiple-choice row: read it with `calibrate`)" if "acc" in row else ""
         raise ValueError(
             "not a loglikelihood_rolling row: none of word_perplexity, byte_perplexity, "
-            "bits_per_byte is present"
+            f"bits_per_byte is present{kind}"
         )
     (first, ll), *others = lls.items()
     for field, other in others:

@@ -234,6 +234,13 @@ def test_choice_row_errors(row, kwargs, message):
         lm_eval_choice_row(row, **kwargs)
 
 
+def test_rows_of_the_other_kind_say_which_command_reads_them():
+    with pytest.raises(ValueError, match=r"loglikelihood_rolling row .* read it with `perplexity`"):
+        lm_eval_choice_row(samples("toy_wikitext")[0])
+    with pytest.raises(ValueError, match="multiple-choice row: read it with `calibrate`"):
+        lm_eval_rolling_row(samples("toy_mc_science")[0])
+
+
 def test_multiple_input_rows_cannot_be_length_normalised():
     # winogrande-style: the choices are in the contexts, the continuation is shared.
     row = mc_row([-1.0, -2.0], acc_norm=1.0)
