@@ -41,10 +41,12 @@ __all__ = [
     "bits_per_unit",
     "brier_decomposition",
     "brier_score",
+    "check_bins",
     "expected_calibration_error",
     "perplexity",
     "reliability_diagram",
     "validate_predictions",
+    "validate_weights",
 ]
 
 LN2 = math.log(2.0)
@@ -86,7 +88,7 @@ def _as_confidences(values: object, name: str = "confidences") -> np.ndarray:
     if bad.any():
         i = _first_bad(bad)
         what = "is not a finite number" if not math.isfinite(arr[i]) else "is outside [0, 1]"
-        raise ValueError(f"{name}[{i}] = {arr[i]!r} {what}")
+        raise ValueError(f"{name}[{i}] = {arr[i].item()!r} {what}")
     return arr
 
 
@@ -99,24 +101,25 @@ def _as_correct(values: object, name: str = "correct") -> np.ndarray:
     bad = (arr != 0) & (arr != 1)
     if bad.any():
         i = _first_bad(bad)
-        raise ValueError(f"{name}[{i}] = {arr[i]!r} is not true/false or 0/1")
+        raise ValueError(f"{name}[{i}] = {arr[i].item()!r} is not true/false or 0/1")
     return arr.astype(bool)
 
 
-def _as_weights(values: object, n: int) -> np.ndarray:
+def validate_weights(values: object, n: int) -> np.ndarray:
+    """Row multiplicities: non-negative, finite, length ``n``; int64 when all are whole numbers."""
     arr = _as_vector(values, "weights")
     if arr.shape[0] != n:
         raise ValueError(f"weights has length {arr.shape[0]}, expected {n}")
     if arr.dtype.kind in "iu":
         if arr.size and arr.min() < 0:
             i = _first_bad(arr < 0)
-            raise ValueError(f"weights[{i}] = {arr[i]!r} is negative")
+            raise ValueError(f"weights[{i}] = {arr[i].item()!r} is negative")
         return arr.astype(np.int64, copy=False)
     arr = arr.astype(np.float64, copy=False)
     bad = ~(np.isfinite(arr) & (arr >= 0))
     if bad.any():
         i = _first_bad(bad)
-        raise ValueError(f"weights[{i}] = {arr[i]!r} is not a finite non-negative number")
+        raise ValueError(f"weights[{i}] = {arr[i].item()!r} is not a finite non-negative number")
     if np.array_equal(arr, np.floor(arr)) and (arr.size == 0 or arr.max() < 2.0**53):
         return arr.astype(np.int64)
     return arr
@@ -233,7 +236,7 @@ class BinStats:
             conf = np.asarray(confidences, dtype=np.float64)
             corr = np.asarray(correct, dtype=bool)
         e = bin_edges(bins) if edges is None else _check_edges(edges)
-        w = None if weights is None else _as_weights(weights, conf.shape[0])
+        w = None if weights is None else validate_weights(weights, conf.shape[0])
         acc = StatsAccumulator(edges=e)
         for start in range(0, conf.shape[0], _BLOCK):
             stop = start + _BLOCK
@@ -478,7 +481,7 @@ class PredictionColumns:
         """BinStats of these rows; ``weights`` follow the :meth:`confidences` order."""
         e = bin_edges(bins) if edges is None else _check_edges(edges)
         k = self.conf_correct.shape[0]
-        w = None if weights is None else _as_weights(weights, self.n)
+        w = None if weights is None else validate_weights(weights, self.n)
         right = BinStats.from_arrays(
             self.conf_correct,
             np.ones(k, dtype=bool),
@@ -513,7 +516,7 @@ def _as_nll(values: object) -> np.ndarray:
     bad = ~(arr >= 0.0)  # NaN and negatives (incl. -inf); +inf is valid
     if bad.any():
         i = _first_bad(bad)
-        v = arr[i]
+        v = arr[i].item()
         why = "is NaN" if math.isnan(v) else "is negative (a log-probability, not its negation?)"
         raise ValueError(f"neg_log_probs[{i}] = {v!r} {why}")
     return arr
@@ -527,11 +530,11 @@ def _as_tokens(values: object) -> np.ndarray:
         bad = ~(np.isfinite(arr) & (arr == np.floor(arr)) & (arr >= 0))
         if bad.any():
             i = _first_bad(bad)
-            raise ValueError(f"token_counts[{i}] = {arr[i]!r} is not a non-negative integer")
+            raise ValueError(f"token_counts[{i}] = {arr[i].item()!r} is not a non-negative integer")
         return arr.astype(np.int64)
     if arr.size and arr.min() < 0:
         i = _first_bad(arr < 0)
-        raise ValueError(f"token_counts[{i}] = {arr[i]!r} is not a non-negative integer")
+        raise ValueError(f"token_counts[{i}] = {arr[i].item()!r} is not a non-negative integer")
     return arr.astype(np.int64, copy=False)
 
 
@@ -588,7 +591,7 @@ class PerplexityResult:
         bad = (tokens == 0) & (nll > 0)
         if bad.any():
             i = _first_bad(bad)
-            raise ValueError(f"sequence {i} has neg_log_probs = {nll[i]!r} but 0 tokens")
+            raise ValueError(f"sequence {i} has neg_log_probs = {nll[i].item()!r} but 0 tokens")
         total = math.fsum(nll) if not np.isinf(nll).any() else math.inf
         return cls.from_totals(total, int(tokens.sum()), nll.shape[0])
 
