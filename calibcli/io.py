@@ -1410,7 +1410,7 @@ def read_perplexity(
 
             def convert(obj: dict) -> tuple:
                 nll, words, nbytes = rolling_row(obj)
-                return float(nll), None, int(nbytes), int(words), 0, 0
+                return float(nll), None, nbytes, words, 0, 0
 
         else:
             logprobs_row = _formats().logprobs_row
