@@ -1,0 +1,492 @@
+"""The calibration estimator family, side by side, with one convention.
+
+Pure numpy: no I/O, no printing. Binned estimators are derived from :class:`BinStats` (so they
+merge across shards); the estimators that need every row (NLL, AUROC, smooth ECE) read compact
+:class:`PredictionColumns` (8 bytes per row). :func:`calibration_estimates` computes the whole
+family in one place; :mod:`calibcli.metrics.bootstrap` gives each scalar a percentile interval.
+
+Notation: N rows with confidence c_i in [0, 1] and outcome y_i in {0, 1} (1 = correct); bin k
+holds n_k rows with mean confidence c̄_k, accuracy ō_k and gap_k = |c̄_k − ō_k|.
+
+* ``ece``            Σ_k (n_k/N)·gap_k (see :mod:`calibcli.metrics.core`).
+* ``mce``            max_k gap_k over populated bins (0.0 with no rows).
+* ``rmsce``          sqrt(Σ_k (n_k/N)·gap_k²).
+* ``rmsce_debiased`` sqrt(max(0, Σ_{k: n_k ≥ 2} (n_k/N)·[gap_k² − ō_k(1 − ō_k)/(n_k − 1)])),
+  Kumar, Liang & Ma (2019), "Verified Uncertainty Calibration": the subtracted term is the
+  expected contribution of sampling noise to gap_k², so a calibrated predictor scores ~0.
+* ``ece_1bin``       |mean confidence − accuracy| (one bin; HELM's ece_1_bin).
+* ``nll``            (1/N)·Σ −[y ln c + (1 − y) ln(1 − c)]; +inf when a wrong answer has c = 1 or
+  a right one c = 0 (never clamped).
+* ``auroc``          P(c_right > c_wrong) + ½·P(c_right = c_wrong), the Mann–Whitney U statistic
+  divided by n_right·n_wrong; nan when either class is empty.
+* ``smece``          smooth ECE of Błasiok & Nakkiran (2023), see :mod:`calibcli.metrics.smooth`.
+* Wilson score interval for each bin's accuracy (Wilson 1927).
+
+Bins are equal-width (``strategy="uniform"``) or equal-mass (``strategy="quantile"``): edges at
+``np.quantile(c, k/M)`` (numpy's default linear method) for k = 1..M−1, plus 0 and 1, with tied
+edges merged, so fewer than M bins may remain (``bins_used``). Membership is left-closed in both
+cases: bin k holds edges[k] <= c < edges[k+1], and c = 1 falls in the last bin.
+
+Row weights, where accepted, are non-negative multiplicities (a row of weight w counts as w
+copies) and follow the row order of :meth:`PredictionColumns.confidences` (right answers first).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+
+from calibcli.metrics.core import BinStats, PredictionColumns, bin_edges, check_bins
+
+__all__ = [
+    "SCALAR_KEYS",
+    "CalibrationEstimates",
+    "auroc",
+    "calibration_estimates",
+    "debiased_rms_calibration_error",
+    "log_loss",
+    "max_calibration_error",
+    "one_bin_ece",
+    "quantile_edges",
+    "rms_calibration_error",
+    "wilson_interval",
+]
+
+STRATEGIES = ("uniform", "quantile")
+
+# Every scalar that gets a bootstrap interval, in report order. Nested report fields are named by
+# their dotted path (the calibrate report nests the decomposition under ``brier_decomposition``).
+DECOMPOSITION_TERMS = (
+    "reliability",
+    "resolution",
+    "uncertainty",
+    "within_bin_variance",
+    "within_bin_covariance",
+)
+SCALAR_KEYS = (
+    "ece",
+    "mce",
+    "rmsce",
+    "rmsce_debiased",
+    "smece",
+    "smece_bandwidth",
+    "ece_1bin",
+    "brier",
+    *(f"brier_decomposition.{t}" for t in DECOMPOSITION_TERMS),
+    "nll",
+    "auroc",
+    "accuracy",
+    "mean_confidence",
+)
+
+_CHUNK = 1 << 16  # rows per block for the row-wise passes (bounds temporaries)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _confidence_vector(values: object) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"confidences must be one-dimensional, got shape {arr.shape}")
+    if arr.size and (arr.dtype == bool or arr.dtype.kind not in "iuf"):
+        raise ValueError(f"confidences must be numbers in [0, 1], got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    bad = ~((arr >= 0.0) & (arr <= 1.0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        value = float(arr[i])
+        what = "is not a finite number" if not math.isfinite(value) else "is outside [0, 1]"
+        raise ValueError(f"confidences[{i}] = {value!r} {what}")
+    return arr
+
+
+def _row_weights(weights: object, n: int) -> np.ndarray:
+    """Weights as int64 when they are integers, else float64; checked finite and non-negative."""
+    w = np.asarray(weights)
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ValueError(f"weights must be 1-D of length {n}, got shape {w.shape}")
+    if w.size and (w.dtype == bool or w.dtype.kind not in "iuf"):
+        raise ValueError(f"weights must be non-negative numbers, got dtype {w.dtype}")
+    if w.dtype.kind in "iu":
+        bad = w < 0
+        out = w.astype(np.int64, copy=False)
+    else:
+        w = w.astype(np.float64, copy=False)
+        bad = ~(np.isfinite(w) & (w >= 0.0))
+        out = w
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"weights[{i}] = {w[i].item()!r} is not a finite non-negative number")
+    return out
+
+
+def _split_weights(
+    columns: PredictionColumns, weights: object
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if weights is None:
+        return None, None
+    w = _row_weights(weights, columns.n)
+    k = columns.conf_correct.shape[0]
+    return w[:k], w[k:]
+
+
+# --------------------------------------------------------------------------- binning
+
+
+def quantile_edges(confidences: object, bins: int) -> np.ndarray:
+    """Equal-mass bin edges ``[0, q(1/M), ..., q((M−1)/M), 1]`` with tied edges merged.
+
+    q is ``np.quantile`` with numpy's default (linear) method. Edges that coincide (ties in the
+    data, or quantiles at 0 or 1) are merged, so the result has at most ``bins + 1`` strictly
+    increasing edges; ``len(edges) − 1`` is the number of bins actually used. With no rows the
+    single bin ``[0, 1]`` is returned.
+
+    >>> quantile_edges([0.1, 0.2, 0.3, 0.4], 2).tolist()
+    [0.0, 0.25, 1.0]
+    >>> quantile_edges([0.5, 0.5, 0.5, 0.25], 4).tolist()  # two tied edges at 0.5 merge
+    [0.0, 0.4375, 0.5, 1.0]
+    """
+    m = check_bins(bins)
+    conf = _confidence_vector(confidences)
+    if conf.size == 0:
+        return np.array([0.0, 1.0])
+    interior = np.quantile(conf, np.arange(1, m, dtype=np.float64) / m)
+    return np.unique(np.concatenate([[0.0], interior, [1.0]]))
+
+
+# --------------------------------------------------------------------------- binned estimators
+
+
+def _populated(stats: BinStats) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n_k, Σc_k, Σy_k) of the populated bins, as float64."""
+    pop = stats.count > 0
+    return (
+        stats.count[pop].astype(np.float64),
+        stats.sum_conf[pop],
+        stats.sum_correct[pop].astype(np.float64),
+    )
+
+
+def max_calibration_error(stats: BinStats) -> float:
+    """MCE = max_k |c̄_k − ō_k| over populated bins; 0.0 when no bin is populated."""
+    nk, sc, sy = _populated(stats)
+    if nk.size == 0:
+        return 0.0
+    return float(np.max(np.abs(sc - sy) / nk))
+
+
+def rms_calibration_error(stats: BinStats) -> float:
+    """RMSCE = sqrt(Σ_k (n_k/N)·(c̄_k − ō_k)²); 0.0 for no rows."""
+    nk, sc, sy = _populated(stats)
+    if nk.size == 0:
+        return 0.0
+    return math.sqrt(math.fsum((sc - sy) ** 2 / nk) / math.fsum(nk))
+
+
+def debiased_rms_calibration_error(stats: BinStats) -> float:
+    """Debiased RMSCE of Kumar, Liang & Ma (2019), "Verified Uncertainty Calibration".
+
+    sqrt(max(0, Σ_{k: n_k ≥ 2} (n_k/N)·[(c̄_k − ō_k)² − ō_k(1 − ō_k)/(n_k − 1)])), N counting
+    every row (bins with one row contribute nothing). 0.0 for no rows.
+    """
+    nk, sc, sy = _populated(stats)
+    if nk.size == 0:
+        return 0.0
+    total = math.fsum(nk)
+    keep = nk >= 2
+    nk, sc, sy = nk[keep], sc[keep], sy[keep]
+    acc = sy / nk
+    terms = nk * (((sc - sy) / nk) ** 2 - acc * (1.0 - acc) / (nk - 1.0))
+    return math.sqrt(max(0.0, math.fsum(terms) / total))
+
+
+def one_bin_ece(stats: BinStats) -> float:
+    """|mean confidence − accuracy| over all rows (ECE with a single bin); 0.0 for no rows."""
+    total = math.fsum(stats.count.astype(np.float64))
+    if not total:
+        return 0.0
+    diff = math.fsum(np.concatenate([stats.sum_conf, -stats.sum_correct.astype(np.float64)]))
+    return abs(diff) / total
+
+
+# --------------------------------------------------------------------------- row-wise estimators
+
+
+def _loss_total(conf: np.ndarray, w: np.ndarray | None, right: bool) -> float:
+    """Σ w·(−ln c) for right answers, Σ w·(−ln(1 − c)) for wrong ones; inf if a weighted row is."""
+    parts = []
+    for start in range(0, conf.shape[0], _CHUNK):
+        c = conf[start : start + _CHUNK]
+        with np.errstate(divide="ignore"):
+            loss = -np.log(c) if right else -np.log1p(-c)
+        if w is not None:
+            wb = w[start : start + _CHUNK]
+            live = wb > 0
+            if np.isinf(loss[live]).any():
+                return math.inf
+            loss = np.where(live, loss, 0.0) * wb
+        elif np.isinf(loss).any():
+            return math.inf
+        parts.append(float(loss.sum()))
+    return math.fsum(parts)
+
+
+def log_loss(columns: PredictionColumns, weights: object = None) -> float:
+    """Mean negative log-likelihood of the outcome: (1/N)·Σ −[y ln c + (1 − y) ln(1 − c)].
+
+    Uses ln(1 − c) computed as log1p(−c). +inf when any (positively weighted) wrong answer has
+    c = 1 or right answer has c = 0; nan for no rows (or zero total weight).
+    """
+    w_right, w_wrong = _split_weights(columns, weights)
+    if weights is None:
+        total_weight = float(columns.n)
+    else:
+        total_weight = math.fsum([float(w_right.sum()), float(w_wrong.sum())])
+    if not total_weight:
+        return math.nan
+    right = _loss_total(columns.conf_correct, w_right, True)
+    wrong = _loss_total(columns.conf_wrong, w_wrong, False)
+    return (right + wrong) / total_weight
+
+
+def auroc(columns: PredictionColumns, weights: object = None) -> float:
+    """Area under the ROC curve of confidence as a score for correctness.
+
+    AUROC = U / (n_right·n_wrong) with the Mann–Whitney U = Σ_{i right, j wrong} [c_i > c_j] +
+    ½·[c_i = c_j] (weighted: each pair counts w_i·w_j). nan when either class is empty (or has
+    zero weight). Unweighted, the count is exact integer arithmetic; memory beyond the columns is
+    one sorted copy of each class (8 bytes per row) plus blocks of 2**16 rows.
+    """
+    right, wrong = columns.conf_correct, columns.conf_wrong
+    w_right, w_wrong = _split_weights(columns, weights)
+    if weights is None:
+        n_right, n_wrong = right.shape[0], wrong.shape[0]
+        if not n_right or not n_wrong:
+            return math.nan
+        wrong_sorted = np.sort(wrong)
+        right_sorted = np.sort(right)  # sorted keys make searchsorted cache friendly
+        twice_u = 0
+        for start in range(0, n_right, _CHUNK):
+            keys = right_sorted[start : start + _CHUNK]
+            below = np.searchsorted(wrong_sorted, keys, side="left")
+            not_above = np.searchsorted(wrong_sorted, keys, side="right")
+            twice_u += int(below.sum()) + int(not_above.sum())
+        return twice_u / (2 * n_right * n_wrong)
+    order = np.argsort(wrong, kind="stable")
+    wrong_sorted = wrong[order]
+    integer = w_right.dtype.kind == "i" and w_wrong.dtype.kind == "i"
+    acc_dtype = np.int64 if integer else np.float64
+    cum_wrong = np.zeros(wrong.shape[0] + 1, dtype=acc_dtype)
+    np.cumsum(w_wrong[order], out=cum_wrong[1:])
+    del order
+    total_right = w_right.sum()
+    if not total_right or not cum_wrong[-1]:
+        return math.nan
+    parts = []
+    for start in range(0, right.shape[0], _CHUNK):
+        keys = right[start : start + _CHUNK]
+        wk = w_right[start : start + _CHUNK]
+        below = cum_wrong[np.searchsorted(wrong_sorted, keys, side="left")]
+        not_above = cum_wrong[np.searchsorted(wrong_sorted, keys, side="right")]
+        parts.append(((below + not_above) * wk).sum())
+    if integer:
+        twice_u = sum(int(p) for p in parts)
+        return twice_u / (2 * int(total_right) * int(cum_wrong[-1]))
+    return math.fsum(parts) / (2.0 * float(total_right) * float(cum_wrong[-1]))
+
+
+def wilson_interval(
+    successes: object, n: object, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for a binomial proportion, elementwise; (nan, nan) where n == 0.
+
+    With p̂ = k/n and z the two-sided normal quantile of ``level``:
+    centre = (p̂ + z²/2n) / (1 + z²/n), half-width = z/(1 + z²/n)·sqrt(p̂(1 − p̂)/n + z²/4n²),
+    clipped to [0, 1] (it lies there in exact arithmetic).
+
+    >>> lo, hi = wilson_interval(0, 10)
+    >>> round(float(lo), 6), round(float(hi), 6)
+    (0.0, 0.277533)
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    k = np.asarray(successes, dtype=np.float64)
+    total = np.asarray(n, dtype=np.float64)
+    if np.any(total < 0) or np.any(k < 0) or np.any(k > total):
+        raise ValueError("wilson_interval needs 0 <= successes <= n")
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    z2 = z * z
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / total
+        denom = 1.0 + z2 / total
+        centre = (p + z2 / (2.0 * total)) / denom
+        half = z / denom * np.sqrt(p * (1.0 - p) / total + z2 / (4.0 * total * total))
+        lo = np.clip(centre - half, 0.0, 1.0)
+        hi = np.clip(centre + half, 0.0, 1.0)
+    empty = total == 0
+    return np.where(empty, np.nan, lo), np.where(empty, np.nan, hi)
+
+
+# --------------------------------------------------------------------------- the whole family
+
+
+def binned_scalars(stats: BinStats) -> dict[str, float]:
+    """Every scalar that the per-bin statistics determine (shared by the bootstrap)."""
+    decomposition = stats.decomposition()
+    out = {
+        "ece": stats.ece(),
+        "mce": max_calibration_error(stats),
+        "rmsce": rms_calibration_error(stats),
+        "rmsce_debiased": debiased_rms_calibration_error(stats),
+        "ece_1bin": one_bin_ece(stats),
+        "brier": stats.brier(),
+        "accuracy": float(stats.total_accuracy),
+        "mean_confidence": float(stats.total_mean_confidence),
+    }
+    for term in DECOMPOSITION_TERMS:
+        out[f"brier_decomposition.{term}"] = float(decomposition[term])
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class CalibrationEstimates:
+    """The whole estimator family for one set of predictions (see the module docstring).
+
+    ``bins`` is the number requested, ``bins_used`` the number after merging tied quantile edges
+    (equal to ``bins`` for uniform bins). Per-bin arrays (``stats``, the Wilson bounds) have
+    ``bins_used`` entries; Wilson bounds are nan for empty bins.
+    """
+
+    n: int
+    bins: int
+    strategy: str
+    bins_used: int
+    edges: np.ndarray
+    stats: BinStats
+    ece: float
+    populated_bins: int
+    mce: float
+    rmsce: float
+    rmsce_debiased: float
+    smece: float
+    smece_bandwidth: float
+    ece_1bin: float
+    brier: float
+    decomposition: dict[str, float]
+    nll: float
+    auroc: float
+    accuracy: float
+    mean_confidence: float
+    accuracy_ci_lower: np.ndarray
+    accuracy_ci_upper: np.ndarray
+    wilson_level: float = field(default=0.95)
+
+    def scalars(self) -> dict[str, float]:
+        """Every scalar that gets a bootstrap interval, keyed as in :data:`SCALAR_KEYS`."""
+        values = {
+            "ece": self.ece,
+            "mce": self.mce,
+            "rmsce": self.rmsce,
+            "rmsce_debiased": self.rmsce_debiased,
+            "smece": self.smece,
+            "smece_bandwidth": self.smece_bandwidth,
+            "ece_1bin": self.ece_1bin,
+            "brier": self.brier,
+            "nll": self.nll,
+            "auroc": self.auroc,
+            "accuracy": self.accuracy,
+            "mean_confidence": self.mean_confidence,
+        }
+        for term in DECOMPOSITION_TERMS:
+            values[f"brier_decomposition.{term}"] = self.decomposition[term]
+        return {key: float(values[key]) for key in SCALAR_KEYS}
+
+
+def resolve_edges(
+    columns: PredictionColumns,
+    bins: int,
+    strategy: str,
+    *,
+    weights: object = None,
+    edges: object = None,
+) -> np.ndarray:
+    """The bin edges an estimate uses: ``edges`` if given, else uniform or quantile edges.
+
+    Weighted quantile edges are the edges of the rows repeated by their (integer) weights.
+    """
+    m = check_bins(bins)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    if edges is not None:
+        return np.asarray(edges, dtype=np.float64)
+    if strategy == "uniform":
+        return bin_edges(m)
+    conf = columns.confidences()
+    if weights is not None:
+        w = _row_weights(weights, columns.n)
+        if w.dtype.kind != "i":
+            if not np.array_equal(w, np.floor(w)):
+                raise ValueError("quantile bins with weights need integer weights")
+            w = w.astype(np.int64)
+        conf = np.repeat(conf, w)
+    return quantile_edges(conf, m)
+
+
+def calibration_estimates(
+    columns: PredictionColumns,
+    *,
+    bins: int = 10,
+    strategy: str = "uniform",
+    weights: object = None,
+    edges: object = None,
+    wilson_level: float = 0.95,
+) -> CalibrationEstimates:
+    """Compute the whole estimator family (one place, one convention).
+
+    ``strategy`` is "uniform" (equal-width) or "quantile" (equal-mass, see :func:`quantile_edges`);
+    explicit ``edges`` override both. ``weights`` are row multiplicities in the order of
+    ``columns.confidences()``. ``smece`` is nan when :mod:`calibcli.metrics.smooth` is absent.
+    """
+    e = resolve_edges(columns, bins, strategy, weights=weights, edges=edges)
+    stats = columns.stats(edges=e, weights=weights)
+    binned = binned_scalars(stats)
+    smece, bandwidth = _smooth(columns, weights)
+    lower, upper = wilson_interval(stats.sum_correct, stats.count, wilson_level)
+    return CalibrationEstimates(
+        n=stats.n,
+        bins=check_bins(bins),
+        strategy=strategy,
+        bins_used=stats.bins,
+        edges=stats.edges,
+        stats=stats,
+        ece=binned["ece"],
+        populated_bins=stats.populated_bins,
+        mce=binned["mce"],
+        rmsce=binned["rmsce"],
+        rmsce_debiased=binned["rmsce_debiased"],
+        smece=smece,
+        smece_bandwidth=bandwidth,
+        ece_1bin=binned["ece_1bin"],
+        brier=binned["brier"],
+        decomposition=stats.decomposition(),
+        nll=log_loss(columns, weights),
+        auroc=auroc(columns, weights),
+        accuracy=binned["accuracy"],
+        mean_confidence=binned["mean_confidence"],
+        accuracy_ci_lower=lower,
+        accuracy_ci_upper=upper,
+        wilson_level=float(wilson_level),
+    )
+
+
+def _smooth(columns: PredictionColumns, weights: object) -> tuple[float, float]:
+    try:
+        from calibcli.metrics.smooth import smooth_ece
+    except ImportError:  # the smooth-ECE module is optional at this layer
+        return math.nan, math.nan
+    result = smooth_ece(columns.confidences(), columns.correct(), weights=weights)
+    return float(result.value), float(result.bandwidth)
