@@ -37,27 +37,14 @@ app = typer.Typer(
 )
 
 
-class Format(str, Enum):
-    auto = "auto"
-    jsonl = "jsonl"
-    lm_eval = "lm-eval"
-    logprobs = "logprobs"
+def _choices(name: str, *values: str) -> Any:
+    return Enum(name, [(v.replace("-", "_"), v) for v in values], type=str)
 
 
-class McNorm(str, Enum):
-    none = "none"
-    chars = "chars"
-    bytes = "bytes"
-
-
-class Strategy(str, Enum):
-    uniform = "uniform"
-    quantile = "quantile"
-
-
-class GateOn(str, Enum):
-    estimate = "estimate"
-    upper = "upper"
+Format = _choices("Format", "auto", "jsonl", "lm-eval", "logprobs")
+McNorm = _choices("McNorm", "none", "chars", "bytes")
+Strategy = _choices("Strategy", "uniform", "quantile")
+GateOn = _choices("GateOn", "estimate", "upper")
 
 
 def _not_nan(value: float | None) -> float | None:
@@ -202,8 +189,12 @@ def _read(reader: str, files: list[str], fmt: Format, quiet: bool, **options: An
     return data
 
 
-def _check_plot(plot: Path | None, labels: list[str] | None) -> None:
-    """Validate --plot/--label before any reading, so a typo costs nothing."""
+def _check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | None) -> None:
+    """Refuse what cannot work before any reading, so a typo costs nothing."""
+    if fmt is Format.logprobs:
+        raise _usage_error(
+            "--format logprobs has no confidence/correct rows; use calibcli perplexity"
+        )
     if labels and plot is None:
         raise _usage_error("--label names --plot series; give --plot PATH too")
     if plot is not None:
@@ -216,41 +207,21 @@ def _check_plot(plot: Path | None, labels: list[str] | None) -> None:
 
 
 def _plot(data: Any, plot: Path, labels: list[str] | None, *, with_ci: bool) -> None:
-    """One DiagramSeries per --by group, else per input file; draw them with calibcli.plot."""
-    from calibcli.diagram import DiagramSeries
+    """One series per --by group, else per input file, drawn by calibcli.plot."""
     from calibcli.plot import PlotUnavailable, plot_reliability
+    from calibcli.render import diagram_series, plot_parts
 
-    parts = data.groups if data.groups is not None else data.per_source
-    if not parts:
-        parts = {"": data}
-    names = list(parts)
-    if labels and len(labels) != len(names):
+    parts = plot_parts(data)
+    if labels and len(labels) != len(parts):
         raise _usage_error(
-            f"--label given {len(labels)} time(s) but the plot has {len(names)} series"
+            f"--label given {len(labels)} time(s) but the plot has {len(parts)} series"
         )
-    titles = labels or [_series_name(name) for name in names]
-    series = [
-        DiagramSeries.from_stats(part.stats, label=title, accuracy_ci=_wilson(part, with_ci))
-        for title, part in zip(titles, parts.values(), strict=True)
-    ]
     try:
-        plot_reliability(series, plot)
+        plot_reliability(diagram_series(parts, labels, with_ci=with_ci), plot)
     except PlotUnavailable as exc:
         raise _usage_error(f"--plot: {exc}") from None
     except OSError as exc:
         raise _usage_error(f"{plot}: cannot write the plot: {exc.strerror or exc}") from None
-
-
-def _series_name(source: str) -> str:
-    return "<stdin>" if source == "-" else Path(source).name
-
-
-def _wilson(part: Any, with_ci: bool) -> Any:
-    if not with_ci:
-        return None
-    from calibcli.metrics.estimators import wilson_interval
-
-    return wilson_interval(part.stats.sum_correct, part.stats.count)
 
 
 def _emit(report: Any, *, json_out: bool, output: Path | None, render: Any) -> None:
@@ -413,7 +384,7 @@ def calibrate(
 
     if gate_each and by is None:
         raise _usage_error("--gate-each needs --by FIELD")
-    _check_plot(plot, label)
+    _check_calibration_options(fmt, plot, label)
     if gate_on is GateOn.upper and ci is None:
         ci = 0.95
     data = _read(
@@ -476,7 +447,7 @@ def reliability(
     """
     from calibcli import render, report
 
-    _check_plot(plot, label)
+    _check_calibration_options(fmt, plot, label)
     data = _read(
         "read_calibration",
         files,

@@ -237,6 +237,31 @@ def print_reliability(report: dict[str, Any], diagram: Any = None, by: str | Non
     _print(*out)
 
 
+def plot_parts(data: Any) -> dict[str, Any]:
+    """What --plot draws as separate series: the --by groups, else the input files."""
+    return data.groups if data.groups is not None else (data.per_source or {"": data})
+
+
+def diagram_series(parts: dict[str, Any], labels: list[str] | None, *, with_ci: bool) -> list:
+    """One DiagramSeries per part, named by --label, else by group or file name."""
+    from pathlib import Path
+
+    from calibcli.diagram import DiagramSeries
+    from calibcli.metrics.estimators import wilson_interval
+
+    names = labels or ["<stdin>" if n == "-" else Path(n).name for n in parts]
+    return [
+        DiagramSeries.from_stats(
+            part.stats,
+            label=name,
+            accuracy_ci=wilson_interval(part.stats.sum_correct, part.stats.count)
+            if with_ci
+            else None,
+        )
+        for name, part in zip(names, parts.values(), strict=True)
+    ]
+
+
 # --------------------------------------------------------------------------- gate
 
 
