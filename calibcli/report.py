@@ -256,6 +256,9 @@ def _group_notes(per_group: dict[str, list[Note]]) -> list[Note]:
 # --------------------------------------------------------------------------- perplexity
 
 
+_PPL_KEYS = ("perplexity", "byte_perplexity", "word_perplexity")
+
+
 def _perplexity_section(data: Any) -> tuple[dict[str, Any], list[Note], dict[str, str]]:
     from calibcli.metrics import bits_per_unit
 
@@ -324,6 +327,16 @@ def _perplexity_section(data: Any) -> tuple[dict[str, Any], list[Note], dict[str
                 ("bits_per_byte", "byte_perplexity", "word_perplexity"),
             )
         )
+    overflowed = [k for k in _PPL_KEYS if k in section and section[k] == math.inf]
+    if overflowed and math.isfinite(data.total_nll):
+        notes.append(
+            Note(
+                "overflow",
+                f"{', '.join(overflowed)} overflow(s) a double (exp of a mean NLL above 709 "
+                "nats); written as null, see the mean NLL and bits figures",
+                explains=tuple(overflowed),
+            )
+        )
     if getattr(data, "fmt", None) == "logprobs":
         section["null_logprobs"] = int(data.null_logprobs)
         section["sentinel_logprobs"] = int(data.sentinel_logprobs)
@@ -332,7 +345,8 @@ def _perplexity_section(data: Any) -> tuple[dict[str, Any], list[Note], dict[str
                 Note(
                     "sentinels",
                     f"{data.sentinel_logprobs} token logprob(s) are <= -9999: API sentinels for "
-                    "'not in the top-k', not real probabilities; perplexity is not trustworthy",
+                    "'not in the top-k', not real probabilities; they are summed as given, which "
+                    "inflates the NLL",
                     f"{data.sentinel_logprobs}",
                 )
             )
