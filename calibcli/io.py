@@ -1233,12 +1233,20 @@ def _call_with_known(func: Callable, *args: Any, **kwargs: Any) -> Any:
     return func(*args, **kwargs)
 
 
-def _detector(field_names: dict[str, str]) -> Callable[[dict], str]:
+def _detector(
+    field_names: dict[str, str], refuse: dict[str, str] | None = None
+) -> Callable[[dict], str]:
+    """Format detection from the first row; ``refuse`` maps formats this reader cannot use to
+    the message to raise (ValueError, given a file and line by the reader)."""
+
     def detect(row: dict) -> str:
         formats = _formats()
         if formats is None:
             return "jsonl"
-        return _call_with_known(formats.detect_format, row, **field_names)
+        found = _call_with_known(formats.detect_format, row, **field_names)
+        if refuse and found in refuse:
+            raise ValueError(refuse[found])
+        return found
 
     return detect
 
@@ -1307,10 +1315,6 @@ def read_calibration(
     bin_edges(bins)  # validates bins before any reading
 
     def make_decoder(fmt_: str, source: str) -> Any:
-        if fmt_ == "logprobs":
-            raise InputError(
-                _display(source), None, "rows are per-token logprobs: no confidence/correct"
-            )
         if fmt_ == "jsonl" and by is None:
             return _CalibrationDecoder(confidence_field, correct_field)
         if fmt_ == "jsonl":
@@ -1335,7 +1339,13 @@ def read_calibration(
         fmt=fmt,
         make_decoder=make_decoder,
         new_sink=new_sink,
-        detect=_detector({"confidence_field": confidence_field, "correct_field": correct_field}),
+        detect=_detector(
+            {"confidence_field": confidence_field, "correct_field": correct_field},
+            refuse={
+                "logprobs": "rows hold per-token logprobs (input for perplexity), not "
+                f"{confidence_field!r}/{correct_field!r}"
+            },
+        ),
         progress=progress,
         workers=workers,
         block_size=block_size,

@@ -381,3 +381,111 @@ def test_perplexity_group_by(tmp_path):
     assert (data.groups["a"].total_nll, data.groups["a"].total_tokens) == (5.0, 7)
     assert (data.groups["b"].sequences, data.groups["b"].total_tokens) == (1, 3)
     assert (data.total_nll, data.total_tokens, data.sequences) == (7.0, 10, 3)
+
+
+# --------------------------------------------------------------------------- other formats
+
+
+def mc_row(doc_id, lls, acc, **extra):
+    row = {
+        "doc_id": doc_id,
+        "filtered_resps": [[str(x), "False"] for x in lls],
+        "acc": acc,
+        "brier_score": "[0.1 0.2]",
+    }
+    row.update(extra)
+    return json.dumps(row)
+
+
+def top_softmax(lls):
+    m = max(lls)
+    return 1.0 / math.fsum(math.exp(x - m) for x in lls)
+
+
+def test_lm_eval_multiple_choice_detected_and_grouped_by_task(tmp_path):
+    arc = tmp_path / "samples_arc_easy_2024-06-01T12-30-05.123456.jsonl"
+    hs = tmp_path / "samples_hellaswag_2024-06-01T12-30-05.jsonl"
+    arc_rows = [([-1.0, -2.0, -3.5], 1), ([-0.5, -0.25], 0)]
+    hs_rows = [([-4.0, -4.0, -9.0, -1.0], 1)]
+    write(arc, [mc_row(i, lls, acc) for i, (lls, acc) in enumerate(arc_rows)])
+    write(hs, [mc_row(0, lls, acc) for lls, acc in hs_rows])
+    data = read_calibration([str(arc), str(hs)], by="task", keep_columns=True)
+    assert data.fmt == "lm-eval"
+    assert list(data.groups) == ["arc_easy", "hellaswag"]
+    expected = [(top_softmax(lls), acc) for lls, acc in arc_rows + hs_rows]
+    assert_matches(data, expected)
+    assert_matches(data.groups["arc_easy"], expected[:2])
+    assert_matches(data.groups["hellaswag"], expected[2:])
+    assert sorted(data.columns.conf_wrong.tolist()) == [pytest.approx(top_softmax([-0.5, -0.25]))]
+
+
+def test_lm_eval_bad_row_names_file_and_line(tmp_path):
+    path = tmp_path / "samples_arc_2024-06-01T12-30-05.jsonl"
+    one_choice = json.dumps({"doc_id": 1, "filtered_resps": [["-1", "False"]], "acc": 1})
+    write(path, [mc_row(0, [-1, -2], 1), one_choice, mc_row(2, [-1, -2], 0)])
+    with pytest.raises(InputError, match=rf"^{path}:2: 'filtered_resps' has 1 scored"):
+        read_calibration([str(path)])
+
+
+def test_lm_eval_rolling_rows_for_perplexity(tmp_path):
+    rows = [(-10.5, 3, 12), (-20.25, 5, 30)]
+    lines = [
+        json.dumps(
+            {
+                "doc_id": i,
+                "filtered_resps": [str(ll)],
+                "word_perplexity": [ll, w],
+                "byte_perplexity": [ll, b],
+                "bits_per_byte": [ll, b],
+            }
+        )
+        for i, (ll, w, b) in enumerate(rows)
+    ]
+    data = read_perplexity([write(tmp_path / "samples_wiki_2024-06-01T12-30-05.jsonl", lines)])
+    assert data.fmt == "lm-eval"
+    assert (data.sequences, data.total_nll) == (2, 30.75)
+    assert (data.total_tokens, data.total_words, data.total_bytes) == (None, 8, 42)
+
+
+def test_logprobs_rows(tmp_path):
+    lines = [
+        json.dumps({"logprobs": [None, -0.5, -1.25], "src": "a"}),
+        json.dumps({"logprobs": [None, -10000.0, -0.25, -0.0], "src": "b"}),
+    ]
+    path = write(tmp_path / "lp.jsonl", lines)
+    data = read_perplexity([path], by="src")
+    assert data.fmt == "logprobs"
+    assert (data.sequences, data.total_tokens) == (2, 5)
+    assert data.total_nll == 0.5 + 1.25 + 10000.0 + 0.25
+    assert (data.null_logprobs, data.sentinel_logprobs) == (2, 1)
+    assert (data.groups["a"].null_logprobs, data.groups["b"].sentinel_logprobs) == (1, 1)
+    assert data.groups["a"].total_tokens == 2
+
+
+def test_logprobs_bad_value_and_renamed_field(tmp_path):
+    lines = [json.dumps({"lp": [-0.5]}), json.dumps({"lp": [-0.5, 0.25]})]
+    path = write(tmp_path / "lp.jsonl", lines)
+    with pytest.raises(InputError, match=r"lp.jsonl:2: lp\[1\] = 0.25 is greater than 0"):
+        read_perplexity([path], logprobs_field="lp")
+
+
+def test_logprobs_input_refused_by_calibration(tmp_path):
+    path = write(tmp_path / "lp.jsonl", ["", json.dumps({"logprobs": [-0.5]})])
+    with pytest.raises(InputError, match=r"lp.jsonl:2: rows hold per-token logprobs"):
+        read_calibration([path])
+    with pytest.raises(ValueError, match="logprobs"):
+        read_calibration([path], fmt="logprobs")
+
+
+def test_explicit_format_skips_detection(tmp_path):
+    path = write(tmp_path / "p.jsonl", calib_lines())
+    with pytest.raises(InputError, match=r"p.jsonl:1: 'filtered_resps' is null"):
+        read_calibration([path], fmt="lm-eval")
+
+
+def test_detection_uses_first_row_of_all_sources(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    lp = write(tmp_path / "lp.jsonl", [json.dumps({"logprobs": [-1.0, -2.0]})])
+    data = read_perplexity([str(empty), lp])
+    assert (data.fmt, data.total_nll, data.total_tokens) == ("logprobs", 3.0, 2)
