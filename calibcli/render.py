@@ -7,6 +7,7 @@ runners are honoured: no escape codes unless stdout is a colour terminal). Cells
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich import box
@@ -20,7 +21,9 @@ _EIGHTHS = " ▏▎▍▌▋▊▉█"
 
 
 def _console() -> Console:
-    return Console(highlight=False)
+    """stdout console; with NO_COLOR set (non-empty), no escape codes at all, not even bold."""
+    plain = bool(os.environ.get("NO_COLOR"))
+    return Console(highlight=False, color_system=None if plain else "auto")
 
 
 def _f(x: Any, digits: int = 4) -> str:
