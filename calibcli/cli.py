@@ -7,7 +7,6 @@ inside the commands so that ``calibcli --help`` stays fast.
 
 from __future__ import annotations
 
-import math
 import sys
 import traceback
 from enum import Enum
@@ -47,104 +46,111 @@ Strategy = _choices("Strategy", "uniform", "quantile")
 GateOn = _choices("GateOn", "estimate", "upper")
 
 
-def _not_nan(value: float | None) -> float | None:
-    if value is not None and math.isnan(value):
-        raise typer.BadParameter("must be a number, not nan")
-    return value
-
-
 def _ci_level(value: float | None) -> float | None:
     if value is not None and not 0.0 < value < 1.0:
         raise typer.BadParameter(f"{value:g} is not a level strictly between 0 and 1, e.g. 0.95")
     return value
 
 
+def _opt(kind: Any, *decls: str, **options: Any) -> Any:
+    """An Annotated option type, so options shared by several commands are declared once."""
+    return Annotated[kind, typer.Option(*decls, **options)]
+
+
 def _threshold(metric: str, what: str) -> Any:
-    return Annotated[
+    return _opt(
         float | None,
-        typer.Option(
-            f"--max-{metric}",
-            metavar="X",
-            min=0.0,
-            callback=_not_nan,
-            help=f"Gate: exit 1 unless {what} <= X.",
-        ),
-    ]
+        f"--max-{metric}",
+        metavar="X",
+        min=0.0,
+        help=f"Gate: exit 1 unless {what} <= X.",
+    )
 
 
-# ----- options shared by several commands
+Files = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="FILE",
+        show_default=False,
+        help="JSONL files (.gz read transparently), pooled; '-' reads standard input.",
+    ),
+]
+Name = "NAME"
+FormatOpt = _opt(Format, "--format", help="Input format; auto detects it from the first row.")
+ByOpt = _opt(
+    str | None,
+    "--by",
+    metavar="FIELD",
+    help="Also report per group of FIELD (a dotted path such as doc.subject; 'task' for lm-eval "
+    "files); groups are sorted and the pooled figures stay at the top level.",
+)
+GateEachOpt = _opt(bool, "--gate-each", help="Apply the --max-* gates to every --by group too.")
+JsonOpt = _opt(bool, "--json", help="Print the JSON report on stdout instead of the table.")
+OutputOpt = _opt(
+    Path | None,
+    "-o",
+    "--output",
+    metavar="PATH",
+    help="Also write the JSON report to PATH (atomically).",
+)
+QuietOpt = _opt(bool, "--quiet", "-q", help="No progress bar and no 'detected format' line.")
+ConfidenceField = _opt(str, "--confidence-field", metavar=Name, help="Confidence field.")
+CorrectField = _opt(str, "--correct-field", metavar=Name, help="Correctness field.")
+BinsOpt = _opt(int, "--bins", metavar="M", min=1, help="Number of confidence bins.")
+McNormOpt = _opt(
+    McNorm,
+    "--mc-norm",
+    help="lm-eval multiple choice: raw, per-character or per-byte normalised loglikelihoods.",
+)
+PlotOpt = _opt(
+    Path | None,
+    "--plot",
+    metavar="PATH",
+    help="Draw the reliability diagram to PATH (.png, .svg or .pdf; needs calibcli[plot]); one "
+    "series per file, or per --by group.",
+)
+LabelOpt = _opt(
+    list[str] | None, "--label", metavar=Name, help="Name of a --plot series (repeat, in order)."
+)
+# perplexity
+NllField = _opt(str, "--nll-field", metavar=Name, help="Summed NLL of a sequence, in nats.")
+TokensField = _opt(str, "--tokens-field", metavar=Name, help="Token count of a sequence.")
+BytesField = _opt(str, "--bytes-field", metavar=Name, help="UTF-8 byte count (optional).")
+WordsField = _opt(str, "--words-field", metavar=Name, help="Word count (optional).")
+LogprobsField = _opt(
+    str, "--logprobs-field", metavar=Name, help="Per-token logprobs list (logprobs format)."
+)
+# calibrate
+StrategyOpt = _opt(Strategy, "--strategy", help="Equal-width, or equal-mass (quantile) bins.")
+MinBinsOpt = _opt(
+    int,
+    "--min-populated-bins",
+    metavar="K",
+    min=1,
+    help="Fewer populated bins than K (capped at --bins) prints a warning and makes a "
+    "--max-ece/--max-mce/--max-rmsce gate fail closed.",
+)
+CiOpt = _opt(
+    float | None,
+    "--ci",
+    metavar="LEVEL",
+    callback=_ci_level,
+    help="Add percentile bootstrap intervals at LEVEL (e.g. 0.95) to every estimate.",
+)
+BootstrapOpt = _opt(int, "--bootstrap", metavar="N", min=1, help="Bootstrap resamples for --ci.")
+SeedOpt = _opt(int, "--seed", metavar="S", min=0, help="Bootstrap seed for --ci.")
 MaxPerplexity = _threshold("perplexity", "the token perplexity")
 MaxEce = _threshold("ece", "ECE")
 MaxBrier = _threshold("brier", "the Brier score")
 MaxMce = _threshold("mce", "MCE")
 MaxRmsce = _threshold("rmsce", "RMSCE")
 MaxSmece = _threshold("smece", "smooth ECE")
-Files = Annotated[
-    list[str],
-    typer.Argument(
-        metavar="FILE",
-        help="JSONL files (.gz read transparently), pooled; '-' reads standard input.",
-        show_default=False,
-    ),
-]
-FormatOpt = Annotated[
-    Format,
-    typer.Option("--format", help="Input format; auto detects it from the first row."),
-]
-ByOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--by",
-        metavar="FIELD",
-        help="Also report per group of FIELD (a dotted path such as doc.subject; 'task' for "
-        "lm-eval files); groups are sorted and the pooled figures stay at the top level.",
-    ),
-]
-GateEachOpt = Annotated[
-    bool, typer.Option("--gate-each", help="Apply the --max-* gates to every --by group too.")
-]
-JsonOpt = Annotated[
-    bool, typer.Option("--json", help="Print the JSON report on stdout instead of the table.")
-]
-OutputOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "-o", "--output", metavar="PATH", help="Also write the JSON report to PATH (atomically)."
-    ),
-]
-QuietOpt = Annotated[
-    bool,
-    typer.Option("--quiet", "-q", help="No progress bar and no 'detected format' line."),
-]
-ConfidenceField = Annotated[
-    str, typer.Option("--confidence-field", metavar="NAME", help="Field holding the confidence.")
-]
-CorrectField = Annotated[
-    str, typer.Option("--correct-field", metavar="NAME", help="Field holding correctness.")
-]
-BinsOpt = Annotated[
-    int, typer.Option("--bins", metavar="M", min=1, help="Number of confidence bins.")
-]
-McNormOpt = Annotated[
-    McNorm,
-    typer.Option(
-        "--mc-norm",
-        help="lm-eval multiple choice: raw, per-character or per-byte normalised loglikelihoods.",
-    ),
-]
-PlotOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--plot",
-        metavar="PATH",
-        help="Draw the reliability diagram to PATH (.png, .svg or .pdf; needs calibcli[plot]); "
-        "one series per file, or per --by group.",
-    ),
-]
-LabelOpt = Annotated[
-    list[str] | None,
-    typer.Option("--label", metavar="NAME", help="Name of a --plot series (repeat, in order)."),
-]
+GateOnOpt = _opt(
+    GateOn,
+    "--gate-on",
+    help="Gate on the estimate, or on the upper end of the bootstrap interval (implies --ci 0.95 "
+    "unless --ci is given).",
+)
 
 
 def _version(value: bool) -> None:
@@ -224,7 +230,7 @@ def _plot(data: Any, plot: Path, labels: list[str] | None, *, with_ci: bool) -> 
         raise _usage_error(f"{plot}: cannot write the plot: {exc.strerror or exc}") from None
 
 
-def _emit(report: Any, *, json_out: bool, output: Path | None, render: Any) -> None:
+def _emit(report: Any, json_out: bool, output: Path | None, render: Any) -> None:
     """Warnings to stderr, report to -o and stdout (JSON or table), then the gate's verdict."""
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
@@ -255,24 +261,11 @@ def _emit(report: Any, *, json_out: bool, output: Path | None, render: Any) -> N
 @app.command(epilog=EXIT_CODES)
 def perplexity(
     files: Files,
-    nll_field: Annotated[
-        str, typer.Option("--nll-field", metavar="NAME", help="Summed NLL of a sequence, nats.")
-    ] = "nll",
-    tokens_field: Annotated[
-        str, typer.Option("--tokens-field", metavar="NAME", help="Token count of a sequence.")
-    ] = "tokens",
-    bytes_field: Annotated[
-        str, typer.Option("--bytes-field", metavar="NAME", help="UTF-8 byte count (optional).")
-    ] = "bytes",
-    words_field: Annotated[
-        str, typer.Option("--words-field", metavar="NAME", help="Word count (optional).")
-    ] = "words",
-    logprobs_field: Annotated[
-        str,
-        typer.Option(
-            "--logprobs-field", metavar="NAME", help="Per-token logprobs list (logprobs format)."
-        ),
-    ] = "logprobs",
+    nll_field: NllField = "nll",
+    tokens_field: TokensField = "tokens",
+    bytes_field: BytesField = "bytes",
+    words_field: WordsField = "words",
+    logprobs_field: LogprobsField = "logprobs",
     fmt: FormatOpt = Format.auto,
     by: ByOpt = None,
     gate_each: GateEachOpt = False,
@@ -307,12 +300,7 @@ def perplexity(
         {"perplexity": max_perplexity} if max_perplexity is not None else {}, each=gate_each
     )
     result = report.perplexity_report(data, gate)
-    _emit(
-        result,
-        json_out=json_out,
-        output=output,
-        render=lambda body: render.print_perplexity(body, by),
-    )
+    _emit(result, json_out, output, lambda body: render.print_perplexity(body, by))
 
 
 @app.command(epilog=EXIT_CODES)
@@ -321,48 +309,17 @@ def calibrate(
     confidence_field: ConfidenceField = "confidence",
     correct_field: CorrectField = "correct",
     bins: BinsOpt = 10,
-    strategy: Annotated[
-        Strategy,
-        typer.Option("--strategy", help="Equal-width bins, or equal-mass (quantile) bins."),
-    ] = Strategy.uniform,
-    min_populated_bins: Annotated[
-        int,
-        typer.Option(
-            "--min-populated-bins",
-            metavar="K",
-            min=1,
-            help="Fewer populated bins than K (capped at --bins) prints a warning and makes a "
-            "--max-ece/--max-mce/--max-rmsce gate fail closed.",
-        ),
-    ] = 3,
+    strategy: StrategyOpt = Strategy.uniform,
+    min_populated_bins: MinBinsOpt = 3,
     max_ece: MaxEce = None,
     max_brier: MaxBrier = None,
     max_mce: MaxMce = None,
     max_rmsce: MaxRmsce = None,
     max_smece: MaxSmece = None,
-    ci: Annotated[
-        float | None,
-        typer.Option(
-            "--ci",
-            metavar="LEVEL",
-            callback=_ci_level,
-            help="Add percentile bootstrap intervals at LEVEL (e.g. 0.95) to every estimate.",
-        ),
-    ] = None,
-    bootstrap: Annotated[
-        int, typer.Option("--bootstrap", metavar="N", min=1, help="Bootstrap resamples for --ci.")
-    ] = 1000,
-    seed: Annotated[
-        int, typer.Option("--seed", metavar="S", min=0, help="Bootstrap seed for --ci.")
-    ] = 0,
-    gate_on: Annotated[
-        GateOn,
-        typer.Option(
-            "--gate-on",
-            help="Gate on the estimate, or on the upper end of the bootstrap interval "
-            "(implies --ci 0.95 unless --ci is given).",
-        ),
-    ] = GateOn.estimate,
+    ci: CiOpt = None,
+    bootstrap: BootstrapOpt = 1000,
+    seed: SeedOpt = 0,
+    gate_on: GateOnOpt = GateOn.estimate,
     fmt: FormatOpt = Format.auto,
     mc_norm: McNormOpt = McNorm.none,
     by: ByOpt = None,
@@ -400,11 +357,9 @@ def calibrate(
         by=by,
         mc_norm=mc_norm.value,
     )
-    thresholds = {"ece": max_ece, "brier": max_brier, "mce": max_mce, "rmsce": max_rmsce}
-    thresholds["smece"] = max_smece
-    gate = report.Gate(
-        {k: v for k, v in thresholds.items() if v is not None}, gate_on.value, gate_each
-    )
+    limits = dict(ece=max_ece, brier=max_brier, mce=max_mce, rmsce=max_rmsce, smece=max_smece)
+    limits = {k: v for k, v in limits.items() if v is not None}
+    gate = report.Gate(limits, gate_on.value, gate_each)
     boot = report.Bootstrap(ci, bootstrap, seed) if ci is not None else None
     result = report.calibrate_report(
         data,
@@ -416,12 +371,7 @@ def calibrate(
     )
     if plot is not None:
         _plot(data, plot, label, with_ci=boot is not None)
-    _emit(
-        result,
-        json_out=json_out,
-        output=output,
-        render=lambda body: render.print_calibrate(body, by),
-    )
+    _emit(result, json_out, output, lambda body: render.print_calibrate(body, by))
 
 
 @app.command(epilog=EXIT_CODES)
@@ -464,13 +414,7 @@ def reliability(
     if plot is not None:
         _plot(data, plot, label, with_ci=True)
 
-    def draw(body: dict[str, Any]) -> None:
-        from calibcli.diagram import DiagramSeries, render_diagram
-
-        series = DiagramSeries.from_stats(data.stats, label="")
-        render.print_reliability(body, render_diagram(series), by)
-
-    _emit(result, json_out=json_out, output=output, render=draw)
+    _emit(result, json_out, output, lambda body: render.print_reliability(body, data.stats, by))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -218,11 +218,14 @@ def reliability_table(rel: dict[str, Any], title: str) -> Table:
     return table
 
 
-def print_reliability(report: dict[str, Any], diagram: Any = None, by: str | None = None) -> None:
+def print_reliability(report: dict[str, Any], stats: Any = None, by: str | None = None) -> None:
+    """The per-bin table, the terminal diagram of ``stats`` (calibcli.diagram), the groups."""
     title = f"Reliability ({report['bins']} bins, N = {report['n']:,})"
     out: list[Any] = [reliability_table(report["reliability"], title)]
-    if diagram is not None:
-        out.append(diagram)
+    if stats is not None:
+        from calibcli.diagram import DiagramSeries, render_diagram
+
+        out.append(render_diagram(DiagramSeries.from_stats(stats)))
     if "groups" in report:
         group_table = _table(
             f"By {by or 'group'}", by or "group", "N", "populated bins", "accuracy", "confidence"
