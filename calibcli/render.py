@@ -160,7 +160,7 @@ def print_calibrate(report: dict[str, Any], by: str | None = None) -> None:
     ci = report.get("ci")
     columns = ["metric", "value"]
     if "ci_level" in report:
-        columns.append(f"{report['ci_level']:.0%} CI")
+        columns.append(f"{report['ci_level'] * 100:g}% CI")
     table = _table(title, *columns)
     for label, key in _CAL_ROWS:
         value = _get(report, key)
@@ -276,15 +276,18 @@ def _gate(report: dict[str, Any]) -> list[Any]:
     if gate is None:
         return []
     verdict = "passed" if gate["passed"] else "FAILED"
+    upper = gate["bound"] == "upper"
     title = f"Gate: {verdict} (bound: {gate['bound']})"
-    table = _table(title, "metric", "group", "value", "threshold", "result", right_from=2)
+    columns = ["metric", "group", *(["estimate", "upper"] if upper else ["value"])]
+    table = _table(title, *columns, "threshold", "result", right_from=2)
     for check in gate["checks"]:
         result = "pass" if check["passed"] else ("fail (closed)" if "reason" in check else "fail")
+        values = [check["estimate"], check["upper"]] if upper else [check["value"]]
         _row(
             table,
             check["metric"],
             check.get("group", "(pooled)"),
-            _f(check["value"]),
+            *(_f(v) for v in values),
             f"{check['threshold']:g}",
             result,
         )
