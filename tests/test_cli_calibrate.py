@@ -457,6 +457,12 @@ def test_gate_on_upper_fails_a_small_sample_whose_estimate_passes(tmp_path):
     assert check["upper"] == report["ci"]["ece"][1] == check["value"]
     assert check["upper"] > float(threshold)
     assert "(upper end of the 0.95 interval)" in result.stderr
+    table = run(
+        ["calibrate", path, "--max-ece", threshold, "--gate-on", "upper", "--bootstrap", "300"]
+    )
+    assert table.exit_code == 1
+    assert "Gate: FAILED (bound: upper)" in table.stdout
+    assert f"{ece:.4f}  {check['upper']:.4f}" in table.stdout  # estimate and upper side by side
 
 
 def test_gate_on_upper_respects_explicit_ci(preds):
