@@ -7,6 +7,7 @@ inside the commands so that ``calibcli --help`` stays fast.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from enum import Enum
@@ -244,11 +245,14 @@ def _emit(report: Any, json_out: bool, output: Path | None, render: Any) -> None
             raise _usage_error(
                 f"{output}: cannot write the report: {exc.strerror or exc}"
             ) from None
-    if json_out:
-        sys.stdout.write(text)
+    try:
+        if json_out:
+            sys.stdout.write(text)
+        else:
+            render(report.body)
         sys.stdout.flush()
-    else:
-        render(report.body)
+    except BrokenPipeError:  # stdout's reader left (`| head`): not a verdict, so carry on
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     for failure in report.failures:
         typer.echo(f"gate failed: {failure}", err=True)
     if not report.passed:

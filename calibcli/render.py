@@ -20,10 +20,17 @@ _BAR_WIDTH = 10
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
 
 
+class _Stdout(Console):
+    def on_broken_pipe(self) -> None:
+        """rich exits 1 here, which would read as a failed gate; let the CLI decide instead."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def _console() -> Console:
     """stdout console; with NO_COLOR set (non-empty), no escape codes at all, not even bold."""
     plain = bool(os.environ.get("NO_COLOR"))
-    return Console(highlight=False, color_system=None if plain else "auto")
+    return _Stdout(highlight=False, color_system=None if plain else "auto")
 
 
 def _f(x: Any, digits: int = 4) -> str:

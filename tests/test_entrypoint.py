@@ -159,3 +159,14 @@ def test_main_keeps_gate_and_usage_codes_distinct_from_crashes(preds, capsys):
             cli.main(argv)
         assert (exc.value.code or 0) == code
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_closed_stdout_is_not_a_failed_gate(preds):
+    """`calibcli ... | head -1` under pipefail (GitHub Actions' bash default) keeps the verdict."""
+    shell = f"set -o pipefail; {CALIBCLI} reliability {preds} | head -1"
+    for _ in range(3):
+        result = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr and "Error" not in result.stderr
+    gated = f"set -o pipefail; {CALIBCLI} calibrate {preds} --max-ece 0.0001 | head -1"
+    assert subprocess.run(["bash", "-c", gated], capture_output=True).returncode == 1
