@@ -1,8 +1,14 @@
 """calibcli: perplexity, calibration error and Brier score for language-model evaluation dumps."""
 
-from importlib.metadata import PackageNotFoundError, version
 
-try:
-    __version__ = version("calibcli")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0+unknown"
+def __getattr__(name: str) -> str:
+    # __version__ comes from the installed metadata, looked up only when asked for:
+    # importlib.metadata costs tens of milliseconds that every run would otherwise pay.
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("calibcli")
+        except PackageNotFoundError:  # a source tree that was never installed
+            return "0+unknown"
+    raise AttributeError(f"module 'calibcli' has no attribute {name!r}")
