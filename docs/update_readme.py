@@ -86,6 +86,7 @@ def run(command: str, cwd: Path) -> tuple[int, list[str]]:
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
         COLUMNS="80",
         TERM="dumb",
+        PYTHONIOENCODING="utf-8",
     )
     result = subprocess.run(
         command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=600
