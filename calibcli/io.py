@@ -980,14 +980,21 @@ class _ProgressBar:
 # --------------------------------------------------------------------------- the reader
 
 
-def _first_row(block: bytes, first_line: int) -> tuple[int, Any] | None:
+def _first_row(block: memoryview, first_line: int) -> tuple[int, Any] | None:
     """(line, parsed object or None if unparseable) of the first non-blank line, if any."""
-    for line_no, line in _lines(block, first_line):
-        try:
-            return line_no, json.loads(line)
-        except ValueError:
-            return line_no, None
-    return None
+    size = 4096
+    while True:
+        whole = size >= len(block)
+        lines = bytes(block[:size]).split(b"\n")
+        for i, line in enumerate(lines if whole else lines[:-1]):  # only complete lines
+            if line.strip():
+                try:
+                    return first_line + i, json.loads(line)
+                except ValueError:
+                    return first_line + i, None
+        if whole:
+            return None
+        size *= 16
 
 
 def _split_points(path: str, size: int, parts: int) -> list[int]:

@@ -489,3 +489,14 @@ def test_detection_uses_first_row_of_all_sources(tmp_path):
     lp = write(tmp_path / "lp.jsonl", [json.dumps({"logprobs": [-1.0, -2.0]})])
     data = read_perplexity([str(empty), lp])
     assert (data.fmt, data.total_nll, data.total_tokens) == ("logprobs", 3.0, 2)
+
+
+def test_detection_after_many_blank_lines(tmp_path):
+    path = tmp_path / "lp.jsonl"
+    path.write_text("\n" * 20_000 + json.dumps({"logprobs": [-1.0, None]}) + "\n")
+    data = read_perplexity([str(path)])
+    assert (data.fmt, data.total_tokens, data.null_logprobs) == ("logprobs", 1, 1)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\r\n" * 9_999 + '{"confidence": 0.5, "correct": 5}\n')
+    with pytest.raises(InputError, match=r"bad.jsonl:10000: correct 5 is not"):
+        read_calibration([str(bad)])
