@@ -516,14 +516,14 @@ class _PerplexityDecoder(_NativeDecoder):
     def _struct_fields(self) -> tuple[list, dict]:
         from typing import Annotated
 
-        from msgspec import UNSET, Meta, UnsetType
+        from msgspec import Meta
 
         count = Annotated[int, Meta(ge=0, le=_MAX_COUNT)]
         fields = [
             ("nll", Annotated[float, Meta(ge=0.0)]),
             ("tokens", count),
-            ("nbytes", count | UnsetType, UNSET),
-            ("words", count | UnsetType, UNSET),
+            ("nbytes", count, -1),  # -1: the row lacks the field (a given value must be >= 0)
+            ("words", count, -1),
         ]
         return fields, dict(zip(("nll", "tokens", "nbytes", "words"), self.fields, strict=True))
 
@@ -535,18 +535,14 @@ class _PerplexityDecoder(_NativeDecoder):
         tokens = np.fromiter(map(_getter("tokens"), rows), np.int64, n)
         if np.any((tokens == 0) & (nll > 0)):
             return None  # the precise path names the line
-        nbytes = _optional_column(rows, "nbytes")
-        words = _optional_column(rows, "words")
+        nbytes = np.fromiter(map(_getter("nbytes"), rows), np.int64, n)
+        words = np.fromiter(map(_getter("words"), rows), np.int64, n)
         return nll, tokens, nbytes, words, None, None
 
     def _row_of_struct(self, row: Any) -> tuple:
-        from msgspec import UNSET
-
         if row.tokens == 0 and row.nll > 0:
             raise ValueError(f"{self.fields[0]} {_show(row.nll)} > 0 with 0 {self.fields[1]}")
-        b = None if row.nbytes is UNSET else row.nbytes
-        w = None if row.words is UNSET else row.words
-        return row.nll, row.tokens, b, w, 0, 0
+        return row.nll, row.tokens, row.nbytes, row.words, 0, 0
 
     def _row_of_dict(self, obj: dict) -> tuple:
         nf, tf, bf, wf = self.fields
@@ -563,19 +559,6 @@ def _optional_counts(obj: dict, bytes_field: str, words_field: str) -> tuple:
     b = _check_count(obj[bytes_field], bytes_field) if bytes_field in obj else None
     w = _check_count(obj[words_field], words_field) if words_field in obj else None
     return b, w
-
-
-def _optional_column(rows: list, attr: str) -> np.ndarray | None:
-    """int64 column of an optional struct field; -1 where a row lacks it; None if all lack it."""
-    import numpy as np
-    from msgspec import UNSET
-
-    if getattr(rows[0], attr) is UNSET and all(getattr(r, attr) is UNSET for r in rows):
-        return None
-    try:
-        return np.fromiter(map(_getter(attr), rows), np.int64, len(rows))
-    except TypeError:  # some rows lack it
-        return np.array([-1 if v is UNSET else v for v in map(_getter(attr), rows)], np.int64)
 
 
 def _perplexity_columns(values: list) -> tuple:

@@ -500,3 +500,29 @@ def test_detection_after_many_blank_lines(tmp_path):
     bad.write_text("\r\n" * 9_999 + '{"confidence": 0.5, "correct": 5}\n')
     with pytest.raises(InputError, match=r"bad.jsonl:10000: correct 5 is not"):
         read_calibration([str(bad)])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_on_a_terminal_for_files(tmp_path, monkeypatch):
+    import calibcli.io as reader
+
+    monkeypatch.setattr(reader, "PROGRESS_MIN_BYTES", 1)
+    path = write(tmp_path / "p.jsonl", calib_lines())
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert_matches(read_calibration([path], progress=True), ROWS)
+    assert "p.jsonl" in terminal.getvalue()
+
+    def no_bar(*args, **kwargs):
+        raise AssertionError("no progress bar expected")
+
+    monkeypatch.setattr(reader, "_ProgressBar", no_bar)
+    fake_stdin(monkeypatch, "\n".join(calib_lines()).encode())
+    assert_matches(read_calibration(["-"], progress=True), ROWS)  # never for stdin
+    assert_matches(read_calibration([path], progress=False), ROWS)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
+    assert_matches(read_calibration([path], progress=True), ROWS)
