@@ -258,8 +258,9 @@ def auroc(columns: PredictionColumns, weights: object = None) -> float:
 
     AUROC = U / (n_right·n_wrong) with the Mann–Whitney U = Σ_{i right, j wrong} [c_i > c_j] +
     ½·[c_i = c_j] (weighted: each pair counts w_i·w_j). nan when either class is empty (or has
-    zero weight). Unweighted, the count is exact integer arithmetic; memory beyond the columns is
-    one sorted copy of each class (8 bytes per row) plus blocks of 2**16 rows.
+    zero weight). Unweighted, the count is exact integer arithmetic and the memory beyond the
+    columns is one sorted copy of the wrong answers plus blocks of 2**16 rows: at most 16 bytes
+    per row in all, columns included, plus ~2 MB (5,000,000 rows, half wrong: 12.4 bytes/row).
     """
     right, wrong = columns.conf_correct, columns.conf_wrong
     w_right, w_wrong = _split_weights(columns, weights)
@@ -268,10 +269,9 @@ def auroc(columns: PredictionColumns, weights: object = None) -> float:
         if not n_right or not n_wrong:
             return math.nan
         wrong_sorted = np.sort(wrong)
-        right_sorted = np.sort(right)  # sorted keys make searchsorted cache friendly
         twice_u = 0
         for start in range(0, n_right, _CHUNK):
-            keys = right_sorted[start : start + _CHUNK]
+            keys = np.sort(right[start : start + _CHUNK])  # sorted keys search faster
             below = np.searchsorted(wrong_sorted, keys, side="left")
             not_above = np.searchsorted(wrong_sorted, keys, side="right")
             twice_u += int(below.sum()) + int(not_above.sum())
@@ -334,21 +334,27 @@ def wilson_interval(
 # --------------------------------------------------------------------------- the whole family
 
 
-def binned_scalars(stats: BinStats) -> dict[str, float]:
-    """Every scalar that the per-bin statistics determine (shared by the bootstrap)."""
-    decomposition = stats.decomposition()
-    out = {
-        "ece": stats.ece(),
-        "mce": max_calibration_error(stats),
-        "rmsce": rms_calibration_error(stats),
-        "rmsce_debiased": debiased_rms_calibration_error(stats),
-        "ece_1bin": one_bin_ece(stats),
-        "brier": stats.brier(),
-        "accuracy": float(stats.total_accuracy),
-        "mean_confidence": float(stats.total_mean_confidence),
+def binned_scalars(stats: BinStats, keys: frozenset[str] | None = None) -> dict[str, float]:
+    """Every scalar that the per-bin statistics determine (shared by the bootstrap).
+
+    ``keys`` limits the work to those scalars (the others are left out of the result).
+    """
+    functions = {
+        "ece": BinStats.ece,
+        "mce": max_calibration_error,
+        "rmsce": rms_calibration_error,
+        "rmsce_debiased": debiased_rms_calibration_error,
+        "ece_1bin": one_bin_ece,
+        "brier": BinStats.brier,
+        "accuracy": lambda s: float(s.total_accuracy),
+        "mean_confidence": lambda s: float(s.total_mean_confidence),
     }
-    for term in DECOMPOSITION_TERMS:
-        out[f"brier_decomposition.{term}"] = float(decomposition[term])
+    out = {k: f(stats) for k, f in functions.items() if keys is None or k in keys}
+    terms = [t for t in DECOMPOSITION_TERMS if keys is None or f"brier_decomposition.{t}" in keys]
+    if terms:
+        decomposition = stats.decomposition()
+        for term in terms:
+            out[f"brier_decomposition.{term}"] = float(decomposition[term])
     return out
 
 
