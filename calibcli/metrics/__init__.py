@@ -1,5 +1,6 @@
 """calibcli.metrics: pure numpy metrics, no I/O (conventions in calibcli.metrics.core)."""
 
+from calibcli.metrics.bootstrap import BootstrapResult, bootstrap_intervals
 from calibcli.metrics.core import (
     BinStats,
     CalibrationReport,
@@ -18,25 +19,51 @@ from calibcli.metrics.core import (
     validate_predictions,
     validate_weights,
 )
+from calibcli.metrics.estimators import (
+    SCALAR_KEYS,
+    CalibrationEstimates,
+    auroc,
+    calibration_estimates,
+    debiased_rms_calibration_error,
+    log_loss,
+    max_calibration_error,
+    one_bin_ece,
+    quantile_edges,
+    rms_calibration_error,
+    wilson_interval,
+)
 from calibcli.metrics.smooth import SmoothECE, smooth_ece
 
 __all__ = [
+    "SCALAR_KEYS",
     "BinStats",
+    "BootstrapResult",
+    "CalibrationEstimates",
     "CalibrationReport",
     "PerplexityResult",
     "PredictionColumns",
     "SmoothECE",
     "StatsAccumulator",
+    "auroc",
     "bin_edges",
     "bin_index",
     "bits_per_unit",
+    "bootstrap_intervals",
     "brier_decomposition",
     "brier_score",
+    "calibration_estimates",
     "check_bins",
+    "debiased_rms_calibration_error",
     "expected_calibration_error",
+    "log_loss",
+    "max_calibration_error",
+    "one_bin_ece",
     "perplexity",
+    "quantile_edges",
     "reliability_diagram",
+    "rms_calibration_error",
     "smooth_ece",
     "validate_predictions",
     "validate_weights",
+    "wilson_interval",
 ]
