@@ -681,6 +681,25 @@ class _ColumnBuffer:
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         return self._bufs[0][: self._n[0]], self._bufs[1][: self._n[1]]
 
+    def receive(self, conn: Any, lengths: list[int]) -> None:
+        """Read ``lengths[i]`` float64 values for buffer i from a pipe (sent by :func:`_send`)."""
+        for i, k in enumerate(lengths):
+            n = self._n[i]
+            self._grow(i, n + k)
+            buf = self._bufs[i]
+            for start in range(n, n + k, _PIPE_CHUNK):
+                conn.recv_bytes_into(buf, start * 8)  # in place, one chunk at a time
+            self._n[i] = n + k
+
+
+_PIPE_CHUNK = 1 << 17  # float64 values per message (1 MB): bounds the pipe's transient copies
+
+
+def _send(conn: Any, array: np.ndarray) -> None:
+    """Send a float64 array in chunks that :meth:`_ColumnBuffer.receive` reads in place."""
+    for start in range(0, array.shape[0], _PIPE_CHUNK):
+        conn.send_bytes(array[start : start + _PIPE_CHUNK])
+
 
 def _group_indices(keys: list[str]) -> Iterator[tuple[str, Any]]:
     """(key, row selector) for each distinct key of a block, in first-seen order."""
@@ -745,11 +764,15 @@ class _CalibrationSink:
             self.columns.add(conf, corr)
         self.rows += conf.shape[0]
 
-    def export(self) -> dict:
-        """Picklable state, to merge a worker's (or a source's) share into another sink."""
+    def export(self, with_columns: bool = True) -> dict:
+        """Picklable state, to merge a worker's (or a source's) share into another sink.
+
+        ``with_columns=False`` leaves the top-level columns out; a worker sends them with
+        :meth:`bulk` as raw bytes, which the parent receives in place (:meth:`receive_bulk`).
+        """
         return {
             "stats": self.acc.result(),
-            "columns": None if self.columns is None else self.columns.arrays(),
+            "columns": None if self.columns is None or not with_columns else self.columns.arrays(),
             "rows": self.rows,
             "groups": None
             if self.groups is None
@@ -766,6 +789,18 @@ class _CalibrationSink:
         if self.groups is not None and state["groups"] is not None:
             for key, sub in state["groups"].items():
                 self._group(key).absorb(sub)
+
+    def bulk(self) -> list[np.ndarray]:
+        """The arrays a worker sends raw: the confidences of right, then of wrong answers."""
+        return [] if self.columns is None else list(self.columns.arrays())
+
+    def receive_bulk(self, conn: Any, lengths: list[int]) -> None:
+        """Append arrays sent by a worker's :meth:`bulk` straight into the column buffers."""
+        if not lengths:
+            return
+        if self.columns is None:
+            self.columns = _ColumnBuffer(sum(lengths))
+        self.columns.receive(conn, lengths)
 
     def result(self, fmt: str) -> CalibrationData:
         import numpy as np
@@ -808,6 +843,12 @@ class _PerplexitySink:
         self.groups: dict[str, _PerplexitySink] | None = {} if grouped else None
 
     def reserve(self, rows: int) -> None:
+        pass
+
+    def bulk(self) -> list:
+        return []
+
+    def receive_bulk(self, conn: Any, lengths: list[int]) -> None:
         pass
 
     def _group(self, key: str) -> _PerplexitySink:
@@ -862,7 +903,7 @@ class _PerplexitySink:
         self.nll_parts.append(float(nll.sum()))
         self.sequences += n
 
-    def export(self) -> dict:
+    def export(self, with_columns: bool = True) -> dict:
         return {
             "nll_parts": list(self.nll_parts),
             "sequences": self.sequences,
@@ -1090,8 +1131,13 @@ class _Reader:
         limit: int | None,
         scale: int,
         start: int = 0,
+        expect: int | None = None,
     ) -> int:
-        """Decode one stream (or ``limit`` bytes of it) into ``sink``; return its newline count."""
+        """Decode one stream (or ``limit`` bytes of it) into ``sink``; return its newline count.
+
+        ``expect`` is the number of bytes whose rows ``sink`` will hold (for sizing its column
+        buffers; default: this stream's).
+        """
         name = src.name
         decoder = None
         newlines = 0
@@ -1109,7 +1155,7 @@ class _Reader:
                 cols, keys, lines = decoder.block(block, first_line, name, physical)
                 if not reserved:
                     reserved = True
-                    expected = src.expected_bytes(limit)
+                    expected = expect or src.expected_bytes(limit)
                     if expected:
                         sink.reserve(int(expected / len(block) * cols[0].shape[0] * 1.1) + 1024)
 
@@ -1151,6 +1197,7 @@ class _Reader:
             with contextlib.suppress(AttributeError, ValueError):
                 stream_.flush()  # a forked child must not repeat buffered output
         children = []
+        finished = False
         try:
             for k in range(1, parts):
                 recv, send = ctx.Pipe(duplex=False)
@@ -1162,25 +1209,29 @@ class _Reader:
                 children.append((proc, recv))
             with open(path, "rb") as f:
                 src.raw = f
-                offset = self._read_range(src, f, sink, self._bar(src), bounds[1], parts)
+                offset = self._read_range(
+                    src, f, sink, self._bar(src), bounds[1], parts, expect=size
+                )
             for proc, recv in children:
                 try:
                     message = recv.recv()
                 except EOFError:
+                    proc.join()
                     message = ("crash", f"worker exited with code {proc.exitcode}")
-                proc.join()
                 if message[0] == "input":
                     _, path_, line, detail = message
                     raise InputError(path_, None if line is None else line + offset, detail)
                 if message[0] == "crash":
                     raise RuntimeError(f"a worker reading {src.name} failed:\n{message[1]}")
-                _, state, newlines = message
+                _, state, newlines, lengths = message
                 sink.absorb(state, src.name, offset)
+                sink.receive_bulk(recv, lengths)
                 offset += newlines
+            finished = True
         finally:
             for proc, recv in children:
-                if proc.is_alive():
-                    proc.terminate()
+                if not finished and proc.is_alive():
+                    proc.terminate()  # an error elsewhere: its result is not needed
                 proc.join()
                 recv.close()
 
@@ -1195,12 +1246,20 @@ class _Reader:
                 f.seek(start)
                 src.raw = f
                 newlines = self._read_range(src, f, sink, None, stop - start, 1, start)
-            message: tuple = ("ok", sink.export(), newlines)
+            bulk = sink.bulk()
+            message: tuple = (
+                "ok",
+                sink.export(with_columns=False),
+                newlines,
+                [a.shape[0] for a in bulk],
+            )
         except InputError as e:
-            message = ("input", e.path, e.line, e.detail)
+            bulk, message = [], ("input", e.path, e.line, e.detail)
         except BaseException:
-            message = ("crash", traceback.format_exc())
+            bulk, message = [], ("crash", traceback.format_exc())
         conn.send(message)
+        for array in bulk:  # raw bytes, received in place: no pickled copy on either side
+            _send(conn, array)
         conn.close()
 
 

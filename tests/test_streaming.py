@@ -198,3 +198,17 @@ def test_perplexity_field_pattern_checked_across_workers(tmp_path):
     for workers in (1, 2):
         with pytest.raises(InputError, match=rf':{n // 2 + 1}: missing field "bytes"'):
             read_perplexity([str(path)], workers=workers, block_size=8192)
+
+
+def test_columns_from_workers_larger_than_a_pipe_buffer(large_rows, tmp_path, monkeypatch):
+    import calibcli.io
+
+    monkeypatch.setattr(calibcli.io, "_PIPE_CHUNK", 1000)  # many chunks per column
+    path = tmp_path / "cols.jsonl"
+    path.write_text("\n".join(large_rows[:50_000]) + "\n")
+    one = read_calibration([str(path)], keep_columns=True, workers=1)
+    two = read_calibration([str(path)], keep_columns=True, workers=2, block_size=1 << 16)
+    assert two.columns.n == one.columns.n == 50_000
+    assert np.array_equal(np.sort(two.columns.conf_correct), np.sort(one.columns.conf_correct))
+    assert np.array_equal(np.sort(two.columns.conf_wrong), np.sort(one.columns.conf_wrong))
+    assert_stats_close(two.stats, one.stats)
