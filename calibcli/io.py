@@ -27,9 +27,11 @@ Lines are 1-based physical lines of the (decompressed) input. Every error is an
 :class:`InputError` whose message is one line: ``path:line: what is wrong`` or, for a file that
 cannot be opened or decompressed, ``path: reason``.
 
-Known limit: msgspec's ``decode_lines`` accepts a JSON value split across lines and several values
-on one line; a block is only trusted when its row count equals its non-blank line count, so such a
-line is reported unless the same ~1 MB block also contains the exact opposite defect.
+msgspec's ``decode_lines`` accepts a JSON value split across lines and several values on one line,
+so a block decoded in one call is trusted only when every physical line opens with ``{`` and the
+row count equals the line count; anything else (blank lines included) is re-read line by line.
+Known limit: an object split across lines whose continuation lines also open with ``{``, in the
+same ~1 MB block as a line holding two objects, would pass unnoticed.
 """
 
 from __future__ import annotations
@@ -345,13 +347,18 @@ def _blocks(
     strip_bom: bool = True,
     what: str = "cannot read",
 ) -> Iterator[tuple[int, memoryview, int, int]]:
-    """Yield (first line number, view, newlines, physical lines) of newline-aligned blocks.
+    """Yield (first line number, view, newlines, expected rows) of newline-aligned blocks.
+
+    ``expected rows`` is the number of physical lines when every line opens with ``{``, else -1:
+    a decoder trusts a block decoded in one call only when it yields exactly that many rows, so
+    blank or indented lines, a value split across lines or several on one line all send the block
+    down the precise line-by-line path.
 
     The bytes are read into one reused buffer, so a view is valid only until the next item is
     requested. ``limit`` stops after that many bytes (ranges are cut at line starts by the
-    caller). Line numbers are 1-based; the last block may lack a trailing newline (it then has
-    one more physical line than newlines). A UTF-8 byte-order mark at the start is dropped. A read
-    or decompression failure raises ``InputError("path: ...")``.
+    caller). Line numbers are 1-based; the last block may lack a trailing newline. A UTF-8
+    byte-order mark at the start is dropped. A read or decompression failure raises
+    ``InputError("path: ...")``.
     """
     import numpy as np
 
@@ -387,10 +394,16 @@ def _blocks(
         if cut == 0:
             continue
         with memoryview(buf) as whole, whole[:cut] as view:
-            # numpy's vectorised compare counts newlines ~4x faster than bytearray.count
-            newlines = int(np.count_nonzero(np.frombuffer(view, np.uint8) == 10))
+            # numpy's vectorised compares count ~4x faster than bytearray.count
+            arr = np.frombuffer(view, np.uint8)
+            nl = arr == 10
+            newlines = int(np.count_nonzero(nl))
             physical = newlines + (buf[cut - 1] != 10)
-            yield line, view, newlines, physical
+            starts = np.equal(arr[1:], 123)  # a "{" right after a newline: a line opening an object
+            np.logical_and(starts, nl[:-1], out=starts)
+            opened = int(np.count_nonzero(starts)) + (buf[0] == 123)
+            del arr, nl, starts  # release the view before the buffer is reused
+            yield line, view, newlines, physical if opened == physical else -1
         line += newlines
         tail = filled - cut
         if tail:
@@ -435,12 +448,12 @@ class _NativeDecoder:
         self._decoder = msgspec.json.Decoder(row_type)
         self._errors = (msgspec.DecodeError, msgspec.ValidationError)
 
-    def block(self, block: memoryview, first_line: int, name: str, physical: int) -> tuple:
+    def block(self, block: memoryview, first_line: int, name: str, expected: int) -> tuple:
         try:
             rows = self._decoder.decode_lines(block)
         except self._errors:
             rows = None
-        if rows is not None and len(rows) == physical:
+        if rows is not None and len(rows) == expected:
             cols = self._columns(rows)
             if cols is not None:
                 return cols, None, None
@@ -595,13 +608,13 @@ class _GenericDecoder:
         self._decoder = msgspec.json.Decoder()
         self._errors = (msgspec.DecodeError, msgspec.ValidationError)
 
-    def block(self, block: memoryview, first_line: int, name: str, physical: int) -> tuple:
+    def block(self, block: memoryview, first_line: int, name: str, expected: int) -> tuple:
         try:
             rows = self._decoder.decode_lines(block)
         except self._errors:
             rows = None
         lines: list[int] | None = None
-        if rows is None or len(rows) != physical:
+        if rows is None or len(rows) != expected:
             rows, lines = [], []
             for line_no, line in _lines(block, first_line):
                 try:
@@ -1144,7 +1157,7 @@ class _Reader:
         what = "cannot decompress" if src.gzip else "cannot read"
         reserved = False
         try:
-            for first_line, block, nl, physical in _blocks(
+            for first_line, block, nl, expected in _blocks(
                 stream, name, self._block_size, limit, strip_bom=start == 0, what=what
             ):
                 newlines = first_line - 1 + nl
@@ -1152,7 +1165,7 @@ class _Reader:
                     continue
                 if decoder is None:
                     decoder = self._make_decoder(self.fmt, src.source)
-                cols, keys, lines = decoder.block(block, first_line, name, physical)
+                cols, keys, lines = decoder.block(block, first_line, name, expected)
                 if not reserved:
                     reserved = True
                     expected = expect or src.expected_bytes(limit)

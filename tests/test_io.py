@@ -526,3 +526,18 @@ def test_progress_bar_only_on_a_terminal_for_files(tmp_path, monkeypatch):
     assert_matches(read_calibration([path], progress=False), ROWS)
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
     assert_matches(read_calibration([path], progress=True), ROWS)
+
+
+def test_two_objects_on_a_line_next_to_a_blank_line(tmp_path):
+    # the blank line and the doubled line would balance a plain row count
+    lines = [GOOD, "", GOOD, f"{GOOD} {GOOD}", GOOD]
+    with pytest.raises(InputError, match=r"p.jsonl:4: line is not a JSON object \(Extra data"):
+        read_calibration([write(tmp_path / "p.jsonl", lines)])
+    split = [GOOD, '{"confidence": 0.5,', ' "correct": true}', f"{GOOD}{GOOD}"]
+    with pytest.raises(InputError, match=r"q.jsonl:2: line is not a JSON object"):
+        read_calibration([write(tmp_path / "q.jsonl", split)])
+
+
+def test_indented_lines_are_valid(tmp_path):
+    lines = ["  " + line for line in calib_lines()]
+    assert_matches(read_calibration([write(tmp_path / "p.jsonl", lines)]), ROWS)
