@@ -454,7 +454,7 @@ class _NativeDecoder:
         except self._errors:
             rows = None
         if rows is not None and len(rows) == expected:
-            cols = self._columns(rows)
+            cols = self._columns(rows, block)
             if cols is not None:
                 return cols, None, None
         return self._precise(block, first_line, name)
@@ -492,7 +492,7 @@ class _CalibrationDecoder(_NativeDecoder):
         ]
         return fields, {"c": self.fields[0], "y": self.fields[1]}
 
-    def _columns(self, rows: list) -> tuple:
+    def _columns(self, rows: list, block: memoryview) -> tuple:
         import numpy as np
 
         n = len(rows)
@@ -510,6 +510,18 @@ class _CalibrationDecoder(_NativeDecoder):
     _make_columns = staticmethod(lambda values: _calibration_columns(values))
 
 
+def _contains(block: memoryview | bytes, key: bytes) -> bool:
+    """Whether ``key`` occurs in the block (a view from :func:`_blocks`, which starts at offset 0
+    of its buffer, so the buffer's own ``find`` searches it without a copy).
+
+    A key written with JSON escapes (``"\\u0062ytes"``) is not found: such a field is then read
+    as absent."""
+    obj = block.obj if isinstance(block, memoryview) else block
+    if isinstance(obj, (bytes, bytearray)):
+        return obj.find(key, 0, len(block)) >= 0
+    return key in bytes(block)  # pragma: no cover - other buffers
+
+
 def _calibration_columns(values: list) -> tuple:
     import numpy as np
 
@@ -524,6 +536,7 @@ class _PerplexityDecoder(_NativeDecoder):
 
     def __init__(self, nll_field: str, tokens_field: str, bytes_field: str, words_field: str):
         self.fields = (nll_field, tokens_field, bytes_field, words_field)
+        self._keys = [json.dumps(f).encode() for f in self.fields]  # as written in the JSON
         super().__init__()
 
     def _struct_fields(self) -> tuple[list, dict]:
@@ -540,7 +553,7 @@ class _PerplexityDecoder(_NativeDecoder):
         ]
         return fields, dict(zip(("nll", "tokens", "nbytes", "words"), self.fields, strict=True))
 
-    def _columns(self, rows: list) -> tuple | None:
+    def _columns(self, rows: list, block: memoryview) -> tuple | None:
         import numpy as np
 
         n = len(rows)
@@ -548,9 +561,14 @@ class _PerplexityDecoder(_NativeDecoder):
         tokens = np.fromiter(map(_getter("tokens"), rows), np.int64, n)
         if np.any((tokens == 0) & (nll > 0)):
             return None  # the precise path names the line
-        nbytes = np.fromiter(map(_getter("nbytes"), rows), np.int64, n)
-        words = np.fromiter(map(_getter("words"), rows), np.int64, n)
-        return nll, tokens, nbytes, words, None, None
+        optional = []
+        for attr, key in (("nbytes", self._keys[2]), ("words", self._keys[3])):
+            # A block without the key has no row carrying the field: skip the per-row pass.
+            if _contains(block, key):
+                optional.append(np.fromiter(map(_getter(attr), rows), np.int64, n))
+            else:
+                optional.append(None)
+        return nll, tokens, *optional, None, None
 
     def _row_of_struct(self, row: Any) -> tuple:
         if row.tokens == 0 and row.nll > 0:
