@@ -27,6 +27,16 @@ from calibcli.io import (
 ROWS = [(0.05, False), (0.15, True), (0.31, False), (0.5, True), (0.77, True), (1.0, True)]
 
 
+@pytest.fixture(autouse=True, params=["typed", "json.loads"])
+def decoding(request, monkeypatch):
+    """Run every test through both native decoders: msgspec blocks, and the json.loads path that
+    small inputs take."""
+    import calibcli.io
+
+    monkeypatch.setattr(calibcli.io, "SMALL_BLOCK", 0 if request.param == "typed" else 1 << 30)
+    return request.param
+
+
 def calib_lines(rows=ROWS, conf="confidence", corr="correct") -> list[str]:
     return [json.dumps({conf: c, corr: y}) for c, y in rows]
 

@@ -8,6 +8,7 @@ paths alike.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 
@@ -20,13 +21,26 @@ from calibcli.io import InputError, read_calibration, read_perplexity
 from calibcli.metrics.core import BinStats
 
 FLOAT_FIELDS = ("sum_conf", "sum_conf_sq", "sum_conf_correct", "sum_sq_error")
-CONFIGS = [  # (block_size, workers)
-    (64, 1),  # blocks shorter than a line
-    (300, 1),
-    (1 << 20, 1),
-    (300, 2),
-    (1 << 20, 3),
+CONFIGS = [  # (block_size, workers, small_block: below it json.loads decodes, else msgspec)
+    (64, 1, 0),  # blocks shorter than a line
+    (300, 1, 0),
+    (1 << 20, 1, 0),
+    (1 << 20, 1, 1 << 30),
+    (300, 2, 0),
+    (1 << 20, 3, 1 << 30),
 ]
+
+
+@contextlib.contextmanager
+def small_block(size: int):
+    import calibcli.io
+
+    saved = calibcli.io.SMALL_BLOCK
+    calibcli.io.SMALL_BLOCK = size
+    try:
+        yield
+    finally:
+        calibcli.io.SMALL_BLOCK = saved
 
 
 def assert_stats_close(a: BinStats, b: BinStats) -> None:
@@ -73,10 +87,11 @@ def test_calibration_independent_of_blocks_and_workers(tmp_path_factory, ref, ro
     for c, _ in rows:
         counts[ref.bin(float(c), bins)] += 1
     assert in_memory.count.tolist() == counts
-    for block_size, workers in CONFIGS:
-        data = read_calibration(
-            [str(path)], bins=bins, keep_columns=True, block_size=block_size, workers=workers
-        )
+    for block_size, workers, small in CONFIGS:
+        with small_block(small):
+            data = read_calibration(
+                [str(path)], bins=bins, keep_columns=True, block_size=block_size, workers=workers
+            )
         assert data.rows == len(rows)
         assert_stats_close(data.stats, in_memory)
         assert sorted(data.columns.conf_correct.tolist()) == sorted(conf[corr].tolist())
@@ -101,8 +116,9 @@ def test_perplexity_independent_of_blocks_and_workers(tmp_path_factory, rows, cr
         "".join(json.dumps({"nll": n, "tokens": t, "bytes": 2 * t}) + nl for n, t in rows).encode()
     )
     expected_nll = math.fsum(n for n, _ in rows)
-    for block_size, workers in CONFIGS:
-        data = read_perplexity([str(path)], block_size=block_size, workers=workers)
+    for block_size, workers, small in CONFIGS:
+        with small_block(small):
+            data = read_perplexity([str(path)], block_size=block_size, workers=workers)
         assert data.sequences == len(rows)
         assert data.total_tokens == sum(t for _, t in rows)
         assert data.total_bytes == (2 * sum(t for _, t in rows) if rows else None)
