@@ -229,6 +229,77 @@ def reader_profile(path: Path, top: int = 12) -> str:
     return "\n".join(lines)
 
 
+MEMORY_PHASES = """
+import resource, sys
+from calibcli.io import read_calibration
+from calibcli.metrics.estimators import calibration_estimates
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+import numpy, msgspec.json
+print(peak(), file=sys.stderr)
+data = read_calibration([sys.argv[1]], keep_columns=True)
+print(peak(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, file=sys.stderr)
+calibration_estimates(data.columns)
+print(peak(), file=sys.stderr)
+"""
+
+
+def memory_phases(path: Path, rows: int, env: dict[str, str]) -> str:
+    """Peak RSS of `calibrate`'s two phases, measured inside one process."""
+    out = subprocess.run(  # through the launcher, for the reason given above it
+        [sys.executable, "-c", LAUNCHER, sys.executable, "-c", MEMORY_PHASES, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=ROOT,
+    ).stderr.split()
+    base, read, worker, estimates = (float(x) for x in out)
+
+    def per_row(mb: float) -> float:
+        return (mb - base) * 1024 * 1024 / rows
+
+    return (
+        f"Memory of `calibrate` by phase, {label(rows)} rows, in one process: imports "
+        f"{base:.0f} MB; after reading with `keep_columns` {read:.0f} MB "
+        f"({per_row(read):.1f} bytes/row; the worker process peaked at {worker:.0f} MB); after "
+        f"`calibration_estimates` {estimates:.0f} MB ({per_row(estimates):.1f} bytes/row above "
+        "the imports). The columns themselves are 8 bytes/row."
+    )
+
+
+def startup_profile(small: Path, env: dict[str, str], top: int = 8) -> str:
+    """The slowest imports of a 1,000-row `calibrate` (python -X importtime)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "calibcli", "calibrate", str(small), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    entries = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or line.count("|") != 2:
+            continue
+        _, cumulative, name = line.split("|")
+        if not cumulative.strip().isdigit():
+            continue
+        depth = (len(name) - len(name.lstrip(" ")) - 1) // 2  # "| name" is depth 0
+        if depth <= 1:  # top-level imports and their direct children
+            entries.append((int(cumulative) / 1000.0, name.strip(), depth))
+    total = sum(ms for ms, _, depth in entries if depth == 0)
+    rows = sorted(entries, reverse=True)[:top]
+    lines = [
+        f"Start-up of a 1,000-row `calibrate`: imports take {total:.0f} ms in all "
+        "(`python -X importtime`, one run, bytecode cached); the slowest:",
+        "",
+        "| module | cumulative (ms) |",
+        "|---|---:|",
+    ]
+    lines += [f"| `{name}` | {ms:.0f} |" for ms, name, _ in rows]
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -493,8 +564,24 @@ def main(argv: list[str] | None = None) -> int:
             1_000,
             small,
         )
+        one_thread = dict(env, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        results[("small_blas1", 1_000)] = measure(
+            "calibcli calibrate, 1,000 rows, OPENBLAS_NUM_THREADS=1",
+            [*cli, "calibrate", str(small), "--json", "-q"],
+            1_000,
+            small,
+            repeat,
+            one_thread,
+        )
         timed("help", "calibcli --help", [*cli, "--help"], 0, None, repeat=max(repeat, 5))
-        profile = reader_profile(folder / f"calib_{label(reference)}.jsonl")
+        reference_file = folder / f"calib_{label(reference)}.jsonl"
+        profile = "\n\n".join(
+            [
+                reader_profile(reference_file),
+                memory_phases(reference_file, reference, env),
+                startup_profile(small, env),
+            ]
+        )
     finally:
         if not args.keep:
             tmp_ctx.cleanup()
@@ -585,6 +672,14 @@ def evaluate(results: dict, sizes: list[int], ref: int) -> tuple[list[tuple], li
     if small is not None:
         targets.append(
             ("1,000-row `calibrate` <= 0.3 s", f"{small.median:.3f} s", small.median <= 0.3)
+        )
+    if (b1 := results.get(("small_blas1", 1_000))) is not None and small is not None:
+        notes.append(
+            f"A 1,000-row `calibrate` takes {b1.median:.3f} s "
+            f"(CPU {statistics.median(b1.cpu):.3f} s) with OPENBLAS_NUM_THREADS=1 against "
+            f"{small.median:.3f} s (CPU "
+            f"{statistics.median(small.cpu):.3f} s) by default: OpenBLAS starts and spins a thread "
+            "pool when numpy is imported."
         )
     if (h := results.get(("help", 0))) is not None:
         targets.append(("`calibcli --help` <= 0.15 s", f"{h.median:.3f} s", h.median <= 0.15))
