@@ -95,6 +95,12 @@ OutputOpt = _opt(
     help="Also write the JSON report to PATH (atomically).",
 )
 QuietOpt = _opt(bool, "--quiet", "-q", help="No progress bar and no 'detected format' line.")
+SummaryOpt = _opt(
+    Path | None,
+    "--summary",
+    metavar="PATH",
+    help="Append a Markdown summary to PATH (for CI job summaries, e.g. $GITHUB_STEP_SUMMARY).",
+)
 ConfidenceField = _opt(str, "--confidence-field", metavar=Name, help="Confidence field.")
 CorrectField = _opt(str, "--correct-field", metavar=Name, help="Correctness field.")
 BinsOpt = _opt(int, "--bins", metavar="M", min=1, help="Number of confidence bins.")
@@ -231,20 +237,33 @@ def _plot(data: Any, plot: Path, labels: list[str] | None, *, with_ci: bool) -> 
         raise _usage_error(f"{plot}: cannot write the plot: {exc.strerror or exc}") from None
 
 
-def _emit(report: Any, json_out: bool, output: Path | None, render: Any) -> None:
-    """Warnings to stderr, report to -o and stdout (JSON or table), then the gate's verdict."""
+def _write(path: Path, what: str, write: Any) -> None:
+    try:
+        write()
+    except OSError as exc:
+        raise _usage_error(f"{path}: cannot write the {what}: {exc.strerror or exc}") from None
+
+
+def _emit(
+    report: Any,
+    json_out: bool,
+    output: Path | None,
+    render: Any,
+    summary: Path | None = None,
+    files: list[str] | None = None,
+) -> None:
+    """Warnings to stderr, report to -o (and --summary) and stdout, then the gate's verdict."""
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
     text = report.to_json()
     if output is not None:
         from calibcli.report import write_atomic
 
-        try:
-            write_atomic(output, text)
-        except OSError as exc:
-            raise _usage_error(
-                f"{output}: cannot write the report: {exc.strerror or exc}"
-            ) from None
+        _write(output, "report", lambda: write_atomic(output, text))
+    if summary is not None:
+        from calibcli.summary import append_summary
+
+        _write(summary, "summary", lambda: append_summary(summary, report.body, files or []))
     try:
         if json_out:
             sys.stdout.write(text)
@@ -277,6 +296,7 @@ def perplexity(
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     quiet: QuietOpt = False,
+    summary: SummaryOpt = None,
 ) -> None:
     """Corpus perplexity: exp(total NLL / total tokens), pooled over every sequence.
 
@@ -304,7 +324,7 @@ def perplexity(
         {"perplexity": max_perplexity} if max_perplexity is not None else {}, each=gate_each
     )
     result = report.perplexity_report(data, gate)
-    _emit(result, json_out, output, lambda body: render.print_perplexity(body, by))
+    _emit(result, json_out, output, lambda body: render.print_perplexity(body, by), summary, files)
 
 
 @app.command(epilog=EXIT_CODES)
@@ -333,6 +353,7 @@ def calibrate(
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     quiet: QuietOpt = False,
+    summary: SummaryOpt = None,
 ) -> None:
     """Calibration: ECE, Brier (decomposed), MCE, RMSCE, smooth ECE, NLL, AUROC and more.
 
@@ -375,7 +396,7 @@ def calibrate(
     )
     if plot is not None:
         _plot(data, plot, label, with_ci=boot is not None)
-    _emit(result, json_out, output, lambda body: render.print_calibrate(body, by))
+    _emit(result, json_out, output, lambda body: render.print_calibrate(body, by), summary, files)
 
 
 @app.command(epilog=EXIT_CODES)
@@ -392,6 +413,7 @@ def reliability(
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     quiet: QuietOpt = False,
+    summary: SummaryOpt = None,
 ) -> None:
     """Reliability diagram data: per bin, its range, count, mean confidence, accuracy with a
     Wilson 95% interval and the gap, then the diagram drawn in the terminal.
@@ -417,8 +439,14 @@ def reliability(
     result = report.reliability_report(data)
     if plot is not None:
         _plot(data, plot, label, with_ci=True)
-
-    _emit(result, json_out, output, lambda body: render.print_reliability(body, data.stats, by))
+    _emit(
+        result,
+        json_out,
+        output,
+        lambda body: render.print_reliability(body, data.stats, by),
+        summary,
+        files,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,99 @@
+"""A Markdown summary of a report, appended to a file the user names (``--summary PATH``).
+
+Made for CI job summaries (GitHub Actions: ``--summary "$GITHUB_STEP_SUMMARY"``): a heading, a
+table of the headline figures, the gate's checks, and the warnings. It only reads the finished
+JSON report body, so it shows exactly what the report says. Appending (never truncating) lets
+several calibcli steps share one summary file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+# (report key, label) of the figures each command's summary shows, in order
+_FIGURES = {
+    "perplexity": (
+        ("perplexity", "perplexity (per token)"),
+        ("mean_nll", "mean NLL (nats/token)"),
+        ("bits_per_token", "bits per token"),
+        ("bits_per_byte", "bits per byte"),
+        ("byte_perplexity", "byte perplexity"),
+        ("word_perplexity", "word perplexity"),
+        ("total_tokens", "tokens"),
+        ("sequences", "sequences"),
+    ),
+    "calibrate": (
+        ("n", "N"),
+        ("accuracy", "accuracy"),
+        ("mean_confidence", "mean confidence"),
+        ("ece", "ECE"),
+        ("populated_bins", "populated bins"),
+        ("brier", "Brier"),
+        ("mce", "MCE"),
+        ("rmsce", "RMSCE"),
+        ("rmsce_debiased", "RMSCE (debiased)"),
+        ("smece", "smECE"),
+        ("ece_1bin", "ECE (1 bin)"),
+        ("nll", "NLL"),
+        ("auroc", "AUROC"),
+    ),
+    "reliability": (
+        ("n", "N"),
+        ("accuracy", "accuracy"),
+        ("mean_confidence", "mean confidence"),
+        ("populated_bins", "populated bins"),
+    ),
+}
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def _interval(body: dict[str, Any], key: str) -> str:
+    lo, hi = (body.get("ci") or {}).get(key) or (None, None)
+    return "" if lo is None and hi is None else f"[{_cell(lo)}, {_cell(hi)}]"
+
+
+def markdown(body: dict[str, Any], sources: list[str]) -> str:
+    """The Markdown text for one report body (as written to JSON) read from ``sources``."""
+    command = body["command"]
+    gate = body.get("gate")
+    verdict = "" if gate is None else (" — gate passed" if gate["passed"] else " — gate FAILED")
+    lines = [f"### calibcli {command}: {', '.join(f'`{s}`' for s in sources)}{verdict}", ""]
+    with_ci = bool(body.get("ci"))
+    if with_ci:
+        lines += [f"| metric | value | {body['ci_level']:g} interval |", "| --- | ---: | --- |"]
+    else:
+        lines += ["| metric | value |", "| --- | ---: |"]
+    for key, label in _FIGURES[command]:
+        if key in body:
+            row = f"| {label} | {_cell(body[key])} |"
+            lines.append(row + (f" {_interval(body, key)} |" if with_ci else ""))
+    if gate is not None:
+        lines += ["", "| gate | threshold | value | passed |", "| --- | ---: | ---: | --- |"]
+        for check in gate["checks"]:
+            name = check["metric"] + (f" ({check['group']})" if "group" in check else "")
+            value = _cell(check["value"]) + (f" — {check['reason']}" if "reason" in check else "")
+            passed = "yes" if check["passed"] else "**no**"
+            lines.append(f"| {name} | {_cell(check['threshold'])} | {value} | {passed} |")
+        if gate["bound"] == "upper":
+            lines += ["", "Gated on the upper end of the bootstrap interval."]
+    if body.get("warnings"):
+        lines += [""] + [f"> warning: {w}" for w in body["warnings"]]
+    return "\n".join(lines) + "\n\n"
+
+
+def append_summary(path: Path, body: dict[str, Any], sources: list[str]) -> None:
+    """Append the summary of ``body`` to ``path`` (created if missing)."""
+    with Path(path).open("a", encoding="utf-8") as f:
+        f.write(markdown(body, sources))
