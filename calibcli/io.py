@@ -288,18 +288,18 @@ class _Source:
         self.gzip = False
         self.isize: int | None = None  # gzip trailer: uncompressed size modulo 2**32
         self.raw: Any = None
+        self._head = b""  # bytes already read from a stream that cannot seek back
 
-    def open(self) -> Any:
-        """The decompressed byte stream; raises InputError when it cannot be opened."""
+    def probe(self) -> None:
+        """Open the input and look at its first bytes (gzip?) without starting to decompress;
+        raises InputError when it cannot be opened."""
         if self.source == "-":
-            stdin = sys.stdin.buffer
-            head = stdin.read(2)
-            if head == _GZIP_MAGIC:
-                self.gzip = True
-                return _gunzip(_Chain(head, stdin))
-            return _Chain(head, stdin)
+            self.raw = sys.stdin.buffer
+            self._head = self.raw.read(2)
+            self.gzip = self._head == _GZIP_MAGIC
+            return
         try:
-            raw = open(self.source, "rb")  # noqa: SIM115 - closed by the caller
+            raw = open(self.source, "rb")  # noqa: SIM115 - closed by close()
             st = os.fstat(raw.fileno())
             import stat
 
@@ -307,21 +307,27 @@ class _Source:
                 raw.close()
                 raise IsADirectoryError(21, "Is a directory")
             self.size = st.st_size if stat.S_ISREG(st.st_mode) else None
-            head = raw.read(2)
-            if self.size is not None:
-                if head == _GZIP_MAGIC and self.size >= 18:
+            magic = raw.read(2)
+            self.gzip = magic == _GZIP_MAGIC
+            if self.size is None:  # a pipe or FIFO: keep what was read
+                self._head = magic
+            else:
+                if self.gzip and self.size >= 18:
                     raw.seek(-4, os.SEEK_END)
                     self.isize = int.from_bytes(raw.read(4), "little")
                 raw.seek(0)
         except OSError as e:
             raise InputError(self.name, None, _reason(e)) from None
         self.raw = raw
-        if head == _GZIP_MAGIC:
-            self.gzip = True
-            if self.size is None:  # a pipe or FIFO
-                return _gunzip(_Chain(head, raw))
-            return _gunzip(raw)
-        return raw if self.size is not None else _Chain(head, raw)
+
+    def stream(self) -> Any:
+        """The (decompressed) byte stream, after :meth:`probe`."""
+        raw = self.raw if not self._head else _Chain(self._head, self.raw)
+        return _gunzip(raw) if self.gzip else raw
+
+    def close(self) -> None:
+        if self.raw is not None and self.source != "-":
+            self.raw.close()
 
     def expected_bytes(self, limit: int | None = None) -> int | None:
         """Decompressed bytes to expect (for sizing buffers), or None if unknown."""
@@ -1083,6 +1089,13 @@ def _split_points(path: str, size: int, parts: int) -> list[int]:
     return bounds
 
 
+def _flush_std_streams() -> None:
+    """Flush stdout/stderr before forking: a child must not repeat buffered output."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.flush()
+
+
 def _limit_threads() -> None:
     """In a worker: keep BLAS/OpenMP pools to one thread (a spinning pool starves the others)."""
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -1136,25 +1149,31 @@ class _Reader:
 
     def read(self, source: str, sink: Any) -> None:
         src = _Source(source)
-        stream = src.open()
+        src.probe()
         try:
             parts = self._parts(src)
-            if parts > 1:
-                stream.close()
+            if parts > 1 and src.size is not None and not src.gzip:
                 self._read_parallel(src, sink, parts)
+            elif parts > 1:
+                self._read_dispatched(src, sink)
             else:
-                self._read_range(src, stream, sink, self._bar(src), None, 1)
+                stream = src.stream()
+                try:
+                    self._read_range(src, stream, sink, self._bar(src), None, 1)
+                finally:
+                    stream.close()
         finally:
-            stream.close()
-            if src.raw is not None:
-                src.raw.close()
+            src.close()
 
     def _parts(self, src: _Source) -> int:
-        if src.size is None or src.gzip or src.size == 0:
+        """Processes to use: a regular file is split into byte ranges; gzip and stdin are read
+        by this process, which hands every other block to one worker."""
+        if src.size == 0:
             return 1
         if self._workers is None:
-            if src.size < PARALLEL_MIN_BYTES:
-                return 1
+            expected = src.expected_bytes()
+            if expected is None or expected < PARALLEL_MIN_BYTES:
+                return 1  # small, or stdin (size unknown)
             return max(1, min(2, os.cpu_count() or 1))
         return max(1, int(self._workers))
 
@@ -1178,17 +1197,20 @@ class _Reader:
         scale: int,
         start: int = 0,
         expect: int | None = None,
+        handoff: tuple[Any, Any] | None = None,
     ) -> int:
         """Decode one stream (or ``limit`` bytes of it) into ``sink``; return its newline count.
 
         ``expect`` is the number of bytes whose rows ``sink`` will hold (for sizing its column
-        buffers; default: this stream's).
+        buffers; default: this stream's). With ``handoff`` (the pipes to and from a worker, see
+        :meth:`_read_dispatched`) every other block is sent to the worker instead.
         """
         name = src.name
         decoder = None
         newlines = 0
         what = "cannot decompress" if src.gzip else "cannot read"
         reserved = False
+        turn = 0
         try:
             for first_line, block, nl, expected in _blocks(
                 stream, name, self._block_size, limit, strip_bom=start == 0, what=what
@@ -1196,14 +1218,23 @@ class _Reader:
                 newlines = first_line - 1 + nl
                 if self.fmt is None and not self._resolve(block, first_line, name):
                     continue
+                turn += 1
+                if handoff is not None and turn % 2 == 0:
+                    to_worker, from_worker = handoff
+                    to_worker.send((self.fmt, first_line, expected))
+                    to_worker.send_bytes(block)
+                    if from_worker.poll():
+                        break  # the worker found a bad line: nothing after it matters
+                    continue
                 if decoder is None:
                     decoder = self._make_decoder(self.fmt, src.source)
                 cols, keys, lines = decoder.block(block, first_line, name, expected)
                 if not reserved:
                     reserved = True
-                    expected = expect or src.expected_bytes(limit)
-                    if expected:
-                        sink.reserve(int(expected / len(block) * cols[0].shape[0] * 1.1) + 1024)
+                    expected_bytes = expect or src.expected_bytes(limit)
+                    if expected_bytes:
+                        rows = expected_bytes / len(block) * cols[0].shape[0]
+                        sink.reserve(int(rows * 1.1) + 1024)
 
                 def locate(i: int, first_line=first_line, lines=lines) -> tuple[str, int]:
                     return name, first_line + i if lines is None else lines[i]
@@ -1216,6 +1247,113 @@ class _Reader:
                 bar.close()
         return newlines
 
+    # ----- a stream (gzip, stdin) with a helper process
+
+    def _read_dispatched(self, src: _Source, sink: Any) -> None:
+        """Read and decompress here; decode every other block in one forked worker.
+
+        The worker is forked before decompression starts (no thread exists to fork). Blocks
+        alternate strictly, so the statistics are identical from run to run. The first bad line
+        wins: a worker error stops the reading, and an error here waits for the worker's verdict
+        on the earlier blocks it holds.
+        """
+        import multiprocessing
+
+        try:
+            ctx = multiprocessing.get_context("fork")
+        except ValueError:  # pragma: no cover - no fork (Windows)
+            stream = src.stream()
+            try:
+                self._read_range(src, stream, sink, self._bar(src), None, 1)
+            finally:
+                stream.close()
+            return
+        _flush_std_streams()
+        to_worker_recv, to_worker = ctx.Pipe(duplex=False)
+        from_worker, from_worker_send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(
+            target=self._dispatch_child, args=(to_worker_recv, from_worker_send, src), daemon=True
+        )
+        proc.start()
+        to_worker_recv.close()
+        from_worker_send.close()
+        errors: list[InputError] = []
+        finished = False
+        stream = src.stream()
+        try:
+            try:
+                handoff = (to_worker, from_worker)
+                self._read_range(src, stream, sink, self._bar(src), None, 1, handoff=handoff)
+            except InputError as e:
+                errors.append(e)
+            to_worker.send(None)
+            try:
+                message = from_worker.recv()
+            except EOFError:
+                proc.join()
+                message = ("crash", f"worker exited with code {proc.exitcode}")
+            if message[0] == "crash":
+                raise RuntimeError(f"a worker reading {src.name} failed:\n{message[1]}")
+            if message[0] == "input":
+                errors.append(InputError(*message[1:]))
+            else:
+                _, state, lengths = message
+                try:
+                    sink.absorb(state, src.name)
+                except InputError as e:  # rows of the two shares disagree (bytes/words fields)
+                    errors.append(e)
+                if not errors:
+                    sink.receive_bulk(from_worker, lengths)
+            if errors:
+                raise min(errors, key=lambda e: math.inf if e.line is None else e.line)
+            finished = True
+        finally:
+            stream.close()
+            if not finished and proc.is_alive():
+                proc.terminate()
+            proc.join()
+            to_worker.close()
+            from_worker.close()
+
+    def _dispatch_child(self, blocks: Any, results: Any, src: _Source) -> None:
+        """Worker body for :meth:`_read_dispatched`: decode the blocks it is sent."""
+        import traceback
+
+        _limit_threads()
+        failed = False
+        try:
+            sink = self.new_sink()
+            decoder = None
+            while True:
+                header = blocks.recv()
+                if header is None:
+                    break
+                data = blocks.recv_bytes()
+                if failed:
+                    continue  # keep draining so the reader never blocks
+                fmt, first_line, expected = header
+                if decoder is None:
+                    decoder = self._make_decoder(fmt, src.source)
+                try:
+                    cols, keys, lines = decoder.block(data, first_line, src.name, expected)
+
+                    def locate(i: int, first_line=first_line, lines=lines) -> tuple[str, int]:
+                        return src.name, first_line + i if lines is None else lines[i]
+
+                    sink.add(cols, keys, locate)
+                except InputError as e:
+                    failed = True
+                    results.send(("input", e.path, e.line, e.detail))
+            if not failed:
+                bulk = sink.bulk()
+                results.send(("ok", sink.export(with_columns=False), [a.shape[0] for a in bulk]))
+                for array in bulk:
+                    _send(results, array)
+        except BaseException:
+            if not failed:
+                results.send(("crash", traceback.format_exc()))
+        results.close()
+
     # ----- a large file across processes
 
     def _read_parallel(self, src: _Source, sink: Any, parts: int) -> None:
@@ -1223,6 +1361,7 @@ class _Reader:
 
         path, size = src.source, src.size
         assert size is not None
+        src.close()  # each process opens the file itself
         if self.fmt is None:
             with open(path, "rb") as f:
                 for first_line, block, _, _ in _blocks(f, src.name, self._block_size):
@@ -1237,11 +1376,7 @@ class _Reader:
                 self._read_range(src, f, sink, self._bar(src), None, 1)
             return
         bounds = _split_points(path, size, parts)
-        import contextlib
-
-        for stream_ in (sys.stdout, sys.stderr):
-            with contextlib.suppress(AttributeError, ValueError):
-                stream_.flush()  # a forked child must not repeat buffered output
+        _flush_std_streams()
         children = []
         finished = False
         try:

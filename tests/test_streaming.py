@@ -9,8 +9,11 @@ paths alike.
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -75,11 +78,23 @@ def render(rows, layout) -> bytes:
 layouts = st.tuples(st.booleans(), st.sampled_from([0, 0, 1, 7]), st.booleans())
 
 
+@contextlib.contextmanager
+def stdin_bytes(data: bytes):
+    saved = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(data))  # closable: forked workers close stdin
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
 @settings(max_examples=25)
 @given(rows=rows_strategy, layout=layouts, bins=st.sampled_from([1, 10, 15]))
 def test_calibration_independent_of_blocks_and_workers(tmp_path_factory, ref, rows, layout, bins):
     path = tmp_path_factory.mktemp("s") / "p.jsonl"
     path.write_bytes(render(rows, layout))
+    gz = path.with_suffix(".jsonl.gz")
+    gz.write_bytes(gzip.compress(path.read_bytes()))
     conf = np.array([float(c) for c, _ in rows], dtype=np.float64)
     corr = np.array([bool(y) for _, y in rows], dtype=bool)
     in_memory = BinStats.from_arrays(conf, corr, bins)
@@ -95,6 +110,14 @@ def test_calibration_independent_of_blocks_and_workers(tmp_path_factory, ref, ro
         assert data.rows == len(rows)
         assert_stats_close(data.stats, in_memory)
         assert sorted(data.columns.conf_correct.tolist()) == sorted(conf[corr].tolist())
+        assert sorted(data.columns.conf_wrong.tolist()) == sorted(conf[~corr].tolist())
+    # streams: this process reads, a worker decodes every other block
+    with stdin_bytes(path.read_bytes()):
+        piped = read_calibration(["-"], bins=bins, keep_columns=True, block_size=200, workers=2)
+    zipped = read_calibration([str(gz)], bins=bins, keep_columns=True, block_size=200, workers=2)
+    for data in (piped, zipped):
+        assert data.rows == len(rows)
+        assert_stats_close(data.stats, in_memory)
         assert sorted(data.columns.conf_wrong.tolist()) == sorted(conf[~corr].tolist())
 
 
@@ -228,3 +251,50 @@ def test_columns_from_workers_larger_than_a_pipe_buffer(large_rows, tmp_path, mo
     assert np.array_equal(np.sort(two.columns.conf_correct), np.sort(one.columns.conf_correct))
     assert np.array_equal(np.sort(two.columns.conf_wrong), np.sort(one.columns.conf_wrong))
     assert_stats_close(two.stats, one.stats)
+
+
+@pytest.mark.parametrize("bad_line", [123_457, 7, 60_001])
+def test_bad_line_in_gzip_read_with_a_worker(tmp_path, large_rows, bad_line):
+    lines = list(large_rows)
+    lines[bad_line - 1] = '{"confidence": 0.5, "correct": "no"}'
+    path = tmp_path / "big.jsonl.gz"
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), compresslevel=1))
+    for block_size in (64 * 1024, 1 << 20):
+        with pytest.raises(InputError) as info:
+            read_calibration([str(path)], workers=2, block_size=block_size)
+        assert str(info.value) == f'{path}:{bad_line}: correct "no" is not true/false/0/1'
+
+
+def test_earliest_error_wins_between_reader_and_worker(tmp_path):
+    # blocks of ~100 lines alternate between this process and the worker
+    good = '{"confidence": 0.5, "correct": true}'
+    lines = [good] * 2000
+    lines[1000 - 1] = "[]"
+    lines[1050 - 1] = "{}"
+    lines[1500 - 1] = '{"confidence": 7, "correct": true}'
+    data = ("\n".join(lines) + "\n").encode()
+    for block_size in (1000, 2048, 3000, 4096):
+        with stdin_bytes(data), pytest.raises(InputError, match=r"^<stdin>:1000: "):
+            read_calibration(["-"], workers=2, block_size=block_size)
+
+
+def test_gzip_with_a_worker_perplexity_and_groups(tmp_path):
+    n = 30_000
+    rows = [
+        json.dumps({"nll": float(i % 7), "tokens": 1 + i % 5, "words": 1, "g": f"k{i % 3}"})
+        for i in range(n)
+    ]
+    path = tmp_path / "p.jsonl.gz"
+    path.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    one = read_perplexity([str(path)], by="g", workers=1)
+    two = read_perplexity([str(path)], by="g", workers=2, block_size=8192)
+    assert (two.sequences, two.total_tokens, two.total_words) == (n, one.total_tokens, n)
+    assert two.total_nll == pytest.approx(one.total_nll, rel=1e-12)
+    assert list(two.groups) == ["k0", "k1", "k2"]
+    for key in two.groups:
+        assert two.groups[key].total_tokens == one.groups[key].total_tokens
+    rows[20_000] = json.dumps({"nll": 1.0, "tokens": 1})  # lacks "words"
+    path.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    for block_size in (4096, 8192, 1 << 20):
+        with pytest.raises(InputError, match=r':20001: missing field "words"'):
+            read_perplexity([str(path)], workers=2, block_size=block_size)
