@@ -1089,6 +1089,48 @@ def _split_points(path: str, size: int, parts: int) -> list[int]:
     return bounds
 
 
+class _Sender:
+    """Sends blocks to a worker from a background thread, so that this process goes on reading
+    and decoding while a block crosses the pipe (a pipe holds only 64 KB)."""
+
+    def __init__(self, conn: Any, depth: int = 3) -> None:
+        import queue
+        import threading
+
+        self._conn = conn
+        self._queue: Any = queue.Queue(depth)
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="calibcli-sender", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        broken = False
+        while True:
+            item = self._queue.get()
+            if item is None:
+                break
+            if broken:
+                continue
+            try:
+                self._conn.send(item[0])
+                self._conn.send_bytes(item[1])
+            except OSError:  # the worker is gone; the reader learns why from its result
+                broken = True
+        if not broken:
+            with contextlib.suppress(OSError):
+                self._conn.send(None)  # end of input
+
+    def send(self, header: tuple, block: memoryview | bytes) -> None:
+        self._queue.put((header, bytes(block)))  # a copy: the reader reuses its buffer
+
+    def close(self) -> None:
+        """Send the end marker after the queued blocks and wait for the thread."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+            self._thread.join()
+
+
 def _flush_std_streams() -> None:
     """Flush stdout/stderr before forking: a child must not repeat buffered output."""
     for stream in (sys.stdout, sys.stderr):
@@ -1197,13 +1239,14 @@ class _Reader:
         scale: int,
         start: int = 0,
         expect: int | None = None,
-        handoff: tuple[Any, Any] | None = None,
+        handoff: tuple[Any, Any, int] | None = None,
     ) -> int:
         """Decode one stream (or ``limit`` bytes of it) into ``sink``; return its newline count.
 
         ``expect`` is the number of bytes whose rows ``sink`` will hold (for sizing its column
-        buffers; default: this stream's). With ``handoff`` (the pipes to and from a worker, see
-        :meth:`_read_dispatched`) every other block is sent to the worker instead.
+        buffers; default: this stream's). With ``handoff`` (the pipes to and from a worker and a
+        period k, see :meth:`_read_dispatched`) only one block in k is decoded here, the others
+        are sent to the worker.
         """
         name = src.name
         decoder = None
@@ -1219,10 +1262,9 @@ class _Reader:
                 if self.fmt is None and not self._resolve(block, first_line, name):
                     continue
                 turn += 1
-                if handoff is not None and turn % 2 == 0:
-                    to_worker, from_worker = handoff
-                    to_worker.send((self.fmt, first_line, expected))
-                    to_worker.send_bytes(block)
+                if handoff is not None and turn % handoff[2] != 1:
+                    sender, from_worker, _ = handoff
+                    sender.send((self.fmt, first_line, expected), block)
                     if from_worker.poll():
                         break  # the worker found a bad line: nothing after it matters
                     continue
@@ -1250,12 +1292,12 @@ class _Reader:
     # ----- a stream (gzip, stdin) with a helper process
 
     def _read_dispatched(self, src: _Source, sink: Any) -> None:
-        """Read and decompress here; decode every other block in one forked worker.
+        """Read and decompress here; decode most blocks in one forked worker.
 
-        The worker is forked before decompression starts (no thread exists to fork). Blocks
-        alternate strictly, so the statistics are identical from run to run. The first bad line
-        wins: a worker error stops the reading, and an error here waits for the worker's verdict
-        on the earlier blocks it holds.
+        The worker is forked before decompression starts (no thread exists to fork). Blocks are
+        shared in a fixed pattern, so the statistics are identical from run to run. The first bad
+        line wins: a worker error stops the reading, and an error here waits for the worker's
+        verdict on the earlier blocks it holds.
         """
         import multiprocessing
 
@@ -1279,14 +1321,17 @@ class _Reader:
         from_worker_send.close()
         errors: list[InputError] = []
         finished = False
+        sender = _Sender(to_worker)
         stream = src.stream()
         try:
             try:
-                handoff = (to_worker, from_worker)
+                # This process also reads (and decompresses): it keeps one block in three for
+                # itself from gzip, one in two from plain stdin.
+                handoff = (sender, from_worker, 3 if src.gzip else 2)
                 self._read_range(src, stream, sink, self._bar(src), None, 1, handoff=handoff)
             except InputError as e:
                 errors.append(e)
-            to_worker.send(None)
+            sender.close()
             try:
                 message = from_worker.recv()
             except EOFError:
@@ -1311,6 +1356,7 @@ class _Reader:
             stream.close()
             if not finished and proc.is_alive():
                 proc.terminate()
+            sender.close()
             proc.join()
             to_worker.close()
             from_worker.close()
