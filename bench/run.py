@@ -379,16 +379,37 @@ def render(
 
 
 ANALYSIS = """
-## Analysis
+## Analysis: what limits the missed targets
 
-Per row, the reader spends its time in three places, all visible in the profile above:
-msgspec's typed decoding of each 1 MB block (`decode_lines`, about half), pulling the two columns
-out of the decoded structs with `np.fromiter` (about a third: one Python-level attribute read per
-field per row, the part no vectorised code can remove while rows are decoded as objects), and
-the per-block numpy work (binning and the compensated per-bin sums, a few percent).
-Reading the bytes (`readinto`) and counting newlines are small. Two worker processes split a
-regular file above 32 MB, which halves the first two on a quiet 2-core machine; they cannot
-help when the other core is busy, so timings on a shared machine vary run to run (see min/max).
+- **Reading speed (`reliability`, `perplexity` vs the floor and pandas).** The floor reads ~50
+  bytes per row at memory speed; calibcli must also parse them. Per row, the reader spends
+  ~0.15 us in msgspec's typed `decode_lines` and ~0.05 us per field pulling columns out of the
+  decoded structs with `np.fromiter` (see the profile: together ~70% of the reader), then a few
+  percent on binning and the compensated per-bin sums. That is ~0.3 us of CPU per row; two
+  processes halve the wall time on an idle machine, and start-up (imports, mostly numpy) adds
+  ~0.25 s per run. At 5M rows that puts the best case near 4x the floor rather than 3x. What
+  was measured instead and rejected: msgspec into dicts (2.5x slower), `json.loads` per line
+  (12x slower), numpy's string-to-float cast for a hand-rolled columnar parser (~400 ns per
+  value, slower than msgspec). Reaching 3x needs a native parser that writes numbers straight
+  into arrays (the issue's simdjson figure), i.e. a compiled extension, which calibcli avoids.
+  Perplexity rows cost a little more than calibration rows (longer numbers, two numeric
+  columns plus a scan for the optional `bytes`/`words` keys).
+- **Shared machine.** The two cores are shared with other work: a run that finds the other
+  core busy loses the worker's half (compare min and max, CPU and wall). The load average
+  at the top of this file says how busy the machine was.
+- **`calibrate`.** It adds the estimator family to the reading: AUROC sorts and searches the
+  5M confidences (~0.4 s), the per-bin statistics are rebuilt from the columns (~0.1 s, the
+  reader already has them), and smooth ECE takes ~0.1 s. Its memory: the reader keeps 8
+  bytes per row of columns plus ~2 bytes/row of transient buffers; the estimators then
+  concatenate and sort copies of the columns, which is what pushes the peak past 16
+  bytes/row (see "Memory of `calibrate` by phase").
+- **1,000-row `calibrate` and `--help`.** These are start-up: importing numpy alone is
+  ~0.1 s here, typer and rich ~0.06 s, and OpenBLAS spins up a thread pool at import that
+  costs ~0.1 s of CPU on a 2-core machine (see the OPENBLAS_NUM_THREADS=1 note). Small
+  inputs are read with `json.loads`, so msgspec is not imported for them.
+- **gzip.** A .gz cannot be split by byte ranges: this process decompresses (python-isal, in
+  a background thread) and keeps one block in three, and a worker forked before
+  decompression starts decodes the rest.
 """
 
 
