@@ -354,7 +354,7 @@ def _perplexity_section(data: Any) -> tuple[dict[str, Any], list[Note], dict[str
 
 
 def perplexity_report(data: Any, gate: Gate) -> Report:
-    """The perplexity report of issue 3 (+ bytes, words, logprob counts and groups of issue 7)."""
+    """The perplexity report: token figures, bytes and words, logprob counts, groups, gate."""
     section, notes, closed = _perplexity_section(data)
     body: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "command": "perplexity"}
     body["format"] = getattr(data, "fmt", "jsonl")
@@ -470,7 +470,7 @@ def reliability_section(
 
 
 def reliability_report(data: Any, *, min_bins: int = DEFAULT_MIN_POPULATED_BINS) -> Report:
-    """The reliability report of issue 3 (+ Wilson intervals, format and groups)."""
+    """The reliability report: per-bin table with Wilson intervals, format and groups."""
     min_bins = min(min_bins, int(data.stats.bins))
     section, notes, _ = reliability_section(data, min_bins)
     body: dict[str, Any] = {
@@ -508,8 +508,9 @@ def calibration_section(
     min_bins: int,
     bootstrap: Bootstrap | None,
 ) -> tuple[dict[str, Any], list[Note], dict[str, str]]:
-    """Every estimator of issue 5 for one set of rows, with bootstrap intervals when asked."""
+    """Every calibration estimator for one set of rows, with bootstrap intervals when asked."""
     from calibcli.metrics import BinStats
+    from calibcli.metrics.estimators import DECOMPOSITION_TERMS
 
     n = 0 if columns is None else int(columns.n)
     if n == 0:
@@ -517,16 +518,7 @@ def calibration_section(
         section: dict[str, Any] = {"n": 0, "bins": bins, "strategy": strategy, "bins_used": bins}
         section.update(dict.fromkeys(SCALARS))
         section["populated_bins"] = 0
-        section["brier_decomposition"] = dict.fromkeys(
-            (
-                "reliability",
-                "resolution",
-                "uncertainty",
-                "within_bin_variance",
-                "within_bin_covariance",
-                "brier",
-            )
-        )
+        section["brier_decomposition"] = dict.fromkeys((*DECOMPOSITION_TERMS, "brier"))
         section["reliability"] = reliability_fields(stats, *_wilson(stats))
         if bootstrap is not None:
             section["ci"] = None
@@ -604,7 +596,7 @@ def calibrate_report(
     bootstrap: Bootstrap | None = None,
     gate: Gate | None = None,
 ) -> Report:
-    """The calibrate report: issue 3's keys, issue 5's estimator family, intervals and gate."""
+    """The calibrate report: the whole estimator family, bootstrap intervals and the gate."""
     gate = gate or Gate({})
     min_bins = min(min_bins, bins)
 
