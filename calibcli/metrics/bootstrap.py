@@ -29,9 +29,12 @@ each block's work done while it is in cache:
   answer's insertion points: the exact integer Mann–Whitney count, ties as ½.
 
 The smooth ECE then runs relplot's bandwidth bisection (11 bandwidths) with one FFT convolution
-per bandwidth. The bisection only ever evaluates σ = 1 and multiples of 1/1024, which use ten
-grid sizes in all (1001 points for σ >= 11/1024, finer ones below), so the atoms refine all ten
-grids and no bandwidth needs another pass over the rows.
+per bandwidth, using the functions of :mod:`calibcli.metrics.smooth` (the one home of the
+algorithm) on the replicate's grid histograms; the kernel spectra and evaluation points depend
+only on the bandwidth, so they are computed once and reused by every replicate. The bisection
+only ever evaluates σ = 1 and multiples of 1/1024, which use ten grid sizes in all
+(``BISECTION_GRID_SIZES``: 1001 points for σ >= 11/1024, finer ones below), so the atoms refine
+all ten grids and no bandwidth needs another pass over the rows.
 
 Measured on the project's 2-core machine while other jobs were running (so upper bounds),
 N = 1,000,000 rows with uniform confidences, 10 uniform bins, 1,000 resamples, all scalars:
@@ -57,25 +60,18 @@ import numpy as np
 
 from calibcli.metrics.core import BinStats, PredictionColumns, bin_index
 from calibcli.metrics.estimators import SCALAR_KEYS, binned_scalars, resolve_edges
+from calibcli.metrics.smooth import (
+    BISECTION_GRID_SIZES,
+    bandwidth_fixed_point,
+    eval_points,
+    grid_points,
+    grid_size,
+    histogram_spectra,
+    kernel_spectrum,
+    smoothed_error,
+)
 
 __all__ = ["BootstrapResult", "bootstrap_intervals"]
-
-# relplot 1.0.3's smECE discretisation (see calibcli.metrics.smooth for the derivation)
-_BISECTION_STEPS = 10
-_MIN_BANDWIDTH = 0.001
-_DENSITY_FLOOR = 1e-4
-_MIN_GRID = 2000
-_MIN_EVAL_POINTS = 200
-
-
-def _grid_size(sigma: float) -> int:
-    """Grid points m for bandwidth σ: max(2000, round(20/σ)) // 2 + 1 (1001 for σ >= 0.0107)."""
-    return max(_MIN_GRID, round(20 / sigma)) // 2 + 1
-
-
-# The bisection only evaluates σ = 1 and multiples of 1/1024 from 2/1024 up, so these are all the
-# grids a replicate can need: 1001 points (σ >= 11/1024) and nine finer ones (σ = 2/1024..10/1024).
-_GRIDS = tuple(sorted({_grid_size(k / 1024) for k in range(2, 1025)}))
 
 _DRAW_BLOCK = 1 << 16  # rows per block of the replicate pass (its temporaries stay in cache)
 _RAW16_BLOCK = 1 << 16  # a block of exactly this many rows draws 16-bit indices from raw words
@@ -192,19 +188,6 @@ def _run(engine: _ReplicateEngine, seed: int, samples: int, workers: int) -> np.
 # --------------------------------------------------------------------------- one replicate
 
 
-def _fft_size(n: int) -> int:
-    """Smallest integer >= n with no prime factor above 5."""
-    size = n
-    while True:
-        rest = size
-        for p in (2, 3, 5):
-            while rest % p == 0:
-                rest //= p
-        if rest == 1:
-            return size
-        size += 1
-
-
 @dataclass(frozen=True)
 class _Block:
     """A cache-sized run of rows of one class, and what lies inside it."""
@@ -271,7 +254,7 @@ class _ReplicateEngine:
         change = np.zeros(n, dtype=bool)
         change[bounds[:-1]] = True
         change[1:] |= bin_of_row[1:] != bin_of_row[:-1]
-        for m in _GRIDS:
+        for m in BISECTION_GRID_SIZES:
             cells = self._cells(m)
             change[1:] |= cells[1:] != cells[:-1]
         atoms = np.flatnonzero(change)
@@ -280,7 +263,9 @@ class _ReplicateEngine:
         right_atom = is_right[atoms]
         self.atom_bin = bin_of_row[atoms] + self.bins * right_atom
         del bin_of_row
-        self.atom_cell = {m: self._cells(m)[atoms] + (m - 1) * right_atom for m in _GRIDS}
+        self.atom_cell = {
+            m: self._cells(m)[atoms] + (m - 1) * right_atom for m in BISECTION_GRID_SIZES
+        }
         atom_bounds = np.searchsorted(atoms, bounds)
         tied_bounds = np.searchsorted(self.tied, np.maximum(bounds - n_wrong, 0))
         self.blocks = [
@@ -457,76 +442,50 @@ class _ReplicateEngine:
         np.minimum(cells, m - 2, out=cells)
         return cells
 
+    # σ- and m-only pieces of smooth.smoothed_error, cached across replicates (per process)
+
     def kernel_spectrum(self, sigma: float, m: int, size: int) -> np.ndarray:
         cached = self._kernels.get((sigma, m))
         if cached is None:
-            t = np.linspace(0.0, 1.0, m)
-            kernel = np.exp(-(t - 0.5) * (t - 0.5) / (2 * sigma**2))
-            kernel /= math.sqrt(2 * math.pi) * sigma
-            cached = self._kernels[(sigma, m)] = np.fft.rfft(kernel, size)
+            cached = self._kernels[(sigma, m)] = kernel_spectrum(sigma, m, size)
         return cached
 
     def grid(self, m: int) -> np.ndarray:
         cached = self._grids.get(m)
         if cached is None:
-            cached = self._grids[m] = np.linspace(0.0, 1.0, m)
+            cached = self._grids[m] = grid_points(m)
         return cached
 
     def eval_points(self, sigma: float) -> np.ndarray:
         cached = self._eval_points.get(sigma)
         if cached is None:
-            cached = np.linspace(0.0, 1.0, max(_MIN_EVAL_POINTS, round(10 / sigma)))
-            self._eval_points[sigma] = cached
+            cached = self._eval_points[sigma] = eval_points(sigma)
         return cached
 
 
 class _SmoothReplicate:
-    """relplot's smECE bandwidth bisection for one replicate, from per-cell weighted moments."""
+    """smECE of one replicate: calibcli.metrics.smooth's algorithm on its per-atom moments."""
 
     def __init__(self, engine: _ReplicateEngine, moments: np.ndarray) -> None:
         self.engine = engine
         self.atom_moments = moments
         self.spectra: dict[int, tuple[int, np.ndarray]] = {}
-        self.errors: dict[float, float] = {}
 
     def fixed_point(self) -> tuple[float, float]:
-        """(bandwidth, smECE at it): bisection as relplot.smECE, see calibcli.metrics.smooth."""
-        upper = 1.0
-        if upper < self.error(upper):
-            return upper, self.error(upper)
-        lower = 0.0
-        for _ in range(_BISECTION_STEPS):
-            mid = (upper + lower) / 2
-            if mid < _MIN_BANDWIDTH or mid < self.error(mid):
-                lower = mid
-            else:
-                upper = mid
-        return upper, self.error(upper)
+        """(bandwidth, smECE at it), by relplot's bisection (smooth.bandwidth_fixed_point)."""
+        return bandwidth_fixed_point(self.error)
 
     def error(self, sigma: float) -> float:
-        cached = self.errors.get(sigma)
-        if cached is not None:
-            return cached
         engine = self.engine
-        m = _grid_size(sigma)
+        m = grid_size(sigma)
         size, spectra = self._grid_spectra(m)
-        full = np.fft.irfft(spectra * engine.kernel_spectrum(sigma, m, size), size)
-        start = (m - 1) + m // 2
-        density, residual = full[:, start : start + m]
-        grid = engine.grid(m)
-        t = engine.eval_points(sigma)
-        num = np.abs(np.interp(t, grid, residual)).sum()
-        den = (np.interp(t, grid, density) + _DENSITY_FLOOR).sum()
-        value = self.errors[sigma] = float(num / den)
-        return value
+        kernel = engine.kernel_spectrum(sigma, m, size)
+        return smoothed_error(spectra, size, kernel, engine.grid(m), engine.eval_points(sigma))
 
     def _grid_spectra(self, m: int) -> tuple[int, np.ndarray]:
         cached = self.spectra.get(m)
         if cached is None:
-            grids = self._histograms(m)
-            reflected = np.concatenate([grids[:, :0:-1], grids, grids[:, -2::-1]], axis=1)
-            size = _fft_size(3 * m - 2)
-            cached = self.spectra[m] = (size, np.fft.rfft(reflected, size))
+            cached = self.spectra[m] = histogram_spectra(self._histograms(m))
         return cached
 
     def _histograms(self, m: int) -> np.ndarray:

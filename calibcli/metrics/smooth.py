@@ -62,6 +62,12 @@ Rows of a single class need no special case; the result equals relplot's.
 Cost: one bincount pass over the rows for the 1001-point grid, at most three more when the
 bandwidth falls below 0.01 (a well calibrated large sample); then O(m log m) per bisection step.
 Rows are read in blocks, so the extra memory is a few grid-sized arrays plus block temporaries.
+
+Steps 2–4 are module-level functions — :func:`grid_size`, :func:`grid_points`,
+:func:`eval_points`, :func:`kernel_spectrum`, :func:`histogram_spectra`, :func:`smoothed_error`,
+:func:`bandwidth_fixed_point` — so that :mod:`calibcli.metrics.bootstrap`, which builds each
+replicate's grid histograms its own way, runs this very code on them. They are not part of the
+package's public API (not in ``__all__``).
 """
 
 from __future__ import annotations
@@ -132,7 +138,7 @@ def smooth_ece(
     if f.shape[0] == 0 or (w is not None and not w.any()):
         return SmoothECE(0.0, math.nan)
     curve = _SmoothedResiduals(f, y, w)
-    bandwidth, value = _bandwidth_fixed_point(curve.error)
+    bandwidth, value = bandwidth_fixed_point(curve.error)
     return SmoothECE(float(value), float(bandwidth))
 
 
@@ -152,8 +158,103 @@ def _as_weights(weights: object, n: int, validate: bool) -> np.ndarray:
     return w
 
 
-def _bandwidth_fixed_point(error: Callable[[float], float]) -> tuple[float, float]:
-    """Bisect for the smallest σ (multiple of 1/1024) with error(σ) ≤ σ; return (σ, error(σ))."""
+# --------------------------------------------------------------------------- the algorithm
+# Steps 2–4 of the module docstring (and step 1's grid), given the grid histograms;
+# calibcli.metrics.bootstrap runs them on each replicate's histograms, caching across replicates
+# what depends only on σ and m.
+
+
+def grid_size(sigma: float) -> int:
+    """Grid points m for bandwidth σ: ⌊max(2000, round(20/σ)) / 2⌋ + 1 (1001 for σ ≥ 0.01)."""
+    return max(_MIN_GRID, round(20 / sigma)) // 2 + 1
+
+
+# Every grid size the bisection can use: it evaluates σ = 1 and multiples k/1024 of its final
+# resolution 2**-10, from the first one not below _MIN_BANDWIDTH (k = 2) up. That is 1001 points
+# for σ ≥ 11/1024 and nine finer grids for σ = 2/1024 .. 10/1024.
+_RESOLUTION = 1 << _BISECTION_STEPS
+BISECTION_GRID_SIZES: tuple[int, ...] = tuple(
+    sorted(
+        {
+            grid_size(k / _RESOLUTION)
+            for k in range(math.ceil(_MIN_BANDWIDTH * _RESOLUTION), _RESOLUTION + 1)
+        }
+    )
+)
+
+
+def grid_points(m: int) -> np.ndarray:
+    """The m grid points g_j = j/(m − 1) the histograms live on (step 1)."""
+    return np.linspace(0.0, 1.0, m)
+
+
+def eval_points(sigma: float) -> np.ndarray:
+    """The T = max(200, round(10/σ)) points t_k = k/(T − 1) at which smECE_σ is summed (step 3)."""
+    return np.linspace(0.0, 1.0, max(_MIN_EVAL_POINTS, round(10 / sigma)))
+
+
+def fft_size(n: int) -> int:
+    """Smallest integer ≥ n whose only prime factors are 2, 3 and 5 (fast FFT lengths)."""
+    size = n
+    while True:
+        rest = size
+        for p in (2, 3, 5):
+            while rest % p == 0:
+                rest //= p
+        if rest == 1:
+            return size
+        size += 1
+
+
+def histogram_spectra(histograms: np.ndarray) -> tuple[int, np.ndarray]:
+    """Reflect grid histograms once at each end and real-FFT them (step 2): (size, spectra).
+
+    ``histograms`` is (k, m), e.g. the density and residual histograms of step 1. Each row h
+    becomes h_{m−1} .. h_1, h_0 .. h_{m−1}, h_{m−2} .. h_0 (length 3m − 2), transformed at
+    ``size = fft_size(3m − 2)``, long enough that the convolution with an m-point kernel in
+    :func:`smoothed_error` has no wrapped term in the part it keeps.
+    """
+    m = histograms.shape[1]
+    reflected = np.concatenate([histograms[:, :0:-1], histograms, histograms[:, -2::-1]], axis=1)
+    size = fft_size(3 * m - 2)
+    return size, np.fft.rfft(reflected, size)
+
+
+def kernel_spectrum(sigma: float, m: int, size: int) -> np.ndarray:
+    """Real FFT at ``size`` of the Gaussian φ_σ sampled at j/(m − 1) − 1/2, j < m (step 2)."""
+    offsets = np.linspace(0.0, 1.0, m) - 0.5
+    kernel = np.exp(-(offsets * offsets) / (2 * sigma * sigma))
+    kernel /= math.sqrt(2 * math.pi) * sigma
+    return np.fft.rfft(kernel, size)
+
+
+def smoothed_error(
+    spectra: np.ndarray, size: int, kernel: np.ndarray, grid: np.ndarray, points: np.ndarray
+) -> float:
+    """smECE_σ from histogram spectra (steps 2–3): Σ_k |R(t_k)| / Σ_k (D(t_k) + ε).
+
+    ``size, spectra = histogram_spectra(h)`` for the (2, m) histograms h = (density, residual);
+    ``kernel = kernel_spectrum(σ, m, size)``, ``grid = grid_points(m)``, ``points =
+    eval_points(σ)`` (callers evaluating many replicates cache these three).
+    """
+    m = grid.shape[0]
+    # Linear convolution of the reflected grid (length 3m − 2) with the kernel (length m);
+    # output j of the reflected-and-centred smoothing is full-convolution index
+    # (m − 1) + m // 2 + j. With size ≥ 3m − 2 no wrapped term lands on those indices.
+    full = np.fft.irfft(spectra * kernel, size)
+    start = (m - 1) + m // 2
+    density, residual = full[:, start : start + m]
+    num = np.abs(np.interp(points, grid, residual)).sum()
+    den = (np.interp(points, grid, density) + _DENSITY_FLOOR).sum()
+    return float(num / den)
+
+
+def bandwidth_fixed_point(error: Callable[[float], float]) -> tuple[float, float]:
+    """Bisect for the smallest σ (multiple of 1/1024) with error(σ) ≤ σ; return (σ, error(σ)).
+
+    Step 4: relplot's search. ``error`` is called once per bandwidth it needs: σ = 1, then each
+    midpoint not below 0.001 (at most 11 calls; their grid sizes are ``BISECTION_GRID_SIZES``).
+    """
     upper, upper_error = 1.0, error(1.0)
     if upper < upper_error:  # cannot happen (error < 1), kept so the rule is stated whole
         return upper, upper_error
@@ -171,19 +272,6 @@ def _bandwidth_fixed_point(error: Callable[[float], float]) -> tuple[float, floa
     return upper, upper_error
 
 
-def _fft_size(n: int) -> int:
-    """Smallest integer ≥ n whose only prime factors are 2, 3 and 5 (fast FFT lengths)."""
-    size = n
-    while True:
-        rest = size
-        for p in (2, 3, 5):
-            while rest % p == 0:
-                rest //= p
-        if rest == 1:
-            return size
-        size += 1
-
-
 class _SmoothedResiduals:
     """The rows, folded onto grids (cached per grid size), and smECE_σ evaluated from them."""
 
@@ -193,31 +281,16 @@ class _SmoothedResiduals:
         self._fine: np.ndarray | None = None
 
     def error(self, sigma: float) -> float:
-        """smECE at bandwidth σ (step 2–3 of the module docstring)."""
-        m = max(_MIN_GRID, round(20 / sigma)) // 2 + 1
+        """smECE at bandwidth σ (steps 1–3 of the module docstring)."""
+        m = grid_size(sigma)
         size, spectra = self._grid_spectra(m)
-        offsets = np.linspace(0.0, 1.0, m) - 0.5
-        norm = math.sqrt(2 * math.pi) * sigma
-        kernel = np.exp(-(offsets * offsets) / (2 * sigma * sigma)) / norm
-        # Linear convolution of the reflected grid (length 3m − 2) with the kernel (length m);
-        # output j of the reflected-and-centred smoothing is full-convolution index
-        # (m − 1) + m // 2 + j. With size ≥ 3m − 2 no wrapped term lands on those indices.
-        full = np.fft.irfft(spectra * np.fft.rfft(kernel, size), size)
-        start = (m - 1) + m // 2
-        density, residual = full[:, start : start + m]
-        grid = np.linspace(0.0, 1.0, m)
-        t = np.linspace(0.0, 1.0, max(_MIN_EVAL_POINTS, round(10 / sigma)))
-        num = np.abs(np.interp(t, grid, residual)).sum()
-        den = (np.interp(t, grid, density) + _DENSITY_FLOOR).sum()
-        return float(num / den)
+        kernel = kernel_spectrum(sigma, m, size)
+        return smoothed_error(spectra, size, kernel, grid_points(m), eval_points(sigma))
 
     def _grid_spectra(self, m: int) -> tuple[int, np.ndarray]:
         cached = self._spectra.get(m)
         if cached is None:
-            grids = self._grid_histograms(m)
-            reflected = np.concatenate([grids[:, :0:-1], grids, grids[:, -2::-1]], axis=1)
-            size = _fft_size(3 * m - 2)
-            cached = self._spectra[m] = (size, np.fft.rfft(reflected, size))
+            cached = self._spectra[m] = histogram_spectra(self._grid_histograms(m))
         return cached
 
     def _grid_histograms(self, m: int) -> np.ndarray:
