@@ -639,30 +639,35 @@ class _GenericDecoder:
         make_columns: Callable[[list], tuple],
         key: Callable[[dict], str] | None = None,
     ) -> None:
-        import msgspec
-
         self._convert = convert
         self._make_columns = make_columns
         self.key = key
-        self._decoder = msgspec.json.Decoder()
-        self._errors = (msgspec.DecodeError, msgspec.ValidationError)
+        self._decoder: Any = None  # msgspec, built on the first block of SMALL_BLOCK or more
 
     def block(self, block: memoryview, first_line: int, name: str, expected: int) -> tuple:
-        try:
-            rows = self._decoder.decode_lines(block)
-        except self._errors:
-            rows = None
+        rows = None
+        if self._decoder is None and len(block) >= SMALL_BLOCK:
+            import msgspec
+
+            self._decoder = msgspec.json.Decoder()
+            self._errors = (msgspec.DecodeError, msgspec.ValidationError)
+        if self._decoder is not None:
+            with contextlib.suppress(self._errors):
+                rows = self._decoder.decode_lines(block)
         lines: list[int] | None = None
         if rows is None or len(rows) != expected:
             rows, lines = [], []
             for line_no, line in _lines(block, first_line):
-                try:
-                    rows.append(self._decoder.decode(line))
-                except self._errors:
+                row = None
+                if self._decoder is not None:
+                    with contextlib.suppress(self._errors):
+                        row = self._decoder.decode(line)
+                if row is None:
                     try:
-                        rows.append(_parse_line(line))
+                        row = _parse_line(line)
                     except ValueError as e:
                         raise InputError(name, line_no, str(e)) from None
+                rows.append(row)
                 lines.append(line_no)
         values = []
         keys: list[str] | None = [] if self.key is not None else None
@@ -682,7 +687,11 @@ class _GenericDecoder:
 
 def _group_name(value: Any) -> str:
     """Group key: strings as they are, other JSON values as JSON text (true, 3, null)."""
-    return value if isinstance(value, str) else _show(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return _show(value)
+    return json.dumps(value)
 
 
 # --------------------------------------------------------------------------- sinks

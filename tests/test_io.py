@@ -551,3 +551,10 @@ def test_two_objects_on_a_line_next_to_a_blank_line(tmp_path):
 def test_indented_lines_are_valid(tmp_path):
     lines = ["  " + line for line in calib_lines()]
     assert_matches(read_calibration([write(tmp_path / "p.jsonl", lines)]), ROWS)
+
+
+def test_group_names_are_never_shortened(tmp_path):
+    big = [10**45 + 1, 10**45 + 2]
+    lines = [json.dumps({"confidence": 0.5, "correct": True, "k": k}) for k in big]
+    data = read_calibration([write(tmp_path / "p.jsonl", lines)], by="k")
+    assert list(data.groups) == [str(k) for k in big]
