@@ -1140,6 +1140,30 @@ class _Sender:
             self._thread.join()
 
 
+def _cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _workers_from_env(workers: int | None) -> int | None:
+    """``workers``, or the CALIBCLI_WORKERS environment variable when it is None."""
+    if workers is not None:
+        return workers
+    text = os.environ.get("CALIBCLI_WORKERS", "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:  # reported like bad input: one line, exit 2 in the CLI
+        raise InputError("CALIBCLI_WORKERS", None, f"{text!r} is not a whole number >= 1")
+    return value
+
+
 def _flush_std_streams() -> None:
     """Flush stdout/stderr before forking: a child must not repeat buffered output."""
     for stream in (sys.stdout, sys.stderr):
@@ -1176,7 +1200,7 @@ class _Reader:
         self.new_sink = new_sink
         self._detect = detect
         self._progress = progress
-        self._workers = workers
+        self._workers = _workers_from_env(workers)
         self._block_size = block_size or BLOCK_SIZE
 
     # ----- format detection
@@ -1225,7 +1249,7 @@ class _Reader:
             expected = src.expected_bytes()
             if expected is None or expected < PARALLEL_MIN_BYTES:
                 return 1  # small, or stdin (size unknown)
-            return max(1, min(2, os.cpu_count() or 1))
+            return max(1, min(2, _cpus()))
         return max(1, int(self._workers))
 
     def _bar(self, src: _Source) -> _ProgressBar | None:
@@ -1592,7 +1616,9 @@ def read_calibration(
     all rows; ``per_source`` adds one result per source; ``by`` (a dotted field path, or ``task``
     for lm-eval input) adds one result per group. ``fmt`` is ``auto`` (detected from the first
     row), ``jsonl``, ``lm-eval`` or ``logprobs`` (refused: it carries no calibration rows).
-    ``workers`` caps the processes used on a large file (default: up to 2, from 32 MB).
+    ``workers`` is the number of processes for one source (default: 2 on a machine with two
+    CPUs or more when a file holds 32 MB or more; the CALIBCLI_WORKERS environment variable sets
+    it; 1 turns workers off).
     Raises :class:`InputError` for unreadable or invalid input.
     """
     _check_options(fmt, mc_norm)
@@ -1682,7 +1708,8 @@ def read_perplexity(
 
     Native rows: ``{"nll": summed NLL in nats, "tokens": count}`` plus optional ``bytes`` and
     ``words`` (totalled only when every row has them). Totals are exact integers; the NLL is
-    summed per block and pooled with ``math.fsum``. Raises :class:`InputError` on bad input.
+    summed per block and pooled with ``math.fsum``. ``workers`` as for :func:`read_calibration`.
+    Raises :class:`InputError` on bad input.
     """
     _check_options(fmt)
     fields = {

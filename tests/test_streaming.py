@@ -298,3 +298,26 @@ def test_gzip_with_a_worker_perplexity_and_groups(tmp_path):
     for block_size in (4096, 8192, 1 << 20):
         with pytest.raises(InputError, match=r':20001: missing field "words"'):
             read_perplexity([str(path)], workers=2, block_size=block_size)
+
+
+def test_workers_from_the_environment(tmp_path, monkeypatch):
+    import calibcli.io
+
+    path = tmp_path / "w.jsonl"
+    path.write_text('{"confidence": 0.5, "correct": true}\n' * 5000)
+    calls = []
+    real = calibcli.io._Reader._read_parallel
+
+    def spy(self, src, sink, parts):
+        calls.append(parts)
+        return real(self, src, sink, parts)
+
+    monkeypatch.setattr(calibcli.io._Reader, "_read_parallel", spy)
+    monkeypatch.setenv("CALIBCLI_WORKERS", "2")
+    assert read_calibration([str(path)]).rows == 5000
+    assert calls == [2]
+    assert read_calibration([str(path)], workers=1).rows == 5000  # the argument wins
+    assert calls == [2]
+    monkeypatch.setenv("CALIBCLI_WORKERS", "many")
+    with pytest.raises(InputError, match=r"^CALIBCLI_WORKERS: 'many' is not a whole number"):
+        read_calibration([str(path)])
