@@ -385,10 +385,11 @@ ANALYSIS = """
   bytes per row at memory speed; calibcli must also parse them. Per row, the reader spends
   ~0.15 us in msgspec's typed `decode_lines` and ~0.05 us per field pulling columns out of the
   decoded structs with `np.fromiter` (see the profile: together ~70% of the reader), then a few
-  percent on binning and the compensated per-bin sums. That is ~0.3 us of CPU per row; two
-  processes halve the wall time on an idle machine, and start-up (imports, mostly numpy) adds
-  ~0.25 s per run. At 5M rows that puts the best case near 4x the floor rather than 3x. What
-  was measured instead and rejected: msgspec into dicts (2.5x slower), `json.loads` per line
+  percent on binning and the compensated per-bin sums. That is ~0.3 us of CPU per row (1.5 s
+  for 5M rows), which two processes turn into ~0.75 s of wall time on an idle machine; with
+  ~0.25 s of start-up (imports, mostly numpy) that is ~1 s, about 5x the floor. 3x (~0.6 s)
+  would need the reading itself at ~0.14 us of CPU per row. What was measured instead and
+  rejected: msgspec into dicts (2.5x slower), `json.loads` per line
   (12x slower), numpy's string-to-float cast for a hand-rolled columnar parser (~400 ns per
   value, slower than msgspec). Reaching 3x needs a native parser that writes numbers straight
   into arrays (the issue's simdjson figure), i.e. a compiled extension, which calibcli avoids.

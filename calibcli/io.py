@@ -701,18 +701,22 @@ class _ColumnBuffer:
     """Growable float64 buffers for the confidences of right and of wrong answers.
 
     Capacity comes from a row estimate; unused capacity is allocated but never touched, so it
-    costs address space, not resident memory. Growth doubles.
+    costs address space, not resident memory. Estimates are capped at ``MAX_RESERVE`` rows per
+    buffer (an allocation far beyond the machine's memory could be refused); growth doubles.
     """
+
+    MAX_RESERVE = 1 << 26  # 512 MB of address space per buffer
 
     def __init__(self, capacity: int) -> None:
         import numpy as np
 
-        cap = max(int(capacity), 4096)
+        cap = min(max(int(capacity), 4096), self.MAX_RESERVE)
         self._bufs = [np.empty(cap), np.empty(cap)]  # [right, wrong]
         self._n = [0, 0]
 
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` more rows in each buffer (a no-op if there is room)."""
+        rows = min(int(rows), self.MAX_RESERVE)
         for i in (0, 1):
             self._grow(i, self._n[i] + rows)
 
