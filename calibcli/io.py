@@ -294,8 +294,11 @@ class _Source:
         """Open the input and look at its first bytes (gzip?) without starting to decompress;
         raises InputError when it cannot be opened."""
         if self.source == "-":
-            self.raw = sys.stdin.buffer
-            self._head = self.raw.read(2)
+            try:
+                self.raw = sys.stdin.buffer
+                self._head = self.raw.read(2)
+            except (AttributeError, OSError, ValueError) as e:  # no stdin, or closed
+                raise InputError(self.name, None, f"cannot read: {_reason(e)}") from None
             self.gzip = self._head == _GZIP_MAGIC
             return
         try:

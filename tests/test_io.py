@@ -558,3 +558,9 @@ def test_group_names_are_never_shortened(tmp_path):
     lines = [json.dumps({"confidence": 0.5, "correct": True, "k": k}) for k in big]
     data = read_calibration([write(tmp_path / "p.jsonl", lines)], by="k")
     assert list(data.groups) == [str(k) for k in big]
+
+
+def test_missing_stdin(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", None)
+    with pytest.raises(InputError, match=r"^<stdin>: cannot read: "):
+        read_calibration(["-"])
