@@ -39,6 +39,7 @@ lint: $(STAMP)  ## ruff check and format check
 
 .PHONY: bench
 bench: $(STAMP)  ## Benchmark against the floor and baselines; writes BENCHMARKS.md
+	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/run.py
 
 .PHONY: clean
