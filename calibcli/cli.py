@@ -181,6 +181,18 @@ def _root(
 # ----- helpers
 
 
+def _table(printer: str, *args: Any) -> Any:
+    """A function printing a report body with calibcli.render's ``printer`` (rich is imported
+    only when a table is printed: --json runs never pay for it)."""
+
+    def show(body: Any) -> None:
+        from calibcli import render
+
+        getattr(render, printer)(body, *args)
+
+    return show
+
+
 def _usage_error(message: str) -> typer.Exit:
     """Print ``Error: message`` on stderr; the caller raises the returned Exit(2)."""
     typer.echo(f"Error: {message}", err=True)
@@ -304,7 +316,7 @@ def perplexity(
     byte, byte perplexity and word perplexity. A --max-perplexity gate fails closed on no rows,
     zero tokens, or input without token counts.
     """
-    from calibcli import render, report
+    from calibcli import report
 
     if gate_each and by is None:
         raise _usage_error("--gate-each needs --by FIELD")
@@ -324,7 +336,7 @@ def perplexity(
         {"perplexity": max_perplexity} if max_perplexity is not None else {}, each=gate_each
     )
     result = report.perplexity_report(data, gate)
-    _emit(result, json_out, output, lambda body: render.print_perplexity(body, by), summary, files)
+    _emit(result, json_out, output, _table("print_perplexity", by), summary, files)
 
 
 @app.command(epilog=EXIT_CODES)
@@ -362,7 +374,7 @@ def calibrate(
     30 predictions (binned estimates are then noisy: prefer smece or rmsce_debiased and
     --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do.
     """
-    from calibcli import render, report
+    from calibcli import report
 
     if gate_each and by is None:
         raise _usage_error("--gate-each needs --by FIELD")
@@ -393,10 +405,11 @@ def calibrate(
         min_bins=min_populated_bins,
         bootstrap=boot,
         gate=gate,
+        reorder_ok=True,  # the reader's fresh buffers: nothing else needs their row order
     )
     if plot is not None:
         _plot(data, plot, label, with_ci=boot is not None)
-    _emit(result, json_out, output, lambda body: render.print_calibrate(body, by), summary, files)
+    _emit(result, json_out, output, _table("print_calibrate", by), summary, files)
 
 
 @app.command(epilog=EXIT_CODES)
@@ -421,7 +434,7 @@ def reliability(
     Warns when fewer than 3 bins are populated (capped at --bins) or the median populated bin
     holds fewer than 30 predictions.
     """
-    from calibcli import render, report
+    from calibcli import report
 
     _check_calibration_options(fmt, plot, label)
     data = _read(
@@ -443,7 +456,7 @@ def reliability(
         result,
         json_out,
         output,
-        lambda body: render.print_reliability(body, data.stats, by),
+        _table("print_reliability", data.stats, by),
         summary,
         files,
     )
@@ -451,6 +464,11 @@ def reliability(
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: exit 0/1/2 as the commands decide, 3 for any crash."""
+    # One BLAS thread unless the user says otherwise: calibcli makes no large BLAS calls, and
+    # OpenBLAS's pool would otherwise spin on the second core that the reader's worker, gzip's
+    # decompression thread or the bootstrap's second process use. Set before numpy is imported.
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
     try:
         app(args=argv, prog_name="calibcli")
     except SystemExit:

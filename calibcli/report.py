@@ -507,8 +507,15 @@ def calibration_section(
     strategy: str,
     min_bins: int,
     bootstrap: Bootstrap | None,
+    stats: Any = None,
+    reorder_ok: bool = False,
 ) -> tuple[dict[str, Any], list[Note], dict[str, str]]:
-    """Every calibration estimator for one set of rows, with bootstrap intervals when asked."""
+    """Every calibration estimator for one set of rows, with bootstrap intervals when asked.
+
+    ``stats`` (the reader's per-bin statistics of the same rows) and ``reorder_ok`` (the columns
+    may be sorted in place) are passed to :func:`calibration_estimates`; the columns are never
+    reordered when a bootstrap is asked for, because its resamples follow the row order.
+    """
     from calibcli.metrics import BinStats
     from calibcli.metrics.estimators import DECOMPOSITION_TERMS
 
@@ -527,7 +534,13 @@ def calibration_section(
 
     from calibcli.metrics.estimators import calibration_estimates
 
-    est = calibration_estimates(columns, bins=bins, strategy=strategy)
+    est = calibration_estimates(
+        columns,
+        bins=bins,
+        strategy=strategy,
+        stats=stats,
+        reorder_ok=reorder_ok and bootstrap is None,
+    )
     section = {
         "n": n,
         "bins": bins,
@@ -595,14 +608,27 @@ def calibrate_report(
     min_bins: int = DEFAULT_MIN_POPULATED_BINS,
     bootstrap: Bootstrap | None = None,
     gate: Gate | None = None,
+    reorder_ok: bool = False,
 ) -> Report:
-    """The calibrate report: the whole estimator family, bootstrap intervals and the gate."""
+    """The calibrate report: the whole estimator family, bootstrap intervals and the gate.
+
+    The reader's pooled per-bin statistics (``data.stats``, and each group's) are reused for
+    uniform bins rather than rebuilt from the columns. ``reorder_ok=True`` says the caller owns
+    the columns in ``data`` and lets the estimators sort them in place (faster, no copies); the
+    command line sets it, since the reader's buffers are used for nothing else afterwards.
+    """
     gate = gate or Gate({})
     min_bins = min(min_bins, bins)
 
     def build(d: Any) -> tuple[dict[str, Any], list[Note], dict[str, str]]:
         return calibration_section(
-            d.columns, bins=bins, strategy=strategy, min_bins=min_bins, bootstrap=bootstrap
+            d.columns,
+            bins=bins,
+            strategy=strategy,
+            min_bins=min_bins,
+            bootstrap=bootstrap,
+            stats=getattr(d, "stats", None),
+            reorder_ok=reorder_ok,
         )
 
     section, notes, closed = build(data)

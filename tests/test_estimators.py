@@ -336,3 +336,113 @@ def test_smooth_ece_matches_relplot_when_available():
     )
     assert est.smece == pytest.approx(value, abs=1e-6)
     assert est.smece_bandwidth == pytest.approx(width, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- reorder_ok / stats
+
+
+def _mann_whitney_twice_u(conf, correct):
+    """2U counted from sorted lists with bisect (an independent loop over the right answers)."""
+    wrong = sorted(float(c) for c, y in zip(conf, correct, strict=True) if not y)
+    return sum(
+        bisect.bisect_left(wrong, float(c)) + bisect.bisect_right(wrong, float(c))
+        for c, y in zip(conf, correct, strict=True)
+        if y
+    )
+
+
+@pytest.mark.parametrize(
+    ("n", "decimals", "power"),
+    [
+        (400, None, 1.0),
+        (400, 2, 1.0),
+        (1000, 1, 0.3),  # mostly right: the wrong answers are the search keys
+        (1000, 1, 4.0),  # mostly wrong: the right answers are the search keys
+        (300_000, 3, 1.0),  # several blocks of keys, many ties across block boundaries
+    ],
+)
+def test_auroc_reorder_ok_matches_sklearn_and_an_exact_count(n, decimals, power):
+    conf, correct = sample(n, 21, decimals=decimals, power=power)
+    columns = PredictionColumns.from_arrays(conf, correct)
+    n_right = int(correct.sum())
+    exact = _mann_whitney_twice_u(conf, correct) / (2 * n_right * (n - n_right))
+    got = auroc(columns, reorder_ok=True)
+    assert got == exact  # integer count: bit-identical
+    assert got == auroc(PredictionColumns.from_arrays(conf, correct))
+    assert got == pytest.approx(roc_auc_score(correct, conf), rel=1e-12)
+    # the halves were sorted in place and keep their values
+    assert np.all(np.diff(columns.conf_correct) >= 0) and np.all(np.diff(columns.conf_wrong) >= 0)
+    assert np.array_equal(columns.conf_correct, np.sort(conf[correct]))
+    assert np.array_equal(columns.conf_wrong, np.sort(conf[~correct]))
+
+
+def test_auroc_reorder_ok_degenerate_and_read_only():
+    assert math.isnan(auroc(PredictionColumns.from_arrays([0.3, 0.4], [1, 1]), reorder_ok=True))
+    assert math.isnan(auroc(PredictionColumns.from_arrays([], []), reorder_ok=True))
+    right, wrong = np.array([0.8, 0.5]), np.array([0.5, 0.2])
+    right.flags.writeable = False
+    columns = PredictionColumns(right, wrong)
+    assert auroc(columns, reorder_ok=True) == 3.5 / 4  # a read-only half is sorted as a copy
+    assert right.tolist() == [0.8, 0.5]
+    with pytest.raises(ValueError, match="reorder_ok"):
+        auroc(columns, weights=[1, 1, 1, 1], reorder_ok=True)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_reorder_ok_and_given_stats_change_no_figure(strategy):
+    conf, correct = sample(200_000, 22, decimals=4, power=1.3)
+    plain = calibration_estimates(PredictionColumns.from_arrays(conf, correct), strategy=strategy)
+    columns = PredictionColumns.from_arrays(conf, correct)
+    given = BinStats.from_arrays(conf, correct, bins=10)  # uniform: used only for that strategy
+    fast = calibration_estimates(columns, strategy=strategy, stats=given, reorder_ok=True)
+    for key, value in plain.scalars().items():
+        assert fast.scalars()[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+    assert np.array_equal(fast.edges, plain.edges)
+    assert np.array_equal(fast.stats.count, plain.stats.count)
+    assert fast.stats is given if strategy == "uniform" else fast.stats is not given
+    # references: scikit-learn and the loops above
+    assert fast.auroc == pytest.approx(roc_auc_score(correct, conf), rel=1e-12)
+    assert fast.nll == pytest.approx(sk_log_loss(correct, conf), rel=1e-12)
+    assert np.all(np.diff(columns.conf_wrong) >= 0)
+
+
+def test_given_stats_of_other_rows_are_refused_and_weights_forbid_reordering():
+    conf, correct = sample(50, 23)
+    columns = PredictionColumns.from_arrays(conf, correct)
+    other = BinStats.from_arrays(conf[:40], correct[:40])
+    with pytest.raises(ValueError, match="stats hold 40 rows"):
+        calibration_estimates(columns, stats=other)
+    with pytest.raises(ValueError, match="reorder_ok"):
+        calibration_estimates(columns, weights=np.ones(50), reorder_ok=True)
+    # with weights, given (unweighted) statistics are not used
+    w = np.random.default_rng(3).integers(0, 3, 50)
+    est = calibration_estimates(columns, weights=w, stats=BinStats.from_arrays(conf, correct))
+    assert est.n == int(w.sum())
+
+
+def test_smooth_ece_of_sorted_halves_matches_relplot():
+    pytest.importorskip("calibcli.metrics.smooth")
+    relplot = pytest.importorskip("relplot")
+    conf, correct = sample(3000, 24, power=1.5)
+    est = calibration_estimates(PredictionColumns.from_arrays(conf, correct), reorder_ok=True)
+    value, width = relplot.smECE(conf, correct.astype(float), return_width=True)
+    assert est.smece == pytest.approx(value, abs=1e-6)
+    assert est.smece_bandwidth == pytest.approx(width, abs=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_smooth_ece_of_two_halves_equals_smooth_ece_of_the_rows(weighted):
+    smooth = pytest.importorskip("calibcli.metrics.smooth")
+    conf, correct = sample(70_000, 25, power=2.0)  # a block boundary inside each half
+    w = np.random.default_rng(4).integers(0, 3, conf.size).astype(float) if weighted else None
+    whole = smooth.smooth_ece(conf, correct, weights=w)
+    split = smooth.smooth_ece_split(
+        conf[correct],
+        conf[~correct],
+        weights_correct=None if w is None else w[correct],
+        weights_wrong=None if w is None else w[~correct],
+    )
+    assert split.value == pytest.approx(whole.value, rel=1e-12)
+    assert split.bandwidth == whole.bandwidth
+    empty = smooth.smooth_ece_split(np.zeros(0), np.zeros(0))
+    assert empty.value == 0.0 and math.isnan(empty.bandwidth)

@@ -210,3 +210,71 @@ def test_perplexity_report_groups_and_gate_each():
     ]
     assert done.warnings == ["group 'b': zero tokens in the input; perplexity is undefined"]
     assert list(done.body)[-2:] == ["warnings", "gate"]
+
+
+# --------------------------------------------------------------------------- calibrate
+
+
+def _calibration_data(n, seed, groups=False):
+    np = pytest.importorskip("numpy")
+    from calibcli.io import CalibrationData
+    from calibcli.metrics.core import BinStats, PredictionColumns
+
+    rng = np.random.default_rng(seed)
+    conf = np.round(rng.random(n), 3)
+    correct = rng.random(n) < conf
+
+    def data(rows):
+        return CalibrationData(
+            stats=BinStats.from_arrays(conf[rows], correct[rows]),
+            columns=PredictionColumns.from_arrays(conf[rows], correct[rows]),
+            rows=int(rows.sum()),
+        )
+
+    pooled = data(np.ones(n, dtype=bool))
+    if not groups:
+        return pooled
+    half = np.arange(n) % 2 == 0
+    return CalibrationData(
+        stats=pooled.stats,
+        columns=pooled.columns,
+        groups={"even": data(half), "odd": data(~half)},
+        rows=n,
+    )
+
+
+def _assert_same_figures(a, b):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _assert_same_figures(a[k], b[k])
+    elif isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _assert_same_figures(x, y)
+    elif isinstance(a, float):
+        assert b == pytest.approx(a, rel=1e-12, abs=1e-15)
+    else:
+        assert a == b
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_calibrate_report_reorder_ok_changes_no_figure(strategy):
+    plain = report.calibrate_report(_calibration_data(5000, 1, groups=True), strategy=strategy)
+    data = _calibration_data(5000, 1, groups=True)
+    fast = report.calibrate_report(data, strategy=strategy, reorder_ok=True)
+    _assert_same_figures(plain.body, fast.body)
+    for part in (data, *data.groups.values()):  # the caller's columns were sorted in place
+        assert (part.columns.conf_wrong[1:] >= part.columns.conf_wrong[:-1]).all()
+
+
+def test_calibrate_report_never_reorders_for_the_bootstrap():
+    np = pytest.importorskip("numpy")
+    boot = report.Bootstrap(0.9, samples=20, seed=3)
+    plain = report.calibrate_report(_calibration_data(3000, 2), bootstrap=boot)
+    data = _calibration_data(3000, 2)
+    before = data.columns.conf_correct.copy(), data.columns.conf_wrong.copy()
+    fast = report.calibrate_report(data, bootstrap=boot, reorder_ok=True)
+    assert fast.body["ci"] == plain.body["ci"]  # resamples follow the row order: identical
+    assert np.array_equal(data.columns.conf_correct, before[0])
+    assert np.array_equal(data.columns.conf_wrong, before[1])

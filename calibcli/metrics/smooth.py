@@ -137,7 +137,33 @@ def smooth_ece(
     w = None if weights is None else _as_weights(weights, f.shape[0], validate)
     if f.shape[0] == 0 or (w is not None and not w.any()):
         return SmoothECE(0.0, math.nan)
-    curve = _SmoothedResiduals(f, y, w)
+    curve = _SmoothedResiduals([(f, y, w)])
+    bandwidth, value = bandwidth_fixed_point(curve.error)
+    return SmoothECE(float(value), float(bandwidth))
+
+
+def smooth_ece_split(
+    conf_correct: np.ndarray,
+    conf_wrong: np.ndarray,
+    *,
+    weights_correct: np.ndarray | None = None,
+    weights_wrong: np.ndarray | None = None,
+) -> SmoothECE:
+    """:func:`smooth_ece` of rows given as the confidences of right and of wrong answers.
+
+    The same number as ``smooth_ece`` on the two halves concatenated (to rounding: the grid
+    histograms are sums over rows, so each half is folded on its own and the sums add), without
+    building the concatenated arrays. Inputs are trusted (float64 in [0, 1], as in
+    :class:`~calibcli.metrics.core.PredictionColumns`); optional weights are per half, float64
+    multiplicities as for :func:`smooth_ece`. Not part of the public API (not in ``__all__``).
+    """
+    parts = [
+        (np.asarray(conf_correct, dtype=np.float64), True, weights_correct),
+        (np.asarray(conf_wrong, dtype=np.float64), False, weights_wrong),
+    ]
+    if not any(f.shape[0] if w is None else w.any() for f, _, w in parts):
+        return SmoothECE(0.0, math.nan)
+    curve = _SmoothedResiduals(parts)
     bandwidth, value = bandwidth_fixed_point(curve.error)
     return SmoothECE(float(value), float(bandwidth))
 
@@ -272,11 +298,16 @@ def bandwidth_fixed_point(error: Callable[[float], float]) -> tuple[float, float
     return upper, upper_error
 
 
+# Rows as parts (f, y, w): confidences, outcomes (a bool array, or one bool for the whole part)
+# and optional weights; the histograms of several parts add.
+_Parts = list[tuple[np.ndarray, "np.ndarray | bool", "np.ndarray | None"]]
+
+
 class _SmoothedResiduals:
     """The rows, folded onto grids (cached per grid size), and smECE_σ evaluated from them."""
 
-    def __init__(self, f: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> None:
-        self._f, self._y, self._w = f, y, w
+    def __init__(self, parts: _Parts) -> None:
+        self._parts = parts
         self._spectra: dict[int, tuple[int, np.ndarray]] = {}
         self._fine: np.ndarray | None = None
 
@@ -297,9 +328,9 @@ class _SmoothedResiduals:
         """Histograms on m points: a pass over the rows, or a coarsening of the fine grid."""
         ratio, rest = divmod(_FINE_INTERVALS, m - 1)
         if rest:
-            return _grid_histograms(self._f, self._y, self._w, m)
+            return _grid_histograms(self._parts, m)
         if self._fine is None:
-            self._fine = _grid_histograms(self._f, self._y, self._w, _FINE_INTERVALS + 1)
+            self._fine = _grid_histograms(self._parts, _FINE_INTERVALS + 1)
         return _coarsen(self._fine, ratio)
 
 
@@ -320,7 +351,7 @@ def _coarsen(fine: np.ndarray, ratio: int) -> np.ndarray:
     return coarse
 
 
-def _grid_histograms(f: np.ndarray, y: np.ndarray, w: np.ndarray | None, m: int) -> np.ndarray:
+def _grid_histograms(parts: _Parts, m: int) -> np.ndarray:
     """Rows linearly interpolated onto m grid points: rows Σ w·hat_j(f) and Σ w·r·hat_j(f).
 
     Per cell c and outcome class, three weighted moments of the fraction u are enough —
@@ -329,21 +360,28 @@ def _grid_histograms(f: np.ndarray, y: np.ndarray, w: np.ndarray | None, m: int)
     Σ w·r·u = (c·S1 + S2)/(m − 1) − y·S1.
     """
     moments = np.zeros((3, 2 * m))
-    for lo in range(0, f.shape[0], _BLOCK):
-        pos = f[lo : lo + _BLOCK] * (m - 1)
-        cell = pos.astype(np.intp)  # f ≥ 0, so truncation is floor
-        np.minimum(cell, m - 2, out=cell)
-        frac = pos - cell
-        key = cell + m * y[lo : lo + _BLOCK]  # correct rows in the upper half
-        if w is None:
-            moments[0] += np.bincount(key, minlength=2 * m)
-            wu = frac
-        else:
-            wb = w[lo : lo + _BLOCK]
-            moments[0] += np.bincount(key, wb, minlength=2 * m)
-            wu = wb * frac
-        moments[1] += np.bincount(key, wu, minlength=2 * m)
-        moments[2] += np.bincount(key, wu * frac, minlength=2 * m)
+    for f, y, w in parts:
+        whole = isinstance(y, bool)
+        for lo in range(0, f.shape[0], _BLOCK):
+            pos = f[lo : lo + _BLOCK] * (m - 1)
+            cell = pos.astype(np.intp)  # f ≥ 0, so truncation is floor
+            np.minimum(cell, m - 2, out=cell)
+            frac = pos - cell
+            if not whole:
+                key = cell + m * y[lo : lo + _BLOCK]  # correct rows in the upper half
+            elif y:
+                key = np.add(cell, m, out=cell)
+            else:
+                key = cell
+            if w is None:
+                moments[0] += np.bincount(key, minlength=2 * m)
+                wu = frac
+            else:
+                wb = w[lo : lo + _BLOCK]
+                moments[0] += np.bincount(key, wb, minlength=2 * m)
+                wu = wb * frac
+            moments[1] += np.bincount(key, wu, minlength=2 * m)
+            moments[2] += np.bincount(key, wu * frac, minlength=2 * m)
     s0, s1, s2 = moments[:, :m] + moments[:, m:]  # both classes
     correct_s0, correct_s1 = moments[0, m:], moments[1, m:]
     cells = np.arange(m, dtype=np.float64)
