@@ -322,7 +322,8 @@ def _auroc_sorted(right: np.ndarray, wrong: np.ndarray) -> float:
     2U = Σ_i (#{wrong < c_i} + #{wrong ≤ c_i}) over right answers i, or equivalently
     Σ_j (2·n_right − #{right ≤ c_j} − #{right < c_j}) over wrong answers j; the smaller class is
     searched into the larger one (sorted keys make each search start where the last ended),
-    in blocks so the index temporaries stay small. Exact integer arithmetic.
+    in blocks so the index temporaries stay small, and only keys that equal a value of the
+    larger class are searched a second time. Exact integer arithmetic.
     """
     n_right, n_wrong = right.shape[0], wrong.shape[0]
     if not n_right or not n_wrong:
@@ -336,10 +337,15 @@ def _auroc_sorted(right: np.ndarray, wrong: np.ndarray) -> float:
         # every key of the block lies at or above block[0]: search only from there on
         lo += int(np.searchsorted(table[lo:], block[0], side="left"))
         hi = lo + int(np.searchsorted(table[lo:], block[-1], side="right"))
+        found += 2 * lo * block.shape[0]
+        if hi == lo:
+            continue
         window = table[lo:hi]
         below = np.searchsorted(window, block, side="left")
-        not_above = np.searchsorted(window, block, side="right")
-        found += 2 * lo * block.shape[0] + int(below.sum()) + int(not_above.sum())
+        # #table ≤ key exceeds #table < key only for a key equal to a table value: search those
+        tied = np.flatnonzero(np.take(window, below, mode="clip") == block)
+        ties = np.searchsorted(window, block[tied], side="right") - below[tied]
+        found += 2 * int(below.sum()) + int(ties.sum())
     twice_u = found if keys_are_right else 2 * n_right * n_wrong - found
     return twice_u / (2 * n_right * n_wrong)
 
