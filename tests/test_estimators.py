@@ -423,17 +423,25 @@ def test_given_stats_of_other_rows_are_refused_and_weights_forbid_reordering():
 def test_smooth_ece_of_sorted_halves_matches_relplot():
     pytest.importorskip("calibcli.metrics.smooth")
     relplot = pytest.importorskip("relplot")
-    conf, correct = sample(3000, 24, power=1.5)
+    conf, correct = sample(50_000, 24, power=1.5)  # long runs per grid cell once sorted
     est = calibration_estimates(PredictionColumns.from_arrays(conf, correct), reorder_ok=True)
     value, width = relplot.smECE(conf, correct.astype(float), return_width=True)
     assert est.smece == pytest.approx(value, abs=1e-6)
     assert est.smece_bandwidth == pytest.approx(width, abs=1e-12)
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_smooth_ece_of_two_halves_equals_smooth_ece_of_the_rows(weighted):
+@pytest.mark.parametrize(
+    ("weighted", "ordered", "power"),
+    [(False, False, 2.0), (True, False, 2.0), (False, True, 2.0), (False, True, 1.0)],
+)
+def test_smooth_ece_of_two_halves_equals_smooth_ece_of_the_rows(weighted, ordered, power):
+    # sorted halves are folded run by run; power 1.0 (a calibrated sample: bandwidth below
+    # 0.01) also exercises the finer grids
     smooth = pytest.importorskip("calibcli.metrics.smooth")
-    conf, correct = sample(70_000, 25, power=2.0)  # a block boundary inside each half
+    conf, correct = sample(70_000, 25, power=power)  # a block boundary inside each half
+    if ordered:
+        order = np.argsort(conf, kind="stable")
+        conf, correct = conf[order], correct[order]
     w = np.random.default_rng(4).integers(0, 3, conf.size).astype(float) if weighted else None
     whole = smooth.smooth_ece(conf, correct, weights=w)
     split = smooth.smooth_ece_split(

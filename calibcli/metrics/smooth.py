@@ -351,6 +351,29 @@ def _coarsen(fine: np.ndarray, ratio: int) -> np.ndarray:
     return coarse
 
 
+def _fold_runs(moments: np.ndarray, cell: np.ndarray, frac: np.ndarray, offset: int) -> bool:
+    """Add a block of one class's unweighted rows to ``moments`` run by run, if it has few runs.
+
+    Rows in sorted order (e.g. :class:`PredictionColumns` halves sorted in place) fall into long
+    runs of one cell; each run's S0, S1, S2 are its length and two sums (``np.add.reduceat``),
+    a few times faster than three bincounts over the rows. Returns False, adding nothing, when
+    the block has too many runs for this to pay (unsorted rows).
+    """
+    n = cell.shape[0]
+    starts = np.flatnonzero(cell[1:] != cell[:-1])
+    if 4 * starts.shape[0] > n:
+        return False
+    starts += 1
+    starts = np.concatenate([[0], starts])
+    cells = cell[starts]  # distinct when the block is sorted; bincount adds repeats anyway
+    size = moments.shape[1]
+    lengths = np.diff(starts, append=n).astype(np.float64)
+    moments[0, offset:] += np.bincount(cells, lengths, minlength=size - offset)
+    moments[1, offset:] += np.bincount(cells, np.add.reduceat(frac, starts), size - offset)
+    moments[2, offset:] += np.bincount(cells, np.add.reduceat(frac * frac, starts), size - offset)
+    return True
+
+
 def _grid_histograms(parts: _Parts, m: int) -> np.ndarray:
     """Rows linearly interpolated onto m grid points: rows Σ w·hat_j(f) and Σ w·r·hat_j(f).
 
@@ -367,6 +390,8 @@ def _grid_histograms(parts: _Parts, m: int) -> np.ndarray:
             cell = pos.astype(np.intp)  # f ≥ 0, so truncation is floor
             np.minimum(cell, m - 2, out=cell)
             frac = pos - cell
+            if whole and w is None and _fold_runs(moments, cell, frac, m if y else 0):
+                continue
             if not whole:
                 key = cell + m * y[lo : lo + _BLOCK]  # correct rows in the upper half
             elif y:
