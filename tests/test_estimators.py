@@ -388,18 +388,24 @@ def test_auroc_reorder_ok_degenerate_and_read_only():
         auroc(columns, weights=[1, 1, 1, 1], reorder_ok=True)
 
 
+@pytest.mark.parametrize("given_stats", [True, False])
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
-def test_reorder_ok_and_given_stats_change_no_figure(strategy):
+def test_reorder_ok_and_given_stats_change_no_figure(strategy, given_stats):
     conf, correct = sample(200_000, 22, decimals=4, power=1.3)
     plain = calibration_estimates(PredictionColumns.from_arrays(conf, correct), strategy=strategy)
     columns = PredictionColumns.from_arrays(conf, correct)
-    given = BinStats.from_arrays(conf, correct, bins=10)  # uniform: used only for that strategy
+    # uniform statistics: used only for that strategy
+    given = BinStats.from_arrays(conf, correct, bins=10) if given_stats else None
     fast = calibration_estimates(columns, strategy=strategy, stats=given, reorder_ok=True)
     for key, value in plain.scalars().items():
         assert fast.scalars()[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
     assert np.array_equal(fast.edges, plain.edges)
     assert np.array_equal(fast.stats.count, plain.stats.count)
-    assert fast.stats is given if strategy == "uniform" else fast.stats is not given
+    assert np.array_equal(fast.stats.sum_correct, plain.stats.sum_correct)
+    for name in ("sum_conf", "sum_conf_sq", "sum_conf_correct", "sum_sq_error"):
+        assert getattr(fast.stats, name) == pytest.approx(getattr(plain.stats, name), rel=1e-13)
+    reused = given_stats and strategy == "uniform"
+    assert (fast.stats is given) == reused
     # references: scikit-learn and the loops above
     assert fast.auroc == pytest.approx(roc_auc_score(correct, conf), rel=1e-12)
     assert fast.nll == pytest.approx(sk_log_loss(correct, conf), rel=1e-12)
@@ -454,3 +460,24 @@ def test_smooth_ece_of_two_halves_equals_smooth_ece_of_the_rows(weighted, ordere
     assert split.bandwidth == whole.bandwidth
     empty = smooth.smooth_ece_split(np.zeros(0), np.zeros(0))
     assert empty.value == 0.0 and math.isnan(empty.bandwidth)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_quantile_edges_of_sorted_halves_are_numpys_quantiles(seed):
+    # reorder_ok with equal-mass bins takes the quantiles from the sorted halves by bisection;
+    # they must be the very doubles np.quantile gives on all rows (else rows change bins)
+    rng = np.random.default_rng(seed)
+    for n in (1, 2, 3, 7, 100, 2501):
+        conf = rng.random(n)
+        if seed % 2:
+            conf = np.round(conf, 1)  # ties, merged edges
+        correct = rng.random(n) < conf
+        for bins in (1, 2, 7, 10, 33):
+            expected = np.quantile(conf, np.arange(1, bins, dtype=np.float64) / bins)
+            expected = np.unique(np.concatenate([[0.0], expected, [1.0]]))
+            columns = PredictionColumns.from_arrays(conf, correct)
+            est = calibration_estimates(columns, bins=bins, strategy="quantile", reorder_ok=True)
+            assert np.array_equal(est.edges, expected), (n, bins)
+            ref = ref_binned(conf, correct, expected)
+            for key, value in ref.items():
+                assert getattr(est, key) == pytest.approx(value, rel=1e-12, abs=1e-15)

@@ -158,6 +158,93 @@ def quantile_edges(confidences: object, bins: int) -> np.ndarray:
     return np.unique(np.concatenate([[0.0], interior, [1.0]]))
 
 
+def _kth_of_sorted(a: np.ndarray, b: np.ndarray, k: int) -> float:
+    """The k-th smallest value (0-based) of the union of two ascending arrays, in O(log n)."""
+    lo, hi = max(0, k + 1 - b.shape[0]), min(k + 1, a.shape[0])  # how many come from ``a``
+    while lo < hi:
+        i = (lo + hi) // 2
+        if a[i] < b[k - i]:  # the k+1 smallest hold more than i values of ``a``
+            lo = i + 1
+        else:
+            hi = i
+    j = k + 1 - lo
+    return float(max(a[lo - 1] if lo else -math.inf, b[j - 1] if j else -math.inf))
+
+
+def _quantile_edges_of_sorted(right: np.ndarray, wrong: np.ndarray, bins: int) -> np.ndarray:
+    """:func:`quantile_edges` of the rows of two ascending arrays, without concatenating them.
+
+    np.quantile's linear method, step for step: virtual index v = (n − 1)·q, neighbours
+    x[⌊v⌋] and x[⌊v⌋ + 1] of the sorted rows (both x[n − 1] when v ≥ n − 1), and its
+    interpolation a + (b − a)·γ, or b − (b − a)·(1 − γ) when γ ≥ ½ (γ = v − ⌊v⌋). The two
+    order statistics come from the sorted halves by bisection, so the edges are the same
+    doubles as ``quantile_edges(columns.confidences(), bins)`` (checked in the tests).
+    """
+    m = check_bins(bins)
+    n = right.shape[0] + wrong.shape[0]
+    if n == 0:
+        return np.array([0.0, 1.0])
+    q = np.arange(1, m, dtype=np.float64) / m
+    virtual = (n - 1) * q
+    interior = np.empty(m - 1)
+    for t, v in enumerate(virtual.tolist()):
+        if v >= n - 1:
+            interior[t] = _kth_of_sorted(right, wrong, n - 1)
+            continue
+        k = math.floor(v)
+        a, b = _kth_of_sorted(right, wrong, k), _kth_of_sorted(right, wrong, k + 1)
+        gamma = v - k
+        diff = b - a
+        interior[t] = b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
+    return np.unique(np.concatenate([[0.0], interior, [1.0]]))
+
+
+def _stats_of_sorted(right: np.ndarray, wrong: np.ndarray, edges: np.ndarray) -> BinStats:
+    """:class:`BinStats` of the rows of two ascending arrays (right, wrong answers) on ``edges``.
+
+    In sorted rows every bin is one contiguous run (found with ``searchsorted``, the membership
+    rule of :func:`~calibcli.metrics.core.bin_index`), so each sum is a pairwise ``np.sum`` over
+    blocks of the run, pooled with ``math.fsum``: more accurate than summing the sorted rows one
+    after another, which a whole block falling in one bin would do.
+    """
+    m = edges.shape[0] - 1
+    count = np.zeros(m, dtype=np.int64)
+    sum_correct = np.zeros(m, dtype=np.int64)
+    sums = {key: np.zeros(m) for key in ("conf", "conf_sq", "conf_correct", "sq_error")}
+    for values, right_answers in ((right, True), (wrong, False)):
+        bounds = [0, *np.searchsorted(values, edges[1:-1], side="left").tolist(), len(values)]
+        for k in range(m):
+            lo, hi = bounds[k], bounds[k + 1]
+            if hi <= lo:
+                continue
+            conf, conf_sq, sq_error = [], [], []
+            for start in range(lo, hi, _CHUNK):
+                c = values[start : min(start + _CHUNK, hi)]
+                conf.append(float(np.sum(c)))
+                conf_sq.append(float(np.sum(c * c)))
+                if right_answers:
+                    gap = 1.0 - c
+                    sq_error.append(float(np.sum(gap * gap)))
+            count[k] += hi - lo
+            sums["conf"][k] += math.fsum(conf)
+            sums["conf_sq"][k] += math.fsum(conf_sq)
+            if right_answers:
+                sum_correct[k] += hi - lo
+                sums["conf_correct"][k] += math.fsum(conf)
+                sums["sq_error"][k] += math.fsum(sq_error)
+            else:
+                sums["sq_error"][k] += math.fsum(conf_sq)
+    return BinStats(
+        edges,
+        count,
+        sum_correct,
+        sums["conf"],
+        sums["conf_sq"],
+        sums["conf_correct"],
+        sums["sq_error"],
+    )
+
+
 # --------------------------------------------------------------------------- binned estimators
 
 
@@ -524,12 +611,23 @@ def calibration_estimates(
     """
     if reorder_ok and weights is not None:
         raise ValueError("reorder_ok cannot be combined with weights (they follow row order)")
-    e = resolve_edges(columns, bins, strategy, weights=weights, edges=edges)
+    if reorder_ok:
+        right = _sort_in_place(columns.conf_correct)
+        wrong = _sort_in_place(columns.conf_wrong)
+        columns = PredictionColumns(right, wrong)  # the same arrays unless one was read-only
+    if reorder_ok and strategy == "quantile" and edges is None:
+        check_bins(bins)
+        e = _quantile_edges_of_sorted(columns.conf_correct, columns.conf_wrong, bins)
+    else:
+        e = resolve_edges(columns, bins, strategy, weights=weights, edges=edges)
     if stats is not None and stats.n != columns.n:
         raise ValueError(f"stats hold {stats.n} rows but the columns {columns.n}")
-    if stats is None or weights is not None or not np.array_equal(stats.edges, e):
+    reuse = stats is not None and weights is None and np.array_equal(stats.edges, e)
+    if not reuse and reorder_ok:
+        stats = _stats_of_sorted(columns.conf_correct, columns.conf_wrong, e)
+    elif not reuse:
         stats = columns.stats(edges=e, weights=weights)
-    area = auroc(columns, weights, reorder_ok=reorder_ok)  # first: it may sort the columns
+    area = auroc(columns, weights, reorder_ok=reorder_ok)
     binned = binned_scalars(stats)
     smece, bandwidth = _smooth(columns, weights)
     lower, upper = wilson_interval(stats.sum_correct, stats.count, wilson_level)
