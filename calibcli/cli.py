@@ -209,6 +209,8 @@ def _read(reader: str, files: list[str], fmt: Format, quiet: bool, **options: An
     except io.InputError as exc:
         raise _usage_error(str(exc)) from None
     detected = getattr(data, "fmt", None)
+    # Only a non-native detection is announced: plain JSONL is the default, and a CI gate's
+    # stderr should carry warnings and verdicts, not a line on every run.
     if fmt is Format.auto and detected not in (None, "jsonl") and not quiet:
         typer.echo(f"detected format: {detected}", err=True)
     return data
