@@ -235,6 +235,30 @@ def test_invalid_calibration_line(tmp_path, bad, message):
     assert info.value.line == 4 and info.value.path == path
 
 
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ('{"confidence": 1.5, "correct": true}', "confidence 1.5 is outside [0, 1]"),
+        ('{"confidence": -0.25, "correct": 0}', "confidence -0.25 is outside [0, 1]"),
+        ('{"confidence": 1.0000000000000002, "correct": 1}', "is outside [0, 1]"),
+    ],
+)
+def test_out_of_range_confidence_in_a_block_without_blank_lines(tmp_path, bad, message):
+    # No blank line: the whole block decodes in one call and the range is checked on the column.
+    lines = [GOOD] * 300 + [bad] + [GOOD] * 5
+    path = write(tmp_path / "preds.jsonl", lines)
+    with pytest.raises(InputError) as info:
+        read_calibration([path])
+    assert str(info.value).startswith(f"{path}:301: ")
+    assert message in str(info.value)
+
+
+def test_range_edges_and_negative_zero_are_valid(tmp_path):
+    rows = [(0.0, False), (-0.0, True), (1.0, True), (1, False), (0, True)]
+    lines = [json.dumps({"confidence": c, "correct": y}) for c, y in rows]
+    assert_matches(read_calibration([write(tmp_path / "p.jsonl", lines)]), rows)
+
+
 def test_invalid_utf8(tmp_path):
     # (invalid bytes inside an ignored string value are skipped unread, like the rest of it)
     path = tmp_path / "p.jsonl"
@@ -364,6 +388,32 @@ def test_invalid_perplexity_line(tmp_path, bad, message):
         read_perplexity([path])
     assert str(info.value).startswith(f"{path}:3: ")
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ('{"nll": -0.5, "tokens": 3}', "nll -0.5 is negative"),
+        ('{"nll": 1.5, "tokens": -2}', "tokens -2 is not a non-negative integer"),
+        (f'{{"nll": 1.5, "tokens": {(1 << 62) + 1}}}', f"tokens {(1 << 62) + 1} is too large"),
+        (f'{{"nll": 1.5, "tokens": {1 << 63}}}', f"tokens {1 << 63} is too large"),
+        (f'{{"nll": 1.5, "tokens": {1 << 70}}}', f"tokens {1 << 70} is too large"),
+    ],
+)
+def test_out_of_range_perplexity_values_deep_in_a_block(tmp_path, bad, message):
+    good = '{"nll": 1.0, "tokens": 2}'
+    path = write(tmp_path / "ppl.jsonl", [good] * 200 + [bad] + [good] * 3)
+    with pytest.raises(InputError) as info:
+        read_perplexity([path])
+    assert str(info.value).startswith(f"{path}:201: ")
+    assert message in str(info.value)
+
+
+def test_perplexity_largest_token_count_is_valid(tmp_path):
+    lines = ['{"nll": 1.0, "tokens": 2}', f'{{"nll": 0.5, "tokens": {1 << 62}}}']
+    data = read_perplexity([write(tmp_path / "ppl.jsonl", lines)])
+    assert data.total_tokens == 2 + (1 << 62)
+    assert data.total_nll == 1.5
 
 
 def test_perplexity_zero_nll_with_zero_tokens_is_valid(tmp_path):
