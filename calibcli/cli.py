@@ -71,7 +71,7 @@ def _threshold(metric: str, what: str) -> Any:
 Files = Annotated[
     list[str],
     typer.Argument(
-        metavar="FILE",
+        metavar="FILE...",
         show_default=False,
         help="JSONL files (.gz read transparently), pooled; '-' reads standard input.",
     ),
