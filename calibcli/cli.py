@@ -10,11 +10,48 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from calibcli.options import (
+    BinsOpt,
+    BootstrapOpt,
+    ByOpt,
+    BytesField,
+    CiOpt,
+    ConfidenceField,
+    CorrectField,
+    Files,
+    Format,
+    FormatOpt,
+    GateEachOpt,
+    GateOn,
+    GateOnOpt,
+    JsonOpt,
+    LabelOpt,
+    LogprobsField,
+    MaxBrier,
+    MaxEce,
+    MaxMce,
+    MaxPerplexity,
+    MaxRmsce,
+    MaxSmece,
+    McNorm,
+    McNormOpt,
+    MinBinsOpt,
+    NllField,
+    OutputOpt,
+    PlotOpt,
+    QuietOpt,
+    SeedOpt,
+    Strategy,
+    StrategyOpt,
+    SummaryOpt,
+    TokensField,
+    WordsField,
+)
 
 EXIT_CODES = """\b
 Exit codes:
@@ -34,129 +71,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
-def _choices(name: str, *values: str) -> Any:
-    return Enum(name, [(v.replace("-", "_"), v) for v in values], type=str)
-
-
-Format = _choices("Format", "auto", "jsonl", "lm-eval", "logprobs")
-McNorm = _choices("McNorm", "none", "chars", "bytes")
-Strategy = _choices("Strategy", "uniform", "quantile")
-GateOn = _choices("GateOn", "estimate", "upper")
-
-
-def _ci_level(value: float | None) -> float | None:
-    if value is not None and not 0.0 < value < 1.0:
-        raise typer.BadParameter(f"{value:g} is not a level strictly between 0 and 1, e.g. 0.95")
-    return value
-
-
-def _opt(kind: Any, *decls: str, **options: Any) -> Any:
-    """An Annotated option type, so options shared by several commands are declared once."""
-    return Annotated[kind, typer.Option(*decls, **options)]
-
-
-def _threshold(metric: str, what: str) -> Any:
-    return _opt(
-        float | None,
-        f"--max-{metric}",
-        metavar="X",
-        min=0.0,
-        help=f"Gate: exit 1 unless {what} <= X.",
-    )
-
-
-Files = Annotated[
-    list[str],
-    typer.Argument(
-        metavar="FILE...",
-        show_default=False,
-        help="JSONL files (.gz read transparently), pooled; '-' reads standard input.",
-    ),
-]
-Name = "NAME"
-FormatOpt = _opt(Format, "--format", help="Input format; auto detects it from the first row.")
-ByOpt = _opt(
-    str | None,
-    "--by",
-    metavar="FIELD",
-    help="Also report per group of FIELD (a dotted path such as doc.subject; 'task' for lm-eval "
-    "files); groups are sorted and the pooled figures stay at the top level.",
-)
-GateEachOpt = _opt(bool, "--gate-each", help="Apply the --max-* gates to every --by group too.")
-JsonOpt = _opt(bool, "--json", help="Print the JSON report on stdout instead of the table.")
-OutputOpt = _opt(
-    Path | None,
-    "-o",
-    "--output",
-    metavar="PATH",
-    help="Also write the JSON report to PATH (atomically).",
-)
-QuietOpt = _opt(bool, "--quiet", "-q", help="No progress bar and no 'detected format' line.")
-SummaryOpt = _opt(
-    Path | None,
-    "--summary",
-    metavar="PATH",
-    help="Append a Markdown summary to PATH (for CI job summaries, e.g. $GITHUB_STEP_SUMMARY).",
-)
-ConfidenceField = _opt(str, "--confidence-field", metavar=Name, help="Confidence field.")
-CorrectField = _opt(str, "--correct-field", metavar=Name, help="Correctness field.")
-BinsOpt = _opt(int, "--bins", metavar="M", min=1, help="Number of confidence bins.")
-McNormOpt = _opt(
-    McNorm,
-    "--mc-norm",
-    help="lm-eval multiple choice: raw, per-character or per-byte normalised loglikelihoods.",
-)
-PlotOpt = _opt(
-    Path | None,
-    "--plot",
-    metavar="PATH",
-    help="Draw the reliability diagram to PATH (.png, .svg or .pdf; needs calibcli[plot]); one "
-    "series per file, or per --by group.",
-)
-LabelOpt = _opt(
-    list[str] | None, "--label", metavar=Name, help="Name of a --plot series (repeat, in order)."
-)
-# perplexity
-NllField = _opt(str, "--nll-field", metavar=Name, help="Summed NLL of a sequence, in nats.")
-TokensField = _opt(str, "--tokens-field", metavar=Name, help="Token count of a sequence.")
-BytesField = _opt(str, "--bytes-field", metavar=Name, help="UTF-8 byte count (optional).")
-WordsField = _opt(str, "--words-field", metavar=Name, help="Word count (optional).")
-LogprobsField = _opt(
-    str, "--logprobs-field", metavar=Name, help="Per-token logprobs list (logprobs format)."
-)
-# calibrate
-StrategyOpt = _opt(Strategy, "--strategy", help="Equal-width, or equal-mass (quantile) bins.")
-MinBinsOpt = _opt(
-    int,
-    "--min-populated-bins",
-    metavar="K",
-    min=1,
-    help="Fewer populated bins than K (capped at --bins) prints a warning and makes a "
-    "--max-ece/--max-mce/--max-rmsce gate fail closed.",
-)
-CiOpt = _opt(
-    float | None,
-    "--ci",
-    metavar="LEVEL",
-    callback=_ci_level,
-    help="Add percentile bootstrap intervals at LEVEL (e.g. 0.95) to every estimate.",
-)
-BootstrapOpt = _opt(int, "--bootstrap", metavar="N", min=1, help="Bootstrap resamples for --ci.")
-SeedOpt = _opt(int, "--seed", metavar="S", min=0, help="Bootstrap seed for --ci.")
-MaxPerplexity = _threshold("perplexity", "the token perplexity")
-MaxEce = _threshold("ece", "ECE")
-MaxBrier = _threshold("brier", "the Brier score")
-MaxMce = _threshold("mce", "MCE")
-MaxRmsce = _threshold("rmsce", "RMSCE")
-MaxSmece = _threshold("smece", "smooth ECE")
-GateOnOpt = _opt(
-    GateOn,
-    "--gate-on",
-    help="Gate on the estimate, or on the upper end of the bootstrap interval (implies --ci 0.95 "
-    "unless --ci is given).",
 )
 
 
@@ -231,6 +145,36 @@ def _check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | 
             image_format(plot)
         except ValueError as exc:
             raise _usage_error(f"--plot: {exc}") from None
+
+
+def _read_predictions(
+    files: list[str],
+    fmt: Any,
+    quiet: bool,
+    fields: tuple[str, str],
+    bins: int,
+    mc_norm: Any,
+    by: str | None,
+    plot: Path | None,
+    labels: list[str] | None,
+    keep_columns: bool,
+) -> Any:
+    """calibrate's and reliability's reading: check the options, then read the rows (one part
+    per file when a plot without --by will draw them as separate series)."""
+    _check_calibration_options(fmt, plot, labels)
+    return _read(
+        "read_calibration",
+        files,
+        fmt,
+        quiet,
+        confidence_field=fields[0],
+        correct_field=fields[1],
+        bins=bins,
+        keep_columns=keep_columns,
+        per_source=plot is not None and by is None,
+        by=by,
+        mc_norm=mc_norm.value,
+    )
 
 
 def _plot(data: Any, plot: Path, labels: list[str] | None, *, with_ci: bool) -> None:
@@ -380,21 +324,10 @@ def calibrate(
 
     if gate_each and by is None:
         raise _usage_error("--gate-each needs --by FIELD")
-    _check_calibration_options(fmt, plot, label)
     if gate_on is GateOn.upper and ci is None:
         ci = 0.95
-    data = _read(
-        "read_calibration",
-        files,
-        fmt,
-        quiet,
-        confidence_field=confidence_field,
-        correct_field=correct_field,
-        bins=bins,
-        keep_columns=True,
-        per_source=plot is not None and by is None,
-        by=by,
-        mc_norm=mc_norm.value,
+    data = _read_predictions(
+        files, fmt, quiet, (confidence_field, correct_field), bins, mc_norm, by, plot, label, True
     )
     limits = dict(ece=max_ece, brier=max_brier, mce=max_mce, rmsce=max_rmsce, smece=max_smece)
     limits = {k: v for k, v in limits.items() if v is not None}
@@ -438,18 +371,8 @@ def reliability(
     """
     from calibcli import report
 
-    _check_calibration_options(fmt, plot, label)
-    data = _read(
-        "read_calibration",
-        files,
-        fmt,
-        quiet,
-        confidence_field=confidence_field,
-        correct_field=correct_field,
-        bins=bins,
-        per_source=plot is not None and by is None,
-        by=by,
-        mc_norm=mc_norm.value,
+    data = _read_predictions(
+        files, fmt, quiet, (confidence_field, correct_field), bins, mc_norm, by, plot, label, False
     )
     result = report.reliability_report(data)
     if plot is not None:
