@@ -1,8 +1,9 @@
-"""calibcli's command line: options, wiring and exit codes only.
+"""calibcli's command line: wiring and exit codes only.
 
-Reading lives in calibcli.io, numbers in calibcli.metrics, reports and gates in calibcli.report,
-tables in calibcli.render and pictures in calibcli.diagram / calibcli.plot; all are imported
-inside the commands so that ``calibcli --help`` stays fast.
+Option declarations live in calibcli.options, reading in calibcli.io, numbers in
+calibcli.metrics, reports and gates in calibcli.report, tables in calibcli.render and pictures
+in calibcli.diagram / calibcli.plot; all but the options are imported inside the commands so
+that ``calibcli --help`` stays fast.
 """
 
 from __future__ import annotations
