@@ -227,7 +227,7 @@ def _emit(
         if json_out:
             sys.stdout.write(text)
         else:
-            render(report.body)
+            render(report.display or report.body)
         sys.stdout.flush()
     except BrokenPipeError:  # stdout's reader left (`| head`): not a verdict, so carry on
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

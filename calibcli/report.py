@@ -55,6 +55,9 @@ class Report:
 
     body: dict[str, Any]
     failures: list[str] = field(default_factory=list)
+    # What the tables show: the body with infinities kept (the JSON can only say null),
+    # so an infinite perplexity reads "inf", not "n/a"; undefined values stay None.
+    display: dict[str, Any] | None = None
 
     @property
     def warnings(self) -> list[str]:
@@ -80,18 +83,22 @@ def _num(x: Any) -> Any:
     return x
 
 
-def _strict(obj: Any, path: str, bad: list[str]) -> Any:
-    """Copy ``obj`` as strict JSON; non-finite floats become None, their paths go in ``bad``."""
+def _strict(obj: Any, path: str, bad: list[str], *, keep_inf: bool = False) -> Any:
+    """Copy ``obj`` as strict JSON; non-finite floats become None, their paths go in ``bad``
+    (with ``keep_inf``, infinities are kept: the copy the tables show)."""
     if isinstance(obj, dict):
-        return {k: _strict(v, f"{path}.{k}" if path else k, bad) for k, v in obj.items()}
+        return {
+            k: _strict(v, f"{path}.{k}" if path else k, bad, keep_inf=keep_inf)
+            for k, v in obj.items()
+        }
     if isinstance(obj, (list, tuple)) or hasattr(obj, "tolist"):
         items = obj.tolist() if hasattr(obj, "tolist") else obj
         if not isinstance(items, list):  # a numpy scalar
-            return _strict(items, path, bad)
-        return [_strict(v, f"{path}[{i}]", bad) for i, v in enumerate(items)]
+            return _strict(items, path, bad, keep_inf=keep_inf)
+        return [_strict(v, f"{path}[{i}]", bad, keep_inf=keep_inf) for i, v in enumerate(items)]
     if isinstance(obj, float) and not math.isfinite(obj):
         bad.append(path)
-        return None
+        return obj if keep_inf and math.isinf(obj) else None
     return obj
 
 
@@ -113,10 +120,12 @@ def finish(body: dict[str, Any], notes: list[Note], failures: list[str]) -> Repo
             f"{len(unexplained)} value(s) are not finite numbers and were written as null: "
             + ", ".join(unexplained)
         )
-    strict["warnings"] = warnings
-    if "gate" in strict:  # keep gate last, after warnings
-        strict["gate"] = strict.pop("gate")
-    return Report(strict, failures)
+    display = _strict(body, "", [], keep_inf=True)
+    for copy in (strict, display):
+        copy["warnings"] = warnings
+        if "gate" in copy:  # keep gate last, after warnings
+            copy["gate"] = copy.pop("gate")
+    return Report(strict, failures, display)
 
 
 def write_atomic(path: Path, text: str) -> None:

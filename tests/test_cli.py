@@ -459,3 +459,17 @@ def test_help_does_not_import_numpy_or_rich():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip().splitlines()[-1] == "HEAVY:"
+
+
+def test_infinite_perplexity_reads_inf_in_the_table_and_null_in_the_json(tmp_path):
+    ppl = tmp_path / "ppl.jsonl"
+    ppl.write_text('{"nll": 1e999, "tokens": 3}\n{"nll": 2.0, "tokens": 1}\n')
+    table = run(["perplexity", str(ppl)])
+    assert table.exit_code == 0
+    rows = {line[:24].strip(): line[24:].strip() for line in table.stdout.splitlines()}
+    assert rows["perplexity (per token)"] == "inf"
+    assert rows["total NLL (nats)"] == "inf"
+    assert rows["tokens"] == "4"
+    report = json.loads(run(["perplexity", str(ppl), "--json"]).stdout)
+    assert report["perplexity"] is None and report["total_nll"] is None
+    assert any("infinite" in w for w in report["warnings"])
