@@ -51,9 +51,7 @@ setting up), plus small per-process scratch.
 from __future__ import annotations
 
 import math
-import multiprocessing
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -176,6 +174,10 @@ def _run(engine: _ReplicateEngine, seed: int, samples: int, workers: int) -> np.
         return engine.run(seed, 0, samples)
     chunks = min(samples, 4 * workers)
     bounds = [samples * k // chunks for k in range(chunks + 1)]
+    # imported here: every calibcli run imports this module, few start a process pool
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     with ProcessPoolExecutor(
