@@ -1,9 +1,10 @@
 """calibcli's command line: wiring and exit codes only.
 
-Option declarations live in calibcli.options, reading in calibcli.io, numbers in
-calibcli.metrics, reports and gates in calibcli.report, tables in calibcli.render and pictures
-in calibcli.diagram / calibcli.plot; all but the options are imported inside the commands so
-that ``calibcli --help`` stays fast.
+Option declarations live in calibcli.options, the figures each command reports in
+calibcli.figures, reading in calibcli.io, numbers in calibcli.metrics, reports in calibcli.report,
+gates in calibcli.gate, files in calibcli.output, tables in calibcli.render and pictures in
+calibcli.diagram / calibcli.plot; all but the options and figures are imported inside the
+commands so that ``calibcli --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from calibcli.figures import CALIBRATION, PERPLEXITY
 from calibcli.options import (
     BinsOpt,
     BootstrapOpt,
@@ -33,12 +37,6 @@ from calibcli.options import (
     JsonOpt,
     LabelOpt,
     LogprobsField,
-    MaxBrier,
-    MaxEce,
-    MaxMce,
-    MaxPerplexity,
-    MaxRmsce,
-    MaxSmece,
     McNorm,
     McNormOpt,
     MinBinsOpt,
@@ -52,6 +50,8 @@ from calibcli.options import (
     SummaryOpt,
     TokensField,
     WordsField,
+    WorkersOpt,
+    gate_options,
 )
 
 EXIT_CODES = """\b
@@ -96,38 +96,25 @@ def _root(
 # ----- helpers
 
 
-def _table(printer: str, *args: Any) -> Any:
-    """A function printing a report body with calibcli.render's ``printer`` (rich is imported
-    only when a table is printed: --json runs never pay for it)."""
-
-    def show(body: Any) -> None:
-        from calibcli import render
-
-        getattr(render, printer)(body, *args)
-
-    return show
-
-
 def _usage_error(message: str) -> typer.Exit:
     """Print ``Error: message`` on stderr; the caller raises the returned Exit(2)."""
     typer.echo(f"Error: {message}", err=True)
     return typer.Exit(2)
 
 
-def _read(reader: str, files: list[str], fmt: Format, quiet: bool, **options: Any) -> Any:
+def _read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **options: Any) -> Any:
     """Run a calibcli.io reader; invalid input becomes exit 2 with its one-line message."""
-    from calibcli import io
+    from calibcli.io import InputError
 
     progress = not quiet and sys.stderr.isatty()
     try:
-        data = getattr(io, reader)(files, fmt=fmt.value, progress=progress, **options)
-    except io.InputError as exc:
+        data = read(files, fmt=fmt.value, progress=progress, **options)
+    except InputError as exc:
         raise _usage_error(str(exc)) from None
-    detected = getattr(data, "fmt", None)
     # Only a non-native detection is announced: plain JSONL is the default, and a CI gate's
     # stderr should carry warnings and verdicts, not a line on every run.
-    if fmt is Format.auto and detected not in (None, "jsonl") and not quiet:
-        typer.echo(f"detected format: {detected}", err=True)
+    if fmt is Format.auto and data.fmt != "jsonl" and not quiet:
+        typer.echo(f"detected format: {data.fmt}", err=True)
     return data
 
 
@@ -150,53 +137,57 @@ def _check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | 
 
 def _read_predictions(
     files: list[str],
+    *,
     fmt: Any,
     quiet: bool,
-    fields: tuple[str, str],
+    confidence_field: str,
+    correct_field: str,
     bins: int,
     mc_norm: Any,
     by: str | None,
     plot: Path | None,
     labels: list[str] | None,
     keep_columns: bool,
+    workers: int | None,
 ) -> Any:
     """calibrate's and reliability's reading: check the options, then read the rows (one part
     per file when a plot without --by will draw them as separate series)."""
+    from calibcli.io import read_calibration
+
     _check_calibration_options(fmt, plot, labels)
     return _read(
-        "read_calibration",
+        read_calibration,
         files,
         fmt,
         quiet,
-        confidence_field=fields[0],
-        correct_field=fields[1],
+        confidence_field=confidence_field,
+        correct_field=correct_field,
         bins=bins,
         keep_columns=keep_columns,
         per_source=plot is not None and by is None,
         by=by,
         mc_norm=mc_norm.value,
+        workers=workers,
     )
 
 
-def _plot(data: Any, plot: Path, labels: list[str] | None, *, with_ci: bool) -> None:
-    """One series per --by group, else per input file, drawn by calibcli.plot."""
-    from calibcli.plot import PlotUnavailable, plot_reliability
-    from calibcli.render import diagram_series, plot_parts
+def _plot(report: Any, plot: Path, labels: list[str] | None, *, with_ci: bool) -> None:
+    """Draw the report's series (one per --by group, else per input file) to ``plot``."""
+    from calibcli.plot import PlotUnavailable, plot_reliability, report_series
 
-    parts = plot_parts(data)
-    if labels and len(labels) != len(parts):
+    if labels and len(labels) != len(report.series):
         raise _usage_error(
-            f"--label given {len(labels)} time(s) but the plot has {len(parts)} series"
+            f"--label given {len(labels)} time(s) but the plot has {len(report.series)} series"
         )
     try:
-        plot_reliability(diagram_series(parts, labels, with_ci=with_ci), plot)
+        plot_reliability(report_series(report.series, labels, with_ci=with_ci), plot)
     except PlotUnavailable as exc:
         raise _usage_error(f"--plot: {exc}") from None
     except OSError as exc:
         raise _usage_error(f"{plot}: cannot write the plot: {exc.strerror or exc}") from None
 
 
-def _write(path: Path, what: str, write: Any) -> None:
+def _write(path: Path, what: str, write: Callable[[], None]) -> None:
     try:
         write()
     except OSError as exc:
@@ -205,29 +196,32 @@ def _write(path: Path, what: str, write: Any) -> None:
 
 def _emit(
     report: Any,
+    *,
     json_out: bool,
     output: Path | None,
-    render: Any,
-    summary: Path | None = None,
-    files: list[str] | None = None,
+    summary: Path | None,
+    files: list[str],
+    by: str | None = None,
 ) -> None:
     """Warnings to stderr, report to -o (and --summary) and stdout, then the gate's verdict."""
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
     text = report.to_json()
     if output is not None:
-        from calibcli.report import write_atomic
+        from calibcli.output import write_atomic
 
         _write(output, "report", lambda: write_atomic(output, text))
     if summary is not None:
         from calibcli.summary import append_summary
 
-        _write(summary, "summary", lambda: append_summary(summary, report.body, files or []))
+        _write(summary, "summary", lambda: append_summary(summary, report.body, files))
     try:
         if json_out:
             sys.stdout.write(text)
         else:
-            render(report.display or report.body)
+            from calibcli.render import print_report
+
+            print_report(report.display or report.body, by=by)
         sys.stdout.flush()
     except BrokenPipeError:  # stdout's reader left (`| head`): not a verdict, so carry on
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -237,10 +231,21 @@ def _emit(
         raise typer.Exit(1)
 
 
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """The estimators make only small BLAS calls; a multi-threaded BLAS pool would spin on the
+    core that a reader worker or a bootstrap process needs."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
 # ----- commands
 
 
 @app.command(epilog=EXIT_CODES)
+@gate_options(PERPLEXITY)
 def perplexity(
     files: Files,
     nll_field: NllField = "nll",
@@ -251,11 +256,12 @@ def perplexity(
     fmt: FormatOpt = Format.auto,
     by: ByOpt = None,
     gate_each: GateEachOpt = False,
-    max_perplexity: MaxPerplexity = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
+    workers: WorkersOpt = None,
+    limits: dict[str, float] | None = None,
 ) -> None:
     """Corpus perplexity: exp(total NLL / total tokens), pooled over every sequence.
 
@@ -263,12 +269,14 @@ def perplexity(
     byte, byte perplexity and word perplexity. A --max-perplexity gate fails closed on no rows,
     zero tokens, or input without token counts.
     """
-    from calibcli import report
+    from calibcli.gate import Gate
+    from calibcli.io import read_perplexity
+    from calibcli.report import perplexity_report
 
     if gate_each and by is None:
         raise _usage_error("--gate-each needs --by FIELD")
     data = _read(
-        "read_perplexity",
+        read_perplexity,
         files,
         fmt,
         quiet,
@@ -278,15 +286,14 @@ def perplexity(
         words_field=words_field,
         logprobs_field=logprobs_field,
         by=by,
+        workers=workers,
     )
-    gate = report.Gate(
-        {"perplexity": max_perplexity} if max_perplexity is not None else {}, each=gate_each
-    )
-    result = report.perplexity_report(data, gate)
-    _emit(result, json_out, output, _table("print_perplexity", by), summary, files)
+    result = perplexity_report(data, Gate(limits or {}, each=gate_each))
+    _emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
 
 
 @app.command(epilog=EXIT_CODES)
+@gate_options(CALIBRATION)
 def calibrate(
     files: Files,
     confidence_field: ConfidenceField = "confidence",
@@ -294,11 +301,6 @@ def calibrate(
     bins: BinsOpt = 10,
     strategy: StrategyOpt = Strategy.uniform,
     min_populated_bins: MinBinsOpt = 3,
-    max_ece: MaxEce = None,
-    max_brier: MaxBrier = None,
-    max_mce: MaxMce = None,
-    max_rmsce: MaxRmsce = None,
-    max_smece: MaxSmece = None,
     ci: CiOpt = None,
     bootstrap: BootstrapOpt = 1000,
     seed: SeedOpt = 0,
@@ -313,6 +315,8 @@ def calibrate(
     output: OutputOpt = None,
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
+    workers: WorkersOpt = None,
+    limits: dict[str, float] | None = None,
 ) -> None:
     """Calibration: ECE, Brier (decomposed), MCE, RMSCE, smooth ECE, NLL, AUROC and more.
 
@@ -321,31 +325,42 @@ def calibrate(
     30 predictions (binned estimates are then noisy: prefer smece or rmsce_debiased and
     --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do.
     """
-    from calibcli import report
+    from calibcli.gate import Gate
+    from calibcli.report import Bootstrap, calibrate_report
 
     if gate_each and by is None:
         raise _usage_error("--gate-each needs --by FIELD")
     if gate_on is GateOn.upper and ci is None:
         ci = 0.95
     data = _read_predictions(
-        files, fmt, quiet, (confidence_field, correct_field), bins, mc_norm, by, plot, label, True
-    )
-    limits = dict(ece=max_ece, brier=max_brier, mce=max_mce, rmsce=max_rmsce, smece=max_smece)
-    limits = {k: v for k, v in limits.items() if v is not None}
-    gate = report.Gate(limits, gate_on.value, gate_each)
-    boot = report.Bootstrap(ci, bootstrap, seed) if ci is not None else None
-    result = report.calibrate_report(
-        data,
+        files,
+        fmt=fmt,
+        quiet=quiet,
+        confidence_field=confidence_field,
+        correct_field=correct_field,
         bins=bins,
-        strategy=strategy.value,
-        min_bins=min_populated_bins,
-        bootstrap=boot,
-        gate=gate,
-        reorder_ok=True,  # the reader's fresh buffers: nothing else needs their row order
+        mc_norm=mc_norm,
+        by=by,
+        plot=plot,
+        labels=label,
+        keep_columns=True,
+        workers=workers,
     )
+    boot = Bootstrap(ci, bootstrap, seed, workers) if ci is not None else None
+    with _one_blas_thread():
+        result = calibrate_report(
+            data,
+            bins=bins,
+            strategy=strategy.value,
+            min_bins=min_populated_bins,
+            bootstrap=boot,
+            gate=Gate(limits or {}, gate_on.value, gate_each),
+            reorder_ok=True,  # the reader's fresh buffers: nothing else needs their row order
+        )
+    del data  # the columns are no longer needed; the report holds everything shown
     if plot is not None:
-        _plot(data, plot, label, with_ci=boot is not None)
-    _emit(result, json_out, output, _table("print_calibrate", by), summary, files)
+        _plot(result, plot, label, with_ci=boot is not None)
+    _emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
 
 
 @app.command(epilog=EXIT_CODES)
@@ -363,6 +378,7 @@ def reliability(
     output: OutputOpt = None,
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
+    workers: WorkersOpt = None,
 ) -> None:
     """Reliability diagram data: per bin, its range, count, mean confidence, accuracy with a
     Wilson 95% interval and the gap, then the diagram drawn in the terminal.
@@ -370,31 +386,30 @@ def reliability(
     Warns when fewer than 3 bins are populated (capped at --bins) or the median populated bin
     holds fewer than 30 predictions.
     """
-    from calibcli import report
+    from calibcli.report import reliability_report
 
     data = _read_predictions(
-        files, fmt, quiet, (confidence_field, correct_field), bins, mc_norm, by, plot, label, False
-    )
-    result = report.reliability_report(data)
-    if plot is not None:
-        _plot(data, plot, label, with_ci=True)
-    _emit(
-        result,
-        json_out,
-        output,
-        _table("print_reliability", data.stats, by),
-        summary,
         files,
+        fmt=fmt,
+        quiet=quiet,
+        confidence_field=confidence_field,
+        correct_field=correct_field,
+        bins=bins,
+        mc_norm=mc_norm,
+        by=by,
+        plot=plot,
+        labels=label,
+        keep_columns=False,
+        workers=workers,
     )
+    result = reliability_report(data)
+    if plot is not None:
+        _plot(result, plot, label, with_ci=True)
+    _emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: exit 0/1/2 as the commands decide, 3 for any crash."""
-    # One BLAS thread unless the user says otherwise: calibcli makes no large BLAS calls, and
-    # OpenBLAS's pool would otherwise spin on the second core that the reader's worker, gzip's
-    # decompression thread or the bootstrap's second process use. Set before numpy is imported.
-    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(variable, "1")
     try:
         app(args=argv, prog_name="calibcli")
     except SystemExit:

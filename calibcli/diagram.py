@@ -118,6 +118,43 @@ class DiagramSeries:
             accuracy_total=float(stats.total_accuracy),
         )
 
+    @classmethod
+    def from_section(
+        cls, section: dict, *, label: str = "", with_ci: bool = False
+    ) -> DiagramSeries:
+        """Build a series from a report section (its ``reliability`` data and headline figures);
+        ``with_ci`` keeps the per-bin accuracy intervals the report holds."""
+        rel = section["reliability"]
+        count = np.asarray(rel["count"], dtype=np.float64)
+
+        def column(values: list) -> np.ndarray:
+            return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+        accuracy_ci = None
+        if with_ci and "accuracy_ci" in rel:
+            pairs = [(np.nan, np.nan) if p is None else p for p in rel["accuracy_ci"]]
+            lower, upper = (np.array(side, dtype=np.float64) for side in zip(*pairs, strict=True))
+            accuracy_ci = (lower, upper)
+
+        def number(key: str) -> float:
+            value = section.get(key)
+            return math.nan if value is None else float(value)
+
+        return cls(
+            label=label,
+            bin_lower=np.asarray(rel["bin_lower"], dtype=np.float64),
+            bin_upper=np.asarray(rel["bin_upper"], dtype=np.float64),
+            confidence=column(rel["confidence"]),
+            accuracy=column(rel["accuracy"]),
+            count=count,
+            accuracy_ci=accuracy_ci,
+            ece=number("ece"),
+            brier=number("brier"),
+            n=int(section["n"]),
+            mean_confidence=number("mean_confidence"),
+            accuracy_total=number("accuracy"),
+        )
+
     @property
     def bins(self) -> int:
         return int(self.count.shape[0])

@@ -6,11 +6,20 @@ commands in :mod:`calibcli.cli` take their parameters from here, so cli.py keeps
 
 from __future__ import annotations
 
+import functools
+import inspect
+import math
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from calibcli.figures import Figure, gateable
+
+MAX_BINS = 10_000  # more bins than this hold a handful of rows each even in 100M-row files
+MIN_BOOTSTRAP = 200  # fewer resamples cannot place the tails of a 95% interval
 
 
 def _choices(name: str, *values: str) -> Any:
@@ -34,14 +43,53 @@ def _opt(kind: Any, *decls: str, **options: Any) -> Any:
     return Annotated[kind, typer.Option(*decls, **options)]
 
 
-def _threshold(metric: str, what: str) -> Any:
+def _finite_threshold(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"{value:g} is not a finite number >= 0")
+    return value
+
+
+def _threshold(figure: Figure) -> Any:
     return _opt(
         float | None,
-        f"--max-{metric}",
+        f"--max-{figure.key.replace('_', '-')}",
         metavar="X",
-        min=0.0,
-        help=f"Gate: exit 1 unless {what} <= X.",
+        callback=_finite_threshold,
+        help=f"Gate: exit 1 unless {figure.gate} <= X.",
     )
+
+
+def gate_options(figures: tuple[Figure, ...]) -> Callable[[Callable], Callable]:
+    """Give a command one ``--max-KEY`` option per gateable figure of the registry.
+
+    The command declares a ``limits`` parameter instead and receives ``{key: threshold}`` for the
+    thresholds given, in registry order (the order of the gate's checks).
+    """
+    gates = gateable(figures)
+
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command, eval_str=True)
+        params = [p for name, p in signature.parameters.items() if name != "limits"]
+        params += [
+            inspect.Parameter(
+                f"max_{f.key}",
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                annotation=_threshold(f),
+            )
+            for f in gates
+        ]
+
+        @functools.wraps(command)
+        def run(**kwargs: Any) -> Any:
+            given = {f.key: kwargs.pop(f"max_{f.key}") for f in gates}
+            limits = {k: v for k, v in given.items() if v is not None}
+            return command(**kwargs, limits=limits)
+
+        run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        return run
+
+    return decorate
 
 
 Files = Annotated[
@@ -71,6 +119,16 @@ OutputOpt = _opt(
     help="Also write the JSON report to PATH (atomically).",
 )
 QuietOpt = _opt(bool, "--quiet", "-q", help="No progress bar and no 'detected format' line.")
+WorkersOpt = _opt(
+    int | None,
+    "--workers",
+    metavar="N",
+    min=1,
+    envvar="CALIBCLI_WORKERS",
+    show_envvar=True,
+    help="Processes for reading a large file and for the bootstrap (1: none; default: 2 on two "
+    "or more CPUs for files of 32 MB and more). Results never depend on it.",
+)
 SummaryOpt = _opt(
     Path | None,
     "--summary",
@@ -79,7 +137,14 @@ SummaryOpt = _opt(
 )
 ConfidenceField = _opt(str, "--confidence-field", metavar=Name, help="Confidence field.")
 CorrectField = _opt(str, "--correct-field", metavar=Name, help="Correctness field.")
-BinsOpt = _opt(int, "--bins", metavar="M", min=1, help="Number of confidence bins.")
+BinsOpt = _opt(
+    int,
+    "--bins",
+    metavar="M",
+    min=1,
+    max=MAX_BINS,
+    help=f"Number of confidence bins (1 to {MAX_BINS:,}).",
+)
 McNormOpt = _opt(
     McNorm,
     "--mc-norm",
@@ -120,14 +185,14 @@ CiOpt = _opt(
     callback=_ci_level,
     help="Add percentile bootstrap intervals at LEVEL (e.g. 0.95) to every estimate.",
 )
-BootstrapOpt = _opt(int, "--bootstrap", metavar="N", min=1, help="Bootstrap resamples for --ci.")
+BootstrapOpt = _opt(
+    int,
+    "--bootstrap",
+    metavar="N",
+    min=MIN_BOOTSTRAP,
+    help=f"Bootstrap resamples for --ci (at least {MIN_BOOTSTRAP}).",
+)
 SeedOpt = _opt(int, "--seed", metavar="S", min=0, help="Bootstrap seed for --ci.")
-MaxPerplexity = _threshold("perplexity", "the token perplexity")
-MaxEce = _threshold("ece", "ECE")
-MaxBrier = _threshold("brier", "the Brier score")
-MaxMce = _threshold("mce", "MCE")
-MaxRmsce = _threshold("rmsce", "RMSCE")
-MaxSmece = _threshold("smece", "smooth ECE")
 GateOnOpt = _opt(
     GateOn,
     "--gate-on",

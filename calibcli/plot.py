@@ -115,6 +115,19 @@ def plot_reliability(
         figure.savefig(path, format=fmt, dpi=dpi, metadata=_METADATA[fmt])
 
 
+def report_series(
+    sections: dict[str, dict], labels: Sequence[str] | None = None, *, with_ci: bool = False
+) -> list[DiagramSeries]:
+    """One series per report section to draw (a --by group or an input file), named by
+    ``labels`` when given, else by group or file name; ``with_ci`` keeps the report's per-bin
+    accuracy intervals."""
+    names = labels or ["<stdin>" if n == "-" else Path(n).name for n in sections]
+    return [
+        DiagramSeries.from_section(section, label=name, with_ci=with_ci)
+        for name, section in zip(names, sections.values(), strict=True)
+    ]
+
+
 def reliability_figure(
     series_list: Sequence[DiagramSeries],
     *,

@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from calibcli.figures import CALIBRATION, PERPLEXITY, RELIABILITY, Figure, lookup
+
 NA = "n/a"
 _BAR_WIDTH = 10
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -74,120 +76,72 @@ def _print(*renderables: Any) -> None:
         console.print(r)
 
 
-# --------------------------------------------------------------------------- perplexity
-
-_PPL_GROUP_COLUMNS = (
-    ("sequences", "sequences"),
-    ("total_tokens", "tokens"),
-    ("perplexity", "perplexity"),
-    ("bits_per_token", "bits/token"),
-    ("bits_per_byte", "bits/byte"),
-    ("word_perplexity", "word ppl"),
-)
+# --------------------------------------------------------------------------- figures
 
 
-def print_perplexity(report: dict[str, Any], by: str | None = None) -> None:
-    table = _table("Perplexity", "metric", "value")
-    rows = [
-        ("perplexity (per token)", "perplexity"),
-        ("mean NLL (nats/token)", "mean_nll"),
-        ("bits per token", "bits_per_token"),
-        ("tokens", "total_tokens"),
-        ("sequences", "sequences"),
-        ("total NLL (nats)", "total_nll"),
-        ("bytes", "total_bytes"),
-        ("bits per byte", "bits_per_byte"),
-        ("byte perplexity", "byte_perplexity"),
-        ("words", "total_words"),
-        ("word perplexity", "word_perplexity"),
-        ("null logprobs (skipped)", "null_logprobs"),
-        ("sentinel logprobs (<= -9999)", "sentinel_logprobs"),
-    ]
-    for label, key in rows:
-        if key in report:
-            _row(table, label, _f(report[key]))
-    out: list[Any] = [table]
-    if "bits_per_byte" in report or "word_perplexity" in report:
-        out.append(Text("Only bits per byte compares across tokenizers; per-token figures do not."))
-    if "groups" in report:
-        columns = [(k, h) for k, h in _PPL_GROUP_COLUMNS if k in report]
-        group_table = _table(f"By {by or 'group'}", by or "group", *(h for _, h in columns))
-        for name, g in report["groups"].items():
-            _row(group_table, name, *(_f(g.get(k)) for k, _ in columns))
-        _row(group_table, "all (pooled)", *(_f(report.get(k)) for k, _ in columns))
-        out.append(group_table)
-    out += _gate(report)
-    _print(*out)
+def _cell(report: dict[str, Any], figure: Figure) -> str:
+    value = lookup(report, figure.key)
+    if figure.kind == "bins" and value is not None:
+        return f"{value} of {report.get('bins_used', report.get('bins'))}"
+    return _f(value)
 
 
-# --------------------------------------------------------------------------- calibrate
-
-_CAL_ROWS = (
-    ("N", "n"),
-    ("accuracy", "accuracy"),
-    ("mean confidence", "mean_confidence"),
-    ("ECE", "ece"),
-    ("populated bins", "populated_bins"),
-    ("Brier", "brier"),
-    ("  reliability", "brier_decomposition.reliability"),
-    ("  resolution", "brier_decomposition.resolution"),
-    ("  uncertainty", "brier_decomposition.uncertainty"),
-    ("  within-bin variance", "brier_decomposition.within_bin_variance"),
-    ("  within-bin covariance", "brier_decomposition.within_bin_covariance"),
-    ("MCE", "mce"),
-    ("RMSCE", "rmsce"),
-    ("RMSCE (debiased)", "rmsce_debiased"),
-    ("smECE", "smece"),
-    ("  smECE bandwidth", "smece_bandwidth"),
-    ("ECE (1 bin)", "ece_1bin"),
-    ("NLL (log loss)", "nll"),
-    ("AUROC", "auroc"),
-)
-
-_CAL_GROUP_COLUMNS = (
-    ("n", "N"),
-    ("accuracy", "accuracy"),
-    ("mean_confidence", "confidence"),
-    ("ece", "ECE"),
-    ("brier", "Brier"),
-    ("smece", "smECE"),
-    ("populated_bins", "bins"),
-)
-
-
-def _get(report: dict[str, Any], key: str) -> Any:
-    for part in key.split("."):
-        report = (report or {}).get(part)
-    return report
-
-
-def print_calibrate(report: dict[str, Any], by: str | None = None) -> None:
-    strategy = report.get("strategy", "uniform")
-    title = f"Calibration ({report['bins_used']} {strategy} bins)"
+def _figure_table(title: str, report: dict[str, Any], figures: tuple[Figure, ...]) -> Table:
+    """The headline table: one row per figure the report holds, with its interval if any."""
     ci = report.get("ci")
     columns = ["metric", "value"]
     if "ci_level" in report:
         columns.append(f"{report['ci_level'] * 100:g}% CI")
     table = _table(title, *columns)
-    for label, key in _CAL_ROWS:
-        value = _get(report, key)
-        cells = [label, _f(value)]
-        if key == "populated_bins":
-            cells[1] = f"{value} of {report['bins_used']}"
+    for figure in figures:
+        if not _has(report, figure.key):
+            continue
+        cells = ["  " * figure.level + figure.label, _cell(report, figure)]
         if len(columns) == 3:
-            cells.append(_interval((ci or {}).get(key)))
+            cells.append(_interval((ci or {}).get(figure.key)))
         _row(table, *cells)
-    out: list[Any] = [table]
+    return table
+
+
+def _has(report: dict[str, Any], key: str) -> bool:
+    """True when the report carries ``key`` (even as null)."""
+    *parents, leaf = key.split(".")
+    for part in parents:
+        report = report.get(part) or {}
+    return leaf in report
+
+
+def _group_table(report: dict[str, Any], figures: tuple[Figure, ...], by: str | None) -> Table:
+    """One row per --by group and the pooled row, over the figures that have a column."""
+    columns = [f for f in figures if f.column is not None and _has(report, f.key)]
+    table = _table(f"By {by or 'group'}", by or "group", *(f.column for f in columns))
+    for name, section in [*report["groups"].items(), ("all (pooled)", report)]:
+        _row(table, name, *(_cell(section, f) for f in columns))
+    return table
+
+
+def _print_figures(
+    title: str, report: dict[str, Any], figures: tuple[Figure, ...], by: str | None, *notes: Any
+) -> None:
+    out: list[Any] = [_figure_table(title, report, figures), *notes]
     if "groups" in report:
-        group_table = _table(
-            f"By {by or 'group'}", by or "group", *(h for _, h in _CAL_GROUP_COLUMNS)
-        )
-        for name, g in report["groups"].items():
-            _row(group_table, name, *(_f(g.get(k)) for k, _ in _CAL_GROUP_COLUMNS))
-        _row(group_table, "all (pooled)", *(_f(report.get(k)) for k, _ in _CAL_GROUP_COLUMNS))
-        out.append(group_table)
+        out.append(_group_table(report, figures, by))
     out += _gate(report)
     _print(*out)
+
+
+def print_perplexity(report: dict[str, Any], by: str | None = None) -> None:
+    notes = []
+    if "bits_per_byte" in report or "word_perplexity" in report:
+        notes.append(
+            Text("Only bits per byte compares across tokenizers; per-token figures do not.")
+        )
+    _print_figures("Perplexity", report, PERPLEXITY, by, *notes)
+
+
+def print_calibrate(report: dict[str, Any], by: str | None = None) -> None:
+    title = f"Calibration ({report['bins_used']} {report.get('strategy', 'uniform')} bins)"
+    _print_figures(title, report, CALIBRATION, by)
 
 
 # --------------------------------------------------------------------------- reliability
@@ -225,54 +179,16 @@ def reliability_table(rel: dict[str, Any], title: str) -> Table:
     return table
 
 
-def print_reliability(report: dict[str, Any], stats: Any = None, by: str | None = None) -> None:
-    """The per-bin table, the terminal diagram of ``stats`` (calibcli.diagram), the groups."""
+def print_reliability(report: dict[str, Any], by: str | None = None) -> None:
+    """The per-bin table, the report's reliability diagram drawn in the terminal, the groups."""
+    from calibcli.diagram import DiagramSeries, render_diagram
+
     title = f"Reliability ({report['bins']} bins, N = {report['n']:,})"
     out: list[Any] = [reliability_table(report["reliability"], title)]
-    if stats is not None:
-        from calibcli.diagram import DiagramSeries, render_diagram
-
-        out.append(render_diagram(DiagramSeries.from_stats(stats)))
+    out.append(render_diagram(DiagramSeries.from_section(report)))
     if "groups" in report:
-        group_table = _table(
-            f"By {by or 'group'}", by or "group", "N", "populated bins", "accuracy", "confidence"
-        )
-        for name, g in [*report["groups"].items(), ("all (pooled)", report)]:
-            _row(
-                group_table,
-                name,
-                f"{g['n']:,}",
-                f"{g['populated_bins']}",
-                _f(g["accuracy"]),
-                _f(g["mean_confidence"]),
-            )
-        out.append(group_table)
+        out.append(_group_table(report, RELIABILITY, by))
     _print(*out)
-
-
-def plot_parts(data: Any) -> dict[str, Any]:
-    """What --plot draws as separate series: the --by groups, else the input files."""
-    return data.groups if data.groups is not None else (data.per_source or {"": data})
-
-
-def diagram_series(parts: dict[str, Any], labels: list[str] | None, *, with_ci: bool) -> list:
-    """One DiagramSeries per part, named by --label, else by group or file name."""
-    from pathlib import Path
-
-    from calibcli.diagram import DiagramSeries
-    from calibcli.metrics.estimators import wilson_interval
-
-    names = labels or ["<stdin>" if n == "-" else Path(n).name for n in parts]
-    return [
-        DiagramSeries.from_stats(
-            part.stats,
-            label=name,
-            accuracy_ci=wilson_interval(part.stats.sum_correct, part.stats.count)
-            if with_ci
-            else None,
-        )
-        for name, part in zip(names, parts.values(), strict=True)
-    ]
 
 
 # --------------------------------------------------------------------------- gate
@@ -299,3 +215,13 @@ def _gate(report: dict[str, Any]) -> list[Any]:
             result,
         )
     return [table]
+
+
+def print_report(report: dict[str, Any], *, by: str | None = None) -> None:
+    """Print the tables of a report body (as shown: infinities kept), chosen by its command."""
+    printers = {
+        "perplexity": print_perplexity,
+        "calibrate": print_calibrate,
+        "reliability": print_reliability,
+    }
+    printers[report["command"]](report, by)

@@ -1,9 +1,11 @@
-"""JSON reports (schema_version 1) and CI gate checks for the three commands.
+"""JSON reports (schema_version 1) for the commands: figures, warnings and the gate's verdict.
 
 Builds the report dictionaries from what :mod:`calibcli.io` read and :mod:`calibcli.metrics`
-computed; no printing, no typer. Every report is strict JSON: numpy values become Python numbers,
-non-finite numbers become ``null`` and are explained in ``warnings``, and nothing depends on the
-clock, so the same input gives a byte-identical report.
+computed; no printing, no typer, no files (:mod:`calibcli.output` writes them). Each set of rows
+(the pooled input, one ``--by`` group) becomes a :class:`Section`; the gate
+(:mod:`calibcli.gate`) checks sections. Every report is strict JSON: numpy values become Python
+numbers, non-finite numbers become ``null`` and are explained in ``warnings``, and nothing
+depends on the clock, so the same input gives a byte-identical report.
 """
 
 from __future__ import annotations
@@ -11,31 +13,20 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from calibcli import figures as registry
+from calibcli.gate import Gate, evaluate
 
 SCHEMA_VERSION = 1
 DEFAULT_MIN_POPULATED_BINS = 3
 SMALL_BIN_COUNT = 30  # the small-sample warning fires when the median populated bin holds fewer
-CALIBRATION_GATES = ("ece", "brier", "mce", "rmsce", "smece")
-BINNED_GATES = frozenset({"ece", "mce", "rmsce"})  # fail closed on too few populated bins
-SCALARS = (
-    "ece",
-    "populated_bins",
-    "brier",
-    "accuracy",
-    "mean_confidence",
-    "mce",
-    "rmsce",
-    "rmsce_debiased",
-    "smece",
-    "smece_bandwidth",
-    "ece_1bin",
-    "nll",
-    "auroc",
-)
+CALIBRATION_GATES = tuple(f.key for f in registry.gateable(registry.CALIBRATION))
+BINNED_GATES = frozenset(f.key for f in registry.CALIBRATION if f.fails_closed)
+# the calibrate section's scalar figures, in report order ("n" opens the section)
+SCALARS = tuple(f.key for f in registry.CALIBRATION if f.top_level and f.key != "n")
 
 
 @dataclass(frozen=True)
@@ -49,6 +40,16 @@ class Note:
     general: str = ""  # the text for several groups at once, their details listed (else ``text``)
 
 
+@dataclass(frozen=True)
+class Section:
+    """The figures of one set of rows (the pooled input, or one --by group), the warnings they
+    raise, and the figures a gate must fail closed on, with the reason."""
+
+    figures: dict[str, Any]
+    notes: list[Note] = field(default_factory=list)
+    closed: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class Report:
     """A finished report: the JSON body and the gate's failure messages (one line each)."""
@@ -58,6 +59,8 @@ class Report:
     # What the tables show: the body with infinities kept (the JSON can only say null),
     # so an infinite perplexity reads "inf", not "n/a"; undefined values stay None.
     display: dict[str, Any] | None = None
+    # What --plot draws, one reliability section per series (input file or --by group).
+    series: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def warnings(self) -> list[str]:
@@ -128,118 +131,6 @@ def finish(body: dict[str, Any], notes: list[Note], failures: list[str]) -> Repo
     return Report(strict, failures, display)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory and os.replace.
-
-    Readers never see a half-written report, and on any error the old file is left as it was.
-    """
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-# --------------------------------------------------------------------------- gates
-
-
-@dataclass(frozen=True)
-class Gate:
-    """What the user asked the gate to check."""
-
-    thresholds: dict[str, float]  # metric -> maximum allowed value, in check order
-    bound: str = "estimate"  # "estimate" or "upper" (upper end of the bootstrap interval)
-    each: bool = False  # also check every --by group
-
-    def __bool__(self) -> bool:
-        return bool(self.thresholds)
-
-
-def _fmt(x: float | None) -> str:
-    return "null" if x is None else f"{x:.6g}"
-
-
-def _checks(
-    section: dict[str, Any],
-    closed: dict[str, str],
-    gate: Gate,
-    group: str | None,
-    level: float | None,
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Evaluate the thresholds on one section; return the check records and failure messages."""
-    checks, failures = [], []
-    where = f" in group {group!r}" if group is not None else ""
-    for metric, threshold in gate.thresholds.items():
-        estimate = section.get(metric)
-        check: dict[str, Any] = {"metric": metric, "threshold": threshold}
-        if group is not None:
-            check["group"] = group
-        reason = closed.get(metric)
-        value = estimate
-        if gate.bound == "upper":
-            upper = (section.get("ci") or {}).get(metric, (None, None))[1]
-            check["estimate"], check["upper"] = estimate, upper
-            value = upper
-            if reason is None and (upper is None or math.isnan(upper)):
-                reason = f"the bootstrap gives no upper bound for {metric}"
-        if reason is None and (value is None or math.isnan(value)):
-            reason = f"{metric} is undefined on this data"
-        check["value"] = value
-        if reason is not None:
-            check["passed"] = False
-            check["reason"] = reason
-            failures.append(
-                f"{metric}{where}: {reason}; cannot support --max-{metric} {threshold:g}"
-            )
-        else:
-            check["passed"] = bool(value <= threshold)
-            if not check["passed"]:
-                bound = (
-                    "" if gate.bound == "estimate" else f" (upper end of the {level:g} interval)"
-                )
-                failures.append(
-                    f"{metric}{where} = {_fmt(value)}{bound} exceeds --max-{metric} {threshold:g}"
-                )
-        checks.append(check)
-    return checks, failures
-
-
-def evaluate_gate(
-    pooled: tuple[dict[str, Any], dict[str, str]],
-    groups: dict[str, tuple[dict[str, Any], dict[str, str]]] | None,
-    gate: Gate,
-    level: float | None = None,
-) -> tuple[dict[str, Any], list[str]]:
-    """The report's ``gate`` object and the failure lines, for the pooled figures (and groups)."""
-    checks, failures = _checks(*pooled, gate, None, level)
-    failed_groups: list[str] = []
-    if gate.each and groups:
-        for name, (section, closed) in groups.items():
-            group_checks, group_failures = _checks(section, closed, gate, name, level)
-            checks += group_checks
-            failures += group_failures
-            if group_failures:
-                failed_groups.append(name)
-    body: dict[str, Any] = {"passed": not failures, "bound": gate.bound, "checks": checks}
-    if gate.each:
-        body["failed_groups"] = failed_groups
-    return body, failures
-
-
 # --------------------------------------------------------------------------- group warnings
 
 
@@ -268,7 +159,7 @@ def _group_notes(per_group: dict[str, list[Note]]) -> list[Note]:
 _PPL_KEYS = ("perplexity", "byte_perplexity", "word_perplexity")
 
 
-def _perplexity_section(data: Any) -> tuple[dict[str, Any], list[Note], dict[str, str]]:
+def _perplexity_section(data: Any) -> Section:
     from calibcli.metrics import bits_per_unit
 
     tokens = data.total_tokens
@@ -359,35 +250,49 @@ def _perplexity_section(data: Any) -> tuple[dict[str, Any], list[Note], dict[str
                     f"{data.sentinel_logprobs}",
                 )
             )
-    return section, notes, closed
+    return Section(section, notes, closed)
+
+
+def assemble(
+    command: str,
+    data: Any,
+    build: Callable[[Any], Section],
+    *,
+    gate: Gate | None = None,
+    level: float | None = None,
+    after: Callable[[Section], dict[str, Any]] | None = None,
+) -> Report:
+    """A report from sections: the pooled one (``build(data)``), one per --by group, the gate.
+
+    The pooled section's figures open the body (after schema_version, command and format);
+    ``after(pooled)`` gives the keys that follow them and may replace some (the bootstrap's
+    settings after its intervals); then ``groups``, ``warnings`` and ``gate``.
+    """
+    pooled = build(data)
+    body: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "command": command,
+        "format": getattr(data, "fmt", "jsonl"),
+        **pooled.figures,
+    }
+    if after is not None:
+        body.update(after(pooled))
+    notes = list(pooled.notes)
+    groups = None
+    if data.groups is not None:
+        groups = {str(name): build(value) for name, value in data.groups.items()}
+        body["groups"] = {name: g.figures for name, g in groups.items()}
+        notes += _group_notes({name: g.notes for name, g in groups.items()})
+    failures: list[str] = []
+    if gate:
+        verdict = evaluate(gate, pooled, groups, level=level)
+        body["gate"], failures = verdict.body, verdict.failures
+    return finish(body, notes, failures)
 
 
 def perplexity_report(data: Any, gate: Gate) -> Report:
     """The perplexity report: token figures, bytes and words, logprob counts, groups, gate."""
-    section, notes, closed = _perplexity_section(data)
-    body: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "command": "perplexity"}
-    body["format"] = getattr(data, "fmt", "jsonl")
-    body.update(section)
-    groups = _sections(data.groups, _perplexity_section)
-    if groups is not None:
-        body["groups"] = {name: g[0] for name, g in groups.items()}
-        notes += _group_notes({name: g[1] for name, g in groups.items()})
-    failures: list[str] = []
-    if gate:
-        body["gate"], failures = evaluate_gate((section, closed), _gate_groups(groups), gate)
-    return finish(body, notes, failures)
-
-
-def _sections(groups: dict[str, Any] | None, build: Any) -> dict[str, tuple] | None:
-    if groups is None:
-        return None
-    return {str(name): build(value) for name, value in groups.items()}
-
-
-def _gate_groups(groups: dict[str, tuple] | None) -> dict[str, tuple] | None:
-    if groups is None:
-        return None
-    return {name: (g[0], g[2]) for name, g in groups.items()}
+    return assemble("perplexity", data, _perplexity_section, gate=gate)
 
 
 # --------------------------------------------------------------------------- calibration
@@ -461,10 +366,8 @@ def _empty_notes(n: int) -> list[Note]:
     return [Note("empty", "no rows were read; every estimate is null")]
 
 
-def reliability_section(
-    data: Any, min_bins: int
-) -> tuple[dict[str, Any], list[Note], dict[str, str]]:
-    """The reliability report's figures for one set of rows (pooled, or one group)."""
+def reliability_section(data: Any, min_bins: int) -> Section:
+    """The reliability report's figures for one set of rows (pooled, one group or one file)."""
     stats = data.stats
     section = {
         "n": int(stats.n),
@@ -472,36 +375,45 @@ def reliability_section(
         "populated_bins": int(stats.populated_bins),
         "accuracy": float(stats.total_accuracy) if stats.n else None,
         "mean_confidence": float(stats.total_mean_confidence) if stats.n else None,
+        "ece": float(stats.ece()) if stats.n else None,
+        "brier": float(stats.brier()) if stats.n else None,
         "reliability": reliability_fields(stats, *_wilson(stats)),
     }
     notes = _empty_notes(stats.n) + _bin_notes(stats, min_bins)
-    return section, notes, {}
+    return Section(section, notes)
 
 
 def reliability_report(data: Any, *, min_bins: int = DEFAULT_MIN_POPULATED_BINS) -> Report:
     """The reliability report: per-bin table with Wilson intervals, format and groups."""
     min_bins = min(min_bins, int(data.stats.bins))
-    section, notes, _ = reliability_section(data, min_bins)
-    body: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "command": "reliability",
-        "format": getattr(data, "fmt", "jsonl"),
-        **section,
+    report = assemble("reliability", data, lambda d: reliability_section(d, min_bins))
+    report.series.update(plot_series(data, report, min_bins))
+    return report
+
+
+def plot_series(data: Any, report: Report, min_bins: int) -> dict[str, dict[str, Any]]:
+    """The sections --plot draws: one per --by group (as reported), else one per input file."""
+    if data.groups is not None:
+        return dict(report.display["groups"])
+    per_source = getattr(data, "per_source", None)
+    if not per_source:
+        return {"": report.display}
+    bad: list[str] = []
+    return {
+        source: _strict(reliability_section(part, min_bins).figures, "", bad)
+        for source, part in per_source.items()
     }
-    groups = _sections(data.groups, lambda g: reliability_section(g, min_bins))
-    if groups is not None:
-        body["groups"] = {name: g[0] for name, g in groups.items()}
-        notes += _group_notes({name: g[1] for name, g in groups.items()})
-    return finish(body, notes, [])
 
 
 @dataclass(frozen=True)
 class Bootstrap:
-    """--ci settings: interval level, resamples and seed."""
+    """--ci settings: interval level, resamples, seed and processes (None: automatic; the
+    intervals never depend on it)."""
 
     level: float
     samples: int = 1000
     seed: int = 0
+    workers: int | None = None
 
 
 def _bootstrap_workers(work: int) -> int:
@@ -518,7 +430,7 @@ def calibration_section(
     bootstrap: Bootstrap | None,
     stats: Any = None,
     reorder_ok: bool = False,
-) -> tuple[dict[str, Any], list[Note], dict[str, str]]:
+) -> Section:
     """Every calibration estimator for one set of rows, with bootstrap intervals when asked.
 
     ``stats`` (the reader's per-bin statistics of the same rows) and ``reorder_ok`` (the columns
@@ -539,7 +451,7 @@ def calibration_section(
         if bootstrap is not None:
             section["ci"] = None
         closed = dict.fromkeys(CALIBRATION_GATES, "no rows were read")
-        return _order(section), _empty_notes(0), closed
+        return Section(_order(section), _empty_notes(0), closed)
 
     from calibcli.metrics.estimators import calibration_estimates
 
@@ -588,7 +500,7 @@ def calibration_section(
             level=bootstrap.level,
             samples=bootstrap.samples,
             seed=bootstrap.seed,
-            workers=_bootstrap_workers(n * bootstrap.samples),
+            workers=bootstrap.workers or _bootstrap_workers(n * bootstrap.samples),
         )
         section["ci"] = {k: [_num(lo), _num(hi)] for k, (lo, hi) in result.intervals.items()}
     closed = {}
@@ -598,7 +510,7 @@ def calibration_section(
             f"(minimum {min_bins})"
         )
         closed = dict.fromkeys(BINNED_GATES, reason)
-    return _order(section), notes, closed
+    return Section(_order(section), notes, closed)
 
 
 def _order(section: dict[str, Any]) -> dict[str, Any]:
@@ -626,10 +538,9 @@ def calibrate_report(
     the columns in ``data`` and lets the estimators sort them in place (faster, no copies); the
     command line sets it, since the reader's buffers are used for nothing else afterwards.
     """
-    gate = gate or Gate({})
     min_bins = min(min_bins, bins)
 
-    def build(d: Any) -> tuple[dict[str, Any], list[Note], dict[str, str]]:
+    def build(d: Any) -> Section:
         return calibration_section(
             d.columns,
             bins=bins,
@@ -640,26 +551,23 @@ def calibrate_report(
             reorder_ok=reorder_ok,
         )
 
-    section, notes, closed = build(data)
-    body: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "command": "calibrate",
-        "format": getattr(data, "fmt", "jsonl"),
-        **{k: v for k, v in section.items() if k != "ci"},
-    }
-    if bootstrap is not None:
-        body.update(
-            ci=section.get("ci"),
-            ci_level=bootstrap.level,
-            bootstrap_samples=bootstrap.samples,
-            seed=bootstrap.seed,
-        )
-    groups = _sections(data.groups, build)
-    if groups is not None:
-        body["groups"] = {name: g[0] for name, g in groups.items()}
-        notes += _group_notes({name: g[1] for name, g in groups.items()})
-    failures: list[str] = []
-    if gate:
-        level = bootstrap.level if bootstrap else None
-        body["gate"], failures = evaluate_gate((section, closed), _gate_groups(groups), gate, level)
-    return finish(body, notes, failures)
+    def bootstrap_settings(pooled: Section) -> dict[str, Any]:
+        if bootstrap is None:
+            return {}
+        return {
+            "ci": pooled.figures.get("ci"),
+            "ci_level": bootstrap.level,
+            "bootstrap_samples": bootstrap.samples,
+            "seed": bootstrap.seed,
+        }
+
+    report = assemble(
+        "calibrate",
+        data,
+        build,
+        gate=gate,
+        level=bootstrap.level if bootstrap else None,
+        after=bootstrap_settings,
+    )
+    report.series.update(plot_series(data, report, min_bins))
+    return report

@@ -11,40 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-# (report key, label) of the figures each command's summary shows, in order
-_FIGURES = {
-    "perplexity": (
-        ("perplexity", "perplexity (per token)"),
-        ("mean_nll", "mean NLL (nats/token)"),
-        ("bits_per_token", "bits per token"),
-        ("bits_per_byte", "bits per byte"),
-        ("byte_perplexity", "byte perplexity"),
-        ("word_perplexity", "word perplexity"),
-        ("total_tokens", "tokens"),
-        ("sequences", "sequences"),
-    ),
-    "calibrate": (
-        ("n", "N"),
-        ("accuracy", "accuracy"),
-        ("mean_confidence", "mean confidence"),
-        ("ece", "ECE"),
-        ("populated_bins", "populated bins"),
-        ("brier", "Brier"),
-        ("mce", "MCE"),
-        ("rmsce", "RMSCE"),
-        ("rmsce_debiased", "RMSCE (debiased)"),
-        ("smece", "smECE"),
-        ("ece_1bin", "ECE (1 bin)"),
-        ("nll", "NLL"),
-        ("auroc", "AUROC"),
-    ),
-    "reliability": (
-        ("n", "N"),
-        ("accuracy", "accuracy"),
-        ("mean_confidence", "mean confidence"),
-        ("populated_bins", "populated bins"),
-    ),
-}
+from calibcli.figures import BY_COMMAND
+from calibcli.output import append_text
 
 
 def _cell(value: Any) -> str:
@@ -75,10 +43,10 @@ def markdown(body: dict[str, Any], sources: list[str]) -> str:
         lines += [f"| metric | value | {body['ci_level']:g} interval |", "| --- | ---: | --- |"]
     else:
         lines += ["| metric | value |", "| --- | ---: |"]
-    for key, label in _FIGURES[command]:
-        if key in body:
-            row = f"| {label} | {_cell(body[key])} |"
-            lines.append(row + (f" {_interval(body, key)} |" if with_ci else ""))
+    for figure in BY_COMMAND[command]:
+        if figure.summary and figure.key in body:
+            row = f"| {figure.label} | {_cell(body[figure.key])} |"
+            lines.append(row + (f" {_interval(body, figure.key)} |" if with_ci else ""))
     if gate is not None:
         lines += ["", "| gate | threshold | value | passed |", "| --- | ---: | ---: | --- |"]
         for check in gate["checks"]:
@@ -95,5 +63,4 @@ def markdown(body: dict[str, Any], sources: list[str]) -> str:
 
 def append_summary(path: Path, body: dict[str, Any], sources: list[str]) -> None:
     """Append the summary of ``body`` to ``path`` (created if missing)."""
-    with Path(path).open("a", encoding="utf-8") as f:
-        f.write(markdown(body, sources))
+    append_text(path, markdown(body, sources))

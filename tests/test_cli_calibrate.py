@@ -199,11 +199,11 @@ def test_report_key_order(preds):
         "bins",
         "strategy",
         "bins_used",
+        "accuracy",
+        "mean_confidence",
         "ece",
         "populated_bins",
         "brier",
-        "accuracy",
-        "mean_confidence",
         "mce",
         "rmsce",
         "rmsce_debiased",
@@ -326,7 +326,7 @@ def test_ci_adds_intervals_to_every_scalar(preds):
 
 
 def test_ci_is_deterministic_for_a_seed(preds):
-    args = ["calibrate", preds, "--ci", "0.95", "--bootstrap", "100", "--json"]
+    args = ["calibrate", preds, "--ci", "0.95", "--bootstrap", "200", "--json"]
     first = run(args).stdout
     assert run(args).stdout == first
     other = run([*args, "--seed", "1"]).stdout
@@ -334,11 +334,11 @@ def test_ci_is_deterministic_for_a_seed(preds):
 
 
 def test_ci_table_has_interval_column(preds):
-    result = run(["calibrate", preds, "--ci", "0.95", "--bootstrap", "50"])
+    result = run(["calibrate", preds, "--ci", "0.95", "--bootstrap", "200"])
     assert result.exit_code == 0
     assert "95% CI" in result.stdout
     report = json.loads(
-        run(["calibrate", preds, "--ci", "0.95", "--bootstrap", "50", "--json"]).stdout
+        run(["calibrate", preds, "--ci", "0.95", "--bootstrap", "200", "--json"]).stdout
     )
     lo, hi = report["ci"]["ece"]
     assert f"[{lo:.4f}, {hi:.4f}]" in result.stdout
@@ -467,7 +467,7 @@ def test_gate_on_upper_fails_a_small_sample_whose_estimate_passes(tmp_path):
 
 def test_gate_on_upper_respects_explicit_ci(preds):
     report, _ = calibrate_json(
-        [preds, "--max-ece", "1", "--gate-on", "upper", "--ci", "0.8", "--bootstrap", "100"]
+        [preds, "--max-ece", "1", "--gate-on", "upper", "--ci", "0.8", "--bootstrap", "200"]
     )
     assert report["ci_level"] == 0.8 and report["gate"]["passed"] is True
 

@@ -244,7 +244,7 @@ def test_gate_each_fails_closed_on_a_thin_group(tmp_path):
 
 def test_by_with_ci_gives_group_intervals(grouped):
     report, _ = cli_json(
-        ["calibrate", grouped, "--by", "meta.split", "--ci", "0.9", "--bootstrap", "50"]
+        ["calibrate", grouped, "--by", "meta.split", "--ci", "0.9", "--bootstrap", "200"]
     )
     for group in report["groups"].values():
         lo, hi = group["ci"]["ece"]

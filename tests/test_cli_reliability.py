@@ -45,6 +45,8 @@ def test_bins_match_plain_python(preds, rows, source, bins):
         "populated_bins",
         "accuracy",
         "mean_confidence",
+        "ece",
+        "brier",
         "reliability",
         "warnings",
     ]
@@ -53,6 +55,8 @@ def test_bins_match_plain_python(preds, rows, source, bins):
     assert report["populated_bins"] == ref["populated_bins"]
     assert report["accuracy"] == pytest.approx(ref["accuracy"], **TOL)
     assert report["mean_confidence"] == pytest.approx(ref["mean_confidence"], **TOL)
+    assert report["ece"] == pytest.approx(ref["ece"], **TOL)
+    assert report["brier"] == pytest.approx(ref["brier"], **TOL)
     rel = report["reliability"]
     assert rel["bin_lower"] == [k / bins for k in range(bins)]
     assert rel["bin_upper"] == [k / bins for k in range(1, bins + 1)]

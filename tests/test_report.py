@@ -9,7 +9,8 @@ import stat
 
 import pytest
 
-from calibcli import report
+from calibcli import output, report
+from calibcli.gate import Gate, evaluate
 from calibcli.io import PerplexityData
 
 # --------------------------------------------------------------------------- JSON and files
@@ -53,10 +54,10 @@ def test_numpy_values_become_python_numbers():
 
 def test_write_atomic_replaces_and_keeps_mode(tmp_path):
     target = tmp_path / "r.json"
-    report.write_atomic(target, "one\n")
+    output.write_atomic(target, "one\n")
     assert target.read_text() == "one\n"
     os.chmod(target, 0o640)
-    report.write_atomic(target, "two\n")
+    output.write_atomic(target, "two\n")
     assert target.read_text() == "two\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
@@ -71,7 +72,7 @@ def test_write_atomic_leaves_old_file_on_failure(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(OSError):
-        report.write_atomic(target, "new\n")
+        output.write_atomic(target, "new\n")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
 
@@ -79,7 +80,7 @@ def test_write_atomic_leaves_old_file_on_failure(tmp_path, monkeypatch):
 def test_new_report_file_gets_umask_permissions(tmp_path):
     old = os.umask(0o022)
     try:
-        report.write_atomic(tmp_path / "r.json", "{}\n")
+        output.write_atomic(tmp_path / "r.json", "{}\n")
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644
@@ -92,11 +93,19 @@ def _section(**values):
     return values
 
 
+def _evaluate(pooled, groups, gate, level=None):
+    """The gate's verdict as (body, failures), sections given as (figures, closed) pairs."""
+    as_section = lambda pair: report.Section(pair[0], closed=pair[1])  # noqa: E731
+    sections = None if groups is None else {k: as_section(v) for k, v in groups.items()}
+    verdict = evaluate(gate, as_section(pooled), sections, level=level)
+    return verdict.body, verdict.failures
+
+
 def test_gate_estimate_pass_fail_and_closed():
-    gate = report.Gate({"ece": 0.05, "brier": 0.2, "mce": 0.3})
+    gate = Gate({"ece": 0.05, "brier": 0.2, "mce": 0.3})
     section = _section(ece=0.04, brier=0.25, mce=0.1)
     closed = {"mce": "only 2 of 10 bins are populated (minimum 3)"}
-    body, failures = report.evaluate_gate((section, closed), None, gate)
+    body, failures = _evaluate((section, closed), None, gate)
     assert body["passed"] is False and body["bound"] == "estimate"
     assert [c["passed"] for c in body["checks"]] == [True, False, False]
     assert body["checks"][0] == {"metric": "ece", "threshold": 0.05, "value": 0.04, "passed": True}
@@ -109,14 +118,14 @@ def test_gate_estimate_pass_fail_and_closed():
 
 
 def test_gate_value_equal_to_threshold_passes():
-    body, failures = report.evaluate_gate(({"ece": 0.05}, {}), None, report.Gate({"ece": 0.05}))
+    body, failures = _evaluate(({"ece": 0.05}, {}), None, Gate({"ece": 0.05}))
     assert body["passed"] and not failures
 
 
 def test_gate_upper_uses_the_interval_and_records_both():
-    gate = report.Gate({"ece": 0.05}, bound="upper")
+    gate = Gate({"ece": 0.05}, bound="upper")
     section = {"ece": 0.03, "ci": {"ece": [0.01, 0.07]}}
-    body, failures = report.evaluate_gate((section, {}), None, gate, level=0.95)
+    body, failures = _evaluate((section, {}), None, gate, level=0.95)
     check = body["checks"][0]
     assert body["bound"] == "upper"
     assert check == {
@@ -131,9 +140,9 @@ def test_gate_upper_uses_the_interval_and_records_both():
 
 
 def test_gate_each_names_failing_groups():
-    gate = report.Gate({"ece": 0.05}, each=True)
+    gate = Gate({"ece": 0.05}, each=True)
     groups = {"a": ({"ece": 0.01}, {}), "b": ({"ece": 0.09}, {}), "c": ({"ece": 0.02}, {})}
-    body, failures = report.evaluate_gate(({"ece": 0.03}, {}), groups, gate)
+    body, failures = _evaluate(({"ece": 0.03}, {}), groups, gate)
     assert body["passed"] is False
     assert body["failed_groups"] == ["b"]
     assert [c.get("group") for c in body["checks"]] == [None, "a", "b", "c"]
@@ -141,14 +150,14 @@ def test_gate_each_names_failing_groups():
 
 
 def test_gate_groups_ignored_without_each():
-    gate = report.Gate({"ece": 0.05})
+    gate = Gate({"ece": 0.05})
     groups = {"b": ({"ece": 0.09}, {})}
-    body, _ = report.evaluate_gate(({"ece": 0.03}, {}), groups, gate)
+    body, _ = _evaluate(({"ece": 0.03}, {}), groups, gate)
     assert body["passed"] and "failed_groups" not in body and len(body["checks"]) == 1
 
 
 def test_undefined_value_fails_closed():
-    body, _ = report.evaluate_gate(({"smece": math.nan}, {}), None, report.Gate({"smece": 1}))
+    body, _ = _evaluate(({"smece": math.nan}, {}), None, Gate({"smece": 1}))
     assert body["checks"][0]["passed"] is False
     assert "undefined" in body["checks"][0]["reason"]
 
@@ -158,7 +167,7 @@ def test_undefined_value_fails_closed():
 
 def test_perplexity_report_from_data():
     data = PerplexityData(sequences=2, total_nll=6.0, total_tokens=4, total_bytes=8)
-    done = report.perplexity_report(data, report.Gate({}))
+    done = report.perplexity_report(data, Gate({}))
     assert done.body["perplexity"] == math.exp(1.5)
     assert done.body["bits_per_byte"] == 0.75 / math.log(2)
     assert "word_perplexity" not in done.body
@@ -169,7 +178,7 @@ def test_perplexity_report_without_tokens():
     data = PerplexityData(
         sequences=2, total_nll=6.0, total_tokens=None, total_bytes=8, total_words=2, fmt="lm-eval"
     )
-    done = report.perplexity_report(data, report.Gate({"perplexity": 10.0}))
+    done = report.perplexity_report(data, Gate({"perplexity": 10.0}))
     body = done.body
     assert body["format"] == "lm-eval"
     assert body["total_tokens"] is None and body["perplexity"] is None
@@ -190,7 +199,7 @@ def test_perplexity_report_logprob_counts_and_sentinels():
         sentinel_logprobs=2,
         fmt="logprobs",
     )
-    done = report.perplexity_report(data, report.Gate({}))
+    done = report.perplexity_report(data, Gate({}))
     assert done.body["null_logprobs"] == 1 and done.body["sentinel_logprobs"] == 2
     assert any(w.startswith("2 token logprob(s) are <= -9999") for w in done.warnings)
 
@@ -201,7 +210,7 @@ def test_perplexity_report_groups_and_gate_each():
         "b": PerplexityData(sequences=1, total_nll=0.0, total_tokens=0),
     }
     data = PerplexityData(sequences=2, total_nll=2.0, total_tokens=2, groups=groups)
-    done = report.perplexity_report(data, report.Gate({"perplexity": 5.0}, each=True))
+    done = report.perplexity_report(data, Gate({"perplexity": 5.0}, each=True))
     assert list(done.body["groups"]) == ["a", "b"]
     assert done.body["groups"]["a"]["perplexity"] == math.e
     assert done.body["gate"]["failed_groups"] == ["b"]

@@ -64,7 +64,7 @@ def test_perplexity_summary_and_warnings(tmp_path):
 def test_summary_with_intervals_has_an_interval_column(tmp_path):
     preds = _calibration_file(tmp_path)
     summary = tmp_path / "summary.md"
-    args = ["calibrate", preds, "--ci", "0.9", "--bootstrap", "50", "--summary", str(summary)]
+    args = ["calibrate", preds, "--ci", "0.9", "--bootstrap", "200", "--summary", str(summary)]
     assert runner.invoke(app, args).exit_code == 0
     assert "| metric | value | 0.9 interval |" in summary.read_text()
 

@@ -39,6 +39,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from calibcli.figures import CALIBRATION, interval_keys
 from calibcli.metrics.core import BinStats, PredictionColumns, bin_edges, check_bins
 
 __all__ = [
@@ -57,8 +58,6 @@ __all__ = [
 
 STRATEGIES = ("uniform", "quantile")
 
-# Every scalar that gets a bootstrap interval, in report order. Nested report fields are named by
-# their dotted path (the calibrate report nests the decomposition under ``brier_decomposition``).
 DECOMPOSITION_TERMS = (
     "reliability",
     "resolution",
@@ -66,21 +65,9 @@ DECOMPOSITION_TERMS = (
     "within_bin_variance",
     "within_bin_covariance",
 )
-SCALAR_KEYS = (
-    "ece",
-    "mce",
-    "rmsce",
-    "rmsce_debiased",
-    "smece",
-    "smece_bandwidth",
-    "ece_1bin",
-    "brier",
-    *(f"brier_decomposition.{t}" for t in DECOMPOSITION_TERMS),
-    "nll",
-    "auroc",
-    "accuracy",
-    "mean_confidence",
-)
+# Every scalar that gets a bootstrap interval, in report order (nested report fields by their
+# dotted path), as the registry of figures lists them.
+SCALAR_KEYS = interval_keys(CALIBRATION)
 
 _CHUNK = 1 << 16  # rows per block for the row-wise passes (bounds temporaries)
 
@@ -660,10 +647,8 @@ def calibration_estimates(
 
 def _smooth(columns: PredictionColumns, weights: object) -> tuple[float, float]:
     """smooth ECE of the two halves, folded one after the other (no concatenated copy)."""
-    try:
-        from calibcli.metrics.smooth import smooth_ece_split
-    except ImportError:  # the smooth-ECE module is optional at this layer
-        return math.nan, math.nan
+    from calibcli.metrics.smooth import smooth_ece_split
+
     w_right, w_wrong = _split_weights(columns, weights)
     result = smooth_ece_split(
         columns.conf_correct,

@@ -1,0 +1,121 @@
+"""The one list of figures each command reports.
+
+Every consumer reads it: the report (which scalars a section holds, which can be gated and which
+fail closed), the estimators and the bootstrap (which scalars get an interval), the rich tables,
+the Markdown summary and the ``--max-*`` options. Adding a figure to a command is one line here
+(plus the code that computes it).
+
+Pure data, no imports beyond the standard library, so every layer may read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One reported figure.
+
+    ``key`` is its place in the JSON report (a dotted path for a nested value, e.g.
+    ``brier_decomposition.reliability``); ``label`` its name in tables and summaries; ``kind``
+    how it prints (``float``: 4 decimals, ``count``: an integer with thousands separators,
+    ``bins``: "k of M"). ``gate`` is the help text's noun for ``--max-KEY`` (None: no gate);
+    ``fails_closed`` makes that gate fail when too few bins are populated, since a binned estimate
+    then rests on nothing. ``interval`` says the bootstrap (``--ci``) gives it an interval.
+    ``column`` is its header in the per-group table (None: not shown there); ``summary`` whether
+    the Markdown summary lists it; ``level`` 1 indents it under the figure above.
+    """
+
+    key: str
+    label: str
+    kind: str = "float"
+    gate: str | None = None
+    fails_closed: bool = False
+    interval: bool = False
+    column: str | None = None
+    summary: bool = True
+    level: int = 0
+
+    @property
+    def top_level(self) -> bool:
+        """True when the figure is a key of the report section itself (not nested)."""
+        return "." not in self.key
+
+
+def _decomposition(term: str, label: str) -> Figure:
+    return Figure(f"brier_decomposition.{term}", label, interval=True, summary=False, level=1)
+
+
+CALIBRATION: tuple[Figure, ...] = (
+    Figure("n", "N", kind="count", column="N"),
+    Figure("accuracy", "accuracy", interval=True, column="accuracy"),
+    Figure("mean_confidence", "mean confidence", interval=True, column="confidence"),
+    Figure("ece", "ECE", gate="ECE", fails_closed=True, interval=True, column="ECE"),
+    Figure("populated_bins", "populated bins", kind="bins", column="bins"),
+    Figure("brier", "Brier", gate="the Brier score", interval=True, column="Brier"),
+    _decomposition("reliability", "reliability"),
+    _decomposition("resolution", "resolution"),
+    _decomposition("uncertainty", "uncertainty"),
+    _decomposition("within_bin_variance", "within-bin variance"),
+    _decomposition("within_bin_covariance", "within-bin covariance"),
+    Figure("mce", "MCE", gate="MCE", fails_closed=True, interval=True),
+    Figure("rmsce", "RMSCE", gate="RMSCE", fails_closed=True, interval=True),
+    Figure("rmsce_debiased", "RMSCE (debiased)", interval=True),
+    Figure("smece", "smECE", gate="smooth ECE", interval=True, column="smECE"),
+    Figure("smece_bandwidth", "smECE bandwidth", interval=True, summary=False, level=1),
+    Figure("ece_1bin", "ECE (1 bin)", interval=True),
+    Figure("nll", "NLL (log loss)", interval=True),
+    Figure("auroc", "AUROC", interval=True),
+)
+
+RELIABILITY: tuple[Figure, ...] = (
+    Figure("n", "N", kind="count", column="N"),
+    Figure("populated_bins", "populated bins", kind="bins", column="populated bins"),
+    Figure("accuracy", "accuracy", column="accuracy"),
+    Figure("mean_confidence", "mean confidence", column="confidence"),
+    Figure("ece", "ECE"),
+    Figure("brier", "Brier"),
+)
+
+PERPLEXITY: tuple[Figure, ...] = (
+    Figure(
+        "perplexity", "perplexity (per token)", gate="the token perplexity", column="perplexity"
+    ),
+    Figure("mean_nll", "mean NLL (nats/token)"),
+    Figure("bits_per_token", "bits per token", column="bits/token"),
+    Figure("total_tokens", "tokens", kind="count", column="tokens"),
+    Figure("sequences", "sequences", kind="count", column="sequences"),
+    Figure("total_nll", "total NLL (nats)", summary=False),
+    Figure("total_bytes", "bytes", kind="count", summary=False),
+    Figure("bits_per_byte", "bits per byte", column="bits/byte"),
+    Figure("byte_perplexity", "byte perplexity"),
+    Figure("total_words", "words", kind="count", summary=False),
+    Figure("word_perplexity", "word perplexity", column="word ppl"),
+    Figure("null_logprobs", "null logprobs (skipped)", kind="count", summary=False),
+    Figure("sentinel_logprobs", "sentinel logprobs (<= -9999)", kind="count", summary=False),
+)
+
+BY_COMMAND: dict[str, tuple[Figure, ...]] = {
+    "calibrate": CALIBRATION,
+    "reliability": RELIABILITY,
+    "perplexity": PERPLEXITY,
+}
+
+
+def gateable(figures: tuple[Figure, ...]) -> tuple[Figure, ...]:
+    """The figures a ``--max-KEY`` option can gate, in report order."""
+    return tuple(f for f in figures if f.gate is not None)
+
+
+def interval_keys(figures: tuple[Figure, ...]) -> tuple[str, ...]:
+    """Keys of the figures that get a bootstrap interval, in report order."""
+    return tuple(f.key for f in figures if f.interval)
+
+
+def lookup(section: dict, key: str) -> object:
+    """The value at a dotted ``key`` of a report section (None where a part is missing)."""
+    value: object = section
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value

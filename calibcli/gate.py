@@ -1,0 +1,110 @@
+"""CI gate checks: pure functions from report sections to a verdict.
+
+A check compares one figure (or, with ``bound="upper"``, the upper end of its bootstrap
+interval) with a threshold. A check *fails closed* — fails whatever the value — when the
+section says the data cannot carry the figure (``closed`` maps the figure to the reason: no
+rows, too few populated bins, zero tokens) or the value is undefined.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Gated(Protocol):
+    """What a check reads of a report section."""
+
+    figures: dict[str, Any]
+    closed: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What the user asked the gate to check."""
+
+    thresholds: dict[str, float]  # figure -> maximum allowed value, in check order
+    bound: str = "estimate"  # "estimate" or "upper" (upper end of the bootstrap interval)
+    each: bool = False  # also check every --by group
+
+    def __bool__(self) -> bool:
+        return bool(self.thresholds)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The report's ``gate`` object and one failure line per failed check."""
+
+    body: dict[str, Any]
+    failures: list[str] = field(default_factory=list)
+
+
+def _fmt(x: float | None) -> str:
+    return "null" if x is None else f"{x:.6g}"
+
+
+def _checks(
+    section: Gated, gate: Gate, group: str | None, level: float | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Evaluate the thresholds on one section; return the check records and failure messages."""
+    checks, failures = [], []
+    where = f" in group {group!r}" if group is not None else ""
+    figures = section.figures
+    for metric, threshold in gate.thresholds.items():
+        estimate = figures.get(metric)
+        check: dict[str, Any] = {"metric": metric, "threshold": threshold}
+        if group is not None:
+            check["group"] = group
+        reason = section.closed.get(metric)
+        value = estimate
+        if gate.bound == "upper":
+            upper = (figures.get("ci") or {}).get(metric, (None, None))[1]
+            check["estimate"], check["upper"] = estimate, upper
+            value = upper
+            if reason is None and (upper is None or math.isnan(upper)):
+                reason = f"the bootstrap gives no upper bound for {metric}"
+        if reason is None and (value is None or math.isnan(value)):
+            reason = f"{metric} is undefined on this data"
+        check["value"] = value
+        if reason is not None:
+            check["passed"] = False
+            check["reason"] = reason
+            failures.append(
+                f"{metric}{where}: {reason}; cannot support --max-{metric} {threshold:g}"
+            )
+        else:
+            check["passed"] = bool(value <= threshold)
+            if not check["passed"]:
+                bound = (
+                    "" if gate.bound == "estimate" else f" (upper end of the {level:g} interval)"
+                )
+                failures.append(
+                    f"{metric}{where} = {_fmt(value)}{bound} exceeds --max-{metric} {threshold:g}"
+                )
+        checks.append(check)
+    return checks, failures
+
+
+def evaluate(
+    gate: Gate,
+    pooled: Gated,
+    groups: Mapping[str, Gated] | None = None,
+    *,
+    level: float | None = None,
+) -> Verdict:
+    """Check the pooled section (and, with ``gate.each``, every group) against the thresholds."""
+    checks, failures = _checks(pooled, gate, None, level)
+    failed_groups: list[str] = []
+    if gate.each and groups:
+        for name, section in groups.items():
+            group_checks, group_failures = _checks(section, gate, name, level)
+            checks += group_checks
+            failures += group_failures
+            if group_failures:
+                failed_groups.append(name)
+    body: dict[str, Any] = {"passed": not failures, "bound": gate.bound, "checks": checks}
+    if gate.each:
+        body["failed_groups"] = failed_groups
+    return Verdict(body, failures)
