@@ -1,0 +1,205 @@
+"""The typer application and what every command shares: reading with exit-2 errors, drawing,
+writing the report and summary, and the gate's exit code.
+
+Commands live in calibcli.commands and register themselves on :data:`app`; calibcli.cli holds the
+entry point. Heavy modules (numpy, rich, matplotlib) are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from calibcli.options import Format
+
+EXIT_CODES = """\b
+Exit codes:
+  0  ran, and every requested threshold holds
+  1  a gate failed: a --max-* threshold is exceeded, or the data cannot support it
+     (fewer populated bins than --min-populated-bins, no rows, zero tokens)
+  2  usage error or invalid input: one line on stderr, "Error: FILE:LINE: what is wrong";
+     no report is written and an existing -o file is left untouched
+  3  internal error (a bug): the traceback is printed"""
+
+app = typer.Typer(
+    name="calibcli",
+    help="Corpus perplexity, calibration error and Brier score from evaluation dumps (JSONL).",
+    epilog=EXIT_CODES,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from calibcli import __version__
+
+        typer.echo(f"calibcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Corpus perplexity, calibration error and Brier score from evaluation dumps (JSONL)."""
+
+
+# ----- helpers
+
+
+def usage_error(message: str) -> typer.Exit:
+    """Print ``Error: message`` on stderr; the caller raises the returned Exit(2)."""
+    typer.echo(f"Error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **options: Any) -> Any:
+    """Run a calibcli.io reader; invalid input becomes exit 2 with its one-line message."""
+    from calibcli.io import InputError
+
+    progress = not quiet and sys.stderr.isatty()
+    try:
+        data = read(files, fmt=fmt.value, progress=progress, **options)
+    except InputError as exc:
+        raise usage_error(str(exc)) from None
+    # Only a non-native detection is announced: plain JSONL is the default, and a CI gate's
+    # stderr should carry warnings and verdicts, not a line on every run.
+    if fmt is Format.auto and data.fmt != "jsonl" and not quiet:
+        typer.echo(f"detected format: {data.fmt}", err=True)
+    return data
+
+
+def check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | None) -> None:
+    """Refuse what cannot work before any reading, so a typo costs nothing."""
+    if fmt is Format.logprobs:
+        raise usage_error(
+            "--format logprobs has no confidence/correct rows; use calibcli perplexity"
+        )
+    if labels and plot is None:
+        raise usage_error("--label names --plot series; give --plot PATH too")
+    if plot is not None:
+        from calibcli.plot import image_format
+
+        try:
+            image_format(plot)
+        except ValueError as exc:
+            raise usage_error(f"--plot: {exc}") from None
+
+
+def read_predictions(
+    files: list[str],
+    *,
+    fmt: Any,
+    quiet: bool,
+    confidence_field: str,
+    correct_field: str,
+    bins: int,
+    mc_norm: Any,
+    by: str | None,
+    plot: Path | None,
+    labels: list[str] | None,
+    keep_columns: bool,
+    workers: int | None,
+) -> Any:
+    """calibrate's and reliability's reading: check the options, then read the rows (one part
+    per file when a plot without --by will draw them as separate series)."""
+    from calibcli.io import read_calibration
+
+    check_calibration_options(fmt, plot, labels)
+    return read(
+        read_calibration,
+        files,
+        fmt,
+        quiet,
+        confidence_field=confidence_field,
+        correct_field=correct_field,
+        bins=bins,
+        keep_columns=keep_columns,
+        per_source=plot is not None and by is None,
+        by=by,
+        mc_norm=mc_norm.value,
+        workers=workers,
+    )
+
+
+def plot_report(report: Any, plot: Path, labels: list[str] | None, *, with_ci: bool) -> None:
+    """Draw the report's series (one per --by group, else per input file) to ``plot``."""
+    from calibcli.plot import PlotUnavailable, plot_reliability, report_series
+
+    if labels and len(labels) != len(report.series):
+        raise usage_error(
+            f"--label given {len(labels)} time(s) but the plot has {len(report.series)} series"
+        )
+    try:
+        plot_reliability(report_series(report.series, labels, with_ci=with_ci), plot)
+    except PlotUnavailable as exc:
+        raise usage_error(f"--plot: {exc}") from None
+    except OSError as exc:
+        raise usage_error(f"{plot}: cannot write the plot: {exc.strerror or exc}") from None
+
+
+def write_file(path: Path, what: str, write: Callable[[], None]) -> None:
+    try:
+        write()
+    except OSError as exc:
+        raise usage_error(f"{path}: cannot write the {what}: {exc.strerror or exc}") from None
+
+
+def emit(
+    report: Any,
+    *,
+    json_out: bool,
+    output: Path | None,
+    summary: Path | None,
+    files: list[str],
+    by: str | None = None,
+) -> None:
+    """Warnings to stderr, report to -o (and --summary) and stdout, then the gate's verdict."""
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    text = report.to_json()
+    if output is not None:
+        from calibcli.output import write_atomic
+
+        write_file(output, "report", lambda: write_atomic(output, text))
+    if summary is not None:
+        from calibcli.summary import append_summary
+
+        write_file(summary, "summary", lambda: append_summary(summary, report.body, files))
+    try:
+        if json_out:
+            sys.stdout.write(text)
+        else:
+            from calibcli.render import print_report
+
+            print_report(report.display or report.body, by=by)
+        sys.stdout.flush()
+    except BrokenPipeError:  # stdout's reader left (`| head`): not a verdict, so carry on
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    for failure in report.failures:
+        typer.echo(f"gate failed: {failure}", err=True)
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """The estimators make only small BLAS calls; a multi-threaded BLAS pool would spin on the
+    core that a reader worker or a bootstrap process needs."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

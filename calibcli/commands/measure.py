@@ -1,0 +1,212 @@
+"""The measuring commands: perplexity, calibrate and reliability."""
+
+from __future__ import annotations
+
+from calibcli.app import (
+    EXIT_CODES,
+    app,
+    emit,
+    one_blas_thread,
+    plot_report,
+    read,
+    read_predictions,
+    usage_error,
+)
+from calibcli.figures import CALIBRATION, PERPLEXITY
+from calibcli.options import (
+    BinsOpt,
+    BootstrapOpt,
+    ByOpt,
+    BytesField,
+    CiOpt,
+    ConfidenceField,
+    CorrectField,
+    Files,
+    Format,
+    FormatOpt,
+    GateEachOpt,
+    GateOn,
+    GateOnOpt,
+    JsonOpt,
+    LabelOpt,
+    LogprobsField,
+    McNorm,
+    McNormOpt,
+    MinBinsOpt,
+    NllField,
+    OutputOpt,
+    PlotOpt,
+    QuietOpt,
+    SeedOpt,
+    Strategy,
+    StrategyOpt,
+    SummaryOpt,
+    TokensField,
+    WordsField,
+    WorkersOpt,
+    gate_options,
+)
+
+
+@app.command(epilog=EXIT_CODES)
+@gate_options(PERPLEXITY)
+def perplexity(
+    files: Files,
+    nll_field: NllField = "nll",
+    tokens_field: TokensField = "tokens",
+    bytes_field: BytesField = "bytes",
+    words_field: WordsField = "words",
+    logprobs_field: LogprobsField = "logprobs",
+    fmt: FormatOpt = Format.auto,
+    by: ByOpt = None,
+    gate_each: GateEachOpt = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    quiet: QuietOpt = False,
+    summary: SummaryOpt = None,
+    workers: WorkersOpt = None,
+    limits: dict[str, float] | None = None,
+) -> None:
+    """Corpus perplexity: exp(total NLL / total tokens), pooled over every sequence.
+
+    Rows: {"nll": summed NLL in nats, "tokens": count}; optional "bytes" and "words" add bits per
+    byte, byte perplexity and word perplexity. A --max-perplexity gate fails closed on no rows,
+    zero tokens, or input without token counts.
+    """
+    from calibcli.gate import Gate
+    from calibcli.io import read_perplexity
+    from calibcli.report import perplexity_report
+
+    if gate_each and by is None:
+        raise usage_error("--gate-each needs --by FIELD")
+    data = read(
+        read_perplexity,
+        files,
+        fmt,
+        quiet,
+        nll_field=nll_field,
+        tokens_field=tokens_field,
+        bytes_field=bytes_field,
+        words_field=words_field,
+        logprobs_field=logprobs_field,
+        by=by,
+        workers=workers,
+    )
+    result = perplexity_report(data, Gate(limits or {}, each=gate_each))
+    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
+
+
+@app.command(epilog=EXIT_CODES)
+@gate_options(CALIBRATION)
+def calibrate(
+    files: Files,
+    confidence_field: ConfidenceField = "confidence",
+    correct_field: CorrectField = "correct",
+    bins: BinsOpt = 10,
+    strategy: StrategyOpt = Strategy.uniform,
+    min_populated_bins: MinBinsOpt = 3,
+    ci: CiOpt = None,
+    bootstrap: BootstrapOpt = 1000,
+    seed: SeedOpt = 0,
+    gate_on: GateOnOpt = GateOn.estimate,
+    fmt: FormatOpt = Format.auto,
+    mc_norm: McNormOpt = McNorm.none,
+    by: ByOpt = None,
+    gate_each: GateEachOpt = False,
+    plot: PlotOpt = None,
+    label: LabelOpt = None,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    quiet: QuietOpt = False,
+    summary: SummaryOpt = None,
+    workers: WorkersOpt = None,
+    limits: dict[str, float] | None = None,
+) -> None:
+    """Calibration: ECE, Brier (decomposed), MCE, RMSCE, smooth ECE, NLL, AUROC and more.
+
+    Rows: {"confidence": number in [0, 1], "correct": true|false|0|1}. Warns when fewer than
+    --min-populated-bins bins are populated, and when the median populated bin holds fewer than
+    30 predictions (binned estimates are then noisy: prefer smece or rmsce_debiased and
+    --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do.
+    """
+    from calibcli.gate import Gate
+    from calibcli.report import Bootstrap, calibrate_report
+
+    if gate_each and by is None:
+        raise usage_error("--gate-each needs --by FIELD")
+    if gate_on is GateOn.upper and ci is None:
+        ci = 0.95
+    data = read_predictions(
+        files,
+        fmt=fmt,
+        quiet=quiet,
+        confidence_field=confidence_field,
+        correct_field=correct_field,
+        bins=bins,
+        mc_norm=mc_norm,
+        by=by,
+        plot=plot,
+        labels=label,
+        keep_columns=True,
+        workers=workers,
+    )
+    boot = Bootstrap(ci, bootstrap, seed, workers) if ci is not None else None
+    with one_blas_thread():
+        result = calibrate_report(
+            data,
+            bins=bins,
+            strategy=strategy.value,
+            min_bins=min_populated_bins,
+            bootstrap=boot,
+            gate=Gate(limits or {}, gate_on.value, gate_each),
+            reorder_ok=True,  # the reader's fresh buffers: nothing else needs their row order
+        )
+    del data  # the columns are no longer needed; the report holds everything shown
+    if plot is not None:
+        plot_report(result, plot, label, with_ci=boot is not None)
+    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
+
+
+@app.command(epilog=EXIT_CODES)
+def reliability(
+    files: Files,
+    confidence_field: ConfidenceField = "confidence",
+    correct_field: CorrectField = "correct",
+    bins: BinsOpt = 10,
+    fmt: FormatOpt = Format.auto,
+    mc_norm: McNormOpt = McNorm.none,
+    by: ByOpt = None,
+    plot: PlotOpt = None,
+    label: LabelOpt = None,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    quiet: QuietOpt = False,
+    summary: SummaryOpt = None,
+    workers: WorkersOpt = None,
+) -> None:
+    """Reliability diagram data: per bin, its range, count, mean confidence, accuracy with a
+    Wilson 95% interval and the gap, then the diagram drawn in the terminal.
+
+    Warns when fewer than 3 bins are populated (capped at --bins) or the median populated bin
+    holds fewer than 30 predictions.
+    """
+    from calibcli.report import reliability_report
+
+    data = read_predictions(
+        files,
+        fmt=fmt,
+        quiet=quiet,
+        confidence_field=confidence_field,
+        correct_field=correct_field,
+        bins=bins,
+        mc_norm=mc_norm,
+        by=by,
+        plot=plot,
+        labels=label,
+        keep_columns=False,
+        workers=workers,
+    )
+    result = reliability_report(data)
+    if plot is not None:
+        plot_report(result, plot, label, with_ci=True)
+    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
