@@ -16,8 +16,6 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.options import Format
-
 EXIT_CODES = """\b
 Exit codes:
   0  ran, and every requested threshold holds
@@ -70,24 +68,20 @@ def read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **op
     """Run a calibcli.io reader; invalid input becomes exit 2 with its one-line message."""
     from calibcli.io import InputError
 
-    progress = not quiet and sys.stderr.isatty()
+    progress = not quiet and sys.stderr is not None and sys.stderr.isatty()
     try:
         data = read(files, fmt=fmt.value, progress=progress, **options)
     except InputError as exc:
         raise usage_error(str(exc)) from None
     # Only a non-native detection is announced: plain JSONL is the default, and a CI gate's
     # stderr should carry warnings and verdicts, not a line on every run.
-    if fmt is Format.auto and data.fmt != "jsonl" and not quiet:
+    if fmt.value == "auto" and data.fmt != "jsonl" and not quiet:
         typer.echo(f"detected format: {data.fmt}", err=True)
     return data
 
 
 def check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | None) -> None:
     """Refuse what cannot work before any reading, so a typo costs nothing."""
-    if fmt is Format.logprobs:
-        raise usage_error(
-            "--format logprobs has no confidence/correct rows; use calibcli perplexity"
-        )
     if labels and plot is None:
         raise usage_error("--label names --plot series; give --plot PATH too")
     if plot is not None:
@@ -135,27 +129,39 @@ def read_predictions(
     )
 
 
-def plot_report(report: Any, plot: Path, labels: list[str] | None, *, with_ci: bool) -> None:
-    """Draw the report's series (one per --by group, else per input file) to ``plot``."""
-    from calibcli.plot import PlotUnavailable, plot_reliability, report_series
+def check_outputs(**paths: Path | None) -> None:
+    """Refuse output paths that cannot be written (``output=``, ``summary=``, ``plot=``) before
+    any input is read: a typo costs nothing and no file is touched."""
+    from calibcli.output import OutputError, check_writable
+
+    names = {"output": "report", "summary": "summary", "plot": "plot"}
+    for key, path in paths.items():
+        if path is None:
+            continue
+        try:
+            check_writable(path, names.get(key, key))
+        except OutputError as exc:
+            raise usage_error(str(exc)) from None
+
+
+def picture(report: Any, plot: Path, labels: list[str] | None, *, with_ci: bool) -> bytes:
+    """The image --plot asks for: the report's series (one per --by group, else per input
+    file), drawn as bytes that :func:`emit` writes with the other outputs."""
+    from calibcli.plot import PlotUnavailable, image_format, reliability_image, report_series
 
     if labels and len(labels) != len(report.series):
         raise usage_error(
             f"--label given {len(labels)} time(s) but the plot has {len(report.series)} series"
         )
+    series = report_series(report.series, labels, with_ci=with_ci)
     try:
-        plot_reliability(report_series(report.series, labels, with_ci=with_ci), plot)
+        return reliability_image(series, image_format(plot))
     except PlotUnavailable as exc:
         raise usage_error(f"--plot: {exc}") from None
-    except OSError as exc:
-        raise usage_error(f"{plot}: cannot write the plot: {exc.strerror or exc}") from None
 
 
-def write_file(path: Path, what: str, write: Callable[[], None]) -> None:
-    try:
-        write()
-    except OSError as exc:
-        raise usage_error(f"{path}: cannot write the {what}: {exc.strerror or exc}") from None
+def _stdout_error(exc: OSError) -> typer.Exit:
+    return usage_error(f"cannot write to standard output: {exc.strerror or exc}")
 
 
 def emit(
@@ -166,29 +172,43 @@ def emit(
     summary: Path | None,
     files: list[str],
     by: str | None = None,
+    plot: tuple[Path, bytes] | None = None,
 ) -> None:
-    """Warnings to stderr, report to -o (and --summary) and stdout, then the gate's verdict."""
+    """Warnings to stderr; the product to stdout; the report (-o), the summary and the picture
+    to their files, all or none of them; then the gate's verdict as the exit code."""
+    from calibcli.output import OutputError, Staged
+
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
+    if sys.stdout is None:
+        raise usage_error("cannot write to standard output: it is closed")
     text = report.to_json()
-    if output is not None:
-        from calibcli.output import write_atomic
-
-        write_file(output, "report", lambda: write_atomic(output, text))
-    if summary is not None:
-        from calibcli.summary import append_summary
-
-        write_file(summary, "summary", lambda: append_summary(summary, report.body, files))
+    staged = Staged()
     try:
-        if json_out:
-            sys.stdout.write(text)
-        else:
-            from calibcli.render import print_report
+        if plot is not None:
+            staged.add(plot[0], plot[1], "plot")
+        if summary is not None:
+            from calibcli.summary import markdown
 
-            print_report(report.display or report.body, by=by)
-        sys.stdout.flush()
-    except BrokenPipeError:  # stdout's reader left (`| head`): not a verdict, so carry on
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            staged.add(summary, markdown(report.display, files), "summary", append=True)
+        if output is not None:
+            staged.add(output, text, "report")
+        try:
+            if json_out:
+                sys.stdout.write(text)
+            else:
+                from calibcli.render import print_report
+
+                print_report(report.display or report.body, by=by)
+            sys.stdout.flush()
+        except BrokenPipeError:  # stdout's reader left (`| head`): not a verdict, so carry on
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError as exc:  # a full disk behind stdout: nothing else is written either
+            staged.discard()
+            raise _stdout_error(exc) from None
+        staged.commit()
+    except OutputError as exc:
+        raise usage_error(str(exc)) from None
     for failure in report.failures:
         typer.echo(f"gate failed: {failure}", err=True)
     if not report.passed:

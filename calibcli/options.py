@@ -27,6 +27,8 @@ def _choices(name: str, *values: str) -> Any:
 
 
 Format = _choices("Format", "auto", "jsonl", "lm-eval", "logprobs")
+# calibrate and reliability read confidence/correct rows: the logprobs format has none
+CalibrationFormat = _choices("CalibrationFormat", "auto", "jsonl", "lm-eval")
 McNorm = _choices("McNorm", "none", "chars", "bytes")
 Strategy = _choices("Strategy", "uniform", "quantile")
 GateOn = _choices("GateOn", "estimate", "upper")
@@ -102,6 +104,9 @@ Files = Annotated[
 ]
 Name = "NAME"
 FormatOpt = _opt(Format, "--format", help="Input format; auto detects it from the first row.")
+CalibrationFormatOpt = _opt(
+    CalibrationFormat, "--format", help="Input format; auto detects it from the first row."
+)
 ByOpt = _opt(
     str | None,
     "--by",
@@ -186,13 +191,21 @@ CiOpt = _opt(
     help="Add percentile bootstrap intervals at LEVEL (e.g. 0.95) to every estimate.",
 )
 BootstrapOpt = _opt(
-    int,
+    int | None,
     "--bootstrap",
     metavar="N",
     min=MIN_BOOTSTRAP,
-    help=f"Bootstrap resamples for --ci (at least {MIN_BOOTSTRAP}).",
+    show_default=False,
+    help=f"Bootstrap resamples for --ci (at least {MIN_BOOTSTRAP}; default 1000).",
 )
-SeedOpt = _opt(int, "--seed", metavar="S", min=0, help="Bootstrap seed for --ci.")
+SeedOpt = _opt(
+    int | None,
+    "--seed",
+    metavar="S",
+    min=0,
+    show_default=False,
+    help="Bootstrap seed for --ci (default 0).",
+)
 GateOnOpt = _opt(
     GateOn,
     "--gate-on",

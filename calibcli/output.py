@@ -1,40 +1,126 @@
-"""Writing what a run produces to the files the user named: the JSON report (atomically) and
-the Markdown summary (appended)."""
+"""Writing what a run produces to the files the user named: the JSON report, the Markdown
+summary and the picture.
+
+Every output is *staged* first — written in full to a temporary file beside its target — and the
+targets are replaced only once everything is staged, so a run that fails (bad input, a full disk,
+a folder that does not exist) leaves every existing file as it was. A symbolic link is followed:
+its target is replaced atomically and the link kept. A target that exists but is not a regular
+file (``/dev/null``, ``/dev/stdout``, a FIFO) cannot be replaced atomically, and replacing it
+would be wrong (as root, ``/dev/null`` would become a plain file): it is written through instead,
+after all the regular files are in place.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory and os.replace.
+class OutputError(Exception):
+    """An output path that cannot be written; the message names the path and the reason."""
 
-    Readers never see a half-written report, and on any error the old file is left as it was.
-    """
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
+
+def _target(path: Path) -> Path:
+    """The file a write to ``path`` lands in: symbolic links are followed."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+
+
+def _is_special(path: Path) -> bool:
+    """True when ``path`` exists and is not a regular file (a device, a FIFO, a socket)."""
     try:
-        mode = path.stat().st_mode & 0o777
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def check_writable(path: Path, what: str) -> None:
+    """Raise OutputError unless ``path`` can be written: its folder exists and is writable, and
+    the path itself is not a folder. Checked before any input is read."""
+    target = _target(Path(path))
+    if target.is_dir():
+        raise OutputError(f"{path}: cannot write the {what}: it is a directory")
+    if _is_special(target):
+        if not os.access(target, os.W_OK):
+            raise OutputError(f"{path}: cannot write the {what}: permission denied")
+        return
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(f"{path}: cannot write the {what}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"{path}: cannot write the {what}: folder {folder} is not writable")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise OutputError(f"{path}: cannot write the {what}: permission denied")
+
+
+def _mode_for(target: Path) -> int:
+    try:
+        return target.stat().st_mode & 0o777
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+        return 0o666 & ~umask
+
+
+@dataclass
+class Staged:
+    """Outputs written to temporary files, waiting for :meth:`commit` (or :meth:`discard`)."""
+
+    _renames: list[tuple[str, Path]] = field(default_factory=list)
+    _through: list[tuple[Path, bytes, bool]] = field(default_factory=list)
+
+    def add(self, path: Path, data: bytes | str, what: str, *, append: bool = False) -> None:
+        """Stage ``data`` for ``path`` (appended to what the file holds with ``append``)."""
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        target = _target(Path(path))
+        try:
+            if _is_special(target):
+                self._through.append((target, payload, append))
+                return
+            if append and target.exists():
+                payload = target.read_bytes() + payload
+            folder = target.parent if str(target.parent) else Path(".")
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+            self._renames.append((tmp, target))
+            with os.fdopen(fd, "wb") as f:
+                f.write(payload)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, _mode_for(target))
+        except OSError as exc:
+            self.discard()
+            raise OutputError(f"{path}: cannot write the {what}: {exc.strerror or exc}") from None
+
+    def commit(self) -> None:
+        """Put every staged output in place: atomic renames first, then write-through targets."""
+        try:
+            for tmp, target in self._renames:
+                os.replace(tmp, target)
+            self._renames.clear()
+            for target, payload, append in self._through:
+                with open(target, "ab" if append else "wb") as f:
+                    f.write(payload)
+        except OSError as exc:
+            self.discard()
+            raise OutputError(f"{exc.filename or target}: cannot write: {exc.strerror}") from None
+
+    def discard(self) -> None:
+        """Remove the temporary files of what was staged and not committed."""
+        for tmp, _ in self._renames:
+            Path(tmp).unlink(missing_ok=True)
+        self._renames.clear()
+        self._through.clear()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` at once (staged, then committed): readers never see a
+    half-written file, and on any error the old file is left as it was."""
+    staged = Staged()
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def append_text(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` (created if missing)."""
-    with Path(path).open("a", encoding="utf-8") as f:
-        f.write(text)
+        staged.add(path, text, "file")
+        staged.commit()
+    except OutputError as exc:
+        raise OSError(str(exc)) from None

@@ -109,10 +109,28 @@ def plot_reliability(
     Raises ValueError for an unknown extension or an empty list and `PlotUnavailable` when
     matplotlib is missing. A PNG is ``size`` inches at ``dpi``, i.e. ``size * dpi`` pixels.
     """
-    fmt = image_format(path)
+    Path(path).write_bytes(
+        reliability_image(series_list, image_format(path), title=title, size=size, dpi=dpi)
+    )
+
+
+def reliability_image(
+    series_list: Sequence[DiagramSeries],
+    fmt: str,
+    *,
+    title: str | None = None,
+    size: tuple[float, float] = (6.4, 6.4),
+    dpi: int = 150,
+) -> bytes:
+    """The reliability diagram of ``series_list`` as the bytes of a ``fmt`` image (png, svg,
+    pdf), for a caller that writes it where and when it chooses."""
+    import io
+
+    buffer = io.BytesIO()
     with _style():
         figure = reliability_figure(series_list, title=title, size=size)
-        figure.savefig(path, format=fmt, dpi=dpi, metadata=_METADATA[fmt])
+        figure.savefig(buffer, format=fmt, dpi=dpi, metadata=_METADATA[fmt])
+    return buffer.getvalue()
 
 
 def report_series(

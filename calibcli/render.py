@@ -29,10 +29,10 @@ class _Stdout(Console):
         raise BrokenPipeError
 
 
-def _console() -> Console:
+def _console(width: int | None = None) -> Console:
     """stdout console; with NO_COLOR set (non-empty), no escape codes at all, not even bold."""
     plain = bool(os.environ.get("NO_COLOR"))
-    return _Stdout(highlight=False, color_system=None if plain else "auto")
+    return _Stdout(highlight=False, color_system=None if plain else "auto", width=width)
 
 
 def _f(x: Any, digits: int = 4) -> str:
@@ -68,8 +68,20 @@ def _row(table: Table, *cells: Any) -> None:
     table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in cells))
 
 
+def _natural_width(console: Console, renderable: Any) -> int:
+    """The width ``renderable`` takes when nothing limits it."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update_width(1 << 20), renderable).maximum
+
+
 def _print(*renderables: Any) -> None:
+    """Print on stdout; a table is never narrower than its content (rich would otherwise cut
+    numbers to fit 80 columns when stdout is a pipe, or a narrow terminal)."""
     console = _console()
+    wide = max((_natural_width(console, r) for r in renderables if isinstance(r, Table)), default=0)
+    if wide > console.width:
+        console = _console(wide)
     for i, r in enumerate(renderables):
         if i and not isinstance(r, Text):
             console.print()
@@ -147,16 +159,19 @@ def print_calibrate(report: dict[str, Any], by: str | None = None) -> None:
 # --------------------------------------------------------------------------- reliability
 
 
-def _bar(fraction: float | None) -> str:
-    """Accuracy as a bar of _BAR_WIDTH cells with eighth-cell resolution."""
+def _bar(fraction: float | None, *, ascii_only: bool = False) -> str:
+    """Accuracy as a bar of _BAR_WIDTH cells with eighth-cell resolution (whole cells of ``#``
+    when the output encoding has no block characters)."""
     if fraction is None:
         return ""
+    if ascii_only:
+        return ("#" * round(max(0.0, min(1.0, fraction)) * _BAR_WIDTH)).ljust(_BAR_WIDTH)
     eighths = round(max(0.0, min(1.0, fraction)) * _BAR_WIDTH * 8)
     full, rest = divmod(eighths, 8)
     return ("█" * full + (_EIGHTHS[rest] if rest else "")).ljust(_BAR_WIDTH)
 
 
-def reliability_table(rel: dict[str, Any], title: str) -> Table:
+def reliability_table(rel: dict[str, Any], title: str, *, ascii_only: bool = False) -> Table:
     """The per-bin table: range, count, mean confidence, accuracy (Wilson CI), gap, bar."""
     has_ci = "accuracy_ci" in rel
     columns = ["bin", "count", "confidence", "accuracy"]
@@ -172,7 +187,7 @@ def reliability_table(rel: dict[str, Any], title: str) -> Table:
             cells.append(_interval(rel["accuracy_ci"][i], 3))
         gap = None if acc is None else conf - acc
         cells.append("" if gap is None else f"{gap:+.3f}")
-        cells.append(Text(_bar(acc), justify="left"))
+        cells.append(Text(_bar(acc, ascii_only=ascii_only), justify="left"))
         _row(table, *cells)
     table.caption = "gap = mean confidence - accuracy (> 0: over-confident)"
     table.caption_justify = "left"
@@ -184,7 +199,8 @@ def print_reliability(report: dict[str, Any], by: str | None = None) -> None:
     from calibcli.diagram import DiagramSeries, render_diagram
 
     title = f"Reliability ({report['bins']} bins, N = {report['n']:,})"
-    out: list[Any] = [reliability_table(report["reliability"], title)]
+    ascii_only = _console().options.ascii_only
+    out: list[Any] = [reliability_table(report["reliability"], title, ascii_only=ascii_only)]
     out.append(render_diagram(DiagramSeries.from_section(report)))
     if "groups" in report:
         out.append(_group_table(report, RELIABILITY, by))

@@ -86,14 +86,25 @@ def _num(x: Any) -> Any:
     return x
 
 
+def printable(text: str) -> str:
+    """``text`` with lone surrogates (which JSON strings may hold but no output encoding can
+    write) shown as backslash escapes."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _strict(obj: Any, path: str, bad: list[str], *, keep_inf: bool = False) -> Any:
     """Copy ``obj`` as strict JSON; non-finite floats become None, their paths go in ``bad``
-    (with ``keep_inf``, infinities are kept: the copy the tables show)."""
+    (with ``keep_inf``, infinities are kept and strings made printable: the copy the tables,
+    the summary and the picture show)."""
     if isinstance(obj, dict):
         return {
-            k: _strict(v, f"{path}.{k}" if path else k, bad, keep_inf=keep_inf)
+            (printable(k) if keep_inf else k): _strict(
+                v, f"{path}.{k}" if path else k, bad, keep_inf=keep_inf
+            )
             for k, v in obj.items()
         }
+    if keep_inf and isinstance(obj, str):
+        return printable(obj)
     if isinstance(obj, (list, tuple)) or hasattr(obj, "tolist"):
         items = obj.tolist() if hasattr(obj, "tolist") else obj
         if not isinstance(items, list):  # a numpy scalar
@@ -400,7 +411,9 @@ def plot_series(data: Any, report: Report, min_bins: int) -> dict[str, dict[str,
         return {"": report.display}
     bad: list[str] = []
     return {
-        source: _strict(reliability_section(part, min_bins).figures, "", bad)
+        printable(source): _strict(
+            reliability_section(part, min_bins).figures, "", bad, keep_inf=True
+        )
         for source, part in per_source.items()
     }
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from calibcli.figures import BY_COMMAND
-from calibcli.output import append_text
+from calibcli.output import Staged
 
 
 def _cell(value: Any) -> str:
@@ -62,5 +62,7 @@ def markdown(body: dict[str, Any], sources: list[str]) -> str:
 
 
 def append_summary(path: Path, body: dict[str, Any], sources: list[str]) -> None:
-    """Append the summary of ``body`` to ``path`` (created if missing)."""
-    append_text(path, markdown(body, sources))
+    """Append the summary of ``body`` to ``path`` (created if missing), at once."""
+    staged = Staged()
+    staged.add(path, markdown(body, sources), "summary", append=True)
+    staged.commit()

@@ -132,7 +132,7 @@ def test_logprobs_format_is_refused_for_calibration(preds):
     for command in ("reliability", "calibrate"):
         result = run([command, preds, "--format", "logprobs"])
         assert result.exit_code == 2
-        assert result.stderr.startswith("Error: ") and "perplexity" in result.stderr
+        assert "'logprobs' is not one of 'auto', 'jsonl', 'lm-eval'" in result.stderr
 
 
 # --------------------------------------------------------------------------- --plot

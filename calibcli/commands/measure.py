@@ -5,9 +5,10 @@ from __future__ import annotations
 from calibcli.app import (
     EXIT_CODES,
     app,
+    check_outputs,
     emit,
     one_blas_thread,
-    plot_report,
+    picture,
     read,
     read_predictions,
     usage_error,
@@ -18,6 +19,8 @@ from calibcli.options import (
     BootstrapOpt,
     ByOpt,
     BytesField,
+    CalibrationFormat,
+    CalibrationFormatOpt,
     CiOpt,
     ConfidenceField,
     CorrectField,
@@ -79,6 +82,9 @@ def perplexity(
 
     if gate_each and by is None:
         raise usage_error("--gate-each needs --by FIELD")
+    if gate_each and not limits:
+        raise usage_error("--gate-each applies the --max-* gates to every group; give one")
+    check_outputs(output=output, summary=summary)
     data = read(
         read_perplexity,
         files,
@@ -106,10 +112,10 @@ def calibrate(
     strategy: StrategyOpt = Strategy.uniform,
     min_populated_bins: MinBinsOpt = 3,
     ci: CiOpt = None,
-    bootstrap: BootstrapOpt = 1000,
-    seed: SeedOpt = 0,
+    bootstrap: BootstrapOpt = None,
+    seed: SeedOpt = None,
     gate_on: GateOnOpt = GateOn.estimate,
-    fmt: FormatOpt = Format.auto,
+    fmt: CalibrationFormatOpt = CalibrationFormat.auto,
     mc_norm: McNormOpt = McNorm.none,
     by: ByOpt = None,
     gate_each: GateEachOpt = False,
@@ -134,8 +140,13 @@ def calibrate(
 
     if gate_each and by is None:
         raise usage_error("--gate-each needs --by FIELD")
+    if gate_each and not limits:
+        raise usage_error("--gate-each applies the --max-* gates to every group; give one")
     if gate_on is GateOn.upper and ci is None:
         ci = 0.95
+    if ci is None and (bootstrap is not None or seed is not None):
+        raise usage_error("--bootstrap and --seed set up --ci intervals; give --ci LEVEL too")
+    check_outputs(output=output, summary=summary, plot=plot)
     data = read_predictions(
         files,
         fmt=fmt,
@@ -150,7 +161,9 @@ def calibrate(
         keep_columns=True,
         workers=workers,
     )
-    boot = Bootstrap(ci, bootstrap, seed, workers) if ci is not None else None
+    boot = None
+    if ci is not None:
+        boot = Bootstrap(ci, bootstrap or 1000, seed or 0, workers)
     with one_blas_thread():
         result = calibrate_report(
             data,
@@ -161,10 +174,9 @@ def calibrate(
             gate=Gate(limits or {}, gate_on.value, gate_each),
             reorder_ok=True,  # the reader's fresh buffers: nothing else needs their row order
         )
-    del data  # the columns are no longer needed; the report holds everything shown
-    if plot is not None:
-        plot_report(result, plot, label, with_ci=boot is not None)
-    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
+    del data  # free the columns: the report holds everything shown from here on
+    image = None if plot is None else (plot, picture(result, plot, label, with_ci=boot is not None))
+    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by, plot=image)
 
 
 @app.command(epilog=EXIT_CODES)
@@ -173,7 +185,7 @@ def reliability(
     confidence_field: ConfidenceField = "confidence",
     correct_field: CorrectField = "correct",
     bins: BinsOpt = 10,
-    fmt: FormatOpt = Format.auto,
+    fmt: CalibrationFormatOpt = CalibrationFormat.auto,
     mc_norm: McNormOpt = McNorm.none,
     by: ByOpt = None,
     plot: PlotOpt = None,
@@ -192,6 +204,7 @@ def reliability(
     """
     from calibcli.report import reliability_report
 
+    check_outputs(output=output, summary=summary, plot=plot)
     data = read_predictions(
         files,
         fmt=fmt,
@@ -207,6 +220,5 @@ def reliability(
         workers=workers,
     )
     result = reliability_report(data)
-    if plot is not None:
-        plot_report(result, plot, label, with_ci=True)
-    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
+    image = None if plot is None else (plot, picture(result, plot, label, with_ci=True))
+    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by, plot=image)
