@@ -37,6 +37,7 @@ from calibcli.metrics.recalibration import (
     PlattCalibrator,
     TemperatureCalibrator,
     cross_fit,
+    cross_fit_multiclass_temperature,
     fit,
     fit_multiclass_temperature,
     fold_assignment,
@@ -391,6 +392,22 @@ def test_cross_fit_names_the_fold_that_cannot_be_fitted():
         cross_fit(c, [1, 1, 1, 0], method="platt", folds=4)
 
 
+def test_cross_fit_multiclass_refits_each_fold_on_the_other_rows():
+    rows, gold = ragged_rows(3, rows=60)
+    values, offsets = pack_choices(rows)
+    out = cross_fit_multiclass_temperature(values, offsets, gold, folds=3, seed=2)
+    perm = np.random.default_rng(2).permutation(len(rows))
+    for held in np.array_split(perm, 3):
+        train = sorted(set(range(len(rows))) - set(held.tolist()))
+        cal = fit_multiclass_temperature(
+            *pack_choices([rows[i] for i in train]), [gold[i] for i in train]
+        )
+        expected = cal.apply(*pack_choices([rows[i] for i in held]))
+        np.testing.assert_allclose(out[held], expected, atol=1e-12)
+    with pytest.raises(ValueError, match="folds = 61 exceeds"):
+        cross_fit_multiclass_temperature(values, offsets, gold, folds=61)
+
+
 # --------------------------------------------------------------------------- serialisation
 
 
@@ -402,6 +419,15 @@ CALIBRATORS = [
     BetaCalibrator(1.5, 0.25, -0.5),
     MulticlassTemperatureCalibrator(0.6),
 ]
+
+
+def test_calibrators_accept_lists_and_are_immutable():
+    iso = IsotonicCalibrator([0.2, 0.6], [0.1, 0.9])
+    np.testing.assert_allclose(iso.apply([0.0, 0.4, 1.0]), [0.1, 0.5, 0.9])
+    with pytest.raises(ValueError, match="read-only"):
+        iso.x[0] = 0.3
+    hist = HistogramCalibrator([0.5, None])
+    assert hist.to_dict() == {"accuracy": [0.5, None]}
 
 
 @pytest.mark.parametrize("cal", CALIBRATORS, ids=lambda c: c.method)
@@ -490,6 +516,8 @@ def test_apply_validates_and_keeps_shape(cal):
     with pytest.raises(ValueError, match="is not a finite number"):
         cal.apply([math.nan])
     assert cal.apply(np.full((2, 3), 0.4)).shape == (2, 3)
+    with pytest.raises(ValueError, match=r"^confidence = -0.5 is outside"):
+        cal.apply(-0.5)
     ends = cal.apply([0.0, 1.0])
     assert np.all(np.isfinite(ends)) and np.all((ends >= 0) & (ends <= 1))
 

@@ -36,6 +36,11 @@ recalibrated confidence is max_j softmax(ℓ_r / T)_j (Guo et al. 2017). Rows ar
 one flat ``loglikelihoods`` vector and CSR-style ``offsets``: row r holds
 ``loglikelihoods[offsets[r]:offsets[r + 1]]``, offsets[0] = 0, offsets[-1] = len(loglikelihoods)
 and every row has at least one choice (:func:`pack_choices` builds both from nested lists).
+:func:`cross_fit_multiclass_temperature` is its out-of-fold counterpart.
+
+Cross-fitting: fold k holds the rows ``np.array_split(np.random.default_rng(seed).permutation(N),
+folds)[k]`` (sizes differ by at most one); each row is mapped by a calibrator fitted on the rows
+of all other folds. 2 <= folds <= N.
 
 Temperature, platt and beta need both right and wrong answers and raise ValueError on a single
 class; isotonic and histogram fit one class (every row maps to its accuracy, 0 or 1).
@@ -65,6 +70,7 @@ __all__ = [
     "PlattCalibrator",
     "TemperatureCalibrator",
     "cross_fit",
+    "cross_fit_multiclass_temperature",
     "fit",
     "fit_multiclass_temperature",
     "fold_assignment",
@@ -140,7 +146,7 @@ def _solve_increasing(fn, lo: float, hi: float) -> float:
 def _logistic_fit(features: np.ndarray, target: np.ndarray, start: np.ndarray, what: str):
     """Minimise mean[log(1 + e^η) − t·η], η = features @ θ, by Newton's method with backtracking.
 
-    ``target`` may be soft (in [0, 1]). Stops when a step moves θ by at most 1e-10·(1 + max|θ|);
+    ``target`` may be soft (in [0, 1]). Stops when a Newton step is at most 1e-10·(1 + max|θ|);
     raises ValueError when that does not happen within 100 steps or the Hessian is singular,
     which is how a fit without a finite optimum (separable classes) shows itself.
     """
@@ -167,9 +173,9 @@ def _logistic_fit(features: np.ndarray, target: np.ndarray, start: np.ndarray, w
             f0 = loss(theta)
             while scale > 1e-12 and loss(theta + scale * step) > f0 - 1e-4 * scale * decrement:
                 scale *= 0.5
-        moved = scale * step
-        theta = theta + moved
-        if np.max(np.abs(moved)) <= _NEWTON_RTOL * (1.0 + np.max(np.abs(theta))):
+        theta = theta + scale * step
+        # the full Newton step estimates the distance to the optimum, whatever the line search did
+        if np.max(np.abs(step)) <= _NEWTON_RTOL * (1.0 + np.max(np.abs(theta))):
             return theta
     raise ValueError(
         f"{what} fit did not converge: maximum likelihood has no finite solution "
@@ -230,15 +236,17 @@ def _confidences_to_map(confidences: object) -> np.ndarray:
     if bad.any():
         i = tuple(int(k) for k in np.argwhere(bad)[0])
         v = float(arr[i])
-        at = i[0] if len(i) == 1 else i
         what = "is not a finite number" if not math.isfinite(v) else "is outside [0, 1]"
-        raise ValueError(f"confidences[{at}] = {v!r} {what}")
+        name = "confidence" if arr.ndim == 0 else f"confidences[{i[0] if len(i) == 1 else i}]"
+        raise ValueError(f"{name} = {v!r} {what}")
     return arr
 
 
-def _readonly(arr: np.ndarray) -> np.ndarray:
-    arr = np.array(arr, dtype=np.float64)
-    arr.flags.writeable = False
+def _readonly(values: object) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.flags.writeable:
+        arr = arr.copy()
+        arr.flags.writeable = False
     return arr
 
 
@@ -313,6 +321,10 @@ class IsotonicCalibrator:
     y: np.ndarray
     method: ClassVar[str] = "isotonic"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", _readonly(self.x))
+        object.__setattr__(self, "y", _readonly(self.y))
+
     def apply(self, confidences: object) -> np.ndarray:
         c = _confidences_to_map(confidences)
         return np.interp(c, self.x, self.y)
@@ -348,6 +360,9 @@ class HistogramCalibrator:
 
     accuracy: np.ndarray
     method: ClassVar[str] = "histogram"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "accuracy", _readonly(self.accuracy))
 
     @property
     def bins(self) -> int:
@@ -713,3 +728,36 @@ def fit_multiclass_temperature(
 
     beta = _solve_increasing(derivative, 1.0 / T_MAX, 1.0 / T_MIN)
     return MulticlassTemperatureCalibrator(float(min(max(1.0 / beta, T_MIN), T_MAX)))
+
+
+def _take_rows(values: np.ndarray, offs: np.ndarray, rows: np.ndarray):
+    """(values, offsets) of the given rows, in the given order."""
+    sizes = np.diff(offs)[rows]
+    new_offs = np.zeros(rows.shape[0] + 1, dtype=np.intp)
+    np.cumsum(sizes, out=new_offs[1:])
+    starts = np.repeat(offs[:-1][rows] - new_offs[:-1], sizes)
+    return values[starts + np.arange(new_offs[-1])], new_offs
+
+
+def cross_fit_multiclass_temperature(
+    loglikelihoods: object, offsets: object, gold: object, *, folds: int = 5, seed: int = 0
+) -> np.ndarray:
+    """Out-of-fold recalibrated confidences of multiple-choice rows: row r's largest tempered
+    softmax probability under the T fitted on the other folds (folds as in
+    :func:`fold_assignment`, over rows). Raises ValueError as :func:`cross_fit` does."""
+    values, offs = _check_ragged(loglikelihoods, offsets)
+    g = np.asarray(gold)
+    n_rows = offs.shape[0] - 1
+    fold = fold_assignment(n_rows, folds=folds, seed=seed)
+    out = np.empty(n_rows, dtype=np.float64)
+    if g.ndim != 1 or g.shape[0] != n_rows:
+        raise ValueError(f"gold must be one-dimensional of length {n_rows} (one per row)")
+    for k in range(int(folds)):
+        train = np.flatnonzero(fold != k)
+        held = np.flatnonzero(fold == k)
+        try:
+            calibrator = fit_multiclass_temperature(*_take_rows(values, offs, train), g[train])
+        except ValueError as err:
+            raise ValueError(f"fold {k} of {folds}: {err}") from None
+        out[held] = calibrator.apply(*_take_rows(values, offs, held))
+    return out
