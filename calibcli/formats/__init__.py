@@ -1,0 +1,133 @@
+"""Row formats calibcli reads, turned into the numbers the metrics need.
+
+Pure functions over one decoded JSON row (a ``dict``): no file reading, no numpy. Each raises
+``ValueError`` with a message that names the offending field or position but not the file or line;
+the reader prefixes ``"path:line: "`` (or ``"path:<locator>: "`` for rows of a whole document,
+see :mod:`calibcli.documents`).
+
+Formats (:data:`ROW_FORMATS`; :func:`detect_row_format` names them from a file's first row):
+
+- ``jsonl``: calibcli's native rows, ``{"confidence", "correct"}`` or ``{"nll", "tokens"}``.
+- ``lm-eval``: lm-evaluation-harness ``--log_samples`` rows, every version (submodule
+  :mod:`~calibcli.formats.lm_eval`): :func:`lm_eval_row_kind` tells multiple-choice, rolling,
+  loglikelihood and generative rows apart; :func:`lm_eval_choice_row` and
+  :func:`lm_eval_rolling_row` read the first two.
+- ``logprobs``: a list of per-token natural-log probabilities in one field, :func:`logprobs_row`.
+- ``openai``: chat / legacy completions responses with logprobs and Batch API output lines,
+  :func:`openai_rows` (one perplexity row per choice).
+- ``vllm``: vLLM outputs with ``prompt_token_ids`` and ``prompt_logprobs``, :func:`vllm_rows`.
+- ``inspect-ai``: samples of inspect-ai eval logs, :func:`inspect_sample_row`.
+
+:func:`calibration_rows` and :func:`perplexity_rows` dispatch on the format name for the
+non-native formats, so a reader needs one call per decoded JSON value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from calibcli.formats.detect import (
+    FORMAT_PROVIDES,
+    FORMATS,
+    ROW_FORMATS,
+    detect_format,
+    detect_row_format,
+)
+from calibcli.formats.fields import (
+    SENTINEL_LOGPROB,
+    CalibrationRow,
+    PerplexityRow,
+    by_value,
+    lookup,
+)
+from calibcli.formats.inspect_ai import CONFIDENCES, inspect_sample_row, inspect_scorers
+from calibcli.formats.lm_eval import (
+    GENERATIVE_WARNING,
+    MC_NORMS,
+    ROW_KINDS,
+    lm_eval_choice_row,
+    lm_eval_output_type,
+    lm_eval_rolling_row,
+    lm_eval_row_kind,
+    task_from_filename,
+)
+from calibcli.formats.logprobs import logprobs_row, openai_body, openai_rows, vllm_rows
+
+__all__ = [
+    "CONFIDENCES",
+    "FORMATS",
+    "FORMAT_PROVIDES",
+    "GENERATIVE_WARNING",
+    "MC_NORMS",
+    "ROW_FORMATS",
+    "ROW_KINDS",
+    "SENTINEL_LOGPROB",
+    "CalibrationRow",
+    "PerplexityRow",
+    "by_value",
+    "calibration_rows",
+    "detect_format",
+    "detect_row_format",
+    "inspect_sample_row",
+    "inspect_scorers",
+    "lm_eval_choice_row",
+    "lm_eval_output_type",
+    "lm_eval_rolling_row",
+    "lm_eval_row_kind",
+    "logprobs_row",
+    "lookup",
+    "openai_body",
+    "openai_rows",
+    "perplexity_rows",
+    "task_from_filename",
+    "vllm_rows",
+]
+
+
+def calibration_rows(
+    fmt: str,
+    row: Mapping[str, Any],
+    *,
+    mc_norm: str = "none",
+    scorer: str | None = None,
+    confidence: str = "sequence",
+) -> list[CalibrationRow]:
+    """The (confidence, correct) rows of one decoded value of a ``lm-eval`` or ``inspect-ai``
+    file (one each). ValueError for a format without calibration rows."""
+    if fmt == "lm-eval":
+        return [CalibrationRow(*lm_eval_choice_row(row, mc_norm=mc_norm))]
+    if fmt == "inspect-ai":
+        return [inspect_sample_row(row, scorer=scorer, confidence=confidence)]
+    raise ValueError(_no_rows(fmt, "calibration"))
+
+
+def perplexity_rows(
+    fmt: str,
+    row: Mapping[str, Any],
+    *,
+    logprobs_field: str = "logprobs",
+    vllm_part: str = "prompt",
+) -> list[PerplexityRow]:
+    """The perplexity rows of one decoded value of a ``lm-eval`` (rolling), ``logprobs``,
+    ``openai`` (one per choice) or ``vllm`` file. ValueError for a format without them."""
+    if fmt == "lm-eval":
+        nll, words, nbytes = lm_eval_rolling_row(row)
+        return [PerplexityRow(nll, None, nbytes, words, 0, 0)]
+    if fmt == "logprobs":
+        nll, tokens, nulls, sentinels = logprobs_row(row, field=logprobs_field)
+        return [PerplexityRow(nll, tokens, None, None, nulls, sentinels)]
+    if fmt == "openai":
+        return openai_rows(row)
+    if fmt == "vllm":
+        return vllm_rows(row, part=vllm_part)
+    raise ValueError(_no_rows(fmt, "perplexity"))
+
+
+def _no_rows(fmt: str, kind: str) -> str:
+    if fmt not in ROW_FORMATS:
+        return f"unknown format {fmt!r}; expected one of {', '.join(ROW_FORMATS)}"
+    other = "perplexity" if kind == "calibration" else "calibrate"
+    if fmt == "jsonl":
+        return "native jsonl rows are read by the native reader, not by calibcli.formats"
+    return f"the {fmt} format carries no {kind} rows; read it with `{other}`"

@@ -1,0 +1,148 @@
+"""Naming the format of a file from its first row."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from calibcli.formats.fields import has_path, json_type, lookup
+
+#: The formats :func:`detect_format` names (the reader's original three).
+FORMATS = ("jsonl", "lm-eval", "logprobs")
+
+#: Every row format calibcli reads, with what it holds; :func:`detect_row_format` names them.
+ROW_FORMATS: dict[str, str] = {
+    "jsonl": "calibcli's rows: confidence/correct, or nll/tokens",
+    "lm-eval": "lm-evaluation-harness --log_samples rows (doc_id, filtered_resps)",
+    "logprobs": "a list of per-token logprobs in one field per row",
+    "openai": "OpenAI chat or completions responses with logprobs, or Batch API output lines",
+    "vllm": "vLLM outputs with prompt_token_ids and prompt_logprobs",
+    "inspect-ai": "inspect-ai eval log samples (.eval or .json logs)",
+}
+
+#: What each format gives: ``calibration`` rows (confidence, correct) and/or ``perplexity``.
+FORMAT_PROVIDES: dict[str, tuple[str, ...]] = {
+    "jsonl": ("calibration", "perplexity"),
+    "lm-eval": ("calibration", "perplexity"),
+    "logprobs": ("perplexity",),
+    "openai": ("perplexity",),
+    "vllm": ("perplexity",),
+    "inspect-ai": ("calibration",),
+}
+
+
+def detect_format(
+    first_row: Any,
+    *,
+    confidence_field: str = "confidence",
+    correct_field: str = "correct",
+    nll_field: str = "nll",
+    tokens_field: str = "tokens",
+    logprobs_field: str = "logprobs",
+) -> str:
+    """Name the format of a file from its first row: ``"jsonl"``, ``"lm-eval"`` or ``"logprobs"``.
+
+    Decided on the field names in use (pass the configured ones), in this order:
+
+    1. ``doc_id`` and ``filtered_resps`` -> ``"lm-eval"`` (every harness samples row has both);
+    2. a complete native row (``confidence`` and ``correct``, or ``nll`` and ``tokens``)
+       -> ``"jsonl"``;
+    3. a list under ``logprobs_field`` -> ``"logprobs"``;
+    4. any one native field (``confidence``, ``correct`` or ``nll``) -> ``"jsonl"``, so the native
+       reader reports the missing field precisely.
+
+    Raises ValueError naming the keys seen when none of these holds. :func:`detect_row_format`
+    also names the other formats.
+    """
+    if not isinstance(first_row, Mapping):
+        raise ValueError(f"cannot detect the input format: the first row is {json_type(first_row)}")
+    if "doc_id" in first_row and "filtered_resps" in first_row:
+        return "lm-eval"
+    if (confidence_field in first_row and correct_field in first_row) or (
+        nll_field in first_row and tokens_field in first_row
+    ):
+        return "jsonl"
+    if has_path(first_row, logprobs_field) and isinstance(lookup(first_row, logprobs_field), list):
+        return "logprobs"
+    if any(field in first_row for field in (confidence_field, correct_field, nll_field)):
+        return "jsonl"
+    raise ValueError(
+        f"cannot detect the input format from the first row (keys: {_keys(first_row)}): "
+        f"expected {confidence_field!r}/{correct_field!r} or {nll_field!r}/{tokens_field!r} "
+        f"(jsonl), 'doc_id' and 'filtered_resps' (lm-eval --log_samples), or a list in "
+        f"{logprobs_field!r} (logprobs); pass --format, or the --*-field options if your "
+        f"fields have other names"
+    )
+
+
+def detect_row_format(
+    first_row: Any,
+    *,
+    confidence_field: str = "confidence",
+    correct_field: str = "correct",
+    nll_field: str = "nll",
+    tokens_field: str = "tokens",
+    logprobs_field: str = "logprobs",
+) -> str:
+    """Name the format of a file from its first row: one of :data:`ROW_FORMATS`.
+
+    The rules of :func:`detect_format` first (lm-eval, a complete native row, a logprobs list);
+    then ``choices`` whose entries carry ``prompt_logprobs``, or top-level ``prompt_logprobs``
+    -> ``"vllm"``; a Batch API line (``custom_id`` and ``response``) or ``choices`` of
+    ``message``/``text``/``logprobs`` objects -> ``"openai"``; ``scores`` with ``epoch`` and
+    ``output`` (a sample) -> ``"inspect-ai"``; then any one native field -> ``"jsonl"``.
+    ValueError otherwise: an lm-eval results file and a whole inspect-ai log are named as such,
+    anything else gets the list of formats calibcli reads.
+    """
+    fields = {
+        "confidence_field": confidence_field,
+        "correct_field": correct_field,
+        "nll_field": nll_field,
+        "tokens_field": tokens_field,
+        "logprobs_field": logprobs_field,
+    }
+    if not isinstance(first_row, Mapping):
+        raise ValueError(f"cannot detect the input format: the first row is {json_type(first_row)}")
+    row = first_row
+    if "doc_id" in row and "filtered_resps" in row:
+        return "lm-eval"
+    if (confidence_field in row and correct_field in row) or (
+        nll_field in row and tokens_field in row
+    ):
+        return "jsonl"
+    if has_path(row, logprobs_field) and isinstance(lookup(row, logprobs_field), list):
+        return "logprobs"
+    choices = row.get("choices")
+    first_choice = choices[0] if isinstance(choices, list) and choices else None
+    if "prompt_logprobs" in row or (
+        isinstance(first_choice, Mapping) and "prompt_logprobs" in first_choice
+    ):
+        return "vllm"
+    if ("custom_id" in row and "response" in row) or (
+        isinstance(first_choice, Mapping)
+        and any(key in first_choice for key in ("message", "text", "logprobs"))
+    ):
+        return "openai"
+    if "scores" in row and "epoch" in row and "output" in row:
+        return "inspect-ai"
+    if any(field in row for field in (confidence_field, correct_field, nll_field)):
+        return "jsonl"
+    if "results" in row and "configs" in row:
+        raise ValueError(
+            "an lm-eval results file (aggregate figures, no per-document rows): pass the "
+            "samples_<task>_<date>.jsonl files written beside it with --log_samples"
+        )
+    if "eval" in row and ("samples" in row or "version" in row):
+        raise ValueError("a whole inspect-ai log: read it as a document, sample by sample")
+    known = "; ".join(f"{name} ({what})" for name, what in ROW_FORMATS.items())
+    raise ValueError(
+        f"cannot detect the input format from the first row (keys: {_keys(row)}); calibcli "
+        f"reads: {known}. For jsonl, the fields in use are {fields['confidence_field']!r}/"
+        f"{fields['correct_field']!r} or {fields['nll_field']!r}/{fields['tokens_field']!r}: "
+        "pass --format, or the --*-field options if your fields have other names"
+    )
+
+
+def _keys(row: Mapping[str, Any]) -> str:
+    keys = ", ".join(repr(k) for k in list(row)[:12]) or "none"
+    return keys + (", ..." if len(row) > 12 else "")

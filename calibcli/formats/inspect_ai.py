@@ -1,0 +1,128 @@
+"""inspect-ai eval log samples: correctness from a scorer, confidence from output logprobs.
+
+A sample is one element of a ``.json`` log's ``samples`` or one ``samples/<id>_epoch_<n>.json``
+entry of a ``.eval`` log (:mod:`calibcli.documents` opens both). Each sample/epoch is one row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from calibcli.formats.fields import CalibrationRow, json_type, token_logprob
+
+#: How :func:`inspect_sample_row` turns the output's token log-probabilities into a confidence.
+CONFIDENCES = ("sequence", "first-token", "mean-token")
+
+# inspect-ai's score value constants: CORRECT, INCORRECT, NOANSWER, PARTIAL.
+_CORRECT, _INCORRECT, _NOANSWER, _PARTIAL = "C", "I", "N", "P"
+
+
+def inspect_scorers(sample: Mapping[str, Any]) -> list[str]:
+    """The scorer names of a sample's ``scores``, in logged order."""
+    scores = sample.get("scores")
+    return list(scores) if isinstance(scores, Mapping) else []
+
+
+def inspect_sample_row(
+    sample: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "sequence"
+) -> CalibrationRow:
+    """Confidence and correctness of one inspect-ai sample.
+
+    correct = ``scores[scorer].value``: ``"C"`` (correct) -> True; ``"I"`` (incorrect) and
+    ``"N"`` (no answer) -> False, as inspect-ai's ``accuracy`` counts them; ``true``/``false``;
+    the numbers 1 and 0. Partial credit (``"P"``, other numbers) is not a binary outcome and
+    raises ValueError. ``scorer`` may be omitted when the sample has one scorer; with several,
+    ValueError lists them. A scorer whose value is an object (several values) is named as
+    ``"<scorer>.<key>"``.
+
+    confidence, from ``output.choices[0].logprobs.content[j].logprob`` (natural logs):
+
+    - ``"sequence"`` (default): exp(sum_j logprob_j), the probability of the exact completion
+      that was graded. Right for short answers (a letter, a number); it shrinks with length.
+    - ``"first-token"``: exp(logprob_0), for answers decided by their first token.
+    - ``"mean-token"``: exp(mean_j logprob_j), the geometric mean per-token probability.
+
+    ValueError when the sample errored, is unscored, or has no output logprobs.
+    """
+    if confidence not in CONFIDENCES:
+        raise ValueError(f"confidence must be one of {', '.join(CONFIDENCES)}, not {confidence!r}")
+    if sample.get("error"):
+        error = sample["error"]
+        message = error.get("message", "") if isinstance(error, Mapping) else error
+        raise ValueError(f"the sample ended in an error: {str(message)[:200]}")
+    correct = _correct(sample, scorer)
+    logprobs = _output_logprobs(sample)
+    if confidence == "first-token":
+        log_p = logprobs[0]
+    elif confidence == "mean-token":
+        log_p = math.fsum(logprobs) / len(logprobs)
+    else:
+        log_p = math.fsum(logprobs)
+    return CalibrationRow(math.exp(log_p), correct)
+
+
+def _correct(sample: Mapping[str, Any], scorer: str | None) -> bool:
+    scores = sample.get("scores")
+    if not isinstance(scores, Mapping) or not scores:
+        raise ValueError(f"'scores' is {json_type(scores)}: the sample was not scored")
+    names = list(scores)
+    key = None
+    if scorer is None:
+        if len(names) > 1:
+            raise ValueError(
+                f"the sample has {len(names)} scorers ({', '.join(names)}): choose one"
+            )
+        scorer = names[0]
+    elif scorer not in scores and "." in scorer and scorer.split(".", 1)[0] in scores:
+        scorer, key = scorer.split(".", 1)
+    if scorer not in scores:
+        raise ValueError(f"no scorer {scorer!r} in 'scores' (scorers: {', '.join(names)})")
+    score = scores[scorer]
+    value = score.get("value") if isinstance(score, Mapping) else None
+    name = scorer
+    if key is not None:
+        if not isinstance(value, Mapping) or key not in value:
+            keys = ", ".join(value) if isinstance(value, Mapping) else json_type(value)
+            raise ValueError(f"scorer {scorer!r} has no value {key!r} (value: {keys})")
+        value, name = value[key], f"{scorer}.{key}"
+    elif isinstance(value, Mapping):
+        options = ", ".join(f"{scorer}.{k}" for k in value)
+        raise ValueError(f"scorer {scorer!r} has several values: choose one of {options}")
+    return _binary(value, name)
+
+
+def _binary(value: Any, name: str) -> bool:
+    if value in (_CORRECT, True):
+        return True
+    if value in (_INCORRECT, _NOANSWER, False):
+        return False
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value in (0, 1):
+        return bool(value)
+    what = "partial credit, not a binary outcome" if value == _PARTIAL else "not binary"
+    raise ValueError(
+        f"score {name!r} is {json_type(value)}: {what} (calibcli reads 'C'/'I'/'N', "
+        "true/false or 0/1)"
+    )
+
+
+def _output_logprobs(sample: Mapping[str, Any]) -> list[float]:
+    output = sample.get("output")
+    choices = output.get("choices") if isinstance(output, Mapping) else None
+    if not isinstance(choices, list) or not choices:
+        raise ValueError("the sample has no output.choices: nothing to take a confidence from")
+    logprobs = choices[0].get("logprobs") if isinstance(choices[0], Mapping) else None
+    content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+    if not isinstance(content, list) or not content:
+        raise ValueError(
+            "the sample has no output.choices[0].logprobs: run the eval with logprobs "
+            "(--logprobs) on a model that returns them"
+        )
+    values = []
+    for j, token in enumerate(content):
+        what = f"output.choices[0].logprobs.content[{j}]"
+        if not isinstance(token, Mapping):
+            raise ValueError(f"{what} is {json_type(token)}, expected an object")
+        values.append(token_logprob(token.get("logprob"), f"{what}.logprob"))
+    return values

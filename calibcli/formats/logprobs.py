@@ -1,0 +1,217 @@
+"""Per-token log-probabilities: a plain list, OpenAI responses, vLLM outputs.
+
+Every function returns :class:`~calibcli.formats.fields.PerplexityRow` values (nats) and raises
+ValueError naming the offending position. Conventions shared by all of them:
+
+- ``null`` entries (the unscored first token of OpenAI ``echo`` or vLLM ``prompt_logprobs``)
+  are skipped and counted in ``nulls``;
+- ``-inf`` is a zero-probability token (the NLL becomes ``inf``);
+- finite values <= -9999 are API sentinels for "not in the top-k": counted in ``sentinels`` and
+  summed as given, so the caller can warn that the NLL is inflated by them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from calibcli.formats.fields import (
+    PerplexityRow,
+    json_type,
+    lookup,
+    sum_logprobs,
+    token_logprob,
+)
+
+
+def logprobs_row(row: Mapping[str, Any], *, field: str = "logprobs") -> tuple[float, int, int, int]:
+    """``(nll, tokens, nulls, sentinels)`` of a row of per-token natural-log probabilities.
+
+    ``row[field]`` (``field`` may be a dotted path, e.g. ``logprobs.token_logprobs``) is a list of
+    numbers or nulls. nll = -sum of the numbers (``math.fsum``); tokens = how many numbers.
+    A value > 0, NaN, or anything but a number or null raises ValueError naming its index.
+    """
+    values = lookup(row, field)
+    if not isinstance(values, list):
+        raise ValueError(f"{field!r} is {json_type(values)}, expected a list of numbers or nulls")
+    kept, nulls = _kept(values, field)
+    result = sum_logprobs(kept, nulls, None)
+    return result.nll, result.tokens or 0, result.nulls, result.sentinels
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+def openai_rows(obj: Mapping[str, Any]) -> list[PerplexityRow]:
+    """One :class:`PerplexityRow` per choice of an OpenAI response with logprobs.
+
+    ``obj`` is a chat completion (``choices[i].logprobs.content[j].logprob``), a legacy
+    completion (``choices[i].logprobs.token_logprobs``, whose first entry is null with
+    ``echo=True``), or a Batch API output line ``{"custom_id", "response": {"status_code",
+    "body": <completion>}, "error"}``. Each choice is its own sampled sequence, so each gives a
+    row, in the order of ``choices``; pooled totals are the same as one row per response.
+
+    ``bytes`` is the sum of ``len(content[j].bytes)`` for chat logprobs when every token carries
+    its byte list, else ``None`` (legacy completions log no bytes). A batch line with an error
+    or a status other than 200, or a choice without logprobs, raises ValueError.
+    """
+    body = openai_body(obj)
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise ValueError(f"'choices' is {json_type(choices)}, expected a non-empty list")
+    return [_openai_choice(choice, i) for i, choice in enumerate(choices)]
+
+
+def openai_body(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The completion object itself, unwrapped from a Batch API output line when it is one."""
+    if "custom_id" not in obj or "response" not in obj:
+        return obj
+    custom_id = obj.get("custom_id")
+    error = obj.get("error")
+    response = obj.get("response")
+    if error:
+        message = error.get("message", error) if isinstance(error, Mapping) else error
+        raise ValueError(f"batch request {custom_id!r} failed: {message}")
+    if not isinstance(response, Mapping):
+        raise ValueError(f"batch request {custom_id!r} has 'response' {json_type(response)}")
+    status = response.get("status_code")
+    if status != 200:
+        raise ValueError(f"batch request {custom_id!r} has status_code {status!r}, not 200")
+    body = response.get("body")
+    if not isinstance(body, Mapping):
+        raise ValueError(f"batch request {custom_id!r} has 'response.body' {json_type(body)}")
+    return body
+
+
+def _openai_choice(choice: Any, i: int) -> PerplexityRow:
+    where = f"choices[{i}]"
+    if not isinstance(choice, Mapping):
+        raise ValueError(f"{where} is {json_type(choice)}, expected an object")
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, Mapping):
+        raise ValueError(
+            f"{where}.logprobs is {json_type(logprobs)}: request the completion with "
+            "logprobs=true (chat) or logprobs=0 (completions)"
+        )
+    if isinstance(logprobs.get("content"), list):
+        content = logprobs["content"]
+        values, nbytes = [], 0
+        for j, token in enumerate(content):
+            what = f"{where}.logprobs.content[{j}]"
+            if not isinstance(token, Mapping) or "logprob" not in token:
+                raise ValueError(f"{what} is {json_type(token)}, expected an object with logprob")
+            values.append(token_logprob(token["logprob"], f"{what}.logprob"))
+            raw = token.get("bytes")
+            if isinstance(raw, list) and nbytes is not None:
+                nbytes += len(raw)
+            else:
+                nbytes = None
+        return sum_logprobs(values, 0, nbytes)
+    if "token_logprobs" in logprobs:
+        values = logprobs["token_logprobs"]
+        what = f"{where}.logprobs.token_logprobs"
+        if not isinstance(values, list):
+            raise ValueError(f"{what} is {json_type(values)}, expected a list")
+        kept, nulls = _kept(values, what)
+        return sum_logprobs(kept, nulls, None)
+    raise ValueError(
+        f"{where}.logprobs has neither 'content' (chat completions) nor 'token_logprobs' "
+        "(legacy completions)"
+    )
+
+
+# --------------------------------------------------------------------------- vLLM
+
+
+def vllm_rows(obj: Mapping[str, Any], *, part: str = "prompt") -> list[PerplexityRow]:
+    """Perplexity rows of a vLLM output: the prompt's tokens or each generated output's.
+
+    ``part="prompt"`` (one row): ``prompt_logprobs[i]`` maps token ids (JSON keys, so strings)
+    to ``{"logprob", "rank", "decoded_token"}``; the token scored at position ``i`` is
+    ``prompt_token_ids[i]``, looked up by its id, not the rank-1 entry. The leading null (the
+    first token has no context) and any other null position count in ``nulls``. Without
+    ``prompt_token_ids`` each position must hold exactly one entry (``prompt_logprobs=0``). The
+    fields are read at the top level (``LLM.generate`` outputs) or, for a response of vLLM's
+    OpenAI-compatible server, in each of ``choices[]`` (one row per choice).
+
+    ``part="outputs"`` (one row per ``outputs[k]``): ``outputs[k].logprobs[j]`` scored at
+    ``outputs[k].token_ids[j]`` the same way.
+
+    ``bytes`` is ``None``: ``decoded_token`` is not a faithful byte count for tokens that split
+    a UTF-8 character.
+    """
+    if part == "prompt":
+        if "prompt_logprobs" not in obj and isinstance(obj.get("choices"), list):
+            return [
+                _scored_by_id(choice, "prompt_logprobs", "prompt_token_ids", f"choices[{i}].")
+                for i, choice in enumerate(obj["choices"])
+            ]
+        return [_scored_by_id(obj, "prompt_logprobs", "prompt_token_ids", "")]
+    if part == "outputs":
+        outputs = obj.get("outputs")
+        if not isinstance(outputs, list) or not outputs:
+            raise ValueError(f"'outputs' is {json_type(outputs)}, expected a non-empty list")
+        return [
+            _scored_by_id(out, "logprobs", "token_ids", f"outputs[{k}].")
+            for k, out in enumerate(outputs)
+        ]
+    raise ValueError(f"part must be 'prompt' or 'outputs', not {part!r}")
+
+
+def _scored_by_id(obj: Any, field: str, ids_field: str, prefix: str) -> PerplexityRow:
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"{prefix.rstrip('.')} is {json_type(obj)}, expected an object")
+    positions = obj.get(field)
+    if not isinstance(positions, list):
+        raise ValueError(
+            f"{prefix}{field} is {json_type(positions)}, expected a list (request it with "
+            f"SamplingParams({'prompt_logprobs' if field == 'prompt_logprobs' else 'logprobs'}=0))"
+        )
+    ids = obj.get(ids_field)
+    if ids is not None and (not isinstance(ids, list) or len(ids) != len(positions)):
+        shown = f"{len(ids)} ids" if isinstance(ids, list) else json_type(ids)
+        raise ValueError(f"{prefix}{ids_field} has {shown} for {len(positions)} {field} positions")
+    values, nulls = [], 0
+    for i, candidates in enumerate(positions):
+        what = f"{prefix}{field}[{i}]"
+        if candidates is None:
+            nulls += 1
+            continue
+        if not isinstance(candidates, Mapping):
+            raise ValueError(f"{what} is {json_type(candidates)}, expected an object or null")
+        if ids is None:
+            if len(candidates) != 1:
+                raise ValueError(
+                    f"{what} holds {len(candidates)} candidate tokens and there is no "
+                    f"{ids_field} to tell which one was scored"
+                )
+            (entry,) = candidates.values()
+            token = next(iter(candidates))
+        else:
+            token = ids[i]
+            entry = candidates.get(str(token), candidates.get(token))  # type: ignore[call-overload]
+            if entry is None:
+                raise ValueError(
+                    f"{what} has no entry for the scored token {ids_field}[{i}] = {token!r} "
+                    f"(keys: {', '.join(map(str, list(candidates)[:8]))})"
+                )
+        if isinstance(entry, Mapping):
+            entry = entry.get("logprob")
+        values.append(token_logprob(entry, f"{what}[{str(token)!r}].logprob"))
+    return sum_logprobs(values, nulls, None)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _kept(values: list, field: str) -> tuple[list[float], int]:
+    kept: list[float] = []
+    nulls = 0
+    for i, v in enumerate(values):
+        if v is None:
+            nulls += 1
+        elif isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"{field}[{i}] is {json_type(v)}, expected a number or null")
+        else:
+            kept.append(token_logprob(v, f"{field}[{i}]"))
+    return kept, nulls
