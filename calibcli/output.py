@@ -23,13 +23,24 @@ class OutputError(Exception):
     """An output path that cannot be written; the message names the path and the reason."""
 
 
+_STREAM_FOLDERS = ("/dev/", "/proc/")  # /dev/stdout and /proc/self/fd/N name open streams
+
+
 def _target(path: Path) -> Path:
-    """The file a write to ``path`` lands in: symbolic links are followed."""
-    return Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    """The file a write to ``path`` lands in: symbolic links are followed, except to an open
+    stream (``/dev/stdout`` leads to whatever file stdout is, which must be written through,
+    not replaced)."""
+    if str(path).startswith(_STREAM_FOLDERS) or not os.path.islink(path):
+        return Path(path)
+    real = os.path.realpath(path)
+    return Path(path) if real.startswith(_STREAM_FOLDERS) else Path(real)
 
 
 def _is_special(path: Path) -> bool:
-    """True when ``path`` exists and is not a regular file (a device, a FIFO, a socket)."""
+    """True when ``path`` exists and is not a regular file (a device, a FIFO, a socket), or is
+    an open stream's name."""
+    if str(path).startswith(_STREAM_FOLDERS) and os.path.exists(path):
+        return True
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -70,7 +81,7 @@ class Staged:
     """Outputs written to temporary files, waiting for :meth:`commit` (or :meth:`discard`)."""
 
     _renames: list[tuple[str, Path]] = field(default_factory=list)
-    _through: list[tuple[Path, bytes, bool]] = field(default_factory=list)
+    _through: list[tuple[Path, bytes, bool]] = field(default_factory=list)  # written through
 
     def add(self, path: Path, data: bytes | str, what: str, *, append: bool = False) -> None:
         """Stage ``data`` for ``path`` (appended to what the file holds with ``append``)."""
@@ -100,8 +111,9 @@ class Staged:
             for tmp, target in self._renames:
                 os.replace(tmp, target)
             self._renames.clear()
-            for target, payload, append in self._through:
-                with open(target, "ab" if append else "wb") as f:
+            for target, payload, _ in self._through:
+                # appending: a stream's earlier output (stdout's report) must not be truncated
+                with open(target, "ab") as f:
                     f.write(payload)
         except OSError as exc:
             self.discard()

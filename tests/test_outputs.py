@@ -1,0 +1,247 @@
+"""Outputs that must never be lost or damaged, and option values that must never be accepted.
+
+Each case ends in exit 2 with one line (or is handled correctly), never exit 3, and an existing
+report file is left byte for byte as it was whenever the run exits 2. Cases that depend on real
+file descriptors (a closed or full stdout, an output encoding) run the installed entry point in
+a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_cli import run, write_jsonl
+
+ROWS = [{"confidence": 0.05 + 0.9 * i / 59, "correct": i % 3 != 0} for i in range(60)]
+OLD = '{"old": true}\n'
+
+
+@pytest.fixture
+def preds(tmp_path):
+    return write_jsonl(tmp_path / "preds.jsonl", ROWS)
+
+
+def cli(*args, stdout=subprocess.PIPE, env=None, **kwargs):
+    """Run ``python -m calibcli`` in a subprocess; returns the CompletedProcess."""
+    return subprocess.run(
+        [sys.executable, "-m", "calibcli", *map(str, args)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+        **kwargs,
+    )
+
+
+# --------------------------------------------------------------------------- -o targets
+
+
+def test_output_through_a_symlink_replaces_the_target_and_keeps_the_link(tmp_path, preds):
+    target = tmp_path / "real.json"
+    target.write_text(OLD)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert run(["calibrate", preds, "-o", link, "--json"]).exit_code == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert json.loads(target.read_text())["command"] == "calibrate"
+
+
+def test_output_to_dev_null_writes_through_and_keeps_the_device(preds):
+    before = os.stat("/dev/null")
+    result = cli("calibrate", preds, "-o", "/dev/null", "--json")
+    assert result.returncode == 0, result.stderr
+    after = os.stat("/dev/null")
+    assert (after.st_mode, after.st_rdev) == (before.st_mode, before.st_rdev)
+
+
+def test_output_to_dev_stdout_writes_the_report_there(preds, tmp_path):
+    out = tmp_path / "captured.txt"
+    with out.open("w") as f:
+        result = cli("calibrate", preds, "-o", "/dev/stdout", "--json", stdout=f)
+    assert result.returncode == 0, result.stderr
+    lines = out.read_text().splitlines()
+    assert len(lines) == 2 and json.loads(lines[0]) == json.loads(lines[1])
+    assert out.is_file() and not out.is_symlink()
+
+
+def test_output_to_a_fifo_is_written_through(preds, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    result = cli("calibrate", preds, "-o", fifo, "--json")
+    received, _ = reader.communicate(timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(received)["n"] == len(ROWS)
+    assert Path(fifo).exists() and not Path(fifo).is_file()
+
+
+def test_summary_in_a_missing_folder_leaves_the_report_untouched(tmp_path, preds):
+    report = tmp_path / "report.json"
+    report.write_text(OLD)
+    result = run(["calibrate", preds, "-o", report, "--summary", tmp_path / "no" / "s.md"])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "does not exist" in result.stderr
+    assert report.read_text() == OLD
+
+
+def test_plot_in_a_missing_folder_leaves_the_report_untouched(tmp_path, preds):
+    pytest.importorskip("matplotlib")
+    report = tmp_path / "report.json"
+    report.write_text(OLD)
+    result = run(["reliability", preds, "-o", report, "--plot", tmp_path / "no" / "r.png"])
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+    assert report.read_text() == OLD
+
+
+def test_output_that_is_a_directory_is_refused_before_reading(tmp_path):
+    result = run(["calibrate", tmp_path / "missing.jsonl", "-o", tmp_path])
+    assert result.exit_code == 2 and "is a directory" in result.stderr
+
+
+def test_bad_input_leaves_every_output_untouched(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"confidence": 0.5, "correct": true}\n{"confidence": 1.5, "correct": true}\n')
+    report, summary = tmp_path / "report.json", tmp_path / "summary.md"
+    report.write_text(OLD)
+    summary.write_text("# before\n")
+    result = run(["calibrate", bad, "-o", report, "--summary", summary])
+    assert result.exit_code == 2 and "bad.jsonl:2:" in result.stderr
+    assert report.read_text() == OLD and summary.read_text() == "# before\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl", "report.json", "summary.md"]
+
+
+# --------------------------------------------------------------------------- stdout and stderr
+
+
+def test_full_stdout_is_exit_2_and_leaves_the_report_untouched(tmp_path, preds):
+    report = tmp_path / "report.json"
+    report.write_text(OLD)
+    with open("/dev/full", "w") as full:
+        result = cli("calibrate", preds, "-o", report, stdout=full)
+    assert result.returncode == 2
+    assert result.stderr.endswith(
+        "\nError: cannot write to standard output: No space left on device\n"
+    )
+    assert report.read_text() == OLD
+
+
+def test_closed_stdout_is_exit_2(preds):
+    result = subprocess.run(
+        [sys.executable, "-m", "calibcli", "calibrate", str(preds)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert result.returncode == 2
+    assert result.stderr.endswith("\nError: cannot write to standard output: it is closed\n")
+
+
+def test_closed_stderr_still_gives_the_gate_exit_code(preds):
+    result = subprocess.run(
+        [sys.executable, "-m", "calibcli", "calibrate", str(preds), "--max-ece", "0.0001"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        check=False,
+        preexec_fn=lambda: os.close(2),
+    )
+    assert result.returncode == 1
+
+
+@pytest.mark.parametrize("command", ["calibrate", "reliability"])
+def test_latin1_stdout_prints_ascii(command, preds):
+    result = cli(command, preds, env={"PYTHONIOENCODING": "latin-1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.isascii() and "accuracy" in result.stdout
+
+
+def test_lone_surrogate_group_names_print_as_escapes(tmp_path):
+    lines = [
+        '{"confidence": 0.6, "correct": true, "g": "\\ud800"}',
+        '{"confidence": 0.7, "correct": false, "g": "a"}',
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    for command in ("calibrate", "reliability"):
+        result = cli(command, path, "--by", "g")
+        assert result.returncode == 0, result.stderr
+        assert "\\ud800" in result.stdout
+    result = cli("calibrate", path, "--by", "g", "--json")
+    assert "\ud800" in json.loads(result.stdout)["groups"]
+
+
+def test_piped_tables_never_cut_a_number(tmp_path):
+    names = [
+        "mmlu_high_school_european_history_zero_shot",
+        "arc_challenge_with_a_rather_long_task_name_indeed",
+    ]
+    rows = [
+        {"confidence": 0.5 + 0.004 * i, "correct": i % 2 == 0, "task": names[i % 2]}
+        for i in range(100)
+    ]
+    path = write_jsonl(tmp_path / "t.jsonl", rows)
+    result = cli("calibrate", path, "--by", "task", env={"COLUMNS": ""})
+    assert result.returncode == 0
+    assert "…" not in result.stdout
+    for name in names:
+        line = next(x for x in result.stdout.splitlines() if x.startswith(name))
+        assert line.split()[1] == "50"  # N of the group, whole
+
+
+# --------------------------------------------------------------------------- option values
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-0.1"])
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [("calibrate", "--max-ece"), ("calibrate", "--max-brier"), ("perplexity", "--max-perplexity")],
+)
+def test_thresholds_must_be_finite_and_non_negative(command, option, value, preds):
+    result = run([command, preds, option, value])
+    assert result.exit_code == 2 and "is not a finite number >= 0" in result.stderr
+
+
+@pytest.mark.parametrize("bins", ["0", "10001", "10000000"])
+def test_bins_are_bounded(bins, preds):
+    result = run(["calibrate", preds, "--bins", bins])
+    assert result.exit_code == 2 and "--bins" in result.stderr
+
+
+@pytest.mark.parametrize("level", ["0", "1", "1.5", "-0.5", "nan"])
+def test_ci_level_must_be_inside_zero_one(level, preds):
+    assert run(["calibrate", preds, "--ci", level]).exit_code == 2
+
+
+def test_bootstrap_needs_enough_resamples(preds):
+    result = run(["calibrate", preds, "--ci", "0.95", "--bootstrap", "2"])
+    assert result.exit_code == 2 and "200" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--bootstrap", "500"], ["--seed", "3"], ["--gate-each", "--by", "correct"]],
+)
+def test_options_without_their_partner_are_usage_errors(args, preds):
+    result = run(["calibrate", preds, *args])
+    assert result.exit_code == 2 and result.stderr.startswith("Error: ")
+
+
+def test_gate_each_without_a_threshold_is_a_usage_error_for_perplexity(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [{"nll": 1.0, "tokens": 2, "g": "a"}])
+    result = run(["perplexity", path, "--by", "g", "--gate-each"])
+    assert result.exit_code == 2 and "--max-" in result.stderr
+
+
+def test_workers_option_and_its_environment_variable(preds):
+    assert "CALIBCLI_WORKERS" in run(["calibrate", "--help"]).stdout
+    assert run(["calibrate", preds, "--workers", "0"]).exit_code == 2
+    result = run(["calibrate", preds], env={"CALIBCLI_WORKERS": "many"})
+    assert result.exit_code == 2 and "--workers" in result.stderr
+    assert run(["calibrate", preds], env={"CALIBCLI_WORKERS": "1"}).exit_code == 0
