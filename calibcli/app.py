@@ -107,9 +107,11 @@ def read_predictions(
     labels: list[str] | None,
     keep_columns: bool,
     workers: int | None,
+    per_source: bool = True,
 ) -> Any:
     """calibrate's and reliability's reading: check the options, then read the rows (one part
-    per file when a plot without --by will draw them as separate series)."""
+    per file when a plot without --by will draw them as separate series, unless ``per_source``
+    is False)."""
     from calibcli.io import read_calibration
 
     check_calibration_options(fmt, plot, labels)
@@ -122,7 +124,7 @@ def read_predictions(
         correct_field=correct_field,
         bins=bins,
         keep_columns=keep_columns,
-        per_source=plot is not None and by is None,
+        per_source=per_source and plot is not None and by is None,
         by=by,
         mc_norm=mc_norm.value,
         workers=workers,
@@ -160,6 +162,37 @@ def picture(report: Any, plot: Path, labels: list[str] | None, *, with_ci: bool)
         raise usage_error(f"--plot: {exc}") from None
 
 
+def recalibration_options(
+    calibrator: Path | None, method: Any, folds: int | None
+) -> tuple[Any, str | None]:
+    """The calibrator file (loaded and validated) or the cross-fitting method, checked before
+    any input is read."""
+    if calibrator is not None and method is not None:
+        raise usage_error("--calibrator and --recalibrate both recalibrate; give one")
+    if folds is not None and method is None:
+        raise usage_error(
+            "--folds sets up --recalibrate's cross-fitting; give --recalibrate METHOD"
+        )
+    if calibrator is None:
+        return None, None if method is None else method.value
+    from calibcli.recalibrate import load
+
+    try:
+        return load(calibrator), None
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
+
+
+def recalibrate(data: Any, calibrators: Any, method: str | None, **options: Any) -> Any:
+    """:func:`calibcli.recalibrate.recalibrated`, a failed fit becoming exit 2."""
+    from calibcli.recalibrate import recalibrated
+
+    try:
+        return recalibrated(data, calibrators=calibrators, method=method, **options)
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
+
+
 def _stdout_error(exc: OSError) -> typer.Exit:
     return usage_error(f"cannot write to standard output: {exc.strerror or exc}")
 
@@ -173,16 +206,19 @@ def emit(
     files: list[str],
     by: str | None = None,
     plot: tuple[Path, bytes] | None = None,
+    document: str | None = None,
 ) -> None:
     """Warnings to stderr; the product to stdout; the report (-o), the summary and the picture
-    to their files, all or none of them; then the gate's verdict as the exit code."""
+    to their files, all or none of them; then the gate's verdict as the exit code.
+
+    ``document`` replaces the JSON report as what -o and --json write (a calibrator file)."""
     from calibcli.output import OutputError, Staged
 
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
     if sys.stdout is None:
         raise usage_error("cannot write to standard output: it is closed")
-    text = report.to_json()
+    text = report.to_json() if document is None else document
     staged = Staged()
     try:
         if plot is not None:

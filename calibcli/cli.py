@@ -14,7 +14,7 @@ import sys
 import traceback
 
 from calibcli.app import app
-from calibcli.commands import measure  # noqa: F401  (registers the commands on the app)
+from calibcli.commands import measure, recalibration  # noqa: F401  (register the commands)
 
 __all__ = ["app", "main"]
 

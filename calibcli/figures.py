@@ -96,6 +96,13 @@ PERPLEXITY: tuple[Figure, ...] = (
     Figure("sentinel_logprobs", "sentinel logprobs (<= -9999)", kind="count", summary=False),
 )
 
+# what a recalibration's before/after comparison shows
+RECALIBRATION: tuple[Figure, ...] = tuple(
+    f
+    for f in CALIBRATION
+    if f.key in {"accuracy", "mean_confidence", "ece", "brier", "nll", "smece", "auroc"}
+)
+
 BY_COMMAND: dict[str, tuple[Figure, ...]] = {
     "calibrate": CALIBRATION,
     "reliability": RELIABILITY,

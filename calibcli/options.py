@@ -32,6 +32,7 @@ CalibrationFormat = _choices("CalibrationFormat", "auto", "jsonl", "lm-eval")
 McNorm = _choices("McNorm", "none", "chars", "bytes")
 Strategy = _choices("Strategy", "uniform", "quantile")
 GateOn = _choices("GateOn", "estimate", "upper")
+Method = _choices("Method", "temperature", "platt", "isotonic", "histogram", "beta")
 
 
 def _ci_level(value: float | None) -> float | None:
@@ -212,3 +213,25 @@ GateOnOpt = _opt(
     help="Gate on the estimate, or on the upper end of the bootstrap interval (implies --ci 0.95 "
     "unless --ci is given).",
 )
+# recalibration
+CalibratorOpt = _opt(
+    Path | None,
+    "--calibrator",
+    metavar="PATH",
+    help="Recalibrate with a calibrator from 'calibcli fit' first, and show before/after.",
+)
+RecalibrateOpt = _opt(
+    Method | None,
+    "--recalibrate",
+    help="Cross-fit this recalibration on the input itself (see --folds) and show before/after.",
+)
+FoldsOpt = _opt(
+    int | None,
+    "--folds",
+    metavar="K",
+    min=2,
+    show_default=False,
+    help="Folds for --recalibrate (default 5): each fold is mapped by a calibrator fitted on "
+    "the others.",
+)
+MethodOpt = _opt(Method, "--method", help="Recalibration method.")

@@ -15,7 +15,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from calibcli.figures import CALIBRATION, PERPLEXITY, RELIABILITY, Figure, lookup
+from calibcli.figures import (
+    CALIBRATION,
+    PERPLEXITY,
+    RECALIBRATION,
+    RELIABILITY,
+    Figure,
+    lookup,
+)
 
 NA = "n/a"
 _BAR_WIDTH = 10
@@ -153,7 +160,32 @@ def print_perplexity(report: dict[str, Any], by: str | None = None) -> None:
 
 def print_calibrate(report: dict[str, Any], by: str | None = None) -> None:
     title = f"Calibration ({report['bins_used']} {report.get('strategy', 'uniform')} bins)"
-    _print_figures(title, report, CALIBRATION, by)
+    _print_figures(title, report, CALIBRATION, by, *_recalibration(report))
+
+
+def _recalibration(report: dict[str, Any]) -> list[Any]:
+    """The before/after table of a recalibrated report (empty list without one)."""
+    block = report.get("recalibration")
+    if block is None:
+        return []
+    if block.get("folds"):
+        how = (
+            f"cross-fitted over {block['folds']} folds: each row is mapped by a calibrator "
+            "fitted on the other folds"
+        )
+    else:
+        how = f"calibrator {block.get('calibrator')}"
+    line = Text(f"Recalibration: {block['method']}, {how}")
+    return [line, _before_after_table(block, "after")]
+
+
+def _before_after_table(block: dict[str, Any], after_label: str) -> Table:
+    table = _table(None, "metric", "before", after_label, "change")
+    for figure in RECALIBRATION:
+        before, after = block["before"].get(figure.key), block["after"].get(figure.key)
+        change = "" if before is None or after is None else f"{after - before:+.4f}"
+        _row(table, figure.label, _f(before), _f(after), change)
+    return table
 
 
 # --------------------------------------------------------------------------- reliability
@@ -202,6 +234,7 @@ def print_reliability(report: dict[str, Any], by: str | None = None) -> None:
     ascii_only = _console().options.ascii_only
     out: list[Any] = [reliability_table(report["reliability"], title, ascii_only=ascii_only)]
     out.append(render_diagram(DiagramSeries.from_section(report)))
+    out += _recalibration(report)
     if "groups" in report:
         out.append(_group_table(report, RELIABILITY, by))
     _print(*out)
@@ -233,11 +266,53 @@ def _gate(report: dict[str, Any]) -> list[Any]:
     return [table]
 
 
+def _params(params: dict[str, Any]) -> str:
+    """A calibrator's parameters on one line (long lists summarised)."""
+    parts = []
+    for key, value in params.items():
+        if isinstance(value, list):
+            shown = f"{len(value)} values" if len(value) > 6 else ", ".join(_f(v) for v in value)
+            parts.append(f"{key} = [{shown}]")
+        else:
+            parts.append(f"{key} = {_f(value)}")
+    return "; ".join(parts)
+
+
+def print_fit(report: dict[str, Any], by: str | None = None) -> None:
+    """The fitted map and the in-sample figures before and after it."""
+    out: list[Any] = [
+        Text(f"Calibrator: {report['method']}, fitted on {report['n']:,} rows"),
+        Text(f"parameters: {_params(report['params'])}"),
+        _before_after_table(report["in_sample"], "after (in-sample)"),
+        Text(
+            "in-sample: fitted and scored on the same rows; score held-out rows with "
+            "calibcli calibrate --calibrator FILE"
+        ),
+    ]
+    if "groups" in report:
+        groups = _table(
+            f"By {by or 'group'}", by or "group", "N", "parameters", "ECE before", "after"
+        )
+        for name, g in report["groups"].items():
+            ece = g["in_sample"]
+            _row(
+                groups,
+                name,
+                _f(g["n"]),
+                _params(g["params"]),
+                _f(ece["before"]["ece"]),
+                _f(ece["after"]["ece"]),
+            )
+        out.append(groups)
+    _print(*out)
+
+
 def print_report(report: dict[str, Any], *, by: str | None = None) -> None:
     """Print the tables of a report body (as shown: infinities kept), chosen by its command."""
     printers = {
         "perplexity": print_perplexity,
         "calibrate": print_calibrate,
         "reliability": print_reliability,
+        "fit": print_fit,
     }
     printers[report["command"]](report, by)

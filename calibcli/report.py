@@ -584,3 +584,78 @@ def calibrate_report(
     )
     report.series.update(plot_series(data, report, min_bins))
     return report
+
+
+# --------------------------------------------------------------------------- recalibration
+
+
+def _before_after(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    keys = [f.key for f in registry.RECALIBRATION]
+    return {
+        "before": {k: registry.lookup(before, k) for k in keys},
+        "after": {k: registry.lookup(after, k) for k in keys},
+    }
+
+
+def with_recalibration(
+    target: Report,
+    before: Report,
+    after: Report,
+    settings: dict[str, Any],
+    notes: list[str],
+) -> Report:
+    """``target`` (the report of the recalibrated rows) with a ``recalibration`` object: the
+    settings (method, calibrator file or folds) and the figures of the calibrate reports
+    ``before`` and ``after``, pooled and per group; ``notes`` are added to the warnings.
+    ``--plot`` then draws both curves."""
+    pairs = (
+        (target.body, before.body, after.body),
+        (target.display, before.display, after.display),
+    )
+    for copy, source, result in pairs:
+        block: dict[str, Any] = {**settings, **_before_after(source, result)}
+        if "groups" in result and "groups" in source:
+            block["groups"] = {
+                name: _before_after(source["groups"].get(name, {}), section)
+                for name, section in result["groups"].items()
+            }
+        tail = {k: copy.pop(k) for k in ("warnings", "gate") if k in copy}
+        copy["recalibration"] = block
+        copy.update(tail)
+        copy["warnings"] = copy["warnings"] + notes
+    if "groups" not in target.body:
+        target.series.clear()
+        target.series.update({"before": before.display, "after": after.display})
+    return target
+
+
+def fit_report(data: Any, calibrators: Any, *, bins: int) -> Report:
+    """What ``calibcli fit`` shows: the fitted parameters (pooled and per group) and the
+    figures before and after the map on the rows it was fitted on — in-sample, so the "after"
+    flatters the map; the calibrator file itself is :meth:`CalibratorFile.to_json`."""
+    from calibcli.recalibrate import apply_to_data
+
+    before = calibrate_report(data, bins=bins)
+    after = calibrate_report(
+        apply_to_data(data, calibrators, bins=bins), bins=bins, reorder_ok=True
+    )
+    body: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "command": "fit",
+        "format": getattr(data, "fmt", "jsonl"),
+        "method": calibrators.method,
+        "n": int(data.stats.n),
+        "params": calibrators.calibrator.to_dict(),
+        "in_sample": _before_after(before.body, after.body),
+    }
+    if data.groups is not None:
+        body["by"] = calibrators.by
+        body["groups"] = {
+            name: {
+                "n": calibrators.group_rows.get(name),
+                "params": calibrators.groups[name].to_dict(),
+                "in_sample": _before_after(before.body["groups"][name], after.body["groups"][name]),
+            }
+            for name in calibrators.groups
+        }
+    return finish(body, [], [])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from calibcli.figures import BY_COMMAND
+from calibcli.figures import BY_COMMAND, RECALIBRATION
 from calibcli.output import Staged
 
 
@@ -37,16 +37,17 @@ def markdown(body: dict[str, Any], sources: list[str]) -> str:
     command = body["command"]
     gate = body.get("gate")
     verdict = "" if gate is None else (" — gate passed" if gate["passed"] else " — gate FAILED")
-    lines = [f"### calibcli {command}: {', '.join(f'`{s}`' for s in sources)}{verdict}", ""]
+    lines = [f"### calibcli {command}: {', '.join(f'`{s}`' for s in sources)}{verdict}"]
+    figures = [f for f in BY_COMMAND.get(command, ()) if f.summary and f.key in body]
     with_ci = bool(body.get("ci"))
-    if with_ci:
-        lines += [f"| metric | value | {body['ci_level']:g} interval |", "| --- | ---: | --- |"]
-    else:
-        lines += ["| metric | value |", "| --- | ---: |"]
-    for figure in BY_COMMAND[command]:
-        if figure.summary and figure.key in body:
-            row = f"| {figure.label} | {_cell(body[figure.key])} |"
-            lines.append(row + (f" {_interval(body, figure.key)} |" if with_ci else ""))
+    if figures and with_ci:
+        lines += ["", f"| metric | value | {body['ci_level']:g} interval |", "| --- | ---: | --- |"]
+    elif figures:
+        lines += ["", "| metric | value |", "| --- | ---: |"]
+    for figure in figures:
+        row = f"| {figure.label} | {_cell(body[figure.key])} |"
+        lines.append(row + (f" {_interval(body, figure.key)} |" if with_ci else ""))
+    lines += _before_after(body)
     if gate is not None:
         lines += ["", "| gate | threshold | value | passed |", "| --- | ---: | ---: | --- |"]
         for check in gate["checks"]:
@@ -59,6 +60,21 @@ def markdown(body: dict[str, Any], sources: list[str]) -> str:
     if body.get("warnings"):
         lines += [""] + [f"> warning: {w}" for w in body["warnings"]]
     return "\n".join(lines) + "\n\n"
+
+
+def _before_after(body: dict[str, Any]) -> list[str]:
+    """The before/after table of a recalibrated report or a fit (empty without one)."""
+    block = body.get("recalibration") or body.get("in_sample")
+    if block is None:
+        return []
+    method = block.get("method") or body.get("method")
+    mode = block.get("mode") or "in-sample"
+    lines = ["", f"Recalibration: {method} ({mode})", "", "| metric | before | after |"]
+    lines.append("| --- | ---: | ---: |")
+    for figure in RECALIBRATION:
+        before, after = block["before"].get(figure.key), block["after"].get(figure.key)
+        lines.append(f"| {figure.label} | {_cell(before)} | {_cell(after)} |")
+    return lines
 
 
 def append_summary(path: Path, body: dict[str, Any], sources: list[str]) -> None:

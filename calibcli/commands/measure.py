@@ -11,6 +11,8 @@ from calibcli.app import (
     picture,
     read,
     read_predictions,
+    recalibrate,
+    recalibration_options,
     usage_error,
 )
 from calibcli.figures import CALIBRATION, PERPLEXITY
@@ -21,10 +23,12 @@ from calibcli.options import (
     BytesField,
     CalibrationFormat,
     CalibrationFormatOpt,
+    CalibratorOpt,
     CiOpt,
     ConfidenceField,
     CorrectField,
     Files,
+    FoldsOpt,
     Format,
     FormatOpt,
     GateEachOpt,
@@ -40,6 +44,7 @@ from calibcli.options import (
     OutputOpt,
     PlotOpt,
     QuietOpt,
+    RecalibrateOpt,
     SeedOpt,
     Strategy,
     StrategyOpt,
@@ -126,6 +131,9 @@ def calibrate(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    calibrator: CalibratorOpt = None,
+    recalibrate_with: RecalibrateOpt = None,
+    folds: FoldsOpt = None,
     limits: dict[str, float] | None = None,
 ) -> None:
     """Calibration: ECE, Brier (decomposed), MCE, RMSCE, smooth ECE, NLL, AUROC and more.
@@ -134,9 +142,11 @@ def calibrate(
     --min-populated-bins bins are populated, and when the median populated bin holds fewer than
     30 predictions (binned estimates are then noisy: prefer smece or rmsce_debiased and
     --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do.
+    With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
+    shown beside the figures before it.
     """
     from calibcli.gate import Gate
-    from calibcli.report import Bootstrap, calibrate_report
+    from calibcli.report import Bootstrap, calibrate_report, with_recalibration
 
     if gate_each and by is None:
         raise usage_error("--gate-each needs --by FIELD")
@@ -146,6 +156,7 @@ def calibrate(
         ci = 0.95
     if ci is None and (bootstrap is not None or seed is not None):
         raise usage_error("--bootstrap and --seed set up --ci intervals; give --ci LEVEL too")
+    calibrators, method = recalibration_options(calibrator, recalibrate_with, folds)
     check_outputs(output=output, summary=summary, plot=plot)
     data = read_predictions(
         files,
@@ -160,20 +171,24 @@ def calibrate(
         labels=label,
         keep_columns=True,
         workers=workers,
+        per_source=calibrators is None and method is None,
     )
     boot = None
     if ci is not None:
         boot = Bootstrap(ci, bootstrap or 1000, seed or 0, workers)
+    options = {"bins": bins, "strategy": strategy.value, "min_bins": min_populated_bins}
+    gate = Gate(limits or {}, gate_on.value, gate_each)
     with one_blas_thread():
-        result = calibrate_report(
-            data,
-            bins=bins,
-            strategy=strategy.value,
-            min_bins=min_populated_bins,
-            bootstrap=boot,
-            gate=Gate(limits or {}, gate_on.value, gate_each),
-            reorder_ok=True,  # the reader's fresh buffers: nothing else needs their row order
-        )
+        if calibrators is None and method is None:
+            # reorder_ok: the reader's fresh buffers; nothing else needs their row order
+            result = calibrate_report(data, bootstrap=boot, gate=gate, reorder_ok=True, **options)
+        else:
+            after, settings, notes = recalibrate(
+                data, calibrators, method, folds=folds or 5, bins=bins, files=files
+            )
+            result = calibrate_report(after, bootstrap=boot, gate=gate, reorder_ok=True, **options)
+            before = calibrate_report(data, reorder_ok=True, **options)
+            result = with_recalibration(result, before, result, settings, notes)
     del data  # free the columns: the report holds everything shown from here on
     image = None if plot is None else (plot, picture(result, plot, label, with_ci=boot is not None))
     emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by, plot=image)
@@ -195,15 +210,18 @@ def reliability(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    calibrator: CalibratorOpt = None,
 ) -> None:
     """Reliability diagram data: per bin, its range, count, mean confidence, accuracy with a
     Wilson 95% interval and the gap, then the diagram drawn in the terminal.
 
     Warns when fewer than 3 bins are populated (capped at --bins) or the median populated bin
-    holds fewer than 30 predictions.
+    holds fewer than 30 predictions. With --calibrator the bins are those of the recalibrated
+    confidences, with the headline figures before and after beside them.
     """
-    from calibcli.report import reliability_report
+    from calibcli.report import calibrate_report, reliability_report, with_recalibration
 
+    calibrators, _ = recalibration_options(calibrator, None, None)
     check_outputs(output=output, summary=summary, plot=plot)
     data = read_predictions(
         files,
@@ -216,9 +234,23 @@ def reliability(
         by=by,
         plot=plot,
         labels=label,
-        keep_columns=False,
+        keep_columns=calibrators is not None,
         workers=workers,
+        per_source=calibrators is None,
     )
-    result = reliability_report(data)
+    if calibrators is None:
+        result = reliability_report(data)
+    else:
+        after, settings, notes = recalibrate(
+            data, calibrators, None, folds=5, bins=bins, files=files
+        )
+        with one_blas_thread():
+            result = with_recalibration(
+                reliability_report(after),
+                calibrate_report(data, bins=bins, reorder_ok=True),
+                calibrate_report(after, bins=bins, reorder_ok=True),
+                settings,
+                notes,
+            )
     image = None if plot is None else (plot, picture(result, plot, label, with_ci=True))
     emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by, plot=image)

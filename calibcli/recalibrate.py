@@ -1,0 +1,240 @@
+"""Calibrator files, and recalibrated copies of what a reader returned.
+
+A calibrator file is small strict JSON (``schema_version`` 1)::
+
+    {"schema_version": 1, "kind": "calibcli-calibrator", "method": "platt",
+     "params": {"a": 0.41, "b": -0.72},
+     "fitted_on": {"n": 1000, "files": ["dev.jsonl"], "format": "jsonl"},
+     "by": null, "groups": {}}
+
+With ``by`` set, ``groups`` maps each group's name to its own ``{"method", "params", "n"}``;
+rows of a group the file does not name are mapped by the pooled calibrator. No printing and no
+typer here: the commands call these and turn ValueError into exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+KIND = "calibcli-calibrator"
+
+
+@dataclass(frozen=True)
+class CalibratorFile:
+    """A fitted calibrator (pooled) and, with ``by``, one per group."""
+
+    method: str
+    calibrator: Any
+    fitted_on: dict[str, Any]
+    by: str | None = None
+    groups: dict[str, Any] = field(default_factory=dict)
+    group_rows: dict[str, int] = field(default_factory=dict)
+    path: Path | None = None  # the file it was read from
+
+    def for_group(self, name: str | None) -> Any:
+        """The calibrator that maps the rows of group ``name`` (the pooled one when None or
+        when the file holds none for it)."""
+        return self.groups.get(name, self.calibrator) if name is not None else self.calibrator
+
+    def to_json(self) -> str:
+        body = {
+            "schema_version": SCHEMA_VERSION,
+            "kind": KIND,
+            "method": self.method,
+            "params": self.calibrator.to_dict(),
+            "fitted_on": self.fitted_on,
+            "by": self.by,
+            "groups": {
+                name: {
+                    "method": self.method,
+                    "params": cal.to_dict(),
+                    "n": self.group_rows.get(name),
+                }
+                for name, cal in self.groups.items()
+            },
+        }
+        return json.dumps(body, allow_nan=False) + "\n"
+
+
+def fit_data(
+    data: Any, *, method: str, bins: int, fitted_on: dict[str, Any], by: str | None
+) -> CalibratorFile:
+    """Fit ``method`` on a reader's rows (pooled, and per --by group). Raises ValueError."""
+    from calibcli.metrics.recalibration import fit
+
+    def fit_columns(columns: Any, where: str) -> Any:
+        if columns is None or columns.n == 0:
+            raise ValueError(f"{where}: no rows to fit on")
+        try:
+            return fit(columns.confidences(), columns.correct(), method=method, bins=bins)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
+    pooled = fit_columns(data.columns, "the pooled rows")
+    groups, rows = {}, {}
+    for name, part in (data.groups or {}).items():
+        groups[str(name)] = fit_columns(part.columns, f"group {name!r}")
+        rows[str(name)] = int(part.columns.n)
+    return CalibratorFile(method, pooled, fitted_on, by, groups, rows)
+
+
+def load(path: str | Path) -> CalibratorFile:
+    """Read and validate a calibrator file; ValueError with one line naming what is wrong."""
+    from calibcli.metrics.recalibration import from_dict
+
+    def bad(detail: str) -> ValueError:
+        return ValueError(f"{path}: not a calibcli calibrator file: {detail}")
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise ValueError(f"{path}: cannot read the calibrator: {reason}") from None
+
+    def no_constants(name: str) -> None:
+        raise bad(f"{name} is not a number")
+
+    try:
+        body = json.loads(text, parse_constant=no_constants)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise bad(f"invalid JSON ({exc.__class__.__name__})") from None
+    if not isinstance(body, dict) or body.get("kind") != KIND:
+        raise bad(f'"kind" is not "{KIND}"')
+    if body.get("schema_version") != SCHEMA_VERSION:
+        raise bad(f"schema_version {body.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+    method = body.get("method")
+    try:
+        pooled = from_dict(method, body.get("params"))
+    except (ValueError, TypeError) as exc:
+        raise bad(str(exc)) from None
+    groups, rows = {}, {}
+    group_bodies = body.get("groups") or {}
+    if not isinstance(group_bodies, dict):
+        raise bad('"groups" is not an object')
+    for name, group in group_bodies.items():
+        if not isinstance(group, dict) or group.get("method") != method:
+            raise bad(f"group {name!r} is not a {method} calibrator")
+        try:
+            groups[name] = from_dict(method, group.get("params"))
+        except (ValueError, TypeError) as exc:
+            raise bad(f"group {name!r}: {exc}") from None
+        if isinstance(group.get("n"), int):
+            rows[name] = group["n"]
+    fitted_on = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
+    by = body.get("by") if isinstance(body.get("by"), str) else None
+    return CalibratorFile(method, pooled, fitted_on, by, groups, rows, Path(path))
+
+
+def _mapped(columns: Any, mapping: Any) -> Any:
+    """``columns`` with every confidence passed through ``mapping`` (rows keep their class)."""
+    from calibcli.metrics import PredictionColumns
+
+    return PredictionColumns(mapping(columns.conf_correct), mapping(columns.conf_wrong))
+
+
+def _with_columns(data: Any, columns: Any, bins: int) -> Any:
+    from calibcli.metrics import BinStats
+
+    if columns is None:
+        return replace(data, per_source=None)
+    stats = BinStats.from_arrays(columns.confidences(), columns.correct(), bins=bins)
+    return replace(data, stats=stats, columns=columns, per_source=None)
+
+
+def apply_to_data(data: Any, calibrators: CalibratorFile, *, bins: int) -> Any:
+    """The reader's result with every confidence recalibrated (each --by group by its own
+    calibrator when the file has one); the pooled rows are the groups' mapped rows."""
+    from calibcli.metrics import PredictionColumns
+
+    if data.groups is None:
+        cal = calibrators.calibrator
+        return _with_columns(data, _mapped(data.columns, cal.apply), bins)
+    groups = {
+        name: _with_columns(
+            part, _mapped(part.columns, calibrators.for_group(str(name)).apply), bins
+        )
+        for name, part in data.groups.items()
+    }
+    pooled = PredictionColumns.concat(g.columns for g in groups.values())
+    return replace(_with_columns(data, pooled, bins), groups=groups)
+
+
+def cross_fit_data(data: Any, *, method: str, folds: int, seed: int, bins: int) -> Any:
+    """The reader's result with out-of-fold recalibrated confidences: each row mapped by a
+    calibrator fitted on the other folds (per --by group when grouped). Raises ValueError."""
+    from calibcli.metrics import PredictionColumns
+    from calibcli.metrics.recalibration import cross_fit
+
+    def crossed(columns: Any, where: str) -> Any:
+        if columns is None or columns.n == 0:
+            return columns
+        right = columns.conf_correct.shape[0]
+        try:
+            out = cross_fit(
+                columns.confidences(),
+                columns.correct(),
+                method=method,
+                folds=folds,
+                seed=seed,
+                bins=bins,
+            )
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        return PredictionColumns(out[:right], out[right:])
+
+    if data.groups is None:
+        return _with_columns(data, crossed(data.columns, "--recalibrate"), bins)
+    groups = {
+        name: _with_columns(part, crossed(part.columns, f"--recalibrate, group {name!r}"), bins)
+        for name, part in data.groups.items()
+    }
+    pooled = PredictionColumns.concat(g.columns for g in groups.values() if g.columns is not None)
+    return replace(_with_columns(data, pooled, bins), groups=groups)
+
+
+FOLD_SEED = 0  # cross-fitting's fold permutation: fixed, so the same input gives the same report
+
+
+def recalibrated(
+    data: Any,
+    *,
+    calibrators: CalibratorFile | None,
+    method: str | None,
+    folds: int,
+    bins: int,
+    files: list[str],
+) -> tuple[Any, dict[str, Any], list[str]]:
+    """The reader's result recalibrated by a calibrator file or by cross-fitting ``method``,
+    the report's ``recalibration`` settings, and warnings (scoring the rows a calibrator was
+    fitted on). Raises ValueError when a fit fails."""
+    if calibrators is not None:
+        after = apply_to_data(data, calibrators, bins=bins)
+        settings = {
+            "method": calibrators.method,
+            "mode": "calibrator",
+            "calibrator": str(calibrators.path) if calibrators.path else None,
+            "fitted_on": calibrators.fitted_on,
+        }
+        notes = []
+        fitted = {_same_file(f) for f in calibrators.fitted_on.get("files") or []}
+        overlap = sorted(f for f in files if _same_file(f) in fitted and f != "-")
+        if overlap:
+            notes.append(
+                f"the calibrator was fitted on {', '.join(overlap)}, which is scored here too: "
+                "the figures after recalibration are in-sample and flatter it; score held-out "
+                "rows, or use --recalibrate METHOD --folds K"
+            )
+        return after, settings, notes
+    after = cross_fit_data(data, method=method, folds=folds, seed=FOLD_SEED, bins=bins)
+    settings = {"method": method, "mode": "cross-fitted", "folds": folds, "seed": FOLD_SEED}
+    return after, settings, []
+
+
+def _same_file(name: str) -> str:
+    """A file name compared across runs: its resolved path when it exists, else as given."""
+    path = Path(name)
+    return str(path.resolve()) if path.exists() else name
