@@ -14,7 +14,11 @@ import sys
 import traceback
 
 from calibcli.app import app
-from calibcli.commands import measure, recalibration  # noqa: F401  (register the commands)
+from calibcli.commands import (  # noqa: F401  (importing a module registers its commands)
+    measure,
+    recalibration,
+    threshold,
+)
 
 __all__ = ["app", "main"]
 

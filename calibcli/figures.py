@@ -96,6 +96,21 @@ PERPLEXITY: tuple[Figure, ...] = (
     Figure("sentinel_logprobs", "sentinel logprobs (<= -9999)", kind="count", summary=False),
 )
 
+THRESHOLD: tuple[Figure, ...] = (
+    Figure("n", "N", kind="count", column="N"),
+    Figure("guaranteed.threshold", "guaranteed threshold", column="threshold"),
+    Figure("coverage", "coverage", column="coverage"),
+    Figure("guaranteed.accuracy", "accuracy above it", column="accuracy"),
+    Figure("guaranteed.accuracy_lower_bound", "accuracy lower bound", column="lower bound"),
+    Figure("plug_in.threshold", "plug-in threshold (no guarantee)", column="plug-in"),
+    Figure("plug_in.coverage", "plug-in coverage"),
+    Figure("aurc", "AURC", column="AURC"),
+    Figure("e_aurc", "E-AURC"),
+    Figure("selective_accuracy.10", "accuracy at 10% coverage"),
+    Figure("selective_accuracy.50", "accuracy at 50% coverage"),
+    Figure("selective_accuracy.90", "accuracy at 90% coverage"),
+)
+
 # what a recalibration's before/after comparison shows
 RECALIBRATION: tuple[Figure, ...] = tuple(
     f
@@ -107,6 +122,7 @@ BY_COMMAND: dict[str, tuple[Figure, ...]] = {
     "calibrate": CALIBRATION,
     "reliability": RELIABILITY,
     "perplexity": PERPLEXITY,
+    "threshold": THRESHOLD,
 }
 
 
@@ -126,3 +142,11 @@ def lookup(section: dict, key: str) -> object:
     for part in key.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return value
+
+
+def has(section: dict, key: str) -> bool:
+    """True when the section carries a dotted ``key`` (even as null)."""
+    *parents, leaf = key.split(".")
+    for part in parents:
+        section = section.get(part) if isinstance(section.get(part), dict) else {}
+    return leaf in section

@@ -25,12 +25,13 @@ class Gated(Protocol):
 class Gate:
     """What the user asked the gate to check."""
 
-    thresholds: dict[str, float]  # figure -> maximum allowed value, in check order
+    thresholds: dict[str, float]  # figure -> maximum allowed value (--max-*), in check order
     bound: str = "estimate"  # "estimate" or "upper" (upper end of the bootstrap interval)
     each: bool = False  # also check every --by group
+    minimums: dict[str, float] = field(default_factory=dict)  # figure -> least value (--min-*)
 
     def __bool__(self) -> bool:
-        return bool(self.thresholds)
+        return bool(self.thresholds or self.minimums)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,25 @@ def _checks(
                 )
                 failures.append(
                     f"{metric}{where} = {_fmt(value)}{bound} exceeds --max-{metric} {threshold:g}"
+                )
+        checks.append(check)
+    for metric, least in gate.minimums.items():
+        value = figures.get(metric)
+        check = {"metric": metric, "minimum": least}
+        if group is not None:
+            check["group"] = group
+        reason = section.closed.get(metric)
+        if reason is None and (value is None or math.isnan(value)):
+            reason = f"{metric} is undefined on this data"
+        check["value"] = value
+        if reason is not None:
+            check.update(passed=False, reason=reason)
+            failures.append(f"{metric}{where}: {reason}; cannot support --min-{metric} {least:g}")
+        else:
+            check["passed"] = bool(value >= least)
+            if not check["passed"]:
+                failures.append(
+                    f"{metric}{where} = {_fmt(value)} is below --min-{metric} {least:g}"
                 )
         checks.append(check)
     return checks, failures

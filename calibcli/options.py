@@ -235,3 +235,55 @@ FoldsOpt = _opt(
     "the others.",
 )
 MethodOpt = _opt(Method, "--method", help="Recalibration method.")
+
+
+# threshold
+def _fraction(value: float | None) -> float | None:
+    if value is not None and not 0.0 < value < 1.0:
+        raise typer.BadParameter(f"{value:g} is not strictly between 0 and 1")
+    return value
+
+
+def _coverage(value: float | None) -> float | None:
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise typer.BadParameter(f"{value:g} is not a share in [0, 1]")
+    return value
+
+
+SelectMethod = _choices("SelectMethod", "ltt", "sgr")
+TargetAccuracyOpt = _opt(
+    float,
+    "--target-accuracy",
+    metavar="A",
+    callback=_fraction,
+    show_default=False,
+    help="Accuracy the accepted rows must reach (in (0, 1)).",
+)
+DeltaOpt = _opt(
+    float,
+    "--delta",
+    metavar="D",
+    callback=_fraction,
+    help="Allowed probability that the guarantee fails (the threshold holds with 1 - D).",
+)
+SelectMethodOpt = _opt(
+    SelectMethod,
+    "--method",
+    help="ltt: Learn then Test, fixed-sequence testing from the highest threshold down; sgr: "
+    "Selection with Guaranteed Risk (bisection, Bonferroni over its steps).",
+)
+MinCoverageOpt = _opt(
+    float | None,
+    "--min-coverage",
+    metavar="C",
+    callback=_coverage,
+    help="Gate: exit 1 unless the guaranteed threshold accepts at least C of the rows.",
+)
+FullOpt = _opt(bool, "--full", help="Every distinct threshold in the JSON table (not ~20).")
+FitOpt = _opt(
+    list[str] | None,
+    "--fit",
+    metavar="FILE",
+    help="Choose the threshold on these rows (repeat for several files) and report its realised "
+    "coverage and accuracy on FILE...",
+)

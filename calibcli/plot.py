@@ -370,3 +370,45 @@ def _rgb(colour: str) -> tuple[float, float, float]:
 
 def _num(value: float) -> str:
     return f"{value:.4f}" if np.isfinite(value) else "n/a"
+
+
+def coverage_image(
+    series: dict[str, dict], fmt: str, *, size: tuple[float, float] = (6.4, 4.8), dpi: int = 150
+) -> bytes:
+    """The accuracy–coverage curve of each series (a threshold report's pictures: one per
+    --by group, or the pooled rows), with the target accuracy and the coverage of the
+    guaranteed (solid) and plug-in (dotted) thresholds marked, as the bytes of a ``fmt`` image."""
+    import io
+
+    if not series:
+        raise ValueError("nothing to plot: the report has no rows")
+    buffer = io.BytesIO()
+    with _style():
+        from matplotlib.figure import Figure
+
+        figure = Figure(figsize=size, layout="constrained")
+        ax = figure.subplots()
+        target = None
+        for k, (name, curve) in enumerate(series.items()):
+            colour = f"C{k}"
+            ax.step(
+                curve["coverage"], curve["accuracy"], where="post", color=colour, label=name or None
+            )
+            target = curve["target_accuracy"]
+            if curve.get("guaranteed"):
+                ax.axvline(curve["guaranteed"], color=colour, linestyle="-", linewidth=0.8)
+            if curve.get("plug_in"):
+                ax.axvline(curve["plug_in"], color=colour, linestyle=":", linewidth=0.8)
+        if target is not None:
+            ax.axhline(target, color="0.3", linestyle="--", linewidth=0.8)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("coverage (share of rows accepted)")
+        ax.set_ylabel("accuracy of the accepted rows")
+        ax.set_title(
+            "Accuracy against coverage: -- target, | guaranteed threshold, : plug-in",
+            fontsize="medium",
+        )
+        if len(series) > 1:
+            ax.legend(loc="lower left")
+        figure.savefig(buffer, format=fmt, dpi=dpi, metadata=_METADATA[fmt])
+    return buffer.getvalue()

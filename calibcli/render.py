@@ -7,6 +7,7 @@ runners are honoured: no escape codes unless stdout is a colour terminal). Cells
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -20,7 +21,9 @@ from calibcli.figures import (
     PERPLEXITY,
     RECALIBRATION,
     RELIABILITY,
+    THRESHOLD,
     Figure,
+    has,
     lookup,
 )
 
@@ -113,7 +116,7 @@ def _figure_table(title: str, report: dict[str, Any], figures: tuple[Figure, ...
         columns.append(f"{report['ci_level'] * 100:g}% CI")
     table = _table(title, *columns)
     for figure in figures:
-        if not _has(report, figure.key):
+        if not has(report, figure.key):
             continue
         cells = ["  " * figure.level + figure.label, _cell(report, figure)]
         if len(columns) == 3:
@@ -122,17 +125,9 @@ def _figure_table(title: str, report: dict[str, Any], figures: tuple[Figure, ...
     return table
 
 
-def _has(report: dict[str, Any], key: str) -> bool:
-    """True when the report carries ``key`` (even as null)."""
-    *parents, leaf = key.split(".")
-    for part in parents:
-        report = report.get(part) or {}
-    return leaf in report
-
-
 def _group_table(report: dict[str, Any], figures: tuple[Figure, ...], by: str | None) -> Table:
     """One row per --by group and the pooled row, over the figures that have a column."""
-    columns = [f for f in figures if f.column is not None and _has(report, f.key)]
+    columns = [f for f in figures if f.column is not None and has(report, f.key)]
     table = _table(f"By {by or 'group'}", by or "group", *(f.column for f in columns))
     for name, section in [*report["groups"].items(), ("all (pooled)", report)]:
         _row(table, name, *(_cell(section, f) for f in columns))
@@ -254,16 +249,97 @@ def _gate(report: dict[str, Any]) -> list[Any]:
     table = _table(title, *columns, "threshold", "result", right_from=2)
     for check in gate["checks"]:
         result = "pass" if check["passed"] else ("fail (closed)" if "reason" in check else "fail")
-        values = [check["estimate"], check["upper"]] if upper else [check["value"]]
+        values = [check.get("estimate"), check.get("upper")] if upper else [check["value"]]
         _row(
             table,
             check["metric"],
             check.get("group", "(pooled)"),
             *(_f(v) for v in values),
-            f"{check['threshold']:g}",
+            _limit(check),
             result,
         )
     return [table]
+
+
+# --------------------------------------------------------------------------- threshold
+
+
+def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
+    """The chosen thresholds and summary figures, the risk–coverage table, a text curve."""
+    method = {"ltt": "Learn then Test, fixed sequence", "sgr": "SGR bisection"}[report["method"]]
+    head = Text(
+        f"Automation threshold: accuracy >= {report['target_accuracy']:g} with probability "
+        f">= {1 - report['delta']:g} ({method}); rows with confidence >= threshold are accepted"
+    )
+    table = _figure_table("Thresholds", report, THRESHOLD)
+    out: list[Any] = [head, table]
+    curve = report.get("curve")
+    if curve:
+        out.append(_curve_table(curve, report["delta"]))
+        chart = _coverage_chart(curve, report["target_accuracy"], report.get("coverage"))
+        out.append(Text("\n".join(chart)))
+    if "groups" in report:
+        out.append(_group_table(report, THRESHOLD, by))
+    out += _gate(report)
+    _print(*out)
+
+
+def _curve_table(curve: dict[str, Any], delta: float) -> Table:
+    table = _table(
+        "Risk-coverage",
+        "threshold",
+        "coverage",
+        "accepted",
+        "errors",
+        "accuracy",
+        f"lower bound ({(1 - delta) * 100:g}%)",
+    )
+    for i in range(len(curve["threshold"])):
+        _row(
+            table,
+            _f(curve["threshold"][i]),
+            _f(curve["coverage"][i]),
+            _f(curve["accepted"][i]),
+            _f(curve["errors"][i]),
+            _f(curve["accuracy"][i]),
+            _f(curve["accuracy_lower_bound"][i]),
+        )
+    return table
+
+
+def _coverage_chart(
+    curve: dict[str, Any], target: float, chosen: float | None, width: int = 50, height: int = 8
+) -> list[str]:
+    """Accuracy (up) against coverage (across) as text: ``*`` the curve, ``-`` the target
+    accuracy, ``|`` the coverage of the guaranteed threshold."""
+    points = sorted(zip(curve["coverage"], curve["accuracy"], strict=True))
+    low = min(min(a for _, a in points), target)
+    low = max(0.0, math.floor(low * 10) / 10)
+    span = max(1.0 - low, 1e-9)
+    grid = [[" "] * width for _ in range(height)]
+    target_row = height - 1 - round((target - low) / span * (height - 1))
+    for x in range(width):
+        if 0 <= target_row < height:
+            grid[target_row][x] = "-"
+    if chosen:
+        column = min(width - 1, round(chosen * (width - 1)))
+        for row in grid:
+            row[column] = "|"
+    for x in range(width):
+        coverage = x / (width - 1)
+        accuracy = next((a for c, a in points if c >= coverage - 1e-12), points[-1][1])
+        y = height - 1 - round((accuracy - low) / span * (height - 1))
+        grid[y][x] = "*"
+    lines = [f"{1.0 - i * span / (height - 1):5.2f} |{''.join(r)}" for i, r in enumerate(grid)]
+    lines.append("      +" + "-" * width)
+    lines.append("       0" + " " * (width - 10) + "coverage 1")
+    lines.append("accuracy (*) against coverage; - target accuracy, | guaranteed threshold")
+    return lines
+
+
+def _limit(check: dict[str, Any]) -> str:
+    """A check's threshold: the maximum as a number, a minimum as ">= x"."""
+    return f">= {check['minimum']:g}" if "minimum" in check else f"{check['threshold']:g}"
 
 
 def _params(params: dict[str, Any]) -> str:
@@ -314,5 +390,6 @@ def print_report(report: dict[str, Any], *, by: str | None = None) -> None:
         "calibrate": print_calibrate,
         "reliability": print_reliability,
         "fit": print_fit,
+        "threshold": print_threshold,
     }
     printers[report["command"]](report, by)

@@ -48,6 +48,7 @@ class Section:
     figures: dict[str, Any]
     notes: list[Note] = field(default_factory=list)
     closed: dict[str, str] = field(default_factory=dict)
+    picture: dict[str, Any] | None = None  # what --plot draws of these rows, beyond the JSON
 
 
 @dataclass
@@ -298,7 +299,10 @@ def assemble(
     if gate:
         verdict = evaluate(gate, pooled, groups, level=level)
         body["gate"], failures = verdict.body, verdict.failures
-    return finish(body, notes, failures)
+    report = finish(body, notes, failures)
+    pictures = {"": pooled.picture} if groups is None else {k: g.picture for k, g in groups.items()}
+    report.series.update({printable(k): v for k, v in pictures.items() if v is not None})
+    return report
 
 
 def perplexity_report(data: Any, gate: Gate) -> Report:

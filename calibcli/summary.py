@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from calibcli.figures import BY_COMMAND, RECALIBRATION
+from calibcli.figures import BY_COMMAND, RECALIBRATION, has, lookup
 from calibcli.output import Staged
 
 
@@ -38,14 +38,14 @@ def markdown(body: dict[str, Any], sources: list[str]) -> str:
     gate = body.get("gate")
     verdict = "" if gate is None else (" — gate passed" if gate["passed"] else " — gate FAILED")
     lines = [f"### calibcli {command}: {', '.join(f'`{s}`' for s in sources)}{verdict}"]
-    figures = [f for f in BY_COMMAND.get(command, ()) if f.summary and f.key in body]
+    figures = [f for f in BY_COMMAND.get(command, ()) if f.summary and has(body, f.key)]
     with_ci = bool(body.get("ci"))
     if figures and with_ci:
         lines += ["", f"| metric | value | {body['ci_level']:g} interval |", "| --- | ---: | --- |"]
     elif figures:
         lines += ["", "| metric | value |", "| --- | ---: |"]
     for figure in figures:
-        row = f"| {figure.label} | {_cell(body[figure.key])} |"
+        row = f"| {figure.label} | {_cell(lookup(body, figure.key))} |"
         lines.append(row + (f" {_interval(body, figure.key)} |" if with_ci else ""))
     lines += _before_after(body)
     if gate is not None:
@@ -54,7 +54,10 @@ def markdown(body: dict[str, Any], sources: list[str]) -> str:
             name = check["metric"] + (f" ({check['group']})" if "group" in check else "")
             value = _cell(check["value"]) + (f" — {check['reason']}" if "reason" in check else "")
             passed = "yes" if check["passed"] else "**no**"
-            lines.append(f"| {name} | {_cell(check['threshold'])} | {value} | {passed} |")
+            limit = (
+                f">= {_cell(check['minimum'])}" if "minimum" in check else _cell(check["threshold"])
+            )
+            lines.append(f"| {name} | {limit} | {value} | {passed} |")
         if gate["bound"] == "upper":
             lines += ["", "Gated on the upper end of the bootstrap interval."]
     if body.get("warnings"):

@@ -1,0 +1,128 @@
+"""calibcli threshold: the confidence above which answers can be auto-approved, with a
+finite-sample guarantee on their accuracy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from calibcli.app import (
+    EXIT_CODES,
+    app,
+    check_outputs,
+    emit,
+    one_blas_thread,
+    read_predictions,
+    recalibrate,
+    recalibration_options,
+    usage_error,
+)
+from calibcli.options import (
+    ByOpt,
+    CalibrationFormat,
+    CalibrationFormatOpt,
+    CalibratorOpt,
+    ConfidenceField,
+    CorrectField,
+    DeltaOpt,
+    Files,
+    FitOpt,
+    FullOpt,
+    GateEachOpt,
+    JsonOpt,
+    McNorm,
+    McNormOpt,
+    MinCoverageOpt,
+    OutputOpt,
+    PlotOpt,
+    QuietOpt,
+    SelectMethod,
+    SelectMethodOpt,
+    SummaryOpt,
+    TargetAccuracyOpt,
+    WorkersOpt,
+)
+
+
+@app.command(epilog=EXIT_CODES)
+def threshold(
+    files: Files,
+    target_accuracy: TargetAccuracyOpt = ...,
+    delta: DeltaOpt = 0.05,
+    method: SelectMethodOpt = SelectMethod.ltt,
+    fit: FitOpt = None,
+    min_coverage: MinCoverageOpt = None,
+    confidence_field: ConfidenceField = "confidence",
+    correct_field: CorrectField = "correct",
+    fmt: CalibrationFormatOpt = CalibrationFormat.auto,
+    mc_norm: McNormOpt = McNorm.none,
+    by: ByOpt = None,
+    gate_each: GateEachOpt = False,
+    calibrator: CalibratorOpt = None,
+    full: FullOpt = False,
+    plot: PlotOpt = None,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    quiet: QuietOpt = False,
+    summary: SummaryOpt = None,
+    workers: WorkersOpt = None,
+) -> None:
+    """Automation threshold: the lowest confidence t such that the rows with confidence >= t
+    have accuracy >= --target-accuracy, with probability >= 1 - --delta.
+
+    Thresholds are tested from the highest down with the exact binomial test (Learn then Test,
+    fixed sequence; or --method sgr), so looking at many thresholds does not void the
+    guarantee. The plug-in threshold (empirical accuracy >= A, no guarantee) is shown beside it,
+    with the risk-coverage table, AURC, E-AURC and accuracy at 10/50/90% coverage. Choose the
+    threshold on held-out rows with --fit; --min-coverage gates on the share it accepts.
+    """
+    from calibcli.automation import ThresholdSettings, threshold_report
+    from calibcli.gate import Gate
+
+    if gate_each and by is None:
+        raise usage_error("--gate-each needs --by FIELD")
+    if gate_each and min_coverage is None:
+        raise usage_error("--gate-each applies --min-coverage to every group; give it")
+    calibrators, _ = recalibration_options(calibrator, None, None)
+    check_outputs(output=output, summary=summary, plot=plot)
+    reading: dict[str, Any] = {
+        "fmt": fmt,
+        "quiet": quiet,
+        "confidence_field": confidence_field,
+        "correct_field": correct_field,
+        "bins": 10,
+        "mc_norm": mc_norm,
+        "by": by,
+        "plot": plot,
+        "labels": None,
+        "keep_columns": True,
+        "workers": workers,
+        "per_source": False,
+    }
+    data = read_predictions(files, **reading)
+    fit_data = None if not fit else read_predictions(fit, **reading)
+    if calibrators is not None:
+        data, _, _ = recalibrate(data, calibrators, None, folds=5, bins=10, files=files)
+        if fit_data is not None:
+            fit_data, _, _ = recalibrate(fit_data, calibrators, None, folds=5, bins=10, files=fit)
+    settings = ThresholdSettings(
+        target_accuracy=target_accuracy,
+        delta=delta,
+        method=method.value,
+        full=full,
+        fit_files=tuple(fit or ()),
+        min_coverage=min_coverage,
+    )
+    minimums = {} if min_coverage is None else {"coverage": min_coverage}
+    with one_blas_thread():
+        result = threshold_report(
+            data, settings, fit=fit_data, gate=Gate({}, each=gate_each, minimums=minimums)
+        )
+    image = None
+    if plot is not None:
+        from calibcli.plot import PlotUnavailable, coverage_image, image_format
+
+        try:
+            image = (plot, coverage_image(result.series, image_format(plot)))
+        except PlotUnavailable as exc:
+            raise usage_error(f"--plot: {exc}") from None
+    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by, plot=image)
