@@ -40,23 +40,20 @@ PIPE_CHUNK = 1 << 17
 # for each block; None at the end.
 
 
-def read(reader: Reader, src: Source, sink: Any, parts: int) -> None:
-    """Fold ``src`` into ``sink`` with ``parts`` processes in all (this one included)."""
+def read(reader: Reader, src: Source, sink: Any, parts: int) -> bool:
+    """Fold ``src`` into ``sink`` with ``parts`` processes in all (this one included); False,
+    having read nothing, where processes cannot be forked."""
     import multiprocessing
 
     try:
         ctx = multiprocessing.get_context("fork")
     except ValueError:  # pragma: no cover - no fork (Windows)
-        stream = src.stream()
-        try:
-            reader.fold(src, reader.blocks(src, stream), sink, bar=reader.bar(src))
-        finally:
-            stream.close()
-        return
+        return False
     if src.size is not None and not src.gzip:
         _read_ranges(ctx, reader, src, sink, parts)
     else:
         _read_stream(ctx, reader, src, sink)
+    return True
 
 
 # --------------------------------------------------------------------------- the worker side

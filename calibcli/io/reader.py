@@ -95,13 +95,13 @@ class Reader:
             if parts > 1:
                 from calibcli.io import parallel
 
-                parallel.read(self, src, sink, parts)
-            else:
-                stream = src.stream()
-                try:
-                    self.fold(src, self.blocks(src, stream), sink, bar=self.bar(src))
-                finally:
-                    stream.close()
+                if parallel.read(self, src, sink, parts):
+                    return
+            stream = src.stream()
+            try:
+                self.fold(src, self.blocks(src, stream), sink, bar=self.bar(src))
+            finally:
+                stream.close()
         finally:
             src.close()
 
