@@ -31,9 +31,10 @@ ROWS = [(0.05, False), (0.15, True), (0.31, False), (0.5, True), (0.77, True), (
 def decoding(request, monkeypatch):
     """Run every test through both native decoders: msgspec blocks, and the json.loads path that
     small inputs take."""
-    import calibcli.io
+    import calibcli.io.decode
 
-    monkeypatch.setattr(calibcli.io, "SMALL_BLOCK", 0 if request.param == "typed" else 1 << 30)
+    small = 0 if request.param == "typed" else 1 << 30
+    monkeypatch.setattr(calibcli.io.decode, "SMALL_BLOCK", small)
     return request.param
 
 
@@ -568,9 +569,9 @@ class _Terminal(io.StringIO):
 
 
 def test_progress_bar_only_on_a_terminal_for_files(tmp_path, monkeypatch):
-    import calibcli.io as reader
+    import calibcli.io.progress as progress
 
-    monkeypatch.setattr(reader, "PROGRESS_MIN_BYTES", 1)
+    monkeypatch.setattr(progress, "PROGRESS_MIN_BYTES", 1)
     path = write(tmp_path / "p.jsonl", calib_lines())
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
@@ -580,7 +581,7 @@ def test_progress_bar_only_on_a_terminal_for_files(tmp_path, monkeypatch):
     def no_bar(*args, **kwargs):
         raise AssertionError("no progress bar expected")
 
-    monkeypatch.setattr(reader, "_ProgressBar", no_bar)
+    monkeypatch.setattr(progress, "ProgressBar", no_bar)
     fake_stdin(monkeypatch, "\n".join(calib_lines()).encode())
     assert_matches(read_calibration(["-"], progress=True), ROWS)  # never for stdin
     assert_matches(read_calibration([path], progress=False), ROWS)

@@ -36,14 +36,14 @@ CONFIGS = [  # (block_size, workers, small_block: below it json.loads decodes, e
 
 @contextlib.contextmanager
 def small_block(size: int):
-    import calibcli.io
+    import calibcli.io.decode
 
-    saved = calibcli.io.SMALL_BLOCK
-    calibcli.io.SMALL_BLOCK = size
+    saved = calibcli.io.decode.SMALL_BLOCK
+    calibcli.io.decode.SMALL_BLOCK = size
     try:
         yield
     finally:
-        calibcli.io.SMALL_BLOCK = saved
+        calibcli.io.decode.SMALL_BLOCK = saved
 
 
 def assert_stats_close(a: BinStats, b: BinStats) -> None:
@@ -240,9 +240,9 @@ def test_perplexity_field_pattern_checked_across_workers(tmp_path):
 
 
 def test_columns_from_workers_larger_than_a_pipe_buffer(large_rows, tmp_path, monkeypatch):
-    import calibcli.io
+    import calibcli.io.parallel
 
-    monkeypatch.setattr(calibcli.io, "_PIPE_CHUNK", 1000)  # many chunks per column
+    monkeypatch.setattr(calibcli.io.parallel, "PIPE_CHUNK", 1000)  # many chunks per column
     path = tmp_path / "cols.jsonl"
     path.write_text("\n".join(large_rows[:50_000]) + "\n")
     one = read_calibration([str(path)], keep_columns=True, workers=1)
@@ -300,24 +300,38 @@ def test_gzip_with_a_worker_perplexity_and_groups(tmp_path):
             read_perplexity([str(path)], workers=2, block_size=block_size)
 
 
-def test_workers_from_the_environment(tmp_path, monkeypatch):
-    import calibcli.io
+def test_workers_automatic_and_explicit(tmp_path, monkeypatch):
+    import calibcli.io.parallel
+    import calibcli.io.reader
 
     path = tmp_path / "w.jsonl"
     path.write_text('{"confidence": 0.5, "correct": true}\n' * 5000)
     calls = []
-    real = calibcli.io._Reader._read_parallel
+    real = calibcli.io.parallel.read
 
-    def spy(self, src, sink, parts):
+    def spy(reader, src, sink, parts):
         calls.append(parts)
-        return real(self, src, sink, parts)
+        return real(reader, src, sink, parts)
 
-    monkeypatch.setattr(calibcli.io._Reader, "_read_parallel", spy)
-    monkeypatch.setenv("CALIBCLI_WORKERS", "2")
+    monkeypatch.setattr(calibcli.io.parallel, "read", spy)
+    monkeypatch.setenv("CALIBCLI_WORKERS", "2")  # the library never reads the environment
     assert read_calibration([str(path)]).rows == 5000
+    assert calls == []  # automatic: a small file is read by this process alone
+    assert read_calibration([str(path)], workers=2).rows == 5000
     assert calls == [2]
-    assert read_calibration([str(path)], workers=1).rows == 5000  # the argument wins
-    assert calls == [2]
-    monkeypatch.setenv("CALIBCLI_WORKERS", "many")
-    with pytest.raises(InputError, match=r"^CALIBCLI_WORKERS: 'many' is not a whole number"):
-        read_calibration([str(path)])
+    monkeypatch.setattr(calibcli.io.reader, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(calibcli.io.reader, "_cpus", lambda: 2)
+    assert read_calibration([str(path)]).rows == 5000
+    assert calls == [2, 2]
+    assert read_calibration([str(path)], workers=1).rows == 5000
+    assert calls == [2, 2]
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
+def test_workers_must_be_a_whole_number_from_one(tmp_path, workers):
+    path = tmp_path / "w.jsonl"
+    path.write_text('{"nll": 1.0, "tokens": 2}\n')
+    with pytest.raises(ValueError, match=r"workers must be a whole number >= 1"):
+        read_calibration([str(path)], workers=workers)
+    with pytest.raises(ValueError, match=r"workers must be a whole number >= 1"):
+        read_perplexity([str(path)], workers=workers)

@@ -1,0 +1,54 @@
+"""What the reader returns (frozen dataclasses) and the one error it raises for bad input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from calibcli.metrics.core import BinStats, PredictionColumns
+
+
+class InputError(Exception):
+    """Invalid or unreadable input. ``str(error)`` is one line naming the file and line:
+    ``path:line: what is wrong``, or ``path: reason`` when the file cannot be read at all."""
+
+    def __init__(self, path: str, line: int | None, detail: str) -> None:
+        self.path = path
+        self.line = line
+        self.detail = detail
+        super().__init__(f"{path}:{line}: {detail}" if line is not None else f"{path}: {detail}")
+
+    def __reduce__(self):  # picklable across worker processes
+        return (InputError, (self.path, self.line, self.detail))
+
+
+@dataclass(frozen=True)
+class CalibrationData:
+    """Calibration rows read from one or more sources."""
+
+    stats: BinStats
+    columns: PredictionColumns | None = None
+    per_source: dict[str, CalibrationData] | None = None
+    groups: dict[str, CalibrationData] | None = None
+    rows: int = 0
+    fmt: str = "jsonl"
+
+
+@dataclass(frozen=True)
+class PerplexityData:
+    """Pooled perplexity totals read from one or more sources.
+
+    ``total_tokens`` is None when the format carries no token counts (lm-eval rolling rows);
+    ``total_bytes`` / ``total_words`` are None unless every row carries them.
+    """
+
+    sequences: int
+    total_nll: float
+    total_tokens: int | None
+    total_bytes: int | None = None
+    total_words: int | None = None
+    null_logprobs: int = 0
+    sentinel_logprobs: int = 0
+    groups: dict[str, PerplexityData] | None = None
+    fmt: str = "jsonl"

@@ -1,0 +1,176 @@
+"""Block decoding: one newline-aligned block of JSONL bytes -> numpy columns of one row kind.
+
+Fast path: msgspec decodes the whole block in one ``decode_lines`` call. Native rows without
+grouping decode into a typed struct (the struct's types carry the type rules) and the columns are
+pulled out with a list comprehension per field; the ranges are checked on the columns
+(:meth:`~calibcli.io.rows.CalibrationRow.columns_ok`). Other formats, and native rows read with
+``by``, decode into dicts that the row spec converts one by one.
+
+Precise path, line by line: taken when the block fails to decode or to check, or when its row
+count differs from its count of lines opening with ``{`` (blank or indented lines, a value split
+across lines, two values on one line), since ``decode_lines`` accepts all of those. Each line is
+decoded on its own, and a line msgspec refuses is read by ``json.loads``, which also accepts what
+the input rules allow (``Infinity``, and ``1e999`` as an NLL of +inf); the row spec names the exact
+line and what is wrong. Known limit: an object split across lines whose continuation lines also
+open with ``{``, in the same block as a line holding two objects, would pass unnoticed.
+
+Small inputs (a first block under ``SMALL_BLOCK``) take the precise path with ``json.loads``
+only, which spares importing msgspec on small runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from calibcli.io.data import InputError
+from calibcli.io.rows import NOT_AN_OBJECT, group_name, parse_line
+from calibcli.io.sources import lines_of
+
+SMALL_BLOCK = 64 << 10
+"""A decoder whose first block is smaller than this decodes with json.loads, line by line."""
+
+
+class BlockDecoder:
+    """Decodes blocks of one row kind into columns.
+
+    ``spec`` is a row spec from :mod:`calibcli.io.rows`. ``convert`` (row dict -> values, or
+    ValueError) is given for other formats and for grouped reading; without it the rows are
+    native and take the typed fast path. ``key`` (row dict -> group value) names each row's group.
+
+    :meth:`block` returns ``(columns, keys, lines)``: a tuple of numpy arrays, each row's group
+    name (or None), and each row's line number (or None when row i is on line first_line + i).
+    """
+
+    def __init__(
+        self,
+        spec: Any,
+        *,
+        convert: Callable[[dict], tuple] | None = None,
+        key: Callable[[dict], Any] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.typed = convert is None and key is None
+        self._convert = spec.check if convert is None else convert
+        self.key = key
+        self._decoder: Any = None  # msgspec, built on the first block of SMALL_BLOCK or more
+        self._errors: tuple = ()
+
+    def _load_msgspec(self) -> None:
+        import msgspec
+
+        if self.typed:
+            fields, rename = self.spec.struct_fields()
+            row_type = msgspec.defstruct("Row", fields, rename=rename, gc=False)
+            self._decoder = msgspec.json.Decoder(row_type)
+        else:
+            self._decoder = msgspec.json.Decoder()
+        self._errors = (msgspec.DecodeError, msgspec.ValidationError)
+
+    def block(self, block: memoryview, first_line: int, name: str, expected: int) -> tuple:
+        """Decode one block from :func:`~calibcli.io.sources.blocks`; InputError on a bad row."""
+        if self._decoder is None:
+            if len(block) < SMALL_BLOCK:
+                return self._precise(block, first_line, name)
+            self._load_msgspec()
+        rows = None
+        with contextlib.suppress(*self._errors):
+            rows = self._decoder.decode_lines(block)
+        if rows is None or len(rows) != expected:
+            return self._precise(block, first_line, name)
+        if self.typed:
+            cols = _STRUCT_COLUMNS[self.spec.kind](self.spec, rows, block)
+            if cols is not None and self.spec.columns_ok(cols):
+                return cols, None, None
+            return self._precise(block, first_line, name)
+        values: list = []
+        keys: list[str] | None = None if self.key is None else []
+        for i, row in enumerate(rows):
+            try:
+                self._take(row, values, keys)
+            except ValueError as e:
+                raise InputError(name, first_line + i, str(e)) from None
+        return self.spec.columns(values), keys, None
+
+    def _take(self, row: Any, values: list, keys: list[str] | None) -> None:
+        if not isinstance(row, dict):
+            raise ValueError(NOT_AN_OBJECT)
+        values.append(self._convert(row))
+        if keys is not None:
+            keys.append(group_name(self.key(row)))
+
+    def _precise(self, block: memoryview, first_line: int, name: str) -> tuple:
+        """Line by line; InputError names the exact line."""
+        values: list = []
+        keys: list[str] | None = None if self.key is None else []
+        lines: list[int] = []
+        decoder, typed, from_struct = self._decoder, self.typed, self.spec.from_struct
+        for line_no, line in lines_of(block, first_line):
+            try:
+                row = None
+                if decoder is not None:
+                    with contextlib.suppress(*self._errors):
+                        row = decoder.decode(line)
+                if typed and row is not None:
+                    checked = from_struct(row)
+                    if checked is not None:
+                        values.append(checked)
+                        lines.append(line_no)
+                        continue
+                    row = None  # a rule fails: the dict check words the message
+                self._take(parse_line(line) if row is None else row, values, keys)
+            except ValueError as e:
+                raise InputError(name, line_no, str(e)) from None
+            lines.append(line_no)
+        return self.spec.columns(values), keys, lines
+
+
+# --------------------------------------------------------------------------- typed columns
+#
+# A list comprehension per field (specialised slot reads) then np.fromiter over the list is the
+# cheapest way found to pull columns out of decoded structs (see BENCHMARKS.md).
+
+
+def _calibration_columns(spec: Any, rows: list, block: memoryview) -> tuple:
+    import numpy as np
+
+    n = len(rows)
+    conf = np.fromiter([r.c for r in rows], np.float64, n)
+    # correct is True/False or the int 0/1 (the struct type checked it): bytes() packs the list
+    # faster than np.fromiter(..., np.bool_), and numpy reads it as bool in place.
+    corr = np.frombuffer(bytes([r.y for r in rows]), np.bool_)
+    return conf, corr
+
+
+def _perplexity_columns(spec: Any, rows: list, block: memoryview) -> tuple | None:
+    import numpy as np
+
+    n = len(rows)
+    nll = np.fromiter([r.nll for r in rows], np.float64, n)
+    try:
+        tokens = np.fromiter([r.tokens for r in rows], np.int64, n)
+    except OverflowError:
+        return None  # beyond int64: the precise path names the line
+    # A block in which a key never occurs has no row carrying the field: skip its pass.
+    nbytes = words = None
+    if _contains(block, spec.count_keys["bytes"]):
+        nbytes = np.fromiter([r.nbytes for r in rows], np.int64, n)
+    if _contains(block, spec.count_keys["words"]):
+        words = np.fromiter([r.words for r in rows], np.int64, n)
+    return nll, tokens, nbytes, words, None, None
+
+
+_STRUCT_COLUMNS = {"calibration": _calibration_columns, "perplexity": _perplexity_columns}
+
+
+def _contains(block: memoryview | bytes, key: bytes) -> bool:
+    """Whether ``key`` occurs in the block (a view from :func:`~calibcli.io.sources.blocks`
+    starts at offset 0 of its buffer, so the buffer's own ``find`` searches it without a copy).
+
+    A key written with JSON escapes (``"\\u0062ytes"``) is not found: such a field is then read
+    as absent."""
+    obj = block.obj if isinstance(block, memoryview) else block
+    if isinstance(obj, (bytes, bytearray)):
+        return obj.find(key, 0, len(block)) >= 0
+    return key in bytes(block)  # pragma: no cover - other buffers

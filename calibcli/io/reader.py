@@ -1,0 +1,179 @@
+"""The reading loop: sources -> blocks -> decoder -> sink, in this process or with workers."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from calibcli.io.data import InputError
+from calibcli.io.progress import ProgressBar, progress_bar
+from calibcli.io.sources import BLOCK_SIZE, Source, blocks
+
+PARALLEL_MIN_BYTES = 32 << 20
+"""With ``workers=None``, inputs of at least this many (decompressed) bytes get a worker."""
+
+
+def _cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def first_row(block: memoryview | bytes, first_line: int) -> tuple[int, Any] | None:
+    """(line, parsed object or None if unparseable) of the first non-blank line, if any."""
+    size = 4096
+    while True:
+        whole = size >= len(block)
+        lines = bytes(block[:size]).split(b"\n")
+        for i, line in enumerate(lines if whole else lines[:-1]):  # only complete lines
+            if line.strip():
+                try:
+                    return first_line + i, json.loads(line)
+                except ValueError:
+                    return first_line + i, None
+        if whole:
+            return None
+        size *= 16
+
+
+class Reader:
+    """Streams sources block by block through a decoder into sinks.
+
+    ``make_decoder(fmt, source)`` builds the block decoder once the format is known;
+    ``new_sink()`` makes an empty sink; ``detect(row)`` names the format of the first row
+    (``fmt="auto"``). ``workers`` is the number of processes per source, None for automatic:
+    two on a machine with two CPUs or more for an input of ``PARALLEL_MIN_BYTES`` or more.
+    """
+
+    def __init__(
+        self,
+        *,
+        fmt: str,
+        make_decoder: Callable[[str, str], Any],
+        new_sink: Callable[[], Any],
+        detect: Callable[[dict], str],
+        progress: bool,
+        workers: int | None,
+        block_size: int | None,
+    ) -> None:
+        self.fmt: str | None = None if fmt == "auto" else fmt
+        self.make_decoder = make_decoder
+        self.new_sink = new_sink
+        self._detect = detect
+        self._progress = progress
+        self._workers = workers
+        self.block_size = block_size or BLOCK_SIZE
+
+    def resolve(self, block: memoryview | bytes, first_line: int, name: str) -> bool:
+        """Detect the format from the first row of this block; False if the block is blank."""
+        found = first_row(block, first_line)
+        if found is None:
+            return False
+        line_no, row = found
+        if not isinstance(row, dict):
+            self.fmt = "jsonl"  # the native decoder reports the bad line
+            return True
+        try:
+            self.fmt = self._detect(row)
+        except ValueError as e:
+            raise InputError(name, line_no, str(e)) from None
+        return True
+
+    def bar(self, src: Source) -> ProgressBar | None:
+        return progress_bar(src.name, src.size) if self._progress else None
+
+    def read(self, source: str, sink: Any) -> None:
+        """Fold one source (a path or ``-``) into ``sink``."""
+        src = Source(source)
+        src.probe()
+        try:
+            parts = self._parts(src)
+            if parts > 1:
+                from calibcli.io import parallel
+
+                if parallel.read(self, src, sink, parts):
+                    return
+            stream = src.stream()
+            try:
+                self.fold(src, self.blocks(src, stream), sink, bar=self.bar(src))
+            finally:
+                stream.close()
+        finally:
+            src.close()
+
+    def _parts(self, src: Source) -> int:
+        """Processes to use for one source."""
+        if src.size == 0:
+            return 1
+        if self._workers is None:
+            expected = src.expected_bytes()
+            if expected is None or expected < PARALLEL_MIN_BYTES:
+                return 1  # small, or stdin (size unknown)
+            return min(2, _cpus())
+        return self._workers
+
+    def blocks(self, src: Source, stream: Any, limit: int | None = None, start: int = 0) -> Any:
+        """The blocks of ``stream`` (``limit`` bytes of it, from byte ``start`` of the input)."""
+        what = "cannot decompress" if src.gzip else "cannot read"
+        return blocks(stream, src.name, self.block_size, limit, strip_bom=start == 0, what=what)
+
+    def fold(
+        self,
+        src: Source,
+        items: Iterable[tuple[int, Any, int, int]],
+        sink: Any,
+        *,
+        bar: ProgressBar | None = None,
+        limit: int | None = None,
+        scale: int = 1,
+        start: int = 0,
+        expect: int | None = None,
+        handoff: Callable[[int, Any, int, int], bool] | None = None,
+    ) -> int:
+        """Decode blocks into ``sink``; return the number of newlines seen.
+
+        ``items`` are ``(first line, block, newlines, expected rows)`` as from :meth:`blocks`.
+        ``expect`` is the number of input bytes whose rows ``sink`` will hold (for sizing its
+        column buffers; default: this share's, from ``limit``). ``handoff(first_line, block,
+        newlines, expected)`` may take a block away (True) to be decoded elsewhere; it returns
+        None to stop reading. The bar shows ``scale`` times the bytes read from ``start``.
+        """
+        name = src.name
+        decoder = None
+        newlines = 0
+        reserved = False
+        try:
+            for first_line, block, nl, expected in items:
+                newlines = first_line - 1 + nl
+                if self.fmt is None and not self.resolve(block, first_line, name):
+                    continue
+                if handoff is not None:
+                    taken = handoff(first_line, block, nl, expected)
+                    if taken is None:
+                        break
+                    if taken:
+                        continue
+                if decoder is None:
+                    decoder = self.make_decoder(self.fmt, src.source)
+                cols, keys, lines = decoder.block(block, first_line, name, expected)
+                if not reserved:
+                    reserved = True
+                    expected_bytes = expect or src.expected_bytes(limit)
+                    if expected_bytes and len(block):
+                        rows = expected_bytes / len(block) * cols[0].shape[0]
+                        sink.reserve(int(rows * 1.1) + 1024)
+
+                def locate(i: int, first_line=first_line, lines=lines) -> tuple[str, int]:
+                    return name, first_line + i if lines is None else lines[i]
+
+                sink.add(cols, keys, locate)
+                if bar is not None:
+                    bar.update((src.position() - start) * scale)
+        finally:
+            if bar is not None:
+                bar.close()
+        return newlines

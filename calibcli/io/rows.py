@@ -1,0 +1,349 @@
+"""What a valid row is: one spec per row kind, the only place row rules and their messages live.
+
+A spec turns one decoded row into its values and raises ``ValueError`` with a message that names
+the field and the value as written (the reader prefixes ``path:line: ``). Each rule is written
+once, as an expression that holds for a Python number and element-wise for a numpy column, so the
+vectorised check of a decoded block and the per-row check that words the message cannot drift
+apart. Checks on a column only say *whether* a block is valid; the per-row check then names the
+first bad line and what is wrong with it.
+
+Column layout of a decoded block:
+
+- calibration: ``(confidence float64, correct bool)``;
+- perplexity: ``(nll float64, tokens, bytes, words, nulls, sentinels)``, the counts int64 with -1
+  for "the row lacks this field", or a column of None when no row of the block has it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+MAX_COUNT = 1 << 62
+"""Largest token/byte/word count accepted: totals of many rows stay exact in int64."""
+
+NOT_AN_OBJECT = "line is not a JSON object"
+
+# --------------------------------------------------------------------------- rules
+#
+# Each takes a Python number or a numpy array (of float64 or int64) and returns a bool or a bool
+# array: ``&`` and ``|`` rather than ``and``/``or`` so the same expression serves both.
+
+
+def confidence_ok(x: Any) -> Any:
+    """A confidence lies in [0, 1] (NaN does not)."""
+    return (x >= 0.0) & (x <= 1.0)
+
+
+def nll_ok(x: Any) -> Any:
+    """A negative log-likelihood is >= 0; +inf (a zero-probability token) is valid, NaN not."""
+    return x >= 0.0
+
+
+def count_ok(x: Any) -> Any:
+    """A count lies in [0, MAX_COUNT]."""
+    return (x >= 0) & (x <= MAX_COUNT)
+
+
+def nll_tokens_ok(nll: Any, tokens: Any) -> Any:
+    """A sequence of 0 tokens has an NLL of 0."""
+    return (tokens != 0) | (nll <= 0.0)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def show(value: Any) -> str:
+    """A value as it would read in JSON, shortened for an error message."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(value)
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def missing(name: str) -> str:
+    return f'missing field "{name}"'
+
+
+def _not_a_number(name: str, v: Any) -> ValueError:
+    return ValueError(f"{name} {show(v)} is not a number")
+
+
+def _outside_unit(name: str, v: Any) -> ValueError:
+    return ValueError(f"{name} {show(v)} is outside [0, 1]")
+
+
+def field(obj: dict, name: str) -> Any:
+    try:
+        return obj[name]
+    except KeyError:
+        raise ValueError(missing(name)) from None
+
+
+def parse_line(line: bytes) -> dict:
+    """One JSON object from one physical line (accepts ``Infinity`` and ``1e999``)."""
+    try:
+        obj = json.loads(line)
+    except UnicodeDecodeError:
+        raise ValueError("line is not valid UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{NOT_AN_OBJECT} ({e.msg} at column {e.colno})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(NOT_AN_OBJECT)
+    return obj
+
+
+def group_name(value: Any) -> str:
+    """Group key of a ``--by`` value: strings as they are, other JSON values as JSON text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return show(value)
+    return json.dumps(value)
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_confidence(v: Any, name: str) -> float:
+    if not _is_number(v):
+        raise _not_a_number(name, v)
+    try:
+        x = float(v)
+    except OverflowError:
+        raise _outside_unit(name, v) from None
+    if math.isnan(x):
+        raise _not_a_number(name, x)
+    if not confidence_ok(x):
+        raise _outside_unit(name, v)
+    return x
+
+
+def check_correct(v: Any, name: str) -> bool:
+    if isinstance(v, bool):
+        return v
+    if type(v) is int and v in (0, 1):
+        return bool(v)
+    raise ValueError(f"{name} {show(v)} is not true/false/0/1")
+
+
+def check_nll(v: Any, name: str) -> float:
+    if not _is_number(v):
+        raise _not_a_number(name, v)
+    try:
+        x = float(v)
+    except OverflowError:
+        x = math.inf if v > 0 else -math.inf
+    if math.isnan(x):
+        raise _not_a_number(name, x)
+    if not nll_ok(x):
+        raise ValueError(f"{name} {show(v)} is negative (expected a negative log-likelihood >= 0)")
+    return x
+
+
+def check_count(v: Any, name: str) -> int:
+    if type(v) is not int or v < 0:
+        raise ValueError(f"{name} {show(v)} is not a non-negative integer")
+    if not count_ok(v):
+        raise ValueError(f"{name} {show(v)} is too large")
+    return v
+
+
+def check_nll_tokens(nll: float, tokens: int, nll_field: str, tokens_field: str) -> None:
+    if not nll_tokens_ok(nll, tokens):
+        raise ValueError(f"{nll_field} {show(nll)} > 0 with 0 {tokens_field}")
+
+
+# --------------------------------------------------------------------------- row kinds
+
+
+class CalibrationRow:
+    """A calibration row: ``confidence`` a number in [0, 1], ``correct`` true/false or 0/1."""
+
+    kind = "calibration"
+
+    def __init__(self, confidence_field: str = "confidence", correct_field: str = "correct"):
+        self.confidence_field = confidence_field
+        self.correct_field = correct_field
+
+    def struct_fields(self) -> tuple[list, dict]:
+        """msgspec struct fields (name, type) and their JSON names: the types carry the type
+        rules; the range is checked on the columns (cheaper than a constrained decoder type)."""
+        from typing import Annotated
+
+        from msgspec import Meta
+
+        fields = [("c", float), ("y", bool | Annotated[int, Meta(ge=0, le=1)])]
+        return fields, {"c": self.confidence_field, "y": self.correct_field}
+
+    @staticmethod
+    def from_struct(row: Any) -> tuple | None:
+        """Values of a row decoded into the struct, or None when a rule fails (:meth:`check`
+        on the row as a dict then words the message)."""
+        if not confidence_ok(row.c):
+            return None
+        return row.c, bool(row.y)
+
+    def check(self, obj: dict) -> tuple[float, bool]:
+        """Values of a native row; ValueError naming the first field that is wrong."""
+        cf, yf = self.confidence_field, self.correct_field
+        return check_confidence(field(obj, cf), cf), check_correct(field(obj, yf), yf)
+
+    def converter(self, fmt: str, *, mc_norm: str = "none") -> Callable[[dict], tuple]:
+        """Row -> values for an input format (``jsonl`` or ``lm-eval``)."""
+        if fmt == "jsonl":
+            return self.check
+        from calibcli.formats import lm_eval_choice_row
+
+        def convert(obj: dict) -> tuple:
+            c, y = lm_eval_choice_row(obj, mc_norm=mc_norm)
+            return float(c), bool(y)
+
+        return convert
+
+    @staticmethod
+    def columns_ok(cols: tuple) -> bool:
+        """Whether every row of decoded columns keeps the rules (the types are already checked)."""
+        conf = cols[0]
+        return conf.shape[0] == 0 or bool(confidence_ok(conf.min()) and confidence_ok(conf.max()))
+
+    @staticmethod
+    def columns(values: list) -> tuple:
+        import numpy as np
+
+        n = len(values)
+        conf = np.fromiter((v[0] for v in values), np.float64, n)
+        corr = np.fromiter((v[1] for v in values), np.bool_, n)
+        return conf, corr
+
+
+PERPLEXITY_COUNTS = ("tokens", "bytes", "words")
+"""The count columns of a perplexity block (after the NLL), as named in :class:`PerplexityRow`."""
+
+
+class PerplexityRow:
+    """A perplexity row: ``nll`` (summed NLL in nats) >= 0, ``tokens`` a count, and optional
+    ``bytes`` and ``words`` counts; a row of 0 tokens has an NLL of 0."""
+
+    kind = "perplexity"
+
+    def __init__(
+        self,
+        nll_field: str = "nll",
+        tokens_field: str = "tokens",
+        bytes_field: str = "bytes",
+        words_field: str = "words",
+        logprobs_field: str = "logprobs",
+    ) -> None:
+        self.nll_field = nll_field
+        self.count_fields = dict(
+            zip(PERPLEXITY_COUNTS, (tokens_field, bytes_field, words_field), strict=True)
+        )
+        # the keys as written in JSON, to scan a block for them
+        self.count_keys = {k: json.dumps(v).encode() for k, v in self.count_fields.items()}
+        self.logprobs_field = logprobs_field
+
+    def struct_fields(self) -> tuple[list, dict]:
+        """msgspec struct fields (name, type[, default]) and their JSON names. The optional
+        counts default to -1 ("absent") and keep their range constraint so that -1 cannot be
+        written; the ranges of nll and tokens are checked on the columns."""
+        from typing import Annotated
+
+        from msgspec import Meta
+
+        count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
+        fields = [("nll", float), ("tokens", int), ("nbytes", count, -1), ("words", count, -1)]
+        names = (self.nll_field, *self.count_fields.values())
+        return fields, dict(zip(("nll", "tokens", "nbytes", "words"), names, strict=True))
+
+    @staticmethod
+    def from_struct(row: Any) -> tuple | None:
+        """Values of a row decoded into the struct, or None when a rule fails (:meth:`check`
+        on the row as a dict then words the message)."""
+        nll, tokens = row.nll, row.tokens
+        if not (nll_ok(nll) and count_ok(tokens) and nll_tokens_ok(nll, tokens)):
+            return None
+        nbytes = None if row.nbytes < 0 else row.nbytes
+        words = None if row.words < 0 else row.words
+        return nll, tokens, nbytes, words, 0, 0
+
+    def check(self, obj: dict) -> tuple:
+        """Values of a native row; ValueError naming the first field that is wrong."""
+        nf, tf = self.nll_field, self.count_fields["tokens"]
+        nll = check_nll(field(obj, nf), nf)
+        tokens = check_count(field(obj, tf), tf)
+        check_nll_tokens(nll, tokens, nf, tf)
+        return nll, tokens, *self._optional(obj), 0, 0
+
+    def _optional(self, obj: dict) -> tuple:
+        """The bytes and words counts of a row, None where it lacks them."""
+        out = []
+        for kind in ("bytes", "words"):
+            name = self.count_fields[kind]
+            out.append(check_count(obj[name], name) if name in obj else None)
+        return tuple(out)
+
+    def converter(self, fmt: str) -> Callable[[dict], tuple]:
+        """Row -> values for an input format (``jsonl``, ``lm-eval`` or ``logprobs``)."""
+        if fmt == "jsonl":
+            return self.check
+        if fmt == "lm-eval":
+            from calibcli.formats import lm_eval_rolling_row
+
+            def rolling(obj: dict) -> tuple:
+                nll, words, nbytes = lm_eval_rolling_row(obj)
+                return float(nll), None, nbytes, words, 0, 0
+
+            return rolling
+        from calibcli.formats import logprobs_row
+
+        def logprobs(obj: dict) -> tuple:
+            nll, tokens, nulls, sentinels = logprobs_row(obj, field=self.logprobs_field)
+            return float(nll), int(tokens), *self._optional(obj), int(nulls), int(sentinels)
+
+        return logprobs
+
+    @staticmethod
+    def columns_ok(cols: tuple) -> bool:
+        """Whether every row of decoded columns keeps the rules (the types are already checked)."""
+        import numpy as np
+
+        nll, tokens = cols[0], cols[1]
+        if nll.shape[0] == 0:
+            return True
+        if not (nll_ok(nll.min()) and count_ok(tokens.min()) and count_ok(tokens.max())):
+            return False
+        return bool(np.all(nll_tokens_ok(nll, tokens)))
+
+    @staticmethod
+    def columns(values: list) -> tuple:
+        import numpy as np
+
+        n = len(values)
+        nll = np.fromiter((v[0] for v in values), np.float64, n)
+        ints = [
+            np.fromiter((-1 if v[k] is None else v[k] for v in values), np.int64, n)
+            for k in range(1, 6)
+        ]
+        return (nll, *ints)
+
+    def pattern_broken(self, kind: str, *, has_it: bool) -> str:
+        """Message for a row that breaks the pattern of ``kind`` (a count) set by earlier rows:
+        a count is totalled only when every row carries it."""
+        name = self.count_fields[kind]
+        if has_it:
+            return f'field "{name}" is given here but not on earlier rows'
+        return f"{missing(name)} (earlier rows have it)"

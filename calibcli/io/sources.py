@@ -1,0 +1,250 @@
+"""Input sources: files, ``-`` (stdin) and gzip, read as newline-aligned blocks of bytes.
+
+Bytes are read in blocks of about 1 MB cut at a newline into one reused buffer, so memory does
+not grow with the input. gzip is recognised by its magic bytes, not by the name, and is
+decompressed by python-isal in a background thread where it is installed, else by :mod:`gzip`.
+Lines are 1-based physical lines of the (decompressed) input.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from calibcli.io.data import InputError
+
+BLOCK_SIZE = 1 << 20
+"""Bytes read per block (blocks are then cut back to the last newline)."""
+STDIN_NAME = "<stdin>"
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+
+
+def display_name(source: str) -> str:
+    """The name errors use for a source: its path, or ``<stdin>`` for ``-``."""
+    return STDIN_NAME if source == "-" else source
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    import zlib
+
+    errors: list[type[BaseException]] = [OSError, EOFError, ValueError, zlib.error]
+    try:
+        from isal import isal_zlib
+
+        errors.append(isal_zlib.error)
+    except ImportError:  # pragma: no cover - isal missing
+        pass
+    return tuple(errors)
+
+
+class _Chain:
+    """A read()-only stream that first returns ``head`` then the rest of ``stream``."""
+
+    def __init__(self, head: bytes, stream: Any) -> None:
+        self._head = head
+        self._stream = stream
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            if n < 0:
+                out = self._head + self._stream.read()
+                self._head = b""
+                return out
+            out, self._head = self._head[:n], self._head[n:]
+            return out
+        return self._stream.read(n)
+
+    def readinto(self, b: Any) -> int:
+        if self._head:
+            k = min(len(b), len(self._head))
+            b[:k] = self._head[:k]
+            self._head = self._head[k:]
+            return k
+        return self._stream.readinto(b)
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def _gunzip(fileobj: Any) -> Any:
+    try:
+        from isal import igzip_threaded
+
+        return igzip_threaded.open(fileobj, "rb", threads=1)
+    except ImportError:  # pragma: no cover - isal missing
+        import gzip
+
+        return gzip.GzipFile(fileobj=fileobj, mode="rb")
+
+
+class Source:
+    """One input: a path or ``-``; knows its display name, size and whether it is gzip."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.name = display_name(source)
+        self.size: int | None = None  # bytes of a regular file (compressed size for gzip)
+        self.gzip = False
+        self.isize: int | None = None  # gzip trailer: uncompressed size modulo 2**32
+        self.raw: Any = None
+        self._head = b""  # bytes already read from a stream that cannot seek back
+
+    def probe(self) -> None:
+        """Open the input and look at its first bytes (gzip?) without starting to decompress;
+        raises InputError when it cannot be opened."""
+        if self.source == "-":
+            try:
+                self.raw = sys.stdin.buffer
+                self._head = self.raw.read(2)
+            except (AttributeError, OSError, ValueError) as e:  # no stdin, or closed
+                raise InputError(self.name, None, f"cannot read: {_reason(e)}") from None
+            self.gzip = self._head == _GZIP_MAGIC
+            return
+        try:
+            raw = open(self.source, "rb")  # noqa: SIM115 - closed by close()
+            st = os.fstat(raw.fileno())
+            import stat
+
+            if stat.S_ISDIR(st.st_mode):  # pragma: no cover - open() already refuses on Linux
+                raw.close()
+                raise IsADirectoryError(21, "Is a directory")
+            self.size = st.st_size if stat.S_ISREG(st.st_mode) else None
+            magic = raw.read(2)
+            self.gzip = magic == _GZIP_MAGIC
+            if self.size is None:  # a pipe or FIFO: keep what was read
+                self._head = magic
+            else:
+                if self.gzip and self.size >= 18:
+                    raw.seek(-4, os.SEEK_END)
+                    self.isize = int.from_bytes(raw.read(4), "little")
+                raw.seek(0)
+        except OSError as e:
+            raise InputError(self.name, None, _reason(e)) from None
+        self.raw = raw
+
+    def stream(self) -> Any:
+        """The (decompressed) byte stream, after :meth:`probe`."""
+        raw = self.raw if not self._head else _Chain(self._head, self.raw)
+        return _gunzip(raw) if self.gzip else raw
+
+    def close(self) -> None:
+        if self.raw is not None and self.source != "-":
+            self.raw.close()
+
+    def expected_bytes(self, limit: int | None = None) -> int | None:
+        """Decompressed bytes to expect (for sizing buffers), or None if unknown."""
+        if limit is not None:
+            return limit
+        if self.size is None:
+            return None
+        if not self.gzip:
+            return self.size
+        isize = self.isize or 0
+        return isize if isize >= self.size else 4 * self.size
+
+    def position(self) -> int:
+        """Bytes of the underlying file consumed so far (for progress)."""
+        try:
+            return self.raw.tell() if self.raw is not None else 0
+        except (OSError, ValueError):
+            return 0
+
+
+def blocks(
+    stream: Any,
+    name: str,
+    block_size: int,
+    limit: int | None = None,
+    *,
+    strip_bom: bool = True,
+    what: str = "cannot read",
+) -> Iterator[tuple[int, memoryview, int, int]]:
+    """Yield (first line number, view, newlines, expected rows) of newline-aligned blocks.
+
+    ``expected rows`` is the number of physical lines when every line opens with ``{``, else -1:
+    a decoder trusts a block decoded in one call only when it yields exactly that many rows, so
+    blank or indented lines, a value split across lines or several on one line all send the block
+    down the precise line-by-line path.
+
+    The bytes are read into one reused buffer, so a view is valid only until the next item is
+    requested. ``limit`` stops after that many bytes (ranges are cut at line starts by the
+    caller). Line numbers are 1-based; the last block may lack a trailing newline. A UTF-8
+    byte-order mark at the start is dropped. A read or decompression failure raises
+    ``InputError("path: ...")``.
+    """
+    import numpy as np
+
+    errors = _read_errors()
+    buf = bytearray(2 * block_size)
+    marks = starts = np.empty(0, np.bool_)  # scratch for the line counts, sized on first use
+    filled = 0  # bytes held in buf; the carried partial line sits at the front
+    line = 1
+    remaining = limit
+    bom = strip_bom
+    eof = False
+    while not eof:
+        if len(buf) - filled < block_size:  # a line longer than a block: make room
+            buf.extend(bytes(len(buf)))
+        want = block_size if remaining is None else min(block_size, remaining)
+        got = 0
+        if want > 0:
+            try:
+                with memoryview(buf) as whole, whole[filled : filled + want] as part:
+                    got = stream.readinto(part) or 0
+            except errors as e:
+                raise InputError(name, None, f"{what}: {_reason(e)}") from None
+        if got == 0:
+            eof = True
+        filled += got
+        if remaining is not None:
+            remaining -= got
+        if bom and (filled >= len(_BOM) or eof):
+            bom = False
+            if buf.startswith(_BOM):
+                buf[0 : filled - len(_BOM)] = buf[len(_BOM) : filled]
+                filled -= len(_BOM)
+        cut = filled if eof else buf.rfind(b"\n", 0, filled) + 1
+        if cut == 0:
+            continue
+        if marks.shape[0] < cut:
+            marks = np.empty(len(buf), np.bool_)
+            starts = np.empty(len(buf), np.bool_)
+        with memoryview(buf) as whole, whole[:cut] as view:
+            # Vectorised compares count lines faster than bytearray.count. They write into
+            # arrays reused from block to block: fresh megabyte-sized temporaries would be
+            # returned to the OS and faulted back in on every block.
+            arr = np.frombuffer(view, np.uint8)
+            nl = np.equal(arr, 10, out=marks[:cut])
+            newlines = int(np.count_nonzero(nl))
+            physical = newlines + (buf[cut - 1] != 10)
+            # a "{" right after a newline: a line opening an object
+            opened_at = np.equal(arr[1:], 123, out=starts[: cut - 1])
+            np.logical_and(opened_at, nl[:-1], out=opened_at)
+            opened = int(np.count_nonzero(opened_at)) + (buf[0] == 123)
+            del arr, nl, opened_at  # release the view before the buffer is reused
+            yield line, view, newlines, physical if opened == physical else -1
+        line += newlines
+        tail = filled - cut
+        if tail:
+            buf[0:tail] = buf[cut:filled]
+        filled = tail
+
+
+def lines_of(block: bytes | memoryview, first_line: int) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of each non-blank line."""
+    for i, line in enumerate(bytes(block).split(b"\n")):
+        if line.strip():
+            yield first_line + i, line
