@@ -29,6 +29,8 @@ class Gate:
     bound: str = "estimate"  # "estimate" or "upper" (upper end of the bootstrap interval)
     each: bool = False  # also check every --by group
     minimums: dict[str, float] = field(default_factory=dict)  # figure -> least value (--min-*)
+    # figure -> the option as the user wrote it, for messages (default "--max-FIGURE X")
+    options: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.thresholds or self.minimums)
@@ -72,18 +74,16 @@ def _checks(
         if reason is not None:
             check["passed"] = False
             check["reason"] = reason
-            failures.append(
-                f"{metric}{where}: {reason}; cannot support --max-{metric} {threshold:g}"
-            )
+            option = gate.options.get(metric, f"--max-{metric} {threshold:g}")
+            failures.append(f"{metric}{where}: {reason}; cannot support {option}")
         else:
             check["passed"] = bool(value <= threshold)
             if not check["passed"]:
                 bound = (
                     "" if gate.bound == "estimate" else f" (upper end of the {level:g} interval)"
                 )
-                failures.append(
-                    f"{metric}{where} = {_fmt(value)}{bound} exceeds --max-{metric} {threshold:g}"
-                )
+                option = gate.options.get(metric, f"--max-{metric} {threshold:g}")
+                failures.append(f"{metric}{where} = {_fmt(value)}{bound} exceeds {option}")
         checks.append(check)
     for metric, least in gate.minimums.items():
         value = figures.get(metric)
