@@ -15,6 +15,7 @@ import traceback
 
 from calibcli.app import app
 from calibcli.commands import (  # noqa: F401  (importing a module registers its commands)
+    compare,
     measure,
     recalibration,
     threshold,

@@ -24,7 +24,9 @@ class Figure:
     ``fails_closed`` makes that gate fail when too few bins are populated, since a binned estimate
     then rests on nothing. ``interval`` says the bootstrap (``--ci``) gives it an interval.
     ``column`` is its header in the per-group table (None: not shown there); ``summary`` whether
-    the Markdown summary lists it; ``level`` 1 indents it under the figure above.
+    the Markdown summary lists it; ``level`` 1 indents it under the figure above. ``better``
+    says which way a change is an improvement (``compare --max-increase`` gates the figures
+    where lower is better, ``--max-decrease`` those where higher is better).
     """
 
     key: str
@@ -36,6 +38,7 @@ class Figure:
     column: str | None = None
     summary: bool = True
     level: int = 0
+    better: str | None = None  # "lower" or "higher": which way a change is an improvement
 
     @property
     def top_level(self) -> bool:
@@ -49,24 +52,26 @@ def _decomposition(term: str, label: str) -> Figure:
 
 CALIBRATION: tuple[Figure, ...] = (
     Figure("n", "N", kind="count", column="N"),
-    Figure("accuracy", "accuracy", interval=True, column="accuracy"),
+    Figure("accuracy", "accuracy", interval=True, column="accuracy", better="higher"),
     Figure("mean_confidence", "mean confidence", interval=True, column="confidence"),
-    Figure("ece", "ECE", gate="ECE", fails_closed=True, interval=True, column="ECE"),
+    Figure(
+        "ece", "ECE", gate="ECE", fails_closed=True, interval=True, column="ECE", better="lower"
+    ),
     Figure("populated_bins", "populated bins", kind="bins", column="bins"),
-    Figure("brier", "Brier", gate="the Brier score", interval=True, column="Brier"),
+    Figure("brier", "Brier", gate="the Brier score", interval=True, column="Brier", better="lower"),
     _decomposition("reliability", "reliability"),
     _decomposition("resolution", "resolution"),
     _decomposition("uncertainty", "uncertainty"),
     _decomposition("within_bin_variance", "within-bin variance"),
     _decomposition("within_bin_covariance", "within-bin covariance"),
-    Figure("mce", "MCE", gate="MCE", fails_closed=True, interval=True),
-    Figure("rmsce", "RMSCE", gate="RMSCE", fails_closed=True, interval=True),
-    Figure("rmsce_debiased", "RMSCE (debiased)", interval=True),
-    Figure("smece", "smECE", gate="smooth ECE", interval=True, column="smECE"),
+    Figure("mce", "MCE", gate="MCE", fails_closed=True, interval=True, better="lower"),
+    Figure("rmsce", "RMSCE", gate="RMSCE", fails_closed=True, interval=True, better="lower"),
+    Figure("rmsce_debiased", "RMSCE (debiased)", interval=True, better="lower"),
+    Figure("smece", "smECE", gate="smooth ECE", interval=True, column="smECE", better="lower"),
     Figure("smece_bandwidth", "smECE bandwidth", interval=True, summary=False, level=1),
-    Figure("ece_1bin", "ECE (1 bin)", interval=True),
-    Figure("nll", "NLL (log loss)", interval=True),
-    Figure("auroc", "AUROC", interval=True),
+    Figure("ece_1bin", "ECE (1 bin)", interval=True, better="lower"),
+    Figure("nll", "NLL (log loss)", interval=True, better="lower"),
+    Figure("auroc", "AUROC", interval=True, better="higher"),
 )
 
 RELIABILITY: tuple[Figure, ...] = (

@@ -287,3 +287,35 @@ FitOpt = _opt(
     help="Choose the threshold on these rows (repeat for several files) and report its realised "
     "coverage and accuracy on FILE...",
 )
+# compare
+IdFieldOpt = _opt(
+    str | None,
+    "--id-field",
+    metavar="FIELD",
+    show_default=False,
+    help="Field (dotted path) matching rows across BASE and NEW (default: id; for lm-eval the "
+    "task and doc_id).",
+)
+MaxIncreaseOpt = _opt(
+    list[str] | None,
+    "--max-increase",
+    metavar="FIGURE=MARGIN",
+    help="Gate: exit 1 when NEW's FIGURE (a lower-is-better one: ece, brier, nll, smece, mce, "
+    "rmsce, ...) exceeds BASE's by more than MARGIN (repeat for several).",
+)
+MaxDecreaseOpt = _opt(
+    list[str] | None,
+    "--max-decrease",
+    metavar="FIGURE=MARGIN",
+    help="Gate: exit 1 when NEW's accuracy or auroc falls below BASE's by more than MARGIN.",
+)
+UnpairedOpt = _opt(
+    bool,
+    "--unpaired",
+    help="Compare without matching rows (independent bootstraps; wider intervals).",
+)
+AllowUnmatchedOpt = _opt(
+    bool,
+    "--allow-unmatched",
+    help="Proceed when more than 5% of either side's rows have no partner.",
+)

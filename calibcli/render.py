@@ -337,6 +337,96 @@ def _coverage_chart(
     return lines
 
 
+# --------------------------------------------------------------------------- compare
+
+
+def print_compare(report: dict[str, Any], by: str | None = None) -> None:
+    """Both sides' figures, the difference with its interval, the tests, the groups, the gate."""
+    out: list[Any] = []
+    if report.get("paired"):
+        out.append(
+            Text(
+                f"Paired on {report['matched']:,} questions matched by {report['id_field']} "
+                f"({report['unmatched_base']:,} BASE and {report['unmatched_new']:,} NEW rows "
+                "unmatched)"
+            )
+        )
+    else:
+        out.append(Text("Unpaired: each side resampled on its own (no rows matched)"))
+    if report.get("figures"):
+        out.append(_compare_table(report))
+    tests = _compare_tests(report)
+    if tests:
+        out.append(Text("\n".join(tests)))
+    if "groups" in report:
+        table = _table(
+            f"By {by or 'group'}",
+            by or "group",
+            "N",
+            "ECE NEW-BASE",
+            f"{report['ci_level'] * 100:g}% CI",
+            "Brier NEW-BASE",
+            f"{report['ci_level'] * 100:g}% CI",
+        )
+        for name, g in report["groups"].items():
+            rows = g.get("figures") or {}
+            ece, brier = rows.get("ece", {}), rows.get("brier", {})
+            _row(
+                table,
+                name,
+                _f(g["n_base"]),
+                _signed(ece.get("difference")),
+                _interval(ece.get("interval")),
+                _signed(brier.get("difference")),
+                _interval(brier.get("interval")),
+            )
+        out.append(table)
+    out += _gate(report)
+    _print(*out)
+
+
+def _signed(x: float | None) -> str:
+    return NA if x is None else f"{x:+.4f}"
+
+
+def _compare_table(report: dict[str, Any]) -> Table:
+    level = f"{report['ci_level'] * 100:g}% CI"
+    table = _table("Comparison (NEW - BASE)", "metric", "BASE", "NEW", "NEW - BASE", level)
+    for figure in CALIBRATION:
+        row = report["figures"].get(figure.key)
+        if row is None:
+            continue
+        _row(
+            table,
+            "  " * figure.level + figure.label,
+            _f(row["base"]),
+            _f(row["new"]),
+            _signed(row["difference"]),
+            _interval(row["interval"]),
+        )
+    return table
+
+
+def _compare_tests(report: dict[str, Any]) -> list[str]:
+    lines = []
+    mcnemar = report.get("mcnemar")
+    if mcnemar:
+        lines.append(
+            f"accuracy: McNemar's exact test p = {mcnemar['p_value']:.4g} "
+            f"({mcnemar['right_to_wrong']:,} right->wrong, {mcnemar['wrong_to_right']:,} "
+            "wrong->right)"
+        )
+    test = report.get("auroc_test") or {}
+    if test.get("test") == "delong":
+        lines.append(
+            f"AUROC: DeLong's test p = {_f(test['p_value'])} (z = {_f(test['z'], 3)}; "
+            "the same answers are right on both sides)"
+        )
+    elif test.get("test") == "bootstrap":
+        lines.append("AUROC: the sides differ in correctness, so only the bootstrap interval")
+    return lines
+
+
 def _limit(check: dict[str, Any]) -> str:
     """A check's threshold: the maximum as a number, a minimum as ">= x"."""
     return f">= {check['minimum']:g}" if "minimum" in check else f"{check['threshold']:g}"
@@ -391,5 +481,6 @@ def print_report(report: dict[str, Any], *, by: str | None = None) -> None:
         "reliability": print_reliability,
         "fit": print_fit,
         "threshold": print_threshold,
+        "compare": print_compare,
     }
     printers[report["command"]](report, by)

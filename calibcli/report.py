@@ -117,6 +117,12 @@ def _strict(obj: Any, path: str, bad: list[str], *, keep_inf: bool = False) -> A
     return obj
 
 
+def as_shown(obj: Any) -> Any:
+    """The copy of report data that tables and pictures show: infinities kept, strings
+    printable."""
+    return _strict(obj, "", [], keep_inf=True)
+
+
 def _leaf(path: str) -> str:
     """The field name a path ends in: ``groups.law.ci.nll[1]`` -> ``nll``."""
     return path.split(".")[-1].split("[")[0]

@@ -1,0 +1,189 @@
+"""calibcli compare: is NEW better or worse calibrated than BASE on the same questions?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from calibcli.app import EXIT_CODES, app, check_outputs, emit, one_blas_thread, usage_error
+from calibcli.options import (
+    AllowUnmatchedOpt,
+    BinsOpt,
+    BootstrapOpt,
+    ByOpt,
+    CalibrationFormat,
+    CalibrationFormatOpt,
+    CiOpt,
+    ConfidenceField,
+    CorrectField,
+    GateEachOpt,
+    GateOn,
+    GateOnOpt,
+    IdFieldOpt,
+    JsonOpt,
+    LabelOpt,
+    MaxDecreaseOpt,
+    MaxIncreaseOpt,
+    McNorm,
+    McNormOpt,
+    OutputOpt,
+    PlotOpt,
+    QuietOpt,
+    SeedOpt,
+    SummaryOpt,
+    UnpairedOpt,
+    WorkersOpt,
+)
+
+
+@app.command(epilog=EXIT_CODES)
+def compare(
+    base: str,
+    new: str,
+    id_field: IdFieldOpt = None,
+    max_increase: MaxIncreaseOpt = None,
+    max_decrease: MaxDecreaseOpt = None,
+    gate_on: GateOnOpt = None,
+    ci: CiOpt = None,
+    bootstrap: BootstrapOpt = None,
+    seed: SeedOpt = None,
+    bins: BinsOpt = 10,
+    confidence_field: ConfidenceField = "confidence",
+    correct_field: CorrectField = "correct",
+    fmt: CalibrationFormatOpt = CalibrationFormat.auto,
+    mc_norm: McNormOpt = McNorm.none,
+    by: ByOpt = None,
+    gate_each: GateEachOpt = False,
+    unpaired: UnpairedOpt = False,
+    allow_unmatched: AllowUnmatchedOpt = False,
+    plot: PlotOpt = None,
+    label: LabelOpt = None,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    quiet: QuietOpt = False,
+    summary: SummaryOpt = None,
+    workers: WorkersOpt = None,
+) -> None:
+    """Compare two prediction files on the same questions: every calibration figure of BASE and
+    NEW, the difference NEW - BASE with a paired bootstrap interval (the same resampled
+    questions for both), McNemar's exact test of accuracy and, when both sides agree on every
+    answer's correctness, DeLong's test of AUROC.
+
+    Rows are matched by --id-field; duplicate ids are an error, and so are more than 5%
+    unmatched rows on either side unless --allow-unmatched. --max-increase ece=0.01 (and
+    --max-decrease auroc=0.01) gate on the upper end of the difference's interval by default:
+    exit 1 when NEW may be worse than BASE by more than the margin.
+    """
+    from calibcli.comparison import CompareSettings, Matched, compare_report, margins, match
+    from calibcli.gate import Gate
+    from calibcli.io import InputError
+    from calibcli.io.records import read_keyed
+
+    if gate_each and by is None:
+        raise usage_error("--gate-each needs --by FIELD")
+    if unpaired and by is not None:
+        raise usage_error("--by compares matched rows group by group; it needs paired rows")
+    if unpaired and id_field is not None:
+        raise usage_error("--id-field matches rows; --unpaired does not")
+    try:
+        thresholds, options = margins(max_increase or [], max_decrease or [])
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
+    if gate_each and not thresholds:
+        raise usage_error("--gate-each applies --max-increase/--max-decrease to every group")
+    if gate_on is None:
+        gate_on = GateOn.upper if thresholds else GateOn.estimate
+    if label and plot is None:
+        raise usage_error("--label names --plot series; give --plot PATH too")
+    if label and len(label) != 2:
+        raise usage_error("--label is given twice for compare: the names of BASE and NEW")
+    check_outputs(output=output, summary=summary, plot=plot)
+    reading = {
+        "id_field": None if unpaired else id_field,
+        "confidence_field": confidence_field,
+        "correct_field": correct_field,
+        "fmt": fmt.value,
+        "mc_norm": mc_norm.value,
+        "by": by,
+    }
+    try:
+        if unpaired:
+            rows = [_unkeyed(f, reading) for f in (base, new)]
+        else:
+            rows = [read_keyed([f], **reading) for f in (base, new)]
+    except InputError as exc:
+        raise usage_error(str(exc)) from None
+    if unpaired:
+        matched = Matched(
+            (rows[0].confidence, rows[0].correct),
+            (rows[1].confidence, rows[1].correct),
+            None,
+            0,
+            0,
+            rows[0].n,
+            rows[1].n,
+        )
+    else:
+        matched = match(rows[0], rows[1])
+        _check_matching(matched, base, new, allow_unmatched)
+    if not quiet:
+        for name, r in ((base, rows[0]), (new, rows[1])):
+            if fmt is CalibrationFormat.auto and r.fmt != "jsonl":
+                from typer import echo
+
+                echo(f"detected format: {r.fmt} ({name})", err=True)
+    settings = CompareSettings(
+        level=ci or 0.95,
+        samples=bootstrap or 1000,
+        seed=seed or 0,
+        bins=bins,
+        paired=not unpaired,
+        workers=workers or 1,
+    )
+    gate = Gate(thresholds, gate_on.value, gate_each, options=options)
+    with one_blas_thread():
+        result = compare_report(
+            matched,
+            settings,
+            formats={"base": rows[0].fmt, "new": rows[1].fmt},
+            files={"base": [base], "new": [new]},
+            id_field=None if unpaired else (id_field or _default_id(rows[0].fmt)),
+            gate=gate,
+        )
+    image = None
+    if plot is not None:
+        from calibcli.app import picture
+
+        if label:
+            result.series = dict(zip(label, result.series.values(), strict=True))
+        image = (plot, picture(result, plot, None, with_ci=True))
+    emit(result, json_out=json_out, output=output, summary=summary, files=[base, new], plot=image)
+
+
+def _default_id(fmt: str) -> str:
+    return "task + doc_id" if fmt == "lm-eval" else "id"
+
+
+def _unkeyed(source: str, reading: dict) -> object:
+    """Rows without ids (--unpaired): every row, its id ignored."""
+    from calibcli.io.records import read_keyed
+
+    return read_keyed([source], **reading, keyed=False)
+
+
+def _check_matching(matched: object, base: str, new: str, allow: bool) -> None:
+    from calibcli.comparison import MAX_UNMATCHED_SHARE
+
+    if matched.base[0].shape[0] == 0:
+        raise usage_error(
+            f"no row of {base} matches a row of {new} by id; check --id-field, or use --unpaired"
+        )
+    for name, unmatched, total in (
+        (base, matched.unmatched_base, matched.base_rows),
+        (new, matched.unmatched_new, matched.new_rows),
+    ):
+        if not allow and unmatched > MAX_UNMATCHED_SHARE * total:
+            raise usage_error(
+                f"{unmatched} of {total} rows of {Path(name).name} have no partner "
+                f"(more than {MAX_UNMATCHED_SHARE:.0%}); pass --allow-unmatched to compare the "
+                f"{matched.base[0].shape[0]} matched rows"
+            )

@@ -1,0 +1,274 @@
+"""The comparison report (``calibcli compare BASE NEW``): every calibration figure of both
+models on the same questions, the difference NEW − BASE with a paired bootstrap interval,
+McNemar's exact test of accuracy and, when both sides share every answer's correctness,
+DeLong's test of AUROC.
+
+Rows are matched by id (:func:`match`); the statistics are :mod:`calibcli.metrics.paired`'s.
+A regression gate (``--max-increase ece=0.01``) checks the difference — by default the upper
+end of its interval, so a small evaluation cannot pass by luck — against a non-inferiority
+margin: NEW may be worse than BASE by at most the margin.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from calibcli import figures as registry
+from calibcli.gate import Gate, evaluate
+from calibcli.report import SCHEMA_VERSION, Note, Section, finish
+
+MAX_UNMATCHED_SHARE = 0.05  # more unmatched rows than this on either side is an error by default
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    level: float = 0.95
+    samples: int = 1000
+    seed: int = 0
+    bins: int = 10
+    paired: bool = True
+    workers: int = 1
+
+
+@dataclass(frozen=True)
+class Matched:
+    """The rows both sides hold, aligned (row i is the same question), and what did not match."""
+
+    base: tuple[Any, Any]  # (confidence, correct) arrays
+    new: tuple[Any, Any]
+    groups: list[str] | None
+    unmatched_base: int
+    unmatched_new: int
+    base_rows: int
+    new_rows: int
+
+
+def match(base: Any, new: Any) -> Matched:
+    """Align two :class:`~calibcli.io.records.KeyedRows` by id, in BASE's order."""
+    import numpy as np
+
+    position = {key: i for i, key in enumerate(new.keys)}
+    pairs = [(i, position[key]) for i, key in enumerate(base.keys) if key in position]
+    b_idx = np.fromiter((i for i, _ in pairs), dtype=np.intp, count=len(pairs))
+    n_idx = np.fromiter((j for _, j in pairs), dtype=np.intp, count=len(pairs))
+    groups = None if base.groups is None else [base.groups[i] for i in b_idx]
+    return Matched(
+        (base.confidence[b_idx], base.correct[b_idx]),
+        (new.confidence[n_idx], new.correct[n_idx]),
+        groups,
+        base.n - len(pairs),
+        new.n - len(pairs),
+        base.n,
+        new.n,
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison (pooled, or one --by group): the JSON section and the gate's view of it."""
+
+    section: Section
+    gate_view: Section = field(default_factory=lambda: Section({}))
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def compare_section(
+    base: tuple[Any, Any], new: tuple[Any, Any], settings: CompareSettings
+) -> Comparison:
+    """Figures, differences, intervals and tests for aligned (paired) or independent rows."""
+    from calibcli.metrics.estimators import SCALAR_KEYS
+    from calibcli.metrics.paired import (
+        delong_test,
+        identical_correctness,
+        mcnemar_exact,
+        paired_bootstrap,
+        unpaired_bootstrap,
+    )
+
+    n_base, n_new = int(base[0].shape[0]), int(new[0].shape[0])
+    figures: dict[str, Any] = {"n_base": n_base, "n_new": n_new}
+    notes: list[Note] = []
+    if n_base == 0 or n_new == 0:
+        notes.append(Note("empty", "no rows to compare; every difference is null"))
+        figures.update(figures=None, mcnemar=None, auroc_test=None)
+        closed = {f"{key}_{way}": "no rows to compare" for key in SCALAR_KEYS for way in _WAYS}
+        return Comparison(Section(figures, notes, closed), Section({}, closed=closed))
+    run = paired_bootstrap if settings.paired else unpaired_bootstrap
+    result = run(
+        base,
+        new,
+        samples=settings.samples,
+        seed=settings.seed,
+        level=settings.level,
+        bins=settings.bins,
+        workers=settings.workers,
+    )
+    table = {}
+    for key in SCALAR_KEYS:
+        lo, hi = result.intervals[key]
+        table[key] = {
+            "base": _num(result.base[key]),
+            "new": _num(result.new[key]),
+            "difference": _num(result.difference[key]),
+            "interval": [_num(lo), _num(hi)],
+        }
+    figures["figures"] = table
+    if settings.paired:
+        test = mcnemar_exact(base[1], new[1])
+        figures["mcnemar"] = {
+            "right_to_wrong": test.b,
+            "wrong_to_right": test.c,
+            "discordant": test.discordant,
+            "p_value": test.p_value,
+        }
+        if identical_correctness(base[1], new[1]):
+            try:
+                d = delong_test(base[0], new[0], base[1])
+                figures["auroc_test"] = {
+                    "test": "delong",
+                    "difference": _num(d.difference),
+                    "standard_error": _num(d.standard_error),
+                    "z": _num(d.z),
+                    "p_value": _num(d.p_value),
+                }
+            except ValueError as exc:  # a single class: AUROC is undefined on both sides
+                figures["auroc_test"] = {"test": None, "reason": str(exc)}
+        else:
+            figures["auroc_test"] = {
+                "test": "bootstrap",
+                "reason": "the two sides differ in which answers are right, so DeLong's "
+                "test (shared outcomes) does not apply; see the bootstrap interval",
+            }
+    return Comparison(Section(figures, notes), _gate_view(table))
+
+
+_WAYS = ("increase", "decrease")
+
+
+def _gate_view(table: dict[str, Any]) -> Section:
+    """What the gate reads: for each figure, how much worse NEW is than BASE
+    (``ece_increase`` = the difference, ``auroc_decrease`` = minus it) with its interval."""
+    view: dict[str, Any] = {"ci": {}}
+    closed: dict[str, str] = {}
+    for key, row in table.items():
+        d, (lo, hi) = row["difference"], row["interval"]
+        for way, sign in (("increase", 1.0), ("decrease", -1.0)):
+            name = f"{key}_{way}"
+            view[name] = None if d is None else sign * d
+            ends = [None if x is None else sign * x for x in (lo, hi)]
+            view["ci"][name] = sorted(ends) if None not in ends else [None, None]
+            if d is None:
+                closed[name] = f"{key} is undefined on one side"
+    return Section(view, closed=closed)
+
+
+def margins(increase: list[str], decrease: list[str]) -> tuple[dict[str, float], dict[str, str]]:
+    """Parse ``--max-increase ece=0.01`` / ``--max-decrease auroc=0.02`` into gate thresholds
+    and the options as written; ValueError naming what is wrong."""
+    lower = {f.key for f in registry.CALIBRATION if f.better == "lower"}
+    higher = {f.key for f in registry.CALIBRATION if f.better == "higher"}
+    thresholds: dict[str, float] = {}
+    options: dict[str, str] = {}
+    for way, given, allowed in (("increase", increase, lower), ("decrease", decrease, higher)):
+        for text in given:
+            key, sep, value = text.partition("=")
+            key = key.strip()
+            if not sep or key not in allowed:
+                names = ", ".join(sorted(allowed))
+                raise ValueError(
+                    f"--max-{way} takes FIGURE=MARGIN with FIGURE one of {names}, got {text!r}"
+                )
+            try:
+                margin = float(value)
+            except ValueError:
+                margin = math.nan
+            if not (math.isfinite(margin) and margin >= 0):
+                raise ValueError(f"--max-{way} {text}: the margin must be a finite number >= 0")
+            thresholds[f"{key}_{way}"] = margin
+            options[f"{key}_{way}"] = f"--max-{way} {key}={value.strip()}"
+    return thresholds, options
+
+
+def compare_report(
+    matched: Matched,
+    settings: CompareSettings,
+    *,
+    formats: dict[str, str],
+    files: dict[str, list[str]],
+    id_field: str | None,
+    gate: Gate | None = None,
+) -> Any:
+    """The compare report: pooled comparison, one per --by group, the tests and the gate."""
+    import numpy as np
+
+    pooled = compare_section(matched.base, matched.new, settings)
+    body: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "command": "compare",
+        "format": formats,
+        "files": files,
+        "paired": settings.paired,
+        "id_field": id_field,
+        "matched": int(matched.base[0].shape[0]) if settings.paired else None,
+        "unmatched_base": matched.unmatched_base if settings.paired else None,
+        "unmatched_new": matched.unmatched_new if settings.paired else None,
+        "ci_level": settings.level,
+        "bootstrap_samples": settings.samples,
+        "seed": settings.seed,
+        **pooled.section.figures,
+    }
+    notes = list(pooled.section.notes)
+    if not settings.paired:
+        notes.append(
+            Note(
+                "unpaired",
+                "unpaired: each side was resampled on its own (no row ids matched), so the "
+                "intervals include the differences between the questions as well as between "
+                "the models, and are wider than paired ones",
+            )
+        )
+    if matched.unmatched_base or matched.unmatched_new:
+        notes.append(
+            Note(
+                "unmatched",
+                f"{matched.unmatched_base} BASE row(s) and {matched.unmatched_new} NEW row(s) "
+                "have no partner and were left out",
+            )
+        )
+    groups: dict[str, Comparison] | None = None
+    if matched.groups is not None:
+        names = np.asarray(matched.groups, dtype=object)
+        groups = {}
+        for name in sorted(set(matched.groups)):
+            rows = names == name
+            base = (matched.base[0][rows], matched.base[1][rows])
+            new = (matched.new[0][rows], matched.new[1][rows])
+            groups[name] = compare_section(base, new, settings)
+        body["groups"] = {name: g.section.figures for name, g in groups.items()}
+    failures: list[str] = []
+    if gate:
+        views = None if groups is None else {k: g.gate_view for k, g in groups.items()}
+        verdict = evaluate(gate, pooled.gate_view, views, level=settings.level)
+        body["gate"], failures = verdict.body, verdict.failures
+    report = finish(body, notes, failures)
+    report.series.update(_reliability_series(matched, settings))
+    return report
+
+
+def _reliability_series(matched: Matched, settings: CompareSettings) -> dict[str, Any]:
+    """Both sides' reliability sections, for --plot's overlaid diagrams."""
+    from types import SimpleNamespace
+
+    from calibcli.metrics import BinStats
+    from calibcli.report import as_shown, reliability_section
+
+    out = {}
+    for name, (conf, corr) in (("base", matched.base), ("new", matched.new)):
+        stats = BinStats.from_arrays(conf, corr, bins=settings.bins)
+        out[name] = as_shown(reliability_section(SimpleNamespace(stats=stats), 0).figures)
+    return out
