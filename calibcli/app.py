@@ -183,13 +183,42 @@ def recalibration_options(
         raise usage_error(str(exc)) from None
 
 
-def recalibrate(data: Any, calibrators: Any, method: str | None, **options: Any) -> Any:
-    """:func:`calibcli.recalibrate.recalibrated`, a failed fit becoming exit 2."""
-    from calibcli.recalibrate import recalibrated
+def recalibrate(
+    data: Any,
+    calibrators: Any,
+    method: str | None,
+    *,
+    mc_norm: Any = None,
+    by: str | None = None,
+    **options: Any,
+) -> Any:
+    """:func:`calibcli.recalibrate.recalibrated`, a failed fit becoming exit 2. For lm-eval
+    input, temperature (a calibrator of it, or --recalibrate temperature) scales the choices'
+    loglikelihoods, so the rows are read again with every choice's score."""
+    from calibcli.recalibrate import MULTICLASS, recalibrated
+
+    choices = None
+    wants_choices = method == "temperature" or (
+        calibrators is not None and calibrators.method == MULTICLASS
+    )
+    if data.fmt == "lm-eval" and wants_choices:
+        choices = read_choices(options["files"], mc_norm=mc_norm, by=by)
+    try:
+        return recalibrated(
+            data, calibrators=calibrators, method=method, choices=choices, **options
+        )
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
+
+
+def read_choices(files: list[str], *, mc_norm: Any, by: str | None) -> Any:
+    """lm-eval rows with every choice's score; bad input is exit 2."""
+    from calibcli.io import InputError
+    from calibcli.io.records import read_choices as read
 
     try:
-        return recalibrated(data, calibrators=calibrators, method=method, **options)
-    except ValueError as exc:
+        return read(files, mc_norm=getattr(mc_norm, "value", mc_norm) or "none", by=by)
+    except InputError as exc:
         raise usage_error(str(exc)) from None
 
 

@@ -207,12 +207,22 @@ def recalibrated(
     folds: int,
     bins: int,
     files: list[str],
+    choices: Any = None,
 ) -> tuple[Any, dict[str, Any], list[str]]:
     """The reader's result recalibrated by a calibrator file or by cross-fitting ``method``,
     the report's ``recalibration`` settings, and warnings (scoring the rows a calibrator was
-    fitted on). Raises ValueError when a fit fails."""
+    fitted on). ``choices`` (lm-eval rows with their choices' scores) is needed for temperature
+    over the choices. Raises ValueError when a fit fails."""
     if calibrators is not None:
-        after = apply_to_data(data, calibrators, bins=bins)
+        if calibrators.method == MULTICLASS:
+            if choices is None:
+                raise ValueError(
+                    "this calibrator scales lm-eval choices' loglikelihoods (fitted with "
+                    f"--method temperature on lm-eval rows); the input is {data.fmt}"
+                )
+            after = choices_data(choices, calibrators, bins=bins)
+        else:
+            after = apply_to_data(data, calibrators, bins=bins)
         settings = {
             "method": calibrators.method,
             "mode": "calibrator",
@@ -229,7 +239,11 @@ def recalibrated(
                 "rows, or use --recalibrate METHOD --folds K"
             )
         return after, settings, notes
-    after = cross_fit_data(data, method=method, folds=folds, seed=FOLD_SEED, bins=bins)
+    if choices is not None and method == "temperature":
+        after = cross_fit_choices(choices, folds=folds, seed=FOLD_SEED, bins=bins)
+        method = MULTICLASS
+    else:
+        after = cross_fit_data(data, method=method, folds=folds, seed=FOLD_SEED, bins=bins)
     settings = {"method": method, "mode": "cross-fitted", "folds": folds, "seed": FOLD_SEED}
     return after, settings, []
 
@@ -238,3 +252,108 @@ def _same_file(name: str) -> str:
     """A file name compared across runs: its resolved path when it exists, else as given."""
     path = Path(name)
     return str(path.resolve()) if path.exists() else name
+
+
+# --------------------------------------------------------------------------- multiple choice
+
+MULTICLASS = "multiclass_temperature"  # temperature over an lm-eval row's choices
+
+
+def _with_gold(choices: Any, where: str) -> Any:
+    missing = choices.gold < 0
+    if missing.any():
+        first = choices.where[int(missing.argmax())]
+        raise ValueError(
+            f"{where}: {first}: the gold choice is not logged (its 'target' is not a choice "
+            "index and the row is scored wrong), so temperature over the choices cannot be fitted"
+        )
+    return choices
+
+
+def _group_rows(choices: Any) -> dict[str, Any]:
+    import numpy as np
+
+    names = np.asarray(choices.groups, dtype=object)
+    return {name: np.flatnonzero(names == name) for name in sorted(set(choices.groups))}
+
+
+def fit_choices(choices: Any, *, fitted_on: dict[str, Any], by: str | None) -> CalibratorFile:
+    """Temperature over the choices of lm-eval rows (pooled, and per --by group)."""
+    from calibcli.metrics.recalibration import fit_multiclass_temperature
+
+    def fit_one(part: Any, where: str) -> Any:
+        if part.n == 0:
+            raise ValueError(f"{where}: no rows to fit on")
+        part = _with_gold(part, where)
+        try:
+            return fit_multiclass_temperature(part.values, part.offsets, part.gold)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
+    pooled = fit_one(choices, "the pooled rows")
+    groups, rows = {}, {}
+    if choices.groups is not None:
+        for name, idx in _group_rows(choices).items():
+            groups[name] = fit_one(choices.take(idx), f"group {name!r}")
+            rows[name] = len(idx)
+    return CalibratorFile(MULTICLASS, pooled, fitted_on, by, groups, rows)
+
+
+def _calibration_data(conf: Any, correct: Any, groups: dict[str, Any] | None, *, bins: int) -> Any:
+    from calibcli.io.data import CalibrationData
+    from calibcli.metrics import BinStats, PredictionColumns
+
+    def data_of(c: Any, y: Any) -> Any:
+        return CalibrationData(
+            stats=BinStats.from_arrays(c, y, bins=bins),
+            columns=PredictionColumns.from_arrays(c, y, validate=False),
+            rows=int(c.shape[0]),
+            fmt="lm-eval",
+        )
+
+    pooled = data_of(conf, correct)
+    if groups is None:
+        return pooled
+    parts = {name: data_of(conf[idx], correct[idx]) for name, idx in groups.items()}
+    return replace(pooled, groups=parts)
+
+
+def choices_data(choices: Any, calibrators: CalibratorFile, *, bins: int) -> Any:
+    """Calibration data of lm-eval rows whose confidence is the largest tempered softmax
+    probability over their choices (each --by group with its own temperature if fitted)."""
+    import numpy as np
+
+    conf = np.empty(choices.n, dtype=np.float64)
+    groups = None if choices.groups is None else _group_rows(choices)
+    if groups is None:
+        conf[:] = calibrators.calibrator.apply(choices.values, choices.offsets)
+    else:
+        for name, idx in groups.items():
+            part = choices.take(idx)
+            conf[idx] = calibrators.for_group(name).apply(part.values, part.offsets)
+    return _calibration_data(conf, choices.correct, groups, bins=bins)
+
+
+def cross_fit_choices(choices: Any, *, folds: int, seed: int, bins: int) -> Any:
+    """Out-of-fold temperature over the choices (per --by group when grouped)."""
+    import numpy as np
+
+    from calibcli.metrics.recalibration import cross_fit_multiclass_temperature
+
+    def crossed(part: Any, where: str) -> Any:
+        part = _with_gold(part, where)
+        try:
+            return cross_fit_multiclass_temperature(
+                part.values, part.offsets, part.gold, folds=folds, seed=seed
+            )
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
+    groups = None if choices.groups is None else _group_rows(choices)
+    conf = np.empty(choices.n, dtype=np.float64)
+    if groups is None:
+        conf[:] = crossed(choices, "--recalibrate")
+    else:
+        for name, idx in groups.items():
+            conf[idx] = crossed(choices.take(idx), f"--recalibrate, group {name!r}")
+    return _calibration_data(conf, choices.correct, groups, bins=bins)

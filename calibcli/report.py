@@ -639,16 +639,16 @@ def with_recalibration(
     return target
 
 
-def fit_report(data: Any, calibrators: Any, *, bins: int) -> Report:
+def fit_report(data: Any, calibrators: Any, *, bins: int, after: Any = None) -> Report:
     """What ``calibcli fit`` shows: the fitted parameters (pooled and per group) and the
     figures before and after the map on the rows it was fitted on — in-sample, so the "after"
     flatters the map; the calibrator file itself is :meth:`CalibratorFile.to_json`."""
     from calibcli.recalibrate import apply_to_data
 
     before = calibrate_report(data, bins=bins)
-    after = calibrate_report(
-        apply_to_data(data, calibrators, bins=bins), bins=bins, reorder_ok=True
-    )
+    if after is None:
+        after = apply_to_data(data, calibrators, bins=bins)
+    after = calibrate_report(after, bins=bins, reorder_ok=True)
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "command": "fit",

@@ -184,7 +184,14 @@ def calibrate(
             result = calibrate_report(data, bootstrap=boot, gate=gate, reorder_ok=True, **options)
         else:
             after, settings, notes = recalibrate(
-                data, calibrators, method, folds=folds or 5, bins=bins, files=files
+                data,
+                calibrators,
+                method,
+                folds=folds or 5,
+                bins=bins,
+                files=files,
+                mc_norm=mc_norm,
+                by=by,
             )
             result = calibrate_report(after, bootstrap=boot, gate=gate, reorder_ok=True, **options)
             before = calibrate_report(data, reorder_ok=True, **options)
@@ -242,7 +249,7 @@ def reliability(
         result = reliability_report(data)
     else:
         after, settings, notes = recalibrate(
-            data, calibrators, None, folds=5, bins=bins, files=files
+            data, calibrators, None, folds=5, bins=bins, files=files, mc_norm=mc_norm, by=by
         )
         with one_blas_thread():
             result = with_recalibration(

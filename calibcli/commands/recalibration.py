@@ -51,8 +51,8 @@ def fit(
     'calibcli calibrate|reliability|threshold --calibrator FILE' on other rows, or stream
     recalibrated rows with 'calibcli apply'.
     """
-    from calibcli.app import emit, one_blas_thread
-    from calibcli.recalibrate import fit_data
+    from calibcli.app import emit, one_blas_thread, read_choices
+    from calibcli.recalibrate import choices_data, fit_choices, fit_data
     from calibcli.report import fit_report
 
     check_outputs(output=output, summary=summary)
@@ -79,13 +79,24 @@ def fit(
     }
     if data.fmt == "lm-eval":
         fitted_on["mc_norm"] = mc_norm.value
+    # lm-eval rows: temperature scales the choices' loglikelihoods (Guo et al. 2017), not the
+    # confidence of the top choice
+    choices = None
+    if data.fmt == "lm-eval" and method.value == "temperature":
+        choices = read_choices(files, mc_norm=mc_norm, by=by)
     try:
         with one_blas_thread():
-            calibrators = fit_data(data, method=method.value, bins=bins, fitted_on=fitted_on, by=by)
+            if choices is None:
+                calibrators = fit_data(
+                    data, method=method.value, bins=bins, fitted_on=fitted_on, by=by
+                )
+            else:
+                calibrators = fit_choices(choices, fitted_on=fitted_on, by=by)
     except ValueError as exc:
         raise usage_error(f"cannot fit {method.value}: {exc}") from None
     with one_blas_thread():
-        result = fit_report(data, calibrators, bins=bins)
+        after = None if choices is None else choices_data(choices, calibrators, bins=bins)
+        result = fit_report(data, calibrators, bins=bins, after=after)
     emit(
         result,
         json_out=json_out,

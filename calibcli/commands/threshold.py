@@ -101,9 +101,10 @@ def threshold(
     data = read_predictions(files, **reading)
     fit_data = None if not fit else read_predictions(fit, **reading)
     if calibrators is not None:
-        data, _, _ = recalibrate(data, calibrators, None, folds=5, bins=10, files=files)
+        options = {"folds": 5, "bins": 10, "mc_norm": mc_norm, "by": by}
+        data, _, _ = recalibrate(data, calibrators, None, files=files, **options)
         if fit_data is not None:
-            fit_data, _, _ = recalibrate(fit_data, calibrators, None, folds=5, bins=10, files=fit)
+            fit_data, _, _ = recalibrate(fit_data, calibrators, None, files=fit, **options)
     settings = ThresholdSettings(
         target_accuracy=target_accuracy,
         delta=delta,

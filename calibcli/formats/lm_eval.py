@@ -111,7 +111,16 @@ def lm_eval_output_type(row: Mapping[str, Any]) -> str:
 def lm_eval_choice_row(
     row: Mapping[str, Any], *, mc_norm: str = "none", target_delimiter: str = " "
 ) -> tuple[float, bool]:
-    """Confidence and correctness of one lm-eval multiple-choice row.
+    """Confidence and correctness of one lm-eval multiple-choice row (see
+    :func:`lm_eval_choice_scores`): the largest softmax probability over the scores."""
+    scores, correct = lm_eval_choice_scores(row, mc_norm=mc_norm, target_delimiter=target_delimiter)
+    return _max_softmax(scores), correct
+
+
+def lm_eval_choice_scores(
+    row: Mapping[str, Any], *, mc_norm: str = "none", target_delimiter: str = " "
+) -> tuple[list[float], bool]:
+    """The choices' scores and the correctness of one lm-eval multiple-choice row.
 
     The choices' loglikelihoods are the first elements of ``filtered_resps`` (``[ll, is_greedy]``
     pairs, logged as strings such as ``["-13.78", "False"]``). With ``mc_norm="chars"`` or
@@ -156,7 +165,9 @@ def lm_eval_choice_row(
     if mc_norm != "none":
         lengths = _choice_lengths(row, n, mc_norm, target_delimiter)
         scores = [s / length for s, length in zip(scores, lengths, strict=True)]
-    return _max_softmax(scores), _row_flag(row, _MC_CORRECT_FIELD[mc_norm], mc_norm)
+    if max(scores) == -math.inf:
+        raise ValueError("every choice has loglikelihood -inf")
+    return scores, _row_flag(row, _MC_CORRECT_FIELD[mc_norm], mc_norm)
 
 
 def lm_eval_rolling_row(row: Mapping[str, Any]) -> tuple[float, int | None, int | None]:
@@ -341,3 +352,30 @@ def _rolling_pair(pair: Any, field: str) -> tuple[float, int]:
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ValueError(f"{field} count is {json_type(count)}, expected a non-negative integer")
     return ll, count
+
+
+def lm_eval_gold(row: Mapping[str, Any], scores: list[float], correct: bool) -> int:
+    """Index of the gold choice of a multiple-choice row: the logged ``target`` when it is a
+    choice index (the harness logs it as a number or a digit string) or the text of one choice
+    (a task whose doc_to_target is the answer text); else, for a row scored correct, the
+    highest-scoring choice (the first on ties, as the harness's argmax). ValueError when none
+    of these tells."""
+    target = row.get("target")
+    if isinstance(target, str) and target.strip().isdigit():
+        target = int(target.strip())
+    if isinstance(target, int) and not isinstance(target, bool) and 0 <= target < len(scores):
+        return target
+    if isinstance(target, str):
+        try:
+            conts = [str(c) for _, c in _continuations(row)[: len(scores)]]
+        except ValueError:
+            conts = []
+        matches = [i for i, c in enumerate(conts) if c.strip() == target.strip()]
+        if len(matches) == 1:
+            return matches[0]
+    if correct:
+        return scores.index(max(scores))
+    raise ValueError(
+        f"the gold choice is not logged ('target' is {json_type(target)}, not a choice index) "
+        "and the row is scored wrong, so it cannot be inferred"
+    )

@@ -166,3 +166,91 @@ def read_keyed(
         found or "jsonl",
         where,
     )
+
+
+@dataclass(frozen=True)
+class Choices:
+    """lm-eval multiple-choice rows with their choices' scores, for temperature scaling over the
+    choices: row r's scores are ``values[offsets[r]:offsets[r + 1]]``; ``gold[r]`` is its gold
+    index (-1 where it is not logged), ``correct[r]`` the harness's own verdict."""
+
+    values: np.ndarray
+    offsets: np.ndarray
+    gold: np.ndarray
+    correct: np.ndarray
+    groups: list[str] | None
+    where: list[str]
+
+    @property
+    def n(self) -> int:
+        return int(self.correct.shape[0])
+
+    def take(self, rows: np.ndarray) -> Choices:
+        """The rows at the given indices (in that order)."""
+        lengths = np.diff(self.offsets)[rows]
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
+        values = (
+            np.concatenate([self.values[self.offsets[r] : self.offsets[r + 1]] for r in rows])
+            if len(rows)
+            else np.zeros(0)
+        )
+        return Choices(
+            values,
+            offsets,
+            self.gold[rows],
+            self.correct[rows],
+            None,
+            [self.where[r] for r in rows],
+        )
+
+
+def read_choices(sources: list[str], *, mc_norm: str = "none", by: str | None = None) -> Choices:
+    """Read lm-eval multiple-choice rows with every choice's score (length-normalised with
+    ``mc_norm``). Other formats are an error: their rows carry one confidence, not choices."""
+    from calibcli import formats
+    from calibcli.io.rows import group_name
+
+    values: list[float] = []
+    offsets = [0]
+    gold: list[int] = []
+    correct: list[bool] = []
+    groups: list[str] | None = [] if by is not None else None
+    where: list[str] = []
+    for source in sources:
+        task = formats.task_from_filename(source) if source != "-" else None
+        checked = False
+        for name, line_no, row, _ in records(source):
+            try:
+                if not checked:
+                    fmt = formats.detect_format(row)
+                    if fmt != "lm-eval":
+                        raise ValueError(
+                            f"rows are {fmt}, not lm-eval multiple choice: temperature over the "
+                            "choices needs each choice's loglikelihood"
+                        )
+                    checked = True
+                scores, right = formats.lm_eval_choice_scores(row, mc_norm=mc_norm)
+                try:
+                    g = formats.lm_eval_gold(row, scores, right)
+                except ValueError:
+                    g = -1
+                if groups is not None:
+                    if by == "task" and task is not None:
+                        groups.append(task)
+                    else:
+                        groups.append(group_name(formats.by_value(row, by)))
+            except ValueError as exc:
+                raise InputError(name, line_no, str(exc)) from None
+            values.extend(scores)
+            offsets.append(len(values))
+            gold.append(g)
+            correct.append(right)
+            where.append(f"{name}:{line_no}")
+    return Choices(
+        np.asarray(values, dtype=np.float64),
+        np.asarray(offsets, dtype=np.intp),
+        np.asarray(gold, dtype=np.intp),
+        np.asarray(correct, dtype=bool),
+        groups,
+        where,
+    )
