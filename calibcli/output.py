@@ -136,3 +136,59 @@ def write_atomic(path: Path, text: str) -> None:
         staged.commit()
     except OutputError as exc:
         raise OSError(str(exc)) from None
+
+
+class StreamTarget:
+    """A file written as a stream and put in place only when complete (:meth:`commit`): a
+    temporary file beside the target, renamed over it at the end; streams and devices are
+    written through. Use as a context manager: leaving it by an exception discards the
+    temporary file and leaves the target as it was."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.path, self.what = Path(path), what
+        self.target = _target(self.path)
+        self.file = None
+        self._tmp: str | None = None
+
+    def __enter__(self) -> StreamTarget:
+        try:
+            if _is_special(self.target):
+                self.file = open(self.target, "ab")
+            else:
+                folder = self.target.parent if str(self.target.parent) else Path(".")
+                fd, self._tmp = tempfile.mkstemp(
+                    dir=folder, prefix=f".{self.target.name}.", suffix=".tmp"
+                )
+                self.file = os.fdopen(fd, "wb")
+        except OSError as exc:
+            raise OutputError(
+                f"{self.path}: cannot write the {self.what}: {exc.strerror}"
+            ) from None
+        return self
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.file.write(data)
+        except OSError as exc:
+            raise OutputError(
+                f"{self.path}: cannot write the {self.what}: {exc.strerror}"
+            ) from None
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        try:
+            if kind is None and self._tmp is not None:
+                self.file.flush()
+                os.fsync(self.file.fileno())
+                os.chmod(self._tmp, _mode_for(self.target))
+            self.file.close()
+            if kind is None and self._tmp is not None:
+                os.replace(self._tmp, self.target)
+                self._tmp = None
+        except OSError as err:
+            if kind is None:
+                raise OutputError(
+                    f"{self.path}: cannot write the {self.what}: {err.strerror}"
+                ) from None
+        finally:
+            if self._tmp is not None:
+                Path(self._tmp).unlink(missing_ok=True)
