@@ -3,8 +3,9 @@
 In a fenced block opened with ```console, a line starting with ``$ `` is a command (a trailing
 ``\\`` continues it on the next line); the lines after it, up to the next command or the end of
 the block, are its output: standard output, then standard error. A command must exit 0 unless
-its line ends with ``# exit N``. Commands run through ``sh`` from a directory that mirrors the
-repository through symlinks (so ``-o`` and ``--plot`` files do not land in the checkout), with
+its line ends with ``# exit N``. Commands run in reading order through ``sh`` from one
+directory that mirrors the repository through symlinks (so ``-o`` and ``--plot`` files do not
+land in the checkout, and a later command can read what an earlier one wrote), with
 the running interpreter's bin directory first on PATH and an 80-column, colourless terminal.
 
     python docs/update_readme.py          # rewrite README.md in place
@@ -102,8 +103,11 @@ def refreshed(text: str, cwd: Path) -> tuple[str, list[str]]:
     """README text with every command's output replaced by a fresh run; and the problems."""
     lines = text.splitlines()
     problems = []
-    for cmd in reversed(console_commands(text)):
-        code, out = run(cmd.command, cwd)
+    commands = console_commands(text)
+    # run in reading order (a later command may read what an earlier one wrote), then paste
+    # from the end so earlier line numbers stay valid
+    results = [run(cmd.command, cwd) for cmd in commands]
+    for cmd, (code, out) in reversed(list(zip(commands, results, strict=True))):
         if code != cmd.code:
             problems.append(
                 f"README.md:{cmd.line}: `{cmd.command}` exited {code}, README says {cmd.code}"

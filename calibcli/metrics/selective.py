@@ -662,7 +662,7 @@ def select_threshold(
                 a,
                 level,
                 None,
-                float(_p_values(curve, np.array([0]), alpha)[0]),
+                float(_p_values(curve, np.array([start]), alpha)[0]),
                 level,
                 tests_run,
             )
