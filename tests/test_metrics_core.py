@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import reference
 from sklearn.metrics import brier_score_loss
 
 import calibcli.metrics
@@ -294,14 +295,14 @@ def test_bin_edges_are_python_fractions(bins):
 
 
 @pytest.mark.parametrize("bins", EDGE_BINS)
-def test_every_decimal_edge_lands_in_its_own_bin(bins, ref):
+def test_every_decimal_edge_lands_in_its_own_bin(bins):
     texts = [decimal_text(k, bins) for k in range(bins)]
     values = [float(t) for t in texts]
     assert values == [k / bins for k in range(bins)]  # the decimal parses to the edge itself
     confidences = np.array(values)
     got = bin_index(confidences, bin_edges(bins))
     assert got.tolist() == list(range(bins))
-    assert [ref.bin(c, bins) for c in values] == list(range(bins))
+    assert [reference.bin_index(c, bins) for c in values] == list(range(bins))
     _, _, count = reliability_diagram(confidences, np.zeros(bins, dtype=bool), bins=bins)
     assert count.tolist() == [1] * bins
     stats = BinStats.from_arrays(confidences, np.zeros(bins, dtype=bool), bins=bins)
@@ -349,11 +350,11 @@ def test_floor_and_linspace_binning_are_wrong_where_ours_is_right():
 
 
 @pytest.mark.parametrize("bins", EDGE_BINS)
-def test_sweep_of_edges_against_floor_and_linspace(bins, ref):
+def test_sweep_of_edges_against_floor_and_linspace(bins):
     on_edge = [k / bins for k in range(bins)]
     below = [float(np.nextafter(k / bins, 0.0)) for k in range(1, bins + 1)]
     values = on_edge + below
-    expected = [ref.bin(c, bins) for c in values]
+    expected = [reference.bin_index(c, bins) for c in values]
     assert expected == list(range(bins)) + list(range(bins))
     assert bin_index(np.array(values), bin_edges(bins)).tolist() == expected
     floor_bins = [min(math.floor(c * bins), bins - 1) for c in values]
@@ -430,11 +431,11 @@ ALL_WRONG = [0.95, 0.9, 0.75, 0.6, 0.33, 0.3, 0.1, 0.05, 0.0]
 
 
 @pytest.mark.parametrize("bins", [1, 5, 10, 15, 100])
-def test_all_predictions_wrong_ece_is_mean_confidence(bins, ref):
+def test_all_predictions_wrong_ece_is_mean_confidence(bins):
     correct = [False] * len(ALL_WRONG)
     ece, populated = expected_calibration_error(ALL_WRONG, correct, bins=bins)
     assert close(ece, math.fsum(ALL_WRONG) / len(ALL_WRONG))
-    assert populated == len({ref.bin(c, bins) for c in ALL_WRONG})
+    assert populated == len({reference.bin_index(c, bins) for c in ALL_WRONG})
     brier = brier_score(ALL_WRONG, correct)
     assert close(brier, math.fsum(c * c for c in ALL_WRONG) / len(ALL_WRONG))
     assert close(brier, brier_score_loss([0] * len(ALL_WRONG), ALL_WRONG, labels=[0, 1]))
@@ -544,19 +545,19 @@ def random_predictions(seed: int, n: int):
 
 @pytest.mark.parametrize(("seed", "n"), RNG_CASES)
 @pytest.mark.parametrize("bins", [1, 5, 10, 15, 50, 100])
-def test_against_plain_python_reference(seed, n, bins, ref):
+def test_against_plain_python_reference(seed, n, bins):
     confidences, correct = random_predictions(seed, n)
     ece, populated = expected_calibration_error(confidences, correct, bins=bins)
-    want_ece, want_populated = ref.ece(confidences, correct, bins)
+    want_ece, want_populated = reference.ece(confidences, correct, bins)
     assert close(ece, want_ece)
     assert populated == want_populated
     mean_confidence, accuracy, count = reliability_diagram(confidences, correct, bins=bins)
-    want_mean, want_accuracy, want_count = ref.reliability(confidences, correct, bins)
+    want_mean, want_accuracy, want_count = reference.reliability(confidences, correct, bins)
     assert count.tolist() == want_count
     np.testing.assert_allclose(mean_confidence, want_mean, rtol=0, atol=1e-12)
     np.testing.assert_allclose(accuracy, want_accuracy, rtol=0, atol=1e-12)
     decomposition = brier_decomposition(confidences, correct, bins=bins)
-    for key, want in ref.decomposition_exact(confidences, correct, bins).items():
+    for key, want in reference.decomposition_exact(confidences, correct, bins).items():
         assert close(decomposition[key], want), key
 
 
@@ -569,10 +570,10 @@ def test_brier_against_sklearn(seed, n):
     assert close(CalibrationReport.from_predictions(confidences, correct).brier, want)
 
 
-def test_reference_decomposition_is_exact(ref):
+def test_reference_decomposition_is_exact():
     # Sanity of the reference itself: the identity holds exactly in rational arithmetic.
     confidences, correct = random_predictions(5, 50)
-    d = ref.decomposition_exact(confidences, correct, 10)
+    d = reference.decomposition_exact(confidences, correct, 10)
     assert (
         d["reliability"]
         - d["resolution"]
@@ -696,13 +697,13 @@ def test_frozen_dataclasses():
 # --------------------------------------------------------------------------- report and types
 
 
-def test_calibration_report_fields_and_types(ref):
+def test_calibration_report_fields_and_types():
     confidences, correct = random_predictions(11, 300)
     report = CalibrationReport.from_predictions(confidences, correct, bins=15)
-    want_ece, want_populated = ref.ece(confidences, correct, 15)
+    want_ece, want_populated = reference.ece(confidences, correct, 15)
     assert type(report.ece) is float and close(report.ece, want_ece)
     assert type(report.brier) is float
-    assert close(report.brier, ref.brier_exact(confidences, correct))
+    assert close(report.brier, reference.brier_exact(confidences, correct))
     assert type(report.populated_bins) is int and report.populated_bins == want_populated
     assert type(report.n) is int and report.n == 300
     assert type(report.bins) is int and report.bins == 15
@@ -711,7 +712,7 @@ def test_calibration_report_fields_and_types(ref):
     assert type(report.mean_confidence) is float
     assert close(report.mean_confidence, math.fsum(confidences) / 300)
     assert isinstance(report.reliability, tuple) and len(report.reliability) == 3
-    want_mean, want_accuracy, want_count = ref.reliability(confidences, correct, 15)
+    want_mean, want_accuracy, want_count = reference.reliability(confidences, correct, 15)
     mean_confidence, accuracy, count = report.reliability
     for array in report.reliability:
         assert isinstance(array, np.ndarray) and array.shape == (15,)
@@ -720,7 +721,7 @@ def test_calibration_report_fields_and_types(ref):
     np.testing.assert_allclose(accuracy, want_accuracy, rtol=0, atol=1e-12)
     from_stats = CalibrationReport.from_stats(BinStats.from_arrays(confidences, correct, bins=15))
     assert close(from_stats.ece, want_ece)
-    assert close(from_stats.brier, ref.brier_exact(confidences, correct))
+    assert close(from_stats.brier, reference.brier_exact(confidences, correct))
     assert from_stats.n == 300 and from_stats.bins == 15
     assert from_stats.populated_bins == want_populated
 
