@@ -1,5 +1,6 @@
 """Property tests (hypothesis) of calibcli.metrics.core: ranges, invariances, shard merging and the
-exact Brier decomposition, checked on random data against plain-Python references (tests/reference.py)."""
+exact Brier decomposition, checked on random data against the plain-Python references of
+tests/reference.py."""
 
 from __future__ import annotations
 
