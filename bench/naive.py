@@ -1,7 +1,8 @@
-"""The naive baseline of the benchmark: ``json.loads`` per line, then seed 000's numpy functions.
+"""The naive baseline of the benchmark: ``json.loads`` per line, then plain numpy functions.
 
-This is how the seed computes the figures once rows are in memory (lists, then numpy), so the
-benchmark can show what streaming and typed decoding buy. Not used by calibcli.
+The figures computed the straightforward way once every row is in memory (Python lists, then
+numpy arrays, floor(c * M) binning with np.bincount), so the benchmark can show what streaming
+and typed decoding buy. Not used by calibcli.
 
     python bench/naive.py calibration FILE [BINS]
     python bench/naive.py perplexity FILE

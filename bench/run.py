@@ -6,15 +6,15 @@ memory from the OS (``os.wait4`` returns the child's ``rusage``; ``ru_maxrss`` i
 resident set of the process or any worker it waited for). In the same run it times:
 
 * the floor: reading the file's bytes into one Python object;
-* the naive baseline: ``json.loads`` per line, then seed 000's numpy functions (bench/naive.py);
+* the naive baseline: ``json.loads`` per line, then plain numpy functions (bench/naive.py);
 * pandas + scikit-learn: ``read_json(lines=True)``, ``calibration_curve``, ``brier_score_loss``
   (bench/pandas_sklearn.py), when pandas is importable;
 * ``calibcli reliability``, ``perplexity`` and ``calibrate`` (its whole estimator family, no
   bootstrap), a .gz input, rows with extra keys, a 1,000-row ``calibrate``, ``calibcli --help``
   and the bootstrap (1M rows x 1000 resamples).
 
-It writes BENCHMARKS.md (tables, ratios against the targets of the issue, and a profile of the
-reader) next to the Makefile and prints it.
+It writes BENCHMARKS.md (tables, ratios against calibcli's performance targets, and a profile of
+the reader) next to the Makefile and prints it.
 
     python bench/run.py                      # 1M, 5M and 20M rows
     python bench/run.py --sizes 1M --repeat 3 --no-bootstrap   # a quick look
@@ -42,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
 CHUNK_ROWS = 1_000_000  # files are this many distinct rows, repeated
-REFERENCE_ROWS = 5_000_000  # the size the issue's targets are stated for
+REFERENCE_ROWS = 5_000_000  # the size the performance targets are stated for
 
 
 # --------------------------------------------------------------------------- data
@@ -202,6 +202,20 @@ def calibcli_command() -> list[str]:
 # --------------------------------------------------------------------------- profile
 
 
+def source_location(file: str, line: int) -> str:
+    """``calibcli/io/decode.py:120``: the file as its import path names it (a bare file name is
+    ambiguous inside packages such as calibcli.io), ``built-in`` for C functions."""
+    if not line:
+        return "built-in"
+    path = Path(file).resolve()
+    if path.is_relative_to(ROOT / "calibcli"):
+        return f"{path.relative_to(ROOT).as_posix()}:{line}"
+    for root in sorted({Path(p).resolve() for p in sys.path if p}, key=lambda r: -len(r.parts)):
+        if path.is_relative_to(root):
+            return f"{path.relative_to(root).as_posix()}:{line}"
+    return f"{path.name}:{line}"
+
+
 def reader_profile(path: Path, top: int = 12) -> str:
     """cProfile of the reader on one core (workers=1), as a Markdown table of the top functions."""
     sys.path.insert(0, str(ROOT))
@@ -224,7 +238,7 @@ def reader_profile(path: Path, top: int = 12) -> str:
         "|---|---:|---:|---:|",
     ]
     for (file, line, func), (_, ncalls, tottime, _, _) in rows:
-        where = f"{Path(file).name}:{line}" if line else "built-in"
+        where = source_location(file, line)
         lines.append(f"| `{func}` ({where}) | {ncalls} | {tottime:.3f} | {tottime / total:.0%} |")
     return "\n".join(lines)
 
@@ -363,7 +377,7 @@ def render(
         )
     out += [
         "",
-        "## Targets (issue 4)",
+        "## Targets",
         "",
         "| target | measured | met |",
         "|---|---|:---:|",
@@ -395,7 +409,7 @@ ANALYSIS = """
   newline-to-comma copy alone costs ~70 ns/row), one pass extracting both fields into a
   structured array (slower than two list passes), `gc.disable()` (no change), block sizes
   from 256 KB to 4 MB (within noise). Reaching 3x needs a native parser that writes numbers
-  straight into arrays (the issue's simdjson figure), i.e. a compiled extension, which
+  straight into arrays (as simdjson does), i.e. a compiled extension, which
   calibcli avoids. Perplexity rows cost more than calibration rows: longer numbers (the NLL),
   an integer column, and a scan for the optional `bytes`/`words` keys.
 - **Shared machine.** The two cores are shared with other work: a run that finds the other
@@ -532,14 +546,14 @@ def main(argv: list[str] | None = None) -> int:
                     naive = [py, str(BENCH / "naive.py")]
                     timed(
                         "naive",
-                        "naive: json.loads + seed 000 numpy",
+                        "naive: json.loads + plain numpy functions",
                         [*naive, "calibration", str(calib)],
                         rows,
                         calib,
                     )
                     timed(
                         "naive_ppl",
-                        "naive: json.loads + seed 000 (perplexity)",
+                        "naive: json.loads + plain numpy (perplexity)",
                         [*naive, "perplexity", str(ppl)],
                         rows,
                         ppl,

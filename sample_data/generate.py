@@ -2,9 +2,9 @@
 
     python sample_data/generate.py [OUTDIR]      (default: this file's directory)
 
-Three synthetic predictors answer the same 2,000 questions (seed 000's demo): each question has a
-true probability p of being answered correctly and the outcome is y ~ Bernoulli(p). The predictors
-differ only in the confidence they state:
+Three synthetic predictors answer the same 2,000 questions: each question has a true probability p
+of being answered correctly and the outcome is y ~ Bernoulli(p). The predictors differ only in the
+confidence they state:
 
 - well_calibrated.jsonl  confidence = p
 - overconfident.jsonl    confidence = 1 - 0.4 * (1 - p)      (pushed toward 1)

@@ -1,7 +1,7 @@
 """The command line, common behaviour and `calibcli perplexity`: exit codes, errors, -o, stdin.
 
-Numbers are checked against plain-Python arithmetic written here, never against calibcli's own
-functions.
+Numbers are checked against plain-Python arithmetic (hand values and tests/reference.py), never
+against calibcli's own functions.
 """
 
 from __future__ import annotations
@@ -12,26 +12,12 @@ import math
 import sys
 
 import pytest
-from typer.testing import CliRunner
+from harness import run, write_jsonl
+from reference import perplexity
 
 from calibcli import cli
-from calibcli.cli import app
 
 LN2 = math.log(2.0)
-
-
-def run(args, input=None, env=None):
-    """Invoke the app; a Python exception escaping a command is a test failure, not exit 1."""
-    result = CliRunner().invoke(app, [str(a) for a in args], input=input, env=env)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
-
-
-def write_jsonl(path, rows, *, raw_lines=()):
-    text = "".join(json.dumps(r) + "\n" for r in rows) + "".join(raw_lines)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 PPL_ROWS = [
@@ -42,16 +28,7 @@ PPL_ROWS = [
 ]
 
 
-def ref_perplexity(rows):
-    nll = math.fsum(r["nll"] for r in rows)
-    tokens = sum(r["tokens"] for r in rows)
-    return {
-        "total_nll": nll,
-        "total_tokens": tokens,
-        "mean_nll": nll / tokens,
-        "perplexity": math.exp(nll / tokens),
-        "bits_per_token": nll / tokens / LN2,
-    }
+PPL_REF = perplexity([r["nll"] for r in PPL_ROWS], [r["tokens"] for r in PPL_ROWS])
 
 
 @pytest.fixture(params=["file", "stdin"])
@@ -134,7 +111,7 @@ def test_perplexity_json_matches_plain_python(ppl_source):
     result = run(["perplexity", *args, "--json"], input=stdin)
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
-    ref = ref_perplexity(PPL_ROWS)
+    ref = PPL_REF
     assert report["schema_version"] == 1
     assert report["command"] == "perplexity"
     assert report["format"] == "jsonl"
@@ -168,7 +145,7 @@ def test_perplexity_table(ppl_source):
     result = run(["perplexity", *args], input=stdin)
     assert result.exit_code == 0
     out = result.stdout
-    ref = ref_perplexity(PPL_ROWS)
+    ref = PPL_REF
     assert f"{ref['perplexity']:.4f}" in out
     assert f"{ref['mean_nll']:.4f}" in out
     assert f"{ref['bits_per_token']:.4f}" in out
@@ -215,7 +192,7 @@ def test_several_files_and_gzip_are_pooled(tmp_path):
     b = tmp_path / "b.jsonl.gz"
     b.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in PPL_ROWS[2:]).encode()))
     report = json.loads(run(["perplexity", a, b, "--json"]).stdout)
-    ref = ref_perplexity(PPL_ROWS)
+    ref = PPL_REF
     assert report["sequences"] == 4
     assert report["perplexity"] == pytest.approx(ref["perplexity"], rel=1e-15)
 
@@ -276,7 +253,7 @@ def test_zero_tokens_warns_and_fails_a_gate_closed(tmp_path):
 
 def test_perplexity_gate_pass_and_fail(tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", PPL_ROWS)
-    ppl = ref_perplexity(PPL_ROWS)["perplexity"]
+    ppl = PPL_REF["perplexity"]
     ok = run(["perplexity", path, "--max-perplexity", str(ppl * 1.01), "--json"])
     assert ok.exit_code == 0
     gate = json.loads(ok.stdout)["gate"]
@@ -368,9 +345,7 @@ def test_output_writes_report_and_still_shows_table(tmp_path):
     assert "Perplexity" in result.stdout
     written = out.read_text()
     assert written.endswith("}\n") and written.count("\n") == 1
-    assert json.loads(written)["perplexity"] == pytest.approx(
-        ref_perplexity(PPL_ROWS)["perplexity"], rel=1e-15
-    )
+    assert json.loads(written)["perplexity"] == pytest.approx(PPL_REF["perplexity"], rel=1e-15)
     # --json and -o together: identical bytes on stdout and in the file
     both = run(["perplexity", path, "--json", "--output", out])
     assert both.stdout == out.read_text() == written

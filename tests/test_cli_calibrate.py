@@ -2,119 +2,13 @@
 
 from __future__ import annotations
 
-import bisect
 import json
-import math
-import random
-from statistics import NormalDist
 
 import pytest
-from test_cli import run, write_jsonl
+from harness import columns, make_rows, run, write_jsonl
+from reference import estimates, wilson
 
 TOL = {"rel": 1e-12, "abs": 1e-15}
-
-
-def make_rows(n, seed=7, *, skew=1.5, low=0.0, high=1.0):
-    """Confidences uniform in [low, high); correct with probability confidence**skew."""
-    rng = random.Random(seed)
-    rows = []
-    for i in range(n):
-        c = low + (high - low) * rng.random()
-        rows.append({"id": i, "confidence": c, "correct": rng.random() < c**skew})
-    return rows
-
-
-# --------------------------------------------------------------------------- plain references
-
-
-def ref_bins(conf, corr, edges):
-    """Rows per bin, left-closed bins, 1.0 in the last one."""
-    m = len(edges) - 1
-    out = [[] for _ in range(m)]
-    for c, y in zip(conf, corr, strict=True):
-        k = min(bisect.bisect_right(edges, c) - 1, m - 1)
-        out[k].append((c, 1 if y else 0))
-    return out
-
-
-def ref_estimates(rows, bins=10, edges=None):
-    conf = [r["confidence"] for r in rows]
-    corr = [bool(r["correct"]) for r in rows]
-    n = len(conf)
-    edges = edges or [k / bins for k in range(bins + 1)]
-    groups = ref_bins(conf, corr, edges)
-    acc = sum(corr) / n
-    mean_conf = math.fsum(conf) / n
-    ece = mce = ms = ms_debiased = 0.0
-    rel = res = wbv = wbc = 0.0
-    per_bin = []
-    for g in groups:
-        k = len(g)
-        if not k:
-            per_bin.append((None, None, 0))
-            continue
-        cbar = math.fsum(c for c, _ in g) / k
-        obar = sum(y for _, y in g) / k
-        gap = abs(cbar - obar)
-        per_bin.append((cbar, obar, k))
-        ece += k / n * gap
-        mce = max(mce, gap)
-        ms += k / n * gap**2
-        if k >= 2:
-            ms_debiased += k / n * (gap**2 - obar * (1 - obar) / (k - 1))
-        rel += k * (cbar - obar) ** 2 / n
-        res += k * (obar - acc) ** 2 / n
-        wbv += math.fsum((c - cbar) ** 2 for c, _ in g) / n
-        wbc += 2 * math.fsum((c - cbar) * (y - obar) for c, y in g) / n
-    brier = math.fsum((c - y) ** 2 for c, y in zip(conf, corr, strict=True)) / n
-    if any((c == 1.0 and not y) or (c == 0.0 and y) for c, y in zip(conf, corr, strict=True)):
-        nll = math.inf
-    else:
-        nll = (
-            -math.fsum(
-                math.log(c) if y else math.log1p(-c) for c, y in zip(conf, corr, strict=True)
-            )
-            / n
-        )
-    right = [c for c, y in zip(conf, corr, strict=True) if y]
-    wrong = [c for c, y in zip(conf, corr, strict=True) if not y]
-    if right and wrong:
-        wins = sum(1.0 if r > w else 0.5 if r == w else 0.0 for r in right for w in wrong)
-        auroc = wins / (len(right) * len(wrong))
-    else:
-        auroc = None
-    return {
-        "n": n,
-        "accuracy": acc,
-        "mean_confidence": mean_conf,
-        "ece": ece,
-        "populated_bins": sum(1 for g in groups if g),
-        "brier": brier,
-        "mce": mce,
-        "rmsce": math.sqrt(ms),
-        "rmsce_debiased": math.sqrt(max(0.0, ms_debiased)),
-        "ece_1bin": abs(mean_conf - acc),
-        "nll": nll,
-        "auroc": auroc,
-        "decomposition": {
-            "reliability": rel,
-            "resolution": res,
-            "uncertainty": acc * (1 - acc),
-            "within_bin_variance": wbv,
-            "within_bin_covariance": wbc,
-            "brier": brier,
-        },
-        "per_bin": per_bin,
-        "edges": edges,
-    }
-
-
-def ref_wilson(k, n, level=0.95):
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def calibrate_json(args, input=None, code=0):
@@ -140,7 +34,7 @@ def preds(tmp_path, rows):
 def test_every_estimator_matches_plain_python(preds, rows, source):
     args, stdin = ([preds], None) if source == "file" else (["-"], preds.read_text())
     report, result = calibrate_json(args, input=stdin)
-    ref = ref_estimates(rows)
+    ref = estimates(*columns(rows))
     assert report["schema_version"] == 1 and report["command"] == "calibrate"
     assert report["format"] == "jsonl"
     assert report["n"] == 400 and report["bins"] == 10 and report["bins_used"] == 10
@@ -177,7 +71,7 @@ def test_smece_matches_relplot(preds, rows):
 
 def test_reliability_bins_in_calibrate_report(preds, rows):
     report, _ = calibrate_json([preds])
-    ref = ref_estimates(rows)
+    ref = estimates(*columns(rows))
     rel = report["reliability"]
     assert rel["bin_lower"] == [k / 10 for k in range(10)]
     assert rel["bin_upper"] == [k / 10 for k in range(1, 11)]
@@ -185,7 +79,7 @@ def test_reliability_bins_in_calibrate_report(preds, rows):
         assert rel["count"][i] == k
         assert rel["confidence"][i] == pytest.approx(cbar, **TOL)
         assert rel["accuracy"][i] == pytest.approx(obar, **TOL)
-        lo, hi = ref_wilson(round(obar * k), k)
+        lo, hi = wilson(round(obar * k), k)
         assert rel["accuracy_ci"][i] == pytest.approx([lo, hi], rel=1e-12)
 
 
@@ -221,7 +115,7 @@ def test_report_key_order(preds):
 @pytest.mark.parametrize("bins", [1, 3, 15])
 def test_bins_option(preds, rows, bins):
     report, _ = calibrate_json([preds, "--bins", str(bins)])
-    ref = ref_estimates(rows, bins)
+    ref = estimates(*columns(rows), bins)
     assert report["bins"] == bins and len(report["reliability"]["count"]) == bins
     assert report["ece"] == pytest.approx(ref["ece"], **TOL)
     assert report["rmsce_debiased"] == pytest.approx(ref["rmsce_debiased"], **TOL)
@@ -236,7 +130,7 @@ def test_quantile_strategy(tmp_path):
     conf = np.array([r["confidence"] for r in rows])
     y = np.array([r["correct"] for r in rows], dtype=int)
     edges = [0.0, *np.quantile(conf, [k / 10 for k in range(1, 10)]).tolist(), 1.0]
-    ref = ref_estimates(rows, edges=edges)
+    ref = estimates(*columns(rows), edges)
     assert report["strategy"] == "quantile" and report["bins_used"] == 10
     assert report["reliability"]["bin_lower"] == pytest.approx(edges[:-1], rel=1e-15)
     assert report["ece"] == pytest.approx(ref["ece"], **TOL)
@@ -260,7 +154,7 @@ def test_field_names(tmp_path, rows):
     renamed = [{"p": r["confidence"], "ok": int(r["correct"])} for r in rows]
     path = write_jsonl(tmp_path / "r.jsonl", renamed)
     report, _ = calibrate_json([path, "--confidence-field", "p", "--correct-field", "ok"])
-    assert report["ece"] == pytest.approx(ref_estimates(rows)["ece"], **TOL)
+    assert report["ece"] == pytest.approx(estimates(*columns(rows))["ece"], **TOL)
 
 
 def test_files_are_pooled(tmp_path, rows):
@@ -268,13 +162,13 @@ def test_files_are_pooled(tmp_path, rows):
     b = write_jsonl(tmp_path / "b.jsonl", rows[150:])
     report, _ = calibrate_json([a, b])
     assert report["n"] == 400
-    assert report["ece"] == pytest.approx(ref_estimates(rows)["ece"], **TOL)
+    assert report["ece"] == pytest.approx(estimates(*columns(rows))["ece"], **TOL)
 
 
 def test_table_shows_every_estimator(preds, rows):
     result = run(["calibrate", preds])
     assert result.exit_code == 0
-    ref = ref_estimates(rows)
+    ref = estimates(*columns(rows))
     out = result.stdout
     for label in (
         "accuracy",
@@ -352,7 +246,7 @@ def test_each_threshold_passes_and_fails(preds, rows, metric):
     report, _ = calibrate_json([preds])
     value = report[metric]
     if metric != "smece":
-        assert value == pytest.approx(ref_estimates(rows)[metric], **TOL)
+        assert value == pytest.approx(estimates(*columns(rows))[metric], **TOL)
     ok, _ = calibrate_json([preds, f"--max-{metric}", repr(value * 1.001)])
     assert ok["gate"]["passed"] is True
     assert ok["gate"]["checks"] == [
@@ -365,7 +259,7 @@ def test_each_threshold_passes_and_fails(preds, rows, metric):
 
 
 def test_several_thresholds_all_checked(preds, rows):
-    ref = ref_estimates(rows)
+    ref = estimates(*columns(rows))
     report, result = calibrate_json(
         [preds, "--max-ece", "1", "--max-brier", repr(ref["brier"] / 2), "--max-mce", "1"], code=1
     )
@@ -443,7 +337,7 @@ def test_small_sample_warning_is_advisory(tmp_path):
 def test_gate_on_upper_fails_a_small_sample_whose_estimate_passes(tmp_path):
     rows = make_rows(120, seed=4, skew=1.0)  # calibrated by construction
     path = write_jsonl(tmp_path / "small.jsonl", rows)
-    ece = ref_estimates(rows)["ece"]
+    ece = estimates(*columns(rows))["ece"]
     threshold = repr(ece * 1.05)
     calibrate_json([path, "--max-ece", threshold], code=0)
     report, result = calibrate_json(

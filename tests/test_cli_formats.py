@@ -11,8 +11,8 @@ import math
 from pathlib import Path
 
 import pytest
-from test_cli import run, write_jsonl
-from test_cli_calibrate import make_rows, ref_estimates
+from harness import columns, make_rows, run, write_jsonl
+from reference import estimates, top_softmax
 
 LM_EVAL = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
 SCIENCE = next(LM_EVAL.glob("samples_toy_mc_science_*.jsonl"))
@@ -27,11 +27,6 @@ def cli_json(args, code=0, input=None):
     return json.loads(result.stdout), result
 
 
-def max_softmax(loglikelihoods):
-    top = max(loglikelihoods)
-    return 1.0 / math.fsum(math.exp(x - top) for x in loglikelihoods)
-
-
 # --------------------------------------------------------------------------- lm-eval
 
 
@@ -43,7 +38,7 @@ def test_lm_eval_multiple_choice_with_no_flags():
     assert report["n"] == RESULTS["toy_mc_science"]["sample_len"] == 48
     assert report["accuracy"] == pytest.approx(RESULTS["toy_mc_science"]["acc,none"], abs=1e-9)
     rows = [json.loads(line) for line in SCIENCE.read_text().splitlines()]
-    conf = [max_softmax([float(r[0]) for r in row["filtered_resps"]]) for row in rows]
+    conf = [top_softmax([float(r[0]) for r in row["filtered_resps"]]) for row in rows]
     assert report["mean_confidence"] == pytest.approx(math.fsum(conf) / len(conf), rel=1e-12)
 
 
@@ -192,10 +187,10 @@ def grouped(tmp_path, grouped_rows):
 def test_by_groups_and_pooled_figures(grouped, grouped_rows):
     report, _ = cli_json(["calibrate", grouped, "--by", "meta.split"])
     assert list(report["groups"]) == ["alpha", "beta", "gamma"]
-    assert report["ece"] == pytest.approx(ref_estimates(grouped_rows)["ece"], rel=1e-12)
+    assert report["ece"] == pytest.approx(estimates(*columns(grouped_rows))["ece"], rel=1e-12)
     for name, group in report["groups"].items():
         members = [r for r in grouped_rows if r["meta"]["split"] == name]
-        ref = ref_estimates(members)
+        ref = estimates(*columns(members))
         assert group["n"] == 150
         for key in ("ece", "brier", "mce", "accuracy", "auroc"):
             assert group[key] == pytest.approx(ref[key], rel=1e-12, abs=1e-15), (name, key)

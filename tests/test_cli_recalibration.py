@@ -1,10 +1,11 @@
 """`calibcli fit`, and `calibrate` / `reliability` with --calibrator or --recalibrate.
 
-Every number is checked against a reference computed here, never against calibcli's own code:
+Every number is checked against an independent reference, never against calibcli's own code:
 scikit-learn's ``_SigmoidCalibration`` on the logits (platt), ``IsotonicRegression`` (isotonic),
 unpenalised ``LogisticRegression`` on [ln c, -ln(1 - c)] (beta), scipy's bounded scalar
-minimiser on log T (temperature), and plain-Python loops for the histogram map and for the
-figures (ECE over Fractions, Brier, accuracy, mean confidence, bin counts).
+minimiser on log T (temperature), a plain-Python loop for the histogram map, and the exact
+references of tests/reference.py for the figures (ECE, Brier, accuracy, mean confidence, bin
+counts).
 
 Data: sample_data/overconfident.jsonl split into halves, the first 1000 lines to fit on and the
 last 1000 to score.
@@ -14,16 +15,16 @@ from __future__ import annotations
 
 import json
 import math
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from harness import run, write_jsonl
+from reference import bin_index, counts, figures
 from scipy.optimize import minimize_scalar
 from sklearn.calibration import _SigmoidCalibration
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
-from test_cli import run, write_jsonl
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 EPS = 1e-12  # the clip of c before ln c, ln(1 - c) (calibcli.metrics.recalibration's contract)
@@ -103,18 +104,10 @@ def ref_isotonic(c, y):
     return None, lambda c: ir.predict(np.asarray(c, dtype=np.float64))
 
 
-def ref_bin(c, bins):
-    """k with k/M <= c < (k+1)/M (Python's k / M edges); c = 1 in the last bin."""
-    k = 0
-    while k + 1 < bins and c >= (k + 1) / bins:
-        k += 1
-    return k
-
-
 def ref_histogram(c, y, bins=10):
     right, count = [0] * bins, [0] * bins
     for ci, yi in zip(c.tolist(), y.tolist(), strict=True):
-        k = ref_bin(ci, bins)
+        k = bin_index(ci, bins)
         count[k] += 1
         right[k] += int(yi)
     acc = [right[k] / count[k] if count[k] else None for k in range(bins)]
@@ -122,7 +115,7 @@ def ref_histogram(c, y, bins=10):
     def apply(conf):
         out = []
         for ci in np.asarray(conf, dtype=np.float64).tolist():
-            a = acc[ref_bin(ci, bins)]
+            a = acc[bin_index(ci, bins)]
             out.append(ci if a is None else a)
         return np.array(out)
 
@@ -156,38 +149,13 @@ REFERENCES = {
 # --------------------------------------------------------------------------- reference figures
 
 
-def ece_loop(conf, correct, bins=10):
-    groups = [[] for _ in range(bins)]
-    for c, y in zip(np.asarray(conf).tolist(), np.asarray(correct).tolist(), strict=True):
-        groups[ref_bin(c, bins)].append((Fraction(c), int(y)))
-    total = Fraction(0)
-    for g in groups:
-        if g:
-            total += abs(sum(c for c, _ in g) - sum(y for _, y in g))
-    return float(total / len(conf))
-
-
-def figures_loop(conf, correct):
-    conf, correct = np.asarray(conf).tolist(), np.asarray(correct).tolist()
-    n = len(conf)
-    return {
-        "accuracy": sum(int(y) for y in correct) / n,
-        "mean_confidence": math.fsum(conf) / n,
-        "brier": math.fsum((c - int(y)) ** 2 for c, y in zip(conf, correct, strict=True)) / n,
-        "ece": ece_loop(conf, correct),
-    }
-
-
-def counts_loop(conf, bins=10):
-    counts = [0] * bins
-    for c in np.asarray(conf).tolist():
-        counts[ref_bin(c, bins)] += 1
-    return counts
+FIGURES = ("accuracy", "mean_confidence", "brier", "ece")
 
 
 def assert_figures(section, conf, correct, tol=TOL):
-    for key, value in figures_loop(conf, correct).items():
-        assert section[key] == pytest.approx(value, abs=tol), key
+    expected = figures(np.asarray(conf).tolist(), np.asarray(correct).tolist())
+    for key in FIGURES:
+        assert section[key] == pytest.approx(expected[key], abs=tol), key
 
 
 # --------------------------------------------------------------------------- fit
@@ -501,10 +469,10 @@ def test_reliability_bins_the_recalibrated_confidences(halves, tmp_path):
     _, apply = ref_platt(*columns(rows_of(fit_path)))
     raw, y = columns(rows_of(score_path))
     mapped = apply(raw)
-    assert report["reliability"]["count"] == counts_loop(mapped)
-    assert report["reliability"]["count"] != counts_loop(raw)
+    assert report["reliability"]["count"] == counts(mapped, y, 10)[0]
+    assert report["reliability"]["count"] != counts(raw, y, 10)[0]
     for k, accuracy in enumerate(report["reliability"]["accuracy"]):
-        members = [bool(yi) for ci, yi in zip(mapped, y, strict=True) if ref_bin(ci, 10) == k]
+        members = [bool(yi) for ci, yi in zip(mapped, y, strict=True) if bin_index(ci, 10) == k]
         if members:
             assert accuracy == pytest.approx(sum(members) / len(members), abs=1e-12), k
         else:

@@ -8,8 +8,8 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from test_cli import run, write_jsonl
-from test_cli_calibrate import make_rows, ref_estimates, ref_wilson
+from harness import columns, make_rows, run, write_jsonl
+from reference import estimates, wilson
 
 TOL = {"rel": 1e-12, "abs": 1e-15}
 
@@ -35,7 +35,7 @@ def reliability_json(args, input=None, code=0):
 def test_bins_match_plain_python(preds, rows, source, bins):
     args, stdin = ([preds], None) if source == "file" else (["-"], preds.read_text())
     report, result = reliability_json([*args, "--bins", str(bins)], input=stdin)
-    ref = ref_estimates(rows, bins)
+    ref = estimates(*columns(rows), bins)
     assert list(report) == [
         "schema_version",
         "command",
@@ -64,7 +64,7 @@ def test_bins_match_plain_python(preds, rows, source, bins):
         assert rel["count"][i] == k
         assert rel["confidence"][i] == pytest.approx(cbar, **TOL)
         assert rel["accuracy"][i] == pytest.approx(obar, **TOL)
-        assert rel["accuracy_ci"][i] == pytest.approx(ref_wilson(round(obar * k), k), rel=1e-12)
+        assert rel["accuracy_ci"][i] == pytest.approx(wilson(round(obar * k), k), rel=1e-12)
     assert report["warnings"] == [] and result.stderr == ""
 
 
@@ -85,7 +85,7 @@ def test_table_and_terminal_diagram(preds, rows):
     result = run(["reliability", preds])
     assert result.exit_code == 0
     out = result.stdout
-    ref = ref_estimates(rows)
+    ref = estimates(*columns(rows))
     assert "[0.00, 0.10)" in out and "[0.90, 1.00]" in out
     for cbar, obar, k in ref["per_bin"]:
         assert f"{cbar - obar:+.3f}" in out and f"{k:,}" in out

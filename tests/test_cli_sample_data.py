@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli import run
+from harness import run
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data"
 FILES = ("well_calibrated", "overconfident", "underconfident", "perplexity")

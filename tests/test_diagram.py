@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import reference
 from rich.console import Console
 
 from calibcli.diagram import DiagramSeries, diagram_lines, render_diagram
@@ -258,14 +259,14 @@ def test_no_predictions():
 # --- DiagramSeries ------------------------------------------------------------------------------
 
 
-def test_from_stats_matches_a_plain_python_reference(ref):
+def test_from_stats_matches_a_plain_python_reference():
     rng = np.random.default_rng(3)
     conf = rng.beta(5, 2, 300)
     conf[:5] = [0.0, 1.0, 0.5, 0.3, 0.3]
     conf = conf[(conf < 0.1) | (conf >= 0.2)]  # leave bin 1 empty
     correct = rng.random(conf.shape[0]) < conf
     series = DiagramSeries.from_stats(BinStats.from_arrays(conf, correct, bins=10), label="m")
-    means, accuracies, counts = ref.reliability(conf, correct, 10)
+    means, accuracies, counts = reference.reliability(conf, correct, 10)
     assert series.label == "m" and series.n == len(conf) == sum(counts)
     assert series.count.tolist() == counts
     assert counts[1] == 0 and math.isnan(series.confidence[1]) and math.isnan(series.accuracy[1])
@@ -276,8 +277,8 @@ def test_from_stats_matches_a_plain_python_reference(ref):
     np.testing.assert_allclose(
         series.accuracy[populated], [accuracies[i] for i in populated], rtol=1e-12
     )
-    assert series.ece == pytest.approx(ref.ece(conf, correct, 10)[0], rel=1e-12)
-    assert series.brier == pytest.approx(float(ref.brier_exact(conf, correct)), rel=1e-12)
+    assert series.ece == pytest.approx(reference.ece(conf, correct, 10)[0], rel=1e-12)
+    assert series.brier == pytest.approx(float(reference.brier_exact(conf, correct)), rel=1e-12)
     assert series.mean_confidence == pytest.approx(sum(conf.tolist()) / len(conf), rel=1e-12)
     assert series.accuracy_total == pytest.approx(sum(correct.tolist()) / len(conf), rel=1e-12)
     assert series.bin_lower.tolist() == [k / 10 for k in range(10)]

@@ -1,6 +1,7 @@
-"""The estimator family against independent references written in this file.
+"""The estimator family against independent references.
 
-References: plain-Python loops (binned estimators, log loss), scikit-learn (calibration_curve
+References: the exact plain-Python loops of tests/reference.py (binned estimators, bin counts,
+log loss), scikit-learn (calibration_curve
 with equal-mass bins, roc_auc_score, log_loss), the Wilson formula written out by hand, and the
 repetition identity "weight w == w copies of the row".
 """
@@ -12,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+import reference
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import log_loss as sk_log_loss
 from sklearn.metrics import roc_auc_score
@@ -33,47 +35,7 @@ from calibcli.metrics.estimators import (
 # --------------------------------------------------------------------------- references
 
 
-def ref_groups(conf, correct, edges):
-    """Rows grouped by bin: edges[k] <= c < edges[k+1], c >= edges[-1] in the last bin."""
-    groups = [[] for _ in range(len(edges) - 1)]
-    for c, y in zip(conf, correct, strict=True):
-        k = min(bisect.bisect_right(list(edges), float(c)) - 1, len(edges) - 2)
-        groups[k].append((float(c), int(bool(y))))
-    return groups
-
-
-def ref_binned(conf, correct, edges):
-    """mce, rmsce, rmsce_debiased, ece_1bin with loops, straight from the formulas."""
-    total = len(conf)
-    mce, sq, debiased = 0.0, 0.0, 0.0
-    for group in ref_groups(conf, correct, edges):
-        n = len(group)
-        if n == 0:
-            continue
-        cbar = sum(c for c, _ in group) / n
-        obar = sum(y for _, y in group) / n
-        gap = abs(cbar - obar)
-        mce = max(mce, gap)
-        sq += n / total * gap**2
-        if n >= 2:
-            debiased += n / total * (gap**2 - obar * (1 - obar) / (n - 1))
-    one_bin = abs(sum(float(c) for c in conf) / total - sum(map(int, correct)) / total)
-    return {
-        "mce": mce,
-        "rmsce": math.sqrt(sq),
-        "rmsce_debiased": math.sqrt(max(0.0, debiased)),
-        "ece_1bin": one_bin,
-    }
-
-
-def ref_log_loss(conf, correct):
-    total = 0.0
-    for c, y in zip(conf, correct, strict=True):
-        if y:
-            total += math.inf if c == 0 else -math.log(c)
-        else:
-            total += math.inf if c == 1 else -math.log(1 - c)
-    return total / len(conf)
+BINNED_KEYS = ("mce", "rmsce", "rmsce_debiased", "ece_1bin")
 
 
 def sample(n, seed, *, decimals=None, power=1.0):
@@ -143,7 +105,7 @@ def test_equal_mass_bins_match_sklearn_calibration_curve():
     assert populated.all()
     np.testing.assert_allclose(est.stats.accuracy[populated], prob_true, rtol=0, atol=1e-12)
     np.testing.assert_allclose(est.stats.mean_confidence[populated], prob_pred, rtol=0, atol=1e-12)
-    assert est.stats.count.tolist() == [len(g) for g in ref_groups(conf, correct, edges)]
+    assert est.stats.count.tolist() == reference.counts(conf, correct, edges)[0]
 
 
 # --------------------------------------------------------------------------- binned estimators
@@ -161,9 +123,9 @@ def test_binned_estimators_match_loops(strategy, n, bins, seed):
         interior = np.quantile(conf, [k / bins for k in range(1, bins)]).tolist()
         edges = sorted({0.0, *interior, 1.0})
     assert est.edges.tolist() == list(edges)
-    ref = ref_binned(columns.confidences(), columns.correct(), edges)
-    for key, value in ref.items():
-        assert getattr(est, key) == pytest.approx(value, rel=1e-12, abs=1e-15), key
+    ref = reference.figures(columns.confidences(), columns.correct(), edges)
+    for key in BINNED_KEYS:
+        assert getattr(est, key) == pytest.approx(ref[key], rel=1e-12, abs=1e-15), key
     assert max_calibration_error(est.stats) == est.mce
     assert rms_calibration_error(est.stats) == est.rmsce
     assert debiased_rms_calibration_error(est.stats) == est.rmsce_debiased
@@ -203,7 +165,7 @@ def test_log_loss_matches_sklearn_and_loop(seed):
     columns = PredictionColumns.from_arrays(conf, correct)
     got = log_loss(columns)
     assert got == pytest.approx(sk_log_loss(correct, conf), rel=1e-12)
-    assert got == pytest.approx(ref_log_loss(conf, correct), rel=1e-12)
+    assert got == pytest.approx(reference.log_loss(conf, correct), rel=1e-12)
 
 
 def test_log_loss_infinite_cases():
@@ -478,6 +440,6 @@ def test_quantile_edges_of_sorted_halves_are_numpys_quantiles(seed):
             columns = PredictionColumns.from_arrays(conf, correct)
             est = calibration_estimates(columns, bins=bins, strategy="quantile", reorder_ok=True)
             assert np.array_equal(est.edges, expected), (n, bins)
-            ref = ref_binned(conf, correct, expected)
-            for key, value in ref.items():
-                assert getattr(est, key) == pytest.approx(value, rel=1e-12, abs=1e-15)
+            ref = reference.figures(conf, correct, expected)
+            for key in BINNED_KEYS:
+                assert getattr(est, key) == pytest.approx(ref[key], rel=1e-12, abs=1e-15)

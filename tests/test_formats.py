@@ -1,4 +1,4 @@
-"""Tests of calibcli.formats (issue 7): lm-eval, logprobs and native row conversion and detection.
+"""Tests of calibcli.formats: lm-eval, logprobs and native row conversion and detection.
 
 The lm-eval fixtures in tests/fixtures/lm_eval/ were written by the real lm-evaluation-harness
 (see the README there). Figures recomputed here from its samples files are compared with the

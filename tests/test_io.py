@@ -6,7 +6,6 @@ reader's own output.
 
 from __future__ import annotations
 
-import bisect
 import gzip
 import io
 import json
@@ -15,6 +14,7 @@ import sys
 from types import SimpleNamespace
 
 import pytest
+import reference
 
 from calibcli.io import (
     CalibrationData,
@@ -48,20 +48,8 @@ def write(path, lines, *, newline="\n", end=True) -> str:
     return str(path)
 
 
-def reference_counts(rows, bins=10):
-    """Per-bin counts by the contract's edges (k / bins as Python computes it; 1.0 in the last)."""
-    edges = [k / bins for k in range(bins + 1)]
-    counts = [0] * bins
-    right = [0] * bins
-    for c, y in rows:
-        k = min(bisect.bisect_right(edges, c) - 1, bins - 1)
-        counts[k] += 1
-        right[k] += y
-    return counts, right
-
-
 def assert_matches(data: CalibrationData, rows, bins=10):
-    counts, right = reference_counts(rows, bins)
+    counts, right = reference.counts([c for c, _ in rows], [y for _, y in rows], bins)
     assert data.rows == len(rows) == data.stats.n
     assert data.stats.count.tolist() == counts
     assert data.stats.sum_correct.tolist() == right
@@ -458,11 +446,6 @@ def mc_row(doc_id, lls, acc, **extra):
     return json.dumps(row)
 
 
-def top_softmax(lls):
-    m = max(lls)
-    return 1.0 / math.fsum(math.exp(x - m) for x in lls)
-
-
 def test_lm_eval_multiple_choice_detected_and_grouped_by_task(tmp_path):
     arc = tmp_path / "samples_arc_easy_2024-06-01T12-30-05.123456.jsonl"
     hs = tmp_path / "samples_hellaswag_2024-06-01T12-30-05.jsonl"
@@ -473,11 +456,13 @@ def test_lm_eval_multiple_choice_detected_and_grouped_by_task(tmp_path):
     data = read_calibration([str(arc), str(hs)], by="task", keep_columns=True)
     assert data.fmt == "lm-eval"
     assert list(data.groups) == ["arc_easy", "hellaswag"]
-    expected = [(top_softmax(lls), acc) for lls, acc in arc_rows + hs_rows]
+    expected = [(reference.top_softmax(lls), acc) for lls, acc in arc_rows + hs_rows]
     assert_matches(data, expected)
     assert_matches(data.groups["arc_easy"], expected[:2])
     assert_matches(data.groups["hellaswag"], expected[2:])
-    assert sorted(data.columns.conf_wrong.tolist()) == [pytest.approx(top_softmax([-0.5, -0.25]))]
+    assert sorted(data.columns.conf_wrong.tolist()) == [
+        pytest.approx(reference.top_softmax([-0.5, -0.25]))
+    ]
 
 
 def test_lm_eval_bad_row_names_file_and_line(tmp_path):

@@ -1,8 +1,9 @@
-"""Example-based tests of calibcli.metrics.core (issue 2).
+"""Example-based tests of calibcli.metrics.core.
 
-Every expected number comes from a hand computation (often exact, with fractions.Fraction), a worked
-value printed in seeds 000 / 003 / 004, a plain-Python reference loop (the ``ref`` fixture in
-conftest.py) or scikit-learn -- never from the code under test.
+Every expected number comes from a hand computation (often exact, with fractions.Fraction), a
+published worked example (perplexity of targets at 1/2 and 1/4; ECE and Brier score of a
+well-calibrated and an overconfident model over 5 bins), a plain-Python reference loop
+(tests/reference.py) or scikit-learn -- never from the code under test.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import reference
 from sklearn.metrics import brier_score_loss
 
 import calibcli.metrics
@@ -52,7 +54,7 @@ def close(got: float, want: float | Fraction, tol: float = 1e-12) -> bool:
 
 
 def surprise(p: float) -> float:
-    """-ln p, with the model's zero probability mapped to +inf (seed 003)."""
+    """-ln p, with a zero probability mapped to +inf (never clamped to an epsilon)."""
     return math.inf if p == 0.0 else -math.log(p)
 
 
@@ -83,12 +85,12 @@ def test_public_functions_are_reexported_from_calibcli_metrics():
         assert getattr(calibcli.metrics, name) is getattr(calibcli.metrics.core, name), name
 
 
-# --------------------------------------------------------------------------- perplexity, seed 003
+# --------------------------------------------------------------------------- perplexity, worked
 
 
 def test_two_targets_half_and_quarter():
-    # Seed 003: targets with probabilities 1/2 and 1/4 -> total ln 8, mean 1.039720770840 nats,
-    # perplexity 2.828427124746 = 2 ** 1.5.
+    # Worked example: targets with probabilities 1/2 and 1/4 -> total ln 8, mean 1.039720770840
+    # nats, perplexity 2.828427124746 = 2 ** 1.5.
     nll = [surprise(0.5), surprise(0.25)]
     result = PerplexityResult.from_token_nll(nll, [1, 1])
     assert close(result.total_nll, 2.079441541680)
@@ -112,7 +114,7 @@ def test_two_targets_as_one_sequence():
 
 
 def test_document_weighting_is_by_tokens_not_documents():
-    # Seed 003: document A has one target at p = 1, document B three targets at p = 1/4.
+    # Worked example: document A has one target at p = 1, document B three targets at p = 1/4.
     doc_a, doc_b = surprise(1.0), 3 * surprise(0.25)
     result = PerplexityResult.from_token_nll([doc_a, doc_b], [1, 3])
     assert close(result.mean_nll, 1.039720770840)
@@ -160,7 +162,7 @@ def test_two_thousand_halves_do_not_underflow():
 
 
 def test_zero_probability_gives_infinite_perplexity_without_clamping():
-    # Seed 003: [0.8, 0] -> surprise +inf -> mean NLL +inf -> perplexity +inf, never an epsilon.
+    # Worked example: [0.8, 0] -> surprise +inf -> mean NLL +inf -> perplexity +inf, no epsilon.
     nll = [surprise(0.8), surprise(0.0)]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -174,7 +176,8 @@ def test_zero_probability_gives_infinite_perplexity_without_clamping():
 
 
 def test_q_and_r_distributions_score_the_observed_target():
-    # Seed 003: observed target B under q = [0.6, 0.3, 0.1] and r = [0.6, 0.2, 0.2]; same argmax.
+    # Worked example: observed target B under q = [0.6, 0.3, 0.1] and r = [0.6, 0.2, 0.2]; same
+    # argmax.
     q, r = [0.60, 0.30, 0.10], [0.60, 0.20, 0.20]
     q_result = PerplexityResult.from_token_nll([surprise(q[1])], [1])
     r_result = PerplexityResult.from_token_nll([surprise(r[1])], [1])
@@ -294,14 +297,14 @@ def test_bin_edges_are_python_fractions(bins):
 
 
 @pytest.mark.parametrize("bins", EDGE_BINS)
-def test_every_decimal_edge_lands_in_its_own_bin(bins, ref):
+def test_every_decimal_edge_lands_in_its_own_bin(bins):
     texts = [decimal_text(k, bins) for k in range(bins)]
     values = [float(t) for t in texts]
     assert values == [k / bins for k in range(bins)]  # the decimal parses to the edge itself
     confidences = np.array(values)
     got = bin_index(confidences, bin_edges(bins))
     assert got.tolist() == list(range(bins))
-    assert [ref.bin(c, bins) for c in values] == list(range(bins))
+    assert [reference.bin_index(c, bins) for c in values] == list(range(bins))
     _, _, count = reliability_diagram(confidences, np.zeros(bins, dtype=bool), bins=bins)
     assert count.tolist() == [1] * bins
     stats = BinStats.from_arrays(confidences, np.zeros(bins, dtype=bool), bins=bins)
@@ -336,7 +339,8 @@ def test_named_bin_examples(text, bins, expected):
 
 
 def test_floor_and_linspace_binning_are_wrong_where_ours_is_right():
-    # The two tempting shortcuts the issue rules out:
+    # The two tempting shortcuts the binning contract (edges k / M as Python computes them) rules
+    # out:
     assert 0.29 * 100 == 28.999999999999996
     assert math.floor(0.29 * 100) == 28
     assert np.linspace(0, 1, 11)[3] == 0.30000000000000004
@@ -349,11 +353,11 @@ def test_floor_and_linspace_binning_are_wrong_where_ours_is_right():
 
 
 @pytest.mark.parametrize("bins", EDGE_BINS)
-def test_sweep_of_edges_against_floor_and_linspace(bins, ref):
+def test_sweep_of_edges_against_floor_and_linspace(bins):
     on_edge = [k / bins for k in range(bins)]
     below = [float(np.nextafter(k / bins, 0.0)) for k in range(1, bins + 1)]
     values = on_edge + below
-    expected = [ref.bin(c, bins) for c in values]
+    expected = [reference.bin_index(c, bins) for c in values]
     assert expected == list(range(bins)) + list(range(bins))
     assert bin_index(np.array(values), bin_edges(bins)).tolist() == expected
     floor_bins = [min(math.floor(c * bins), bins - 1) for c in values]
@@ -392,7 +396,7 @@ def test_edge_placement_changes_ece():
     assert close(ece, 0.475)
 
 
-# --------------------------------------------------------------------------- seed 000 edge cases
+# --------------------------------------------------------------------------- degenerate inputs
 
 
 @pytest.mark.parametrize("bins", [1, 5, 10, 15])
@@ -430,11 +434,11 @@ ALL_WRONG = [0.95, 0.9, 0.75, 0.6, 0.33, 0.3, 0.1, 0.05, 0.0]
 
 
 @pytest.mark.parametrize("bins", [1, 5, 10, 15, 100])
-def test_all_predictions_wrong_ece_is_mean_confidence(bins, ref):
+def test_all_predictions_wrong_ece_is_mean_confidence(bins):
     correct = [False] * len(ALL_WRONG)
     ece, populated = expected_calibration_error(ALL_WRONG, correct, bins=bins)
     assert close(ece, math.fsum(ALL_WRONG) / len(ALL_WRONG))
-    assert populated == len({ref.bin(c, bins) for c in ALL_WRONG})
+    assert populated == len({reference.bin_index(c, bins) for c in ALL_WRONG})
     brier = brier_score(ALL_WRONG, correct)
     assert close(brier, math.fsum(c * c for c in ALL_WRONG) / len(ALL_WRONG))
     assert close(brier, brier_score_loss([0] * len(ALL_WRONG), ALL_WRONG, labels=[0, 1]))
@@ -470,7 +474,7 @@ def test_all_correct_with_high_confidence_is_near_zero():
     assert brier_score([1.0, 1.0], [True, True]) == 0.0
 
 
-# --------------------------------------------------------------------------- seed 004, 5 bins
+# --------------------------------------------------------------------------- worked ECE, 5 bins
 
 WELL_CALIBRATED = [(0.9, True), (0.9, True), (0.9, False), (0.9, True), (0.9, True),
                    (0.5, True), (0.5, False), (0.5, True), (0.5, False)]  # fmt: skip
@@ -478,8 +482,9 @@ OVERCONFIDENT = [(0.95, True), (0.95, True), (0.95, False), (0.95, False),
                  (0.95, True), (0.95, False), (0.95, True), (0.95, False)]  # fmt: skip
 
 
-def seed004_ece(predictions, num_bins=5):
-    """Seed 004's own loop (floor binning; correct for these two examples, not at bin edges)."""
+def floor_binned_ece(predictions, num_bins=5):
+    """The worked example's loop: floor(c * M) binning (right for these two examples, wrong at
+    bin edges)."""
     buckets = [[] for _ in range(num_bins)]
     for confidence, correct in predictions:
         buckets[min(int(confidence * num_bins), num_bins - 1)].append((confidence, correct))
@@ -492,7 +497,7 @@ def seed004_ece(predictions, num_bins=5):
     return ece
 
 
-def test_seed004_well_calibrated_five_bins():
+def test_worked_example_well_calibrated_five_bins():
     confidences, correct = zip(*WELL_CALIBRATED, strict=True)
     # By hand: five at 0.9 (4 right) in bin [0.8, 1], four at 0.5 (2 right) in bin [0.4, 0.6).
     expected_ece = Fraction(5, 9) * abs(Fraction(9, 10) - Fraction(4, 5)) + Fraction(4, 9) * abs(
@@ -503,7 +508,7 @@ def test_seed004_well_calibrated_five_bins():
     assert expected_brier == Fraction(37, 180)
     ece, populated = expected_calibration_error(confidences, correct, bins=5)
     assert close(ece, expected_ece)
-    assert close(ece, seed004_ece(WELL_CALIBRATED))
+    assert close(ece, floor_binned_ece(WELL_CALIBRATED))
     assert populated == 2
     assert close(brier_score(confidences, correct), expected_brier)
     mean_confidence, accuracy, count = reliability_diagram(confidences, correct, bins=5)
@@ -512,17 +517,17 @@ def test_seed004_well_calibrated_five_bins():
     assert np.allclose(accuracy, [0, 0, 0.5, 0, 0.8], rtol=0, atol=1e-12)
 
 
-def test_seed004_overconfident_five_bins():
+def test_worked_example_overconfident_five_bins():
     confidences, correct = zip(*OVERCONFIDENT, strict=True)
     expected_ece = abs(Fraction(19, 20) - Fraction(4, 8))
     expected_brier = (4 * Fraction(1, 20) ** 2 + 4 * Fraction(19, 20) ** 2) / 8
     assert (expected_ece, expected_brier) == (Fraction(9, 20), Fraction(181, 400))
     ece, populated = expected_calibration_error(confidences, correct, bins=5)
     assert close(ece, expected_ece)
-    assert close(ece, seed004_ece(OVERCONFIDENT))
+    assert close(ece, floor_binned_ece(OVERCONFIDENT))
     assert populated == 1
     assert close(brier_score(confidences, correct), expected_brier)
-    # The seed's conclusion: the overconfident model is worse on both.
+    # The worked example's conclusion: the overconfident model is worse on both.
     well_c, well_y = zip(*WELL_CALIBRATED, strict=True)
     assert ece > expected_calibration_error(well_c, well_y, bins=5)[0]
     assert brier_score(confidences, correct) > brier_score(well_c, well_y)
@@ -544,19 +549,19 @@ def random_predictions(seed: int, n: int):
 
 @pytest.mark.parametrize(("seed", "n"), RNG_CASES)
 @pytest.mark.parametrize("bins", [1, 5, 10, 15, 50, 100])
-def test_against_plain_python_reference(seed, n, bins, ref):
+def test_against_plain_python_reference(seed, n, bins):
     confidences, correct = random_predictions(seed, n)
     ece, populated = expected_calibration_error(confidences, correct, bins=bins)
-    want_ece, want_populated = ref.ece(confidences, correct, bins)
+    want_ece, want_populated = reference.ece(confidences, correct, bins)
     assert close(ece, want_ece)
     assert populated == want_populated
     mean_confidence, accuracy, count = reliability_diagram(confidences, correct, bins=bins)
-    want_mean, want_accuracy, want_count = ref.reliability(confidences, correct, bins)
+    want_mean, want_accuracy, want_count = reference.reliability(confidences, correct, bins)
     assert count.tolist() == want_count
     np.testing.assert_allclose(mean_confidence, want_mean, rtol=0, atol=1e-12)
     np.testing.assert_allclose(accuracy, want_accuracy, rtol=0, atol=1e-12)
     decomposition = brier_decomposition(confidences, correct, bins=bins)
-    for key, want in ref.decomposition_exact(confidences, correct, bins).items():
+    for key, want in reference.decomposition_exact(confidences, correct, bins).items():
         assert close(decomposition[key], want), key
 
 
@@ -569,10 +574,10 @@ def test_brier_against_sklearn(seed, n):
     assert close(CalibrationReport.from_predictions(confidences, correct).brier, want)
 
 
-def test_reference_decomposition_is_exact(ref):
+def test_reference_decomposition_is_exact():
     # Sanity of the reference itself: the identity holds exactly in rational arithmetic.
     confidences, correct = random_predictions(5, 50)
-    d = ref.decomposition_exact(confidences, correct, 10)
+    d = reference.decomposition_exact(confidences, correct, 10)
     assert (
         d["reliability"]
         - d["resolution"]
@@ -696,13 +701,13 @@ def test_frozen_dataclasses():
 # --------------------------------------------------------------------------- report and types
 
 
-def test_calibration_report_fields_and_types(ref):
+def test_calibration_report_fields_and_types():
     confidences, correct = random_predictions(11, 300)
     report = CalibrationReport.from_predictions(confidences, correct, bins=15)
-    want_ece, want_populated = ref.ece(confidences, correct, 15)
+    want_ece, want_populated = reference.ece(confidences, correct, 15)
     assert type(report.ece) is float and close(report.ece, want_ece)
     assert type(report.brier) is float
-    assert close(report.brier, ref.brier_exact(confidences, correct))
+    assert close(report.brier, reference.brier_exact(confidences, correct))
     assert type(report.populated_bins) is int and report.populated_bins == want_populated
     assert type(report.n) is int and report.n == 300
     assert type(report.bins) is int and report.bins == 15
@@ -711,7 +716,7 @@ def test_calibration_report_fields_and_types(ref):
     assert type(report.mean_confidence) is float
     assert close(report.mean_confidence, math.fsum(confidences) / 300)
     assert isinstance(report.reliability, tuple) and len(report.reliability) == 3
-    want_mean, want_accuracy, want_count = ref.reliability(confidences, correct, 15)
+    want_mean, want_accuracy, want_count = reference.reliability(confidences, correct, 15)
     mean_confidence, accuracy, count = report.reliability
     for array in report.reliability:
         assert isinstance(array, np.ndarray) and array.shape == (15,)
@@ -720,7 +725,7 @@ def test_calibration_report_fields_and_types(ref):
     np.testing.assert_allclose(accuracy, want_accuracy, rtol=0, atol=1e-12)
     from_stats = CalibrationReport.from_stats(BinStats.from_arrays(confidences, correct, bins=15))
     assert close(from_stats.ece, want_ece)
-    assert close(from_stats.brier, ref.brier_exact(confidences, correct))
+    assert close(from_stats.brier, reference.brier_exact(confidences, correct))
     assert from_stats.n == 300 and from_stats.bins == 15
     assert from_stats.populated_bins == want_populated
 

@@ -1,5 +1,6 @@
 """Property tests (hypothesis) of calibcli.metrics.core: ranges, invariances, shard merging and the
-exact Brier decomposition, checked on random data against plain-Python references (conftest.py)."""
+exact Brier decomposition, checked on random data against the plain-Python references of
+tests/reference.py."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import reference
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,29 +72,29 @@ def decomposition_residual(d: dict) -> float:
 
 
 @given(rows, bin_counts)
-def test_ece_is_in_unit_interval_and_matches_reference(ref, data, bins):
+def test_ece_is_in_unit_interval_and_matches_reference(data, bins):
     confidences, correct = columns_of(data)
     ece, populated = expected_calibration_error(confidences, correct, bins=bins)
     assert 0.0 <= ece <= 1.0
-    want_ece, want_populated = ref.ece(confidences, correct, bins)
+    want_ece, want_populated = reference.ece(confidences, correct, bins)
     assert abs(ece - want_ece) <= 1e-12
     assert populated == want_populated
     assert populated <= min(bins, len(data))
 
 
 @given(rows, bin_counts)
-def test_reliability_matches_reference_binning(ref, data, bins):
+def test_reliability_matches_reference_binning(data, bins):
     confidences, correct = columns_of(data)
     mean_confidence, accuracy, count = reliability_diagram(confidences, correct, bins=bins)
     assert all(
         isinstance(a, np.ndarray) and a.shape == (bins,) for a in (mean_confidence, accuracy)
     )
-    want_mean, want_accuracy, want_count = ref.reliability(confidences, correct, bins)
+    want_mean, want_accuracy, want_count = reference.reliability(confidences, correct, bins)
     assert count.tolist() == want_count
     assert int(count.sum()) == len(data)
     np.testing.assert_allclose(mean_confidence, want_mean, rtol=0, atol=1e-12)
     np.testing.assert_allclose(accuracy, want_accuracy, rtol=0, atol=1e-12)
-    expected_bins = [ref.bin(float(c), bins) for c in confidences]
+    expected_bins = [reference.bin_index(float(c), bins) for c in confidences]
     assert bin_index(confidences, bin_edges(bins)).tolist() == expected_bins
 
 
@@ -144,11 +146,11 @@ def test_shard_statistics_merge_to_the_pooled_result(shards, bins):
 
 
 @given(rows, bin_counts)
-def test_decomposition_identity_and_reference(ref, data, bins):
+def test_decomposition_identity_and_reference(data, bins):
     confidences, correct = columns_of(data)
     d = brier_decomposition(confidences, correct, bins=bins)
     assert abs(decomposition_residual(d)) <= 1e-12
-    want = ref.decomposition_exact(confidences, correct, bins)
+    want = reference.decomposition_exact(confidences, correct, bins)
     for key, value in want.items():
         assert abs(d[key] - float(value)) <= 1e-12, key
     obar = Fraction(int(correct.sum()), len(data)) if len(data) else Fraction(0)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cli import run, write_jsonl
+from harness import run, write_jsonl
 
 ROWS = [{"confidence": 0.05 + 0.9 * i / 59, "correct": i % 3 != 0} for i in range(60)]
 OLD = '{"old": true}\n'

@@ -1,10 +1,10 @@
-"""Recalibration maps against independent references computed in this file.
+"""Recalibration maps against independent references.
 
 References: scikit-learn (``_SigmoidCalibration`` on the logits for platt, ``IsotonicRegression``
 for isotonic, unpenalised ``LogisticRegression`` for beta), scipy's bounded scalar minimiser on
 the NLL written out with ``np.logaddexp`` / ``scipy.special.logsumexp`` (temperature, multiclass
-temperature), plain-Python loops with fractions.Fraction (histogram, ECE), and refitting each
-cross-fitting fold by hand.
+temperature), plain-Python loops with fractions.Fraction (the histogram map here, ECE and bins
+from tests/reference.py), and refitting each cross-fitting fold by hand.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import reference
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
@@ -102,20 +103,6 @@ def read_jsonl(path):
     )
 
 
-def ece_loop(conf, correct, bins=10):
-    """ECE as a plain loop over Fractions, bins k/M <= c < (k+1)/M, c = 1 in the last bin."""
-    groups = [[] for _ in range(bins)]
-    for c, y in zip(conf.tolist(), correct.tolist(), strict=True):
-        k = min(int(Fraction(c) * bins), bins - 1)
-        groups[k].append((Fraction(c), int(y)))
-    n = len(conf)
-    total = Fraction(0)
-    for g in groups:
-        if g:
-            total += abs(sum(c for c, _ in g) - sum(y for _, y in g)) / n
-    return float(total)
-
-
 # --------------------------------------------------------------------------- each method
 
 
@@ -173,7 +160,7 @@ def test_isotonic_one_class_and_one_point():
 
 
 @pytest.mark.parametrize("bins", [1, 3, 10, 15])
-def test_histogram_matches_plain_loop(ref, bins):
+def test_histogram_matches_plain_loop(bins):
     c, y = sample(4, n=200)
     c = np.concatenate([c, [0.0, 0.3, 1.0, 0.29]])
     y = np.concatenate([y, [False, True, True, False]])
@@ -181,13 +168,12 @@ def test_histogram_matches_plain_loop(ref, bins):
     assert isinstance(cal, HistogramCalibrator)
     groups = [[] for _ in range(bins)]
     for ci, yi in zip(c.tolist(), y.tolist(), strict=True):
-        groups[ref.bin(ci, bins)].append(int(yi))
+        groups[reference.bin_index(ci, bins)].append(int(yi))
     accuracy = [float(Fraction(sum(g), len(g))) if g else None for g in groups]
     assert cal.to_dict() == {"accuracy": accuracy}
     grid = [*np.linspace(0, 1, 301).tolist(), 0.3, 0.29, 0.7]
-    expected = [
-        accuracy[ref.bin(g, bins)] if accuracy[ref.bin(g, bins)] is not None else g for g in grid
-    ]
+    in_bin = [accuracy[reference.bin_index(g, bins)] for g in grid]
+    expected = [g if a is None else a for g, a in zip(grid, in_bin, strict=True)]
     np.testing.assert_array_equal(cal.apply(grid), expected)
 
 
@@ -253,12 +239,12 @@ def test_recalibration_fixes_the_overconfident_sample():
     # fit on the first half, score the second
     c, y = read_jsonl(SAMPLE / "overconfident.jsonl")
     half = c.shape[0] // 2
-    before = ece_loop(c[half:], y[half:])
+    before = reference.ece(c[half:], y[half:], 10)[0]
     assert before == pytest.approx(0.265, abs=0.005)
     ece = {}
     for method in METHODS:
         cal = fit(c[:half], y[:half], method=method)
-        ece[method] = ece_loop(cal.apply(c[half:]), y[half:])
+        ece[method] = reference.ece(cal.apply(c[half:]), y[half:], 10)[0]
         got = expected_calibration_error(cal.apply(c[half:]), y[half:])[0]
         assert got == pytest.approx(ece[method], abs=1e-12)
     # The sample states c = 1 - 0.4(1 - p): every confidence is >= 0.6 while the accuracy is
@@ -269,7 +255,7 @@ def test_recalibration_fixes_the_overconfident_sample():
     assert fit(c[:half], y[:half], method="temperature").temperature == pytest.approx(t, rel=TOL)
     assert t > 1
     softened = 1 / (1 + np.exp(-ref_logit(c[half:]) / t))
-    assert ece["temperature"] == pytest.approx(ece_loop(softened, y[half:]), abs=1e-9)
+    assert ece["temperature"] == pytest.approx(reference.ece(softened, y[half:], 10)[0], abs=1e-9)
     assert ece["temperature"] < before / 2
     for method in ("platt", "beta", "isotonic", "histogram"):
         assert ece[method] < 0.05, method

@@ -1,0 +1,41 @@
+"""Running the CLI in tests, and the JSONL inputs the CLI tests write."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from typer.testing import CliRunner
+
+from calibcli.cli import app
+
+
+def run(args, input=None, env=None):
+    """Invoke the app; a Python exception escaping a command is a test failure, not exit 1."""
+    result = CliRunner().invoke(app, [str(a) for a in args], input=input, env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def write_jsonl(path, rows, *, raw_lines=()):
+    """Write one JSON object per line, then ``raw_lines`` verbatim; returns ``path``."""
+    text = "".join(json.dumps(r) + "\n" for r in rows) + "".join(raw_lines)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def make_rows(n, seed=7, *, skew=1.5, low=0.0, high=1.0):
+    """Rows {id, confidence, correct}: confidence uniform in [low, high), correct with
+    probability confidence**skew, drawn from random.Random(seed)."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        c = low + (high - low) * rng.random()
+        rows.append({"id": i, "confidence": c, "correct": rng.random() < c**skew})
+    return rows
+
+
+def columns(rows):
+    """(confidences, correct) lists of calibration rows."""
+    return [r["confidence"] for r in rows], [bool(r["correct"]) for r in rows]
