@@ -643,7 +643,7 @@ def reliability_diagram(
 
 @dataclass(frozen=True, eq=False)
 class CalibrationReport:
-    """ECE, Brier and reliability data for one set of predictions (no perplexity: seed 000)."""
+    """ECE, Brier and reliability data for one set of predictions."""
 
     ece: float
     brier: float
