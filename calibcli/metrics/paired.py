@@ -1,0 +1,518 @@
+"""Comparing two predictors on the same questions: paired tests and bootstrap intervals.
+
+Pure numpy: no I/O, no printing. BASE and NEW are two sets of predictions whose rows are
+aligned: row i is the same question on both sides (matching rows by id is the caller's job).
+Every figure is reported as NEW − BASE.
+
+* :func:`mcnemar_exact`: McNemar's exact test of accuracy. b = #(BASE right, NEW wrong),
+  c = #(BASE wrong, NEW right); under H0 the b + c discordant rows split as Binom(b + c, ½), and
+  p = min(1, 2·P[Binom(b + c, ½) <= min(b, c)]), p = 1 when b + c = 0. Exact integer arithmetic
+  (the float is that rational number correctly rounded) up to 100,000 discordant rows; above
+  that, Loader's (2000) saddle-point form of the binomial probability (relative error < 1e-11).
+* :func:`delong_test`: DeLong, DeLong & Clarke-Pearson (1988) test of AUROC_NEW − AUROC_BASE when
+  both sides share the same correctness (the same positives and negatives), in the O(N log N)
+  midrank form of Sun & Xu (2014). Ties count ½.
+* :func:`paired_bootstrap`: percentile interval of NEW − BASE for every scalar of
+  :func:`~calibcli.metrics.estimators.calibration_estimates`, resampling questions (the same
+  row indices on both sides, so what the two predictors share cancels out of the difference).
+* :func:`unpaired_bootstrap`: the same with independent resamples of each side (rows need not
+  be aligned), for comparison and for sets of different questions.
+
+Resampling recipe (both bootstraps, reproducible in a plain loop). For replicate r = 0..B−1:
+
+* paired: ``idx = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(r,)))
+  .integers(0, N, size=N)`` — the generator of
+  :func:`~calibcli.metrics.bootstrap.replicate_generator` — and row i of the replicate is row
+  ``idx[i]`` on both sides;
+* unpaired: side s (0 = BASE, 1 = NEW) draws ``.integers(0, N_s, size=N_s)`` from
+  ``default_rng(SeedSequence(seed, spawn_key=(r, s)))``, i.e. the two children of replicate r's
+  seed sequence, so the sides' streams differ and neither depends on the other's size.
+
+Each side's scalars are computed on the resample with the production bootstrap evaluator
+(row weights = how often each row was drawn), bins fixed at that side's full-sample edges (as in
+:mod:`calibcli.metrics.bootstrap`). The interval is the (1 − level)/2 and (1 + level)/2
+quantiles (numpy's linear method) of the replicate differences; replicates where the difference
+is undefined (nan: either side nan, or inf − inf) are left out of that figure's interval, and a
+figure with no defined replicate gets (nan, nan). The result depends only on (input, seed,
+samples), never on ``workers``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibcli.metrics.bootstrap import (
+    _ReplicateEngine,
+    _run,
+    _sorted_quantile,
+    replicate_generator,
+)
+from calibcli.metrics.core import PredictionColumns, _as_correct, validate_predictions
+from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates, resolve_edges
+
+__all__ = [
+    "DeLongResult",
+    "McNemarResult",
+    "PairedBootstrapResult",
+    "delong_test",
+    "identical_correctness",
+    "mcnemar_exact",
+    "paired_bootstrap",
+    "unpaired_bootstrap",
+]
+
+_INDEX = {key: i for i, key in enumerate(SCALAR_KEYS)}
+_CHECK_EVERY = 64  # tail terms summed between two checks of the McNemar rounding bound
+# McNemar p-values are exact up to this many discordant rows (math.comb(n, n/2) takes ~0.1 s)
+EXACT_MCNEMAR_LIMIT = 100_000
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _correct_pair(base_correct: object, new_correct: object) -> tuple[np.ndarray, np.ndarray]:
+    base = _as_correct(base_correct, "base_correct")
+    new = _as_correct(new_correct, "new_correct")
+    if base.shape[0] != new.shape[0]:
+        raise ValueError(
+            f"base_correct and new_correct differ in length: {base.shape[0]} != {new.shape[0]}"
+        )
+    return base, new
+
+
+def identical_correctness(base_correct: object, new_correct: object) -> bool:
+    """True when both sides are right on exactly the same rows (aligned, equal lengths)."""
+    base, new = _correct_pair(base_correct, new_correct)
+    return bool(np.array_equal(base, new))
+
+
+# --------------------------------------------------------------------------- McNemar
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """McNemar's exact test: ``b`` rows right→wrong (BASE right, NEW wrong), ``c`` wrong→right,
+    ``discordant`` = b + c, and the two-sided exact ``p_value``."""
+
+    b: int
+    c: int
+    discordant: int
+    p_value: float
+
+
+def mcnemar_exact(base_correct: object, new_correct: object) -> McNemarResult:
+    """McNemar's exact (binomial) test that BASE and NEW have the same accuracy.
+
+    p = min(1, 2·P[Binom(b + c, ½) <= min(b, c)]) = min(1, Σ_{k<=min(b,c)} C(b+c, k) / 2^(b+c−1)),
+    and p = 1 when b + c = 0. Exact integers, correctly rounded to a float, for b + c up to
+    ``EXACT_MCNEMAR_LIMIT``; a saddle-point formula (relative error < 1e-11) above it.
+    """
+    base, new = _correct_pair(base_correct, new_correct)
+    b = int(np.count_nonzero(base & ~new))
+    c = int(np.count_nonzero(~base & new))
+    return McNemarResult(b, c, b + c, _binomial_half_two_sided(b + c, min(b, c)))
+
+
+def _binomial_half_two_sided(n: int, m: int) -> float:
+    """min(1, Σ_{k=0}^{m} C(n, k) / 2^(n−1)); 1.0 for n = 0.
+
+    Exact and correctly rounded up to ``EXACT_MCNEMAR_LIMIT`` discordant rows; above it,
+    ``math.comb`` alone takes seconds, so the saddle-point form is used (relative error < 1e-11).
+    """
+    if 2 * m >= n:  # includes n = 0: the two tails overlap, p >= 1
+        return 1.0
+    if n > EXACT_MCNEMAR_LIMIT:
+        return _binomial_half_two_sided_float(n, m)
+    return _binomial_half_two_sided_exact(n, m)
+
+
+def _binomial_half_two_sided_exact(n: int, m: int) -> float:
+    """Σ_{k=0}^{m} C(n, k) / 2^(n−1) for m < n/2 in integers, correctly rounded.
+
+    The terms are summed from k = m downwards (t_{k−1} = t_k·k / (n − k + 1), exact). The ratios
+    shrink as k falls, so the terms not yet added sum to at most t_j·j / (n − 2j + 1) after
+    adding t_j; once the sum and the sum plus that bound round to the same float, the exact
+    value (which lies between them) rounds to it too, and the loop stops.
+    """
+    scale = 1 << (n - 1)
+    term = math.comb(n, m)
+    total = term
+    for k in range(m, 0, -1):
+        if (m - k) % _CHECK_EVERY == 0:
+            bound = -(-term * k // (n - 2 * k + 1))  # ceiling
+            if total / scale == (total + bound) / scale:  # int / int is correctly rounded
+                break
+        term = term * k // (n - k + 1)
+        total += term
+    return total / scale
+
+
+def _stirling_error(k: int) -> float:
+    """ln(k!) − [(k + ½)·ln k − k + ½·ln 2π], by its asymptotic series for large k."""
+    if k <= 15:
+        return math.lgamma(k + 1.0) - (k + 0.5) * math.log(k) + k - 0.5 * math.log(2 * math.pi)
+    kk = float(k) * k
+    series = 1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - 1 / (1188 * kk)) / kk) / kk) / kk
+    return series / k
+
+
+def _deviance(x: int, mean: float) -> float:
+    """x·ln(x/mean) + mean − x, by its series when x is near the mean (no cancellation)."""
+    if abs(x - mean) < 0.1 * (x + mean):
+        v = (x - mean) / (x + mean)
+        total, term, j = (x - mean) * v, 2.0 * x * v, 1
+        while True:
+            term *= v * v
+            nxt = total + term / (2 * j + 1)
+            if nxt == total:
+                return total
+            total, j = nxt, j + 1
+    return x * math.log(x / mean) + mean - x
+
+
+def _binomial_half_two_sided_float(n: int, m: int) -> float:
+    """Σ_{k<=m} C(n, k) / 2^(n−1) for 0 <= m < n/2 in floating point.
+
+    P[X = m] by Loader's (2000) saddle-point form, exp(ε(n) − ε(m) − ε(n − m) − D(m) −
+    D(n − m))·sqrt(n / (2π·m·(n − m))) with ε the Stirling error and D the deviance from n/2,
+    then times Σ_j P[X = m − j]/P[X = m], whose ratios are exact products of small fractions.
+    """
+    if m == 0:
+        return math.ldexp(1.0, 1 - n)
+    half = n / 2.0
+    log_term = (
+        _stirling_error(n)
+        - _stirling_error(m)
+        - _stirling_error(n - m)
+        - _deviance(m, half)
+        - _deviance(n - m, half)
+        + 0.5 * math.log(n / (2.0 * math.pi * m * (n - m)))
+    )
+    ratio, total = 1.0, 1.0
+    for k in range(m, 0, -1):
+        ratio *= k / (n - k + 1)
+        if ratio < 1e-17 * total:
+            break
+        total += ratio
+    return 2.0 * math.exp(log_term) * total
+
+
+# --------------------------------------------------------------------------- DeLong
+
+
+@dataclass(frozen=True)
+class DeLongResult:
+    """DeLong's test of AUROC_NEW − AUROC_BASE on shared outcomes.
+
+    ``covariance`` is the 2×2 matrix S = S10/n_right + S01/n_wrong of (AUROC_BASE, AUROC_NEW);
+    ``standard_error`` = sqrt(S00 + S11 − 2·S01) of the difference, ``z`` = difference /
+    standard_error, ``p_value`` two-sided from the standard normal. ``degenerate`` is True when
+    the standard error is 0: then z = 0 and p = 1 if the difference is 0, else both are nan
+    (the normal approximation says nothing).
+    """
+
+    auc_base: float
+    auc_new: float
+    difference: float
+    covariance: tuple[tuple[float, float], tuple[float, float]]
+    standard_error: float
+    z: float
+    p_value: float
+    degenerate: bool
+    n_right: int
+    n_wrong: int
+
+
+def _midranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks with ties given the mean of the ranks they span."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    return (ends - (counts - 1) / 2.0)[inverse]
+
+
+def _structural_components(
+    scores: np.ndarray, positive: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(V10, V01) of Sun & Xu (2014): V10_i = (T_Z,i − T_X,i)/n, V01_j = 1 − (T_Z,j − T_Y,j)/m.
+
+    T_Z are midranks among all rows, T_X among the m positives, T_Y among the n negatives;
+    V10_i is the mean over negatives of ψ(x_i, y_j) (1 if x > y, ½ if equal, 0 below) and
+    V01_j the mean over positives of ψ(x_i, y_j).
+    """
+    x, y = scores[positive], scores[~positive]
+    m, n = x.shape[0], y.shape[0]
+    t_z = _midranks(scores)
+    v10 = (t_z[positive] - _midranks(x)) / n
+    v01 = 1.0 - (t_z[~positive] - _midranks(y)) / m
+    return v10, v01
+
+
+def _covariance(rows: np.ndarray) -> np.ndarray:
+    """Sample covariance (divisor k − 1) of the rows of a 2×k array."""
+    centred = rows - rows.mean(axis=1, keepdims=True)
+    return centred @ centred.T / (rows.shape[1] - 1)
+
+
+def delong_test(base_conf: object, new_conf: object, correct: object) -> DeLongResult:
+    """DeLong's test that two confidence scores have the same AUROC for the same outcomes.
+
+    AUROC_s = mean_i V10_s,i (= mean_j V01_s,j); S = S10/m + S01/n with S10, S01 the sample
+    covariance matrices (divisor m − 1, n − 1) of the structural components of the two scores;
+    Var(difference) = S00 + S11 − 2·S01, z = (AUROC_NEW − AUROC_BASE)/sqrt(Var),
+    p = erfc(|z|/√2). Needs at least two right and two wrong answers (else ValueError).
+    """
+    try:
+        base, corr = validate_predictions(base_conf, correct)
+    except ValueError as err:
+        raise ValueError(f"base_conf: {err}") from None
+    try:
+        new, _ = validate_predictions(new_conf, corr)
+    except ValueError as err:
+        raise ValueError(f"new_conf: {err}") from None
+    m = int(np.count_nonzero(corr))
+    n = corr.shape[0] - m
+    if m < 2 or n < 2:
+        raise ValueError(
+            f"DeLong's test needs at least 2 right and 2 wrong answers, got {m} right and {n} wrong"
+        )
+    v10_base, v01_base = _structural_components(base, corr)
+    v10_new, v01_new = _structural_components(new, corr)
+    s = _covariance(np.stack([v10_base, v10_new])) / m
+    s += _covariance(np.stack([v01_base, v01_new])) / n
+    auc_base, auc_new = float(v10_base.mean()), float(v10_new.mean())
+    difference = auc_new - auc_base
+    variance = float(s[0, 0] + s[1, 1] - 2.0 * s[0, 1])
+    if variance > 0.0:
+        se = math.sqrt(variance)
+        z = difference / se
+        p = math.erfc(abs(z) / math.sqrt(2.0))
+        degenerate = False
+    else:
+        se = 0.0
+        z, p = (0.0, 1.0) if difference == 0.0 else (math.nan, math.nan)
+        degenerate = True
+    cov = ((float(s[0, 0]), float(s[0, 1])), (float(s[1, 0]), float(s[1, 1])))
+    return DeLongResult(auc_base, auc_new, difference, cov, se, z, p, degenerate, m, n)
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+@dataclass(frozen=True)
+class PairedBootstrapResult:
+    """Point values of both sides, their difference NEW − BASE, and its percentile interval.
+
+    Each dict is keyed as :data:`~calibcli.metrics.estimators.SCALAR_KEYS` (restricted to the
+    requested keys, in that order). ``defined[key]`` is how many of the ``samples`` replicates
+    had a defined difference (the others are left out of the interval). ``paired`` tells which
+    resampling produced the intervals.
+    """
+
+    paired: bool
+    level: float
+    samples: int
+    seed: int
+    n_base: int
+    n_new: int
+    base: dict[str, float]
+    new: dict[str, float]
+    difference: dict[str, float]
+    intervals: dict[str, tuple[float, float]]
+    defined: dict[str, int]
+
+
+def paired_bootstrap(
+    base: tuple[object, object],
+    new: tuple[object, object],
+    *,
+    samples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    bins: int = 10,
+    strategy: str = "uniform",
+    keys: Iterable[str] | None = None,
+    workers: int = 1,
+) -> PairedBootstrapResult:
+    """Percentile interval of NEW − BASE for each scalar, resampling questions in pairs.
+
+    ``base`` and ``new`` are (confidences, correct) of the same N >= 1 questions in the same
+    order. Replicate r draws ``idx = replicate_generator(seed, r).integers(0, N, size=N)`` and
+    applies it to both sides (see the module docstring). ``keys`` restricts the figures
+    (default: all of ``SCALAR_KEYS``); leaving out smece/smece_bandwidth saves most of the work.
+    """
+    return _bootstrap_difference(
+        base, new, True, samples, seed, level, bins, strategy, keys, workers
+    )
+
+
+def unpaired_bootstrap(
+    base: tuple[object, object],
+    new: tuple[object, object],
+    *,
+    samples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    bins: int = 10,
+    strategy: str = "uniform",
+    keys: Iterable[str] | None = None,
+    workers: int = 1,
+) -> PairedBootstrapResult:
+    """Percentile interval of NEW − BASE for each scalar, resampling each side independently.
+
+    Side s (0 = BASE, 1 = NEW, each N_s >= 1 rows, lengths may differ) draws
+    ``.integers(0, N_s, size=N_s)`` from ``default_rng(SeedSequence(seed, spawn_key=(r, s)))``
+    in replicate r. Otherwise as :func:`paired_bootstrap`.
+    """
+    return _bootstrap_difference(
+        base, new, False, samples, seed, level, bins, strategy, keys, workers
+    )
+
+
+def _side(pair: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        conf, corr = pair  # type: ignore[misc]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (confidences, correct)") from None
+    try:
+        conf, corr = validate_predictions(conf, corr)
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}") from None
+    if conf.shape[0] == 0:
+        raise ValueError(f"{name} has no rows")
+    return conf, corr
+
+
+def _check_options(samples: object, seed: object, workers: object, level: object) -> None:
+    if not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    for name, value, low in (("samples", samples, 1), ("seed", seed, 0), ("workers", workers, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _wanted_keys(keys: Iterable[str] | None) -> tuple[str, ...]:
+    if keys is None:
+        return SCALAR_KEYS
+    keys = set(keys)
+    unknown = keys - set(SCALAR_KEYS)
+    if unknown:
+        raise ValueError(f"unknown scalar(s) {', '.join(sorted(unknown))}")
+    return tuple(k for k in SCALAR_KEYS if k in keys)
+
+
+def _bootstrap_difference(
+    base: object,
+    new: object,
+    paired: bool,
+    samples: int,
+    seed: int,
+    level: float,
+    bins: int,
+    strategy: str,
+    keys: Iterable[str] | None,
+    workers: int,
+) -> PairedBootstrapResult:
+    _check_options(samples, seed, workers, level)
+    wanted = _wanted_keys(keys)
+    sides = [_side(base, "base"), _side(new, "new")]
+    if paired and sides[0][0].shape[0] != sides[1][0].shape[0]:
+        raise ValueError(
+            f"paired rows must align: base has {sides[0][0].shape[0]} rows, "
+            f"new {sides[1][0].shape[0]}"
+        )
+    points, evaluators = [], []
+    for conf, corr in sides:
+        columns = PredictionColumns.from_arrays(conf, corr, validate=False)
+        edges = resolve_edges(columns, bins, strategy)
+        scalars = calibration_estimates(columns, bins=bins, strategy=strategy).scalars()
+        points.append({key: scalars[key] for key in wanted})
+        evaluators.append(_SideEvaluator(conf, corr, edges, frozenset(wanted)))
+    runner = _DifferenceRunner(evaluators[0], evaluators[1], paired)
+    replicates = _run(runner, int(seed), int(samples), int(workers))
+    q_lo, q_hi = (1.0 - level) / 2.0, (1.0 + level) / 2.0
+    intervals, defined = {}, {}
+    for key in wanted:
+        column = replicates[:, _INDEX[key]]
+        values = np.sort(column[~np.isnan(column)])
+        defined[key] = int(values.shape[0])
+        if values.size == 0:
+            intervals[key] = (math.nan, math.nan)
+        else:
+            intervals[key] = (_sorted_quantile(values, q_lo), _sorted_quantile(values, q_hi))
+    with np.errstate(invalid="ignore"):
+        difference = {key: float(np.float64(points[1][key]) - points[0][key]) for key in wanted}
+    return PairedBootstrapResult(
+        paired=paired,
+        level=float(level),
+        samples=int(samples),
+        seed=int(seed),
+        n_base=int(sides[0][0].shape[0]),
+        n_new=int(sides[1][0].shape[0]),
+        base=points[0],
+        new=points[1],
+        difference=difference,
+        intervals=intervals,
+        defined=defined,
+    )
+
+
+class _SideEvaluator:
+    """One side's scalars for row counts given in its own row order.
+
+    Wraps the bootstrap's replicate engine, whose rows are the wrong answers sorted by
+    confidence, then the right answers sorted by confidence: ``order`` maps that layout back to
+    the side's rows (rows with equal confidence and outcome are interchangeable there).
+    """
+
+    def __init__(
+        self, conf: np.ndarray, corr: np.ndarray, edges: np.ndarray, wanted: frozenset[str]
+    ) -> None:
+        wrong, right = np.flatnonzero(~corr), np.flatnonzero(corr)
+        self.order = np.concatenate(
+            [
+                wrong[np.argsort(conf[wrong], kind="stable")],
+                right[np.argsort(conf[right], kind="stable")],
+            ]
+        )
+        self.n = conf.shape[0]
+        columns = PredictionColumns(conf[right], conf[wrong])
+        self.engine = _ReplicateEngine(columns, edges, wanted)
+
+    def evaluate(self, counts: np.ndarray) -> np.ndarray:
+        """Scalars in ``SCALAR_KEYS`` order (unwanted ones nan) of the rows repeated ``counts``."""
+        return self.engine.evaluate(counts[self.order])
+
+    def draw(self, rng: np.random.Generator) -> np.ndarray:
+        """Row counts of N draws with replacement: ``rng.integers(0, N, size=N)`` tallied."""
+        return np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
+
+
+def _side_generator(seed: int, replicate: int, side: int) -> np.random.Generator:
+    """Side s's generator in unpaired replicate r: ``SeedSequence(seed, spawn_key=(r, s))``."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(replicate, side)))
+
+
+class _DifferenceRunner:
+    """Replicates [start, stop) of NEW − BASE (the interface the bootstrap's worker pool runs)."""
+
+    def __init__(self, base: _SideEvaluator, new: _SideEvaluator, paired: bool) -> None:
+        self.base, self.new, self.paired = base, new, paired
+
+    def run(self, seed: int, start: int, stop: int) -> np.ndarray:
+        out = np.empty((stop - start, len(SCALAR_KEYS)))
+        for r in range(start, stop):
+            if self.paired:
+                counts = self.base.draw(replicate_generator(seed, r))
+                base_counts = new_counts = counts
+            else:
+                base_counts = self.base.draw(_side_generator(seed, r, 0))
+                new_counts = self.new.draw(_side_generator(seed, r, 1))
+            base_values = self.base.evaluate(base_counts)
+            new_values = self.new.evaluate(new_counts)
+            with np.errstate(invalid="ignore"):  # inf − inf is undefined: nan, left out
+                np.subtract(new_values, base_values, out=out[r - start])
+        return out
