@@ -484,7 +484,7 @@ def test_lm_eval_bad_row_names_file_and_line(tmp_path):
     path = tmp_path / "samples_arc_2024-06-01T12-30-05.jsonl"
     one_choice = json.dumps({"doc_id": 1, "filtered_resps": [["-1", "False"]], "acc": 1})
     write(path, [mc_row(0, [-1, -2], 1), one_choice, mc_row(2, [-1, -2], 0)])
-    with pytest.raises(InputError, match=rf"^{path}:2: 'filtered_resps' has 1 scored"):
+    with pytest.raises(InputError, match=rf"^{path}:2: a loglikelihood row in a file of multiple"):
         read_calibration([str(path)])
 
 
