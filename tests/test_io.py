@@ -532,7 +532,7 @@ def test_logprobs_bad_value_and_renamed_field(tmp_path):
 
 def test_logprobs_input_refused_by_calibration(tmp_path):
     path = write(tmp_path / "lp.jsonl", ["", json.dumps({"logprobs": [-0.5]})])
-    with pytest.raises(InputError, match=r"lp.jsonl:2: rows hold per-token logprobs"):
+    with pytest.raises(InputError, match=r"lp.jsonl:2: logprobs rows hold per-token logprobs"):
         read_calibration([path])
     with pytest.raises(ValueError, match="logprobs"):
         read_calibration([path], fmt="logprobs")
