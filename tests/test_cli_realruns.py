@@ -545,3 +545,17 @@ def test_realworld_pre_v040_folder_with_no_flags():
     winogrande, _ = cli_json(["calibrate", folder / "_winogrande.jsonl", "-q"])
     reported = json.loads((folder / "w.json").read_text())["results"]["winogrande"]["acc,none"]
     assert winogrande["accuracy"] == reported
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_skipping_and_detection_with_worker_processes(run_folder, workers):
+    from calibcli.io import read_calibration
+
+    files = [str(p) for p in samples(run_folder)]
+    data = read_calibration(files, workers=workers, block_size=4096, by="task")
+    mc = [r for p in samples(run_folder) if "toy_mc_" in p.name for r in jsonl_rows(p)]
+    n, accuracy, _ = mc_expected(mc)
+    assert data.rows == n and data.fmt == "lm-eval"
+    assert data.stats.total_accuracy == pytest.approx(accuracy, abs=1e-12)
+    assert len(data.warnings) == 2 and sorted(data.groups) == ["toy_mc_science", "toy_mc_trivia"]
+    assert data.formats == dict.fromkeys(files, "lm-eval")
