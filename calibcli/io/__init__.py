@@ -7,6 +7,7 @@ line, ``path:line: what is wrong`` (or ``path: reason`` for a file that cannot b
 
 Inside the package, one job per module: :mod:`~calibcli.io.sources` (files, stdin, gzip ->
 newline-aligned blocks), :mod:`~calibcli.io.rows` (what a valid row is, every message),
+:mod:`~calibcli.io.route` (each file's format, skipped files, converters of other formats),
 :mod:`~calibcli.io.decode` (block -> columns), :mod:`~calibcli.io.fold` (columns -> statistics),
 :mod:`~calibcli.io.reader` (the loop), :mod:`~calibcli.io.parallel` (worker processes) and
 :mod:`~calibcli.io.progress`. Memory stays flat whatever the input's size (except the kept
