@@ -73,10 +73,12 @@ def read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **op
         data = read(files, fmt=fmt.value, progress=progress, **options)
     except InputError as exc:
         raise usage_error(str(exc)) from None
-    # Only a non-native detection is announced: plain JSONL is the default, and a CI gate's
-    # stderr should carry warnings and verdicts, not a line on every run.
-    if fmt.value == "auto" and data.fmt != "jsonl" and not quiet:
-        typer.echo(f"detected format: {data.fmt}", err=True)
+    # Only a non-native detection is announced, one line per file: plain JSONL is the default,
+    # and a CI gate's stderr should carry warnings and verdicts, not a line on every run.
+    if fmt.value == "auto" and not quiet:
+        for name, found in (data.formats or {}).items():
+            if found != "jsonl":
+                typer.echo(f"detected format: {found} ({name})", err=True)
     return data
 
 
@@ -108,10 +110,11 @@ def read_predictions(
     keep_columns: bool,
     workers: int | None,
     per_source: bool = True,
+    scorer: str | None = None,
 ) -> Any:
     """calibrate's and reliability's reading: check the options, then read the rows (one part
     per file when a plot without --by will draw them as separate series, unless ``per_source``
-    is False)."""
+    is False). ``scorer`` names the inspect-ai scorer that grades the samples."""
     from calibcli.io import read_calibration
 
     check_calibration_options(fmt, plot, labels)
@@ -127,6 +130,7 @@ def read_predictions(
         per_source=per_source and plot is not None and by is None,
         by=by,
         mc_norm=mc_norm.value,
+        scorer=scorer,
         workers=workers,
     )
 

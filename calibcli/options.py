@@ -26,9 +26,9 @@ def _choices(name: str, *values: str) -> Any:
     return Enum(name, [(v.replace("-", "_"), v) for v in values], type=str)
 
 
-Format = _choices("Format", "auto", "jsonl", "lm-eval", "logprobs")
-# calibrate and reliability read confidence/correct rows: the logprobs format has none
-CalibrationFormat = _choices("CalibrationFormat", "auto", "jsonl", "lm-eval")
+Format = _choices("Format", "auto", "jsonl", "lm-eval", "logprobs", "openai", "vllm")
+# calibrate and reliability read confidence/correct rows: the token-logprob formats have none
+CalibrationFormat = _choices("CalibrationFormat", "auto", "jsonl", "lm-eval", "inspect-ai")
 McNorm = _choices("McNorm", "none", "chars", "bytes")
 Strategy = _choices("Strategy", "uniform", "quantile")
 GateOn = _choices("GateOn", "estimate", "upper")
@@ -104,9 +104,18 @@ Files = Annotated[
     ),
 ]
 Name = "NAME"
-FormatOpt = _opt(Format, "--format", help="Input format; auto detects it from the first row.")
+FormatOpt = _opt(
+    Format, "--format", help="Input format; auto detects it per file from its first row."
+)
 CalibrationFormatOpt = _opt(
-    CalibrationFormat, "--format", help="Input format; auto detects it from the first row."
+    CalibrationFormat, "--format", help="Input format; auto detects it per file from its first row."
+)
+ScorerOpt = _opt(
+    str | None,
+    "--scorer",
+    metavar=Name,
+    help="inspect-ai logs: the scorer whose value grades each sample (needed when there are "
+    "several; NAME.KEY for one value of a scorer that logs several).",
 )
 ByOpt = _opt(
     str | None,

@@ -255,7 +255,7 @@ def _perplexity_section(data: Any) -> Section:
                 explains=tuple(overflowed),
             )
         )
-    if getattr(data, "fmt", None) == "logprobs":
+    if getattr(data, "fmt", "jsonl") not in ("jsonl", "lm-eval"):  # per-token logprob input
         section["null_logprobs"] = int(data.null_logprobs)
         section["sentinel_logprobs"] = int(data.sentinel_logprobs)
         if data.sentinel_logprobs:
@@ -269,6 +269,18 @@ def _perplexity_section(data: Any) -> Section:
                 )
             )
     return Section(section, notes, closed)
+
+
+def input_formats(data: Any) -> dict[str, Any]:
+    """``{"formats": {file: format}}`` when the files are in several formats, else nothing."""
+    if getattr(data, "fmt", None) != "mixed":
+        return {}
+    return {"formats": dict(data.formats or {})}
+
+
+def input_notes(data: Any) -> list[Note]:
+    """The reader's warnings about the input (a file skipped, and why)."""
+    return [Note("input", text) for text in getattr(data, "warnings", ())]
 
 
 def assemble(
@@ -291,11 +303,12 @@ def assemble(
         "schema_version": SCHEMA_VERSION,
         "command": command,
         "format": getattr(data, "fmt", "jsonl"),
+        **input_formats(data),
         **pooled.figures,
     }
     if after is not None:
         body.update(after(pooled))
-    notes = list(pooled.notes)
+    notes = input_notes(data) + list(pooled.notes)
     groups = None
     if data.groups is not None:
         groups = {str(name): build(value) for name, value in data.groups.items()}
@@ -653,6 +666,7 @@ def fit_report(data: Any, calibrators: Any, *, bins: int, after: Any = None) -> 
         "schema_version": SCHEMA_VERSION,
         "command": "fit",
         "format": getattr(data, "fmt", "jsonl"),
+        **input_formats(data),
         "method": calibrators.method,
         "n": int(data.stats.n),
         "params": calibrators.calibrator.to_dict(),
@@ -668,4 +682,4 @@ def fit_report(data: Any, calibrators: Any, *, bins: int, after: Any = None) -> 
             }
             for name in calibrators.groups
         }
-    return finish(body, [], [])
+    return finish(body, input_notes(data), [])

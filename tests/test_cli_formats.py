@@ -32,7 +32,7 @@ def cli_json(args, code=0, input=None):
 
 def test_lm_eval_multiple_choice_with_no_flags():
     report, result = cli_json(["calibrate", SCIENCE])
-    assert result.stderr.splitlines()[0] == "detected format: lm-eval"
+    assert result.stderr.splitlines()[0] == f"detected format: lm-eval ({SCIENCE})"
     assert report["warnings"] == [line[9:] for line in result.stderr.splitlines()[1:]]
     assert report["format"] == "lm-eval"
     assert report["n"] == RESULTS["toy_mc_science"]["sample_len"] == 48
@@ -124,7 +124,7 @@ def test_logprobs_nulls_infinity_and_sentinels(tmp_path):
         '{"logprobs": []}\n'
     )
     report, result = cli_json(["perplexity", path])
-    assert result.stderr.startswith("detected format: logprobs\n")
+    assert result.stderr.startswith(f"detected format: logprobs ({path})\n")
     assert report["format"] == "logprobs"
     assert report["sequences"] == 3 and report["total_tokens"] == 5
     assert report["null_logprobs"] == 2 and report["sentinel_logprobs"] == 1

@@ -469,7 +469,7 @@ def test_lm_eval_bad_row_names_file_and_line(tmp_path):
     path = tmp_path / "samples_arc_2024-06-01T12-30-05.jsonl"
     one_choice = json.dumps({"doc_id": 1, "filtered_resps": [["-1", "False"]], "acc": 1})
     write(path, [mc_row(0, [-1, -2], 1), one_choice, mc_row(2, [-1, -2], 0)])
-    with pytest.raises(InputError, match=rf"^{path}:2: 'filtered_resps' has 1 scored"):
+    with pytest.raises(InputError, match=rf"^{path}:2: a loglikelihood row in a file of multiple"):
         read_calibration([str(path)])
 
 
@@ -517,7 +517,7 @@ def test_logprobs_bad_value_and_renamed_field(tmp_path):
 
 def test_logprobs_input_refused_by_calibration(tmp_path):
     path = write(tmp_path / "lp.jsonl", ["", json.dumps({"logprobs": [-0.5]})])
-    with pytest.raises(InputError, match=r"lp.jsonl:2: rows hold per-token logprobs"):
+    with pytest.raises(InputError, match=r"lp.jsonl:2: logprobs rows hold per-token logprobs"):
         read_calibration([path])
     with pytest.raises(ValueError, match="logprobs"):
         read_calibration([path], fmt="logprobs")

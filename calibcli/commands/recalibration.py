@@ -22,6 +22,7 @@ from calibcli.options import (
     MethodOpt,
     OutputOpt,
     QuietOpt,
+    ScorerOpt,
     SummaryOpt,
     WorkersOpt,
 )
@@ -36,6 +37,7 @@ def fit(
     bins: BinsOpt = 10,
     fmt: CalibrationFormatOpt = CalibrationFormat.auto,
     mc_norm: McNormOpt = McNorm.none,
+    scorer: ScorerOpt = None,
     by: ByOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
@@ -65,6 +67,7 @@ def fit(
         correct_field=correct_field,
         bins=bins,
         mc_norm=mc_norm,
+        scorer=scorer,
         by=by,
         plot=None,
         labels=None,

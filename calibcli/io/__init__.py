@@ -7,6 +7,7 @@ line, ``path:line: what is wrong`` (or ``path: reason`` for a file that cannot b
 
 Inside the package, one job per module: :mod:`~calibcli.io.sources` (files, stdin, gzip ->
 newline-aligned blocks), :mod:`~calibcli.io.rows` (what a valid row is, every message),
+:mod:`~calibcli.io.route` (each file's format, skipped files, converters of other formats),
 :mod:`~calibcli.io.decode` (block -> columns), :mod:`~calibcli.io.fold` (columns -> statistics),
 :mod:`~calibcli.io.reader` (the loop), :mod:`~calibcli.io.parallel` (worker processes) and
 :mod:`~calibcli.io.progress`. Memory stays flat whatever the input's size (except the kept
@@ -17,6 +18,7 @@ beyond rounding.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from calibcli.io.data import CalibrationData, InputError, PerplexityData
@@ -30,33 +32,39 @@ __all__ = [
     "read_perplexity",
 ]
 
-FORMATS = ("auto", "jsonl", "lm-eval", "logprobs")
+FORMATS = ("auto", "jsonl", "lm-eval", "logprobs", "openai", "vllm", "inspect-ai")
 MC_NORMS = ("none", "chars", "bytes")
 
 
-def _check_options(fmt: str, mc_norm: str, workers: int | None) -> None:
+def _check_options(fmt: str, mc_norm: str, workers: int | None, command: str) -> None:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if mc_norm not in MC_NORMS:
         raise ValueError(f"unknown mc_norm {mc_norm!r}; expected one of {', '.join(MC_NORMS)}")
     if workers is not None and (type(workers) is not int or workers < 1):
         raise ValueError(f"workers must be a whole number >= 1 or None, not {workers!r}")
+    if fmt != "auto":
+        from calibcli.formats import FORMAT_PROVIDES
+
+        if command not in FORMAT_PROVIDES[fmt]:
+            other = "perplexity" if command == "calibration" else "calibrate"
+            raise ValueError(f"the {fmt} format carries no {command} rows; use {other}")
 
 
-def _detector(
-    field_names: dict[str, str], refuse: dict[str, str] | None = None
-) -> Callable[[dict], str]:
-    """Format detection from the first row; ``refuse`` maps formats this reader cannot use to
-    the message to raise (ValueError, given a file and line by the reader)."""
-    from calibcli.formats import detect_format
+def _overall(reader: Any) -> str:
+    """The report's format: the one every source with rows is in, else ``mixed``."""
+    found = set(reader.formats.values())
+    if not found:
+        return reader.forced or "jsonl"
+    return found.pop() if len(found) == 1 else "mixed"
 
-    def detect(row: dict) -> str:
-        found = detect_format(row, **field_names)
-        if refuse and found in refuse:
-            raise ValueError(refuse[found])
-        return found
 
-    return detect
+def _nothing_left(reader: Any, what: str) -> InputError:
+    """Every source was skipped (or the rest held no rows): bad input, naming why."""
+    first = reader.warnings[0].removeprefix(f"{reader.skipped[0]}: ").removesuffix("; skipped")
+    more = len(reader.skipped) - 1
+    others = f", and {more} other file(s) skipped too" if more else ""
+    return InputError(reader.skipped[0], None, f"{first}{others}: no {what} left to read")
 
 
 def _group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | None:
@@ -82,6 +90,7 @@ def read_calibration(
     by: str | None = None,
     fmt: str = "auto",
     mc_norm: str = "none",
+    scorer: str | None = None,
     progress: bool = False,
     workers: int | None = None,
     block_size: int | None = None,
@@ -89,31 +98,38 @@ def read_calibration(
     """Read (confidence, correct) rows from files or ``-`` into pooled per-bin statistics.
 
     ``keep_columns`` also keeps every confidence (8 bytes per row) for the estimators that need
-    all rows; ``per_source`` adds one result per source; ``by`` (a dotted field path, or ``task``
-    for lm-eval input) adds one result per group. ``fmt`` is ``auto`` (detected from the first
-    row), ``jsonl``, ``lm-eval`` or ``logprobs`` (refused: it carries no calibration rows).
+    all rows; ``per_source`` adds one result per source read; ``by`` (a dotted field path, or
+    ``task`` for lm-eval input) adds one result per group. ``fmt`` is ``auto`` (detected per
+    file from its first row) or one of :data:`FORMATS` that carries calibration rows (``jsonl``,
+    ``lm-eval``, ``inspect-ai``). An lm-eval file of another task kind than multiple choice is
+    skipped with a warning (``warnings``); it is an error when nothing is left. ``scorer`` names
+    the inspect-ai scorer giving correctness (needed when the samples have several).
     ``workers`` is the number of processes per source (>= 1; None: two on a machine with two
     CPUs or more for an input of 32 MB or more, else one). ``progress`` shows a bar on a
     terminal for large files. Raises :class:`InputError` for unreadable or invalid input and
     ValueError for invalid options.
     """
-    _check_options(fmt, mc_norm, workers)
-    if fmt == "logprobs":
-        raise ValueError("the logprobs format carries no calibration rows; use perplexity")
+    _check_options(fmt, mc_norm, workers, "calibration")
     from calibcli.io.decode import BlockDecoder
     from calibcli.io.fold import CalibrationSink
     from calibcli.io.reader import Reader
+    from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow
     from calibcli.metrics.core import bin_edges
 
     bin_edges(bins)  # validates bins before any reading
     spec = CalibrationRow(confidence_field, correct_field)
+    router = calibration_router(spec, mc_norm=mc_norm, scorer=scorer)
 
     def make_decoder(fmt_: str, source: str) -> BlockDecoder:
-        if fmt_ == "jsonl" and by is None:
-            return BlockDecoder(spec)
-        convert = spec.converter(fmt_, mc_norm=mc_norm)
-        return BlockDecoder(spec, convert=convert, key=_group_key(fmt_, by, source))
+        key = _group_key(fmt_, by, source)
+        if fmt_ == "jsonl":
+            return (
+                BlockDecoder(spec)
+                if by is None
+                else BlockDecoder(spec, convert=spec.check, key=key)
+            )
+        return BlockDecoder(spec, convert=router.converter(fmt_), key=key, many=True)
 
     def new_sink() -> CalibrationSink:
         return CalibrationSink(bins, keep_columns, grouped=by is not None)
@@ -122,33 +138,30 @@ def read_calibration(
         fmt=fmt,
         make_decoder=make_decoder,
         new_sink=new_sink,
-        detect=_detector(
-            {"confidence_field": confidence_field, "correct_field": correct_field},
-            refuse={
-                "logprobs": "rows hold per-token logprobs (input for perplexity), not "
-                f"{confidence_field!r}/{correct_field!r}"
-            },
-        ),
+        route=router.route,
         progress=progress,
         workers=workers,
         block_size=block_size,
     )
     sources = list(sources)
-    if not per_source:
-        sink = new_sink()
-        for source in sources:
-            reader.read(source, sink)
-        return sink.result(reader.fmt or "jsonl")
-    sinks = []
-    for source in sources:
-        sinks.append(new_sink())
-        reader.read(source, sinks[-1])
-    found = reader.fmt or "jsonl"
+    sinks: list[tuple[str, CalibrationSink]] = []  # per source read, in input order
     pooled = new_sink()
-    for source, sink in zip(sources, sinks, strict=True):
+    for source in sources:
+        sink = new_sink() if per_source else pooled
+        if reader.read(source, sink) and per_source:
+            sinks.append((source, sink))
+    for source, sink in sinks:
         pooled.absorb(sink.export(), display_name(source))
+    found = _overall(reader)
     result = pooled.result(found)
-    parts = {source: sink.result(found) for source, sink in zip(sources, sinks, strict=True)}
+    if reader.skipped and result.rows == 0:
+        raise _nothing_left(reader, "calibration rows")
+    parts = None
+    if per_source:
+        parts = {
+            source: sink.result(reader.formats.get(display_name(source), found))
+            for source, sink in sinks
+        }
     return CalibrationData(
         stats=result.stats,
         columns=result.columns,
@@ -156,6 +169,8 @@ def read_calibration(
         groups=result.groups,
         rows=result.rows,
         fmt=found,
+        formats=dict(reader.formats),
+        warnings=tuple(reader.warnings),
     )
 
 
@@ -173,25 +188,35 @@ def read_perplexity(
     workers: int | None = None,
     block_size: int | None = None,
 ) -> PerplexityData:
-    """Read per-sequence NLL rows (or lm-eval rolling rows, or per-token logprobs) into totals.
+    """Read per-sequence NLL rows (or lm-eval rolling rows, per-token logprobs, OpenAI responses
+    with logprobs, vLLM prompt logprobs) into totals.
 
     Native rows: ``{"nll": summed NLL in nats, "tokens": count}`` plus optional ``bytes`` and
-    ``words`` (totalled only when every row has them). Totals are exact integers; the NLL is
-    summed per block and pooled with ``math.fsum``. ``workers``, ``progress`` as for
-    :func:`read_calibration`. Raises :class:`InputError` on bad input.
+    ``words`` (totalled only when every row carries them). Totals are exact integers; the NLL is
+    summed per block and pooled with ``math.fsum``. The format is detected per file (``fmt``
+    ``auto``) or forced; lm-eval files of tasks other than ``loglikelihood_rolling`` are skipped
+    with a warning. ``workers``, ``progress`` as for :func:`read_calibration`. Raises
+    :class:`InputError` on bad input.
     """
-    _check_options(fmt, "none", workers)
+    _check_options(fmt, "none", workers, "perplexity")
     from calibcli.io.decode import BlockDecoder
     from calibcli.io.fold import PerplexitySink
     from calibcli.io.reader import Reader
+    from calibcli.io.route import perplexity_router
     from calibcli.io.rows import PerplexityRow
 
     spec = PerplexityRow(nll_field, tokens_field, bytes_field, words_field, logprobs_field)
+    router = perplexity_router(spec)
 
     def make_decoder(fmt_: str, source: str) -> BlockDecoder:
-        if fmt_ == "jsonl" and by is None:
-            return BlockDecoder(spec)
-        return BlockDecoder(spec, convert=spec.converter(fmt_), key=_group_key(fmt_, by, source))
+        key = _group_key(fmt_, by, source)
+        if fmt_ == "jsonl":
+            return (
+                BlockDecoder(spec)
+                if by is None
+                else BlockDecoder(spec, convert=spec.check, key=key)
+            )
+        return BlockDecoder(spec, convert=router.converter(fmt_), key=key, many=True)
 
     def new_sink() -> PerplexitySink:
         return PerplexitySink(spec, grouped=by is not None)
@@ -200,13 +225,7 @@ def read_perplexity(
         fmt=fmt,
         make_decoder=make_decoder,
         new_sink=new_sink,
-        detect=_detector(
-            {
-                "nll_field": nll_field,
-                "tokens_field": tokens_field,
-                "logprobs_field": logprobs_field,
-            }
-        ),
+        route=router.route,
         progress=progress,
         workers=workers,
         block_size=block_size,
@@ -214,4 +233,7 @@ def read_perplexity(
     sink = new_sink()
     for source in sources:
         reader.read(source, sink)
-    return sink.result(reader.fmt or "jsonl")
+    result = sink.result(_overall(reader))
+    if reader.skipped and result.sequences == 0:
+        raise _nothing_left(reader, "perplexity rows")
+    return replace(result, formats=dict(reader.formats), warnings=tuple(reader.warnings))

@@ -25,7 +25,12 @@ class InputError(Exception):
 
 @dataclass(frozen=True)
 class CalibrationData:
-    """Calibration rows read from one or more sources."""
+    """Calibration rows read from one or more sources.
+
+    ``fmt`` is the input format when every file is in the same one, else ``"mixed"``;
+    ``formats`` names each file's format (files with rows only, in input order); ``warnings``
+    are one line each about the input (a file skipped, and why).
+    """
 
     stats: BinStats
     columns: PredictionColumns | None = None
@@ -33,6 +38,8 @@ class CalibrationData:
     groups: dict[str, CalibrationData] | None = None
     rows: int = 0
     fmt: str = "jsonl"
+    formats: dict[str, str] | None = None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,8 @@ class PerplexityData:
     """Pooled perplexity totals read from one or more sources.
 
     ``total_tokens`` is None when the format carries no token counts (lm-eval rolling rows);
-    ``total_bytes`` / ``total_words`` are None unless every row carries them.
+    ``total_bytes`` / ``total_words`` are None unless every row carries them. ``fmt``,
+    ``formats`` and ``warnings`` as for :class:`CalibrationData`.
     """
 
     sequences: int
@@ -52,3 +60,5 @@ class PerplexityData:
     sentinel_logprobs: int = 0
     groups: dict[str, PerplexityData] | None = None
     fmt: str = "jsonl"
+    formats: dict[str, str] | None = None
+    warnings: tuple[str, ...] = ()

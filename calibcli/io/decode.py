@@ -38,6 +38,8 @@ class BlockDecoder:
     ``spec`` is a row spec from :mod:`calibcli.io.rows`. ``convert`` (row dict -> values, or
     ValueError) is given for other formats and for grouped reading; without it the rows are
     native and take the typed fast path. ``key`` (row dict -> group value) names each row's group.
+    With ``many``, ``convert`` returns a list of values per decoded JSON value (an OpenAI response
+    holds one sequence per choice), each on the line of that value.
 
     :meth:`block` returns ``(columns, keys, lines)``: a tuple of numpy arrays, each row's group
     name (or None), and each row's line number (or None when row i is on line first_line + i).
@@ -49,8 +51,10 @@ class BlockDecoder:
         *,
         convert: Callable[[dict], tuple] | None = None,
         key: Callable[[dict], Any] | None = None,
+        many: bool = False,
     ) -> None:
         self.spec = spec
+        self.many = many
         self.typed = convert is None and key is None
         self._convert = spec.check if convert is None else convert
         self.key = key
@@ -86,19 +90,44 @@ class BlockDecoder:
             return self._precise(block, first_line, name)
         values: list = []
         keys: list[str] | None = None if self.key is None else []
+        lines: list[int] | None = [] if self.many else None
         for i, row in enumerate(rows):
             try:
-                self._take(row, values, keys)
+                taken = self._take(row, values, keys)
             except ValueError as e:
                 raise InputError(name, first_line + i, str(e)) from None
-        return self.spec.columns(values), keys, None
+            if lines is not None:
+                lines.extend([first_line + i] * taken)
+        return self.spec.columns(values), keys, lines
 
-    def _take(self, row: Any, values: list, keys: list[str] | None) -> None:
+    def rows(self, items: list[tuple[Any, Any]], name: str) -> tuple:
+        """Decode rows already parsed, ``(locator, row)`` pairs of a whole document: returns
+        ``(columns, keys, locators)``; InputError names the row's locator."""
+        values: list = []
+        keys: list[str] | None = None if self.key is None else []
+        where: list = []
+        for locator, row in items:
+            try:
+                taken = self._take(row, values, keys)
+            except ValueError as e:
+                raise InputError(name, locator, str(e)) from None
+            where.extend([locator] * taken)
+        return self.spec.columns(values), keys, where
+
+    def _take(self, row: Any, values: list, keys: list[str] | None) -> int:
+        """Append the values of one decoded row; return how many."""
         if not isinstance(row, dict):
             raise ValueError(NOT_AN_OBJECT)
-        values.append(self._convert(row))
+        if self.many:
+            got = self._convert(row)
+            values.extend(got)
+            taken = len(got)
+        else:
+            values.append(self._convert(row))
+            taken = 1
         if keys is not None:
-            keys.append(group_name(self.key(row)))
+            keys.extend([group_name(self.key(row))] * taken)
+        return taken
 
     def _precise(self, block: memoryview, first_line: int, name: str) -> tuple:
         """Line by line; InputError names the exact line."""
@@ -119,10 +148,10 @@ class BlockDecoder:
                         lines.append(line_no)
                         continue
                     row = None  # a rule fails: the dict check words the message
-                self._take(parse_line(line) if row is None else row, values, keys)
+                taken = self._take(parse_line(line) if row is None else row, values, keys)
             except ValueError as e:
                 raise InputError(name, line_no, str(e)) from None
-            lines.append(line_no)
+            lines.extend([line_no] * taken)
         return self.spec.columns(values), keys, lines
 
 

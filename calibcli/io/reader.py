@@ -1,15 +1,26 @@
-"""The reading loop: sources -> blocks -> decoder -> sink, in this process or with workers."""
+"""The reading loop: sources -> blocks -> decoder -> sink, in this process or with workers.
+
+Each source is routed on its own: its format comes from its first row (or is forced), and a
+source whose rows do not serve the command is skipped with a warning. A regular file holding one
+whole JSON document (an array, a pretty-printed object, an inspect-ai ``.eval`` zip) is read
+through :func:`calibcli.documents.iter_document` instead of line by line.
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import stat
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from calibcli.io.data import InputError
 from calibcli.io.progress import ProgressBar, progress_bar
-from calibcli.io.sources import BLOCK_SIZE, Source, blocks
+from calibcli.io.sources import BLOCK_SIZE, Source, blocks, display_name
+
+DOCUMENT_BATCH = 4096
+"""Rows of a whole document decoded and folded at a time."""
 
 PARALLEL_MIN_BYTES = 32 << 20
 """With ``workers=None``, inputs of at least this many (decompressed) bytes get a worker."""
@@ -40,13 +51,27 @@ def first_row(block: memoryview | bytes, first_line: int) -> tuple[int, Any] | N
         size *= 16
 
 
+class SkipFile(Exception):
+    """A source whose rows do not serve the command: skipped, with ``reason`` as its warning."""
+
+    def __init__(self, fmt: str, reason: str) -> None:
+        super().__init__(reason)
+        self.fmt = fmt
+        self.reason = reason
+
+
 class Reader:
     """Streams sources block by block through a decoder into sinks.
 
-    ``make_decoder(fmt, source)`` builds the block decoder once the format is known;
-    ``new_sink()`` makes an empty sink; ``detect(row)`` names the format of the first row
-    (``fmt="auto"``). ``workers`` is the number of processes per source, None for automatic:
-    two on a machine with two CPUs or more for an input of ``PARALLEL_MIN_BYTES`` or more.
+    ``make_decoder(fmt, source)`` builds a source's block decoder once its format is known;
+    ``new_sink()`` makes an empty sink; ``route(row, forced)`` gives ``(format, reason to skip
+    or None)`` from a source's first row (``forced``: the format given, None for ``auto``) and
+    raises ValueError for a format it cannot read. ``workers`` is the number of processes per
+    source, None for automatic: two on a machine with two CPUs or more for an input of
+    ``PARALLEL_MIN_BYTES`` or more.
+
+    After reading, ``formats`` maps each source with rows (display name) to its format,
+    ``skipped`` lists the skipped sources and ``warnings`` says why, one line each.
     """
 
     def __init__(
@@ -55,39 +80,104 @@ class Reader:
         fmt: str,
         make_decoder: Callable[[str, str], Any],
         new_sink: Callable[[], Any],
-        detect: Callable[[dict], str],
+        route: Callable[[dict, str | None], tuple[str, str | None]],
         progress: bool,
         workers: int | None,
         block_size: int | None,
     ) -> None:
-        self.fmt: str | None = None if fmt == "auto" else fmt
+        self.forced: str | None = None if fmt == "auto" else fmt
+        self.fmt: str | None = None  # the current source's format, once known
         self.make_decoder = make_decoder
         self.new_sink = new_sink
-        self._detect = detect
+        self._route = route
         self._progress = progress
         self._workers = workers
         self.block_size = block_size or BLOCK_SIZE
+        self.formats: dict[str, str] = {}
+        self.skipped: list[str] = []
+        self.warnings: list[str] = []
 
     def resolve(self, block: memoryview | bytes, first_line: int, name: str) -> bool:
-        """Detect the format from the first row of this block; False if the block is blank."""
+        """Route the source from the first row of this block; False if the block is blank.
+        Raises :class:`SkipFile` for a source to skip."""
         found = first_row(block, first_line)
         if found is None:
             return False
         line_no, row = found
-        if not isinstance(row, dict):
-            self.fmt = "jsonl"  # the native decoder reports the bad line
-            return True
-        try:
-            self.fmt = self._detect(row)
-        except ValueError as e:
-            raise InputError(name, line_no, str(e)) from None
+        self.resolve_row(row, line_no, name)
         return True
 
-    def bar(self, src: Source) -> ProgressBar | None:
-        return progress_bar(src.name, src.size) if self._progress else None
+    def resolve_row(self, row: Any, where: int | str, name: str) -> None:
+        """Set the format from a source's first row (``where``: its line or locator)."""
+        if not isinstance(row, dict):
+            self.fmt = self.forced or "jsonl"  # the decoder reports the bad row
+            return
+        try:
+            fmt, skip = self._route(row, self.forced)
+        except ValueError as e:
+            raise InputError(name, where, str(e)) from None  # type: ignore[arg-type]
+        if skip is not None:
+            raise SkipFile(fmt, skip)
+        self.fmt = fmt
 
-    def read(self, source: str, sink: Any) -> None:
-        """Fold one source (a path or ``-``) into ``sink``."""
+    def read(self, source: str, sink: Any) -> bool:
+        """Fold one source (a path or ``-``) into ``sink``; False when it was skipped."""
+        name = display_name(source)
+        self.fmt = None
+        try:
+            kind = self._document_kind(source)
+            if kind is None:
+                self._read_lines(source, sink)
+            else:
+                self._read_document(source, kind, sink)
+        except SkipFile as skip:
+            self.formats[name] = skip.fmt
+            self.skipped.append(name)
+            self.warnings.append(f"{name}: {skip.reason}")
+            return False
+        if self.fmt is not None:
+            self.formats[name] = self.fmt
+        return True
+
+    @staticmethod
+    def _document_kind(source: str) -> str | None:
+        """The whole-document kind of a regular file (None for JSON Lines, stdin and pipes,
+        which are never sniffed: that would consume their first line)."""
+        if source == "-":
+            return None
+        try:
+            if not stat.S_ISREG(os.stat(source).st_mode):
+                return None
+            from calibcli.documents import document_kind
+
+            return document_kind(source)
+        except (OSError, EOFError, ValueError):
+            return None  # the line reader reports what is wrong with the file
+
+    def _read_document(self, source: str, kind: str, sink: Any) -> None:
+        import zlib
+
+        from calibcli.documents import DocumentError, iter_document
+
+        name = display_name(source)
+        decoder = None
+        rows = iter_document(source, kind=kind)
+        try:
+            while chunk := list(itertools.islice(rows, DOCUMENT_BATCH)):
+                if self.fmt is None:
+                    self.resolve_row(chunk[0][1], chunk[0][0], name)
+                if decoder is None:
+                    decoder = self.make_decoder(self.fmt, source)
+                cols, keys, where = decoder.rows(chunk, name)
+                sink.add(cols, keys, lambda i, where=where: (name, where[i]))
+        except DocumentError as e:
+            raise InputError(name, e.locator, str(e)) from None  # type: ignore[arg-type]
+        except UnicodeDecodeError:
+            raise InputError(name, None, "the document is not valid UTF-8") from None
+        except (OSError, EOFError, zlib.error) as e:
+            raise InputError(name, None, f"cannot read: {e}") from None
+
+    def _read_lines(self, source: str, sink: Any) -> None:
         src = Source(source)
         src.probe()
         try:
@@ -104,6 +194,9 @@ class Reader:
                 stream.close()
         finally:
             src.close()
+
+    def bar(self, src: Source) -> ProgressBar | None:
+        return progress_bar(src.name, src.size) if self._progress else None
 
     def _parts(self, src: Source) -> int:
         """Processes to use for one source."""

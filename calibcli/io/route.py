@@ -1,0 +1,169 @@
+"""Per-file routing: the format of each file, whether its rows serve the command, and how each
+decoded row becomes values.
+
+The format is detected per file from its first row (:func:`calibcli.formats.detect_row_format`),
+or forced by the caller. A format that carries no rows for the command (per-token logprobs for
+calibrate, graded answers for perplexity) is refused with a ValueError. An lm-eval file whose
+task is of another kind than the command reads (a generative task for calibrate, a
+multiple-choice one for perplexity) is skipped: :meth:`Router.route` returns the reason, which
+the reader turns into one warning line. Converters of the non-native formats return a list of
+value tuples per decoded JSON value (an OpenAI response gives one row per choice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+# Why an lm-eval file is skipped, by the kind of its first row; the kind a command reads has none.
+_SKIP = {
+    "generate_until": "{generative}",
+    "loglikelihood": "loglikelihood task: one scored continuation per document, no {wanted}",
+    "multiple_choice": "multiple-choice task: no {wanted} (read it with `calibrate`)",
+    "loglikelihood_rolling": "loglikelihood_rolling task: no {wanted} (read it with `perplexity`)",
+}
+
+
+class Router:
+    """Routing for one command: ``command`` is ``"calibration"`` or ``"perplexity"``.
+
+    ``fields`` are the configured field names passed to format detection; ``convert(fmt)``
+    builds the converter of a non-native format (a list of value tuples per row).
+    """
+
+    def __init__(
+        self,
+        command: str,
+        *,
+        fields: dict[str, str],
+        lm_eval_kind: str,
+        wanted: str,
+        convert: Callable[[str], Callable[[dict], list[tuple]]],
+        check: Callable[[str, Mapping[str, Any]], None] | None = None,
+    ) -> None:
+        self.command = command
+        self.fields = fields
+        self.lm_eval_kind = lm_eval_kind
+        self.wanted = wanted
+        self._convert = convert
+        self._check = check
+
+    def route(self, row: Mapping[str, Any], forced: str | None) -> tuple[str, str | None]:
+        """``(format, reason to skip the file or None)`` from a file's first row; ValueError
+        when the format is unknown or carries no rows for this command."""
+        from calibcli import formats
+
+        fmt = forced or formats.detect_row_format(row, **self.fields)
+        if fmt == "jsonl" and forced:
+            return fmt, None  # the native checks word any problem
+        if self.command not in formats.FORMAT_PROVIDES[fmt]:
+            raise ValueError(refusal(fmt, self.command, self.fields))
+        if fmt == "lm-eval":
+            kind = formats.lm_eval_row_kind(row)
+            if kind != self.lm_eval_kind:
+                reason = _SKIP[kind].format(
+                    generative=formats.GENERATIVE_WARNING, wanted=self.wanted
+                )
+                return fmt, f"{reason}; skipped"
+        if self._check is not None:
+            self._check(fmt, row)
+        return fmt, None
+
+    def converter(self, fmt: str) -> Callable[[dict], list[tuple]]:
+        """Row -> list of value tuples for a non-native format."""
+        convert = self._convert(fmt)
+        if fmt != "lm-eval":
+            return convert
+        expected = self.lm_eval_kind
+
+        def one_task(row: dict) -> list[tuple]:
+            try:
+                return convert(row)
+            except ValueError as e:
+                from calibcli.formats import lm_eval_row_kind
+
+                try:
+                    kind = lm_eval_row_kind(row)
+                except ValueError:
+                    raise e from None
+                if kind == expected:
+                    raise
+                raise ValueError(
+                    f"a {kind} row in a file of {expected} rows: one samples file holds one "
+                    "task's rows (lm-eval writes a file per task)"
+                ) from None
+
+        return one_task
+
+
+def refusal(fmt: str, command: str, fields: dict[str, str]) -> str:
+    """Why a format cannot be read by a command."""
+    if command == "calibration":
+        cf = fields.get("confidence_field", "confidence")
+        yf = fields.get("correct_field", "correct")
+        return f"{fmt} rows hold per-token logprobs (input for perplexity), not {cf!r}/{yf!r}"
+    return f"{fmt} rows hold graded samples (input for calibrate), not sequence log-likelihoods"
+
+
+def calibration_router(spec: Any, *, mc_norm: str, scorer: str | None) -> Router:
+    """Routing of the calibration reader (``spec`` a :class:`~calibcli.io.rows.CalibrationRow`)."""
+
+    def convert(fmt: str) -> Callable[[dict], list[tuple]]:
+        from calibcli.formats import calibration_rows
+
+        def rows(obj: dict) -> list[tuple]:
+            found = calibration_rows(fmt, obj, mc_norm=mc_norm, scorer=scorer)
+            return [(float(c), bool(y)) for c, y in found]
+
+        return rows
+
+    def check(fmt: str, row: Mapping[str, Any]) -> None:
+        if fmt != "inspect-ai" or scorer is not None:
+            return
+        from calibcli.formats import inspect_scorers
+
+        names = inspect_scorers(row)
+        if len(names) > 1:
+            raise ValueError(
+                f"the samples have {len(names)} scorers ({', '.join(names)}): choose one with "
+                "--scorer NAME"
+            )
+
+    return Router(
+        "calibration",
+        fields={"confidence_field": spec.confidence_field, "correct_field": spec.correct_field},
+        lm_eval_kind="multiple_choice",
+        wanted="choice loglikelihoods",
+        convert=convert,
+        check=check,
+    )
+
+
+def perplexity_router(spec: Any) -> Router:
+    """Routing of the perplexity reader (``spec`` a :class:`~calibcli.io.rows.PerplexityRow`)."""
+
+    def convert(fmt: str) -> Callable[[dict], list[tuple]]:
+        if fmt in ("lm-eval", "logprobs"):
+            single = spec.converter(fmt)
+            return lambda obj: [single(obj)]
+        from calibcli.formats import perplexity_rows
+
+        def rows(obj: dict) -> list[tuple]:
+            return [
+                (float(r.nll), r.tokens, r.bytes, r.words, r.nulls, r.sentinels)
+                for r in perplexity_rows(fmt, obj)
+            ]
+
+        return rows
+
+    return Router(
+        "perplexity",
+        fields={
+            "nll_field": spec.nll_field,
+            "tokens_field": spec.count_fields["tokens"],
+            "logprobs_field": spec.logprobs_field,
+        },
+        lm_eval_kind="loglikelihood_rolling",
+        wanted="rolling loglikelihoods",
+        convert=convert,
+    )
