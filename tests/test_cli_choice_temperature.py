@@ -231,9 +231,7 @@ def test_a_choice_calibrator_on_native_rows_exits_2(tmp_path):
     assert run(["fit", *FILES, "--method", "temperature", "-o", cal, "-q"]).exit_code == 0
     native = tmp_path / "native.jsonl"
     native.write_text(
-        "".join(
-            json.dumps({"confidence": c, "correct": c > 0.5}) + "\n" for c in (0.2, 0.6, 0.9)
-        ),
+        "".join(json.dumps({"confidence": c, "correct": c > 0.5}) + "\n" for c in (0.2, 0.6, 0.9)),
         encoding="utf-8",
     )
     result = run(["calibrate", native, "--calibrator", cal, "--json"])
@@ -360,7 +358,6 @@ def test_a_row_scored_right_without_a_gold_index_uses_its_top_choice(rows, tmp_p
     science = rows["toy_mc_science"]
     line_no = next(i for i, (_, _, y) in enumerate(science) if y) + 1
     patched = with_row_changed(tmp_path, line_no, target="banana")
-    doc = fit_json("--method", "temperature") if False else None  # noqa: F841
     result = run(["fit", patched, TRIVIA, "--method", "temperature", "--json", "-q"])
     assert result.exit_code == 0, result.stderr
     lls, gold, _ = science[line_no - 1]
