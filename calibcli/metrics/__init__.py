@@ -32,37 +32,57 @@ from calibcli.metrics.estimators import (
     rms_calibration_error,
     wilson_interval,
 )
-from calibcli.metrics.paired import (
-    DeLongResult,
-    McNemarResult,
-    PairedBootstrapResult,
-    delong_test,
-    identical_correctness,
-    mcnemar_exact,
-    paired_bootstrap,
-    unpaired_bootstrap,
-)
-from calibcli.metrics.recalibration import (
-    cross_fit,
-    cross_fit_multiclass_temperature,
-    fit,
-    fit_multiclass_temperature,
-)
-from calibcli.metrics.recalibration import from_dict as calibrator_from_dict
-from calibcli.metrics.selective import (
-    RiskCoverage,
-    ThresholdChoice,
-    accuracy_lower_bound,
-    aurc,
-    binomial_cdf,
-    display_rows,
-    e_aurc,
-    plug_in_threshold,
-    risk_upper_bound,
-    select_threshold,
-    selective_accuracy,
-)
 from calibcli.metrics.smooth import SmoothECE, smooth_ece
+
+# The decision-making modules load on first use: every run imports this package, few need them.
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "DeLongResult",
+            "McNemarResult",
+            "PairedBootstrapResult",
+            "delong_test",
+            "identical_correctness",
+            "mcnemar_exact",
+            "paired_bootstrap",
+            "unpaired_bootstrap",
+        ),
+        "calibcli.metrics.paired",
+    ),
+    **dict.fromkeys(
+        ("cross_fit", "cross_fit_multiclass_temperature", "fit", "fit_multiclass_temperature"),
+        "calibcli.metrics.recalibration",
+    ),
+    **dict.fromkeys(
+        (
+            "RiskCoverage",
+            "ThresholdChoice",
+            "accuracy_lower_bound",
+            "aurc",
+            "binomial_cdf",
+            "display_rows",
+            "e_aurc",
+            "plug_in_threshold",
+            "risk_upper_bound",
+            "select_threshold",
+            "selective_accuracy",
+        ),
+        "calibcli.metrics.selective",
+    ),
+}
+_RENAMED = {"calibrator_from_dict": ("calibcli.metrics.recalibration", "from_dict")}
+
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _RENAMED:
+        module, attribute = _RENAMED[name]
+        return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module 'calibcli.metrics' has no attribute {name!r}")
+
 
 __all__ = [
     "SCALAR_KEYS",
