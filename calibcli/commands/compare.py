@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from calibcli.app import EXIT_CODES, app, check_outputs, emit, one_blas_thread, usage_error
 from calibcli.options import (
@@ -28,6 +31,7 @@ from calibcli.options import (
     OutputOpt,
     PlotOpt,
     QuietOpt,
+    ScorerOpt,
     SeedOpt,
     SummaryOpt,
     UnpairedOpt,
@@ -37,8 +41,8 @@ from calibcli.options import (
 
 @app.command(epilog=EXIT_CODES)
 def compare(
-    base: str,
-    new: str,
+    base: Annotated[str, typer.Argument(metavar="BASE", help="The baseline's predictions.")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="The new predictions.")],
     id_field: IdFieldOpt = None,
     max_increase: MaxIncreaseOpt = None,
     max_decrease: MaxDecreaseOpt = None,
@@ -51,6 +55,7 @@ def compare(
     correct_field: CorrectField = "correct",
     fmt: CalibrationFormatOpt = CalibrationFormat.auto,
     mc_norm: McNormOpt = McNorm.none,
+    scorer: ScorerOpt = None,
     by: ByOpt = None,
     gate_each: GateEachOpt = False,
     unpaired: UnpairedOpt = False,
@@ -104,6 +109,7 @@ def compare(
         "fmt": fmt.value,
         "mc_norm": mc_norm.value,
         "by": by,
+        "scorer": scorer,
     }
     try:
         if unpaired:

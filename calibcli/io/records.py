@@ -20,8 +20,16 @@ from calibcli.io.sources import Source, blocks, lines_of
 BLOCK_SIZE = 1 << 20
 
 
-def records(source: str) -> Iterator[tuple[str, int, dict, bytes]]:
-    """(display name, line number, row, raw line) of each non-blank line of ``source``."""
+def records(source: str) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
+    """(display name, line number or locator, row, raw line) of each row of ``source``: each
+    non-blank line of JSON Lines, or each row of a whole document (a JSON array, a
+    pretty-printed object, an inspect-ai ``.eval`` zip; the raw line is then None)."""
+    from calibcli.io.reader import Reader
+
+    kind = Reader._document_kind(source)
+    if kind is not None:
+        yield from _document_records(source, kind)
+        return
     from calibcli.io.rows import parse_line
 
     src = Source(source)
@@ -42,6 +50,26 @@ def records(source: str) -> Iterator[tuple[str, int, dict, bytes]]:
             stream.close()
     finally:
         src.close()
+
+
+def _document_records(source: str, kind: str) -> Iterator[tuple[str, int | str, dict, None]]:
+    import zlib
+
+    from calibcli.documents import DocumentError, iter_document
+    from calibcli.io.sources import display_name
+
+    name = display_name(source)
+    try:
+        for locator, row in iter_document(source, kind=kind):
+            yield name, locator, row, None
+    except DocumentError as e:
+        raise InputError(name, e.locator, str(e)) from None  # type: ignore[arg-type]
+    except RecursionError:
+        raise InputError(name, None, "JSON nested too deeply") from None
+    except UnicodeDecodeError:
+        raise InputError(name, None, "the document is not valid UTF-8") from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise InputError(name, None, f"cannot read: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -79,9 +107,27 @@ def show_id(key: Any) -> str:
         return repr(value)
     if kind == "task":
         return f"{key[1]}/{show_id(key[2:])}"
+    if kind == "sample":
+        return f"{show_id(key[1:3])} (epoch {key[3]})"
     if value is None:
         return "null"
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _default_id_field(fmt: str) -> str:
+    return {"lm-eval": "doc_id", "inspect-ai": "id"}.get(fmt, "id")
+
+
+def _row_key(formats: Any, row: dict, fmt: str, id_field: str | None, task: str | None) -> Any:
+    """The id of a row: ``id_field``'s value, or the format's default id."""
+    if id_field is not None:
+        return _id_key(formats.lookup(row, id_field))
+    if fmt == "lm-eval":
+        return ("task", task or "-", *_id_key(formats.lookup(row, "doc_id")))
+    if fmt == "inspect-ai":
+        epoch = row.get("epoch", 1)
+        return ("sample", *_id_key(formats.lookup(row, "id")), epoch)
+    return _id_key(formats.lookup(row, "id"))
 
 
 def read_keyed(
@@ -94,18 +140,22 @@ def read_keyed(
     mc_norm: str = "none",
     by: str | None = None,
     keyed: bool = True,
+    scorer: str | None = None,
 ) -> KeyedRows:
     """Read (id, confidence, correct) rows; an id appearing twice is an error naming both lines.
 
-    ``id_field`` is a dotted path; None means the format's default: ``id`` for native rows,
-    the task (from the file name) and ``doc_id`` for lm-eval rows. With ``keyed=False`` no id is
-    read: each row's key is its position.
+    The format of each file is detected (or forced) as the streaming readers do it, and every
+    row is checked and converted by the same code. ``id_field`` is a dotted path; None means
+    the format's default: ``id`` for native rows, the task (from the file name) and ``doc_id``
+    for lm-eval rows, ``id`` and ``epoch`` for inspect-ai samples. With ``keyed=False`` no id
+    is read: each row's key is its position.
     """
     from calibcli import formats
+    from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow, group_name
 
     native = CalibrationRow(confidence_field, correct_field)
-
+    router = calibration_router(native, mc_norm=mc_norm, scorer=scorer)
     keys: list[Any] = []
     conf: list[float] = []
     corr: list[bool] = []
@@ -114,28 +164,30 @@ def read_keyed(
     seen: dict[Any, str] = {}
     found = None
     for source in sources:
-        source_fmt = None if fmt == "auto" else fmt
+        source_fmt = None
+        convert = None
         task = formats.task_from_filename(source) if source != "-" else None
         for name, line_no, row, _ in records(source):
             at = f"{name}:{line_no}"
+            field = id_field or "id"
             try:
                 if source_fmt is None:
-                    source_fmt = formats.detect_format(
-                        row, confidence_field=confidence_field, correct_field=correct_field
+                    source_fmt, skip = router.route(row, None if fmt == "auto" else fmt)
+                    if skip is not None:
+                        raise ValueError(f"{skip}: nothing to compare")
+                    convert = (
+                        native.check if source_fmt == "jsonl" else router.converter(source_fmt)
                     )
-                    if source_fmt == "logprobs":
-                        raise ValueError("rows hold per-token logprobs, not confidence/correct")
-                if source_fmt == "lm-eval":
-                    c, y = formats.lm_eval_choice_row(row, mc_norm=mc_norm)
-                    field = id_field or "doc_id"
-                    raw = formats.lookup(row, field)
-                    key = (
-                        ("task", task or "-", _id_key(raw)[1]) if id_field is None else _id_key(raw)
-                    )
-                else:
-                    c, y = native.check(row)
-                    field = id_field or "id"
-                    key = _id_key(formats.lookup(row, field)) if keyed else None
+                values = convert(row)
+                if source_fmt == "jsonl":
+                    values = [values]
+                if len(values) != 1:
+                    raise ValueError(f"a {source_fmt} row holding {len(values)} predictions")
+                c, y = values[0]
+                key = None
+                if keyed:
+                    key = _row_key(formats, row, source_fmt, id_field, task)
+                    field = id_field or _default_id_field(source_fmt)
             except ValueError as exc:
                 text = str(exc)
                 if text.startswith("is "):
@@ -154,7 +206,10 @@ def read_keyed(
             where.append(at)
             if groups is not None:
                 try:
-                    groups.append(group_name(formats.by_value(row, by)))
+                    if by == "task" and source_fmt == "lm-eval" and task is not None:
+                        groups.append(task)
+                    else:
+                        groups.append(group_name(formats.by_value(row, by)))
                 except ValueError as exc:
                     raise InputError(name, line_no, str(exc)) from None
         found = found or source_fmt
