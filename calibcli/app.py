@@ -107,6 +107,7 @@ def read_predictions(
     labels: list[str] | None,
     keep_columns: bool,
     workers: int | None,
+    max_line_bytes: int,
     per_source: bool = True,
 ) -> Any:
     """calibrate's and reliability's reading: check the options, then read the rows (one part
@@ -128,6 +129,7 @@ def read_predictions(
         by=by,
         mc_norm=mc_norm.value,
         workers=workers,
+        max_line_bytes=max_line_bytes,
     )
 
 

@@ -27,7 +27,9 @@ from calibcli.options import (
     CiOpt,
     ConfidenceField,
     CorrectField,
+    MAX_LINE_MB,
     Files,
+    MaxLineMbOpt,
     FoldsOpt,
     Format,
     FormatOpt,
@@ -52,6 +54,7 @@ from calibcli.options import (
     TokensField,
     WordsField,
     WorkersOpt,
+    line_bytes,
     gate_options,
 )
 
@@ -73,6 +76,7 @@ def perplexity(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
     limits: dict[str, float] | None = None,
 ) -> None:
     """Corpus perplexity: exp(total NLL / total tokens), pooled over every sequence.
@@ -102,6 +106,7 @@ def perplexity(
         logprobs_field=logprobs_field,
         by=by,
         workers=workers,
+        max_line_bytes=line_bytes(max_line_mb),
     )
     result = perplexity_report(data, Gate(limits or {}, each=gate_each))
     emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
@@ -131,6 +136,7 @@ def calibrate(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
     calibrator: CalibratorOpt = None,
     recalibrate_with: RecalibrateOpt = None,
     folds: FoldsOpt = None,
@@ -171,6 +177,7 @@ def calibrate(
         labels=label,
         keep_columns=True,
         workers=workers,
+        max_line_bytes=line_bytes(max_line_mb),
         per_source=calibrators is None and method is None,
     )
     boot = None
@@ -210,6 +217,7 @@ def reliability(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
     calibrator: CalibratorOpt = None,
 ) -> None:
     """Reliability diagram data: per bin, its range, count, mean confidence, accuracy with a
@@ -236,6 +244,7 @@ def reliability(
         labels=label,
         keep_columns=calibrators is not None,
         workers=workers,
+        max_line_bytes=line_bytes(max_line_mb),
         per_source=calibrators is None,
     )
     if calibrators is None:

@@ -14,7 +14,9 @@ from calibcli.options import (
     CalibrationFormatOpt,
     ConfidenceField,
     CorrectField,
+    MAX_LINE_MB,
     Files,
+    MaxLineMbOpt,
     JsonOpt,
     McNorm,
     McNormOpt,
@@ -23,6 +25,7 @@ from calibcli.options import (
     QuietOpt,
     SummaryOpt,
     WorkersOpt,
+    line_bytes,
 )
 
 
@@ -41,6 +44,7 @@ def fit(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
 ) -> None:
     """Fit a recalibration map on held-out rows and write it as a calibrator file (-o).
 
@@ -69,6 +73,7 @@ def fit(
         labels=None,
         keep_columns=True,
         workers=workers,
+        max_line_bytes=line_bytes(max_line_mb),
     )
     fitted_on: dict[str, Any] = {
         "n": int(data.stats.n),

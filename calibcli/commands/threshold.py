@@ -24,7 +24,9 @@ from calibcli.options import (
     ConfidenceField,
     CorrectField,
     DeltaOpt,
+    MAX_LINE_MB,
     Files,
+    MaxLineMbOpt,
     FitOpt,
     FullOpt,
     GateEachOpt,
@@ -40,6 +42,7 @@ from calibcli.options import (
     SummaryOpt,
     TargetAccuracyOpt,
     WorkersOpt,
+    line_bytes,
 )
 
 
@@ -65,6 +68,7 @@ def threshold(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
 ) -> None:
     """Automation threshold: the lowest confidence t such that the rows with confidence >= t
     have accuracy >= --target-accuracy, with probability >= 1 - --delta.
@@ -96,6 +100,7 @@ def threshold(
         "labels": None,
         "keep_columns": True,
         "workers": workers,
+        "max_line_bytes": line_bytes(max_line_mb),
         "per_source": False,
     }
     data = read_predictions(files, **reading)

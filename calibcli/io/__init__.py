@@ -20,10 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.io.data import CalibrationData, InputError, PerplexityData
-from calibcli.io.sources import display_name
+from calibcli.io.sources import MAX_LINE_BYTES, display_name
 
 __all__ = [
     "CalibrationData",
+    "MAX_LINE_BYTES",
     "InputError",
     "PerplexityData",
     "read_calibration",
@@ -34,13 +35,20 @@ FORMATS = ("auto", "jsonl", "lm-eval", "logprobs")
 MC_NORMS = ("none", "chars", "bytes")
 
 
-def _check_options(fmt: str, mc_norm: str, workers: int | None) -> None:
+STDIN_TASK = "stdin has no file name to take the lm-eval task from; use --by FIELD"
+
+
+def _check_options(
+    fmt: str, mc_norm: str, workers: int | None, max_line_bytes: int = MAX_LINE_BYTES
+) -> None:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if mc_norm not in MC_NORMS:
         raise ValueError(f"unknown mc_norm {mc_norm!r}; expected one of {', '.join(MC_NORMS)}")
     if workers is not None and (type(workers) is not int or workers < 1):
         raise ValueError(f"workers must be a whole number >= 1 or None, not {workers!r}")
+    if type(max_line_bytes) is not int or max_line_bytes < 1:
+        raise ValueError(f"max_line_bytes must be a whole number >= 1, not {max_line_bytes!r}")
 
 
 def _detector(
@@ -60,14 +68,23 @@ def _detector(
 
 
 def _group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | None:
-    """Row -> group value for ``by`` (lm-eval's ``task`` comes from the file name)."""
+    """Row -> group value for ``by``. lm-eval's ``task`` comes from the file name; on stdin,
+    from the row's own ``task`` field when it has one (the harness does not write it)."""
     if by is None:
         return None
     from calibcli import formats
 
     if fmt == "lm-eval" and by == "task":
-        task = formats.task_from_filename(source)
-        return lambda row: task
+        if source != "-":
+            task = formats.task_from_filename(source)
+            return lambda row: task
+
+        def row_task(row: dict) -> Any:
+            if "task" not in row:
+                raise ValueError(STDIN_TASK)
+            return formats.by_value(row, "task")
+
+        return row_task
     return lambda row: formats.by_value(row, by)
 
 
@@ -85,6 +102,7 @@ def read_calibration(
     progress: bool = False,
     workers: int | None = None,
     block_size: int | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> CalibrationData:
     """Read (confidence, correct) rows from files or ``-`` into pooled per-bin statistics.
 
@@ -94,10 +112,11 @@ def read_calibration(
     row), ``jsonl``, ``lm-eval`` or ``logprobs`` (refused: it carries no calibration rows).
     ``workers`` is the number of processes per source (>= 1; None: two on a machine with two
     CPUs or more for an input of 32 MB or more, else one). ``progress`` shows a bar on a
-    terminal for large files. Raises :class:`InputError` for unreadable or invalid input and
-    ValueError for invalid options.
+    terminal for large files. A line longer than ``max_line_bytes`` (default 64 MiB) is invalid
+    input. Raises :class:`InputError` for unreadable or invalid input and ValueError for invalid
+    options.
     """
-    _check_options(fmt, mc_norm, workers)
+    _check_options(fmt, mc_norm, workers, max_line_bytes)
     if fmt == "logprobs":
         raise ValueError("the logprobs format carries no calibration rows; use perplexity")
     from calibcli.io.decode import BlockDecoder
@@ -132,6 +151,7 @@ def read_calibration(
         progress=progress,
         workers=workers,
         block_size=block_size,
+        max_line_bytes=max_line_bytes,
     )
     sources = list(sources)
     if not per_source:
@@ -172,15 +192,17 @@ def read_perplexity(
     progress: bool = False,
     workers: int | None = None,
     block_size: int | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> PerplexityData:
     """Read per-sequence NLL rows (or lm-eval rolling rows, or per-token logprobs) into totals.
 
     Native rows: ``{"nll": summed NLL in nats, "tokens": count}`` plus optional ``bytes`` and
     ``words`` (totalled only when every row has them). Totals are exact integers; the NLL is
-    summed per block and pooled with ``math.fsum``. ``workers``, ``progress`` as for
+    summed per block and pooled with ``math.fsum``; a sum beyond the largest double is +inf with
+    ``nll_overflow`` set. ``workers``, ``progress``, ``max_line_bytes`` as for
     :func:`read_calibration`. Raises :class:`InputError` on bad input.
     """
-    _check_options(fmt, "none", workers)
+    _check_options(fmt, "none", workers, max_line_bytes)
     from calibcli.io.decode import BlockDecoder
     from calibcli.io.fold import PerplexitySink
     from calibcli.io.reader import Reader
@@ -210,6 +232,7 @@ def read_perplexity(
         progress=progress,
         workers=workers,
         block_size=block_size,
+        max_line_bytes=max_line_bytes,
     )
     sink = new_sink()
     for source in sources:

@@ -40,7 +40,9 @@ class PerplexityData:
     """Pooled perplexity totals read from one or more sources.
 
     ``total_tokens`` is None when the format carries no token counts (lm-eval rolling rows);
-    ``total_bytes`` / ``total_words`` are None unless every row carries them.
+    ``total_bytes`` / ``total_words`` are None unless every row carries them. Totals are exact
+    Python ints. ``nll_overflow`` is True when ``total_nll`` is +inf although no row's NLL is
+    infinite as given: finite NLLs whose sum exceeds the largest double.
     """
 
     sequences: int
@@ -52,3 +54,4 @@ class PerplexityData:
     sentinel_logprobs: int = 0
     groups: dict[str, PerplexityData] | None = None
     fmt: str = "jsonl"
+    nll_overflow: bool = False
