@@ -17,6 +17,7 @@ from calibcli.app import (
 )
 from calibcli.figures import CALIBRATION, PERPLEXITY
 from calibcli.options import (
+    MAX_LINE_MB,
     BinsOpt,
     BootstrapOpt,
     ByOpt,
@@ -27,9 +28,7 @@ from calibcli.options import (
     CiOpt,
     ConfidenceField,
     CorrectField,
-    MAX_LINE_MB,
     Files,
-    MaxLineMbOpt,
     FoldsOpt,
     Format,
     FormatOpt,
@@ -39,6 +38,7 @@ from calibcli.options import (
     JsonOpt,
     LabelOpt,
     LogprobsField,
+    MaxLineMbOpt,
     McNorm,
     McNormOpt,
     MinBinsOpt,
@@ -54,8 +54,8 @@ from calibcli.options import (
     TokensField,
     WordsField,
     WorkersOpt,
-    line_bytes,
     gate_options,
+    line_bytes,
 )
 
 

@@ -8,16 +8,16 @@ import typer
 
 from calibcli.app import EXIT_CODES, app, check_outputs, read_predictions, usage_error
 from calibcli.options import (
+    MAX_LINE_MB,
     BinsOpt,
     ByOpt,
     CalibrationFormat,
     CalibrationFormatOpt,
     ConfidenceField,
     CorrectField,
-    MAX_LINE_MB,
     Files,
-    MaxLineMbOpt,
     JsonOpt,
+    MaxLineMbOpt,
     McNorm,
     McNormOpt,
     MethodOpt,

@@ -17,6 +17,7 @@ from calibcli.app import (
     usage_error,
 )
 from calibcli.options import (
+    MAX_LINE_MB,
     ByOpt,
     CalibrationFormat,
     CalibrationFormatOpt,
@@ -24,13 +25,12 @@ from calibcli.options import (
     ConfidenceField,
     CorrectField,
     DeltaOpt,
-    MAX_LINE_MB,
     Files,
-    MaxLineMbOpt,
     FitOpt,
     FullOpt,
     GateEachOpt,
     JsonOpt,
+    MaxLineMbOpt,
     McNorm,
     McNormOpt,
     MinCoverageOpt,

@@ -23,8 +23,8 @@ from calibcli.io.data import CalibrationData, InputError, PerplexityData
 from calibcli.io.sources import MAX_LINE_BYTES, display_name
 
 __all__ = [
-    "CalibrationData",
     "MAX_LINE_BYTES",
+    "CalibrationData",
     "InputError",
     "PerplexityData",
     "read_calibration",

@@ -15,7 +15,7 @@ sources) merge with :meth:`export` and :meth:`absorb`, in input order.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from calibcli.io.data import CalibrationData, InputError, PerplexityData
@@ -190,7 +190,9 @@ class GroupBinTable:
 
         floats = self.hi[g] + self.lo[g]
         return BinStats(
-            self.edges.copy(), self.counts[g, :, 0].copy(), self.counts[g, :, 1].copy(),
+            self.edges.copy(),
+            self.counts[g, :, 0].copy(),
+            self.counts[g, :, 1].copy(),
             *(floats[:, j].copy() for j in range(4)),
         )
 

@@ -259,9 +259,7 @@ class CalibrationRow:
 
 def _has_infinity(values: Any) -> bool:
     """Whether a list of per-token logprobs holds an infinite one (a zero-probability token)."""
-    return isinstance(values, list) and any(
-        isinstance(v, float) and math.isinf(v) for v in values
-    )
+    return isinstance(values, list) and any(isinstance(v, float) and math.isinf(v) for v in values)
 
 
 PERPLEXITY_COUNTS = ("tokens", "bytes", "words")
