@@ -109,6 +109,7 @@ def read_predictions(
     labels: list[str] | None,
     keep_columns: bool,
     workers: int | None,
+    max_line_bytes: int,
     per_source: bool = True,
     scorer: str | None = None,
 ) -> Any:
@@ -132,6 +133,7 @@ def read_predictions(
         mc_norm=mc_norm.value,
         scorer=scorer,
         workers=workers,
+        max_line_bytes=max_line_bytes,
     )
 
 

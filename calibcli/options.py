@@ -144,6 +144,22 @@ WorkersOpt = _opt(
     help="Processes for reading a large file and for the bootstrap (1: none; default: 2 on two "
     "or more CPUs for files of 32 MB and more). Results never depend on it.",
 )
+MAX_LINE_MB = 64  # calibcli.io's MAX_LINE_BYTES, in MiB
+MaxLineMbOpt = _opt(
+    int,
+    "--max-line-mb",
+    metavar="N",
+    min=1,
+    help="Longest input line read, in MiB; a longer line is an error (exit 2) found without "
+    "holding the line in memory.",
+)
+
+
+def line_bytes(max_line_mb: int) -> int:
+    """--max-line-mb in bytes, the ``max_line_bytes`` the readers take."""
+    return max_line_mb << 20
+
+
 SummaryOpt = _opt(
     Path | None,
     "--summary",

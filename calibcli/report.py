@@ -216,7 +216,18 @@ def _perplexity_section(data: Any) -> Section:
                 )
             )
             closed.setdefault("perplexity", "zero tokens in the input")
-    if math.isinf(data.total_nll):
+    if getattr(data, "nll_overflow", False):
+        notes.append(
+            Note(
+                "nll_overflow",
+                "the total NLL overflows a double (finite NLLs whose sum exceeds 1.8e308); "
+                "it and every figure built on it are written as null",
+                "",
+                ("total_nll", *token_fields, "bits_per_byte", "byte_perplexity", "word_perplexity"),
+            )
+        )
+        closed.setdefault("perplexity", "the total NLL overflows a double")
+    elif math.isinf(data.total_nll):
         notes.append(
             Note(
                 "infinite",

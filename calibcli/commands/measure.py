@@ -17,6 +17,7 @@ from calibcli.app import (
 )
 from calibcli.figures import CALIBRATION, PERPLEXITY
 from calibcli.options import (
+    MAX_LINE_MB,
     BinsOpt,
     BootstrapOpt,
     ByOpt,
@@ -37,6 +38,7 @@ from calibcli.options import (
     JsonOpt,
     LabelOpt,
     LogprobsField,
+    MaxLineMbOpt,
     McNorm,
     McNormOpt,
     MinBinsOpt,
@@ -54,6 +56,7 @@ from calibcli.options import (
     WordsField,
     WorkersOpt,
     gate_options,
+    line_bytes,
 )
 
 
@@ -74,6 +77,7 @@ def perplexity(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
     limits: dict[str, float] | None = None,
 ) -> None:
     """Corpus perplexity: exp(total NLL / total tokens), pooled over every sequence.
@@ -103,6 +107,7 @@ def perplexity(
         logprobs_field=logprobs_field,
         by=by,
         workers=workers,
+        max_line_bytes=line_bytes(max_line_mb),
     )
     result = perplexity_report(data, Gate(limits or {}, each=gate_each))
     emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
@@ -133,6 +138,7 @@ def calibrate(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
     calibrator: CalibratorOpt = None,
     recalibrate_with: RecalibrateOpt = None,
     folds: FoldsOpt = None,
@@ -174,6 +180,7 @@ def calibrate(
         labels=label,
         keep_columns=True,
         workers=workers,
+        max_line_bytes=line_bytes(max_line_mb),
         per_source=calibrators is None and method is None,
     )
     boot = None
@@ -221,6 +228,7 @@ def reliability(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
     calibrator: CalibratorOpt = None,
 ) -> None:
     """Reliability diagram data: per bin, its range, count, mean confidence, accuracy with a
@@ -248,6 +256,7 @@ def reliability(
         labels=label,
         keep_columns=calibrators is not None,
         workers=workers,
+        max_line_bytes=line_bytes(max_line_mb),
         per_source=calibrators is None,
     )
     if calibrators is None:

@@ -9,6 +9,7 @@ import typer
 
 from calibcli.app import EXIT_CODES, app, check_outputs, read_predictions, usage_error
 from calibcli.options import (
+    MAX_LINE_MB,
     BinsOpt,
     ByOpt,
     CalibrationFormat,
@@ -17,6 +18,7 @@ from calibcli.options import (
     CorrectField,
     Files,
     JsonOpt,
+    MaxLineMbOpt,
     McNorm,
     McNormOpt,
     MethodOpt,
@@ -25,6 +27,7 @@ from calibcli.options import (
     ScorerOpt,
     SummaryOpt,
     WorkersOpt,
+    line_bytes,
 )
 
 
@@ -44,6 +47,7 @@ def fit(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
 ) -> None:
     """Fit a recalibration map on held-out rows and write it as a calibrator file (-o).
 
@@ -73,6 +77,7 @@ def fit(
         labels=None,
         keep_columns=True,
         workers=workers,
+        max_line_bytes=line_bytes(max_line_mb),
     )
     fitted_on: dict[str, Any] = {
         "n": int(data.stats.n),

@@ -17,6 +17,7 @@ from calibcli.app import (
     usage_error,
 )
 from calibcli.options import (
+    MAX_LINE_MB,
     ByOpt,
     CalibrationFormat,
     CalibrationFormatOpt,
@@ -29,6 +30,7 @@ from calibcli.options import (
     FullOpt,
     GateEachOpt,
     JsonOpt,
+    MaxLineMbOpt,
     McNorm,
     McNormOpt,
     MinCoverageOpt,
@@ -41,6 +43,7 @@ from calibcli.options import (
     SummaryOpt,
     TargetAccuracyOpt,
     WorkersOpt,
+    line_bytes,
 )
 
 
@@ -67,6 +70,7 @@ def threshold(
     quiet: QuietOpt = False,
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
 ) -> None:
     """Automation threshold: the lowest confidence t such that the rows with confidence >= t
     have accuracy >= --target-accuracy, with probability >= 1 - --delta.
@@ -99,6 +103,7 @@ def threshold(
         "labels": None,
         "keep_columns": True,
         "workers": workers,
+        "max_line_bytes": line_bytes(max_line_mb),
         "per_source": False,
     }
     data = read_predictions(files, **reading)

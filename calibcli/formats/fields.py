@@ -125,11 +125,17 @@ def token_logprob(value: Any, what: str) -> float:
         raise ValueError(f"{what} is NaN")
     if value > 0:
         raise ValueError(f"{what} = {value!r} is greater than 0, not a log-probability")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond the range of a double
+        raise ValueError(f"{what} is a number beyond the range of a double") from None
 
 
 def sum_logprobs(values: list[float], nulls: int, nbytes: int | None) -> PerplexityRow:
     """A :class:`PerplexityRow` from kept per-token log-probabilities: nll = -fsum(values)."""
-    total = math.fsum(values)
+    try:
+        total = math.fsum(values)
+    except OverflowError:  # finite terms whose sum exceeds the largest double
+        total = -math.inf
     sentinels = sum(1 for v in values if SENTINEL_LOGPROB >= v > -math.inf)
     return PerplexityRow(-total if total else 0.0, len(values), nbytes, None, nulls, sentinels)

@@ -22,9 +22,10 @@ from dataclasses import replace
 from typing import Any
 
 from calibcli.io.data import CalibrationData, InputError, PerplexityData
-from calibcli.io.sources import display_name
+from calibcli.io.sources import MAX_LINE_BYTES, display_name
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "CalibrationData",
     "InputError",
     "PerplexityData",
@@ -36,7 +37,12 @@ FORMATS = ("auto", "jsonl", "lm-eval", "logprobs", "openai", "vllm", "inspect-ai
 MC_NORMS = ("none", "chars", "bytes")
 
 
-def _check_options(fmt: str, mc_norm: str, workers: int | None, command: str) -> None:
+STDIN_TASK = "stdin has no file name to take the lm-eval task from; use --by FIELD"
+
+
+def _check_options(
+    fmt: str, mc_norm: str, workers: int | None, command: str, max_line_bytes: int
+) -> None:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if mc_norm not in MC_NORMS:
@@ -49,6 +55,8 @@ def _check_options(fmt: str, mc_norm: str, workers: int | None, command: str) ->
         if command not in FORMAT_PROVIDES[fmt]:
             other = "perplexity" if command == "calibration" else "calibrate"
             raise ValueError(f"the {fmt} format carries no {command} rows; use {other}")
+    if type(max_line_bytes) is not int or max_line_bytes < 1:
+        raise ValueError(f"max_line_bytes must be a whole number >= 1, not {max_line_bytes!r}")
 
 
 def _overall(reader: Any) -> str:
@@ -68,14 +76,23 @@ def _nothing_left(reader: Any, what: str) -> InputError:
 
 
 def _group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | None:
-    """Row -> group value for ``by`` (lm-eval's ``task`` comes from the file name)."""
+    """Row -> group value for ``by``. lm-eval's ``task`` comes from the file name; on stdin,
+    from the row's own ``task`` field when it has one (the harness does not write it)."""
     if by is None:
         return None
     from calibcli import formats
 
     if fmt == "lm-eval" and by == "task":
-        task = formats.task_from_filename(source)
-        return lambda row: task
+        if source != "-":
+            task = formats.task_from_filename(source)
+            return lambda row: task
+
+        def row_task(row: dict) -> Any:
+            if "task" not in row:
+                raise ValueError(STDIN_TASK)
+            return formats.by_value(row, "task")
+
+        return row_task
     return lambda row: formats.by_value(row, by)
 
 
@@ -94,6 +111,7 @@ def read_calibration(
     progress: bool = False,
     workers: int | None = None,
     block_size: int | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> CalibrationData:
     """Read (confidence, correct) rows from files or ``-`` into pooled per-bin statistics.
 
@@ -106,10 +124,11 @@ def read_calibration(
     the inspect-ai scorer giving correctness (needed when the samples have several).
     ``workers`` is the number of processes per source (>= 1; None: two on a machine with two
     CPUs or more for an input of 32 MB or more, else one). ``progress`` shows a bar on a
-    terminal for large files. Raises :class:`InputError` for unreadable or invalid input and
-    ValueError for invalid options.
+    terminal for large files. A line longer than ``max_line_bytes`` (default 64 MiB) is invalid
+    input. Raises :class:`InputError` for unreadable or invalid input and ValueError for invalid
+    options.
     """
-    _check_options(fmt, mc_norm, workers, "calibration")
+    _check_options(fmt, mc_norm, workers, "calibration", max_line_bytes)
     from calibcli.io.decode import BlockDecoder
     from calibcli.io.fold import CalibrationSink
     from calibcli.io.reader import Reader
@@ -142,6 +161,7 @@ def read_calibration(
         progress=progress,
         workers=workers,
         block_size=block_size,
+        max_line_bytes=max_line_bytes,
     )
     sources = list(sources)
     sinks: list[tuple[str, CalibrationSink]] = []  # per source read, in input order
@@ -187,18 +207,20 @@ def read_perplexity(
     progress: bool = False,
     workers: int | None = None,
     block_size: int | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> PerplexityData:
     """Read per-sequence NLL rows (or lm-eval rolling rows, per-token logprobs, OpenAI responses
     with logprobs, vLLM prompt logprobs) into totals.
 
     Native rows: ``{"nll": summed NLL in nats, "tokens": count}`` plus optional ``bytes`` and
     ``words`` (totalled only when every row carries them). Totals are exact integers; the NLL is
-    summed per block and pooled with ``math.fsum``. The format is detected per file (``fmt``
-    ``auto``) or forced; lm-eval files of tasks other than ``loglikelihood_rolling`` are skipped
-    with a warning. ``workers``, ``progress`` as for :func:`read_calibration`. Raises
+    summed per block and pooled with ``math.fsum``; a sum beyond the largest double is +inf with
+    ``nll_overflow`` set. The format is detected per file (``fmt`` ``auto``) or forced; lm-eval
+    files of tasks other than ``loglikelihood_rolling`` are skipped with a warning.
+    ``workers``, ``progress``, ``max_line_bytes`` as for :func:`read_calibration`. Raises
     :class:`InputError` on bad input.
     """
-    _check_options(fmt, "none", workers, "perplexity")
+    _check_options(fmt, "none", workers, "perplexity", max_line_bytes)
     from calibcli.io.decode import BlockDecoder
     from calibcli.io.fold import PerplexitySink
     from calibcli.io.reader import Reader
@@ -229,6 +251,7 @@ def read_perplexity(
         progress=progress,
         workers=workers,
         block_size=block_size,
+        max_line_bytes=max_line_bytes,
     )
     sink = new_sink()
     for source in sources:

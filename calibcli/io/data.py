@@ -47,8 +47,10 @@ class PerplexityData:
     """Pooled perplexity totals read from one or more sources.
 
     ``total_tokens`` is None when the format carries no token counts (lm-eval rolling rows);
-    ``total_bytes`` / ``total_words`` are None unless every row carries them. ``fmt``,
-    ``formats`` and ``warnings`` as for :class:`CalibrationData`.
+    ``total_bytes`` / ``total_words`` are None unless every row carries them. Totals are exact
+    Python ints. ``nll_overflow`` is True when ``total_nll`` is +inf although no row's NLL is
+    infinite as given: finite NLLs whose sum exceeds the largest double. ``fmt``, ``formats``
+    and ``warnings`` as for :class:`CalibrationData`.
     """
 
     sequences: int
@@ -62,3 +64,4 @@ class PerplexityData:
     fmt: str = "jsonl"
     formats: dict[str, str] | None = None
     warnings: tuple[str, ...] = ()
+    nll_overflow: bool = False

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.io.data import InputError
-from calibcli.io.rows import NOT_AN_OBJECT, group_name, parse_line
+from calibcli.io.rows import NOT_AN_OBJECT, TOO_DEEP, group_name, parse_line
 from calibcli.io.sources import lines_of
 
 SMALL_BLOCK = 64 << 10
@@ -70,7 +70,8 @@ class BlockDecoder:
             self._decoder = msgspec.json.Decoder(row_type)
         else:
             self._decoder = msgspec.json.Decoder()
-        self._errors = (msgspec.DecodeError, msgspec.ValidationError)
+        # RecursionError: a value nested deeper than msgspec goes; json.loads words the error
+        self._errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
     def block(self, block: memoryview, first_line: int, name: str, expected: int) -> tuple:
         """Decode one block from :func:`~calibcli.io.sources.blocks`; InputError on a bad row."""
@@ -83,22 +84,25 @@ class BlockDecoder:
             rows = self._decoder.decode_lines(block)
         if rows is None or len(rows) != expected:
             return self._precise(block, first_line, name)
+        lines = _row_lines(block, first_line)
         if self.typed:
             cols = _STRUCT_COLUMNS[self.spec.kind](self.spec, rows, block)
             if cols is not None and self.spec.columns_ok(cols):
-                return cols, None, None
+                return cols, None, lines
             return self._precise(block, first_line, name)
         values: list = []
         keys: list[str] | None = None if self.key is None else []
-        lines: list[int] | None = [] if self.many else None
+        # with several values per row (many), each value's line; else each row's (or None)
+        value_lines: list[int] | None = [] if self.many else None
         for i, row in enumerate(rows):
+            line = first_line + i if lines is None else int(lines[i])
             try:
                 taken = self._take(row, values, keys)
             except ValueError as e:
-                raise InputError(name, first_line + i, str(e)) from None
-            if lines is not None:
-                lines.extend([first_line + i] * taken)
-        return self.spec.columns(values), keys, lines
+                raise InputError(name, line, str(e)) from None
+            if value_lines is not None:
+                value_lines.extend([line] * taken)
+        return self.spec.columns(values), keys, lines if value_lines is None else value_lines
 
     def rows(self, items: list[tuple[Any, Any]], name: str) -> tuple:
         """Decode rows already parsed, ``(locator, row)`` pairs of a whole document: returns
@@ -118,15 +122,18 @@ class BlockDecoder:
         """Append the values of one decoded row; return how many."""
         if not isinstance(row, dict):
             raise ValueError(NOT_AN_OBJECT)
-        if self.many:
-            got = self._convert(row)
-            values.extend(got)
-            taken = len(got)
-        else:
-            values.append(self._convert(row))
-            taken = 1
-        if keys is not None:
-            keys.extend([group_name(self.key(row))] * taken)
+        try:
+            if self.many:
+                got = self._convert(row)
+                values.extend(got)
+                taken = len(got)
+            else:
+                values.append(self._convert(row))
+                taken = 1
+            if keys is not None:
+                keys.extend([group_name(self.key(row))] * taken)
+        except RecursionError:
+            raise ValueError(TOO_DEEP) from None
         return taken
 
     def _precise(self, block: memoryview, first_line: int, name: str) -> tuple:
@@ -187,7 +194,20 @@ def _perplexity_columns(spec: Any, rows: list, block: memoryview) -> tuple | Non
         nbytes = np.fromiter([r.nbytes for r in rows], np.int64, n)
     if _contains(block, spec.count_keys["words"]):
         words = np.fromiter([r.words for r in rows], np.int64, n)
-    return nll, tokens, nbytes, words, None, None
+    return nll, tokens, nbytes, words, None, None, None
+
+
+def _row_lines(block: memoryview, first_line: int) -> Any:
+    """Line number of each non-empty line of a block that has empty lines (numpy int64), else
+    None (row i is then on line first_line + i)."""
+    import numpy as np
+
+    if not (_contains(block, b"\n\n") or block[:1] == b"\n"):
+        return None
+    arr = np.frombuffer(block, np.uint8)
+    starts = np.flatnonzero(arr == 10) + 1  # where each line after the first starts
+    starts = np.concatenate(([0], starts[starts < arr.shape[0]]))
+    return first_line + np.flatnonzero(arr[starts] != 10)
 
 
 _STRUCT_COLUMNS = {"calibration": _calibration_columns, "perplexity": _perplexity_columns}

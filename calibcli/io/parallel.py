@@ -150,11 +150,20 @@ def _split_points(path: str, size: int, parts: int) -> list[int]:
             if pos == 0:
                 bounds.append(0)
                 continue
-            f.seek(pos - 1)
-            f.readline()  # to the start of the line after the one holding byte pos - 1
-            bounds.append(min(f.tell(), size))
+            bounds.append(min(_next_line_start(f, pos - 1), size))
     bounds.append(size)
     return bounds
+
+
+def _next_line_start(f: Any, pos: int) -> int:
+    """Offset of the start of the line after the one holding byte ``pos`` (the file's end if
+    none), read in pieces: a line may be longer than memory."""
+    f.seek(pos)
+    while chunk := f.read(1 << 16):
+        i = chunk.find(b"\n")
+        if i >= 0:
+            return f.tell() - len(chunk) + i + 1
+    return f.tell()
 
 
 def _read_ranges(ctx: Any, reader: Reader, src: Source, sink: Any, parts: int) -> None:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from calibcli.io.data import InputError
 from calibcli.io.progress import ProgressBar, progress_bar
-from calibcli.io.sources import BLOCK_SIZE, Source, blocks, display_name
+from calibcli.io.sources import BLOCK_SIZE, MAX_LINE_BYTES, Source, blocks, display_name
 
 DOCUMENT_BATCH = 4096
 """Rows of a whole document decoded and folded at a time."""
@@ -36,19 +37,23 @@ def _cpus() -> int:
 
 def first_row(block: memoryview | bytes, first_line: int) -> tuple[int, Any] | None:
     """(line, parsed object or None if unparseable) of the first non-blank line, if any."""
-    size = 4096
-    while True:
-        whole = size >= len(block)
-        lines = bytes(block[:size]).split(b"\n")
-        for i, line in enumerate(lines if whole else lines[:-1]):  # only complete lines
-            if line.strip():
-                try:
-                    return first_line + i, json.loads(line)
-                except ValueError:
-                    return first_line + i, None
-        if whole:
-            return None
-        size *= 16
+    data = block.obj if isinstance(block, memoryview) else block
+    end = len(block)
+    found = _NON_BLANK.search(data, 0, end)
+    if found is None:
+        return None
+    start = data.rfind(b"\n", 0, found.start()) + 1
+    stop = data.find(b"\n", found.start(), end)
+    line = bytes(data[start : end if stop < 0 else stop])
+    line_no = first_line + data.count(b"\n", 0, start)
+    try:
+        return line_no, json.loads(line)
+    except (ValueError, RecursionError):
+        return line_no, None
+
+
+_NON_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+"""A byte that makes a line non-blank (what ``bytes.strip`` keeps, as in ``lines_of``)."""
 
 
 class SkipFile(Exception):
@@ -68,7 +73,7 @@ class Reader:
     or None)`` from a source's first row (``forced``: the format given, None for ``auto``) and
     raises ValueError for a format it cannot read. ``workers`` is the number of processes per
     source, None for automatic: two on a machine with two CPUs or more for an input of
-    ``PARALLEL_MIN_BYTES`` or more.
+    ``PARALLEL_MIN_BYTES`` or more. A line longer than ``max_line_bytes`` is an error.
 
     After reading, ``formats`` maps each source with rows (display name) to its format,
     ``skipped`` lists the skipped sources and ``warnings`` says why, one line each.
@@ -84,6 +89,7 @@ class Reader:
         progress: bool,
         workers: int | None,
         block_size: int | None,
+        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self.forced: str | None = None if fmt == "auto" else fmt
         self.fmt: str | None = None  # the current source's format, once known
@@ -96,6 +102,7 @@ class Reader:
         self.formats: dict[str, str] = {}
         self.skipped: list[str] = []
         self.warnings: list[str] = []
+        self.max_line_bytes = max_line_bytes
 
     def resolve(self, block: memoryview | bytes, first_line: int, name: str) -> bool:
         """Route the source from the first row of this block; False if the block is blank.
@@ -212,7 +219,15 @@ class Reader:
     def blocks(self, src: Source, stream: Any, limit: int | None = None, start: int = 0) -> Any:
         """The blocks of ``stream`` (``limit`` bytes of it, from byte ``start`` of the input)."""
         what = "cannot decompress" if src.gzip else "cannot read"
-        return blocks(stream, src.name, self.block_size, limit, strip_bom=start == 0, what=what)
+        return blocks(
+            stream,
+            src.name,
+            self.block_size,
+            limit,
+            strip_bom=start == 0,
+            what=what,
+            max_line_bytes=self.max_line_bytes,
+        )
 
     def fold(
         self,
@@ -261,7 +276,7 @@ class Reader:
                         sink.reserve(int(rows * 1.1) + 1024)
 
                 def locate(i: int, first_line=first_line, lines=lines) -> tuple[str, int]:
-                    return name, first_line + i if lines is None else lines[i]
+                    return name, first_line + i if lines is None else int(lines[i])
 
                 sink.add(cols, keys, locate)
                 if bar is not None:

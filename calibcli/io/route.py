@@ -149,8 +149,11 @@ def perplexity_router(spec: Any) -> Router:
         from calibcli.formats import perplexity_rows
 
         def rows(obj: dict) -> list[tuple]:
+            # the last value says "this row's NLL overflowed a double"; an infinite NLL here is
+            # a -inf logprob (a zero-probability token): a finite sum past 1.8e308 needs
+            # logprobs no API writes
             return [
-                (float(r.nll), r.tokens, r.bytes, r.words, r.nulls, r.sentinels)
+                (float(r.nll), r.tokens, r.bytes, r.words, r.nulls, r.sentinels, False)
                 for r in perplexity_rows(fmt, obj)
             ]
 

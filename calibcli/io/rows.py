@@ -10,8 +10,10 @@ first bad line and what is wrong with it.
 Column layout of a decoded block:
 
 - calibration: ``(confidence float64, correct bool)``;
-- perplexity: ``(nll float64, tokens, bytes, words, nulls, sentinels)``, the counts int64 with -1
-  for "the row lacks this field", or a column of None when no row of the block has it.
+- perplexity: ``(nll float64, tokens, bytes, words, nulls, sentinels, overflowed)``, the counts
+  int64 with -1 for "the row lacks this field", or a column of None when no row of the block has
+  it; ``overflowed`` is 1 for a row whose NLL is +inf only because its finite per-token terms sum
+  beyond the largest double (logprobs rows).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ MAX_COUNT = 1 << 62
 """Largest token/byte/word count accepted: totals of many rows stay exact in int64."""
 
 NOT_AN_OBJECT = "line is not a JSON object"
+TOO_DEEP = "JSON nested too deeply"
 
 # --------------------------------------------------------------------------- rules
 #
@@ -67,6 +70,8 @@ def show(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, allow_nan=True)
     except (TypeError, ValueError):
         text = repr(value)
+    except RecursionError:
+        text = "[...]" if isinstance(value, list) else "{...}"
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -97,18 +102,40 @@ def parse_line(line: bytes) -> dict:
         raise ValueError("line is not valid UTF-8") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{NOT_AN_OBJECT} ({e.msg} at column {e.colno})") from None
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
     if not isinstance(obj, dict):
         raise ValueError(NOT_AN_OBJECT)
     return obj
 
 
 def group_name(value: Any) -> str:
-    """Group key of a ``--by`` value: strings as they are, other JSON values as JSON text."""
+    """Group key of a ``--by`` value, keeping the JSON type: distinct values, distinct names.
+
+    Numbers, booleans and null are written as JSON text (``1``, ``1.5``, ``true``, ``null``,
+    ``NaN``, ``Infinity``). A string is written as it is (``physics``) unless it would read as one
+    of those or opens with a double quote; then it is written as a JSON string, in quotes: the
+    number 1 is ``1`` and the string "1" is ``"1"``; null is ``null`` and "null" is ``"null"``.
+    """
     if isinstance(value, str):
-        return value
+        return json.dumps(value, ensure_ascii=False) if _looks_typed(value) else value
     if isinstance(value, float) and not math.isfinite(value):
         return show(value)
     return json.dumps(value)
+
+
+_LITERALS = frozenset(("true", "false", "null", "NaN", "Infinity", "-Infinity"))
+
+
+def _looks_typed(text: str) -> bool:
+    """Whether a string's plain rendering could be mistaken for another JSON value's."""
+    if not text or text.startswith('"') or text in _LITERALS:
+        return True
+    try:  # float() reads every JSON number (and more: "inf", " 1 "; quoting them is harmless)
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- values
@@ -230,6 +257,11 @@ class CalibrationRow:
         return conf, corr
 
 
+def _has_infinity(values: Any) -> bool:
+    """Whether a list of per-token logprobs holds an infinite one (a zero-probability token)."""
+    return isinstance(values, list) and any(isinstance(v, float) and math.isinf(v) for v in values)
+
+
 PERPLEXITY_COUNTS = ("tokens", "bytes", "words")
 """The count columns of a perplexity block (after the NLL), as named in :class:`PerplexityRow`."""
 
@@ -278,7 +310,7 @@ class PerplexityRow:
             return None
         nbytes = None if row.nbytes < 0 else row.nbytes
         words = None if row.words < 0 else row.words
-        return nll, tokens, nbytes, words, 0, 0
+        return nll, tokens, nbytes, words, 0, 0, 0
 
     def check(self, obj: dict) -> tuple:
         """Values of a native row; ValueError naming the first field that is wrong."""
@@ -286,7 +318,7 @@ class PerplexityRow:
         nll = check_nll(field(obj, nf), nf)
         tokens = check_count(field(obj, tf), tf)
         check_nll_tokens(nll, tokens, nf, tf)
-        return nll, tokens, *self._optional(obj), 0, 0
+        return nll, tokens, *self._optional(obj), 0, 0, 0
 
     def _optional(self, obj: dict) -> tuple:
         """The bytes and words counts of a row, None where it lacks them."""
@@ -305,14 +337,16 @@ class PerplexityRow:
 
             def rolling(obj: dict) -> tuple:
                 nll, words, nbytes = lm_eval_rolling_row(obj)
-                return float(nll), None, nbytes, words, 0, 0
+                return float(nll), None, nbytes, words, 0, 0, 0
 
             return rolling
-        from calibcli.formats import logprobs_row
+        from calibcli.formats import logprobs_row, lookup
 
         def logprobs(obj: dict) -> tuple:
             nll, tokens, nulls, sentinels = logprobs_row(obj, field=self.logprobs_field)
-            return float(nll), int(tokens), *self._optional(obj), int(nulls), int(sentinels)
+            nll = float(nll)
+            overflowed = math.isinf(nll) and not _has_infinity(lookup(obj, self.logprobs_field))
+            return nll, int(tokens), *self._optional(obj), int(nulls), int(sentinels), overflowed
 
         return logprobs
 
@@ -336,7 +370,7 @@ class PerplexityRow:
         nll = np.fromiter((v[0] for v in values), np.float64, n)
         ints = [
             np.fromiter((-1 if v[k] is None else v[k] for v in values), np.int64, n)
-            for k in range(1, 6)
+            for k in range(1, 7)
         ]
         return (nll, *ints)
 

@@ -17,14 +17,37 @@ from calibcli.io.data import InputError
 
 BLOCK_SIZE = 1 << 20
 """Bytes read per block (blocks are then cut back to the last newline)."""
+MAX_LINE_BYTES = 64 << 20
+"""Longest line read by default (64 MiB): a longer one is an error, found without holding it."""
 STDIN_NAME = "<stdin>"
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
+# Byte-order marks of the encodings calibcli does not read, longest first (UTF-32LE's opens
+# with UTF-16LE's).
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
 
 
 def display_name(source: str) -> str:
     """The name errors use for a source: its path, or ``<stdin>`` for ``-``."""
     return STDIN_NAME if source == "-" else source
+
+
+def line_limit_message(max_line_bytes: int) -> str:
+    """The error for a line longer than ``max_line_bytes``."""
+    return f"line longer than {max_line_bytes / (1 << 20):g} MiB; raise --max-line-mb"
+
+
+def _wide_encoding(head: bytes | bytearray) -> str | None:
+    """The encoding a UTF-16/UTF-32 byte-order mark at the start of ``head`` names, if any."""
+    for bom, encoding in _WIDE_BOMS:
+        if head.startswith(bom):
+            return encoding
+    return None
 
 
 def _reason(exc: BaseException) -> str:
@@ -106,6 +129,8 @@ class Source:
         """Open the input and look at its first bytes (gzip?) without starting to decompress;
         raises InputError when it cannot be opened."""
         if self.source == "-":
+            if sys.stdin is None:  # started with file descriptor 0 closed
+                raise InputError(self.name, None, "cannot read: standard input is closed")
             try:
                 self.raw = sys.stdin.buffer
                 self._head = self.raw.read(2)
@@ -171,23 +196,30 @@ def blocks(
     *,
     strip_bom: bool = True,
     what: str = "cannot read",
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[tuple[int, memoryview, int, int]]:
     """Yield (first line number, view, newlines, expected rows) of newline-aligned blocks.
 
-    ``expected rows`` is the number of physical lines when every line opens with ``{``, else -1:
-    a decoder trusts a block decoded in one call only when it yields exactly that many rows, so
-    blank or indented lines, a value split across lines or several on one line all send the block
-    down the precise line-by-line path.
+    ``expected rows`` is the number of non-empty lines when every one of them opens with ``{``,
+    else -1: a decoder trusts a block decoded in one call only when it yields exactly that many
+    rows, so whitespace-only or indented lines, a value split across lines or several on one line
+    all send the block down the precise line-by-line path. Empty lines (a newline right after a
+    newline) are not counted, so that blank lines between rows cost no more than the rows.
 
     The bytes are read into one reused buffer, so a view is valid only until the next item is
     requested. ``limit`` stops after that many bytes (ranges are cut at line starts by the
     caller). Line numbers are 1-based; the last block may lack a trailing newline. A UTF-8
-    byte-order mark at the start is dropped. A read or decompression failure raises
-    ``InputError("path: ...")``.
+    byte-order mark at the start is dropped; a UTF-16 or UTF-32 one raises InputError. A line
+    longer than ``max_line_bytes`` raises ``InputError("path:line: line longer than ...")`` as
+    soon as that many bytes of it are held, so memory stays bounded whatever the line. A read or
+    decompression failure raises ``InputError("path: ...")``.
     """
     import numpy as np
 
     errors = _read_errors()
+    # No single read holds a whole line longer than the cap, so such a line always arrives in
+    # pieces and is caught while it is carried from one read to the next.
+    block_size = max(1, min(block_size, max_line_bytes))
     buf = bytearray(2 * block_size)
     marks = starts = np.empty(0, np.bool_)  # scratch for the line counts, sized on first use
     filled = 0  # bytes held in buf; the carried partial line sits at the front
@@ -197,7 +229,8 @@ def blocks(
     eof = False
     while not eof:
         if len(buf) - filled < block_size:  # a line longer than a block: make room
-            buf.extend(bytes(len(buf)))
+            grown = min(2 * len(buf), max_line_bytes + 2 * block_size)
+            buf.extend(bytes(max(grown, filled + block_size) - len(buf)))
         want = block_size if remaining is None else min(block_size, remaining)
         got = 0
         if want > 0:
@@ -208,14 +241,23 @@ def blocks(
                 raise InputError(name, None, f"{what}: {_reason(e)}") from None
         if got == 0:
             eof = True
+        carried = filled
         filled += got
         if remaining is not None:
             remaining -= got
-        if bom and (filled >= len(_BOM) or eof):
+        if bom and (filled >= 4 or eof):
             bom = False
+            encoding = _wide_encoding(buf[:4])
+            if encoding is not None:
+                raise InputError(
+                    name, None, f"{encoding} text (byte order mark); calibcli reads UTF-8"
+                )
             if buf.startswith(_BOM):
                 buf[0 : filled - len(_BOM)] = buf[len(_BOM) : filled]
                 filled -= len(_BOM)
+        first_end = buf.find(b"\n", 0, filled) if carried else -1
+        if carried and (filled if first_end < 0 else first_end) > max_line_bytes:
+            raise InputError(name, line, line_limit_message(max_line_bytes))
         cut = filled if eof else buf.rfind(b"\n", 0, filled) + 1
         if cut == 0:
             continue
@@ -234,8 +276,12 @@ def blocks(
             opened_at = np.equal(arr[1:], 123, out=starts[: cut - 1])
             np.logical_and(opened_at, nl[:-1], out=opened_at)
             opened = int(np.count_nonzero(opened_at)) + (buf[0] == 123)
-            del arr, nl, opened_at  # release the view before the buffer is reused
-            yield line, view, newlines, physical if opened == physical else -1
+            # a newline right after a newline: an empty line
+            empty_at = np.logical_and(nl[1:], nl[:-1], out=starts[: cut - 1])
+            empty = int(np.count_nonzero(empty_at)) + (buf[0] == 10)
+            del arr, nl, opened_at, empty_at  # release the view before the buffer is reused
+            rows = physical - empty
+            yield line, view, newlines, rows if opened == rows else -1
         line += newlines
         tail = filled - cut
         if tail:
