@@ -10,16 +10,15 @@ calibcli.diagram / calibcli.plot.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
 
 from calibcli.app import app
-from calibcli.commands import (  # noqa: F401  (importing a module registers its commands)
-    compare,
-    measure,
-    recalibration,
-    threshold,
-)
+
+# importing a module registers its commands, in this order in --help: measure, decide, compare
+for _module in ("measure", "threshold", "recalibration", "compare"):
+    importlib.import_module(f"calibcli.commands.{_module}")
 
 __all__ = ["app", "main"]
 

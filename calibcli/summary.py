@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from calibcli.figures import BY_COMMAND, RECALIBRATION, has, lookup
+from calibcli.figures import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup
 from calibcli.output import Staged
 
 
@@ -48,6 +48,7 @@ def markdown(body: dict[str, Any], sources: list[str]) -> str:
         row = f"| {figure.label} | {_cell(lookup(body, figure.key))} |"
         lines.append(row + (f" {_interval(body, figure.key)} |" if with_ci else ""))
     lines += _before_after(body)
+    lines += _comparison(body)
     if gate is not None:
         lines += ["", "| gate | threshold | value | passed |", "| --- | ---: | ---: | --- |"]
         for check in gate["checks"]:
@@ -77,6 +78,31 @@ def _before_after(body: dict[str, Any]) -> list[str]:
     for figure in RECALIBRATION:
         before, after = block["before"].get(figure.key), block["after"].get(figure.key)
         lines.append(f"| {figure.label} | {_cell(before)} | {_cell(after)} |")
+    return lines
+
+
+def _comparison(body: dict[str, Any]) -> list[str]:
+    """The NEW − BASE table of a compare report (empty for other reports)."""
+    rows = body.get("figures") if body["command"] == "compare" else None
+    if not rows:
+        return []
+    level = f"{body['ci_level']:g} interval"
+    lines = ["", f"| metric | BASE | NEW | NEW − BASE | {level} |"]
+    lines.append("| --- | ---: | ---: | ---: | --- |")
+    for figure in CALIBRATION:
+        row = rows.get(figure.key)
+        if figure.summary and row is not None:
+            lo, hi = row["interval"]
+            cells = [_cell(row["base"]), _cell(row["new"]), _cell(row["difference"])]
+            lines.append(f"| {figure.label} | {' | '.join(cells)} | [{_cell(lo)}, {_cell(hi)}] |")
+    mcnemar = body.get("mcnemar")
+    if mcnemar:
+        lines += [
+            "",
+            f"Accuracy: McNemar's exact test p = {mcnemar['p_value']:.4g} "
+            f"({mcnemar['right_to_wrong']} right → wrong, "
+            f"{mcnemar['wrong_to_right']} wrong → right).",
+        ]
     return lines
 
 

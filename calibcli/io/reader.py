@@ -158,7 +158,7 @@ class Reader:
             from calibcli.documents import document_kind
 
             return document_kind(source)
-        except (OSError, EOFError, ValueError):
+        except (OSError, EOFError, ValueError, RecursionError):
             return None  # the line reader reports what is wrong with the file
 
     def _read_document(self, source: str, kind: str, sink: Any) -> None:
@@ -181,6 +181,8 @@ class Reader:
             raise InputError(name, e.locator, str(e)) from None  # type: ignore[arg-type]
         except UnicodeDecodeError:
             raise InputError(name, None, "the document is not valid UTF-8") from None
+        except RecursionError:
+            raise InputError(name, None, "JSON nested too deeply") from None
         except (OSError, EOFError, zlib.error) as e:
             raise InputError(name, None, f"cannot read: {e}") from None
 
