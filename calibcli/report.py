@@ -152,6 +152,10 @@ def finish(body: dict[str, Any], notes: list[Note], failures: list[str]) -> Repo
 # --------------------------------------------------------------------------- group warnings
 
 
+GROUPS_NAMED = 10  # a warning about many groups names this many and counts the rest
+SMOOTH_GROUPS = 1000  # above this many --by groups, smece is computed for the pooled rows only
+
+
 def _group_notes(per_group: dict[str, list[Note]]) -> list[Note]:
     """One warning line per kind, naming the groups it applies to (not one line per group)."""
     by_kind: dict[str, list[tuple[str, Note]]] = {}
@@ -165,9 +169,11 @@ def _group_notes(per_group: dict[str, list[Note]]) -> list[Note]:
             name, note = items[0]
             out.append(Note(kind, f"group {name!r}: {note.text}", explains=explains))
             continue
-        listed = ", ".join(f"{g} ({n.detail})" if n.detail else g for g, n in items)
+        shown = [f"{g} ({n.detail})" if n.detail else g for g, n in items[:GROUPS_NAMED]]
+        more = len(items) - len(shown)
+        listed = ", ".join(shown) + (f" and {more:,} more" if more else "")
         general = items[0][1].general or items[0][1].text
-        out.append(Note(kind, f"{len(items)} groups, {listed}: {general}", explains=explains))
+        out.append(Note(kind, f"{len(items):,} groups, {listed}: {general}", explains=explains))
     return out
 
 
@@ -477,6 +483,7 @@ def calibration_section(
     bootstrap: Bootstrap | None,
     stats: Any = None,
     reorder_ok: bool = False,
+    smooth: bool = True,
 ) -> Section:
     """Every calibration estimator for one set of rows, with bootstrap intervals when asked.
 
@@ -508,6 +515,7 @@ def calibration_section(
         strategy=strategy,
         stats=stats,
         reorder_ok=reorder_ok and bootstrap is None,
+        smooth=smooth,
     )
     section = {
         "n": n,
@@ -526,6 +534,16 @@ def calibration_section(
                 "nll is infinite: a confidence of exactly 1 on a wrong answer (or 0 on a right "
                 "one); written as null",
                 explains=("nll",),
+            )
+        )
+    if not smooth:
+        notes.append(
+            Note(
+                "smooth_skipped",
+                f"smece is computed per group for up to {SMOOTH_GROUPS:,} groups (its bandwidth "
+                "search costs about a millisecond a group); it is null here, the pooled smece is "
+                "exact",
+                explains=("smece", "smece_bandwidth"),
             )
         )
     if math.isnan(section["auroc"]):
@@ -586,6 +604,7 @@ def calibrate_report(
     command line sets it, since the reader's buffers are used for nothing else afterwards.
     """
     min_bins = min(min_bins, bins)
+    many = data.groups is not None and len(data.groups) > SMOOTH_GROUPS
 
     def build(d: Any) -> Section:
         return calibration_section(
@@ -596,6 +615,7 @@ def calibrate_report(
             bootstrap=bootstrap,
             stats=getattr(d, "stats", None),
             reorder_ok=reorder_ok,
+            smooth=d is data or not many,
         )
 
     def bootstrap_settings(pooled: Section) -> dict[str, Any]:

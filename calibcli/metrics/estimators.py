@@ -577,12 +577,14 @@ def calibration_estimates(
     wilson_level: float = 0.95,
     stats: BinStats | None = None,
     reorder_ok: bool = False,
+    smooth: bool = True,
 ) -> CalibrationEstimates:
     """Compute the whole estimator family (one place, one convention).
 
     ``strategy`` is "uniform" (equal-width) or "quantile" (equal-mass, see :func:`quantile_edges`);
     explicit ``edges`` override both. ``weights`` are row multiplicities in the order of
-    ``columns.confidences()``. ``smece`` is nan when :mod:`calibcli.metrics.smooth` is absent.
+    ``columns.confidences()``. ``smooth=False`` leaves ``smece`` and its bandwidth nan (the
+    smooth ECE's bandwidth search is most of the cost on small sets of rows).
 
     Two options for callers that already hold more than the columns (the command line):
 
@@ -616,7 +618,7 @@ def calibration_estimates(
         stats = columns.stats(edges=e, weights=weights)
     area = auroc(columns, weights, reorder_ok=reorder_ok)
     binned = binned_scalars(stats)
-    smece, bandwidth = _smooth(columns, weights)
+    smece, bandwidth = _smooth(columns, weights) if smooth else (math.nan, math.nan)
     lower, upper = wilson_interval(stats.sum_correct, stats.count, wilson_level)
     return CalibrationEstimates(
         n=stats.n,
