@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -132,45 +133,51 @@ def check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | N
             raise usage_error(f"--plot: {exc}") from None
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How a command reads calibration rows: the options every such command shares."""
+
+    fmt: Any
+    quiet: bool
+    confidence_field: str
+    correct_field: str
+    mc_norm: Any
+    by: str | None
+    workers: int | None
+    max_line_bytes: int
+    scorer: str | None = None
+
+
 def read_predictions(
     files: list[str],
+    reading: Reading,
     *,
-    fmt: Any,
-    quiet: bool,
-    confidence_field: str,
-    correct_field: str,
     bins: int,
-    mc_norm: Any,
-    by: str | None,
-    plot: Path | None,
-    labels: list[str] | None,
     keep_columns: bool,
-    workers: int | None,
-    max_line_bytes: int,
+    plot: Path | None = None,
+    labels: list[str] | None = None,
     per_source: bool = True,
-    scorer: str | None = None,
 ) -> Any:
-    """calibrate's and reliability's reading: check the options, then read the rows (one part
-    per file when a plot without --by will draw them as separate series, unless ``per_source``
-    is False). ``scorer`` names the inspect-ai scorer that grades the samples."""
+    """Check the options, then read calibration rows (one part per file when a plot without
+    --by will draw them as separate series, unless ``per_source`` is False)."""
     from calibcli.io import read_calibration
 
-    check_calibration_options(fmt, plot, labels)
+    check_calibration_options(reading.fmt, plot, labels)
     return read(
         read_calibration,
         files,
-        fmt,
-        quiet,
-        confidence_field=confidence_field,
-        correct_field=correct_field,
+        reading.fmt,
+        reading.quiet,
+        confidence_field=reading.confidence_field,
+        correct_field=reading.correct_field,
         bins=bins,
         keep_columns=keep_columns,
-        per_source=per_source and plot is not None and by is None,
-        by=by,
-        mc_norm=mc_norm.value,
-        scorer=scorer,
-        workers=workers,
-        max_line_bytes=max_line_bytes,
+        per_source=per_source and plot is not None and reading.by is None,
+        by=reading.by,
+        mc_norm=reading.mc_norm.value,
+        scorer=reading.scorer,
+        workers=reading.workers,
+        max_line_bytes=reading.max_line_bytes,
     )
 
 

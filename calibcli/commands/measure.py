@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from calibcli.app import (
     EXIT_CODES,
+    Reading,
     app,
     check_outputs,
     emit,
@@ -166,21 +167,24 @@ def calibrate(
         raise usage_error("--bootstrap and --seed set up --ci intervals; give --ci LEVEL too")
     calibrators, method = recalibration_options(calibrator, recalibrate_with, folds)
     check_outputs(output=output, summary=summary, plot=plot)
+    reading = Reading(
+        fmt,
+        quiet,
+        confidence_field,
+        correct_field,
+        mc_norm,
+        by,
+        workers,
+        line_bytes(max_line_mb),
+        scorer,
+    )
     data = read_predictions(
         files,
-        fmt=fmt,
-        quiet=quiet,
-        confidence_field=confidence_field,
-        correct_field=correct_field,
+        reading,
         bins=bins,
-        mc_norm=mc_norm,
-        scorer=scorer,
-        by=by,
+        keep_columns=True,
         plot=plot,
         labels=label,
-        keep_columns=True,
-        workers=workers,
-        max_line_bytes=line_bytes(max_line_mb),
         per_source=calibrators is None and method is None,
     )
     boot = None
@@ -242,21 +246,24 @@ def reliability(
 
     calibrators, _ = recalibration_options(calibrator, None, None)
     check_outputs(output=output, summary=summary, plot=plot)
+    reading = Reading(
+        fmt,
+        quiet,
+        confidence_field,
+        correct_field,
+        mc_norm,
+        by,
+        workers,
+        line_bytes(max_line_mb),
+        scorer,
+    )
     data = read_predictions(
         files,
-        fmt=fmt,
-        quiet=quiet,
-        confidence_field=confidence_field,
-        correct_field=correct_field,
+        reading,
         bins=bins,
-        mc_norm=mc_norm,
-        scorer=scorer,
-        by=by,
+        keep_columns=calibrators is not None,
         plot=plot,
         labels=label,
-        keep_columns=calibrators is not None,
-        workers=workers,
-        max_line_bytes=line_bytes(max_line_mb),
         per_source=calibrators is None,
     )
     if calibrators is None:

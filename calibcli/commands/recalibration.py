@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.app import EXIT_CODES, app, check_outputs, read_predictions, usage_error
+from calibcli.app import EXIT_CODES, Reading, app, check_outputs, read_predictions, usage_error
 from calibcli.options import (
     MAX_LINE_MB,
     BinsOpt,
@@ -63,22 +63,18 @@ def fit(
     from calibcli.report import fit_report
 
     check_outputs(output=output, summary=summary)
-    data = read_predictions(
-        files,
-        fmt=fmt,
-        quiet=quiet,
-        confidence_field=confidence_field,
-        correct_field=correct_field,
-        bins=bins,
-        mc_norm=mc_norm,
-        scorer=scorer,
-        by=by,
-        plot=None,
-        labels=None,
-        keep_columns=True,
-        workers=workers,
-        max_line_bytes=line_bytes(max_line_mb),
+    reading = Reading(
+        fmt,
+        quiet,
+        confidence_field,
+        correct_field,
+        mc_norm,
+        by,
+        workers,
+        line_bytes(max_line_mb),
+        scorer,
     )
+    data = read_predictions(files, reading, bins=bins, keep_columns=True)
     fitted_on: dict[str, Any] = {
         "n": int(data.stats.n),
         "files": list(files),

@@ -3,10 +3,9 @@ finite-sample guarantee on their accuracy."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from calibcli.app import (
     EXIT_CODES,
+    Reading,
     app,
     check_outputs,
     emit,
@@ -90,24 +89,20 @@ def threshold(
         raise usage_error("--gate-each applies --min-coverage to every group; give it")
     calibrators, _ = recalibration_options(calibrator, None, None)
     check_outputs(output=output, summary=summary, plot=plot)
-    reading: dict[str, Any] = {
-        "fmt": fmt,
-        "quiet": quiet,
-        "confidence_field": confidence_field,
-        "correct_field": correct_field,
-        "bins": 10,
-        "mc_norm": mc_norm,
-        "scorer": scorer,
-        "by": by,
-        "plot": plot,
-        "labels": None,
-        "keep_columns": True,
-        "workers": workers,
-        "max_line_bytes": line_bytes(max_line_mb),
-        "per_source": False,
-    }
-    data = read_predictions(files, **reading)
-    fit_data = None if not fit else read_predictions(fit, **reading)
+    reading = Reading(
+        fmt,
+        quiet,
+        confidence_field,
+        correct_field,
+        mc_norm,
+        by,
+        workers,
+        line_bytes(max_line_mb),
+        scorer,
+    )
+    shape = {"bins": 10, "keep_columns": True, "plot": plot, "per_source": False}
+    data = read_predictions(files, reading, **shape)
+    fit_data = None if not fit else read_predictions(fit, reading, **shape)
     if calibrators is not None:
         options = {"folds": 5, "bins": 10, "mc_norm": mc_norm, "by": by}
         data, _, _ = recalibrate(data, calibrators, None, files=files, **options)
