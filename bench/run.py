@@ -457,6 +457,16 @@ before, 2.16-2.20 s after, under load); 200 MB of newlines now read in 1.9 s (wa
 with blank lines between them in 2.9 s (was 5.5 s); `calibrate --by` over 100,000 groups of a
 600,000-row file takes 56 s and 1.6 GB (was about 190 s and 2.5 GB), smooth ECE being computed
 for the pooled rows only above 1,000 groups. The full tables above are the new code's.
+
+Against the previous full run of this file: the machine's figures moved for the old and the new
+code alike. Run alternately here after the run above, commit b00af10 and the new code took
+1.48-1.51 s and 1.44-1.52 s for `calibrate` at 5M rows, 5.97 s and 6.17 s at 20M rows (one run
+each, 200 MB both), 0.82 s and 0.77 s for `reliability` at 5M rows; the earlier file's 1.25 s
+and 4.00 s for `calibrate` were measured in a quieter state of the shared machine. A 1,000-row
+`calibrate` pays about 40 ms for OpenBLAS's thread pool, started when numpy is imported: the
+previous entry point set OPENBLAS_NUM_THREADS before importing numpy, a global setting that
+library users and tests never saw; the pool is now held to one thread with threadpoolctl while
+reading and while the estimators run, which costs that start-up once per process.
 """
 
 

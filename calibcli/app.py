@@ -108,7 +108,8 @@ def read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **op
 
     progress = not quiet and sys.stderr is not None and sys.stderr.isatty()
     try:
-        data = read(files, fmt=fmt.value, progress=progress, **options)
+        with one_blas_thread():
+            data = read(files, fmt=fmt.value, progress=progress, **options)
     except InputError as exc:
         raise usage_error(str(exc)) from None
     # Only a non-native detection is announced, one line per file: plain JSONL is the default,
