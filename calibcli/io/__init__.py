@@ -116,7 +116,8 @@ def read_calibration(
     """Read (confidence, correct) rows from files or ``-`` into pooled per-bin statistics.
 
     ``keep_columns`` also keeps every confidence (8 bytes per row) for the estimators that need
-    all rows; ``per_source`` adds one result per source read; ``by`` (a dotted field path, or
+    all rows; ``per_source`` adds one result per source read (its statistics, never a second
+    copy of its columns); ``by`` (a dotted field path, or
     ``task`` for lm-eval input) adds one result per group. ``fmt`` is ``auto`` (detected per
     file from its first row) or one of :data:`FORMATS` that carries calibration rows (``jsonl``,
     ``lm-eval``, ``inspect-ai``). An lm-eval file of another task kind than multiple choice is
@@ -164,14 +165,17 @@ def read_calibration(
         max_line_bytes=max_line_bytes,
     )
     sources = list(sources)
+    single = per_source and len(sources) == 1  # one source: the pooled result is its part
+    per_source = per_source and not single
     sinks: list[tuple[str, CalibrationSink]] = []  # per source read, in input order
     pooled = new_sink()
     for source in sources:
         sink = new_sink() if per_source else pooled
         if reader.read(source, sink) and per_source:
+            pooled.absorb(sink.export(), display_name(source))
+            # a source's part keeps its statistics only: its rows now live in the pooled columns
+            sink.keep_columns, sink.columns = False, None
             sinks.append((source, sink))
-    for source, sink in sinks:
-        pooled.absorb(sink.export(), display_name(source))
     found = _overall(reader)
     result = pooled.result(found)
     if reader.skipped and result.rows == 0:
@@ -182,6 +186,10 @@ def read_calibration(
             source: sink.result(reader.formats.get(display_name(source), found))
             for source, sink in sinks
         }
+    elif single and result.rows:
+        from dataclasses import replace
+
+        parts = {sources[0]: replace(result, columns=None, groups=None)}
     return CalibrationData(
         stats=result.stats,
         columns=result.columns,
