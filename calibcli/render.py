@@ -272,7 +272,7 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
         f">= {1 - report['delta']:g} ({method}); rows with confidence >= threshold are accepted"
     )
     table = _figure_table("Thresholds", report, THRESHOLD)
-    out: list[Any] = [head, table]
+    out: list[Any] = [head, table, *_recalibration(report)]
     curve = report.get("curve")
     if curve:
         out.append(_curve_table(curve, report["delta"]))

@@ -657,11 +657,13 @@ def with_recalibration(
     after: Report,
     settings: dict[str, Any],
     notes: list[str],
+    *,
+    plot_both: bool = True,
 ) -> Report:
     """``target`` (the report of the recalibrated rows) with a ``recalibration`` object: the
     settings (method, calibrator file or folds) and the figures of the calibrate reports
     ``before`` and ``after``, pooled and per group; ``notes`` are added to the warnings.
-    ``--plot`` then draws both curves."""
+    With ``plot_both`` (and no --by groups) ``--plot`` then draws both reliability curves."""
     pairs = (
         (target.body, before.body, after.body),
         (target.display, before.display, after.display),
@@ -677,7 +679,7 @@ def with_recalibration(
         copy["recalibration"] = block
         copy.update(tail)
         copy["warnings"] = copy["warnings"] + notes
-    if "groups" not in target.body:
+    if plot_both and "groups" not in target.body:
         target.series.clear()
         target.series.update({"before": before.display, "after": after.display})
     return target

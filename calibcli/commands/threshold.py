@@ -103,9 +103,10 @@ def threshold(
     shape = {"bins": 10, "keep_columns": True, "plot": plot, "per_source": False}
     data = read_predictions(files, reading, **shape)
     fit_data = None if not fit else read_predictions(fit, reading, **shape)
+    raw, recalibration = data, None
     if calibrators is not None:
         options = {"folds": 5, "bins": 10, "mc_norm": mc_norm, "by": by}
-        data, _, _ = recalibrate(data, calibrators, None, files=files, **options)
+        data, *recalibration = recalibrate(data, calibrators, None, files=files, **options)
         if fit_data is not None:
             fit_data, _, _ = recalibrate(fit_data, calibrators, None, files=fit, **options)
     settings = ThresholdSettings(
@@ -121,6 +122,11 @@ def threshold(
         result = threshold_report(
             data, settings, fit=fit_data, gate=Gate({}, each=gate_each, minimums=minimums)
         )
+        if recalibration is not None:
+            from calibcli.report import calibrate_report, with_recalibration
+
+            before, after = calibrate_report(raw), calibrate_report(data)
+            result = with_recalibration(result, before, after, *recalibration, plot_both=False)
     image = None
     if plot is not None:
         from calibcli.plot import PlotUnavailable, coverage_image, image_format
