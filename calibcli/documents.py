@@ -46,6 +46,11 @@ class DocumentError(ValueError):
         self.locator = locator
 
 
+class ResultsFile(DocumentError):
+    """An lm-eval results file: aggregate figures, no per-document rows (a run folder holds one
+    beside the samples files, so a reader skips it rather than stopping)."""
+
+
 def document_kind(source: Source) -> str | None:
     """``"eval-zip"``, ``"json-array"``, ``"json-object"``, or ``None`` for JSON Lines.
 
@@ -100,7 +105,7 @@ def iter_document(source: Source, *, kind: str | None = None) -> Iterator[tuple[
     if not isinstance(value, Mapping):
         raise DocumentError(f"the document is {type(value).__name__}, not a JSON object")
     if "results" in value and "configs" in value and "samples" not in value:
-        raise DocumentError(
+        raise ResultsFile(
             "an lm-eval results file (aggregate figures, no per-document rows): pass the "
             "samples_<task>_<date>.json(l) files written beside it with --log_samples"
         )

@@ -559,3 +559,24 @@ def test_skipping_and_detection_with_worker_processes(run_folder, workers):
     assert data.stats.total_accuracy == pytest.approx(accuracy, abs=1e-12)
     assert len(data.warnings) == 2 and sorted(data.groups) == ["toy_mc_science", "toy_mc_trivia"]
     assert data.formats == dict.fromkeys(files, "lm-eval")
+
+
+def test_a_results_file_in_the_folder_is_skipped_with_a_warning(tmp_path):
+    """`calibcli calibrate out/*`: the harness's results_*.json (aggregate figures, pretty
+    printed) sits beside the samples files; it is skipped, not an error. Alone, nothing is left
+    to read: exit 2."""
+    shutil.copy(next(LM_EVAL.glob("samples_toy_mc_science_*.jsonl")), tmp_path)
+    results = tmp_path / "results_2026-11-29T18-50-52.260809.json"
+    results.write_text(
+        json.dumps({"results": {"toy_mc_science": {"acc,none": 0.6875}}, "configs": {}}, indent=2)
+    )
+    files = sorted(str(p) for p in tmp_path.iterdir())
+    result = run(["calibrate", *files, "--json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["n"] == 48 and report["accuracy"] == 33 / 48
+    assert f"{results}: lm-eval results file" in result.stderr
+    assert any(w.startswith(f"{results}: lm-eval results file") for w in report["warnings"])
+    alone = run(["calibrate", str(results)])
+    assert alone.exit_code == 2 and alone.stderr.count("\n") == 1
+    assert "no calibration rows left to read" in alone.stderr

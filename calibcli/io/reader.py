@@ -56,6 +56,12 @@ _NON_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 """A byte that makes a line non-blank (what ``bytes.strip`` keeps, as in ``lines_of``)."""
 
 
+RESULTS_SKIPPED = (
+    "lm-eval results file: aggregate figures, no per-document rows (the samples_* files beside "
+    "it hold them); skipped"
+)
+
+
 class SkipFile(Exception):
     """A source whose rows do not serve the command: skipped, with ``reason`` as its warning."""
 
@@ -164,7 +170,7 @@ class Reader:
     def _read_document(self, source: str, kind: str, sink: Any) -> None:
         import zlib
 
-        from calibcli.documents import DocumentError, iter_document
+        from calibcli.documents import DocumentError, ResultsFile, iter_document
 
         name = display_name(source)
         decoder = None
@@ -177,6 +183,8 @@ class Reader:
                     decoder = self.make_decoder(self.fmt, source)
                 cols, keys, where = decoder.rows(chunk, name)
                 sink.add(cols, keys, lambda i, where=where: (name, where[i]))
+        except ResultsFile:
+            raise SkipFile("lm-eval", RESULTS_SKIPPED) from None
         except DocumentError as e:
             raise InputError(name, e.locator, str(e)) from None  # type: ignore[arg-type]
         except UnicodeDecodeError:
