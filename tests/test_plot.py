@@ -224,3 +224,23 @@ def test_importing_the_modules_does_not_import_matplotlib_or_rich():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_plot_with_json_output_never_imports_rich(tmp_path):
+    """--plot draws from the report with matplotlib alone: with --json nothing imports rich."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("matplotlib")
+    code = (
+        "import sys\n"
+        "from calibcli.cli import main\n"
+        f"sys.argv = ['calibcli', 'reliability', 'sample_data/overconfident.jsonl', '--plot', "
+        f"{str(tmp_path / 'r.png')!r}, '--json', '-q']\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    code = exit.code\n"
+        "print(code, 'rich' in sys.modules, 'matplotlib' in sys.modules, file=sys.stderr)\n"
+    )
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert result.stderr.split()[-3:] == ["0", "False", "True"], result.stderr
+    assert (tmp_path / "r.png").stat().st_size > 0
