@@ -180,13 +180,14 @@ def threshold_report(
     """The threshold report: the guaranteed and plug-in thresholds, summary figures, the
     risk–coverage table, per --by group (each group's threshold chosen on its own rows)."""
 
+    names = {id(part): name for name, part in (data.groups or {}).items()}
+
     def fit_part(d: Any) -> Any:
         if fit is None:
             return None
         if d is data or fit.groups is None:
             return fit.columns
-        name = next((k for k, v in data.groups.items() if v is d), None)
-        part = fit.groups.get(name)
+        part = fit.groups.get(names.get(id(d)))
         return None if part is None else part.columns
 
     def build(d: Any) -> Section:
