@@ -71,7 +71,7 @@ def test_full_blocks_draw_exactly_n_rows_spread_evenly():
     # 2 full blocks of 2**16 wrong answers (drawn from raw 16-bit words) plus partial blocks
     n_wrong, n_right = 2 * 65536 + 1000, 70000
     columns = PredictionColumns(np.linspace(0.0, 1.0, n_right), np.linspace(0.0, 1.0, n_wrong))
-    engine = bootstrap_module._ReplicateEngine(
+    engine = bootstrap_module.ReplicateEngine(
         columns, np.array([0.0, 0.5, 1.0]), frozenset({"ece"})
     )
     assert [b.hi - b.lo for b in engine.blocks] == [65536, 65536, 1000, 65536, 4464]
@@ -104,7 +104,7 @@ def test_replicate_path_equals_point_estimates(monkeypatch, block, strategy):
     monkeypatch.setattr(bootstrap_module, "_DRAW_BLOCK", block)
     columns = sorted_columns(sample(1500, 3, decimals=2, power=1.4))
     point = calibration_estimates(columns, bins=12, strategy=strategy)
-    engine = bootstrap_module._ReplicateEngine(columns, point.edges)
+    engine = bootstrap_module.ReplicateEngine(columns, point.edges)
     ones = np.ones(columns.n, dtype=np.int64)
     assert_same_scalars(engine.evaluate(ones), point.scalars())
     # integer weights == repetition (what a resample is), bins fixed at the full-sample edges
@@ -125,7 +125,7 @@ def test_replicate_smooth_ece_matches_relplot(n, power):
     )
     if n > 10_000:  # this case exercises a grid finer than the common 1001 points
         assert width < 0.0107
-    engine = bootstrap_module._ReplicateEngine(
+    engine = bootstrap_module.ReplicateEngine(
         columns, np.array([0.0, 1.0]), frozenset({"smece", "smece_bandwidth"})
     )
     got = engine.evaluate(np.ones(columns.n, dtype=np.int64))

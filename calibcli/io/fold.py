@@ -124,10 +124,10 @@ def _grown(array: np.ndarray, rows: int) -> np.ndarray:
 def _two_sum_at(hi: np.ndarray, lo: np.ndarray, where: Any, x: np.ndarray) -> None:
     """Compensated ``hi[where] += x`` (``where`` selects distinct cells): TwoSum as in
     :class:`~calibcli.metrics.core.StatsAccumulator`."""
-    from calibcli.metrics.core import _two_sum
+    from calibcli.metrics.core import two_sum
 
     h, low = hi[where], lo[where]
-    _two_sum(h, low, x)
+    two_sum(h, low, x)
     hi[where], lo[where] = h, low
 
 

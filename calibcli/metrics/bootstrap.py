@@ -120,8 +120,8 @@ def bootstrap_intervals(
     if columns.n == 0:
         nan = (math.nan, math.nan)
         return BootstrapResult(float(level), samples, seed, dict.fromkeys(wanted, nan))
-    engine = _ReplicateEngine(columns, edges, frozenset(wanted))
-    replicates = _run(engine, seed, samples, workers)
+    engine = ReplicateEngine(columns, edges, frozenset(wanted))
+    replicates = run_replicates(engine, seed, samples, workers)
     q_lo, q_hi = (1.0 - level) / 2.0, (1.0 + level) / 2.0
     intervals = {}
     for key in wanted:
@@ -130,7 +130,7 @@ def bootstrap_intervals(
         if values.size == 0:
             intervals[key] = (math.nan, math.nan)
         else:
-            intervals[key] = (_sorted_quantile(values, q_lo), _sorted_quantile(values, q_hi))
+            intervals[key] = (sorted_quantile(values, q_lo), sorted_quantile(values, q_hi))
     return BootstrapResult(float(level), samples, seed, intervals)
 
 
@@ -139,7 +139,7 @@ def replicate_generator(seed: int, replicate: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(replicate,)))
 
 
-def _sorted_quantile(values: np.ndarray, q: float) -> float:
+def sorted_quantile(values: np.ndarray, q: float) -> float:
     """numpy's linear-method quantile of sorted values; equal neighbours (even inf) as they are."""
     h = (values.shape[0] - 1) * q
     i = math.floor(h)
@@ -155,10 +155,10 @@ def _sorted_quantile(values: np.ndarray, q: float) -> float:
 
 # --------------------------------------------------------------------------- replicate loop
 
-_WORKER_ENGINE: _ReplicateEngine | None = None
+_WORKER_ENGINE: ReplicateEngine | None = None
 
 
-def _install_engine(engine: _ReplicateEngine) -> None:
+def _install_engine(engine: ReplicateEngine) -> None:
     global _WORKER_ENGINE
     _WORKER_ENGINE = engine
 
@@ -168,7 +168,7 @@ def _run_chunk(seed: int, start: int, stop: int) -> np.ndarray:
     return _WORKER_ENGINE.run(seed, start, stop)
 
 
-def _run(engine: _ReplicateEngine, seed: int, samples: int, workers: int) -> np.ndarray:
+def run_replicates(engine: ReplicateEngine, seed: int, samples: int, workers: int) -> np.ndarray:
     workers = min(workers, samples)
     if workers <= 1:
         return engine.run(seed, 0, samples)
@@ -205,7 +205,7 @@ class _Block:
     infinite: np.ndarray  # rows (relative to lo) whose log loss is infinite
 
 
-class _ReplicateEngine:
+class ReplicateEngine:
     """Everything that does not depend on the replicate's weights, computed once.
 
     Row layout: wrong answers sorted by confidence, then right answers sorted by confidence, cut
@@ -468,7 +468,7 @@ class _ReplicateEngine:
 class _SmoothReplicate:
     """smECE of one replicate: calibcli.metrics.smooth's algorithm on its per-atom moments."""
 
-    def __init__(self, engine: _ReplicateEngine, moments: np.ndarray) -> None:
+    def __init__(self, engine: ReplicateEngine, moments: np.ndarray) -> None:
         self.engine = engine
         self.atom_moments = moments
         self.spectra: dict[int, tuple[int, np.ndarray]] = {}

@@ -92,7 +92,7 @@ def _as_confidences(values: object, name: str = "confidences") -> np.ndarray:
     return arr
 
 
-def _as_correct(values: object, name: str = "correct") -> np.ndarray:
+def as_correct(values: object, name: str = "correct") -> np.ndarray:
     arr = _as_vector(values, name)
     if arr.dtype == bool:
         return arr
@@ -132,7 +132,7 @@ def validate_predictions(confidences: object, correct: object) -> tuple[np.ndarr
     Raises ValueError naming the first offending position and value.
     """
     conf = _as_confidences(confidences)
-    corr = _as_correct(correct)
+    corr = as_correct(correct)
     if conf.shape[0] != corr.shape[0]:
         raise ValueError(
             f"confidences and correct differ in length: {conf.shape[0]} != {corr.shape[0]}"
@@ -181,7 +181,7 @@ def bin_index(confidences: np.ndarray, edges: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- sufficient statistics
 
 
-def _two_sum(hi: np.ndarray, lo: np.ndarray, x: np.ndarray) -> np.ndarray:
+def two_sum(hi: np.ndarray, lo: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Add ``x`` into the compensated pair (hi, lo) in place; exact error of each addition."""
     s = hi + x
     bp = s - hi
@@ -415,7 +415,7 @@ class StatsAccumulator:
                 self._counts[f] = self._counts[f].astype(np.float64)
             self._counts[f] = self._counts[f] + v
         for f in _FLOAT_FIELDS:
-            _two_sum(self._hi[f], self._lo[f], getattr(stats, f))
+            two_sum(self._hi[f], self._lo[f], getattr(stats, f))
 
     def result(self) -> BinStats:
         floats = {f: self._hi[f] + self._lo[f] for f in _FLOAT_FIELDS}

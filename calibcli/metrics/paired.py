@@ -46,12 +46,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibcli.metrics.bootstrap import (
-    _ReplicateEngine,
-    _run,
-    _sorted_quantile,
+    ReplicateEngine,
     replicate_generator,
+    run_replicates,
+    sorted_quantile,
 )
-from calibcli.metrics.core import PredictionColumns, _as_correct, validate_predictions
+from calibcli.metrics.core import PredictionColumns, as_correct, validate_predictions
 from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates, resolve_edges
 
 __all__ = [
@@ -75,8 +75,8 @@ EXACT_MCNEMAR_LIMIT = 100_000
 
 
 def _correct_pair(base_correct: object, new_correct: object) -> tuple[np.ndarray, np.ndarray]:
-    base = _as_correct(base_correct, "base_correct")
-    new = _as_correct(new_correct, "new_correct")
+    base = as_correct(base_correct, "base_correct")
+    new = as_correct(new_correct, "new_correct")
     if base.shape[0] != new.shape[0]:
         raise ValueError(
             f"base_correct and new_correct differ in length: {base.shape[0]} != {new.shape[0]}"
@@ -432,7 +432,7 @@ def _bootstrap_difference(
         points.append({key: scalars[key] for key in wanted})
         evaluators.append(_SideEvaluator(conf, corr, edges, frozenset(wanted)))
     runner = _DifferenceRunner(evaluators[0], evaluators[1], paired)
-    replicates = _run(runner, int(seed), int(samples), int(workers))
+    replicates = run_replicates(runner, int(seed), int(samples), int(workers))
     q_lo, q_hi = (1.0 - level) / 2.0, (1.0 + level) / 2.0
     intervals, defined = {}, {}
     for key in wanted:
@@ -442,7 +442,7 @@ def _bootstrap_difference(
         if values.size == 0:
             intervals[key] = (math.nan, math.nan)
         else:
-            intervals[key] = (_sorted_quantile(values, q_lo), _sorted_quantile(values, q_hi))
+            intervals[key] = (sorted_quantile(values, q_lo), sorted_quantile(values, q_hi))
     with np.errstate(invalid="ignore"):
         difference = {key: float(np.float64(points[1][key]) - points[0][key]) for key in wanted}
     return PairedBootstrapResult(
@@ -480,7 +480,7 @@ class _SideEvaluator:
         )
         self.n = conf.shape[0]
         columns = PredictionColumns(conf[right], conf[wrong])
-        self.engine = _ReplicateEngine(columns, edges, wanted)
+        self.engine = ReplicateEngine(columns, edges, wanted)
 
     def evaluate(self, counts: np.ndarray) -> np.ndarray:
         """Scalars in ``SCALAR_KEYS`` order (unwanted ones nan) of the rows repeated ``counts``."""
