@@ -21,12 +21,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)  ## Create .venv and install calibcli with its test group
 
 .PHONY: demo
-demo: $(STAMP)  ## Run calibcli on sample_data/: three predictors, a diagram, a perplexity file
+demo: $(STAMP)  ## Run calibcli on sample_data/: three predictors, a diagram, perplexity, a threshold, a comparison
 	@for f in well_calibrated overconfident underconfident; do \
 		echo "== $$f"; $(BIN)/calibcli calibrate sample_data/$$f.jsonl; done
 	@echo "== reliability (overconfident), diagram written to reliability.png"
 	@$(BIN)/calibcli reliability sample_data/overconfident.jsonl --plot reliability.png
 	@echo "== perplexity"; $(BIN)/calibcli perplexity sample_data/perplexity.jsonl
+	@echo "== automation threshold (overconfident): accuracy >= 0.8, guaranteed with 95%"
+	@$(BIN)/calibcli threshold sample_data/overconfident.jsonl --target-accuracy 0.8 --quiet
+	@echo "== overconfident against the well-calibrated baseline, same questions"
+	@$(BIN)/calibcli compare sample_data/well_calibrated.jsonl sample_data/overconfident.jsonl --quiet
 
 .PHONY: test
 test: $(STAMP)  ## Run the whole test suite
