@@ -11,7 +11,6 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -134,24 +133,9 @@ def check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | N
             raise usage_error(f"--plot: {exc}") from None
 
 
-@dataclass(frozen=True)
-class Reading:
-    """How a command reads calibration rows: the options every such command shares."""
-
-    fmt: Any
-    quiet: bool
-    confidence_field: str
-    correct_field: str
-    mc_norm: Any
-    by: str | None
-    workers: int | None
-    max_line_bytes: int
-    scorer: str | None = None
-
-
 def read_predictions(
     files: list[str],
-    reading: Reading,
+    reading: Any,
     *,
     bins: int,
     keep_columns: bool,

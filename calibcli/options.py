@@ -10,6 +10,7 @@ import functools
 import inspect
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -344,3 +345,66 @@ AllowUnmatchedOpt = _opt(
     "--allow-unmatched",
     help="Proceed when more than 5% of either side's rows have no partner.",
 )
+
+
+# ----- the options of every command that reads confidence/correct rows, declared once
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a command reads calibration rows: the values of the options every such command
+    shares (see :func:`reading_options`)."""
+
+    fmt: Any
+    quiet: bool
+    confidence_field: str
+    correct_field: str
+    mc_norm: Any
+    by: str | None
+    workers: int | None
+    max_line_bytes: int
+    scorer: str | None = None
+
+
+_READING_OPTIONS = (
+    ("confidence_field", ConfidenceField, "confidence"),
+    ("correct_field", CorrectField, "correct"),
+    ("fmt", CalibrationFormatOpt, CalibrationFormat.auto),
+    ("mc_norm", McNormOpt, McNorm.none),
+    ("scorer", ScorerOpt, None),
+    ("by", ByOpt, None),
+    ("quiet", QuietOpt, False),
+    ("workers", WorkersOpt, None),
+    ("max_line_mb", MaxLineMbOpt, MAX_LINE_MB),
+)
+
+
+def reading_options(command: Callable) -> Callable:
+    """Give a command the options of reading calibration rows (fields, --format, --mc-norm,
+    --scorer, --by, -q, --workers, --max-line-mb); it declares a ``reading`` parameter instead
+    and receives them as one :class:`Reading`."""
+    signature = inspect.signature(command, eval_str=True)
+    params = [p for name, p in signature.parameters.items() if name != "reading"]
+    params += [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+        for name, kind, default in _READING_OPTIONS
+    ]
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name) for name, _, _ in _READING_OPTIONS}
+        reading = Reading(
+            fmt=given["fmt"],
+            quiet=given["quiet"],
+            confidence_field=given["confidence_field"],
+            correct_field=given["correct_field"],
+            mc_norm=given["mc_norm"],
+            by=given["by"],
+            workers=given["workers"],
+            max_line_bytes=line_bytes(given["max_line_mb"]),
+            scorer=given["scorer"],
+        )
+        return command(**kwargs, reading=reading)
+
+    run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    return run

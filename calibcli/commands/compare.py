@@ -12,12 +12,8 @@ from calibcli.options import (
     AllowUnmatchedOpt,
     BinsOpt,
     BootstrapOpt,
-    ByOpt,
     CalibrationFormat,
-    CalibrationFormatOpt,
     CiOpt,
-    ConfidenceField,
-    CorrectField,
     GateEachOpt,
     GateOn,
     GateOnOpt,
@@ -26,20 +22,18 @@ from calibcli.options import (
     LabelOpt,
     MaxDecreaseOpt,
     MaxIncreaseOpt,
-    McNorm,
-    McNormOpt,
     OutputOpt,
     PlotOpt,
-    QuietOpt,
-    ScorerOpt,
+    Reading,
     SeedOpt,
     SummaryOpt,
     UnpairedOpt,
-    WorkersOpt,
+    reading_options,
 )
 
 
 @app.command(epilog=EXIT_CODES)
+@reading_options
 def compare(
     base: Annotated[str, typer.Argument(metavar="BASE", help="The baseline's predictions.")],
     new: Annotated[str, typer.Argument(metavar="NEW", help="The new predictions.")],
@@ -51,12 +45,6 @@ def compare(
     bootstrap: BootstrapOpt = None,
     seed: SeedOpt = None,
     bins: BinsOpt = 10,
-    confidence_field: ConfidenceField = "confidence",
-    correct_field: CorrectField = "correct",
-    fmt: CalibrationFormatOpt = CalibrationFormat.auto,
-    mc_norm: McNormOpt = McNorm.none,
-    scorer: ScorerOpt = None,
-    by: ByOpt = None,
     gate_each: GateEachOpt = False,
     unpaired: UnpairedOpt = False,
     allow_unmatched: AllowUnmatchedOpt = False,
@@ -64,9 +52,8 @@ def compare(
     label: LabelOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
-    quiet: QuietOpt = False,
     summary: SummaryOpt = None,
-    workers: WorkersOpt = None,
+    reading: Reading | None = None,
 ) -> None:
     """Compare two prediction files on the same questions: every calibration figure of BASE and
     NEW, the difference NEW - BASE with a paired bootstrap interval (the same resampled
@@ -83,9 +70,9 @@ def compare(
     from calibcli.io import InputError
     from calibcli.io.records import read_keyed
 
-    if gate_each and by is None:
+    if gate_each and reading.by is None:
         raise usage_error("--gate-each needs --by FIELD")
-    if unpaired and by is not None:
+    if unpaired and reading.by is not None:
         raise usage_error("--by compares matched rows group by group; it needs paired rows")
     if unpaired and id_field is not None:
         raise usage_error("--id-field matches rows; --unpaired does not")
@@ -102,20 +89,20 @@ def compare(
     if label and len(label) != 2:
         raise usage_error("--label is given twice for compare: the names of BASE and NEW")
     check_outputs(output=output, summary=summary, plot=plot)
-    reading = {
+    keyed = {
         "id_field": None if unpaired else id_field,
-        "confidence_field": confidence_field,
-        "correct_field": correct_field,
-        "fmt": fmt.value,
-        "mc_norm": mc_norm.value,
-        "by": by,
-        "scorer": scorer,
+        "confidence_field": reading.confidence_field,
+        "correct_field": reading.correct_field,
+        "fmt": reading.fmt.value,
+        "mc_norm": reading.mc_norm.value,
+        "by": reading.by,
+        "scorer": reading.scorer,
     }
     try:
         if unpaired:
-            rows = [_unkeyed(f, reading) for f in (base, new)]
+            rows = [_unkeyed(f, keyed) for f in (base, new)]
         else:
-            rows = [read_keyed([f], **reading) for f in (base, new)]
+            rows = [read_keyed([f], **keyed) for f in (base, new)]
     except InputError as exc:
         raise usage_error(str(exc)) from None
     if unpaired:
@@ -131,9 +118,9 @@ def compare(
     else:
         matched = match(rows[0], rows[1])
         _check_matching(matched, base, new, allow_unmatched)
-    if not quiet:
+    if not reading.quiet:
         for name, r in ((base, rows[0]), (new, rows[1])):
-            if fmt is CalibrationFormat.auto and r.fmt != "jsonl":
+            if reading.fmt is CalibrationFormat.auto and r.fmt != "jsonl":
                 from typer import echo
 
                 echo(f"detected format: {r.fmt} ({name})", err=True)
@@ -143,7 +130,7 @@ def compare(
         seed=seed or 0,
         bins=bins,
         paired=not unpaired,
-        workers=workers or 1,
+        workers=reading.workers or 1,
     )
     gate = Gate(thresholds, gate_on.value, gate_each, options=options)
     with one_blas_thread():
@@ -169,11 +156,11 @@ def _default_id(fmt: str) -> str:
     return "task + doc_id" if fmt == "lm-eval" else "id"
 
 
-def _unkeyed(source: str, reading: dict) -> object:
+def _unkeyed(source: str, options: dict) -> object:
     """Rows without ids (--unpaired): every row, its id ignored."""
     from calibcli.io.records import read_keyed
 
-    return read_keyed([source], **reading, keyed=False)
+    return read_keyed([source], **options, keyed=False)
 
 
 def _check_matching(matched: object, base: str, new: str, allow: bool) -> None:

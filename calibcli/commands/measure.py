@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from calibcli.app import (
     EXIT_CODES,
-    Reading,
     app,
     check_outputs,
     emit,
@@ -23,12 +22,8 @@ from calibcli.options import (
     BootstrapOpt,
     ByOpt,
     BytesField,
-    CalibrationFormat,
-    CalibrationFormatOpt,
     CalibratorOpt,
     CiOpt,
-    ConfidenceField,
-    CorrectField,
     Files,
     FoldsOpt,
     Format,
@@ -40,15 +35,13 @@ from calibcli.options import (
     LabelOpt,
     LogprobsField,
     MaxLineMbOpt,
-    McNorm,
-    McNormOpt,
     MinBinsOpt,
     NllField,
     OutputOpt,
     PlotOpt,
     QuietOpt,
+    Reading,
     RecalibrateOpt,
-    ScorerOpt,
     SeedOpt,
     Strategy,
     StrategyOpt,
@@ -58,6 +51,7 @@ from calibcli.options import (
     WorkersOpt,
     gate_options,
     line_bytes,
+    reading_options,
 )
 
 
@@ -116,10 +110,9 @@ def perplexity(
 
 @app.command(epilog=EXIT_CODES)
 @gate_options(CALIBRATION)
+@reading_options
 def calibrate(
     files: Files,
-    confidence_field: ConfidenceField = "confidence",
-    correct_field: CorrectField = "correct",
     bins: BinsOpt = 10,
     strategy: StrategyOpt = Strategy.uniform,
     min_populated_bins: MinBinsOpt = 3,
@@ -127,23 +120,17 @@ def calibrate(
     bootstrap: BootstrapOpt = None,
     seed: SeedOpt = None,
     gate_on: GateOnOpt = GateOn.estimate,
-    fmt: CalibrationFormatOpt = CalibrationFormat.auto,
-    mc_norm: McNormOpt = McNorm.none,
-    scorer: ScorerOpt = None,
-    by: ByOpt = None,
     gate_each: GateEachOpt = False,
     plot: PlotOpt = None,
     label: LabelOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
-    quiet: QuietOpt = False,
     summary: SummaryOpt = None,
-    workers: WorkersOpt = None,
-    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
     calibrator: CalibratorOpt = None,
     recalibrate_with: RecalibrateOpt = None,
     folds: FoldsOpt = None,
     limits: dict[str, float] | None = None,
+    reading: Reading | None = None,
 ) -> None:
     """Calibration: ECE, Brier (decomposed), MCE, RMSCE, smooth ECE, NLL, AUROC and more.
 
@@ -157,7 +144,7 @@ def calibrate(
     from calibcli.gate import Gate
     from calibcli.report import Bootstrap, calibrate_report, with_recalibration
 
-    if gate_each and by is None:
+    if gate_each and reading.by is None:
         raise usage_error("--gate-each needs --by FIELD")
     if gate_each and not limits:
         raise usage_error("--gate-each applies the --max-* gates to every group; give one")
@@ -167,17 +154,6 @@ def calibrate(
         raise usage_error("--bootstrap and --seed set up --ci intervals; give --ci LEVEL too")
     calibrators, method = recalibration_options(calibrator, recalibrate_with, folds)
     check_outputs(output=output, summary=summary, plot=plot)
-    reading = Reading(
-        fmt,
-        quiet,
-        confidence_field,
-        correct_field,
-        mc_norm,
-        by,
-        workers,
-        line_bytes(max_line_mb),
-        scorer,
-    )
     data = read_predictions(
         files,
         reading,
@@ -189,7 +165,7 @@ def calibrate(
     )
     boot = None
     if ci is not None:
-        boot = Bootstrap(ci, bootstrap or 1000, seed or 0, workers)
+        boot = Bootstrap(ci, bootstrap or 1000, seed or 0, reading.workers)
     options = {"bins": bins, "strategy": strategy.value, "min_bins": min_populated_bins}
     gate = Gate(limits or {}, gate_on.value, gate_each)
     with one_blas_thread():
@@ -204,36 +180,37 @@ def calibrate(
                 folds=folds or 5,
                 bins=bins,
                 files=files,
-                mc_norm=mc_norm,
-                by=by,
+                mc_norm=reading.mc_norm,
+                by=reading.by,
             )
             result = calibrate_report(after, bootstrap=boot, gate=gate, reorder_ok=True, **options)
             before = calibrate_report(data, reorder_ok=True, **options)
             result = with_recalibration(result, before, result, settings, notes)
     del data  # free the columns: the report holds everything shown from here on
     image = None if plot is None else (plot, picture(result, plot, label, with_ci=boot is not None))
-    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by, plot=image)
+    emit(
+        result,
+        json_out=json_out,
+        output=output,
+        summary=summary,
+        files=files,
+        by=reading.by,
+        plot=image,
+    )
 
 
 @app.command(epilog=EXIT_CODES)
+@reading_options
 def reliability(
     files: Files,
-    confidence_field: ConfidenceField = "confidence",
-    correct_field: CorrectField = "correct",
     bins: BinsOpt = 10,
-    fmt: CalibrationFormatOpt = CalibrationFormat.auto,
-    mc_norm: McNormOpt = McNorm.none,
-    scorer: ScorerOpt = None,
-    by: ByOpt = None,
     plot: PlotOpt = None,
     label: LabelOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
-    quiet: QuietOpt = False,
     summary: SummaryOpt = None,
-    workers: WorkersOpt = None,
-    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
     calibrator: CalibratorOpt = None,
+    reading: Reading | None = None,
 ) -> None:
     """Reliability diagram data: per bin, its range, count, mean confidence, accuracy with a
     Wilson 95% interval and the gap, then the diagram drawn in the terminal.
@@ -246,17 +223,6 @@ def reliability(
 
     calibrators, _ = recalibration_options(calibrator, None, None)
     check_outputs(output=output, summary=summary, plot=plot)
-    reading = Reading(
-        fmt,
-        quiet,
-        confidence_field,
-        correct_field,
-        mc_norm,
-        by,
-        workers,
-        line_bytes(max_line_mb),
-        scorer,
-    )
     data = read_predictions(
         files,
         reading,
@@ -270,7 +236,14 @@ def reliability(
         result = reliability_report(data)
     else:
         after, settings, notes = recalibrate(
-            data, calibrators, None, folds=5, bins=bins, files=files, mc_norm=mc_norm, by=by
+            data,
+            calibrators,
+            None,
+            folds=5,
+            bins=bins,
+            files=files,
+            mc_norm=reading.mc_norm,
+            by=reading.by,
         )
         with one_blas_thread():
             result = with_recalibration(
@@ -281,4 +254,12 @@ def reliability(
                 notes,
             )
     image = None if plot is None else (plot, picture(result, plot, label, with_ci=True))
-    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by, plot=image)
+    emit(
+        result,
+        json_out=json_out,
+        output=output,
+        summary=summary,
+        files=files,
+        by=reading.by,
+        plot=image,
+    )

@@ -7,47 +7,32 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.app import EXIT_CODES, Reading, app, check_outputs, read_predictions, usage_error
+from calibcli.app import EXIT_CODES, app, check_outputs, read_predictions, usage_error
 from calibcli.options import (
-    MAX_LINE_MB,
     BinsOpt,
     ByOpt,
-    CalibrationFormat,
-    CalibrationFormatOpt,
     ConfidenceField,
-    CorrectField,
     Files,
     JsonOpt,
-    MaxLineMbOpt,
-    McNorm,
-    McNormOpt,
     MethodOpt,
     OutputOpt,
     QuietOpt,
-    ScorerOpt,
+    Reading,
     SummaryOpt,
-    WorkersOpt,
-    line_bytes,
+    reading_options,
 )
 
 
 @app.command(epilog=EXIT_CODES)
+@reading_options
 def fit(
     files: Files,
     method: MethodOpt = ...,
-    confidence_field: ConfidenceField = "confidence",
-    correct_field: CorrectField = "correct",
     bins: BinsOpt = 10,
-    fmt: CalibrationFormatOpt = CalibrationFormat.auto,
-    mc_norm: McNormOpt = McNorm.none,
-    scorer: ScorerOpt = None,
-    by: ByOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
-    quiet: QuietOpt = False,
     summary: SummaryOpt = None,
-    workers: WorkersOpt = None,
-    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
+    reading: Reading | None = None,
 ) -> None:
     """Fit a recalibration map on held-out rows and write it as a calibrator file (-o).
 
@@ -63,40 +48,29 @@ def fit(
     from calibcli.report import fit_report
 
     check_outputs(output=output, summary=summary)
-    reading = Reading(
-        fmt,
-        quiet,
-        confidence_field,
-        correct_field,
-        mc_norm,
-        by,
-        workers,
-        line_bytes(max_line_mb),
-        scorer,
-    )
     data = read_predictions(files, reading, bins=bins, keep_columns=True)
     fitted_on: dict[str, Any] = {
         "n": int(data.stats.n),
         "files": list(files),
         "format": data.fmt,
-        "confidence_field": confidence_field,
-        "correct_field": correct_field,
+        "confidence_field": reading.confidence_field,
+        "correct_field": reading.correct_field,
     }
     if data.fmt == "lm-eval":
-        fitted_on["mc_norm"] = mc_norm.value
+        fitted_on["mc_norm"] = reading.mc_norm.value
     # lm-eval rows: temperature scales the choices' loglikelihoods (Guo et al. 2017), not the
     # confidence of the top choice
     choices = None
     if data.fmt == "lm-eval" and method.value == "temperature":
-        choices = read_choices(files, mc_norm=mc_norm, by=by)
+        choices = read_choices(files, mc_norm=reading.mc_norm, by=reading.by)
     try:
         with one_blas_thread():
             if choices is None:
                 calibrators = fit_data(
-                    data, method=method.value, bins=bins, fitted_on=fitted_on, by=by
+                    data, method=method.value, bins=bins, fitted_on=fitted_on, by=reading.by
                 )
             else:
-                calibrators = fit_choices(choices, fitted_on=fitted_on, by=by)
+                calibrators = fit_choices(choices, fitted_on=fitted_on, by=reading.by)
     except ValueError as exc:
         raise usage_error(f"cannot fit {method.value}: {exc}") from None
     with one_blas_thread():
@@ -108,7 +82,7 @@ def fit(
         output=output,
         summary=summary,
         files=files,
-        by=by,
+        by=reading.by,
         document=calibrators.to_json(),
     )
     raise typer.Exit(0)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from calibcli.app import (
     EXIT_CODES,
-    Reading,
     app,
     check_outputs,
     emit,
@@ -16,37 +15,27 @@ from calibcli.app import (
     usage_error,
 )
 from calibcli.options import (
-    MAX_LINE_MB,
-    ByOpt,
-    CalibrationFormat,
-    CalibrationFormatOpt,
     CalibratorOpt,
-    ConfidenceField,
-    CorrectField,
     DeltaOpt,
     Files,
     FitOpt,
     FullOpt,
     GateEachOpt,
     JsonOpt,
-    MaxLineMbOpt,
-    McNorm,
-    McNormOpt,
     MinCoverageOpt,
     OutputOpt,
     PlotOpt,
-    QuietOpt,
-    ScorerOpt,
+    Reading,
     SelectMethod,
     SelectMethodOpt,
     SummaryOpt,
     TargetAccuracyOpt,
-    WorkersOpt,
-    line_bytes,
+    reading_options,
 )
 
 
 @app.command(epilog=EXIT_CODES)
+@reading_options
 def threshold(
     files: Files,
     target_accuracy: TargetAccuracyOpt = ...,
@@ -54,22 +43,14 @@ def threshold(
     method: SelectMethodOpt = SelectMethod.ltt,
     fit: FitOpt = None,
     min_coverage: MinCoverageOpt = None,
-    confidence_field: ConfidenceField = "confidence",
-    correct_field: CorrectField = "correct",
-    fmt: CalibrationFormatOpt = CalibrationFormat.auto,
-    mc_norm: McNormOpt = McNorm.none,
-    scorer: ScorerOpt = None,
-    by: ByOpt = None,
     gate_each: GateEachOpt = False,
     calibrator: CalibratorOpt = None,
     full: FullOpt = False,
     plot: PlotOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
-    quiet: QuietOpt = False,
     summary: SummaryOpt = None,
-    workers: WorkersOpt = None,
-    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
+    reading: Reading | None = None,
 ) -> None:
     """Automation threshold: the lowest confidence t such that the rows with confidence >= t
     have accuracy >= --target-accuracy, with probability >= 1 - --delta.
@@ -83,29 +64,18 @@ def threshold(
     from calibcli.automation import ThresholdSettings, threshold_report
     from calibcli.gate import Gate
 
-    if gate_each and by is None:
+    if gate_each and reading.by is None:
         raise usage_error("--gate-each needs --by FIELD")
     if gate_each and min_coverage is None:
         raise usage_error("--gate-each applies --min-coverage to every group; give it")
     calibrators, _ = recalibration_options(calibrator, None, None)
     check_outputs(output=output, summary=summary, plot=plot)
-    reading = Reading(
-        fmt,
-        quiet,
-        confidence_field,
-        correct_field,
-        mc_norm,
-        by,
-        workers,
-        line_bytes(max_line_mb),
-        scorer,
-    )
     shape = {"bins": 10, "keep_columns": True, "plot": plot, "per_source": False}
     data = read_predictions(files, reading, **shape)
     fit_data = None if not fit else read_predictions(fit, reading, **shape)
     raw, recalibration = data, None
     if calibrators is not None:
-        options = {"folds": 5, "bins": 10, "mc_norm": mc_norm, "by": by}
+        options = {"folds": 5, "bins": 10, "mc_norm": reading.mc_norm, "by": reading.by}
         data, *recalibration = recalibrate(data, calibrators, None, files=files, **options)
         if fit_data is not None:
             fit_data, _, _ = recalibrate(fit_data, calibrators, None, files=fit, **options)
@@ -135,4 +105,12 @@ def threshold(
             image = (plot, coverage_image(result.series, image_format(plot)))
         except PlotUnavailable as exc:
             raise usage_error(f"--plot: {exc}") from None
-    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by, plot=image)
+    emit(
+        result,
+        json_out=json_out,
+        output=output,
+        summary=summary,
+        files=files,
+        by=reading.by,
+        plot=image,
+    )
