@@ -161,6 +161,7 @@ def read_predictions(
         by=reading.by,
         mc_norm=reading.mc_norm.value,
         scorer=reading.scorer,
+        inspect_confidence=getattr(reading.inspect_confidence, "value", "sequence"),
         workers=reading.workers,
         max_line_bytes=reading.max_line_bytes,
     )

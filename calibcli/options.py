@@ -145,6 +145,14 @@ WorkersOpt = _opt(
     help="Processes for reading a large file and for the bootstrap (1: none; default: 2 on two "
     "or more CPUs for files of 32 MB and more). Results never depend on it.",
 )
+InspectConfidence = _choices("InspectConfidence", "sequence", "first-token", "mean-token")
+InspectConfidenceOpt = _opt(
+    InspectConfidence,
+    "--inspect-confidence",
+    help="inspect-ai logs: an answer's confidence from its output's token logprobs: the "
+    "probability of the whole completion (sequence), of its first token, or the geometric mean "
+    "per token.",
+)
 MAX_LINE_MB = 64  # calibcli.io's MAX_LINE_BYTES, in MiB
 MaxLineMbOpt = _opt(
     int,
@@ -364,6 +372,7 @@ class Reading:
     workers: int | None
     max_line_bytes: int
     scorer: str | None = None
+    inspect_confidence: Any = None
 
 
 _READING_OPTIONS = (
@@ -372,6 +381,7 @@ _READING_OPTIONS = (
     ("fmt", CalibrationFormatOpt, CalibrationFormat.auto),
     ("mc_norm", McNormOpt, McNorm.none),
     ("scorer", ScorerOpt, None),
+    ("inspect_confidence", InspectConfidenceOpt, InspectConfidence.sequence),
     ("by", ByOpt, None),
     ("quiet", QuietOpt, False),
     ("workers", WorkersOpt, None),
@@ -403,6 +413,7 @@ def reading_options(command: Callable) -> Callable:
             workers=given["workers"],
             max_line_bytes=line_bytes(given["max_line_mb"]),
             scorer=given["scorer"],
+            inspect_confidence=given["inspect_confidence"],
         )
         return command(**kwargs, reading=reading)
 

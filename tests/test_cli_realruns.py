@@ -580,3 +580,21 @@ def test_a_results_file_in_the_folder_is_skipped_with_a_warning(tmp_path):
     alone = run(["calibrate", str(results)])
     assert alone.exit_code == 2 and alone.stderr.count("\n") == 1
     assert "no calibration rows left to read" in alone.stderr
+
+
+@pytest.mark.parametrize("rule", ["first-token", "mean-token"])
+def test_inspect_ai_confidence_rules(rule):
+    """--inspect-confidence: the first token's probability, or the geometric mean probability
+    per token of the output, computed here from the raw .json log."""
+    log = json.loads((INSPECT / "toy_arithmetic.json").read_text(encoding="utf-8"))
+    conf, correct = [], []
+    for sample in log["samples"]:
+        logprobs = [t["logprob"] for t in sample["output"]["choices"][0]["logprobs"]["content"]]
+        first, mean = math.exp(logprobs[0]), math.exp(math.fsum(logprobs) / len(logprobs))
+        conf.append(first if rule == "first-token" else mean)
+        correct.append(sample["scores"]["match"]["value"] in ("C", 1))
+    brier = math.fsum((c - y) ** 2 for c, y in zip(conf, correct, strict=True)) / len(conf)
+    path = INSPECT / "toy_arithmetic.eval"
+    report, _ = cli_json(["calibrate", path, "--scorer", "match", "--inspect-confidence", rule])
+    assert report["mean_confidence"] == pytest.approx(math.fsum(conf) / len(conf), rel=1e-12)
+    assert report["brier"] == pytest.approx(brier, rel=1e-12)

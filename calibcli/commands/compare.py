@@ -97,6 +97,7 @@ def compare(
         "mc_norm": reading.mc_norm.value,
         "by": reading.by,
         "scorer": reading.scorer,
+        "inspect_confidence": reading.inspect_confidence.value,
     }
     try:
         if unpaired:

@@ -108,6 +108,7 @@ def read_calibration(
     fmt: str = "auto",
     mc_norm: str = "none",
     scorer: str | None = None,
+    inspect_confidence: str = "sequence",
     progress: bool = False,
     workers: int | None = None,
     block_size: int | None = None,
@@ -122,7 +123,9 @@ def read_calibration(
     file from its first row) or one of :data:`FORMATS` that carries calibration rows (``jsonl``,
     ``lm-eval``, ``inspect-ai``). An lm-eval file of another task kind than multiple choice is
     skipped with a warning (``warnings``); it is an error when nothing is left. ``scorer`` names
-    the inspect-ai scorer giving correctness (needed when the samples have several).
+    the inspect-ai scorer giving correctness (needed when the samples have several);
+    ``inspect_confidence`` how an inspect-ai answer's confidence comes from its output's token
+    logprobs (``sequence``, ``first-token`` or ``mean-token``).
     ``workers`` is the number of processes per source (>= 1; None: two on a machine with two
     CPUs or more for an input of 32 MB or more, else one). ``progress`` shows a bar on a
     terminal for large files. A line longer than ``max_line_bytes`` (default 64 MiB) is invalid
@@ -139,7 +142,9 @@ def read_calibration(
 
     bin_edges(bins)  # validates bins before any reading
     spec = CalibrationRow(confidence_field, correct_field)
-    router = calibration_router(spec, mc_norm=mc_norm, scorer=scorer)
+    router = calibration_router(
+        spec, mc_norm=mc_norm, scorer=scorer, inspect_confidence=inspect_confidence
+    )
 
     def make_decoder(fmt_: str, source: str) -> BlockDecoder:
         key = _group_key(fmt_, by, source)

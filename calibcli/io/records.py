@@ -141,6 +141,7 @@ def read_keyed(
     by: str | None = None,
     keyed: bool = True,
     scorer: str | None = None,
+    inspect_confidence: str = "sequence",
 ) -> KeyedRows:
     """Read (id, confidence, correct) rows; an id appearing twice is an error naming both lines.
 
@@ -155,7 +156,9 @@ def read_keyed(
     from calibcli.io.rows import CalibrationRow, group_name
 
     native = CalibrationRow(confidence_field, correct_field)
-    router = calibration_router(native, mc_norm=mc_norm, scorer=scorer)
+    router = calibration_router(
+        native, mc_norm=mc_norm, scorer=scorer, inspect_confidence=inspect_confidence
+    )
     keys: list[Any] = []
     conf: list[float] = []
     corr: list[bool] = []

@@ -105,14 +105,18 @@ def refusal(fmt: str, command: str, fields: dict[str, str]) -> str:
     return f"{fmt} rows hold graded samples (input for calibrate), not sequence log-likelihoods"
 
 
-def calibration_router(spec: Any, *, mc_norm: str, scorer: str | None) -> Router:
+def calibration_router(
+    spec: Any, *, mc_norm: str, scorer: str | None, inspect_confidence: str = "sequence"
+) -> Router:
     """Routing of the calibration reader (``spec`` a :class:`~calibcli.io.rows.CalibrationRow`)."""
 
     def convert(fmt: str) -> Callable[[dict], list[tuple]]:
         from calibcli.formats import calibration_rows
 
         def rows(obj: dict) -> list[tuple]:
-            found = calibration_rows(fmt, obj, mc_norm=mc_norm, scorer=scorer)
+            found = calibration_rows(
+                fmt, obj, mc_norm=mc_norm, scorer=scorer, confidence=inspect_confidence
+            )
             return [(float(c), bool(y)) for c, y in found]
 
         return rows
