@@ -127,17 +127,6 @@ class Staged:
         self._through.clear()
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` at once (staged, then committed): readers never see a
-    half-written file, and on any error the old file is left as it was."""
-    staged = Staged()
-    try:
-        staged.add(path, text, "file")
-        staged.commit()
-    except OutputError as exc:
-        raise OSError(str(exc)) from None
-
-
 class StreamTarget:
     """A file written as a stream and put in place only when complete (:meth:`commit`): a
     temporary file beside the target, renamed over it at the end; streams and devices are

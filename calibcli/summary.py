@@ -2,17 +2,15 @@
 
 Made for CI job summaries (GitHub Actions: ``--summary "$GITHUB_STEP_SUMMARY"``): a heading, a
 table of the headline figures, the gate's checks, and the warnings. It only reads the finished
-JSON report body, so it shows exactly what the report says. Appending (never truncating) lets
-several calibcli steps share one summary file.
+report, so it shows exactly what the report says. The commands append it (never truncating, so
+several calibcli steps share one summary file) with the other outputs (:mod:`calibcli.output`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from calibcli.figures import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup
-from calibcli.output import Staged
 
 
 def _cell(value: Any) -> str:
@@ -104,10 +102,3 @@ def _comparison(body: dict[str, Any]) -> list[str]:
             f"{mcnemar['wrong_to_right']} wrong → right).",
         ]
     return lines
-
-
-def append_summary(path: Path, body: dict[str, Any], sources: list[str]) -> None:
-    """Append the summary of ``body`` to ``path`` (created if missing), at once."""
-    staged = Staged()
-    staged.add(path, markdown(body, sources), "summary", append=True)
-    staged.commit()

@@ -52,12 +52,19 @@ def test_numpy_values_become_python_numbers():
     assert done.body["a"] == [1.0, None]
 
 
+def write_atomic(path, text):
+    """One output staged and put in place, as the commands write a report."""
+    staged = output.Staged()
+    staged.add(path, text, "report")
+    staged.commit()
+
+
 def test_write_atomic_replaces_and_keeps_mode(tmp_path):
     target = tmp_path / "r.json"
-    output.write_atomic(target, "one\n")
+    write_atomic(target, "one\n")
     assert target.read_text() == "one\n"
     os.chmod(target, 0o640)
-    output.write_atomic(target, "two\n")
+    write_atomic(target, "two\n")
     assert target.read_text() == "two\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
@@ -71,8 +78,8 @@ def test_write_atomic_leaves_old_file_on_failure(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(OSError):
-        output.write_atomic(target, "new\n")
+    with pytest.raises(output.OutputError, match="No space left on device"):
+        write_atomic(target, "new\n")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
 
@@ -80,7 +87,7 @@ def test_write_atomic_leaves_old_file_on_failure(tmp_path, monkeypatch):
 def test_new_report_file_gets_umask_permissions(tmp_path):
     old = os.umask(0o022)
     try:
-        output.write_atomic(tmp_path / "r.json", "{}\n")
+        write_atomic(tmp_path / "r.json", "{}\n")
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644

@@ -31,6 +31,29 @@ FORMAT_PROVIDES: dict[str, tuple[str, ...]] = {
 }
 
 
+def _first_rules(
+    row: Any,
+    confidence_field: str,
+    correct_field: str,
+    nll_field: str,
+    tokens_field: str,
+    logprobs_field: str,
+) -> str | None:
+    """The rules every detection starts with: not an object is an error; lm-eval's samples
+    rows; a complete native row; a list of logprobs. None when they do not decide."""
+    if not isinstance(row, Mapping):
+        raise ValueError(f"cannot detect the input format: the first row is {json_type(row)}")
+    if "doc_id" in row and "filtered_resps" in row:
+        return "lm-eval"
+    if (confidence_field in row and correct_field in row) or (
+        nll_field in row and tokens_field in row
+    ):
+        return "jsonl"
+    if has_path(row, logprobs_field) and isinstance(lookup(row, logprobs_field), list):
+        return "logprobs"
+    return None
+
+
 def detect_format(
     first_row: Any,
     *,
@@ -54,16 +77,10 @@ def detect_format(
     Raises ValueError naming the keys seen when none of these holds. :func:`detect_row_format`
     also names the other formats.
     """
-    if not isinstance(first_row, Mapping):
-        raise ValueError(f"cannot detect the input format: the first row is {json_type(first_row)}")
-    if "doc_id" in first_row and "filtered_resps" in first_row:
-        return "lm-eval"
-    if (confidence_field in first_row and correct_field in first_row) or (
-        nll_field in first_row and tokens_field in first_row
-    ):
-        return "jsonl"
-    if has_path(first_row, logprobs_field) and isinstance(lookup(first_row, logprobs_field), list):
-        return "logprobs"
+    fields = (confidence_field, correct_field, nll_field, tokens_field, logprobs_field)
+    found = _first_rules(first_row, *fields)
+    if found is not None:
+        return found
     if any(field in first_row for field in (confidence_field, correct_field, nll_field)):
         return "jsonl"
     raise ValueError(
@@ -101,17 +118,10 @@ def detect_row_format(
         "tokens_field": tokens_field,
         "logprobs_field": logprobs_field,
     }
-    if not isinstance(first_row, Mapping):
-        raise ValueError(f"cannot detect the input format: the first row is {json_type(first_row)}")
     row = first_row
-    if "doc_id" in row and "filtered_resps" in row:
-        return "lm-eval"
-    if (confidence_field in row and correct_field in row) or (
-        nll_field in row and tokens_field in row
-    ):
-        return "jsonl"
-    if has_path(row, logprobs_field) and isinstance(lookup(row, logprobs_field), list):
-        return "logprobs"
+    found = _first_rules(row, *fields.values())
+    if found is not None:
+        return found
     choices = row.get("choices")
     first_choice = choices[0] if isinstance(choices, list) and choices else None
     if "prompt_logprobs" in row or (

@@ -59,6 +59,25 @@ def _check_options(
         raise ValueError(f"max_line_bytes must be a whole number >= 1, not {max_line_bytes!r}")
 
 
+def _reader(
+    spec: Any, router: Any, new_sink: Callable[[], Any], *, by: str | None, **options: Any
+) -> Any:
+    """A :class:`~calibcli.io.reader.Reader` of one row kind (``spec``): native rows through the
+    typed fast path (dicts with ``--by``), other formats through ``router``'s converters."""
+    from calibcli.io.decode import BlockDecoder
+    from calibcli.io.reader import Reader
+
+    def make_decoder(fmt: str, source: str) -> BlockDecoder:
+        key = _group_key(fmt, by, source)
+        if fmt == "jsonl":
+            if by is None:
+                return BlockDecoder(spec)
+            return BlockDecoder(spec, convert=spec.check, key=key)
+        return BlockDecoder(spec, convert=router.converter(fmt), key=key, many=True)
+
+    return Reader(make_decoder=make_decoder, new_sink=new_sink, route=router.route, **options)
+
+
 def _overall(reader: Any) -> str:
     """The report's format: the one every source with rows is in, else ``mixed``."""
     found = set(reader.formats.values())
@@ -133,9 +152,7 @@ def read_calibration(
     options.
     """
     _check_options(fmt, mc_norm, workers, "calibration", max_line_bytes)
-    from calibcli.io.decode import BlockDecoder
     from calibcli.io.fold import CalibrationSink
-    from calibcli.io.reader import Reader
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow
     from calibcli.metrics.core import bin_edges
@@ -146,24 +163,15 @@ def read_calibration(
         spec, mc_norm=mc_norm, scorer=scorer, inspect_confidence=inspect_confidence
     )
 
-    def make_decoder(fmt_: str, source: str) -> BlockDecoder:
-        key = _group_key(fmt_, by, source)
-        if fmt_ == "jsonl":
-            return (
-                BlockDecoder(spec)
-                if by is None
-                else BlockDecoder(spec, convert=spec.check, key=key)
-            )
-        return BlockDecoder(spec, convert=router.converter(fmt_), key=key, many=True)
-
     def new_sink() -> CalibrationSink:
         return CalibrationSink(bins, keep_columns, grouped=by is not None)
 
-    reader = Reader(
+    reader = _reader(
+        spec,
+        router,
+        new_sink,
+        by=by,
         fmt=fmt,
-        make_decoder=make_decoder,
-        new_sink=new_sink,
-        route=router.route,
         progress=progress,
         workers=workers,
         block_size=block_size,
@@ -234,33 +242,22 @@ def read_perplexity(
     :class:`InputError` on bad input.
     """
     _check_options(fmt, "none", workers, "perplexity", max_line_bytes)
-    from calibcli.io.decode import BlockDecoder
     from calibcli.io.fold import PerplexitySink
-    from calibcli.io.reader import Reader
     from calibcli.io.route import perplexity_router
     from calibcli.io.rows import PerplexityRow
 
     spec = PerplexityRow(nll_field, tokens_field, bytes_field, words_field, logprobs_field)
     router = perplexity_router(spec)
 
-    def make_decoder(fmt_: str, source: str) -> BlockDecoder:
-        key = _group_key(fmt_, by, source)
-        if fmt_ == "jsonl":
-            return (
-                BlockDecoder(spec)
-                if by is None
-                else BlockDecoder(spec, convert=spec.check, key=key)
-            )
-        return BlockDecoder(spec, convert=router.converter(fmt_), key=key, many=True)
-
     def new_sink() -> PerplexitySink:
         return PerplexitySink(spec, grouped=by is not None)
 
-    reader = Reader(
+    reader = _reader(
+        spec,
+        router,
+        new_sink,
+        by=by,
         fmt=fmt,
-        make_decoder=make_decoder,
-        new_sink=new_sink,
-        route=router.route,
         progress=progress,
         workers=workers,
         block_size=block_size,

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from calibcli.io.data import InputError
@@ -60,6 +60,44 @@ RESULTS_SKIPPED = (
     "lm-eval results file: aggregate figures, no per-document rows (the samples_* files beside "
     "it hold them); skipped"
 )
+
+
+def whole_document_kind(source: str) -> str | None:
+    """The whole-document kind of a regular file (None for JSON Lines, stdin and pipes,
+    which are never sniffed: that would consume their first line)."""
+    if source == "-":
+        return None
+    try:
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            return None
+        from calibcli.documents import document_kind
+
+        return document_kind(source)
+    except (OSError, EOFError, ValueError, RecursionError):
+        return None  # the line reader reports what is wrong with the file
+
+
+def document_rows(source: str, kind: str) -> Iterator[tuple[int | str, Any]]:
+    """(locator, row) of a whole document (:func:`calibcli.documents.iter_document`), its errors
+    as :class:`InputError` naming the file and the row; an lm-eval results file raises
+    :class:`SkipFile`."""
+    import zlib
+
+    from calibcli.documents import DocumentError, ResultsFile, iter_document
+
+    name = display_name(source)
+    try:
+        yield from iter_document(source, kind=kind)
+    except ResultsFile:
+        raise SkipFile("lm-eval", RESULTS_SKIPPED) from None
+    except DocumentError as e:
+        raise InputError(name, e.locator, str(e)) from None  # type: ignore[arg-type]
+    except UnicodeDecodeError:
+        raise InputError(name, None, "the document is not valid UTF-8") from None
+    except RecursionError:
+        raise InputError(name, None, "JSON nested too deeply") from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise InputError(name, None, f"cannot read: {e}") from None
 
 
 class SkipFile(Exception):
@@ -138,7 +176,7 @@ class Reader:
         name = display_name(source)
         self.fmt = None
         try:
-            kind = self._document_kind(source)
+            kind = whole_document_kind(source)
             if kind is None:
                 self._read_lines(source, sink)
             else:
@@ -152,47 +190,17 @@ class Reader:
             self.formats[name] = self.fmt
         return True
 
-    @staticmethod
-    def _document_kind(source: str) -> str | None:
-        """The whole-document kind of a regular file (None for JSON Lines, stdin and pipes,
-        which are never sniffed: that would consume their first line)."""
-        if source == "-":
-            return None
-        try:
-            if not stat.S_ISREG(os.stat(source).st_mode):
-                return None
-            from calibcli.documents import document_kind
-
-            return document_kind(source)
-        except (OSError, EOFError, ValueError, RecursionError):
-            return None  # the line reader reports what is wrong with the file
-
     def _read_document(self, source: str, kind: str, sink: Any) -> None:
-        import zlib
-
-        from calibcli.documents import DocumentError, ResultsFile, iter_document
-
         name = display_name(source)
         decoder = None
-        rows = iter_document(source, kind=kind)
-        try:
-            while chunk := list(itertools.islice(rows, DOCUMENT_BATCH)):
-                if self.fmt is None:
-                    self.resolve_row(chunk[0][1], chunk[0][0], name)
-                if decoder is None:
-                    decoder = self.make_decoder(self.fmt, source)
-                cols, keys, where = decoder.rows(chunk, name)
-                sink.add(cols, keys, lambda i, where=where: (name, where[i]))
-        except ResultsFile:
-            raise SkipFile("lm-eval", RESULTS_SKIPPED) from None
-        except DocumentError as e:
-            raise InputError(name, e.locator, str(e)) from None  # type: ignore[arg-type]
-        except UnicodeDecodeError:
-            raise InputError(name, None, "the document is not valid UTF-8") from None
-        except RecursionError:
-            raise InputError(name, None, "JSON nested too deeply") from None
-        except (OSError, EOFError, zlib.error) as e:
-            raise InputError(name, None, f"cannot read: {e}") from None
+        rows = document_rows(source, kind)
+        while chunk := list(itertools.islice(rows, DOCUMENT_BATCH)):
+            if self.fmt is None:
+                self.resolve_row(chunk[0][1], chunk[0][0], name)
+            if decoder is None:
+                decoder = self.make_decoder(self.fmt, source)
+            cols, keys, where = decoder.rows(chunk, name)
+            sink.add(cols, keys, lambda i, where=where: (name, where[i]))
 
     def _read_lines(self, source: str, sink: Any) -> None:
         src = Source(source)

@@ -24,9 +24,9 @@ def records(source: str) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
     """(display name, line number or locator, row, raw line) of each row of ``source``: each
     non-blank line of JSON Lines, or each row of a whole document (a JSON array, a
     pretty-printed object, an inspect-ai ``.eval`` zip; the raw line is then None)."""
-    from calibcli.io.reader import Reader
+    from calibcli.io.reader import whole_document_kind
 
-    kind = Reader._document_kind(source)
+    kind = whole_document_kind(source)
     if kind is not None:
         yield from _document_records(source, kind)
         return
@@ -53,23 +53,15 @@ def records(source: str) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
 
 
 def _document_records(source: str, kind: str) -> Iterator[tuple[str, int | str, dict, None]]:
-    import zlib
-
-    from calibcli.documents import DocumentError, iter_document
+    from calibcli.io.reader import SkipFile, document_rows
     from calibcli.io.sources import display_name
 
     name = display_name(source)
     try:
-        for locator, row in iter_document(source, kind=kind):
+        for locator, row in document_rows(source, kind):
             yield name, locator, row, None
-    except DocumentError as e:
-        raise InputError(name, e.locator, str(e)) from None  # type: ignore[arg-type]
-    except RecursionError:
-        raise InputError(name, None, "JSON nested too deeply") from None
-    except UnicodeDecodeError:
-        raise InputError(name, None, "the document is not valid UTF-8") from None
-    except (OSError, EOFError, zlib.error) as e:
-        raise InputError(name, None, f"cannot read: {e}") from None
+    except SkipFile as skip:  # a results file holds no rows to compare, apply or fit
+        raise InputError(name, None, skip.reason.removesuffix("; skipped")) from None
 
 
 @dataclass(frozen=True)
@@ -280,7 +272,7 @@ def read_choices(sources: list[str], *, mc_norm: str = "none", by: str | None = 
         for name, line_no, row, _ in records(source):
             try:
                 if not checked:
-                    fmt = formats.detect_format(row)
+                    fmt = formats.detect_row_format(row)
                     if fmt != "lm-eval":
                         raise ValueError(
                             f"rows are {fmt}, not lm-eval multiple choice: temperature over the "
