@@ -161,7 +161,7 @@ def read_predictions(
         by=reading.by,
         mc_norm=reading.mc_norm.value,
         scorer=reading.scorer,
-        inspect_confidence=getattr(reading.inspect_confidence, "value", "sequence"),
+        inspect_confidence=reading.inspect_confidence.value,
         workers=reading.workers,
         max_line_bytes=reading.max_line_bytes,
     )
@@ -258,10 +258,6 @@ def read_choices(files: list[str], *, mc_norm: Any, by: str | None) -> Any:
         raise usage_error(str(exc)) from None
 
 
-def _stdout_error(exc: OSError) -> typer.Exit:
-    return usage_error(f"cannot write to standard output: {exc.strerror or exc}")
-
-
 def emit(
     report: Any,
     *,
@@ -306,7 +302,7 @@ def emit(
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except OSError as exc:  # a full disk behind stdout: nothing else is written either
             staged.discard()
-            raise _stdout_error(exc) from None
+            raise usage_error(f"cannot write to standard output: {exc.strerror or exc}") from None
         staged.commit()
     except OutputError as exc:
         raise usage_error(str(exc)) from None

@@ -30,7 +30,6 @@ class ThresholdSettings:
     method: str = "ltt"
     full: bool = False
     fit_files: tuple[str, ...] = ()
-    min_coverage: float | None = None
 
 
 def _choice(choice: Any, *, guaranteed: bool) -> dict[str, Any]:

@@ -12,7 +12,7 @@ margin: NEW may be worse than BASE by at most the margin.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from calibcli import figures as registry
@@ -70,7 +70,7 @@ class Comparison:
     """One comparison (pooled, or one --by group): the JSON section and the gate's view of it."""
 
     section: Section
-    gate_view: Section = field(default_factory=lambda: Section({}))
+    gate_view: Section
 
 
 def _num(x: float) -> float | None:

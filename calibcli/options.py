@@ -372,7 +372,7 @@ class Reading:
     workers: int | None
     max_line_bytes: int
     scorer: str | None = None
-    inspect_confidence: Any = None
+    inspect_confidence: Any = InspectConfidence.sequence
 
 
 _READING_OPTIONS = (

@@ -85,7 +85,6 @@ def threshold(
         method=method.value,
         full=full,
         fit_files=tuple(fit or ()),
-        min_coverage=min_coverage,
     )
     minimums = {} if min_coverage is None else {"coverage": min_coverage}
     with one_blas_thread():
