@@ -391,7 +391,7 @@ def test_main_maps_a_crash_to_exit_3_with_traceback(tmp_path, monkeypatch, capsy
     def broken(*args, **kwargs):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr("calibcli.report.perplexity_report", broken)
+    monkeypatch.setattr("calibcli.reports.perplexity.perplexity_report", broken)
     with pytest.raises(SystemExit) as exc:
         cli.main(["perplexity", str(path)])
     assert exc.value.code == 3

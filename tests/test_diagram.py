@@ -1,4 +1,4 @@
-"""Terminal reliability diagram (calibcli.diagram).
+"""Terminal reliability diagram (calibcli.render.diagram).
 
 Snapshots: the plain-mode drawings of small fixed inputs are stored in ``tests/snapshots/*.txt`` so
 that any change to the drawing shows up as a diff. After an intended change, regenerate them with
@@ -21,8 +21,8 @@ import pytest
 import reference
 from rich.console import Console
 
-from calibcli.diagram import DiagramSeries, diagram_lines, render_diagram
 from calibcli.metrics.core import BinStats
+from calibcli.render.diagram import DiagramSeries, diagram_lines, render_diagram
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 HEIGHT = 16  # default rows of the accuracy panel

@@ -1,5 +1,5 @@
 """inspect-ai logs (calibcli.formats.inspect_sample_row) and whole-document input
-(calibcli.documents), checked against the real logs in tests/fixtures/inspect_ai/.
+(calibcli.io.documents), checked against the real logs in tests/fixtures/inspect_ai/.
 
 The expected values are read from the fixtures with zipfile/zstandard/json here, and the
 confidence is recomputed as exp of the summed token logprobs in plain Python; accuracy is
@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from calibcli import documents, formats
+from calibcli import formats
 from calibcli.formats import CalibrationRow, inspect_sample_row, inspect_scorers
+from calibcli.io import documents
 
 FIXTURES = Path(__file__).parent / "fixtures" / "inspect_ai"
 EVAL = FIXTURES / "toy_arithmetic.eval"

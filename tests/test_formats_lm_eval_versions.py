@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from calibcli import documents
 from calibcli.formats import (
     GENERATIVE_WARNING,
     ROW_FORMATS,
@@ -25,6 +24,7 @@ from calibcli.formats import (
     lm_eval_output_type,
     lm_eval_row_kind,
 )
+from calibcli.io import documents
 
 REALWORLD = Path(__file__).parents[2] / "shared" / "realworld"
 needs_realworld = pytest.mark.skipif(not REALWORLD.is_dir(), reason="no ../shared/realworld")

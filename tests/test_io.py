@@ -555,13 +555,13 @@ class _Terminal(io.StringIO):
 
 
 def test_progress_bar_only_on_a_terminal_for_files(tmp_path, monkeypatch):
-    import calibcli.io.progress as progress
+    import calibcli.cli.progress as progress
 
     monkeypatch.setattr(progress, "PROGRESS_MIN_BYTES", 1)
     path = write(tmp_path / "p.jsonl", calib_lines())
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    assert_matches(read_calibration([path], progress=True), ROWS)
+    assert_matches(read_calibration([path], progress=progress.progress_bar), ROWS)
     assert "p.jsonl" in terminal.getvalue()
 
     def no_bar(*args, **kwargs):
@@ -569,10 +569,10 @@ def test_progress_bar_only_on_a_terminal_for_files(tmp_path, monkeypatch):
 
     monkeypatch.setattr(progress, "ProgressBar", no_bar)
     fake_stdin(monkeypatch, "\n".join(calib_lines()).encode())
-    assert_matches(read_calibration(["-"], progress=True), ROWS)  # never for stdin
-    assert_matches(read_calibration([path], progress=False), ROWS)
+    assert_matches(read_calibration(["-"], progress=progress.progress_bar), ROWS)  # never for stdin
+    assert_matches(read_calibration([path], progress=None), ROWS)
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
-    assert_matches(read_calibration([path], progress=True), ROWS)
+    assert_matches(read_calibration([path], progress=progress.progress_bar), ROWS)
 
 
 def test_two_objects_on_a_line_next_to_a_blank_line(tmp_path):

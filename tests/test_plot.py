@@ -1,4 +1,4 @@
-"""Reliability diagram images (calibcli.plot), rendered with matplotlib's Agg/SVG/PDF canvases."""
+"""Reliability diagram images (calibcli.render.image), on matplotlib's Agg/SVG/PDF canvases."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibcli.diagram import DiagramSeries
-from calibcli.plot import PlotUnavailable, plot_reliability, reliability_figure
+from calibcli.render.diagram import DiagramSeries
+from calibcli.render.image import PlotUnavailable, plot_reliability, reliability_figure
 
 pytest.importorskip("matplotlib")
 
@@ -219,7 +219,7 @@ def test_missing_matplotlib_raises_plot_unavailable(monkeypatch, tmp_path):
 
 def test_importing_the_modules_does_not_import_matplotlib_or_rich():
     code = (
-        "import sys, calibcli.plot, calibcli.diagram; "
+        "import sys, calibcli.render.image, calibcli.render.diagram; "
         "print([m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'rich')])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,4 +1,4 @@
-"""calibcli.report: strict JSON, atomic writes, gate checks and warnings, without the CLI."""
+"""Reports without the CLI: strict JSON, atomic writes, gate checks and warnings."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import stat
 
 import pytest
 
-from calibcli import output, report
-from calibcli.gate import Gate, evaluate
+from calibcli.cli import staging as output
 from calibcli.io import PerplexityData
+from calibcli.reports import calibrate as calibrate_reports
+from calibcli.reports import perplexity as perplexity_reports
+from calibcli.reports import report
+from calibcli.reports.gate import Gate, evaluate
 
 # --------------------------------------------------------------------------- JSON and files
 
@@ -174,7 +177,7 @@ def test_undefined_value_fails_closed():
 
 def test_perplexity_report_from_data():
     data = PerplexityData(sequences=2, total_nll=6.0, total_tokens=4, total_bytes=8)
-    done = report.perplexity_report(data, Gate({}))
+    done = perplexity_reports.perplexity_report(data, Gate({}))
     assert done.body["perplexity"] == math.exp(1.5)
     assert done.body["bits_per_byte"] == 0.75 / math.log(2)
     assert "word_perplexity" not in done.body
@@ -185,7 +188,7 @@ def test_perplexity_report_without_tokens():
     data = PerplexityData(
         sequences=2, total_nll=6.0, total_tokens=None, total_bytes=8, total_words=2, fmt="lm-eval"
     )
-    done = report.perplexity_report(data, Gate({"perplexity": 10.0}))
+    done = perplexity_reports.perplexity_report(data, Gate({"perplexity": 10.0}))
     body = done.body
     assert body["format"] == "lm-eval"
     assert body["total_tokens"] is None and body["perplexity"] is None
@@ -206,7 +209,7 @@ def test_perplexity_report_logprob_counts_and_sentinels():
         sentinel_logprobs=2,
         fmt="logprobs",
     )
-    done = report.perplexity_report(data, Gate({}))
+    done = perplexity_reports.perplexity_report(data, Gate({}))
     assert done.body["null_logprobs"] == 1 and done.body["sentinel_logprobs"] == 2
     assert any(w.startswith("2 token logprob(s) are <= -9999") for w in done.warnings)
 
@@ -217,7 +220,7 @@ def test_perplexity_report_groups_and_gate_each():
         "b": PerplexityData(sequences=1, total_nll=0.0, total_tokens=0),
     }
     data = PerplexityData(sequences=2, total_nll=2.0, total_tokens=2, groups=groups)
-    done = report.perplexity_report(data, Gate({"perplexity": 5.0}, each=True))
+    done = perplexity_reports.perplexity_report(data, Gate({"perplexity": 5.0}, each=True))
     assert list(done.body["groups"]) == ["a", "b"]
     assert done.body["groups"]["a"]["perplexity"] == math.e
     assert done.body["gate"]["failed_groups"] == ["b"]
@@ -276,9 +279,11 @@ def _assert_same_figures(a, b):
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
 def test_calibrate_report_reorder_ok_changes_no_figure(strategy):
-    plain = report.calibrate_report(_calibration_data(5000, 1, groups=True), strategy=strategy)
+    plain = calibrate_reports.calibrate_report(
+        _calibration_data(5000, 1, groups=True), strategy=strategy
+    )
     data = _calibration_data(5000, 1, groups=True)
-    fast = report.calibrate_report(data, strategy=strategy, reorder_ok=True)
+    fast = calibrate_reports.calibrate_report(data, strategy=strategy, reorder_ok=True)
     _assert_same_figures(plain.body, fast.body)
     for part in (data, *data.groups.values()):  # the caller's columns were sorted in place
         assert (part.columns.conf_wrong[1:] >= part.columns.conf_wrong[:-1]).all()
@@ -286,11 +291,11 @@ def test_calibrate_report_reorder_ok_changes_no_figure(strategy):
 
 def test_calibrate_report_never_reorders_for_the_bootstrap():
     np = pytest.importorskip("numpy")
-    boot = report.Bootstrap(0.9, samples=20, seed=3)
-    plain = report.calibrate_report(_calibration_data(3000, 2), bootstrap=boot)
+    boot = calibrate_reports.Bootstrap(0.9, samples=20, seed=3)
+    plain = calibrate_reports.calibrate_report(_calibration_data(3000, 2), bootstrap=boot)
     data = _calibration_data(3000, 2)
     before = data.columns.conf_correct.copy(), data.columns.conf_wrong.copy()
-    fast = report.calibrate_report(data, bootstrap=boot, reorder_ok=True)
+    fast = calibrate_reports.calibrate_report(data, bootstrap=boot, reorder_ok=True)
     assert fast.body["ci"] == plain.body["ci"]  # resamples follow the row order: identical
     assert np.array_equal(data.columns.conf_correct, before[0])
     assert np.array_equal(data.columns.conf_wrong, before[1])

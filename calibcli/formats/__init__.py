@@ -3,7 +3,7 @@
 Pure functions over one decoded JSON row (a ``dict``): no file reading, no numpy. Each raises
 ``ValueError`` with a message that names the offending field or position but not the file or line;
 the reader prefixes ``"path:line: "`` (or ``"path:<locator>: "`` for rows of a whole document,
-see :mod:`calibcli.documents`).
+see :mod:`calibcli.io.documents`).
 
 Formats (:data:`ROW_FORMATS`; :func:`detect_row_format` names them from a file's first row):
 

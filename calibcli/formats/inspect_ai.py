@@ -1,7 +1,7 @@
 """inspect-ai eval log samples: correctness from a scorer, confidence from output logprobs.
 
 A sample is one element of a ``.json`` log's ``samples`` or one ``samples/<id>_epoch_<n>.json``
-entry of a ``.eval`` log (:mod:`calibcli.documents` opens both). Each sample/epoch is one row.
+entry of a ``.eval`` log (:mod:`calibcli.io.documents` opens both). Each sample/epoch is one row.
 """
 
 from __future__ import annotations

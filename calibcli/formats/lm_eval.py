@@ -3,7 +3,7 @@ skips.
 
 Versions read: v0.4.3+ JSONL (``samples_<task>_<date>.jsonl``, loglikelihoods as strings such as
 ``["-1.23", "False"]``); mid-2024 JSONL named ``.json``; v0.4.0-v0.4.2 indented JSON arrays
-(``samples_<task>.json``, opened by :mod:`calibcli.documents`; rows as in later versions, numbers
+(``samples_<task>.json``, opened by :mod:`calibcli.io.documents`; rows as in later versions, numbers
 as numbers); and the 2023 pre-release rows (numeric loglikelihoods, ``arguments`` holding only the
 first request's ``[context, continuation]`` pair).
 """

@@ -10,7 +10,7 @@ newline-aligned blocks), :mod:`~calibcli.io.rows` (what a valid row is, every me
 :mod:`~calibcli.io.route` (each file's format, skipped files, converters of other formats),
 :mod:`~calibcli.io.decode` (block -> columns), :mod:`~calibcli.io.fold` (columns -> statistics),
 :mod:`~calibcli.io.reader` (the loop), :mod:`~calibcli.io.parallel` (worker processes) and
-:mod:`~calibcli.io.progress`. Memory stays flat whatever the input's size (except the kept
+:mod:`~calibcli.cli.progress`. Memory stays flat whatever the input's size (except the kept
 columns, 8 bytes per row); results do not depend on the block size or the number of workers
 beyond rounding.
 """
@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from calibcli.io.data import CalibrationData, InputError, PerplexityData
+from calibcli.errors import InputError
+from calibcli.io.data import CalibrationData, PerplexityData
 from calibcli.io.sources import MAX_LINE_BYTES, display_name
 
 __all__ = [
@@ -128,7 +129,7 @@ def read_calibration(
     mc_norm: str = "none",
     scorer: str | None = None,
     inspect_confidence: str = "sequence",
-    progress: bool = False,
+    progress: Callable[[str, int | None], Any] | None = None,
     workers: int | None = None,
     block_size: int | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
@@ -146,10 +147,10 @@ def read_calibration(
     ``inspect_confidence`` how an inspect-ai answer's confidence comes from its output's token
     logprobs (``sequence``, ``first-token`` or ``mean-token``).
     ``workers`` is the number of processes per source (>= 1; None: two on a machine with two
-    CPUs or more for an input of 32 MB or more, else one). ``progress`` shows a bar on a
-    terminal for large files. A line longer than ``max_line_bytes`` (default 64 MiB) is invalid
-    input. Raises :class:`InputError` for unreadable or invalid input and ValueError for invalid
-    options.
+    CPUs or more for an input of 32 MB or more, else one). ``progress(name, size)``, when given,
+    makes a progress bar for a source (an object with ``update(bytes)`` and ``close()``, or
+    None). A line longer than ``max_line_bytes`` (default 64 MiB) is invalid input. Raises
+    :class:`InputError` for unreadable or invalid input and ValueError for invalid options.
     """
     _check_options(fmt, mc_norm, workers, "calibration", max_line_bytes)
     from calibcli.io.fold import CalibrationSink
@@ -225,7 +226,7 @@ def read_perplexity(
     logprobs_field: str = "logprobs",
     by: str | None = None,
     fmt: str = "auto",
-    progress: bool = False,
+    progress: Callable[[str, int | None], Any] | None = None,
     workers: int | None = None,
     block_size: int | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,

@@ -1,4 +1,4 @@
-"""What the reader returns (frozen dataclasses) and the one error it raises for bad input."""
+"""What the reader returns (frozen dataclasses)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from calibcli.metrics.core import BinStats, PredictionColumns
-
-
-class InputError(Exception):
-    """Invalid or unreadable input. ``str(error)`` is one line naming the file and line:
-    ``path:line: what is wrong``, or ``path: reason`` when the file cannot be read at all."""
-
-    def __init__(self, path: str, line: int | None, detail: str) -> None:
-        self.path = path
-        self.line = line
-        self.detail = detail
-        super().__init__(f"{path}:{line}: {detail}" if line is not None else f"{path}: {detail}")
-
-    def __reduce__(self):  # picklable across worker processes
-        return (InputError, (self.path, self.line, self.detail))
 
 
 @dataclass(frozen=True)

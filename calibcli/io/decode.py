@@ -24,7 +24,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from calibcli.io.data import InputError
+from calibcli.errors import InputError
 from calibcli.io.rows import NOT_AN_OBJECT, TOO_DEEP, group_name, parse_line
 from calibcli.io.sources import lines_of
 

@@ -18,7 +18,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from calibcli.io.data import CalibrationData, InputError, PerplexityData
+from calibcli.errors import InputError
+from calibcli.io.data import CalibrationData, PerplexityData
 from calibcli.io.rows import PERPLEXITY_COUNTS, PerplexityRow
 
 if TYPE_CHECKING:  # pragma: no cover

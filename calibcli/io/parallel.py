@@ -21,7 +21,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from calibcli.io.data import InputError
+from calibcli.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

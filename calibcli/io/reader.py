@@ -3,7 +3,7 @@
 Each source is routed on its own: its format comes from its first row (or is forced), and a
 source whose rows do not serve the command is skipped with a warning. A regular file holding one
 whole JSON document (an array, a pretty-printed object, an inspect-ai ``.eval`` zip) is read
-through :func:`calibcli.documents.iter_document` instead of line by line.
+through :func:`calibcli.io.documents.iter_document` instead of line by line.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from calibcli.io.data import InputError
-from calibcli.io.progress import ProgressBar, progress_bar
+from calibcli.errors import InputError
 from calibcli.io.sources import BLOCK_SIZE, MAX_LINE_BYTES, Source, blocks, display_name
 
 DOCUMENT_BATCH = 4096
@@ -70,7 +69,7 @@ def whole_document_kind(source: str) -> str | None:
     try:
         if not stat.S_ISREG(os.stat(source).st_mode):
             return None
-        from calibcli.documents import document_kind
+        from calibcli.io.documents import document_kind
 
         return document_kind(source)
     except (OSError, EOFError, ValueError, RecursionError):
@@ -78,12 +77,12 @@ def whole_document_kind(source: str) -> str | None:
 
 
 def document_rows(source: str, kind: str) -> Iterator[tuple[int | str, Any]]:
-    """(locator, row) of a whole document (:func:`calibcli.documents.iter_document`), its errors
+    """(locator, row) of a whole document (:func:`calibcli.io.documents.iter_document`), its errors
     as :class:`InputError` naming the file and the row; an lm-eval results file raises
     :class:`SkipFile`."""
     import zlib
 
-    from calibcli.documents import DocumentError, ResultsFile, iter_document
+    from calibcli.io.documents import DocumentError, ResultsFile, iter_document
 
     name = display_name(source)
     try:
@@ -130,7 +129,7 @@ class Reader:
         make_decoder: Callable[[str, str], Any],
         new_sink: Callable[[], Any],
         route: Callable[[dict, str | None], tuple[str, str | None]],
-        progress: bool,
+        progress: Callable[[str, int | None], Any] | None,
         workers: int | None,
         block_size: int | None,
         max_line_bytes: int = MAX_LINE_BYTES,
@@ -220,8 +219,12 @@ class Reader:
         finally:
             src.close()
 
-    def bar(self, src: Source) -> ProgressBar | None:
-        return progress_bar(src.name, src.size) if self._progress else None
+    def bar(self, src: Source) -> Any:
+        """A progress bar over one source's bytes from the ``progress`` factory given (None:
+        no bar): an object with ``update(completed)`` and ``close()``, or None."""
+        if self._progress is None or src.source == "-":
+            return None
+        return self._progress(src.name, src.size)
 
     def _parts(self, src: Source) -> int:
         """Processes to use for one source."""
@@ -253,7 +256,7 @@ class Reader:
         items: Iterable[tuple[int, Any, int, int]],
         sink: Any,
         *,
-        bar: ProgressBar | None = None,
+        bar: Any = None,
         limit: int | None = None,
         scale: int = 1,
         start: int = 0,

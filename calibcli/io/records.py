@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.io.data import InputError
+from calibcli.errors import InputError
 from calibcli.io.sources import Source, blocks, lines_of
 
 BLOCK_SIZE = 1 << 20

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from calibcli.io.data import InputError
+from calibcli.errors import InputError
 
 BLOCK_SIZE = 1 << 20
 """Bytes read per block (blocks are then cut back to the last newline)."""

@@ -39,8 +39,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from calibcli.figures import CALIBRATION, interval_keys
 from calibcli.metrics.core import BinStats, PredictionColumns, bin_edges, check_bins
+from calibcli.reports.figures import CALIBRATION, interval_keys
 
 __all__ = [
     "SCALAR_KEYS",

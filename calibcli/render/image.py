@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from calibcli.diagram import DiagramSeries
+from calibcli.render.diagram import DiagramSeries
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -3,14 +3,14 @@
 Made for CI job summaries (GitHub Actions: ``--summary "$GITHUB_STEP_SUMMARY"``): a heading, a
 table of the headline figures, the gate's checks, and the warnings. It only reads the finished
 report, so it shows exactly what the report says. The commands append it (never truncating, so
-several calibcli steps share one summary file) with the other outputs (:mod:`calibcli.output`).
+several calibcli steps share one summary file) with the other outputs (:mod:`calibcli.cli.staging`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from calibcli.figures import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup
+from calibcli.reports.figures import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup
 
 
 def _cell(value: Any) -> str:

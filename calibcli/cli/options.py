@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.figures import Figure, gateable
+from calibcli.reports.figures import Figure, gateable
 
 MAX_BINS = 10_000  # more bins than this hold a handful of rows each even in 100M-row files
 MIN_BOOTSTRAP = 200  # fewer resamples cannot place the tails of a 95% interval

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from calibcli.app import EXIT_CODES, app, check_outputs, emit, one_blas_thread, usage_error
-from calibcli.options import (
+from calibcli.cli.app import EXIT_CODES, app, usage_error
+from calibcli.cli.emit import check_outputs, emit
+from calibcli.cli.options import (
     AllowUnmatchedOpt,
     BinsOpt,
     BootstrapOpt,
@@ -30,6 +31,7 @@ from calibcli.options import (
     UnpairedOpt,
     reading_options,
 )
+from calibcli.cli.reading import one_blas_thread
 
 
 @app.command(epilog=EXIT_CODES)
@@ -65,10 +67,10 @@ def compare(
     --max-decrease auroc=0.01) gate on the upper end of the difference's interval by default:
     exit 1 when NEW may be worse than BASE by more than the margin.
     """
-    from calibcli.comparison import CompareSettings, Matched, compare_report, margins, match
-    from calibcli.gate import Gate
     from calibcli.io import InputError
     from calibcli.io.records import read_keyed
+    from calibcli.reports.compare import CompareSettings, Matched, compare_report, margins, match
+    from calibcli.reports.gate import Gate
 
     if gate_each and reading.by is None:
         raise usage_error("--gate-each needs --by FIELD")
@@ -145,7 +147,7 @@ def compare(
         )
     image = None
     if plot is not None:
-        from calibcli.app import picture
+        from calibcli.cli.emit import picture
 
         if label:
             result.series = dict(zip(label, result.series.values(), strict=True))
@@ -165,7 +167,7 @@ def _unkeyed(source: str, options: dict) -> object:
 
 
 def _check_matching(matched: object, base: str, new: str, allow: bool) -> None:
-    from calibcli.comparison import MAX_UNMATCHED_SHARE
+    from calibcli.reports.compare import MAX_UNMATCHED_SHARE
 
     if matched.base[0].shape[0] == 0:
         raise usage_error(

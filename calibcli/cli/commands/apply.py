@@ -1,4 +1,4 @@
-"""Recalibration commands: fit a calibrator on held-out rows, apply one to rows."""
+"""calibcli apply: rows streamed back out with their confidence recalibrated."""
 
 from __future__ import annotations
 
@@ -7,86 +7,14 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.app import EXIT_CODES, app, check_outputs, read_predictions, usage_error
-from calibcli.options import (
-    BinsOpt,
+from calibcli.cli.app import EXIT_CODES, app, usage_error
+from calibcli.cli.emit import check_outputs
+from calibcli.cli.options import (
     ByOpt,
     ConfidenceField,
     Files,
-    JsonOpt,
-    MethodOpt,
-    OutputOpt,
     QuietOpt,
-    Reading,
-    SummaryOpt,
-    reading_options,
 )
-
-
-@app.command(epilog=EXIT_CODES)
-@reading_options
-def fit(
-    files: Files,
-    method: MethodOpt = ...,
-    bins: BinsOpt = 10,
-    json_out: JsonOpt = False,
-    output: OutputOpt = None,
-    summary: SummaryOpt = None,
-    reading: Reading | None = None,
-) -> None:
-    """Fit a recalibration map on held-out rows and write it as a calibrator file (-o).
-
-    Methods: temperature (sigma(logit(c) / T)), platt (sigma(a logit(c) + b), Platt's target
-    smoothing), isotonic (pool-adjacent-violators, linear between fitted points), histogram
-    (each equal-width bin's accuracy; --bins) and beta (Kull et al. 2017). With --by, one
-    calibrator per group (rows of other groups use the pooled one). Apply it with
-    'calibcli calibrate|reliability|threshold --calibrator FILE' on other rows, or stream
-    recalibrated rows with 'calibcli apply'.
-    """
-    from calibcli.app import emit, one_blas_thread, read_choices
-    from calibcli.recalibrate import choices_data, fit_choices, fit_data
-    from calibcli.report import fit_report
-
-    check_outputs(output=output, summary=summary)
-    data = read_predictions(files, reading, bins=bins, keep_columns=True)
-    fitted_on: dict[str, Any] = {
-        "n": int(data.stats.n),
-        "files": list(files),
-        "format": data.fmt,
-        "confidence_field": reading.confidence_field,
-        "correct_field": reading.correct_field,
-    }
-    if data.fmt == "lm-eval":
-        fitted_on["mc_norm"] = reading.mc_norm.value
-    # lm-eval rows: temperature scales the choices' loglikelihoods (Guo et al. 2017), not the
-    # confidence of the top choice
-    choices = None
-    if data.fmt == "lm-eval" and method.value == "temperature":
-        choices = read_choices(files, mc_norm=reading.mc_norm, by=reading.by)
-    try:
-        with one_blas_thread():
-            if choices is None:
-                calibrators = fit_data(
-                    data, method=method.value, bins=bins, fitted_on=fitted_on, by=reading.by
-                )
-            else:
-                calibrators = fit_choices(choices, fitted_on=fitted_on, by=reading.by)
-    except ValueError as exc:
-        raise usage_error(f"cannot fit {method.value}: {exc}") from None
-    with one_blas_thread():
-        after = None if choices is None else choices_data(choices, calibrators, bins=bins)
-        result = fit_report(data, calibrators, bins=bins, after=after)
-    emit(
-        result,
-        json_out=json_out,
-        output=output,
-        summary=summary,
-        files=files,
-        by=reading.by,
-        document=calibrators.to_json(),
-    )
-    raise typer.Exit(0)
-
 
 BATCH = 8192  # rows mapped in one vectorised call
 
@@ -120,10 +48,10 @@ def apply_calibrator(
     """
     import sys
 
-    from calibcli.app import recalibration_options
+    from calibcli.cli.reading import recalibration_options
+    from calibcli.cli.staging import OutputError, StreamTarget
     from calibcli.io import InputError
-    from calibcli.output import OutputError, StreamTarget
-    from calibcli.recalibrate import MULTICLASS
+    from calibcli.summaries.recalibrate import MULTICLASS
 
     calibrators, _ = recalibration_options(calibrator, None, None)
     if calibrators.method == MULTICLASS:

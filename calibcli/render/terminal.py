@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from calibcli.figures import (
+from calibcli.reports.figures import (
     CALIBRATION,
     PERPLEXITY,
     RECALIBRATION,
@@ -223,7 +223,7 @@ def reliability_table(rel: dict[str, Any], title: str, *, ascii_only: bool = Fal
 
 def print_reliability(report: dict[str, Any], by: str | None = None) -> None:
     """The per-bin table, the report's reliability diagram drawn in the terminal, the groups."""
-    from calibcli.diagram import DiagramSeries, render_diagram
+    from calibcli.render.diagram import DiagramSeries, render_diagram
 
     title = f"Reliability ({report['bins']} bins, N = {report['n']:,})"
     ascii_only = _console().options.ascii_only

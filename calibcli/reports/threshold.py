@@ -2,7 +2,7 @@
 auto-approved with accuracy >= A, guaranteed with probability >= 1 − δ.
 
 Builds report sections from a reader's columns with :mod:`calibcli.metrics.selective`; the
-report shell, warnings and strict JSON come from :mod:`calibcli.report`. With a separate fit
+report shell, warnings and strict JSON come from :mod:`calibcli.reports.report`. With a separate fit
 input (``--fit``) the threshold is chosen there and its coverage and accuracy are *realised*
 on the main input; otherwise both come from the same rows, which flatters them (said in a
 warning).
@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from calibcli.report import Note, Report, Section, assemble
+from calibcli.reports.report import Note, Report, Section, assemble
 
 COVERAGES = (0.1, 0.5, 0.9)  # selective accuracy is reported at these coverages
 TABLE_ROWS = 20  # rows of the risk–coverage table at round coverages (all with --full)

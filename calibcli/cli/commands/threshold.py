@@ -3,18 +3,9 @@ finite-sample guarantee on their accuracy."""
 
 from __future__ import annotations
 
-from calibcli.app import (
-    EXIT_CODES,
-    app,
-    check_outputs,
-    emit,
-    one_blas_thread,
-    read_predictions,
-    recalibrate,
-    recalibration_options,
-    usage_error,
-)
-from calibcli.options import (
+from calibcli.cli.app import EXIT_CODES, app, usage_error
+from calibcli.cli.emit import check_outputs, emit
+from calibcli.cli.options import (
     CalibratorOpt,
     DeltaOpt,
     Files,
@@ -31,6 +22,12 @@ from calibcli.options import (
     SummaryOpt,
     TargetAccuracyOpt,
     reading_options,
+)
+from calibcli.cli.reading import (
+    one_blas_thread,
+    read_predictions,
+    recalibrate,
+    recalibration_options,
 )
 
 
@@ -61,8 +58,8 @@ def threshold(
     with the risk-coverage table, AURC, E-AURC and accuracy at 10/50/90% coverage. Choose the
     threshold on held-out rows with --fit; --min-coverage gates on the share it accepts.
     """
-    from calibcli.automation import ThresholdSettings, threshold_report
-    from calibcli.gate import Gate
+    from calibcli.reports.gate import Gate
+    from calibcli.reports.threshold import ThresholdSettings, threshold_report
 
     if gate_each and reading.by is None:
         raise usage_error("--gate-each needs --by FIELD")
@@ -92,13 +89,14 @@ def threshold(
             data, settings, fit=fit_data, gate=Gate({}, each=gate_each, minimums=minimums)
         )
         if recalibration is not None:
-            from calibcli.report import calibrate_report, with_recalibration
+            from calibcli.reports.calibrate import calibrate_report
+            from calibcli.reports.recalibration import with_recalibration
 
             before, after = calibrate_report(raw), calibrate_report(data)
             result = with_recalibration(result, before, after, *recalibration, plot_both=False)
     image = None
     if plot is not None:
-        from calibcli.plot import PlotUnavailable, coverage_image, image_format
+        from calibcli.render.image import PlotUnavailable, coverage_image, image_format
 
         try:
             image = (plot, coverage_image(result.series, image_format(plot)))

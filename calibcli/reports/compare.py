@@ -15,9 +15,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from calibcli import figures as registry
-from calibcli.gate import Gate, evaluate
-from calibcli.report import SCHEMA_VERSION, Note, Section, finish
+from calibcli.reports import figures as registry
+from calibcli.reports.gate import Gate, evaluate
+from calibcli.reports.report import SCHEMA_VERSION, Note, Section, finish
 
 MAX_UNMATCHED_SHARE = 0.05  # more unmatched rows than this on either side is an error by default
 
@@ -265,7 +265,8 @@ def _reliability_series(matched: Matched, settings: CompareSettings) -> dict[str
     from types import SimpleNamespace
 
     from calibcli.metrics import BinStats
-    from calibcli.report import as_shown, reliability_section
+    from calibcli.reports.reliability import reliability_section
+    from calibcli.reports.report import as_shown
 
     out = {}
     for name, (conf, corr) in (("base", matched.base), ("new", matched.new)):

@@ -1,6 +1,6 @@
 """Reliability diagrams drawn in the terminal.
 
-`DiagramSeries` is the drawing input shared by this module and `calibcli.plot`: per-bin mean
+`DiagramSeries` is the drawing input shared by this module and `calibcli.render.image`: per-bin mean
 confidence, accuracy and count plus the headline numbers, built from a `BinStats` with
 `DiagramSeries.from_stats`. Importing this module needs numpy only; rich is imported when a
 diagram is rendered.

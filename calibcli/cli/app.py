@@ -1,0 +1,94 @@
+"""The typer application: one-line usage errors, the exit codes, ``--version``.
+
+Commands live in calibcli.cli.commands and register themselves on :data:`app`; what they share
+is in calibcli.cli.reading (reading with exit-2 errors) and calibcli.cli.emit (the outputs and
+the gate's exit code). Heavy modules (numpy, rich, matplotlib) are imported inside functions.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+EXIT_CODES = """\b
+Exit codes:
+  0  ran, and every requested threshold holds
+  1  a gate failed: a --max-* threshold is exceeded, --min-coverage is not reached,
+     NEW is worse than BASE by more than a --max-increase/--max-decrease margin, or the
+     data cannot support the check (too few populated bins, no rows, zero tokens)
+  2  usage error or invalid input: one line on stderr, "Error: FILE:LINE: what is wrong";
+     no report is written and an existing -o file is left untouched
+  3  internal error (a bug): the traceback is printed"""
+
+
+def _usage_error_type() -> type[Exception]:
+    """The vendored click's UsageError (typer does not export it; BadParameter derives from it)."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+class _OneLineErrors(TyperGroup):
+    """A usage error (a bad option value, a missing argument) is one line on stderr, like an
+    input error: ``Error: what is wrong (see 'calibcli calibrate -h')``, exit 2."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        usage_error = _usage_error_type()
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except usage_error as exc:
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" or ctx is None:
+                exc.show()  # help for a bare "calibcli", or no context to name
+            else:
+                typer.echo(f"Error: {exc.format_message()} (see '{ctx.command_path} -h')", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        except Exception as exc:
+            if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # any other click exception
+                exc.show()
+                sys.exit(exc.exit_code)
+            raise
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+app = typer.Typer(
+    name="calibcli",
+    cls=_OneLineErrors,
+    help="Corpus perplexity, calibration error and Brier score from evaluation dumps (JSONL).",
+    epilog=EXIT_CODES,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from calibcli import __version__
+
+        typer.echo(f"calibcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Corpus perplexity, calibration error and Brier score from evaluation dumps (JSONL)."""
+
+
+def usage_error(message: str) -> typer.Exit:
+    """Print ``Error: message`` on stderr; the caller raises the returned Exit(2)."""
+    typer.echo(f"Error: {message}", err=True)
+    return typer.Exit(2)

@@ -1,0 +1,129 @@
+"""calibcli calibrate: the calibration estimator family, bootstrap intervals and the gate."""
+
+from __future__ import annotations
+
+from calibcli.cli.app import EXIT_CODES, app, usage_error
+from calibcli.cli.emit import check_outputs, emit, picture
+from calibcli.cli.options import (
+    BinsOpt,
+    BootstrapOpt,
+    CalibratorOpt,
+    CiOpt,
+    Files,
+    FoldsOpt,
+    GateEachOpt,
+    GateOn,
+    GateOnOpt,
+    JsonOpt,
+    LabelOpt,
+    MinBinsOpt,
+    OutputOpt,
+    PlotOpt,
+    Reading,
+    RecalibrateOpt,
+    SeedOpt,
+    Strategy,
+    StrategyOpt,
+    SummaryOpt,
+    gate_options,
+    reading_options,
+)
+from calibcli.cli.reading import (
+    one_blas_thread,
+    read_predictions,
+    recalibrate,
+    recalibration_options,
+)
+from calibcli.reports.figures import CALIBRATION
+
+
+@app.command(epilog=EXIT_CODES)
+@gate_options(CALIBRATION)
+@reading_options
+def calibrate(
+    files: Files,
+    bins: BinsOpt = 10,
+    strategy: StrategyOpt = Strategy.uniform,
+    min_populated_bins: MinBinsOpt = 3,
+    ci: CiOpt = None,
+    bootstrap: BootstrapOpt = None,
+    seed: SeedOpt = None,
+    gate_on: GateOnOpt = GateOn.estimate,
+    gate_each: GateEachOpt = False,
+    plot: PlotOpt = None,
+    label: LabelOpt = None,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    summary: SummaryOpt = None,
+    calibrator: CalibratorOpt = None,
+    recalibrate_with: RecalibrateOpt = None,
+    folds: FoldsOpt = None,
+    limits: dict[str, float] | None = None,
+    reading: Reading | None = None,
+) -> None:
+    """Calibration: ECE, Brier (decomposed), MCE, RMSCE, smooth ECE, NLL, AUROC and more.
+
+    Rows: {"confidence": number in [0, 1], "correct": true|false|0|1}. Warns when fewer than
+    --min-populated-bins bins are populated, and when the median populated bin holds fewer than
+    30 predictions (binned estimates are then noisy: prefer smece or rmsce_debiased and
+    --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do.
+    With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
+    shown beside the figures before it.
+    """
+    from calibcli.reports.calibrate import Bootstrap, calibrate_report
+    from calibcli.reports.gate import Gate
+    from calibcli.reports.recalibration import with_recalibration
+
+    if gate_each and reading.by is None:
+        raise usage_error("--gate-each needs --by FIELD")
+    if gate_each and not limits:
+        raise usage_error("--gate-each applies the --max-* gates to every group; give one")
+    if gate_on is GateOn.upper and ci is None:
+        ci = 0.95
+    if ci is None and (bootstrap is not None or seed is not None):
+        raise usage_error("--bootstrap and --seed set up --ci intervals; give --ci LEVEL too")
+    calibrators, method = recalibration_options(calibrator, recalibrate_with, folds)
+    check_outputs(output=output, summary=summary, plot=plot)
+    data = read_predictions(
+        files,
+        reading,
+        bins=bins,
+        keep_columns=True,
+        plot=plot,
+        labels=label,
+        per_source=calibrators is None and method is None,
+    )
+    boot = None
+    if ci is not None:
+        boot = Bootstrap(ci, bootstrap or 1000, seed or 0, reading.workers)
+    options = {"bins": bins, "strategy": strategy.value, "min_bins": min_populated_bins}
+    gate = Gate(limits or {}, gate_on.value, gate_each)
+    with one_blas_thread():
+        if calibrators is None and method is None:
+            # reorder_ok: the reader's fresh buffers; nothing else needs their row order
+            result = calibrate_report(data, bootstrap=boot, gate=gate, reorder_ok=True, **options)
+        else:
+            after, settings, notes = recalibrate(
+                data,
+                calibrators,
+                method,
+                folds=folds or 5,
+                bins=bins,
+                files=files,
+                mc_norm=reading.mc_norm,
+                by=reading.by,
+            )
+            result = calibrate_report(after, bootstrap=boot, gate=gate, reorder_ok=True, **options)
+            before = calibrate_report(data, reorder_ok=True, **options)
+            result = with_recalibration(result, before, result, settings, notes)
+    del data  # free the columns: the report holds everything shown from here on
+    image = None if plot is None else (plot, picture(result, plot, label, with_ci=boot is not None))
+    emit(
+        result,
+        json_out=json_out,
+        output=output,
+        summary=summary,
+        files=files,
+        by=reading.by,
+        plot=image,
+    )

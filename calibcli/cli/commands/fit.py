@@ -1,0 +1,87 @@
+"""calibcli fit: a recalibration map fitted on held-out rows, written as a calibrator file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from calibcli.cli.app import EXIT_CODES, app, usage_error
+from calibcli.cli.emit import check_outputs
+from calibcli.cli.options import (
+    BinsOpt,
+    Files,
+    JsonOpt,
+    MethodOpt,
+    OutputOpt,
+    Reading,
+    SummaryOpt,
+    reading_options,
+)
+from calibcli.cli.reading import read_predictions
+
+
+@app.command(epilog=EXIT_CODES)
+@reading_options
+def fit(
+    files: Files,
+    method: MethodOpt = ...,
+    bins: BinsOpt = 10,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    summary: SummaryOpt = None,
+    reading: Reading | None = None,
+) -> None:
+    """Fit a recalibration map on held-out rows and write it as a calibrator file (-o).
+
+    Methods: temperature (sigma(logit(c) / T)), platt (sigma(a logit(c) + b), Platt's target
+    smoothing), isotonic (pool-adjacent-violators, linear between fitted points), histogram
+    (each equal-width bin's accuracy; --bins) and beta (Kull et al. 2017). With --by, one
+    calibrator per group (rows of other groups use the pooled one). Apply it with
+    'calibcli calibrate|reliability|threshold --calibrator FILE' on other rows, or stream
+    recalibrated rows with 'calibcli apply'.
+    """
+    from calibcli.cli.emit import emit
+    from calibcli.cli.reading import one_blas_thread, read_choices
+    from calibcli.reports.fit import fit_report
+    from calibcli.summaries.recalibrate import choices_data, fit_choices, fit_data
+
+    check_outputs(output=output, summary=summary)
+    data = read_predictions(files, reading, bins=bins, keep_columns=True)
+    fitted_on: dict[str, Any] = {
+        "n": int(data.stats.n),
+        "files": list(files),
+        "format": data.fmt,
+        "confidence_field": reading.confidence_field,
+        "correct_field": reading.correct_field,
+    }
+    if data.fmt == "lm-eval":
+        fitted_on["mc_norm"] = reading.mc_norm.value
+    # lm-eval rows: temperature scales the choices' loglikelihoods (Guo et al. 2017), not the
+    # confidence of the top choice
+    choices = None
+    if data.fmt == "lm-eval" and method.value == "temperature":
+        choices = read_choices(files, mc_norm=reading.mc_norm, by=reading.by)
+    try:
+        with one_blas_thread():
+            if choices is None:
+                calibrators = fit_data(
+                    data, method=method.value, bins=bins, fitted_on=fitted_on, by=reading.by
+                )
+            else:
+                calibrators = fit_choices(choices, fitted_on=fitted_on, by=reading.by)
+    except ValueError as exc:
+        raise usage_error(f"cannot fit {method.value}: {exc}") from None
+    with one_blas_thread():
+        after = None if choices is None else choices_data(choices, calibrators, bins=bins)
+        result = fit_report(data, calibrators, bins=bins, after=after)
+    emit(
+        result,
+        json_out=json_out,
+        output=output,
+        summary=summary,
+        files=files,
+        by=reading.by,
+        document=calibrators.to_json(),
+    )
+    raise typer.Exit(0)

@@ -1,0 +1,82 @@
+"""calibcli perplexity: corpus perplexity, bits per byte and word perplexity."""
+
+from __future__ import annotations
+
+from calibcli.cli.app import EXIT_CODES, app, usage_error
+from calibcli.cli.emit import check_outputs, emit
+from calibcli.cli.options import (
+    MAX_LINE_MB,
+    ByOpt,
+    BytesField,
+    Files,
+    Format,
+    FormatOpt,
+    GateEachOpt,
+    JsonOpt,
+    LogprobsField,
+    MaxLineMbOpt,
+    NllField,
+    OutputOpt,
+    QuietOpt,
+    SummaryOpt,
+    TokensField,
+    WordsField,
+    WorkersOpt,
+    gate_options,
+    line_bytes,
+)
+from calibcli.cli.reading import read
+from calibcli.reports.figures import PERPLEXITY
+
+
+@app.command(epilog=EXIT_CODES)
+@gate_options(PERPLEXITY)
+def perplexity(
+    files: Files,
+    nll_field: NllField = "nll",
+    tokens_field: TokensField = "tokens",
+    bytes_field: BytesField = "bytes",
+    words_field: WordsField = "words",
+    logprobs_field: LogprobsField = "logprobs",
+    fmt: FormatOpt = Format.auto,
+    by: ByOpt = None,
+    gate_each: GateEachOpt = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    quiet: QuietOpt = False,
+    summary: SummaryOpt = None,
+    workers: WorkersOpt = None,
+    max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
+    limits: dict[str, float] | None = None,
+) -> None:
+    """Corpus perplexity: exp(total NLL / total tokens), pooled over every sequence.
+
+    Rows: {"nll": summed NLL in nats, "tokens": count}; optional "bytes" and "words" add bits per
+    byte, byte perplexity and word perplexity. A --max-perplexity gate fails closed on no rows,
+    zero tokens, or input without token counts.
+    """
+    from calibcli.io import read_perplexity
+    from calibcli.reports.gate import Gate
+    from calibcli.reports.perplexity import perplexity_report
+
+    if gate_each and by is None:
+        raise usage_error("--gate-each needs --by FIELD")
+    if gate_each and not limits:
+        raise usage_error("--gate-each applies the --max-* gates to every group; give one")
+    check_outputs(output=output, summary=summary)
+    data = read(
+        read_perplexity,
+        files,
+        fmt,
+        quiet,
+        nll_field=nll_field,
+        tokens_field=tokens_field,
+        bytes_field=bytes_field,
+        words_field=words_field,
+        logprobs_field=logprobs_field,
+        by=by,
+        workers=workers,
+        max_line_bytes=line_bytes(max_line_mb),
+    )
+    result = perplexity_report(data, Gate(limits or {}, each=gate_each))
+    emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)

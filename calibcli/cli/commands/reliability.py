@@ -1,0 +1,92 @@
+"""calibcli reliability: per-bin reliability data and the diagram."""
+
+from __future__ import annotations
+
+from calibcli.cli.app import EXIT_CODES, app
+from calibcli.cli.emit import check_outputs, emit, picture
+from calibcli.cli.options import (
+    BinsOpt,
+    CalibratorOpt,
+    Files,
+    JsonOpt,
+    LabelOpt,
+    OutputOpt,
+    PlotOpt,
+    Reading,
+    SummaryOpt,
+    reading_options,
+)
+from calibcli.cli.reading import (
+    one_blas_thread,
+    read_predictions,
+    recalibrate,
+    recalibration_options,
+)
+
+
+@app.command(epilog=EXIT_CODES)
+@reading_options
+def reliability(
+    files: Files,
+    bins: BinsOpt = 10,
+    plot: PlotOpt = None,
+    label: LabelOpt = None,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    summary: SummaryOpt = None,
+    calibrator: CalibratorOpt = None,
+    reading: Reading | None = None,
+) -> None:
+    """Reliability diagram data: per bin, its range, count, mean confidence, accuracy with a
+    Wilson 95% interval and the gap, then the diagram drawn in the terminal.
+
+    Warns when fewer than 3 bins are populated (capped at --bins) or the median populated bin
+    holds fewer than 30 predictions. With --calibrator the bins are those of the recalibrated
+    confidences, with the headline figures before and after beside them.
+    """
+    from calibcli.reports.calibrate import calibrate_report
+    from calibcli.reports.recalibration import with_recalibration
+    from calibcli.reports.reliability import reliability_report
+
+    calibrators, _ = recalibration_options(calibrator, None, None)
+    check_outputs(output=output, summary=summary, plot=plot)
+    data = read_predictions(
+        files,
+        reading,
+        bins=bins,
+        keep_columns=calibrators is not None,
+        plot=plot,
+        labels=label,
+        per_source=calibrators is None,
+    )
+    if calibrators is None:
+        result = reliability_report(data)
+    else:
+        after, settings, notes = recalibrate(
+            data,
+            calibrators,
+            None,
+            folds=5,
+            bins=bins,
+            files=files,
+            mc_norm=reading.mc_norm,
+            by=reading.by,
+        )
+        with one_blas_thread():
+            result = with_recalibration(
+                reliability_report(after),
+                calibrate_report(data, bins=bins, reorder_ok=True),
+                calibrate_report(after, bins=bins, reorder_ok=True),
+                settings,
+                notes,
+            )
+    image = None if plot is None else (plot, picture(result, plot, label, with_ci=True))
+    emit(
+        result,
+        json_out=json_out,
+        output=output,
+        summary=summary,
+        files=files,
+        by=reading.by,
+        plot=image,
+    )

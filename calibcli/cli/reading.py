@@ -1,0 +1,152 @@
+"""Reading for the commands: the readers' errors become exit 2, options are checked before any
+input is read, and recalibration reads what it needs."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from calibcli.cli.app import usage_error
+
+
+def read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **options: Any) -> Any:
+    """Run a calibcli.io reader; invalid input becomes exit 2 with its one-line message."""
+    from calibcli.io import InputError
+
+    progress = None
+    if not quiet and sys.stderr is not None and sys.stderr.isatty():
+        from calibcli.cli.progress import progress_bar as progress
+    try:
+        with one_blas_thread():
+            data = read(files, fmt=fmt.value, progress=progress, **options)
+    except InputError as exc:
+        raise usage_error(str(exc)) from None
+    # Only a non-native detection is announced, one line per file: plain JSONL is the default,
+    # and a CI gate's stderr should carry warnings and verdicts, not a line on every run.
+    if fmt.value == "auto" and not quiet:
+        for name, found in (data.formats or {}).items():
+            if found != "jsonl":
+                typer.echo(f"detected format: {found} ({name})", err=True)
+    return data
+
+
+def check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | None) -> None:
+    """Refuse what cannot work before any reading, so a typo costs nothing."""
+    if labels and plot is None:
+        raise usage_error("--label names --plot series; give --plot PATH too")
+    if plot is not None:
+        from calibcli.render.image import image_format
+
+        try:
+            image_format(plot)
+        except ValueError as exc:
+            raise usage_error(f"--plot: {exc}") from None
+
+
+def read_predictions(
+    files: list[str],
+    reading: Any,
+    *,
+    bins: int,
+    keep_columns: bool,
+    plot: Path | None = None,
+    labels: list[str] | None = None,
+    per_source: bool = True,
+) -> Any:
+    """Check the options, then read calibration rows (one part per file when a plot without
+    --by will draw them as separate series, unless ``per_source`` is False)."""
+    from calibcli.io import read_calibration
+
+    check_calibration_options(reading.fmt, plot, labels)
+    return read(
+        read_calibration,
+        files,
+        reading.fmt,
+        reading.quiet,
+        confidence_field=reading.confidence_field,
+        correct_field=reading.correct_field,
+        bins=bins,
+        keep_columns=keep_columns,
+        per_source=per_source and plot is not None and reading.by is None,
+        by=reading.by,
+        mc_norm=reading.mc_norm.value,
+        scorer=reading.scorer,
+        inspect_confidence=reading.inspect_confidence.value,
+        workers=reading.workers,
+        max_line_bytes=reading.max_line_bytes,
+    )
+
+
+def recalibration_options(
+    calibrator: Path | None, method: Any, folds: int | None
+) -> tuple[Any, str | None]:
+    """The calibrator file (loaded and validated) or the cross-fitting method, checked before
+    any input is read."""
+    if calibrator is not None and method is not None:
+        raise usage_error("--calibrator and --recalibrate both recalibrate; give one")
+    if folds is not None and method is None:
+        raise usage_error(
+            "--folds sets up --recalibrate's cross-fitting; give --recalibrate METHOD"
+        )
+    if calibrator is None:
+        return None, None if method is None else method.value
+    from calibcli.summaries.recalibrate import load
+
+    try:
+        return load(calibrator), None
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
+
+
+def recalibrate(
+    data: Any,
+    calibrators: Any,
+    method: str | None,
+    *,
+    mc_norm: Any = None,
+    by: str | None = None,
+    **options: Any,
+) -> Any:
+    """:func:`calibcli.summaries.recalibrate.recalibrated`, a failed fit becoming exit 2.
+    For lm-eval input, temperature (a calibrator of it, or --recalibrate temperature) scales the
+    choices' loglikelihoods, so the rows are read again with every choice's score."""
+    from calibcli.summaries.recalibrate import MULTICLASS, recalibrated
+
+    choices = None
+    wants_choices = method == "temperature" or (
+        calibrators is not None and calibrators.method == MULTICLASS
+    )
+    if data.fmt == "lm-eval" and wants_choices:
+        choices = read_choices(options["files"], mc_norm=mc_norm, by=by)
+    try:
+        return recalibrated(
+            data, calibrators=calibrators, method=method, choices=choices, **options
+        )
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
+
+
+def read_choices(files: list[str], *, mc_norm: Any, by: str | None) -> Any:
+    """lm-eval rows with every choice's score; bad input is exit 2."""
+    from calibcli.io import InputError
+    from calibcli.io.records import read_choices as read
+
+    try:
+        return read(files, mc_norm=getattr(mc_norm, "value", mc_norm) or "none", by=by)
+    except InputError as exc:
+        raise usage_error(str(exc)) from None
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """The estimators make only small BLAS calls; a multi-threaded BLAS pool would spin on the
+    core that a reader worker or a bootstrap process needs."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

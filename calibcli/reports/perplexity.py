@@ -1,0 +1,121 @@
+"""The perplexity report: token figures, bytes and words, logprob counts, groups and the gate."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from calibcli.reports.gate import Gate
+from calibcli.reports.report import Note, Report, Section, assemble
+
+_PPL_KEYS = ("perplexity", "byte_perplexity", "word_perplexity")
+
+
+def _perplexity_section(data: Any) -> Section:
+    from calibcli.metrics import bits_per_unit
+
+    tokens = data.total_tokens
+    section: dict[str, Any] = {
+        "sequences": int(data.sequences),
+        "total_tokens": None if tokens is None else int(tokens),
+        "total_nll": float(data.total_nll),
+    }
+    notes: list[Note] = []
+    closed: dict[str, str] = {}
+    token_fields = ("mean_nll", "perplexity", "bits_per_token")
+    if data.sequences == 0:
+        notes.append(Note("empty", "no rows were read; perplexity is undefined", "", token_fields))
+        closed["perplexity"] = "no rows were read"
+    if tokens is None:
+        section.update(dict.fromkeys(token_fields))
+        notes.append(
+            Note(
+                "no_tokens",
+                "token perplexity is unavailable: the input carries no token counts "
+                "(see bits_per_byte, byte_perplexity and word_perplexity)",
+            )
+        )
+        closed.setdefault("perplexity", "the input carries no token counts")
+    else:
+        ppl, bits = bits_per_unit(data.total_nll, tokens)
+        section["mean_nll"] = data.total_nll / tokens if tokens else math.nan
+        section["perplexity"], section["bits_per_token"] = ppl, bits
+        if tokens == 0 and data.sequences:
+            notes.append(
+                Note(
+                    "zero_tokens",
+                    "zero tokens in the input; perplexity is undefined",
+                    "",
+                    token_fields,
+                )
+            )
+            closed.setdefault("perplexity", "zero tokens in the input")
+    if getattr(data, "nll_overflow", False):
+        notes.append(
+            Note(
+                "nll_overflow",
+                "the total NLL overflows a double (finite NLLs whose sum exceeds 1.8e308); "
+                "it and every figure built on it are written as null",
+                "",
+                ("total_nll", *token_fields, "bits_per_byte", "byte_perplexity", "word_perplexity"),
+            )
+        )
+        closed.setdefault("perplexity", "the total NLL overflows a double")
+    elif math.isinf(data.total_nll):
+        notes.append(
+            Note(
+                "infinite",
+                "perplexity is infinite: a sequence has an infinite NLL (a zero-probability "
+                "token); infinite figures are written as null",
+                "",
+                ("total_nll", *token_fields, "bits_per_byte", "byte_perplexity", "word_perplexity"),
+            )
+        )
+    total_bytes = getattr(data, "total_bytes", None)
+    if total_bytes is not None:
+        byte_ppl, bpb = bits_per_unit(data.total_nll, total_bytes)
+        section.update(total_bytes=int(total_bytes), bits_per_byte=bpb, byte_perplexity=byte_ppl)
+    total_words = getattr(data, "total_words", None)
+    if total_words is not None:
+        section.update(
+            total_words=int(total_words),
+            word_perplexity=bits_per_unit(data.total_nll, total_words)[0],
+        )
+    if (total_bytes == 0 or total_words == 0) and data.sequences:
+        notes.append(
+            Note(
+                "zero_units",
+                "zero bytes or words in the input; per-byte/per-word figures are undefined",
+                "",
+                ("bits_per_byte", "byte_perplexity", "word_perplexity"),
+            )
+        )
+    overflowed = [k for k in _PPL_KEYS if k in section and section[k] == math.inf]
+    if overflowed and math.isfinite(data.total_nll):
+        notes.append(
+            Note(
+                "overflow",
+                f"{', '.join(overflowed)} overflow(s) a double (exp of a mean NLL above 709 "
+                "nats); written as null, see the mean NLL and bits figures",
+                explains=tuple(overflowed),
+            )
+        )
+    if getattr(data, "fmt", "jsonl") not in ("jsonl", "lm-eval"):  # per-token logprob input
+        section["null_logprobs"] = int(data.null_logprobs)
+        section["sentinel_logprobs"] = int(data.sentinel_logprobs)
+        if data.sentinel_logprobs:
+            notes.append(
+                Note(
+                    "sentinels",
+                    f"{data.sentinel_logprobs} token logprob(s) are <= -9999: API sentinels for "
+                    "'not in the top-k', not real probabilities; they are summed as given, which "
+                    "inflates the NLL",
+                    f"{data.sentinel_logprobs}",
+                )
+            )
+    return Section(section, notes, closed)
+
+
+def perplexity_report(data: Any, gate: Gate) -> Report:
+    """The perplexity report: token figures, bytes and words, logprob counts, groups, gate."""
+    return assemble("perplexity", data, _perplexity_section, gate=gate)

@@ -1,0 +1,126 @@
+"""The reliability report: per-bin data with Wilson intervals, and the bin warnings that the
+calibrate report shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from calibcli.reports.report import (
+    DEFAULT_MIN_POPULATED_BINS,
+    SMALL_BIN_COUNT,
+    Note,
+    Report,
+    Section,
+    _strict,
+    assemble,
+    printable,
+)
+
+
+def reliability_fields(stats: Any, lower: Any = None, upper: Any = None) -> dict[str, Any]:
+    """Per-bin reliability data; confidence/accuracy (and accuracy_ci) null for empty bins."""
+    edges = [float(e) for e in stats.edges]
+    counts = [int(c) for c in stats.count]
+    conf, acc = stats.mean_confidence.tolist(), stats.accuracy.tolist()
+    out: dict[str, Any] = {
+        "bin_lower": edges[:-1],
+        "bin_upper": edges[1:],
+        "confidence": [c if n else None for c, n in zip(conf, counts, strict=True)],
+        "accuracy": [a if n else None for a, n in zip(acc, counts, strict=True)],
+        "count": counts,
+    }
+    if lower is not None:
+        out["accuracy_ci"] = [
+            [float(lo), float(hi)] if n else None
+            for lo, hi, n in zip(lower, upper, counts, strict=True)
+        ]
+    return out
+
+
+def _bin_notes(stats: Any, min_bins: int) -> list[Note]:
+    """The populated-bins and small-sample warnings (advisory; the gate handles the minimum)."""
+    import numpy as np
+
+    notes = []
+    populated = int(stats.populated_bins)
+    if stats.n and populated < min_bins:
+        notes.append(
+            Note(
+                "few_bins",
+                f"only {populated} of {stats.bins} bins are populated (minimum {min_bins}); "
+                "ECE rests on too few bins",
+                f"{populated} of {stats.bins}",
+                general=f"fewer than {min_bins} bins are populated; ECE rests on too few bins",
+            )
+        )
+    counts = np.asarray(stats.count)
+    if stats.n and populated:
+        median = float(np.median(counts[counts > 0]))
+        if median < SMALL_BIN_COUNT:
+            notes.append(
+                Note(
+                    "small_bins",
+                    f"the median populated bin holds {median:g} predictions (fewer than "
+                    f"{SMALL_BIN_COUNT}); binned estimates (ece, mce, rmsce) are noisy and biased "
+                    "upward at this size: prefer smece or rmsce_debiased, and gate with "
+                    "--gate-on upper",
+                    f"{median:g}",
+                    general=f"the median populated bin holds fewer than {SMALL_BIN_COUNT} "
+                    "predictions; binned estimates (ece, mce, rmsce) are noisy and biased upward "
+                    "at this size: prefer smece or rmsce_debiased, and gate with --gate-on upper",
+                )
+            )
+    return notes
+
+
+def _wilson(stats: Any) -> tuple[Any, Any]:
+    from calibcli.metrics.estimators import wilson_interval
+
+    return wilson_interval(stats.sum_correct, stats.count)
+
+
+def _empty_notes(n: int) -> list[Note]:
+    if n:
+        return []
+    return [Note("empty", "no rows were read; every estimate is null")]
+
+
+def reliability_section(data: Any, min_bins: int) -> Section:
+    """The reliability report's figures for one set of rows (pooled, one group or one file)."""
+    stats = data.stats
+    section = {
+        "n": int(stats.n),
+        "bins": int(stats.bins),
+        "populated_bins": int(stats.populated_bins),
+        "accuracy": float(stats.total_accuracy) if stats.n else None,
+        "mean_confidence": float(stats.total_mean_confidence) if stats.n else None,
+        "ece": float(stats.ece()) if stats.n else None,
+        "brier": float(stats.brier()) if stats.n else None,
+        "reliability": reliability_fields(stats, *_wilson(stats)),
+    }
+    notes = _empty_notes(stats.n) + _bin_notes(stats, min_bins)
+    return Section(section, notes)
+
+
+def reliability_report(data: Any, *, min_bins: int = DEFAULT_MIN_POPULATED_BINS) -> Report:
+    """The reliability report: per-bin table with Wilson intervals, format and groups."""
+    min_bins = min(min_bins, int(data.stats.bins))
+    report = assemble("reliability", data, lambda d: reliability_section(d, min_bins))
+    report.series.update(plot_series(data, report, min_bins))
+    return report
+
+
+def plot_series(data: Any, report: Report, min_bins: int) -> dict[str, dict[str, Any]]:
+    """The sections --plot draws: one per --by group (as reported), else one per input file."""
+    if data.groups is not None:
+        return dict(report.display["groups"])
+    per_source = getattr(data, "per_source", None)
+    if not per_source:
+        return {"": report.display}
+    bad: list[str] = []
+    return {
+        printable(source): _strict(
+            reliability_section(part, min_bins).figures, "", bad, keep_inf=True
+        )
+        for source, part in per_source.items()
+    }
