@@ -1,16 +1,31 @@
 """What every command does last: warnings to stderr, the product to stdout, the report, summary
-and picture to their files (all or none), and the gate's verdict as the exit code."""
+and picture to their files (all or none), and the gate's verdict as the exit code.
+
+Every output is rendered from the report's JSON as written (``json.loads(report.to_json())``),
+so what a saved report renders to later is exactly what the command showed.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from calibcli.cli.app import usage_error
+
+
+@dataclass(frozen=True)
+class Plot:
+    """What ``--plot`` asks for: the image's path, its series' names, whether to draw the
+    per-bin accuracy intervals."""
+
+    path: Path
+    labels: list[str] | None = None
+    with_ci: bool = True
 
 
 def check_outputs(**paths: Path | None) -> None:
@@ -28,23 +43,31 @@ def check_outputs(**paths: Path | None) -> None:
             raise usage_error(str(exc)) from None
 
 
-def picture(report: Any, plot: Path, labels: list[str] | None, *, with_ci: bool) -> bytes:
-    """The image --plot asks for: the report's series (one per --by group, else per input
-    file), drawn as bytes that :func:`emit` writes with the other outputs."""
+def picture(shown: dict[str, Any], plot: Plot) -> bytes:
+    """The image ``--plot`` asks for, drawn from the report body: the accuracy–coverage curves
+    of a threshold report, else the reliability diagram of the report's series (one per --by
+    group, the two sides of a comparison, before and after a recalibration, or one per file)."""
     from calibcli.render.image import (
         PlotUnavailable,
+        coverage_image,
+        coverage_sections,
         image_format,
         reliability_image,
+        reliability_sections,
         report_series,
     )
 
-    if labels and len(labels) != len(report.series):
-        raise usage_error(
-            f"--label given {len(labels)} time(s) but the plot has {len(report.series)} series"
-        )
-    series = report_series(report.series, labels, with_ci=with_ci)
+    fmt = image_format(plot.path)
     try:
-        return reliability_image(series, image_format(plot))
+        if shown["command"] == "threshold":
+            return coverage_image(coverage_sections(shown), fmt)
+        sections = reliability_sections(shown)
+        if plot.labels and len(plot.labels) != len(sections):
+            raise usage_error(
+                f"--label given {len(plot.labels)} time(s) but the plot has {len(sections)} series"
+            )
+        series = report_series(sections, plot.labels, with_ci=plot.with_ci)
+        return reliability_image(series, fmt)
     except PlotUnavailable as exc:
         raise usage_error(f"--plot: {exc}") from None
 
@@ -57,28 +80,34 @@ def emit(
     summary: Path | None,
     files: list[str],
     by: str | None = None,
-    plot: tuple[Path, bytes] | None = None,
+    plot: Plot | None = None,
     document: str | None = None,
 ) -> None:
     """Warnings to stderr; the product to stdout; the report (-o), the summary and the picture
     to their files, all or none of them; then the gate's verdict as the exit code.
 
     ``document`` replaces the JSON report as what -o and --json write (a calibrator file)."""
-    from calibcli.cli.staging import OutputError, Staged
+    import json
 
+    from calibcli.cli.staging import OutputError, Staged
+    from calibcli.reports import as_shown
+
+    report_text = report.to_json()
+    shown = as_shown(json.loads(report_text))
+    image = None if plot is None else picture(shown, plot)
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
     if sys.stdout is None:
         raise usage_error("cannot write to standard output: it is closed")
-    text = report.to_json() if document is None else document
+    text = report_text if document is None else document
     staged = Staged()
     try:
-        if plot is not None:
-            staged.add(plot[0], plot[1], "plot")
+        if image is not None:
+            staged.add(plot.path, image, "plot")
         if summary is not None:
             from calibcli.render.markdown import markdown
 
-            staged.add(summary, markdown(report.display, files), "summary", append=True)
+            staged.add(summary, markdown(shown, files), "summary", append=True)
         if output is not None:
             staged.add(output, text, "report")
         try:
@@ -87,7 +116,7 @@ def emit(
             else:
                 from calibcli.render.terminal import print_report
 
-                print_report(report.display or report.body, by=by)
+                print_report(shown, by=by)
             sys.stdout.flush()
         except BrokenPipeError:  # stdout's reader left (`| head`): not a verdict, so carry on
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

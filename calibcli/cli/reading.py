@@ -29,7 +29,7 @@ def read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **op
     # Only a non-native detection is announced, one line per file: plain JSONL is the default,
     # and a CI gate's stderr should carry warnings and verdicts, not a line on every run.
     if fmt.value == "auto" and not quiet:
-        for name, found in (data.formats or {}).items():
+        for name, found in data.formats.items():
             if found != "jsonl":
                 typer.echo(f"detected format: {found} ({name})", err=True)
     return data
@@ -56,10 +56,8 @@ def read_predictions(
     keep_columns: bool,
     plot: Path | None = None,
     labels: list[str] | None = None,
-    per_source: bool = True,
 ) -> Any:
-    """Check the options, then read calibration rows (one part per file when a plot without
-    --by will draw them as separate series, unless ``per_source`` is False)."""
+    """Check the options, then read calibration rows into a summary."""
     from calibcli.io import read_calibration
 
     check_calibration_options(reading.fmt, plot, labels)
@@ -72,7 +70,7 @@ def read_predictions(
         correct_field=reading.correct_field,
         bins=bins,
         keep_columns=keep_columns,
-        per_source=per_source and plot is not None and reading.by is None,
+        per_source=reading.by is None,
         by=reading.by,
         mc_norm=reading.mc_norm.value,
         scorer=reading.scorer,
@@ -121,7 +119,7 @@ def recalibrate(
     wants_choices = method == "temperature" or (
         calibrators is not None and calibrators.method == MULTICLASS
     )
-    if data.fmt == "lm-eval" and wants_choices:
+    if data.fmt == "lm-eval" and wants_choices:  # the rows as read, in lm-eval format
         choices = read_choices(options["files"], mc_norm=mc_norm, by=by)
     try:
         return recalibrated(
@@ -134,7 +132,7 @@ def recalibrate(
 def read_choices(files: list[str], *, mc_norm: Any, by: str | None) -> Any:
     """lm-eval rows with every choice's score; bad input is exit 2."""
     from calibcli.io import InputError
-    from calibcli.io.records import read_choices as read
+    from calibcli.io import read_choices as read
 
     try:
         return read(files, mc_norm=getattr(mc_norm, "value", mc_norm) or "none", by=by)

@@ -1,17 +1,18 @@
 """Reading one source with forked worker processes.
 
-Every worker runs the same loop (:func:`_work`): it folds a stream of blocks into a sink of its
-own and answers with one message in one format (:func:`_reply`, read by :func:`_collect`). Only
-where its blocks come from differs:
+A worker receives a small job (:class:`Job`: the read plan, the file, its byte range and its
+format) and answers with one summary of its share, as the bytes of
+:mod:`calibcli.summaries.encoding` (header, then arrays). Only where its blocks come from
+differs:
 
 * a regular uncompressed file is cut at line starts into byte ranges; each worker opens the file
   and reads its range itself, and this process reads the first (no bytes cross a pipe);
 * a stream (gzip, stdin) cannot be split by position: this process reads (and decompresses) it,
   keeps some blocks and sends the others to one worker, in a fixed pattern.
 
-The workers' results are merged in input order, so the statistics are identical from run to run
-and agree with a single-process read to rounding. The first bad line in input order is reported,
-wherever it was found. Workers are forked (the parent's reader and sink types need no pickling).
+The shares are merged in input order, so the kept rows are in input order; the tables are exact
+sums, so every figure is the same bits as a single-process read. The first bad line in input
+order is reported, wherever it was found.
 """
 
 from __future__ import annotations
@@ -19,54 +20,87 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from calibcli.errors import InputError
+from calibcli.io.fold import SourceFold
+from calibcli.io.sources import Source, blocks
 
-if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
-
-    from calibcli.io.reader import Reader
-    from calibcli.io.sources import Source
-
-PIPE_CHUNK = 1 << 17
-"""float64 values per message when a worker sends columns (1 MB): bounds the pipe's copies."""
+PIPE_CHUNK = 1 << 20
+"""Bytes per message when a worker sends an array: bounds the pipe's copies."""
 
 # Worker -> parent, one message per worker:
-#   ("done", state, newlines, lengths)  then the arrays of sink.bulk() in PIPE_CHUNK pieces
-#   ("input", InputError)               bad input; lines counted from the worker's first line
+#   ("done", header, newlines, first_line)   then each array's bytes in PIPE_CHUNK pieces
+#   ("input", InputError)                    bad input; lines counted from the share's start
 #   ("crash", traceback text)
-# Parent -> a stream's worker: (fmt, first_line, newlines, expected) then the block's bytes,
-# for each block; None at the end.
+# Parent -> a stream's worker: (format, first_line, newlines, expected) then the block's
+# bytes, for each block; None at the end. (The worker is forked before the first row is read,
+# so the format travels with the blocks.)
 
 
-def read(reader: Reader, src: Source, sink: Any, parts: int) -> bool:
-    """Fold ``src`` into ``sink`` with ``parts`` processes in all (this one included); False,
-    having read nothing, where processes cannot be forked."""
+@dataclass(frozen=True)
+class Job:
+    """A worker's share of one source: everything it needs, nothing else."""
+
+    plan: Any  # calibcli.io.plan.ReadPlan
+    name: str
+    path: str
+    fmt: str
+    start: int = 0
+    stop: int | None = None
+
+
+def read(reader: Any, src: Source, builder: Any, parts: int) -> bool:
+    """Fold ``src`` into ``builder`` with ``parts`` processes in all (this one included);
+    False, having read nothing, where processes cannot be forked. ``reader`` (a
+    :class:`~calibcli.io.reader.Reader`) gives the plan, the source's fold, its progress bar
+    and a stream's content hash; only a :class:`Job` reaches a worker."""
     import multiprocessing
 
     try:
         ctx = multiprocessing.get_context("fork")
     except ValueError:  # pragma: no cover - no fork (Windows)
         return False
-    if src.size is not None and not src.gzip:
-        _read_ranges(ctx, reader, src, sink, parts)
-    else:
-        _read_stream(ctx, reader, src, sink)
+    plan, fold, bar = reader.plan, reader.current, reader.bar(src)
+    seen = None if reader.stream_hash is None else reader.stream_hash.update
+    try:
+        if src.size is not None and not src.gzip:
+            _read_ranges(ctx, plan, src, fold, builder, parts, bar)
+        else:
+            _read_stream(ctx, plan, src, fold, builder, bar, seen)
+    finally:
+        if bar is not None:
+            bar.close()
     return True
 
 
 # --------------------------------------------------------------------------- the worker side
 
 
-def _work(reader: Reader, src: Source, items: Any, results: Any, drain: Any = None) -> None:
-    """Worker body: fold ``items`` (blocks) into a new sink and send the one reply."""
+def _work(job: Job, items_of: Any, results: Any, drain: Any = None) -> None:
+    """Worker body: fold the blocks ``items_of(fold)`` gives into a new builder and send the
+    one reply."""
     import traceback
 
+    import numpy as np
+
+    from calibcli.summaries import Source as SourceInfo
+    from calibcli.summaries.encoding import encode
+
     try:
-        sink = reader.new_sink()
-        newlines = reader.fold(src, items, sink)
-        _reply(results, sink, newlines)
+        builder = job.plan.builder()
+        builder.begin_source()
+        fold = SourceFold(job.plan, job.name, job.path, job.fmt)
+        newlines = fold.fold(items_of(fold), builder)
+        builder.end_source(SourceInfo(job.path, "", fold.fmt, 0, job.start, job.stop))
+        header, arrays = encode(builder.summary())
+        first_line = getattr(builder, "first_line", None)
+        results.send(("done", header, newlines, first_line))
+        for array in arrays:  # raw bytes, received in place: no pickled copy on either side
+            raw = memoryview(array.reshape(-1).view(np.uint8))
+            for start in range(0, len(raw), PIPE_CHUNK):
+                results.send_bytes(raw[start : start + PIPE_CHUNK])
     except InputError as e:
         results.send(("input", e))
         if drain is not None:
@@ -76,25 +110,24 @@ def _work(reader: Reader, src: Source, items: Any, results: Any, drain: Any = No
     results.close()
 
 
-def _reply(conn: Any, sink: Any, newlines: int) -> None:
-    bulk = sink.bulk()
-    conn.send(("done", sink.export(with_columns=False), newlines, [a.shape[0] for a in bulk]))
-    for array in bulk:  # raw bytes, received in place: no pickled copy on either side
-        for start in range(0, array.shape[0], PIPE_CHUNK):
-            conn.send_bytes(array[start : start + PIPE_CHUNK])
+def _range_worker(job: Job, results: Any) -> None:
+    with open(job.path, "rb") as f:
+        f.seek(job.start)
+        items = blocks(
+            f,
+            job.name,
+            job.plan.block_size,
+            job.stop - job.start,
+            strip_bom=job.start == 0,
+            max_line_bytes=job.plan.max_line_bytes,
+        )
+        _work(job, lambda fold: items, results)
 
 
-def _range_worker(reader: Reader, src: Source, start: int, stop: int, results: Any) -> None:
-    with open(src.source, "rb") as f:
-        f.seek(start)
-        _work(reader, src, reader.blocks(src, f, stop - start, start), results)
-
-
-def _stream_worker(reader: Reader, src: Source, blocks_in: Any, results: Any) -> None:
-    def received():
+def _stream_worker(job: Job, blocks_in: Any, results: Any) -> None:
+    def received(fold: SourceFold):
         while (header := blocks_in.recv()) is not None:
-            fmt, first_line, newlines, expected = header
-            reader.fmt = fmt  # resolved by the parent from the input's first row
+            fold.fmt, first_line, newlines, expected = header
             yield first_line, blocks_in.recv_bytes(), newlines, expected
 
     def drain() -> None:
@@ -102,36 +135,61 @@ def _stream_worker(reader: Reader, src: Source, blocks_in: Any, results: Any) ->
             while blocks_in.recv() is not None:
                 blocks_in.recv_bytes()
 
-    _work(reader, src, received(), results, drain)
+    _work(job, received, results, drain)
 
 
 # --------------------------------------------------------------------------- the parent side
 
 
-def _collect(proc: Any, conn: Any, src: Source, sink: Any, line_offset: int) -> int:
-    """Merge one worker's reply into ``sink``; return its newline count. A bad line raises
+def _collect(proc: Any, conn: Any, name: str, builder: Any, line_offset: int) -> int:
+    """Merge one worker's reply into ``builder``; return its newline count. A bad line raises
     InputError (its line shifted by ``line_offset``), a failed worker RuntimeError."""
+    import numpy as np
+
+    from calibcli.summaries.encoding import ROW_ARRAYS, array_specs, assemble, read_header
+
     try:
         message = conn.recv()
     except EOFError:
         proc.join()
         message = ("crash", f"worker exited with code {proc.exitcode}")
     if message[0] == "crash":
-        raise RuntimeError(f"a worker reading {src.name} failed:\n{message[1]}")
+        raise RuntimeError(f"a worker reading {name} failed:\n{message[1]}")
     if message[0] == "input":
         e = message[1]
-        raise InputError(e.path, None if e.line is None else e.line + line_offset, e.detail)
-    _, state, newlines, lengths = message
-    sink.absorb(state, src.name, line_offset)
-    for out in sink.claim_bulk(lengths):
+        line = e.line + line_offset if isinstance(e.line, int) else e.line
+        raise InputError(e.path, line, e.detail)
+    _, header, newlines, first_line = message
+    meta, _ = read_header(header)
+    specs = array_specs(meta)
+    shapes = {name: shape for name, _, shape in specs}
+    claimed: list[Any] = []
+    if builder is not None and "rows.right" in shapes and hasattr(builder, "claim_rows"):
+        claimed = builder.claim_rows(shapes["rows.right"][0], shapes["rows.wrong"][0])
+    arrays = {}
+    for array_name, dtype, shape in specs:
+        if array_name in ROW_ARRAYS and claimed:
+            out = claimed[ROW_ARRAYS.index(array_name)]
+        else:
+            out = np.empty(shape, dtype)
         _receive(conn, out)
+        arrays[array_name] = out
+    if builder is None:
+        return newlines
+    part = assemble(meta, arrays)
+    if part.kind == "perplexity":
+        line = None if first_line is None else first_line + line_offset
+        builder.absorb(part, name, line)
+    else:
+        builder.absorb(part, received=bool(claimed))
     return newlines
 
 
-def _receive(conn: Any, out: np.ndarray) -> None:
-    """Fill ``out`` with float64 values sent in PIPE_CHUNK pieces, in place."""
-    for start in range(0, out.shape[0], PIPE_CHUNK):
-        conn.recv_bytes_into(out[start:], 0)
+def _receive(conn: Any, out: Any) -> None:
+    """Fill ``out`` with bytes sent in PIPE_CHUNK pieces, in place."""
+    raw = memoryview(out.reshape(-1).view("u1"))
+    for start in range(0, len(raw), PIPE_CHUNK):
+        conn.recv_bytes_into(raw[start:], 0)
 
 
 def _flush_std_streams() -> None:
@@ -166,17 +224,21 @@ def _next_line_start(f: Any, pos: int) -> int:
     return f.tell()
 
 
-def _read_ranges(ctx: Any, reader: Reader, src: Source, sink: Any, parts: int) -> None:
+def _read_ranges(
+    ctx: Any, plan: Any, src: Source, fold: SourceFold, builder: Any, parts: int, bar: Any
+) -> None:
     """A regular file: this process reads the first byte range, a worker each of the others."""
     path, size = src.source, src.size
     assert size is not None
     src.close()  # each process opens the file itself
-    if reader.fmt is None:  # resolved here, so that every worker decodes the same format
+    if fold.fmt is None:  # resolved here, so that every worker decodes the same format
         with open(path, "rb") as f:
-            for first_line, block, _, _ in reader.blocks(src, f):
-                if reader.resolve(block, first_line, src.name):
+            for first_line, block, _, _ in blocks(
+                f, src.name, plan.block_size, max_line_bytes=plan.max_line_bytes
+            ):
+                if fold.resolve(block, first_line):
                     break
-        if reader.fmt is None:
+        if fold.fmt is None:
             return  # only blank lines
     bounds = _split_points(path, size, parts)
     _flush_std_streams()
@@ -185,24 +247,20 @@ def _read_ranges(ctx: Any, reader: Reader, src: Source, sink: Any, parts: int) -
     try:
         for k in range(1, parts):
             recv, send = ctx.Pipe(duplex=False)
-            args = (reader, src, bounds[k], bounds[k + 1], send)
-            proc = ctx.Process(target=_range_worker, args=args, daemon=True)
+            job = Job(plan, src.name, path, fold.fmt, bounds[k], bounds[k + 1])
+            proc = ctx.Process(target=_range_worker, args=(job, send), daemon=True)
             proc.start()
             send.close()
             workers.append((proc, recv))
         with open(path, "rb") as f:
-            src.raw = f
-            offset = reader.fold(
-                src,
-                reader.blocks(src, f, bounds[1]),
-                sink,
-                bar=reader.bar(src),
-                limit=bounds[1],
-                scale=parts,
-                expect=size,
+            offset = fold.fold(
+                blocks(f, src.name, plan.block_size, bounds[1], max_line_bytes=plan.max_line_bytes),
+                builder,
+                expected_bytes=lambda: size,
+                progress=None if bar is None else lambda: bar.update(f.tell() * parts),
             )
         for proc, recv in workers:
-            offset += _collect(proc, recv, src, sink, offset)
+            offset += _collect(proc, recv, src.name, builder, offset)
         finished = True
     finally:
         for proc, recv in workers:
@@ -254,7 +312,9 @@ class _Sender:
             self._thread.join()
 
 
-def _read_stream(ctx: Any, reader: Reader, src: Source, sink: Any) -> None:
+def _read_stream(
+    ctx: Any, plan: Any, src: Source, fold: SourceFold, builder: Any, bar: Any, seen: Any
+) -> None:
     """A stream: this process reads it and decodes one block in ``period``; a worker decodes the
     others. The worker is forked before decompression starts (no thread exists to fork). A
     worker's error stops the reading; an error here waits for the worker's verdict on the
@@ -262,8 +322,10 @@ def _read_stream(ctx: Any, reader: Reader, src: Source, sink: Any) -> None:
     _flush_std_streams()
     blocks_out_recv, blocks_out = ctx.Pipe(duplex=False)
     results, results_send = ctx.Pipe(duplex=False)
-    args = (reader, src, blocks_out_recv, results_send)
-    proc = ctx.Process(target=_stream_worker, args=args, daemon=True)
+    job = Job(plan, src.name, src.source, fold.fmt or "")
+    proc = ctx.Process(
+        target=_stream_worker, args=(job, blocks_out_recv, results_send), daemon=True
+    )
     proc.start()
     blocks_out_recv.close()
     results_send.close()
@@ -280,7 +342,7 @@ def _read_stream(ctx: Any, reader: Reader, src: Source, sink: Any) -> None:
             return False
         if results.poll():
             return None  # the worker found a bad line: nothing after it matters
-        sender.send((reader.fmt, first_line, newlines, expected), block)
+        sender.send((fold.fmt, first_line, newlines, expected), block)
         return True
 
     errors: list[InputError] = []
@@ -288,16 +350,29 @@ def _read_stream(ctx: Any, reader: Reader, src: Source, sink: Any) -> None:
     stream = src.stream()
     try:
         try:
-            reader.fold(src, reader.blocks(src, stream), sink, bar=reader.bar(src), handoff=handoff)
+            fold.fold(
+                blocks(
+                    stream,
+                    src.name,
+                    plan.block_size,
+                    what="cannot decompress" if src.gzip else "cannot read",
+                    max_line_bytes=plan.max_line_bytes,
+                ),
+                builder,
+                expected_bytes=src.expected_bytes,
+                progress=None if bar is None else lambda: bar.update(src.position()),
+                handoff=handoff,
+                seen=seen,
+            )
         except InputError as e:
             errors.append(e)
         sender.close()
         try:
-            _collect(proc, results, src, sink if not errors else _Discard(), 0)
+            _collect(proc, results, src.name, None if errors else builder, 0)
         except InputError as e:
             errors.append(e)
         if errors:
-            raise min(errors, key=lambda e: math.inf if e.line is None else e.line)
+            raise min(errors, key=lambda e: math.inf if not isinstance(e.line, int) else e.line)
         finished = True
     finally:
         stream.close()
@@ -307,13 +382,3 @@ def _read_stream(ctx: Any, reader: Reader, src: Source, sink: Any) -> None:
         proc.join()
         blocks_out.close()
         results.close()
-
-
-class _Discard:
-    """Takes a worker's reply when an error here already decides the outcome."""
-
-    def absorb(self, state: dict, path: str, line_offset: int) -> None:
-        pass
-
-    def claim_bulk(self, lengths: list[int]) -> list:
-        return []

@@ -16,6 +16,7 @@ import numpy as np
 
 from calibcli.errors import InputError
 from calibcli.io.sources import Source, blocks, lines_of
+from calibcli.summaries import KeyedRows
 
 BLOCK_SIZE = 1 << 20
 
@@ -62,22 +63,6 @@ def _document_records(source: str, kind: str) -> Iterator[tuple[str, int | str, 
             yield name, locator, row, None
     except SkipFile as skip:  # a results file holds no rows to compare, apply or fit
         raise InputError(name, None, skip.reason.removesuffix("; skipped")) from None
-
-
-@dataclass(frozen=True)
-class KeyedRows:
-    """Calibration rows with an id each, in file order: ``keys[i]`` identifies row i."""
-
-    keys: list[Any]
-    confidence: np.ndarray
-    correct: np.ndarray
-    groups: list[str] | None
-    fmt: str
-    where: list[str]  # "path:line" of each row, for messages about a row
-
-    @property
-    def n(self) -> int:
-        return len(self.keys)
 
 
 def _id_key(value: Any) -> Any:

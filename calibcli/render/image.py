@@ -133,6 +133,46 @@ def reliability_image(
     return buffer.getvalue()
 
 
+def reliability_sections(body: dict) -> dict[str, dict]:
+    """The sections of a report body that a reliability image draws, by name: one per --by
+    group of a calibrate or reliability report; else the two sides of a comparison; else the
+    rows before and after a recalibration; else one per input file; else the body itself."""
+    if "groups" in body and body["command"] in ("calibrate", "reliability"):
+        return dict(body["groups"])
+    if body.get("sides"):
+        return dict(body["sides"])
+    recalibration = body.get("recalibration") or {}
+    if "reliability" in (recalibration.get("before") or {}):
+        return {"before": recalibration["before"], "after": recalibration["after"]}
+    if body.get("per_file"):
+        return dict(body["per_file"])
+    return {"": body}
+
+
+def coverage_sections(body: dict) -> dict[str, dict]:
+    """The accuracy–coverage curves of a threshold report body, by name (one per --by group,
+    else the pooled rows), with the marks :func:`coverage_image` draws: the target accuracy
+    and the coverage of the guaranteed and plug-in thresholds (realised on the evaluated rows
+    when they were chosen on --fit rows)."""
+    sections = body.get("groups", {"": body})
+    out = {}
+    for name, section in sections.items():
+        curve = section.get("coverage_curve")
+        if not curve:
+            continue
+        chosen = section.get("guaranteed") or {}
+        plug = section.get("plug_in") or {}
+        out[name] = {
+            "coverage": curve["coverage"],
+            "accuracy": curve["accuracy"],
+            "target_accuracy": body["target_accuracy"],
+            "guaranteed": (chosen.get("realised") or chosen).get("coverage") if chosen else None,
+            "guaranteed_threshold": chosen.get("threshold"),
+            "plug_in": (plug.get("realised") or plug).get("coverage") if plug else None,
+        }
+    return out
+
+
 def report_series(
     sections: dict[str, dict], labels: Sequence[str] | None = None, *, with_ci: bool = False
 ) -> list[DiagramSeries]:

@@ -7,26 +7,29 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from calibcli.reports import figures as registry
 from calibcli.reports.gate import Gate
 from calibcli.reports.reliability import (
-    _bin_notes,
-    _empty_notes,
-    _wilson,
-    plot_series,
+    bin_notes,
+    empty_notes,
+    per_file,
     reliability_fields,
+    wilson,
 )
 from calibcli.reports.report import (
-    BINNED_GATES,
-    CALIBRATION_GATES,
     DEFAULT_MIN_POPULATED_BINS,
-    SCALARS,
     SMOOTH_GROUPS,
     Note,
     Report,
     Section,
-    _num,
     assemble,
+    num,
 )
+
+CALIBRATION_GATES = tuple(f.key for f in registry.gateable(registry.CALIBRATION))
+BINNED_GATES = frozenset(f.key for f in registry.CALIBRATION if f.fails_closed)
+# the calibrate section's scalar figures, in report order ("n" opens the section)
+SCALARS = tuple(f.key for f in registry.CALIBRATION if f.top_level and f.key != "n")
 
 
 @dataclass(frozen=True)
@@ -46,25 +49,26 @@ def _bootstrap_workers(work: int) -> int:
 
 
 def calibration_section(
-    columns: Any,
+    view: Any,
     *,
     bins: int,
     strategy: str,
     min_bins: int,
     bootstrap: Bootstrap | None,
-    stats: Any = None,
     reorder_ok: bool = False,
     smooth: bool = True,
 ) -> Section:
-    """Every calibration estimator for one set of rows, with bootstrap intervals when asked.
+    """Every calibration estimator for one set of rows (``view``: the rows' exact per-bin
+    ``stats`` and kept ``columns``), with bootstrap intervals when asked.
 
-    ``stats`` (the reader's per-bin statistics of the same rows) and ``reorder_ok`` (the columns
-    may be sorted in place) are passed to :func:`calibration_estimates`; the columns are never
-    reordered when a bootstrap is asked for, because its resamples follow the row order.
+    ``reorder_ok`` (the columns may be sorted in place) is passed to
+    :func:`calibration_estimates`, but never with a bootstrap: its resamples are drawn
+    from the rows as read.
     """
     from calibcli.metrics import BinStats
     from calibcli.metrics.estimators import DECOMPOSITION_TERMS
 
+    columns = view.columns
     n = 0 if columns is None else int(columns.n)
     if n == 0:
         stats = BinStats.empty(bins)
@@ -72,11 +76,11 @@ def calibration_section(
         section.update(dict.fromkeys(SCALARS))
         section["populated_bins"] = 0
         section["brier_decomposition"] = dict.fromkeys((*DECOMPOSITION_TERMS, "brier"))
-        section["reliability"] = reliability_fields(stats, *_wilson(stats))
+        section["reliability"] = reliability_fields(stats, *wilson(stats))
         if bootstrap is not None:
             section["ci"] = None
         closed = dict.fromkeys(CALIBRATION_GATES, "no rows were read")
-        return Section(_order(section), _empty_notes(0), closed)
+        return Section(order(section), empty_notes(0), closed)
 
     from calibcli.metrics.estimators import calibration_estimates
 
@@ -84,7 +88,7 @@ def calibration_section(
         columns,
         bins=bins,
         strategy=strategy,
-        stats=stats,
+        stats=view.stats,
         reorder_ok=reorder_ok and bootstrap is None,
         smooth=smooth,
     )
@@ -93,11 +97,11 @@ def calibration_section(
         "bins": bins,
         "strategy": est.strategy,
         "bins_used": int(est.bins_used),
-        **{name: _num(getattr(est, name)) for name in SCALARS},
-        "brier_decomposition": {k: _num(v) for k, v in est.decomposition.items()},
+        **{name: num(getattr(est, name)) for name in SCALARS},
+        "brier_decomposition": {k: num(v) for k, v in est.decomposition.items()},
         "reliability": reliability_fields(est.stats, est.accuracy_ci_lower, est.accuracy_ci_upper),
     }
-    notes = _bin_notes(est.stats, min_bins)
+    notes = bin_notes(est.stats, min_bins)
     if math.isinf(section["nll"]):
         notes.append(
             Note(
@@ -138,7 +142,7 @@ def calibration_section(
             seed=bootstrap.seed,
             workers=bootstrap.workers or _bootstrap_workers(n * bootstrap.samples),
         )
-        section["ci"] = {k: [_num(lo), _num(hi)] for k, (lo, hi) in result.intervals.items()}
+        section["ci"] = {k: [num(lo), num(hi)] for k, (lo, hi) in result.intervals.items()}
     closed = {}
     if est.stats.populated_bins < min_bins:
         reason = (
@@ -146,10 +150,10 @@ def calibration_section(
             f"(minimum {min_bins})"
         )
         closed = dict.fromkeys(BINNED_GATES, reason)
-    return Section(_order(section), notes, closed)
+    return Section(order(section), notes, closed)
 
 
-def _order(section: dict[str, Any]) -> dict[str, Any]:
+def order(section: dict[str, Any]) -> dict[str, Any]:
     keys = ("n", "bins", "strategy", "bins_used", *SCALARS, "brier_decomposition", "reliability")
     out = {k: section[k] for k in keys}
     if "ci" in section:
@@ -157,8 +161,33 @@ def _order(section: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def calibrate_figures(
+    summary: Any,
+    *,
+    bins: int = 10,
+    strategy: str = "uniform",
+    min_bins: int = DEFAULT_MIN_POPULATED_BINS,
+    reorder_ok: bool = False,
+) -> dict[str, Any]:
+    """The pooled section's figures (as computed, infinities kept) and, under ``--by``, each
+    group's under ``groups``: what a recalibration shows of the rows before it."""
+    min_bins = min(min_bins, bins)
+    views = summary.by_group()  # first: the pooled section may sort the rows in place
+    many = views is not None and len(views) > SMOOTH_GROUPS
+    options = {"bins": bins, "strategy": strategy, "min_bins": min_bins, "bootstrap": None}
+    out = dict(calibration_section(summary.pooled(), reorder_ok=reorder_ok, **options).figures)
+    if views is not None:
+        out["groups"] = {
+            str(name): calibration_section(
+                view, reorder_ok=reorder_ok, smooth=not many, **options
+            ).figures
+            for name, view in views.items()
+        }
+    return out
+
+
 def calibrate_report(
-    data: Any,
+    summary: Any,
     *,
     bins: int = 10,
     strategy: str = "uniform",
@@ -166,27 +195,31 @@ def calibrate_report(
     bootstrap: Bootstrap | None = None,
     gate: Gate | None = None,
     reorder_ok: bool = False,
+    recalibration: Any = None,
 ) -> Report:
     """The calibrate report: the whole estimator family, bootstrap intervals and the gate.
 
-    The reader's pooled per-bin statistics (``data.stats``, and each group's) are reused for
-    uniform bins rather than rebuilt from the columns. ``reorder_ok=True`` says the caller owns
-    the columns in ``data`` and lets the estimators sort them in place (faster, no copies); the
-    command line sets it, since the reader's buffers are used for nothing else afterwards.
+    The summary's exact per-bin statistics serve uniform bins; the kept rows serve everything
+    else. ``reorder_ok=True`` lets the estimators sort the summary's kept rows in place
+    (faster, no copies): the command line sets it, since nothing reads their order afterwards.
+    With ``recalibration`` (:class:`~calibcli.reports.recalibration.Recalibration`) the
+    summary holds the recalibrated rows and the report shows the figures before and after.
     """
-    min_bins = min(min_bins, bins)
-    many = data.groups is not None and len(data.groups) > SMOOTH_GROUPS
+    from calibcli.reports.recalibration import recalibration_block
 
-    def build(d: Any) -> Section:
+    min_bins = min(min_bins, bins)
+    views = summary.by_group()
+    many = views is not None and len(views) > SMOOTH_GROUPS
+
+    def build(view: Any, group: str | None) -> Section:
         return calibration_section(
-            d.columns,
+            view,
             bins=bins,
             strategy=strategy,
             min_bins=min_bins,
             bootstrap=bootstrap,
-            stats=getattr(d, "stats", None),
             reorder_ok=reorder_ok,
-            smooth=d is data or not many,
+            smooth=group is None or not many,
         )
 
     def bootstrap_settings(pooled: Section) -> dict[str, Any]:
@@ -199,13 +232,27 @@ def calibrate_report(
             "seed": bootstrap.seed,
         }
 
-    report = assemble(
+    extra: dict[str, Any] = {}
+    notes: list[Note] = []
+    if recalibration is None:
+        extra = per_file(summary, min_bins)
+    else:
+        notes = [Note("recalibration", text) for text in recalibration.notes]
+
+    def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
+        if recalibration is None:
+            return {}
+        after = {"groups": {k: g.figures for k, g in (groups or {}).items()}, **pooled.figures}
+        return recalibration_block(recalibration, after if groups is not None else pooled.figures)
+
+    return assemble(
         "calibrate",
-        data,
+        summary,
         build,
         gate=gate,
         level=bootstrap.level if bootstrap else None,
         after=bootstrap_settings,
+        extra=extra,
+        closing=closing,
+        notes=notes,
     )
-    report.series.update(plot_series(data, report, min_bins))
-    return report

@@ -3,7 +3,8 @@ models on the same questions, the difference NEW − BASE with a paired bootstra
 McNemar's exact test of accuracy and, when both sides share every answer's correctness,
 DeLong's test of AUROC.
 
-Rows are matched by id (:func:`match`); the statistics are :mod:`calibcli.metrics.paired`'s.
+Rows are matched by id (:func:`calibcli.summaries.match`); the statistics are
+:mod:`calibcli.metrics.paired`'s.
 A regression gate (``--max-increase ece=0.01``) checks the difference — by default the upper
 end of its interval, so a small evaluation cannot pass by luck — against a non-inferiority
 margin: NEW may be worse than BASE by at most the margin.
@@ -13,11 +14,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from calibcli.reports import figures as registry
 from calibcli.reports.gate import Gate, evaluate
 from calibcli.reports.report import SCHEMA_VERSION, Note, Section, finish
+
+if TYPE_CHECKING:  # pragma: no cover
+    from calibcli.summaries import PairedRows
 
 MAX_UNMATCHED_SHARE = 0.05  # more unmatched rows than this on either side is an error by default
 
@@ -30,39 +34,6 @@ class CompareSettings:
     bins: int = 10
     paired: bool = True
     workers: int = 1
-
-
-@dataclass(frozen=True)
-class Matched:
-    """The rows both sides hold, aligned (row i is the same question), and what did not match."""
-
-    base: tuple[Any, Any]  # (confidence, correct) arrays
-    new: tuple[Any, Any]
-    groups: list[str] | None
-    unmatched_base: int
-    unmatched_new: int
-    base_rows: int
-    new_rows: int
-
-
-def match(base: Any, new: Any) -> Matched:
-    """Align two :class:`~calibcli.io.records.KeyedRows` by id, in BASE's order."""
-    import numpy as np
-
-    position = {key: i for i, key in enumerate(new.keys)}
-    pairs = [(i, position[key]) for i, key in enumerate(base.keys) if key in position]
-    b_idx = np.fromiter((i for i, _ in pairs), dtype=np.intp, count=len(pairs))
-    n_idx = np.fromiter((j for _, j in pairs), dtype=np.intp, count=len(pairs))
-    groups = None if base.groups is None else [base.groups[i] for i in b_idx]
-    return Matched(
-        (base.confidence[b_idx], base.correct[b_idx]),
-        (new.confidence[n_idx], new.correct[n_idx]),
-        groups,
-        base.n - len(pairs),
-        new.n - len(pairs),
-        base.n,
-        new.n,
-    )
 
 
 @dataclass(frozen=True)
@@ -195,7 +166,7 @@ def margins(increase: list[str], decrease: list[str]) -> tuple[dict[str, float],
 
 
 def compare_report(
-    matched: Matched,
+    matched: PairedRows,
     settings: CompareSettings,
     *,
     formats: dict[str, str],
@@ -221,6 +192,7 @@ def compare_report(
         "bootstrap_samples": settings.samples,
         "seed": settings.seed,
         **pooled.section.figures,
+        **_sides(matched, settings),
     }
     notes = list(pooled.section.notes)
     if not settings.paired:
@@ -251,25 +223,27 @@ def compare_report(
             groups[name] = compare_section(base, new, settings)
         body["groups"] = {name: g.section.figures for name, g in groups.items()}
     failures: list[str] = []
+    tail: dict[str, Any] = {}
     if gate:
         views = None if groups is None else {k: g.gate_view for k, g in groups.items()}
         verdict = evaluate(gate, pooled.gate_view, views, level=settings.level)
-        body["gate"], failures = verdict.body, verdict.failures
-    report = finish(body, notes, failures)
-    report.series.update(_reliability_series(matched, settings))
-    return report
+        tail["gate"], failures = verdict.body, verdict.failures
+    return finish(body, notes, failures, tail=tail, mark_infinite=True)
 
 
-def _reliability_series(matched: Matched, settings: CompareSettings) -> dict[str, Any]:
-    """Both sides' reliability sections, for --plot's overlaid diagrams."""
+def _sides(matched: PairedRows, settings: CompareSettings) -> dict[str, Any]:
+    """``{"sides": {"base": ..., "new": ...}}``: each side's reliability section (what --plot
+    draws as two overlaid diagrams)."""
     from types import SimpleNamespace
 
-    from calibcli.metrics import BinStats
     from calibcli.reports.reliability import reliability_section
-    from calibcli.reports.report import as_shown
+    from calibcli.summaries import side_stats
 
-    out = {}
-    for name, (conf, corr) in (("base", matched.base), ("new", matched.new)):
-        stats = BinStats.from_arrays(conf, corr, bins=settings.bins)
-        out[name] = as_shown(reliability_section(SimpleNamespace(stats=stats), 0).figures)
-    return out
+    return {
+        "sides": {
+            name: reliability_section(
+                SimpleNamespace(stats=side_stats(rows, settings.bins)), 0
+            ).figures
+            for name, rows in (("base", matched.base), ("new", matched.new))
+        }
+    }

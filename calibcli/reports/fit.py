@@ -4,39 +4,48 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibcli.reports.calibrate import calibrate_report
-from calibcli.reports.recalibration import _before_after
-from calibcli.reports.report import SCHEMA_VERSION, Report, finish, input_formats, input_notes
+from calibcli.reports.calibrate import calibrate_figures
+from calibcli.reports.recalibration import before_after
+from calibcli.reports.report import (
+    SCHEMA_VERSION,
+    Report,
+    finish,
+    input_formats,
+    input_notes,
+    strict,
+)
 
 
-def fit_report(data: Any, calibrators: Any, *, bins: int, after: Any = None) -> Report:
+def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) -> Report:
     """What ``calibcli fit`` shows: the fitted parameters (pooled and per group) and the
     figures before and after the map on the rows it was fitted on — in-sample, so the "after"
-    flatters the map; the calibrator file itself is :meth:`CalibratorFile.to_json`."""
+    flatters the map; the calibrator file itself is
+    :meth:`~calibcli.summaries.recalibrate.CalibratorFile.to_json`. ``after`` is the summary
+    of the mapped rows when the caller has it (temperature over lm-eval choices)."""
     from calibcli.summaries.recalibrate import apply_to_data
 
-    before = calibrate_report(data, bins=bins)
+    before = strict(calibrate_figures(summary, bins=bins))
     if after is None:
-        after = apply_to_data(data, calibrators, bins=bins)
-    after = calibrate_report(after, bins=bins, reorder_ok=True)
+        after = apply_to_data(summary, calibrators, bins=bins)
+    after_figures = strict(calibrate_figures(after, bins=bins, reorder_ok=True))
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "command": "fit",
-        "format": getattr(data, "fmt", "jsonl"),
-        **input_formats(data),
+        "format": summary.fmt,
+        **input_formats(summary),
         "method": calibrators.method,
-        "n": int(data.stats.n),
+        "n": summary.n,
         "params": calibrators.calibrator.to_dict(),
-        "in_sample": _before_after(before.body, after.body),
+        "in_sample": before_after(before, after_figures),
     }
-    if data.groups is not None:
+    if summary.group_names is not None:
         body["by"] = calibrators.by
         body["groups"] = {
             name: {
                 "n": calibrators.group_rows.get(name),
                 "params": calibrators.groups[name].to_dict(),
-                "in_sample": _before_after(before.body["groups"][name], after.body["groups"][name]),
+                "in_sample": before_after(before["groups"][name], after_figures["groups"][name]),
             }
             for name in calibrators.groups
         }
-    return finish(body, input_notes(data), [])
+    return finish(body, input_notes(summary), [], mark_infinite=True)

@@ -11,7 +11,9 @@ from calibcli.reports.report import Note, Report, Section, assemble
 _PPL_KEYS = ("perplexity", "byte_perplexity", "word_perplexity")
 
 
-def _perplexity_section(data: Any) -> Section:
+def perplexity_section(data: Any) -> Section:
+    """The perplexity figures of one set of rows (``data``: a
+    :class:`~calibcli.summaries.PerplexityView`)."""
     from calibcli.metrics import bits_per_unit
 
     tokens = data.total_tokens
@@ -50,7 +52,7 @@ def _perplexity_section(data: Any) -> Section:
                 )
             )
             closed.setdefault("perplexity", "zero tokens in the input")
-    if getattr(data, "nll_overflow", False):
+    if data.nll_overflow:
         notes.append(
             Note(
                 "nll_overflow",
@@ -71,11 +73,11 @@ def _perplexity_section(data: Any) -> Section:
                 ("total_nll", *token_fields, "bits_per_byte", "byte_perplexity", "word_perplexity"),
             )
         )
-    total_bytes = getattr(data, "total_bytes", None)
+    total_bytes = data.total_bytes
     if total_bytes is not None:
         byte_ppl, bpb = bits_per_unit(data.total_nll, total_bytes)
         section.update(total_bytes=int(total_bytes), bits_per_byte=bpb, byte_perplexity=byte_ppl)
-    total_words = getattr(data, "total_words", None)
+    total_words = data.total_words
     if total_words is not None:
         section.update(
             total_words=int(total_words),
@@ -100,7 +102,7 @@ def _perplexity_section(data: Any) -> Section:
                 explains=tuple(overflowed),
             )
         )
-    if getattr(data, "fmt", "jsonl") not in ("jsonl", "lm-eval"):  # per-token logprob input
+    if data.fmt not in ("jsonl", "lm-eval"):  # per-token logprob input
         section["null_logprobs"] = int(data.null_logprobs)
         section["sentinel_logprobs"] = int(data.sentinel_logprobs)
         if data.sentinel_logprobs:
@@ -116,6 +118,6 @@ def _perplexity_section(data: Any) -> Section:
     return Section(section, notes, closed)
 
 
-def perplexity_report(data: Any, gate: Gate) -> Report:
+def perplexity_report(summary: Any, gate: Gate) -> Report:
     """The perplexity report: token figures, bytes and words, logprob counts, groups, gate."""
-    return assemble("perplexity", data, _perplexity_section, gate=gate)
+    return assemble("perplexity", summary, lambda view, group: perplexity_section(view), gate=gate)

@@ -2,49 +2,58 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from calibcli.reports import figures as registry
-from calibcli.reports.report import Report
 
 
-def _before_after(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    keys = [f.key for f in registry.RECALIBRATION]
-    return {
-        "before": {k: registry.lookup(before, k) for k in keys},
-        "after": {k: registry.lookup(after, k) for k in keys},
-    }
+@dataclass(frozen=True)
+class Recalibration:
+    """A recalibration to show beside a report of the recalibrated rows: the summary of the
+    rows as read (``before``), the report's ``recalibration`` settings (method, calibrator file
+    or folds), warnings about it, how the figures before and after are binned, and whether the
+    pooled before/after carry their reliability bins (what ``--plot`` draws as two curves)."""
+
+    before: Any  # CalibrationSummary
+    settings: dict[str, Any]
+    notes: tuple[str, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)  # bins, strategy, min_bins, reorder_ok
+    curves: bool = True
 
 
-def with_recalibration(
-    target: Report,
-    before: Report,
-    after: Report,
-    settings: dict[str, Any],
-    notes: list[str],
-    *,
-    plot_both: bool = True,
-) -> Report:
-    """``target`` (the report of the recalibrated rows) with a ``recalibration`` object: the
-    settings (method, calibrator file or folds) and the figures of the calibrate reports
-    ``before`` and ``after``, pooled and per group; ``notes`` are added to the warnings.
-    With ``plot_both`` (and no --by groups) ``--plot`` then draws both reliability curves."""
-    pairs = (
-        (target.body, before.body, after.body),
-        (target.display, before.display, after.display),
+def _pick(section: dict[str, Any], curves: bool) -> dict[str, Any]:
+    out = {f.key: registry.lookup(section, f.key) for f in registry.RECALIBRATION}
+    if curves:
+        out["n"] = section.get("n")
+        out["reliability"] = section.get("reliability")
+    return out
+
+
+def before_after(
+    before: dict[str, Any], after: dict[str, Any], *, curves: bool = False
+) -> dict[str, Any]:
+    """The recalibration figures of two calibrate sections (with ``curves``, also their row
+    counts and reliability bins)."""
+    return {"before": _pick(before, curves), "after": _pick(after, curves)}
+
+
+def recalibration_block(recalibration: Recalibration, after: dict[str, Any]) -> dict[str, Any]:
+    """``{"recalibration": ...}``: the settings and the figures before (computed from
+    ``recalibration.before``) and after (``after``: a calibrate report body or pooled
+    section, with its ``groups``), pooled and per group."""
+    from calibcli.reports.calibrate import calibrate_figures
+
+    before = calibrate_figures(
+        recalibration.before, **{"reorder_ok": True, **recalibration.options}
     )
-    for copy, source, result in pairs:
-        block: dict[str, Any] = {**settings, **_before_after(source, result)}
-        if "groups" in result and "groups" in source:
-            block["groups"] = {
-                name: _before_after(source["groups"].get(name, {}), section)
-                for name, section in result["groups"].items()
-            }
-        tail = {k: copy.pop(k) for k in ("warnings", "gate") if k in copy}
-        copy["recalibration"] = block
-        copy.update(tail)
-        copy["warnings"] = copy["warnings"] + notes
-    if plot_both and "groups" not in target.body:
-        target.series.clear()
-        target.series.update({"before": before.display, "after": after.display})
-    return target
+    block: dict[str, Any] = {
+        **recalibration.settings,
+        **before_after(before, after, curves=recalibration.curves and "groups" not in after),
+    }
+    if "groups" in after and "groups" in before:
+        block["groups"] = {
+            name: before_after(before["groups"].get(name, {}), section)
+            for name, section in after["groups"].items()
+        }
+    return {"recalibration": block}

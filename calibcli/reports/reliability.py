@@ -11,9 +11,7 @@ from calibcli.reports.report import (
     Note,
     Report,
     Section,
-    _strict,
     assemble,
-    printable,
 )
 
 
@@ -37,7 +35,7 @@ def reliability_fields(stats: Any, lower: Any = None, upper: Any = None) -> dict
     return out
 
 
-def _bin_notes(stats: Any, min_bins: int) -> list[Note]:
+def bin_notes(stats: Any, min_bins: int) -> list[Note]:
     """The populated-bins and small-sample warnings (advisory; the gate handles the minimum)."""
     import numpy as np
 
@@ -73,21 +71,22 @@ def _bin_notes(stats: Any, min_bins: int) -> list[Note]:
     return notes
 
 
-def _wilson(stats: Any) -> tuple[Any, Any]:
+def wilson(stats: Any) -> tuple[Any, Any]:
     from calibcli.metrics.estimators import wilson_interval
 
     return wilson_interval(stats.sum_correct, stats.count)
 
 
-def _empty_notes(n: int) -> list[Note]:
+def empty_notes(n: int) -> list[Note]:
     if n:
         return []
     return [Note("empty", "no rows were read; every estimate is null")]
 
 
-def reliability_section(data: Any, min_bins: int) -> Section:
-    """The reliability report's figures for one set of rows (pooled, one group or one file)."""
-    stats = data.stats
+def reliability_section(view: Any, min_bins: int) -> Section:
+    """The reliability report's figures for one set of rows (pooled, one group or one file);
+    ``view`` has the rows' per-bin ``stats``."""
+    stats = view.stats
     section = {
         "n": int(stats.n),
         "bins": int(stats.bins),
@@ -96,31 +95,62 @@ def reliability_section(data: Any, min_bins: int) -> Section:
         "mean_confidence": float(stats.total_mean_confidence) if stats.n else None,
         "ece": float(stats.ece()) if stats.n else None,
         "brier": float(stats.brier()) if stats.n else None,
-        "reliability": reliability_fields(stats, *_wilson(stats)),
+        "reliability": reliability_fields(stats, *wilson(stats)),
     }
-    notes = _empty_notes(stats.n) + _bin_notes(stats, min_bins)
+    notes = empty_notes(stats.n) + bin_notes(stats, min_bins)
     return Section(section, notes)
 
 
-def reliability_report(data: Any, *, min_bins: int = DEFAULT_MIN_POPULATED_BINS) -> Report:
-    """The reliability report: per-bin table with Wilson intervals, format and groups."""
-    min_bins = min(min_bins, int(data.stats.bins))
-    report = assemble("reliability", data, lambda d: reliability_section(d, min_bins))
-    report.series.update(plot_series(data, report, min_bins))
-    return report
+def per_file(summary: Any, min_bins: int) -> dict[str, Any]:
+    """``{"per_file": {file: reliability section}}``: the figures of each file read when there
+    are several (what ``--plot`` draws as one series per file), without ``--by``; else
+    nothing."""
+    from types import SimpleNamespace
 
-
-def plot_series(data: Any, report: Report, min_bins: int) -> dict[str, dict[str, Any]]:
-    """The sections --plot draws: one per --by group (as reported), else one per input file."""
-    if data.groups is not None:
-        return dict(report.display["groups"])
-    per_source = getattr(data, "per_source", None)
-    if not per_source:
-        return {"": report.display}
-    bad: list[str] = []
+    if summary.group_names is not None:
+        return {}
+    sources = summary.by_source()
+    if len(sources) < 2:
+        return {}
     return {
-        printable(source): _strict(
-            reliability_section(part, min_bins).figures, "", bad, keep_inf=True
-        )
-        for source, part in per_source.items()
+        "per_file": {
+            name: reliability_section(SimpleNamespace(stats=stats), min_bins).figures
+            for name, stats in sources.items()
+        }
     }
+
+
+def reliability_report(
+    summary: Any,
+    *,
+    min_bins: int = DEFAULT_MIN_POPULATED_BINS,
+    recalibration: Any = None,
+) -> Report:
+    """The reliability report: per-bin table with Wilson intervals, format, per-file sections
+    and groups. With ``recalibration`` (:class:`~calibcli.reports.recalibration.Recalibration`)
+    ``summary`` holds the recalibrated rows and the report shows the figures before and after."""
+    min_bins = min(min_bins, int(summary.pooled().stats.bins))
+    extra = per_file(summary, min_bins) if recalibration is None else {}
+    notes = []
+    if recalibration is not None:
+        notes = [Note("recalibration", text) for text in recalibration.notes]
+
+    def closing(pooled: Section, groups: Any) -> dict[str, Any]:
+        if recalibration is None:
+            return {}
+        from calibcli.reports.calibrate import calibrate_figures
+        from calibcli.reports.recalibration import recalibration_block
+
+        bins = int(summary.pooled().stats.bins)
+        return recalibration_block(
+            recalibration, calibrate_figures(summary, bins=bins, reorder_ok=True)
+        )
+
+    return assemble(
+        "reliability",
+        summary,
+        lambda view, group: reliability_section(view, min_bins),
+        extra=extra,
+        closing=closing,
+        notes=notes,
+    )

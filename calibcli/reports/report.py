@@ -1,11 +1,18 @@
-"""JSON reports (schema_version 1) for the commands: figures, warnings and the gate's verdict.
+"""JSON reports for the commands: figures, warnings and the gate's verdict, built from summaries.
 
-Builds the report dictionaries from what :mod:`calibcli.io` read and :mod:`calibcli.metrics`
-computed; no printing, no typer, no files. Each set of rows (the pooled input, one ``--by``
-group) becomes a :class:`Section`; the gate (:mod:`calibcli.reports.gate`) checks sections.
-Every report is strict JSON: numpy values become Python numbers, non-finite numbers become
-``null`` and are explained in ``warnings``, and nothing depends on the clock, so the same input
-gives a byte-identical report.
+A report is a pure function of summaries and settings (:mod:`calibcli.summaries`), built once
+and never changed: no printing, no typer, no files. Each set of rows (the pooled input, one
+``--by`` group) becomes a :class:`Section`; the gate (:mod:`calibcli.reports.gate`) checks
+sections. The JSON body is the whole product: every renderer (tables, diagram, image, Markdown)
+reads it and nothing else. Every report is strict JSON: numpy values become Python numbers,
+non-finite numbers become ``null``, are explained in ``warnings`` and, where infinite, listed in
+``non_finite`` (path -> ``"inf"`` or ``"-inf"``) so a renderer shows ``inf``, not ``n/a``.
+Nothing depends on the clock, so the same input gives a byte-identical report.
+
+``schema_version`` (1) changes only for breaking changes. Revision 1.1 added keys, all
+optional to readers: ``per_file`` (several files), ``non_finite``, the pooled before/after
+``n`` and ``reliability`` of a recalibration, threshold sections' ``coverage_curve`` and
+compare's ``sides``.
 """
 
 from __future__ import annotations
@@ -16,16 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from calibcli.reports import figures as registry
 from calibcli.reports.gate import Gate, evaluate
 
 SCHEMA_VERSION = 1
 DEFAULT_MIN_POPULATED_BINS = 3
 SMALL_BIN_COUNT = 30  # the small-sample warning fires when the median populated bin holds fewer
-CALIBRATION_GATES = tuple(f.key for f in registry.gateable(registry.CALIBRATION))
-BINNED_GATES = frozenset(f.key for f in registry.CALIBRATION if f.fails_closed)
-# the calibrate section's scalar figures, in report order ("n" opens the section)
-SCALARS = tuple(f.key for f in registry.CALIBRATION if f.top_level and f.key != "n")
+GROUPS_NAMED = 10  # a warning about many groups names this many and counts the rest
+SMOOTH_GROUPS = 1000  # above this many --by groups, smece is computed for the pooled rows only
 
 
 @dataclass(frozen=True)
@@ -47,20 +51,14 @@ class Section:
     figures: dict[str, Any]
     notes: list[Note] = field(default_factory=list)
     closed: dict[str, str] = field(default_factory=dict)
-    picture: dict[str, Any] | None = None  # what --plot draws of these rows, beyond the JSON
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
     """A finished report: the JSON body and the gate's failure messages (one line each)."""
 
     body: dict[str, Any]
     failures: list[str] = field(default_factory=list)
-    # What the tables show: the body with infinities kept (the JSON can only say null),
-    # so an infinite perplexity reads "inf", not "n/a"; undefined values stay None.
-    display: dict[str, Any] | None = None
-    # What --plot draws, one reliability section per series (input file or --by group).
-    series: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def warnings(self) -> list[str]:
@@ -77,8 +75,8 @@ class Report:
 # --------------------------------------------------------------------------- JSON helpers
 
 
-def _num(x: Any) -> Any:
-    """A Python int/float (or None) from a numpy or Python number; non-finite floats kept as is."""
+def num(x: Any) -> Any:
+    """A Python int/float (or None) from a numpy or Python number; non-finite floats kept."""
     if x is None:
         return None
     if hasattr(x, "item"):
@@ -92,34 +90,21 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _strict(obj: Any, path: str, bad: list[str], *, keep_inf: bool = False) -> Any:
-    """Copy ``obj`` as strict JSON; non-finite floats become None, their paths go in ``bad``
-    (with ``keep_inf``, infinities are kept and strings made printable: the copy the tables,
-    the summary and the picture show)."""
+def strict(obj: Any, path: str = "", bad: list[tuple[str, float]] | None = None) -> Any:
+    """A strict-JSON copy of ``obj``: numpy values as Python numbers, non-finite floats as
+    None with ``(path, value)`` appended to ``bad``."""
     if isinstance(obj, dict):
-        return {
-            (printable(k) if keep_inf else k): _strict(
-                v, f"{path}.{k}" if path else k, bad, keep_inf=keep_inf
-            )
-            for k, v in obj.items()
-        }
-    if keep_inf and isinstance(obj, str):
-        return printable(obj)
+        return {k: strict(v, f"{path}.{k}" if path else str(k), bad) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)) or hasattr(obj, "tolist"):
         items = obj.tolist() if hasattr(obj, "tolist") else obj
         if not isinstance(items, list):  # a numpy scalar
-            return _strict(items, path, bad, keep_inf=keep_inf)
-        return [_strict(v, f"{path}[{i}]", bad, keep_inf=keep_inf) for i, v in enumerate(items)]
+            return strict(items, path, bad)
+        return [strict(v, f"{path}[{i}]", bad) for i, v in enumerate(items)]
     if isinstance(obj, float) and not math.isfinite(obj):
-        bad.append(path)
-        return obj if keep_inf and math.isinf(obj) else None
+        if bad is not None:
+            bad.append((path, obj))
+        return None
     return obj
-
-
-def as_shown(obj: Any) -> Any:
-    """The copy of report data that tables and pictures show: infinities kept, strings
-    printable."""
-    return _strict(obj, "", [], keep_inf=True)
 
 
 def _leaf(path: str) -> str:
@@ -127,35 +112,79 @@ def _leaf(path: str) -> str:
     return path.split(".")[-1].split("[")[0]
 
 
-def finish(body: dict[str, Any], notes: list[Note], failures: list[str]) -> Report:
-    """Make ``body`` strict JSON, add the warnings (and one for unexplained nulls), wrap it."""
-    bad: list[str] = []
-    strict = _strict(body, "", bad)
+def finish(
+    body: dict[str, Any],
+    notes: list[Note],
+    failures: list[str],
+    *,
+    tail: dict[str, Any] = (),
+    mark_infinite: bool = False,
+) -> Report:
+    """Make ``body`` strict JSON, add the warnings (and one for unexplained nulls), with
+    ``mark_infinite`` the map of infinities written as null (``non_finite``), ``tail`` (e.g.
+    the gate) last, and wrap it."""
+    bad: list[tuple[str, float]] = []
+    out = strict(body, "", bad)
     explained = {name for note in notes for name in note.explains}
-    # gate values repeat figures reported (and explained) elsewhere
-    unexplained = [p for p in bad if _leaf(p) not in explained and not p.startswith("gate.")]
+    unexplained = [p for p, _ in bad if _leaf(p) not in explained]
     warnings = [note.text for note in notes]
     if unexplained:
         warnings.append(
             f"{len(unexplained)} value(s) are not finite numbers and were written as null: "
             + ", ".join(unexplained)
         )
-    display = _strict(body, "", [], keep_inf=True)
-    for copy in (strict, display):
-        copy["warnings"] = warnings
-        if "gate" in copy:  # keep gate last, after warnings
-            copy["gate"] = copy.pop("gate")
-    return Report(strict, failures, display)
+    # the tail (the gate) repeats figures reported and explained above
+    tail_out = strict(dict(tail), "", bad)
+    infinite = {p: ("inf" if v > 0 else "-inf") for p, v in bad if math.isinf(v)}
+    if infinite and mark_infinite:
+        out["non_finite"] = infinite
+    out["warnings"] = warnings
+    out.update(tail_out)
+    return Report(out, list(failures))
+
+
+def as_shown(body: dict[str, Any]) -> dict[str, Any]:
+    """What renderers show of a report body (as ``json.loads`` gives it): the infinities that
+    ``non_finite`` lists put back in place of their nulls, and strings made printable."""
+    shown = _printable_copy(body)
+    for path, text in (body.get("non_finite") or {}).items():
+        _set_path(shown, path, -math.inf if text.startswith("-") else math.inf)
+    return shown
+
+
+def _printable_copy(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {printable(k): _printable_copy(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_printable_copy(v) for v in obj]
+    if isinstance(obj, str):
+        return printable(obj)
+    return obj
+
+
+def _set_path(obj: Any, path: str, value: Any) -> None:
+    """Set the value at a path of :func:`strict` (``a.b[2].c``); a path that no longer
+    exists is ignored."""
+    import re
+
+    parts = []
+    for piece in path.split("."):
+        name, *indices = re.split(r"\[(\d+)\]", piece)
+        parts.append(printable(name))
+        parts += [int(i) for i in indices if i != ""]
+    node = obj
+    try:
+        for part in parts[:-1]:
+            node = node[part]
+        node[parts[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        pass
 
 
 # --------------------------------------------------------------------------- group warnings
 
 
-GROUPS_NAMED = 10  # a warning about many groups names this many and counts the rest
-SMOOTH_GROUPS = 1000  # above this many --by groups, smece is computed for the pooled rows only
-
-
-def _group_notes(per_group: dict[str, list[Note]]) -> list[Note]:
+def group_notes(per_group: dict[str, list[Note]]) -> list[Note]:
     """One warning line per kind, naming the groups it applies to (not one line per group)."""
     by_kind: dict[str, list[tuple[str, Note]]] = {}
     for name, notes in per_group.items():
@@ -176,55 +205,65 @@ def _group_notes(per_group: dict[str, list[Note]]) -> list[Note]:
     return out
 
 
-# --------------------------------------------------------------------------- perplexity
-def input_formats(data: Any) -> dict[str, Any]:
+# --------------------------------------------------------------------------- assembling
+
+
+def input_formats(summary: Any) -> dict[str, Any]:
     """``{"formats": {file: format}}`` when the files are in several formats, else nothing."""
-    if getattr(data, "fmt", None) != "mixed":
+    if summary.fmt != "mixed":
         return {}
-    return {"formats": dict(data.formats or {})}
+    return {"formats": dict(summary.formats)}
 
 
-def input_notes(data: Any) -> list[Note]:
+def input_notes(summary: Any) -> list[Note]:
     """The reader's warnings about the input (a file skipped, and why)."""
-    return [Note("input", text) for text in getattr(data, "warnings", ())]
+    return [Note("input", text) for text in summary.warnings]
 
 
 def assemble(
     command: str,
-    data: Any,
-    build: Callable[[Any], Section],
+    summary: Any,
+    build: Callable[[Any, str | None], Section],
     *,
     gate: Gate | None = None,
     level: float | None = None,
     after: Callable[[Section], dict[str, Any]] | None = None,
+    extra: dict[str, Any] | None = None,
+    closing: Callable[[Section, dict[str, Section] | None], dict[str, Any]] | None = None,
+    notes: list[Note] = (),
 ) -> Report:
-    """A report from sections: the pooled one (``build(data)``), one per --by group, the gate.
+    """A report from sections: the pooled one (``build(view, None)``), one per --by group
+    (``build(view, name)``), the gate.
 
     The pooled section's figures open the body (after schema_version, command and format);
     ``after(pooled)`` gives the keys that follow them and may replace some (the bootstrap's
-    settings after its intervals); then ``groups``, ``warnings`` and ``gate``.
+    settings after its intervals); then ``extra``, ``groups``, ``closing(pooled, groups)``,
+    ``warnings`` (the input's, the sections', then ``notes``) and ``gate``.
     """
-    pooled = build(data)
+    views = summary.by_group()  # first: the pooled section may sort the rows in place
+    pooled = build(summary.pooled(), None)
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "command": command,
-        "format": getattr(data, "fmt", "jsonl"),
-        **input_formats(data),
+        "format": summary.fmt,
+        **input_formats(summary),
         **pooled.figures,
     }
     if after is not None:
         body.update(after(pooled))
-    notes = input_notes(data) + list(pooled.notes)
+    body.update(extra or {})
+    all_notes = input_notes(summary) + list(pooled.notes)
     groups = None
-    if data.groups is not None:
-        groups = {str(name): build(value) for name, value in data.groups.items()}
+    if views is not None:
+        groups = {str(name): build(view, str(name)) for name, view in views.items()}
         body["groups"] = {name: g.figures for name, g in groups.items()}
-        notes += _group_notes({name: g.notes for name, g in groups.items()})
+        all_notes += group_notes({name: g.notes for name, g in groups.items()})
+    if closing is not None:
+        body.update(closing(pooled, groups))
+    all_notes += list(notes)
     failures: list[str] = []
+    tail: dict[str, Any] = {}
     if gate:
         verdict = evaluate(gate, pooled, groups, level=level)
-        body["gate"], failures = verdict.body, verdict.failures
-    report = finish(body, notes, failures)
-    pictures = {"": pooled.picture} if groups is None else {k: g.picture for k, g in groups.items()}
-    report.series.update({printable(k): v for k, v in pictures.items() if v is not None})
-    return report
+        tail["gate"], failures = verdict.body, verdict.failures
+    return finish(body, all_notes, failures, tail=tail, mark_infinite=True)

@@ -18,7 +18,7 @@ from calibcli.reports.report import Note, Report, Section, assemble
 
 COVERAGES = (0.1, 0.5, 0.9)  # selective accuracy is reported at these coverages
 TABLE_ROWS = 20  # rows of the risk–coverage table at round coverages (all with --full)
-PLOT_POINTS = 400  # points of the accuracy–coverage curve --plot draws
+CURVE_POINTS = 400  # points of the accuracy–coverage curve in the report (what --plot draws)
 
 
 @dataclass(frozen=True)
@@ -143,24 +143,19 @@ def threshold_section(columns: Any, fit_columns: Any, settings: ThresholdSetting
         f"{round(c * 100)}": selective_accuracy(curve, c) for c in COVERAGES
     }
     section["curve"] = _table(curve, settings)
-    return Section(section, notes, closed, picture=_picture(curve, section, settings))
+    section["coverage_curve"] = _coverage_curve(curve)
+    return Section(section, notes, closed)
 
 
-def _picture(curve: Any, section: dict[str, Any], settings: ThresholdSettings) -> dict[str, Any]:
-    """A denser accuracy–coverage curve than the table's, and the marks --plot draws."""
+def _coverage_curve(curve: Any) -> dict[str, Any]:
+    """A denser accuracy–coverage curve than the table's (what --plot draws)."""
     from calibcli.metrics.selective import display_rows
 
-    rows = display_rows(curve, rows=PLOT_POINTS)
+    rows = display_rows(curve, rows=CURVE_POINTS)
     accepted, errors = curve.accepted[rows], curve.errors[rows]
-    chosen = section.get("guaranteed") or {}
-    plug = section.get("plug_in") or {}
     return {
         "coverage": (accepted / curve.total).tolist(),
         "accuracy": ((accepted - errors) / accepted).tolist(),
-        "target_accuracy": settings.target_accuracy,
-        "guaranteed": (chosen.get("realised") or chosen).get("coverage") if chosen else None,
-        "guaranteed_threshold": chosen.get("threshold"),
-        "plug_in": (plug.get("realised") or plug).get("coverage") if plug else None,
     }
 
 
@@ -174,28 +169,41 @@ def _gated_coverage(section: dict[str, Any]) -> float | None:
 
 
 def threshold_report(
-    data: Any, settings: ThresholdSettings, *, fit: Any = None, gate: Any = None
+    summary: Any,
+    settings: ThresholdSettings,
+    *,
+    fit: Any = None,
+    gate: Any = None,
+    recalibration: Any = None,
 ) -> Report:
     """The threshold report: the guaranteed and plug-in thresholds, summary figures, the
-    risk–coverage table, per --by group (each group's threshold chosen on its own rows)."""
+    risk–coverage table, per --by group (each group's threshold chosen on its own rows, or on
+    the ``fit`` summary's rows of the same group). With ``recalibration``
+    (:class:`~calibcli.reports.recalibration.Recalibration`) the summaries hold recalibrated
+    rows and the report shows the figures before and after."""
+    from calibcli.metrics import PredictionColumns
 
-    names = {id(part): name for name, part in (data.groups or {}).items()}
+    fit_groups = None if fit is None else fit.by_group()
 
-    def fit_part(d: Any) -> Any:
-        if fit is None:
-            return None
-        if d is data or fit.groups is None:
-            return fit.columns
-        part = fit.groups.get(names.get(id(d)))
-        return None if part is None else part.columns
+    def build(view: Any, group: str | None) -> Section:
+        columns = None
+        if fit is not None:
+            if group is None or fit_groups is None:
+                columns = fit.pooled().columns
+            else:
+                part = fit_groups.get(group)
+                columns = None if part is None else part.columns
+            if columns is None:
+                columns = PredictionColumns.concat([])
+        return threshold_section(view.columns, columns, settings)
 
-    def build(d: Any) -> Section:
-        columns = fit_part(d)
-        if fit is not None and columns is None:
-            from calibcli.metrics import PredictionColumns
+    def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
+        if recalibration is None:
+            return {}
+        from calibcli.reports.calibrate import calibrate_figures
+        from calibcli.reports.recalibration import recalibration_block
 
-            columns = PredictionColumns.concat([])
-        return threshold_section(d.columns, columns, settings)
+        return recalibration_block(recalibration, calibrate_figures(summary))
 
     head = {
         "target_accuracy": settings.target_accuracy,
@@ -203,12 +211,23 @@ def threshold_report(
         "method": settings.method,
         "fit": {"files": list(settings.fit_files)} if settings.fit_files else None,
     }
-    report = assemble("threshold", data, build, gate=gate, after=lambda _: head)
+    notes = []
     if not settings.fit_files:
-        note = (
-            "the threshold was chosen and evaluated on the same rows: its coverage and accuracy "
-            "are optimistic; choose it on held-out rows with --fit FILE"
+        notes.append(
+            Note(
+                "in_sample",
+                "the threshold was chosen and evaluated on the same rows: its coverage and "
+                "accuracy are optimistic; choose it on held-out rows with --fit FILE",
+            )
         )
-        for copy in (report.body, report.display):
-            copy["warnings"] = [*copy["warnings"], note]
-    return report
+    if recalibration is not None:
+        notes += [Note("recalibration", t) for t in recalibration.notes]
+    return assemble(
+        "threshold",
+        summary,
+        build,
+        gate=gate,
+        after=lambda _: head,
+        closing=closing,
+        notes=notes,
+    )

@@ -1,4 +1,4 @@
-"""Calibrator files, and recalibrated copies of what a reader returned.
+"""Calibrator files, and recalibrated copies of summaries.
 
 A calibrator file is small strict JSON (``schema_version`` 1)::
 
@@ -61,9 +61,9 @@ class CalibratorFile:
 
 
 def fit_data(
-    data: Any, *, method: str, bins: int, fitted_on: dict[str, Any], by: str | None
+    summary: Any, *, method: str, bins: int, fitted_on: dict[str, Any], by: str | None
 ) -> CalibratorFile:
-    """Fit ``method`` on a reader's rows (pooled, and per --by group). Raises ValueError."""
+    """Fit ``method`` on a summary's kept rows (pooled, and per --by group). Raises ValueError."""
     from calibcli.metrics.recalibration import fit
 
     def fit_columns(columns: Any, where: str) -> Any:
@@ -74,9 +74,9 @@ def fit_data(
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
 
-    pooled = fit_columns(data.columns, "the pooled rows")
+    pooled = fit_columns(summary.pooled().columns, "the pooled rows")
     groups, rows = {}, {}
-    for name, part in (data.groups or {}).items():
+    for name, part in (summary.by_group() or {}).items():
         groups[str(name)] = fit_columns(part.columns, f"group {name!r}")
         rows[str(name)] = int(part.columns.n)
     return CalibratorFile(method, pooled, fitted_on, by, groups, rows)
@@ -129,49 +129,62 @@ def load(path: str | Path) -> CalibratorFile:
     return CalibratorFile(method, pooled, fitted_on, by, groups, rows, Path(path))
 
 
-def _mapped(columns: Any, mapping: Any) -> Any:
-    """``columns`` with every confidence passed through ``mapping`` (rows keep their class)."""
-    from calibcli.metrics import PredictionColumns
+def _regrouped(summary: Any, parts: list[tuple[Any, Any]]) -> Any:
+    """A summary of new kept rows: ``parts`` are (right, wrong) confidences, one pair for the
+    pooled rows or one per group in the summary's group order (the pooled rows are then the
+    groups' rows one group after another). Sources and warnings are kept; the sources' own
+    tables are not (they describe the rows as read)."""
+    import numpy as np
 
-    return PredictionColumns(mapping(columns.conf_correct), mapping(columns.conf_wrong))
+    from calibcli.summaries.calibration import from_columns
 
-
-def _with_columns(data: Any, columns: Any, bins: int) -> Any:
-    from calibcli.metrics import BinStats
-
-    if columns is None:
-        return replace(data, per_source=None)
-    stats = BinStats.from_arrays(columns.confidences(), columns.correct(), bins=bins)
-    return replace(data, stats=stats, columns=columns, per_source=None)
-
-
-def apply_to_data(data: Any, calibrators: CalibratorFile, *, bins: int) -> Any:
-    """The reader's result with every confidence recalibrated (each --by group by its own
-    calibrator when the file has one); the pooled rows are the groups' mapped rows."""
-    from calibcli.metrics import PredictionColumns
-
-    if data.groups is None:
-        cal = calibrators.calibrator
-        return _with_columns(data, _mapped(data.columns, cal.apply), bins)
-    groups = {
-        name: _with_columns(
-            part, _mapped(part.columns, calibrators.for_group(str(name)).apply), bins
+    sources = tuple(replace(s, table=None) for s in summary.sources)
+    if summary.group_names is None:
+        ((right, wrong),) = parts
+        return from_columns(
+            summary.settings, right, wrong, sources=sources, warnings=summary.warnings
         )
-        for name, part in data.groups.items()
-    }
-    pooled = PredictionColumns.concat(g.columns for g in groups.values())
-    return replace(_with_columns(data, pooled, bins), groups=groups)
+    ids = [
+        (np.full(r.shape[0], g, np.intp), np.full(w.shape[0], g, np.intp))
+        for g, (r, w) in enumerate(parts)
+    ]
+    return from_columns(
+        summary.settings,
+        np.concatenate([r for r, _ in parts]) if parts else np.zeros(0),
+        np.concatenate([w for _, w in parts]) if parts else np.zeros(0),
+        groups=summary.group_names,
+        right_ids=np.concatenate([r for r, _ in ids]) if ids else np.zeros(0, np.intp),
+        wrong_ids=np.concatenate([w for _, w in ids]) if ids else np.zeros(0, np.intp),
+        sources=sources,
+        warnings=summary.warnings,
+    )
 
 
-def cross_fit_data(data: Any, *, method: str, folds: int, seed: int, bins: int) -> Any:
-    """The reader's result with out-of-fold recalibrated confidences: each row mapped by a
-    calibrator fitted on the other folds (per --by group when grouped). Raises ValueError."""
-    from calibcli.metrics import PredictionColumns
+def apply_to_data(summary: Any, calibrators: CalibratorFile, *, bins: int) -> Any:
+    """The summary with every kept confidence recalibrated (each --by group by its own
+    calibrator when the file has one)."""
+    groups = summary.by_group()
+    if groups is None:
+        columns = summary.pooled().columns
+        cal = calibrators.calibrator
+        return _regrouped(
+            summary, [(cal.apply(columns.conf_correct), cal.apply(columns.conf_wrong))]
+        )
+    parts = []
+    for name, view in groups.items():
+        cal = calibrators.for_group(str(name))
+        parts.append((cal.apply(view.columns.conf_correct), cal.apply(view.columns.conf_wrong)))
+    return _regrouped(summary, parts)
+
+
+def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: int) -> Any:
+    """The summary with out-of-fold recalibrated confidences: each row mapped by a calibrator
+    fitted on the other folds (per --by group when grouped). Raises ValueError."""
     from calibcli.metrics.recalibration import cross_fit
 
-    def crossed(columns: Any, where: str) -> Any:
-        if columns is None or columns.n == 0:
-            return columns
+    def crossed(columns: Any, where: str) -> tuple[Any, Any]:
+        if columns.n == 0:
+            return columns.conf_correct, columns.conf_wrong
         right = columns.conf_correct.shape[0]
         try:
             out = cross_fit(
@@ -184,23 +197,22 @@ def cross_fit_data(data: Any, *, method: str, folds: int, seed: int, bins: int) 
             )
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
-        return PredictionColumns(out[:right], out[right:])
+        return out[:right], out[right:]
 
-    if data.groups is None:
-        return _with_columns(data, crossed(data.columns, "--recalibrate"), bins)
-    groups = {
-        name: _with_columns(part, crossed(part.columns, f"--recalibrate, group {name!r}"), bins)
-        for name, part in data.groups.items()
-    }
-    pooled = PredictionColumns.concat(g.columns for g in groups.values() if g.columns is not None)
-    return replace(_with_columns(data, pooled, bins), groups=groups)
+    groups = summary.by_group()
+    if groups is None:
+        return _regrouped(summary, [crossed(summary.pooled().columns, "--recalibrate")])
+    return _regrouped(
+        summary,
+        [crossed(view.columns, f"--recalibrate, group {name!r}") for name, view in groups.items()],
+    )
 
 
 FOLD_SEED = 0  # cross-fitting's fold permutation: fixed, so the same input gives the same report
 
 
 def recalibrated(
-    data: Any,
+    summary: Any,
     *,
     calibrators: CalibratorFile | None,
     method: str | None,
@@ -209,7 +221,7 @@ def recalibrated(
     files: list[str],
     choices: Any = None,
 ) -> tuple[Any, dict[str, Any], list[str]]:
-    """The reader's result recalibrated by a calibrator file or by cross-fitting ``method``,
+    """The summary recalibrated by a calibrator file or by cross-fitting ``method``,
     the report's ``recalibration`` settings, and warnings (scoring the rows a calibrator was
     fitted on). ``choices`` (lm-eval rows with their choices' scores) is needed for temperature
     over the choices. Raises ValueError when a fit fails."""
@@ -218,11 +230,11 @@ def recalibrated(
             if choices is None:
                 raise ValueError(
                     "this calibrator scales lm-eval choices' loglikelihoods (fitted with "
-                    f"--method temperature on lm-eval rows); the input is {data.fmt}"
+                    f"--method temperature on lm-eval rows); the input is {summary.fmt}"
                 )
             after = choices_data(choices, calibrators, bins=bins)
         else:
-            after = apply_to_data(data, calibrators, bins=bins)
+            after = apply_to_data(summary, calibrators, bins=bins)
         settings = {
             "method": calibrators.method,
             "mode": "calibrator",
@@ -243,7 +255,7 @@ def recalibrated(
         after = cross_fit_choices(choices, folds=folds, seed=FOLD_SEED, bins=bins)
         method = MULTICLASS
     else:
-        after = cross_fit_data(data, method=method, folds=folds, seed=FOLD_SEED, bins=bins)
+        after = cross_fit_data(summary, method=method, folds=folds, seed=FOLD_SEED, bins=bins)
     settings = {"method": method, "mode": "cross-fitted", "folds": folds, "seed": FOLD_SEED}
     return after, settings, []
 
@@ -255,6 +267,9 @@ def _same_file(name: str) -> str:
 
 
 # --------------------------------------------------------------------------- multiple choice
+
+_LM_EVAL: tuple = ()  # recalibrated choices keep no sources of their own (the report names
+# the files read)
 
 MULTICLASS = "multiclass_temperature"  # temperature over an lm-eval row's choices
 
@@ -300,22 +315,28 @@ def fit_choices(choices: Any, *, fitted_on: dict[str, Any], by: str | None) -> C
 
 
 def _calibration_data(conf: Any, correct: Any, groups: dict[str, Any] | None, *, bins: int) -> Any:
-    from calibcli.io.data import CalibrationData
-    from calibcli.metrics import BinStats, PredictionColumns
+    """The summary of lm-eval rows given as arrays, in row order (``groups``: name -> the
+    indices of its rows)."""
+    import numpy as np
 
-    def data_of(c: Any, y: Any) -> Any:
-        return CalibrationData(
-            stats=BinStats.from_arrays(c, y, bins=bins),
-            columns=PredictionColumns.from_arrays(c, y, validate=False),
-            rows=int(c.shape[0]),
-            fmt="lm-eval",
-        )
+    from calibcli.summaries.calibration import CalibrationSettings, from_columns
 
-    pooled = data_of(conf, correct)
+    settings = CalibrationSettings(bins=bins, fmt="lm-eval")
     if groups is None:
-        return pooled
-    parts = {name: data_of(conf[idx], correct[idx]) for name, idx in groups.items()}
-    return replace(pooled, groups=parts)
+        return from_columns(settings, conf[correct], conf[~correct], sources=_LM_EVAL)
+    names = tuple(groups)
+    ids = np.zeros(conf.shape[0], np.intp)
+    for g, idx in enumerate(groups.values()):
+        ids[idx] = g
+    return from_columns(
+        settings,
+        conf[correct],
+        conf[~correct],
+        groups=names,
+        right_ids=ids[correct],
+        wrong_ids=ids[~correct],
+        sources=_LM_EVAL,
+    )
 
 
 def choices_data(choices: Any, calibrators: CalibratorFile, *, bins: int) -> Any:

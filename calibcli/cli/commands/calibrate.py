@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from calibcli.cli.app import EXIT_CODES, app, usage_error
-from calibcli.cli.emit import check_outputs, emit, picture
+from calibcli.cli.emit import Plot, check_outputs, emit
 from calibcli.cli.options import (
     BinsOpt,
     BootstrapOpt,
@@ -70,9 +70,7 @@ def calibrate(
     With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
     shown beside the figures before it.
     """
-    from calibcli.reports.calibrate import Bootstrap, calibrate_report
-    from calibcli.reports.gate import Gate
-    from calibcli.reports.recalibration import with_recalibration
+    from calibcli.reports import Bootstrap, Gate, Recalibration, calibrate_report
 
     if gate_each and reading.by is None:
         raise usage_error("--gate-each needs --by FIELD")
@@ -91,7 +89,6 @@ def calibrate(
         keep_columns=True,
         plot=plot,
         labels=label,
-        per_source=calibrators is None and method is None,
     )
     boot = None
     if ci is not None:
@@ -113,11 +110,17 @@ def calibrate(
                 mc_norm=reading.mc_norm,
                 by=reading.by,
             )
-            result = calibrate_report(after, bootstrap=boot, gate=gate, reorder_ok=True, **options)
-            before = calibrate_report(data, reorder_ok=True, **options)
-            result = with_recalibration(result, before, result, settings, notes)
+            recalibration = Recalibration(data, settings, tuple(notes), options)
+            result = calibrate_report(
+                after,
+                bootstrap=boot,
+                gate=gate,
+                reorder_ok=True,
+                recalibration=recalibration,
+                **options,
+            )
     del data  # free the columns: the report holds everything shown from here on
-    image = None if plot is None else (plot, picture(result, plot, label, with_ci=boot is not None))
+    image = None if plot is None else Plot(plot, label, with_ci=boot is not None)
     emit(
         result,
         json_out=json_out,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from calibcli.cli.app import EXIT_CODES, app, usage_error
-from calibcli.cli.emit import check_outputs, emit
+from calibcli.cli.emit import Plot, check_outputs, emit
 from calibcli.cli.options import (
     AllowUnmatchedOpt,
     BinsOpt,
@@ -67,10 +67,10 @@ def compare(
     --max-decrease auroc=0.01) gate on the upper end of the difference's interval by default:
     exit 1 when NEW may be worse than BASE by more than the margin.
     """
-    from calibcli.io import InputError
-    from calibcli.io.records import read_keyed
-    from calibcli.reports.compare import CompareSettings, Matched, compare_report, margins, match
-    from calibcli.reports.gate import Gate
+    from calibcli.io import InputError, read_keyed
+    from calibcli.reports import CompareSettings, Gate, compare_report
+    from calibcli.reports.compare import margins
+    from calibcli.summaries import PairedRows, match
 
     if gate_each and reading.by is None:
         raise usage_error("--gate-each needs --by FIELD")
@@ -109,7 +109,7 @@ def compare(
     except InputError as exc:
         raise usage_error(str(exc)) from None
     if unpaired:
-        matched = Matched(
+        matched = PairedRows(
             (rows[0].confidence, rows[0].correct),
             (rows[1].confidence, rows[1].correct),
             None,
@@ -145,13 +145,7 @@ def compare(
             id_field=None if unpaired else (id_field or _default_id(rows[0].fmt)),
             gate=gate,
         )
-    image = None
-    if plot is not None:
-        from calibcli.cli.emit import picture
-
-        if label:
-            result.series = dict(zip(label, result.series.values(), strict=True))
-        image = (plot, picture(result, plot, None, with_ci=True))
+    image = None if plot is None else Plot(plot, label, with_ci=True)
     emit(result, json_out=json_out, output=output, summary=summary, files=[base, new], plot=image)
 
 
@@ -161,7 +155,7 @@ def _default_id(fmt: str) -> str:
 
 def _unkeyed(source: str, options: dict) -> object:
     """Rows without ids (--unpaired): every row, its id ignored."""
-    from calibcli.io.records import read_keyed
+    from calibcli.io import read_keyed
 
     return read_keyed([source], **options, keyed=False)
 

@@ -43,13 +43,13 @@ def fit(
     """
     from calibcli.cli.emit import emit
     from calibcli.cli.reading import one_blas_thread, read_choices
-    from calibcli.reports.fit import fit_report
+    from calibcli.reports import fit_report
     from calibcli.summaries.recalibrate import choices_data, fit_choices, fit_data
 
     check_outputs(output=output, summary=summary)
     data = read_predictions(files, reading, bins=bins, keep_columns=True)
     fitted_on: dict[str, Any] = {
-        "n": int(data.stats.n),
+        "n": data.n,
         "files": list(files),
         "format": data.fmt,
         "confidence_field": reading.confidence_field,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from calibcli.cli.app import EXIT_CODES, app
-from calibcli.cli.emit import check_outputs, emit, picture
+from calibcli.cli.emit import Plot, check_outputs, emit
 from calibcli.cli.options import (
     BinsOpt,
     CalibratorOpt,
@@ -44,9 +44,7 @@ def reliability(
     holds fewer than 30 predictions. With --calibrator the bins are those of the recalibrated
     confidences, with the headline figures before and after beside them.
     """
-    from calibcli.reports.calibrate import calibrate_report
-    from calibcli.reports.recalibration import with_recalibration
-    from calibcli.reports.reliability import reliability_report
+    from calibcli.reports import Recalibration, reliability_report
 
     calibrators, _ = recalibration_options(calibrator, None, None)
     check_outputs(output=output, summary=summary, plot=plot)
@@ -57,7 +55,6 @@ def reliability(
         keep_columns=calibrators is not None,
         plot=plot,
         labels=label,
-        per_source=calibrators is None,
     )
     if calibrators is None:
         result = reliability_report(data)
@@ -72,15 +69,10 @@ def reliability(
             mc_norm=reading.mc_norm,
             by=reading.by,
         )
+        recalibration = Recalibration(data, settings, tuple(notes), {"bins": bins})
         with one_blas_thread():
-            result = with_recalibration(
-                reliability_report(after),
-                calibrate_report(data, bins=bins, reorder_ok=True),
-                calibrate_report(after, bins=bins, reorder_ok=True),
-                settings,
-                notes,
-            )
-    image = None if plot is None else (plot, picture(result, plot, label, with_ci=True))
+            result = reliability_report(after, recalibration=recalibration)
+    image = None if plot is None else Plot(plot, label, with_ci=True)
     emit(
         result,
         json_out=json_out,

@@ -4,7 +4,7 @@ finite-sample guarantee on their accuracy."""
 from __future__ import annotations
 
 from calibcli.cli.app import EXIT_CODES, app, usage_error
-from calibcli.cli.emit import check_outputs, emit
+from calibcli.cli.emit import Plot, check_outputs, emit
 from calibcli.cli.options import (
     CalibratorOpt,
     DeltaOpt,
@@ -58,8 +58,7 @@ def threshold(
     with the risk-coverage table, AURC, E-AURC and accuracy at 10/50/90% coverage. Choose the
     threshold on held-out rows with --fit; --min-coverage gates on the share it accepts.
     """
-    from calibcli.reports.gate import Gate
-    from calibcli.reports.threshold import ThresholdSettings, threshold_report
+    from calibcli.reports import Gate, Recalibration, ThresholdSettings, threshold_report
 
     if gate_each and reading.by is None:
         raise usage_error("--gate-each needs --by FIELD")
@@ -67,13 +66,15 @@ def threshold(
         raise usage_error("--gate-each applies --min-coverage to every group; give it")
     calibrators, _ = recalibration_options(calibrator, None, None)
     check_outputs(output=output, summary=summary, plot=plot)
-    shape = {"bins": 10, "keep_columns": True, "plot": plot, "per_source": False}
+    shape = {"bins": 10, "keep_columns": True, "plot": plot}
     data = read_predictions(files, reading, **shape)
     fit_data = None if not fit else read_predictions(fit, reading, **shape)
-    raw, recalibration = data, None
+    recalibration = None
     if calibrators is not None:
         options = {"folds": 5, "bins": 10, "mc_norm": reading.mc_norm, "by": reading.by}
-        data, *recalibration = recalibrate(data, calibrators, None, files=files, **options)
+        raw = data
+        data, how, notes = recalibrate(data, calibrators, None, files=files, **options)
+        recalibration = Recalibration(raw, how, tuple(notes), {"reorder_ok": False}, curves=False)
         if fit_data is not None:
             fit_data, _, _ = recalibrate(fit_data, calibrators, None, files=fit, **options)
     settings = ThresholdSettings(
@@ -86,22 +87,13 @@ def threshold(
     minimums = {} if min_coverage is None else {"coverage": min_coverage}
     with one_blas_thread():
         result = threshold_report(
-            data, settings, fit=fit_data, gate=Gate({}, each=gate_each, minimums=minimums)
+            data,
+            settings,
+            fit=fit_data,
+            gate=Gate({}, each=gate_each, minimums=minimums),
+            recalibration=recalibration,
         )
-        if recalibration is not None:
-            from calibcli.reports.calibrate import calibrate_report
-            from calibcli.reports.recalibration import with_recalibration
-
-            before, after = calibrate_report(raw), calibrate_report(data)
-            result = with_recalibration(result, before, after, *recalibration, plot_both=False)
-    image = None
-    if plot is not None:
-        from calibcli.render.image import PlotUnavailable, coverage_image, image_format
-
-        try:
-            image = (plot, coverage_image(result.series, image_format(plot)))
-        except PlotUnavailable as exc:
-            raise usage_error(f"--plot: {exc}") from None
+    image = None if plot is None else Plot(plot)
     emit(
         result,
         json_out=json_out,

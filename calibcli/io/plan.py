@@ -1,0 +1,106 @@
+"""What reading one kind of rows needs, built from the settings alone: the row spec, the
+per-file router, the block decoders and the summary builder. A worker process rebuilds it from
+its job, so nothing but settings crosses a process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from calibcli.io.sources import BLOCK_SIZE, MAX_LINE_BYTES
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """How to read: the row kind (``calibration`` or ``perplexity``), the settings of its
+    summary, whether to keep every row, the block and line sizes, and whether each source
+    keeps its own table."""
+
+    kind: str
+    settings: Any  # CalibrationSettings or PerplexitySettings
+    keep_rows: bool = False
+    block_size: int = BLOCK_SIZE
+    max_line_bytes: int = MAX_LINE_BYTES
+    per_source: bool = False  # calibration rows: a table per source (per-file figures)
+
+    @property
+    def forced(self) -> str | None:
+        """The format given (None: detected per file)."""
+        return None if self.settings.fmt == "auto" else self.settings.fmt
+
+    @cached_property
+    def spec(self) -> Any:
+        from calibcli.io.rows import CalibrationRow, PerplexityRow
+
+        s = self.settings
+        if self.kind == "calibration":
+            return CalibrationRow(s.confidence_field, s.correct_field)
+        return PerplexityRow(
+            s.nll_field, s.tokens_field, s.bytes_field, s.words_field, s.logprobs_field
+        )
+
+    @cached_property
+    def router(self) -> Any:
+        from calibcli.io.route import calibration_router, perplexity_router
+
+        if self.kind == "calibration":
+            s = self.settings
+            return calibration_router(
+                self.spec,
+                mc_norm=s.mc_norm,
+                scorer=s.scorer,
+                inspect_confidence=s.inspect_confidence,
+            )
+        return perplexity_router(self.spec)
+
+    def decoder(self, fmt: str, source: str) -> Any:
+        """A source's block decoder once its format is known: native rows through the typed
+        fast path (dicts with ``--by``), other formats through the router's converters."""
+        from calibcli.io.decode import BlockDecoder
+
+        key = group_key(fmt, self.settings.by, source)
+        if fmt == "jsonl":
+            if key is None:
+                return BlockDecoder(self.spec)
+            return BlockDecoder(self.spec, convert=self.spec.check, key=key)
+        return BlockDecoder(self.spec, convert=self.router.converter(fmt), key=key, many=True)
+
+    def builder(self) -> Any:
+        """An empty summary builder for these settings."""
+        from calibcli.summaries import CalibrationBuilder, PerplexityBuilder
+
+        grouped = self.settings.by is not None
+        if self.kind == "calibration":
+            return CalibrationBuilder(
+                self.settings,
+                keep_rows=self.keep_rows,
+                grouped=grouped,
+                per_source=self.per_source,
+            )
+        return PerplexityBuilder(self.settings, self.spec, grouped=grouped)
+
+
+STDIN_TASK = "stdin has no file name to take the lm-eval task from; use --by FIELD"
+
+
+def group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | None:
+    """Row -> group value for ``by``. lm-eval's ``task`` comes from the file name; on stdin,
+    from the row's own ``task`` field when it has one (the harness does not write it)."""
+    if by is None:
+        return None
+    from calibcli import formats
+
+    if fmt == "lm-eval" and by == "task":
+        if source != "-":
+            task = formats.task_from_filename(source)
+            return lambda row: task
+
+        def row_task(row: dict) -> Any:
+            if "task" not in row:
+                raise ValueError(STDIN_TASK)
+            return formats.by_value(row, "task")
+
+        return row_task
+    return lambda row: formats.by_value(row, by)

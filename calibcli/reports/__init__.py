@@ -1,0 +1,33 @@
+"""Reports: summaries (plus the command's settings) turned into JSON report bodies, one module
+per command, with the figures registry and the pure gate. Loaded lazily: importing the package
+imports no numpy."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "Report": "calibcli.reports.report",
+    "as_shown": "calibcli.reports.report",
+    "SCHEMA_VERSION": "calibcli.reports.report",
+    "Gate": "calibcli.reports.gate",
+    "Bootstrap": "calibcli.reports.calibrate",
+    "calibrate_report": "calibcli.reports.calibrate",
+    "reliability_report": "calibcli.reports.reliability",
+    "perplexity_report": "calibcli.reports.perplexity",
+    "threshold_report": "calibcli.reports.threshold",
+    "ThresholdSettings": "calibcli.reports.threshold",
+    "compare_report": "calibcli.reports.compare",
+    "CompareSettings": "calibcli.reports.compare",
+    "fit_report": "calibcli.reports.fit",
+    "Recalibration": "calibcli.reports.recalibration",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'calibcli.reports' has no attribute {name!r}")

@@ -1,0 +1,46 @@
+"""Summaries: the typed, mergeable state between reading and reporting.
+
+:class:`CalibrationSummary` and :class:`PerplexitySummary` hold exact tables (see
+:mod:`calibcli.summaries.exact`), the kept rows when a command needs them, the sources and
+warnings; ``merge`` combines summaries of disjoint parts into the summary of the whole, and
+:mod:`calibcli.summaries.encoding` turns one into versioned bytes and back. Loaded lazily:
+``import calibcli.summaries`` imports no numpy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "CalibrationBuilder": "calibcli.summaries.calibration",
+    "CalibrationSettings": "calibcli.summaries.calibration",
+    "CalibrationSummary": "calibcli.summaries.calibration",
+    "RowsView": "calibcli.summaries.calibration",
+    "Source": "calibcli.summaries.calibration",
+    "SummaryMismatch": "calibcli.summaries.calibration",
+    "PerplexityBuilder": "calibcli.summaries.perplexity",
+    "PerplexitySettings": "calibcli.summaries.perplexity",
+    "PerplexitySummary": "calibcli.summaries.perplexity",
+    "PerplexityView": "calibcli.summaries.perplexity",
+    "SummaryError": "calibcli.summaries.encoding",
+    "CalibrationData": "calibcli.summaries.views",
+    "PerplexityData": "calibcli.summaries.views",
+    "KeyedRows": "calibcli.summaries.paired",
+    "PairedRows": "calibcli.summaries.paired",
+    "match": "calibcli.summaries.paired",
+    "side_stats": "calibcli.summaries.paired",
+    "from_columns": "calibcli.summaries.calibration",
+    "merge_calibration": "calibcli.summaries.calibration",
+    "merge_perplexity": "calibcli.summaries.perplexity",
+    "from_bytes": "calibcli.summaries.encoding",
+    "to_bytes": "calibcli.summaries.encoding",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'calibcli.summaries' has no attribute {name!r}")

@@ -1,0 +1,535 @@
+"""The summary of calibration rows: what reading hands to reporting.
+
+A :class:`CalibrationSummary` holds the settings it was read with, the exact per-bin table (per
+``--by`` group), the kept rows when the command needs them, where the rows came from (sources by
+content, each with its format, byte range, row count and, without ``--by``, its own table), the
+reader's warnings and a fingerprint of the rows. Summaries of disjoint parts of the input merge
+(:meth:`CalibrationSummary.merge`) into the summary of the whole: counts, tables and kept rows
+are identical to reading the whole in one pass, whatever the split and the merge order of the
+tables (kept rows follow the merge order). :class:`CalibrationBuilder` folds decoded blocks into
+one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+
+from calibcli.summaries.fingerprint import RowFingerprint, calibration_hashes
+from calibcli.summaries.rows import ColumnBuffer, GroupIndex, RowColumns
+from calibcli.summaries.tables import BinTable
+
+
+class SummaryMismatch(ValueError):
+    """Summaries that cannot be merged (other kinds or settings); the message says why."""
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    """How calibration rows were read: bins and everything that decides which value a row
+    gives (fields, format, multiple-choice normalisation, the inspect-ai rule) and its group."""
+
+    bins: int = 10
+    confidence_field: str = "confidence"
+    correct_field: str = "correct"
+    fmt: str = "auto"
+    mc_norm: str = "none"
+    by: str | None = None
+    scorer: str | None = None
+    inspect_confidence: str = "sequence"
+
+    def __post_init__(self) -> None:
+        from calibcli.metrics.core import check_bins
+
+        check_bins(self.bins)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def differences(self, other: CalibrationSettings) -> list[str]:
+        """``name: mine != theirs`` for each setting that differs."""
+        return [
+            f"{f.name} {getattr(self, f.name)!r} != {getattr(other, f.name)!r}"
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        ]
+
+
+@dataclass(frozen=True, eq=False)
+class Source:
+    """One input a summary read (or a byte range of one).
+
+    ``name`` is the source as given (a path, or ``-`` for standard input) and never identifies
+    it; ``content`` does (a hash of the bytes, see :mod:`calibcli.io.content`). ``format`` is the
+    format its rows were read as (None when it held none), ``skipped`` the reason it was left
+    out. ``table`` is its own bin table, kept without ``--by`` for per-file figures.
+    """
+
+    name: str
+    content: str
+    format: str | None
+    rows: int
+    start: int = 0
+    stop: int | None = None
+    skipped: str | None = None
+    table: BinTable | None = None
+
+    @property
+    def display(self) -> str:
+        """How messages and reports name it: the path as given, or ``<stdin>``."""
+        return "<stdin>" if self.name == "-" else self.name
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "content": self.content,
+            "format": self.format,
+            "rows": self.rows,
+            "start": self.start,
+            "stop": self.stop,
+            "skipped": self.skipped,
+        }
+
+
+def overall_format(sources: Iterable[Source], forced: str | None = None) -> str:
+    """The report's format: the one every source with rows is in, else ``mixed``."""
+    found = {s.format for s in sources if s.format is not None}
+    if not found:
+        return forced or "jsonl"
+    return found.pop() if len(found) == 1 else "mixed"
+
+
+def source_formats(sources: Iterable[Source]) -> dict[str, str]:
+    """Display name -> format, for every source read (skipped ones included), in input order."""
+    out: dict[str, str] = {}
+    for s in sources:
+        if s.format is not None:
+            out[s.display] = s.format
+    return out
+
+
+def coalesce(sources: list[Source], merge_tables: Any) -> list[Source]:
+    """Adjacent byte ranges of one input (worker parts) as one source."""
+    out: list[Source] = []
+    for s in sources:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.content == s.content
+            and prev.name == s.name
+            and prev.stop is not None
+            and prev.stop == s.start
+            and prev.skipped is None
+            and s.skipped is None
+        ):
+            out[-1] = replace(
+                prev,
+                rows=prev.rows + s.rows,
+                stop=s.stop,
+                format=prev.format or s.format,
+                table=merge_tables(prev.table, s.table),
+            )
+        else:
+            out.append(s)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class RowsView:
+    """What the estimators read of one set of rows (all rows, one group or one file): exact
+    per-bin statistics and, when the rows were kept, every confidence; ``fmt`` the format the
+    rows were read in."""
+
+    stats: Any  # calibcli.metrics.core.BinStats
+    columns: Any = None  # calibcli.metrics.core.PredictionColumns, or None
+    fmt: str = "jsonl"
+
+    @property
+    def n(self) -> int:
+        return int(self.stats.n)
+
+    rows = n
+
+
+@dataclass(frozen=True, eq=False)
+class CalibrationSummary:
+    """See the module docstring. ``group_names`` are the ``--by`` group names, sorted, indexing
+    the table's groups and the kept rows' group ids (None without ``--by``: one group);
+    ``kept`` the kept rows (None when the command needs only the tables)."""
+
+    settings: CalibrationSettings
+    table: BinTable
+    group_names: tuple[str, ...] | None = None
+    kept: RowColumns | None = None
+    sources: tuple[Source, ...] = ()
+    warnings: tuple[str, ...] = ()
+    fingerprint: RowFingerprint = field(default_factory=RowFingerprint)
+    _views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    kind = "calibration"
+
+    # ----- what reports read
+
+    @property
+    def n(self) -> int:
+        return int(self.table.counts[: self.table.groups * self.table.bins].sum())
+
+    rows = n
+
+    @property
+    def fmt(self) -> str:
+        forced = None if self.settings.fmt == "auto" else self.settings.fmt
+        return overall_format(self.sources, forced)
+
+    @property
+    def formats(self) -> dict[str, str]:
+        return source_formats(self.sources)
+
+    @property
+    def stats(self) -> Any:
+        """Exact per-bin statistics of every row."""
+        return self.pooled().stats
+
+    @property
+    def columns(self) -> Any:
+        """Every kept confidence (None when the rows were not kept)."""
+        return None if self.kept is None else self.kept.columns()
+
+    def pooled(self) -> RowsView:
+        """Every row."""
+        return RowsView(self.table.stats(), self.columns, self.fmt)
+
+    def by_group(self) -> dict[str, RowsView] | None:
+        """One view per ``--by`` group, in name order (None without ``--by``). The groups' kept
+        rows are copies, made on the first call and reused: an estimator may sort the pooled
+        rows in place afterwards without disturbing them."""
+        if self.group_names is None:
+            return None
+        if "groups" not in self._views:
+            self._views["groups"] = self._group_views()
+        return dict(self._views["groups"])
+
+    def _group_views(self) -> dict[str, RowsView]:
+        assert self.group_names is not None
+        stats = self.table.group_stats()
+        columns: list[Any] = [None] * len(self.group_names)
+        if self.kept is not None:
+            columns = self.kept.by_group(len(self.group_names))
+        fmt = self.fmt
+        return {
+            name: RowsView(stats[g], columns[g], fmt) for g, name in enumerate(self.group_names)
+        }
+
+    groups = property(by_group)
+
+    def by_source(self) -> dict[str, Any]:
+        """The per-bin statistics of each source read with rows (display name -> BinStats),
+        when the sources kept their own tables; empty otherwise."""
+        out: dict[str, Any] = {}
+        for s in self.sources:
+            if s.table is not None and s.rows and s.skipped is None:
+                stats = s.table.stats()
+                out[s.display] = stats if s.display not in out else out[s.display].merge(stats)
+        return out
+
+    @property
+    def per_source(self) -> dict[str, RowsView] | None:
+        """One view per source read with rows, keyed by the source as given (None unless the
+        sources kept their own tables)."""
+        if not any(s.table is not None for s in self.sources):
+            return None
+        out: dict[str, RowsView] = {}
+        for s in self.sources:
+            if s.table is not None and s.rows and s.skipped is None:
+                out[s.name] = RowsView(s.table.stats(), None, s.format or self.fmt)
+        return out
+
+    # ----- merging
+
+    def merge(self, other: CalibrationSummary) -> CalibrationSummary:
+        """The summary of both sets of rows (this one's kept rows first)."""
+        return merge_calibration([self, other])
+
+    # ----- building from arrays
+
+    @classmethod
+    def from_arrays(
+        cls,
+        confidences: np.ndarray,
+        correct: np.ndarray,
+        *,
+        settings: CalibrationSettings,
+        groups: list[str] | None = None,
+        keep_rows: bool = True,
+        sources: tuple[Source, ...] = (),
+        warnings: tuple[str, ...] = (),
+    ) -> CalibrationSummary:
+        """The summary of validated rows given as arrays (``groups``: each row's group name)."""
+        builder = CalibrationBuilder(settings, keep_rows=keep_rows, grouped=groups is not None)
+        builder.begin_source()
+        conf = np.asarray(confidences, np.float64)
+        corr = np.asarray(correct, bool)
+        if conf.shape[0]:
+            builder.add((conf, corr), list(groups) if groups is not None else None, None)
+        builder.end_source(Source("<arrays>", "", None, 0))
+        return replace(builder.summary(warnings=warnings), sources=tuple(sources))
+
+
+def from_columns(
+    settings: CalibrationSettings,
+    right: np.ndarray,
+    wrong: np.ndarray,
+    *,
+    groups: tuple[str, ...] | None = None,
+    right_ids: np.ndarray | None = None,
+    wrong_ids: np.ndarray | None = None,
+    sources: tuple[Source, ...] = (),
+    warnings: tuple[str, ...] = (),
+) -> CalibrationSummary:
+    """The summary of kept rows given as the confidences of right and of wrong answers (and,
+    with ``groups``, each one's group id), kept in the order given."""
+    g = 1 if groups is None else len(groups)
+    table = BinTable(settings.bins, g)
+    fingerprint = RowFingerprint()
+    for values, correct, ids in ((right, True, right_ids), (wrong, False, wrong_ids)):
+        flags = np.full(values.shape[0], correct)
+        table.add(values, flags, ids, g)
+        fingerprint.add(calibration_hashes(values, flags))
+    rows = RowColumns(right, wrong, right_ids, wrong_ids)
+    return CalibrationSummary(settings, table, groups, rows, sources, warnings, fingerprint)
+
+
+def _copy_table(table: BinTable) -> BinTable:
+    out = BinTable(table.bins, 0)
+    out.merge(table)
+    return out
+
+
+def _merge_tables(a: BinTable | None, b: BinTable | None) -> BinTable | None:
+    if a is None or b is None:
+        return None
+    out = _copy_table(a)
+    out.merge(b)
+    return out
+
+
+def merge_calibration(summaries: list[CalibrationSummary]) -> CalibrationSummary:
+    """Merge summaries in the order given (see :meth:`CalibrationSummary.merge`)."""
+    first = summaries[0]
+    for other in summaries[1:]:
+        if other.kind != first.kind:
+            raise SummaryMismatch(f"cannot merge a {other.kind} summary into a {first.kind} one")
+        differences = first.settings.differences(other.settings)
+        if differences:
+            raise SummaryMismatch(
+                "cannot merge summaries read with other settings: " + "; ".join(differences)
+            )
+    grouped = first.group_names is not None
+    names = sorted({g for s in summaries for g in (s.group_names or ())}) if grouped else None
+    index = GroupIndex(names or ())
+    table = BinTable(first.settings.bins, len(names) if grouped else 1)
+    for s in summaries:
+        table.merge(s.table, index.remap(s.group_names) if grouped else None)
+    rows = None
+    if all(s.kept is not None for s in summaries):
+        parts = [s.kept for s in summaries]
+        right = np.concatenate([p.right for p in parts])
+        wrong = np.concatenate([p.wrong for p in parts])
+        right_ids = wrong_ids = None
+        if grouped:
+            maps = [index.remap(s.group_names) for s in summaries]
+            right_ids = np.concatenate(
+                [m[p.right_groups] for m, p in zip(maps, parts, strict=True)]
+            )
+            wrong_ids = np.concatenate(
+                [m[p.wrong_groups] for m, p in zip(maps, parts, strict=True)]
+            )
+        rows = RowColumns(right, wrong, right_ids, wrong_ids)
+    fingerprint = RowFingerprint()
+    for s in summaries:
+        fingerprint = fingerprint.merge(s.fingerprint)
+    sources = coalesce([src for s in summaries for src in s.sources], _merge_tables)
+    warnings = tuple(dict.fromkeys(w for s in summaries for w in s.warnings))
+    return CalibrationSummary(
+        first.settings,
+        table,
+        tuple(names) if grouped else None,
+        rows,
+        tuple(sources),
+        warnings,
+        fingerprint,
+    )
+
+
+class CalibrationBuilder:
+    """Folds decoded blocks of calibration rows into a :class:`CalibrationSummary`.
+
+    Rows are folded source by source (:meth:`begin_source`, :meth:`add`, :meth:`end_source`).
+    With ``--by`` one grouped table takes every source's rows; without it, with ``per_source``
+    each source gets its own table (the summary's table is their exact sum), else one table
+    takes them all. Kept rows go to one buffer, in input order; a worker's share of a source
+    arrives with :meth:`absorb`.
+    """
+
+    def __init__(
+        self,
+        settings: CalibrationSettings,
+        *,
+        keep_rows: bool,
+        grouped: bool,
+        per_source: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.keep_rows = keep_rows
+        self.per_source = per_source and not grouped
+        self.index = GroupIndex() if grouped else None
+        self.grouped_table = BinTable(settings.bins, 0) if grouped else None
+        self.running = None if grouped or self.per_source else BinTable(settings.bins)
+        self.source_table: BinTable | None = None
+        self.columns: ColumnBuffer | None = None
+        self.group_ids: ColumnBuffer | None = None
+        self.fingerprint = RowFingerprint()
+        self.sources: list[Source] = []
+        self.rows_of_source = 0
+
+    # ----- one source
+
+    def begin_source(self) -> None:
+        if self.index is not None:
+            self.source_table = None
+        else:
+            self.source_table = BinTable(self.settings.bins) if self.per_source else self.running
+        self.rows_of_source = 0
+
+    def end_source(self, source: Source) -> None:
+        """Record the source just read (its row count, and its own table with ``per_source``)."""
+        table = self.source_table if self.per_source else None
+        self.sources.append(replace(source, rows=self.rows_of_source, table=table))
+        self.source_table = None
+
+    def reserve(self, rows: int) -> None:
+        """Hint: about ``rows`` more rows are coming (sizes the row buffers)."""
+        if not self.keep_rows:
+            return
+        if self.columns is None:
+            self.columns = ColumnBuffer(rows)
+        else:
+            self.columns.reserve(rows)
+
+    def add(self, cols: tuple, keys: list[str] | None, locate: Any) -> None:
+        """Fold one decoded block: ``cols`` = (confidence float64, correct bool); ``keys`` each
+        row's group name under ``--by``. ``locate`` is unused (calibration rows need no
+        cross-row check)."""
+        conf, corr = cols
+        if conf.shape[0] == 0:
+            return
+        ids = None
+        if self.index is not None:
+            assert self.grouped_table is not None and keys is not None
+            ids = self.index.of(keys)
+            self.grouped_table.add(conf, corr, ids, len(self.index))
+        else:
+            assert self.source_table is not None
+            self.source_table.add(conf, corr)
+        if self.keep_rows:
+            if self.columns is None:
+                self.columns = ColumnBuffer(1 << 16)
+            self.columns.add(conf, corr)
+            if ids is not None:
+                self._ids().extend(ids[corr], ids[~corr])
+        self.fingerprint.add(calibration_hashes(conf, corr))
+        self.rows_of_source += conf.shape[0]
+
+    def _ids(self) -> ColumnBuffer:
+        if self.group_ids is None:
+            self.group_ids = ColumnBuffer(1 << 12, "intp")
+        return self.group_ids
+
+    # ----- a worker's share of the current source
+
+    def absorb(self, part: CalibrationSummary, received: bool = False) -> None:
+        """Add a summary of a later share of the current source. With ``received``, its kept
+        rows (and group ids, in its own numbering) were already written into the buffers'
+        next slots by :meth:`claim_rows`."""
+        remap = None
+        if self.index is not None:
+            assert self.grouped_table is not None
+            remap = self.index.remap(part.group_names or ())
+            self.grouped_table.merge(part.table, remap)
+        else:
+            assert self.source_table is not None
+            self.source_table.merge(part.table)
+        if self.keep_rows and part.kept is not None:
+            if received:
+                if remap is not None and self._claimed_ids is not None:
+                    for ids in self._claimed_ids:
+                        ids[:] = remap[ids]
+            else:
+                if self.columns is None:
+                    self.columns = ColumnBuffer(part.kept.n)
+                self.columns.extend(part.kept.right, part.kept.wrong)
+                if remap is not None:
+                    self._ids().extend(remap[part.kept.right_groups], remap[part.kept.wrong_groups])
+        self._claimed_ids = None
+        self.fingerprint = self.fingerprint.merge(part.fingerprint)
+        self.rows_of_source += part.n
+
+    _claimed_ids: list[np.ndarray] | None = None
+
+    def claim_rows(self, right: int, wrong: int) -> list[np.ndarray]:
+        """Room for a share's kept rows at the end of the buffers, to be received in place:
+        [right, wrong] and, under ``--by``, [right ids, wrong ids]."""
+        if self.columns is None:
+            self.columns = ColumnBuffer(right + wrong)
+        out = [self.columns.claim(0, right), self.columns.claim(1, wrong)]
+        if self.index is not None:
+            ids = [self._ids().claim(0, right), self._ids().claim(1, wrong)]
+            self._claimed_ids = ids
+            out += ids
+        return out
+
+    # ----- the result
+
+    def summary(self, *, warnings: Iterable[str] = ()) -> CalibrationSummary:
+        """The summary of every source recorded so far (group names sorted)."""
+        rows = None
+        if self.keep_rows:
+            if self.columns is None:
+                right = wrong = np.zeros(0)
+            else:
+                right, wrong = self.columns.arrays()
+            rows = RowColumns(right, wrong)
+        names = None
+        if self.index is not None:
+            assert self.grouped_table is not None
+            names = tuple(sorted(self.index.names))
+            order = GroupIndex(names).remap(self.index.names)  # first-seen id -> sorted id
+            table = BinTable(self.settings.bins, len(names))
+            table.merge(self.grouped_table, order)
+            if rows is not None:
+                right_ids, wrong_ids = (
+                    self.group_ids.arrays()
+                    if self.group_ids is not None
+                    else (np.zeros(0, np.intp), np.zeros(0, np.intp))
+                )
+                rows = RowColumns(rows.right, rows.wrong, order[right_ids], order[wrong_ids])
+        elif self.per_source:
+            table = BinTable(self.settings.bins)
+            for s in self.sources:
+                if s.table is not None:
+                    table.merge(s.table)
+        else:
+            assert self.running is not None
+            table = self.running
+        return CalibrationSummary(
+            self.settings,
+            table,
+            names,
+            rows,
+            tuple(self.sources),
+            tuple(warnings),
+            self.fingerprint,
+        )

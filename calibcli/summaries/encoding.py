@@ -1,0 +1,322 @@
+"""Summaries as bytes: a versioned header and raw little-endian arrays.
+
+Layout (all integers little-endian)::
+
+    b"CALIBCLI SUMMARY"          16 bytes, the magic
+    u32 format version            FORMAT_VERSION (1); other versions are refused
+    u32 0                         reserved
+    u64 header length             bytes of the header that follows
+    header                        UTF-8 JSON, padded with spaces to a multiple of 8 bytes
+    arrays                        each array's raw bytes in the order the header lists them,
+                                  each padded with zeros to a multiple of 8 bytes
+
+The header holds the summary's kind (``calibration`` or ``perplexity``), its settings, group
+names, sources, warnings and scalars, and ``arrays``: ``[{"name", "dtype", "shape"}]`` with
+dtypes ``<f8``, ``<i8``, ``<u4`` or ``<u8``. A table's exact sums are stored as ``<u4`` limbs
+(see :mod:`calibcli.summaries.exact`) with the index of their lowest limb. Any other program can
+read a summary with a JSON parser and, e.g., ``numpy.frombuffer``. Nothing in it depends on the
+clock, so the same rows give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import numpy as np
+
+from calibcli.summaries.calibration import (
+    CalibrationSettings,
+    CalibrationSummary,
+    Source,
+)
+from calibcli.summaries.exact import ExactSums
+from calibcli.summaries.fingerprint import RowFingerprint
+from calibcli.summaries.perplexity import PerplexitySettings, PerplexitySummary
+from calibcli.summaries.rows import RowColumns
+from calibcli.summaries.tables import BinTable, TotalsTable
+
+MAGIC = b"CALIBCLI SUMMARY"
+FORMAT_VERSION = 1
+_PREFIX = struct.Struct("<16sIIQ")
+_DTYPES = {"<f8": np.float64, "<i8": np.int64, "<u4": np.uint32, "<u8": np.uint64}
+ROW_ARRAYS = ("rows.right", "rows.wrong", "rows.right_groups", "rows.wrong_groups")
+"""The arrays that grow with the rows (a reader may receive them in place)."""
+
+
+class SummaryError(ValueError):
+    """Bytes that are not a summary this version reads; the message says what is wrong."""
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+class _Arrays:
+    def __init__(self) -> None:
+        self.items: list[tuple[str, np.ndarray]] = []
+
+    def ref(self, name: str, array: np.ndarray, dtype: str) -> str:
+        self.items.append((name, np.ascontiguousarray(array, _DTYPES[dtype])))
+        return name
+
+
+def _sums(arrays: _Arrays, name: str, sums: ExactSums, cells: int) -> dict[str, Any]:
+    lo, limbs = sums.trimmed()
+    return {"lo": lo, "limbs": arrays.ref(name, limbs[:cells], "<u4")}
+
+
+def _bin_table(arrays: _Arrays, name: str, table: BinTable) -> dict[str, Any]:
+    cells = table.groups * table.bins
+    return {
+        "bins": table.bins,
+        "groups": table.groups,
+        "counts": arrays.ref(f"{name}.counts", table.counts[:cells], "<i8"),
+        "conf": _sums(arrays, f"{name}.conf", table.conf, 2 * cells),
+        "conf_sq": _sums(arrays, f"{name}.conf_sq", table.conf_sq, 2 * cells),
+        "miss_sq": _sums(arrays, f"{name}.miss_sq", table.miss_sq, cells),
+    }
+
+
+def _totals_table(arrays: _Arrays, name: str, table: TotalsTable) -> dict[str, Any]:
+    g = table.groups
+    return {
+        "groups": g,
+        "ints": arrays.ref(f"{name}.ints", table.ints[:g], "<i8"),
+        "counts": arrays.ref(f"{name}.counts", table.counts[:g], "<i8"),
+        "nll": _sums(arrays, f"{name}.nll", table.nll, g),
+    }
+
+
+def encode(summary: CalibrationSummary | PerplexitySummary) -> tuple[bytes, list[np.ndarray]]:
+    """The header (prefix included) and the arrays, in order."""
+    arrays = _Arrays()
+    meta: dict[str, Any] = {
+        "kind": summary.kind,
+        "settings": summary.settings.to_dict(),
+        "groups": None if summary.group_names is None else list(summary.group_names),
+        "warnings": list(summary.warnings),
+    }
+    sources = []
+    for i, s in enumerate(summary.sources):
+        entry = s.describe()
+        if isinstance(summary, CalibrationSummary):
+            entry["table"] = (
+                None if s.table is None else _bin_table(arrays, f"sources.{i}.table", s.table)
+            )
+        sources.append(entry)
+    meta["sources"] = sources
+    if isinstance(summary, CalibrationSummary):
+        meta["table"] = _bin_table(arrays, "table", summary.table)
+        fp = summary.fingerprint
+        meta["fingerprint"] = {
+            "rows": fp.rows,
+            "total": f"{fp.total:016x}",
+            "sample": arrays.ref("fingerprint.sample", fp.sample, "<u8"),
+        }
+        rows = summary.kept
+        if rows is None:
+            meta["rows"] = None
+        else:
+            meta["rows"] = {
+                "right": arrays.ref("rows.right", rows.right, "<f8"),
+                "wrong": arrays.ref("rows.wrong", rows.wrong, "<f8"),
+            }
+            if rows.right_groups is not None:
+                meta["rows"]["right_groups"] = arrays.ref(
+                    "rows.right_groups", rows.right_groups, "<i8"
+                )
+                meta["rows"]["wrong_groups"] = arrays.ref(
+                    "rows.wrong_groups", rows.wrong_groups, "<i8"
+                )
+    else:
+        meta["table"] = _totals_table(arrays, "table", summary.table)
+        meta["present"] = list(summary.present)
+    meta["arrays"] = [
+        {"name": name, "dtype": array.dtype.str, "shape": list(array.shape)}
+        for name, array in arrays.items
+    ]
+    text = json.dumps(meta, separators=(",", ":"), allow_nan=False, ensure_ascii=True).encode()
+    text += b" " * (-len(text) % 8)
+    prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, 0, len(text))
+    return prefix + text, [a for _, a in arrays.items]
+
+
+def to_bytes(summary: CalibrationSummary | PerplexitySummary) -> bytes:
+    """The summary as one bytes object (see the module docstring)."""
+    header, arrays = encode(summary)
+    out = [header]
+    for array in arrays:
+        raw = array.tobytes()
+        out.append(raw + b"\0" * (-len(raw) % 8))
+    return b"".join(out)
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def read_header(data: bytes | memoryview) -> tuple[dict[str, Any], int]:
+    """The header's JSON and where the arrays start; SummaryError for anything else."""
+    if len(data) < _PREFIX.size or bytes(data[:16]) != MAGIC:
+        raise SummaryError("not a calibcli summary (no summary header)")
+    _, version, _, length = _PREFIX.unpack(bytes(data[: _PREFIX.size]))
+    if version != FORMAT_VERSION:
+        raise SummaryError(
+            f"a calibcli summary of format version {version}; this calibcli reads version "
+            f"{FORMAT_VERSION}"
+        )
+    end = _PREFIX.size + length
+    if length > len(data) - _PREFIX.size:
+        raise SummaryError("a truncated calibcli summary (the header is cut short)")
+    try:
+        meta = json.loads(bytes(data[_PREFIX.size : end]))
+    except (ValueError, RecursionError):
+        raise SummaryError("a damaged calibcli summary (its header is not valid JSON)") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("arrays"), list):
+        raise SummaryError("a damaged calibcli summary (its header lists no arrays)")
+    return meta, end
+
+
+def array_specs(meta: dict[str, Any]) -> list[tuple[str, Any, tuple[int, ...]]]:
+    """(name, numpy dtype, shape) of each array the header lists, validated."""
+    specs = []
+    for item in meta["arrays"]:
+        try:
+            name, dtype, shape = item["name"], _DTYPES[item["dtype"]], tuple(item["shape"])
+        except (KeyError, TypeError):
+            raise SummaryError("a damaged calibcli summary (a bad array entry)") from None
+        if not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise SummaryError(f"a damaged calibcli summary (array {name} has a bad shape)")
+        specs.append((name, dtype, shape))
+    return specs
+
+
+def from_bytes(data: bytes | memoryview) -> CalibrationSummary | PerplexitySummary:
+    """A summary from :func:`to_bytes`'s bytes; SummaryError when they are not one."""
+    meta, pos = read_header(data)
+    arrays = {}
+    for name, dtype, shape in array_specs(meta):
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if pos + size > len(data):
+            raise SummaryError("a truncated calibcli summary (an array is cut short)")
+        arrays[name] = np.frombuffer(
+            data, dtype, count=size // np.dtype(dtype).itemsize, offset=pos
+        ).reshape(shape)
+        pos += size + (-size % 8)
+    return assemble(meta, arrays)
+
+
+def _get_sums(spec: Any, arrays: dict[str, np.ndarray], cells: int) -> ExactSums:
+    try:
+        limbs = arrays[spec["limbs"]]
+        lo = int(spec["lo"])
+    except (KeyError, TypeError, ValueError):
+        raise SummaryError("a damaged calibcli summary (a table's sums are missing)") from None
+    if limbs.ndim != 2 or limbs.shape[0] != cells or not 0 <= lo <= 80:
+        raise SummaryError("a damaged calibcli summary (a table's sums have a bad shape)")
+    sums = ExactSums(cells, lo, max(limbs.shape[1], 1))
+    sums.limbs[:, : limbs.shape[1]] = limbs
+    return sums
+
+
+def _get_bin_table(spec: Any, arrays: dict[str, np.ndarray]) -> BinTable:
+    try:
+        bins, groups = int(spec["bins"]), int(spec["groups"])
+        counts = arrays[spec["counts"]]
+    except (KeyError, TypeError, ValueError):
+        raise SummaryError("a damaged calibcli summary (a bin table is incomplete)") from None
+    if bins < 1 or groups < 0 or counts.shape != (groups * bins, 2) or (counts < 0).any():
+        raise SummaryError("a damaged calibcli summary (a bin table has bad counts)")
+    table = BinTable(bins, groups)
+    table.counts = counts.astype(np.int64)
+    cells = groups * bins
+    table.conf = _get_sums(spec.get("conf"), arrays, 2 * cells)
+    table.conf_sq = _get_sums(spec.get("conf_sq"), arrays, 2 * cells)
+    table.miss_sq = _get_sums(spec.get("miss_sq"), arrays, cells)
+    return table
+
+
+def _get_totals(spec: Any, arrays: dict[str, np.ndarray]) -> TotalsTable:
+    try:
+        groups = int(spec["groups"])
+        ints, counts = arrays[spec["ints"]], arrays[spec["counts"]]
+    except (KeyError, TypeError, ValueError):
+        raise SummaryError("a damaged calibcli summary (its totals are incomplete)") from None
+    if ints.shape != (groups, 5) or counts.shape != (groups, 3, 2):
+        raise SummaryError("a damaged calibcli summary (its totals have a bad shape)")
+    table = TotalsTable(groups)
+    table.ints = ints.astype(np.int64)
+    table.counts = counts.astype(np.int64)
+    table.nll = _get_sums(spec.get("nll"), arrays, groups)
+    return table
+
+
+def _source(entry: Any, table: BinTable | None) -> Source:
+    try:
+        return Source(
+            name=str(entry["name"]),
+            content=str(entry["content"]),
+            format=entry["format"],
+            rows=int(entry["rows"]),
+            start=int(entry["start"]),
+            stop=None if entry["stop"] is None else int(entry["stop"]),
+            skipped=entry["skipped"],
+            table=table,
+        )
+    except (KeyError, TypeError, ValueError):
+        raise SummaryError("a damaged calibcli summary (a bad source entry)") from None
+
+
+def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
+    """A summary from a decoded header and its arrays (by name)."""
+    kind = meta.get("kind")
+    groups = meta.get("groups")
+    if groups is not None and (
+        not isinstance(groups, list)
+        or not all(isinstance(g, str) for g in groups)
+        or groups != sorted(set(groups))
+    ):
+        raise SummaryError("a damaged calibcli summary (its group names are not sorted strings)")
+    names = None if groups is None else tuple(groups)
+    warnings = tuple(str(w) for w in meta.get("warnings") or ())
+    try:
+        if kind == "calibration":
+            settings = CalibrationSettings(**meta["settings"])
+        elif kind == "perplexity":
+            settings = PerplexitySettings(**meta["settings"])
+        else:
+            raise SummaryError(f"a calibcli summary of unknown kind {kind!r}")
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, SummaryError):
+            raise
+        raise SummaryError(f"a damaged calibcli summary (bad settings: {exc})") from None
+    if kind == "perplexity":
+        present = tuple(meta.get("present") or (None, None, None))
+        sources = tuple(_source(e, None) for e in meta.get("sources") or ())
+        table = _get_totals(meta.get("table"), arrays)
+        if names is not None and table.groups != len(names):
+            raise SummaryError("a damaged calibcli summary (groups and totals disagree)")
+        return PerplexitySummary(settings, table, names, sources, warnings, present)
+    table = _get_bin_table(meta.get("table"), arrays)
+    if table.bins != settings.bins or (names is not None and table.groups != len(names)):
+        raise SummaryError("a damaged calibcli summary (its table and settings disagree)")
+    sources = tuple(
+        _source(e, None if e.get("table") is None else _get_bin_table(e["table"], arrays))
+        for e in meta.get("sources") or ()
+    )
+    rows = None
+    spec = meta.get("rows")
+    if spec is not None:
+        right, wrong = arrays[spec["right"]], arrays[spec["wrong"]]
+        right_ids = wrong_ids = None
+        if "right_groups" in spec:
+            right_ids = arrays[spec["right_groups"]].astype(np.intp)
+            wrong_ids = arrays[spec["wrong_groups"]].astype(np.intp)
+        rows = RowColumns(right, wrong, right_ids, wrong_ids)
+    fp = meta.get("fingerprint") or {}
+    fingerprint = RowFingerprint(
+        int(fp.get("rows", 0)),
+        int(fp.get("total", "0"), 16),
+        arrays.get(fp.get("sample", ""), np.zeros(0, np.uint64)).astype(np.uint64),
+    )
+    return CalibrationSummary(settings, table, names, rows, sources, warnings, fingerprint)

@@ -1,0 +1,92 @@
+"""A fixed-size, mergeable fingerprint of a set of rows, to tell by content whether two sets
+share rows (a calibrator scored on the rows it was fitted on, a file read twice).
+
+Each row hashes to 64 bits (:func:`calibration_hashes`: the confidence's bits and the outcome,
+mixed by the SplitMix64 finaliser). The fingerprint keeps the number of rows, the sum of their
+hashes modulo 2**64 (a multiset hash: equal multisets give equal sums), and the ``SAMPLE``
+smallest distinct hashes (a bottom-k sketch, which estimates how much two sets overlap). All
+three merge exactly and in any order, and the fingerprint's size never grows with the rows.
+Rows with equal values hash equally: the sketch sees distinct values, not distinct rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SAMPLE = 512
+"""Distinct hashes kept (4 KB)."""
+_MASK = (1 << 64) - 1
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def mix(x: np.ndarray) -> np.ndarray:
+    """The SplitMix64 finaliser of uint64 values (a bijection that scatters every bit)."""
+    x = x ^ (x >> np.uint64(30))
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def calibration_hashes(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """A row's hash: its confidence's bits (sign bit clear in [0, 1]) with the outcome in the
+    sign bit, mixed."""
+    bits = np.ascontiguousarray(conf, np.float64).view(np.uint64)
+    return mix(bits | (correct.astype(np.uint64) << np.uint64(63)))
+
+
+@dataclass
+class RowFingerprint:
+    """Rows, their hash sum modulo 2**64, and the smallest distinct hashes (sorted)."""
+
+    rows: int = 0
+    total: int = 0
+    sample: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+
+    def add(self, hashes: np.ndarray) -> None:
+        """Fold the hashes of more rows."""
+        if not hashes.shape[0]:
+            return
+        self.rows += int(hashes.shape[0])
+        self.total = (self.total + int(hashes.sum(dtype=np.uint64))) & _MASK
+        if self.sample.shape[0] >= SAMPLE:
+            hashes = hashes[hashes < self.sample[-1]]
+            if not hashes.shape[0]:
+                return
+        self.sample = np.unique(np.concatenate([self.sample, hashes]))[:SAMPLE]
+
+    def merge(self, other: RowFingerprint) -> RowFingerprint:
+        out = RowFingerprint(self.rows, self.total, self.sample)
+        out.rows += other.rows
+        out.total = (out.total + other.total) & _MASK
+        out.sample = np.unique(np.concatenate([self.sample, other.sample]))[:SAMPLE]
+        return out
+
+    def contained_share(self, other: RowFingerprint) -> float:
+        """Estimated share of this set's distinct rows that ``other`` holds too (0 to 1):
+        among the smallest distinct hashes of the union that this set holds, the share that
+        ``other`` holds (the bottom-k containment estimate)."""
+        if not self.sample.shape[0]:
+            return 0.0
+        union = np.unique(np.concatenate([self.sample, other.sample]))[:SAMPLE]
+        mine = np.intersect1d(union, self.sample, assume_unique=True)
+        if not mine.shape[0]:
+            return 0.0
+        # a hash above other's largest kept one may be in other without being sampled
+        known = mine if other.sample.shape[0] < SAMPLE else mine[mine <= other.sample[-1]]
+        if not known.shape[0]:
+            return 0.0
+        shared = np.intersect1d(known, other.sample, assume_unique=True)
+        return shared.shape[0] / known.shape[0]
+
+    def same_rows(self, other: RowFingerprint) -> bool:
+        """True when both hold the same multiset of rows (up to a hash collision)."""
+        return (
+            self.rows == other.rows
+            and self.total == other.total
+            and np.array_equal(self.sample, other.sample)
+        )

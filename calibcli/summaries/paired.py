@@ -1,0 +1,66 @@
+"""Rows for comparing two models on the same questions: each side's rows with their ids, and
+the rows both sides hold, aligned."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class KeyedRows:
+    """Calibration rows with an id each, in file order: ``keys[i]`` identifies row i."""
+
+    keys: list[Any]
+    confidence: np.ndarray
+    correct: np.ndarray
+    groups: list[str] | None
+    fmt: str
+    where: list[str]  # "path:line" of each row, for messages about a row
+
+    @property
+    def n(self) -> int:
+        return len(self.keys)
+
+
+@dataclass(frozen=True)
+class PairedRows:
+    """The rows both sides hold, aligned (row i is the same question), and what did not match."""
+
+    base: tuple[Any, Any]  # (confidence, correct) arrays
+    new: tuple[Any, Any]
+    groups: list[str] | None
+    unmatched_base: int
+    unmatched_new: int
+    base_rows: int
+    new_rows: int
+
+
+def match(base: KeyedRows, new: KeyedRows) -> PairedRows:
+    """Align two :class:`KeyedRows` by id, in BASE's order."""
+
+    position = {key: i for i, key in enumerate(new.keys)}
+    pairs = [(i, position[key]) for i, key in enumerate(base.keys) if key in position]
+    b_idx = np.fromiter((i for i, _ in pairs), dtype=np.intp, count=len(pairs))
+    n_idx = np.fromiter((j for _, j in pairs), dtype=np.intp, count=len(pairs))
+    groups = None if base.groups is None else [base.groups[i] for i in b_idx]
+    return PairedRows(
+        (base.confidence[b_idx], base.correct[b_idx]),
+        (new.confidence[n_idx], new.correct[n_idx]),
+        groups,
+        base.n - len(pairs),
+        new.n - len(pairs),
+        base.n,
+        new.n,
+    )
+
+
+def side_stats(rows: tuple[np.ndarray, np.ndarray], bins: int) -> Any:
+    """Exact per-bin statistics of one side's (confidence, correct) rows."""
+    from calibcli.summaries.tables import BinTable
+
+    table = BinTable(bins)
+    table.add(np.asarray(rows[0], np.float64), np.asarray(rows[1], bool))
+    return table.stats()

@@ -1,0 +1,298 @@
+"""The summary of perplexity rows: exact totals per ``--by`` group, where the rows came from,
+and which optional counts every row carries.
+
+:class:`PerplexitySummary` merges like the calibration summary: sequences, tokens, bytes and
+words are exact integers, the NLL an exact sum of doubles, so every figure is the same whatever
+the split. A count (tokens, bytes, words) is totalled only when every row carries it; the
+builder enforces that row by row, and merging enforces it between summaries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from calibcli.errors import InputError
+from calibcli.summaries.calibration import (
+    Source,
+    SummaryMismatch,
+    coalesce,
+    overall_format,
+    source_formats,
+)
+from calibcli.summaries.rows import GroupIndex
+from calibcli.summaries.tables import TotalsTable
+
+COUNTS = TotalsTable.COUNTS
+
+
+@dataclass(frozen=True)
+class PerplexitySettings:
+    """How perplexity rows were read: the field names, the format and the group field."""
+
+    nll_field: str = "nll"
+    tokens_field: str = "tokens"
+    bytes_field: str = "bytes"
+    words_field: str = "words"
+    logprobs_field: str = "logprobs"
+    fmt: str = "auto"
+    by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def differences(self, other: PerplexitySettings) -> list[str]:
+        return [
+            f"{f.name} {getattr(self, f.name)!r} != {getattr(other, f.name)!r}"
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        ]
+
+
+@dataclass(frozen=True)
+class PerplexityView:
+    """The totals of one set of rows, as reports read them. ``total_tokens`` is None when the
+    format carries no token counts (lm-eval rolling rows); ``total_bytes`` / ``total_words``
+    None unless every row carries them. ``nll_overflow``: the exact total NLL is finite but
+    beyond the largest double (written as +inf)."""
+
+    sequences: int
+    total_nll: float
+    total_tokens: int | None
+    total_bytes: int | None = None
+    total_words: int | None = None
+    null_logprobs: int = 0
+    sentinel_logprobs: int = 0
+    nll_overflow: bool = False
+    fmt: str = "jsonl"
+
+
+_VIEW_FIELDS = frozenset(
+    (
+        "sequences",
+        "total_nll",
+        "total_tokens",
+        "total_bytes",
+        "total_words",
+        "null_logprobs",
+        "sentinel_logprobs",
+        "nll_overflow",
+    )
+)
+
+
+@dataclass(frozen=True, eq=False)
+class PerplexitySummary:
+    """See the module docstring. ``present`` says, per count (tokens, bytes, words), whether
+    every row carries it (None: no row read yet)."""
+
+    settings: PerplexitySettings
+    table: TotalsTable
+    group_names: tuple[str, ...] | None = None
+    sources: tuple[Source, ...] = ()
+    warnings: tuple[str, ...] = ()
+    present: tuple[bool | None, bool | None, bool | None] = (None, None, None)
+
+    kind = "perplexity"
+
+    @property
+    def n(self) -> int:
+        return int(self.table.ints[: self.table.groups, 0].sum())
+
+    @property
+    def fmt(self) -> str:
+        forced = None if self.settings.fmt == "auto" else self.settings.fmt
+        return overall_format(self.sources, forced)
+
+    @property
+    def formats(self) -> dict[str, str]:
+        return source_formats(self.sources)
+
+    def _view(self, table: TotalsTable, g: int, nll: float) -> PerplexityView:
+        t = table.totals(g, nll)
+        fmt = self.fmt
+        infinite = t["infinite"] > 0
+        overflow = (t["overflowed"] > 0 or math.isinf(nll)) and not infinite
+        total = math.inf if infinite or overflow else nll
+
+        def count(k: int, name: str) -> int | None:
+            return t[name] if self.present[k] else None
+
+        tokens = count(0, "tokens")
+        if t["sequences"] == 0 and fmt != "lm-eval":
+            tokens = 0
+        return PerplexityView(
+            sequences=t["sequences"],
+            total_nll=total,
+            total_tokens=tokens,
+            total_bytes=count(1, "bytes"),
+            total_words=count(2, "words"),
+            null_logprobs=t["null_logprobs"],
+            sentinel_logprobs=t["sentinel_logprobs"],
+            nll_overflow=overflow,
+            fmt=fmt,
+        )
+
+    def pooled(self) -> PerplexityView:
+        """The totals of every row."""
+        table = self.table if self.group_names is None else self.table.pooled()
+        return self._view(table, 0, float(table.nll_floats()[0]))
+
+    def by_group(self) -> dict[str, PerplexityView] | None:
+        """One view per ``--by`` group, in name order (None without ``--by``)."""
+        if self.group_names is None:
+            return None
+        nll = self.table.nll_floats()
+        return {
+            name: self._view(self.table, g, float(nll[g]))
+            for g, name in enumerate(self.group_names)
+        }
+
+    groups = property(by_group)
+
+    def __getattr__(self, name: str) -> Any:
+        # the pooled totals read as the summary's own: summary.total_tokens, .sequences, ...
+        if name in _VIEW_FIELDS:
+            return getattr(self.pooled(), name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def merge(self, other: PerplexitySummary) -> PerplexitySummary:
+        return merge_perplexity([self, other])
+
+
+def _joined_presence(summaries: list[PerplexitySummary]) -> tuple[bool | None, ...]:
+    present: list[bool | None] = [None, None, None]
+    for s in summaries:
+        if not s.n:
+            continue
+        for k, name in enumerate(COUNTS):
+            mine, theirs = present[k], s.present[k]
+            if mine is not None and theirs is not None and mine != theirs:
+                raise SummaryMismatch(
+                    f"some parts carry {name} counts and others do not; a count is totalled "
+                    "only when every row carries it"
+                )
+            present[k] = theirs if mine is None else mine
+    return tuple(present)
+
+
+def merge_perplexity(summaries: list[PerplexitySummary]) -> PerplexitySummary:
+    """Merge summaries in the order given."""
+    first = summaries[0]
+    for other in summaries[1:]:
+        if other.kind != first.kind:
+            raise SummaryMismatch(f"cannot merge a {other.kind} summary into a {first.kind} one")
+        differences = first.settings.differences(other.settings)
+        if differences:
+            raise SummaryMismatch(
+                "cannot merge summaries read with other settings: " + "; ".join(differences)
+            )
+    present = _joined_presence(summaries)
+    grouped = first.group_names is not None
+    names = sorted({g for s in summaries for g in (s.group_names or ())}) if grouped else None
+    index = GroupIndex(names or ())
+    table = TotalsTable(len(names) if grouped else 1)
+    for s in summaries:
+        table.merge(s.table, index.remap(s.group_names) if grouped else None)
+    sources = coalesce([src for s in summaries for src in s.sources], lambda a, b: None)
+    warnings = tuple(dict.fromkeys(w for s in summaries for w in s.warnings))
+    return PerplexitySummary(
+        first.settings, table, tuple(names) if grouped else None, tuple(sources), warnings, present
+    )
+
+
+class PerplexityBuilder:
+    """Folds decoded perplexity blocks into a :class:`PerplexitySummary`, checking row by row
+    that a count is carried by every row or by none (the first row decides)."""
+
+    def __init__(self, settings: PerplexitySettings, spec: Any, *, grouped: bool) -> None:
+        self.settings = settings
+        self.spec = spec  # names the fields in messages
+        self.index = GroupIndex() if grouped else None
+        self.table = TotalsTable(0 if grouped else 1)
+        self.present: list[bool | None] = [None, None, None]
+        self.first_line: int | None = None  # of the first row, for a share's pattern check
+        self.sources: list[Source] = []
+        self.rows_of_source = 0
+
+    def begin_source(self) -> None:
+        self.rows_of_source = 0
+
+    def end_source(self, source: Source) -> None:
+        self.sources.append(replace(source, rows=self.rows_of_source))
+
+    def reserve(self, rows: int) -> None:
+        pass
+
+    def _mismatch(self, name: str, path: str, line: Any, has_it: bool) -> InputError:
+        return InputError(path, line, self.spec.pattern_broken(name, has_it=has_it))
+
+    def add(self, cols: tuple, keys: list[str] | None, locate: Any) -> None:
+        """Fold one block; ``locate(i)`` gives (path, line) of row i for error messages."""
+        nll = cols[0]
+        n = nll.shape[0]
+        if n == 0:
+            return
+        if self.first_line is None:
+            self.first_line = locate(0)[1]
+        for k, (name, col) in enumerate(zip(COUNTS, cols[1:4], strict=True)):
+            state = self.present[k]
+            if col is None:
+                if state:
+                    raise self._mismatch(name, *locate(0), has_it=False)
+                self.present[k] = False
+                continue
+            has = col >= 0
+            if state is None:
+                state = self.present[k] = bool(has[0])
+            bad = ~has if state else has
+            if bad.any():
+                raise self._mismatch(name, *locate(int(np.argmax(bad))), has_it=not state)
+        infinite = np.isinf(nll)
+        if cols[6] is not None:
+            infinite &= cols[6] == 0  # a row whose own sum overflowed is not a given infinity
+        ids = None
+        groups = 1
+        if self.index is not None and keys is not None:
+            ids = self.index.of(keys)
+            groups = len(self.index)
+        self.table.add(cols, infinite, ids, groups)
+        self.rows_of_source += n
+
+    def absorb(self, part: PerplexitySummary, path: str, first_line: int | None) -> None:
+        """Add a later share of the current source, checking its count pattern against the
+        rows before it (``first_line``: its first row's line, to name in the error)."""
+        if part.n:
+            for k, name in enumerate(COUNTS):
+                mine, theirs = self.present[k], part.present[k]
+                if mine is not None and mine != theirs:
+                    raise self._mismatch(name, path, first_line, has_it=bool(theirs))
+                self.present[k] = theirs
+            if self.first_line is None:
+                self.first_line = first_line
+        remap = None
+        if self.index is not None:
+            remap = self.index.remap(part.group_names or ())
+        self.table.merge(part.table, remap)
+        self.rows_of_source += part.n
+
+    def summary(self, *, warnings: Iterable[str] = ()) -> PerplexitySummary:
+        names = None
+        table = self.table
+        if self.index is not None:
+            names = tuple(sorted(self.index.names))
+            order = GroupIndex(names).remap(self.index.names)
+            table = TotalsTable(len(names))
+            table.merge(self.table, order)
+        return PerplexitySummary(
+            self.settings,
+            table,
+            names,
+            tuple(self.sources),
+            tuple(warnings),
+            tuple(self.present),
+        )

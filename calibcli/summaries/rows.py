@@ -1,0 +1,134 @@
+"""Kept rows: every confidence of a set of rows, split by correctness, in input order.
+
+The estimators that need every row (NLL, AUROC, smooth ECE, quantile bins, the bootstrap, the
+recalibration fits and the threshold search) read these; every other figure comes from the
+bin tables. 8 bytes per row, plus 8 per row for the group ids under ``--by``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class ColumnBuffer:
+    """Growable buffers for the values of right and of wrong answers (float64, or intp ids).
+
+    Capacity comes from a row estimate; unused capacity is allocated but never touched, so it
+    costs address space, not resident memory. Estimates are capped at ``MAX_RESERVE`` rows per
+    buffer (an allocation far beyond the machine's memory could be refused); growth doubles.
+    """
+
+    MAX_RESERVE = 1 << 26  # 512 MB of address space per buffer
+
+    def __init__(self, capacity: int, dtype: str = "float64") -> None:
+        cap = min(max(int(capacity), 4096), self.MAX_RESERVE)
+        self._bufs = [np.empty(cap, dtype), np.empty(cap, dtype)]  # [right, wrong]
+        self._n = [0, 0]
+
+    def reserve(self, rows: int) -> None:
+        """Make room for ``rows`` more rows in each buffer (a no-op if there is room)."""
+        rows = min(int(rows), self.MAX_RESERVE)
+        for i in (0, 1):
+            self._grow(i, self._n[i] + rows)
+
+    def _grow(self, i: int, need: int) -> None:
+        buf = self._bufs[i]
+        if need > buf.shape[0]:
+            grown = np.empty(max(2 * buf.shape[0], need), buf.dtype)
+            grown[: self._n[i]] = buf[: self._n[i]]
+            self._bufs[i] = grown
+
+    def claim(self, i: int, k: int) -> np.ndarray:
+        """The next ``k`` slots of buffer i (0 right, 1 wrong), counted as filled: the caller
+        writes them (a worker's rows are received straight into them)."""
+        n = self._n[i]
+        self._grow(i, n + k)
+        self._n[i] = n + k
+        return self._bufs[i][n : n + k]
+
+    def add(self, values: np.ndarray, correct: np.ndarray) -> None:
+        self.extend(values[correct], values[~correct])
+
+    def extend(self, right: np.ndarray, wrong: np.ndarray) -> None:
+        self.claim(0, right.shape[0])[:] = right
+        self.claim(1, wrong.shape[0])[:] = wrong
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._bufs[0][: self._n[0]], self._bufs[1][: self._n[1]]
+
+
+class GroupIndex:
+    """Group names -> dense ids 0, 1, 2, ... in first-seen order."""
+
+    def __init__(self, names: list[str] | tuple[str, ...] = ()) -> None:
+        self.ids: dict[str, int] = {}
+        self.names: list[str] = []
+        for name in names:
+            self.id(name)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def id(self, name: str) -> int:
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = len(self.names)
+            self.names.append(name)
+        return found
+
+    def of(self, keys: list[str]) -> np.ndarray:
+        """The id of each row's group (intp)."""
+        first = keys[0]
+        if keys.count(first) == len(keys):
+            return np.full(len(keys), self.id(first), np.intp)
+        ids, new = self.ids, self.id
+        return np.fromiter((ids[k] if k in ids else new(k) for k in keys), np.intp, len(keys))
+
+    def remap(self, names: list[str] | tuple[str, ...]) -> np.ndarray:
+        """Ids here of another index's names, in its id order (new names are added)."""
+        return np.fromiter((self.id(k) for k in names), np.intp, len(names))
+
+
+@dataclass(frozen=True, eq=False)
+class RowColumns:
+    """Kept rows: the confidences of right and of wrong answers in input order and, under
+    ``--by``, each one's group id (an index into the summary's group names)."""
+
+    right: np.ndarray
+    wrong: np.ndarray
+    right_groups: np.ndarray | None = None
+    wrong_groups: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.right.shape[0] + self.wrong.shape[0])
+
+    def columns(self):
+        """All rows as :class:`~calibcli.metrics.core.PredictionColumns` (no copy)."""
+        from calibcli.metrics.core import PredictionColumns
+
+        return PredictionColumns(self.right, self.wrong)
+
+    def by_group(self, groups: int) -> list:
+        """PredictionColumns per group id (one sort per class; views of the sorted copies)."""
+        from calibcli.metrics.core import PredictionColumns
+
+        empty = np.zeros(0, np.intp)
+        rights = split_by_group(
+            self.right, self.right_groups if self.right_groups is not None else empty, groups
+        )
+        wrongs = split_by_group(
+            self.wrong, self.wrong_groups if self.wrong_groups is not None else empty, groups
+        )
+        return [PredictionColumns(r, w) for r, w in zip(rights, wrongs, strict=True)]
+
+
+def split_by_group(values: np.ndarray, ids: np.ndarray, groups: int) -> list[np.ndarray]:
+    """``values`` split by group id (one stable sort): views of one sorted copy, in id order,
+    each group's rows in input order."""
+    order = np.argsort(ids, kind="stable")
+    ordered = values[order]
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(ids, minlength=groups))))
+    return [ordered[bounds[g] : bounds[g + 1]] for g in range(groups)]

@@ -1,0 +1,298 @@
+"""Per-bin tables of calibration rows and per-group totals of perplexity rows, exact and
+mergeable: integer counts, and float sums kept exactly (:mod:`calibcli.summaries.exact`).
+
+A :class:`BinTable` holds, for every group and bin (bin k of M holds ``k/M <= c < (k+1)/M``,
+the edges of :func:`calibcli.metrics.core.bin_edges`; c = 1 in the last bin), the rows and right
+answers, Σc and Σc² of the wrong and of the right answers, and Σ(1 − c)² of the right answers.
+From these come the per-bin sufficient statistics of :class:`~calibcli.metrics.core.BinStats`
+(Σc, Σc², Σc·y and Σ(c − y)², each the double nearest its exact value), so every binned figure
+(ECE, MCE, RMSCE, Brier and its decomposition) is a function of the rows alone: the same bits
+whatever the blocks, workers, shards or merge order. Groups are dense ids ``0..G-1``; a table
+without ``--by`` has one group.
+
+A :class:`TotalsTable` holds per-group perplexity totals: sequences, rows with an infinite NLL,
+null and sentinel logprobs (int64), the exact NLL of the finite rows, and token, byte and word
+counts as exact sums of integers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calibcli.summaries.exact import CHUNK, ExactSums, add_rows, fraction_pieces, general_pieces
+
+_BLOCK = 1 << 13  # rows per fold step: the temporaries stay small (below malloc's mmap size)
+
+
+def grown(array: np.ndarray, rows: int) -> np.ndarray:
+    """``array`` with at least ``rows`` rows along axis 0 (doubling; new rows zero)."""
+    if array.shape[0] >= rows:
+        return array
+    out = np.zeros((max(rows, 2 * array.shape[0]), *array.shape[1:]), array.dtype)
+    out[: array.shape[0]] = array
+    return out
+
+
+def _pair_sum(sums: ExactSums, cells: int, stride: int, offsets: tuple[int, ...]) -> np.ndarray:
+    """Nearest doubles of Σ over ``offsets`` of cell ``stride*i + offset``, for i < cells,
+    added exactly before rounding."""
+    lo, limbs = sums.trimmed()
+    total = ExactSums(cells, lo, max(limbs.shape[1], 1))
+    if limbs.shape[1]:
+        total.limbs[:, : limbs.shape[1]] = sum(limbs[o : stride * cells : stride] for o in offsets)
+    return total.to_float()
+
+
+class BinTable:
+    """Exact per-bin statistics of calibration rows for ``groups`` groups (see the module
+    docstring). Fold rows with :meth:`add`, tables with :meth:`merge`."""
+
+    def __init__(self, bins: int, groups: int = 1) -> None:
+        from calibcli.metrics.core import bin_edges
+
+        self.edges = bin_edges(bins)
+        self.bins = bins
+        self.groups = groups
+        cells = groups * bins
+        self.counts = np.zeros((cells, 2), np.int64)  # wrong answers, right answers
+        self.conf = ExactSums(2 * cells)  # Σc: cell 2*(g*M + k) + y
+        self.conf_sq = ExactSums(2 * cells)  # Σc²: the same cells
+        self.miss_sq = ExactSums(cells)  # Σ(1 - c)² of the right answers: cell g*M + k
+
+    # ----- folding
+
+    def _room(self, groups: int) -> None:
+        if groups <= self.groups:
+            return
+        cells = groups * self.bins
+        self.counts = grown(self.counts, cells)
+        self.conf.grow(2 * cells)
+        self.conf_sq.grow(2 * cells)
+        self.miss_sq.grow(cells)
+        self.groups = groups
+
+    def add(
+        self,
+        conf: np.ndarray,
+        correct: np.ndarray,
+        group_ids: np.ndarray | None = None,
+        groups: int = 1,
+    ) -> None:
+        """Fold rows (confidences in [0, 1], validated) into the table; ``group_ids`` (< ``groups``)
+        give each row's group, None: group 0."""
+        from calibcli.metrics.core import bin_index
+
+        self._room(groups)
+        for start in range(0, conf.shape[0], _BLOCK):
+            c = conf[start : start + _BLOCK]
+            y = correct[start : start + _BLOCK]
+            cell = bin_index(c, self.edges)
+            if group_ids is not None:
+                cell += group_ids[start : start + _BLOCK] * self.bins
+            self._add_cells(cell, c, y)
+
+    def _add_cells(self, cell: np.ndarray, c: np.ndarray, y: np.ndarray) -> None:
+        two = 2 * cell + y
+        if self.groups == 1:
+            n = self.bins
+            self.counts[:n] += np.bincount(two, minlength=2 * n).reshape(n, 2)
+            self.conf.add_pieces(fraction_pieces(c), two, 2 * n)
+            self.conf_sq.add_pieces(fraction_pieces(c * c), two, 2 * n)
+            right = np.flatnonzero(y)
+            gap = 1.0 - c[right]
+            self.miss_sq.add_pieces(fraction_pieces(gap * gap), cell[right], n)
+            return
+        # many groups: fold into the cells this block touches only
+        touched, inverse = np.unique(two, return_inverse=True)
+        k = touched.shape[0]
+        flat = self.counts.reshape(-1)  # a view: counts is contiguous
+        flat[touched] += np.bincount(inverse, minlength=k)
+        self.conf.add_pieces(fraction_pieces(c), inverse, k, at=touched)
+        self.conf_sq.add_pieces(fraction_pieces(c * c), inverse, k, at=touched)
+        right = np.flatnonzero(y)
+        if right.shape[0]:
+            cells, back = np.unique(cell[right], return_inverse=True)
+            gap = 1.0 - c[right]
+            self.miss_sq.add_pieces(fraction_pieces(gap * gap), back, cells.shape[0], at=cells)
+
+    def merge(self, other: BinTable, at: np.ndarray | None = None) -> None:
+        """Add another table on the same bins: its group ``j`` into group ``at[j]`` here
+        (``at`` None: the same group ids)."""
+        if other.bins != self.bins:
+            raise ValueError(f"cannot merge a table of {other.bins} bins into one of {self.bins}")
+        m = self.bins
+        if at is None:
+            at = np.arange(other.groups)
+        self._room(int(at.max()) + 1 if at.shape[0] else self.groups)
+        cells = (at[:, None] * m + np.arange(m)).reshape(-1)
+        add_rows(self.counts, cells, other.counts[: other.groups * m])
+        two = (2 * cells[:, None] + np.arange(2)).reshape(-1)
+        self.conf.add(_window(other.conf, 2 * other.groups * m), at=two)
+        self.conf_sq.add(_window(other.conf_sq, 2 * other.groups * m), at=two)
+        self.miss_sq.add(_window(other.miss_sq, other.groups * m), at=cells)
+
+    # ----- reading
+
+    def group_stats(self) -> list[Any]:
+        """:class:`~calibcli.metrics.core.BinStats` of every group, in id order."""
+        from calibcli.metrics.core import BinStats
+
+        g, m = self.groups, self.bins
+        cells = g * m
+        counts = self.counts[:cells]
+        conf_all = _pair_sum(self.conf, cells, 2, (0, 1))
+        conf_right = _pair_sum(self.conf, cells, 2, (1,))
+        sq_all = _pair_sum(self.conf_sq, cells, 2, (0, 1))
+        error = _sq_error(self.conf_sq, self.miss_sq, cells)
+        out = []
+        for j in range(g):
+            s = slice(j * m, (j + 1) * m)
+            out.append(
+                BinStats(
+                    self.edges.copy(),
+                    counts[s].sum(axis=1),
+                    counts[s, 1].copy(),
+                    conf_all[s],
+                    sq_all[s],
+                    conf_right[s],
+                    error[s],
+                )
+            )
+        return out
+
+    def stats(self) -> Any:
+        """:class:`~calibcli.metrics.core.BinStats` of every row (all groups together)."""
+        if self.groups == 1:
+            return self.group_stats()[0]
+        pooled = BinTable(self.bins)
+        pooled.merge(self, np.zeros(self.groups, np.intp))
+        return pooled.group_stats()[0]
+
+
+def _window(sums: ExactSums, cells: int) -> ExactSums:
+    """The first ``cells`` cells of ``sums`` (a view, for merging)."""
+    out = ExactSums(0, sums.lo, sums.depth)
+    out.limbs = sums.limbs[:cells]
+    return out
+
+
+def _sq_error(conf_sq: ExactSums, miss_sq: ExactSums, cells: int) -> np.ndarray:
+    """Σ(c − y)² per cell: Σc² of the wrong answers plus Σ(1 − c)² of the right ones, exactly."""
+    total = ExactSums(cells)
+    lo, limbs = conf_sq.trimmed()
+    wrong = ExactSums(cells, lo, max(limbs.shape[1], 1))
+    if limbs.shape[1]:
+        wrong.limbs[:, : limbs.shape[1]] = limbs[0 : 2 * cells : 2]
+    total.add(wrong)
+    total.add(_window(miss_sq, cells))
+    return total.to_float()
+
+
+_HALF = 31
+_LOW = (1 << _HALF) - 1
+
+
+def _halves(ids: np.ndarray, col: np.ndarray, groups: int) -> np.ndarray:
+    """Per-group Σ of counts in [0, 2**62] as (high, low) 31-bit halves, int64 (float bincount
+    is exact while a block has fewer than 2**22 rows)."""
+    return np.stack(
+        [
+            np.bincount(ids, weights=col >> _HALF, minlength=groups),
+            np.bincount(ids, weights=col & _LOW, minlength=groups),
+        ],
+        axis=1,
+    ).astype(np.int64)
+
+
+def join_halves(halves: np.ndarray) -> int:
+    """A (high, low) pair of :func:`_halves` as one exact Python integer."""
+    return (int(halves[0]) << _HALF) + int(halves[1])
+
+
+class TotalsTable:
+    """Exact per-group totals of perplexity rows (see the module docstring)."""
+
+    COUNTS = ("tokens", "bytes", "words")
+
+    def __init__(self, groups: int = 1) -> None:
+        self.groups = groups
+        # sequences, rows with an infinite NLL, null and sentinel logprobs, rows whose finite
+        # per-token terms sum beyond the largest double
+        self.ints = np.zeros((groups, 5), np.int64)
+        self.counts = np.zeros((groups, 3, 2), np.int64)  # tokens, bytes, words: (high, low)
+        self.nll = ExactSums(groups, lo=30, depth=8)  # the NLL of the rows where it is finite
+
+    def _room(self, groups: int) -> None:
+        if groups > self.groups:
+            self.ints = grown(self.ints, groups)
+            self.counts = grown(self.counts, groups)
+            self.nll.grow(groups)
+            self.groups = groups
+
+    def add(
+        self, cols: tuple, infinite: np.ndarray, ids: np.ndarray | None = None, groups: int = 1
+    ) -> None:
+        """Fold a perplexity block (the column layout of :mod:`calibcli.io.rows`) whose count
+        columns were checked; ``infinite`` marks rows whose NLL is infinite as given (counted,
+        not summed), the block's last column rows whose NLL overflowed a double (counted, not
+        summed); ``ids`` (< ``groups``) each row's group, None: group 0."""
+        self._room(groups)
+        nll = cols[0]
+        n = nll.shape[0]
+        if ids is None:
+            ids = np.zeros(n, np.intp)
+        self.ints[:groups, 0] += np.bincount(ids, minlength=groups)
+        self.ints[:groups, 1] += np.bincount(ids[infinite], minlength=groups)
+        for j, col in ((2, cols[4]), (3, cols[5])):
+            if col is not None:
+                self.ints[:groups, j] += np.bincount(ids, weights=col, minlength=groups).astype(
+                    np.int64
+                )
+        if cols[6] is not None:
+            self.ints[:groups, 4] += np.bincount(ids, weights=cols[6], minlength=groups).astype(
+                np.int64
+            )
+        for k, col in enumerate(cols[1:4]):
+            if col is not None and col.shape[0] and col[0] >= 0:  # checked: all or none
+                self.counts[:groups, k] += _halves(ids, col, groups)
+        finite = np.flatnonzero(~np.isinf(nll))
+        for start in range(0, finite.shape[0], CHUNK):
+            rows = finite[start : start + CHUNK]
+            self.nll.add_pieces(general_pieces(nll[rows]), ids[rows], groups)
+
+    def merge(self, other: TotalsTable, at: np.ndarray | None = None) -> None:
+        """Add another table: its group ``j`` into group ``at[j]`` here (None: same ids)."""
+        if at is None:
+            at = np.arange(other.groups)
+        self._room(int(at.max()) + 1 if at.shape[0] else self.groups)
+        add_rows(self.ints, at, other.ints[: other.groups])
+        add_rows(self.counts, at, other.counts[: other.groups])
+        self.nll.add(_window(other.nll, other.groups), at=at)
+
+    def pooled(self) -> TotalsTable:
+        """All groups as one."""
+        out = TotalsTable(1)
+        out.merge(self, np.zeros(self.groups, np.intp))
+        return out
+
+    def totals(self, g: int, nll: float) -> dict[str, int | float]:
+        """Group ``g``'s totals as Python numbers (``nll`` its NLL, from :meth:`nll_floats`)."""
+        sequences, infinite, nulls, sentinels, overflowed = (int(v) for v in self.ints[g])
+        tokens, nbytes, words = (join_halves(self.counts[g, k]) for k in range(3))
+        return {
+            "sequences": sequences,
+            "infinite": infinite,
+            "overflowed": overflowed,
+            "null_logprobs": nulls,
+            "sentinel_logprobs": sentinels,
+            "tokens": tokens,
+            "bytes": nbytes,
+            "words": words,
+            "nll": nll,
+        }
+
+    def nll_floats(self) -> np.ndarray:
+        """Each group's finite NLL total, the nearest double (+inf beyond the largest)."""
+        return self.nll.to_float()
