@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from calibcli.io import CALIBRATION_FORMATS, INSPECT_CONFIDENCES, MC_NORMS, PERPLEXITY_FORMATS
 from calibcli.reports.figures import Figure, gateable
 
 MAX_BINS = 10_000  # more bins than this hold a handful of rows each even in 100M-row files
@@ -27,10 +28,11 @@ def _choices(name: str, *values: str) -> Any:
     return Enum(name, [(v.replace("-", "_"), v) for v in values], type=str)
 
 
-Format = _choices("Format", "auto", "jsonl", "lm-eval", "logprobs", "openai", "vllm")
+# every choice comes from its registry: a new format or normalisation is one entry there
+Format = _choices("Format", *PERPLEXITY_FORMATS)
 # calibrate and reliability read confidence/correct rows: the token-logprob formats have none
-CalibrationFormat = _choices("CalibrationFormat", "auto", "jsonl", "lm-eval", "inspect-ai")
-McNorm = _choices("McNorm", "none", "chars", "bytes")
+CalibrationFormat = _choices("CalibrationFormat", *CALIBRATION_FORMATS)
+McNorm = _choices("McNorm", *MC_NORMS)
 Strategy = _choices("Strategy", "uniform", "quantile")
 GateOn = _choices("GateOn", "estimate", "upper")
 Method = _choices("Method", "temperature", "platt", "isotonic", "histogram", "beta")
@@ -145,7 +147,7 @@ WorkersOpt = _opt(
     help="Processes for reading a large file and for the bootstrap (1: none; default: 2 on two "
     "or more CPUs for files of 32 MB and more). Results never depend on it.",
 )
-InspectConfidence = _choices("InspectConfidence", "sequence", "first-token", "mean-token")
+InspectConfidence = _choices("InspectConfidence", *INSPECT_CONFIDENCES)
 InspectConfidenceOpt = _opt(
     InspectConfidence,
     "--inspect-confidence",

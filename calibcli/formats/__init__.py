@@ -55,17 +55,22 @@ from calibcli.formats.lm_eval import (
     task_from_filename,
 )
 from calibcli.formats.logprobs import logprobs_row, openai_body, openai_rows, vllm_rows
+from calibcli.formats.registry import BY_NAME, NAMES, REGISTRY, Format, providing
 
 __all__ = [
+    "BY_NAME",
     "CONFIDENCES",
     "FORMATS",
     "FORMAT_PROVIDES",
     "GENERATIVE_WARNING",
     "MC_NORMS",
+    "NAMES",
+    "REGISTRY",
     "ROW_FORMATS",
     "ROW_KINDS",
     "SENTINEL_LOGPROB",
     "CalibrationRow",
+    "Format",
     "PerplexityRow",
     "by_value",
     "calibration_rows",
@@ -84,6 +89,7 @@ __all__ = [
     "openai_body",
     "openai_rows",
     "perplexity_rows",
+    "providing",
     "task_from_filename",
     "vllm_rows",
 ]
@@ -97,13 +103,12 @@ def calibration_rows(
     scorer: str | None = None,
     confidence: str = "sequence",
 ) -> list[CalibrationRow]:
-    """The (confidence, correct) rows of one decoded value of a ``lm-eval`` or ``inspect-ai``
-    file (one each). ValueError for a format without calibration rows."""
-    if fmt == "lm-eval":
-        return [CalibrationRow(*lm_eval_choice_row(row, mc_norm=mc_norm))]
-    if fmt == "inspect-ai":
-        return [inspect_sample_row(row, scorer=scorer, confidence=confidence)]
-    raise ValueError(_no_rows(fmt, "calibration"))
+    """The (confidence, correct) rows of one decoded value of a non-native format that
+    carries them (``lm-eval``, ``inspect-ai``). ValueError for a format without them."""
+    entry = BY_NAME.get(fmt)
+    if entry is None or entry.calibration is None:
+        raise ValueError(_no_rows(fmt, "calibration"))
+    return entry.calibration(row, mc_norm=mc_norm, scorer=scorer, confidence=confidence)
 
 
 def perplexity_rows(
@@ -111,21 +116,14 @@ def perplexity_rows(
     row: Mapping[str, Any],
     *,
     logprobs_field: str = "logprobs",
-    vllm_part: str = "prompt",
 ) -> list[PerplexityRow]:
-    """The perplexity rows of one decoded value of a ``lm-eval`` (rolling), ``logprobs``,
-    ``openai`` (one per choice) or ``vllm`` file. ValueError for a format without them."""
-    if fmt == "lm-eval":
-        nll, words, nbytes = lm_eval_rolling_row(row)
-        return [PerplexityRow(nll, None, nbytes, words, 0, 0)]
-    if fmt == "logprobs":
-        nll, tokens, nulls, sentinels = logprobs_row(row, field=logprobs_field)
-        return [PerplexityRow(nll, tokens, None, None, nulls, sentinels)]
-    if fmt == "openai":
-        return openai_rows(row)
-    if fmt == "vllm":
-        return vllm_rows(row, part=vllm_part)
-    raise ValueError(_no_rows(fmt, "perplexity"))
+    """The perplexity rows of one decoded value of a non-native format that carries them
+    (``lm-eval`` rolling, ``logprobs``, ``openai``: one per choice, ``vllm``). ValueError for
+    a format without them."""
+    entry = BY_NAME.get(fmt)
+    if entry is None or entry.perplexity is None:
+        raise ValueError(_no_rows(fmt, "perplexity"))
+    return entry.perplexity(row, logprobs_field=logprobs_field)
 
 
 def _no_rows(fmt: str, kind: str) -> str:

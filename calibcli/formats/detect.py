@@ -5,52 +5,44 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from calibcli.formats.fields import has_path, json_type, lookup
+from calibcli.formats.fields import json_type
+from calibcli.formats.registry import DETECTION, REGISTRY
 
 #: The formats :func:`detect_format` names (the reader's original three).
 FORMATS = ("jsonl", "lm-eval", "logprobs")
 
-#: Every row format calibcli reads, with what it holds; :func:`detect_row_format` names them.
-ROW_FORMATS: dict[str, str] = {
-    "jsonl": "calibcli's rows: confidence/correct, or nll/tokens",
-    "lm-eval": "lm-evaluation-harness --log_samples rows (doc_id, filtered_resps)",
-    "logprobs": "a list of per-token logprobs in one field per row",
-    "openai": "OpenAI chat or completions responses with logprobs, or Batch API output lines",
-    "vllm": "vLLM outputs with prompt_token_ids and prompt_logprobs",
-    "inspect-ai": "inspect-ai eval log samples (.eval or .json logs)",
-}
+#: Every row format calibcli reads, with what it holds (the registry's order).
+ROW_FORMATS: dict[str, str] = {f.name: f.summary for f in REGISTRY}
 
 #: What each format gives: ``calibration`` rows (confidence, correct) and/or ``perplexity``.
-FORMAT_PROVIDES: dict[str, tuple[str, ...]] = {
-    "jsonl": ("calibration", "perplexity"),
-    "lm-eval": ("calibration", "perplexity"),
-    "logprobs": ("perplexity",),
-    "openai": ("perplexity",),
-    "vllm": ("perplexity",),
-    "inspect-ai": ("calibration",),
-}
+FORMAT_PROVIDES: dict[str, tuple[str, ...]] = {f.name: f.provides for f in REGISTRY}
 
 
-def _first_rules(
-    row: Any,
+def _fields(
     confidence_field: str,
     correct_field: str,
     nll_field: str,
     tokens_field: str,
     logprobs_field: str,
-) -> str | None:
-    """The rules every detection starts with: not an object is an error; lm-eval's samples
-    rows; a complete native row; a list of logprobs. None when they do not decide."""
+) -> dict[str, str]:
+    return {
+        "confidence_field": confidence_field,
+        "correct_field": correct_field,
+        "nll_field": nll_field,
+        "tokens_field": tokens_field,
+        "logprobs_field": logprobs_field,
+    }
+
+
+def _first_rules(row: Any, fields: dict[str, str]) -> str | None:
+    """The rules every detection starts with: not an object is an error; then the formats
+    :func:`detect_format` knows (lm-eval's samples rows, a complete native row, a list of
+    logprobs), in priority order. None when they do not decide."""
     if not isinstance(row, Mapping):
         raise ValueError(f"cannot detect the input format: the first row is {json_type(row)}")
-    if "doc_id" in row and "filtered_resps" in row:
-        return "lm-eval"
-    if (confidence_field in row and correct_field in row) or (
-        nll_field in row and tokens_field in row
-    ):
-        return "jsonl"
-    if has_path(row, logprobs_field) and isinstance(lookup(row, logprobs_field), list):
-        return "logprobs"
+    for fmt in DETECTION:
+        if fmt.name in FORMATS and fmt.detect(row, fields):
+            return fmt.name
     return None
 
 
@@ -77,8 +69,8 @@ def detect_format(
     Raises ValueError naming the keys seen when none of these holds. :func:`detect_row_format`
     also names the other formats.
     """
-    fields = (confidence_field, correct_field, nll_field, tokens_field, logprobs_field)
-    found = _first_rules(first_row, *fields)
+    fields = _fields(confidence_field, correct_field, nll_field, tokens_field, logprobs_field)
+    found = _first_rules(first_row, fields)
     if found is not None:
         return found
     if any(field in first_row for field in (confidence_field, correct_field, nll_field)):
@@ -111,30 +103,14 @@ def detect_row_format(
     ValueError otherwise: an lm-eval results file and a whole inspect-ai log are named as such,
     anything else gets the list of formats calibcli reads.
     """
-    fields = {
-        "confidence_field": confidence_field,
-        "correct_field": correct_field,
-        "nll_field": nll_field,
-        "tokens_field": tokens_field,
-        "logprobs_field": logprobs_field,
-    }
+    fields = _fields(confidence_field, correct_field, nll_field, tokens_field, logprobs_field)
     row = first_row
-    found = _first_rules(row, *fields.values())
+    found = _first_rules(row, fields)
     if found is not None:
         return found
-    choices = row.get("choices")
-    first_choice = choices[0] if isinstance(choices, list) and choices else None
-    if "prompt_logprobs" in row or (
-        isinstance(first_choice, Mapping) and "prompt_logprobs" in first_choice
-    ):
-        return "vllm"
-    if ("custom_id" in row and "response" in row) or (
-        isinstance(first_choice, Mapping)
-        and any(key in first_choice for key in ("message", "text", "logprobs"))
-    ):
-        return "openai"
-    if "scores" in row and "epoch" in row and "output" in row:
-        return "inspect-ai"
+    for fmt in DETECTION:
+        if fmt.name not in FORMATS and fmt.detect(row, fields):
+            return fmt.name
     if any(field in row for field in (confidence_field, correct_field, nll_field)):
         return "jsonl"
     if "results" in row and "configs" in row:

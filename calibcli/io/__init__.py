@@ -26,12 +26,16 @@ from typing import Any
 from calibcli.errors import InputError
 
 __all__ = [
+    "CALIBRATION_FORMATS",
     "FORMATS",
+    "INSPECT_CONFIDENCES",
     "MAX_LINE_BYTES",
     "MC_NORMS",
+    "PERPLEXITY_FORMATS",
     "CalibrationData",
     "InputError",
     "PerplexityData",
+    "default_id",
     "read_calibration",
     "read_choices",
     "read_keyed",
@@ -39,8 +43,22 @@ __all__ = [
     "records",
 ]
 
-FORMATS = ("auto", "jsonl", "lm-eval", "logprobs", "openai", "vllm", "inspect-ai")
-MC_NORMS = ("none", "chars", "bytes")
+from calibcli.formats.registry import BY_NAME as _FORMATS
+from calibcli.formats.registry import CONFIDENCES as INSPECT_CONFIDENCES
+from calibcli.formats.registry import MC_NORMS, NAMES, providing
+
+FORMATS = ("auto", *NAMES)
+"""Every ``--format`` value: ``auto`` (detected per file) or a format of the registry."""
+CALIBRATION_FORMATS = ("auto", *providing("calibration"))
+PERPLEXITY_FORMATS = ("auto", *providing("perplexity"))
+
+
+def default_id(fmt: str) -> str:
+    """How compare matches rows of a format by default, as its report names it."""
+    entry = _FORMATS.get(fmt)
+    return (entry.default_id if entry is not None else None) or "id"
+
+
 MAX_LINE_BYTES = 64 << 20
 """Longest line read by default (64 MiB): a longer one is an error, found without holding it."""
 

@@ -92,7 +92,10 @@ def show_id(key: Any) -> str:
 
 
 def _default_id_field(fmt: str) -> str:
-    return {"lm-eval": "doc_id", "inspect-ai": "id"}.get(fmt, "id")
+    """The field an id error names: the registry's default id without the task or epoch."""
+    from calibcli.io import default_id
+
+    return default_id(fmt).removeprefix("task + ").removesuffix(" + epoch")
 
 
 def _row_key(formats: Any, row: dict, fmt: str, id_field: str | None, task: str | None) -> Any:
@@ -129,6 +132,7 @@ def read_keyed(
     is read: each row's key is its position.
     """
     from calibcli import formats
+    from calibcli.io.plan import group_key
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow, group_name
 
@@ -147,6 +151,7 @@ def read_keyed(
         source_fmt = None
         convert = None
         task = formats.task_from_filename(source) if source != "-" else None
+        key_of = None
         for name, line_no, row, _ in records(source):
             at = f"{name}:{line_no}"
             field = id_field or "id"
@@ -186,10 +191,9 @@ def read_keyed(
             where.append(at)
             if groups is not None:
                 try:
-                    if by == "task" and source_fmt == "lm-eval" and task is not None:
-                        groups.append(task)
-                    else:
-                        groups.append(group_name(formats.by_value(row, by)))
+                    if key_of is None:
+                        key_of = group_key(source_fmt, by, source)
+                    groups.append(group_name(key_of(row)))
                 except ValueError as exc:
                     raise InputError(name, line_no, str(exc)) from None
         found = found or source_fmt
@@ -243,6 +247,7 @@ def read_choices(sources: list[str], *, mc_norm: str = "none", by: str | None = 
     """Read lm-eval multiple-choice rows with every choice's score (length-normalised with
     ``mc_norm``). Other formats are an error: their rows carry one confidence, not choices."""
     from calibcli import formats
+    from calibcli.io.plan import group_key
     from calibcli.io.rows import group_name
 
     values: list[float] = []
@@ -252,7 +257,7 @@ def read_choices(sources: list[str], *, mc_norm: str = "none", by: str | None = 
     groups: list[str] | None = [] if by is not None else None
     where: list[str] = []
     for source in sources:
-        task = formats.task_from_filename(source) if source != "-" else None
+        key_of = None if by is None else group_key("lm-eval", by, source)
         checked = False
         for name, line_no, row, _ in records(source):
             try:
@@ -269,11 +274,8 @@ def read_choices(sources: list[str], *, mc_norm: str = "none", by: str | None = 
                     g = formats.lm_eval_gold(row, scores, right)
                 except ValueError:
                     g = -1
-                if groups is not None:
-                    if by == "task" and task is not None:
-                        groups.append(task)
-                    else:
-                        groups.append(group_name(formats.by_value(row, by)))
+                if key_of is not None:
+                    groups.append(group_name(key_of(row)))
             except ValueError as exc:
                 raise InputError(name, line_no, str(exc)) from None
             values.extend(scores)

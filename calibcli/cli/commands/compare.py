@@ -67,7 +67,7 @@ def compare(
     --max-decrease auroc=0.01) gate on the upper end of the difference's interval by default:
     exit 1 when NEW may be worse than BASE by more than the margin.
     """
-    from calibcli.io import InputError, read_keyed
+    from calibcli.io import InputError, default_id, read_keyed
     from calibcli.reports import CompareSettings, Gate, compare_report
     from calibcli.reports.compare import margins
     from calibcli.summaries import PairedRows, match
@@ -142,15 +142,11 @@ def compare(
             settings,
             formats={"base": rows[0].fmt, "new": rows[1].fmt},
             files={"base": [base], "new": [new]},
-            id_field=None if unpaired else (id_field or _default_id(rows[0].fmt)),
+            id_field=None if unpaired else (id_field or default_id(rows[0].fmt)),
             gate=gate,
         )
     image = None if plot is None else Plot(plot, label, with_ci=True)
     emit(result, json_out=json_out, output=output, summary=summary, files=[base, new], plot=image)
-
-
-def _default_id(fmt: str) -> str:
-    return "task + doc_id" if fmt == "lm-eval" else "id"
 
 
 def _unkeyed(source: str, options: dict) -> object:

@@ -1,0 +1,159 @@
+"""The registry of input formats: one entry per format, from which detection, reading, the
+``--format`` choices, compare's default ids and the README's formats table all derive.
+
+An entry says what the format holds (``provides``: calibration and/or perplexity rows), how a
+file's first row is recognised (``detect``, tried in ``priority`` order), how one decoded JSON
+value becomes rows (``calibration`` / ``perplexity``; the native format is read by the typed
+fast path instead), and how its rows are identified across files (``default_id``). A new
+format is one entry here plus its row functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from calibcli.formats.fields import CalibrationRow, PerplexityRow, has_path, lookup
+from calibcli.formats.inspect_ai import CONFIDENCES, inspect_sample_row
+from calibcli.formats.lm_eval import MC_NORMS, lm_eval_choice_row, lm_eval_rolling_row
+from calibcli.formats.logprobs import logprobs_row, openai_rows, vllm_rows
+
+Fields = Mapping[str, str]  # the field names in use: confidence_field, nll_field, ...
+
+
+@dataclass(frozen=True)
+class Format:
+    """One input format (see the module docstring)."""
+
+    name: str
+    summary: str
+    provides: tuple[str, ...]
+    priority: int
+    detect: Callable[[Mapping[str, Any], Fields], bool]
+    calibration: Callable[..., list[CalibrationRow]] | None = None
+    perplexity: Callable[..., list[PerplexityRow]] | None = None
+    default_id: str | None = None  # how compare matches rows, as the report names it
+
+
+def _native(row: Mapping[str, Any], f: Fields) -> bool:
+    """A complete native row: confidence and correct, or nll and tokens."""
+    return (f["confidence_field"] in row and f["correct_field"] in row) or (
+        f["nll_field"] in row and f["tokens_field"] in row
+    )
+
+
+def _first_choice(row: Mapping[str, Any]) -> Any:
+    choices = row.get("choices")
+    return choices[0] if isinstance(choices, list) and choices else None
+
+
+def _vllm(row: Mapping[str, Any], f: Fields) -> bool:
+    first = _first_choice(row)
+    return "prompt_logprobs" in row or (isinstance(first, Mapping) and "prompt_logprobs" in first)
+
+
+def _openai(row: Mapping[str, Any], f: Fields) -> bool:
+    first = _first_choice(row)
+    return ("custom_id" in row and "response" in row) or (
+        isinstance(first, Mapping) and any(k in first for k in ("message", "text", "logprobs"))
+    )
+
+
+def _lm_eval_choices(row: Mapping[str, Any], *, mc_norm: str = "none", **_: Any):
+    return [CalibrationRow(*lm_eval_choice_row(row, mc_norm=mc_norm))]
+
+
+def _lm_eval_rolling(row: Mapping[str, Any], **_: Any):
+    nll, words, nbytes = lm_eval_rolling_row(row)
+    return [PerplexityRow(nll, None, nbytes, words, 0, 0)]
+
+
+def _logprobs(row: Mapping[str, Any], *, logprobs_field: str = "logprobs", **_: Any):
+    nll, tokens, nulls, sentinels = logprobs_row(row, field=logprobs_field)
+    return [PerplexityRow(nll, tokens, None, None, nulls, sentinels)]
+
+
+def _inspect(
+    row: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "sequence", **_: Any
+):
+    return [inspect_sample_row(row, scorer=scorer, confidence=confidence)]
+
+
+REGISTRY: tuple[Format, ...] = (
+    Format(
+        "jsonl",
+        "calibcli's rows: confidence/correct, or nll/tokens",
+        ("calibration", "perplexity"),
+        1,
+        _native,
+        default_id="id",
+    ),
+    Format(
+        "lm-eval",
+        "lm-evaluation-harness --log_samples rows (doc_id, filtered_resps)",
+        ("calibration", "perplexity"),
+        0,
+        lambda row, f: "doc_id" in row and "filtered_resps" in row,
+        _lm_eval_choices,
+        _lm_eval_rolling,
+        default_id="task + doc_id",
+    ),
+    Format(
+        "logprobs",
+        "a list of per-token logprobs in one field per row",
+        ("perplexity",),
+        2,
+        lambda row, f: (
+            has_path(row, f["logprobs_field"])
+            and isinstance(lookup(row, f["logprobs_field"]), list)
+        ),
+        perplexity=_logprobs,
+    ),
+    Format(
+        "openai",
+        "OpenAI chat or completions responses with logprobs, or Batch API output lines",
+        ("perplexity",),
+        4,
+        _openai,
+        perplexity=lambda row, **_: openai_rows(row),
+    ),
+    Format(
+        "vllm",
+        "vLLM outputs with prompt_token_ids and prompt_logprobs",
+        ("perplexity",),
+        3,
+        _vllm,
+        perplexity=lambda row, **_: vllm_rows(row),
+    ),
+    Format(
+        "inspect-ai",
+        "inspect-ai eval log samples (.eval or .json logs)",
+        ("calibration",),
+        5,
+        lambda row, f: "scores" in row and "epoch" in row and "output" in row,
+        _inspect,
+        default_id="id + epoch",
+    ),
+)
+
+BY_NAME: dict[str, Format] = {f.name: f for f in REGISTRY}
+NAMES: tuple[str, ...] = tuple(BY_NAME)
+DETECTION: tuple[Format, ...] = tuple(sorted(REGISTRY, key=lambda f: f.priority))
+
+
+def providing(kind: str) -> tuple[str, ...]:
+    """The names of the formats that carry ``kind`` rows (``calibration``, ``perplexity``)."""
+    return tuple(f.name for f in REGISTRY if kind in f.provides)
+
+
+__all__ = [
+    "BY_NAME",
+    "CONFIDENCES",
+    "DETECTION",
+    "MC_NORMS",
+    "NAMES",
+    "REGISTRY",
+    "Format",
+    "providing",
+]
