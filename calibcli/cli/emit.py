@@ -47,7 +47,7 @@ def picture(shown: dict[str, Any], plot: Plot) -> bytes:
     """The image ``--plot`` asks for, drawn from the report body: the accuracy–coverage curves
     of a threshold report, else the reliability diagram of the report's series (one per --by
     group, the two sides of a comparison, before and after a recalibration, or one per file)."""
-    from calibcli.render.image import (
+    from calibcli.render import (
         PlotUnavailable,
         coverage_image,
         coverage_sections,
@@ -105,16 +105,16 @@ def emit(
         if image is not None:
             staged.add(plot.path, image, "plot")
         if summary is not None:
-            from calibcli.render.markdown import markdown
+            from calibcli.render import markdown_summary
 
-            staged.add(summary, markdown(shown, files), "summary", append=True)
+            staged.add(summary, markdown_summary(shown, files), "summary", append=True)
         if output is not None:
             staged.add(output, text, "report")
         try:
             if json_out:
                 sys.stdout.write(text)
             else:
-                from calibcli.render.terminal import print_report
+                from calibcli.render import print_report
 
                 print_report(shown, by=by)
             sys.stdout.flush()

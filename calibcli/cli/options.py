@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from calibcli.io import CALIBRATION_FORMATS, INSPECT_CONFIDENCES, MC_NORMS, PERPLEXITY_FORMATS
-from calibcli.reports.figures import Figure, gateable
+from calibcli.reports import Figure, gateable
 
 MAX_BINS = 10_000  # more bins than this hold a handful of rows each even in 100M-row files
 MIN_BOOTSTRAP = 200  # fewer resamples cannot place the tails of a 95% interval
@@ -144,8 +144,9 @@ WorkersOpt = _opt(
     min=1,
     envvar="CALIBCLI_WORKERS",
     show_envvar=True,
-    help="Processes for reading a large file and for the bootstrap (1: none; default: 2 on two "
-    "or more CPUs for files of 32 MB and more). Results never depend on it.",
+    help="Processes for reading a large file and for the bootstrap, never more than the CPUs "
+    "(1: none; default: 2 on two or more CPUs for files of 32 MB and more, and for a bootstrap "
+    "of 20 million resampled rows and more). Results never depend on it.",
 )
 InspectConfidence = _choices("InspectConfidence", *INSPECT_CONFIDENCES)
 InspectConfidenceOpt = _opt(

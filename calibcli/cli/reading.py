@@ -40,7 +40,7 @@ def check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | N
     if labels and plot is None:
         raise usage_error("--label names --plot series; give --plot PATH too")
     if plot is not None:
-        from calibcli.render.image import image_format
+        from calibcli.render import image_format
 
         try:
             image_format(plot)
@@ -93,7 +93,7 @@ def recalibration_options(
         )
     if calibrator is None:
         return None, None if method is None else method.value
-    from calibcli.summaries.recalibrate import load
+    from calibcli.summaries import load
 
     try:
         return load(calibrator), None
@@ -113,7 +113,7 @@ def recalibrate(
     """:func:`calibcli.summaries.recalibrate.recalibrated`, a failed fit becoming exit 2.
     For lm-eval input, temperature (a calibrator of it, or --recalibrate temperature) scales the
     choices' loglikelihoods, so the rows are read again with every choice's score."""
-    from calibcli.summaries.recalibrate import MULTICLASS, recalibrated
+    from calibcli.summaries import MULTICLASS, recalibrated
 
     choices = None
     wants_choices = method == "temperature" or (

@@ -43,9 +43,9 @@ __all__ = [
     "records",
 ]
 
-from calibcli.formats.registry import BY_NAME as _FORMATS
-from calibcli.formats.registry import CONFIDENCES as INSPECT_CONFIDENCES
-from calibcli.formats.registry import MC_NORMS, NAMES, providing
+from calibcli.formats import BY_NAME as _FORMATS
+from calibcli.formats import CONFIDENCES as INSPECT_CONFIDENCES
+from calibcli.formats import MC_NORMS, NAMES, providing
 
 FORMATS = ("auto", *NAMES)
 """Every ``--format`` value: ``auto`` (detected per file) or a format of the registry."""

@@ -86,7 +86,7 @@ def _work(job: Job, items_of: Any, results: Any, drain: Any = None) -> None:
     import numpy as np
 
     from calibcli.summaries import Source as SourceInfo
-    from calibcli.summaries.encoding import encode
+    from calibcli.summaries import encode
 
     try:
         builder = job.plan.builder()
@@ -146,7 +146,7 @@ def _collect(proc: Any, conn: Any, name: str, builder: Any, line_offset: int) ->
     InputError (its line shifted by ``line_offset``), a failed worker RuntimeError."""
     import numpy as np
 
-    from calibcli.summaries.encoding import ROW_ARRAYS, array_specs, assemble, read_header
+    from calibcli.summaries import ROW_ARRAYS, array_specs, assemble, read_header
 
     try:
         message = conn.recv()

@@ -19,20 +19,12 @@ from calibcli.errors import InputError
 from calibcli.io.content import StreamHash, file_content_id
 from calibcli.io.fold import SkipFile, SourceFold
 from calibcli.io.sources import Source, blocks, display_name
+from calibcli.system import PARALLEL_MIN_BYTES, cpus, workers
 
 DOCUMENT_BATCH = 4096
 """Rows of a whole document decoded and folded at a time."""
 
-PARALLEL_MIN_BYTES = 32 << 20
-"""With ``workers=None``, inputs of at least this many (decompressed) bytes get a worker."""
-
-
-def _cpus() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+_cpus = cpus  # the machine's CPUs (a module name, so a test can pretend another machine)
 
 
 RESULTS_SKIPPED = (
@@ -83,8 +75,9 @@ class Reader:
     """Streams sources block by block into a summary builder (``plan``: a
     :class:`~calibcli.io.plan.ReadPlan`).
 
-    ``workers`` is the number of processes per source, None for automatic: two on a machine
-    with two CPUs or more for an input of ``PARALLEL_MIN_BYTES`` or more. ``progress(name,
+    ``workers`` is the number of processes per source (capped at the CPUs), None for automatic:
+    two on a machine with two CPUs or more for an input of 32 MB or more
+    (:mod:`calibcli.system`). ``progress(name,
     size)``, when given, makes a progress bar for a large file (an object with
     ``update(bytes)`` and ``close()``, or None). After reading, ``warnings`` says which sources
     were skipped and why, one line each.
@@ -171,15 +164,13 @@ class Reader:
         return self._progress(src.name, src.size)
 
     def _parts(self, src: Source) -> int:
-        """Processes to use for one source."""
+        """Processes to use for one source (:func:`calibcli.system.workers`; stdin, whose
+        size is unknown, is never large)."""
         if src.size == 0:
             return 1
-        if self._workers is None:
-            expected = src.expected_bytes()
-            if expected is None or expected < PARALLEL_MIN_BYTES:
-                return 1  # small, or stdin (size unknown)
-            return min(2, _cpus())
-        return self._workers
+        expected = src.expected_bytes()
+        large = expected is not None and expected >= PARALLEL_MIN_BYTES
+        return workers(self._workers, large, _cpus())
 
     def blocks(self, src: Source, stream: Any) -> Any:
         return blocks(

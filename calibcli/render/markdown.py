@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibcli.reports.figures import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup
+from calibcli.reports import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup
 
 
 def _cell(value: Any) -> str:
@@ -30,7 +30,7 @@ def _interval(body: dict[str, Any], key: str) -> str:
     return "" if lo is None and hi is None else f"[{_cell(lo)}, {_cell(hi)}]"
 
 
-def markdown(body: dict[str, Any], sources: list[str]) -> str:
+def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
     """The Markdown text for one report body (as written to JSON) read from ``sources``."""
     command = body["command"]
     gate = body.get("gate")

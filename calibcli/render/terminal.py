@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from calibcli.reports.figures import (
+from calibcli.reports import (
     CALIBRATION,
     PERPLEXITY,
     RECALIBRATION,

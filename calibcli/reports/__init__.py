@@ -22,6 +22,24 @@ _LAZY = {
     "CompareSettings": "calibcli.reports.compare",
     "fit_report": "calibcli.reports.fit",
     "Recalibration": "calibcli.reports.recalibration",
+    "margins": "calibcli.reports.compare",
+    "MAX_UNMATCHED_SHARE": "calibcli.reports.compare",
+    **dict.fromkeys(
+        (
+            "BY_COMMAND",
+            "CALIBRATION",
+            "PERPLEXITY",
+            "RECALIBRATION",
+            "RELIABILITY",
+            "THRESHOLD",
+            "Figure",
+            "gateable",
+            "has",
+            "interval_keys",
+            "lookup",
+        ),
+        "calibcli.reports.figures",
+    ),
 }
 
 __all__ = sorted(_LAZY)

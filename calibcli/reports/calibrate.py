@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,9 +42,12 @@ class Bootstrap:
     workers: int | None = None
 
 
-def _bootstrap_workers(work: int) -> int:
-    """Two processes pay off from about 20 million resampled rows; results never depend on it."""
-    return min(os.cpu_count() or 1, 2) if work >= 20_000_000 else 1
+def _bootstrap_workers(requested: int | None, work: int) -> int:
+    """Processes for the bootstrap (:func:`calibcli.system.workers`): by default two from
+    about 20 million resampled rows; results never depend on it."""
+    from calibcli.system import BOOTSTRAP_MIN_WORK, workers
+
+    return workers(requested, work >= BOOTSTRAP_MIN_WORK)
 
 
 def calibration_section(
@@ -140,7 +142,7 @@ def calibration_section(
             level=bootstrap.level,
             samples=bootstrap.samples,
             seed=bootstrap.seed,
-            workers=bootstrap.workers or _bootstrap_workers(n * bootstrap.samples),
+            workers=_bootstrap_workers(bootstrap.workers, n * bootstrap.samples),
         )
         section["ci"] = {k: [num(lo), num(hi)] for k, (lo, hi) in result.intervals.items()}
     closed = {}

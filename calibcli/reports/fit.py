@@ -22,7 +22,7 @@ def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) 
     flatters the map; the calibrator file itself is
     :meth:`~calibcli.summaries.recalibrate.CalibratorFile.to_json`. ``after`` is the summary
     of the mapped rows when the caller has it (temperature over lm-eval choices)."""
-    from calibcli.summaries.recalibrate import apply_to_data
+    from calibcli.summaries import apply_to_data
 
     before = strict(calibrate_figures(summary, bins=bins))
     if after is None:

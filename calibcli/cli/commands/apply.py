@@ -51,7 +51,7 @@ def apply_calibrator(
     from calibcli.cli.reading import recalibration_options
     from calibcli.cli.staging import OutputError, StreamTarget
     from calibcli.io import InputError
-    from calibcli.summaries.recalibrate import MULTICLASS
+    from calibcli.summaries import MULTICLASS
 
     calibrators, _ = recalibration_options(calibrator, None, None)
     if calibrators.method == MULTICLASS:

@@ -34,7 +34,7 @@ from calibcli.cli.reading import (
     recalibrate,
     recalibration_options,
 )
-from calibcli.reports.figures import CALIBRATION
+from calibcli.reports import CALIBRATION
 
 
 @app.command(epilog=EXIT_CODES)

@@ -68,8 +68,7 @@ def compare(
     exit 1 when NEW may be worse than BASE by more than the margin.
     """
     from calibcli.io import InputError, default_id, read_keyed
-    from calibcli.reports import CompareSettings, Gate, compare_report
-    from calibcli.reports.compare import margins
+    from calibcli.reports import CompareSettings, Gate, compare_report, margins
     from calibcli.summaries import PairedRows, match
 
     if gate_each and reading.by is None:
@@ -157,7 +156,7 @@ def _unkeyed(source: str, options: dict) -> object:
 
 
 def _check_matching(matched: object, base: str, new: str, allow: bool) -> None:
-    from calibcli.reports.compare import MAX_UNMATCHED_SHARE
+    from calibcli.reports import MAX_UNMATCHED_SHARE
 
     if matched.base[0].shape[0] == 0:
         raise usage_error(

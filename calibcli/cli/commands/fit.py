@@ -44,7 +44,7 @@ def fit(
     from calibcli.cli.emit import emit
     from calibcli.cli.reading import one_blas_thread, read_choices
     from calibcli.reports import fit_report
-    from calibcli.summaries.recalibrate import choices_data, fit_choices, fit_data
+    from calibcli.summaries import choices_data, fit_choices, fit_data
 
     check_outputs(output=output, summary=summary)
     data = read_predictions(files, reading, bins=bins, keep_columns=True)

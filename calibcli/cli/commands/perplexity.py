@@ -26,7 +26,7 @@ from calibcli.cli.options import (
     line_bytes,
 )
 from calibcli.cli.reading import read
-from calibcli.reports.figures import PERPLEXITY
+from calibcli.reports import PERPLEXITY
 
 
 @app.command(epilog=EXIT_CODES)
@@ -56,8 +56,7 @@ def perplexity(
     zero tokens, or input without token counts.
     """
     from calibcli.io import read_perplexity
-    from calibcli.reports.gate import Gate
-    from calibcli.reports.perplexity import perplexity_report
+    from calibcli.reports import Gate, perplexity_report
 
     if gate_each and by is None:
         raise usage_error("--gate-each needs --by FIELD")
