@@ -14,11 +14,12 @@ from calibcli.cli.app import usage_error
 
 
 def check_outputs(**paths: Path | None) -> None:
-    """Refuse output paths that cannot be written (``output=``, ``summary=``, ``plot=``) before
+    """Refuse output paths that cannot be written (``output=``, ``summary=``, ``plot=``,
+    ``html=``) before
     any input is read: a typo costs nothing and no file is touched."""
     from calibcli.cli.staging import OutputError, check_writable
 
-    names = {"output": "report", "summary": "summary", "plot": "plot"}
+    names = {"output": "report", "summary": "summary", "plot": "plot", "html": "HTML report"}
     for key, path in paths.items():
         if path is None:
             continue
@@ -59,9 +60,10 @@ def emit(
     by: str | None = None,
     plot: tuple[Path, bytes] | None = None,
     document: str | None = None,
+    html: Path | None = None,
 ) -> None:
-    """Warnings to stderr; the product to stdout; the report (-o), the summary and the picture
-    to their files, all or none of them; then the gate's verdict as the exit code.
+    """Warnings to stderr; the product to stdout; the report (-o), the summary, the picture and
+    the HTML page to their files, all or none of them; then the gate's verdict as the exit code.
 
     ``document`` replaces the JSON report as what -o and --json write (a calibrator file)."""
     from calibcli.cli.staging import OutputError, Staged
@@ -75,6 +77,10 @@ def emit(
     try:
         if plot is not None:
             staged.add(plot[0], plot[1], "plot")
+        if html is not None:
+            from calibcli.render.html import html_report
+
+            staged.add(html, html_report(report.body, sources=files), "HTML report")
         if summary is not None:
             from calibcli.render.markdown import markdown
 
