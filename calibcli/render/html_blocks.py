@@ -284,7 +284,7 @@ def recalibration(ids: Ids, body: dict[str, Any]) -> str:
             "calibrator fitted on the other folds"
         )
     else:
-        how = f"calibrator <code>{text(block.get('calibrator', '?'))}</code>"
+        how = f"calibrator <code>{text(block.get('calibrator') or '?')}</code>"
     parts = [
         f"<p>Method: <strong>{text(block.get('method', '?'))}</strong>, {how}. The other "
         "figures on this page are those after recalibration.</p>",
