@@ -15,8 +15,7 @@ from calibcli.cli.app import usage_error
 
 def check_outputs(**paths: Path | None) -> None:
     """Refuse output paths that cannot be written (``output=``, ``summary=``, ``plot=``,
-    ``html=``) before
-    any input is read: a typo costs nothing and no file is touched."""
+    ``html=``) before any input is read: a typo costs nothing and no file is touched."""
     from calibcli.cli.staging import OutputError, check_writable
 
     names = {"output": "report", "summary": "summary", "plot": "plot", "html": "HTML report"}
