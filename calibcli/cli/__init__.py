@@ -25,6 +25,7 @@ for _module in (
     "fit",
     "apply",
     "compare",
+    "render",
 ):
     importlib.import_module(f"calibcli.cli.commands.{_module}")
 

@@ -29,11 +29,11 @@ class Plot:
 
 
 def check_outputs(**paths: Path | None) -> None:
-    """Refuse output paths that cannot be written (``output=``, ``summary=``, ``plot=``) before
-    any input is read: a typo costs nothing and no file is touched."""
+    """Refuse output paths that cannot be written (``output=``, ``summary=``, ``plot=``,
+    ``html=``) before any input is read: a typo costs nothing and no file is touched."""
     from calibcli.cli.staging import OutputError, check_writable
 
-    names = {"output": "report", "summary": "summary", "plot": "plot"}
+    names = {"output": "report", "summary": "summary", "plot": "plot", "html": "HTML report"}
     for key, path in paths.items():
         if path is None:
             continue
@@ -82,9 +82,10 @@ def emit(
     by: str | None = None,
     plot: Plot | None = None,
     document: str | None = None,
+    html: Path | None = None,
 ) -> None:
-    """Warnings to stderr; the product to stdout; the report (-o), the summary and the picture
-    to their files, all or none of them; then the gate's verdict as the exit code.
+    """Warnings to stderr; the product to stdout; the report (-o), the summary, the picture and
+    the HTML page to their files, all or none of them; then the gate's verdict as the exit code.
 
     ``document`` replaces the JSON report as what -o and --json write (a calibrator file)."""
     import json
@@ -104,6 +105,11 @@ def emit(
     try:
         if image is not None:
             staged.add(plot.path, image, "plot")
+        if html is not None:
+            from calibcli.render import html_report
+
+            page = html_report(json.loads(report_text), sources=files)
+            staged.add(html, page, "HTML report")
         if summary is not None:
             from calibcli.render import markdown_summary
 

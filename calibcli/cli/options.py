@@ -200,6 +200,13 @@ PlotOpt = _opt(
     help="Draw the reliability diagram to PATH (.png, .svg or .pdf; needs calibcli[plot]); one "
     "series per file, or per --by group.",
 )
+HtmlOpt = _opt(
+    Path | None,
+    "--html",
+    metavar="PATH",
+    help="Also write the report as one self-contained HTML page to PATH (tables and inline SVG "
+    "diagrams; it loads nothing from anywhere).",
+)
 LabelOpt = _opt(
     list[str] | None, "--label", metavar=Name, help="Name of a --plot series (repeat, in order)."
 )

@@ -9,6 +9,8 @@ from typing import Any
 
 _LAZY = {
     "print_report": "calibcli.render.terminal",
+    "html_report": "calibcli.render.html",
+    "NotAReport": "calibcli.render.html",
     "markdown_summary": "calibcli.render.markdown",
     "PlotUnavailable": "calibcli.render.image",
     "coverage_image": "calibcli.render.image",

@@ -14,6 +14,7 @@ from calibcli.cli.options import (
     GateEachOpt,
     GateOn,
     GateOnOpt,
+    HtmlOpt,
     JsonOpt,
     LabelOpt,
     MinBinsOpt,
@@ -51,6 +52,7 @@ def calibrate(
     gate_on: GateOnOpt = GateOn.estimate,
     gate_each: GateEachOpt = False,
     plot: PlotOpt = None,
+    html: HtmlOpt = None,
     label: LabelOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
@@ -81,7 +83,7 @@ def calibrate(
     if ci is None and (bootstrap is not None or seed is not None):
         raise usage_error("--bootstrap and --seed set up --ci intervals; give --ci LEVEL too")
     calibrators, method = recalibration_options(calibrator, recalibrate_with, folds)
-    check_outputs(output=output, summary=summary, plot=plot)
+    check_outputs(output=output, summary=summary, plot=plot, html=html)
     data = read_predictions(
         files,
         reading,
@@ -129,4 +131,5 @@ def calibrate(
         files=files,
         by=reading.by,
         plot=image,
+        html=html,
     )

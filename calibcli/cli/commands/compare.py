@@ -18,6 +18,7 @@ from calibcli.cli.options import (
     GateEachOpt,
     GateOn,
     GateOnOpt,
+    HtmlOpt,
     IdFieldOpt,
     JsonOpt,
     LabelOpt,
@@ -51,6 +52,7 @@ def compare(
     unpaired: UnpairedOpt = False,
     allow_unmatched: AllowUnmatchedOpt = False,
     plot: PlotOpt = None,
+    html: HtmlOpt = None,
     label: LabelOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
@@ -89,7 +91,7 @@ def compare(
         raise usage_error("--label names --plot series; give --plot PATH too")
     if label and len(label) != 2:
         raise usage_error("--label is given twice for compare: the names of BASE and NEW")
-    check_outputs(output=output, summary=summary, plot=plot)
+    check_outputs(output=output, summary=summary, plot=plot, html=html)
     keyed = {
         "id_field": None if unpaired else id_field,
         "confidence_field": reading.confidence_field,
@@ -145,7 +147,15 @@ def compare(
             gate=gate,
         )
     image = None if plot is None else Plot(plot, label, with_ci=True)
-    emit(result, json_out=json_out, output=output, summary=summary, files=[base, new], plot=image)
+    emit(
+        result,
+        json_out=json_out,
+        output=output,
+        summary=summary,
+        files=[base, new],
+        plot=image,
+        html=html,
+    )
 
 
 def _unkeyed(source: str, options: dict) -> object:

@@ -8,6 +8,7 @@ from calibcli.cli.options import (
     BinsOpt,
     CalibratorOpt,
     Files,
+    HtmlOpt,
     JsonOpt,
     LabelOpt,
     OutputOpt,
@@ -30,6 +31,7 @@ def reliability(
     files: Files,
     bins: BinsOpt = 10,
     plot: PlotOpt = None,
+    html: HtmlOpt = None,
     label: LabelOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
@@ -47,7 +49,7 @@ def reliability(
     from calibcli.reports import Recalibration, reliability_report
 
     calibrators, _ = recalibration_options(calibrator, None, None)
-    check_outputs(output=output, summary=summary, plot=plot)
+    check_outputs(output=output, summary=summary, plot=plot, html=html)
     data = read_predictions(
         files,
         reading,
@@ -81,4 +83,5 @@ def reliability(
         files=files,
         by=reading.by,
         plot=image,
+        html=html,
     )

@@ -12,6 +12,7 @@ from calibcli.cli.options import (
     FitOpt,
     FullOpt,
     GateEachOpt,
+    HtmlOpt,
     JsonOpt,
     MinCoverageOpt,
     OutputOpt,
@@ -44,6 +45,7 @@ def threshold(
     calibrator: CalibratorOpt = None,
     full: FullOpt = False,
     plot: PlotOpt = None,
+    html: HtmlOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     summary: SummaryOpt = None,
@@ -65,7 +67,7 @@ def threshold(
     if gate_each and min_coverage is None:
         raise usage_error("--gate-each applies --min-coverage to every group; give it")
     calibrators, _ = recalibration_options(calibrator, None, None)
-    check_outputs(output=output, summary=summary, plot=plot)
+    check_outputs(output=output, summary=summary, plot=plot, html=html)
     shape = {"bins": 10, "keep_columns": True, "plot": plot}
     data = read_predictions(files, reading, **shape)
     fit_data = None if not fit else read_predictions(fit, reading, **shape)
@@ -102,4 +104,5 @@ def threshold(
         files=files,
         by=reading.by,
         plot=image,
+        html=html,
     )
