@@ -122,7 +122,7 @@ def emit(
             else:
                 from calibcli.render import print_report
 
-                print_report(shown, by=by)
+                print_report(shown)
             sys.stdout.flush()
         except BrokenPipeError:  # stdout's reader left (`| head`): not a verdict, so carry on
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -473,8 +473,9 @@ def print_fit(report: dict[str, Any], by: str | None = None) -> None:
     _print(*out)
 
 
-def print_report(report: dict[str, Any], *, by: str | None = None) -> None:
-    """Print the tables of a report body (as shown: infinities kept), chosen by its command."""
+def print_report(report: dict[str, Any]) -> None:
+    """Print the tables of a report body (as shown: infinities kept), chosen by its command;
+    the group tables are titled by the report's ``by`` field."""
     printers = {
         "perplexity": print_perplexity,
         "calibrate": print_calibrate,
@@ -483,4 +484,4 @@ def print_report(report: dict[str, Any], *, by: str | None = None) -> None:
         "threshold": print_threshold,
         "compare": print_compare,
     }
-    printers[report["command"]](report, by)
+    printers[report["command"]](report, report.get("by"))

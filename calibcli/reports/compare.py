@@ -173,6 +173,7 @@ def compare_report(
     files: dict[str, list[str]],
     id_field: str | None,
     gate: Gate | None = None,
+    by: str | None = None,
 ) -> Any:
     """The compare report: pooled comparison, one per --by group, the tests and the gate."""
     import numpy as np
@@ -221,6 +222,7 @@ def compare_report(
             base = (matched.base[0][rows], matched.base[1][rows])
             new = (matched.new[0][rows], matched.new[1][rows])
             groups[name] = compare_section(base, new, settings)
+        body["by"] = by
         body["groups"] = {name: g.section.figures for name, g in groups.items()}
     failures: list[str] = []
     tail: dict[str, Any] = {}

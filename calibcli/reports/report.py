@@ -10,7 +10,8 @@ non-finite numbers become ``null``, are explained in ``warnings`` and, where inf
 Nothing depends on the clock, so the same input gives a byte-identical report.
 
 ``schema_version`` (1) changes only for breaking changes. Revision 1.1 added keys, all
-optional to readers: ``per_file`` (several files), ``non_finite``, the pooled before/after
+optional to readers: ``by`` (the group field, beside ``groups``), ``per_file`` (several
+files), ``non_finite``, the pooled before/after
 ``n`` and ``reliability`` of a recalibration, threshold sections' ``coverage_curve`` and
 compare's ``sides``.
 """
@@ -256,6 +257,8 @@ def assemble(
     groups = None
     if views is not None:
         groups = {str(name): build(view, str(name)) for name, view in views.items()}
+        settings = getattr(summary, "settings", None)
+        body["by"] = getattr(settings, "by", None)
         body["groups"] = {name: g.figures for name, g in groups.items()}
         all_notes += group_notes({name: g.notes for name, g in groups.items()})
     if closing is not None:

@@ -145,6 +145,7 @@ def compare(
             files={"base": [base], "new": [new]},
             id_field=None if unpaired else (id_field or default_id(rows[0].fmt)),
             gate=gate,
+            by=reading.by,
         )
     image = None if plot is None else Plot(plot, label, with_ci=True)
     emit(
