@@ -428,3 +428,84 @@ def test_only_newlines_is_no_rows(tmp_path):
     path.write_bytes(b"\n" * 300_000)
     data = read_calibration([str(path)], block_size=4096)
     assert data.rows == 0
+
+
+# --------------------------------------------------------------------------- 11. overflows
+
+
+def inspect_log(path, logprobs):
+    output = {"choices": [{"logprobs": {"content": [{"logprob": lp} for lp in logprobs]}}]}
+    sample = {"id": 1, "epoch": 1, "scores": {"m": {"value": "C"}}, "output": output}
+    log = {"version": 2, "status": "success", "eval": {"task": "t"}, "samples": [sample]}
+    path.write_text(json.dumps(log, indent=1), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("rule", ["sequence", "mean-token"])
+def test_inspect_logprobs_whose_sum_overflows_are_probability_zero(tmp_path, rule):
+    path = inspect_log(tmp_path / "log.json", [-1e308, -1e308])
+    result = run(["calibrate", path, "--inspect-confidence", rule, "--json", "-q"])
+    assert result.exit_code in (0, 1), result.stderr
+    assert json.loads(result.stdout)["mean_confidence"] == 0.0
+
+
+def calibrator_file(path, params_text, *, bom=False):
+    text = (
+        '{"schema_version": 1, "kind": "calibcli-calibrator", "method": "platt", '
+        f'"params": {params_text}}}'
+    )
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("params", "detail"),
+    [
+        ('{"a": 1' + "0" * 400 + ', "b": 0}', "a platt parameter is a number beyond the range"),
+        ('{"a": 1' + "0" * 5000 + ', "b": 0}', "invalid JSON (a number with too many digits)"),
+    ],
+)
+def test_calibrator_numbers_too_large_are_one_error_line(tmp_path, params, detail):
+    cal = calibrator_file(tmp_path / "cal.json", params)
+    rows = write_jsonl(tmp_path / "rows.jsonl", cal_rows(5))
+    for args in (["apply", cal, rows], ["calibrate", rows, "--calibrator", cal]):
+        line = one_error_line(run(args))
+        assert line.startswith(f"Error: {cal}: not a calibcli calibrator file: {detail}")
+
+
+def test_a_calibrator_with_a_byte_order_mark_is_read(tmp_path):
+    cal = calibrator_file(tmp_path / "cal.json", '{"a": 1.0, "b": 0.0}', bom=True)
+    rows = write_jsonl(tmp_path / "rows.jsonl", cal_rows(5))
+    result = run(["apply", cal, rows, "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 5
+
+
+# --------------------------------------------------------------------------- 12. --folds
+
+
+def test_folds_has_a_stated_bound(tmp_path):
+    rows = write_jsonl(tmp_path / "rows.jsonl", cal_rows(500))
+    result = run(["calibrate", rows, "--recalibrate", "platt", "--folds", "101"])
+    assert result.exit_code == 2 and "2<=x<=100" in result.stderr
+    assert "2 to 100" in " ".join(run(["calibrate", "-h"]).stdout.split())
+
+
+def test_a_group_smaller_than_folds_keeps_its_confidences(tmp_path):
+    rows = [{**r, "g": "big"} for r in cal_rows(300)]
+    rows += [{"confidence": 0.3, "correct": True, "g": "tiny"}]
+    rows += [{"confidence": 0.6, "correct": False, "g": "tiny"}]
+    path = write_jsonl(tmp_path / "groups.jsonl", rows)
+    result = run(["calibrate", path, "--by", "g", "--recalibrate", "platt", "--json", "-q"])
+    assert result.exit_code in (0, 1), result.stderr
+    body = json.loads(result.stdout)
+    tiny = body["recalibration"]["groups"]["tiny"]
+    assert tiny["after"] == tiny["before"]
+    assert tiny["before"]["mean_confidence"] == pytest.approx(0.45)
+    big = body["recalibration"]["groups"]["big"]
+    assert big["after"]["mean_confidence"] != big["before"]["mean_confidence"]
+    assert (
+        "--recalibrate: group 'tiny' holds fewer rows than --folds 5: confidences kept as "
+        "they are, not recalibrated (lower --folds to recalibrate them)"
+    ) in body["warnings"]
+    assert body["groups"]["tiny"]["n"] == 2

@@ -21,6 +21,9 @@ from calibcli.reports.figures import Figure, gateable
 
 MAX_BINS = 10_000  # more bins than this hold a handful of rows each even in 100M-row files
 MIN_BOOTSTRAP = 200  # fewer resamples cannot place the tails of a 95% interval
+# Each fold refits the calibrator; past ~100 folds the held-out estimate no longer changes, and
+# leave-one-out on a large input would take days.
+MAX_FOLDS = 100
 
 
 def _choices(name: str, *values: str) -> Any:
@@ -264,9 +267,10 @@ FoldsOpt = _opt(
     "--folds",
     metavar="K",
     min=2,
+    max=MAX_FOLDS,
     show_default=False,
-    help="Folds for --recalibrate (default 5): each fold is mapped by a calibrator fitted on "
-    "the others.",
+    help=f"Folds for --recalibrate (2 to {MAX_FOLDS}; default 5): each fold is mapped by a "
+    "calibrator fitted on the others. A --by group with fewer rows keeps its confidences.",
 )
 MethodOpt = _opt(Method, "--method", help="Recalibration method.")
 

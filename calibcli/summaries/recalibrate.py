@@ -15,12 +15,14 @@ typer here: the commands call these and turn ValueError into exit 2.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
 KIND = "calibcli-calibrator"
+_NUMPY_REPR = re.compile(r"\bnp\.(?:float|int|uint|bool_)\w*\(([^()]*)\)")
 
 
 @dataclass(frozen=True)
@@ -87,10 +89,12 @@ def load(path: str | Path) -> CalibratorFile:
     from calibcli.metrics.recalibration import from_dict
 
     def bad(detail: str) -> ValueError:
+        # the validation's messages may show a value as numpy's repr (np.float64(0.4))
+        detail = _NUMPY_REPR.sub(r"\1", detail)
         return ValueError(f"{path}: not a calibcli calibrator file: {detail}")
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
+    try:  # utf-8-sig: a byte-order mark, as some Windows editors save one, is dropped
+        text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or exc
         raise ValueError(f"{path}: cannot read the calibrator: {reason}") from None
@@ -100,8 +104,12 @@ def load(path: str | Path) -> CalibratorFile:
 
     try:
         body = json.loads(text, parse_constant=no_constants)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise bad(f"invalid JSON ({exc.__class__.__name__})") from None
+    except json.JSONDecodeError as exc:
+        raise bad(f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise bad("invalid JSON (nested too deeply)") from None
+    except ValueError:  # int() refuses a number of more than 4,300 digits
+        raise bad("invalid JSON (a number with too many digits)") from None
     if not isinstance(body, dict) or body.get("kind") != KIND:
         raise bad(f'"kind" is not "{KIND}"')
     if body.get("schema_version") != SCHEMA_VERSION:
@@ -111,6 +119,8 @@ def load(path: str | Path) -> CalibratorFile:
         pooled = from_dict(method, body.get("params"))
     except (ValueError, TypeError) as exc:
         raise bad(str(exc)) from None
+    except OverflowError:
+        raise bad(f"a {method} parameter is a number beyond the range of a double") from None
     groups, rows = {}, {}
     group_bodies = body.get("groups") or {}
     if not isinstance(group_bodies, dict):
@@ -122,6 +132,10 @@ def load(path: str | Path) -> CalibratorFile:
             groups[name] = from_dict(method, group.get("params"))
         except (ValueError, TypeError) as exc:
             raise bad(f"group {name!r}: {exc}") from None
+        except OverflowError:
+            raise bad(
+                f"group {name!r}: a parameter is a number beyond the range of a double"
+            ) from None
         if isinstance(group.get("n"), int):
             rows[name] = group["n"]
     fitted_on = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
@@ -165,7 +179,10 @@ def apply_to_data(data: Any, calibrators: CalibratorFile, *, bins: int) -> Any:
 
 def cross_fit_data(data: Any, *, method: str, folds: int, seed: int, bins: int) -> Any:
     """The reader's result with out-of-fold recalibrated confidences: each row mapped by a
-    calibrator fitted on the other folds (per --by group when grouped). Raises ValueError."""
+    calibrator fitted on the other folds (per --by group when grouped). A --by group with fewer
+    rows than ``folds`` cannot be cut into folds: its confidences are kept as they are, and a
+    warning names it (the other groups are recalibrated). Raises ValueError when a fit fails,
+    or when the pooled rows (no --by) are fewer than ``folds``."""
     from calibcli.metrics import PredictionColumns
     from calibcli.metrics.recalibration import cross_fit
 
@@ -188,12 +205,33 @@ def cross_fit_data(data: Any, *, method: str, folds: int, seed: int, bins: int) 
 
     if data.groups is None:
         return _with_columns(data, crossed(data.columns, "--recalibrate"), bins)
+    small = [
+        str(name)
+        for name, part in data.groups.items()
+        if part.columns is not None and 0 < part.columns.n < folds
+    ]
     groups = {
-        name: _with_columns(part, crossed(part.columns, f"--recalibrate, group {name!r}"), bins)
+        name: part
+        if str(name) in small
+        else _with_columns(part, crossed(part.columns, f"--recalibrate, group {name!r}"), bins)
         for name, part in data.groups.items()
     }
     pooled = PredictionColumns.concat(g.columns for g in groups.values() if g.columns is not None)
-    return replace(_with_columns(data, pooled, bins), groups=groups)
+    result = replace(_with_columns(data, pooled, bins), groups=groups)
+    if small:
+        result = replace(result, warnings=(*result.warnings, _too_small(small, folds)))
+    return result
+
+
+def _too_small(names: list[str], folds: int) -> str:
+    shown = ", ".join(repr(n) for n in names[:10])
+    more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+    which = "group" if len(names) == 1 else "groups"
+    holds = "holds" if len(names) == 1 else "hold"
+    return (
+        f"--recalibrate: {which} {shown}{more} {holds} fewer rows than --folds {folds}: "
+        "confidences kept as they are, not recalibrated (lower --folds to recalibrate them)"
+    )
 
 
 FOLD_SEED = 0  # cross-fitting's fold permutation: fixed, so the same input gives the same report
