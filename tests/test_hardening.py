@@ -509,3 +509,41 @@ def test_a_group_smaller_than_folds_keeps_its_confidences(tmp_path):
         "they are, not recalibrated (lower --folds to recalibrate them)"
     ) in body["warnings"]
     assert body["groups"]["tiny"]["n"] == 2
+
+
+# --------------------------------------------------------------------------- 13. --summary
+
+
+def test_the_summary_is_appended_in_place(tmp_path):
+    rows = write_jsonl(tmp_path / "rows.jsonl", cal_rows(50))
+    summary = tmp_path / "summary.md"
+    summary.write_text("# job\n", encoding="utf-8")
+    inode = summary.stat().st_ino
+    # the runner's shell holds the file open and appends after calibcli has run
+    with open(summary, "a", encoding="utf-8") as shell:
+        result = run(["calibrate", rows, "--summary", summary, "-q"])
+        assert result.exit_code == 0, result.stderr
+        shell.write("# after\n")
+    assert summary.stat().st_ino == inode
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("# job\n### calibcli calibrate") and text.endswith("# after\n")
+
+
+def test_concurrent_summaries_keep_each_other(tmp_path):
+    from calibcli.cli.staging import Staged
+
+    summary = tmp_path / "summary.md"
+    summary.write_text("# job\n", encoding="utf-8")
+    first, second = Staged(), Staged()
+    first.add(summary, "first\n", "summary", append=True)
+    second.add(summary, "second\n", "summary", append=True)
+    first.commit()
+    second.commit()
+    assert summary.read_text(encoding="utf-8") == "# job\nfirst\nsecond\n"
+
+
+def test_a_failed_run_creates_no_summary(tmp_path):
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"confidence": 1.5, "correct": True}])
+    summary = tmp_path / "summary.md"
+    one_error_line(run(["calibrate", bad, "--summary", summary]))
+    assert not summary.exists()
