@@ -124,3 +124,119 @@ def test_commands_never_crash(tmp_path_factory, args, data, on_stdin):
         path = tmp_path_factory.mktemp("fuzz") / "input.jsonl"
         path.write_bytes(data)
         check(run([*args, path]))
+
+
+# --------------------------------------------------------------------------- documents
+
+
+logprob = st.one_of(
+    st.floats(max_value=0.0, allow_nan=False, allow_infinity=True),
+    st.sampled_from([-1e308, -0.0, 0.5, float("nan"), "x", None]),
+)
+samples = st.fixed_dictionaries(
+    {
+        "id": st.one_of(st.integers(0, 3), st.text(max_size=3)),
+        "epoch": st.sampled_from([1, 2, "1", None]),
+        "scores": st.dictionaries(
+            st.sampled_from(["m", "n"]),
+            st.fixed_dictionaries({"value": st.sampled_from(["C", "I", "N", "P", 1, 0, 0.5])}),
+            max_size=2,
+        ),
+        "output": st.fixed_dictionaries(
+            {
+                "choices": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "logprobs": st.fixed_dictionaries(
+                                {
+                                    "content": st.lists(
+                                        st.fixed_dictionaries({"logprob": logprob}), max_size=3
+                                    )
+                                }
+                            )
+                        }
+                    ),
+                    max_size=1,
+                )
+            }
+        ),
+    }
+)
+document_rows = st.lists(
+    st.one_of(valid, valid, lines, samples.map(encode)), min_size=0, max_size=8
+)
+MEMBER_NAMES = ("samples/{i}_epoch_1.json", "samples/\u00b2_epoch_{i}.json", "_journal/{i}.json")
+
+
+@st.composite
+def documents(draw):
+    """(file name, bytes): the rows as JSON Lines, a JSON array, a .eval zip or an inspect-ai
+    .json log, maybe gzip-compressed, maybe cut short."""
+    import gzip
+    import io
+    import zipfile
+
+    rows = draw(document_rows)
+    kind = draw(st.sampled_from(["jsonl", "array", "eval", "log"]))
+    if kind == "jsonl":
+        name, data = "rows.jsonl", ("\n".join(rows) + "\n").encode("utf-8", "surrogatepass")
+    elif kind == "array":
+        name, data = (
+            "rows.json",
+            ("[\n" + ",\n".join(rows) + "\n]").encode("utf-8", "surrogatepass"),
+        )
+    elif kind == "log":
+        head = '{"version": 2, "status": "success", "eval": {"task": "t"}, "samples": [\n'
+        name, data = "log.json", (head + ",\n".join(rows) + "\n]}").encode("utf-8", "surrogatepass")
+    else:
+        buffer = io.BytesIO()
+        method = draw(st.sampled_from([zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED]))
+        with zipfile.ZipFile(buffer, "w", method) as z:
+            z.writestr("header.json", draw(st.sampled_from(['{"status": "success"}', "{"])))
+            for i, row in enumerate(rows):
+                member = draw(st.sampled_from(MEMBER_NAMES)).format(i=i + 1)
+                z.writestr(member, row.encode("utf-8", "surrogatepass"))
+        name, data = "log.eval", buffer.getvalue()
+    if draw(st.booleans()):
+        name, data = name + ".gz", gzip.compress(data)
+    if data and draw(st.integers(0, 4)) == 0:  # cut short, or one byte changed
+        at = draw(st.integers(0, len(data) - 1))
+        data = data[:at] if draw(st.booleans()) else data[:at] + b"\xff" + data[at + 1 :]
+    return name, data
+
+
+CALIBRATOR = (
+    '{"schema_version": 1, "kind": "calibcli-calibrator", "method": "platt", '
+    '"params": {"a": 0.8, "b": -0.2}, "fitted_on": {}, "by": null, "groups": {}}'
+)
+DOCUMENT_COMMANDS = {
+    "calibrate": ["calibrate"],
+    "threshold": ["threshold", "--target-accuracy", "0.5"],
+    "fit": ["fit", "--method", "platt"],
+    "apply": ["apply", "{calibrator}"],
+    "compare": ["compare", "--unpaired", "--bootstrap", "200"],
+    "perplexity": ["perplexity"],
+}
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])  # examples: the profile's
+@given(
+    command=st.sampled_from(sorted(DOCUMENT_COMMANDS)),
+    doc=documents(),
+    other=documents(),
+    extra=st.sampled_from([[], ["--by", "g"], ["--json"], ["--scorer", "m"]]),
+)
+def test_commands_never_crash_on_documents(tmp_path_factory, command, doc, other, extra):
+    folder = tmp_path_factory.mktemp("doc")
+    calibrator = folder / "cal.json"
+    calibrator.write_text(CALIBRATOR, encoding="utf-8")
+    paths = []
+    for k, (name, data) in enumerate([doc, other]):
+        path = folder / f"{k}-{name}"
+        path.write_bytes(data)
+        paths.append(path)
+    args = [a.format(calibrator=calibrator) for a in DOCUMENT_COMMANDS[command]]
+    inputs = paths if command == "compare" else paths[:1]
+    if command in ("apply", "perplexity") and extra == ["--scorer", "m"]:
+        extra = []
+    check(run([*args, *inputs, *extra]))

@@ -428,3 +428,249 @@ def test_only_newlines_is_no_rows(tmp_path):
     path.write_bytes(b"\n" * 300_000)
     data = read_calibration([str(path)], block_size=4096)
     assert data.rows == 0
+
+
+# --------------------------------------------------------------------------- 11. overflows
+
+
+def inspect_log(path, logprobs):
+    output = {"choices": [{"logprobs": {"content": [{"logprob": lp} for lp in logprobs]}}]}
+    sample = {"id": 1, "epoch": 1, "scores": {"m": {"value": "C"}}, "output": output}
+    log = {"version": 2, "status": "success", "eval": {"task": "t"}, "samples": [sample]}
+    path.write_text(json.dumps(log, indent=1), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("rule", ["sequence", "mean-token"])
+def test_inspect_logprobs_whose_sum_overflows_are_probability_zero(tmp_path, rule):
+    path = inspect_log(tmp_path / "log.json", [-1e308, -1e308])
+    result = run(["calibrate", path, "--inspect-confidence", rule, "--json", "-q"])
+    assert result.exit_code in (0, 1), result.stderr
+    assert json.loads(result.stdout)["mean_confidence"] == 0.0
+
+
+def calibrator_file(path, params_text, *, bom=False):
+    text = (
+        '{"schema_version": 1, "kind": "calibcli-calibrator", "method": "platt", '
+        f'"params": {params_text}}}'
+    )
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("params", "detail"),
+    [
+        ('{"a": 1' + "0" * 400 + ', "b": 0}', "a platt parameter is a number beyond the range"),
+        ('{"a": 1' + "0" * 5000 + ', "b": 0}', "invalid JSON (a number with too many digits)"),
+    ],
+)
+def test_calibrator_numbers_too_large_are_one_error_line(tmp_path, params, detail):
+    cal = calibrator_file(tmp_path / "cal.json", params)
+    rows = write_jsonl(tmp_path / "rows.jsonl", cal_rows(5))
+    for args in (["apply", cal, rows], ["calibrate", rows, "--calibrator", cal]):
+        line = one_error_line(run(args))
+        assert line.startswith(f"Error: {cal}: not a calibcli calibrator file: {detail}")
+
+
+def test_a_calibrator_with_a_byte_order_mark_is_read(tmp_path):
+    cal = calibrator_file(tmp_path / "cal.json", '{"a": 1.0, "b": 0.0}', bom=True)
+    rows = write_jsonl(tmp_path / "rows.jsonl", cal_rows(5))
+    result = run(["apply", cal, rows, "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 5
+
+
+# --------------------------------------------------------------------------- 12. --folds
+
+
+def test_folds_has_a_stated_bound(tmp_path):
+    rows = write_jsonl(tmp_path / "rows.jsonl", cal_rows(500))
+    result = run(["calibrate", rows, "--recalibrate", "platt", "--folds", "101"])
+    assert result.exit_code == 2 and "2<=x<=100" in result.stderr
+    assert "2 to 100" in " ".join(run(["calibrate", "-h"]).stdout.split())
+
+
+def test_a_group_smaller_than_folds_keeps_its_confidences(tmp_path):
+    rows = [{**r, "g": "big"} for r in cal_rows(300)]
+    rows += [{"confidence": 0.3, "correct": True, "g": "tiny"}]
+    rows += [{"confidence": 0.6, "correct": False, "g": "tiny"}]
+    path = write_jsonl(tmp_path / "groups.jsonl", rows)
+    result = run(["calibrate", path, "--by", "g", "--recalibrate", "platt", "--json", "-q"])
+    assert result.exit_code in (0, 1), result.stderr
+    body = json.loads(result.stdout)
+    tiny = body["recalibration"]["groups"]["tiny"]
+    assert tiny["after"] == tiny["before"]
+    assert tiny["before"]["mean_confidence"] == pytest.approx(0.45)
+    big = body["recalibration"]["groups"]["big"]
+    assert big["after"]["mean_confidence"] != big["before"]["mean_confidence"]
+    assert (
+        "--recalibrate: group 'tiny' holds fewer rows than --folds 5: confidences kept as "
+        "they are, not recalibrated (lower --folds to recalibrate them)"
+    ) in body["warnings"]
+    assert body["groups"]["tiny"]["n"] == 2
+
+
+# --------------------------------------------------------------------------- 13. --summary
+
+
+def test_the_summary_is_appended_in_place(tmp_path):
+    rows = write_jsonl(tmp_path / "rows.jsonl", cal_rows(50))
+    summary = tmp_path / "summary.md"
+    summary.write_text("# job\n", encoding="utf-8")
+    inode = summary.stat().st_ino
+    # the runner's shell holds the file open and appends after calibcli has run
+    with open(summary, "a", encoding="utf-8") as shell:
+        result = run(["calibrate", rows, "--summary", summary, "-q"])
+        assert result.exit_code == 0, result.stderr
+        shell.write("# after\n")
+    assert summary.stat().st_ino == inode
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("# job\n### calibcli calibrate") and text.endswith("# after\n")
+
+
+def test_concurrent_summaries_keep_each_other(tmp_path):
+    from calibcli.cli.staging import Staged
+
+    summary = tmp_path / "summary.md"
+    summary.write_text("# job\n", encoding="utf-8")
+    first, second = Staged(), Staged()
+    first.add(summary, "first\n", "summary", append=True)
+    second.add(summary, "second\n", "summary", append=True)
+    first.commit()
+    second.commit()
+    assert summary.read_text(encoding="utf-8") == "# job\nfirst\nsecond\n"
+
+
+def test_a_failed_run_creates_no_summary(tmp_path):
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"confidence": 1.5, "correct": True}])
+    summary = tmp_path / "summary.md"
+    one_error_line(run(["calibrate", bad, "--summary", summary]))
+    assert not summary.exists()
+
+
+# --------------------------------------------------------------------------- 14. small things
+
+
+def test_write_only_output_paths_are_accepted(tmp_path, monkeypatch):
+    rows = write_jsonl(tmp_path / "rows.jsonl", cal_rows(50))
+    outputs = {name: tmp_path / name for name in ("report.json", "summary.md", "cal.json")}
+    for path in outputs.values():
+        path.write_text("")
+    real_access = os.access
+
+    def write_only(path, mode, *args, **kwargs):  # as a non-root user sees a mode 0200 file
+        if str(path) in {str(p) for p in outputs.values()} and mode & os.R_OK:
+            return False
+        return real_access(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", write_only)
+    calibrate = [
+        "calibrate",
+        rows,
+        "-o",
+        outputs["report.json"],
+        "--summary",
+        outputs["summary.md"],
+    ]
+    for args in (calibrate, ["fit", rows, "--method", "platt", "-o", outputs["cal.json"]]):
+        result = run([*args, "-q"])
+        assert result.exit_code == 0, result.stderr
+    calibrator = tmp_path / "readable.json"
+    calibrator.write_bytes(outputs["cal.json"].read_bytes())
+    result = run(["apply", calibrator, rows, "-o", outputs["report.json"], "-q"])
+    assert result.exit_code == 0, result.stderr
+
+
+def lm_eval_row(ll: object) -> dict:
+    row = json.loads(MC_SAMPLES.read_text(encoding="utf-8").splitlines()[0])
+    row["filtered_resps"][0][0] = ll
+    return row
+
+
+@pytest.mark.parametrize(
+    ("ll", "message"),
+    [
+        ("5.0", "filtered_resps[0] loglikelihood 5.0 is greater than 0, not a log-probability"),
+        ("-1_000", "filtered_resps[0] loglikelihood is a string ('-1_000'), not a number as"),
+        (" -1.0", "filtered_resps[0] loglikelihood is a string (' -1.0'), not a number as"),
+        ("-Infinity", "filtered_resps[0] loglikelihood is a string ('-Infinity'), not a number"),
+        (5.0, "filtered_resps[0] loglikelihood 5.0 is greater than 0, not a log-probability"),
+    ],
+)
+def test_lm_eval_loglikelihoods_as_lm_eval_writes_them(tmp_path, ll, message):
+    path = write_jsonl(tmp_path / MC_SAMPLES.name, [lm_eval_row(ll)])
+    line = one_error_line(run(["calibrate", path]))
+    assert line.startswith(f"Error: {path}:1: {message}")
+
+
+@pytest.mark.parametrize("ll", ["-13.78", "-1e-05", "-0.0", "0", "-inf", -2.5])
+def test_lm_eval_loglikelihoods_accepted(tmp_path, ll):
+    path = write_jsonl(tmp_path / MC_SAMPLES.name, [lm_eval_row(ll)])
+    result = run(["calibrate", path, "--json", "-q"])
+    assert result.exit_code in (0, 1), result.stderr
+
+
+def test_pipes_in_group_names_stay_inside_the_summary_table(tmp_path):
+    rows = [{**r, "g": "a|b" if i % 2 else "c\nd"} for i, r in enumerate(cal_rows(200))]
+    path = write_jsonl(tmp_path / "rows.jsonl", rows)
+    summary = tmp_path / "summary.md"
+    args = ["calibrate", path, "--by", "g", "--max-ece", "0.9", "--gate-each", "-q"]
+    assert run([*args, "--summary", summary]).exit_code == 0
+    table = [x for x in summary.read_text(encoding="utf-8").splitlines() if x.startswith("|")]
+    gate = [x for x in table if x.startswith("| ece")]
+    assert len(gate) == 3
+    for line in table:  # every row has as many cells as its header: no unescaped |
+        assert line.replace("\\|", "").count("|") == table[0].count("|") or "metric" not in line
+    assert any("a\\|b" in x for x in gate) and any("(c d)" in x for x in gate)
+
+
+def test_numbers_in_calibrator_errors_are_plain(tmp_path):
+    cal = tmp_path / "iso.json"
+    body = {"schema_version": 1, "kind": "calibcli-calibrator", "method": "isotonic"}
+    cal.write_text(json.dumps({**body, "params": {"x": [0.1, 0.4, 0.4], "y": [0, 0.5, 1]}}))
+    rows = write_jsonl(tmp_path / "rows.jsonl", cal_rows(5))
+    line = one_error_line(run(["apply", cal, rows]))
+    assert line.endswith("isotonic parameter 'x' must increase strictly; x[2] = 0.4")
+
+
+def test_the_plot_install_hint_names_this_environment(monkeypatch):
+    import builtins
+
+    from calibcli.render import image
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(image.PlotUnavailable) as err:
+        image.image_format("x.png") and image._matplotlib()
+    message = str(err.value)
+    assert f"{sys.executable} -m pip install matplotlib" in message
+    assert "pip install 'calibcli[plot]'" not in message
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "text"),
+    [
+        ("threshold", "--plot", "accuracy-coverage curve"),
+        ("threshold", "--gate-each", "--min-coverage gate"),
+        ("compare", "--gate-each", "--max-increase/--max-decrease gates"),
+        ("fit", "--output", "calibrator file"),
+        ("fit", "--json", "calibrator file"),
+        ("calibrate", "--plot", "reliability diagram"),
+        ("calibrate", "FILE...", "inspect-ai .eval logs"),
+    ],
+)
+def test_help_texts_say_what_each_command_does(command, option, text):
+    from typer.main import get_command
+
+    from calibcli.cli import app
+
+    params = get_command(app).commands[command].params
+    (param,) = [p for p in params if option in p.opts or p.human_readable_name == option]
+    assert text in param.help

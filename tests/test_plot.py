@@ -211,7 +211,7 @@ def test_no_predictions_still_draws_the_axes(tmp_path):
 def test_missing_matplotlib_raises_plot_unavailable(monkeypatch, tmp_path):
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.setitem(sys.modules, name, None)  # "import matplotlib" now raises ImportError
-    with pytest.raises(PlotUnavailable, match=r"pip install 'calibcli\[plot\]'") as info:
+    with pytest.raises(PlotUnavailable, match=r"-m pip install matplotlib") as info:
         plot_reliability([series()], tmp_path / "r.png")
     assert "\n" not in str(info.value)
     assert not (tmp_path / "r.png").exists()

@@ -22,6 +22,9 @@ from calibcli.reports import Figure, gateable
 
 MAX_BINS = 10_000  # more bins than this hold a handful of rows each even in 100M-row files
 MIN_BOOTSTRAP = 200  # fewer resamples cannot place the tails of a 95% interval
+# Each fold refits the calibrator; past ~100 folds the held-out estimate no longer changes, and
+# leave-one-out on a large input would take days.
+MAX_FOLDS = 100
 
 
 def _choices(name: str, *values: str) -> Any:
@@ -103,7 +106,8 @@ Files = Annotated[
     typer.Argument(
         metavar="FILE...",
         show_default=False,
-        help="JSONL files (.gz read transparently), pooled; '-' reads standard input.",
+        help="Input files, pooled: JSON Lines, a JSON array or object, inspect-ai .eval logs, "
+        "any of them gzip-compressed; '-' reads standard input (JSON Lines).",
     ),
 ]
 Name = "NAME"
@@ -128,13 +132,35 @@ ByOpt = _opt(
     "files); groups are sorted and the pooled figures stay at the top level.",
 )
 GateEachOpt = _opt(bool, "--gate-each", help="Apply the --max-* gates to every --by group too.")
+MinCoverageGateEachOpt = _opt(
+    bool, "--gate-each", help="Apply the --min-coverage gate to every --by group too."
+)
+CompareGateEachOpt = _opt(
+    bool,
+    "--gate-each",
+    help="Apply the --max-increase/--max-decrease gates to every --by group too.",
+)
 JsonOpt = _opt(bool, "--json", help="Print the JSON report on stdout instead of the table.")
+CalibratorJsonOpt = _opt(
+    bool, "--json", help="Print the calibrator file on stdout instead of the table."
+)
+# Output paths are written, never read: typer's Path type would refuse a write-only file as
+# "not readable" unless told so.
 OutputOpt = _opt(
     Path | None,
     "-o",
     "--output",
     metavar="PATH",
+    readable=False,
     help="Also write the JSON report to PATH (atomically).",
+)
+CalibratorOutputOpt = _opt(
+    Path | None,
+    "-o",
+    "--output",
+    metavar="PATH",
+    readable=False,
+    help="Write the calibrator file to PATH (atomically), for --calibrator and 'calibcli apply'.",
 )
 QuietOpt = _opt(bool, "--quiet", "-q", help="No progress bar and no 'detected format' line.")
 WorkersOpt = _opt(
@@ -176,6 +202,7 @@ SummaryOpt = _opt(
     Path | None,
     "--summary",
     metavar="PATH",
+    readable=False,
     help="Append a Markdown summary to PATH (for CI job summaries, e.g. $GITHUB_STEP_SUMMARY).",
 )
 ConfidenceField = _opt(str, "--confidence-field", metavar=Name, help="Confidence field.")
@@ -197,7 +224,8 @@ PlotOpt = _opt(
     Path | None,
     "--plot",
     metavar="PATH",
-    help="Draw the reliability diagram to PATH (.png, .svg or .pdf; needs calibcli[plot]); one "
+    readable=False,
+    help="Draw the reliability diagram to PATH (.png, .svg or .pdf; needs matplotlib); one "
     "series per file, or per --by group.",
 )
 HtmlOpt = _opt(
@@ -206,6 +234,15 @@ HtmlOpt = _opt(
     metavar="PATH",
     help="Also write the report as one self-contained HTML page to PATH (tables and inline SVG "
     "diagrams; it loads nothing from anywhere).",
+    readable=False,
+)
+CoveragePlotOpt = _opt(
+    Path | None,
+    "--plot",
+    metavar="PATH",
+    readable=False,
+    help="Draw the accuracy-coverage curve to PATH (.png, .svg or .pdf; needs matplotlib); one "
+    "curve per --by group.",
 )
 LabelOpt = _opt(
     list[str] | None, "--label", metavar=Name, help="Name of a --plot series (repeat, in order)."
@@ -274,9 +311,10 @@ FoldsOpt = _opt(
     "--folds",
     metavar="K",
     min=2,
+    max=MAX_FOLDS,
     show_default=False,
-    help="Folds for --recalibrate (default 5): each fold is mapped by a calibrator fitted on "
-    "the others.",
+    help=f"Folds for --recalibrate (2 to {MAX_FOLDS}; default 5): each fold is mapped by a "
+    "calibrator fitted on the others. A --by group with fewer rows keeps its confidences.",
 )
 MethodOpt = _opt(Method, "--method", help="Recalibration method.")
 
@@ -399,12 +437,27 @@ _READING_OPTIONS = (
 )
 
 
+# Shared options whose meaning differs by command: (command, parameter) -> its own variant.
+_PER_COMMAND = {
+    ("threshold", "plot"): CoveragePlotOpt,
+    ("threshold", "gate_each"): MinCoverageGateEachOpt,
+    ("compare", "gate_each"): CompareGateEachOpt,
+    ("fit", "output"): CalibratorOutputOpt,
+    ("fit", "json_out"): CalibratorJsonOpt,
+}
+
+
 def reading_options(command: Callable) -> Callable:
     """Give a command the options of reading calibration rows (fields, --format, --mc-norm,
     --scorer, --by, -q, --workers, --max-line-mb); it declares a ``reading`` parameter instead
-    and receives them as one :class:`Reading`."""
+    and receives them as one :class:`Reading`. A shared option whose help differs for this
+    command (``_PER_COMMAND``) gets the command's own variant."""
     signature = inspect.signature(command, eval_str=True)
-    params = [p for name, p in signature.parameters.items() if name != "reading"]
+    params = [
+        p.replace(annotation=_PER_COMMAND.get((command.__name__, name), p.annotation))
+        for name, p in signature.parameters.items()
+        if name != "reading"
+    ]
     params += [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
         for name, kind, default in _READING_OPTIONS

@@ -8,6 +8,12 @@ its target is replaced atomically and the link kept. A target that exists but is
 file (``/dev/null``, ``/dev/stdout``, a FIFO) cannot be replaced atomically, and replacing it
 would be wrong (as root, ``/dev/null`` would become a plain file): it is written through instead,
 after all the regular files are in place.
+
+An output that is appended to (the Markdown summary) is never replaced: it may be shared by
+concurrent runs, or held open by the shell that exports ``$GITHUB_STEP_SUMMARY``. It is opened
+with ``O_APPEND`` when staged (so a path that cannot be opened fails the run before anything is
+written) and receives its text in one write at commit, before the renames: of the steps of a
+commit it is the one that can fail (a full disk), and when it does nothing else is put in place.
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ class OutputError(Exception):
     """An output path that cannot be written; the message names the path and the reason."""
 
 
-_STREAM_FOLDERS = ("/dev/", "/proc/")  # /dev/stdout and /proc/self/fd/N name open streams
+_STREAM_FOLDERS = ("/dev/", "/proc/")
+_APPEND = (
+    os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+)  # /dev/stdout and /proc/self/fd/N name open streams
 
 
 def _target(path: Path) -> Path:
@@ -82,6 +91,7 @@ class Staged:
 
     _renames: list[tuple[str, Path]] = field(default_factory=list)
     _through: list[tuple[Path, bytes, bool]] = field(default_factory=list)  # written through
+    _appends: list[tuple[int | None, bytes, Path, Path, str]] = field(default_factory=list)
 
     def add(self, path: Path, data: bytes | str, what: str, *, append: bool = False) -> None:
         """Stage ``data`` for ``path`` (appended to what the file holds with ``append``)."""
@@ -91,8 +101,13 @@ class Staged:
             if _is_special(target):
                 self._through.append((target, payload, append))
                 return
-            if append and target.exists():
-                payload = target.read_bytes() + payload
+            if append:
+                try:
+                    handle: int | None = os.open(target, _APPEND)
+                except FileNotFoundError:  # created at commit: a failed run leaves no file
+                    handle = None
+                self._appends.append((handle, payload, target, Path(path), what))
+                return
             folder = target.parent if str(target.parent) else Path(".")
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
             self._renames.append((tmp, target))
@@ -106,7 +121,22 @@ class Staged:
             raise OutputError(f"{path}: cannot write the {what}: {exc.strerror or exc}") from None
 
     def commit(self) -> None:
-        """Put every staged output in place: atomic renames first, then write-through targets."""
+        """Put every staged output in place: appends first (one write each), then atomic
+        renames, then write-through targets."""
+        while self._appends:
+            fd, payload, target, path, what = self._appends.pop(0)
+            try:
+                if fd is None:
+                    fd = os.open(target, _APPEND | os.O_CREAT, 0o666)
+                try:
+                    _write_all(fd, payload)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                self.discard()
+                raise OutputError(
+                    f"{path}: cannot write the {what}: {exc.strerror or exc}"
+                ) from None
         try:
             for tmp, target in self._renames:
                 os.replace(tmp, target)
@@ -123,8 +153,20 @@ class Staged:
         """Remove the temporary files of what was staged and not committed."""
         for tmp, _ in self._renames:
             Path(tmp).unlink(missing_ok=True)
+        for fd, *_ in self._appends:
+            if fd is not None:
+                os.close(fd)
         self._renames.clear()
         self._through.clear()
+        self._appends.clear()
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    """Write ``payload`` to ``fd``: one write(2) for any text a summary holds (a regular file
+    takes it whole), looping only if the kernel accepts part of it."""
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 class StreamTarget:

@@ -56,10 +56,13 @@ def inspect_sample_row(
     logprobs = _output_logprobs(sample)
     if confidence == "first-token":
         log_p = logprobs[0]
-    elif confidence == "mean-token":
-        log_p = math.fsum(logprobs) / len(logprobs)
     else:
-        log_p = math.fsum(logprobs)
+        try:
+            log_p = math.fsum(logprobs)
+        except OverflowError:  # finite terms summing past -1.8e308: the probability is 0
+            log_p = -math.inf
+        if confidence == "mean-token":
+            log_p /= len(logprobs)
     return CalibrationRow(math.exp(log_p), correct)
 
 

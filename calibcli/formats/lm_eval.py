@@ -252,13 +252,28 @@ def _has_generation_settings(args: Any) -> bool:
     return False
 
 
+# The text of a loglikelihood logged as a string: what Python's str(float) writes ("-13.78",
+# "-1e-05", "-inf"; "inf" and "nan" are refused below with their own messages). float() also
+# takes "-1_000", " -1.0 " and "Infinity", which no harness writes.
+_LOGGED_FLOAT = re.compile(r"(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|-?inf|nan)\Z")
+
+
+def _loglikelihood(value: Any, what: str) -> float:
+    """A logged loglikelihood: a JSON number or a number string as lm-eval writes it; <= 0."""
+    if isinstance(value, str) and not _LOGGED_FLOAT.match(value):
+        raise ValueError(f"{what} is {json_type(value)}, not a number as lm-eval writes one")
+    x = number(value, what)
+    if x == math.inf:
+        raise ValueError(f"{what} is +inf")
+    if x > 0:
+        raise ValueError(f"{what} {x!r} is greater than 0, not a log-probability")
+    return x
+
+
 def _choice_loglikelihood(resp: Any, i: int) -> float:
     # Multiple-choice responses are [loglikelihood, is_greedy]; accept a bare loglikelihood too.
     ll = resp[0] if isinstance(resp, list) and resp else resp
-    x = number(ll, f"filtered_resps[{i}] loglikelihood")
-    if x == math.inf:
-        raise ValueError(f"filtered_resps[{i}] loglikelihood is +inf")
-    return x
+    return _loglikelihood(ll, f"filtered_resps[{i}] loglikelihood")
 
 
 def _continuations(row: Mapping[str, Any]) -> list[tuple[Any, Any]]:
@@ -341,9 +356,7 @@ def _row_flag(row: Mapping[str, Any], field: str, mc_norm: str) -> bool:
 def _rolling_pair(pair: Any, field: str) -> tuple[float, int]:
     if not isinstance(pair, list) or len(pair) != 2:
         raise ValueError(f"{field!r} is {json_type(pair)}, expected a [loglikelihood, count] pair")
-    ll = number(pair[0], f"{field} loglikelihood")
-    if ll > 0:
-        raise ValueError(f"{field} loglikelihood {ll!r} is greater than 0")
+    ll = _loglikelihood(pair[0], f"{field} loglikelihood")
     count = pair[1]
     if isinstance(count, str) and is_index(count):
         count = int(count)

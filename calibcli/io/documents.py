@@ -13,6 +13,13 @@ the 1-based line where an array element starts (an ``int``, like a JSONL line nu
 string naming the row inside the document (``"samples/3_epoch_1.json"``, ``"samples[2] (id 3,
 epoch 1)"``). Errors are :class:`DocumentError` carrying the locator; the reader prints
 ``f"{path}:{error.locator}: {error}"``. Gzip-compressed documents (``.json.gz``) are read too.
+
+Limits, so that no input can exhaust memory: sniffing reads at most the first non-blank line,
+and gives up (JSON Lines, whose reader reports the over-long line) past ``max_line_bytes``; a
+gzip-compressed document and each ``.eval`` member may decompress to at most
+:data:`MAX_DOCUMENT_BYTES` (a plain file is read whole: its size is what it holds). Every
+archive error (an unsupported or encrypted member, corrupt data) is a :class:`DocumentError`
+naming the member.
 """
 
 from __future__ import annotations
@@ -23,16 +30,26 @@ import json
 import re
 import struct
 import zipfile
+import zlib
 from collections.abc import Iterator, Mapping
 from os import PathLike
 from typing import Any
 
+from calibcli.io.sources import MAX_LINE_BYTES
+
 DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object")
+
+MAX_DOCUMENT_BYTES = 256 << 20
+"""Most bytes a gzip-compressed document, or one member of an ``.eval`` zip, may decompress to
+(256 MiB): a few kilobytes of compressed zeros must not become gigabytes in memory."""
+SNIFF_BLOCK = 1 << 20
+"""Bytes read at a time while sniffing past leading blank lines."""
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_METHOD = 93  # the zip compression method number of Zstandard
-_SAMPLE_ENTRY = re.compile(r"^samples/(?P<id>[^/]+)_epoch_(?P<epoch>\d+)\.json$")
+# ASCII digits only: str.isdigit and \d also accept "²" and other digits int() refuses.
+_SAMPLE_ENTRY = re.compile(r"^samples/(?P<id>[^/]+)_epoch_(?P<epoch>[0-9]+)\.json$")
 _WHITESPACE = b" \t\r\n"
 
 Source = str | PathLike[str] | bytes
@@ -51,29 +68,33 @@ class ResultsFile(DocumentError):
     beside the samples files, so a reader skips it rather than stopping)."""
 
 
-def document_kind(source: Source) -> str | None:
+def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> str | None:
     """``"eval-zip"``, ``"json-array"``, ``"json-object"``, or ``None`` for JSON Lines.
 
     ``source`` is a path or the whole content as ``bytes``. Sniffed from the content, not the
     name: zip magic -> ``"eval-zip"``; first non-space byte ``[`` -> ``"json-array"`` (calibcli's
     rows are objects, so a JSONL file never starts with ``[``); ``{`` -> ``"json-object"`` when
     the first line alone is not complete JSON (a pretty-printed object) or is a whole inspect-ai
-    log on one line, else ``None``. Gzip is decompressed first; an empty file is ``None``.
+    log on one line, else ``None``. Gzip is decompressed first; an empty file is ``None``, and so
+    is a first line longer than ``max_line_bytes`` or content that cannot be read or
+    decompressed: the line reader then reports what is wrong, with the line.
     """
-    with _open(source) as f:
-        head = f.read(4)
-        if head.startswith(_ZIP_MAGIC):
-            return "eval-zip"
-        line = head + f.readline()
-        while line and not line.strip(_WHITESPACE):  # blank leading lines
-            line = f.readline()
-    stripped = line.lstrip(_WHITESPACE)
-    if stripped.startswith(b"["):
-        return "json-array"
-    if not stripped.startswith(b"{"):
+    try:
+        with _open(source) as f:
+            head = f.read(4)
+            if head.startswith(_ZIP_MAGIC):
+                return "eval-zip"
+            line = _first_line(f, head, max_line_bytes)
+    except (OSError, EOFError, zlib.error):
+        return None
+    if line is None or line.startswith(b"["):
+        return None if line is None else "json-array"
+    if not line.startswith(b"{"):
         return None
     try:
-        value = json.loads(stripped)
+        value = json.loads(line)
+    except RecursionError:
+        return None  # the line reader names it: JSON nested too deeply
     except ValueError:
         return "json-object"
     if isinstance(value, Mapping) and _is_inspect_log(value):
@@ -81,25 +102,60 @@ def document_kind(source: Source) -> str | None:
     return None
 
 
-def iter_document(source: Source, *, kind: str | None = None) -> Iterator[tuple[int | str, Any]]:
+def _first_line(f: Any, head: bytes, max_line_bytes: int) -> bytes | None:
+    """The first non-blank line from its first non-space byte (only that byte unless it opens
+    an object), read block by block; None for no such line or one longer than the cap."""
+    chunk = head
+    while not (line := chunk.lstrip(_WHITESPACE)):
+        chunk = f.read(SNIFF_BLOCK)
+        if not chunk:
+            return None
+    if not line.startswith(b"{"):
+        return line[:1]
+    parts, size = [], 0
+    while True:
+        end = line.find(b"\n")
+        parts.append(line if end < 0 else line[:end])
+        size += len(parts[-1])
+        if size > max_line_bytes:
+            return None
+        if end >= 0:
+            break
+        line = f.read(SNIFF_BLOCK)
+        if not line:
+            break
+    return b"".join(parts)
+
+
+def iter_document(
+    source: Source,
+    *,
+    kind: str | None = None,
+    max_document_bytes: int | None = None,
+    with_text: bool = False,
+) -> Iterator[tuple[Any, ...]]:
     """Yield ``(locator, row)`` for each row of a whole document (see the module docstring).
 
     ``kind`` defaults to :func:`document_kind`. Rows: each element of an array; each sample of
     an inspect-ai log (``.json`` or ``.eval``, in log order for ``.json``, by epoch then sample
-    id for ``.eval``); the object itself for any other object. Raises :class:`DocumentError` for
-    invalid JSON, a log without samples, an lm-eval results file, or a zstd-compressed ``.eval``
-    when no Zstandard decoder is available.
+    id for ``.eval``); the object itself for any other object. With ``with_text`` each item is
+    ``(locator, row, text)``, ``text`` being the row's own JSON text as written. Raises
+    :class:`DocumentError` for invalid JSON, a log without samples, an lm-eval results file, an
+    archive member that cannot be read (named), and for a compressed document or member larger
+    than ``max_document_bytes`` (default :data:`MAX_DOCUMENT_BYTES`) once decompressed.
     """
+    limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
     if kind == "eval-zip":
-        yield from _eval_zip_rows(source)
+        for name, sample, text in _eval_zip_rows(source, limit):
+            yield (name, sample, text) if with_text else (name, sample)
         return
     if kind not in ("json-array", "json-object"):
         raise ValueError(f"kind must be one of {', '.join(DOCUMENT_KINDS)}, not {kind!r}")
-    with _open(source) as f:
-        text = f.read().decode("utf-8-sig")
+    text = _read_text(source, limit).decode("utf-8-sig")
     if kind == "json-array":
-        yield from _array_rows(text)
+        for line, value, start, end in _array_rows(text):
+            yield (line, value, text[start:end]) if with_text else (line, value)
         return
     value = _load_whole(text)
     if not isinstance(value, Mapping):
@@ -113,19 +169,55 @@ def iter_document(source: Source, *, kind: str | None = None) -> Iterator[tuple[
         samples = value.get("samples")
         if not isinstance(samples, list) or not samples:
             raise DocumentError(_no_samples(value.get("status")))
+        spans = _sample_spans(text) if with_text else None
         for i, sample in enumerate(samples):
             ident = sample.get("id") if isinstance(sample, Mapping) else None
             epoch = sample.get("epoch") if isinstance(sample, Mapping) else None
-            yield f"samples[{i}] (id {ident}, epoch {epoch})", sample
+            locator = f"samples[{i}] (id {ident}, epoch {epoch})"
+            if spans is None:
+                yield locator, sample
+            else:
+                start, end = spans[i]
+                yield locator, sample, text[start:end]
         return
-    yield 1, value
+    yield (1, value, text.strip()) if with_text else (1, value)
+
+
+def document_records(source: str, kind: str) -> Iterator[tuple[str, int | str, Any, str]]:
+    """``(display name, locator, row, row text)`` of each row of a whole document, its errors as
+    :class:`~calibcli.errors.InputError` naming the file and the row (an lm-eval results file
+    included: it holds no rows)."""
+    from calibcli.errors import InputError
+    from calibcli.io.sources import display_name
+
+    name = display_name(source)
+    try:
+        for locator, row, text in iter_document(source, kind=kind, with_text=True):
+            yield name, locator, row, text
+    except DocumentError as e:
+        raise InputError(name, e.locator, str(e)) from None
+    except UnicodeDecodeError:
+        raise InputError(name, None, "the document is not valid UTF-8") from None
+    except RecursionError:
+        raise InputError(name, None, "JSON nested too deeply") from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise InputError(name, None, f"cannot read: {e}") from None
+
+
+def _sample_spans(text: str) -> list[tuple[int, int]]:
+    """The text spans of an inspect-ai log's samples (the last ``samples`` key, as decoded)."""
+    from calibcli.formats.json_text import elements, value_span
+
+    span = value_span(text, ["samples"])
+    return [] if span is None else list(elements(text, span[0]))
 
 
 # --------------------------------------------------------------------------- JSON text
 
 
-def _array_rows(text: str) -> Iterator[tuple[int, Any]]:
-    """Each element of a JSON array with the line its text starts on, decoded one at a time."""
+def _array_rows(text: str) -> Iterator[tuple[int, Any, int, int]]:
+    """Each element of a JSON array with the line its text starts on and its span, decoded one
+    at a time."""
     decoder = json.JSONDecoder()
     pos = _skip_space(text, 0)
     if text[pos : pos + 1] != "[":
@@ -141,7 +233,7 @@ def _array_rows(text: str) -> Iterator[tuple[int, Any]]:
             value, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as e:
             raise DocumentError(f"invalid JSON in the array: {e.msg}", _line(text, e.pos)) from None
-        yield line, value
+        yield line, value, pos, end
         pos = _skip_space(text, end)
         if text[pos : pos + 1] == ",":
             pos = _skip_space(text, pos + 1)
@@ -184,85 +276,181 @@ def _no_samples(status: Any) -> str:
     )
 
 
+def _too_large(limit: int) -> str:
+    return (
+        f"decompresses to more than {limit / (1 << 20):g} MiB, calibcli's limit for one "
+        "compressed document or archive member"
+    )
+
+
 # --------------------------------------------------------------------------- .eval zip
 
 
-def _eval_zip_rows(source: Source) -> Iterator[tuple[str, Any]]:
-    raw = source if isinstance(source, bytes) else None
+def _digits_key(digits: str) -> tuple[int, str]:
+    """Orders ASCII digit strings by their value without int(), which refuses more than 4,300
+    digits."""
+    stripped = digits.lstrip("0")
+    return len(stripped), stripped
+
+
+def _eval_zip_rows(source: Source, limit: int) -> Iterator[tuple[str, Any, str]]:
     with _open(source) as f:
-        data = raw if raw is not None else f.read()
+        # zipfile seeks; a gzip stream cannot, so its (capped) content is held instead
+        if isinstance(f, gzip.GzipFile):
+            f = io.BytesIO(_capped(f, limit))
+        try:
+            archive = zipfile.ZipFile(f)
+        except (zipfile.BadZipFile, ValueError, EOFError, OSError) as e:
+            raise DocumentError(f"not a readable zip archive: {e}") from None
+        with archive:
+            entries = []
+            for info in archive.infolist():
+                match = _SAMPLE_ENTRY.match(info.filename)
+                if match:
+                    ident = match["id"]
+                    numeric = ident.isascii() and ident.isdigit()
+                    key = (0, *_digits_key(ident)) if numeric else (1, 0, ident)
+                    entries.append((_digits_key(match["epoch"]), key, info))
+            if not entries:
+                names = archive.namelist()
+                if "header.json" in names:
+                    header = _member_json(archive, archive.getinfo("header.json"), f, limit)
+                    status = header.get("status") if isinstance(header, Mapping) else None
+                    raise DocumentError(_no_samples(status))
+                if not any(n.startswith("_journal/") for n in names):
+                    raise DocumentError("a zip archive that is not an inspect-ai .eval log")
+                raise DocumentError(_no_samples(None))
+            for _, _, info in sorted(entries, key=lambda e: (e[0], e[1])):
+                text = _member_text(archive, info, f, limit)
+                yield info.filename, _member_value(text, info.filename), text
+
+
+def _member_json(archive: zipfile.ZipFile, info: zipfile.ZipInfo, f: Any, limit: int) -> Any:
+    return _member_value(_member_text(archive, info, f, limit), info.filename)
+
+
+def _member_value(text: str, name: str) -> Any:
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as e:
-        raise DocumentError(f"not a readable zip archive: {e}") from None
-    with archive:
-        entries = []
-        for info in archive.infolist():
-            match = _SAMPLE_ENTRY.match(info.filename)
-            if match:
-                ident = match["id"]
-                key = (0, int(ident), "") if ident.isdigit() else (1, 0, ident)
-                entries.append((int(match["epoch"]), key, info))
-        if not entries:
-            status = None
-            if "header.json" in archive.namelist():
-                header = json.loads(_entry_bytes(archive, archive.getinfo("header.json"), data))
-                status = header.get("status") if isinstance(header, Mapping) else None
-            elif not any(n.startswith("_journal/") for n in archive.namelist()):
-                raise DocumentError("a zip archive that is not an inspect-ai .eval log")
-            raise DocumentError(_no_samples(status))
-        for _, _, info in sorted(entries, key=lambda e: (e[0], e[1])):
-            try:
-                sample = json.loads(_entry_bytes(archive, info, data))
-            except json.JSONDecodeError as e:
-                raise DocumentError(f"invalid JSON: {e.msg}", info.filename) from None
-            yield info.filename, sample
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DocumentError(f"invalid JSON: {e.msg} (line {e.lineno})", name) from None
+    except RecursionError:
+        raise DocumentError("JSON nested too deeply", name) from None
+    except ValueError as e:  # an integer of more than 4,300 digits
+        raise DocumentError(f"invalid JSON: {e}", name) from None
 
 
-def _entry_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes) -> bytes:
-    """An entry's content; zstd entries (method 93, written by inspect-ai since it adopted
-    Zstandard) are decoded from their raw bytes when the stdlib zipfile cannot."""
-    if info.compress_type != _ZSTD_METHOD or hasattr(zipfile, "ZIP_ZSTANDARD"):
-        return archive.read(info)
-    # Local file header: 30 fixed bytes, then the name and the extra field.
-    offset = info.header_offset
-    name_len, extra_len = struct.unpack("<HH", data[offset + 26 : offset + 30])
-    start = offset + 30 + name_len + extra_len
-    return _zstd_decompress(data[start : start + info.compress_size], info.filename)
+def _member_text(archive: zipfile.ZipFile, info: zipfile.ZipInfo, f: Any, limit: int) -> str:
+    try:
+        return _member_bytes(archive, info, f, limit).decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DocumentError("not valid UTF-8", info.filename) from None
 
 
-def _zstd_decompress(blob: bytes, where: str) -> bytes:
+def _member_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, f: Any, limit: int) -> bytes:
+    """A member's content, at most ``limit`` bytes of it decompressed. zstd members (method 93,
+    written by inspect-ai since it adopted Zstandard) are decoded from their raw bytes when the
+    stdlib zipfile cannot."""
+    import lzma
+
+    name = info.filename
+    if info.flag_bits & 0x1:
+        raise DocumentError("the member is encrypted; calibcli reads unencrypted logs", name)
+    try:
+        if info.compress_type == _ZSTD_METHOD and not hasattr(zipfile, "ZIP_ZSTANDARD"):
+            return _zstd_decompress(_raw_member(info, f), name, limit)
+        with archive.open(info) as member:
+            data = member.read(limit + 1)
+    except NotImplementedError:
+        raise DocumentError(
+            f"compression method {info.compress_type} is not supported (calibcli reads stored, "
+            "deflate, bzip2, lzma and zstd members)",
+            name,
+        ) from None
+    except RuntimeError as e:  # zipfile's "encrypted, password required"
+        raise DocumentError(f"cannot read the member: {e}", name) from None
+    except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError) as e:
+        raise DocumentError(f"cannot decompress the member: {e}", name) from None
+    if len(data) > limit:
+        raise DocumentError(_too_large(limit), name)
+    return data
+
+
+def _raw_member(info: zipfile.ZipInfo, f: Any) -> bytes:
+    """The compressed bytes of a member, from its local file header (30 fixed bytes, then the
+    name and the extra field)."""
+    f.seek(info.header_offset)
+    header = f.read(30)
+    if len(header) < 30 or not header.startswith(_ZIP_MAGIC):
+        raise zipfile.BadZipFile("bad local file header")
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    f.seek(info.header_offset + 30 + name_len + extra_len)
+    blob = f.read(info.compress_size)
+    if len(blob) < info.compress_size:
+        raise EOFError("the archive is truncated")
+    return blob
+
+
+def _zstd_decompress(blob: bytes, where: str, limit: int) -> bytes:
     try:
         from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
 
-        return zstd.decompress(blob)
+        reader: Any = zstd.ZstdFile(io.BytesIO(blob))
+        errors: tuple[type[BaseException], ...] = (zstd.ZstdError, EOFError)
     except ImportError:
-        pass
+        try:
+            import zstandard  # type: ignore[import-not-found]
+        except ImportError:
+            raise DocumentError(
+                "this .eval log is Zstandard-compressed; reading it needs Python 3.14 or the "
+                "'zstandard' package (pip install zstandard)",
+                where,
+            ) from None
+        reader = zstandard.ZstdDecompressor().stream_reader(
+            io.BytesIO(blob), read_across_frames=True
+        )
+        errors = (zstandard.ZstdError,)
     try:
-        import zstandard  # type: ignore[import-not-found]
-    except ImportError:
-        raise DocumentError(
-            "this .eval log is Zstandard-compressed; reading it needs Python 3.14 or the "
-            "'zstandard' package (pip install zstandard)",
-            where,
-        ) from None
-    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(blob), read_across_frames=True)
-    with reader:
-        return reader.read()
+        with reader:
+            return _capped(reader, limit, where)
+    except errors as e:
+        raise DocumentError(f"cannot decompress the member: {e}", where) from None
+
+
+def _capped(stream: Any, limit: int, where: int | str = 1) -> bytes:
+    """Everything ``stream`` holds, or DocumentError (at ``where``) once it holds more than
+    ``limit`` bytes."""
+    parts, size = [], 0
+    while size <= limit:
+        part = stream.read(min(SNIFF_BLOCK, limit + 1 - size))
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        size += len(part)
+    raise DocumentError(_too_large(limit), where)
 
 
 # --------------------------------------------------------------------------- opening
 
 
-def _open(source: Source) -> io.BufferedIOBase:
-    """A binary reader over the content, gunzipped when it starts with the gzip magic."""
+def _read_text(source: Source, limit: int) -> bytes:
+    """The whole content; a gzip-compressed one only up to ``limit`` bytes decompressed."""
+    with _open(source) as f:
+        if isinstance(f, gzip.GzipFile):
+            return _capped(f, limit)
+        return f.read()
+
+
+def _open(source: Source) -> Any:
+    """A binary reader over the content, gunzipped (as a stream) when it starts with the gzip
+    magic."""
     if isinstance(source, bytes):
-        data = source
-        if data.startswith(_GZIP_MAGIC):
-            data = gzip.decompress(data)
-        return io.BytesIO(data)
-    with open(source, "rb") as f:
-        gzipped = f.read(2) == _GZIP_MAGIC
-    if gzipped:
-        return gzip.open(source, "rb")  # type: ignore[return-value]
-    return open(source, "rb")
+        raw: Any = io.BytesIO(source)
+        gzipped = source.startswith(_GZIP_MAGIC)
+        return gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
+    raw = open(source, "rb")  # noqa: SIM115 - returned open, closed by the caller
+    if raw.read(2) != _GZIP_MAGIC:
+        raw.seek(0)
+        return raw
+    raw.close()
+    return gzip.open(source, "rb")

@@ -33,10 +33,16 @@ from calibcli.render.diagram import DiagramSeries
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["FORMATS", "PlotUnavailable", "image_format", "plot_reliability", "reliability_figure"]
+__all__ = [
+    "FORMATS",
+    "PlotUnavailable",
+    "image_format",
+    "install_hint",
+    "plot_reliability",
+    "reliability_figure",
+]
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
-INSTALL_HINT = "pip install 'calibcli[plot]'"
 
 # Okabe & Ito's colour-blind-safe palette, without the vermillion and purple used for the gaps.
 SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -70,10 +76,20 @@ def _matplotlib():
         import matplotlib.figure
         import matplotlib.style
     except ImportError as exc:
-        raise PlotUnavailable(
-            f"drawing images needs matplotlib, which is not installed: {INSTALL_HINT}"
-        ) from exc
+        raise PlotUnavailable(install_hint()) from exc
     return matplotlib
+
+
+def install_hint() -> str:
+    """How to add matplotlib to the installation that is running: calibcli is not on a package
+    index, so ``pip install 'calibcli[plot]'`` would find nothing."""
+    import sys
+
+    return (
+        "drawing images needs matplotlib, which is not installed where calibcli runs: "
+        f"{sys.executable} -m pip install matplotlib (or reinstall calibcli with its plot extra: "
+        'pip install "calibcli[plot] @ <calibcli\'s folder or git URL>")'
+    )
 
 
 def image_format(path: str | Path) -> str:

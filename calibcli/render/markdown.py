@@ -22,7 +22,13 @@ def _cell(value: Any) -> str:
         return f"{value:,}"
     if isinstance(value, float):
         return f"{value:.4f}"
-    return str(value)
+    return _text(str(value))
+
+
+def _text(text: str) -> str:
+    """Text inside a table cell: a ``|`` would end the cell and a line break the table (group
+    names and reasons come from the data)."""
+    return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").splitlines())
 
 
 def _interval(body: dict[str, Any], key: str) -> str:
@@ -51,12 +57,13 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
         lines += ["", "| gate | threshold | value | passed |", "| --- | ---: | ---: | --- |"]
         for check in gate["checks"]:
             name = check["metric"] + (f" ({check['group']})" if "group" in check else "")
-            value = _cell(check["value"]) + (f" — {check['reason']}" if "reason" in check else "")
+            reason = f" — {_text(check['reason'])}" if "reason" in check else ""
+            value = _cell(check["value"]) + reason
             passed = "yes" if check["passed"] else "**no**"
             limit = (
                 f">= {_cell(check['minimum'])}" if "minimum" in check else _cell(check["threshold"])
             )
-            lines.append(f"| {name} | {limit} | {value} | {passed} |")
+            lines.append(f"| {_text(name)} | {limit} | {value} | {passed} |")
         if gate["bound"] == "upper":
             lines += ["", "Gated on the upper end of the bootstrap interval."]
     if body.get("warnings"):

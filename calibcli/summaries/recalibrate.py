@@ -15,12 +15,14 @@ typer here: the commands call these and turn ValueError into exit 2.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
 KIND = "calibcli-calibrator"
+_NUMPY_REPR = re.compile(r"\bnp\.(?:float|int|uint|bool_)\w*\(([^()]*)\)")
 
 
 @dataclass(frozen=True)
@@ -87,10 +89,12 @@ def load(path: str | Path) -> CalibratorFile:
     from calibcli.metrics.recalibration import from_dict
 
     def bad(detail: str) -> ValueError:
+        # the validation's messages may show a value as numpy's repr (np.float64(0.4))
+        detail = _NUMPY_REPR.sub(r"\1", detail)
         return ValueError(f"{path}: not a calibcli calibrator file: {detail}")
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
+    try:  # utf-8-sig: a byte-order mark, as some Windows editors save one, is dropped
+        text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or exc
         raise ValueError(f"{path}: cannot read the calibrator: {reason}") from None
@@ -100,8 +104,12 @@ def load(path: str | Path) -> CalibratorFile:
 
     try:
         body = json.loads(text, parse_constant=no_constants)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise bad(f"invalid JSON ({exc.__class__.__name__})") from None
+    except json.JSONDecodeError as exc:
+        raise bad(f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise bad("invalid JSON (nested too deeply)") from None
+    except ValueError:  # int() refuses a number of more than 4,300 digits
+        raise bad("invalid JSON (a number with too many digits)") from None
     if not isinstance(body, dict) or body.get("kind") != KIND:
         raise bad(f'"kind" is not "{KIND}"')
     if body.get("schema_version") != SCHEMA_VERSION:
@@ -111,6 +119,8 @@ def load(path: str | Path) -> CalibratorFile:
         pooled = from_dict(method, body.get("params"))
     except (ValueError, TypeError) as exc:
         raise bad(str(exc)) from None
+    except OverflowError:
+        raise bad(f"a {method} parameter is a number beyond the range of a double") from None
     groups, rows = {}, {}
     group_bodies = body.get("groups") or {}
     if not isinstance(group_bodies, dict):
@@ -122,6 +132,10 @@ def load(path: str | Path) -> CalibratorFile:
             groups[name] = from_dict(method, group.get("params"))
         except (ValueError, TypeError) as exc:
             raise bad(f"group {name!r}: {exc}") from None
+        except OverflowError:
+            raise bad(
+                f"group {name!r}: a parameter is a number beyond the range of a double"
+            ) from None
         if isinstance(group.get("n"), int):
             rows[name] = group["n"]
     fitted_on = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
@@ -129,21 +143,20 @@ def load(path: str | Path) -> CalibratorFile:
     return CalibratorFile(method, pooled, fitted_on, by, groups, rows, Path(path))
 
 
-def _regrouped(summary: Any, parts: list[tuple[Any, Any]]) -> Any:
+def _regrouped(summary: Any, parts: list[tuple[Any, Any]], notes: tuple[str, ...] = ()) -> Any:
     """A summary of new kept rows: ``parts`` are (right, wrong) confidences, one pair for the
     pooled rows or one per group in the summary's group order (the pooled rows are then the
     groups' rows one group after another). Sources and warnings are kept; the sources' own
-    tables are not (they describe the rows as read)."""
+    tables are not (they describe the rows as read); ``notes`` are added to the warnings."""
     import numpy as np
 
     from calibcli.summaries.calibration import from_columns
 
     sources = tuple(replace(s, table=None) for s in summary.sources)
+    warnings = (*summary.warnings, *notes)
     if summary.group_names is None:
         ((right, wrong),) = parts
-        return from_columns(
-            summary.settings, right, wrong, sources=sources, warnings=summary.warnings
-        )
+        return from_columns(summary.settings, right, wrong, sources=sources, warnings=warnings)
     ids = [
         (np.full(r.shape[0], g, np.intp), np.full(w.shape[0], g, np.intp))
         for g, (r, w) in enumerate(parts)
@@ -156,7 +169,7 @@ def _regrouped(summary: Any, parts: list[tuple[Any, Any]]) -> Any:
         right_ids=np.concatenate([r for r, _ in ids]) if ids else np.zeros(0, np.intp),
         wrong_ids=np.concatenate([w for _, w in ids]) if ids else np.zeros(0, np.intp),
         sources=sources,
-        warnings=summary.warnings,
+        warnings=warnings,
     )
 
 
@@ -179,7 +192,10 @@ def apply_to_data(summary: Any, calibrators: CalibratorFile, *, bins: int) -> An
 
 def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: int) -> Any:
     """The summary with out-of-fold recalibrated confidences: each row mapped by a calibrator
-    fitted on the other folds (per --by group when grouped). Raises ValueError."""
+    fitted on the other folds (per --by group when grouped). A --by group with fewer rows than
+    ``folds`` cannot be cut into folds: its confidences are kept as they are, and a warning
+    names it (the other groups are recalibrated). Raises ValueError when a fit fails, or when
+    the pooled rows (no --by) are fewer than ``folds``."""
     from calibcli.metrics.recalibration import cross_fit
 
     def crossed(columns: Any, where: str) -> tuple[Any, Any]:
@@ -202,9 +218,25 @@ def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: in
     groups = summary.by_group()
     if groups is None:
         return _regrouped(summary, [crossed(summary.pooled().columns, "--recalibrate")])
-    return _regrouped(
-        summary,
-        [crossed(view.columns, f"--recalibrate, group {name!r}") for name, view in groups.items()],
+    small = [str(name) for name, view in groups.items() if 0 < view.columns.n < folds]
+    parts = [
+        (view.columns.conf_correct, view.columns.conf_wrong)
+        if str(name) in small
+        else crossed(view.columns, f"--recalibrate, group {name!r}")
+        for name, view in groups.items()
+    ]
+    notes = (_too_small(small, folds),) if small else ()
+    return _regrouped(summary, parts, notes)
+
+
+def _too_small(names: list[str], folds: int) -> str:
+    shown = ", ".join(repr(n) for n in names[:10])
+    more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+    which = "group" if len(names) == 1 else "groups"
+    holds = "holds" if len(names) == 1 else "hold"
+    return (
+        f"--recalibrate: {which} {shown}{more} {holds} fewer rows than --folds {folds}: "
+        "confidences kept as they are, not recalibrated (lower --folds to recalibrate them)"
     )
 
 
