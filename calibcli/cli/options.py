@@ -198,6 +198,23 @@ def line_bytes(max_line_mb: int) -> int:
     return max_line_mb << 20
 
 
+MaxDocumentMbOpt = _opt(
+    int | None,
+    "--max-document-mb",
+    metavar="N",
+    min=1,
+    show_default=False,
+    help="Largest compressed whole document read (a gzipped JSON file, an .eval log's member), "
+    "in MiB once decompressed (default 256); a larger one is an error (exit 2) found while "
+    "inflating it.",
+)
+
+
+def document_bytes(max_document_mb: int | None) -> int | None:
+    """--max-document-mb in bytes (None: the readers' own limit)."""
+    return None if max_document_mb is None else max_document_mb << 20
+
+
 SummaryOpt = _opt(
     Path | None,
     "--summary",
@@ -420,6 +437,7 @@ class Reading:
     workers: int | None
     max_line_bytes: int
     scorer: str | None = None
+    max_document_bytes: int | None = None
     inspect_confidence: Any = InspectConfidence.sequence
 
 
@@ -434,6 +452,7 @@ _READING_OPTIONS = (
     ("quiet", QuietOpt, False),
     ("workers", WorkersOpt, None),
     ("max_line_mb", MaxLineMbOpt, MAX_LINE_MB),
+    ("max_document_mb", MaxDocumentMbOpt, None),
 )
 
 
@@ -449,9 +468,9 @@ _PER_COMMAND = {
 
 def reading_options(command: Callable) -> Callable:
     """Give a command the options of reading calibration rows (fields, --format, --mc-norm,
-    --scorer, --by, -q, --workers, --max-line-mb); it declares a ``reading`` parameter instead
-    and receives them as one :class:`Reading`. A shared option whose help differs for this
-    command (``_PER_COMMAND``) gets the command's own variant."""
+    --scorer, --by, -q, --workers, --max-line-mb, --max-document-mb); it declares a
+    ``reading`` parameter instead and receives them as one :class:`Reading`. A shared option
+    whose help differs for this command (``_PER_COMMAND``) gets the command's own variant."""
     signature = inspect.signature(command, eval_str=True)
     params = [
         p.replace(annotation=_PER_COMMAND.get((command.__name__, name), p.annotation))
@@ -475,6 +494,7 @@ def reading_options(command: Callable) -> Callable:
             by=given["by"],
             workers=given["workers"],
             max_line_bytes=line_bytes(given["max_line_mb"]),
+            max_document_bytes=document_bytes(given["max_document_mb"]),
             scorer=given["scorer"],
             inspect_confidence=given["inspect_confidence"],
         )

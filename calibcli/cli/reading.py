@@ -77,6 +77,7 @@ def read_predictions(
         inspect_confidence=reading.inspect_confidence.value,
         workers=reading.workers,
         max_line_bytes=reading.max_line_bytes,
+        max_document_bytes=reading.max_document_bytes,
     )
 
 
@@ -105,9 +106,6 @@ def recalibrate(
     data: Any,
     calibrators: Any,
     method: str | None,
-    *,
-    mc_norm: Any = None,
-    by: str | None = None,
     **options: Any,
 ) -> Any:
     """:func:`calibcli.summaries.recalibrate.recalibrated`, a failed fit becoming exit 2.
@@ -120,7 +118,7 @@ def recalibrate(
         calibrators is not None and calibrators.method == MULTICLASS
     )
     if data.fmt == "lm-eval" and wants_choices:  # the rows as read, in lm-eval format
-        choices = read_choices(options["files"], mc_norm=mc_norm, by=by)
+        choices = read_choices(data)
     try:
         return recalibrated(
             data, calibrators=calibrators, method=method, choices=choices, **options
@@ -129,13 +127,17 @@ def recalibrate(
         raise usage_error(str(exc)) from None
 
 
-def read_choices(files: list[str], *, mc_norm: Any, by: str | None) -> Any:
-    """lm-eval rows with every choice's score; bad input is exit 2."""
+def read_choices(summary: Any) -> Any:
+    """The rows of a summary's sources again, lm-eval rows with every choice's score, read with
+    its settings (the sources it skipped, such as a run folder's results file, stay skipped);
+    bad input is exit 2."""
     from calibcli.io import InputError
     from calibcli.io import read_choices as read
 
+    files = [s.name for s in summary.sources if s.skipped is None]
+    settings = summary.settings
     try:
-        return read(files, mc_norm=getattr(mc_norm, "value", mc_norm) or "none", by=by)
+        return read(files, mc_norm=settings.mc_norm, by=settings.by)
     except InputError as exc:
         raise usage_error(str(exc)) from None
 

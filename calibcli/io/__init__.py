@@ -118,6 +118,7 @@ def read_calibration(
     workers: int | None = None,
     block_size: int | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
+    max_document_bytes: int | None = None,
 ) -> Any:
     """Read (confidence, correct) rows from files or ``-`` into a
     :class:`~calibcli.summaries.CalibrationSummary`.
@@ -135,8 +136,10 @@ def read_calibration(
     CPUs or more for an input of 32 MB or more, else one); no figure depends on it.
     ``progress(name, size)``, when given, makes a progress bar for a source (an object with
     ``update(bytes)`` and ``close()``, or None). A line longer than ``max_line_bytes`` (default
-    64 MiB) is invalid input. Raises :class:`InputError` for unreadable or invalid input and
-    ValueError for invalid options.
+    64 MiB) is invalid input, and so is a compressed whole document (a gzipped JSON file, an
+    ``.eval`` log's member) larger than ``max_document_bytes`` once inflated (default 256 MiB).
+    Raises :class:`InputError` for unreadable or invalid input and ValueError for invalid
+    options.
     """
     from calibcli.io.plan import ReadPlan
     from calibcli.io.sources import BLOCK_SIZE
@@ -160,6 +163,7 @@ def read_calibration(
         block_size or BLOCK_SIZE,
         max_line_bytes,
         per_source=per_source,
+        max_document_bytes=max_document_bytes,
     )
     return _read(plan, list(sources), workers, progress, "calibration rows")
 
@@ -178,6 +182,7 @@ def read_perplexity(
     workers: int | None = None,
     block_size: int | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
+    max_document_bytes: int | None = None,
 ) -> Any:
     """Read per-sequence NLL rows (or lm-eval rolling rows, per-token logprobs, OpenAI responses
     with logprobs, vLLM prompt logprobs) into a :class:`~calibcli.summaries.PerplexitySummary`.
@@ -198,7 +203,14 @@ def read_perplexity(
     settings = PerplexitySettings(
         nll_field, tokens_field, bytes_field, words_field, logprobs_field, fmt, by
     )
-    plan = ReadPlan("perplexity", settings, False, block_size or BLOCK_SIZE, max_line_bytes)
+    plan = ReadPlan(
+        "perplexity",
+        settings,
+        False,
+        block_size or BLOCK_SIZE,
+        max_line_bytes,
+        max_document_bytes=max_document_bytes,
+    )
     return _read(plan, list(sources), workers, progress, "perplexity rows")
 
 

@@ -24,6 +24,7 @@ class ReadPlan:
     block_size: int = BLOCK_SIZE
     max_line_bytes: int = MAX_LINE_BYTES
     per_source: bool = False  # calibration rows: a table per source (per-file figures)
+    max_document_bytes: int | None = None  # a compressed whole document, inflated (None: 256 MiB)
 
     @property
     def forced(self) -> str | None:

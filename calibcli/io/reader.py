@@ -33,9 +33,10 @@ RESULTS_SKIPPED = (
 )
 
 
-def whole_document_kind(source: str) -> str | None:
+def whole_document_kind(source: str, max_line_bytes: int | None = None) -> str | None:
     """The whole-document kind of a regular file (None for JSON Lines, stdin and pipes,
-    which are never sniffed: that would consume their first line)."""
+    which are never sniffed: that would consume their first line); the sniff reads no more
+    than ``max_line_bytes`` of a first line."""
     if source == "-":
         return None
     try:
@@ -43,12 +44,16 @@ def whole_document_kind(source: str) -> str | None:
             return None
         from calibcli.io.documents import document_kind
 
-        return document_kind(source)
+        if max_line_bytes is None:
+            return document_kind(source)
+        return document_kind(source, max_line_bytes=max_line_bytes)
     except (OSError, EOFError, ValueError, RecursionError):
         return None  # the line reader reports what is wrong with the file
 
 
-def document_rows(source: str, kind: str) -> Iterator[tuple[int | str, Any]]:
+def document_rows(
+    source: str, kind: str, max_document_bytes: int | None = None
+) -> Iterator[tuple[int | str, Any]]:
     """(locator, row) of a whole document (:func:`calibcli.io.documents.iter_document`), its
     errors as :class:`InputError` naming the file and the row; an lm-eval results file raises
     :class:`SkipFile`."""
@@ -58,7 +63,7 @@ def document_rows(source: str, kind: str) -> Iterator[tuple[int | str, Any]]:
 
     name = display_name(source)
     try:
-        yield from iter_document(source, kind=kind)
+        yield from iter_document(source, kind=kind, max_document_bytes=max_document_bytes)
     except ResultsFile:
         raise SkipFile("lm-eval", RESULTS_SKIPPED) from None
     except DocumentError as e:
@@ -107,7 +112,7 @@ class Reader:
         builder.begin_source()
         stream_hash = StreamHash() if source == "-" else None
         try:
-            kind = whole_document_kind(source)
+            kind = whole_document_kind(source, self.plan.max_line_bytes)
             if kind is None:
                 self._read_lines(source, fold, builder, stream_hash)
             else:
@@ -123,7 +128,7 @@ class Reader:
         return True
 
     def _read_document(self, source: str, kind: str, fold: SourceFold, builder: Any) -> None:
-        rows = document_rows(source, kind)
+        rows = document_rows(source, kind, self.plan.max_document_bytes)
         while chunk := list(itertools.islice(rows, DOCUMENT_BATCH)):
             fold.fold_rows(chunk, builder)
 

@@ -15,21 +15,27 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError
-from calibcli.io.sources import Source, blocks, lines_of
+from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of
 from calibcli.summaries import KeyedRows
 
 BLOCK_SIZE = 1 << 20
 
 
-def records(source: str) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
+def records(
+    source: str,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_document_bytes: int | None = None,
+) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
     """(display name, line number or locator, row, raw line) of each row of ``source``: each
     non-blank line of JSON Lines, or each row of a whole document (a JSON array, a
-    pretty-printed object, an inspect-ai ``.eval`` zip; the raw line is then None)."""
+    pretty-printed object, an inspect-ai ``.eval`` zip; the raw line is then None). Lines
+    and compressed documents are bounded as the block readers bound them."""
     from calibcli.io.reader import whole_document_kind
 
-    kind = whole_document_kind(source)
+    kind = whole_document_kind(source, max_line_bytes)
     if kind is not None:
-        yield from _document_records(source, kind)
+        yield from _document_records(source, kind, max_document_bytes)
         return
     from calibcli.io.rows import parse_line
 
@@ -38,7 +44,8 @@ def records(source: str) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
     try:
         stream = src.stream()
         try:
-            for first, view, _, _ in blocks(stream, src.name, BLOCK_SIZE):
+            lines = blocks(stream, src.name, BLOCK_SIZE, max_line_bytes=max_line_bytes)
+            for first, view, _, _ in lines:
                 for line_no, line in lines_of(view, first):
                     try:
                         row = parse_line(line)
@@ -53,13 +60,15 @@ def records(source: str) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
         src.close()
 
 
-def _document_records(source: str, kind: str) -> Iterator[tuple[str, int | str, dict, None]]:
+def _document_records(
+    source: str, kind: str, max_document_bytes: int | None
+) -> Iterator[tuple[str, int | str, dict, None]]:
     from calibcli.io.reader import SkipFile, document_rows
     from calibcli.io.sources import display_name
 
     name = display_name(source)
     try:
-        for locator, row in document_rows(source, kind):
+        for locator, row in document_rows(source, kind, max_document_bytes):
             yield name, locator, row, None
     except SkipFile as skip:  # a results file holds no rows to compare, apply or fit
         raise InputError(name, None, skip.reason.removesuffix("; skipped")) from None
@@ -122,6 +131,8 @@ def read_keyed(
     keyed: bool = True,
     scorer: str | None = None,
     inspect_confidence: str = "sequence",
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_document_bytes: int | None = None,
 ) -> KeyedRows:
     """Read (id, confidence, correct) rows; an id appearing twice is an error naming both lines.
 
@@ -152,7 +163,8 @@ def read_keyed(
         convert = None
         task = formats.task_from_filename(source) if source != "-" else None
         key_of = None
-        for name, line_no, row, _ in records(source):
+        bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
+        for name, line_no, row, _ in records(source, **bounds):
             at = f"{name}:{line_no}"
             field = id_field or "id"
             try:
@@ -243,7 +255,14 @@ class Choices:
         )
 
 
-def read_choices(sources: list[str], *, mc_norm: str = "none", by: str | None = None) -> Choices:
+def read_choices(
+    sources: list[str],
+    *,
+    mc_norm: str = "none",
+    by: str | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_document_bytes: int | None = None,
+) -> Choices:
     """Read lm-eval multiple-choice rows with every choice's score (length-normalised with
     ``mc_norm``). Other formats are an error: their rows carry one confidence, not choices."""
     from calibcli import formats
@@ -259,7 +278,8 @@ def read_choices(sources: list[str], *, mc_norm: str = "none", by: str | None = 
     for source in sources:
         key_of = None if by is None else group_key("lm-eval", by, source)
         checked = False
-        for name, line_no, row, _ in records(source):
+        bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
+        for name, line_no, row, _ in records(source, **bounds):
             try:
                 if not checked:
                     fmt = formats.detect_row_format(row)

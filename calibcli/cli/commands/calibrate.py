@@ -109,8 +109,6 @@ def calibrate(
                 folds=folds or 5,
                 bins=bins,
                 files=files,
-                mc_norm=reading.mc_norm,
-                by=reading.by,
             )
             recalibration = Recalibration(data, settings, tuple(notes), options)
             result = calibrate_report(

@@ -101,6 +101,8 @@ def compare(
         "by": reading.by,
         "scorer": reading.scorer,
         "inspect_confidence": reading.inspect_confidence.value,
+        "max_line_bytes": reading.max_line_bytes,
+        "max_document_bytes": reading.max_document_bytes,
     }
     try:
         if unpaired:

@@ -61,7 +61,7 @@ def fit(
     # confidence of the top choice
     choices = None
     if data.fmt == "lm-eval" and method.value == "temperature":
-        choices = read_choices(files, mc_norm=reading.mc_norm, by=reading.by)
+        choices = read_choices(data)
     try:
         with one_blas_thread():
             if choices is None:

@@ -14,6 +14,7 @@ from calibcli.cli.options import (
     GateEachOpt,
     JsonOpt,
     LogprobsField,
+    MaxDocumentMbOpt,
     MaxLineMbOpt,
     NllField,
     OutputOpt,
@@ -22,6 +23,7 @@ from calibcli.cli.options import (
     TokensField,
     WordsField,
     WorkersOpt,
+    document_bytes,
     gate_options,
     line_bytes,
 )
@@ -47,6 +49,7 @@ def perplexity(
     summary: SummaryOpt = None,
     workers: WorkersOpt = None,
     max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
+    max_document_mb: MaxDocumentMbOpt = None,
     limits: dict[str, float] | None = None,
 ) -> None:
     """Corpus perplexity: exp(total NLL / total tokens), pooled over every sequence.
@@ -76,6 +79,7 @@ def perplexity(
         by=by,
         workers=workers,
         max_line_bytes=line_bytes(max_line_mb),
+        max_document_bytes=document_bytes(max_document_mb),
     )
     result = perplexity_report(data, Gate(limits or {}, each=gate_each))
     emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)

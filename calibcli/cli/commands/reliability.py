@@ -68,8 +68,6 @@ def reliability(
             folds=5,
             bins=bins,
             files=files,
-            mc_norm=reading.mc_norm,
-            by=reading.by,
         )
         recalibration = Recalibration(data, settings, tuple(notes), {"bins": bins})
         with one_blas_thread():

@@ -73,7 +73,7 @@ def threshold(
     fit_data = None if not fit else read_predictions(fit, reading, **shape)
     recalibration = None
     if calibrators is not None:
-        options = {"folds": 5, "bins": 10, "mc_norm": reading.mc_norm, "by": reading.by}
+        options = {"folds": 5, "bins": 10}
         raw = data
         data, how, notes = recalibrate(data, calibrators, None, files=files, **options)
         recalibration = Recalibration(raw, how, tuple(notes), {"reorder_ok": False}, curves=False)
