@@ -73,8 +73,17 @@ class BlockDecoder:
         # RecursionError: a value nested deeper than msgspec goes; json.loads words the error
         self._errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
-    def block(self, block: memoryview, first_line: int, name: str, expected: int) -> tuple:
-        """Decode one block from :func:`~calibcli.io.sources.blocks`; InputError on a bad row."""
+    def block(
+        self,
+        block: memoryview,
+        first_line: int,
+        name: str,
+        expected: int,
+        consecutive: bool = False,
+    ) -> tuple:
+        """Decode one block from :func:`~calibcli.io.sources.blocks`; InputError on a bad row.
+        ``consecutive`` says the block has no empty line (row i is on line first_line + i),
+        which its reader already counted, so the block is not searched for one again."""
         if self._decoder is None:
             if len(block) < SMALL_BLOCK:
                 return self._precise(block, first_line, name)
@@ -84,7 +93,8 @@ class BlockDecoder:
             rows = self._decoder.decode_lines(block)
         if rows is None or len(rows) != expected:
             return self._precise(block, first_line, name)
-        lines = _row_lines(block, first_line)
+        # a block whose rows fill every line needs no search for empty lines
+        lines = None if consecutive else _row_lines(block, first_line)
         if self.typed:
             cols = _STRUCT_COLUMNS[self.spec.kind](self.spec, rows, block)
             if cols is not None and self.spec.columns_ok(cols):

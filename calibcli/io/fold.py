@@ -124,7 +124,12 @@ class SourceFold:
                     break
                 if taken:
                     continue
-            cols, keys, lines = self._decoder().block(block, first_line, name, expected)
+            # the block's physical lines, from the newlines counted when it was cut: when every
+            # one holds a row there is no empty line to skip
+            physical = nl + (len(block) > 0 and block[len(block) - 1] != 10)
+            cols, keys, lines = self._decoder().block(
+                block, first_line, name, expected, consecutive=expected == physical
+            )
             if not reserved:
                 reserved = True
                 total = expected_bytes()

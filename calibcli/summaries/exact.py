@@ -41,27 +41,37 @@ _NORMALIZE_EVERY = 8
 """Chunks added between two carry propagations (8 chunks of 2**49 keep limbs below 2**53)."""
 
 
-def fraction_pieces(values: np.ndarray) -> Iterator[tuple[int, np.ndarray | None, np.ndarray]]:
+def fraction_pieces(
+    values: np.ndarray, scratch: tuple[np.ndarray, np.ndarray] | None = None
+) -> Iterator[tuple[int, np.ndarray | None, np.ndarray]]:
     """Cut doubles in [0, 1] on the limb grid: yields ``(limb, rows, pieces)`` where ``pieces``
     (integer-valued floats below 2**32, or exactly 2**32 for a value of 1) count units of
     limb ``limb`` and belong to ``values[rows]`` (``rows`` None: every value). The pieces of a
-    value sum to it exactly; most values need two limbs, small ones more."""
-    t = values * RADIX  # exact: a power of two
-    u = np.floor(t)
+    value sum to it exactly; most values need two limbs, small ones more.
+
+    ``scratch``: two float64 buffers at least as long as ``values``, reused for the work (the
+    pieces yielded live in them, valid until the next one is asked for)."""
+    n = values.shape[0]
+    if scratch is None:
+        scratch = (np.empty(n), np.empty(n))
+    t, u = scratch[0][:n], scratch[1][:n]
+    np.multiply(values, RADIX, out=t)  # exact: a power of two
+    np.floor(t, out=u)
     yield FRACTION_LIMB, None, u
-    r = t - u  # the bits below 2**-32, exact
+    np.subtract(t, u, out=t)  # the bits below 2**-32, exact
     rows = None
     limb = FRACTION_LIMB - 1
     while True:
-        t = r * RADIX
-        u = np.floor(t)
+        np.multiply(t, RADIX, out=t)
+        np.floor(t, out=u)
         yield limb, rows, u
-        r = t - u
-        left = np.flatnonzero(r)
+        np.subtract(t, u, out=t)
+        left = np.flatnonzero(t)
         if left.shape[0] == 0:
             return
-        if left.shape[0] < r.shape[0]:
-            r = r[left]
+        if left.shape[0] < t.shape[0]:
+            t = t[left]
+            u = u[: left.shape[0]]
             rows = left if rows is None else rows[left]
         limb -= 1
 

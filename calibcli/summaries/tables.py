@@ -23,7 +23,7 @@ import numpy as np
 
 from calibcli.summaries.exact import CHUNK, ExactSums, add_rows, fraction_pieces, general_pieces
 
-_BLOCK = 1 << 13  # rows per fold step: the temporaries stay small (below malloc's mmap size)
+_BLOCK = CHUNK  # rows per fold step (a reader's block is smaller): one step per block
 
 
 def grown(array: np.ndarray, rows: int) -> np.ndarray:
@@ -93,16 +93,27 @@ class BinTable:
                 cell += group_ids[start : start + _BLOCK] * self.bins
             self._add_cells(cell, c, y)
 
+    def _scratch(self, n: int) -> tuple[np.ndarray, ...]:
+        """Work buffers for a step of ``n`` rows, kept from step to step (fresh temporaries of
+        this size would cost page faults on every block)."""
+        have = getattr(self, "_buffers", None)
+        if have is None or have[0].shape[0] < n:
+            self._buffers = have = tuple(np.empty(max(n, 1 << 12)) for _ in range(3))
+        return have
+
     def _add_cells(self, cell: np.ndarray, c: np.ndarray, y: np.ndarray) -> None:
         two = 2 * cell + y
+        t, u, sq = self._scratch(c.shape[0])
         if self.groups == 1:
             n = self.bins
             self.counts[:n] += np.bincount(two, minlength=2 * n).reshape(n, 2)
-            self.conf.add_pieces(fraction_pieces(c), two, 2 * n)
-            self.conf_sq.add_pieces(fraction_pieces(c * c), two, 2 * n)
+            self.conf.add_pieces(fraction_pieces(c, (t, u)), two, 2 * n)
+            square = np.multiply(c, c, out=sq[: c.shape[0]])
+            self.conf_sq.add_pieces(fraction_pieces(square, (t, u)), two, 2 * n)
             right = np.flatnonzero(y)
             gap = 1.0 - c[right]
-            self.miss_sq.add_pieces(fraction_pieces(gap * gap), cell[right], n)
+            gap *= gap
+            self.miss_sq.add_pieces(fraction_pieces(gap, (t, u)), cell[right], n)
             return
         # many groups: fold into the cells this block touches only
         touched, inverse = np.unique(two, return_inverse=True)
