@@ -491,10 +491,12 @@ def realworld_runs(folder: Path) -> list[tuple[str, dict]]:
 )
 def test_realworld_run_folders_with_no_flags(name):
     folder = REALWORLD / name
-    # every samples file of the folder at once: pooled over every run's multiple-choice tasks
+    # every samples file of the folder at once: with --all-runs pooled over every run's
+    # multiple-choice tasks; by default each task's newest run only
     rows, generative = 0, []
     correct = 0.0
-    for stamp, results in realworld_runs(folder):
+    newest: dict[str, tuple[int, float]] = {}  # task -> (rows, correct) of its latest run
+    for stamp, results in realworld_runs(folder):  # in time order
         for task, figures in results["results"].items():
             found = list(folder.glob(f"samples_{task}_{stamp}.json*"))
             if not found:
@@ -505,7 +507,9 @@ def test_realworld_run_folders_with_no_flags(name):
             size = len(found[0].read_text(encoding="utf-8").splitlines())
             rows += size
             correct += figures["acc,none"] * size
-    report, _ = cli_json(["calibrate", *sorted(folder.glob("samples_*"))])
+            newest[task] = (size, figures["acc,none"] * size)
+    files = sorted(folder.glob("samples_*"))
+    report, _ = cli_json(["calibrate", *files, "--all-runs"])
     assert report["format"] == "lm-eval"
     assert report["n"] == rows
     assert report["accuracy"] == pytest.approx(correct / rows, abs=1e-12)
@@ -513,6 +517,12 @@ def test_realworld_run_folders_with_no_flags(name):
     assert sorted(skipped) == sorted(
         f"{p}: generative task: no probabilities; skipped" for p in generative
     )
+    report, _ = cli_json(["calibrate", *files])
+    n = sum(size for size, _ in newest.values())
+    assert report["n"] == n
+    assert report["accuracy"] == pytest.approx(sum(c for _, c in newest.values()) / n, abs=1e-12)
+    reruns = [w for w in report["warnings"] if w.startswith("re-runs of")]
+    assert len(reruns) == 1 and "--all-runs" in reruns[0]
     # one run at a time, by task: each task's accuracy is the harness's
     for stamp, results in realworld_runs(folder):
         files = sorted(folder.glob(f"samples_*_{stamp}.json*"))

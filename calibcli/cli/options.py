@@ -392,8 +392,15 @@ IdFieldOpt = _opt(
     "--id-field",
     metavar="FIELD",
     show_default=False,
-    help="Field (dotted path) matching rows across BASE and NEW (default: id; for lm-eval the "
-    "task and doc_id).",
+    help="Field (dotted path) identifying a row: a row read twice is refused, and compare "
+    "matches BASE and NEW by it (native rows: none, compare's id; lm-eval: the task and "
+    "doc_id; inspect-ai: the sample's id and epoch).",
+)
+AllRunsOpt = _opt(
+    bool,
+    "--all-runs",
+    help="Pool every run given: re-runs of an lm-eval task (other timestamps in the file names; "
+    "by default only the newest is read), the same file twice, rows whose id was read before.",
 )
 MaxIncreaseOpt = _opt(
     list[str] | None,
@@ -439,6 +446,8 @@ class Reading:
     scorer: str | None = None
     max_document_bytes: int | None = None
     inspect_confidence: Any = InspectConfidence.sequence
+    id_field: str | None = None
+    all_runs: bool = False
 
 
 _READING_OPTIONS = (
@@ -449,6 +458,8 @@ _READING_OPTIONS = (
     ("scorer", ScorerOpt, None),
     ("inspect_confidence", InspectConfidenceOpt, InspectConfidence.sequence),
     ("by", ByOpt, None),
+    ("id_field", IdFieldOpt, None),
+    ("all_runs", AllRunsOpt, False),
     ("quiet", QuietOpt, False),
     ("workers", WorkersOpt, None),
     ("max_line_mb", MaxLineMbOpt, MAX_LINE_MB),
@@ -495,6 +506,8 @@ def reading_options(command: Callable) -> Callable:
             workers=given["workers"],
             max_line_bytes=line_bytes(given["max_line_mb"]),
             max_document_bytes=document_bytes(given["max_document_mb"]),
+            id_field=given["id_field"],
+            all_runs=given["all_runs"],
             scorer=given["scorer"],
             inspect_confidence=given["inspect_confidence"],
         )

@@ -78,6 +78,8 @@ def read_predictions(
         workers=reading.workers,
         max_line_bytes=reading.max_line_bytes,
         max_document_bytes=reading.max_document_bytes,
+        id_field=reading.id_field,
+        all_runs=reading.all_runs,
     )
 
 

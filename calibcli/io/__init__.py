@@ -90,12 +90,14 @@ def _nothing_left(reader: Any, what: str) -> InputError:
 
 def _read(plan: Any, sources: list[str], workers: Any, progress: Any, what: str) -> Any:
     from calibcli.io.reader import Reader
+    from calibcli.io.runs import choose_runs
 
+    runs = choose_runs(list(sources), all_runs=plan.all_runs)
     reader = Reader(plan, workers=workers, progress=progress)
     builder = plan.builder()
-    for source in sources:
+    for source in runs.files:
         reader.read(source, builder)
-    summary = builder.summary(warnings=reader.warnings)
+    summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
     if reader.skipped and summary.n == 0:
         raise _nothing_left(reader, what)
     return summary
@@ -119,6 +121,8 @@ def read_calibration(
     block_size: int | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     max_document_bytes: int | None = None,
+    id_field: str | None = None,
+    all_runs: bool = False,
 ) -> Any:
     """Read (confidence, correct) rows from files or ``-`` into a
     :class:`~calibcli.summaries.CalibrationSummary`.
@@ -140,6 +144,12 @@ def read_calibration(
     ``.eval`` log's member) larger than ``max_document_bytes`` once inflated (default 256 MiB).
     Raises :class:`InputError` for unreadable or invalid input and ValueError for invalid
     options.
+
+    Rows are read once: among the files, re-runs of an lm-eval task in one folder (other
+    timestamps in the file names) are left out but the newest, with a warning; the same file
+    twice, standard input twice, or a row whose id (lm-eval task + doc_id, an inspect-ai
+    sample's id + epoch, or ``id_field``) was read before is invalid input. ``all_runs``
+    pools them all on purpose.
     """
     from calibcli.io.plan import ReadPlan
     from calibcli.io.sources import BLOCK_SIZE
@@ -164,6 +174,8 @@ def read_calibration(
         max_line_bytes,
         per_source=per_source,
         max_document_bytes=max_document_bytes,
+        id_field=id_field,
+        all_runs=all_runs,
     )
     return _read(plan, list(sources), workers, progress, "calibration rows")
 
@@ -183,6 +195,8 @@ def read_perplexity(
     block_size: int | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     max_document_bytes: int | None = None,
+    id_field: str | None = None,
+    all_runs: bool = False,
 ) -> Any:
     """Read per-sequence NLL rows (or lm-eval rolling rows, per-token logprobs, OpenAI responses
     with logprobs, vLLM prompt logprobs) into a :class:`~calibcli.summaries.PerplexitySummary`.
@@ -210,6 +224,8 @@ def read_perplexity(
         block_size or BLOCK_SIZE,
         max_line_bytes,
         max_document_bytes=max_document_bytes,
+        id_field=id_field,
+        all_runs=all_runs,
     )
     return _read(plan, list(sources), workers, progress, "perplexity rows")
 

@@ -43,6 +43,7 @@ class BlockDecoder:
 
     :meth:`block` returns ``(columns, keys, lines)``: a tuple of numpy arrays, each row's group
     name (or None), and each row's line number (or None when row i is on line first_line + i).
+    With ``ident`` (row dict -> its id), each decoded row's id is left in :attr:`ids`.
     """
 
     def __init__(
@@ -52,10 +53,13 @@ class BlockDecoder:
         convert: Callable[[dict], tuple] | None = None,
         key: Callable[[dict], Any] | None = None,
         many: bool = False,
+        ident: Callable[[dict], Any] | None = None,
     ) -> None:
         self.spec = spec
         self.many = many
-        self.typed = convert is None and key is None
+        self.ident = ident
+        self.ids: list[Any] | None = None  # the ids of the rows of the last call
+        self.typed = convert is None and key is None and ident is None
         self._convert = spec.check if convert is None else convert
         self.key = key
         self._decoder: Any = None  # msgspec, built on the first block of SMALL_BLOCK or more
@@ -100,6 +104,7 @@ class BlockDecoder:
             if cols is not None and self.spec.columns_ok(cols):
                 return cols, None, lines
             return self._precise(block, first_line, name)
+        self.ids = None if self.ident is None else []
         values: list = []
         keys: list[str] | None = None if self.key is None else []
         # with several values per row (many), each value's line; else each row's (or None)
@@ -117,6 +122,7 @@ class BlockDecoder:
     def rows(self, items: list[tuple[Any, Any]], name: str) -> tuple:
         """Decode rows already parsed, ``(locator, row)`` pairs of a whole document: returns
         ``(columns, keys, locators)``; InputError names the row's locator."""
+        self.ids = None if self.ident is None else []
         values: list = []
         keys: list[str] | None = None if self.key is None else []
         where: list = []
@@ -142,12 +148,15 @@ class BlockDecoder:
                 taken = 1
             if keys is not None:
                 keys.extend([group_name(self.key(row))] * taken)
+            if self.ids is not None:
+                self.ids.append(self.ident(row))  # formats with ids give one row per value
         except RecursionError:
             raise ValueError(TOO_DEEP) from None
         return taken
 
     def _precise(self, block: memoryview, first_line: int, name: str) -> tuple:
         """Line by line; InputError names the exact line."""
+        self.ids = None if self.ident is None else []
         values: list = []
         keys: list[str] | None = None if self.key is None else []
         lines: list[int] = []

@@ -15,6 +15,12 @@ _NON_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 """A byte that makes a line non-blank (what ``bytes.strip`` keeps, as in ``lines_of``)."""
 
 
+DOUBLE_READ = (
+    "re-runs of a task, or the same rows in two files, would count twice (pass --all-runs "
+    "to pool them on purpose)"
+)
+
+
 class SkipFile(Exception):
     """A source whose rows do not serve the command: skipped, with ``reason`` as its warning."""
 
@@ -46,12 +52,21 @@ class SourceFold:
     its format once known: given (a worker's, resolved by the parent), forced, or resolved from
     its first row."""
 
-    def __init__(self, plan: Any, name: str, source: str, fmt: str | None = None) -> None:
+    def __init__(
+        self,
+        plan: Any,
+        name: str,
+        source: str,
+        fmt: str | None = None,
+        seen: dict[int, tuple[str, Any]] | None = None,
+    ) -> None:
         self.plan = plan
         self.name = name
         self.source = source
         self.fmt = fmt
         self.decoder: Any = None
+        # the ids read so far (hash -> where), shared by the sources of one reading
+        self.seen = {} if seen is None else seen
 
     def resolve(self, block: memoryview | bytes, first_line: int) -> bool:
         """Route the source from the first row of this block; False if the block is blank.
@@ -77,6 +92,41 @@ class SourceFold:
             raise SkipFile(fmt, skip)
         self.fmt = fmt
 
+    def check_ids(self, ids: list[Any], where: Callable[[int], Any], builder: Any) -> None:
+        """Refuse a row whose id was read before (in this source or an earlier one of the same
+        reading) and record the rest, with their lines, in the builder's summary."""
+        from calibcli.io.ids import id_hash, show_id
+
+        hashes = [id_hash(k) for k in ids]
+        seen, name = self.seen, self.name
+        for i, h in enumerate(hashes):
+            first = seen.get(h)
+            if first is not None:
+                raise InputError(
+                    name,
+                    where(i),
+                    f"the row of id {show_id(ids[i])} was read before, at {first[0]}:{first[1]}: "
+                    f"{DOUBLE_READ}",
+                )
+            seen[h] = (name, where(i))
+        builder.add_ids(hashes, [where(i) for i in range(len(hashes))])
+
+    def absorb_ids(self, ids: Any, offset: int, builder: Any) -> None:
+        """Check and record the ids of a worker's share of this source (``ids``: its summary's
+        :class:`~calibcli.summaries.ids.RowIds`, lines counted from the share's start)."""
+        seen, name = self.seen, self.name
+        for h, line in zip(ids.hashes.tolist(), ids.lines.tolist(), strict=True):
+            where = line + offset if line >= 0 else None
+            first = seen.get(h)
+            if first is not None:
+                raise InputError(
+                    name,
+                    where,
+                    f"this row's id is the id of the row at {first[0]}:{first[1]}: {DOUBLE_READ}",
+                )
+            seen[h] = (name, where)
+        builder.ids.extend(ids, offset)
+
     def _decoder(self) -> Any:
         if self.decoder is None:
             self.decoder = self.plan.decoder(self.fmt, self.source)
@@ -86,8 +136,11 @@ class SourceFold:
         """Fold rows of a whole document, ``(locator, row)`` pairs."""
         if self.fmt is None:
             self.resolve_row(chunk[0][1], chunk[0][0])
-        cols, keys, where = self._decoder().rows(chunk, self.name)
+        decoder = self._decoder()
+        cols, keys, where = decoder.rows(chunk, self.name)
         name = self.name
+        if decoder.ids:
+            self.check_ids(decoder.ids, lambda i: where[i], builder)
         builder.add(cols, keys, lambda i: (name, where[i]))
 
     def fold(
@@ -127,9 +180,16 @@ class SourceFold:
             # the block's physical lines, from the newlines counted when it was cut: when every
             # one holds a row there is no empty line to skip
             physical = nl + (len(block) > 0 and block[len(block) - 1] != 10)
-            cols, keys, lines = self._decoder().block(
+            decoder = self._decoder()
+            cols, keys, lines = decoder.block(
                 block, first_line, name, expected, consecutive=expected == physical
             )
+            if decoder.ids:
+                self.check_ids(
+                    decoder.ids,
+                    lambda i, f=first_line, ls=lines: f + i if ls is None else int(ls[i]),
+                    builder,
+                )
             if not reserved:
                 reserved = True
                 total = expected_bytes()

@@ -141,7 +141,9 @@ def _stream_worker(job: Job, blocks_in: Any, results: Any) -> None:
 # --------------------------------------------------------------------------- the parent side
 
 
-def _collect(proc: Any, conn: Any, name: str, builder: Any, line_offset: int) -> int:
+def _collect(
+    proc: Any, conn: Any, name: str, builder: Any, line_offset: int, fold: Any = None
+) -> int:
     """Merge one worker's reply into ``builder``; return its newline count. A bad line raises
     InputError (its line shifted by ``line_offset``), a failed worker RuntimeError."""
     import numpy as np
@@ -177,6 +179,8 @@ def _collect(proc: Any, conn: Any, name: str, builder: Any, line_offset: int) ->
     if builder is None:
         return newlines
     part = assemble(meta, arrays)
+    if part.row_ids is not None and fold is not None:
+        fold.absorb_ids(part.row_ids, line_offset, builder)
     if part.kind == "perplexity":
         line = None if first_line is None else first_line + line_offset
         builder.absorb(part, name, line)
@@ -260,7 +264,7 @@ def _read_ranges(
                 progress=None if bar is None else lambda: bar.update(f.tell() * parts),
             )
         for proc, recv in workers:
-            offset += _collect(proc, recv, src.name, builder, offset)
+            offset += _collect(proc, recv, src.name, builder, offset, fold)
         finished = True
     finally:
         for proc, recv in workers:
@@ -368,7 +372,7 @@ def _read_stream(
             errors.append(e)
         sender.close()
         try:
-            _collect(proc, results, src.name, None if errors else builder, 0)
+            _collect(proc, results, src.name, None if errors else builder, 0, fold)
         except InputError as e:
             errors.append(e)
         if errors:

@@ -25,6 +25,8 @@ class ReadPlan:
     max_line_bytes: int = MAX_LINE_BYTES
     per_source: bool = False  # calibration rows: a table per source (per-file figures)
     max_document_bytes: int | None = None  # a compressed whole document, inflated (None: 256 MiB)
+    id_field: str | None = None  # identifies native rows (formats with ids need none)
+    all_runs: bool = False  # rows read twice are pooled on purpose: ids are not checked
 
     @property
     def forced(self) -> str | None:
@@ -60,13 +62,16 @@ class ReadPlan:
         """A source's block decoder once its format is known: native rows through the typed
         fast path (dicts with ``--by``), other formats through the router's converters."""
         from calibcli.io.decode import BlockDecoder
+        from calibcli.io.ids import identifier
 
         key = group_key(fmt, self.settings.by, source)
+        ident = None if self.all_runs else identifier(fmt, self.id_field, source)
         if fmt == "jsonl":
-            if key is None:
+            if key is None and ident is None:
                 return BlockDecoder(self.spec)
-            return BlockDecoder(self.spec, convert=self.spec.check, key=key)
-        return BlockDecoder(self.spec, convert=self.router.converter(fmt), key=key, many=True)
+            return BlockDecoder(self.spec, convert=self.spec.check, key=key, ident=ident)
+        convert = self.router.converter(fmt)
+        return BlockDecoder(self.spec, convert=convert, key=key, many=True, ident=ident)
 
     def builder(self) -> Any:
         """An empty summary builder for these settings."""

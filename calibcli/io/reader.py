@@ -101,6 +101,7 @@ class Reader:
         self.warnings: list[str] = []
         self.skipped: list[str] = []
         self.current: SourceFold | None = None  # the source being read (for the workers)
+        self.seen: dict[int, tuple[str, Any]] = {}  # the ids read so far, over every source
         self.stream_hash: StreamHash | None = None
 
     def read(self, source: str, builder: Any) -> bool:
@@ -108,7 +109,7 @@ class Reader:
         from calibcli.summaries import Source as SourceInfo
 
         name = display_name(source)
-        fold = SourceFold(self.plan, name, source)
+        fold = SourceFold(self.plan, name, source, seen=self.seen)
         builder.begin_source()
         stream_hash = StreamHash() if source == "-" else None
         try:

@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError
+from calibcli.io.ids import default_id_field as _default_id_field
+from calibcli.io.ids import row_key as _row_key
+from calibcli.io.ids import show_id
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of
 from calibcli.summaries import KeyedRows
 
@@ -72,51 +75,6 @@ def _document_records(
             yield name, locator, row, None
     except SkipFile as skip:  # a results file holds no rows to compare, apply or fit
         raise InputError(name, None, skip.reason.removesuffix("; skipped")) from None
-
-
-def _id_key(value: Any) -> Any:
-    """A hashable id that keeps JSON types apart (1 and "1" are different ids)."""
-    if isinstance(value, bool) or value is None:
-        return ("literal", value)
-    if isinstance(value, (int, float)):
-        return ("number", value)
-    if isinstance(value, str):
-        return ("string", value)
-    kind = "an object" if isinstance(value, dict) else "a list"
-    raise ValueError(f"is {kind}, not a string or number")
-
-
-def show_id(key: Any) -> str:
-    """An id as the user wrote it (strings quoted, so 1 and "1" read differently)."""
-    kind, value = key[0], key[-1]
-    if kind == "string":
-        return repr(value)
-    if kind == "task":
-        return f"{key[1]}/{show_id(key[2:])}"
-    if kind == "sample":
-        return f"{show_id(key[1:3])} (epoch {key[3]})"
-    if value is None:
-        return "null"
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _default_id_field(fmt: str) -> str:
-    """The field an id error names: the registry's default id without the task or epoch."""
-    from calibcli.io import default_id
-
-    return default_id(fmt).removeprefix("task + ").removesuffix(" + epoch")
-
-
-def _row_key(formats: Any, row: dict, fmt: str, id_field: str | None, task: str | None) -> Any:
-    """The id of a row: ``id_field``'s value, or the format's default id."""
-    if id_field is not None:
-        return _id_key(formats.lookup(row, id_field))
-    if fmt == "lm-eval":
-        return ("task", task or "-", *_id_key(formats.lookup(row, "doc_id")))
-    if fmt == "inspect-ai":
-        epoch = row.get("epoch", 1)
-        return ("sample", *_id_key(formats.lookup(row, "id")), epoch)
-    return _id_key(formats.lookup(row, "id"))
 
 
 def read_keyed(

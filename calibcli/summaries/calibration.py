@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.summaries.fingerprint import RowFingerprint, calibration_hashes
+from calibcli.summaries.ids import IdLog, RowIds
 from calibcli.summaries.rows import ColumnBuffer, GroupIndex, RowColumns
 from calibcli.summaries.tables import BinTable
 
@@ -167,6 +168,7 @@ class CalibrationSummary:
     sources: tuple[Source, ...] = ()
     warnings: tuple[str, ...] = ()
     fingerprint: RowFingerprint = field(default_factory=RowFingerprint)
+    row_ids: RowIds | None = None
     _views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     kind = "calibration"
@@ -361,7 +363,19 @@ def merge_calibration(summaries: list[CalibrationSummary]) -> CalibrationSummary
         tuple(sources),
         warnings,
         fingerprint,
+        merged_ids(summaries),
     )
+
+
+def merged_ids(summaries: list[Any]) -> RowIds | None:
+    """The ids of merged summaries; SummaryMismatch when a row is in two of them."""
+    ids = RowIds.concat([s.row_ids for s in summaries if s.row_ids is not None])
+    if ids is not None and ids.repeated() is not None:
+        raise SummaryMismatch(
+            "a row is in two of the parts (the same id): parts of one input merged twice, or "
+            "re-runs of a task; merge each row once"
+        )
+    return ids
 
 
 class CalibrationBuilder:
@@ -394,6 +408,11 @@ class CalibrationBuilder:
         self.fingerprint = RowFingerprint()
         self.sources: list[Source] = []
         self.rows_of_source = 0
+        self.ids = IdLog()
+
+    def add_ids(self, hashes: list[int], where: list[Any]) -> None:
+        """Record the ids of the rows of the block about to be added (checked by the reader)."""
+        self.ids.add(hashes, where)
 
     # ----- one source
 
@@ -532,4 +551,5 @@ class CalibrationBuilder:
             tuple(self.sources),
             tuple(warnings),
             self.fingerprint,
+            self.ids.result(),
         )

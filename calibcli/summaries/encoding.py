@@ -33,6 +33,7 @@ from calibcli.summaries.calibration import (
 )
 from calibcli.summaries.exact import ExactSums
 from calibcli.summaries.fingerprint import RowFingerprint
+from calibcli.summaries.ids import RowIds
 from calibcli.summaries.perplexity import PerplexitySettings, PerplexitySummary
 from calibcli.summaries.rows import RowColumns
 from calibcli.summaries.tables import BinTable, TotalsTable
@@ -132,6 +133,13 @@ def encode(summary: CalibrationSummary | PerplexitySummary) -> tuple[bytes, list
     else:
         meta["table"] = _totals_table(arrays, "table", summary.table)
         meta["present"] = list(summary.present)
+    ids = summary.row_ids
+    meta["row_ids"] = None
+    if ids is not None:
+        meta["row_ids"] = {
+            "hashes": arrays.ref("row_ids.hashes", ids.hashes, "<u8"),
+            "lines": arrays.ref("row_ids.lines", ids.lines, "<i8"),
+        }
     meta["arrays"] = [
         {"name": name, "dtype": array.dtype.str, "shape": list(array.shape)}
         for name, array in arrays.items
@@ -267,6 +275,19 @@ def _source(entry: Any, table: BinTable | None) -> Source:
         raise SummaryError("a damaged calibcli summary (a bad source entry)") from None
 
 
+def _row_ids(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> RowIds | None:
+    spec = meta.get("row_ids")
+    if spec is None:
+        return None
+    try:
+        hashes, lines = arrays[spec["hashes"]], arrays[spec["lines"]]
+    except (KeyError, TypeError):
+        raise SummaryError("a damaged calibcli summary (its row ids are incomplete)") from None
+    if hashes.shape != lines.shape or hashes.ndim != 1:
+        raise SummaryError("a damaged calibcli summary (its row ids have a bad shape)")
+    return RowIds(hashes.astype(np.uint64), lines.astype(np.int64))
+
+
 def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
     """A summary from a decoded header and its arrays (by name)."""
     kind = meta.get("kind")
@@ -296,7 +317,9 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
         table = _get_totals(meta.get("table"), arrays)
         if names is not None and table.groups != len(names):
             raise SummaryError("a damaged calibcli summary (groups and totals disagree)")
-        return PerplexitySummary(settings, table, names, sources, warnings, present)
+        return PerplexitySummary(
+            settings, table, names, sources, warnings, present, _row_ids(meta, arrays)
+        )
     table = _get_bin_table(meta.get("table"), arrays)
     if table.bins != settings.bins or (names is not None and table.groups != len(names)):
         raise SummaryError("a damaged calibcli summary (its table and settings disagree)")
@@ -319,4 +342,6 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
         int(fp.get("total", "0"), 16),
         arrays.get(fp.get("sample", ""), np.zeros(0, np.uint64)).astype(np.uint64),
     )
-    return CalibrationSummary(settings, table, names, rows, sources, warnings, fingerprint)
+    return CalibrationSummary(
+        settings, table, names, rows, sources, warnings, fingerprint, _row_ids(meta, arrays)
+    )

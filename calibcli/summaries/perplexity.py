@@ -21,9 +21,11 @@ from calibcli.summaries.calibration import (
     Source,
     SummaryMismatch,
     coalesce,
+    merged_ids,
     overall_format,
     source_formats,
 )
+from calibcli.summaries.ids import IdLog, RowIds
 from calibcli.summaries.rows import GroupIndex
 from calibcli.summaries.tables import TotalsTable
 
@@ -96,6 +98,7 @@ class PerplexitySummary:
     sources: tuple[Source, ...] = ()
     warnings: tuple[str, ...] = ()
     present: tuple[bool | None, bool | None, bool | None] = (None, None, None)
+    row_ids: RowIds | None = None
 
     kind = "perplexity"
 
@@ -201,7 +204,13 @@ def merge_perplexity(summaries: list[PerplexitySummary]) -> PerplexitySummary:
     sources = coalesce([src for s in summaries for src in s.sources], lambda a, b: None)
     warnings = tuple(dict.fromkeys(w for s in summaries for w in s.warnings))
     return PerplexitySummary(
-        first.settings, table, tuple(names) if grouped else None, tuple(sources), warnings, present
+        first.settings,
+        table,
+        tuple(names) if grouped else None,
+        tuple(sources),
+        warnings,
+        present,
+        merged_ids(summaries),
     )
 
 
@@ -218,6 +227,11 @@ class PerplexityBuilder:
         self.first_line: int | None = None  # of the first row, for a share's pattern check
         self.sources: list[Source] = []
         self.rows_of_source = 0
+        self.ids = IdLog()
+
+    def add_ids(self, hashes: list[int], where: list[Any]) -> None:
+        """Record the ids of the rows of the block about to be added (checked by the reader)."""
+        self.ids.add(hashes, where)
 
     def begin_source(self) -> None:
         self.rows_of_source = 0
@@ -295,4 +309,5 @@ class PerplexityBuilder:
             tuple(self.sources),
             tuple(warnings),
             tuple(self.present),
+            self.ids.result(),
         )

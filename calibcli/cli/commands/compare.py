@@ -19,7 +19,6 @@ from calibcli.cli.options import (
     GateOn,
     GateOnOpt,
     HtmlOpt,
-    IdFieldOpt,
     JsonOpt,
     LabelOpt,
     MaxDecreaseOpt,
@@ -40,7 +39,6 @@ from calibcli.cli.reading import one_blas_thread
 def compare(
     base: Annotated[str, typer.Argument(metavar="BASE", help="The baseline's predictions.")],
     new: Annotated[str, typer.Argument(metavar="NEW", help="The new predictions.")],
-    id_field: IdFieldOpt = None,
     max_increase: MaxIncreaseOpt = None,
     max_decrease: MaxDecreaseOpt = None,
     gate_on: GateOnOpt = None,
@@ -77,6 +75,7 @@ def compare(
         raise usage_error("--gate-each needs --by FIELD")
     if unpaired and reading.by is not None:
         raise usage_error("--by compares matched rows group by group; it needs paired rows")
+    id_field = reading.id_field
     if unpaired and id_field is not None:
         raise usage_error("--id-field matches rows; --unpaired does not")
     try:

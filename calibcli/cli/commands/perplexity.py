@@ -6,12 +6,14 @@ from calibcli.cli.app import EXIT_CODES, app, usage_error
 from calibcli.cli.emit import check_outputs, emit
 from calibcli.cli.options import (
     MAX_LINE_MB,
+    AllRunsOpt,
     ByOpt,
     BytesField,
     Files,
     Format,
     FormatOpt,
     GateEachOpt,
+    IdFieldOpt,
     JsonOpt,
     LogprobsField,
     MaxDocumentMbOpt,
@@ -42,6 +44,8 @@ def perplexity(
     logprobs_field: LogprobsField = "logprobs",
     fmt: FormatOpt = Format.auto,
     by: ByOpt = None,
+    id_field: IdFieldOpt = None,
+    all_runs: AllRunsOpt = False,
     gate_each: GateEachOpt = False,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
@@ -80,6 +84,8 @@ def perplexity(
         workers=workers,
         max_line_bytes=line_bytes(max_line_mb),
         max_document_bytes=document_bytes(max_document_mb),
+        id_field=id_field,
+        all_runs=all_runs,
     )
     result = perplexity_report(data, Gate(limits or {}, each=gate_each))
     emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)

@@ -1,0 +1,95 @@
+"""Which of the files given make one sample: re-runs of a task are not pooled by accident.
+
+lm-evaluation-harness writes every run of a task into the run folder as a new file,
+``samples_<task>_<timestamp>.json[l]``; reading ``out/samples_*.jsonl`` after five runs would
+pool five copies of each question, and the narrower interval could pass a gate that one run
+fails. So among the files given for one input (one side of a comparison), the files of one task
+in one folder with different timestamps in their names are re-runs: only the newest (by the
+timestamp in the name, never by modification time, which an artifact download changes) is
+read, with a warning naming the runs left out, unless ``all_runs``. The same file given twice
+(by its content, not its path) and standard input given twice are refused unless ``all_runs``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from calibcli.errors import InputError
+from calibcli.io.content import file_content_id
+
+_RUN_NAME = re.compile(
+    r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
+    r"\.jsonl?(?:\.gz)?$"
+)
+DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purpose)"
+SHOWN = 5  # tasks and files named in the warning; the rest are counted
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The files to read, in the order given, and why some were left out."""
+
+    files: list[str]
+    warnings: list[str]
+
+
+def _run_of(path: str) -> tuple[str, str, str] | None:
+    """(folder, task, timestamp) of an lm-eval samples file name, else None."""
+    match = _RUN_NAME.match(PurePath(path).name)
+    if match is None:
+        return None
+    folder = os.path.realpath(os.path.dirname(path) or ".")
+    return folder, match["task"], _sortable(match["stamp"])
+
+
+def _sortable(stamp: str) -> str:
+    """A timestamp that sorts as time does (a whole second has no fraction in the name)."""
+    whole, _, fraction = stamp.partition(".")
+    return f"{whole}.{fraction.ljust(6, '0')}"
+
+
+def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
+    """The files of one input to read (see the module docstring); InputError when an input is
+    given twice without ``all_runs``."""
+    if all_runs:
+        return Runs(list(files), [])
+    if files.count("-") > 1:
+        raise InputError("<stdin>", None, f"standard input is given twice: {DOUBLE_INPUT}")
+    runs: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for f in files:
+        run = None if f == "-" else _run_of(f)
+        if run is not None:
+            runs.setdefault(run[:2], []).append((run[2], f))
+    left_out: list[str] = []
+    tasks = []
+    for (_, task), found in runs.items():
+        if len({stamp for stamp, _ in found}) < 2:
+            continue
+        found.sort()
+        tasks.append(task)
+        left_out += [f for _, f in found[:-1]]
+    warnings = []
+    if tasks:
+        named = ", ".join(repr(t) for t in tasks[:SHOWN])
+        more = f" and {len(tasks) - SHOWN} more" if len(tasks) > SHOWN else ""
+        files_shown = ", ".join(PurePath(f).name for f in left_out[:SHOWN])
+        files_more = f" and {len(left_out) - SHOWN} more" if len(left_out) > SHOWN else ""
+        warnings.append(
+            f"re-runs of {len(tasks)} task(s) ({named}{more}) in one folder: reading each "
+            f"task's newest run and leaving out {len(left_out)} older file(s): {files_shown}"
+            f"{files_more} (pass --all-runs to pool them)"
+        )
+    dropped = set(left_out)
+    kept = [f for f in files if f not in dropped]
+    seen: dict[str, str] = {}
+    for f in kept:
+        if f == "-" or not os.path.isfile(f):
+            continue  # the reader says what is wrong with it
+        content = file_content_id(f)
+        if content and content in seen:
+            raise InputError(f, None, f"holds the same bytes as {seen[content]}: {DOUBLE_INPUT}")
+        seen[content] = f
+    return Runs(kept, warnings)

@@ -1,0 +1,60 @@
+"""The ids of the rows a summary holds, where rows have them (lm-eval task + doc_id, an
+inspect-ai sample's id + epoch, or ``--id-field``): 64-bit hashes, each with its line (-1 for a
+row of a whole document). They travel inside the summary so that rows read twice are refused
+wherever the parts meet: in one reading, between a worker's share and the rest, in a merge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class RowIds:
+    """Hashes (uint64) and lines (int64, -1 when not a line) of identified rows, in input
+    order."""
+
+    hashes: np.ndarray
+    lines: np.ndarray
+
+    @classmethod
+    def concat(cls, parts: list[RowIds]) -> RowIds | None:
+        if not parts:
+            return None
+        return cls(
+            np.concatenate([p.hashes for p in parts]), np.concatenate([p.lines for p in parts])
+        )
+
+    def repeated(self) -> int | None:
+        """The index of the first row whose id an earlier row has, else None."""
+        if self.hashes.shape[0] < 2:
+            return None
+        order = np.argsort(self.hashes, kind="stable")
+        ordered = self.hashes[order]
+        same = np.flatnonzero(ordered[1:] == ordered[:-1])
+        if not same.shape[0]:
+            return None
+        return int(order[same + 1].min())
+
+
+class IdLog:
+    """Collects the ids of rows as they are read."""
+
+    def __init__(self) -> None:
+        self._hashes: list[int] = []
+        self._lines: list[int] = []
+
+    def add(self, hashes: list[int], where: list[Any]) -> None:
+        self._hashes.extend(hashes)
+        self._lines.extend(w if isinstance(w, int) else -1 for w in where)
+
+    def extend(self, ids: RowIds, offset: int = 0) -> None:
+        self._hashes.extend(ids.hashes.tolist())
+        self._lines.extend(np.where(ids.lines >= 0, ids.lines + offset, -1).tolist())
+
+    def result(self) -> RowIds | None:
+        if not self._hashes:
+            return None
+        return RowIds(np.asarray(self._hashes, np.uint64), np.asarray(self._lines, np.int64))
