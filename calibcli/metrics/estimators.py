@@ -40,7 +40,6 @@ from statistics import NormalDist
 import numpy as np
 
 from calibcli.metrics.core import BinStats, PredictionColumns, bin_edges, check_bins
-from calibcli.reports.figures import CALIBRATION, interval_keys
 
 __all__ = [
     "SCALAR_KEYS",
@@ -66,8 +65,22 @@ DECOMPOSITION_TERMS = (
     "within_bin_covariance",
 )
 # Every scalar that gets a bootstrap interval, in report order (nested report fields by their
-# dotted path), as the registry of figures lists them.
-SCALAR_KEYS = interval_keys(CALIBRATION)
+# dotted path); the report's registry of figures lists them in this order too.
+SCALAR_KEYS = (
+    "accuracy",
+    "mean_confidence",
+    "ece",
+    "brier",
+    *(f"brier_decomposition.{term}" for term in DECOMPOSITION_TERMS),
+    "mce",
+    "rmsce",
+    "rmsce_debiased",
+    "smece",
+    "smece_bandwidth",
+    "ece_1bin",
+    "nll",
+    "auroc",
+)
 
 _CHUNK = 1 << 16  # rows per block for the row-wise passes (bounds temporaries)
 
