@@ -39,7 +39,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from calibcli.metrics.core import BinStats, PredictionColumns, bin_edges, check_bins
+from calibcli.metrics.core import BinStats, PredictionColumns, bin_edges
+from calibcli.metrics.validation import check_bins, row_weights
 
 __all__ = [
     "SCALAR_KEYS",
@@ -104,32 +105,12 @@ def _confidence_vector(values: object) -> np.ndarray:
     return arr
 
 
-def _row_weights(weights: object, n: int) -> np.ndarray:
-    """Weights as int64 when they are integers, else float64; checked finite and non-negative."""
-    w = np.asarray(weights)
-    if w.ndim != 1 or w.shape[0] != n:
-        raise ValueError(f"weights must be 1-D of length {n}, got shape {w.shape}")
-    if w.size and (w.dtype == bool or w.dtype.kind not in "iuf"):
-        raise ValueError(f"weights must be non-negative numbers, got dtype {w.dtype}")
-    if w.dtype.kind in "iu":
-        bad = w < 0
-        out = w.astype(np.int64, copy=False)
-    else:
-        w = w.astype(np.float64, copy=False)
-        bad = ~(np.isfinite(w) & (w >= 0.0))
-        out = w
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"weights[{i}] = {w[i].item()!r} is not a finite non-negative number")
-    return out
-
-
 def _split_weights(
     columns: PredictionColumns, weights: object
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     if weights is None:
         return None, None
-    w = _row_weights(weights, columns.n)
+    w = row_weights(weights, columns.n)
     k = columns.conf_correct.shape[0]
     return w[:k], w[k:]
 
@@ -571,7 +552,7 @@ def resolve_edges(
         return bin_edges(m)
     conf = columns.confidences()
     if weights is not None:
-        w = _row_weights(weights, columns.n)
+        w = row_weights(weights, columns.n)
         if w.dtype.kind != "i":
             if not np.array_equal(w, np.floor(w)):
                 raise ValueError("quantile bins with weights need integer weights")

@@ -51,8 +51,9 @@ from calibcli.metrics.bootstrap import (
     run_replicates,
     sorted_quantile,
 )
-from calibcli.metrics.core import PredictionColumns, as_correct, validate_predictions
+from calibcli.metrics.core import PredictionColumns
 from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates, resolve_edges
+from calibcli.metrics.validation import as_correct, validate_predictions
 
 __all__ = [
     "DeLongResult",

@@ -55,7 +55,8 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from calibcli.metrics.core import bin_edges, bin_index, check_bins, validate_predictions
+from calibcli.metrics.core import bin_edges, bin_index
+from calibcli.metrics.validation import check_bins, validate_predictions
 
 __all__ = [
     "EPS",

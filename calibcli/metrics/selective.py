@@ -31,7 +31,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from calibcli.metrics.core import PredictionColumns, validate_predictions
+from calibcli.metrics.core import PredictionColumns
+from calibcli.metrics.validation import validate_predictions
 
 __all__ = [
     "METHODS",
