@@ -11,6 +11,9 @@ trials of rate p (q = 1 − p).
 * One-sided Clopper–Pearson bounds, the exact quantiles of the beta distribution solved for by a
   safeguarded Newton iteration: :func:`accuracy_lower_bound` on a success rate and
   :func:`risk_upper_bound` on an error rate.
+* McNemar's two-sided p-value min(1, 2·P[Binom(n, ½) <= m]): exact integer arithmetic,
+  correctly rounded, or the saddle-point pmf above a size limit
+  (:func:`binomial_half_two_sided`).
 """
 
 from __future__ import annotations
@@ -35,22 +38,43 @@ _CF_TINY = 1e-300
 _CF_MAX_ITER = 1_000_000
 
 
-def _stirling_error(n: np.ndarray) -> np.ndarray:
-    """The error of Stirling's formula in ln n!, accurate to ~1e-15 absolute (Loader 2000)."""
+def _stirling_error(n: np.ndarray, *, divide: bool = False) -> np.ndarray:
+    """The error of Stirling's formula in ln n!, accurate to ~1e-15 absolute (Loader 2000).
+
+    A table up to n = 15, beyond it the series (1/12 − (1/360 − (1/1260 − (1/1680 −
+    1/1188·n⁻²)·n⁻²)·n⁻²)·n⁻²)/n, evaluated with the reciprocal 1/n², or with ``divide=True``
+    by dividing by n² (the two roundings can differ in the last bit; McNemar's p-value keeps
+    the division, the tails the reciprocal).
+    """
     out = np.empty(n.shape)
     small = n <= 15
     out[small] = _STIRLERR_TABLE[n[small].astype(np.intp)]
     big = n[~small]
-    inv2 = 1.0 / (big * big)
-    s0, s1, s2, s3, s4 = 1 / 12, 1 / 360, 1 / 1260, 1 / 1680, 1 / 1188
-    out[~small] = (s0 - (s1 - (s2 - (s3 - s4 * inv2) * inv2) * inv2) * inv2) / big
+    s0, s1, s2, s3 = 1 / 12, 1 / 360, 1 / 1260, 1 / 1680
+    if divide:
+        sq = big * big
+        series = s0 - (s1 - (s2 - (s3 - 1 / (1188 * sq)) / sq) / sq) / sq
+    else:
+        inv2 = 1.0 / (big * big)
+        series = s0 - (s1 - (s2 - (s3 - (1 / 1188) * inv2) * inv2) * inv2) * inv2
+    out[~small] = series / big
     return out
 
 
-def _deviance(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    """x·ln(x / mean) + mean − x without cancellation when x ≈ mean (Loader 2000)."""
+def _libm_log(values: np.ndarray) -> np.ndarray:
+    """ln of each value by the C library (``math.log``), which numpy's vectorised log need not
+    match in the last bit."""
+    return np.array([math.log(v) for v in values.tolist()])
+
+
+def _deviance(x: np.ndarray, mean: np.ndarray, *, log=np.log) -> np.ndarray:
+    """x·ln(x / mean) + mean − x without cancellation when x ≈ mean (Loader 2000).
+
+    Near the mean (|x − mean| < 0.1·(x + mean)) by its series in v = (x − mean)/(x + mean);
+    elsewhere directly, with ``log`` (numpy's, or :func:`_libm_log` for McNemar's p-value).
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = x * np.log(x / mean) + mean - x
+        out = x * log(x / mean) + mean - x
     near = np.abs(x - mean) < 0.1 * (x + mean)
     if near.any():
         xs, ms = x[near], mean[near]
@@ -303,3 +327,68 @@ def risk_upper_bound(errors: object, n: object, *, delta: float) -> np.ndarray |
             guess,
         )
     return float(out[0]) if shape == () else out.reshape(shape)
+
+
+# --------------------------------------------------------------------------- Binom(n, ½), two-sided
+
+_CHECK_EVERY = 64  # tail terms summed between two checks of the exact sum's rounding bound
+
+
+def binomial_half_two_sided(n: int, m: int, *, exact_limit: int) -> float:
+    """min(1, 2·P[Binom(n, ½) <= m]) = min(1, Σ_{k=0}^{m} C(n, k) / 2^(n−1)); 1.0 for n = 0.
+
+    McNemar's exact p-value. Exact and correctly rounded up to ``exact_limit`` trials; above
+    it, ``math.comb`` alone takes seconds, so the saddle-point form is used (relative error
+    < 1e-11).
+    """
+    if 2 * m >= n:  # includes n = 0: the two tails overlap, p >= 1
+        return 1.0
+    if n > exact_limit:
+        return _binomial_half_two_sided_float(n, m)
+    return _binomial_half_two_sided_exact(n, m)
+
+
+def _binomial_half_two_sided_exact(n: int, m: int) -> float:
+    """Σ_{k=0}^{m} C(n, k) / 2^(n−1) for m < n/2 in integers, correctly rounded.
+
+    The terms are summed from k = m downwards (t_{k−1} = t_k·k / (n − k + 1), exact). The ratios
+    shrink as k falls, so the terms not yet added sum to at most t_j·j / (n − 2j + 1) after
+    adding t_j; once the sum and the sum plus that bound round to the same float, the exact
+    value (which lies between them) rounds to it too, and the loop stops.
+    """
+    scale = 1 << (n - 1)
+    term = math.comb(n, m)
+    total = term
+    for k in range(m, 0, -1):
+        if (m - k) % _CHECK_EVERY == 0:
+            bound = -(-term * k // (n - 2 * k + 1))  # ceiling
+            if total / scale == (total + bound) / scale:  # int / int is correctly rounded
+                break
+        term = term * k // (n - k + 1)
+        total += term
+    return total / scale
+
+
+def _binomial_half_two_sided_float(n: int, m: int) -> float:
+    """Σ_{k<=m} C(n, k) / 2^(n−1) for 0 <= m < n/2 in floating point.
+
+    P[X = m] by Loader's (2000) saddle-point form, exp(ε(n) − ε(m) − ε(n − m) − D(m) −
+    D(n − m))·sqrt(n / (2π·m·(n − m))) with ε the Stirling error and D the deviance from n/2,
+    then times Σ_j P[X = m − j]/P[X = m], whose ratios are exact products of small fractions.
+    """
+    if m == 0:
+        return math.ldexp(1.0, 1 - n)
+    half = n / 2.0
+    eps = _stirling_error(np.array([n, m, n - m], dtype=np.float64), divide=True).tolist()
+    dev = _deviance(
+        np.array([m, n - m], dtype=np.float64), np.array([half, half]), log=_libm_log
+    ).tolist()
+    log_term = eps[0] - eps[1] - eps[2] - dev[0] - dev[1]
+    log_term += 0.5 * math.log(n / (2.0 * math.pi * m * (n - m)))
+    ratio, total = 1.0, 1.0
+    for k in range(m, 0, -1):
+        ratio *= k / (n - k + 1)
+        if ratio < 1e-17 * total:
+            break
+        total += ratio
+    return 2.0 * math.exp(log_term) * total
