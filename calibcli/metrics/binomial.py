@@ -8,6 +8,7 @@ trials of rate p (q = 1 − p).
   any n.
 * Tails P[X <= k] and P[X > k] as the regularised incomplete beta function, the pmf times a
   continued fraction (modified Lentz), ~1e-14 relative: :func:`binomial_cdf`.
+* Wilson's (1927) score interval for a proportion, two-sided: :func:`wilson_interval`.
 * One-sided Clopper–Pearson bounds, the exact quantiles of the beta distribution solved for by a
   safeguarded Newton iteration: :func:`accuracy_lower_bound` on a success rate and
   :func:`risk_upper_bound` on an error rate.
@@ -25,7 +26,13 @@ import numpy as np
 
 from calibcli.metrics.roots import solve_increasing
 
-__all__ = ["accuracy_lower_bound", "binomial_cdf", "risk_upper_bound"]
+__all__ = [
+    "accuracy_lower_bound",
+    "binomial_cdf",
+    "binomial_half_two_sided",
+    "risk_upper_bound",
+    "wilson_interval",
+]
 
 _LN_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 # stirlerr(n) = ln n! − (n + ½)·ln n + n − ln √(2π) for n = 0..15; beyond, its asymptotic series.
@@ -241,13 +248,57 @@ def binomial_cdf(k: object, n: object, p: object) -> np.ndarray | float:
     return float(lower) if lower.ndim == 0 else lower
 
 
-def _wilson_lower(s: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
-    """One-sided Wilson score bound: a starting point for the exact solver, nothing more."""
-    z = NormalDist().inv_cdf(1.0 - level)
-    p = s / n
-    centre = p + z * z / (2.0 * n)
-    half = z * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
-    return (centre - half) / (1.0 + z * z / n)
+def _wilson_bounds(
+    k: np.ndarray, n: np.ndarray, z: float, *, scale_last: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score interval centre ∓ half-width for the normal quantile z, elementwise.
+
+    With p̂ = k/n: centre = (p̂ + z²/2n) / (1 + z²/n), half-width = z/(1 + z²/n)·sqrt(p̂(1 − p̂)/n
+    + z²/4n²). Centre and half-width are each divided by 1 + z²/n, or with ``scale_last=True``
+    their difference and sum once (the rounding the exact bounds' starting points use). nan
+    where n == 0; not clipped.
+    """
+    z2 = z * z
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / n
+        denom = 1.0 + z2 / n
+        centre = p + z2 / (2.0 * n)
+        root = np.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n))
+        if scale_last:
+            return (centre - z * root) / denom, (centre + z * root) / denom
+        centre = centre / denom
+        half = z / denom * root
+        return centre - half, centre + half
+
+
+def wilson_interval(
+    successes: object, n: object, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for a binomial proportion, elementwise; (nan, nan) where n == 0.
+
+    With p̂ = k/n and z the two-sided normal quantile of ``level``:
+    centre = (p̂ + z²/2n) / (1 + z²/n), half-width = z/(1 + z²/n)·sqrt(p̂(1 − p̂)/n + z²/4n²),
+    clipped to [0, 1] (it lies there in exact arithmetic).
+
+    >>> lo, hi = wilson_interval(0, 10)
+    >>> round(float(lo), 6), round(float(hi), 6)
+    (0.0, 0.277533)
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    k = np.asarray(successes, dtype=np.float64)
+    total = np.asarray(n, dtype=np.float64)
+    if np.any(total < 0) or np.any(k < 0) or np.any(k > total):
+        raise ValueError("wilson_interval needs 0 <= successes <= n")
+    lo, hi = _wilson_bounds(k, total, NormalDist().inv_cdf(0.5 + level / 2.0))
+    lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+    empty = total == 0
+    return np.where(empty, np.nan, lo), np.where(empty, np.nan, hi)
+
+
+def _wilson_start(s: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
+    """One-sided Wilson score lower bound: a starting point for the exact solver, nothing more."""
+    return _wilson_bounds(s, n, NormalDist().inv_cdf(1.0 - level), scale_last=True)[0]
 
 
 def accuracy_lower_bound(successes: object, n: object, *, delta: float) -> np.ndarray | float:
@@ -282,7 +333,7 @@ def accuracy_lower_bound(successes: object, n: object, *, delta: float) -> np.nd
             si, ni = s[idx], nn[idx]
             return ni * np.exp(_log_pmf(si - 1.0, ni - 1.0, x, 1.0 - x))
 
-        guess = _wilson_lower(s, nn, level)
+        guess = _wilson_start(s, nn, level)
         out[solve] = solve_increasing(
             upper_tail, np.full(s.shape, level), np.zeros(s.shape), np.ones(s.shape), density, guess
         )
@@ -317,7 +368,7 @@ def risk_upper_bound(errors: object, n: object, *, delta: float) -> np.ndarray |
             ei, ni = e[idx], nn[idx]
             return ni * np.exp(_log_pmf(ei, ni - 1.0, x, 1.0 - x))
 
-        guess = 1.0 - _wilson_lower(nn - e, nn, level)
+        guess = 1.0 - _wilson_start(nn - e, nn, level)
         out[solve] = solve_increasing(
             upper_tail,
             np.full(e.shape, 1.0 - level),

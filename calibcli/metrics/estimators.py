@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from statistics import NormalDist
 
 import numpy as np
 
+from calibcli.metrics.binomial import wilson_interval
 from calibcli.metrics.core import BinStats, PredictionColumns, bin_edges
 from calibcli.metrics.validation import check_bins, row_weights
 
@@ -416,38 +416,6 @@ def _auroc_sorted(right: np.ndarray, wrong: np.ndarray) -> float:
         found += 2 * int(below.sum()) + int(ties.sum())
     twice_u = found if keys_are_right else 2 * n_right * n_wrong - found
     return twice_u / (2 * n_right * n_wrong)
-
-
-def wilson_interval(
-    successes: object, n: object, level: float = 0.95
-) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval for a binomial proportion, elementwise; (nan, nan) where n == 0.
-
-    With p̂ = k/n and z the two-sided normal quantile of ``level``:
-    centre = (p̂ + z²/2n) / (1 + z²/n), half-width = z/(1 + z²/n)·sqrt(p̂(1 − p̂)/n + z²/4n²),
-    clipped to [0, 1] (it lies there in exact arithmetic).
-
-    >>> lo, hi = wilson_interval(0, 10)
-    >>> round(float(lo), 6), round(float(hi), 6)
-    (0.0, 0.277533)
-    """
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    k = np.asarray(successes, dtype=np.float64)
-    total = np.asarray(n, dtype=np.float64)
-    if np.any(total < 0) or np.any(k < 0) or np.any(k > total):
-        raise ValueError("wilson_interval needs 0 <= successes <= n")
-    z = NormalDist().inv_cdf(0.5 + level / 2.0)
-    z2 = z * z
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = k / total
-        denom = 1.0 + z2 / total
-        centre = (p + z2 / (2.0 * total)) / denom
-        half = z / denom * np.sqrt(p * (1.0 - p) / total + z2 / (4.0 * total * total))
-        lo = np.clip(centre - half, 0.0, 1.0)
-        hi = np.clip(centre + half, 0.0, 1.0)
-    empty = total == 0
-    return np.where(empty, np.nan, lo), np.where(empty, np.nan, hi)
 
 
 # --------------------------------------------------------------------------- the whole family
