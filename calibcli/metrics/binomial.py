@@ -301,6 +301,27 @@ def _wilson_start(s: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
     return _wilson_bounds(s, n, NormalDist().inv_cdf(1.0 - level), scale_last=True)[0]
 
 
+def _solve_upper_tail(
+    k: np.ndarray, n: np.ndarray, target: np.ndarray, guess: np.ndarray
+) -> np.ndarray:
+    """The rate p with P[Binom(n, p) > k] = target, elementwise (0 <= k < n, 0 < target < 1).
+
+    P[X > k] increases with p; the Newton steps are on its logarithm, whose derivative is
+    n·pmf_{n−1}(k; p) / P[X > k].
+    """
+    log_target = np.log(target)
+
+    def newton(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ki, ni = k[idx], n[idx]
+        fx = binomial_tails(ki, ni, x)[1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            density = ni * np.exp(_log_pmf(ki, ni - 1.0, x, 1.0 - x))
+            step = (np.log(fx) - log_target[idx]) * fx / density
+        return fx - target[idx], step
+
+    return solve_increasing(newton, np.zeros(k.shape), np.ones(k.shape), guess)
+
+
 def accuracy_lower_bound(successes: object, n: object, *, delta: float) -> np.ndarray | float:
     """One-sided Clopper–Pearson lower bound on a success rate, elementwise.
 
@@ -324,19 +345,8 @@ def accuracy_lower_bound(successes: object, n: object, *, delta: float) -> np.nd
     solve = (s_flat > 0) & ~allright
     if solve.any():
         s, nn = s_flat[solve], n_flat[solve]
-
-        def upper_tail(x, idx):
-            return binomial_tails(s[idx] - 1.0, nn[idx], x)[1]
-
-        def density(x, idx):
-            # d/dp P[X >= s] = n·pmf_{n−1}(s − 1; p)
-            si, ni = s[idx], nn[idx]
-            return ni * np.exp(_log_pmf(si - 1.0, ni - 1.0, x, 1.0 - x))
-
         guess = _wilson_start(s, nn, level)
-        out[solve] = solve_increasing(
-            upper_tail, np.full(s.shape, level), np.zeros(s.shape), np.ones(s.shape), density, guess
-        )
+        out[solve] = _solve_upper_tail(s - 1.0, nn, np.full(s.shape, level), guess)
     return float(out[0]) if shape == () else out.reshape(shape)
 
 
@@ -360,23 +370,8 @@ def risk_upper_bound(errors: object, n: object, *, delta: float) -> np.ndarray |
     solve = (e_flat < n_flat) & ~none_wrong
     if solve.any():
         e, nn = e_flat[solve], n_flat[solve]
-
-        def upper_tail(x, idx):  # P[X > e], increasing in the rate
-            return binomial_tails(e[idx], nn[idx], x)[1]
-
-        def density(x, idx):
-            ei, ni = e[idx], nn[idx]
-            return ni * np.exp(_log_pmf(ei, ni - 1.0, x, 1.0 - x))
-
         guess = 1.0 - _wilson_start(nn - e, nn, level)
-        out[solve] = solve_increasing(
-            upper_tail,
-            np.full(e.shape, 1.0 - level),
-            np.zeros(e.shape),
-            np.ones(e.shape),
-            density,
-            guess,
-        )
+        out[solve] = _solve_upper_tail(e, nn, np.full(e.shape, 1.0 - level), guess)
     return float(out[0]) if shape == () else out.reshape(shape)
 
 

@@ -49,13 +49,14 @@ class; isotonic and histogram fit one class (every row maps to its accuracy, 0 o
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 import numpy as np
 
 from calibcli.metrics.core import bin_edges, bin_index
+from calibcli.metrics.roots import solve_increasing
 from calibcli.metrics.validation import check_bins, validate_predictions
 
 __all__ = [
@@ -86,7 +87,6 @@ METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")
 _TWO_CLASS_METHODS = ("temperature", "platt", "beta")
 _NEWTON_MAX_ITER = 100
 _NEWTON_RTOL = 1e-10
-_ULP = float(np.finfo(np.float64).eps)
 
 
 # --------------------------------------------------------------------------- numerics
@@ -114,34 +114,36 @@ def _beta_features(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.log(c), -np.log1p(-c)
 
 
-def _solve_increasing(fn, lo: float, hi: float) -> float:
-    """Root of a non-decreasing g on [lo, hi] (lo > 0), or the bound g's sign points to.
+def _temperature_root(derivative: Callable[[float], tuple[float, float]]) -> float:
+    """The temperature T = 1/β at which a convex NLL's derivative in β vanishes, T in
+    [T_MIN, T_MAX]; the bound the derivative's sign points to when it does not vanish inside.
 
-    ``fn(x)`` returns (g(x), g'(x)). Newton steps, kept inside a shrinking bracket by falling
-    back to the geometric midpoint, until the Newton step is at most 4 ulp of x.
+    ``derivative(β)`` returns the NLL's first and second derivatives in β, the first
+    non-decreasing. Newton steps in a geometric bracket, until a step is at most 4 ulp of β.
     """
-    g_lo, _ = fn(lo)
-    if g_lo >= 0:
-        return lo
-    g_hi, _ = fn(hi)
-    if g_hi <= 0:
-        return hi
-    x = 1.0 if lo < 1.0 < hi else math.sqrt(lo * hi)
-    for _ in range(500):
-        g, dg = fn(x)
-        if g == 0:
-            return x
-        if g < 0:
-            lo = x
-        else:
-            hi = x
-        newton = g / dg if dg > 0 else math.inf
-        if abs(newton) <= 4 * _ULP * x or hi - lo <= 4 * _ULP * lo:
-            return x
-        x = x - newton
-        if not lo < x < hi:
-            x = math.sqrt(lo * hi)
-    return x
+    lo, hi = 1.0 / T_MAX, 1.0 / T_MIN
+    if derivative(lo)[0] >= 0:
+        beta = lo
+    elif derivative(hi)[0] <= 0:
+        beta = hi
+    else:
+
+        def newton(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            g, dg = derivative(float(x[0]))
+            return np.array([g]), np.array([g / dg if dg > 0 else math.inf])
+
+        beta = float(
+            solve_increasing(
+                newton,
+                np.array([lo]),
+                np.array([hi]),
+                np.array([1.0]),
+                geometric=True,
+                stop_on_step=True,
+                max_iter=500,
+            )[0]
+        )
+    return float(min(max(1.0 / beta, T_MIN), T_MAX))
 
 
 def _logistic_fit(features: np.ndarray, target: np.ndarray, start: np.ndarray, what: str):
@@ -486,8 +488,7 @@ def _fit_temperature(c: np.ndarray, y: np.ndarray) -> TemperatureCalibrator:
         p = _sigmoid(beta * z)
         return float(np.mean(z * (p - yf))), float(np.mean(z * z * p * (1.0 - p)))
 
-    beta = _solve_increasing(derivative, 1.0 / T_MAX, 1.0 / T_MIN)
-    return TemperatureCalibrator(float(min(max(1.0 / beta, T_MIN), T_MAX)))
+    return TemperatureCalibrator(_temperature_root(derivative))
 
 
 def _fit_platt(c: np.ndarray, y: np.ndarray) -> PlattCalibrator:
@@ -727,8 +728,7 @@ def fit_multiclass_temperature(
         var = np.bincount(rows, weights=p * dev * dev, minlength=sizes.shape[0])
         return float(np.mean(mean - gold_ll)), float(np.mean(var))
 
-    beta = _solve_increasing(derivative, 1.0 / T_MAX, 1.0 / T_MIN)
-    return MulticlassTemperatureCalibrator(float(min(max(1.0 / beta, T_MIN), T_MAX)))
+    return MulticlassTemperatureCalibrator(_temperature_root(derivative))
 
 
 def _take_rows(values: np.ndarray, offs: np.ndarray, rows: np.ndarray):
