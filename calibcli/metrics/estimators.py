@@ -56,6 +56,7 @@ __all__ = [
     "wilson_interval",
 ]
 
+# the bin strategies resolve_edges implements; calibcli.metrics.methods names and describes them
 STRATEGIES = ("uniform", "quantile")
 
 DECOMPOSITION_TERMS = (

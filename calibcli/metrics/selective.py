@@ -54,6 +54,7 @@ __all__ = [
     "selective_accuracy",
 ]
 
+# the rules select_threshold implements; calibcli.metrics.methods names and describes them
 METHODS = ("ltt", "sgr")
 
 # --------------------------------------------------------------------------- the curve
