@@ -18,10 +18,10 @@ from sklearn.calibration import calibration_curve
 from sklearn.metrics import log_loss as sk_log_loss
 from sklearn.metrics import roc_auc_score
 
+from calibcli.metrics.binning import STRATEGIES
 from calibcli.metrics.core import BinStats, PredictionColumns
 from calibcli.metrics.estimators import (
     SCALAR_KEYS,
-    STRATEGIES,
     auroc,
     calibration_estimates,
     debiased_rms_calibration_error,

@@ -4,7 +4,7 @@ bin strategies, each with a one-line description.
 Pure data, without numpy, so that a command line can build its option choices and their help at
 start-up without loading the numerics. The implementations answer to the same names in
 :mod:`calibcli.metrics.recalibration` (``RECALIBRATORS``), :mod:`calibcli.metrics.selective`
-(``METHODS``) and :mod:`calibcli.metrics.estimators` (``STRATEGIES``); their tests check that each
+(``METHODS``) and :mod:`calibcli.metrics.binning` (``STRATEGIES``); their tests check that each
 list agrees with its implementation.
 """
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calibcli.metrics.binning import resolve_edges
 from calibcli.metrics.binomial import binomial_half_two_sided
 from calibcli.metrics.bootstrap import (
     ReplicateEngine,
@@ -53,7 +54,7 @@ from calibcli.metrics.bootstrap import (
     sorted_quantile,
 )
 from calibcli.metrics.core import PredictionColumns
-from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates, resolve_edges
+from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates
 from calibcli.metrics.validation import as_correct, validate_predictions
 
 __all__ = [
