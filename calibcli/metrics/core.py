@@ -6,7 +6,7 @@ statistics (:class:`BinStats`) that one pass over the rows builds and that merge
 a large file can be folded block by block, or split across processes, and give the pooled result.
 
 This module is the documented entry point of the metrics: it also offers the perplexity of
-:mod:`calibcli.metrics.perplexity` and the validators of :mod:`calibcli.metrics.validation`.
+:mod:`calibcli.metrics.corpus_perplexity` and the validators of :mod:`calibcli.metrics.validation`.
 
 Conventions (stated once, used everywhere; perplexity's are in its module):
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibcli.metrics.perplexity import PerplexityResult, bits_per_unit, perplexity
+from calibcli.metrics.corpus_perplexity import PerplexityResult, bits_per_unit, perplexity
 from calibcli.metrics.validation import (
     check_bins,
     validate_predictions,

@@ -1,4 +1,4 @@
-"""Perplexity: corpus perplexity, mean NLL and bits per token from per-sequence summed NLL.
+"""Corpus perplexity: perplexity, mean NLL and bits per token from per-sequence summed NLL.
 
 Pure numpy: no I/O, no printing. Conventions:
 
