@@ -1,7 +1,9 @@
 """calibcli.metrics: pure numpy metrics, no I/O (conventions in calibcli.metrics.core).
 
 Every name loads its module on first use (PEP 562), so importing the package costs nothing and
-never imports numpy: a command line can read :mod:`calibcli.metrics.methods` at start-up.
+never imports numpy. Beside ``__all__``, the names other stages read resolve here too: the
+numpy-free registries of :mod:`calibcli.metrics.methods` (a command line's choices and help at
+start-up) and the Brier decomposition's term names.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "max_calibration_error",
         "one_bin_ece",
         "rms_calibration_error",
+        "DECOMPOSITION_TERMS",
     ),
     "binning": ("quantile_edges",),
     "binomial": ("accuracy_lower_bound", "binomial_cdf", "risk_upper_bound", "wilson_interval"),
@@ -51,6 +54,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "recalibration": ("cross_fit", "cross_fit_multiclass_temperature", "fit"),
     "multiclass": ("fit_multiclass_temperature",),
+    "methods": ("BIN_STRATEGIES", "RECALIBRATION_METHODS", "SELECTION_METHODS"),
     "selective": (
         "RiskCoverage",
         "ThresholdChoice",
@@ -81,7 +85,7 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *_HOMES})
 
 
 __all__ = [
