@@ -218,9 +218,12 @@ def binomial_tails(k: object, n: object, p: object) -> tuple[np.ndarray, np.ndar
     return lower.reshape(shape), upper.reshape(shape)
 
 
-def _check_counts(k: np.ndarray, n: np.ndarray, k_name: str) -> None:
-    if np.any(n < 0) or np.any(k < 0) or np.any(k > n):
-        raise ValueError(f"need 0 <= {k_name} <= n, got {k_name}={k!r}, n={n!r}")
+def _counts(k: object, n: object, k_name: str) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """(k, n) broadcast as int64, checked 0 <= k <= n, flattened to float64; and their shape."""
+    k_arr, n_arr = np.broadcast_arrays(np.asarray(k, dtype=np.int64), np.asarray(n, dtype=np.int64))
+    if np.any(n_arr < 0) or np.any(k_arr < 0) or np.any(k_arr > n_arr):
+        raise ValueError(f"need 0 <= {k_name} <= n, got {k_name}={k_arr!r}, n={n_arr!r}")
+    return k_arr.ravel().astype(np.float64), n_arr.ravel().astype(np.float64), k_arr.shape
 
 
 def check_level(delta: object, name: str = "delta") -> float:
@@ -333,12 +336,7 @@ def accuracy_lower_bound(successes: object, n: object, *, delta: float) -> np.nd
     0.741134449107
     """
     level = check_level(delta)
-    s_arr, n_arr = np.broadcast_arrays(
-        np.asarray(successes, dtype=np.int64), np.asarray(n, dtype=np.int64)
-    )
-    _check_counts(s_arr, n_arr, "successes")
-    shape = s_arr.shape
-    s_flat, n_flat = s_arr.ravel().astype(np.float64), n_arr.ravel().astype(np.float64)
+    s_flat, n_flat, shape = _counts(successes, n, "successes")
     out = np.zeros(s_flat.shape)
     allright = (s_flat == n_flat) & (n_flat > 0)
     out[allright] = np.exp(np.log(level) / n_flat[allright])
@@ -358,12 +356,7 @@ def risk_upper_bound(errors: object, n: object, *, delta: float) -> np.ndarray |
     and U = 1 − δ^(1/n) when e = 0. The true rate is <= U with probability >= 1 − δ.
     """
     level = check_level(delta)
-    e_arr, n_arr = np.broadcast_arrays(
-        np.asarray(errors, dtype=np.int64), np.asarray(n, dtype=np.int64)
-    )
-    _check_counts(e_arr, n_arr, "errors")
-    shape = e_arr.shape
-    e_flat, n_flat = e_arr.ravel().astype(np.float64), n_arr.ravel().astype(np.float64)
+    e_flat, n_flat, shape = _counts(errors, n, "errors")
     out = np.ones(e_flat.shape)
     none_wrong = (e_flat == 0) & (n_flat > 0)
     out[none_wrong] = -np.expm1(np.log(level) / n_flat[none_wrong])
