@@ -18,6 +18,7 @@ from sklearn.calibration import calibration_curve
 from sklearn.metrics import log_loss as sk_log_loss
 from sklearn.metrics import roc_auc_score
 
+from calibcli.metrics.binning import STRATEGIES
 from calibcli.metrics.core import BinStats, PredictionColumns
 from calibcli.metrics.estimators import (
     SCALAR_KEYS,
@@ -31,6 +32,7 @@ from calibcli.metrics.estimators import (
     rms_calibration_error,
     wilson_interval,
 )
+from calibcli.metrics.methods import BIN_STRATEGIES, names
 
 # --------------------------------------------------------------------------- references
 
@@ -285,6 +287,14 @@ def test_estimates_fields_and_scalars():
     assert est.rmsce_debiased <= est.rmsce and est.mce >= est.ece
     with pytest.raises(ValueError, match="strategy"):
         calibration_estimates(columns, strategy="equal")
+
+
+def test_bin_strategies_are_the_named_ones():
+    # the light list the command line reads names exactly the strategies the estimators bin by
+    assert names(BIN_STRATEGIES) == STRATEGIES
+    columns = PredictionColumns.from_arrays([0.1, 0.4, 0.45, 0.9], [False, True, False, True])
+    for strategy in STRATEGIES:
+        assert calibration_estimates(columns, bins=2, strategy=strategy).strategy == strategy
 
 
 def test_smooth_ece_matches_relplot_when_available():

@@ -8,12 +8,18 @@ well-calibrated and an overconfident model over 5 bins), a plain-Python referenc
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib
 import math
 import re
+import subprocess
+import sys
+import types
 import warnings
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,6 +43,7 @@ from calibcli.metrics.core import (
 )
 
 LN2 = math.log(2.0)
+METRICS = Path(calibcli.metrics.__file__).parent
 EDGE_BINS = (5, 10, 15, 50, 100)
 DECOMPOSITION_KEYS = {
     "reliability",
@@ -83,6 +90,47 @@ def test_public_functions_are_reexported_from_calibcli_metrics():
         "bin_index",
     ):
         assert getattr(calibcli.metrics, name) is getattr(calibcli.metrics.core, name), name
+
+
+def test_every_public_name_resolves_even_after_every_module_is_loaded():
+    # a submodule named like a public function would replace it on the package once imported
+    for module in METRICS.glob("*.py"):
+        importlib.import_module(f"calibcli.metrics.{module.stem}")
+    for name in (*calibcli.metrics.__all__, "DECOMPOSITION_TERMS", "RECALIBRATION_METHODS"):
+        assert not isinstance(getattr(calibcli.metrics, name), types.ModuleType), name
+
+
+def test_importing_the_package_and_its_registry_loads_no_numpy():
+    code = (
+        "import sys; from calibcli.metrics import "
+        "BIN_STRATEGIES, RECALIBRATION_METHODS, SELECTION_METHODS; "
+        "print(sorted(k for k in sys.modules if k == 'numpy' or k.startswith('calibcli')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['calibcli', 'calibcli.metrics', 'calibcli.metrics.methods']"
+
+
+def test_metrics_import_nothing_of_calibcli_but_errors():
+    for module in METRICS.glob("*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                targets = [node.module or ""]
+            else:
+                continue
+            for target in targets:
+                if target.split(".")[0] == "calibcli":
+                    assert target.startswith("calibcli.metrics") or target == "calibcli.errors", (
+                        module.name,
+                        target,
+                    )
+
+
+def test_no_metrics_module_is_over_600_lines():
+    for module in METRICS.glob("*.py"):
+        assert len(module.read_text(encoding="utf-8").splitlines()) <= 600, module.name
 
 
 # --------------------------------------------------------------------------- perplexity, worked

@@ -25,10 +25,13 @@ from sklearn.calibration import _SigmoidCalibration
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
+from calibcli.metrics.calibrators import BINARY_CALIBRATORS
 from calibcli.metrics.core import expected_calibration_error
+from calibcli.metrics.methods import RECALIBRATION_METHODS, names
 from calibcli.metrics.recalibration import (
     EPS,
     METHODS,
+    RECALIBRATORS,
     T_MAX,
     T_MIN,
     BetaCalibrator,
@@ -506,6 +509,28 @@ def test_apply_validates_and_keeps_shape(cal):
         cal.apply(-0.5)
     ends = cal.apply([0.0, 1.0])
     assert np.all(np.isfinite(ends)) and np.all((ends >= 0) & (ends <= 1))
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+def test_registry_has_one_calibrator_per_named_method():
+    # the light list the command line reads, and the implementations, name the same methods
+    assert METHODS == names(RECALIBRATION_METHODS) == tuple(RECALIBRATORS)
+    assert [cls.method for cls in BINARY_CALIBRATORS] == list(METHODS)
+    for name, entry in RECALIBRATORS.items():
+        assert entry.method.name == entry.calibrator.method == name
+        assert entry.method.help and "\n" not in entry.method.help
+
+
+@pytest.mark.parametrize("method", RECALIBRATION_METHODS, ids=lambda m: m.name)
+def test_two_class_flag_is_what_fitting_requires(method):
+    c = [0.2, 0.4, 0.6, 0.9]
+    if method.two_class:
+        with pytest.raises(ValueError, match="single class"):
+            fit(c, [1, 1, 1, 1], method=method.name)
+    else:  # one class maps every row to its accuracy
+        np.testing.assert_array_equal(fit(c, [1, 1, 1, 1], method=method.name).apply(c), 1.0)
 
 
 # --------------------------------------------------------------------------- properties

@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from calibcli.metrics.core import PredictionColumns
+from calibcli.metrics.methods import SELECTION_METHODS, names
 from calibcli.metrics.selective import (
+    METHODS,
     RiskCoverage,
     accuracy_lower_bound,
     aurc,
@@ -369,6 +371,16 @@ def test_delta_and_method_are_validated():
         select_threshold(curve, target_accuracy=0.9, delta=1.0)
     with pytest.raises(ValueError, match="method"):
         select_threshold(curve, target_accuracy=0.9, method="bonferroni")
+
+
+def test_selection_methods_are_the_named_ones():
+    # the light list the command line reads names exactly the rules select_threshold runs
+    assert names(SELECTION_METHODS) == METHODS
+    curve = RiskCoverage.from_arrays([0.9, 0.8, 0.7, 0.2], [True, True, True, False])
+    for method in METHODS:
+        assert select_threshold(curve, target_accuracy=0.5, delta=0.5, method=method).method == (
+            method
+        )
 
 
 def test_the_guarantee_holds_in_simulation():

@@ -1,87 +1,91 @@
-"""calibcli.metrics: pure numpy metrics, no I/O (conventions in calibcli.metrics.core)."""
+"""calibcli.metrics: pure numpy metrics, no I/O (conventions in calibcli.metrics.core).
 
-from calibcli.metrics.bootstrap import BootstrapResult, bootstrap_intervals
-from calibcli.metrics.core import (
-    BinStats,
-    CalibrationReport,
-    PerplexityResult,
-    PredictionColumns,
-    StatsAccumulator,
-    bin_edges,
-    bin_index,
-    bits_per_unit,
-    brier_decomposition,
-    brier_score,
-    check_bins,
-    expected_calibration_error,
-    perplexity,
-    reliability_diagram,
-    validate_predictions,
-    validate_weights,
-)
-from calibcli.metrics.estimators import (
-    SCALAR_KEYS,
-    CalibrationEstimates,
-    auroc,
-    calibration_estimates,
-    debiased_rms_calibration_error,
-    log_loss,
-    max_calibration_error,
-    one_bin_ece,
-    quantile_edges,
-    rms_calibration_error,
-    wilson_interval,
-)
-from calibcli.metrics.smooth import SmoothECE, smooth_ece
+Every name loads its module on first use (PEP 562), so importing the package costs nothing and
+never imports numpy. Beside ``__all__``, the names other stages read resolve here too: the
+numpy-free registries of :mod:`calibcli.metrics.methods` (a command line's choices and help at
+start-up) and the Brier decomposition's term names.
+"""
 
-# The decision-making modules load on first use: every run imports this package, few need them.
-_LAZY = {
-    **dict.fromkeys(
-        (
-            "DeLongResult",
-            "McNemarResult",
-            "PairedBootstrapResult",
-            "delong_test",
-            "identical_correctness",
-            "mcnemar_exact",
-            "paired_bootstrap",
-            "unpaired_bootstrap",
-        ),
-        "calibcli.metrics.paired",
+from __future__ import annotations
+
+import importlib
+
+# each public name by the module that defines it
+_MODULES: dict[str, tuple[str, ...]] = {
+    "core": (
+        "BinStats",
+        "CalibrationReport",
+        "PredictionColumns",
+        "StatsAccumulator",
+        "bin_edges",
+        "bin_index",
+        "brier_decomposition",
+        "brier_score",
+        "expected_calibration_error",
+        "reliability_diagram",
     ),
-    **dict.fromkeys(
-        ("cross_fit", "cross_fit_multiclass_temperature", "fit", "fit_multiclass_temperature"),
-        "calibcli.metrics.recalibration",
+    "corpus_perplexity": ("PerplexityResult", "bits_per_unit", "perplexity"),
+    "validation": ("check_bins", "validate_predictions", "validate_weights"),
+    "estimators": (
+        "SCALAR_KEYS",
+        "CalibrationEstimates",
+        "auroc",
+        "calibration_estimates",
+        "debiased_rms_calibration_error",
+        "log_loss",
+        "max_calibration_error",
+        "one_bin_ece",
+        "rms_calibration_error",
+        "DECOMPOSITION_TERMS",
     ),
-    **dict.fromkeys(
-        (
-            "RiskCoverage",
-            "ThresholdChoice",
-            "accuracy_lower_bound",
-            "aurc",
-            "binomial_cdf",
-            "display_rows",
-            "e_aurc",
-            "plug_in_threshold",
-            "risk_upper_bound",
-            "select_threshold",
-            "selective_accuracy",
-        ),
-        "calibcli.metrics.selective",
+    "binning": ("quantile_edges",),
+    "binomial": ("accuracy_lower_bound", "binomial_cdf", "risk_upper_bound", "wilson_interval"),
+    "bootstrap": ("BootstrapResult", "bootstrap_intervals"),
+    "smooth": ("SmoothECE", "smooth_ece"),
+    "paired": (
+        "DeLongResult",
+        "McNemarResult",
+        "PairedBootstrapResult",
+        "delong_test",
+        "identical_correctness",
+        "mcnemar_exact",
+        "paired_bootstrap",
+        "unpaired_bootstrap",
+    ),
+    "recalibration": ("cross_fit", "cross_fit_multiclass_temperature", "fit"),
+    "multiclass": ("fit_multiclass_temperature",),
+    "methods": ("BIN_STRATEGIES", "RECALIBRATION_METHODS", "SELECTION_METHODS"),
+    "selective": (
+        "RiskCoverage",
+        "ThresholdChoice",
+        "aurc",
+        "display_rows",
+        "e_aurc",
+        "plug_in_threshold",
+        "select_threshold",
+        "selective_accuracy",
     ),
 }
-_RENAMED = {"calibrator_from_dict": ("calibcli.metrics.recalibration", "from_dict")}
+# public name -> (module, attribute in it)
+_HOMES: dict[str, tuple[str, str]] = {
+    name: (f"calibcli.metrics.{module}", name)
+    for module, names in _MODULES.items()
+    for name in names
+}
+_HOMES["calibrator_from_dict"] = ("calibcli.metrics.recalibration", "from_dict")
 
 
 def __getattr__(name: str) -> object:
-    import importlib
+    if name not in _HOMES:
+        raise AttributeError(f"module 'calibcli.metrics' has no attribute {name!r}")
+    module, attribute = _HOMES[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
 
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    if name in _RENAMED:
-        module, attribute = _RENAMED[name]
-        return getattr(importlib.import_module(module), attribute)
-    raise AttributeError(f"module 'calibcli.metrics' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
 
 
 __all__ = [

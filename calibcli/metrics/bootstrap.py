@@ -56,8 +56,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calibcli.metrics.binning import resolve_edges
 from calibcli.metrics.core import BinStats, PredictionColumns, bin_index
-from calibcli.metrics.estimators import SCALAR_KEYS, binned_scalars, resolve_edges
+from calibcli.metrics.estimators import SCALAR_KEYS, binned_scalars
 from calibcli.metrics.smooth import (
     BISECTION_GRID_SIZES,
     bandwidth_fixed_point,

@@ -1,15 +1,15 @@
-"""The metrics core: perplexity, expected calibration error, Brier score and reliability data.
+"""The calibration core: per-bin sufficient statistics, expected calibration error, Brier score
+and reliability data.
 
 Pure numpy: no I/O, no printing. Every calibration figure is derived from per-bin sufficient
 statistics (:class:`BinStats`) that one pass over the rows builds and that merge by addition, so
 a large file can be folded block by block, or split across processes, and give the pooled result.
 
-Conventions (stated once, used everywhere):
+This module is the documented entry point of the metrics: it also offers the perplexity of
+:mod:`calibcli.metrics.corpus_perplexity` and the validators of :mod:`calibcli.metrics.validation`.
 
-* Logarithms are natural; NLL is in nats. ``bits = nats / ln 2``.
-* Perplexity is token-weighted: ``exp(Σ NLL_i / Σ tokens_i)`` over sequences, never a mean of
-  per-sequence perplexities. A zero-probability token (NLL ``+inf``) makes perplexity ``+inf``;
-  nothing is clamped to an epsilon.
+Conventions (stated once, used everywhere; perplexity's are in its module):
+
 * Bins are equal-width on [0, 1] unless explicit edges are given. Bin ``k`` of ``M`` holds
   ``k/M <= c < (k+1)/M`` where ``k/M`` is the double nearest the exact fraction (Python's
   ``k / M``); ``c == 1.0`` goes in the last bin. So 0.3 lands in bin 3 of 10 and 0.29 in bin 29
@@ -30,6 +30,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calibcli.metrics.corpus_perplexity import PerplexityResult, bits_per_unit, perplexity
+from calibcli.metrics.validation import (
+    check_bins,
+    validate_predictions,
+    validate_weights,
+)
+
 __all__ = [
     "BinStats",
     "CalibrationReport",
@@ -49,95 +56,9 @@ __all__ = [
     "validate_weights",
 ]
 
-LN2 = math.log(2.0)
 _BLOCK = 8192
 _FLOAT_FIELDS = ("sum_conf", "sum_conf_sq", "sum_conf_correct", "sum_sq_error")
 _COUNT_FIELDS = ("count", "sum_correct")
-_MAX_EXP_ARG = 709.782712893384  # math.exp overflows above this
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def check_bins(bins: object) -> int:
-    """Return ``bins`` as an int, or raise ValueError unless it is a positive integer."""
-    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise ValueError(f"bins must be a positive integer, got {bins!r}")
-    return int(bins)
-
-
-def _first_bad(mask: np.ndarray) -> int:
-    return int(np.flatnonzero(mask)[0])
-
-
-def _as_vector(values: object, name: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    return arr
-
-
-def _as_confidences(values: object, name: str = "confidences") -> np.ndarray:
-    arr = _as_vector(values, name)
-    if arr.dtype == bool:
-        raise ValueError(f"{name} must be numbers in [0, 1], got booleans")
-    if arr.size and arr.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must be numbers in [0, 1], got dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
-    bad = ~((arr >= 0.0) & (arr <= 1.0))  # NaN compares false, so it is caught here too
-    if bad.any():
-        i = _first_bad(bad)
-        what = "is not a finite number" if not math.isfinite(arr[i]) else "is outside [0, 1]"
-        raise ValueError(f"{name}[{i}] = {arr[i].item()!r} {what}")
-    return arr
-
-
-def as_correct(values: object, name: str = "correct") -> np.ndarray:
-    arr = _as_vector(values, name)
-    if arr.dtype == bool:
-        return arr
-    if arr.size and arr.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must be booleans or 0/1, got dtype {arr.dtype}")
-    bad = (arr != 0) & (arr != 1)
-    if bad.any():
-        i = _first_bad(bad)
-        raise ValueError(f"{name}[{i}] = {arr[i].item()!r} is not true/false or 0/1")
-    return arr.astype(bool)
-
-
-def validate_weights(values: object, n: int) -> np.ndarray:
-    """Row multiplicities: non-negative, finite, length ``n``; int64 when all are whole numbers."""
-    arr = _as_vector(values, "weights")
-    if arr.shape[0] != n:
-        raise ValueError(f"weights has length {arr.shape[0]}, expected {n}")
-    if arr.dtype.kind in "iu":
-        if arr.size and arr.min() < 0:
-            i = _first_bad(arr < 0)
-            raise ValueError(f"weights[{i}] = {arr[i].item()!r} is negative")
-        return arr.astype(np.int64, copy=False)
-    arr = arr.astype(np.float64, copy=False)
-    bad = ~(np.isfinite(arr) & (arr >= 0))
-    if bad.any():
-        i = _first_bad(bad)
-        raise ValueError(f"weights[{i}] = {arr[i].item()!r} is not a finite non-negative number")
-    if np.array_equal(arr, np.floor(arr)) and (arr.size == 0 or arr.max() < 2.0**53):
-        return arr.astype(np.int64)
-    return arr
-
-
-def validate_predictions(confidences: object, correct: object) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a pair of prediction vectors and return them as (float64, bool) arrays.
-
-    Confidences must be finite numbers in [0, 1]; ``correct`` booleans or 0/1; lengths equal.
-    Raises ValueError naming the first offending position and value.
-    """
-    conf = _as_confidences(confidences)
-    corr = as_correct(correct)
-    if conf.shape[0] != corr.shape[0]:
-        raise ValueError(
-            f"confidences and correct differ in length: {conf.shape[0]} != {corr.shape[0]}"
-        )
-    return conf, corr
 
 
 # --------------------------------------------------------------------------- binning
@@ -497,108 +418,6 @@ class PredictionColumns:
             validate=False,
         )
         return right.merge(wrong)
-
-
-# --------------------------------------------------------------------------- perplexity
-
-
-def _exp(x: float) -> float:
-    if math.isnan(x):
-        return math.nan
-    return math.inf if x > _MAX_EXP_ARG else math.exp(x)
-
-
-def _as_nll(values: object) -> np.ndarray:
-    arr = _as_vector(values, "neg_log_probs")
-    if arr.dtype == bool or (arr.size and arr.dtype.kind not in "iuf"):
-        raise ValueError(f"neg_log_probs must be numbers, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
-    bad = ~(arr >= 0.0)  # NaN and negatives (incl. -inf); +inf is valid
-    if bad.any():
-        i = _first_bad(bad)
-        v = arr[i].item()
-        why = "is NaN" if math.isnan(v) else "is negative (a log-probability, not its negation?)"
-        raise ValueError(f"neg_log_probs[{i}] = {v!r} {why}")
-    return arr
-
-
-def _as_tokens(values: object) -> np.ndarray:
-    arr = _as_vector(values, "token_counts")
-    if arr.dtype == bool or (arr.size and arr.dtype.kind not in "iuf"):
-        raise ValueError(f"token_counts must be non-negative integers, got dtype {arr.dtype}")
-    if arr.dtype.kind == "f":
-        bad = ~(np.isfinite(arr) & (arr == np.floor(arr)) & (arr >= 0))
-        if bad.any():
-            i = _first_bad(bad)
-            raise ValueError(f"token_counts[{i}] = {arr[i].item()!r} is not a non-negative integer")
-        return arr.astype(np.int64)
-    if arr.size and arr.min() < 0:
-        i = _first_bad(arr < 0)
-        raise ValueError(f"token_counts[{i}] = {arr[i].item()!r} is not a non-negative integer")
-    return arr.astype(np.int64, copy=False)
-
-
-def bits_per_unit(total_nll: float, units: int) -> tuple[float, float]:
-    """(perplexity per unit, bits per unit) for a pooled NLL over ``units`` tokens/bytes/words.
-
-    ``exp(total_nll / units)`` and ``total_nll / units / ln 2``; NaN for zero units.
-    """
-    if not units:
-        return math.nan, math.nan
-    mean = total_nll / units
-    return _exp(mean), mean / LN2
-
-
-@dataclass(frozen=True)
-class PerplexityResult:
-    """Corpus perplexity from per-sequence summed NLL (nats) and token counts.
-
-    perplexity = exp(total_nll / total_tokens); mean_nll in nats per token;
-    bits_per_token = mean_nll / ln 2. Zero total tokens gives NaN for the three ratios.
-    """
-
-    perplexity: float
-    mean_nll: float
-    total_nll: float
-    total_tokens: int
-    sequences: int
-    bits_per_token: float
-
-    @classmethod
-    def from_totals(cls, total_nll: float, total_tokens: int, sequences: int) -> PerplexityResult:
-        total_nll = float(total_nll)
-        total_tokens = int(total_tokens)
-        if math.isnan(total_nll) or total_nll < 0:
-            raise ValueError(f"total_nll = {total_nll!r} must be a number >= 0")
-        if total_tokens < 0:
-            raise ValueError(f"total_tokens = {total_tokens!r} must be >= 0")
-        if total_tokens == 0 and total_nll > 0:
-            raise ValueError(f"total_nll = {total_nll!r} over 0 tokens")
-        ppl, bits = bits_per_unit(total_nll, total_tokens)
-        mean = total_nll / total_tokens if total_tokens else math.nan
-        return cls(ppl, mean, total_nll, total_tokens, int(sequences), bits)
-
-    @classmethod
-    def from_token_nll(cls, neg_log_probs: object, token_counts: object) -> PerplexityResult:
-        """Validate per-sequence (summed NLL, token count) pairs and pool them."""
-        nll = _as_nll(neg_log_probs)
-        tokens = _as_tokens(token_counts)
-        if nll.shape[0] != tokens.shape[0]:
-            raise ValueError(
-                f"neg_log_probs and token_counts differ in length: "
-                f"{nll.shape[0]} != {tokens.shape[0]}"
-            )
-        bad = (tokens == 0) & (nll > 0)
-        if bad.any():
-            i = _first_bad(bad)
-            raise ValueError(f"sequence {i} has neg_log_probs = {nll[i].item()!r} but 0 tokens")
-        total = math.fsum(nll) if not np.isinf(nll).any() else math.inf
-        return cls.from_totals(total, int(tokens.sum()), nll.shape[0])
-
-
-def perplexity(neg_log_probs: object, token_counts: object) -> float:
-    """Corpus perplexity exp(Σ NLL / Σ tokens); +inf if any NLL is +inf; NaN for zero tokens."""
-    return PerplexityResult.from_token_nll(neg_log_probs, token_counts).perplexity
 
 
 # --------------------------------------------------------------------------- calibration

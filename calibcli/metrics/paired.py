@@ -45,14 +45,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calibcli.metrics.binning import resolve_edges
+from calibcli.metrics.binomial import binomial_half_two_sided
 from calibcli.metrics.bootstrap import (
     ReplicateEngine,
     replicate_generator,
     run_replicates,
     sorted_quantile,
 )
-from calibcli.metrics.core import PredictionColumns, as_correct, validate_predictions
-from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates, resolve_edges
+from calibcli.metrics.core import PredictionColumns
+from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates
+from calibcli.metrics.validation import as_correct, validate_predictions
 
 __all__ = [
     "DeLongResult",
@@ -66,7 +69,6 @@ __all__ = [
 ]
 
 _INDEX = {key: i for i, key in enumerate(SCALAR_KEYS)}
-_CHECK_EVERY = 64  # tail terms summed between two checks of the McNemar rounding bound
 # McNemar p-values are exact up to this many discordant rows (math.comb(n, n/2) takes ~0.1 s)
 EXACT_MCNEMAR_LIMIT = 100_000
 
@@ -114,91 +116,9 @@ def mcnemar_exact(base_correct: object, new_correct: object) -> McNemarResult:
     base, new = _correct_pair(base_correct, new_correct)
     b = int(np.count_nonzero(base & ~new))
     c = int(np.count_nonzero(~base & new))
-    return McNemarResult(b, c, b + c, _binomial_half_two_sided(b + c, min(b, c)))
-
-
-def _binomial_half_two_sided(n: int, m: int) -> float:
-    """min(1, Σ_{k=0}^{m} C(n, k) / 2^(n−1)); 1.0 for n = 0.
-
-    Exact and correctly rounded up to ``EXACT_MCNEMAR_LIMIT`` discordant rows; above it,
-    ``math.comb`` alone takes seconds, so the saddle-point form is used (relative error < 1e-11).
-    """
-    if 2 * m >= n:  # includes n = 0: the two tails overlap, p >= 1
-        return 1.0
-    if n > EXACT_MCNEMAR_LIMIT:
-        return _binomial_half_two_sided_float(n, m)
-    return _binomial_half_two_sided_exact(n, m)
-
-
-def _binomial_half_two_sided_exact(n: int, m: int) -> float:
-    """Σ_{k=0}^{m} C(n, k) / 2^(n−1) for m < n/2 in integers, correctly rounded.
-
-    The terms are summed from k = m downwards (t_{k−1} = t_k·k / (n − k + 1), exact). The ratios
-    shrink as k falls, so the terms not yet added sum to at most t_j·j / (n − 2j + 1) after
-    adding t_j; once the sum and the sum plus that bound round to the same float, the exact
-    value (which lies between them) rounds to it too, and the loop stops.
-    """
-    scale = 1 << (n - 1)
-    term = math.comb(n, m)
-    total = term
-    for k in range(m, 0, -1):
-        if (m - k) % _CHECK_EVERY == 0:
-            bound = -(-term * k // (n - 2 * k + 1))  # ceiling
-            if total / scale == (total + bound) / scale:  # int / int is correctly rounded
-                break
-        term = term * k // (n - k + 1)
-        total += term
-    return total / scale
-
-
-def _stirling_error(k: int) -> float:
-    """ln(k!) − [(k + ½)·ln k − k + ½·ln 2π], by its asymptotic series for large k."""
-    if k <= 15:
-        return math.lgamma(k + 1.0) - (k + 0.5) * math.log(k) + k - 0.5 * math.log(2 * math.pi)
-    kk = float(k) * k
-    series = 1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - 1 / (1188 * kk)) / kk) / kk) / kk
-    return series / k
-
-
-def _deviance(x: int, mean: float) -> float:
-    """x·ln(x/mean) + mean − x, by its series when x is near the mean (no cancellation)."""
-    if abs(x - mean) < 0.1 * (x + mean):
-        v = (x - mean) / (x + mean)
-        total, term, j = (x - mean) * v, 2.0 * x * v, 1
-        while True:
-            term *= v * v
-            nxt = total + term / (2 * j + 1)
-            if nxt == total:
-                return total
-            total, j = nxt, j + 1
-    return x * math.log(x / mean) + mean - x
-
-
-def _binomial_half_two_sided_float(n: int, m: int) -> float:
-    """Σ_{k<=m} C(n, k) / 2^(n−1) for 0 <= m < n/2 in floating point.
-
-    P[X = m] by Loader's (2000) saddle-point form, exp(ε(n) − ε(m) − ε(n − m) − D(m) −
-    D(n − m))·sqrt(n / (2π·m·(n − m))) with ε the Stirling error and D the deviance from n/2,
-    then times Σ_j P[X = m − j]/P[X = m], whose ratios are exact products of small fractions.
-    """
-    if m == 0:
-        return math.ldexp(1.0, 1 - n)
-    half = n / 2.0
-    log_term = (
-        _stirling_error(n)
-        - _stirling_error(m)
-        - _stirling_error(n - m)
-        - _deviance(m, half)
-        - _deviance(n - m, half)
-        + 0.5 * math.log(n / (2.0 * math.pi * m * (n - m)))
+    return McNemarResult(
+        b, c, b + c, binomial_half_two_sided(b + c, min(b, c), exact_limit=EXACT_MCNEMAR_LIMIT)
     )
-    ratio, total = 1.0, 1.0
-    for k in range(m, 0, -1):
-        ratio *= k / (n - k + 1)
-        if ratio < 1e-17 * total:
-            break
-        total += ratio
-    return 2.0 * math.exp(log_term) * total
 
 
 # --------------------------------------------------------------------------- DeLong

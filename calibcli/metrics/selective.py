@@ -1,4 +1,4 @@
-"""Selective prediction: the risk–coverage curve, exact binomial bounds and guaranteed thresholds.
+"""Selective prediction: the risk–coverage curve, guaranteed thresholds and summary figures.
 
 Pure numpy: no I/O, no printing, no scipy. Rows with confidence ``c >= t`` are accepted
 (auto-approved); the rest are abstained on.
@@ -10,8 +10,7 @@ A means a tolerated risk α = 1 − A.
 
 * :class:`RiskCoverage` holds (t_j, n_j, e_j, N) with exact int64 counts.
 * :func:`binomial_cdf`, :func:`accuracy_lower_bound`, :func:`risk_upper_bound`: exact binomial
-  tails (Loader's saddle-point pmf times a Lentz continued fraction, ~1e-14 relative) and the
-  one-sided Clopper–Pearson bounds.
+  tails and one-sided Clopper–Pearson bounds, from :mod:`calibcli.metrics.binomial`.
 * :func:`select_threshold`: the lowest threshold whose accuracy is >= A with probability >= 1 − δ
   (Learn then Test, or SGR); :func:`plug_in_threshold`: the same without a guarantee.
 * :func:`aurc`, :func:`e_aurc`, :func:`selective_accuracy`: summary figures, defined as the
@@ -27,11 +26,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
-from calibcli.metrics.core import PredictionColumns, validate_predictions
+from calibcli.metrics.binomial import (
+    accuracy_lower_bound,
+    binomial_cdf,
+    binomial_tails,
+    check_level,
+    risk_upper_bound,
+)
+from calibcli.metrics.core import PredictionColumns
+from calibcli.metrics.validation import validate_predictions
 
 __all__ = [
     "METHODS",
@@ -48,6 +54,7 @@ __all__ = [
     "selective_accuracy",
 ]
 
+# the rules select_threshold implements; calibcli.metrics.methods names and describes them
 METHODS = ("ltt", "sgr")
 
 # --------------------------------------------------------------------------- the curve
@@ -191,326 +198,6 @@ def _require_rows(curve: RiskCoverage) -> None:
         raise ValueError("the risk-coverage curve has no rows")
 
 
-# --------------------------------------------------------------------------- binomial tails
-
-_LN_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-# stirlerr(n) = ln n! − (n + ½)·ln n + n − ln √(2π) for n = 0..15; beyond, its asymptotic series.
-_STIRLERR_TABLE = np.array(
-    [0.0]
-    + [math.lgamma(k + 1.0) - (k + 0.5) * math.log(k) + k - _LN_SQRT_2PI for k in range(1, 16)]
-)
-_CF_EPS = 1e-16
-_CF_TINY = 1e-300
-_CF_MAX_ITER = 1_000_000
-
-
-def _stirlerr(n: np.ndarray) -> np.ndarray:
-    """The error of Stirling's formula in ln n!, accurate to ~1e-15 absolute (Loader 2000)."""
-    out = np.empty(n.shape)
-    small = n <= 15
-    out[small] = _STIRLERR_TABLE[n[small].astype(np.intp)]
-    big = n[~small]
-    inv2 = 1.0 / (big * big)
-    s0, s1, s2, s3, s4 = 1 / 12, 1 / 360, 1 / 1260, 1 / 1680, 1 / 1188
-    out[~small] = (s0 - (s1 - (s2 - (s3 - s4 * inv2) * inv2) * inv2) * inv2) / big
-    return out
-
-
-def _bd0(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    """x·ln(x / mean) + mean − x without cancellation when x ≈ mean (Loader 2000)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = x * np.log(x / mean) + mean - x
-    near = np.abs(x - mean) < 0.1 * (x + mean)
-    if near.any():
-        xs, ms = x[near], mean[near]
-        v = (xs - ms) / (xs + ms)
-        s = (xs - ms) * v
-        term = 2.0 * xs * v
-        v2 = v * v
-        for j in range(1, 40):  # |v| < 0.1/1.1: each term shrinks by > 100x
-            term = term * v2
-            s_new = s + term / (2 * j + 1)
-            if np.array_equal(s_new, s):
-                break
-            s = s_new
-        out[near] = s
-    return out
-
-
-def _log_pmf(k: np.ndarray, n: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """ln P[Binom(n, p) = k] for 0 <= k <= n, 0 < p < 1 (q = 1 − p), by Loader's saddle point.
-
-    ln pmf = stirlerr(n) − stirlerr(k) − stirlerr(n − k) − bd0(k, np) − bd0(n − k, nq)
-             − ½·ln(2π·k·(n − k)/n),
-    with ln pmf(0) = n·ln q and ln pmf(n) = n·ln p; relative error ~1e-15 at any n.
-    """
-    out = np.empty(k.shape)
-    lo, hi, mid = k == 0, k == n, (k > 0) & (k < n)
-    out[lo] = n[lo] * np.log1p(-p[lo])
-    out[hi] = n[hi] * np.log(p[hi])
-    km, nm, pm, qm = k[mid], n[mid], p[mid], q[mid]
-    out[mid] = (
-        _stirlerr(nm)
-        - _stirlerr(km)
-        - _stirlerr(nm - km)
-        - _bd0(km, nm * pm)
-        - _bd0(nm - km, nm * qm)
-        - _LN_SQRT_2PI
-        - 0.5 * (np.log(km) + np.log1p(-km / nm))
-    )
-    return out
-
-
-def _beta_cf(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """The continued fraction of I_x(a, b) by the modified Lentz method, elementwise.
-
-    I_x(a, b) = x^a (1 − x)^b / (a·B(a, b)) · cf; converges fast for x < (a + 1)/(a + b + 2).
-    Elements that have converged leave the working set, so the cost is the sum of the iteration
-    counts, not the worst one times the length.
-    """
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = np.ones_like(x)
-    d = 1.0 - qab * x / qap
-    d = np.where(np.abs(d) < _CF_TINY, _CF_TINY, d)
-    d = 1.0 / d
-    h = d.copy()
-    out = np.empty_like(x)
-    idx = np.arange(x.shape[0])
-    for it in range(1, _CF_MAX_ITER):
-        m2 = 2.0 * it
-        aa = it * (b - it) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = np.where(np.abs(d) < _CF_TINY, _CF_TINY, d)
-        c = 1.0 + aa / c
-        c = np.where(np.abs(c) < _CF_TINY, _CF_TINY, c)
-        d = 1.0 / d
-        h = h * d * c
-        aa = -(a + it) * (qab + it) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = np.where(np.abs(d) < _CF_TINY, _CF_TINY, d)
-        c = 1.0 + aa / c
-        c = np.where(np.abs(c) < _CF_TINY, _CF_TINY, c)
-        d = 1.0 / d
-        step = d * c
-        h = h * step
-        done = np.abs(step - 1.0) <= _CF_EPS
-        if done.any():
-            out[idx[done]] = h[done]
-            keep = ~done
-            if not keep.any():
-                return out
-            idx, a, b, x, qab, qap, qam, c, d, h = (
-                v[keep] for v in (idx, a, b, x, qab, qap, qam, c, d, h)
-            )
-    raise RuntimeError(
-        "the incomplete beta continued fraction did not converge"
-    )  # pragma: no cover
-
-
-def _tails(k: object, n: object, p: object) -> tuple[np.ndarray, np.ndarray]:
-    """(P[X <= k], P[X > k]) for X ~ Binom(n, p), elementwise; each tail to ~1e-14 relative.
-
-    With s = k + 1: P[X >= s] = I_p(s, n − s + 1) = q·pmf(s)·cf(s, n − s + 1, p) and
-    P[X <= k] = I_q(n − k, k + 1) = p·pmf(k)·cf(n − k, k + 1, q). The tail whose continued
-    fraction converges (the smaller one, roughly) is computed this way, the other as 1 minus it.
-    """
-    k_arr, n_arr, p_arr = np.broadcast_arrays(
-        np.asarray(k, dtype=np.float64),
-        np.asarray(n, dtype=np.float64),
-        np.asarray(p, dtype=np.float64),
-    )
-    shape = k_arr.shape
-    k_arr, n_arr, p_arr = (np.ravel(v) for v in (k_arr, n_arr, p_arr))
-    k_arr = np.floor(k_arr)
-    lower = np.empty(k_arr.shape)
-    upper = np.empty(k_arr.shape)
-    below = k_arr < 0
-    full = (k_arr >= n_arr) & ~below
-    zero_p = (p_arr == 0.0) & ~below & ~full
-    one_p = (p_arr == 1.0) & ~below & ~full
-    lower[below], upper[below] = 0.0, 1.0
-    lower[full | zero_p], upper[full | zero_p] = 1.0, 0.0
-    lower[one_p], upper[one_p] = 0.0, 1.0
-    rest = ~(below | full | zero_p | one_p)
-    if rest.any():
-        kk, nn, pp = k_arr[rest], n_arr[rest], p_arr[rest]
-        qq = 1.0 - pp
-        use_upper = pp < (kk + 2.0) / (nn + 3.0)
-        lo_r = np.empty(kk.shape)
-        up_r = np.empty(kk.shape)
-        if use_upper.any():
-            s, nu, pu, qu = kk[use_upper] + 1.0, nn[use_upper], pp[use_upper], qq[use_upper]
-            cf = _beta_cf(s, nu - s + 1.0, pu)
-            tail = qu * np.exp(_log_pmf(s, nu, pu, qu)) * cf
-            up_r[use_upper] = tail
-            lo_r[use_upper] = 1.0 - tail
-        use_lower = ~use_upper
-        if use_lower.any():
-            kl, nl, pl, ql = kk[use_lower], nn[use_lower], pp[use_lower], qq[use_lower]
-            cf = _beta_cf(nl - kl, kl + 1.0, ql)
-            tail = pl * np.exp(_log_pmf(kl, nl, pl, ql)) * cf
-            lo_r[use_lower] = tail
-            up_r[use_lower] = 1.0 - tail
-        lower[rest] = np.clip(lo_r, 0.0, 1.0)
-        upper[rest] = np.clip(up_r, 0.0, 1.0)
-    return lower.reshape(shape), upper.reshape(shape)
-
-
-def _check_counts(k: np.ndarray, n: np.ndarray, k_name: str) -> None:
-    if np.any(n < 0) or np.any(k < 0) or np.any(k > n):
-        raise ValueError(f"need 0 <= {k_name} <= n, got {k_name}={k!r}, n={n!r}")
-
-
-def _check_level(delta: object, name: str = "delta") -> float:
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a number in (0, 1), got {delta!r}")
-    if not 0.0 < float(delta) < 1.0:
-        raise ValueError(f"{name} must be in (0, 1), got {delta!r}")
-    return float(delta)
-
-
-def binomial_cdf(k: object, n: object, p: object) -> np.ndarray | float:
-    """P[X <= k] for X ~ Binom(n, p), elementwise (broadcasting), ~1e-14 relative accuracy.
-
-    k is floored; k < 0 gives 0 and k >= n gives 1. Scalars in, float out.
-
-    >>> round(binomial_cdf(1, 4, 0.5), 12)  # (1 + 4) / 16
-    0.3125
-    """
-    p_arr = np.asarray(p, dtype=np.float64)
-    if np.any(~((p_arr >= 0.0) & (p_arr <= 1.0))):
-        raise ValueError(f"p must be in [0, 1], got {p!r}")
-    if np.any(np.asarray(n, dtype=np.float64) < 0):
-        raise ValueError(f"n must be non-negative, got {n!r}")
-    lower, _ = _tails(k, n, p_arr)
-    return float(lower) if lower.ndim == 0 else lower
-
-
-def _solve_increasing(
-    f, target: np.ndarray, lo: np.ndarray, hi: np.ndarray, deriv, guess: np.ndarray
-) -> np.ndarray:
-    """Root x in [lo, hi] of f(x) = target for increasing f, elementwise: Newton steps on
-    ln f (safeguarded by bisection of the bracket) until the bracket or the step is ~1 ulp."""
-    x = np.where((guess > lo) & (guess < hi), guess, 0.5 * (lo + hi))
-    out = np.empty_like(x)
-    idx = np.arange(x.shape[0])
-    log_target = np.log(target)
-    for _ in range(400):
-        fx = f(x, idx)
-        low = fx < target
-        lo = np.where(low, x, lo)
-        hi = np.where(low, hi, x)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = (np.log(fx) - log_target) * fx / deriv(x, idx)
-            newton = x - step
-        ok = np.isfinite(newton) & (newton > lo) & (newton < hi)
-        x_new = np.where(ok, newton, 0.5 * (lo + hi))
-        done = (
-            (np.abs(x_new - x) <= 2e-15 * np.abs(x))
-            | (hi - lo <= 4e-16 * np.abs(hi))
-            | (fx == target)
-        )
-        if done.any():
-            out[idx[done]] = np.where(fx[done] == target[done], x[done], x_new[done])
-            keep = ~done
-            if not keep.any():
-                return out
-            idx, x_new, lo, hi, target, log_target = (
-                v[keep] for v in (idx, x_new, lo, hi, target, log_target)
-            )
-        x = x_new
-    out[idx] = x  # pragma: no cover - the bracket halves at least every other step
-    return out
-
-
-def _wilson_lower(s: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
-    """One-sided Wilson score bound: a starting point for the exact solver, nothing more."""
-    z = NormalDist().inv_cdf(1.0 - level)
-    p = s / n
-    centre = p + z * z / (2.0 * n)
-    half = z * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
-    return (centre - half) / (1.0 + z * z / n)
-
-
-def accuracy_lower_bound(successes: object, n: object, *, delta: float) -> np.ndarray | float:
-    """One-sided Clopper–Pearson lower bound on a success rate, elementwise.
-
-    L = the largest p with P[Binom(n, p) >= s] <= δ, i.e. the δ-quantile of Beta(s, n − s + 1);
-    L = 0 when s = 0 and L = δ^(1/n) when s = n. The true rate is >= L with probability
-    >= 1 − δ. Scalars in, float out.
-
-    >>> round(accuracy_lower_bound(10, 10, delta=0.05), 12)  # 0.05 ** (1/10)
-    0.741134449107
-    """
-    level = _check_level(delta)
-    s_arr, n_arr = np.broadcast_arrays(
-        np.asarray(successes, dtype=np.int64), np.asarray(n, dtype=np.int64)
-    )
-    _check_counts(s_arr, n_arr, "successes")
-    shape = s_arr.shape
-    s_flat, n_flat = s_arr.ravel().astype(np.float64), n_arr.ravel().astype(np.float64)
-    out = np.zeros(s_flat.shape)
-    allright = (s_flat == n_flat) & (n_flat > 0)
-    out[allright] = np.exp(np.log(level) / n_flat[allright])
-    solve = (s_flat > 0) & ~allright
-    if solve.any():
-        s, nn = s_flat[solve], n_flat[solve]
-
-        def upper_tail(x, idx):
-            return _tails(s[idx] - 1.0, nn[idx], x)[1]
-
-        def density(x, idx):
-            # d/dp P[X >= s] = n·pmf_{n−1}(s − 1; p)
-            si, ni = s[idx], nn[idx]
-            return ni * np.exp(_log_pmf(si - 1.0, ni - 1.0, x, 1.0 - x))
-
-        guess = _wilson_lower(s, nn, level)
-        out[solve] = _solve_increasing(
-            upper_tail, np.full(s.shape, level), np.zeros(s.shape), np.ones(s.shape), density, guess
-        )
-    return float(out[0]) if shape == () else out.reshape(shape)
-
-
-def risk_upper_bound(errors: object, n: object, *, delta: float) -> np.ndarray | float:
-    """One-sided Clopper–Pearson upper bound on an error rate, elementwise.
-
-    U = the smallest r with P[Binom(n, r) <= e] <= δ (= 1 − accuracy_lower_bound(n − e, n)),
-    solved for directly so that small bounds keep their relative precision; U = 1 when e = n
-    and U = 1 − δ^(1/n) when e = 0. The true rate is <= U with probability >= 1 − δ.
-    """
-    level = _check_level(delta)
-    e_arr, n_arr = np.broadcast_arrays(
-        np.asarray(errors, dtype=np.int64), np.asarray(n, dtype=np.int64)
-    )
-    _check_counts(e_arr, n_arr, "errors")
-    shape = e_arr.shape
-    e_flat, n_flat = e_arr.ravel().astype(np.float64), n_arr.ravel().astype(np.float64)
-    out = np.ones(e_flat.shape)
-    none_wrong = (e_flat == 0) & (n_flat > 0)
-    out[none_wrong] = -np.expm1(np.log(level) / n_flat[none_wrong])
-    solve = (e_flat < n_flat) & ~none_wrong
-    if solve.any():
-        e, nn = e_flat[solve], n_flat[solve]
-
-        def upper_tail(x, idx):  # P[X > e], increasing in the rate
-            return _tails(e[idx], nn[idx], x)[1]
-
-        def density(x, idx):
-            ei, ni = e[idx], nn[idx]
-            return ni * np.exp(_log_pmf(ei, ni - 1.0, x, 1.0 - x))
-
-        guess = 1.0 - _wilson_lower(nn - e, nn, level)
-        out[solve] = _solve_increasing(
-            upper_tail,
-            np.full(e.shape, 1.0 - level),
-            np.zeros(e.shape),
-            np.ones(e.shape),
-            density,
-            guess,
-        )
-    return float(out[0]) if shape == () else out.reshape(shape)
-
-
 # --------------------------------------------------------------------------- threshold selection
 
 
@@ -557,7 +244,7 @@ def _check_target(target_accuracy: object, *, allow_one: bool) -> float:
 
 
 def _p_values(curve: RiskCoverage, rows: np.ndarray, alpha: float) -> np.ndarray:
-    return _tails(curve.errors[rows], curve.accepted[rows], alpha)[0]
+    return binomial_tails(curve.errors[rows], curve.accepted[rows], alpha)[0]
 
 
 _LEAF = 64  # segments this short are tested row by row
@@ -574,7 +261,7 @@ def _first_failure(n: np.ndarray, e: np.ndarray, alpha: float, level: float) -> 
     """
     m = n.shape[0]
     if m <= 4 * _LEAF * _SPLIT:
-        failed = np.flatnonzero(_tails(e, n, alpha)[0] > level)
+        failed = np.flatnonzero(binomial_tails(e, n, alpha)[0] > level)
         return int(failed[0]) if failed.size else m
     width = max(_LEAF, -(-m // 256))
     starts = np.arange(0, m, width, dtype=np.int64)
@@ -589,14 +276,14 @@ def _first_failure(n: np.ndarray, e: np.ndarray, alpha: float, level: float) -> 
             offset = np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length)
             rows = np.repeat(first, length) + offset
             rows = rows[rows < answer]
-            failed = rows[_tails(e[rows], n[rows], alpha)[0] > level]
+            failed = rows[binomial_tails(e[rows], n[rows], alpha)[0] > level]
             if failed.size:
                 answer = int(failed.min())
         a, b = starts[~leaf], stops[~leaf] - 1
         if not a.size:
             break
-        upper = _tails(e[b], n[a], alpha)[0]
-        lower = _tails(e[a], n[b], alpha)[0]
+        upper = binomial_tails(e[b], n[a], alpha)[0]
+        lower = binomial_tails(e[a], n[b], alpha)[0]
         fails = lower > level
         if fails.any():
             answer = min(answer, int(a[fails].min()))
@@ -641,7 +328,7 @@ def select_threshold(
     ``target_accuracy`` must be in (0, 1) and ``delta`` in (0, 1); an empty curve raises.
     """
     a = _check_target(target_accuracy, allow_one=False)
-    level = _check_level(delta)
+    level = check_level(delta)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     _require_rows(curve)

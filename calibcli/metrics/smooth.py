@@ -78,7 +78,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibcli.metrics.core import validate_predictions
+from calibcli.metrics.validation import validate_predictions
 
 __all__ = ["SmoothECE", "smooth_ece"]
 

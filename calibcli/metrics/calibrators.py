@@ -1,0 +1,513 @@
+"""The binary calibrators: maps that make confidences honest, each with its maximum-likelihood
+fit and its JSON parameters.
+
+Pure numpy: no I/O, no printing. A calibrator is frozen; ``apply`` maps confidences of any shape,
+``to_dict`` / ``from_params`` carry its parameters through JSON, and the class method ``fit``
+fits it on validated rows (:func:`calibcli.metrics.recalibration.fit` validates and picks the
+class by name).
+
+Notation: c is the confidence that an answer is correct, y ∈ {0, 1} the outcome, σ the logistic
+function and z = logit(c) = ln c − ln(1 − c) with c first clipped to [EPS, 1 − EPS], EPS = 1e-12,
+so z ∈ [−27.63, 27.63] is finite for c = 0 and c = 1. The same clip applies wherever ln c or
+ln(1 − c) appears (temperature, platt, beta). Every fit is maximum likelihood (mean NLL in nats).
+
+* ``temperature``  c' = σ(z / T), T > 0 (Guo et al. 2017). T is searched in
+  [T_MIN, T_MAX] = [1e-4, 1e4]; an optimum beyond a bound is returned at the bound (T_MAX when
+  the confidences carry no or inverted information, T_MIN when they separate the classes).
+* ``platt``        c' = σ(a·z + b) (Platt 1999), fitted to Platt's smoothed targets
+  (N₊ + 1)/(N₊ + 2) for right and 1/(N₋ + 2) for wrong answers, as scikit-learn's
+  ``_SigmoidCalibration`` does (its P = 1/(1 + exp(A·f + B)) on f = z gives a = −A, b = −B).
+  Non-decreasing when a ≥ 0; a < 0 (confidences ranked backwards) is kept, as scikit-learn does.
+* ``isotonic``     pool-adjacent-violators on c with tied confidences averaged, applied by linear
+  interpolation between the fitted points and constant beyond the ends — scikit-learn's
+  ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``, including its pruning of
+  points inside a flat run. Non-decreasing.
+* ``histogram``    c' = accuracy of c's bin over ``bins`` equal-width bins with calibcli's exact
+  edges (:func:`calibcli.metrics.core.bin_index`); a bin with no fitting rows keeps c' = c.
+  Not monotone in general.
+* ``beta``         c' = σ(a·ln c − b·ln(1 − c) + m) (Kull, Silva Filho & Flach 2017): logistic
+  regression on the features ln c and −ln(1 − c) with an intercept m. As in the authors'
+  ``betacal``, a fit with a < 0 is redone without ln c (a = 0), else one with b < 0 without
+  −ln(1 − c) (b = 0); if the remaining slope is negative too it is dropped as well and
+  c' = σ(m) = the accuracy. So a, b ≥ 0 and the map is non-decreasing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from calibcli.metrics.core import bin_edges, bin_index
+from calibcli.metrics.roots import solve_increasing
+
+__all__ = [
+    "BINARY_CALIBRATORS",
+    "EPS",
+    "T_MAX",
+    "T_MIN",
+    "BetaCalibrator",
+    "Calibrator",
+    "HistogramCalibrator",
+    "IsotonicCalibrator",
+    "PlattCalibrator",
+    "TemperatureCalibrator",
+]
+
+EPS = 1e-12
+T_MIN = 1e-4
+T_MAX = 1e4
+_NEWTON_MAX_ITER = 100
+_NEWTON_RTOL = 1e-10
+
+
+# --------------------------------------------------------------------------- numerics
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """σ(x) = 1 / (1 + e^−x) without overflow for either sign."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _clip(c: np.ndarray) -> np.ndarray:
+    return np.clip(c, EPS, 1.0 - EPS)
+
+
+def _logit(c: np.ndarray) -> np.ndarray:
+    """z = ln c − ln(1 − c) with c clipped to [EPS, 1 − EPS]."""
+    c = _clip(c)
+    return np.log(c) - np.log1p(-c)
+
+
+def _beta_features(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ln c, −ln(1 − c)) with c clipped to [EPS, 1 − EPS]."""
+    c = _clip(c)
+    return np.log(c), -np.log1p(-c)
+
+
+def temperature_root(derivative: Callable[[float], tuple[float, float]]) -> float:
+    """The temperature T = 1/β at which a convex NLL's derivative in β vanishes, T in
+    [T_MIN, T_MAX]; the bound the derivative's sign points to when it does not vanish inside.
+
+    ``derivative(β)`` returns the NLL's first and second derivatives in β, the first
+    non-decreasing. Newton steps in a geometric bracket, until a step is at most 4 ulp of β.
+    """
+    lo, hi = 1.0 / T_MAX, 1.0 / T_MIN
+    if derivative(lo)[0] >= 0:
+        beta = lo
+    elif derivative(hi)[0] <= 0:
+        beta = hi
+    else:
+
+        def newton(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            g, dg = derivative(float(x[0]))
+            return np.array([g]), np.array([g / dg if dg > 0 else math.inf])
+
+        beta = float(
+            solve_increasing(
+                newton,
+                np.array([lo]),
+                np.array([hi]),
+                np.array([1.0]),
+                geometric=True,
+                stop_on_step=True,
+                max_iter=500,
+            )[0]
+        )
+    return float(min(max(1.0 / beta, T_MIN), T_MAX))
+
+
+def _logistic_fit(features: np.ndarray, target: np.ndarray, start: np.ndarray, what: str):
+    """Minimise mean[log(1 + e^η) − t·η], η = features @ θ, by Newton's method with backtracking.
+
+    ``target`` may be soft (in [0, 1]). Stops when a Newton step is at most 1e-10·(1 + max|θ|);
+    raises ValueError when that does not happen within 100 steps or the Hessian is singular,
+    which is how a fit without a finite optimum (separable classes) shows itself.
+    """
+    theta = start.astype(np.float64, copy=True)
+
+    def loss(th: np.ndarray) -> float:
+        eta = features @ th
+        return float(np.mean(np.logaddexp(0.0, eta) - target * eta))
+
+    n = features.shape[0]
+    for _ in range(_NEWTON_MAX_ITER):
+        p = _sigmoid(features @ theta)
+        grad = features.T @ (p - target) / n
+        hess = (features.T * (p * (1.0 - p))) @ features / n
+        try:
+            step = np.linalg.solve(hess, -grad)
+        except np.linalg.LinAlgError:
+            step = np.full_like(theta, np.nan)
+        if not np.all(np.isfinite(step)):
+            break
+        decrement = float(-grad @ step)
+        scale = 1.0
+        if decrement > 1e-12:  # far from the optimum: backtrack until the loss falls enough
+            f0 = loss(theta)
+            while scale > 1e-12 and loss(theta + scale * step) > f0 - 1e-4 * scale * decrement:
+                scale *= 0.5
+        theta = theta + scale * step
+        # the full Newton step estimates the distance to the optimum, whatever the line search did
+        if np.max(np.abs(step)) <= _NEWTON_RTOL * (1.0 + np.max(np.abs(theta))):
+            return theta
+    raise ValueError(
+        f"{what} fit did not converge: maximum likelihood has no finite solution "
+        "(do the confidences separate right from wrong answers?)"
+    )
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def number_param(params: Mapping[str, object], key: str, method: str) -> float:
+    """``params[key]`` as a finite float, or ValueError naming the method and the key."""
+    value = params[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{method} parameter {key!r} must be a number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{method} parameter {key!r} must be finite, got {value!r}")
+    return value
+
+
+def number_list_param(
+    params: Mapping[str, object], key: str, method: str, *, nullable: bool = False
+) -> np.ndarray:
+    """``params[key]`` as a float64 array of finite numbers (``None`` as nan if ``nullable``)."""
+    value = params[key]
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise ValueError(f"{method} parameter {key!r} must be a list of numbers, got {value!r}")
+    out = []
+    for i, v in enumerate(value):
+        if v is None and nullable:
+            out.append(math.nan)
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise ValueError(f"{method} parameter {key}[{i}] must be a number, got {v!r}")
+        if not math.isfinite(float(v)):
+            raise ValueError(f"{method} parameter {key}[{i}] must be finite, got {v!r}")
+        out.append(float(v))
+    return np.array(out, dtype=np.float64)
+
+
+def check_param_keys(params: object, method: str, keys: tuple[str, ...]) -> Mapping[str, object]:
+    """``params`` if it is a mapping with exactly ``keys``, else ValueError listing the gaps."""
+    if not isinstance(params, Mapping):
+        raise ValueError(f"{method} parameters must be a mapping, got {type(params).__name__}")
+    missing = [k for k in keys if k not in params]
+    extra = sorted(str(k) for k in params if k not in keys)
+    if missing or extra:
+        raise ValueError(
+            f"{method} parameters must be exactly {list(keys)}; "
+            f"missing {missing}, unexpected {extra}"
+        )
+    return params
+
+
+def _confidences_to_map(confidences: object) -> np.ndarray:
+    """Confidences of any shape as float64, all finite and in [0, 1]."""
+    arr = np.asarray(confidences)
+    if arr.dtype == bool or (arr.size and arr.dtype.kind not in "iuf"):
+        raise ValueError(f"confidences must be numbers in [0, 1], got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    bad = ~((arr >= 0.0) & (arr <= 1.0))  # NaN compares false, so it is caught here too
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        v = float(arr[i])
+        what = "is not a finite number" if not math.isfinite(v) else "is outside [0, 1]"
+        name = "confidence" if arr.ndim == 0 else f"confidences[{i[0] if len(i) == 1 else i}]"
+        raise ValueError(f"{name} = {v!r} {what}")
+    return arr
+
+
+def _readonly(values: object) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.flags.writeable:
+        arr = arr.copy()
+        arr.flags.writeable = False
+    return arr
+
+
+def check_temperature(t: float, method: str) -> float:
+    """``t`` if it is a valid temperature (> 0)."""
+    if not t > 0:
+        raise ValueError(f"{method} parameter 'temperature' must be > 0, got {t!r}")
+    return t
+
+
+# --------------------------------------------------------------------------- calibrators
+
+
+class Calibrator(Protocol):
+    """What every binary calibrator offers."""
+
+    method: ClassVar[str]
+
+    def apply(self, confidences: object) -> np.ndarray: ...
+
+    def to_dict(self) -> dict[str, object]: ...
+
+    @classmethod
+    def fit(cls, c: np.ndarray, y: np.ndarray, *, bins: int = 10) -> Calibrator:
+        """Fit on validated rows: ``c`` float64 in [0, 1], ``y`` bool, at least one row, and
+        both classes for a method that needs them. ``bins`` is the histogram's only."""
+        ...
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, object]) -> Calibrator: ...
+
+
+@dataclass(frozen=True)
+class TemperatureCalibrator:
+    """c' = σ(logit(c) / T), T > 0. Non-decreasing in c."""
+
+    temperature: float
+    method: ClassVar[str] = "temperature"
+
+    def apply(self, confidences: object) -> np.ndarray:
+        c = _confidences_to_map(confidences)
+        return _sigmoid(_logit(c) / self.temperature)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"temperature": float(self.temperature)}
+
+    @classmethod
+    def fit(cls, c: np.ndarray, y: np.ndarray, *, bins: int = 10) -> TemperatureCalibrator:
+        """T by maximum likelihood, searched in [T_MIN, T_MAX] (see the module docstring)."""
+        z = _logit(c)
+        if not np.any(z):
+            raise ValueError("temperature cannot be fitted: every confidence is 0.5")
+        yf = y.astype(np.float64)
+
+        # mean NLL(β) with β = 1/T is convex; its derivative mean(z·(σ(βz) − y)) is non-decreasing
+        def derivative(beta: float) -> tuple[float, float]:
+            p = _sigmoid(beta * z)
+            return float(np.mean(z * (p - yf))), float(np.mean(z * z * p * (1.0 - p)))
+
+        return cls(temperature_root(derivative))
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, object]) -> TemperatureCalibrator:
+        p = check_param_keys(params, cls.method, ("temperature",))
+        return cls(check_temperature(number_param(p, "temperature", cls.method), cls.method))
+
+
+@dataclass(frozen=True)
+class PlattCalibrator:
+    """c' = σ(a·logit(c) + b). Non-decreasing when a ≥ 0."""
+
+    a: float
+    b: float
+    method: ClassVar[str] = "platt"
+
+    def apply(self, confidences: object) -> np.ndarray:
+        c = _confidences_to_map(confidences)
+        return _sigmoid(self.a * _logit(c) + self.b)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"a": float(self.a), "b": float(self.b)}
+
+    @classmethod
+    def fit(cls, c: np.ndarray, y: np.ndarray, *, bins: int = 10) -> PlattCalibrator:
+        """(a, b) by maximum likelihood on Platt's smoothed targets."""
+        z = _logit(c)
+        if np.all(z == z[0]):
+            raise ValueError("platt cannot be fitted: every confidence is the same")
+        n_pos = int(np.count_nonzero(y))
+        n_neg = y.shape[0] - n_pos
+        target = np.where(y, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+        features = np.column_stack([z, np.ones_like(z)])
+        start = np.array([0.0, math.log((n_pos + 1.0) / (n_neg + 1.0))])
+        a, b = _logistic_fit(features, target, start, "platt")
+        return cls(float(a), float(b))
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, object]) -> PlattCalibrator:
+        p = check_param_keys(params, cls.method, ("a", "b"))
+        return cls(number_param(p, "a", cls.method), number_param(p, "b", cls.method))
+
+
+@dataclass(frozen=True, eq=False)
+class IsotonicCalibrator:
+    """Piecewise-linear through the points (x_k, y_k); y_0 below x_0, y_last above x_last.
+
+    x strictly increasing in [0, 1]; y non-decreasing in [0, 1]. Non-decreasing in c.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    method: ClassVar[str] = "isotonic"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", _readonly(self.x))
+        object.__setattr__(self, "y", _readonly(self.y))
+
+    def apply(self, confidences: object) -> np.ndarray:
+        c = _confidences_to_map(confidences)
+        return np.interp(c, self.x, self.y)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"x": self.x.tolist(), "y": self.y.tolist()}
+
+    @classmethod
+    def fit(cls, c: np.ndarray, y: np.ndarray, *, bins: int = 10) -> IsotonicCalibrator:
+        """Pool-adjacent-violators over the distinct confidences."""
+        order = np.argsort(c, kind="stable")
+        cs, ys = c[order], y[order]
+        ux, first = np.unique(cs, return_index=True)
+        counts = np.diff(np.append(first, cs.shape[0])).tolist()
+        sums = np.add.reduceat(ys.astype(np.int64), first).tolist()
+        # pool adjacent violators over the distinct confidences; integer sums and counts make the
+        # comparison of block means exact, and equal neighbours pool so block means rise strictly
+        blk_sum: list[int] = []
+        blk_cnt: list[int] = []
+        blk_first: list[int] = []
+        for i, (s, n) in enumerate(zip(sums, counts, strict=True)):
+            blk_sum.append(s)
+            blk_cnt.append(n)
+            blk_first.append(i)
+            while len(blk_sum) > 1 and blk_sum[-2] * blk_cnt[-1] >= blk_sum[-1] * blk_cnt[-2]:
+                s_last, n_last = blk_sum.pop(), blk_cnt.pop()
+                blk_first.pop()
+                blk_sum[-1] += s_last
+                blk_cnt[-1] += n_last
+        starts = np.array(blk_first, dtype=np.intp)
+        ends = np.append(starts[1:], ux.shape[0]) - 1
+        means = np.array(blk_sum, dtype=np.float64) / np.array(blk_cnt, dtype=np.float64)
+        # a block keeps its first and last confidence (one point if they coincide)
+        two = ends > starts
+        idx = np.sort(np.concatenate([starts, ends[two]]))
+        vals = np.repeat(means, np.where(two, 2, 1))
+        return cls(_readonly(ux[idx]), _readonly(np.clip(vals, 0.0, 1.0)))
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, object]) -> IsotonicCalibrator:
+        p = check_param_keys(params, cls.method, ("x", "y"))
+        x = number_list_param(p, "x", cls.method)
+        y = number_list_param(p, "y", cls.method)
+        if x.shape[0] == 0 or x.shape != y.shape:
+            raise ValueError(
+                f"isotonic parameters 'x' and 'y' must be non-empty and of equal length, "
+                f"got {x.shape[0]} and {y.shape[0]}"
+            )
+        for name, arr in (("x", x), ("y", y)):
+            if arr.min() < 0.0 or arr.max() > 1.0:
+                raise ValueError(f"isotonic parameter {name!r} must lie in [0, 1]")
+        if np.any(np.diff(x) <= 0):
+            i = int(np.flatnonzero(np.diff(x) <= 0)[0]) + 1
+            raise ValueError(f"isotonic parameter 'x' must increase strictly; x[{i}] = {x[i]!r}")
+        if np.any(np.diff(y) < 0):
+            i = int(np.flatnonzero(np.diff(y) < 0)[0]) + 1
+            raise ValueError(f"isotonic parameter 'y' must not decrease; y[{i}] = {y[i]!r}")
+        return cls(_readonly(x), _readonly(y))
+
+
+@dataclass(frozen=True, eq=False)
+class HistogramCalibrator:
+    """c' = accuracy[k] for c in equal-width bin k of len(accuracy); NaN (JSON null) keeps c."""
+
+    accuracy: np.ndarray
+    method: ClassVar[str] = "histogram"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "accuracy", _readonly(self.accuracy))
+
+    @property
+    def bins(self) -> int:
+        return int(self.accuracy.shape[0])
+
+    def apply(self, confidences: object) -> np.ndarray:
+        c = _confidences_to_map(confidences)
+        mapped = self.accuracy[bin_index(c.ravel(), bin_edges(self.bins))].reshape(c.shape)
+        return np.where(np.isnan(mapped), c, mapped)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"accuracy": [None if math.isnan(v) else v for v in self.accuracy.tolist()]}
+
+    @classmethod
+    def fit(cls, c: np.ndarray, y: np.ndarray, *, bins: int = 10) -> HistogramCalibrator:
+        """Each of ``bins`` equal-width bins' accuracy on the rows (nan if empty)."""
+        idx = bin_index(c, bin_edges(bins))
+        count = np.bincount(idx, minlength=bins)
+        right = np.bincount(idx[y], minlength=bins)
+        acc = np.full(bins, np.nan)
+        np.divide(right, count, out=acc, where=count > 0)
+        return cls(_readonly(acc))
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, object]) -> HistogramCalibrator:
+        p = check_param_keys(params, cls.method, ("accuracy",))
+        acc = number_list_param(p, "accuracy", cls.method, nullable=True)
+        if acc.shape[0] == 0:
+            raise ValueError("histogram parameter 'accuracy' must hold one entry per bin, got none")
+        filled = acc[~np.isnan(acc)]
+        if filled.size and (filled.min() < 0.0 or filled.max() > 1.0):
+            raise ValueError("histogram parameter 'accuracy' must lie in [0, 1] (or be null)")
+        return cls(_readonly(acc))
+
+
+@dataclass(frozen=True)
+class BetaCalibrator:
+    """c' = σ(a·ln c − b·ln(1 − c) + intercept), a, b ≥ 0. Non-decreasing in c."""
+
+    a: float
+    b: float
+    intercept: float
+    method: ClassVar[str] = "beta"
+
+    def apply(self, confidences: object) -> np.ndarray:
+        c = _confidences_to_map(confidences)
+        ln_c, neg_ln_1mc = _beta_features(c)
+        return _sigmoid(self.a * ln_c + self.b * neg_ln_1mc + self.intercept)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"a": float(self.a), "b": float(self.b), "intercept": float(self.intercept)}
+
+    @classmethod
+    def fit(cls, c: np.ndarray, y: np.ndarray, *, bins: int = 10) -> BetaCalibrator:
+        """(a, b, intercept) by maximum likelihood, slopes kept >= 0 as ``betacal`` does."""
+        if np.unique(_clip(c)).shape[0] < 3:
+            raise ValueError("beta cannot be fitted: it needs at least three distinct confidences")
+        ln_c, neg_ln_1mc = _beta_features(c)
+        yf = y.astype(np.float64)
+        ones = np.ones_like(yf)
+        base = math.log(yf.mean() / (1.0 - yf.mean()))  # the intercept-only optimum
+
+        def one_slope(feature: np.ndarray) -> tuple[float, float]:
+            slope, icpt = _logistic_fit(
+                np.column_stack([feature, ones]), yf, np.array([0, base]), "beta"
+            )
+            return (slope, icpt) if slope >= 0 else (0.0, base)
+
+        a, b, icpt = _logistic_fit(
+            np.column_stack([ln_c, neg_ln_1mc, ones]), yf, np.array([0.0, 0.0, base]), "beta"
+        )
+        if a < 0:
+            a, (b, icpt) = 0.0, one_slope(neg_ln_1mc)
+        elif b < 0:
+            b, (a, icpt) = 0.0, one_slope(ln_c)
+        return cls(float(a), float(b), float(icpt))
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, object]) -> BetaCalibrator:
+        p = check_param_keys(params, cls.method, ("a", "b", "intercept"))
+        a, b = number_param(p, "a", cls.method), number_param(p, "b", cls.method)
+        for name, v in (("a", a), ("b", b)):
+            if v < 0:
+                raise ValueError(f"beta parameter {name!r} must be >= 0 (monotone map), got {v!r}")
+        return cls(a, b, number_param(p, "intercept", cls.method))
+
+
+# in the order of calibcli.metrics.methods.RECALIBRATION_METHODS
+BINARY_CALIBRATORS: tuple[type[Calibrator], ...] = (
+    TemperatureCalibrator,
+    PlattCalibrator,
+    IsotonicCalibrator,
+    HistogramCalibrator,
+    BetaCalibrator,
+)
