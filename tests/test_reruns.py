@@ -96,13 +96,22 @@ def test_perplexity_reads_the_newest_run(tmp_path):
 
 def test_the_same_file_twice_is_refused(tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", [{"confidence": 0.5, "correct": True}] * 4)
-    copy = tmp_path / "copy.jsonl"
-    shutil.copy(path, copy)
-    for files in ([path, path], [path, copy]):
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(path)
+    for files in ([path, path], [path, link]):
         result = run(["calibrate", *files, "-q"])
         assert result.exit_code == 2
-        assert "holds the same bytes as" in result.stderr and "--all-runs" in result.stderr
-    assert run(["calibrate", path, copy, "--all-runs", "-q"]).exit_code == 0
+        assert "is given twice" in result.stderr and "--all-runs" in result.stderr
+    assert run(["calibrate", path, path, "--all-runs", "-q"]).exit_code == 0
+
+
+def test_two_files_with_the_same_bytes_are_named(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [{"confidence": 0.5, "correct": True}] * 4)
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(path, copy)
+    body, _ = report(["calibrate", path, copy])
+    assert body["n"] == 8
+    assert any(f"{copy} holds the same bytes as {path}" in w for w in body["warnings"])
 
 
 def test_standard_input_twice_is_refused():

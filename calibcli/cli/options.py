@@ -18,7 +18,13 @@ from typing import Annotated, Any
 import typer
 
 from calibcli.io import CALIBRATION_FORMATS, INSPECT_CONFIDENCES, MC_NORMS, PERPLEXITY_FORMATS
-from calibcli.reports import Figure, gateable
+from calibcli.reports import (
+    BIN_STRATEGIES,
+    RECALIBRATION_METHODS,
+    SELECTION_METHODS,
+    Figure,
+    gateable,
+)
 
 MAX_BINS = 10_000  # more bins than this hold a handful of rows each even in 100M-row files
 MIN_BOOTSTRAP = 200  # fewer resamples cannot place the tails of a 95% interval
@@ -36,9 +42,14 @@ Format = _choices("Format", *PERPLEXITY_FORMATS)
 # calibrate and reliability read confidence/correct rows: the token-logprob formats have none
 CalibrationFormat = _choices("CalibrationFormat", *CALIBRATION_FORMATS)
 McNorm = _choices("McNorm", *MC_NORMS)
-Strategy = _choices("Strategy", "uniform", "quantile")
+Strategy = _choices("Strategy", *(s.name for s in BIN_STRATEGIES))
 GateOn = _choices("GateOn", "estimate", "upper")
-Method = _choices("Method", "temperature", "platt", "isotonic", "histogram", "beta")
+Method = _choices("Method", *(m.name for m in RECALIBRATION_METHODS))
+
+
+def _described(choices: Any) -> str:
+    """``name: what it does; ...`` for a registry's choices, for an option's help."""
+    return "; ".join(f"{c.name}: {c.help.rstrip('.')}" for c in choices) + "."
 
 
 def _ci_level(value: float | None) -> float | None:
@@ -273,7 +284,7 @@ LogprobsField = _opt(
     str, "--logprobs-field", metavar=Name, help="Per-token logprobs list (logprobs format)."
 )
 # calibrate
-StrategyOpt = _opt(Strategy, "--strategy", help="Equal-width, or equal-mass (quantile) bins.")
+StrategyOpt = _opt(Strategy, "--strategy", help=_described(BIN_STRATEGIES))
 MinBinsOpt = _opt(
     int,
     "--min-populated-bins",
@@ -333,7 +344,9 @@ FoldsOpt = _opt(
     help=f"Folds for --recalibrate (2 to {MAX_FOLDS}; default 5): each fold is mapped by a "
     "calibrator fitted on the others. A --by group with fewer rows keeps its confidences.",
 )
-MethodOpt = _opt(Method, "--method", help="Recalibration method.")
+MethodOpt = _opt(
+    Method, "--method", help="Recalibration method. " + _described(RECALIBRATION_METHODS)
+)
 
 
 # threshold
@@ -349,7 +362,7 @@ def _coverage(value: float | None) -> float | None:
     return value
 
 
-SelectMethod = _choices("SelectMethod", "ltt", "sgr")
+SelectMethod = _choices("SelectMethod", *(m.name for m in SELECTION_METHODS))
 TargetAccuracyOpt = _opt(
     float,
     "--target-accuracy",
@@ -368,8 +381,7 @@ DeltaOpt = _opt(
 SelectMethodOpt = _opt(
     SelectMethod,
     "--method",
-    help="ltt: Learn then Test, fixed-sequence testing from the highest threshold down; sgr: "
-    "Selection with Guaranteed Risk (bisection, Bonferroni over its steps).",
+    help=_described(SELECTION_METHODS),
 )
 MinCoverageOpt = _opt(
     float | None,

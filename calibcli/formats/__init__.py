@@ -39,9 +39,12 @@ from calibcli.formats.fields import (
     CalibrationRow,
     PerplexityRow,
     by_value,
+    json_type,
     lookup,
 )
 from calibcli.formats.inspect_ai import CONFIDENCES, inspect_sample_row, inspect_scorers
+from calibcli.formats.json_text import elements as json_elements
+from calibcli.formats.json_text import value_span
 from calibcli.formats.lm_eval import (
     GENERATIVE_WARNING,
     MC_NORMS,
@@ -78,6 +81,8 @@ __all__ = [
     "detect_row_format",
     "inspect_sample_row",
     "inspect_scorers",
+    "json_elements",
+    "json_type",
     "lm_eval_choice_row",
     "lm_eval_choice_scores",
     "lm_eval_gold",
@@ -91,6 +96,7 @@ __all__ = [
     "perplexity_rows",
     "providing",
     "task_from_filename",
+    "value_span",
     "vllm_rows",
 ]
 

@@ -232,6 +232,10 @@ def read_perplexity(
 
 def __getattr__(name: str) -> Any:
     # row-by-row reading (compare, apply, choices) loads on first use
+    if name == "rewrite_confidences":
+        import importlib
+
+        return importlib.import_module("calibcli.io.rewrite").rewrite_confidences
     if name in ("read_choices", "read_keyed", "records"):
         import importlib
 

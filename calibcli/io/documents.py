@@ -206,7 +206,8 @@ def document_records(source: str, kind: str) -> Iterator[tuple[str, int | str, A
 
 def _sample_spans(text: str) -> list[tuple[int, int]]:
     """The text spans of an inspect-ai log's samples (the last ``samples`` key, as decoded)."""
-    from calibcli.formats.json_text import elements, value_span
+    from calibcli.formats import json_elements as elements
+    from calibcli.formats import value_span
 
     span = value_span(text, ["samples"])
     return [] if span is None else list(elements(text, span[0]))

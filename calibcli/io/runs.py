@@ -7,7 +7,8 @@ fails. So among the files given for one input (one side of a comparison), the fi
 in one folder with different timestamps in their names are re-runs: only the newest (by the
 timestamp in the name, never by modification time, which an artifact download changes) is
 read, with a warning naming the runs left out, unless ``all_runs``. The same file given twice
-(by its content, not its path) and standard input given twice are refused unless ``all_runs``.
+(under any path) and standard input given twice are refused unless ``all_runs``; two files
+that hold the same bytes are read with a warning.
 """
 
 from __future__ import annotations
@@ -84,12 +85,20 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
         )
     dropped = set(left_out)
     kept = [f for f in files if f not in dropped]
-    seen: dict[str, str] = {}
+    paths: dict[str, str] = {}
+    contents: dict[str, str] = {}
     for f in kept:
         if f == "-" or not os.path.isfile(f):
             continue  # the reader says what is wrong with it
+        real = os.path.realpath(f)
+        if real in paths:
+            raise InputError(f, None, f"is given twice (also as {paths[real]}): {DOUBLE_INPUT}")
+        paths[real] = f
         content = file_content_id(f)
-        if content and content in seen:
-            raise InputError(f, None, f"holds the same bytes as {seen[content]}: {DOUBLE_INPUT}")
-        seen[content] = f
+        if content and content in contents:
+            warnings.append(
+                f"{f} holds the same bytes as {contents[content]}: their rows are counted "
+                "twice (pass --all-runs if that is meant, or give one of them)"
+            )
+        contents.setdefault(content, f)
     return Runs(kept, warnings)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
     from rich.measure import Measurement
 
-    from calibcli.metrics.core import BinStats
+    from calibcli.metrics import BinStats
 
 __all__ = ["DiagramSeries", "ReliabilityDiagram", "diagram_lines", "render_diagram"]
 

@@ -23,6 +23,10 @@ _LAZY = {
     "fit_report": "calibcli.reports.fit",
     "Recalibration": "calibcli.reports.recalibration",
     "margins": "calibcli.reports.compare",
+    # the method registries, for the option choices (numpy-free)
+    "BIN_STRATEGIES": "calibcli.metrics",
+    "RECALIBRATION_METHODS": "calibcli.metrics",
+    "SELECTION_METHODS": "calibcli.metrics",
     "MAX_UNMATCHED_SHARE": "calibcli.reports.compare",
     **dict.fromkeys(
         (

@@ -67,8 +67,7 @@ def calibration_section(
     :func:`calibration_estimates`, but never with a bootstrap: its resamples are drawn
     from the rows as read.
     """
-    from calibcli.metrics import BinStats
-    from calibcli.metrics.estimators import DECOMPOSITION_TERMS
+    from calibcli.metrics import DECOMPOSITION_TERMS, BinStats
 
     columns = view.columns
     n = 0 if columns is None else int(columns.n)
@@ -84,7 +83,7 @@ def calibration_section(
         closed = dict.fromkeys(CALIBRATION_GATES, "no rows were read")
         return Section(order(section), empty_notes(0), closed)
 
-    from calibcli.metrics.estimators import calibration_estimates
+    from calibcli.metrics import calibration_estimates
 
     est = calibration_estimates(
         columns,
@@ -133,7 +132,7 @@ def calibration_section(
             )
         )
     if bootstrap is not None:
-        from calibcli.metrics.bootstrap import bootstrap_intervals
+        from calibcli.metrics import bootstrap_intervals
 
         result = bootstrap_intervals(
             columns,

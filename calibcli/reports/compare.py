@@ -52,8 +52,8 @@ def compare_section(
     base: tuple[Any, Any], new: tuple[Any, Any], settings: CompareSettings
 ) -> Comparison:
     """Figures, differences, intervals and tests for aligned (paired) or independent rows."""
-    from calibcli.metrics.estimators import SCALAR_KEYS
-    from calibcli.metrics.paired import (
+    from calibcli.metrics import (
+        SCALAR_KEYS,
         delong_test,
         identical_correctness,
         mcnemar_exact,

@@ -72,7 +72,7 @@ def bin_notes(stats: Any, min_bins: int) -> list[Note]:
 
 
 def wilson(stats: Any) -> tuple[Any, Any]:
-    from calibcli.metrics.estimators import wilson_interval
+    from calibcli.metrics import wilson_interval
 
     return wilson_interval(stats.sum_correct, stats.count)
 

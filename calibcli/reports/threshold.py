@@ -70,7 +70,7 @@ def _realised(curve: Any, threshold: float | None) -> dict[str, Any]:
 def _table(curve: Any, settings: ThresholdSettings) -> dict[str, Any]:
     import numpy as np
 
-    from calibcli.metrics.selective import accuracy_lower_bound, display_rows
+    from calibcli.metrics import accuracy_lower_bound, display_rows
 
     if settings.full:
         rows = np.arange(curve.thresholds.shape[0])
@@ -90,7 +90,7 @@ def _table(curve: Any, settings: ThresholdSettings) -> dict[str, Any]:
 
 def threshold_section(columns: Any, fit_columns: Any, settings: ThresholdSettings) -> Section:
     """The threshold figures for one set of rows (pooled, or one --by group)."""
-    from calibcli.metrics.selective import (
+    from calibcli.metrics import (
         RiskCoverage,
         aurc,
         e_aurc,
@@ -149,7 +149,7 @@ def threshold_section(columns: Any, fit_columns: Any, settings: ThresholdSetting
 
 def _coverage_curve(curve: Any) -> dict[str, Any]:
     """A denser accuracy–coverage curve than the table's (what --plot draws)."""
-    from calibcli.metrics.selective import display_rows
+    from calibcli.metrics import display_rows
 
     rows = display_rows(curve, rows=CURVE_POINTS)
     accepted, errors = curve.accepted[rows], curve.errors[rows]

@@ -43,7 +43,7 @@ class CalibrationSettings:
     inspect_confidence: str = "sequence"
 
     def __post_init__(self) -> None:
-        from calibcli.metrics.core import check_bins
+        from calibcli.metrics import check_bins
 
         check_bins(self.bins)
 

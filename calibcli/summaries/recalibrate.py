@@ -66,7 +66,7 @@ def fit_data(
     summary: Any, *, method: str, bins: int, fitted_on: dict[str, Any], by: str | None
 ) -> CalibratorFile:
     """Fit ``method`` on a summary's kept rows (pooled, and per --by group). Raises ValueError."""
-    from calibcli.metrics.recalibration import fit
+    from calibcli.metrics import fit
 
     def fit_columns(columns: Any, where: str) -> Any:
         if columns is None or columns.n == 0:
@@ -86,7 +86,7 @@ def fit_data(
 
 def load(path: str | Path) -> CalibratorFile:
     """Read and validate a calibrator file; ValueError with one line naming what is wrong."""
-    from calibcli.metrics.recalibration import from_dict
+    from calibcli.metrics import calibrator_from_dict as from_dict
 
     def bad(detail: str) -> ValueError:
         # the validation's messages may show a value as numpy's repr (np.float64(0.4))
@@ -196,7 +196,7 @@ def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: in
     ``folds`` cannot be cut into folds: its confidences are kept as they are, and a warning
     names it (the other groups are recalibrated). Raises ValueError when a fit fails, or when
     the pooled rows (no --by) are fewer than ``folds``."""
-    from calibcli.metrics.recalibration import cross_fit
+    from calibcli.metrics import cross_fit
 
     def crossed(columns: Any, where: str) -> tuple[Any, Any]:
         if columns.n == 0:
@@ -326,7 +326,7 @@ def _group_rows(choices: Any) -> dict[str, Any]:
 
 def fit_choices(choices: Any, *, fitted_on: dict[str, Any], by: str | None) -> CalibratorFile:
     """Temperature over the choices of lm-eval rows (pooled, and per --by group)."""
-    from calibcli.metrics.recalibration import fit_multiclass_temperature
+    from calibcli.metrics import fit_multiclass_temperature
 
     def fit_one(part: Any, where: str) -> Any:
         if part.n == 0:
@@ -391,7 +391,7 @@ def cross_fit_choices(choices: Any, *, folds: int, seed: int, bins: int) -> Any:
     """Out-of-fold temperature over the choices (per --by group when grouped)."""
     import numpy as np
 
-    from calibcli.metrics.recalibration import cross_fit_multiclass_temperature
+    from calibcli.metrics import cross_fit_multiclass_temperature
 
     def crossed(part: Any, where: str) -> Any:
         part = _with_gold(part, where)

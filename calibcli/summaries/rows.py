@@ -107,13 +107,13 @@ class RowColumns:
 
     def columns(self):
         """All rows as :class:`~calibcli.metrics.core.PredictionColumns` (no copy)."""
-        from calibcli.metrics.core import PredictionColumns
+        from calibcli.metrics import PredictionColumns
 
         return PredictionColumns(self.right, self.wrong)
 
     def by_group(self, groups: int) -> list:
         """PredictionColumns per group id (one sort per class; views of the sorted copies)."""
-        from calibcli.metrics.core import PredictionColumns
+        from calibcli.metrics import PredictionColumns
 
         empty = np.zeros(0, np.intp)
         rights = split_by_group(

@@ -50,7 +50,7 @@ class BinTable:
     docstring). Fold rows with :meth:`add`, tables with :meth:`merge`."""
 
     def __init__(self, bins: int, groups: int = 1) -> None:
-        from calibcli.metrics.core import bin_edges
+        from calibcli.metrics import bin_edges
 
         self.edges = bin_edges(bins)
         self.bins = bins
@@ -82,7 +82,7 @@ class BinTable:
     ) -> None:
         """Fold rows (confidences in [0, 1], validated) into the table; ``group_ids`` (< ``groups``)
         give each row's group, None: group 0."""
-        from calibcli.metrics.core import bin_index
+        from calibcli.metrics import bin_index
 
         self._room(groups)
         for start in range(0, conf.shape[0], _BLOCK):
@@ -148,7 +148,7 @@ class BinTable:
 
     def group_stats(self) -> list[Any]:
         """:class:`~calibcli.metrics.core.BinStats` of every group, in id order."""
-        from calibcli.metrics.core import BinStats
+        from calibcli.metrics import BinStats
 
         g, m = self.groups, self.bins
         cells = g * m
