@@ -1,5 +1,5 @@
-"""The typer application: one-line usage errors, the exit codes, ``--version`` and the CI
-options every command gets (calibcli.cli.github).
+"""The typer application: one-line usage errors, the exit codes, ``--version``, shell completion
+and the CI options every command gets (calibcli.cli.github).
 
 Commands live in calibcli.cli.commands and register themselves on :data:`app`; what they share
 is in calibcli.cli.reading (reading with exit-2 errors) and calibcli.cli.emit (the outputs and
@@ -84,7 +84,8 @@ app = _CalibcliApp(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    add_completion=False,
+    # --install-completion / --show-completion: typer's, for bash, zsh, fish and PowerShell
+    add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
