@@ -55,8 +55,15 @@ test: $(STAMP)  ## Run the whole test suite
 
 .PHONY: lint
 lint: $(STAMP)  ## ruff check and format check
-	$(BIN)/ruff check calibcli tests bench sample_data
-	$(BIN)/ruff format --check calibcli tests bench sample_data
+	$(BIN)/ruff check calibcli tests bench sample_data docs
+	$(BIN)/ruff format --check calibcli tests bench sample_data docs
+
+.PHONY: dist
+dist: $(PY_STAMP)  ## Build the wheel and sdist into dist/ and check them with twine
+	$(BIN)/python -m pip install --quiet --group release
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist
+	$(BIN)/python -m twine check --strict dist/*
 
 .PHONY: bench
 bench: $(STAMP)  ## Benchmark against the floor and baselines; writes BENCHMARKS.md

@@ -32,3 +32,21 @@ def _outside_github_actions():
         for name in [n for n in os.environ if n.startswith("GITHUB_")]:
             patch.delenv(name)
         yield
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """calibcli's wheel and sdist built from the working tree, and a wheelhouse to install
+    them and their dependencies offline (tests/release_build.py)."""
+    from release_build import build_release
+
+    return build_release(tmp_path_factory.mktemp("release"))
+
+
+@pytest.fixture(scope="session")
+def action_temp(built, tmp_path_factory):
+    """A runner temp folder where action.yml's own install step has installed calibcli, as
+    the first use of the action in a job does (tests/workflow.py)."""
+    from workflow import install_action
+
+    return install_action(tmp_path_factory.mktemp("runner_temp"), built.pip_settings())
