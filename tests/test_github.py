@@ -288,3 +288,24 @@ def test_action_declares_every_output_calibcli_writes():
     assert set(action["outputs"]) == written
     for name, output in action["outputs"].items():
         assert output["value"] == f"${{{{ steps.calibcli.outputs.{name} }}}}"
+
+
+def test_a_path_in_the_workspace_is_annotated_relative_to_it(tmp_path, actions):
+    env, _, _ = actions
+    (tmp_path / "eval").mkdir()
+    bad = tmp_path / "eval" / "preds.jsonl"
+    bad.write_text('{"confidence": 0.5}\n')
+    result = run(["calibrate", bad], env={**env, "GITHUB_WORKSPACE": str(tmp_path)})
+    assert result.exit_code == 2
+    (annotation,) = commands(result.stderr)
+    assert annotation.startswith("::error file=eval/preds.jsonl,line=1::")
+    outside = run(["calibrate", bad], env={**env, "GITHUB_WORKSPACE": str(tmp_path / "other")})
+    assert commands(outside.stderr)[0].startswith(f"::error file={bad},line=1::")
+
+
+def test_unwritable_outputs_file_keeps_the_verdict(tmp_path, actions):
+    env, _, _ = actions
+    env["GITHUB_OUTPUT"] = str(tmp_path / "missing" / "output")
+    result = run(["calibrate", SAMPLE / "overconfident.jsonl", "--max-ece", "0.05", "-q"], env=env)
+    assert result.exit_code == 1
+    assert f"warning: cannot write the step outputs to {env['GITHUB_OUTPUT']}: " in result.stderr

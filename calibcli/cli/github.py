@@ -144,13 +144,24 @@ def input_error_command(exc: InputError) -> str:
     in the message."""
     if exc.path in STDIN_NAMES:
         return workflow_command("error", str(exc))
-    properties: dict[str, str | int] = {"file": exc.path}
+    properties: dict[str, str | int] = {"file": _in_workspace(exc.path)}
     detail = exc.detail
     if isinstance(exc.line, int):
         properties["line"] = exc.line
     elif exc.line is not None:
         detail = f"{exc.line}: {detail}"
     return workflow_command("error", detail, **properties)
+
+
+def _in_workspace(path: str) -> str:
+    """An annotation attaches to a file of the pull request by its path in the repository: an
+    absolute path inside $GITHUB_WORKSPACE is made relative to it."""
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if workspace and os.path.isabs(path):
+        relative = os.path.relpath(path, workspace)
+        if not relative.startswith(os.pardir):
+            return relative
+    return path
 
 
 def finished(report: Any) -> None:
@@ -164,8 +175,13 @@ def finished(report: Any) -> None:
         _emit(workflow_command("error", failure, title="calibcli gate"))
     path = os.environ.get("GITHUB_OUTPUT")
     if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write("".join(f"{k}={v}\n" for k, v in step_outputs(report).items()))
+        try:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write("".join(f"{k}={v}\n" for k, v in step_outputs(report).items()))
+        except OSError as exc:  # the verdict stands: the exit code still says it
+            message = f"cannot write the step outputs to {path}: {exc.strerror or exc}"
+            typer.echo(f"warning: {message}", err=True)
+            _emit(workflow_command("warning", message))
 
 
 def step_outputs(report: Any) -> dict[str, str]:
