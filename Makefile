@@ -1,27 +1,42 @@
 # calibcli — every target creates .venv itself, so a fresh clone needs nothing but Python 3.10+.
+# PYTHON picks the interpreter (`make test PYTHON=python3.10`); .venv is rebuilt when it changes.
 .DEFAULT_GOAL := help
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# The interpreter's version and path name the stamp of the venv made with it: asking for another
+# Python finds no stamp, and .venv is made again instead of reused.
+PY_ID := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0] + "-" + sys.executable.replace("/", "_"))' 2>/dev/null)
+PY_STAMP := $(VENV)/.python-$(PY_ID)
+STAMP := $(VENV)/.installed-test
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: help
 help:  ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-8s %s\n", $$1, $$2}'
 
-$(BIN)/python:
+$(PY_STAMP):
+	@test -n "$(PY_ID)" || { echo "$(PYTHON) not found: set PYTHON to a Python 3.10+ interpreter" >&2; exit 2; }
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
+	@touch $@
 
-$(STAMP): pyproject.toml | $(BIN)/python
+# calibcli with the plot extra: all `make demo` needs
+$(DEMO_STAMP): pyproject.toml $(PY_STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[plot]"
+	@touch $@
+
+# and the test group: pytest, hypothesis and the reference libraries the tests compare against
+$(STAMP): pyproject.toml $(PY_STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[plot]" --group test
-	@touch $(STAMP)
+	@touch $@ $(DEMO_STAMP)
 
 .PHONY: install
 install: $(STAMP)  ## Create .venv and install calibcli with its test group
 
 .PHONY: demo
-demo: $(STAMP)  ## Run calibcli on sample_data/: three predictors, a diagram, perplexity, a threshold, a comparison
+demo: $(DEMO_STAMP)  ## Run calibcli on sample_data/: three predictors, a diagram, perplexity, a threshold, a comparison
 	@for f in well_calibrated overconfident underconfident; do \
 		echo "== $$f"; $(BIN)/calibcli calibrate sample_data/$$f.jsonl; done
 	@echo "== reliability (overconfident), diagram written to reliability.png"
@@ -31,6 +46,8 @@ demo: $(STAMP)  ## Run calibcli on sample_data/: three predictors, a diagram, pe
 	@$(BIN)/calibcli threshold sample_data/overconfident.jsonl --target-accuracy 0.8 --quiet
 	@echo "== overconfident against the well-calibrated baseline, same questions"
 	@$(BIN)/calibcli compare sample_data/well_calibrated.jsonl sample_data/overconfident.jsonl --quiet
+	@echo "== calibcli is in $(BIN): run it as $(BIN)/calibcli, or put it on PATH with"
+	@echo "   export PATH=\"$$PWD/$(BIN):\$$PATH\""
 
 .PHONY: test
 test: $(STAMP)  ## Run the whole test suite
@@ -38,8 +55,15 @@ test: $(STAMP)  ## Run the whole test suite
 
 .PHONY: lint
 lint: $(STAMP)  ## ruff check and format check
-	$(BIN)/ruff check calibcli tests bench sample_data
-	$(BIN)/ruff format --check calibcli tests bench sample_data
+	$(BIN)/ruff check calibcli tests bench sample_data docs
+	$(BIN)/ruff format --check calibcli tests bench sample_data docs
+
+.PHONY: dist
+dist: $(PY_STAMP)  ## Build the wheel and sdist into dist/ and check them with twine
+	$(BIN)/python -m pip install --quiet --group release
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist
+	$(BIN)/python -m twine check --strict dist/*
 
 .PHONY: bench
 bench: $(STAMP)  ## Benchmark against the floor and baselines; writes BENCHMARKS.md

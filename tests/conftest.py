@@ -3,6 +3,10 @@
 Hypothesis runs deterministically (``derandomize=True``, no example database, no deadline) with a
 modest number of examples so the suite stays fast; ``HYPOTHESIS_PROFILE=thorough`` runs more.
 
+Every GITHUB_* variable is cleared for the whole session (subprocesses inherit the cleared
+environment), so the suite expects the same output when it runs inside GitHub Actions, which
+sets GITHUB_ACTIONS, GITHUB_STEP_SUMMARY and GITHUB_OUTPUT in every step.
+
 Exact references live in ``tests/reference.py`` and the CLI runner and input writers in
 ``tests/harness.py``; tests import them by module name (pytest puts ``tests/`` on sys.path).
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile(
@@ -18,3 +23,30 @@ settings.register_profile(
 )
 settings.register_profile("thorough", parent=settings.get_profile("calibcli"), max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "calibcli"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _outside_github_actions():
+    # session scope: set before any module-scoped fixture runs a command (test_readme's runs)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [n for n in os.environ if n.startswith("GITHUB_")]:
+            patch.delenv(name)
+        yield
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """calibcli's wheel and sdist built from the working tree, and a wheelhouse to install
+    them and their dependencies offline (tests/release_build.py)."""
+    from release_build import build_release
+
+    return build_release(tmp_path_factory.mktemp("release"))
+
+
+@pytest.fixture(scope="session")
+def action_temp(built, tmp_path_factory):
+    """A runner temp folder where action.yml's own install step has installed calibcli, as
+    the first use of the action in a job does (tests/workflow.py)."""
+    from workflow import install_action
+
+    return install_action(tmp_path_factory.mktemp("runner_temp"), built.pip_settings())

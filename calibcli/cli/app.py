@@ -1,4 +1,5 @@
-"""The typer application: one-line usage errors, the exit codes, ``--version``.
+"""The typer application: one-line usage errors, the exit codes, ``--version``, shell completion
+and the CI options every command gets (calibcli.cli.github).
 
 Commands live in calibcli.cli.commands and register themselves on :data:`app`; what they share
 is in calibcli.cli.reading (reading with exit-2 errors) and calibcli.cli.emit (the outputs and
@@ -12,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
+
+from calibcli.cli import github
 
 EXIT_CODES = """\b
 Exit codes:
@@ -44,7 +47,9 @@ class _OneLineErrors(TyperGroup):
             if type(exc).__name__ == "NoArgsIsHelpError" or ctx is None:
                 exc.show()  # help for a bare "calibcli", or no context to name
             else:
-                typer.echo(f"Error: {exc.format_message()} (see '{ctx.command_path} -h')", err=True)
+                message = f"{exc.format_message()} (see '{ctx.command_path} -h')"
+                typer.echo(f"Error: {message}", err=True)
+                github.error(message)
             sys.exit(exc.exit_code)
         except typer.Abort:
             typer.echo("Aborted!", err=True)
@@ -57,7 +62,21 @@ class _OneLineErrors(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-app = typer.Typer(
+class _CalibcliApp(typer.Typer):
+    """Every command registered gets the CI options (--annotations, --no-summary): they are
+    declared once, in calibcli.cli.github, and no command module repeats them."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        register = super().command(*args, **kwargs)
+
+        def decorator(function: Any) -> Any:
+            register(github.ci_options(function))
+            return function
+
+        return decorator
+
+
+app = _CalibcliApp(
     name="calibcli",
     cls=_OneLineErrors,
     help="Corpus perplexity, calibration error and Brier score from evaluation dumps (JSONL).",
@@ -65,7 +84,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    add_completion=False,
+    # --install-completion / --show-completion: typer's, for bash, zsh, fish and PowerShell
+    add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -89,6 +109,10 @@ def _root(
 
 
 def usage_error(message: str) -> typer.Exit:
-    """Print ``Error: message`` on stderr; the caller raises the returned Exit(2)."""
+    """Print ``Error: message`` on stderr; the caller raises the returned Exit(2).
+
+    Called while an InputError is being handled (``except InputError``), a GitHub annotation
+    also points at its file and line (calibcli.cli.github)."""
     typer.echo(f"Error: {message}", err=True)
+    github.error(message, sys.exc_info()[1])
     return typer.Exit(2)

@@ -15,6 +15,7 @@ from typing import Any
 
 import typer
 
+from calibcli.cli import github
 from calibcli.cli.app import usage_error
 
 
@@ -134,5 +135,6 @@ def emit(
         raise usage_error(str(exc)) from None
     for failure in report.failures:
         typer.echo(f"gate failed: {failure}", err=True)
+    github.finished(report)  # annotations and step outputs under GitHub Actions
     if not report.passed:
         raise typer.Exit(1)

@@ -226,11 +226,19 @@ def document_bytes(max_document_mb: int | None) -> int | None:
     return None if max_document_mb is None else max_document_mb << 20
 
 
+def _summary_path(value: str) -> Path:
+    # an empty path is what an unset variable gives (--summary "$GITHUB_STEP_SUMMARY" outside
+    # a workflow step); Path("") would quietly mean the current folder
+    if not value:
+        raise typer.BadParameter("the path is empty (is the variable that should hold it set?)")
+    return Path(value)
+
+
 SummaryOpt = _opt(
     Path | None,
     "--summary",
     metavar="PATH",
-    readable=False,
+    parser=_summary_path,
     help="Append a Markdown summary to PATH (for CI job summaries, e.g. $GITHUB_STEP_SUMMARY).",
 )
 ConfidenceField = _opt(str, "--confidence-field", metavar=Name, help="Confidence field.")

@@ -1,0 +1,270 @@
+"""GitHub Actions: annotations, the job summary and step outputs.
+
+Under GitHub Actions (``GITHUB_ACTIONS=true``), or with ``--annotations github``, a run adds to
+its usual stderr lines, never replacing them:
+
+- a workflow-command annotation for every error, failed gate check and warning
+  (``::error file=F,line=L::detail`` for invalid input, ``::error title=calibcli::message`` for
+  other usage errors, ``::error title=calibcli gate::...``, ``::warning ::...``), on stderr:
+  the runner reads workflow commands from both streams, and stdout carries only the product;
+- the Markdown summary appended to ``$GITHUB_STEP_SUMMARY`` when ``--summary`` is not given
+  (``--no-summary`` leaves it out);
+- the headline figures and the verdict appended to ``$GITHUB_OUTPUT`` (:data:`OUTPUTS`).
+
+``--annotations none`` turns all three off; outside Actions nothing changes. Every command gets
+the two options from :func:`ci_options`, which calibcli.cli.app applies when a command registers.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import os
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from calibcli.errors import InputError
+
+Annotations = Enum(
+    "Annotations", [("auto", "auto"), ("github", "github"), ("none", "none")], type=str
+)
+AnnotationsOpt = Annotated[
+    Annotations,
+    typer.Option(
+        "--annotations",
+        help="GitHub Actions annotations of errors, failed gates and warnings, the job summary "
+        "($GITHUB_STEP_SUMMARY) and step outputs ($GITHUB_OUTPUT); auto: when GITHUB_ACTIONS "
+        "is true.",
+    ),
+]
+NoSummaryOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-summary",
+        help="Under GitHub Actions, do not append the Markdown summary to $GITHUB_STEP_SUMMARY.",
+    ),
+]
+
+# The step outputs each command writes to $GITHUB_OUTPUT besides ``passed`` (true|false, the
+# gate's verdict; true when no gate was asked for): output name -> the report's key, a dotted
+# path into the JSON report. Figures of the pooled rows; an undefined (null) figure is written
+# empty, and a key the report does not have (bits_per_byte without byte counts) is left out.
+OUTPUTS: dict[str, dict[str, str]] = {
+    "perplexity": {
+        "perplexity": "perplexity",
+        "bits_per_token": "bits_per_token",
+        "bits_per_byte": "bits_per_byte",
+        "tokens": "total_tokens",
+    },
+    "calibrate": {
+        "n": "n",
+        "accuracy": "accuracy",
+        "ece": "ece",
+        "brier": "brier",
+        "smece": "smece",
+        "nll": "nll",
+        "auroc": "auroc",
+    },
+    "reliability": {"n": "n", "accuracy": "accuracy", "ece": "ece", "brier": "brier"},
+    "threshold": {
+        "threshold": "guaranteed.threshold",
+        "coverage": "guaranteed.coverage",
+        "accuracy": "guaranteed.accuracy",
+    },
+    "compare": {
+        "matched": "matched",
+        "ece_difference": "figures.ece.difference",
+        "brier_difference": "figures.brier.difference",
+        "accuracy_difference": "figures.accuracy.difference",
+        "auroc_difference": "figures.auroc.difference",
+    },
+}
+
+STDIN_NAMES = ("-", "<stdin>")  # what InputError.path holds for standard input
+
+# The mode of the command running now (set by ci_options for the command's duration); None
+# outside a command, where the environment decides (a usage error found while parsing).
+_mode: Annotations | None = None
+
+
+def detected() -> bool:
+    """True under GitHub Actions, which sets GITHUB_ACTIONS=true in every step."""
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def active() -> bool:
+    """Whether this run writes GitHub annotations, summary and outputs."""
+    mode = _mode or Annotations.auto
+    return mode is Annotations.github or (mode is Annotations.auto and detected())
+
+
+# --------------------------------------------------------------------------- workflow commands
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: ``%``, CR and LF escaped (the runner's rules)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value: as its message, and ``:`` and ``,`` too."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def workflow_command(command: str, message: str, **properties: str | int) -> str:
+    """``::command key=value,...::message``, escaped; the empty property list is ``::command ::``
+    (the runner reads the space as no properties)."""
+    props = ",".join(f"{k}={escape_property(str(v))}" for k, v in properties.items())
+    return f"::{command} {props}::{escape_data(message)}"
+
+
+def _emit(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+def error(message: str, cause: BaseException | None = None) -> None:
+    """Annotate a usage error: an InputError points at its file and line, anything else is
+    titled ``calibcli``. Nothing outside GitHub Actions."""
+    if not active():
+        return
+    if isinstance(cause, InputError):
+        _emit(input_error_command(cause))
+    else:
+        _emit(workflow_command("error", message, title="calibcli"))
+
+
+def input_error_command(exc: InputError) -> str:
+    """``::error file=F,line=L::detail``. Standard input has no file to point at, and a
+    locator inside a whole document (``samples/3_epoch_1.json``) is no line number: those stay
+    in the message."""
+    if exc.path in STDIN_NAMES:
+        return workflow_command("error", str(exc))
+    properties: dict[str, str | int] = {"file": _in_workspace(exc.path)}
+    detail = exc.detail
+    if isinstance(exc.line, int):
+        properties["line"] = exc.line
+    elif exc.line is not None:
+        detail = f"{exc.line}: {detail}"
+    return workflow_command("error", detail, **properties)
+
+
+def _in_workspace(path: str) -> str:
+    """An annotation attaches to a file of the pull request by its path in the repository: an
+    absolute path inside $GITHUB_WORKSPACE is made relative to it."""
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if workspace and os.path.isabs(path):
+        relative = os.path.relpath(path, workspace)
+        if not relative.startswith(os.pardir):
+            return relative
+    return path
+
+
+def finished(report: Any) -> None:
+    """What a finished run adds under GitHub Actions: one annotation per warning and per failed
+    gate check, then the step outputs."""
+    if not active():
+        return
+    for warning in report.warnings:
+        _emit(workflow_command("warning", warning))
+    for failure in report.failures:
+        _emit(workflow_command("error", failure, title="calibcli gate"))
+    path = os.environ.get("GITHUB_OUTPUT")
+    if path:
+        try:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write("".join(f"{k}={v}\n" for k, v in step_outputs(report).items()))
+        except OSError as exc:  # the verdict stands: the exit code still says it
+            message = f"cannot write the step outputs to {path}: {exc.strerror or exc}"
+            typer.echo(f"warning: {message}", err=True)
+            _emit(workflow_command("warning", message))
+
+
+def step_outputs(report: Any) -> dict[str, str]:
+    """The report's headline figures (:data:`OUTPUTS`) and ``passed``, as output values."""
+    body = report.body
+    values: dict[str, str] = {"command": str(body.get("command", ""))}
+    for name, key in OUTPUTS.get(values["command"], {}).items():
+        found, value = _lookup(body, key)
+        if found:
+            values[name] = _output_value(value)
+    values["passed"] = "true" if report.passed else "false"
+    return values
+
+
+def _lookup(body: dict[str, Any], key: str) -> tuple[bool, Any]:
+    value: Any = body
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
+def _output_value(value: Any) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+# --------------------------------------------------------------------------- the options
+
+
+def _usage_error(message: str) -> typer.Exit:
+    from calibcli.cli.app import usage_error  # app imports this module: import when needed
+
+    return usage_error(message)
+
+
+def summary_target(summary: Path | None, no_summary: bool) -> Path | None:
+    """The summary file of this run: --summary's, else $GITHUB_STEP_SUMMARY under Actions."""
+    if summary is not None and no_summary:
+        raise _usage_error("--no-summary and --summary PATH contradict each other; give one")
+    if summary is None and not no_summary and active():
+        found = os.environ.get("GITHUB_STEP_SUMMARY")
+        if found:
+            return Path(found)
+    return summary
+
+
+def ci_options(command: Callable) -> Callable:
+    """Give a command ``--annotations`` (and ``--no-summary`` when it has ``--summary``): the
+    mode holds while the command runs, and the summary path is filled in under Actions."""
+    signature = inspect.signature(command, eval_str=True)
+    has_summary = "summary" in signature.parameters
+    params = list(signature.parameters.values())
+    params.append(
+        inspect.Parameter(
+            "annotations",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=Annotations.auto,
+            annotation=AnnotationsOpt,
+        )
+    )
+    if has_summary:
+        params.append(
+            inspect.Parameter(
+                "no_summary", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=NoSummaryOpt
+            )
+        )
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> Any:
+        global _mode
+        _mode = kwargs.pop("annotations")
+        no_summary = kwargs.pop("no_summary", False)
+        try:
+            if has_summary:
+                kwargs["summary"] = summary_target(kwargs["summary"], no_summary)
+            return command(**kwargs)
+        finally:
+            _mode = None
+
+    run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    return run
