@@ -241,7 +241,13 @@ SummaryOpt = _opt(
     parser=_summary_path,
     help="Append a Markdown summary to PATH (for CI job summaries, e.g. $GITHUB_STEP_SUMMARY).",
 )
-ConfidenceField = _opt(str, "--confidence-field", metavar=Name, help="Confidence field.")
+ConfidenceField = _opt(
+    str | None,
+    "--confidence-field",
+    metavar=Name,
+    show_default=False,
+    help="Confidence field (default: confidence, or the field a --calibrator was fitted on).",
+)
 CorrectField = _opt(str, "--correct-field", metavar=Name, help="Correctness field.")
 BinsOpt = _opt(
     int,
@@ -468,10 +474,11 @@ class Reading:
     inspect_confidence: Any = InspectConfidence.sequence
     id_field: str | None = None
     all_runs: bool = False
+    confidence_given: bool = True  # False: --confidence-field was left to its default
 
 
 _READING_OPTIONS = (
-    ("confidence_field", ConfidenceField, "confidence"),
+    ("confidence_field", ConfidenceField, None),
     ("correct_field", CorrectField, "correct"),
     ("fmt", CalibrationFormatOpt, CalibrationFormat.auto),
     ("mc_norm", McNormOpt, McNorm.none),
@@ -519,7 +526,8 @@ def reading_options(command: Callable) -> Callable:
         reading = Reading(
             fmt=given["fmt"],
             quiet=given["quiet"],
-            confidence_field=given["confidence_field"],
+            confidence_field=given["confidence_field"] or "confidence",
+            confidence_given=given["confidence_field"] is not None,
             correct_field=given["correct_field"],
             mc_norm=given["mc_norm"],
             by=given["by"],

@@ -104,6 +104,50 @@ def recalibration_options(
         raise usage_error(str(exc)) from None
 
 
+def calibrator_reading(reading: Any, calibrators: Any) -> Any:
+    """The reading a calibrator file asks for, checked before any input is read: a file fitted
+    per --by group maps groups of that field only (another --by field is exit 2; without --by
+    every row takes its pooled map), and the confidence field defaults to the one it was
+    fitted on."""
+    from dataclasses import replace
+
+    if calibrators is None:
+        return reading
+    if None not in (calibrators.by, reading.by) and calibrators.by != reading.by:
+        raise usage_error(
+            f"{calibrators.path}: the calibrator was fitted per --by {calibrators.by} group, "
+            f"not per --by {reading.by}: give --by {calibrators.by}, or no --by for its pooled "
+            "map"
+        )
+    recorded = calibrators.fitted_on.get("confidence_field")
+    if isinstance(recorded, str) and not reading.confidence_given:
+        reading = replace(reading, confidence_field=recorded)
+    return reading
+
+
+def provenance_notes(data: Any, calibrators: Any) -> list[str]:
+    """What a calibrator file records of the rows it was fitted on, checked against the rows
+    read: another multiple-choice normalisation is exit 2 (the map would score other numbers),
+    another confidence field a warning (it was asked for by name)."""
+    if calibrators is None:
+        return []
+    fitted = calibrators.fitted_on
+    norm = fitted.get("mc_norm")
+    if data.fmt == "lm-eval" and isinstance(norm, str) and norm != data.settings.mc_norm:
+        raise usage_error(
+            f"{calibrators.path}: the calibrator was fitted on --mc-norm {norm} scores; these "
+            f"rows are read with --mc-norm {data.settings.mc_norm}: give --mc-norm {norm}"
+        )
+    recorded = fitted.get("confidence_field")
+    field = data.settings.confidence_field
+    if data.fmt == "jsonl" and isinstance(recorded, str) and recorded != field:
+        return [
+            f"the calibrator was fitted on the field {recorded!r}; it maps {field!r} here, as "
+            "--confidence-field asked"
+        ]
+    return []
+
+
 def recalibrate(
     data: Any,
     calibrators: Any,
@@ -119,14 +163,16 @@ def recalibrate(
     wants_choices = method == "temperature" or (
         calibrators is not None and calibrators.method == MULTICLASS
     )
+    notes = provenance_notes(data, calibrators)
     if data.fmt == "lm-eval" and wants_choices:  # the rows as read, in lm-eval format
         choices = read_choices(data)
     try:
-        return recalibrated(
+        after, settings, more = recalibrated(
             data, calibrators=calibrators, method=method, choices=choices, **options
         )
     except ValueError as exc:
         raise usage_error(str(exc)) from None
+    return after, settings, notes + more
 
 
 def read_choices(summary: Any) -> Any:

@@ -11,7 +11,9 @@ Rows with equal values hash equally: the sketch sees distinct values, not distin
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -82,6 +84,29 @@ class RowFingerprint:
             return 0.0
         shared = np.intersect1d(known, other.sample, assume_unique=True)
         return shared.shape[0] / known.shape[0]
+
+    def distinct(self) -> float:
+        """The number of distinct rows: exact below ``SAMPLE``, else the bottom-k estimate."""
+        k = self.sample.shape[0]
+        if k < SAMPLE:
+            return float(k)
+        return (k - 1) / ((float(self.sample[-1]) + 1.0) / 2.0**64)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON form: rows, the hash sum in hex, the sample as base64 of little-endian
+        uint64s."""
+        sample = base64.b64encode(self.sample.astype("<u8").tobytes()).decode("ascii")
+        return {"rows": self.rows, "total": f"{self.total:016x}", "sample": sample}
+
+    @classmethod
+    def from_dict(cls, value: Any) -> RowFingerprint:
+        """The fingerprint of :meth:`to_dict`; ValueError when it is not one."""
+        try:
+            raw = base64.b64decode(value["sample"], validate=True)
+            sample = np.frombuffer(raw, "<u8").astype(np.uint64)
+            return cls(int(value["rows"]), int(value["total"], 16), np.unique(sample)[:SAMPLE])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a row fingerprint ({exc})") from None
 
     def same_rows(self, other: RowFingerprint) -> bool:
         """True when both hold the same multiset of rows (up to a hash collision)."""

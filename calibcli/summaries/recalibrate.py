@@ -36,6 +36,7 @@ class CalibratorFile:
     groups: dict[str, Any] = field(default_factory=dict)
     group_rows: dict[str, int] = field(default_factory=dict)
     path: Path | None = None  # the file it was read from
+    fingerprint: Any = None  # RowFingerprint of the rows it was fitted on (None: not recorded)
 
     def for_group(self, name: str | None) -> Any:
         """The calibrator that maps the rows of group ``name`` (the pooled one when None or
@@ -59,6 +60,8 @@ class CalibratorFile:
                 for name, cal in self.groups.items()
             },
         }
+        if self.fingerprint is not None:
+            body["fingerprint"] = self.fingerprint.to_dict()
         return json.dumps(body, allow_nan=False) + "\n"
 
 
@@ -140,7 +143,15 @@ def load(path: str | Path) -> CalibratorFile:
             rows[name] = group["n"]
     fitted_on = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
     by = body.get("by") if isinstance(body.get("by"), str) else None
-    return CalibratorFile(method, pooled, fitted_on, by, groups, rows, Path(path))
+    fingerprint = None
+    if "fingerprint" in body:
+        from calibcli.summaries.fingerprint import RowFingerprint
+
+        try:
+            fingerprint = RowFingerprint.from_dict(body["fingerprint"])
+        except ValueError as exc:
+            raise bad(str(exc)) from None
+    return CalibratorFile(method, pooled, fitted_on, by, groups, rows, Path(path), fingerprint)
 
 
 def _regrouped(summary: Any, parts: list[tuple[Any, Any]], notes: tuple[str, ...] = ()) -> Any:
@@ -274,14 +285,24 @@ def recalibrated(
             "fitted_on": calibrators.fitted_on,
         }
         notes = []
-        fitted = {_same_file(f) for f in calibrators.fitted_on.get("files") or []}
-        overlap = sorted(f for f in files if _same_file(f) in fitted and f != "-")
-        if overlap:
-            notes.append(
-                f"the calibrator was fitted on {', '.join(overlap)}, which is scored here too: "
-                "the figures after recalibration are in-sample and flatter it; score held-out "
-                "rows, or use --recalibrate METHOD --folds K"
+        if calibrators.fingerprint is not None:
+            shared = in_sample_note(
+                calibrators.fingerprint,
+                summary.fingerprint,
+                "the rows the calibrator was fitted on",
+                "the figures after recalibration are in-sample for them and flatter the map; "
+                "score held-out rows, or use --recalibrate METHOD --folds K",
             )
+            notes += [shared] if shared else []
+        else:  # a calibrator file that records no fingerprint: compare the files by path
+            fitted = {_same_file(f) for f in calibrators.fitted_on.get("files") or []}
+            overlap = sorted(f for f in files if _same_file(f) in fitted and f != "-")
+            if overlap:
+                notes.append(
+                    f"the calibrator was fitted on {', '.join(overlap)}, which is scored here "
+                    "too: the figures after recalibration are in-sample and flatter it; score "
+                    "held-out rows, or use --recalibrate METHOD --folds K"
+                )
         return after, settings, notes
     if choices is not None and method == "temperature":
         after = cross_fit_choices(choices, folds=folds, seed=FOLD_SEED, bins=bins)
@@ -290,6 +311,26 @@ def recalibrated(
         after = cross_fit_data(summary, method=method, folds=folds, seed=FOLD_SEED, bins=bins)
     settings = {"method": method, "mode": "cross-fitted", "folds": folds, "seed": FOLD_SEED}
     return after, settings, []
+
+
+IN_SAMPLE_SHARE = 0.1
+"""A share of fitted rows found among the scored rows from which the overlap is named."""
+
+
+def in_sample_note(fitted: Any, scored: Any, what: str, consequence: str) -> str | None:
+    """A warning when the rows scored contain rows that ``fitted`` (a fingerprint) describes,
+    decided by content (the rows' values), not by file names: None when they share no more
+    than ``IN_SAMPLE_SHARE`` of the fitted rows' distinct values, or when the fitted rows
+    repeat their values so much (coarse confidences) that a shared value says nothing."""
+    if not fitted.rows or not scored.rows or fitted.distinct() < 0.5 * fitted.rows:
+        return None
+    share = fitted.contained_share(scored)
+    if share <= IN_SAMPLE_SHARE:
+        return None
+    return (
+        f"about {share:.0%} of {what} ({fitted.rows:,}) are among the {scored.rows:,} rows "
+        f"scored here: {consequence}"
+    )
 
 
 def _same_file(name: str) -> str:

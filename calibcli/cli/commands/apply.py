@@ -24,7 +24,7 @@ def apply_calibrator(
         Path, typer.Argument(metavar="CALIBRATOR", help="A calibrator file from 'calibcli fit'.")
     ],
     files: Files,
-    confidence_field: ConfidenceField = "confidence",
+    confidence_field: ConfidenceField = None,
     by: ByOpt = None,
     output: Annotated[
         Path | None,
@@ -61,6 +61,20 @@ def apply_calibrator(
             f"{calibrator}: this calibrator scales lm-eval choices' loglikelihoods; apply "
             "rewrites native confidence rows (use calibcli calibrate --calibrator on lm-eval "
             "rows)"
+        )
+    if None not in (calibrators.by, by) and calibrators.by != by:
+        raise usage_error(
+            f"{calibrator}: the calibrator was fitted per --by {calibrators.by} group, not per "
+            f"--by {by}: give --by {calibrators.by}, or no --by for its pooled map"
+        )
+    recorded = calibrators.fitted_on.get("confidence_field")
+    if confidence_field is None:
+        confidence_field = recorded if isinstance(recorded, str) else "confidence"
+    elif isinstance(recorded, str) and recorded != confidence_field and not quiet:
+        typer.echo(
+            f"warning: the calibrator was fitted on the field {recorded!r}; it maps "
+            f"{confidence_field!r} here, as --confidence-field asked",
+            err=True,
         )
     check_outputs(output=output)
 

@@ -30,6 +30,7 @@ from calibcli.cli.options import (
     reading_options,
 )
 from calibcli.cli.reading import (
+    calibrator_reading,
     one_blas_thread,
     read_predictions,
     recalibrate,
@@ -83,6 +84,7 @@ def calibrate(
     if ci is None and (bootstrap is not None or seed is not None):
         raise usage_error("--bootstrap and --seed set up --ci intervals; give --ci LEVEL too")
     calibrators, method = recalibration_options(calibrator, recalibrate_with, folds)
+    reading = calibrator_reading(reading, calibrators)
     check_outputs(output=output, summary=summary, plot=plot, html=html)
     data = read_predictions(
         files,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import typer
@@ -75,6 +76,7 @@ def fit(
     with one_blas_thread():
         after = None if choices is None else choices_data(choices, calibrators, bins=bins)
         result = fit_report(data, calibrators, bins=bins, after=after)
+    calibrators = replace(calibrators, fingerprint=data.fingerprint)
     emit(
         result,
         json_out=json_out,

@@ -18,6 +18,7 @@ from calibcli.cli.options import (
     reading_options,
 )
 from calibcli.cli.reading import (
+    calibrator_reading,
     one_blas_thread,
     read_predictions,
     recalibrate,
@@ -49,6 +50,7 @@ def reliability(
     from calibcli.reports import Recalibration, reliability_report
 
     calibrators, _ = recalibration_options(calibrator, None, None)
+    reading = calibrator_reading(reading, calibrators)
     check_outputs(output=output, summary=summary, plot=plot, html=html)
     data = read_predictions(
         files,

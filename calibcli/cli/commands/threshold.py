@@ -25,6 +25,7 @@ from calibcli.cli.options import (
     reading_options,
 )
 from calibcli.cli.reading import (
+    calibrator_reading,
     one_blas_thread,
     read_predictions,
     recalibrate,
@@ -67,6 +68,7 @@ def threshold(
     if gate_each and min_coverage is None:
         raise usage_error("--gate-each applies --min-coverage to every group; give it")
     calibrators, _ = recalibration_options(calibrator, None, None)
+    reading = calibrator_reading(reading, calibrators)
     check_outputs(output=output, summary=summary, plot=plot, html=html)
     shape = {"bins": 10, "keep_columns": True, "plot": plot}
     data = read_predictions(files, reading, **shape)
