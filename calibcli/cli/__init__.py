@@ -25,6 +25,7 @@ for _module in (
     "fit",
     "apply",
     "compare",
+    "parts",
     "render",
 ):
     importlib.import_module(f"calibcli.cli.commands.{_module}")

@@ -17,7 +17,13 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.io import CALIBRATION_FORMATS, INSPECT_CONFIDENCES, MC_NORMS, PERPLEXITY_FORMATS
+from calibcli.io import (
+    CALIBRATION_FORMATS,
+    FORMATS,
+    INSPECT_CONFIDENCES,
+    MC_NORMS,
+    PERPLEXITY_FORMATS,
+)
 from calibcli.reports import (
     BIN_STRATEGIES,
     RECALIBRATION_METHODS,
@@ -41,6 +47,8 @@ def _choices(name: str, *values: str) -> Any:
 Format = _choices("Format", *PERPLEXITY_FORMATS)
 # calibrate and reliability read confidence/correct rows: the token-logprob formats have none
 CalibrationFormat = _choices("CalibrationFormat", *CALIBRATION_FORMATS)
+# summarize reads either kind of rows
+AnyFormat = _choices("AnyFormat", *FORMATS)
 McNorm = _choices("McNorm", *MC_NORMS)
 Strategy = _choices("Strategy", *(s.name for s in BIN_STRATEGIES))
 GateOn = _choices("GateOn", "estimate", "upper")
@@ -124,6 +132,9 @@ Files = Annotated[
 Name = "NAME"
 FormatOpt = _opt(
     Format, "--format", help="Input format; auto detects it per file from its first row."
+)
+AnyFormatOpt = _opt(
+    AnyFormat, "--format", help="Input format; auto detects it per file from its first row."
 )
 CalibrationFormatOpt = _opt(
     CalibrationFormat, "--format", help="Input format; auto detects it per file from its first row."
@@ -501,6 +512,7 @@ _PER_COMMAND = {
     ("compare", "gate_each"): CompareGateEachOpt,
     ("fit", "output"): CalibratorOutputOpt,
     ("fit", "json_out"): CalibratorJsonOpt,
+    ("summarize", "fmt"): AnyFormatOpt,
 }
 
 
@@ -516,7 +528,12 @@ def reading_options(command: Callable) -> Callable:
         if name != "reading"
     ]
     params += [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=default,
+            annotation=_PER_COMMAND.get((command.__name__, name), kind),
+        )
         for name, kind, default in _READING_OPTIONS
     ]
 

@@ -83,6 +83,16 @@ def read_predictions(
     )
 
 
+def require_rows(data: Any, what: str) -> None:
+    """Exit 2 when ``what`` (an option or a command) needs every row's confidence and the
+    summary files read hold only sums of them (no table of distinct confidences)."""
+    if data.kept is None and data.missing is not None:
+        raise usage_error(
+            f"{what} needs every row's confidence, and a summary file given holds only their "
+            f"sums: {data.missing}"
+        )
+
+
 def recalibration_options(
     calibrator: Path | None, method: Any, folds: int | None
 ) -> tuple[Any, str | None]:

@@ -36,6 +36,8 @@ __all__ = [
     "InputError",
     "PerplexityData",
     "default_id",
+    "input_kind",
+    "load_summary",
     "read_calibration",
     "read_choices",
     "read_keyed",
@@ -88,18 +90,43 @@ def _nothing_left(reader: Any, what: str) -> InputError:
     return InputError(reader.skipped[0], None, f"{first}{others}: no {what} left to read")
 
 
-def _read(plan: Any, sources: list[str], workers: Any, progress: Any, what: str) -> Any:
+def _read(
+    plan: Any,
+    sources: list[str],
+    workers: Any,
+    progress: Any,
+    what: str,
+    part: tuple[int, int] | None = None,
+) -> Any:
+    from dataclasses import replace
+
+    from calibcli.io.parts import adopt_settings, combine, is_summary_file, load
     from calibcli.io.reader import Reader
     from calibcli.io.runs import choose_runs
 
-    runs = choose_runs(list(sources), all_runs=plan.all_runs)
-    reader = Reader(plan, workers=workers, progress=progress)
-    builder = plan.builder()
-    for source in runs.files:
-        reader.read(source, builder)
-    summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
-    if reader.skipped and summary.n == 0:
-        raise _nothing_left(reader, what)
+    parts = [(s, load(s)) for s in sources if is_summary_file(s)]
+    rebin = None
+    if parts:
+        settings, rebin = adopt_settings(plan.settings, plan.kind, parts)
+        # bins other than the files' are rebuilt from every row, so the rows are kept
+        plan = replace(plan, settings=settings, keep_rows=plan.keep_rows or rebin is not None)
+        sources = [s for s in sources if not any(s == label for label, _ in parts)]
+    summary = None
+    if sources or not parts:
+        runs = choose_runs(list(sources), all_runs=plan.all_runs)
+        reader = Reader(plan, workers=workers, progress=progress)
+        builder = plan.builder()
+        if part is not None:
+            if len(sources) != 1 or parts:
+                raise ValueError("part cuts one plain file: give exactly one")
+            reader.read_part(sources[0], part[0], part[1], builder)
+        for source in runs.files if part is None else ():
+            reader.read(source, builder)
+        summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
+        if reader.skipped and summary.n == 0 and not parts:
+            raise _nothing_left(reader, what)
+    if parts:
+        summary = combine(summary, parts, plan, rebin)
     return summary
 
 
@@ -123,6 +150,7 @@ def read_calibration(
     max_document_bytes: int | None = None,
     id_field: str | None = None,
     all_runs: bool = False,
+    part: tuple[int, int] | None = None,
 ) -> Any:
     """Read (confidence, correct) rows from files or ``-`` into a
     :class:`~calibcli.summaries.CalibrationSummary`.
@@ -150,6 +178,10 @@ def read_calibration(
     twice, standard input twice, or a row whose id (lm-eval task + doc_id, an inspect-ai
     sample's id + epoch, or ``id_field``) was read before is invalid input. ``all_runs``
     pools them all on purpose.
+
+    A summary file (``calibcli summarize`` / ``merge`` output) is an input like any file: its
+    rows are merged with the others (:mod:`calibcli.io.parts`). ``part=(k, K)`` reads only
+    the k-th of K ranges of one plain JSON Lines file, cut at line starts.
     """
     from calibcli.io.plan import ReadPlan
     from calibcli.io.sources import BLOCK_SIZE
@@ -177,7 +209,7 @@ def read_calibration(
         id_field=id_field,
         all_runs=all_runs,
     )
-    return _read(plan, list(sources), workers, progress, "calibration rows")
+    return _read(plan, list(sources), workers, progress, "calibration rows", part)
 
 
 def read_perplexity(
@@ -197,6 +229,7 @@ def read_perplexity(
     max_document_bytes: int | None = None,
     id_field: str | None = None,
     all_runs: bool = False,
+    part: tuple[int, int] | None = None,
 ) -> Any:
     """Read per-sequence NLL rows (or lm-eval rolling rows, per-token logprobs, OpenAI responses
     with logprobs, vLLM prompt logprobs) into a :class:`~calibcli.summaries.PerplexitySummary`.
@@ -206,7 +239,8 @@ def read_perplexity(
     and the NLL an exact sum of doubles read back as the nearest double (+inf beyond the
     largest, flagged ``nll_overflow``). The format is detected per file (``fmt`` ``auto``) or
     forced; lm-eval files of tasks other than ``loglikelihood_rolling`` are skipped with a
-    warning. ``workers``, ``progress``, ``max_line_bytes`` as for :func:`read_calibration`.
+    warning. ``workers``, ``progress``, ``max_line_bytes``, summary files and ``part`` as for
+    :func:`read_calibration`.
     Raises :class:`InputError` on bad input.
     """
     from calibcli.io.plan import ReadPlan
@@ -227,7 +261,7 @@ def read_perplexity(
         id_field=id_field,
         all_runs=all_runs,
     )
-    return _read(plan, list(sources), workers, progress, "perplexity rows")
+    return _read(plan, list(sources), workers, progress, "perplexity rows", part)
 
 
 def __getattr__(name: str) -> Any:
@@ -241,6 +275,11 @@ def __getattr__(name: str) -> Any:
 
         records = importlib.import_module("calibcli.io.records")
         return records if name == "records" else getattr(records, name)
+    if name in ("input_kind", "load_summary"):  # summary files (summarize, merge)
+        import importlib
+
+        parts = importlib.import_module("calibcli.io.parts")
+        return getattr(parts, "load" if name == "load_summary" else name)
     if name in ("CalibrationData", "PerplexityData"):  # summaries given as statistics
         import calibcli.summaries
 

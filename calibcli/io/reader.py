@@ -76,6 +76,19 @@ def document_rows(
         raise InputError(name, None, f"cannot read: {e}") from None
 
 
+def _newlines_before(f: Any, offset: int) -> int:
+    """Newlines in the first ``offset`` bytes of an open file."""
+    count, done = 0, 0
+    f.seek(0)
+    while done < offset:
+        chunk = f.read(min(1 << 24, offset - done))
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        done += len(chunk)
+    return count
+
+
 class Reader:
     """Streams sources block by block into a summary builder (``plan``: a
     :class:`~calibcli.io.plan.ReadPlan`).
@@ -126,6 +139,60 @@ class Reader:
             return False
         content = file_content_id(source) if stream_hash is None else stream_hash.identity()
         builder.end_source(SourceInfo(source, content, fold.fmt, 0))
+        return True
+
+    def read_part(self, source: str, part: int, parts: int, builder: Any) -> bool:
+        """Fold part ``part`` (1-based) of ``parts`` of one plain file, cut at line starts
+        into ranges of about equal size; lines keep their numbers in the whole file. Only a
+        regular uncompressed JSON Lines file can be cut (InputError otherwise). False when the
+        file was skipped."""
+        from calibcli.io.parallel import _split_points
+        from calibcli.summaries import Source as SourceInfo
+
+        name = display_name(source)
+        src = Source(source)
+        if source == "-":
+            raise InputError(name, None, "--part cuts a file by position; stdin cannot be cut")
+        src.probe()
+        try:
+            kind = whole_document_kind(source, self.plan.max_line_bytes)
+            if src.gzip or src.size is None or kind is not None:
+                what = "a gzip stream" if src.gzip else "a whole JSON document"
+                raise InputError(
+                    name, None, f"--part cuts plain JSON Lines at line starts; this is {what}"
+                )
+        finally:
+            src.close()
+        size = src.size
+        bounds = _split_points(source, size, parts)
+        start, stop = bounds[part - 1], bounds[part]
+        fold = SourceFold(self.plan, name, source, seen=self.seen)
+        builder.begin_source()
+        content = file_content_id(source)
+        try:
+            with open(source, "rb") as f:
+                first_line = 1 + _newlines_before(f, start)
+                f.seek(start)
+                fold.fold(
+                    blocks(
+                        f,
+                        name,
+                        self.plan.block_size,
+                        stop - start,
+                        strip_bom=start == 0,
+                        max_line_bytes=self.plan.max_line_bytes,
+                        first_line=first_line,
+                    ),
+                    builder,
+                )
+        except SkipFile as skip:
+            self.skipped.append(name)
+            self.warnings.append(f"{name}: {skip.reason}")
+            builder.end_source(
+                SourceInfo(source, content, skip.fmt, 0, start, stop, skipped=skip.reason)
+            )
+            return False
+        builder.end_source(SourceInfo(source, content, fold.fmt, 0, start, stop))
         return True
 
     def _read_document(self, source: str, kind: str, fold: SourceFold, builder: Any) -> None:

@@ -34,8 +34,16 @@ def records(
     non-blank line of JSON Lines, or each row of a whole document (a JSON array, a
     pretty-printed object, an inspect-ai ``.eval`` zip; the raw line is then None). Lines
     and compressed documents are bounded as the block readers bound them."""
+    from calibcli.io.parts import is_summary_file
     from calibcli.io.reader import whole_document_kind
 
+    if is_summary_file(source):
+        raise InputError(
+            source,
+            None,
+            "a calibcli summary file holds sums, not rows: this command reads every row (give "
+            "the files it summarized)",
+        )
     kind = whole_document_kind(source, max_line_bytes)
     if kind is not None:
         yield from _document_records(source, kind, max_document_bytes)

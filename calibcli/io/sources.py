@@ -197,6 +197,7 @@ def blocks(
     strip_bom: bool = True,
     what: str = "cannot read",
     max_line_bytes: int = MAX_LINE_BYTES,
+    first_line: int = 1,
 ) -> Iterator[tuple[int, memoryview, int, int]]:
     """Yield (first line number, view, newlines, expected rows) of newline-aligned blocks.
 
@@ -208,7 +209,8 @@ def blocks(
 
     The bytes are read into one reused buffer, so a view is valid only until the next item is
     requested. ``limit`` stops after that many bytes (ranges are cut at line starts by the
-    caller). Line numbers are 1-based; the last block may lack a trailing newline. A UTF-8
+    caller). Line numbers are 1-based, counted from ``first_line`` (a range's first line in
+    its file); the last block may lack a trailing newline. A UTF-8
     byte-order mark at the start is dropped; a UTF-16 or UTF-32 one raises InputError. A line
     longer than ``max_line_bytes`` raises ``InputError("path:line: line longer than ...")`` as
     soon as that many bytes of it are held, so memory stays bounded whatever the line. A read or
@@ -223,7 +225,7 @@ def blocks(
     buf = bytearray(2 * block_size)
     marks = starts = np.empty(0, np.bool_)  # scratch for the line counts, sized on first use
     filled = 0  # bytes held in buf; the carried partial line sits at the front
-    line = 1
+    line = first_line
     remaining = limit
     bom = strip_bom
     eof = False

@@ -298,6 +298,45 @@ def bandwidth_fixed_point(error: Callable[[float], float]) -> tuple[float, float
     return upper, upper_error
 
 
+# --------------------------------------------------------------------------- from grid sums
+# A set of rows enters the bisection only through its grid histograms, which are sums over the
+# rows: the histograms of disjoint sets add. So a summary can hold the histograms of every grid
+# the bisection may use instead of the rows, and the smooth ECE of merged summaries is the
+# smooth ECE of all their rows (to the rounding of the additions).
+
+
+def stored_grid_sizes() -> tuple[int, ...]:
+    """The grids whose histograms give smECE at every bandwidth the bisection may try: the fine
+    grid of 10241 points (the bisection's grids whose points all lie on it are coarsened from it)
+    and the others of ``BISECTION_GRID_SIZES`` (1001, 1139, 1464, 1707 and 3414 points)."""
+    direct = (m for m in BISECTION_GRID_SIZES if _FINE_INTERVALS % (m - 1))
+    return tuple(sorted({_FINE_INTERVALS + 1, *direct}))
+
+
+def grid_histograms(conf_correct: np.ndarray, conf_wrong: np.ndarray) -> dict[int, np.ndarray]:
+    """The (2, m) histograms (density, residual) of rows given as the confidences of right and
+    of wrong answers, for each m of :func:`stored_grid_sizes`. Inputs are trusted (float64 in
+    [0, 1]); the histograms of disjoint sets of rows add."""
+    parts: _Parts = [
+        (np.asarray(conf_correct, dtype=np.float64), True, None),
+        (np.asarray(conf_wrong, dtype=np.float64), False, None),
+    ]
+    return {m: _grid_histograms(parts, m) for m in stored_grid_sizes()}
+
+
+def smooth_ece_from_grids(histograms: dict[int, np.ndarray]) -> SmoothECE:
+    """:func:`smooth_ece` of the rows whose :func:`grid_histograms` (or their sums over
+    disjoint sets of rows) these are. No rows give ``SmoothECE(0.0, nan)``."""
+    fine = histograms[_FINE_INTERVALS + 1]
+    if not fine[0].any():
+        return SmoothECE(0.0, math.nan)
+    curve = _SmoothedResiduals([])
+    curve._fine = fine
+    curve._direct = histograms
+    bandwidth, value = bandwidth_fixed_point(curve.error)
+    return SmoothECE(float(value), float(bandwidth))
+
+
 # Rows as parts (f, y, w): confidences, outcomes (a bool array, or one bool for the whole part)
 # and optional weights; the histograms of several parts add.
 _Parts = list[tuple[np.ndarray, "np.ndarray | bool", "np.ndarray | None"]]
@@ -310,6 +349,7 @@ class _SmoothedResiduals:
         self._parts = parts
         self._spectra: dict[int, tuple[int, np.ndarray]] = {}
         self._fine: np.ndarray | None = None
+        self._direct: dict[int, np.ndarray] = {}  # histograms given instead of rows
 
     def error(self, sigma: float) -> float:
         """smECE at bandwidth σ (steps 1–3 of the module docstring)."""
@@ -328,7 +368,8 @@ class _SmoothedResiduals:
         """Histograms on m points: a pass over the rows, or a coarsening of the fine grid."""
         ratio, rest = divmod(_FINE_INTERVALS, m - 1)
         if rest:
-            return _grid_histograms(self._parts, m)
+            given = self._direct.get(m)
+            return _grid_histograms(self._parts, m) if given is None else given
         if self._fine is None:
             self._fine = _grid_histograms(self._parts, _FINE_INTERVALS + 1)
         return _coarsen(self._fine, ratio)

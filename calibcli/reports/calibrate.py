@@ -70,6 +70,8 @@ def calibration_section(
     from calibcli.metrics import DECOMPOSITION_TERMS, BinStats
 
     columns = view.columns
+    if columns is None and view.n and getattr(view, "moments", None) is not None:
+        return _section_from_sums(view, bins=bins, min_bins=min_bins, smooth=smooth)
     n = 0 if columns is None else int(columns.n)
     if n == 0:
         stats = BinStats.empty(bins)
@@ -151,6 +153,60 @@ def calibration_section(
             f"(minimum {min_bins})"
         )
         closed = dict.fromkeys(BINNED_GATES, reason)
+    return Section(order(section), notes, closed)
+
+
+ROW_FIGURES = ("auroc",)
+"""Figures that need every row (their order), which a summary's sums cannot give."""
+
+
+def _section_from_sums(view: Any, *, bins: int, min_bins: int, smooth: bool) -> Section:
+    """The figures of rows known by their sums alone (a summary file without its table of
+    distinct confidences): the binned ones from the exact per-bin statistics, the NLL and the
+    smooth ECE from the summary's row sums; AUROC null with the reason."""
+    from calibcli.metrics import binned_scalars, wilson_interval
+
+    stats = view.stats
+    binned = binned_scalars(stats)
+    smece, bandwidth = view.moments.smooth_ece() if smooth else (math.nan, math.nan)
+    lower, upper = wilson_interval(stats.sum_correct, stats.count)
+    section: dict[str, Any] = {
+        "n": int(stats.n),
+        "bins": bins,
+        "strategy": "uniform",
+        "bins_used": int(stats.bins),
+        **{k: num(v) for k, v in binned.items() if k in SCALARS},
+        "populated_bins": int(stats.populated_bins),
+        "smece": smece,
+        "smece_bandwidth": bandwidth,
+        "nll": view.moments.log_loss(int(stats.n)),
+        "auroc": None,
+        "brier_decomposition": {k: num(v) for k, v in stats.decomposition().items()},
+        "reliability": reliability_fields(stats, lower, upper),
+    }
+    notes = bin_notes(stats, min_bins)
+    notes.append(
+        Note(
+            "needs_rows",
+            f"auroc needs every row, and this summary holds only their sums: {view.missing}",
+            explains=ROW_FIGURES,
+        )
+    )
+    if math.isinf(section["nll"]):
+        notes.append(
+            Note(
+                "nll_infinite",
+                "nll is infinite: a confidence of exactly 1 on a wrong answer (or 0 on a right "
+                "one); written as null",
+                explains=("nll",),
+            )
+        )
+    closed = dict.fromkeys(ROW_FIGURES, f"it needs every row; {view.missing}")
+    if stats.populated_bins < min_bins:
+        reason = (
+            f"only {stats.populated_bins} of {stats.bins} bins are populated (minimum {min_bins})"
+        )
+        closed.update(dict.fromkeys(BINNED_GATES, reason))
     return Section(order(section), notes, closed)
 
 

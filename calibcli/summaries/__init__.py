@@ -53,6 +53,14 @@ _LAZY = {
     "merge_perplexity": "calibcli.summaries.perplexity",
     "from_bytes": "calibcli.summaries.encoding",
     "to_bytes": "calibcli.summaries.encoding",
+    "MAGIC": "calibcli.summaries.encoding",
+    "BinTable": "calibcli.summaries.tables",
+    "DistinctTable": "calibcli.summaries.distinct",
+    "RowMoments": "calibcli.summaries.moments",
+    **dict.fromkeys(
+        ("TABLE_MODES", "check_disjoint", "merge_parts", "rows_of", "to_part"),
+        "calibcli.summaries.parts",
+    ),
 }
 
 __all__ = sorted(_LAZY)

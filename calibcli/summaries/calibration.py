@@ -147,6 +147,8 @@ class RowsView:
     stats: Any  # calibcli.metrics.core.BinStats
     columns: Any = None  # calibcli.metrics.core.PredictionColumns, or None
     fmt: str = "jsonl"
+    moments: Any = None  # calibcli.summaries.moments.RowMoments (one group), when rows are not
+    missing: str | None = None  # why the rows are not there (a summary without its table)
 
     @property
     def n(self) -> int:
@@ -159,7 +161,12 @@ class RowsView:
 class CalibrationSummary:
     """See the module docstring. ``group_names`` are the ``--by`` group names, sorted, indexing
     the table's groups and the kept rows' group ids (None without ``--by``: one group);
-    ``kept`` the kept rows (None when the command needs only the tables)."""
+    ``kept`` the kept rows (None when the command needs only the tables).
+
+    A summary written to a file keeps no rows but ``distinct``, the table of distinct
+    confidences (:mod:`calibcli.summaries.distinct`), which gives them back up to their order,
+    and ``moments`` (:mod:`calibcli.summaries.moments`), which give the NLL and the smooth ECE
+    without them; ``missing`` says why the table is not there when it is not."""
 
     settings: CalibrationSettings
     table: BinTable
@@ -169,6 +176,9 @@ class CalibrationSummary:
     warnings: tuple[str, ...] = ()
     fingerprint: RowFingerprint = field(default_factory=RowFingerprint)
     row_ids: RowIds | None = None
+    distinct: Any = None  # calibcli.summaries.distinct.DistinctTable
+    moments: Any = None  # calibcli.summaries.moments.RowMoments
+    missing: str | None = None
     _views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     kind = "calibration"
@@ -202,7 +212,8 @@ class CalibrationSummary:
 
     def pooled(self) -> RowsView:
         """Every row."""
-        return RowsView(self.table.stats(), self.columns, self.fmt)
+        moments = None if self.moments is None else self.moments.pooled()
+        return RowsView(self.table.stats(), self.columns, self.fmt, moments, self.missing)
 
     def by_group(self) -> dict[str, RowsView] | None:
         """One view per ``--by`` group, in name order (None without ``--by``). The groups' kept
@@ -220,9 +231,16 @@ class CalibrationSummary:
         columns: list[Any] = [None] * len(self.group_names)
         if self.kept is not None:
             columns = self.kept.by_group(len(self.group_names))
-        fmt = self.fmt
+        fmt, moments = self.fmt, self.moments
         return {
-            name: RowsView(stats[g], columns[g], fmt) for g, name in enumerate(self.group_names)
+            name: RowsView(
+                stats[g],
+                columns[g],
+                fmt,
+                None if moments is None else moments.group(g),
+                self.missing,
+            )
+            for g, name in enumerate(self.group_names)
         }
 
     groups = property(by_group)
@@ -355,6 +373,9 @@ def merge_calibration(summaries: list[CalibrationSummary]) -> CalibrationSummary
         fingerprint = fingerprint.merge(s.fingerprint)
     sources = coalesce([src for s in summaries for src in s.sources], _merge_tables)
     warnings = tuple(dict.fromkeys(w for s in summaries for w in s.warnings))
+    from calibcli.summaries.parts import merge_row_state
+
+    distinct, moments, missing = merge_row_state(summaries, index, grouped)
     return CalibrationSummary(
         first.settings,
         table,
@@ -364,6 +385,9 @@ def merge_calibration(summaries: list[CalibrationSummary]) -> CalibrationSummary
         warnings,
         fingerprint,
         merged_ids(summaries),
+        distinct,
+        moments,
+        missing,
     )
 
 

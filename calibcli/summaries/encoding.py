@@ -89,6 +89,34 @@ def _totals_table(arrays: _Arrays, name: str, table: TotalsTable) -> dict[str, A
     }
 
 
+def _distinct(arrays: _Arrays, table: Any) -> dict[str, Any] | None:
+    if table is None:
+        return None
+    out: dict[str, Any] = {"groups": table.groups}
+    for side, (values, counts, offsets) in (("right", table.right), ("wrong", table.wrong)):
+        wide = counts.shape[0] and int(counts.max()) >= 1 << 32
+        out[side] = {
+            "values": arrays.ref(f"distinct.{side}.values", values, "<f8"),
+            "counts": arrays.ref(f"distinct.{side}.counts", counts, "<u8" if wide else "<u4"),
+            "offsets": arrays.ref(f"distinct.{side}.offsets", offsets, "<i8"),
+        }
+    return out
+
+
+def _moments(arrays: _Arrays, moments: Any) -> dict[str, Any] | None:
+    if moments is None:
+        return None
+    return {
+        "groups": moments.groups,
+        "nll": _sums(arrays, "moments.nll", moments.nll, moments.groups),
+        "infinite": arrays.ref("moments.infinite", moments.infinite, "<i8"),
+        "grids": {
+            str(m): arrays.ref(f"moments.grid.{m}", grid, "<f8")
+            for m, grid in sorted(moments.grids.items())
+        },
+    }
+
+
 def encode(summary: CalibrationSummary | PerplexitySummary) -> tuple[bytes, list[np.ndarray]]:
     """The header (prefix included) and the arrays, in order."""
     arrays = _Arrays()
@@ -115,6 +143,9 @@ def encode(summary: CalibrationSummary | PerplexitySummary) -> tuple[bytes, list
             "total": f"{fp.total:016x}",
             "sample": arrays.ref("fingerprint.sample", fp.sample, "<u8"),
         }
+        meta["distinct"] = _distinct(arrays, summary.distinct)
+        meta["moments"] = _moments(arrays, summary.moments)
+        meta["missing"] = summary.missing
         rows = summary.kept
         if rows is None:
             meta["rows"] = None
@@ -336,6 +367,12 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
             right_ids = arrays[spec["right_groups"]].astype(np.intp)
             wrong_ids = arrays[spec["wrong_groups"]].astype(np.intp)
         rows = RowColumns(right, wrong, right_ids, wrong_ids)
+    distinct, moments = _get_distinct(meta, arrays), _get_moments(meta, arrays)
+    for part, what in ((distinct, "table of distinct confidences"), (moments, "row sums")):
+        groups = table.groups
+        if part is not None and part.groups != groups:
+            raise SummaryError(f"a damaged calibcli summary (its {what} and groups disagree)")
+    missing = meta.get("missing")
     fp = meta.get("fingerprint") or {}
     fingerprint = RowFingerprint(
         int(fp.get("rows", 0)),
@@ -343,5 +380,69 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
         arrays.get(fp.get("sample", ""), np.zeros(0, np.uint64)).astype(np.uint64),
     )
     return CalibrationSummary(
-        settings, table, names, rows, sources, warnings, fingerprint, _row_ids(meta, arrays)
+        settings,
+        table,
+        names,
+        rows,
+        sources,
+        warnings,
+        fingerprint,
+        _row_ids(meta, arrays),
+        distinct,
+        moments,
+        None if missing is None else str(missing),
     )
+
+
+def _get_distinct(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
+    spec = meta.get("distinct")
+    if spec is None:
+        return None
+    from calibcli.summaries.distinct import DistinctTable
+
+    sides = []
+    try:
+        groups = int(spec["groups"])
+        for side in ("right", "wrong"):
+            entry = spec[side]
+            values = arrays[entry["values"]].astype(np.float64)
+            counts = arrays[entry["counts"]].astype(np.int64)
+            offsets = arrays[entry["offsets"]].astype(np.int64)
+            sides.append((values, counts, offsets))
+    except (KeyError, TypeError, ValueError):
+        raise SummaryError(
+            "a damaged calibcli summary (its distinct table is incomplete)"
+        ) from None
+    for values, counts, offsets in sides:
+        if (
+            values.ndim != 1
+            or counts.shape != values.shape
+            or offsets.shape != (groups + 1,)
+            or (offsets.shape[0] and (offsets[0] != 0 or offsets[-1] != values.shape[0]))
+            or (np.diff(offsets) < 0).any()
+            or not ((values >= 0.0) & (values <= 1.0)).all()
+            or (counts < 1).any()
+        ):
+            raise SummaryError("a damaged calibcli summary (a bad distinct table)")
+    return DistinctTable(sides[0], sides[1], groups)
+
+
+def _get_moments(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
+    spec = meta.get("moments")
+    if spec is None:
+        return None
+    from calibcli.metrics import stored_grid_sizes
+    from calibcli.summaries.moments import RowMoments
+
+    try:
+        groups = int(spec["groups"])
+        infinite = arrays[spec["infinite"]].astype(np.int64)
+        grids = {int(m): arrays[name].astype(np.float64) for m, name in spec["grids"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise SummaryError("a damaged calibcli summary (its row sums are incomplete)") from None
+    if sorted(grids) != list(stored_grid_sizes()) or infinite.shape != (groups,):
+        raise SummaryError("a damaged calibcli summary (its row sums have a bad shape)")
+    for m, grid in grids.items():
+        if grid.shape != (groups, 2, m):
+            raise SummaryError("a damaged calibcli summary (a smooth-ECE grid has a bad shape)")
+    return RowMoments(groups, _get_sums(spec.get("nll"), arrays, groups), infinite, grids)

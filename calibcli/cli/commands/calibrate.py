@@ -35,6 +35,7 @@ from calibcli.cli.reading import (
     read_predictions,
     recalibrate,
     recalibration_options,
+    require_rows,
 )
 from calibcli.reports import CALIBRATION
 
@@ -94,6 +95,14 @@ def calibrate(
         plot=plot,
         labels=label,
     )
+    for needed, what in (
+        (strategy is not Strategy.uniform, f"--strategy {strategy.value}"),
+        (ci is not None, "--ci"),
+        (calibrators is not None, "--calibrator"),
+        (method is not None, "--recalibrate"),
+    ):
+        if needed:
+            require_rows(data, what)
     boot = None
     if ci is not None:
         boot = Bootstrap(ci, bootstrap or 1000, seed or 0, reading.workers)

@@ -19,7 +19,7 @@ from calibcli.cli.options import (
     SummaryOpt,
     reading_options,
 )
-from calibcli.cli.reading import read_predictions
+from calibcli.cli.reading import read_predictions, require_rows
 
 
 @app.command(epilog=EXIT_CODES)
@@ -49,12 +49,13 @@ def fit(
 
     check_outputs(output=output, summary=summary)
     data = read_predictions(files, reading, bins=bins, keep_columns=True)
+    require_rows(data, "fit")
     fitted_on: dict[str, Any] = {
         "n": data.n,
         "files": list(files),
         "format": data.fmt,
-        "confidence_field": reading.confidence_field,
-        "correct_field": reading.correct_field,
+        "confidence_field": data.settings.confidence_field,
+        "correct_field": data.settings.correct_field,
     }
     if data.fmt == "lm-eval":
         fitted_on["mc_norm"] = reading.mc_norm.value

@@ -23,6 +23,7 @@ from calibcli.cli.reading import (
     read_predictions,
     recalibrate,
     recalibration_options,
+    require_rows,
 )
 
 
@@ -63,6 +64,7 @@ def reliability(
     if calibrators is None:
         result = reliability_report(data)
     else:
+        require_rows(data, "--calibrator")
         after, settings, notes = recalibrate(
             data,
             calibrators,

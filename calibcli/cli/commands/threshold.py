@@ -30,6 +30,7 @@ from calibcli.cli.reading import (
     read_predictions,
     recalibrate,
     recalibration_options,
+    require_rows,
 )
 
 
@@ -72,7 +73,10 @@ def threshold(
     check_outputs(output=output, summary=summary, plot=plot, html=html)
     shape = {"bins": 10, "keep_columns": True, "plot": plot}
     data = read_predictions(files, reading, **shape)
+    require_rows(data, "threshold")
     fit_data = None if not fit else read_predictions(fit, reading, **shape)
+    if fit_data is not None:
+        require_rows(fit_data, "threshold --fit")
     recalibration = None
     if calibrators is not None:
         options = {"folds": 5, "bins": 10}

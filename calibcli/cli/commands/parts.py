@@ -1,0 +1,244 @@
+"""calibcli summarize and merge: summaries of shards written to files, and merged.
+
+A summary file is an input like any file for calibrate, reliability, threshold, fit and
+perplexity (:mod:`calibcli.io.parts`); what it holds is described in
+:mod:`calibcli.summaries.parts`.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from calibcli.cli.app import EXIT_CODES, app, usage_error
+from calibcli.cli.options import (
+    BinsOpt,
+    BytesField,
+    Files,
+    LogprobsField,
+    NllField,
+    Reading,
+    TokensField,
+    WordsField,
+    reading_options,
+)
+
+
+class Kind(str, Enum):
+    auto = "auto"
+    calibration = "calibration"
+    perplexity = "perplexity"
+
+
+class TableMode(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+def _part(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    found = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", value)
+    if not found or not 1 <= int(found[1]) <= int(found[2]):
+        raise typer.BadParameter(f"{value!r} is not k/K with 1 <= k <= K, e.g. 3/8")
+    return int(found[1]), int(found[2])
+
+
+SummaryOutput = Annotated[
+    Path,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="PATH",
+        help="The summary file to write (replaced only once it is complete).",
+    ),
+]
+KindOpt = Annotated[
+    Kind,
+    typer.Option(
+        "--kind",
+        help="The rows to summarize: calibration (confidence, correct) or perplexity (NLL, "
+        "tokens); auto decides from the first row of the first file.",
+    ),
+]
+PartOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--part",
+        metavar="k/K",
+        help="Summarize the k-th of K ranges of one plain JSON Lines file, cut at line starts "
+        "(not for gzip, whole JSON documents or stdin). Lines keep their numbers in the file.",
+    ),
+]
+TableOpt = Annotated[
+    TableMode,
+    typer.Option(
+        "--table",
+        help="The table of distinct confidences, which the figures needing every row read "
+        "(AUROC, AURC, thresholds, equal-mass bins, fits, --ci): auto keeps it up to 2,097,152 "
+        "distinct values and drops it with a warning above; always; never.",
+    ),
+]
+
+
+@app.command(epilog=EXIT_CODES)
+@reading_options
+def summarize(
+    files: Files,
+    output: SummaryOutput,
+    kind: KindOpt = Kind.auto,
+    part: PartOpt = None,
+    table: TableOpt = TableMode.auto,
+    bins: BinsOpt = 10,
+    nll_field: NllField = "nll",
+    tokens_field: TokensField = "tokens",
+    bytes_field: BytesField = "bytes",
+    words_field: WordsField = "words",
+    logprobs_field: LogprobsField = "logprobs",
+    reading: Reading | None = None,
+) -> None:
+    """Summarize inputs into a file that merges: a shard's figures without its rows.
+
+    The file holds exact bin tables, the NLL and smooth-ECE sums and (see --table) the table
+    of distinct confidences, per --by group; for perplexity rows, exact totals. Merge such files
+    with 'calibcli merge'; measure one with calibrate, reliability, threshold, fit or perplexity
+    like any input: the figures are those of reading every shard in one run.
+    """
+    from calibcli.cli.emit import check_outputs
+    from calibcli.cli.reading import read
+
+    assert reading is not None
+    where = _part(part)
+    if where is not None and len(files) != 1:
+        raise usage_error("--part cuts one file into ranges: give exactly one file")
+    check_outputs(output=output)
+    fields = {
+        "nll_field": nll_field,
+        "tokens_field": tokens_field,
+        "bytes_field": bytes_field,
+        "words_field": words_field,
+        "logprobs_field": logprobs_field,
+    }
+    chosen = kind.value if kind is not Kind.auto else _kind(files, reading, fields)
+    options: dict[str, Any] = {
+        "by": reading.by,
+        "workers": reading.workers,
+        "max_line_bytes": reading.max_line_bytes,
+        "max_document_bytes": reading.max_document_bytes,
+        "id_field": reading.id_field,
+        "all_runs": reading.all_runs,
+        "part": where,
+    }
+    if chosen == "calibration":
+        from calibcli.io import read_calibration
+
+        data = read(
+            read_calibration,
+            files,
+            reading.fmt,
+            reading.quiet,
+            confidence_field=reading.confidence_field,
+            correct_field=reading.correct_field,
+            bins=bins,
+            keep_columns=True,
+            per_source=reading.by is None,
+            mc_norm=reading.mc_norm.value,
+            scorer=reading.scorer,
+            inspect_confidence=reading.inspect_confidence.value,
+            **options,
+        )
+    else:
+        from calibcli.io import read_perplexity
+
+        data = read(read_perplexity, files, reading.fmt, reading.quiet, **fields, **options)
+    from calibcli.summaries import to_bytes, to_part
+
+    summary, warnings = to_part(data, table.value)
+    for warning in warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    payload = to_bytes(summary)
+    _write(output, payload)
+    if not reading.quiet:
+        typer.echo(f"{_described(summary)} -> {output} ({_size(len(payload))})", err=True)
+
+
+def _kind(files: list[str], reading: Reading, fields: dict[str, str]) -> str:
+    """--kind auto: the kind of a summary file given, else of the first row of the first
+    file; calibration when that cannot be told."""
+    from calibcli.io import input_kind
+
+    return input_kind(
+        files,
+        fmt=reading.fmt.value,
+        confidence_field=reading.confidence_field,
+        correct_field=reading.correct_field,
+        **fields,
+    )
+
+
+def _described(summary: Any) -> str:
+    rows = f"{summary.n:,} {summary.kind} rows"
+    if summary.kind != "calibration":
+        return rows
+    if summary.distinct is None:
+        return f"{rows}, no table of distinct confidences"
+    return f"{rows}, {summary.distinct.distinct:,} distinct confidences"
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 1e6:.1f} MB" if nbytes >= 100_000 else f"{nbytes / 1e3:.1f} kB"
+
+
+def _write(path: Path, payload: bytes) -> None:
+    from calibcli.cli.staging import OutputError, Staged
+
+    staged = Staged()
+    try:
+        staged.add(path, payload, "summary file")
+        staged.commit()
+    except OutputError as exc:
+        raise usage_error(str(exc)) from None
+
+
+MergeFiles = Annotated[
+    list[Path],
+    typer.Argument(metavar="PART...", show_default=False, help="Summary files to merge."),
+]
+
+
+@app.command(epilog=EXIT_CODES)
+def merge(
+    parts: MergeFiles,
+    output: SummaryOutput,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No closing line.")] = False,
+) -> None:
+    """Merge summary files into one: the summary of all their rows.
+
+    Associative and order-free: any grouping and order of the same parts gives the same file.
+    Refuses (exit 2, naming both parts) parts of other kinds, settings or versions, and two
+    parts that counted the same bytes of one input.
+    """
+    from calibcli.cli.emit import check_outputs
+    from calibcli.errors import InputError
+    from calibcli.io import load_summary as load
+    from calibcli.summaries import SummaryMismatch, merge_parts, to_bytes
+
+    check_outputs(output=output)
+    labels = [str(p) for p in parts]
+    try:
+        loaded = [load(label) for label in labels]
+        merged = merge_parts(loaded, labels)
+    except InputError as exc:
+        raise usage_error(str(exc)) from None
+    except SummaryMismatch as exc:
+        raise usage_error(str(exc)) from None
+    payload = to_bytes(merged)
+    _write(output, payload)
+    if not quiet:
+        count = f"{len(parts)} part{'s' if len(parts) != 1 else ''}"
+        typer.echo(f"{count}: {_described(merged)} -> {output} ({_size(len(payload))})", err=True)

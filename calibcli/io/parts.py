@@ -1,0 +1,250 @@
+"""Summary files (``calibcli summarize`` / ``merge`` output) as inputs beside plain files.
+
+A summary file is recognised by its first bytes, whatever its name. Its settings govern how
+its rows were read: a command's reading options left at their defaults take the file's, and an
+option set to another value is refused (the rows cannot be read again). ``--bins`` may differ
+when the file holds its table of distinct confidences (the bins are rebuilt from it, exactly);
+not otherwise. Plain files read in the same run are read with the file's settings and merged
+with it; a source counted both ways is refused, as merging refuses it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import fields, replace
+from typing import Any
+
+from calibcli.errors import InputError
+
+SETTING_OPTIONS = {
+    "bins": "--bins",
+    "confidence_field": "--confidence-field",
+    "correct_field": "--correct-field",
+    "fmt": "--format",
+    "mc_norm": "--mc-norm",
+    "by": "--by",
+    "scorer": "--scorer",
+    "inspect_confidence": "--inspect-confidence",
+    "nll_field": "--nll-field",
+    "tokens_field": "--tokens-field",
+    "bytes_field": "--bytes-field",
+    "words_field": "--words-field",
+    "logprobs_field": "--logprobs-field",
+}
+"""The option that sets each summary setting, for messages."""
+
+
+def is_summary_file(path: str) -> bool:
+    """True when ``path`` is a regular file that starts like a summary file."""
+    if path == "-":
+        return False
+    from calibcli.summaries import MAGIC
+
+    try:
+        with open(path, "rb") as f:
+            if not os.path.isfile(path):
+                return False
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
+def load(path: str) -> Any:
+    """A summary file's summary; InputError naming the file when it is not one this version
+    reads."""
+    from calibcli.summaries import SummaryError, from_bytes
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        return from_bytes(data)
+    except SummaryError as e:
+        raise InputError(path, None, str(e)) from None
+    except OSError as e:
+        raise InputError(path, None, f"cannot read: {e.strerror or e}") from None
+
+
+def adopt_settings(
+    settings: Any, kind: str, parts: list[tuple[str, Any]]
+) -> tuple[Any, int | None]:
+    """The settings to read with beside these summary files: theirs, where ``settings`` holds
+    a default; InputError where an option asks for another value. Also the bins asked for when
+    they differ from the files' (the caller rebuilds them from the files' tables), else None."""
+    label, first = parts[0]
+    if first.kind != kind:
+        what = (
+            "calibrate, reliability, threshold or fit"
+            if first.kind == "calibration"
+            else ("perplexity")
+        )
+        raise InputError(label, None, f"a {first.kind} summary; measure it with {what}")
+    defaults = type(settings)()
+    adopted: dict[str, Any] = {}
+    rebin = None
+    for f in fields(settings):
+        mine, theirs = getattr(settings, f.name), getattr(first.settings, f.name)
+        if mine == theirs:
+            continue
+        if f.name == "bins" and mine != defaults.bins:
+            rebin, adopted["bins"] = mine, theirs
+            continue
+        if mine == getattr(defaults, f.name):
+            adopted[f.name] = theirs
+            continue
+        option = SETTING_OPTIONS.get(f.name, f.name)
+        was = f"without {option}" if theirs is None else f"with {option} {_shown(theirs)}"
+        raise InputError(
+            label,
+            None,
+            f"its rows were read {was}, not {option} {_shown(mine)}: they cannot be read again "
+            f"from a summary (drop {option}, or summarize the inputs again)",
+        )
+    return replace(settings, **adopted), rebin
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) and value.replace("-", "").isalnum() else repr(value)
+
+
+def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: int | None) -> Any:
+    """The summary of the plain files read (``read_summary``, None when there were none) and
+    of the summary files, as the command's reading ``plan`` asks: kept rows, when it keeps
+    them, from the files' tables of distinct confidences (when one lacks its table the rows
+    are not kept and ``missing`` says why); bins rebuilt for ``rebin`` bins when given."""
+    from calibcli.summaries import SummaryMismatch, check_disjoint, merge_parts, to_part
+
+    labels = [label for label, _ in parts]
+    try:
+        merged = merge_parts([p for _, p in parts], labels)
+        if read_summary is not None:
+            check_disjoint([read_summary, merged], [None, ", ".join(labels)])
+    except SummaryMismatch as e:
+        raise InputError(labels[0], None, str(e)) from None
+    if merged.kind == "perplexity":
+        if read_summary is None:
+            return merged
+        from calibcli.summaries import merge_perplexity
+
+        return _merge(merge_perplexity, [read_summary, merged], labels)
+    if rebin is not None and merged.distinct is None:
+        raise InputError(
+            labels[0],
+            None,
+            f"its tables have {merged.settings.bins} bins and it holds no table of distinct "
+            f"confidences to rebuild others from ({merged.missing}): use --bins "
+            f"{merged.settings.bins}",
+        )
+    if plan.keep_rows or rebin is not None:
+        if merged.distinct is not None:
+            from calibcli.summaries import rows_of
+
+            merged = replace(merged, kept=rows_of(merged), _views={})
+        elif read_summary is not None and read_summary.kept is not None:
+            read_summary, _ = to_part(read_summary, "never")
+            read_summary = replace(read_summary, missing=None)
+    from calibcli.summaries import merge_calibration
+
+    inputs = [merged] if read_summary is None else [read_summary, merged]
+    out = _merge(merge_calibration, inputs, labels)
+    if out.kept is not None or not plan.keep_rows:  # nothing reads them from here on
+        out = replace(out, distinct=None, moments=None, missing=None, _views={})
+    if rebin is not None:
+        out = rebinned(out, rebin, keep_rows=plan.keep_rows)
+    return out
+
+
+def _merge(merge: Any, summaries: list[Any], labels: list[str]) -> Any:
+    from calibcli.summaries import SummaryMismatch
+
+    try:
+        return merge(summaries)
+    except SummaryMismatch as e:
+        raise InputError(labels[0], None, str(e)) from None
+
+
+def rebinned(summary: Any, bins: int, *, keep_rows: bool) -> Any:
+    """The summary with its bin tables rebuilt for ``bins`` from its kept rows (the sources'
+    own tables, which cannot be rebuilt, are dropped: no per-file figures)."""
+    import numpy as np
+
+    from calibcli.summaries import BinTable
+
+    rows = summary.kept
+    groups = 1 if summary.group_names is None else len(summary.group_names)
+    table = BinTable(bins, groups)
+    for values, flag, ids in (
+        (rows.right, True, rows.right_groups),
+        (rows.wrong, False, rows.wrong_groups),
+    ):
+        table.add(values, np.full(values.shape[0], flag), ids, groups)
+    sources = tuple(replace(s, table=None) for s in summary.sources)
+    settings = replace(summary.settings, bins=bins)
+    return replace(
+        summary,
+        settings=settings,
+        table=table,
+        sources=sources,
+        kept=rows if keep_rows else None,
+        _views={},
+    )
+
+
+def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
+    """The kind of rows (``calibration`` or ``perplexity``) the inputs hold: a summary file's,
+    else the first row's of the first file (JSON Lines, plain or gzip); ``calibration`` when
+    that cannot be told (stdin, whole documents, blank or unreadable files). ``fields`` are the
+    field options (``confidence_field`` ... ``logprobs_field``)."""
+    from calibcli import formats
+
+    for path in files:
+        if is_summary_file(path):
+            return load(path).kind
+    if fmt != "auto" and len(formats.FORMAT_PROVIDES[fmt]) == 1:
+        return formats.FORMAT_PROVIDES[fmt][0]
+    row = _first_row(files[0]) if files else None
+    if not isinstance(row, dict):
+        return "calibration"
+    detect = {k: v for k, v in fields.items() if k != "bytes_field" and k != "words_field"}
+    try:
+        found = fmt if fmt != "auto" else formats.detect_row_format(row, **detect)
+    except ValueError:
+        return "calibration"
+    provides = formats.FORMAT_PROVIDES[found]
+    if len(provides) == 1:
+        return provides[0]
+    if found == "lm-eval":
+        try:
+            rolling = formats.lm_eval_row_kind(row) == "loglikelihood_rolling"
+        except ValueError:
+            return "calibration"
+        return "perplexity" if rolling else "calibration"
+    for name in (fields.get("nll_field", "nll"), fields.get("logprobs_field", "logprobs")):
+        try:
+            formats.lookup(row, name)
+        except ValueError:
+            continue
+        return "perplexity"
+    return "calibration"
+
+
+def _first_row(path: str) -> Any:
+    """The first non-blank line of a JSON Lines file (plain or gzip), parsed; None otherwise."""
+    import gzip
+    import json
+
+    if path == "-":
+        return None
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(2)
+        opener = gzip.open if head == b"\x1f\x8b" else open
+        with opener(path, "rb") as f:
+            for _ in range(1000):
+                line = f.readline(1 << 24)
+                if not line:
+                    return None
+                if line.strip():
+                    return json.loads(line)
+    except (OSError, EOFError, ValueError, RecursionError):
+        return None
+    return None

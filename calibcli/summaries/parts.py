@@ -1,0 +1,188 @@
+"""Parts: summaries written to files (``calibcli summarize``), merged (``calibcli merge``) and
+read back as inputs.
+
+A calibration part keeps no rows. It keeps the exact bin tables, the NLL and smooth-ECE sums
+(:mod:`calibcli.summaries.moments`) and, unless left out, the table of distinct confidences
+(:mod:`calibcli.summaries.distinct`), which gives the rows back up to their order: every
+figure that needs rows (AUROC, AURC, thresholds, equal-mass bins, fits, the bootstrap) is then
+the one a single pass gives. Without it those figures cannot be measured, and ``missing`` says
+why.
+
+Merging refuses parts of other kinds or settings and a source (by content) whose byte ranges
+two parts both counted. Parts are merged in a canonical order — by their first source's name
+and byte offset — so the same parts give the same bytes whatever order they were named in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from calibcli.summaries.calibration import SummaryMismatch
+
+TABLE_MODES = ("auto", "always", "never")
+"""``summarize --table``: keep the distinct-value table up to the cap, always, or never."""
+
+
+def _table_cap() -> int:
+    from calibcli.summaries.distinct import MAX_DISTINCT
+
+    return MAX_DISTINCT
+
+
+def to_part(summary: Any, table: str = "auto") -> tuple[Any, list[str]]:
+    """The part of a summary read with its rows kept (a perplexity summary is a part as it
+    is), and the warnings making it raised."""
+    if summary.kind != "calibration":
+        return summary, []
+    from calibcli.summaries.distinct import DistinctTable
+    from calibcli.summaries.moments import RowMoments
+
+    kept = summary.kept
+    assert kept is not None, "a part is made from a summary with its rows kept"
+    groups = 1 if summary.group_names is None else len(summary.group_names)
+    per_group = kept.by_group(groups) if summary.group_names is not None else [kept.columns()]
+    moments = RowMoments.of_columns(per_group)
+    warnings: list[str] = []
+    distinct = missing = None
+    if table == "never":
+        missing = "it was summarized with --table never"
+    else:
+        distinct = DistinctTable.from_rows(
+            kept.right, kept.wrong, kept.right_groups, kept.wrong_groups, groups
+        )
+        cap = _table_cap()
+        if table == "auto" and distinct.distinct > cap:
+            missing = (
+                f"its {distinct.distinct:,} distinct confidences exceed the {cap:,} that "
+                "--table auto keeps (summarize with --table always to keep them)"
+            )
+            warnings.append(f"the table of distinct confidences was dropped: {missing}")
+            distinct = None
+    part = replace(
+        summary,
+        kept=None,
+        distinct=distinct,
+        moments=moments,
+        missing=missing,
+        warnings=tuple(dict.fromkeys([*summary.warnings, *warnings])),
+        _views={},
+    )
+    return part, warnings
+
+
+def merge_row_state(summaries: list[Any], index: Any, grouped: bool) -> tuple[Any, Any, Any]:
+    """(distinct table, moments, missing) of merged calibration summaries: a table or moments
+    only when every summary has them; ``missing`` the first reason one lacks its table."""
+    distinct = moments = None
+    groups = len(index) if grouped else 1
+    maps = [index.remap(s.group_names) if grouped else np.zeros(1, np.intp) for s in summaries]
+    if all(s.distinct is not None for s in summaries):
+        from calibcli.summaries.distinct import DistinctTable
+
+        distinct = DistinctTable.combine([s.distinct for s in summaries], maps, groups)
+    if all(s.moments is not None for s in summaries):
+        from calibcli.summaries.moments import RowMoments
+
+        moments = RowMoments.empty(groups)
+        for s, m in zip(summaries, maps, strict=True):
+            moments.add(s.moments, m)
+    missing = next((s.missing for s in summaries if s.missing is not None), None)
+    if missing is None and any(s.distinct is not None for s in summaries) and distinct is None:
+        missing = "a part it was merged with holds no table of distinct confidences"
+    return distinct, moments, missing
+
+
+# --------------------------------------------------------------------------- merging parts
+
+
+def canonical_key(summary: Any) -> tuple:
+    """Where a part sorts among others: its first source's name and byte offset."""
+    first = summary.sources[0] if summary.sources else None
+    if first is None:
+        return ("", 0, "")
+    return (first.name, first.start, first.content)
+
+
+def _overlaps(a: Any, b: Any) -> bool:
+    if not a.content or a.content != b.content:
+        return False
+    a_stop = float("inf") if a.stop is None else a.stop
+    b_stop = float("inf") if b.stop is None else b.stop
+    return a.start < b_stop and b.start < a_stop
+
+
+def check_disjoint(parts: list[Any], labels: list[str | None]) -> None:
+    """SummaryMismatch when two parts counted the same bytes of one source (by content). A
+    label None stands for files read in this run (the message names the source instead)."""
+    seen: dict[str, list[tuple[Any, str | None]]] = {}
+    for part, label in zip(parts, labels, strict=True):
+        for s in part.sources:
+            if s.skipped is not None or not s.rows:
+                continue
+            for other, other_label in seen.get(s.content, ()):
+                if not _overlaps(s, other):
+                    continue
+                span = "" if s.stop is None else f"bytes {s.start:,}-{s.stop:,} of "
+                if None in (label, other_label):
+                    part_label = label or other_label
+                    raise SummaryMismatch(
+                        f"{s.display} is read here and its rows are counted in {part_label} "
+                        "too: give the summary or the file, not both"
+                    )
+                raise SummaryMismatch(
+                    f"{other_label} and {label} both count {span}{s.display} (the same "
+                    "content): a part merged twice, or one input summarized twice; merge each "
+                    "part once"
+                )
+            seen.setdefault(s.content, []).append((s, label))
+
+
+def merge_parts(parts: list[Any], labels: list[str]) -> Any:
+    """The merge of parts (``labels``: how messages name them), in canonical order;
+    SummaryMismatch, naming both parts, for parts that cannot be merged."""
+    first, first_label = parts[0], labels[0]
+    for part, label in zip(parts[1:], labels[1:], strict=True):
+        if part.kind != first.kind:
+            raise SummaryMismatch(
+                f"{label} is a {part.kind} summary and {first_label} a {first.kind} one"
+            )
+        differences = first.settings.differences(part.settings)
+        if differences:
+            raise SummaryMismatch(
+                f"{first_label} and {label} were summarized with other settings: "
+                + "; ".join(differences)
+            )
+    check_disjoint(parts, labels)
+    order = sorted(range(len(parts)), key=lambda i: canonical_key(parts[i]))
+    ordered = [parts[i] for i in order]
+    try:
+        if first.kind == "calibration":
+            from calibcli.summaries.calibration import merge_calibration
+
+            return merge_calibration(ordered)
+        from calibcli.summaries.perplexity import merge_perplexity
+
+        return merge_perplexity(ordered)
+    except SummaryMismatch as e:
+        raise SummaryMismatch(f"{', '.join(labels)}: {e}") from None
+
+
+# --------------------------------------------------------------------------- parts as inputs
+
+
+def rows_of(part: Any) -> Any:
+    """The rows a calibration part's table gives back (sorted by group and value), as
+    :class:`~calibcli.summaries.rows.RowColumns`."""
+    from calibcli.summaries.rows import RowColumns
+
+    table = part.distinct
+    cols = table.columns()
+    if part.group_names is None:
+        return RowColumns(cols.conf_correct, cols.conf_wrong)
+    right_ids, wrong_ids = table.group_ids()
+    return RowColumns(
+        cols.conf_correct, cols.conf_wrong, right_ids.astype(np.intp), wrong_ids.astype(np.intp)
+    )
