@@ -41,6 +41,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "binning": ("quantile_edges",),
     "binomial": ("accuracy_lower_bound", "binomial_cdf", "risk_upper_bound", "wilson_interval"),
     "bootstrap": ("BootstrapResult", "bootstrap_intervals"),
+    "poisson": ("POISSON_THRESHOLDS", "PoissonState", "poisson_intervals", "replicate_weights"),
     "smooth": ("SmoothECE", "smooth_ece"),
     "paired": (
         "DeLongResult",
@@ -89,6 +90,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "POISSON_THRESHOLDS",
     "SCALAR_KEYS",
     "BinStats",
     "BootstrapResult",
@@ -98,6 +100,7 @@ __all__ = [
     "McNemarResult",
     "PairedBootstrapResult",
     "PerplexityResult",
+    "PoissonState",
     "PredictionColumns",
     "RiskCoverage",
     "SmoothECE",
@@ -133,8 +136,10 @@ __all__ = [
     "paired_bootstrap",
     "perplexity",
     "plug_in_threshold",
+    "poisson_intervals",
     "quantile_edges",
     "reliability_diagram",
+    "replicate_weights",
     "risk_upper_bound",
     "rms_calibration_error",
     "select_threshold",
