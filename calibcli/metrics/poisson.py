@@ -34,13 +34,18 @@ one pass over rows held in memory, feeding the same weights to
 :class:`~calibcli.metrics.bootstrap.ReplicateEngine`.
 
 Cost: the weights are hashed in blocks of 2**15 rows that stay in cache; the rows are sorted by
-(group, class, bin) once, so the sums are ``np.add.reduceat`` over runs. Measured on the
-project's 2-core machine while other jobs were running (so upper bounds), 1,000,000 uniform
-confidences, 10 bins, CPU time per replicate (``bench/poisson.py``, 50 replicates):
+(group, class, bin) once, so the sums are ``np.add.reduceat`` over runs. Measured with
+``bench/poisson.py`` on the project's 2-core machine while other jobs were running (load ~4, so
+upper bounds; the range of two runs), 1,000,000 uniform confidences, 10 bins, CPU time:
 
-    PoissonState.from_rows                                  13.0 ms (the weights: 7.2 ms)
-    poisson_intervals, every scalar                         22.4 ms
-    bootstrap_intervals (multinomial), every scalar         15.9 ms
+                                            per replicate    setup (sorting, engine)
+    the weights alone                          6.5–6.6 ms
+    PoissonState.from_rows                    11.1–11.5 ms    0.1–0.2 s
+    poisson_intervals, every scalar           19.4–21.5 ms    0.3–0.4 s
+    bootstrap_intervals (multinomial), all    14.1–17.4 ms    0.2 s
+
+Memory: from_rows holds 24 bytes per row while it runs (confidence, key and log loss, sorted);
+poisson_intervals 8 bytes per row (the keys in the engine's order) beyond the engine's own.
 """
 
 from __future__ import annotations
