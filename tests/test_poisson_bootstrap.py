@@ -304,6 +304,11 @@ def test_groups_are_remapped_into_a_common_numbering():
         assert_intervals_close(merged.intervals(0.95, group=g), alone.intervals(0.95))
     whole = state_of(conf, correct, keys)
     assert_intervals_close(merged.intervals(0.95), whole.intervals(0.95))
+    # several groups mapped onto one add up: all onto 0 is the pooled state
+    zero = PoissonState.empty(bins=10, samples=30, seed=7)
+    np.testing.assert_allclose(
+        merged.merged(zero, [0, 0, 0], [0], 1).moments, merged.pooled().moments, rtol=1e-13
+    )
 
 
 def test_merge_refuses_other_settings_and_serialises_compactly():

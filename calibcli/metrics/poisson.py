@@ -378,7 +378,9 @@ class PoissonState:
         wrong_groups: object = None,
         groups: int = 1,
     ) -> PoissonState:
-        """The state of rows given by class: confidences, their 64-bit keys, their group ids."""
+        """The state of rows given by class: ``right`` / ``wrong`` the confidences of right and
+        wrong answers, ``*_keys`` their 64-bit row keys, ``*_groups`` their group ids in
+        [0, groups) (default: all in group 0)."""
         state = cls.empty(bins=bins, samples=samples, seed=seed, groups=groups)
         conf_r, conf_w = _as_confidences(right, "right"), _as_confidences(wrong, "wrong")
         n_r, n_w = conf_r.shape[0], conf_w.shape[0]
@@ -430,8 +432,10 @@ class PoissonState:
             bins=self.bins, samples=self.samples, seed=self.seed, groups=groups
         )
         for at, state in zip(maps, (self, other), strict=True):
-            for name in ("moments", "loss", "infinite"):
-                np.add.at(getattr(out, name), at, getattr(state, name))
+            for g, target in enumerate(at.tolist()):  # whole groups at a time, in id order
+                out.moments[target] += state.moments[g]
+                out.loss[target] += state.loss[g]
+                out.infinite[target] += state.infinite[g]
         return out
 
     def group(self, g: int) -> PoissonState:
