@@ -49,6 +49,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "smooth_ece_from_grids",
         "stored_grid_sizes",
     ),
+    "poisson": ("POISSON_THRESHOLDS", "PoissonState", "poisson_intervals", "replicate_weights"),
     "paired": (
         "DeLongResult",
         "McNemarResult",
@@ -96,6 +97,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "POISSON_THRESHOLDS",
     "SCALAR_KEYS",
     "BinStats",
     "BootstrapResult",
@@ -105,6 +107,7 @@ __all__ = [
     "McNemarResult",
     "PairedBootstrapResult",
     "PerplexityResult",
+    "PoissonState",
     "PredictionColumns",
     "RiskCoverage",
     "SmoothECE",
@@ -140,8 +143,10 @@ __all__ = [
     "paired_bootstrap",
     "perplexity",
     "plug_in_threshold",
+    "poisson_intervals",
     "quantile_edges",
     "reliability_diagram",
+    "replicate_weights",
     "risk_upper_bound",
     "rms_calibration_error",
     "select_threshold",
