@@ -55,6 +55,7 @@ from calibcli.formats.lm_eval import (
     lm_eval_output_type,
     lm_eval_rolling_row,
     lm_eval_row_kind,
+    model_from_filename,
     task_from_filename,
 )
 from calibcli.formats.logprobs import logprobs_row, openai_body, openai_rows, vllm_rows
@@ -91,6 +92,7 @@ __all__ = [
     "lm_eval_row_kind",
     "logprobs_row",
     "lookup",
+    "model_from_filename",
     "openai_body",
     "openai_rows",
     "perplexity_rows",

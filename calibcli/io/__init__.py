@@ -89,10 +89,11 @@ def _nothing_left(reader: Any, what: str) -> InputError:
 
 
 def _read(plan: Any, sources: list[str], workers: Any, progress: Any, what: str) -> Any:
+    from calibcli.io.folders import expand
     from calibcli.io.reader import Reader
     from calibcli.io.runs import choose_runs
 
-    runs = choose_runs(list(sources), all_runs=plan.all_runs)
+    runs = choose_runs(expand(list(sources)), all_runs=plan.all_runs)
     reader = Reader(plan, workers=workers, progress=progress)
     builder = plan.builder()
     for source in runs.files:

@@ -64,6 +64,10 @@ def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], 
     if id_field is None and fmt not in ("lm-eval", "inspect-ai"):
         return None
     task = formats.task_from_filename(source) if source != "-" else None
+    model = formats.model_from_filename(source) if source != "-" else None
+    if task is not None and model is not None:
+        # two models' files of one task hold the same doc_ids without reading a row twice
+        task = f"{task} ({model})"
 
     def ident(row: dict) -> Any:
         try:

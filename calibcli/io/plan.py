@@ -89,15 +89,29 @@ class ReadPlan:
 
 
 STDIN_TASK = "stdin has no file name to take the lm-eval task from; use --by FIELD"
+NO_MODEL = (
+    "the file name names no model (model_args in a name before v0.4.3, or an org__name folder); "
+    "use --by FIELD"
+)
 
 
 def group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | None:
     """Row -> group value for ``by``. lm-eval's ``task`` comes from the file name; on stdin,
-    from the row's own ``task`` field when it has one (the harness does not write it)."""
+    from the row's own ``task`` field when it has one (the harness does not write it). lm-eval's
+    ``model`` comes from the file name or its folder where they name one."""
     if by is None:
         return None
     from calibcli import formats
 
+    if fmt == "lm-eval" and by == "model" and source != "-":
+        model = formats.model_from_filename(source)
+        if model is not None:
+            return lambda row: model
+
+        def no_model(row: dict) -> Any:
+            raise ValueError(NO_MODEL)
+
+        return no_model
     if fmt == "lm-eval" and by == "task":
         if source != "-":
             task = formats.task_from_filename(source)

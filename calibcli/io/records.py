@@ -101,6 +101,7 @@ def read_keyed(
     is read: each row's key is its position.
     """
     from calibcli import formats
+    from calibcli.io.folders import expand
     from calibcli.io.plan import group_key
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow, group_name
@@ -116,7 +117,7 @@ def read_keyed(
     where: list[str] = []
     seen: dict[Any, str] = {}
     found = None
-    for source in sources:
+    for source in expand(sources):
         source_fmt = None
         convert = None
         task = formats.task_from_filename(source) if source != "-" else None
@@ -224,6 +225,7 @@ def read_choices(
     """Read lm-eval multiple-choice rows with every choice's score (length-normalised with
     ``mc_norm``). Other formats are an error: their rows carry one confidence, not choices."""
     from calibcli import formats
+    from calibcli.io.folders import expand
     from calibcli.io.plan import group_key
     from calibcli.io.rows import group_name
 
@@ -233,7 +235,7 @@ def read_choices(
     correct: list[bool] = []
     groups: list[str] | None = [] if by is not None else None
     where: list[str] = []
-    for source in sources:
+    for source in expand(sources):
         key_of = None if by is None else group_key("lm-eval", by, source)
         checked = False
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
