@@ -59,7 +59,7 @@ from calibcli.formats.lm_eval import (
     task_from_filename,
 )
 from calibcli.formats.logprobs import logprobs_row, openai_body, openai_rows, vllm_rows
-from calibcli.formats.registry import BY_NAME, NAMES, REGISTRY, Format, providing
+from calibcli.formats.registry import BY_NAME, NAMES, REGISTRY, SUM_FIELDS, Format, providing
 
 __all__ = [
     "BY_NAME",
@@ -73,6 +73,7 @@ __all__ = [
     "ROW_FORMATS",
     "ROW_KINDS",
     "SENTINEL_LOGPROB",
+    "SUM_FIELDS",
     "CalibrationRow",
     "Format",
     "PerplexityRow",

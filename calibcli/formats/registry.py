@@ -34,6 +34,9 @@ class Format:
     calibration: Callable[..., list[CalibrationRow]] | None = None
     perplexity: Callable[..., list[PerplexityRow]] | None = None
     default_id: str | None = None  # how compare matches rows, as the report names it
+    # the top-level keys that make a row of this format (alternatives), for naming the closest
+    # format when none is detected
+    keys: Callable[[Fields], tuple[tuple[str, ...], ...]] = lambda f: ()
 
 
 def _native(row: Mapping[str, Any], f: Fields) -> bool:
@@ -58,6 +61,15 @@ def _openai(row: Mapping[str, Any], f: Fields) -> bool:
     return ("custom_id" in row and "response" in row) or (
         isinstance(first, Mapping) and any(k in first for k in ("message", "text", "logprobs"))
     )
+
+
+#: Per-sequence sums under the names other tools give them: (NLL or summed log-probability
+#: field, token count field, the sign that makes the first an NLL).
+SUM_FIELDS = (("nll_sum", "n_tokens", 1.0), ("sum_logprob", "num_tokens", -1.0))
+
+
+def _sums(row: Mapping[str, Any], f: Fields) -> bool:
+    return any(total in row and count in row for total, count, _ in SUM_FIELDS)
 
 
 def _lm_eval_choices(row: Mapping[str, Any], *, mc_norm: str = "none", **_: Any):
@@ -88,6 +100,10 @@ REGISTRY: tuple[Format, ...] = (
         1,
         _native,
         default_id="id",
+        keys=lambda f: (
+            (f["confidence_field"], f["correct_field"]),
+            (f["nll_field"], f["tokens_field"]),
+        ),
     ),
     Format(
         "lm-eval",
@@ -98,6 +114,7 @@ REGISTRY: tuple[Format, ...] = (
         _lm_eval_choices,
         _lm_eval_rolling,
         default_id="task + doc_id",
+        keys=lambda f: (("doc_id", "filtered_resps"),),
     ),
     Format(
         "logprobs",
@@ -109,6 +126,7 @@ REGISTRY: tuple[Format, ...] = (
             and isinstance(lookup(row, f["logprobs_field"]), list)
         ),
         perplexity=_logprobs,
+        keys=lambda f: ((f["logprobs_field"],),),
     ),
     Format(
         "openai",
@@ -117,6 +135,7 @@ REGISTRY: tuple[Format, ...] = (
         4,
         _openai,
         perplexity=lambda row, **_: openai_rows(row),
+        keys=lambda f: (("id", "object", "choices"), ("custom_id", "response")),
     ),
     Format(
         "vllm",
@@ -125,6 +144,7 @@ REGISTRY: tuple[Format, ...] = (
         3,
         _vllm,
         perplexity=lambda row, **_: vllm_rows(row),
+        keys=lambda f: (("prompt_token_ids", "prompt_logprobs"),),
     ),
     Format(
         "inspect-ai",
@@ -134,6 +154,15 @@ REGISTRY: tuple[Format, ...] = (
         lambda row, f: "scores" in row and "epoch" in row and "output" in row,
         _inspect,
         default_id="id + epoch",
+        keys=lambda f: (("id", "epoch", "scores", "output"),),
+    ),
+    Format(
+        "sums",
+        "per-sequence sums under common names: nll_sum/n_tokens or sum_logprob/num_tokens",
+        ("perplexity",),
+        6,
+        _sums,
+        keys=lambda f: tuple((total, count) for total, count, _ in SUM_FIELDS),
     ),
 )
 
@@ -154,6 +183,7 @@ __all__ = [
     "MC_NORMS",
     "NAMES",
     "REGISTRY",
+    "SUM_FIELDS",
     "Format",
     "providing",
 ]

@@ -101,7 +101,8 @@ def refusal(fmt: str, command: str, fields: dict[str, str]) -> str:
     if command == "calibration":
         cf = fields.get("confidence_field", "confidence")
         yf = fields.get("correct_field", "correct")
-        return f"{fmt} rows hold per-token logprobs (input for perplexity), not {cf!r}/{yf!r}"
+        what = "per-sequence sums" if fmt == "sums" else "per-token logprobs"
+        return f"{fmt} rows hold {what} (input for perplexity), not {cf!r}/{yf!r}"
     return f"{fmt} rows hold graded samples (input for calibrate), not sequence log-likelihoods"
 
 
@@ -147,7 +148,7 @@ def perplexity_router(spec: Any) -> Router:
     """Routing of the perplexity reader (``spec`` a :class:`~calibcli.io.rows.PerplexityRow`)."""
 
     def convert(fmt: str) -> Callable[[dict], list[tuple]]:
-        if fmt in ("lm-eval", "logprobs"):
+        if fmt in ("lm-eval", "logprobs", "sums"):
             single = spec.converter(fmt)
             return lambda obj: [single(obj)]
         from calibcli.formats import perplexity_rows
