@@ -190,8 +190,9 @@ InspectConfidenceOpt = _opt(
     InspectConfidence,
     "--inspect-confidence",
     help="inspect-ai logs: an answer's confidence from its output's token logprobs: the "
-    "probability of the whole completion (sequence), of its first token, or the geometric mean "
-    "per token.",
+    "probability of the token carrying the chosen letter of a multiple_choice answer line "
+    "'ANSWER: X' (answer-token), of the whole completion (sequence), of its first token, or the "
+    "geometric mean per token; auto: answer-token where a sample has that line, else sequence.",
 )
 MAX_LINE_MB = 64  # calibcli.io's MAX_LINE_BYTES, in MiB
 MaxLineMbOpt = _opt(
@@ -457,7 +458,7 @@ class Reading:
     max_line_bytes: int
     scorer: str | None = None
     max_document_bytes: int | None = None
-    inspect_confidence: Any = InspectConfidence.sequence
+    inspect_confidence: Any = InspectConfidence.auto
     id_field: str | None = None
     all_runs: bool = False
 
@@ -468,7 +469,7 @@ _READING_OPTIONS = (
     ("fmt", CalibrationFormatOpt, CalibrationFormat.auto),
     ("mc_norm", McNormOpt, McNorm.none),
     ("scorer", ScorerOpt, None),
-    ("inspect_confidence", InspectConfidenceOpt, InspectConfidence.sequence),
+    ("inspect_confidence", InspectConfidenceOpt, InspectConfidence.auto),
     ("by", ByOpt, None),
     ("id_field", IdFieldOpt, None),
     ("all_runs", AllRunsOpt, False),

@@ -42,7 +42,12 @@ from calibcli.formats.fields import (
     json_type,
     lookup,
 )
-from calibcli.formats.inspect_ai import CONFIDENCES, inspect_sample_row, inspect_scorers
+from calibcli.formats.inspect_ai import (
+    CONFIDENCES,
+    inspect_prompt_row,
+    inspect_sample_row,
+    inspect_scorers,
+)
 from calibcli.formats.json_text import elements as json_elements
 from calibcli.formats.json_text import value_span
 from calibcli.formats.lm_eval import (
@@ -81,6 +86,7 @@ __all__ = [
     "calibration_rows",
     "detect_format",
     "detect_row_format",
+    "inspect_prompt_row",
     "inspect_sample_row",
     "inspect_scorers",
     "json_elements",
@@ -110,7 +116,7 @@ def calibration_rows(
     *,
     mc_norm: str = "none",
     scorer: str | None = None,
-    confidence: str = "sequence",
+    confidence: str = "auto",
 ) -> list[CalibrationRow]:
     """The (confidence, correct) rows of one decoded value of a non-native format that
     carries them (``lm-eval``, ``inspect-ai``). ValueError for a format without them."""

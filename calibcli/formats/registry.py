@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibcli.formats.fields import CalibrationRow, PerplexityRow, has_path, lookup
-from calibcli.formats.inspect_ai import CONFIDENCES, inspect_sample_row
+from calibcli.formats.inspect_ai import CONFIDENCES, inspect_prompt_row, inspect_sample_row
 from calibcli.formats.lm_eval import MC_NORMS, lm_eval_choice_row, lm_eval_rolling_row
 from calibcli.formats.logprobs import logprobs_row, openai_rows, vllm_rows
 
@@ -87,7 +87,7 @@ def _logprobs(row: Mapping[str, Any], *, logprobs_field: str = "logprobs", **_: 
 
 
 def _inspect(
-    row: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "sequence", **_: Any
+    row: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "auto", **_: Any
 ):
     return [inspect_sample_row(row, scorer=scorer, confidence=confidence)]
 
@@ -149,10 +149,11 @@ REGISTRY: tuple[Format, ...] = (
     Format(
         "inspect-ai",
         "inspect-ai eval log samples (.eval or .json logs)",
-        ("calibration",),
+        ("calibration", "perplexity"),
         5,
         lambda row, f: "scores" in row and "epoch" in row and "output" in row,
         _inspect,
+        lambda row, **_: [inspect_prompt_row(row)],
         default_id="id + epoch",
         keys=lambda f: (("id", "epoch", "scores", "output"),),
     ),

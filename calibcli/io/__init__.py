@@ -116,7 +116,7 @@ def read_calibration(
     fmt: str = "auto",
     mc_norm: str = "none",
     scorer: str | None = None,
-    inspect_confidence: str = "sequence",
+    inspect_confidence: str = "auto",
     progress: Callable[[str, int | None], Any] | None = None,
     workers: int | None = None,
     block_size: int | None = None,
@@ -136,7 +136,9 @@ def read_calibration(
     another task kind than multiple choice is skipped with a warning; it is an error when
     nothing is left. ``scorer`` names the inspect-ai scorer giving correctness (needed when
     the samples have several); ``inspect_confidence`` how an inspect-ai answer's confidence
-    comes from its output's token logprobs (``sequence``, ``first-token`` or ``mean-token``).
+    comes from its output's token logprobs (``auto``: ``answer-token`` for a multiple-choice
+    sample's ``ANSWER: X`` line, else ``sequence``; or one of ``answer-token``, ``sequence``,
+    ``first-token``, ``mean-token``, see :func:`calibcli.formats.inspect_sample_row`).
     ``workers`` is the number of processes per source (>= 1; None: two on a machine with two
     CPUs or more for an input of 32 MB or more, else one); no figure depends on it.
     ``progress(name, size)``, when given, makes a progress bar for a source (an object with

@@ -88,7 +88,7 @@ def read_keyed(
     by: str | None = None,
     keyed: bool = True,
     scorer: str | None = None,
-    inspect_confidence: str = "sequence",
+    inspect_confidence: str = "auto",
     max_line_bytes: int = MAX_LINE_BYTES,
     max_document_bytes: int | None = None,
 ) -> KeyedRows:

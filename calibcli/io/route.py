@@ -107,7 +107,7 @@ def refusal(fmt: str, command: str, fields: dict[str, str]) -> str:
 
 
 def calibration_router(
-    spec: Any, *, mc_norm: str, scorer: str | None, inspect_confidence: str = "sequence"
+    spec: Any, *, mc_norm: str, scorer: str | None, inspect_confidence: str = "auto"
 ) -> Router:
     """Routing of the calibration reader (``spec`` a :class:`~calibcli.io.rows.CalibrationRow`)."""
 
