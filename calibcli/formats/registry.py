@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibcli.formats.fields import CalibrationRow, PerplexityRow, has_path, lookup
+from calibcli.formats.helm import helm_calibration_row, helm_perplexity_row
 from calibcli.formats.inspect_ai import CONFIDENCES, inspect_prompt_row, inspect_sample_row
 from calibcli.formats.lm_eval import MC_NORMS, lm_eval_choice_row, lm_eval_rolling_row
 from calibcli.formats.logprobs import logprobs_row, openai_rows, vllm_rows
@@ -158,10 +159,21 @@ REGISTRY: tuple[Format, ...] = (
         keys=lambda f: (("id", "epoch", "scores", "output"),),
     ),
     Format(
+        "helm",
+        "HELM per_instance_stats.json entries (max_prob/exact_match, or logprob and counts)",
+        ("calibration", "perplexity"),
+        6,
+        lambda row, f: "instance_id" in row and "stats" in row,
+        lambda row, **_: [helm_calibration_row(row)],
+        lambda row, **_: [helm_perplexity_row(row)],
+        default_id="instance_id + train_trial_index",
+        keys=lambda f: (("instance_id", "train_trial_index", "stats"),),
+    ),
+    Format(
         "sums",
         "per-sequence sums under common names: nll_sum/n_tokens or sum_logprob/num_tokens",
         ("perplexity",),
-        6,
+        7,
         _sums,
         keys=lambda f: tuple((total, count) for total, count, _ in SUM_FIELDS),
     ),

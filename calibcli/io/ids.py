@@ -31,6 +31,9 @@ def show_id(key: Any) -> str:
         return f"{key[1]}/{show_id(key[2:])}"
     if kind == "sample":
         return f"{show_id(key[1:3])} (epoch {key[3]})"
+    if kind == "instance":
+        shown = f"{show_id(key[1:3])} (trial {key[3]}"
+        return shown + (f", {key[4]})" if key[4] else ")")
     if value is None:
         return "null"
     return str(value).lower() if isinstance(value, bool) else str(value)
@@ -40,7 +43,12 @@ def default_id_field(fmt: str) -> str:
     """The field an id error names: the registry's default id without the task or epoch."""
     from calibcli.io import default_id
 
-    return default_id(fmt).removeprefix("task + ").removesuffix(" + epoch")
+    return (
+        default_id(fmt)
+        .removeprefix("task + ")
+        .removesuffix(" + epoch")
+        .removesuffix(" + train_trial_index")
+    )
 
 
 def row_key(formats: Any, row: dict, fmt: str, id_field: str | None, task: str | None) -> Any:
@@ -52,6 +60,11 @@ def row_key(formats: Any, row: dict, fmt: str, id_field: str | None, task: str |
     if fmt == "inspect-ai":
         epoch = row.get("epoch", 1)
         return ("sample", *id_key(formats.lookup(row, "id")), epoch)
+    if fmt == "helm":
+        perturbation = row.get("perturbation")
+        name = perturbation.get("name") if isinstance(perturbation, dict) else None
+        trial = row.get("train_trial_index", 0)
+        return ("instance", *id_key(formats.lookup(row, "instance_id")), trial, name)
     return id_key(formats.lookup(row, "id"))
 
 
@@ -61,7 +74,7 @@ def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], 
     id field (they are never identified, so the fast path stays fast)."""
     from calibcli import formats
 
-    if id_field is None and fmt not in ("lm-eval", "inspect-ai"):
+    if id_field is None and fmt not in ("lm-eval", "inspect-ai", "helm"):
         return None
     task = formats.task_from_filename(source) if source != "-" else None
     model = formats.model_from_filename(source) if source != "-" else None
