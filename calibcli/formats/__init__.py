@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from calibcli.formats.choices import LETTERS, gold_option, option_confidence
 from calibcli.formats.detect import (
     FORMAT_PROVIDES,
     FORMATS,
@@ -72,6 +73,7 @@ __all__ = [
     "FORMATS",
     "FORMAT_PROVIDES",
     "GENERATIVE_WARNING",
+    "LETTERS",
     "MC_NORMS",
     "NAMES",
     "REGISTRY",
@@ -86,6 +88,7 @@ __all__ = [
     "calibration_rows",
     "detect_format",
     "detect_row_format",
+    "gold_option",
     "inspect_prompt_row",
     "inspect_sample_row",
     "inspect_scorers",
@@ -102,6 +105,7 @@ __all__ = [
     "model_from_filename",
     "openai_body",
     "openai_rows",
+    "option_confidence",
     "perplexity_rows",
     "providing",
     "task_from_filename",
@@ -117,13 +121,24 @@ def calibration_rows(
     mc_norm: str = "none",
     scorer: str | None = None,
     confidence: str = "auto",
+    gold_field: str | None = None,
+    options: tuple[str, ...] | None = None,
 ) -> list[CalibrationRow]:
     """The (confidence, correct) rows of one decoded value of a non-native format that
-    carries them (``lm-eval``, ``inspect-ai``). ValueError for a format without them."""
+    carries them (``lm-eval``, ``inspect-ai``, ``openai`` with ``gold_field``, ``openai-evals``,
+    ``helm``). ``options`` are the answer options recognised in token logprobs (default the
+    letters A to E). ValueError for a format without them."""
     entry = BY_NAME.get(fmt)
     if entry is None or entry.calibration is None:
         raise ValueError(_no_rows(fmt, "calibration"))
-    return entry.calibration(row, mc_norm=mc_norm, scorer=scorer, confidence=confidence)
+    return entry.calibration(
+        row,
+        mc_norm=mc_norm,
+        scorer=scorer,
+        confidence=confidence,
+        gold_field=gold_field,
+        options=options,
+    )
 
 
 def perplexity_rows(

@@ -117,6 +117,12 @@ def detect_row_format(
         raise ValueError("a whole inspect-ai log: read it as a document, sample by sample")
     if "perplexities" in row and "mean_perplexity" in row:
         raise ValueError(HF_PERPLEXITIES)
+    spec = row.get("spec")
+    if isinstance(spec, Mapping) and "run_id" in spec:
+        raise ValueError(
+            "an OpenAI evals record log: give it as a file (its match and sampling events are "
+            "joined per sample), not on standard input"
+        )
     raise ValueError(unknown_format(row, fields))
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from calibcli.formats.choices import LETTERS, evals_match_row, openai_choice_row
 from calibcli.formats.fields import CalibrationRow, PerplexityRow, has_path, lookup
 from calibcli.formats.helm import helm_calibration_row, helm_perplexity_row
 from calibcli.formats.inspect_ai import CONFIDENCES, inspect_prompt_row, inspect_sample_row
@@ -87,6 +88,16 @@ def _logprobs(row: Mapping[str, Any], *, logprobs_field: str = "logprobs", **_: 
     return [PerplexityRow(nll, tokens, None, None, nulls, sentinels)]
 
 
+def _openai_choices(
+    row: Mapping[str, Any], *, gold_field: str | None = None, options: Any = None, **_: Any
+):
+    return [openai_choice_row(row, gold_field=gold_field, options=options or LETTERS)]
+
+
+def _evals(row: Mapping[str, Any], *, options: Any = None, **_: Any):
+    return [evals_match_row(row, options=options or LETTERS)]
+
+
 def _inspect(
     row: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "auto", **_: Any
 ):
@@ -132,10 +143,11 @@ REGISTRY: tuple[Format, ...] = (
     Format(
         "openai",
         "OpenAI chat or completions responses with logprobs, or Batch API output lines",
-        ("perplexity",),
+        ("perplexity", "calibration"),
         4,
         _openai,
-        perplexity=lambda row, **_: openai_rows(row),
+        _openai_choices,
+        lambda row, **_: openai_rows(row),
         keys=lambda f: (("id", "object", "choices"), ("custom_id", "response")),
     ),
     Format(
@@ -159,6 +171,16 @@ REGISTRY: tuple[Format, ...] = (
         keys=lambda f: (("id", "epoch", "scores", "output"),),
     ),
     Format(
+        "openai-evals",
+        "OpenAI evals record logs: match events joined to their sampling events",
+        ("calibration",),
+        7,
+        lambda row, f: "run_id" in row and "event_id" in row and "type" in row,
+        _evals,
+        default_id="sample_id",
+        keys=lambda f: (("run_id", "event_id", "sample_id", "type", "data"),),
+    ),
+    Format(
         "helm",
         "HELM per_instance_stats.json entries (max_prob/exact_match, or logprob and counts)",
         ("calibration", "perplexity"),
@@ -173,7 +195,7 @@ REGISTRY: tuple[Format, ...] = (
         "sums",
         "per-sequence sums under common names: nll_sum/n_tokens or sum_logprob/num_tokens",
         ("perplexity",),
-        7,
+        8,
         _sums,
         keys=lambda f: tuple((total, count) for total, count, _ in SUM_FIELDS),
     ),

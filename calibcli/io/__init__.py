@@ -124,6 +124,8 @@ def read_calibration(
     max_document_bytes: int | None = None,
     id_field: str | None = None,
     all_runs: bool = False,
+    gold_field: str | None = None,
+    choices: list[str] | tuple[str, ...] | None = None,
 ) -> Any:
     """Read (confidence, correct) rows from files or ``-`` into a
     :class:`~calibcli.summaries.CalibrationSummary`.
@@ -153,8 +155,13 @@ def read_calibration(
     twice, standard input twice, or a row whose id (lm-eval task + doc_id, an inspect-ai
     sample's id + epoch, or ``id_field``) was read before is invalid input. ``all_runs``
     pools them all on purpose.
+
+    Multiple-choice answers scored from token logprobs (OpenAI chat completions, OpenAI evals
+    logs) recognise ``choices`` as their options (default the letters A to E); an OpenAI
+    response's gold label is the value at ``gold_field`` (a dotted path), an evals log's the
+    match event's own verdict.
     """
-    from calibcli.io.plan import ReadPlan
+    from calibcli.io.plan import ReadPlan, answer_options
     from calibcli.io.sources import BLOCK_SIZE
     from calibcli.summaries import CalibrationSettings
 
@@ -179,6 +186,8 @@ def read_calibration(
         max_document_bytes=max_document_bytes,
         id_field=id_field,
         all_runs=all_runs,
+        gold_field=gold_field,
+        options=answer_options(choices),
     )
     return _read(plan, list(sources), workers, progress, "calibration rows")
 

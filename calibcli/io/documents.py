@@ -6,6 +6,9 @@
   a vLLM or API dump saved with ``json.dump``).
 - ``"json-object"``: one JSON object spread over lines: an inspect-ai ``.json`` log (its rows
   are ``samples``) or any other object (one row: itself, e.g. a saved OpenAI response).
+- ``"evals-log"``: an OpenAI evals record log, JSON Lines opening with ``{"spec": ...}``: its
+  rows are the ``match`` events, each joined with the last ``sampling`` event of the same sample
+  before it (under ``"sampling"``), so that a row holds both the verdict and the logprobs.
 
 :func:`document_kind` tells them from JSON Lines by sniffing the content; :func:`iter_document`
 yields ``(locator, row)`` pairs for the row functions of :mod:`calibcli.formats`. A locator is
@@ -37,7 +40,7 @@ from typing import Any
 
 from calibcli.io.sources import MAX_LINE_BYTES
 
-DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object")
+DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object", "evals-log")
 
 MAX_DOCUMENT_BYTES = 256 << 20
 """Most bytes a gzip-compressed document, or one member of an ``.eval`` zip, may decompress to
@@ -99,7 +102,15 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
         return "json-object"
     if isinstance(value, Mapping) and _is_inspect_log(value):
         return "json-object"
+    if isinstance(value, Mapping) and is_evals_spec(value):
+        return "evals-log"
     return None
+
+
+def is_evals_spec(value: Mapping[str, Any]) -> bool:
+    """Whether a JSON object is the first line of an OpenAI evals record log (the run spec)."""
+    spec = value.get("spec")
+    return isinstance(spec, Mapping) and "run_id" in spec and len(value) == 1
 
 
 def _first_line(f: Any, head: bytes, max_line_bytes: int) -> bytes | None:
@@ -150,9 +161,13 @@ def iter_document(
         for name, sample, text in _eval_zip_rows(source, limit):
             yield (name, sample, text) if with_text else (name, sample)
         return
-    if kind not in ("json-array", "json-object"):
+    if kind not in DOCUMENT_KINDS:
         raise ValueError(f"kind must be one of {', '.join(DOCUMENT_KINDS)}, not {kind!r}")
     text = _read_text(source, limit).decode("utf-8-sig")
+    if kind == "evals-log":
+        for line, row, raw in _evals_rows(text):
+            yield (line, row, raw) if with_text else (line, row)
+        return
     if kind == "json-array":
         for line, value, start, end in _array_rows(text):
             yield (line, value, text[start:end]) if with_text else (line, value)
@@ -282,6 +297,44 @@ def _too_large(limit: int) -> str:
         f"decompresses to more than {limit / (1 << 20):g} MiB, calibcli's limit for one "
         "compressed document or archive member"
     )
+
+
+# --------------------------------------------------------------------------- OpenAI evals
+
+
+def _evals_rows(text: str) -> Iterator[tuple[int, Any, str]]:
+    """The match events of an OpenAI evals record log (line, joined row, the event's text),
+    each with the last sampling event of its sample before it under ``"sampling"``. The spec
+    and final report lines and other events are passed over; a sampling event is dropped once
+    its match is read, so memory holds only samples still waiting for their verdict."""
+    pending: dict[Any, Any] = {}
+    matches = 0
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DocumentError(f"invalid JSON: {e.msg} (column {e.colno})", number) from None
+        if not isinstance(event, Mapping):
+            raise DocumentError("line is not a JSON object", number)
+        kind = event.get("type")
+        if kind == "sampling":
+            pending[_sample_key(event)] = event.get("data")
+        elif kind == "match":
+            matches += 1
+            joined = dict(event)
+            joined["sampling"] = pending.pop(_sample_key(event), None)
+            yield number, joined, line.strip()
+    if not matches:
+        raise DocumentError(
+            "an OpenAI evals log without match events: no verdicts to calibrate against"
+        )
+
+
+def _sample_key(event: Mapping[str, Any]) -> Any:
+    sample = event.get("sample_id")
+    return json.dumps(sample) if isinstance(sample, (dict, list)) else sample
 
 
 # --------------------------------------------------------------------------- .eval zip

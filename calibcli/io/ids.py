@@ -25,6 +25,8 @@ def id_key(value: Any) -> Any:
 def show_id(key: Any) -> str:
     """An id as the user wrote it (strings quoted, so 1 and "1" read differently)."""
     kind, value = key[0], key[-1]
+    if kind == "evals":
+        return show_id(key[1:])
     if kind == "string":
         return repr(value)
     if kind == "task":
@@ -60,6 +62,8 @@ def row_key(formats: Any, row: dict, fmt: str, id_field: str | None, task: str |
     if fmt == "inspect-ai":
         epoch = row.get("epoch", 1)
         return ("sample", *id_key(formats.lookup(row, "id")), epoch)
+    if fmt == "openai-evals":
+        return ("evals", *id_key(formats.lookup(row, "sample_id")))
     if fmt == "helm":
         perturbation = row.get("perturbation")
         name = perturbation.get("name") if isinstance(perturbation, dict) else None
@@ -74,7 +78,7 @@ def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], 
     id field (they are never identified, so the fast path stays fast)."""
     from calibcli import formats
 
-    if id_field is None and fmt not in ("lm-eval", "inspect-ai", "helm"):
+    if id_field is None and fmt not in ("lm-eval", "inspect-ai", "helm", "openai-evals"):
         return None
     task = formats.task_from_filename(source) if source != "-" else None
     model = formats.model_from_filename(source) if source != "-" else None

@@ -27,6 +27,8 @@ class ReadPlan:
     max_document_bytes: int | None = None  # a compressed whole document, inflated (None: 256 MiB)
     id_field: str | None = None  # identifies native rows (formats with ids need none)
     all_runs: bool = False  # rows read twice are pooled on purpose: ids are not checked
+    gold_field: str | None = None  # the gold label of answers scored from token logprobs
+    options: tuple[str, ...] | None = None  # their answer options (None: the letters A to E)
 
     @property
     def forced(self) -> str | None:
@@ -55,6 +57,8 @@ class ReadPlan:
                 mc_norm=s.mc_norm,
                 scorer=s.scorer,
                 inspect_confidence=s.inspect_confidence,
+                gold_field=self.gold_field,
+                options=self.options,
             )
         return perplexity_router(self.spec)
 
@@ -124,3 +128,14 @@ def group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | 
 
         return row_task
     return lambda row: formats.by_value(row, by)
+
+
+def answer_options(choices: list[str] | tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The answer options as given (spaces around each ignored); ValueError for fewer than two
+    or a repeated one."""
+    if choices is None:
+        return None
+    options = tuple(c.strip() for c in choices)
+    if len(options) < 2 or len(set(options)) != len(options) or "" in options:
+        raise ValueError(f"choices must be two or more distinct options, not {list(choices)!r}")
+    return options

@@ -91,6 +91,8 @@ def read_keyed(
     inspect_confidence: str = "auto",
     max_line_bytes: int = MAX_LINE_BYTES,
     max_document_bytes: int | None = None,
+    gold_field: str | None = None,
+    choices: list[str] | tuple[str, ...] | None = None,
 ) -> KeyedRows:
     """Read (id, confidence, correct) rows; an id appearing twice is an error naming both lines.
 
@@ -102,13 +104,18 @@ def read_keyed(
     """
     from calibcli import formats
     from calibcli.io.folders import expand
-    from calibcli.io.plan import group_key
+    from calibcli.io.plan import answer_options, group_key
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow, group_name
 
     native = CalibrationRow(confidence_field, correct_field)
     router = calibration_router(
-        native, mc_norm=mc_norm, scorer=scorer, inspect_confidence=inspect_confidence
+        native,
+        mc_norm=mc_norm,
+        scorer=scorer,
+        inspect_confidence=inspect_confidence,
+        gold_field=gold_field,
+        options=answer_options(choices),
     )
     keys: list[Any] = []
     conf: list[float] = []

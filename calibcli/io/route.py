@@ -107,16 +107,30 @@ def refusal(fmt: str, command: str, fields: dict[str, str]) -> str:
 
 
 def calibration_router(
-    spec: Any, *, mc_norm: str, scorer: str | None, inspect_confidence: str = "auto"
+    spec: Any,
+    *,
+    mc_norm: str,
+    scorer: str | None,
+    inspect_confidence: str = "auto",
+    gold_field: str | None = None,
+    options: tuple[str, ...] | None = None,
 ) -> Router:
-    """Routing of the calibration reader (``spec`` a :class:`~calibcli.io.rows.CalibrationRow`)."""
+    """Routing of the calibration reader (``spec`` a :class:`~calibcli.io.rows.CalibrationRow`);
+    ``gold_field`` and ``options`` serve multiple-choice answers scored from token logprobs
+    (OpenAI responses, OpenAI evals logs)."""
 
     def convert(fmt: str) -> Callable[[dict], list[tuple]]:
         from calibcli.formats import calibration_rows
 
         def rows(obj: dict) -> list[tuple]:
             found = calibration_rows(
-                fmt, obj, mc_norm=mc_norm, scorer=scorer, confidence=inspect_confidence
+                fmt,
+                obj,
+                mc_norm=mc_norm,
+                scorer=scorer,
+                confidence=inspect_confidence,
+                gold_field=gold_field,
+                options=options,
             )
             return [(float(c), bool(y)) for c, y in found]
 
