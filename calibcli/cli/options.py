@@ -118,7 +118,8 @@ Files = Annotated[
         metavar="FILE...",
         show_default=False,
         help="Input files, pooled: JSON Lines, a JSON array or object, inspect-ai .eval logs, "
-        "any of them gzip-compressed; '-' reads standard input (JSON Lines).",
+        "any of them gzip-compressed, Parquet and Arrow tables (calibcli[parquet]); a folder "
+        "reads its input files; '-' reads standard input (JSON Lines).",
     ),
 ]
 Name = "NAME"

@@ -40,6 +40,7 @@ from calibcli.formats.fields import (
     CalibrationRow,
     PerplexityRow,
     by_value,
+    has_path,
     json_type,
     lookup,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "detect_format",
     "detect_row_format",
     "gold_option",
+    "has_path",
     "inspect_prompt_row",
     "inspect_sample_row",
     "inspect_scorers",

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from calibcli.formats.fields import json_type
-from calibcli.formats.registry import DETECTION, REGISTRY
+from calibcli.formats.registry import DETECTION, REGISTRY, has_field
 
 #: The formats :func:`detect_format` names (the reader's original three).
 FORMATS = ("jsonl", "lm-eval", "logprobs")
@@ -73,7 +73,7 @@ def detect_format(
     found = _first_rules(first_row, fields)
     if found is not None:
         return found
-    if any(field in first_row for field in (confidence_field, correct_field, nll_field)):
+    if any(has_field(first_row, f) for f in (confidence_field, correct_field, nll_field)):
         return "jsonl"
     raise ValueError(unknown_format(first_row, fields))
 
@@ -106,7 +106,7 @@ def detect_row_format(
     for fmt in DETECTION:
         if fmt.name not in FORMATS and fmt.detect(row, fields):
             return fmt.name
-    if any(field in row for field in (confidence_field, correct_field, nll_field)):
+    if any(has_field(row, f) for f in (confidence_field, correct_field, nll_field)):
         return "jsonl"
     if "results" in row and "configs" in row:
         raise ValueError(

@@ -41,10 +41,16 @@ class Format:
     keys: Callable[[Fields], tuple[tuple[str, ...], ...]] = lambda f: ()
 
 
+def has_field(row: Mapping[str, Any], name: str) -> bool:
+    """Whether a row holds a field: a key written whole, or a dotted path into nested objects
+    (``pred.p``, a struct column of a table)."""
+    return name in row or ("." in name and has_path(row, name))
+
+
 def _native(row: Mapping[str, Any], f: Fields) -> bool:
     """A complete native row: confidence and correct, or nll and tokens."""
-    return (f["confidence_field"] in row and f["correct_field"] in row) or (
-        f["nll_field"] in row and f["tokens_field"] in row
+    return (has_field(row, f["confidence_field"]) and has_field(row, f["correct_field"])) or (
+        has_field(row, f["nll_field"]) and has_field(row, f["tokens_field"])
     )
 
 
@@ -220,5 +226,6 @@ __all__ = [
     "REGISTRY",
     "SUM_FIELDS",
     "Format",
+    "has_field",
     "providing",
 ]

@@ -6,6 +6,8 @@
   a vLLM or API dump saved with ``json.dump``).
 - ``"json-object"``: one JSON object spread over lines: an inspect-ai ``.json`` log (its rows
   are ``samples``) or any other object (one row: itself, e.g. a saved OpenAI response).
+- ``"parquet"``, ``"arrow"``: a Parquet or Arrow IPC file, one row per table row, read batch
+  by batch (:mod:`calibcli.io.tables`).
 - ``"evals-log"``: an OpenAI evals record log, JSON Lines opening with ``{"spec": ...}``: its
   rows are the ``match`` events, each joined with the last ``sampling`` event of the same sample
   before it (under ``"sampling"``), so that a row holds both the verdict and the logprobs.
@@ -40,7 +42,7 @@ from typing import Any
 
 from calibcli.io.sources import MAX_LINE_BYTES
 
-DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object", "evals-log")
+DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object", "evals-log", "parquet", "arrow")
 
 MAX_DOCUMENT_BYTES = 256 << 20
 """Most bytes a gzip-compressed document, or one member of an ``.eval`` zip, may decompress to
@@ -59,9 +61,10 @@ Source = str | PathLike[str] | bytes
 
 
 class DocumentError(ValueError):
-    """Invalid document content; ``locator`` says where (a line number or a row name)."""
+    """Invalid document content; ``locator`` says where (a line number or a row name; None
+    for the file as a whole)."""
 
-    def __init__(self, message: str, locator: int | str = 1) -> None:
+    def __init__(self, message: str, locator: int | str | None = 1) -> None:
         super().__init__(message)
         self.locator = locator
 
@@ -82,11 +85,16 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
     is a first line longer than ``max_line_bytes`` or content that cannot be read or
     decompressed: the line reader then reports what is wrong, with the line.
     """
+    from calibcli.io.tables import table_kind
+
     try:
         with _open(source) as f:
-            head = f.read(4)
+            head = f.read(6)
             if head.startswith(_ZIP_MAGIC):
                 return "eval-zip"
+            table = table_kind(head)
+            if table is not None:
+                return None if isinstance(source, bytes) or _gzipped(source) else table
             line = _first_line(f, head, max_line_bytes)
     except (OSError, EOFError, zlib.error):
         return None
@@ -157,6 +165,12 @@ def iter_document(
     """
     limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
+    if kind in ("parquet", "arrow"):
+        from calibcli.io.tables import table_rows
+
+        for where, row in table_rows(str(source), kind):
+            yield (where, row, None) if with_text else (where, row)
+        return
     if kind == "eval-zip":
         for name, sample, text in _eval_zip_rows(source, limit):
             yield (name, sample, text) if with_text else (name, sample)
@@ -493,6 +507,11 @@ def _read_text(source: Source, limit: int) -> bytes:
         if isinstance(f, gzip.GzipFile):
             return _capped(f, limit)
         return f.read()
+
+
+def _gzipped(source: Source) -> bool:
+    with open(source, "rb") as f:  # type: ignore[arg-type]
+        return f.read(2) == _GZIP_MAGIC
 
 
 def _open(source: Source) -> Any:

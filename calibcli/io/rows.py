@@ -88,9 +88,16 @@ def _outside_unit(name: str, v: Any) -> ValueError:
 
 
 def field(obj: dict, name: str) -> Any:
+    """The value of ``name`` in a row: a key written whole, else a dotted path into nested
+    objects (a struct column of a table, a nested JSON object)."""
     try:
         return obj[name]
     except KeyError:
+        if "." in name:
+            from calibcli.formats import has_path, lookup
+
+            if has_path(obj, name):
+                return lookup(obj, name)
         raise ValueError(missing(name)) from None
 
 
