@@ -406,12 +406,17 @@ def test_perplexity_of_a_vllm_prompt_logprobs_dump(tmp_path):
     assert report["perplexity"] == pytest.approx(math.exp(nll / tokens), rel=1e-12)
 
 
-def test_logprob_dumps_are_not_calibration_input(tmp_path):
+def test_logprob_dumps_are_calibration_input_only_with_a_gold_label(tmp_path):
+    # an OpenAI response answering multiple choice is read with --gold-field
+    # (tests/test_formats_choices.py); without one it is refused, saying so
     path = tmp_path / "response.json"
     path.write_text(json.dumps(CHAT, indent=2), encoding="utf-8")
     result = run(["calibrate", path])
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"Error: {path}:1: openai rows hold per-token logprobs")
+    assert result.stderr == (
+        f"Error: {path}:1: an OpenAI response is a calibration row with its gold label: pass "
+        "--gold-field PATH (the field holding the right option)\n"
+    )
 
 
 # --------------------------------------------------------------------------- inspect-ai

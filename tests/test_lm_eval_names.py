@@ -162,3 +162,36 @@ def test_realworld_2023_folder_given_as_a_folder():
     result = run(["calibrate", str(folder), "--by", "model"])
     assert result.exit_code == 2
     assert "/_mathqa.jsonl:1: the file name names no model" in result.stderr
+
+
+@needs_realworld
+def test_realworld_run_folder_given_as_a_folder():
+    """Five runs of one task in the folder: the folder reads the newest, as its files would."""
+    folder = REALWORLD / "lmeval-pr1974-llama3-8b-bias"
+    newest = sorted(folder.glob("samples_*.json"))[-1]
+    results = json.loads(
+        (folder / newest.name.replace("samples_bias_classification_", "results_")).read_text()
+    )
+    body, _ = report(["calibrate", str(folder)])
+    assert body["n"] == len(rows_of(newest))
+    assert body["accuracy"] == pytest.approx(
+        results["results"]["bias_classification"]["acc,none"], abs=1e-12
+    )
+    assert any(w.startswith("re-runs of 1 task(s)") for w in body["warnings"])
+    results_skipped = [w for w in body["warnings"] if "lm-eval results file" in w]
+    assert len(results_skipped) == len(list(folder.glob("results_*.json")))
+
+
+def test_compare_reads_run_folders_as_calibrate_does(tmp_path):
+    """A run folder holds a results file, tasks of other kinds and re-runs: compare leaves them
+    out as calibrate does."""
+    base, new = tmp_path / "base", tmp_path / "new"
+    for folder in (base, new):
+        folder.mkdir()
+        for path in LM_EVAL.glob("*.json*"):
+            shutil.copy(path, folder / path.name)
+    science = next(LM_EVAL.glob("samples_toy_mc_science_*.jsonl"))
+    shutil.copy(science, new / "samples_toy_mc_science_2020-01-01T00-00-00.jsonl")  # older run
+    body, _ = report(["compare", str(base), str(new), "-q"])
+    n = sum(len(rows_of(p)) for p in LM_EVAL.glob("samples_toy_mc_*.jsonl"))
+    assert (body["matched"], body["unmatched_base"], body["unmatched_new"]) == (n, 0, 0)

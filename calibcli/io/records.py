@@ -29,16 +29,18 @@ def records(
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
     max_document_bytes: int | None = None,
+    skip_results: bool = False,
 ) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
     """(display name, line number or locator, row, raw line) of each row of ``source``: each
     non-blank line of JSON Lines, or each row of a whole document (a JSON array, a
     pretty-printed object, an inspect-ai ``.eval`` zip; the raw line is then None). Lines
-    and compressed documents are bounded as the block readers bound them."""
+    and compressed documents are bounded as the block readers bound them. An lm-eval results
+    file is an error, or yields nothing with ``skip_results`` (a run folder's)."""
     from calibcli.io.reader import whole_document_kind
 
     kind = whole_document_kind(source, max_line_bytes)
     if kind is not None:
-        yield from _document_records(source, kind, max_document_bytes)
+        yield from _document_records(source, kind, max_document_bytes, skip_results)
         return
     from calibcli.io.rows import parse_line
 
@@ -64,7 +66,7 @@ def records(
 
 
 def _document_records(
-    source: str, kind: str, max_document_bytes: int | None
+    source: str, kind: str, max_document_bytes: int | None, skip_results: bool = False
 ) -> Iterator[tuple[str, int | str, dict, None]]:
     from calibcli.io.reader import SkipFile, document_rows
     from calibcli.io.sources import display_name
@@ -74,7 +76,8 @@ def _document_records(
         for locator, row in document_rows(source, kind, max_document_bytes):
             yield name, locator, row, None
     except SkipFile as skip:  # a results file holds no rows to compare, apply or fit
-        raise InputError(name, None, skip.reason.removesuffix("; skipped")) from None
+        if not skip_results:
+            raise InputError(name, None, skip.reason.removesuffix("; skipped")) from None
 
 
 def read_keyed(
@@ -107,6 +110,7 @@ def read_keyed(
     from calibcli.io.plan import answer_options, group_key
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow, group_name
+    from calibcli.io.runs import choose_runs
 
     native = CalibrationRow(confidence_field, correct_field)
     router = calibration_router(
@@ -124,18 +128,27 @@ def read_keyed(
     where: list[str] = []
     seen: dict[Any, str] = {}
     found = None
+    # a folder's files are read as the streaming readers read them: its results files, files of
+    # other task kinds and older re-runs of a task are left out (the files named are not)
+    from_folder = {f for f in expand(sources) if f not in sources}
+    newest = set(choose_runs(sorted(from_folder)).files)
     for source in expand(sources):
+        if source in from_folder and source not in newest:
+            continue
         source_fmt = None
         convert = None
         task = formats.task_from_filename(source) if source != "-" else None
         key_of = None
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
-        for name, line_no, row, _ in records(source, **bounds):
+        rows = records(source, **bounds, skip_results=source in from_folder)
+        for name, line_no, row, _ in rows:
             at = f"{name}:{line_no}"
             field = id_field or "id"
             try:
                 if source_fmt is None:
                     source_fmt, skip = router.route(row, None if fmt == "auto" else fmt)
+                    if skip is not None and source in from_folder:
+                        break
                     if skip is not None:
                         raise ValueError(f"{skip}: nothing to compare")
                     convert = (
