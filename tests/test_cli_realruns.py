@@ -245,15 +245,22 @@ def test_files_of_several_formats_report_a_formats_map(tmp_path):
     ]
 
 
-def test_unknown_format_lists_what_calibcli_reads(tmp_path):
+def test_unknown_format_is_one_short_line_naming_the_closest(tmp_path):
     good = write_jsonl(tmp_path / "a.jsonl", [{"confidence": 0.5, "correct": True}])
     bad = write_jsonl(tmp_path / "b.jsonl", [{"question": "q", "answer": "a"}])
     result = run(["calibrate", good, bad])
     assert result.exit_code == 2
     (line,) = result.stderr.splitlines()
-    assert line.startswith(f"Error: {bad}:1: cannot detect the input format")
-    for name in ("jsonl", "lm-eval", "logprobs", "openai", "vllm", "inspect-ai"):
-        assert f"{name} (" in line
+    prefix = f"Error: {bad}:1: "
+    assert line.startswith(prefix + "cannot detect the input format (keys: 'question', 'answer')")
+    assert len(line) - len(prefix) <= 200
+    near = write_jsonl(tmp_path / "c.jsonl", [{"doc_id": 0, "resps": [[["-1.0", "False"]]]}])
+    result = run(["calibrate", near])
+    (line,) = result.stderr.splitlines()
+    assert line == (
+        f"Error: {near}:1: cannot detect the input format: closest is lm-eval, lacking "
+        "'filtered_resps'; see --format and the --*-field options"
+    )
 
 
 # --------------------------------------------------------------------------- OpenAI, vLLM
@@ -399,12 +406,17 @@ def test_perplexity_of_a_vllm_prompt_logprobs_dump(tmp_path):
     assert report["perplexity"] == pytest.approx(math.exp(nll / tokens), rel=1e-12)
 
 
-def test_logprob_dumps_are_not_calibration_input(tmp_path):
+def test_logprob_dumps_are_calibration_input_only_with_a_gold_label(tmp_path):
+    # an OpenAI response answering multiple choice is read with --gold-field
+    # (tests/test_formats_choices.py); without one it is refused, saying so
     path = tmp_path / "response.json"
     path.write_text(json.dumps(CHAT, indent=2), encoding="utf-8")
     result = run(["calibrate", path])
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"Error: {path}:1: openai rows hold per-token logprobs")
+    assert result.stderr == (
+        f"Error: {path}:1: an OpenAI response is a calibration row with its gold label: pass "
+        "--gold-field PATH (the field holding the right option)\n"
+    )
 
 
 # --------------------------------------------------------------------------- inspect-ai

@@ -301,8 +301,9 @@ def test_truncated_gzip(tmp_path):
         read_calibration([str(path)])
 
 
-def test_directory_is_unreadable(tmp_path):
-    with pytest.raises(InputError, match=r": Is a directory$"):
+def test_a_directory_without_input_files_is_refused(tmp_path):
+    # a folder stands for the input files inside it (tests/test_lm_eval_names.py)
+    with pytest.raises(InputError, match=r": a folder with no input files \(.jsonl, "):
         read_calibration([str(tmp_path)])
 
 

@@ -126,7 +126,8 @@ Files = Annotated[
         metavar="FILE...",
         show_default=False,
         help="Input files, pooled: JSON Lines, a JSON array or object, inspect-ai .eval logs, "
-        "any of them gzip-compressed; '-' reads standard input (JSON Lines).",
+        "any of them gzip-compressed, Parquet and Arrow tables (calibcli[parquet]); a folder "
+        "reads its input files; '-' reads standard input (JSON Lines).",
     ),
 ]
 Name = "NAME"
@@ -201,8 +202,37 @@ InspectConfidenceOpt = _opt(
     InspectConfidence,
     "--inspect-confidence",
     help="inspect-ai logs: an answer's confidence from its output's token logprobs: the "
-    "probability of the whole completion (sequence), of its first token, or the geometric mean "
-    "per token.",
+    "probability of the token carrying the chosen letter of a multiple_choice answer line "
+    "'ANSWER: X' (answer-token), of the whole completion (sequence), of its first token, or the "
+    "geometric mean per token; auto: answer-token where a sample has that line, else sequence.",
+)
+GoldFieldOpt = _opt(
+    str | None,
+    "--gold-field",
+    metavar="FIELD",
+    show_default=False,
+    help="OpenAI chat completions answering multiple choice: the field (dotted path) holding "
+    "the right option; the answer token's top_logprobs, renormalised over the options, give "
+    "the confidence.",
+)
+
+
+def _choice_list(value: str | None) -> str | None:
+    if value is not None:
+        options = [c.strip() for c in value.split(",")]
+        if len(options) < 2 or "" in options or len(set(options)) != len(options):
+            raise typer.BadParameter(f"{value!r} is not two or more distinct options, e.g. A,B,C")
+    return value
+
+
+ChoicesOpt = _opt(
+    str | None,
+    "--choices",
+    metavar="A,B,...",
+    callback=_choice_list,
+    show_default=False,
+    help="The answer options recognised as answer tokens in token logprobs (OpenAI responses, "
+    "OpenAI evals logs), comma-separated (default A,B,C,D,E).",
 )
 MAX_LINE_MB = 64  # calibcli.io's MAX_LINE_BYTES, in MiB
 MaxLineMbOpt = _opt(
@@ -482,10 +512,12 @@ class Reading:
     max_line_bytes: int
     scorer: str | None = None
     max_document_bytes: int | None = None
-    inspect_confidence: Any = InspectConfidence.sequence
+    inspect_confidence: Any = InspectConfidence.auto
     id_field: str | None = None
     all_runs: bool = False
     confidence_given: bool = True  # False: --confidence-field was left to its default
+    gold_field: str | None = None
+    choices: list[str] | None = None
 
 
 _READING_OPTIONS = (
@@ -494,7 +526,9 @@ _READING_OPTIONS = (
     ("fmt", CalibrationFormatOpt, CalibrationFormat.auto),
     ("mc_norm", McNormOpt, McNorm.none),
     ("scorer", ScorerOpt, None),
-    ("inspect_confidence", InspectConfidenceOpt, InspectConfidence.sequence),
+    ("inspect_confidence", InspectConfidenceOpt, InspectConfidence.auto),
+    ("gold_field", GoldFieldOpt, None),
+    ("choices", ChoicesOpt, None),
     ("by", ByOpt, None),
     ("id_field", IdFieldOpt, None),
     ("all_runs", AllRunsOpt, False),
@@ -555,6 +589,8 @@ def reading_options(command: Callable) -> Callable:
             all_runs=given["all_runs"],
             scorer=given["scorer"],
             inspect_confidence=given["inspect_confidence"],
+            gold_field=given["gold_field"],
+            choices=None if given["choices"] is None else given["choices"].split(","),
         )
         return command(**kwargs, reading=reading)
 

@@ -80,6 +80,8 @@ def read_predictions(
         max_document_bytes=reading.max_document_bytes,
         id_field=reading.id_field,
         all_runs=reading.all_runs,
+        gold_field=reading.gold_field,
+        choices=reading.choices,
     )
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from calibcli.formats.choices import LETTERS, gold_option, option_confidence
 from calibcli.formats.detect import (
     FORMAT_PROVIDES,
     FORMATS,
@@ -39,10 +40,16 @@ from calibcli.formats.fields import (
     CalibrationRow,
     PerplexityRow,
     by_value,
+    has_path,
     json_type,
     lookup,
 )
-from calibcli.formats.inspect_ai import CONFIDENCES, inspect_sample_row, inspect_scorers
+from calibcli.formats.inspect_ai import (
+    CONFIDENCES,
+    inspect_prompt_row,
+    inspect_sample_row,
+    inspect_scorers,
+)
 from calibcli.formats.json_text import elements as json_elements
 from calibcli.formats.json_text import value_span
 from calibcli.formats.lm_eval import (
@@ -55,10 +62,11 @@ from calibcli.formats.lm_eval import (
     lm_eval_output_type,
     lm_eval_rolling_row,
     lm_eval_row_kind,
+    model_from_filename,
     task_from_filename,
 )
 from calibcli.formats.logprobs import logprobs_row, openai_body, openai_rows, vllm_rows
-from calibcli.formats.registry import BY_NAME, NAMES, REGISTRY, Format, providing
+from calibcli.formats.registry import BY_NAME, NAMES, REGISTRY, SUM_FIELDS, Format, providing
 
 __all__ = [
     "BY_NAME",
@@ -66,12 +74,14 @@ __all__ = [
     "FORMATS",
     "FORMAT_PROVIDES",
     "GENERATIVE_WARNING",
+    "LETTERS",
     "MC_NORMS",
     "NAMES",
     "REGISTRY",
     "ROW_FORMATS",
     "ROW_KINDS",
     "SENTINEL_LOGPROB",
+    "SUM_FIELDS",
     "CalibrationRow",
     "Format",
     "PerplexityRow",
@@ -79,6 +89,9 @@ __all__ = [
     "calibration_rows",
     "detect_format",
     "detect_row_format",
+    "gold_option",
+    "has_path",
+    "inspect_prompt_row",
     "inspect_sample_row",
     "inspect_scorers",
     "json_elements",
@@ -91,8 +104,10 @@ __all__ = [
     "lm_eval_row_kind",
     "logprobs_row",
     "lookup",
+    "model_from_filename",
     "openai_body",
     "openai_rows",
+    "option_confidence",
     "perplexity_rows",
     "providing",
     "task_from_filename",
@@ -107,14 +122,25 @@ def calibration_rows(
     *,
     mc_norm: str = "none",
     scorer: str | None = None,
-    confidence: str = "sequence",
+    confidence: str = "auto",
+    gold_field: str | None = None,
+    options: tuple[str, ...] | None = None,
 ) -> list[CalibrationRow]:
     """The (confidence, correct) rows of one decoded value of a non-native format that
-    carries them (``lm-eval``, ``inspect-ai``). ValueError for a format without them."""
+    carries them (``lm-eval``, ``inspect-ai``, ``openai`` with ``gold_field``, ``openai-evals``,
+    ``helm``). ``options`` are the answer options recognised in token logprobs (default the
+    letters A to E). ValueError for a format without them."""
     entry = BY_NAME.get(fmt)
     if entry is None or entry.calibration is None:
         raise ValueError(_no_rows(fmt, "calibration"))
-    return entry.calibration(row, mc_norm=mc_norm, scorer=scorer, confidence=confidence)
+    return entry.calibration(
+        row,
+        mc_norm=mc_norm,
+        scorer=scorer,
+        confidence=confidence,
+        gold_field=gold_field,
+        options=options,
+    )
 
 
 def perplexity_rows(

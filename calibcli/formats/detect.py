@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from calibcli.formats.fields import json_type
-from calibcli.formats.registry import DETECTION, REGISTRY
+from calibcli.formats.registry import DETECTION, REGISTRY, has_field
 
 #: The formats :func:`detect_format` names (the reader's original three).
 FORMATS = ("jsonl", "lm-eval", "logprobs")
@@ -66,22 +66,16 @@ def detect_format(
     4. any one native field (``confidence``, ``correct`` or ``nll``) -> ``"jsonl"``, so the native
        reader reports the missing field precisely.
 
-    Raises ValueError naming the keys seen when none of these holds. :func:`detect_row_format`
-    also names the other formats.
+    Raises ValueError naming the closest format and what the row lacks (or the keys seen) when
+    none of these holds. :func:`detect_row_format` also names the other formats.
     """
     fields = _fields(confidence_field, correct_field, nll_field, tokens_field, logprobs_field)
     found = _first_rules(first_row, fields)
     if found is not None:
         return found
-    if any(field in first_row for field in (confidence_field, correct_field, nll_field)):
+    if any(has_field(first_row, f) for f in (confidence_field, correct_field, nll_field)):
         return "jsonl"
-    raise ValueError(
-        f"cannot detect the input format from the first row (keys: {_keys(first_row)}): "
-        f"expected {confidence_field!r}/{correct_field!r} or {nll_field!r}/{tokens_field!r} "
-        f"(jsonl), 'doc_id' and 'filtered_resps' (lm-eval --log_samples), or a list in "
-        f"{logprobs_field!r} (logprobs); pass --format, or the --*-field options if your "
-        f"fields have other names"
-    )
+    raise ValueError(unknown_format(first_row, fields))
 
 
 def detect_row_format(
@@ -100,8 +94,9 @@ def detect_row_format(
     -> ``"vllm"``; a Batch API line (``custom_id`` and ``response``) or ``choices`` of
     ``message``/``text``/``logprobs`` objects -> ``"openai"``; ``scores`` with ``epoch`` and
     ``output`` (a sample) -> ``"inspect-ai"``; then any one native field -> ``"jsonl"``.
-    ValueError otherwise: an lm-eval results file and a whole inspect-ai log are named as such,
-    anything else gets the list of formats calibcli reads.
+    ValueError otherwise: an lm-eval results file, a whole inspect-ai log and HF evaluate's
+    perplexity output are named as such; anything else gets one short line naming the closest
+    format and what the row lacks (:func:`unknown_format`).
     """
     fields = _fields(confidence_field, correct_field, nll_field, tokens_field, logprobs_field)
     row = first_row
@@ -111,7 +106,7 @@ def detect_row_format(
     for fmt in DETECTION:
         if fmt.name not in FORMATS and fmt.detect(row, fields):
             return fmt.name
-    if any(field in row for field in (confidence_field, correct_field, nll_field)):
+    if any(has_field(row, f) for f in (confidence_field, correct_field, nll_field)):
         return "jsonl"
     if "results" in row and "configs" in row:
         raise ValueError(
@@ -120,15 +115,47 @@ def detect_row_format(
         )
     if "eval" in row and ("samples" in row or "version" in row):
         raise ValueError("a whole inspect-ai log: read it as a document, sample by sample")
-    known = "; ".join(f"{name} ({what})" for name, what in ROW_FORMATS.items())
-    raise ValueError(
-        f"cannot detect the input format from the first row (keys: {_keys(row)}); calibcli "
-        f"reads: {known}. For jsonl, the fields in use are {fields['confidence_field']!r}/"
-        f"{fields['correct_field']!r} or {fields['nll_field']!r}/{fields['tokens_field']!r}: "
-        "pass --format, or the --*-field options if your fields have other names"
+    if "perplexities" in row and "mean_perplexity" in row:
+        raise ValueError(HF_PERPLEXITIES)
+    spec = row.get("spec")
+    if isinstance(spec, Mapping) and "run_id" in spec:
+        raise ValueError(
+            "an OpenAI evals record log: give it as a file (its match and sampling events are "
+            "joined per sample), not on standard input"
+        )
+    raise ValueError(unknown_format(row, fields))
+
+
+#: HF evaluate's perplexity metric returns each text's perplexity and their mean: without
+#: token counts no pooled (corpus) perplexity can be had from them.
+HF_PERPLEXITIES = (
+    "HF evaluate perplexity output cannot give a corpus perplexity (per-text perplexities "
+    "without token counts)"
+)
+
+
+def unknown_format(row: Mapping[str, Any], fields: Mapping[str, str]) -> str:
+    """One short line for a row of no known format: the format whose keys it has most of and
+    the keys it lacks, or the keys it has when it shares none with any format."""
+    best: tuple[int, int, str, tuple[str, ...]] | None = None
+    for fmt in DETECTION:
+        for keys in fmt.keys(fields):
+            present = sum(1 for k in keys if k in row)
+            missing = tuple(k for k in keys if k not in row)
+            if present and missing and (best is None or (present, -len(missing)) > best[:2]):
+                best = (present, -len(missing), fmt.name, missing)
+    if best is None:
+        return (
+            f"cannot detect the input format (keys: {_keys(row, 4)}): no known format's fields; "
+            "see --format and the --*-field options"
+        )
+    lacking = ", ".join(repr(k) for k in best[3][:3])
+    return (
+        f"cannot detect the input format: closest is {best[2]}, lacking {lacking}; see --format "
+        "and the --*-field options"
     )
 
 
-def _keys(row: Mapping[str, Any]) -> str:
-    keys = ", ".join(repr(k) for k in list(row)[:12]) or "none"
-    return keys + (", ..." if len(row) > 12 else "")
+def _keys(row: Mapping[str, Any], shown: int = 12) -> str:
+    keys = ", ".join(repr(k if len(k) <= 24 else k[:21] + "...") for k in list(row)[:shown])
+    return (keys or "none") + (", ..." if len(row) > shown else "")

@@ -1,19 +1,36 @@
-"""inspect-ai eval log samples: correctness from a scorer, confidence from output logprobs.
+"""inspect-ai eval log samples: correctness from a scorer, confidence from output logprobs;
+and the prompt logprobs of perplexity evals.
 
 A sample is one element of a ``.json`` log's ``samples`` or one ``samples/<id>_epoch_<n>.json``
 entry of a ``.eval`` log (:mod:`calibcli.io.documents` opens both). Each sample/epoch is one row.
+Fields read follow inspect-ai's published log schema (``EvalSample``, ``ModelOutput``,
+``ChatCompletionChoice``, ``Logprobs``, ``Logprob``): ``output.choices[0].logprobs.content[j]``
+(``token``, ``logprob``, ``bytes``) and, for perplexity, ``output.choices[0].prompt_logprobs``
+(the same ``Logprobs`` shape, one entry per prompt token).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from calibcli.formats.fields import CalibrationRow, json_type, token_logprob
+from calibcli.formats.fields import (
+    CalibrationRow,
+    PerplexityRow,
+    json_type,
+    sum_logprobs,
+    token_logprob,
+)
 
-#: How :func:`inspect_sample_row` turns the output's token log-probabilities into a confidence.
-CONFIDENCES = ("sequence", "first-token", "mean-token")
+#: How :func:`inspect_sample_row` turns the output's token log-probabilities into a confidence
+#: (``auto``: ``answer-token`` where it applies, else ``sequence``).
+CONFIDENCES = ("auto", "answer-token", "sequence", "first-token", "mean-token")
+
+# The answer line of inspect-ai's multiple_choice solver ("ANSWER: B"; "Answer: B" in prompts
+# written after other harnesses): the capital letter is group 1.
+_ANSWER = re.compile(r"(?i:answer)\s*:\s*\$?([A-Z])\b")
 
 # inspect-ai's score value constants: CORRECT, INCORRECT, NOANSWER, PARTIAL.
 _CORRECT, _INCORRECT, _NOANSWER, _PARTIAL = "C", "I", "N", "P"
@@ -26,7 +43,7 @@ def inspect_scorers(sample: Mapping[str, Any]) -> list[str]:
 
 
 def inspect_sample_row(
-    sample: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "sequence"
+    sample: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "auto"
 ) -> CalibrationRow:
     """Confidence and correctness of one inspect-ai sample.
 
@@ -39,12 +56,19 @@ def inspect_sample_row(
 
     confidence, from ``output.choices[0].logprobs.content[j].logprob`` (natural logs):
 
-    - ``"sequence"`` (default): exp(sum_j logprob_j), the probability of the exact completion
-      that was graded. Right for short answers (a letter, a number); it shrinks with length.
+    - ``"answer-token"``: for a multiple-choice sample (its ``choices`` list the options, as
+      inspect-ai's ``multiple_choice`` solver logs them) whose completion carries the solver's
+      answer line ``ANSWER: X`` with X one of the options' letters: the probability of the
+      token that carries the letter X (the last such line, where reasoning comes first). The
+      tokens before it (``ANSWER``, ``:``) are near-certain and say nothing about the choice.
+    - ``"sequence"``: exp(sum_j logprob_j), the probability of the exact completion that was
+      graded. Right for short answers (a letter, a number); it shrinks with length.
     - ``"first-token"``: exp(logprob_0), for answers decided by their first token.
     - ``"mean-token"``: exp(mean_j logprob_j), the geometric mean per-token probability.
+    - ``"auto"`` (default): ``answer-token`` for a sample where it applies, else ``sequence``.
 
-    ValueError when the sample errored, is unscored, or has no output logprobs.
+    ValueError when the sample errored, is unscored, or has no output logprobs, and for
+    ``answer-token`` on a sample without the answer line.
     """
     if confidence not in CONFIDENCES:
         raise ValueError(f"confidence must be one of {', '.join(CONFIDENCES)}, not {confidence!r}")
@@ -53,7 +77,17 @@ def inspect_sample_row(
         message = error.get("message", "") if isinstance(error, Mapping) else error
         raise ValueError(f"the sample ended in an error: {str(message)[:200]}")
     correct = _correct(sample, scorer)
-    logprobs = _output_logprobs(sample)
+    content = _output_content(sample)
+    logprobs = _logprobs(content)
+    if confidence in ("auto", "answer-token"):
+        found = answer_token(sample, content)
+        if found is not None:
+            return CalibrationRow(math.exp(logprobs[found]), correct)
+        if confidence == "answer-token":
+            raise ValueError(
+                "--inspect-confidence answer-token: the completion has no 'ANSWER: X' line with "
+                "X one of the sample's choices (a multiple_choice sample)"
+            )
     if confidence == "first-token":
         log_p = logprobs[0]
     else:
@@ -64,6 +98,70 @@ def inspect_sample_row(
         if confidence == "mean-token":
             log_p /= len(logprobs)
     return CalibrationRow(math.exp(log_p), correct)
+
+
+def answer_token(sample: Mapping[str, Any], content: list[Any]) -> int | None:
+    """Index in ``content`` of the token carrying the chosen letter of a multiple-choice
+    sample's ``ANSWER: X`` line, or None where the rule does not apply (no ``choices``, no such
+    line, or a letter past the options)."""
+    choices = sample.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return None
+    texts = [t.get("token") if isinstance(t, Mapping) else None for t in content]
+    if not all(isinstance(t, str) for t in texts):
+        return None
+    completion = "".join(texts)  # type: ignore[arg-type]
+    match = None
+    for match in _ANSWER.finditer(completion):  # noqa: B007 - the last one is kept
+        pass
+    if match is None:
+        return None
+    letter = match[1].upper()
+    if not ord("A") <= ord(letter) < ord("A") + len(choices):
+        return None
+    at, end = match.start(1), 0
+    for j, text in enumerate(texts):
+        end += len(text)  # type: ignore[arg-type]
+        if at < end:
+            return j
+    return None  # pragma: no cover - the match lies inside the joined tokens
+
+
+def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:
+    """The perplexity row of one sample of a perplexity eval: NLL = -sum of
+    ``output.choices[0].prompt_logprobs.content[j].logprob`` over the prompt's tokens (a null
+    logprob, a position the model does not score, is skipped and counted), bytes the sum of
+    each token's ``bytes`` when every token carries them. ValueError when the sample errored or
+    logged no prompt logprobs."""
+    if sample.get("error"):
+        error = sample["error"]
+        message = error.get("message", "") if isinstance(error, Mapping) else error
+        raise ValueError(f"the sample ended in an error: {str(message)[:200]}")
+    output = sample.get("output")
+    choices = output.get("choices") if isinstance(output, Mapping) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    logprobs = first.get("prompt_logprobs") if isinstance(first, Mapping) else None
+    content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+    if not isinstance(content, list) or not content:
+        raise ValueError(
+            "the sample has no output.choices[0].prompt_logprobs: run the eval with "
+            "prompt_logprobs on a provider that returns them (vLLM)"
+        )
+    values: list[float] = []
+    nulls = 0
+    nbytes: int | None = 0
+    for j, token in enumerate(content):
+        what = f"output.choices[0].prompt_logprobs.content[{j}]"
+        if not isinstance(token, Mapping):
+            raise ValueError(f"{what} is {json_type(token)}, expected an object")
+        if token.get("logprob") is None:
+            nulls += 1
+            continue
+        values.append(token_logprob(token.get("logprob"), f"{what}.logprob"))
+        raw = token.get("bytes")
+        nbytes = nbytes + len(raw) if isinstance(raw, list) and nbytes is not None else None
+    row = sum_logprobs(values, nulls, nbytes)
+    return row
 
 
 def _correct(sample: Mapping[str, Any], scorer: str | None) -> bool:
@@ -110,7 +208,7 @@ def _binary(value: Any, name: str) -> bool:
     )
 
 
-def _output_logprobs(sample: Mapping[str, Any]) -> list[float]:
+def _output_content(sample: Mapping[str, Any]) -> list[Any]:
     output = sample.get("output")
     choices = output.get("choices") if isinstance(output, Mapping) else None
     if not isinstance(choices, list) or not choices:
@@ -122,6 +220,10 @@ def _output_logprobs(sample: Mapping[str, Any]) -> list[float]:
             "the sample has no output.choices[0].logprobs: run the eval with logprobs "
             "(--logprobs) on a model that returns them"
         )
+    return content
+
+
+def _logprobs(content: list[Any]) -> list[float]:
     values = []
     for j, token in enumerate(content):
         what = f"output.choices[0].logprobs.content[{j}]"

@@ -37,23 +37,81 @@ _SAMPLES_NAME = re.compile(
 )
 
 
-def task_from_filename(path: str | PurePath) -> str:
-    """Task name of an lm-eval samples file: ``samples_<task>_<date>.jsonl`` -> ``<task>``.
+# Before v0.4.3 the harness named a samples file after its model arguments and task:
+# f"{model_args}_{task}.jsonl", with "/" written as "__" (2023 development releases,
+# "pretrained=EleutherAI__pythia-2.8b_winogrande") and "=" too (v0.4.0-v0.4.2,
+# "pretrained__EleutherAI__pythia-160m,dtype__float16_arc_easy"). The model arguments are
+# comma-separated key=value pairs, the first naming the model (so that a custom name holding
+# "__" is not taken apart); a value is a path or hub name whose parts are joined by "__", and the
+# task follows the last value after one "_". A run without model arguments wrote "_<task>.jsonl".
+_MODEL_KEYS = "pretrained|model|model_name|engine|path|base_url"
+_ARG = r"[A-Za-z][A-Za-z0-9_]*?(?:=|__)"
+_ARGS_NAME = re.compile(
+    rf"^(?P<args>(?:{_MODEL_KEYS})(?:=|__)(?:[^,]*,{_ARG})*(?:[^_,]*__)*[^_,]*)_(?P<task>[^,]+)$"
+)
+_PRETRAINED = re.compile(r"^(?:pretrained|model|path|engine)(?:=|__)(?P<name>.+)$")
 
-    The date is the one the harness writes (``2024-06-01T12-30-05.123456``), so task names with
-    underscores (``mmlu_high_school_physics``) come out whole. ``.gz`` is ignored. A name that
-    does not follow the pattern gives its stem, less a leading ``samples_``.
 
-    >>> task_from_filename("out/samples_arc_easy_2024-06-01T12-30-05.123456.jsonl")
-    'arc_easy'
-    """
+def _stem(path: str | PurePath) -> str:
     name = PurePath(path).name
     for suffix in (".gz", ".jsonl", ".json"):
         name = name.removesuffix(suffix)
+    return name
+
+
+def task_from_filename(path: str | PurePath) -> str:
+    """Task name of an lm-eval samples file, from every layout the harness has written:
+
+    - ``samples_<task>_<date>.jsonl`` (v0.4.3+; the date as the harness writes it,
+      ``2024-06-01T12-30-05.123456``, so task names with underscores come out whole);
+    - ``<model_args>_<task>.jsonl`` (v0.4.0-v0.4.2 and 2023 development releases, e.g.
+      ``pretrained=EleutherAI__pythia-2.8b_winogrande.jsonl``; see :func:`model_from_filename`);
+    - ``_<task>.jsonl`` (the same, run without model arguments).
+
+    ``.gz`` is ignored. Any other name gives its stem, less a leading ``samples_``. A model
+    name holding a single ``_`` (``org__flan_t5``) cannot be told from the task in the older
+    layouts: the task then starts at that ``_``.
+
+    >>> task_from_filename("out/samples_arc_easy_2024-06-01T12-30-05.123456.jsonl")
+    'arc_easy'
+    >>> task_from_filename("pretrained=EleutherAI__pythia-2.8b_winogrande.jsonl")
+    'winogrande'
+    """
+    name = _stem(path)
     match = _SAMPLES_NAME.match(name)
     if match:
         return match["task"]
+    match = _ARGS_NAME.match(name)
+    if match:
+        return match["task"]
+    if name.startswith("_") and len(name) > 1:
+        return name[1:]
     return name.removeprefix("samples_") or name
+
+
+def model_from_filename(path: str | PurePath) -> str | None:
+    """The model of an lm-eval samples file, where the path names one: the ``pretrained``
+    argument of an older file name (``pretrained=EleutherAI__pythia-2.8b_winogrande.jsonl`` ->
+    ``EleutherAI/pythia-2.8b``), else the folder v0.4.3+ writes each hub model's files into
+    (``out/EleutherAI__pythia-160m/samples_arc_easy_<date>.jsonl`` -> ``EleutherAI/pythia-160m``;
+    a folder name without ``__`` is not taken for a model). None when neither says.
+
+    >>> model_from_filename("pretrained__EleutherAI__pythia-160m,dtype__float16_arc_easy.jsonl")
+    'EleutherAI/pythia-160m'
+    """
+    pure = PurePath(path)
+    name = _stem(pure)
+    match = _ARGS_NAME.match(name)
+    if match:
+        args = match["args"].split(",")
+        for arg in args:
+            found = _PRETRAINED.match(arg)
+            if found:
+                return found["name"].replace("__", "/")
+        return match["args"]
+    if _SAMPLES_NAME.match(name) and "__" in pure.parent.name:
+        return pure.parent.name.replace("__", "/")
+    return None
 
 
 # --------------------------------------------------------------------------- lm-eval rows

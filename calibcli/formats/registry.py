@@ -14,8 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from calibcli.formats.choices import LETTERS, evals_match_row, openai_choice_row
 from calibcli.formats.fields import CalibrationRow, PerplexityRow, has_path, lookup
-from calibcli.formats.inspect_ai import CONFIDENCES, inspect_sample_row
+from calibcli.formats.helm import helm_calibration_row, helm_perplexity_row
+from calibcli.formats.inspect_ai import CONFIDENCES, inspect_prompt_row, inspect_sample_row
 from calibcli.formats.lm_eval import MC_NORMS, lm_eval_choice_row, lm_eval_rolling_row
 from calibcli.formats.logprobs import logprobs_row, openai_rows, vllm_rows
 
@@ -34,12 +36,21 @@ class Format:
     calibration: Callable[..., list[CalibrationRow]] | None = None
     perplexity: Callable[..., list[PerplexityRow]] | None = None
     default_id: str | None = None  # how compare matches rows, as the report names it
+    # the top-level keys that make a row of this format (alternatives), for naming the closest
+    # format when none is detected
+    keys: Callable[[Fields], tuple[tuple[str, ...], ...]] = lambda f: ()
+
+
+def has_field(row: Mapping[str, Any], name: str) -> bool:
+    """Whether a row holds a field: a key written whole, or a dotted path into nested objects
+    (``pred.p``, a struct column of a table)."""
+    return name in row or ("." in name and has_path(row, name))
 
 
 def _native(row: Mapping[str, Any], f: Fields) -> bool:
     """A complete native row: confidence and correct, or nll and tokens."""
-    return (f["confidence_field"] in row and f["correct_field"] in row) or (
-        f["nll_field"] in row and f["tokens_field"] in row
+    return (has_field(row, f["confidence_field"]) and has_field(row, f["correct_field"])) or (
+        has_field(row, f["nll_field"]) and has_field(row, f["tokens_field"])
     )
 
 
@@ -60,6 +71,15 @@ def _openai(row: Mapping[str, Any], f: Fields) -> bool:
     )
 
 
+#: Per-sequence sums under the names other tools give them: (NLL or summed log-probability
+#: field, token count field, the sign that makes the first an NLL).
+SUM_FIELDS = (("nll_sum", "n_tokens", 1.0), ("sum_logprob", "num_tokens", -1.0))
+
+
+def _sums(row: Mapping[str, Any], f: Fields) -> bool:
+    return any(total in row and count in row for total, count, _ in SUM_FIELDS)
+
+
 def _lm_eval_choices(row: Mapping[str, Any], *, mc_norm: str = "none", **_: Any):
     return [CalibrationRow(*lm_eval_choice_row(row, mc_norm=mc_norm))]
 
@@ -74,8 +94,18 @@ def _logprobs(row: Mapping[str, Any], *, logprobs_field: str = "logprobs", **_: 
     return [PerplexityRow(nll, tokens, None, None, nulls, sentinels)]
 
 
+def _openai_choices(
+    row: Mapping[str, Any], *, gold_field: str | None = None, options: Any = None, **_: Any
+):
+    return [openai_choice_row(row, gold_field=gold_field, options=options or LETTERS)]
+
+
+def _evals(row: Mapping[str, Any], *, options: Any = None, **_: Any):
+    return [evals_match_row(row, options=options or LETTERS)]
+
+
 def _inspect(
-    row: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "sequence", **_: Any
+    row: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "auto", **_: Any
 ):
     return [inspect_sample_row(row, scorer=scorer, confidence=confidence)]
 
@@ -88,6 +118,10 @@ REGISTRY: tuple[Format, ...] = (
         1,
         _native,
         default_id="id",
+        keys=lambda f: (
+            (f["confidence_field"], f["correct_field"]),
+            (f["nll_field"], f["tokens_field"]),
+        ),
     ),
     Format(
         "lm-eval",
@@ -98,6 +132,7 @@ REGISTRY: tuple[Format, ...] = (
         _lm_eval_choices,
         _lm_eval_rolling,
         default_id="task + doc_id",
+        keys=lambda f: (("doc_id", "filtered_resps"),),
     ),
     Format(
         "logprobs",
@@ -109,14 +144,17 @@ REGISTRY: tuple[Format, ...] = (
             and isinstance(lookup(row, f["logprobs_field"]), list)
         ),
         perplexity=_logprobs,
+        keys=lambda f: ((f["logprobs_field"],),),
     ),
     Format(
         "openai",
         "OpenAI chat or completions responses with logprobs, or Batch API output lines",
-        ("perplexity",),
+        ("perplexity", "calibration"),
         4,
         _openai,
-        perplexity=lambda row, **_: openai_rows(row),
+        _openai_choices,
+        lambda row, **_: openai_rows(row),
+        keys=lambda f: (("id", "object", "choices"), ("custom_id", "response")),
     ),
     Format(
         "vllm",
@@ -125,15 +163,47 @@ REGISTRY: tuple[Format, ...] = (
         3,
         _vllm,
         perplexity=lambda row, **_: vllm_rows(row),
+        keys=lambda f: (("prompt_token_ids", "prompt_logprobs"),),
     ),
     Format(
         "inspect-ai",
         "inspect-ai eval log samples (.eval or .json logs)",
-        ("calibration",),
+        ("calibration", "perplexity"),
         5,
         lambda row, f: "scores" in row and "epoch" in row and "output" in row,
         _inspect,
+        lambda row, **_: [inspect_prompt_row(row)],
         default_id="id + epoch",
+        keys=lambda f: (("id", "epoch", "scores", "output"),),
+    ),
+    Format(
+        "openai-evals",
+        "OpenAI evals record logs: match events joined to their sampling events",
+        ("calibration",),
+        7,
+        lambda row, f: "run_id" in row and "event_id" in row and "type" in row,
+        _evals,
+        default_id="sample_id",
+        keys=lambda f: (("run_id", "event_id", "sample_id", "type", "data"),),
+    ),
+    Format(
+        "helm",
+        "HELM per_instance_stats.json entries (max_prob/exact_match, or logprob and counts)",
+        ("calibration", "perplexity"),
+        6,
+        lambda row, f: "instance_id" in row and "stats" in row,
+        lambda row, **_: [helm_calibration_row(row)],
+        lambda row, **_: [helm_perplexity_row(row)],
+        default_id="instance_id + train_trial_index",
+        keys=lambda f: (("instance_id", "train_trial_index", "stats"),),
+    ),
+    Format(
+        "sums",
+        "per-sequence sums under common names: nll_sum/n_tokens or sum_logprob/num_tokens",
+        ("perplexity",),
+        8,
+        _sums,
+        keys=lambda f: tuple((total, count) for total, count, _ in SUM_FIELDS),
     ),
 )
 
@@ -154,6 +224,8 @@ __all__ = [
     "MC_NORMS",
     "NAMES",
     "REGISTRY",
+    "SUM_FIELDS",
     "Format",
+    "has_field",
     "providing",
 ]

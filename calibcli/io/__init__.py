@@ -100,10 +100,12 @@ def _read(
 ) -> Any:
     from dataclasses import replace
 
+    from calibcli.io.folders import expand
     from calibcli.io.parts import adopt_settings, combine, is_summary_file, load
     from calibcli.io.reader import Reader
     from calibcli.io.runs import choose_runs
 
+    sources = expand(list(sources))
     parts = [(s, load(s)) for s in sources if is_summary_file(s)]
     rebin = None
     if parts:
@@ -142,7 +144,7 @@ def read_calibration(
     fmt: str = "auto",
     mc_norm: str = "none",
     scorer: str | None = None,
-    inspect_confidence: str = "sequence",
+    inspect_confidence: str = "auto",
     progress: Callable[[str, int | None], Any] | None = None,
     workers: int | None = None,
     block_size: int | None = None,
@@ -151,6 +153,8 @@ def read_calibration(
     id_field: str | None = None,
     all_runs: bool = False,
     part: tuple[int, int] | None = None,
+    gold_field: str | None = None,
+    choices: list[str] | tuple[str, ...] | None = None,
 ) -> Any:
     """Read (confidence, correct) rows from files or ``-`` into a
     :class:`~calibcli.summaries.CalibrationSummary`.
@@ -163,7 +167,9 @@ def read_calibration(
     another task kind than multiple choice is skipped with a warning; it is an error when
     nothing is left. ``scorer`` names the inspect-ai scorer giving correctness (needed when
     the samples have several); ``inspect_confidence`` how an inspect-ai answer's confidence
-    comes from its output's token logprobs (``sequence``, ``first-token`` or ``mean-token``).
+    comes from its output's token logprobs (``auto``: ``answer-token`` for a multiple-choice
+    sample's ``ANSWER: X`` line, else ``sequence``; or one of ``answer-token``, ``sequence``,
+    ``first-token``, ``mean-token``, see :func:`calibcli.formats.inspect_sample_row`).
     ``workers`` is the number of processes per source (>= 1; None: two on a machine with two
     CPUs or more for an input of 32 MB or more, else one); no figure depends on it.
     ``progress(name, size)``, when given, makes a progress bar for a source (an object with
@@ -179,11 +185,16 @@ def read_calibration(
     sample's id + epoch, or ``id_field``) was read before is invalid input. ``all_runs``
     pools them all on purpose.
 
+    Multiple-choice answers scored from token logprobs (OpenAI chat completions, OpenAI evals
+    logs) recognise ``choices`` as their options (default the letters A to E); an OpenAI
+    response's gold label is the value at ``gold_field`` (a dotted path), an evals log's the
+    match event's own verdict.
+
     A summary file (``calibcli summarize`` / ``merge`` output) is an input like any file: its
     rows are merged with the others (:mod:`calibcli.io.parts`). ``part=(k, K)`` reads only
     the k-th of K ranges of one plain JSON Lines file, cut at line starts.
     """
-    from calibcli.io.plan import ReadPlan
+    from calibcli.io.plan import ReadPlan, answer_options
     from calibcli.io.sources import BLOCK_SIZE
     from calibcli.summaries import CalibrationSettings
 
@@ -208,6 +219,8 @@ def read_calibration(
         max_document_bytes=max_document_bytes,
         id_field=id_field,
         all_runs=all_runs,
+        gold_field=gold_field,
+        options=answer_options(choices),
     )
     return _read(plan, list(sources), workers, progress, "calibration rows", part)
 

@@ -6,6 +6,11 @@
   a vLLM or API dump saved with ``json.dump``).
 - ``"json-object"``: one JSON object spread over lines: an inspect-ai ``.json`` log (its rows
   are ``samples``) or any other object (one row: itself, e.g. a saved OpenAI response).
+- ``"parquet"``, ``"arrow"``: a Parquet or Arrow IPC file, one row per table row, read batch
+  by batch (:mod:`calibcli.io.tables`).
+- ``"evals-log"``: an OpenAI evals record log, JSON Lines opening with ``{"spec": ...}``: its
+  rows are the ``match`` events, each joined with the last ``sampling`` event of the same sample
+  before it (under ``"sampling"``), so that a row holds both the verdict and the logprobs.
 
 :func:`document_kind` tells them from JSON Lines by sniffing the content; :func:`iter_document`
 yields ``(locator, row)`` pairs for the row functions of :mod:`calibcli.formats`. A locator is
@@ -37,7 +42,7 @@ from typing import Any
 
 from calibcli.io.sources import MAX_LINE_BYTES
 
-DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object")
+DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object", "evals-log", "parquet", "arrow")
 
 MAX_DOCUMENT_BYTES = 256 << 20
 """Most bytes a gzip-compressed document, or one member of an ``.eval`` zip, may decompress to
@@ -56,9 +61,10 @@ Source = str | PathLike[str] | bytes
 
 
 class DocumentError(ValueError):
-    """Invalid document content; ``locator`` says where (a line number or a row name)."""
+    """Invalid document content; ``locator`` says where (a line number or a row name; None
+    for the file as a whole)."""
 
-    def __init__(self, message: str, locator: int | str = 1) -> None:
+    def __init__(self, message: str, locator: int | str | None = 1) -> None:
         super().__init__(message)
         self.locator = locator
 
@@ -79,11 +85,16 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
     is a first line longer than ``max_line_bytes`` or content that cannot be read or
     decompressed: the line reader then reports what is wrong, with the line.
     """
+    from calibcli.io.tables import table_kind
+
     try:
         with _open(source) as f:
-            head = f.read(4)
+            head = f.read(6)
             if head.startswith(_ZIP_MAGIC):
                 return "eval-zip"
+            table = table_kind(head)
+            if table is not None:
+                return None if isinstance(source, bytes) or _gzipped(source) else table
             line = _first_line(f, head, max_line_bytes)
     except (OSError, EOFError, zlib.error):
         return None
@@ -99,7 +110,15 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
         return "json-object"
     if isinstance(value, Mapping) and _is_inspect_log(value):
         return "json-object"
+    if isinstance(value, Mapping) and is_evals_spec(value):
+        return "evals-log"
     return None
+
+
+def is_evals_spec(value: Mapping[str, Any]) -> bool:
+    """Whether a JSON object is the first line of an OpenAI evals record log (the run spec)."""
+    spec = value.get("spec")
+    return isinstance(spec, Mapping) and "run_id" in spec and len(value) == 1
 
 
 def _first_line(f: Any, head: bytes, max_line_bytes: int) -> bytes | None:
@@ -146,13 +165,23 @@ def iter_document(
     """
     limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
+    if kind in ("parquet", "arrow"):
+        from calibcli.io.tables import table_rows
+
+        for where, row in table_rows(str(source), kind):
+            yield (where, row, None) if with_text else (where, row)
+        return
     if kind == "eval-zip":
         for name, sample, text in _eval_zip_rows(source, limit):
             yield (name, sample, text) if with_text else (name, sample)
         return
-    if kind not in ("json-array", "json-object"):
+    if kind not in DOCUMENT_KINDS:
         raise ValueError(f"kind must be one of {', '.join(DOCUMENT_KINDS)}, not {kind!r}")
     text = _read_text(source, limit).decode("utf-8-sig")
+    if kind == "evals-log":
+        for line, row, raw in _evals_rows(text):
+            yield (line, row, raw) if with_text else (line, row)
+        return
     if kind == "json-array":
         for line, value, start, end in _array_rows(text):
             yield (line, value, text[start:end]) if with_text else (line, value)
@@ -282,6 +311,44 @@ def _too_large(limit: int) -> str:
         f"decompresses to more than {limit / (1 << 20):g} MiB, calibcli's limit for one "
         "compressed document or archive member"
     )
+
+
+# --------------------------------------------------------------------------- OpenAI evals
+
+
+def _evals_rows(text: str) -> Iterator[tuple[int, Any, str]]:
+    """The match events of an OpenAI evals record log (line, joined row, the event's text),
+    each with the last sampling event of its sample before it under ``"sampling"``. The spec
+    and final report lines and other events are passed over; a sampling event is dropped once
+    its match is read, so memory holds only samples still waiting for their verdict."""
+    pending: dict[Any, Any] = {}
+    matches = 0
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DocumentError(f"invalid JSON: {e.msg} (column {e.colno})", number) from None
+        if not isinstance(event, Mapping):
+            raise DocumentError("line is not a JSON object", number)
+        kind = event.get("type")
+        if kind == "sampling":
+            pending[_sample_key(event)] = event.get("data")
+        elif kind == "match":
+            matches += 1
+            joined = dict(event)
+            joined["sampling"] = pending.pop(_sample_key(event), None)
+            yield number, joined, line.strip()
+    if not matches:
+        raise DocumentError(
+            "an OpenAI evals log without match events: no verdicts to calibrate against"
+        )
+
+
+def _sample_key(event: Mapping[str, Any]) -> Any:
+    sample = event.get("sample_id")
+    return json.dumps(sample) if isinstance(sample, (dict, list)) else sample
 
 
 # --------------------------------------------------------------------------- .eval zip
@@ -440,6 +507,11 @@ def _read_text(source: Source, limit: int) -> bytes:
         if isinstance(f, gzip.GzipFile):
             return _capped(f, limit)
         return f.read()
+
+
+def _gzipped(source: Source) -> bool:
+    with open(source, "rb") as f:  # type: ignore[arg-type]
+        return f.read(2) == _GZIP_MAGIC
 
 
 def _open(source: Source) -> Any:

@@ -25,12 +25,17 @@ def id_key(value: Any) -> Any:
 def show_id(key: Any) -> str:
     """An id as the user wrote it (strings quoted, so 1 and "1" read differently)."""
     kind, value = key[0], key[-1]
+    if kind == "evals":
+        return show_id(key[1:])
     if kind == "string":
         return repr(value)
     if kind == "task":
         return f"{key[1]}/{show_id(key[2:])}"
     if kind == "sample":
         return f"{show_id(key[1:3])} (epoch {key[3]})"
+    if kind == "instance":
+        shown = f"{show_id(key[1:3])} (trial {key[3]}"
+        return shown + (f", {key[4]})" if key[4] else ")")
     if value is None:
         return "null"
     return str(value).lower() if isinstance(value, bool) else str(value)
@@ -40,7 +45,12 @@ def default_id_field(fmt: str) -> str:
     """The field an id error names: the registry's default id without the task or epoch."""
     from calibcli.io import default_id
 
-    return default_id(fmt).removeprefix("task + ").removesuffix(" + epoch")
+    return (
+        default_id(fmt)
+        .removeprefix("task + ")
+        .removesuffix(" + epoch")
+        .removesuffix(" + train_trial_index")
+    )
 
 
 def row_key(formats: Any, row: dict, fmt: str, id_field: str | None, task: str | None) -> Any:
@@ -52,6 +62,13 @@ def row_key(formats: Any, row: dict, fmt: str, id_field: str | None, task: str |
     if fmt == "inspect-ai":
         epoch = row.get("epoch", 1)
         return ("sample", *id_key(formats.lookup(row, "id")), epoch)
+    if fmt == "openai-evals":
+        return ("evals", *id_key(formats.lookup(row, "sample_id")))
+    if fmt == "helm":
+        perturbation = row.get("perturbation")
+        name = perturbation.get("name") if isinstance(perturbation, dict) else None
+        trial = row.get("train_trial_index", 0)
+        return ("instance", *id_key(formats.lookup(row, "instance_id")), trial, name)
     return id_key(formats.lookup(row, "id"))
 
 
@@ -61,9 +78,13 @@ def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], 
     id field (they are never identified, so the fast path stays fast)."""
     from calibcli import formats
 
-    if id_field is None and fmt not in ("lm-eval", "inspect-ai"):
+    if id_field is None and fmt not in ("lm-eval", "inspect-ai", "helm", "openai-evals"):
         return None
     task = formats.task_from_filename(source) if source != "-" else None
+    model = formats.model_from_filename(source) if source != "-" else None
+    if task is not None and model is not None:
+        # two models' files of one task hold the same doc_ids without reading a row twice
+        task = f"{task} ({model})"
 
     def ident(row: dict) -> Any:
         try:

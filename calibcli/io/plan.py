@@ -27,6 +27,8 @@ class ReadPlan:
     max_document_bytes: int | None = None  # a compressed whole document, inflated (None: 256 MiB)
     id_field: str | None = None  # identifies native rows (formats with ids need none)
     all_runs: bool = False  # rows read twice are pooled on purpose: ids are not checked
+    gold_field: str | None = None  # the gold label of answers scored from token logprobs
+    options: tuple[str, ...] | None = None  # their answer options (None: the letters A to E)
 
     @property
     def forced(self) -> str | None:
@@ -55,6 +57,8 @@ class ReadPlan:
                 mc_norm=s.mc_norm,
                 scorer=s.scorer,
                 inspect_confidence=s.inspect_confidence,
+                gold_field=self.gold_field,
+                options=self.options,
             )
         return perplexity_router(self.spec)
 
@@ -89,15 +93,29 @@ class ReadPlan:
 
 
 STDIN_TASK = "stdin has no file name to take the lm-eval task from; use --by FIELD"
+NO_MODEL = (
+    "the file name names no model (model_args in a name before v0.4.3, or an org__name folder); "
+    "use --by FIELD"
+)
 
 
 def group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | None:
     """Row -> group value for ``by``. lm-eval's ``task`` comes from the file name; on stdin,
-    from the row's own ``task`` field when it has one (the harness does not write it)."""
+    from the row's own ``task`` field when it has one (the harness does not write it). lm-eval's
+    ``model`` comes from the file name or its folder where they name one."""
     if by is None:
         return None
     from calibcli import formats
 
+    if fmt == "lm-eval" and by == "model" and source != "-":
+        model = formats.model_from_filename(source)
+        if model is not None:
+            return lambda row: model
+
+        def no_model(row: dict) -> Any:
+            raise ValueError(NO_MODEL)
+
+        return no_model
     if fmt == "lm-eval" and by == "task":
         if source != "-":
             task = formats.task_from_filename(source)
@@ -110,3 +128,14 @@ def group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | 
 
         return row_task
     return lambda row: formats.by_value(row, by)
+
+
+def answer_options(choices: list[str] | tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The answer options as given (spaces around each ignored); ValueError for fewer than two
+    or a repeated one."""
+    if choices is None:
+        return None
+    options = tuple(c.strip() for c in choices)
+    if len(options) < 2 or len(set(options)) != len(options) or "" in options:
+        raise ValueError(f"choices must be two or more distinct options, not {list(choices)!r}")
+    return options

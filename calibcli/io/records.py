@@ -29,11 +29,13 @@ def records(
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
     max_document_bytes: int | None = None,
+    skip_results: bool = False,
 ) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
     """(display name, line number or locator, row, raw line) of each row of ``source``: each
     non-blank line of JSON Lines, or each row of a whole document (a JSON array, a
     pretty-printed object, an inspect-ai ``.eval`` zip; the raw line is then None). Lines
-    and compressed documents are bounded as the block readers bound them."""
+    and compressed documents are bounded as the block readers bound them. An lm-eval results
+    file is an error, or yields nothing with ``skip_results`` (a run folder's)."""
     from calibcli.io.parts import is_summary_file
     from calibcli.io.reader import whole_document_kind
 
@@ -46,7 +48,7 @@ def records(
         )
     kind = whole_document_kind(source, max_line_bytes)
     if kind is not None:
-        yield from _document_records(source, kind, max_document_bytes)
+        yield from _document_records(source, kind, max_document_bytes, skip_results)
         return
     from calibcli.io.rows import parse_line
 
@@ -72,7 +74,7 @@ def records(
 
 
 def _document_records(
-    source: str, kind: str, max_document_bytes: int | None
+    source: str, kind: str, max_document_bytes: int | None, skip_results: bool = False
 ) -> Iterator[tuple[str, int | str, dict, None]]:
     from calibcli.io.reader import SkipFile, document_rows
     from calibcli.io.sources import display_name
@@ -82,7 +84,8 @@ def _document_records(
         for locator, row in document_rows(source, kind, max_document_bytes):
             yield name, locator, row, None
     except SkipFile as skip:  # a results file holds no rows to compare, apply or fit
-        raise InputError(name, None, skip.reason.removesuffix("; skipped")) from None
+        if not skip_results:
+            raise InputError(name, None, skip.reason.removesuffix("; skipped")) from None
 
 
 def read_keyed(
@@ -96,9 +99,11 @@ def read_keyed(
     by: str | None = None,
     keyed: bool = True,
     scorer: str | None = None,
-    inspect_confidence: str = "sequence",
+    inspect_confidence: str = "auto",
     max_line_bytes: int = MAX_LINE_BYTES,
     max_document_bytes: int | None = None,
+    gold_field: str | None = None,
+    choices: list[str] | tuple[str, ...] | None = None,
 ) -> KeyedRows:
     """Read (id, confidence, correct) rows; an id appearing twice is an error naming both lines.
 
@@ -109,13 +114,20 @@ def read_keyed(
     is read: each row's key is its position.
     """
     from calibcli import formats
-    from calibcli.io.plan import group_key
+    from calibcli.io.folders import expand
+    from calibcli.io.plan import answer_options, group_key
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow, group_name
+    from calibcli.io.runs import choose_runs
 
     native = CalibrationRow(confidence_field, correct_field)
     router = calibration_router(
-        native, mc_norm=mc_norm, scorer=scorer, inspect_confidence=inspect_confidence
+        native,
+        mc_norm=mc_norm,
+        scorer=scorer,
+        inspect_confidence=inspect_confidence,
+        gold_field=gold_field,
+        options=answer_options(choices),
     )
     keys: list[Any] = []
     conf: list[float] = []
@@ -124,18 +136,27 @@ def read_keyed(
     where: list[str] = []
     seen: dict[Any, str] = {}
     found = None
-    for source in sources:
+    # a folder's files are read as the streaming readers read them: its results files, files of
+    # other task kinds and older re-runs of a task are left out (the files named are not)
+    from_folder = {f for f in expand(sources) if f not in sources}
+    newest = set(choose_runs(sorted(from_folder)).files)
+    for source in expand(sources):
+        if source in from_folder and source not in newest:
+            continue
         source_fmt = None
         convert = None
         task = formats.task_from_filename(source) if source != "-" else None
         key_of = None
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
-        for name, line_no, row, _ in records(source, **bounds):
+        rows = records(source, **bounds, skip_results=source in from_folder)
+        for name, line_no, row, _ in rows:
             at = f"{name}:{line_no}"
             field = id_field or "id"
             try:
                 if source_fmt is None:
                     source_fmt, skip = router.route(row, None if fmt == "auto" else fmt)
+                    if skip is not None and source in from_folder:
+                        break
                     if skip is not None:
                         raise ValueError(f"{skip}: nothing to compare")
                     convert = (
@@ -232,6 +253,7 @@ def read_choices(
     """Read lm-eval multiple-choice rows with every choice's score (length-normalised with
     ``mc_norm``). Other formats are an error: their rows carry one confidence, not choices."""
     from calibcli import formats
+    from calibcli.io.folders import expand
     from calibcli.io.plan import group_key
     from calibcli.io.rows import group_name
 
@@ -241,7 +263,7 @@ def read_choices(
     correct: list[bool] = []
     groups: list[str] | None = [] if by is not None else None
     where: list[str] = []
-    for source in sources:
+    for source in expand(sources):
         key_of = None if by is None else group_key("lm-eval", by, source)
         checked = False
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}

@@ -84,6 +84,12 @@ def _rows(source: str) -> Iterator[tuple[str, int | str, Any, bytes | str]]:
     from calibcli.io.reader import whole_document_kind
 
     kind = whole_document_kind(source)
+    if kind in ("parquet", "arrow"):
+        from calibcli.errors import InputError
+
+        raise InputError(
+            source, None, f"apply writes JSON Lines: a {kind} table is read, not rewritten"
+        )
     if kind is None:
         yield from _lines(source)
     else:

@@ -101,21 +101,36 @@ def refusal(fmt: str, command: str, fields: dict[str, str]) -> str:
     if command == "calibration":
         cf = fields.get("confidence_field", "confidence")
         yf = fields.get("correct_field", "correct")
-        return f"{fmt} rows hold per-token logprobs (input for perplexity), not {cf!r}/{yf!r}"
+        what = "per-sequence sums" if fmt == "sums" else "per-token logprobs"
+        return f"{fmt} rows hold {what} (input for perplexity), not {cf!r}/{yf!r}"
     return f"{fmt} rows hold graded samples (input for calibrate), not sequence log-likelihoods"
 
 
 def calibration_router(
-    spec: Any, *, mc_norm: str, scorer: str | None, inspect_confidence: str = "sequence"
+    spec: Any,
+    *,
+    mc_norm: str,
+    scorer: str | None,
+    inspect_confidence: str = "auto",
+    gold_field: str | None = None,
+    options: tuple[str, ...] | None = None,
 ) -> Router:
-    """Routing of the calibration reader (``spec`` a :class:`~calibcli.io.rows.CalibrationRow`)."""
+    """Routing of the calibration reader (``spec`` a :class:`~calibcli.io.rows.CalibrationRow`);
+    ``gold_field`` and ``options`` serve multiple-choice answers scored from token logprobs
+    (OpenAI responses, OpenAI evals logs)."""
 
     def convert(fmt: str) -> Callable[[dict], list[tuple]]:
         from calibcli.formats import calibration_rows
 
         def rows(obj: dict) -> list[tuple]:
             found = calibration_rows(
-                fmt, obj, mc_norm=mc_norm, scorer=scorer, confidence=inspect_confidence
+                fmt,
+                obj,
+                mc_norm=mc_norm,
+                scorer=scorer,
+                confidence=inspect_confidence,
+                gold_field=gold_field,
+                options=options,
             )
             return [(float(c), bool(y)) for c, y in found]
 
@@ -147,7 +162,7 @@ def perplexity_router(spec: Any) -> Router:
     """Routing of the perplexity reader (``spec`` a :class:`~calibcli.io.rows.PerplexityRow`)."""
 
     def convert(fmt: str) -> Callable[[dict], list[tuple]]:
-        if fmt in ("lm-eval", "logprobs"):
+        if fmt in ("lm-eval", "logprobs", "sums"):
             single = spec.converter(fmt)
             return lambda obj: [single(obj)]
         from calibcli.formats import perplexity_rows

@@ -88,9 +88,16 @@ def _outside_unit(name: str, v: Any) -> ValueError:
 
 
 def field(obj: dict, name: str) -> Any:
+    """The value of ``name`` in a row: a key written whole, else a dotted path into nested
+    objects (a struct column of a table, a nested JSON object)."""
     try:
         return obj[name]
     except KeyError:
+        if "." in name:
+            from calibcli.formats import has_path, lookup
+
+            if has_path(obj, name):
+                return lookup(obj, name)
         raise ValueError(missing(name)) from None
 
 
@@ -329,7 +336,8 @@ class PerplexityRow:
         return tuple(out)
 
     def converter(self, fmt: str) -> Callable[[dict], tuple]:
-        """Row -> values for an input format (``jsonl``, ``lm-eval`` or ``logprobs``)."""
+        """Row -> values for an input format (``jsonl``, ``lm-eval``, ``logprobs`` or
+        ``sums``)."""
         if fmt == "jsonl":
             return self.check
         if fmt == "lm-eval":
@@ -340,6 +348,8 @@ class PerplexityRow:
                 return float(nll), None, nbytes, words, 0, 0, 0
 
             return rolling
+        if fmt == "sums":
+            return self._sums
         from calibcli.formats import logprobs_row, lookup
 
         def logprobs(obj: dict) -> tuple:
@@ -349,6 +359,29 @@ class PerplexityRow:
             return nll, int(tokens), *self._optional(obj), int(nulls), int(sentinels), overflowed
 
         return logprobs
+
+    def _sums(self, obj: dict) -> tuple:
+        """Values of a row of per-sequence sums under another tool's names (``sums``):
+        ``nll_sum``/``n_tokens``, or ``sum_logprob``/``num_tokens`` (a summed log-probability,
+        <= 0, whose negation is the NLL); bytes and words as in a native row."""
+        from calibcli.formats import SUM_FIELDS
+
+        found = next((names for names in SUM_FIELDS if names[0] in obj), None)
+        if found is None:
+            names = " or ".join(f'"{t}"' for t, _, _ in SUM_FIELDS)
+            raise ValueError(f"missing field {names}")
+        total, count, sign = found
+        value = field(obj, total)
+        if sign < 0:
+            if _is_number(value) and value > 0:
+                raise ValueError(
+                    f"{total} {show(value)} is positive (expected a summed log-probability <= 0)"
+                )
+            value = -value if _is_number(value) else value
+        nll = check_nll(value, total)
+        tokens = check_count(field(obj, count), count)
+        check_nll_tokens(nll, tokens, total, count)
+        return nll, tokens, *self._optional(obj), 0, 0, 0
 
     @staticmethod
     def columns_ok(cols: tuple) -> bool:

@@ -102,6 +102,8 @@ def compare(
         "inspect_confidence": reading.inspect_confidence.value,
         "max_line_bytes": reading.max_line_bytes,
         "max_document_bytes": reading.max_document_bytes,
+        "gold_field": reading.gold_field,
+        "choices": reading.choices,
     }
     try:
         if unpaired:

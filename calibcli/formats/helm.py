@@ -1,0 +1,91 @@
+"""HELM ``per_instance_stats.json``: one entry per (instance, trial), each a list of named
+statistics.
+
+The file is a JSON array of ``PerInstanceStats`` (``instance_id``, ``train_trial_index``,
+``perturbation``, ``stats``); each ``Stat`` carries ``name`` (a ``MetricName``: ``name``,
+``split``, ``sub_split``, ``perturbation``), ``count``, ``sum``, ``sum_squared``, ``min``, ``max``
+and ``mean``. A statistic is read as ``sum / count`` (its mean over the instance's requests),
+from the entries whose name carries no perturbation.
+
+- Multiple choice: ``max_prob`` (the probability of the predicted answer) is the confidence and
+  ``exact_match`` (1 when the prediction is a correct reference) the outcome.
+- Language modelling: ``logprob`` (summed over the scored text), ``num_perplexity_tokens`` and
+  ``num_bytes``, the sums HELM pools into its own perplexity and bits per byte.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from calibcli.formats.fields import CalibrationRow, PerplexityRow, json_type, number
+
+
+def helm_stats(row: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+    """``{name: (sum, count)}`` of an entry's statistics without a perturbation."""
+    stats = row.get("stats")
+    if not isinstance(stats, list):
+        raise ValueError(f"'stats' is {json_type(stats)}, expected a list of statistics")
+    out: dict[str, tuple[float, float]] = {}
+    for i, stat in enumerate(stats):
+        name = stat.get("name") if isinstance(stat, Mapping) else None
+        if not isinstance(name, Mapping) or not isinstance(name.get("name"), str):
+            raise ValueError(f"stats[{i}] has no name")
+        if name.get("perturbation"):
+            continue
+        total = number(stat.get("sum"), f"stats[{i}] ({name['name']}) sum")
+        count = number(stat.get("count"), f"stats[{i}] ({name['name']}) count")
+        out[name["name"]] = (total, count)
+    return out
+
+
+def _mean(stats: dict[str, tuple[float, float]], name: str, other: str) -> float:
+    if name not in stats:
+        raise ValueError(f"no {name!r} statistic (a HELM run of another kind: {other})")
+    total, count = stats[name]
+    if count <= 0:
+        raise ValueError(f"the {name!r} statistic has count {count!r}")
+    return total / count
+
+
+def helm_calibration_row(row: Mapping[str, Any]) -> CalibrationRow:
+    """Confidence ``max_prob`` and outcome ``exact_match`` of one multiple-choice entry.
+    ValueError for an entry without them, or an ``exact_match`` other than 0 or 1 (a tie
+    between references scores a fraction)."""
+    stats = helm_stats(row)
+    other = "read it with `perplexity`" if "logprob" in stats else "not multiple choice"
+    confidence = _mean(stats, "max_prob", other)
+    if not 0.0 <= confidence <= 1.0:
+        raise ValueError(f"max_prob {confidence!r} is outside [0, 1]")
+    correct = _mean(stats, "exact_match", other)
+    if correct not in (0.0, 1.0):
+        raise ValueError(
+            f"exact_match {correct!r} is not 0 or 1 (a tie between references scores a fraction)"
+        )
+    return CalibrationRow(confidence, correct == 1.0)
+
+
+def helm_perplexity_row(row: Mapping[str, Any]) -> PerplexityRow:
+    """NLL (``-logprob``), tokens (``num_perplexity_tokens``) and bytes (``num_bytes``) of one
+    language-modelling entry."""
+    stats = helm_stats(row)
+    other = "read it with `calibrate`" if "max_prob" in stats else "no log-probabilities"
+    if "logprob" not in stats:
+        raise ValueError(f"no 'logprob' statistic (a HELM run of another kind: {other})")
+    logprob = stats["logprob"][0]
+    if logprob > 0:
+        raise ValueError(f"logprob {logprob!r} is greater than 0, not a log-probability")
+    counts = []
+    for name in ("num_perplexity_tokens", "num_bytes"):
+        if name not in stats:
+            counts.append(None)
+            continue
+        value = stats[name][0]
+        if not (math.isfinite(value) and value >= 0 and value.is_integer()):
+            raise ValueError(f"{name} {value!r} is not a non-negative whole number")
+        counts.append(int(value))
+    tokens, nbytes = counts
+    if tokens is None:
+        raise ValueError("no 'num_perplexity_tokens' statistic: token perplexity needs it")
+    return PerplexityRow(-logprob if logprob else 0.0, tokens, nbytes, None, 0, 0)

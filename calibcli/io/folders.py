@@ -1,0 +1,49 @@
+"""Folder arguments: a directory given as an input stands for the run files inside it.
+
+An evaluation run leaves a folder of files (lm-eval writes one samples file per task and a
+results file beside them), so ``calibcli calibrate out/`` reads the folder's files of the kinds
+calibcli reads, in name order, which does not depend on the file system. Files are not searched
+for in subfolders: a folder of several models' runs is given one model folder at a time. What a
+file holds decides as for any file given: a results file is skipped with a warning, re-runs of
+a task are left out but the newest.
+"""
+
+from __future__ import annotations
+
+import os
+
+from calibcli.errors import InputError
+
+#: The endings of the files a folder contributes (with or without ``.gz``).
+SUFFIXES = (".jsonl", ".json", ".eval", ".parquet", ".arrow", ".feather", ".cbs")
+
+
+def is_input_file(name: str) -> bool:
+    """Whether a file of this name, inside a folder given as an input, is read."""
+    if name.startswith("."):
+        return False
+    return name.removesuffix(".gz").endswith(SUFFIXES)
+
+
+def expand(sources: list[str]) -> list[str]:
+    """The sources with each directory replaced by its input files, sorted by name; InputError
+    for a directory holding none."""
+    out: list[str] = []
+    for source in sources:
+        if source == "-" or not os.path.isdir(source):
+            out.append(source)
+            continue
+        try:
+            names = sorted(os.listdir(source))
+        except OSError as e:
+            raise InputError(source, None, e.strerror or str(e)) from None
+        files = [
+            os.path.join(source, name)
+            for name in names
+            if is_input_file(name) and os.path.isfile(os.path.join(source, name))
+        ]
+        if not files:
+            endings = ", ".join(SUFFIXES)
+            raise InputError(source, None, f"a folder with no input files ({endings}, or .gz)")
+        out.extend(files)
+    return out
