@@ -17,9 +17,9 @@ def run(args, env):
 def test_shell_completion(tmp_path):
     calibcli = Path(sys.executable).parent / "calibcli"
     env = {"HOME": str(tmp_path), "SHELL": "/bin/bash", "PATH": "/usr/bin:/bin"}
-    shown = run([calibcli, "--show-completion"], env=env).stdout
+    shown = run([calibcli, "--show-completion", "bash"], env=env).stdout
     assert "complete -o default -F _calibcli_completion calibcli" in shown
-    run([calibcli, "--install-completion"], env=env)
+    run([calibcli, "--install-completion", "bash"], env=env)
     assert (tmp_path / ".bash_completions" / "calibcli.sh").read_text().strip() == shown.strip()
     assert "calibcli.sh" in (tmp_path / ".bashrc").read_text()
     words = {"_CALIBCLI_COMPLETE": "complete_bash", "COMP_CWORD": "1"}

@@ -10,7 +10,6 @@ import functools
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -371,6 +370,14 @@ SeedOpt = _opt(
     show_default=False,
     help="Bootstrap seed for --ci (default 0).",
 )
+BootstrapScheme = _choices("BootstrapScheme", "multinomial", "poisson")
+BootstrapSchemeOpt = _opt(
+    BootstrapScheme,
+    "--bootstrap-scheme",
+    help="How --ci resamples: multinomial draws N rows with replacement; poisson weights each "
+    "row by a Poisson(1) count drawn from a hash of (seed, resample, the row's id or its "
+    "file's content and line), so resamples of shards merge (summarize --bootstrap-samples).",
+)
 GateOnOpt = _opt(
     GateOn,
     "--gate-on",
@@ -492,107 +499,3 @@ AllowUnmatchedOpt = _opt(
     "--allow-unmatched",
     help="Proceed when more than 5% of either side's rows have no partner.",
 )
-
-
-# ----- the options of every command that reads confidence/correct rows, declared once
-
-
-@dataclass(frozen=True)
-class Reading:
-    """How a command reads calibration rows: the values of the options every such command
-    shares (see :func:`reading_options`)."""
-
-    fmt: Any
-    quiet: bool
-    confidence_field: str
-    correct_field: str
-    mc_norm: Any
-    by: str | None
-    workers: int | None
-    max_line_bytes: int
-    scorer: str | None = None
-    max_document_bytes: int | None = None
-    inspect_confidence: Any = InspectConfidence.auto
-    id_field: str | None = None
-    all_runs: bool = False
-    confidence_given: bool = True  # False: --confidence-field was left to its default
-    gold_field: str | None = None
-    choices: list[str] | None = None
-
-
-_READING_OPTIONS = (
-    ("confidence_field", ConfidenceField, None),
-    ("correct_field", CorrectField, "correct"),
-    ("fmt", CalibrationFormatOpt, CalibrationFormat.auto),
-    ("mc_norm", McNormOpt, McNorm.none),
-    ("scorer", ScorerOpt, None),
-    ("inspect_confidence", InspectConfidenceOpt, InspectConfidence.auto),
-    ("gold_field", GoldFieldOpt, None),
-    ("choices", ChoicesOpt, None),
-    ("by", ByOpt, None),
-    ("id_field", IdFieldOpt, None),
-    ("all_runs", AllRunsOpt, False),
-    ("quiet", QuietOpt, False),
-    ("workers", WorkersOpt, None),
-    ("max_line_mb", MaxLineMbOpt, MAX_LINE_MB),
-    ("max_document_mb", MaxDocumentMbOpt, None),
-)
-
-
-# Shared options whose meaning differs by command: (command, parameter) -> its own variant.
-_PER_COMMAND = {
-    ("threshold", "plot"): CoveragePlotOpt,
-    ("threshold", "gate_each"): MinCoverageGateEachOpt,
-    ("compare", "gate_each"): CompareGateEachOpt,
-    ("fit", "output"): CalibratorOutputOpt,
-    ("fit", "json_out"): CalibratorJsonOpt,
-    ("summarize", "fmt"): AnyFormatOpt,
-}
-
-
-def reading_options(command: Callable) -> Callable:
-    """Give a command the options of reading calibration rows (fields, --format, --mc-norm,
-    --scorer, --by, -q, --workers, --max-line-mb, --max-document-mb); it declares a
-    ``reading`` parameter instead and receives them as one :class:`Reading`. A shared option
-    whose help differs for this command (``_PER_COMMAND``) gets the command's own variant."""
-    signature = inspect.signature(command, eval_str=True)
-    params = [
-        p.replace(annotation=_PER_COMMAND.get((command.__name__, name), p.annotation))
-        for name, p in signature.parameters.items()
-        if name != "reading"
-    ]
-    params += [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=default,
-            annotation=_PER_COMMAND.get((command.__name__, name), kind),
-        )
-        for name, kind, default in _READING_OPTIONS
-    ]
-
-    @functools.wraps(command)
-    def run(**kwargs: Any) -> Any:
-        given = {name: kwargs.pop(name) for name, _, _ in _READING_OPTIONS}
-        reading = Reading(
-            fmt=given["fmt"],
-            quiet=given["quiet"],
-            confidence_field=given["confidence_field"] or "confidence",
-            confidence_given=given["confidence_field"] is not None,
-            correct_field=given["correct_field"],
-            mc_norm=given["mc_norm"],
-            by=given["by"],
-            workers=given["workers"],
-            max_line_bytes=line_bytes(given["max_line_mb"]),
-            max_document_bytes=document_bytes(given["max_document_mb"]),
-            id_field=given["id_field"],
-            all_runs=given["all_runs"],
-            scorer=given["scorer"],
-            inspect_confidence=given["inspect_confidence"],
-            gold_field=given["gold_field"],
-            choices=None if given["choices"] is None else given["choices"].split(","),
-        )
-        return command(**kwargs, reading=reading)
-
-    run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    return run

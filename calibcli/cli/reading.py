@@ -56,8 +56,10 @@ def read_predictions(
     keep_columns: bool,
     plot: Path | None = None,
     labels: list[str] | None = None,
+    row_keys: bool = False,
 ) -> Any:
-    """Check the options, then read calibration rows into a summary."""
+    """Check the options, then read calibration rows into a summary (``row_keys``: key every
+    row for the Poisson bootstrap)."""
     from calibcli.io import read_calibration
 
     check_calibration_options(reading.fmt, plot, labels)
@@ -82,7 +84,42 @@ def read_predictions(
         all_runs=reading.all_runs,
         gold_field=reading.gold_field,
         choices=reading.choices,
+        row_keys=row_keys,
     )
+
+
+def poisson_settings(
+    data: Any, samples: int | None, seed: int | None, strategy: str, gate_on: Any, limits: Any
+) -> tuple[int | None, int | None]:
+    """The resamples and seed of --bootstrap-scheme poisson. Rows read from files carry their
+    keys and take any; a summary file's replicate sums fix them (another --bootstrap or --seed
+    is exit 2), hold uniform bins only and no interval for auroc or smece, so a gate on the
+    upper end of smece's is exit 2."""
+    if data.kept is not None and data.kept.keyed:
+        return samples, seed
+    state = data.bootstrap
+    if state is None:
+        raise usage_error(
+            "--bootstrap-scheme poisson needs the rows' keys, and a summary file given holds no "
+            "bootstrap state: summarize with --bootstrap-samples N"
+        )
+    held = ((samples, state.samples, "--bootstrap"), (seed, state.seed, "--seed"))
+    for given, kept, option in held:
+        if given is not None and given != kept:
+            raise usage_error(
+                f"the summary's bootstrap state holds {option} {kept}, not {given}: drop "
+                f"{option}, or summarize again with it"
+            )
+    if strategy != "uniform":
+        raise usage_error(
+            f"--strategy {strategy} --ci: a summary's bootstrap state holds uniform bins only"
+        )
+    if getattr(gate_on, "value", gate_on) == "upper" and "smece" in (limits or {}):
+        raise usage_error(
+            "--gate-on upper --max-smece needs smece's interval, which a summary's bootstrap "
+            "state cannot give (it needs every row); gate on the estimate, or read the files"
+        )
+    return state.samples, state.seed
 
 
 def require_rows(data: Any, what: str) -> None:

@@ -153,6 +153,7 @@ def read_calibration(
     id_field: str | None = None,
     all_runs: bool = False,
     part: tuple[int, int] | None = None,
+    row_keys: bool = False,
     gold_field: str | None = None,
     choices: list[str] | tuple[str, ...] | None = None,
 ) -> Any:
@@ -192,7 +193,9 @@ def read_calibration(
 
     A summary file (``calibcli summarize`` / ``merge`` output) is an input like any file: its
     rows are merged with the others (:mod:`calibcli.io.parts`). ``part=(k, K)`` reads only
-    the k-th of K ranges of one plain JSON Lines file, cut at line starts.
+    the k-th of K ranges of one plain JSON Lines file, cut at line starts. ``row_keys`` keys
+    every kept row for the Poisson bootstrap (an id's hash, or the source's content and the
+    row's line); a source is then read in one process.
     """
     from calibcli.io.plan import ReadPlan, answer_options
     from calibcli.io.sources import BLOCK_SIZE
@@ -221,6 +224,7 @@ def read_calibration(
         all_runs=all_runs,
         gold_field=gold_field,
         options=answer_options(choices),
+        row_keys=row_keys and keep_columns,
     )
     return _read(plan, list(sources), workers, progress, "calibration rows", part)
 

@@ -9,6 +9,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from calibcli.errors import InputError
 
 _NON_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")
@@ -141,6 +143,10 @@ class SourceFold:
         name = self.name
         if decoder.ids:
             self.check_ids(decoder.ids, lambda i: where[i], builder)
+        if getattr(builder, "row_keys", False):
+            from calibcli.summaries import locator_numbers
+
+            builder.add_lines(locator_numbers(where))
         builder.add(cols, keys, lambda i: (name, where[i]))
 
     def fold(
@@ -189,6 +195,13 @@ class SourceFold:
                     decoder.ids,
                     lambda i, f=first_line, ls=lines: f + i if ls is None else int(ls[i]),
                     builder,
+                )
+            if getattr(builder, "row_keys", False):
+                n = cols[0].shape[0]
+                builder.add_lines(
+                    np.arange(first_line, first_line + n, dtype=np.uint64)
+                    if lines is None
+                    else np.asarray(lines, np.uint64)
                 )
             if not reserved:
                 reserved = True

@@ -126,6 +126,8 @@ def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: i
         from calibcli.summaries import merge_perplexity
 
         return _merge(merge_perplexity, [read_summary, merged], labels)
+    if read_summary is not None and merged.bootstrap is not None:
+        read_summary = _with_bootstrap(read_summary, merged.bootstrap)
     if rebin is not None and merged.distinct is None:
         raise InputError(
             labels[0],
@@ -151,6 +153,16 @@ def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: i
     if rebin is not None:
         out = rebinned(out, rebin, keep_rows=plan.keep_rows)
     return out
+
+
+def _with_bootstrap(summary: Any, like: Any) -> Any:
+    """The summary of files read beside summary files with replicate sums: with its own,
+    from its rows' keys, for the same resamples (none when its rows were read without keys,
+    and then the merge holds none)."""
+    from calibcli.summaries import bootstrap_state
+
+    state = bootstrap_state(summary, like.bins, like.samples, like.seed)
+    return summary if state is None else replace(summary, bootstrap=state, _views={})
 
 
 def _merge(merge: Any, summaries: list[Any], labels: list[str]) -> Any:

@@ -27,6 +27,7 @@ class ReadPlan:
     max_document_bytes: int | None = None  # a compressed whole document, inflated (None: 256 MiB)
     id_field: str | None = None  # identifies native rows (formats with ids need none)
     all_runs: bool = False  # rows read twice are pooled on purpose: ids are not checked
+    row_keys: bool = False  # key every kept row (the Poisson bootstrap): one process per file
     gold_field: str | None = None  # the gold label of answers scored from token logprobs
     options: tuple[str, ...] | None = None  # their answer options (None: the letters A to E)
 
@@ -88,6 +89,7 @@ class ReadPlan:
                 keep_rows=self.keep_rows,
                 grouped=grouped,
                 per_source=self.per_source,
+                row_keys=self.row_keys,
             )
         return PerplexityBuilder(self.settings, self.spec, grouped=grouped)
 

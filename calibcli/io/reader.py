@@ -239,7 +239,7 @@ class Reader:
     def _parts(self, src: Source) -> int:
         """Processes to use for one source (:func:`calibcli.system.workers`; stdin, whose
         size is unknown, is never large)."""
-        if src.size == 0:
+        if src.size == 0 or self.plan.row_keys:  # row keys need lines counted in one pass
             return 1
         expected = src.expected_bytes()
         large = expected is not None and expected >= PARALLEL_MIN_BYTES

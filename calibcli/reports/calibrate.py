@@ -34,12 +34,13 @@ SCALARS = tuple(f.key for f in registry.CALIBRATION if f.top_level and f.key != 
 @dataclass(frozen=True)
 class Bootstrap:
     """--ci settings: interval level, resamples, seed and processes (None: automatic; the
-    intervals never depend on it)."""
+    intervals never depend on it), and the resampling scheme."""
 
     level: float
     samples: int = 1000
     seed: int = 0
     workers: int | None = None
+    scheme: str = "multinomial"  # or "poisson": row weights keyed by row, mergeable
 
 
 def _bootstrap_workers(requested: int | None, work: int) -> int:
@@ -71,7 +72,9 @@ def calibration_section(
 
     columns = view.columns
     if columns is None and view.n and getattr(view, "moments", None) is not None:
-        return _section_from_sums(view, bins=bins, min_bins=min_bins, smooth=smooth)
+        return _section_from_sums(
+            view, bins=bins, min_bins=min_bins, smooth=smooth, bootstrap=bootstrap
+        )
     n = 0 if columns is None else int(columns.n)
     if n == 0:
         stats = BinStats.empty(bins)
@@ -134,18 +137,9 @@ def calibration_section(
             )
         )
     if bootstrap is not None:
-        from calibcli.metrics import bootstrap_intervals
-
-        result = bootstrap_intervals(
-            columns,
-            bins=bins,
-            strategy=strategy,
-            level=bootstrap.level,
-            samples=bootstrap.samples,
-            seed=bootstrap.seed,
-            workers=_bootstrap_workers(bootstrap.workers, n * bootstrap.samples),
-        )
-        section["ci"] = {k: [num(lo), num(hi)] for k, (lo, hi) in result.intervals.items()}
+        intervals, more = _intervals(view, columns, bootstrap, bins, strategy, n)
+        section["ci"] = intervals
+        notes += more
     closed = {}
     if est.stats.populated_bins < min_bins:
         reason = (
@@ -156,11 +150,60 @@ def calibration_section(
     return Section(order(section), notes, closed)
 
 
+ROW_INTERVALS = ("auroc", "smece", "smece_bandwidth")
+"""Figures whose bootstrap intervals need every row: a summary's replicate sums lack them."""
+
+
+def _intervals(
+    view: Any, columns: Any, bootstrap: Bootstrap, bins: int, strategy: str, n: int
+) -> tuple[dict[str, Any], list[Note]]:
+    """The ``ci`` object of a section, and its notes: multinomial resamples of the rows, or
+    Poisson weights keyed by row, from the rows and their keys or from a summary's replicate
+    sums (which give no interval for the figures that need every row)."""
+    workers = _bootstrap_workers(bootstrap.workers, n * bootstrap.samples)
+    options = {"level": bootstrap.level, "samples": bootstrap.samples, "seed": bootstrap.seed}
+    notes: list[Note] = []
+    if bootstrap.scheme == "multinomial":
+        from calibcli.metrics import bootstrap_intervals
+
+        result = bootstrap_intervals(
+            columns, bins=bins, strategy=strategy, workers=workers, **options
+        ).intervals
+    elif view.keys is not None:
+        from calibcli.metrics import poisson_intervals
+
+        right_keys, wrong_keys = view.keys
+        result = poisson_intervals(
+            columns,
+            right_keys,
+            wrong_keys,
+            bins=bins,
+            strategy=strategy,
+            workers=workers,
+            **options,
+        ).intervals
+    else:
+        result = view.bootstrap.intervals(bootstrap.level)
+        notes.append(
+            Note(
+                "summary_intervals",
+                "the intervals come from the summary's Poisson replicate sums, which hold no "
+                "interval for auroc or smece (they need every row): written as null",
+            )
+        )
+    out = {k: [num(lo), num(hi)] for k, (lo, hi) in result.items()}
+    if view.keys is None and bootstrap.scheme == "poisson":
+        out.update({k: [None, None] for k in ROW_INTERVALS if k in out})
+    return out, notes
+
+
 ROW_FIGURES = ("auroc",)
 """Figures that need every row (their order), which a summary's sums cannot give."""
 
 
-def _section_from_sums(view: Any, *, bins: int, min_bins: int, smooth: bool) -> Section:
+def _section_from_sums(
+    view: Any, *, bins: int, min_bins: int, smooth: bool, bootstrap: Bootstrap | None
+) -> Section:
     """The figures of rows known by their sums alone (a summary file without its table of
     distinct confidences): the binned ones from the exact per-bin statistics, the NLL and the
     smooth ECE from the summary's row sums; AUROC null with the reason."""
@@ -201,6 +244,9 @@ def _section_from_sums(view: Any, *, bins: int, min_bins: int, smooth: bool) -> 
                 explains=("nll",),
             )
         )
+    if bootstrap is not None:
+        section["ci"], more = _intervals(view, None, bootstrap, bins, "uniform", int(stats.n))
+        notes += more
     closed = dict.fromkeys(ROW_FIGURES, f"it needs every row; {view.missing}")
     if stats.populated_bins < min_bins:
         reason = (

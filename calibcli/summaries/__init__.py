@@ -54,11 +54,20 @@ _LAZY = {
     "from_bytes": "calibcli.summaries.encoding",
     "to_bytes": "calibcli.summaries.encoding",
     "MAGIC": "calibcli.summaries.encoding",
+    "line_keys": "calibcli.summaries.ids",
+    "locator_numbers": "calibcli.summaries.ids",
     "BinTable": "calibcli.summaries.tables",
     "DistinctTable": "calibcli.summaries.distinct",
     "RowMoments": "calibcli.summaries.moments",
     **dict.fromkeys(
-        ("TABLE_MODES", "check_disjoint", "merge_parts", "rows_of", "to_part"),
+        (
+            "TABLE_MODES",
+            "bootstrap_state",
+            "check_disjoint",
+            "merge_parts",
+            "rows_of",
+            "to_part",
+        ),
         "calibcli.summaries.parts",
     ),
 }

@@ -21,6 +21,7 @@ import numpy as np
 from calibcli.summaries.fingerprint import RowFingerprint, calibration_hashes
 from calibcli.summaries.ids import IdLog, RowIds
 from calibcli.summaries.rows import ColumnBuffer, GroupIndex, RowColumns
+from calibcli.summaries.sources import Source, coalesce, overall_format, source_formats
 from calibcli.summaries.tables import BinTable
 
 
@@ -60,85 +61,6 @@ class CalibrationSettings:
 
 
 @dataclass(frozen=True, eq=False)
-class Source:
-    """One input a summary read (or a byte range of one).
-
-    ``name`` is the source as given (a path, or ``-`` for standard input) and never identifies
-    it; ``content`` does (a hash of the bytes, see :mod:`calibcli.io.content`). ``format`` is the
-    format its rows were read as (None when it held none), ``skipped`` the reason it was left
-    out. ``table`` is its own bin table, kept without ``--by`` for per-file figures.
-    """
-
-    name: str
-    content: str
-    format: str | None
-    rows: int
-    start: int = 0
-    stop: int | None = None
-    skipped: str | None = None
-    table: BinTable | None = None
-
-    @property
-    def display(self) -> str:
-        """How messages and reports name it: the path as given, or ``<stdin>``."""
-        return "<stdin>" if self.name == "-" else self.name
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "content": self.content,
-            "format": self.format,
-            "rows": self.rows,
-            "start": self.start,
-            "stop": self.stop,
-            "skipped": self.skipped,
-        }
-
-
-def overall_format(sources: Iterable[Source], forced: str | None = None) -> str:
-    """The report's format: the one every source with rows is in, else ``mixed``."""
-    found = {s.format for s in sources if s.format is not None}
-    if not found:
-        return forced or "jsonl"
-    return found.pop() if len(found) == 1 else "mixed"
-
-
-def source_formats(sources: Iterable[Source]) -> dict[str, str]:
-    """Display name -> format, for every source read (skipped ones included), in input order."""
-    out: dict[str, str] = {}
-    for s in sources:
-        if s.format is not None:
-            out[s.display] = s.format
-    return out
-
-
-def coalesce(sources: list[Source], merge_tables: Any) -> list[Source]:
-    """Adjacent byte ranges of one input (worker parts) as one source."""
-    out: list[Source] = []
-    for s in sources:
-        prev = out[-1] if out else None
-        if (
-            prev is not None
-            and prev.content == s.content
-            and prev.name == s.name
-            and prev.stop is not None
-            and prev.stop == s.start
-            and prev.skipped is None
-            and s.skipped is None
-        ):
-            out[-1] = replace(
-                prev,
-                rows=prev.rows + s.rows,
-                stop=s.stop,
-                format=prev.format or s.format,
-                table=merge_tables(prev.table, s.table),
-            )
-        else:
-            out.append(s)
-    return out
-
-
-@dataclass(frozen=True, eq=False)
 class RowsView:
     """What the estimators read of one set of rows (all rows, one group or one file): exact
     per-bin statistics and, when the rows were kept, every confidence; ``fmt`` the format the
@@ -149,6 +71,8 @@ class RowsView:
     fmt: str = "jsonl"
     moments: Any = None  # calibcli.summaries.moments.RowMoments (one group), when rows are not
     missing: str | None = None  # why the rows are not there (a summary without its table)
+    keys: Any = None  # (right keys, wrong keys) of the columns, when the rows were keyed
+    bootstrap: Any = None  # calibcli.metrics.PoissonState (one group)
 
     @property
     def n(self) -> int:
@@ -166,7 +90,9 @@ class CalibrationSummary:
     A summary written to a file keeps no rows but ``distinct``, the table of distinct
     confidences (:mod:`calibcli.summaries.distinct`), which gives them back up to their order,
     and ``moments`` (:mod:`calibcli.summaries.moments`), which give the NLL and the smooth ECE
-    without them; ``missing`` says why the table is not there when it is not."""
+    without them; ``missing`` says why the table is not there when it is not. ``bootstrap``
+    holds, when asked for, the Poisson bootstrap's replicate sums
+    (:class:`~calibcli.metrics.PoissonState`), which merge as the rows do."""
 
     settings: CalibrationSettings
     table: BinTable
@@ -179,6 +105,7 @@ class CalibrationSummary:
     distinct: Any = None  # calibcli.summaries.distinct.DistinctTable
     moments: Any = None  # calibcli.summaries.moments.RowMoments
     missing: str | None = None
+    bootstrap: Any = None  # calibcli.metrics.PoissonState: replicate sums keyed by row
     _views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     kind = "calibration"
@@ -213,7 +140,12 @@ class CalibrationSummary:
     def pooled(self) -> RowsView:
         """Every row."""
         moments = None if self.moments is None else self.moments.pooled()
-        return RowsView(self.table.stats(), self.columns, self.fmt, moments, self.missing)
+        kept = self.kept
+        keys = (kept.right_keys, kept.wrong_keys) if kept is not None and kept.keyed else None
+        state = None if self.bootstrap is None else self.bootstrap.pooled()
+        return RowsView(
+            self.table.stats(), self.columns, self.fmt, moments, self.missing, keys, state
+        )
 
     def by_group(self) -> dict[str, RowsView] | None:
         """One view per ``--by`` group, in name order (None without ``--by``). The groups' kept
@@ -228,10 +160,14 @@ class CalibrationSummary:
     def _group_views(self) -> dict[str, RowsView]:
         assert self.group_names is not None
         stats = self.table.group_stats()
-        columns: list[Any] = [None] * len(self.group_names)
+        groups = len(self.group_names)
+        columns: list[Any] = [None] * groups
+        keys: list[Any] = [None] * groups
         if self.kept is not None:
-            columns = self.kept.by_group(len(self.group_names))
-        fmt, moments = self.fmt, self.moments
+            columns = self.kept.by_group(groups)
+            if self.kept.keyed:
+                keys = self.kept.keys_by_group(groups)
+        fmt, moments, state = self.fmt, self.moments, self.bootstrap
         return {
             name: RowsView(
                 stats[g],
@@ -239,6 +175,8 @@ class CalibrationSummary:
                 fmt,
                 None if moments is None else moments.group(g),
                 self.missing,
+                keys[g],
+                None if state is None else state.group(g),
             )
             for g, name in enumerate(self.group_names)
         }
@@ -368,6 +306,12 @@ def merge_calibration(summaries: list[CalibrationSummary]) -> CalibrationSummary
                 [m[p.wrong_groups] for m, p in zip(maps, parts, strict=True)]
             )
         rows = RowColumns(right, wrong, right_ids, wrong_ids)
+        if all(p.keyed for p in parts):
+            rows = replace(
+                rows,
+                right_keys=np.concatenate([p.right_keys for p in parts]),
+                wrong_keys=np.concatenate([p.wrong_keys for p in parts]),
+            )
     fingerprint = RowFingerprint()
     for s in summaries:
         fingerprint = fingerprint.merge(s.fingerprint)
@@ -375,7 +319,7 @@ def merge_calibration(summaries: list[CalibrationSummary]) -> CalibrationSummary
     warnings = tuple(dict.fromkeys(w for s in summaries for w in s.warnings))
     from calibcli.summaries.parts import merge_row_state
 
-    distinct, moments, missing = merge_row_state(summaries, index, grouped)
+    distinct, moments, missing, bootstrap = merge_row_state(summaries, index, grouped)
     return CalibrationSummary(
         first.settings,
         table,
@@ -388,6 +332,7 @@ def merge_calibration(summaries: list[CalibrationSummary]) -> CalibrationSummary
         distinct,
         moments,
         missing,
+        bootstrap,
     )
 
 
@@ -419,9 +364,17 @@ class CalibrationBuilder:
         keep_rows: bool,
         grouped: bool,
         per_source: bool = False,
+        row_keys: bool = False,
     ) -> None:
         self.settings = settings
         self.keep_rows = keep_rows
+        # each kept row's key (the Poisson bootstrap's): an id's hash, or a line made a key
+        # with its source's content when the source ends
+        self.row_keys = row_keys and keep_rows
+        self.keys: ColumnBuffer | None = None
+        self._pending_keys: np.ndarray | None = None
+        self._keyed_by_line = False
+        self._key_start = (0, 0)
         self.per_source = per_source and not grouped
         self.index = GroupIndex() if grouped else None
         self.grouped_table = BinTable(settings.bins, 0) if grouped else None
@@ -437,6 +390,15 @@ class CalibrationBuilder:
     def add_ids(self, hashes: list[int], where: list[Any]) -> None:
         """Record the ids of the rows of the block about to be added (checked by the reader)."""
         self.ids.add(hashes, where)
+        if self.row_keys:
+            self._pending_keys = np.asarray(hashes, np.uint64)
+
+    def add_lines(self, lines: np.ndarray) -> None:
+        """The lines (or hashed locators, uint64) of the rows of the block about to be added,
+        which key them unless they have ids."""
+        if self.row_keys and self._pending_keys is None:
+            self._pending_keys = lines
+            self._keyed_by_line = True
 
     # ----- one source
 
@@ -446,9 +408,17 @@ class CalibrationBuilder:
         else:
             self.source_table = BinTable(self.settings.bins) if self.per_source else self.running
         self.rows_of_source = 0
+        self._keyed_by_line = False
+        self._key_start = (0, 0) if self.keys is None else self.keys.filled()
 
     def end_source(self, source: Source) -> None:
         """Record the source just read (its row count, and its own table with ``per_source``)."""
+        if self._keyed_by_line and self.keys is not None:
+            from calibcli.summaries.ids import line_keys
+
+            for i in (0, 1):
+                lines = self.keys.since(i, self._key_start[i])
+                lines[:] = line_keys(source.content, lines)
         table = self.source_table if self.per_source else None
         self.sources.append(replace(source, rows=self.rows_of_source, table=table))
         self.source_table = None
@@ -483,6 +453,12 @@ class CalibrationBuilder:
             self.columns.add(conf, corr)
             if ids is not None:
                 self._ids().extend(ids[corr], ids[~corr])
+            if self.row_keys:
+                keys, self._pending_keys = self._pending_keys, None
+                assert keys is not None and keys.shape[0] == conf.shape[0], "rows without keys"
+                if self.keys is None:
+                    self.keys = ColumnBuffer(1 << 16, "uint64")
+                self.keys.extend(keys[corr], keys[~corr])
         self.fingerprint.add(calibration_hashes(conf, corr))
         self.rows_of_source += conf.shape[0]
 
@@ -545,6 +521,13 @@ class CalibrationBuilder:
             else:
                 right, wrong = self.columns.arrays()
             rows = RowColumns(right, wrong)
+            if self.row_keys:
+                right_keys, wrong_keys = (
+                    self.keys.arrays()
+                    if self.keys is not None
+                    else (np.zeros(0, np.uint64), np.zeros(0, np.uint64))
+                )
+                rows = replace(rows, right_keys=right_keys, wrong_keys=wrong_keys)
         names = None
         if self.index is not None:
             assert self.grouped_table is not None
@@ -558,7 +541,7 @@ class CalibrationBuilder:
                     if self.group_ids is not None
                     else (np.zeros(0, np.intp), np.zeros(0, np.intp))
                 )
-                rows = RowColumns(rows.right, rows.wrong, order[right_ids], order[wrong_ids])
+                rows = replace(rows, right_groups=order[right_ids], wrong_groups=order[wrong_ids])
         elif self.per_source:
             table = BinTable(self.settings.bins)
             for s in self.sources:

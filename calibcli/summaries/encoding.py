@@ -146,6 +146,12 @@ def encode(summary: CalibrationSummary | PerplexitySummary) -> tuple[bytes, list
         meta["distinct"] = _distinct(arrays, summary.distinct)
         meta["moments"] = _moments(arrays, summary.moments)
         meta["missing"] = summary.missing
+        meta["bootstrap"] = None
+        if summary.bootstrap is not None:
+            meta["bootstrap"] = {
+                name: arrays.ref(f"bootstrap.{name}", array, "<u8" if name == "meta" else "<f8")
+                for name, array in summary.bootstrap.to_arrays().items()
+            }
         rows = summary.kept
         if rows is None:
             meta["rows"] = None
@@ -373,6 +379,7 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
         if part is not None and part.groups != groups:
             raise SummaryError(f"a damaged calibcli summary (its {what} and groups disagree)")
     missing = meta.get("missing")
+    bootstrap = _get_bootstrap(meta, arrays, table.groups)
     fp = meta.get("fingerprint") or {}
     fingerprint = RowFingerprint(
         int(fp.get("rows", 0)),
@@ -391,7 +398,29 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
         distinct,
         moments,
         None if missing is None else str(missing),
+        bootstrap,
     )
+
+
+def _get_bootstrap(meta: dict[str, Any], arrays: dict[str, np.ndarray], groups: int) -> Any:
+    spec = meta.get("bootstrap")
+    if spec is None:
+        return None
+    from calibcli.metrics import PoissonState
+
+    try:
+        state = PoissonState.from_arrays({k: arrays[v] for k, v in spec.items()})
+    except (KeyError, TypeError, AttributeError):
+        raise SummaryError(
+            "a damaged calibcli summary (its bootstrap state is incomplete)"
+        ) from None
+    except ValueError as e:
+        raise SummaryError(
+            f"a calibcli summary whose bootstrap state cannot be read: {e}"
+        ) from None
+    if state.groups != groups:
+        raise SummaryError("a damaged calibcli summary (its bootstrap state and groups disagree)")
+    return state
 
 
 def _get_distinct(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:

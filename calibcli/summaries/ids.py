@@ -58,3 +58,52 @@ class IdLog:
         if not self._hashes:
             return None
         return RowIds(np.asarray(self._hashes, np.uint64), np.asarray(self._lines, np.int64))
+
+
+# --------------------------------------------------------------------------- row keys
+# A row's key names it for the Poisson bootstrap (calibcli.metrics.poisson): the same row has
+# the same key in any process, shard or order. A row with an id is keyed by the id's hash; any
+# other row by its source's content and its line (or its locator in a whole document), never by
+# the path as typed.
+
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def mix64(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser of each uint64 (a bijection that spreads every bit)."""
+    z = np.asarray(z, np.uint64).copy()
+    with np.errstate(over="ignore"):
+        z ^= z >> np.uint64(30)
+        z *= _M1
+        z ^= z >> np.uint64(27)
+        z *= _M2
+        z ^= z >> np.uint64(31)
+    return z
+
+
+def content_key(content: str) -> np.uint64:
+    """64 bits of a source's content identity."""
+    import hashlib
+
+    digest = hashlib.blake2b(content.encode("utf-8"), digest_size=8).digest()
+    return np.uint64(int.from_bytes(digest, "little"))
+
+
+def locator_numbers(where: list[Any]) -> np.ndarray:
+    """Lines as they are; a whole document's locators (strings) hashed to 64 bits."""
+    import hashlib
+
+    out = np.empty(len(where), np.uint64)
+    for i, w in enumerate(where):
+        if isinstance(w, int):
+            out[i] = w
+        else:
+            digest = hashlib.blake2b(str(w).encode("utf-8"), digest_size=8).digest()
+            out[i] = int.from_bytes(digest, "little")
+    return out
+
+
+def line_keys(content: str, lines: np.ndarray) -> np.ndarray:
+    """The keys of rows known by their lines (or hashed locators) in a source of ``content``:
+    mix64(content_key ^ mix64(line))."""
+    return mix64(content_key(content) ^ mix64(lines))

@@ -32,9 +32,12 @@ def _table_cap() -> int:
     return MAX_DISTINCT
 
 
-def to_part(summary: Any, table: str = "auto") -> tuple[Any, list[str]]:
+def to_part(
+    summary: Any, table: str = "auto", bootstrap: tuple[int, int] | None = None
+) -> tuple[Any, list[str]]:
     """The part of a summary read with its rows kept (a perplexity summary is a part as it
-    is), and the warnings making it raised."""
+    is), and the warnings making it raised. ``bootstrap=(samples, seed)`` adds the Poisson
+    bootstrap's replicate sums (the rows must have been read with their keys)."""
     if summary.kind != "calibration":
         return summary, []
     from calibcli.summaries.distinct import DistinctTable
@@ -61,21 +64,50 @@ def to_part(summary: Any, table: str = "auto") -> tuple[Any, list[str]]:
             )
             warnings.append(f"the table of distinct confidences was dropped: {missing}")
             distinct = None
+    state = None
+    if bootstrap is not None:
+        samples, seed = bootstrap
+        state = bootstrap_state(summary, summary.settings.bins, samples, seed)
     part = replace(
         summary,
         kept=None,
         distinct=distinct,
         moments=moments,
         missing=missing,
+        bootstrap=state,
         warnings=tuple(dict.fromkeys([*summary.warnings, *warnings])),
         _views={},
     )
     return part, warnings
 
 
-def merge_row_state(summaries: list[Any], index: Any, grouped: bool) -> tuple[Any, Any, Any]:
-    """(distinct table, moments, missing) of merged calibration summaries: a table or moments
-    only when every summary has them; ``missing`` the first reason one lacks its table."""
+def bootstrap_state(summary: Any, bins: int, samples: int, seed: int) -> Any:
+    """The Poisson bootstrap's replicate sums of a summary's kept rows, from their keys (None
+    when the rows were read without keys)."""
+    kept = summary.kept
+    if kept is None or not kept.keyed:
+        return None
+    from calibcli.metrics import PoissonState
+
+    groups = 1 if summary.group_names is None else len(summary.group_names)
+    return PoissonState.from_rows(
+        kept.right,
+        kept.wrong,
+        kept.right_keys,
+        kept.wrong_keys,
+        bins=bins,
+        samples=samples,
+        seed=seed,
+        right_groups=kept.right_groups,
+        wrong_groups=kept.wrong_groups,
+        groups=groups,
+    )
+
+
+def merge_row_state(summaries: list[Any], index: Any, grouped: bool) -> tuple[Any, Any, Any, Any]:
+    """(distinct table, moments, missing, bootstrap state) of merged calibration summaries: a
+    table, moments or bootstrap state only when every summary has them; ``missing`` the first
+    reason one lacks its table."""
     distinct = moments = None
     groups = len(index) if grouped else 1
     maps = [index.remap(s.group_names) if grouped else np.zeros(1, np.intp) for s in summaries]
@@ -92,7 +124,21 @@ def merge_row_state(summaries: list[Any], index: Any, grouped: bool) -> tuple[An
     missing = next((s.missing for s in summaries if s.missing is not None), None)
     if missing is None and any(s.distinct is not None for s in summaries) and distinct is None:
         missing = "a part it was merged with holds no table of distinct confidences"
-    return distinct, moments, missing
+    bootstrap = None
+    if all(s.bootstrap is not None for s in summaries):
+        from calibcli.metrics import PoissonState
+
+        first = summaries[0].bootstrap
+        bootstrap = PoissonState.empty(
+            bins=first.bins, samples=first.samples, seed=first.seed, groups=groups
+        )
+        identity = np.arange(groups)
+        for s, m in zip(summaries, maps, strict=True):
+            try:
+                bootstrap = bootstrap.merged(s.bootstrap, identity, m, groups)
+            except ValueError as e:
+                raise SummaryMismatch(f"cannot merge their bootstrap states: {e}") from None
+    return distinct, moments, missing, bootstrap
 
 
 # --------------------------------------------------------------------------- merging parts

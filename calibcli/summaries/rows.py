@@ -58,6 +58,14 @@ class ColumnBuffer:
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         return self._bufs[0][: self._n[0]], self._bufs[1][: self._n[1]]
 
+    def filled(self) -> tuple[int, int]:
+        """How many values each buffer holds."""
+        return self._n[0], self._n[1]
+
+    def since(self, i: int, start: int) -> np.ndarray:
+        """The values of buffer i from ``start`` on (a view, to rewrite in place)."""
+        return self._bufs[i][start : self._n[i]]
+
 
 class GroupIndex:
     """Group names -> dense ids 0, 1, 2, ... in first-seen order."""
@@ -94,12 +102,31 @@ class GroupIndex:
 @dataclass(frozen=True, eq=False)
 class RowColumns:
     """Kept rows: the confidences of right and of wrong answers in input order and, under
-    ``--by``, each one's group id (an index into the summary's group names)."""
+    ``--by``, each one's group id (an index into the summary's group names); when the reading
+    asked for them, each one's 64-bit key (:func:`calibcli.summaries.ids.line_keys`)."""
 
     right: np.ndarray
     wrong: np.ndarray
     right_groups: np.ndarray | None = None
     wrong_groups: np.ndarray | None = None
+    right_keys: np.ndarray | None = None
+    wrong_keys: np.ndarray | None = None
+
+    @property
+    def keyed(self) -> bool:
+        return self.right_keys is not None and self.wrong_keys is not None
+
+    def keys_by_group(self, groups: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(right keys, wrong keys) per group id, split as :meth:`by_group` splits the rows."""
+        assert self.right_keys is not None and self.wrong_keys is not None
+        empty = np.zeros(0, np.intp)
+        rights = split_by_group(
+            self.right_keys, self.right_groups if self.right_groups is not None else empty, groups
+        )
+        wrongs = split_by_group(
+            self.wrong_keys, self.wrong_groups if self.wrong_groups is not None else empty, groups
+        )
+        return list(zip(rights, wrongs, strict=True))
 
     @property
     def n(self) -> int:

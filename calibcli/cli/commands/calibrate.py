@@ -7,6 +7,8 @@ from calibcli.cli.emit import Plot, check_outputs, emit
 from calibcli.cli.options import (
     BinsOpt,
     BootstrapOpt,
+    BootstrapScheme,
+    BootstrapSchemeOpt,
     CalibratorOpt,
     CiOpt,
     Files,
@@ -20,23 +22,23 @@ from calibcli.cli.options import (
     MinBinsOpt,
     OutputOpt,
     PlotOpt,
-    Reading,
     RecalibrateOpt,
     SeedOpt,
     Strategy,
     StrategyOpt,
     SummaryOpt,
     gate_options,
-    reading_options,
 )
 from calibcli.cli.reading import (
     calibrator_reading,
     one_blas_thread,
+    poisson_settings,
     read_predictions,
     recalibrate,
     recalibration_options,
     require_rows,
 )
+from calibcli.cli.reading_options import Reading, reading_options
 from calibcli.reports import CALIBRATION
 
 
@@ -50,6 +52,7 @@ def calibrate(
     min_populated_bins: MinBinsOpt = 3,
     ci: CiOpt = None,
     bootstrap: BootstrapOpt = None,
+    bootstrap_scheme: BootstrapSchemeOpt = BootstrapScheme.multinomial,
     seed: SeedOpt = None,
     gate_on: GateOnOpt = GateOn.estimate,
     gate_each: GateEachOpt = False,
@@ -87,6 +90,7 @@ def calibrate(
     calibrators, method = recalibration_options(calibrator, recalibrate_with, folds)
     reading = calibrator_reading(reading, calibrators)
     check_outputs(output=output, summary=summary, plot=plot, html=html)
+    poisson = ci is not None and bootstrap_scheme is BootstrapScheme.poisson
     data = read_predictions(
         files,
         reading,
@@ -94,10 +98,13 @@ def calibrate(
         keep_columns=True,
         plot=plot,
         labels=label,
+        row_keys=poisson,
     )
+    if poisson:
+        bootstrap, seed = poisson_settings(data, bootstrap, seed, strategy.value, gate_on, limits)
     for needed, what in (
         (strategy is not Strategy.uniform, f"--strategy {strategy.value}"),
-        (ci is not None, "--ci"),
+        (ci is not None and not poisson, "--ci"),
         (calibrators is not None, "--calibrator"),
         (method is not None, "--recalibrate"),
     ):
@@ -105,7 +112,7 @@ def calibrate(
             require_rows(data, what)
     boot = None
     if ci is not None:
-        boot = Bootstrap(ci, bootstrap or 1000, seed or 0, reading.workers)
+        boot = Bootstrap(ci, bootstrap or 1000, seed or 0, reading.workers, bootstrap_scheme.value)
     options = {"bins": bins, "strategy": strategy.value, "min_bins": min_populated_bins}
     gate = Gate(limits or {}, gate_on.value, gate_each)
     with one_blas_thread():

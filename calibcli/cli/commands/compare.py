@@ -25,13 +25,12 @@ from calibcli.cli.options import (
     MaxIncreaseOpt,
     OutputOpt,
     PlotOpt,
-    Reading,
     SeedOpt,
     SummaryOpt,
     UnpairedOpt,
-    reading_options,
 )
 from calibcli.cli.reading import one_blas_thread
+from calibcli.cli.reading_options import Reading, reading_options
 
 
 @app.command(epilog=EXIT_CODES)

@@ -15,11 +15,10 @@ from calibcli.cli.options import (
     JsonOpt,
     MethodOpt,
     OutputOpt,
-    Reading,
     SummaryOpt,
-    reading_options,
 )
 from calibcli.cli.reading import read_predictions, require_rows
+from calibcli.cli.reading_options import Reading, reading_options
 
 
 @app.command(epilog=EXIT_CODES)

@@ -21,11 +21,10 @@ from calibcli.cli.options import (
     Files,
     LogprobsField,
     NllField,
-    Reading,
     TokensField,
     WordsField,
-    reading_options,
 )
+from calibcli.cli.reading_options import Reading, reading_options
 
 
 class Kind(str, Enum):
@@ -86,6 +85,30 @@ TableOpt = Annotated[
 ]
 
 
+BootstrapSamplesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--bootstrap-samples",
+        metavar="N",
+        min=200,
+        show_default=False,
+        help="Also keep N Poisson bootstrap resamples' sums (uniform bins), which merge: "
+        "calibrate --ci L --bootstrap-scheme poisson then gives intervals from the summary. "
+        "About 500 bytes a resample per group.",
+    ),
+]
+BootstrapSeedOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        metavar="S",
+        min=0,
+        show_default=False,
+        help="The seed of --bootstrap-samples (default 0).",
+    ),
+]
+
+
 @app.command(epilog=EXIT_CODES)
 @reading_options
 def summarize(
@@ -95,6 +118,8 @@ def summarize(
     part: PartOpt = None,
     table: TableOpt = TableMode.auto,
     bins: BinsOpt = 10,
+    bootstrap_samples: BootstrapSamplesOpt = None,
+    seed: BootstrapSeedOpt = None,
     nll_field: NllField = "nll",
     tokens_field: TokensField = "tokens",
     bytes_field: BytesField = "bytes",
@@ -125,6 +150,10 @@ def summarize(
         "logprobs_field": logprobs_field,
     }
     chosen = kind.value if kind is not Kind.auto else _kind(files, reading, fields)
+    if seed is not None and bootstrap_samples is None:
+        raise usage_error("--seed seeds --bootstrap-samples; give --bootstrap-samples N too")
+    if bootstrap_samples is not None and chosen != "calibration":
+        raise usage_error("--bootstrap-samples resamples calibration rows; these are perplexity")
     options: dict[str, Any] = {
         "by": reading.by,
         "workers": reading.workers,
@@ -150,6 +179,7 @@ def summarize(
             mc_norm=reading.mc_norm.value,
             scorer=reading.scorer,
             inspect_confidence=reading.inspect_confidence.value,
+            row_keys=bootstrap_samples is not None,
             **options,
         )
     else:
@@ -158,7 +188,8 @@ def summarize(
         data = read(read_perplexity, files, reading.fmt, reading.quiet, **fields, **options)
     from calibcli.summaries import to_bytes, to_part
 
-    summary, warnings = to_part(data, table.value)
+    resamples = None if bootstrap_samples is None else (bootstrap_samples, seed or 0)
+    summary, warnings = to_part(data, table.value, resamples)
     for warning in warnings:
         typer.echo(f"warning: {warning}", err=True)
     payload = to_bytes(summary)

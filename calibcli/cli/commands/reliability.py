@@ -13,9 +13,7 @@ from calibcli.cli.options import (
     LabelOpt,
     OutputOpt,
     PlotOpt,
-    Reading,
     SummaryOpt,
-    reading_options,
 )
 from calibcli.cli.reading import (
     calibrator_reading,
@@ -25,6 +23,7 @@ from calibcli.cli.reading import (
     recalibration_options,
     require_rows,
 )
+from calibcli.cli.reading_options import Reading, reading_options
 
 
 @app.command(epilog=EXIT_CODES)

@@ -17,12 +17,10 @@ from calibcli.cli.options import (
     MinCoverageOpt,
     OutputOpt,
     PlotOpt,
-    Reading,
     SelectMethod,
     SelectMethodOpt,
     SummaryOpt,
     TargetAccuracyOpt,
-    reading_options,
 )
 from calibcli.cli.reading import (
     calibrator_reading,
@@ -32,6 +30,7 @@ from calibcli.cli.reading import (
     recalibration_options,
     require_rows,
 )
+from calibcli.cli.reading_options import Reading, reading_options
 
 
 @app.command(epilog=EXIT_CODES)

@@ -1,0 +1,143 @@
+"""The options of every command that reads confidence/correct rows, declared once and given
+to a command by :func:`reading_options` as one :class:`Reading`."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from calibcli.cli.options import (
+    MAX_LINE_MB,
+    AllRunsOpt,
+    AnyFormatOpt,
+    ByOpt,
+    CalibrationFormat,
+    CalibrationFormatOpt,
+    CalibratorJsonOpt,
+    CalibratorOutputOpt,
+    ChoicesOpt,
+    CompareGateEachOpt,
+    ConfidenceField,
+    CorrectField,
+    CoveragePlotOpt,
+    GoldFieldOpt,
+    IdFieldOpt,
+    InspectConfidence,
+    InspectConfidenceOpt,
+    MaxDocumentMbOpt,
+    MaxLineMbOpt,
+    McNorm,
+    McNormOpt,
+    MinCoverageGateEachOpt,
+    QuietOpt,
+    ScorerOpt,
+    WorkersOpt,
+    document_bytes,
+    line_bytes,
+)
+
+# ----- the options of every command that reads confidence/correct rows, declared once
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a command reads calibration rows: the values of the options every such command
+    shares (see :func:`reading_options`)."""
+
+    fmt: Any
+    quiet: bool
+    confidence_field: str
+    correct_field: str
+    mc_norm: Any
+    by: str | None
+    workers: int | None
+    max_line_bytes: int
+    scorer: str | None = None
+    max_document_bytes: int | None = None
+    inspect_confidence: Any = InspectConfidence.auto
+    id_field: str | None = None
+    all_runs: bool = False
+    confidence_given: bool = True  # False: --confidence-field was left to its default
+    gold_field: str | None = None
+    choices: list[str] | None = None
+
+
+_READING_OPTIONS = (
+    ("confidence_field", ConfidenceField, None),
+    ("correct_field", CorrectField, "correct"),
+    ("fmt", CalibrationFormatOpt, CalibrationFormat.auto),
+    ("mc_norm", McNormOpt, McNorm.none),
+    ("scorer", ScorerOpt, None),
+    ("inspect_confidence", InspectConfidenceOpt, InspectConfidence.auto),
+    ("gold_field", GoldFieldOpt, None),
+    ("choices", ChoicesOpt, None),
+    ("by", ByOpt, None),
+    ("id_field", IdFieldOpt, None),
+    ("all_runs", AllRunsOpt, False),
+    ("quiet", QuietOpt, False),
+    ("workers", WorkersOpt, None),
+    ("max_line_mb", MaxLineMbOpt, MAX_LINE_MB),
+    ("max_document_mb", MaxDocumentMbOpt, None),
+)
+
+
+# Shared options whose meaning differs by command: (command, parameter) -> its own variant.
+_PER_COMMAND = {
+    ("threshold", "plot"): CoveragePlotOpt,
+    ("threshold", "gate_each"): MinCoverageGateEachOpt,
+    ("compare", "gate_each"): CompareGateEachOpt,
+    ("fit", "output"): CalibratorOutputOpt,
+    ("fit", "json_out"): CalibratorJsonOpt,
+    ("summarize", "fmt"): AnyFormatOpt,
+}
+
+
+def reading_options(command: Callable) -> Callable:
+    """Give a command the options of reading calibration rows (fields, --format, --mc-norm,
+    --scorer, --by, -q, --workers, --max-line-mb, --max-document-mb); it declares a
+    ``reading`` parameter instead and receives them as one :class:`Reading`. A shared option
+    whose help differs for this command (``_PER_COMMAND``) gets the command's own variant."""
+    signature = inspect.signature(command, eval_str=True)
+    params = [
+        p.replace(annotation=_PER_COMMAND.get((command.__name__, name), p.annotation))
+        for name, p in signature.parameters.items()
+        if name != "reading"
+    ]
+    params += [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=default,
+            annotation=_PER_COMMAND.get((command.__name__, name), kind),
+        )
+        for name, kind, default in _READING_OPTIONS
+    ]
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name) for name, _, _ in _READING_OPTIONS}
+        reading = Reading(
+            fmt=given["fmt"],
+            quiet=given["quiet"],
+            confidence_field=given["confidence_field"] or "confidence",
+            confidence_given=given["confidence_field"] is not None,
+            correct_field=given["correct_field"],
+            mc_norm=given["mc_norm"],
+            by=given["by"],
+            workers=given["workers"],
+            max_line_bytes=line_bytes(given["max_line_mb"]),
+            max_document_bytes=document_bytes(given["max_document_mb"]),
+            id_field=given["id_field"],
+            all_runs=given["all_runs"],
+            scorer=given["scorer"],
+            inspect_confidence=given["inspect_confidence"],
+            gold_field=given["gold_field"],
+            choices=None if given["choices"] is None else given["choices"].split(","),
+        )
+        return command(**kwargs, reading=reading)
+
+    run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    return run
