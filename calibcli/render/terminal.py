@@ -129,7 +129,10 @@ def _group_table(report: dict[str, Any], figures: tuple[Figure, ...], by: str | 
     """One row per --by group and the pooled row, over the figures that have a column."""
     columns = [f for f in figures if f.column is not None and has(report, f.key)]
     table = _table(f"By {by or 'group'}", by or "group", *(f.column for f in columns))
-    for name, section in [*report["groups"].items(), ("all (pooled)", report)]:
+    rows = [*report["groups"].items(), ("all (pooled)", report)]
+    if "macro" in report:  # lm-eval's group row: the groups' figures, weighted by sequences
+        rows.append(("macro (by sequences)", report["macro"]))
+    for name, section in rows:
         _row(table, name, *(_cell(section, f) for f in columns))
     return table
 
