@@ -356,6 +356,18 @@ def _fraction(value: float | None) -> float | None:
     return value
 
 
+# The exact binomial tails and bounds keep their precision down to about 1e-300 (where they
+# approach the smallest double); SGR tests at --delta divided by up to 64 steps.
+MIN_DELTA = 1e-100
+
+
+def _delta(value: float) -> float:
+    _fraction(value)
+    if value < MIN_DELTA:
+        raise typer.BadParameter(f"{value:g} is below {MIN_DELTA:g}, the smallest level tested")
+    return value
+
+
 def _coverage(value: float | None) -> float | None:
     if value is not None and not 0.0 <= value <= 1.0:
         raise typer.BadParameter(f"{value:g} is not a share in [0, 1]")
@@ -375,8 +387,9 @@ DeltaOpt = _opt(
     float,
     "--delta",
     metavar="D",
-    callback=_fraction,
-    help="Allowed probability that the guarantee fails (the threshold holds with 1 - D).",
+    callback=_delta,
+    help="Allowed probability that the guarantee fails (the threshold holds with 1 - D); "
+    f"at least {MIN_DELTA:g}.",
 )
 SelectMethodOpt = _opt(
     SelectMethod,

@@ -300,11 +300,17 @@ def _first_failure(n: np.ndarray, e: np.ndarray, alpha: float, level: float) -> 
 
 
 def _min_testable_rows(alpha: float, level: float) -> int:
-    """The fewest accepted rows n for which zero errors reject H0: (1 − α)^n <= level."""
-    n = max(1, math.ceil(math.log(level) / math.log1p(-alpha)))
-    while n > 1 and (1.0 - alpha) ** (n - 1) <= level:
+    """The fewest accepted rows n for which zero errors reject H0: (1 − α)^n <= level.
+
+    α is the float the tests use; for a target accuracy below 1.1e-16 it rounds to 1, where
+    zero errors reject at once (P[Binom(n, 1) <= 0] = 0)."""
+    right = 1.0 - alpha
+    if right == 0.0:
+        return 1
+    n = max(1, math.ceil(math.log(level) / math.log(right)))
+    while n > 1 and right ** (n - 1) <= level:
         n -= 1
-    while (1.0 - alpha) ** n > level:
+    while right**n > level:
         n += 1
     return n
 

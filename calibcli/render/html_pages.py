@@ -20,6 +20,7 @@ from calibcli.reports import (
     RELIABILITY,
     THRESHOLD,
     Figure,
+    confidence,
     lookup,
 )
 
@@ -93,7 +94,7 @@ def _curve(ids: b.Ids, body: dict[str, Any]) -> str:
             marks.append((css, seen.get("coverage"), seen.get("accuracy"), label))
     target = body.get("target_accuracy")
     delta = body.get("delta")
-    level = f"{(1 - delta) * 100:g}% " if is_number(delta) else ""
+    level = f"{confidence(delta, percent=True)} " if is_number(delta) else ""
     chart = coverage_chart(
         source.get("coverage"),
         source.get("accuracy"),
@@ -154,7 +155,9 @@ def _curve_table(body: dict[str, Any]) -> str:
         picked = [int(k * step) for k in range(b.MAX_TABLE_ROWS)]
         remark = f"{b.MAX_TABLE_ROWS} of {size:,} rows, evenly spaced; the JSON has all."
     delta = body.get("delta")
-    bound = f"lower bound ({(1 - delta) * 100:g}%)" if is_number(delta) else "lower bound"
+    bound = "lower bound"
+    if is_number(delta):
+        bound += f" ({confidence(delta, percent=True)})"
     headers = ["threshold", "coverage", "accepted", "errors", "accuracy", bound]
     rows = [
         (
@@ -169,10 +172,10 @@ def _curve_table(body: dict[str, Any]) -> str:
 def threshold(ids: b.Ids, body: dict[str, Any]) -> list[str]:
     target, delta = body.get("target_accuracy"), body.get("delta")
     method = METHODS.get(body.get("method"), text(body.get("method", "?")))
-    confidence = number(1 - delta, 3) if is_number(delta) else "n/a"
+    level = confidence(delta) if is_number(delta) else "n/a"
     intro = (
         "<p>Rows with confidence ≥ the threshold are accepted. The guaranteed threshold keeps "
-        f"their accuracy ≥ {number(target, 3)} with probability ≥ {confidence} ({method}); the "
+        f"their accuracy ≥ {number(target, 3)} with probability ≥ {level} ({method}); the "
         "plug-in threshold reaches that accuracy on these rows, with no guarantee.</p>"
     )
     fit = body.get("fit")

@@ -23,6 +23,7 @@ from calibcli.reports import (
     RELIABILITY,
     THRESHOLD,
     Figure,
+    confidence,
     has,
     lookup,
 )
@@ -269,7 +270,8 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
     method = {"ltt": "Learn then Test, fixed sequence", "sgr": "SGR bisection"}[report["method"]]
     head = Text(
         f"Automation threshold: accuracy >= {report['target_accuracy']:g} with probability "
-        f">= {1 - report['delta']:g} ({method}); rows with confidence >= threshold are accepted"
+        f">= {confidence(report['delta'])} ({method}); rows with confidence >= threshold are "
+        "accepted"
     )
     table = _figure_table("Thresholds", report, THRESHOLD)
     out: list[Any] = [head, table, *_recalibration(report)]
@@ -292,7 +294,7 @@ def _curve_table(curve: dict[str, Any], delta: float) -> Table:
         "accepted",
         "errors",
         "accuracy",
-        f"lower bound ({(1 - delta) * 100:g}%)",
+        f"lower bound ({confidence(delta, percent=True)})",
     )
     for i in range(len(curve["threshold"])):
         _row(

@@ -37,6 +37,7 @@ _LAZY = {
             "RELIABILITY",
             "THRESHOLD",
             "Figure",
+            "confidence",
             "gateable",
             "has",
             "interval_keys",

@@ -141,6 +141,15 @@ def interval_keys(figures: tuple[Figure, ...]) -> tuple[str, ...]:
     return tuple(f.key for f in figures if f.interval)
 
 
+def confidence(delta: float, *, percent: bool = False) -> str:
+    """1 − δ as a label shows it (``0.95``, or ``95%``); ``1 - 1e-17`` when 1 − δ would print
+    as 1 (a δ below 5e-7 for 6 significant digits)."""
+    shown = f"{(1 - delta) * 100:g}%" if percent else f"{1 - delta:g}"
+    if shown in ("1", "100%"):
+        shown = f"100% - {delta * 100:g}%" if percent else f"1 - {delta:g}"
+    return shown
+
+
 def lookup(section: dict, key: str) -> object:
     """The value at a dotted ``key`` of a report section (None where a part is missing)."""
     value: object = section

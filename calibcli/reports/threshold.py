@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from calibcli.reports.figures import confidence
 from calibcli.reports.report import Note, Report, Section, assemble
 
 COVERAGES = (0.1, 0.5, 0.9)  # selective accuracy is reported at these coverages
@@ -132,7 +133,7 @@ def threshold_section(columns: Any, fit_columns: Any, settings: ThresholdSetting
         if chosen.threshold is None:
             reason = (
                 f"no threshold reaches accuracy {settings.target_accuracy:g} with confidence "
-                f"{1 - settings.delta:g}"
+                f"{confidence(settings.delta)}"
             )
             closed["coverage"] = reason
             notes.append(Note("no_threshold", reason, explains=("threshold",)))
