@@ -391,6 +391,29 @@ DeltaOpt = _opt(
     help="Allowed probability that the guarantee fails (the threshold holds with 1 - D); "
     f"at least {MIN_DELTA:g}.",
 )
+MAX_GRID = 1_000_000  # a finer grid than this tells apart no confidence a model states
+
+
+def _grid(value: int | None) -> int | None:
+    if value is not None and not (value == 0 or 2 <= value <= MAX_GRID):
+        raise typer.BadParameter(
+            f"{value} is not 0 (every distinct confidence) or 2 to {MAX_GRID:,}"
+        )
+    return value
+
+
+GridOpt = _opt(
+    int | None,
+    "--grid",
+    metavar="N",
+    callback=_grid,
+    show_default=False,
+    help="Learn then Test tests N thresholds fixed before the data, from the highest down: "
+    "evenly spaced on log(1 - t) from t = 1 - 1e-6 to t = 0, so they are fine near 1, where "
+    "language models put their confidences (default 121: twenty per decade of 1 - t, so "
+    "0.99, 0.995 and 0.999 are told apart). 0 tests every distinct confidence instead, where "
+    "one early error among the few rows at the top ends the walk.",
+)
 SelectMethodOpt = _opt(
     SelectMethod,
     "--method",

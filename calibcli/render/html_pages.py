@@ -172,6 +172,13 @@ def _curve_table(body: dict[str, Any]) -> str:
 def threshold(ids: b.Ids, body: dict[str, Any]) -> list[str]:
     target, delta = body.get("target_accuracy"), body.get("delta")
     method = METHODS.get(body.get("method"), text(body.get("method", "?")))
+    grid = body.get("grid")
+    if body.get("method") == "ltt" and is_number(grid):
+        method += (
+            f" over {number(grid)} thresholds fixed in advance"
+            if grid
+            else (" over every distinct confidence")
+        )
     level = confidence(delta) if is_number(delta) else "n/a"
     intro = (
         "<p>Rows with confidence ≥ the threshold are accepted. The guaranteed threshold keeps "

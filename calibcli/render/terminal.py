@@ -268,6 +268,7 @@ def _gate(report: dict[str, Any]) -> list[Any]:
 def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
     """The chosen thresholds and summary figures, the risk–coverage table, a text curve."""
     method = {"ltt": "Learn then Test, fixed sequence", "sgr": "SGR bisection"}[report["method"]]
+    method += _grid(report.get("grid"))
     head = Text(
         f"Automation threshold: accuracy >= {report['target_accuracy']:g} with probability "
         f">= {confidence(report['delta'])} ({method}); rows with confidence >= threshold are "
@@ -284,6 +285,15 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
         out.append(_group_table(report, THRESHOLD, by))
     out += _gate(report)
     _print(*out)
+
+
+def _grid(size: int | None) -> str:
+    """What Learn then Test walked down: a grid of thresholds, or every distinct confidence."""
+    if size is None:
+        return ""
+    return (
+        f" over {size:,} thresholds fixed in advance" if size else " over every distinct confidence"
+    )
 
 
 def _curve_table(curve: dict[str, Any], delta: float) -> Table:

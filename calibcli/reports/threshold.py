@@ -24,13 +24,27 @@ CURVE_POINTS = 400  # points of the accuracy–coverage curve in the report (wha
 
 @dataclass(frozen=True)
 class ThresholdSettings:
-    """What the user asked: the target accuracy, δ, the method, a full curve, a fit input."""
+    """What the user asked: the target accuracy, δ, the method, a full curve, a fit input, and
+    for Learn then Test the size of its grid of candidate thresholds (None: the default grid,
+    0: every distinct confidence instead)."""
 
     target_accuracy: float
     delta: float = 0.05
     method: str = "ltt"
     full: bool = False
     fit_files: tuple[str, ...] = ()
+    grid: int | None = None
+
+    @property
+    def grid_size(self) -> int | None:
+        """The grid's size for ltt (0: every distinct confidence), None for sgr."""
+        if self.method != "ltt":
+            return None
+        if self.grid is None:
+            from calibcli.metrics import GRID_SIZE
+
+            return GRID_SIZE
+        return self.grid
 
 
 def _choice(choice: Any, *, guaranteed: bool) -> dict[str, Any]:
@@ -98,6 +112,7 @@ def threshold_section(columns: Any, fit_columns: Any, settings: ThresholdSetting
         plug_in_threshold,
         select_threshold,
         selective_accuracy,
+        threshold_grid,
     )
 
     n = 0 if columns is None else int(columns.n)
@@ -116,11 +131,13 @@ def threshold_section(columns: Any, fit_columns: Any, settings: ThresholdSetting
         closed = {"coverage": "the --fit input holds no rows"}
         section.update(guaranteed=None, plug_in=None)
     else:
+        size = settings.grid_size
         chosen = select_threshold(
             fit_curve,
             target_accuracy=settings.target_accuracy,
             delta=settings.delta,
             method=settings.method,
+            grid=threshold_grid(size) if size else None,
         )
         plug = plug_in_threshold(fit_curve, target_accuracy=settings.target_accuracy)
         section["guaranteed"] = _choice(chosen, guaranteed=True)
@@ -210,6 +227,7 @@ def threshold_report(
         "target_accuracy": settings.target_accuracy,
         "delta": settings.delta,
         "method": settings.method,
+        "grid": settings.grid_size,
         "fit": {"files": list(settings.fit_files)} if settings.fit_files else None,
     }
     notes = []
