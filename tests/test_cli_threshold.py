@@ -36,6 +36,7 @@ GUARANTEED_KEYS = {
     "p_value",
     "test_level",
     "tests_run",
+    "realised",
 }
 SAME_ROWS = "chosen and evaluated on the same rows"
 # Learn then Test over every distinct confidence, the walk most tests here pin; its default
@@ -264,7 +265,12 @@ def test_json_schema_and_types(tmp_path):
     assert report["target_accuracy"] == 0.75 and report["delta"] == 0.1
     assert report["method"] == "ltt"
     assert set(report["guaranteed"]) == GUARANTEED_KEYS
-    assert set(report["plug_in"]) == {"threshold", "accepted", "errors", "coverage", "accuracy"}
+    plug_keys = {"threshold", "accepted", "errors", "coverage", "accuracy", "realised"}
+    assert set(report["plug_in"]) == plug_keys
+    # without --fit the evaluated rows are the rows the thresholds were chosen on
+    for block, keys in ((report["guaranteed"], 5), (report["plug_in"], 4)):
+        seen = block["realised"]
+        assert len(seen) == keys and all(seen[k] == block[k] for k in seen)
     for key in ("coverage", "aurc", "e_aurc"):
         assert isinstance(report[key], float)
     assert set(report["selective_accuracy"]) == {"10", "50", "90"}
@@ -538,8 +544,12 @@ def test_fit_chooses_on_fit_rows_and_realises_on_main(tmp_path):
     assert (got["accepted"], got["errors"]) == (ref["accepted"], ref["errors"])  # on fit rows
     assert got["coverage"] == ref["accepted"] / 60
     assert report["fit_n"] == 60 and report["n"] == 30
-    assert got["realised"] == realised(HELD_OUT, 0.75)
-    assert got["realised"]["accepted"] == 12 and got["realised"]["errors"] == 3
+    seen = dict(got["realised"])
+    # the realised bound: Clopper-Pearson at delta on the held-out rows (9 right of 12)
+    bound = seen.pop("accuracy_lower_bound")
+    assert bound == pytest.approx(clopper_pearson_lower(9, 12, 0.1), rel=1e-9)
+    assert seen == realised(HELD_OUT, 0.75)
+    assert seen["accepted"] == 12 and seen["errors"] == 3
     plug = report["plug_in"]
     assert plug["threshold"] == plug_in_reference(ROWS, 0.75)
     assert plug["realised"] == realised(HELD_OUT, plug["threshold"])
@@ -557,7 +567,13 @@ def test_fit_realised_when_no_threshold(tmp_path):
     report, _ = threshold_json(main, "--fit", fit, "--target-accuracy", "0.7")
     realised_block = report["guaranteed"]["realised"]
     assert report["guaranteed"]["threshold"] is None
-    assert realised_block == {"accepted": 0, "errors": 0, "coverage": 0.0, "accuracy": None}
+    assert realised_block == {
+        "accepted": 0,
+        "errors": 0,
+        "coverage": 0.0,
+        "accuracy": None,
+        "accuracy_lower_bound": None,
+    }
 
 
 # --------------------------------------------------------------------------- the gate

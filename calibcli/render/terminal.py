@@ -26,6 +26,7 @@ from calibcli.reports import (
     confidence,
     has,
     lookup,
+    shown,
 )
 
 NA = "n/a"
@@ -274,7 +275,8 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
         f">= {confidence(report['delta'])} ({method}); rows with confidence >= threshold are "
         "accepted"
     )
-    table = _figure_table("Thresholds", report, THRESHOLD)
+    figures = shown(THRESHOLD, report)
+    table = _figure_table("Thresholds", report, figures)
     out: list[Any] = [head, table, *_recalibration(report)]
     curve = report.get("curve")
     if curve:
@@ -282,7 +284,7 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
         chart = _coverage_chart(curve, report["target_accuracy"], report.get("coverage"))
         out.append(Text("\n".join(chart)))
     if "groups" in report:
-        out.append(_group_table(report, THRESHOLD, by))
+        out.append(_group_table(report, figures, by))
     out += _gate(report)
     _print(*out)
 

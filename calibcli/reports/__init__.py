@@ -42,6 +42,7 @@ _LAZY = {
             "has",
             "interval_keys",
             "lookup",
+            "shown",
         ),
         "calibcli.reports.figures",
     ),
