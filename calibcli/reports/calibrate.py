@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibcli.reports import figures as registry
-from calibcli.reports.gate import Gate
+from calibcli.reports.gate import Gate, upper_bound_reason
 from calibcli.reports.reliability import (
     bin_notes,
     empty_notes,
@@ -59,9 +59,12 @@ def calibration_section(
     bootstrap: Bootstrap | None,
     reorder_ok: bool = False,
     smooth: bool = True,
+    upper_gate: bool = False,
 ) -> Section:
     """Every calibration estimator for one set of rows (``view``: the rows' exact per-bin
-    ``stats`` and kept ``columns``), with bootstrap intervals when asked.
+    ``stats`` and kept ``columns``), with bootstrap intervals when asked. ``upper_gate``: a gate
+    reads the upper ends of the intervals, so too few rows close it
+    (:func:`~calibcli.reports.gate.upper_bound_reason`).
 
     ``reorder_ok`` (the columns may be sorted in place) is passed to
     :func:`calibration_estimates`, but never with a bootstrap: its resamples are drawn
@@ -151,6 +154,12 @@ def calibration_section(
             f"(minimum {min_bins})"
         )
         closed = dict.fromkeys(BINNED_GATES, reason)
+    if upper_gate:
+        classes = (("", int(columns.conf_correct.shape[0]), int(columns.conf_wrong.shape[0])),)
+        for key in CALIBRATION_GATES:
+            why = upper_bound_reason(key, n, classes)
+            if why is not None:
+                closed[key] = why
     return Section(order(section), notes, closed)
 
 
@@ -211,6 +220,7 @@ def calibrate_report(
     min_bins = min(min_bins, bins)
     views = summary.by_group()
     many = views is not None and len(views) > SMOOTH_GROUPS
+    upper_gate = bool(gate) and gate.bound == "upper"
 
     def build(view: Any, group: str | None) -> Section:
         return calibration_section(
@@ -221,6 +231,7 @@ def calibrate_report(
             bootstrap=bootstrap,
             reorder_ok=reorder_ok,
             smooth=group is None or not many,
+            upper_gate=upper_gate,
         )
 
     def bootstrap_settings(pooled: Section) -> dict[str, Any]:

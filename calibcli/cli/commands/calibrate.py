@@ -68,7 +68,8 @@ def calibrate(
     Rows: {"confidence": number in [0, 1], "correct": true|false|0|1}. Warns when fewer than
     --min-populated-bins bins are populated, and when the median populated bin holds fewer than
     30 predictions (binned estimates are then noisy: prefer smece or rmsce_debiased and
-    --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do.
+    --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do, and so
+    do fewer than 30 rows under --gate-on upper (too few for a bootstrap interval's end).
     With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
     shown beside the figures before it.
     """

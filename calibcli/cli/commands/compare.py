@@ -65,7 +65,9 @@ def compare(
     Rows are matched by --id-field; duplicate ids are an error, and so are more than 5%
     unmatched rows on either side unless --allow-unmatched. --max-increase ece=0.01 (and
     --max-decrease auroc=0.01) gate on the upper end of the difference's interval by default:
-    exit 1 when NEW may be worse than BASE by more than the margin.
+    exit 1 when NEW may be worse than BASE by more than the margin. That end needs 30 matched
+    rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
+    gate fails closed.
     """
     from calibcli.io import InputError, default_id, read_keyed
     from calibcli.reports import CompareSettings, Gate, compare_report, margins
