@@ -152,3 +152,16 @@ def one_blas_thread() -> Iterator[None]:
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+@contextmanager
+def worker_errors() -> Iterator[None]:
+    """A bootstrap's process pool that cannot start (fork or spawn refused) or loses a worker
+    becomes exit 2 with one line, never a traceback (exit 3) or a wait on a pool that will
+    never answer."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        yield
+    except BrokenProcessPool as exc:
+        raise usage_error(f"{exc}; try --workers 1") from None

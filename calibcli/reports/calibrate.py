@@ -42,7 +42,7 @@ class Bootstrap:
     workers: int | None = None
 
 
-def _bootstrap_workers(requested: int | None, work: int) -> int:
+def bootstrap_workers(requested: int | None, work: int) -> int:
     """Processes for the bootstrap (:func:`calibcli.system.workers`): by default two from
     about 20 million resampled rows; results never depend on it."""
     from calibcli.system import BOOTSTRAP_MIN_WORK, workers
@@ -144,7 +144,7 @@ def calibration_section(
             level=bootstrap.level,
             samples=bootstrap.samples,
             seed=bootstrap.seed,
-            workers=_bootstrap_workers(bootstrap.workers, n * bootstrap.samples),
+            workers=bootstrap_workers(bootstrap.workers, n * bootstrap.samples),
         )
         section["ci"] = {k: [num(lo), num(hi)] for k, (lo, hi) in result.intervals.items()}
     closed = {}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from calibcli.reports import figures as registry
+from calibcli.reports.calibrate import bootstrap_workers
 from calibcli.reports.gate import Gate, evaluate, upper_bound_reason
 from calibcli.reports.report import SCHEMA_VERSION, Note, Section, finish
 
@@ -28,12 +29,16 @@ MAX_UNMATCHED_SHARE = 0.05  # more unmatched rows than this on either side is an
 
 @dataclass(frozen=True)
 class CompareSettings:
+    """The comparison's interval level, resamples, seed and bins, paired or not, and the
+    processes its bootstrap asks for (None: automatic; never more than the CPUs, and the
+    intervals never depend on it)."""
+
     level: float = 0.95
     samples: int = 1000
     seed: int = 0
     bins: int = 10
     paired: bool = True
-    workers: int = 1
+    workers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ def compare_section(
         seed=settings.seed,
         level=settings.level,
         bins=settings.bins,
-        workers=settings.workers,
+        workers=bootstrap_workers(settings.workers, (n_base + n_new) * settings.samples),
     )
     table = {}
     for key in SCALAR_KEYS:

@@ -34,6 +34,7 @@ from calibcli.cli.reading import (
     read_predictions,
     recalibrate,
     recalibration_options,
+    worker_errors,
 )
 from calibcli.reports import CALIBRATION
 
@@ -98,7 +99,7 @@ def calibrate(
         boot = Bootstrap(ci, bootstrap or 1000, seed or 0, reading.workers)
     options = {"bins": bins, "strategy": strategy.value, "min_bins": min_populated_bins}
     gate = Gate(limits or {}, gate_on.value, gate_each)
-    with one_blas_thread():
+    with one_blas_thread(), worker_errors():
         if calibrators is None and method is None:
             # reorder_ok: the reader's fresh buffers; nothing else needs their row order
             result = calibrate_report(data, bootstrap=boot, gate=gate, reorder_ok=True, **options)

@@ -31,7 +31,7 @@ from calibcli.cli.options import (
     UnpairedOpt,
     reading_options,
 )
-from calibcli.cli.reading import one_blas_thread
+from calibcli.cli.reading import one_blas_thread, worker_errors
 
 
 @app.command(epilog=EXIT_CODES)
@@ -137,10 +137,10 @@ def compare(
         seed=seed or 0,
         bins=bins,
         paired=not unpaired,
-        workers=reading.workers or 1,
+        workers=reading.workers,
     )
     gate = Gate(thresholds, gate_on.value, gate_each, options=options)
-    with one_blas_thread():
+    with one_blas_thread(), worker_errors():
         result = compare_report(
             matched,
             settings,
