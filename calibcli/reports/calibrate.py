@@ -121,7 +121,7 @@ def calibration_section(
                 "smooth_skipped",
                 f"smece is computed per group for up to {SMOOTH_GROUPS:,} groups (its bandwidth "
                 "search costs about a millisecond a group); it is null here, the pooled smece is "
-                "exact",
+                "exact (--gate-each with --max-smece computes it for every group)",
                 explains=("smece", "smece_bandwidth"),
             )
         )
@@ -219,8 +219,11 @@ def calibrate_report(
 
     min_bins = min(min_bins, bins)
     views = summary.by_group()
-    many = views is not None and len(views) > SMOOTH_GROUPS
     upper_gate = bool(gate) and gate.bound == "upper"
+    # smece is left out per group above SMOOTH_GROUPS groups, for speed, unless a gate judges
+    # it in every group: the user asked for those values
+    smooth_each = bool(gate) and gate.each and "smece" in gate.thresholds
+    many = views is not None and len(views) > SMOOTH_GROUPS and not smooth_each
 
     def build(view: Any, group: str | None) -> Section:
         return calibration_section(
