@@ -31,7 +31,7 @@ from calibcli.cli.options import (
     UnpairedOpt,
     reading_options,
 )
-from calibcli.cli.reading import one_blas_thread, worker_errors
+from calibcli.cli.reading import announce_formats, one_blas_thread, worker_errors
 
 
 @app.command(epilog=EXIT_CODES)
@@ -125,12 +125,8 @@ def compare(
     else:
         matched = match(rows[0], rows[1])
         _check_matching(matched, base, new, allow_unmatched)
-    if not reading.quiet:
-        for name, r in ((base, rows[0]), (new, rows[1])):
-            if reading.fmt is CalibrationFormat.auto and r.fmt != "jsonl":
-                from typer import echo
-
-                echo(f"detected format: {r.fmt} ({name})", err=True)
+    if not reading.quiet and reading.fmt is CalibrationFormat.auto:
+        announce_formats([(base, rows[0].fmt), (new, rows[1].fmt)])
     settings = CompareSettings(
         level=ci or 0.95,
         samples=bootstrap or 1000,
