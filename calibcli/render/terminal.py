@@ -23,8 +23,10 @@ from calibcli.reports import (
     RELIABILITY,
     THRESHOLD,
     Figure,
+    confidence,
     has,
     lookup,
+    shown,
 )
 
 NA = "n/a"
@@ -270,11 +272,14 @@ def _gate(report: dict[str, Any]) -> list[Any]:
 def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
     """The chosen thresholds and summary figures, the risk–coverage table, a text curve."""
     method = {"ltt": "Learn then Test, fixed sequence", "sgr": "SGR bisection"}[report["method"]]
+    method += _grid(report.get("grid"))
     head = Text(
         f"Automation threshold: accuracy >= {report['target_accuracy']:g} with probability "
-        f">= {1 - report['delta']:g} ({method}); rows with confidence >= threshold are accepted"
+        f">= {confidence(report['delta'])} ({method}); rows with confidence >= threshold are "
+        "accepted"
     )
-    table = _figure_table("Thresholds", report, THRESHOLD)
+    figures = shown(THRESHOLD, report)
+    table = _figure_table("Thresholds", report, figures)
     out: list[Any] = [head, table, *_recalibration(report)]
     curve = report.get("curve")
     if curve:
@@ -282,9 +287,18 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
         chart = _coverage_chart(curve, report["target_accuracy"], report.get("coverage"))
         out.append(Text("\n".join(chart)))
     if "groups" in report:
-        out.append(_group_table(report, THRESHOLD, by))
+        out.append(_group_table(report, figures, by))
     out += _gate(report)
     _print(*out)
+
+
+def _grid(size: int | None) -> str:
+    """What Learn then Test walked down: a grid of thresholds, or every distinct confidence."""
+    if size is None:
+        return ""
+    return (
+        f" over {size:,} thresholds fixed in advance" if size else " over every distinct confidence"
+    )
 
 
 def _curve_table(curve: dict[str, Any], delta: float) -> Table:
@@ -295,7 +309,7 @@ def _curve_table(curve: dict[str, Any], delta: float) -> Table:
         "accepted",
         "errors",
         "accuracy",
-        f"lower bound ({(1 - delta) * 100:g}%)",
+        f"lower bound ({confidence(delta, percent=True)})",
     )
     for i in range(len(curve["threshold"])):
         _row(
