@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.render import html_blocks as b
+from calibcli.render.digits import distinct_decimals
 from calibcli.render.markup import cell, interval, is_number, number, signed, text
 from calibcli.render.svg import coverage_chart
 from calibcli.reports import (
@@ -163,9 +164,10 @@ def _curve_table(body: dict[str, Any]) -> str:
     if is_number(delta):
         bound += f" ({confidence(delta, percent=True)})"
     headers = ["threshold", "coverage", "accepted", "errors", "accuracy", bound]
+    digits = distinct_decimals(curve["threshold"])  # bf16 ties 1e-8 apart stay apart
     rows = [
         (
-            cell(curve["threshold"][i]),
+            cell(curve["threshold"][i], digits),
             [cell(col[i]) if i < len(col) else "" for col in columns],
         )
         for i in picked

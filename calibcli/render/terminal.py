@@ -302,6 +302,10 @@ def _grid(size: int | None) -> str:
 
 
 def _curve_table(curve: dict[str, Any], delta: float) -> Table:
+    """The risk–coverage rows; thresholds with as many decimals as tell them apart."""
+    from calibcli.render.digits import distinct_decimals
+
+    digits = distinct_decimals(curve["threshold"])
     table = _table(
         "Risk-coverage",
         "threshold",
@@ -314,7 +318,7 @@ def _curve_table(curve: dict[str, Any], delta: float) -> Table:
     for i in range(len(curve["threshold"])):
         _row(
             table,
-            _f(curve["threshold"][i]),
+            _f(curve["threshold"][i], digits),
             _f(curve["coverage"][i]),
             _f(curve["accepted"][i]),
             _f(curve["errors"][i]),
