@@ -95,7 +95,9 @@ def emit(
     from calibcli.reports import as_shown
 
     report_text = report.to_json()
-    shown = as_shown(json.loads(report_text))
+    # what the renderers read; a --json run without a picture or summary needs none of it
+    needs_shown = not json_out or plot is not None or summary is not None
+    shown = as_shown(json.loads(report_text)) if needs_shown else None
     image = None if plot is None else picture(shown, plot)
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)

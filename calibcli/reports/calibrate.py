@@ -110,35 +110,7 @@ def calibration_section(
         "brier_decomposition": {k: num(v) for k, v in est.decomposition.items()},
         "reliability": reliability_fields(est.stats, est.accuracy_ci_lower, est.accuracy_ci_upper),
     }
-    notes = bin_notes(est.stats, min_bins)
-    if math.isinf(section["nll"]):
-        notes.append(
-            Note(
-                "nll_infinite",
-                "nll is infinite: a confidence of exactly 1 on a wrong answer (or 0 on a right "
-                "one); written as null",
-                explains=("nll",),
-            )
-        )
-    if not smooth:
-        notes.append(
-            Note(
-                "smooth_skipped",
-                f"smece is computed per group for up to {SMOOTH_GROUPS:,} groups (its bandwidth "
-                "search costs about a millisecond a group); it is null here, the pooled smece is "
-                "exact (--gate-each with --max-smece computes it for every group)",
-                explains=("smece", "smece_bandwidth"),
-            )
-        )
-    if math.isnan(section["auroc"]):
-        notes.append(
-            Note(
-                "auroc_undefined",
-                "auroc is undefined when every answer is right or every answer is wrong; "
-                "written as null",
-                explains=("auroc",),
-            )
-        )
+    notes = bin_notes(est.stats, min_bins) + row_notes(section["nll"], section["auroc"], smooth)
     if bootstrap is not None:
         intervals, more = _intervals(view, columns, bootstrap, bins, strategy, n)
         section["ci"] = intervals
@@ -157,6 +129,41 @@ def calibration_section(
             if why is not None:
                 closed[key] = why
     return Section(order(section), notes, closed)
+
+
+def row_notes(nll: float, auroc: float, smooth: bool) -> list[Note]:
+    """The warnings about the figures read from the rows: an infinite NLL, a smooth ECE left
+    out (``smooth=False``), an undefined AUROC."""
+    notes = []
+    if math.isinf(nll):
+        notes.append(
+            Note(
+                "nll_infinite",
+                "nll is infinite: a confidence of exactly 1 on a wrong answer (or 0 on a right "
+                "one); written as null",
+                explains=("nll",),
+            )
+        )
+    if not smooth:
+        notes.append(
+            Note(
+                "smooth_skipped",
+                f"smece is computed per group for up to {SMOOTH_GROUPS:,} groups (its bandwidth "
+                "search costs about a millisecond a group); it is null here, the pooled smece is "
+                "exact (--gate-each with --max-smece computes it for every group)",
+                explains=("smece", "smece_bandwidth"),
+            )
+        )
+    if math.isnan(auroc):
+        notes.append(
+            Note(
+                "auroc_undefined",
+                "auroc is undefined when every answer is right or every answer is wrong; "
+                "written as null",
+                explains=("auroc",),
+            )
+        )
+    return notes
 
 
 ROW_INTERVALS = ("auroc", "smece", "smece_bandwidth")
@@ -289,12 +296,22 @@ def calibrate_figures(
     options = {"bins": bins, "strategy": strategy, "min_bins": min_bins, "bootstrap": None}
     out = dict(calibration_section(summary.pooled(), reorder_ok=reorder_ok, **options).figures)
     if views is not None:
-        out["groups"] = {
-            str(name): calibration_section(
-                view, reorder_ok=reorder_ok, smooth=not many, **options
-            ).figures
-            for name, view in views.items()
-        }
+        views = {str(name): view for name, view in views.items()}
+        batch = _group_sections(
+            views,
+            bins=bins,
+            strategy=strategy,
+            min_bins=min_bins,
+            bootstrap=None,
+            reorder_ok=reorder_ok,
+            smooth=not many,
+        )
+        if batch is None:
+            batch = {
+                name: calibration_section(view, reorder_ok=reorder_ok, smooth=not many, **options)
+                for name, view in views.items()
+            }
+        out["groups"] = {name: section.figures for name, section in batch.items()}
     return out
 
 
@@ -339,6 +356,19 @@ def calibrate_report(
             upper_gate=upper_gate,
         )
 
+    def build_groups(views: dict[str, Any]) -> dict[str, Section] | None:
+        if upper_gate:
+            return None
+        return _group_sections(
+            views,
+            bins=bins,
+            strategy=strategy,
+            min_bins=min_bins,
+            bootstrap=bootstrap,
+            reorder_ok=reorder_ok,
+            smooth=not many,
+        )
+
     def bootstrap_settings(pooled: Section) -> dict[str, Any]:
         if bootstrap is None:
             return {}
@@ -372,4 +402,18 @@ def calibrate_report(
         extra=extra,
         closing=closing,
         notes=notes,
+        build_groups=build_groups,
     )
+
+
+def _group_sections(
+    views: dict[str, Any], *, bootstrap: Bootstrap | None, **options: Any
+) -> dict[str, Section] | None:
+    """Every group's section in one vectorised pass, when the groups allow it (else None)."""
+    from calibcli.reports.calibrate_groups import batchable, group_sections
+
+    if not batchable(
+        views, bins=options["bins"], strategy=options["strategy"], bootstrap=bootstrap
+    ):
+        return None
+    return group_sections(views, **options)

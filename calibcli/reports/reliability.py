@@ -39,35 +39,42 @@ def bin_notes(stats: Any, min_bins: int) -> list[Note]:
     """The populated-bins and small-sample warnings (advisory; the gate handles the minimum)."""
     import numpy as np
 
-    notes = []
     populated = int(stats.populated_bins)
-    if stats.n and populated < min_bins:
+    counts = np.asarray(stats.count)
+    median = float(np.median(counts[counts > 0])) if stats.n and populated else None
+    return count_notes(int(stats.n), populated, int(stats.bins), median, min_bins)
+
+
+def count_notes(
+    n: int, populated: int, bins: int, median: float | None, min_bins: int
+) -> list[Note]:
+    """:func:`bin_notes` from the counts it reads: rows, populated bins, bins and the median
+    count of the populated bins (None without rows)."""
+    notes = []
+    if n and populated < min_bins:
         notes.append(
             Note(
                 "few_bins",
-                f"only {populated} of {stats.bins} bins are populated (minimum {min_bins}); "
+                f"only {populated} of {bins} bins are populated (minimum {min_bins}); "
                 "ECE rests on too few bins",
-                f"{populated} of {stats.bins}",
+                f"{populated} of {bins}",
                 general=f"fewer than {min_bins} bins are populated; ECE rests on too few bins",
             )
         )
-    counts = np.asarray(stats.count)
-    if stats.n and populated:
-        median = float(np.median(counts[counts > 0]))
-        if median < SMALL_BIN_COUNT:
-            notes.append(
-                Note(
-                    "small_bins",
-                    f"the median populated bin holds {median:g} predictions (fewer than "
-                    f"{SMALL_BIN_COUNT}); binned estimates (ece, mce, rmsce) are noisy and biased "
-                    "upward at this size: prefer smece or rmsce_debiased, and gate with "
-                    "--gate-on upper",
-                    f"{median:g}",
-                    general=f"the median populated bin holds fewer than {SMALL_BIN_COUNT} "
-                    "predictions; binned estimates (ece, mce, rmsce) are noisy and biased upward "
-                    "at this size: prefer smece or rmsce_debiased, and gate with --gate-on upper",
-                )
+    if median is not None and median < SMALL_BIN_COUNT:
+        notes.append(
+            Note(
+                "small_bins",
+                f"the median populated bin holds {median:g} predictions (fewer than "
+                f"{SMALL_BIN_COUNT}); binned estimates (ece, mce, rmsce) are noisy and biased "
+                "upward at this size: prefer smece or rmsce_debiased, and gate with "
+                "--gate-on upper",
+                f"{median:g}",
+                general=f"the median populated bin holds fewer than {SMALL_BIN_COUNT} "
+                "predictions; binned estimates (ece, mce, rmsce) are noisy and biased upward "
+                "at this size: prefer smece or rmsce_debiased, and gate with --gate-on upper",
             )
+        )
     return notes
 
 

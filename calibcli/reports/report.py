@@ -95,17 +95,45 @@ def strict(obj: Any, path: str = "", bad: list[tuple[str, float]] | None = None)
     """A strict-JSON copy of ``obj``: numpy values as Python numbers, non-finite floats as
     None with ``(path, value)`` appended to ``bad``."""
     if isinstance(obj, dict):
-        return {k: strict(v, f"{path}.{k}" if path else str(k), bad) for k, v in obj.items()}
+        out = {}
+        for k, v in obj.items():
+            kind = type(v)
+            if kind in _PLAIN:  # the common leaves, copied without a call or a path
+                out[k] = v
+            elif kind is float:
+                out[k] = (
+                    v if v - v == 0.0 else _non_finite(v, f"{path}.{k}" if path else str(k), bad)
+                )
+            else:
+                out[k] = strict(v, f"{path}.{k}" if path else str(k), bad)
+        return out
     if isinstance(obj, (list, tuple)) or hasattr(obj, "tolist"):
         items = obj.tolist() if hasattr(obj, "tolist") else obj
         if not isinstance(items, list):  # a numpy scalar
             return strict(items, path, bad)
-        return [strict(v, f"{path}[{i}]", bad) for i, v in enumerate(items)]
+        out_list = []
+        for i, v in enumerate(items):
+            kind = type(v)
+            if kind in _PLAIN:
+                out_list.append(v)
+            elif kind is float:
+                out_list.append(v if v - v == 0.0 else _non_finite(v, f"{path}[{i}]", bad))
+            else:
+                out_list.append(strict(v, f"{path}[{i}]", bad))
+        return out_list
     if isinstance(obj, float) and not math.isfinite(obj):
-        if bad is not None:
-            bad.append((path, obj))
-        return None
+        return _non_finite(obj, path, bad)
     return obj
+
+
+# leaves that strict JSON takes as they are (exact types: a float subclass may be numpy's)
+_PLAIN = frozenset((int, bool, str, type(None)))
+
+
+def _non_finite(value: float, path: str, bad: list[tuple[str, float]] | None) -> None:
+    if bad is not None:
+        bad.append((path, value))
+    return None
 
 
 def _leaf(path: str) -> str:
@@ -155,12 +183,19 @@ def as_shown(body: dict[str, Any]) -> dict[str, Any]:
 
 def _printable_copy(obj: Any) -> Any:
     if isinstance(obj, dict):
-        return {printable(k): _printable_copy(v) for k, v in obj.items()}
+        return {
+            (k if k.isascii() else printable(k)): (v if type(v) in _NUMBERS else _printable_copy(v))
+            for k, v in obj.items()
+        }
     if isinstance(obj, list):
-        return [_printable_copy(v) for v in obj]
+        return [v if type(v) in _NUMBERS else _printable_copy(v) for v in obj]
     if isinstance(obj, str):
-        return printable(obj)
+        return obj if obj.isascii() else printable(obj)
     return obj
+
+
+# what json.loads gives that has nothing to make printable (ASCII text never needs it)
+_NUMBERS = frozenset((int, float, bool, type(None)))
 
 
 def _set_path(obj: Any, path: str, value: Any) -> None:
@@ -232,6 +267,7 @@ def assemble(
     extra: dict[str, Any] | None = None,
     closing: Callable[[Section, dict[str, Section] | None], dict[str, Any]] | None = None,
     notes: list[Note] = (),
+    build_groups: Callable[[dict[str, Any]], dict[str, Section] | None] | None = None,
 ) -> Report:
     """A report from sections: the pooled one (``build(view, None)``), one per --by group
     (``build(view, name)``), the gate.
@@ -240,6 +276,8 @@ def assemble(
     ``after(pooled)`` gives the keys that follow them and may replace some (the bootstrap's
     settings after its intervals); then ``extra``, ``groups``, ``closing(pooled, groups)``,
     ``warnings`` (the input's, the sections', then ``notes``) and ``gate``.
+    ``build_groups(views)``, when given, builds every group's section at once (the same
+    sections ``build`` would), or returns None to leave them to ``build``.
     """
     views = summary.by_group()  # first: the pooled section may sort the rows in place
     pooled = build(summary.pooled(), None)
@@ -256,7 +294,10 @@ def assemble(
     all_notes = input_notes(summary) + list(pooled.notes)
     groups = None
     if views is not None:
-        groups = {str(name): build(view, str(name)) for name, view in views.items()}
+        views = {str(name): view for name, view in views.items()}
+        groups = build_groups(views) if build_groups is not None else None
+        if groups is None:
+            groups = {name: build(view, name) for name, view in views.items()}
         settings = getattr(summary, "settings", None)
         body["by"] = getattr(settings, "by", None)
         body["groups"] = {name: g.figures for name, g in groups.items()}

@@ -1,0 +1,215 @@
+"""The calibration estimators of many groups at once, from (groups × bins) tables.
+
+Each function returns, for every group, exactly the value the one-group estimator of
+:mod:`calibcli.metrics.estimators` returns for that group's rows (the same float, bit for bit):
+the per-bin terms are computed elementwise on the whole table, each group's correctly rounded
+sum (``math.fsum``) is taken over its row of terms, the rank-sum AUROC counts exact integers,
+and each group's log loss sums the same contiguous run of per-row losses. Thousands of groups
+then cost a few numpy passes, not thousands of calls on ten-element arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibcli.metrics.estimators import _CHUNK, _loss_total
+
+
+@dataclass(frozen=True, eq=False)
+class GroupTables:
+    """Per-bin statistics of every group as (groups × bins) arrays (the fields of
+    :class:`~calibcli.metrics.core.BinStats`, one row per group)."""
+
+    count: np.ndarray  # int64
+    sum_correct: np.ndarray  # int64
+    sum_conf: np.ndarray
+    sum_conf_sq: np.ndarray
+    sum_conf_correct: np.ndarray
+    sum_sq_error: np.ndarray
+
+    @classmethod
+    def stack(cls, stats: list) -> GroupTables:
+        """The tables of a list of :class:`~calibcli.metrics.core.BinStats` on the same edges."""
+        fields = (
+            "count",
+            "sum_correct",
+            "sum_conf",
+            "sum_conf_sq",
+            "sum_conf_correct",
+            "sum_sq_error",
+        )
+        m = stats[0].count.shape[0] if stats else 0
+        return cls(
+            *(np.concatenate([getattr(s, f) for s in stats]).reshape(len(stats), m) for f in fields)
+        )
+
+
+def _fsums(terms: np.ndarray) -> list[float]:
+    """The correctly rounded sum of each row."""
+    fsum = math.fsum
+    return [fsum(row) for row in terms.tolist()]
+
+
+def _bin_terms(tables: GroupTables, count: np.ndarray, sy_int: np.ndarray, obar: np.ndarray):
+    """The per-bin terms each figure sums (zero in empty bins), elementwise as the one-group
+    estimators compute them on the populated bins."""
+    sc = tables.sum_conf
+    pop = count > 0
+    nk = np.where(pop, count, 1).astype(np.float64)
+    sy = sy_int.astype(np.float64)
+    diff = sc - sy
+    sq_over_n = np.where(pop, diff**2 / nk, 0.0)
+    mce = np.where(pop, np.abs(diff) / nk, -np.inf).max(axis=1)
+    acc = sy / nk
+    debiased = np.where(count >= 2, nk * ((diff / nk) ** 2 - acc * (1.0 - acc) / (nk - 1.0)), 0.0)
+    resolution = np.where(pop, nk * (sy / nk - obar[:, None]) ** 2, 0.0)
+    variance = np.where(pop, tables.sum_conf_sq - sc * sc / nk, 0.0)
+    covariance = np.where(pop, tables.sum_conf_correct - sc * sy / nk, 0.0)
+    return diff, sq_over_n, mce, debiased, resolution, variance, covariance
+
+
+def grouped_binned(tables: GroupTables) -> dict[str, list]:
+    """Every binned figure of every group, as lists: ``n``, ``populated_bins``, the scalars of
+    :func:`~calibcli.metrics.estimators.binned_scalars` and the Brier decomposition's terms
+    (keyed ``brier_decomposition.<term>``); 0.0 for a group without rows, as for none."""
+    count, sy_int, sc = tables.count, tables.sum_correct, tables.sum_conf
+    n = count.sum(axis=1)
+    n_list = n.tolist()
+    pop = count > 0
+    sy = sy_int.astype(np.float64)
+    correct = sy_int.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # groups without rows, masked bins
+        obar = correct / n
+        terms = _bin_terms(tables, count, sy_int, obar)
+    obar_list = obar.tolist()
+    diff, sq_over_n, mce, debiased_terms, resolution_terms, variance_terms, covariance_terms = terms
+    abs_diff = _fsums(np.abs(diff))
+    sum_sq = _fsums(sq_over_n)
+    sum_conf = _fsums(sc)
+    sum_neg_correct = (-sy).tolist()
+    sum_conf_rows = sc.tolist()
+    brier_sums = _fsums(tables.sum_sq_error)
+    debiased = _fsums(debiased_terms)
+    resolution = _fsums(resolution_terms)
+    variance = _fsums(variance_terms)
+    covariance = _fsums(covariance_terms)
+    correct_list = correct.tolist()
+    mce_list = mce.tolist()
+
+    out: dict[str, list] = {
+        key: []
+        for key in (
+            "ece",
+            "mce",
+            "rmsce",
+            "rmsce_debiased",
+            "ece_1bin",
+            "brier",
+            "accuracy",
+            "mean_confidence",
+            "brier_decomposition.reliability",
+            "brier_decomposition.resolution",
+            "brier_decomposition.uncertainty",
+            "brier_decomposition.within_bin_variance",
+            "brier_decomposition.within_bin_covariance",
+            "brier_decomposition.brier",
+        )
+    }
+    fsum = math.fsum
+    for g, total in enumerate(n_list):
+        if not total:
+            for values in out.values():
+                values.append(0.0)
+            continue
+        brier = brier_sums[g] / total
+        ob = obar_list[g]
+        out["ece"].append(abs_diff[g] / total)
+        out["mce"].append(mce_list[g])
+        out["rmsce"].append(math.sqrt(sum_sq[g] / float(total)))
+        out["rmsce_debiased"].append(math.sqrt(max(0.0, debiased[g] / float(total))))
+        out["ece_1bin"].append(abs(fsum(sum_conf_rows[g] + sum_neg_correct[g])) / float(total))
+        out["brier"].append(brier)
+        out["accuracy"].append(correct_list[g] / total)
+        out["mean_confidence"].append(sum_conf[g] / total)
+        out["brier_decomposition.reliability"].append(sum_sq[g] / total)
+        out["brier_decomposition.resolution"].append(resolution[g] / total)
+        out["brier_decomposition.uncertainty"].append(ob * (1.0 - ob))
+        out["brier_decomposition.within_bin_variance"].append(max(0.0, variance[g] / total))
+        out["brier_decomposition.within_bin_covariance"].append(2.0 * covariance[g] / total)
+        out["brier_decomposition.brier"].append(brier)
+    out["n"] = n_list
+    out["populated_bins"] = np.count_nonzero(pop, axis=1).tolist()
+    return out
+
+
+def _concat(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arrays end to end, each element's group id and each group's start."""
+    lengths = np.fromiter((p.shape[0] for p in parts), dtype=np.int64, count=len(parts))
+    values = np.concatenate(parts) if parts else np.zeros(0)
+    ids = np.repeat(np.arange(len(parts)), lengths)
+    starts = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    return values.astype(np.float64, copy=False), ids, starts
+
+
+def _sorted_within(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """``values`` sorted ascending within each run of equal ids (ids ascending)."""
+    return values[np.lexsort((values, ids))]
+
+
+def grouped_rows(
+    right: list[np.ndarray], wrong: list[np.ndarray], *, sorted_rows: bool = False
+) -> tuple[list[float], list[float]]:
+    """Each group's log loss (:func:`~calibcli.metrics.estimators.log_loss`) and rank-sum
+    AUROC (:func:`~calibcli.metrics.estimators.auroc`), from the confidences of its right and
+    of its wrong answers. ``sorted_rows=True`` sums each group's losses over its rows sorted
+    ascending, as the one-group estimators do when they may sort the rows in place
+    (``reorder_ok``); else in the order given."""
+    groups = len(right)
+    r, r_ids, r_starts = _concat(right)
+    w, w_ids, w_starts = _concat(wrong)
+    if sorted_rows:
+        r, w = _sorted_within(r, r_ids), _sorted_within(w, w_ids)
+    n_right = np.diff(r_starts)
+    n_wrong = np.diff(w_starts)
+
+    # AUROC: 2U of a group = Σ over its right answers of #{its wrong < c} + #{its wrong ≤ c},
+    # found by one search of (group, rank of c) keys into the sorted wrong keys
+    distinct, rank = np.unique(np.concatenate((r, w)), return_inverse=True)
+    width = distinct.shape[0] + 1
+    r_keys = r_ids * width + rank[: r.shape[0]]
+    w_keys = np.sort(w_ids * width + rank[r.shape[0] :])
+    below = np.searchsorted(w_keys, r_keys, side="left")
+    not_above = np.searchsorted(w_keys, r_keys, side="right")
+    twice_u = (below + not_above - 2 * w_starts[r_ids]).astype(np.float64)
+    twice_u = np.bincount(r_ids, weights=twice_u, minlength=groups)  # exact below 2**53
+    n_right_l, n_wrong_l, twice_u_l = n_right.tolist(), n_wrong.tolist(), twice_u.tolist()
+    areas = [
+        int(tu) / (2 * a * b) if a and b else math.nan
+        for tu, a, b in zip(twice_u_l, n_right_l, n_wrong_l, strict=True)
+    ]
+
+    # log loss: each group's run of losses summed as the one-group estimator sums it
+    with np.errstate(divide="ignore"):
+        r_loss = -np.log(r)
+        w_loss = -np.log1p(-w)
+    r_inf = np.bincount(r_ids, weights=np.isinf(r_loss), minlength=groups).tolist()
+    w_inf = np.bincount(w_ids, weights=np.isinf(w_loss), minlength=groups).tolist()
+    rs, ws = r_starts.tolist(), w_starts.tolist()
+    losses = []
+    for g in range(groups):
+        a, b = n_right_l[g], n_wrong_l[g]
+        if not a + b:
+            losses.append(math.nan)
+            continue
+        if a > _CHUNK or b > _CHUNK:  # summed in chunks: the one-group sum itself
+            right_total = _loss_total(r[rs[g] : rs[g + 1]], None, True)
+            wrong_total = _loss_total(w[ws[g] : ws[g + 1]], None, False)
+        else:
+            right_total = math.inf if r_inf[g] else float(r_loss[rs[g] : rs[g + 1]].sum())
+            wrong_total = math.inf if w_inf[g] else float(w_loss[ws[g] : ws[g + 1]].sum())
+        losses.append((right_total + wrong_total) / float(a + b))
+    return losses, areas

@@ -1,0 +1,121 @@
+"""The vectorised --by sections equal the one-group estimators' sections, value for value.
+
+calibcli.reports.calibrate_groups computes every group's figures at once from the (groups ×
+bins) tables; the reference here is calibration_section (calibration_estimates and the
+one-group metric functions) called group by group on the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calibcli.reports.calibrate import calibration_section
+from calibcli.reports.calibrate_groups import batchable, group_sections
+from calibcli.summaries.calibration import CalibrationSettings, CalibrationSummary
+
+
+def _summary(conf: np.ndarray, correct: np.ndarray, groups: list[str], bins: int):
+    return CalibrationSummary.from_arrays(
+        conf, correct, settings=CalibrationSettings(bins=bins, by="g"), groups=groups
+    )
+
+
+def _rows(seed: int, n_groups: int, rows: int):
+    """Rows in many small groups: ties, confidences of exactly 0 and 1 (infinite NLL), groups
+    of one row, groups all right or all wrong, empty bins."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.choice([1, 2, 3, 5, 20, 200], size=n_groups)
+    sizes[: min(3, n_groups)] = 1
+    ids = np.repeat(np.arange(n_groups), sizes)[:rows]
+    n = ids.shape[0]
+    conf = rng.beta(3.0, 1.5, n)
+    tie = rng.random(n) < 0.3
+    conf[tie] = np.round(conf[tie], 1)
+    edge = rng.random(n) < 0.02
+    conf[edge] = rng.choice([0.0, 1.0], size=int(edge.sum()))
+    correct = rng.random(n) < conf
+    mode = rng.integers(0, 6, n_groups)
+    correct[mode[ids] == 0] = True
+    correct[mode[ids] == 1] = False
+    perm = rng.permutation(n)  # groups interleaved in the input, as in a file
+    return conf[perm], correct[perm], [f"g{k}" for k in ids[perm]]
+
+
+def _json(a) -> str:
+    return json.dumps(a, allow_nan=True)
+
+
+def _compare(summary, *, bins, min_bins, reorder_ok, smooth, reference_summary):
+    views = summary.by_group()
+    assert batchable(views, bins=bins, strategy="uniform", bootstrap=None)
+    batch = group_sections(
+        views,
+        bins=bins,
+        strategy="uniform",
+        min_bins=min_bins,
+        reorder_ok=reorder_ok,
+        smooth=smooth,
+    )
+    reference_views = reference_summary.by_group()
+    assert list(batch) == list(reference_views)
+    for name, view in reference_views.items():
+        expected = calibration_section(
+            view,
+            bins=bins,
+            strategy="uniform",
+            min_bins=min_bins,
+            bootstrap=None,
+            reorder_ok=reorder_ok,
+            smooth=smooth,
+        )
+        got = batch[name]
+        assert _json(got.figures) == _json(expected.figures), name
+        assert got.notes == expected.notes, name
+        assert got.closed == expected.closed, name
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_groups=st.integers(1, 60),
+    bins=st.sampled_from([1, 2, 7, 10, 15]),
+    min_bins=st.integers(1, 6),
+    reorder_ok=st.booleans(),
+    smooth=st.booleans(),
+)
+def test_group_sections_equal_the_one_group_path(
+    seed, n_groups, bins, min_bins, reorder_ok, smooth
+):
+    conf, correct, groups = _rows(seed, n_groups, 4000)
+    min_bins = min(min_bins, bins)
+    _compare(
+        _summary(conf, correct, groups, bins),
+        bins=bins,
+        min_bins=min_bins,
+        reorder_ok=reorder_ok,
+        smooth=smooth,
+        reference_summary=_summary(conf, correct, groups, bins),
+    )
+
+
+@pytest.mark.parametrize("reorder_ok", [False, True])
+def test_groups_larger_than_a_loss_chunk(reorder_ok):
+    """Groups with more than 2**16 rows of a class sum their losses in chunks."""
+    rng = np.random.default_rng(7)
+    n = 150_000
+    conf = rng.beta(4.0, 1.5, n)
+    correct = rng.random(n) < conf
+    groups = [f"t{k}" for k in rng.integers(0, 2, n)]
+    _compare(
+        _summary(conf, correct, groups, 10),
+        bins=10,
+        min_bins=3,
+        reorder_ok=reorder_ok,
+        smooth=False,
+        reference_summary=_summary(conf, correct, groups, 10),
+    )
