@@ -70,6 +70,11 @@ bench: $(STAMP)  ## Benchmark against the floor and baselines; writes BENCHMARKS
 	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/run.py
 
+.PHONY: bench-paths
+bench-paths: $(STAMP)  ## Time calibrate --by beside DuckDB's GROUP BY; writes its BENCHMARKS.md section
+	$(BIN)/python -m pip install --quiet --group bench
+	$(BIN)/python bench/paths.py
+
 .PHONY: clean
 clean:  ## Remove .venv, caches and build output
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info

@@ -30,19 +30,23 @@ _DECOMPOSITION = (
 
 def batchable(views: dict[str, Any], *, bins: int, strategy: str, bootstrap: Any) -> bool:
     """Whether :func:`group_sections` serves these groups: equal-width bins on the tables'
-    own edges, no bootstrap, every group's rows kept."""
+    own edges, no bootstrap, every group's rows kept and at least one row in each."""
     from calibcli.metrics import bin_edges
 
     if strategy != "uniform" or bootstrap is not None or not views:
         return False
-    edges = bin_edges(bins)
-    return all(
-        v.columns is not None
-        and v.stats.n
-        and v.stats.n == v.columns.n
-        and np.array_equal(v.stats.edges, edges)
-        for v in views.values()
-    )
+    listed = list(views.values())
+    if any(v.columns is None for v in listed):
+        return False
+    stats = [v.stats for v in listed]
+    if any(s.count.shape[0] != bins for s in stats):
+        return False
+    edges = np.concatenate([s.edges for s in stats]).reshape(len(stats), bins + 1)
+    if not (edges == bin_edges(bins)).all():
+        return False
+    counts = np.concatenate([s.count for s in stats]).reshape(len(stats), bins).sum(axis=1)
+    rows = np.fromiter((v.columns.n for v in listed), dtype=np.int64, count=len(listed))
+    return bool((counts > 0).all() and (counts == rows).all())
 
 
 def group_sections(
