@@ -673,9 +673,19 @@ def main(argv: list[str] | None = None) -> int:
     text = render(
         results, targets, notes, profile, argv if argv is not None else sys.argv[1:], load
     )
-    Path(args.output).write_text(text)
+    Path(args.output).write_text(with_shards_section(text, Path(args.output)))
     print(text)
     return 0
+
+
+def with_shards_section(text: str, path: Path) -> str:
+    """``text`` followed by the section bench/shards.py wrote into ``path``, when it has one:
+    the two benchmarks run separately and share the file."""
+    old = path.read_text() if path.exists() else ""
+    start, end = old.find("<!-- shards:start -->"), old.find("<!-- shards:end -->")
+    if start < 0 or end < start:
+        return text
+    return text.rstrip("\n") + "\n\n" + old[start : end + len("<!-- shards:end -->")] + "\n"
 
 
 def evaluate(results: dict, sizes: list[int], ref: int) -> tuple[list[tuple], list[str]]:
