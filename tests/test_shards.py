@@ -503,6 +503,20 @@ def test_an_independent_reader_finds_the_rows(data, by):
             assert rows == parsed_rows(shard, groups)
 
 
+def test_a_table_out_of_order_is_refused(data, tmp_path):
+    part = data.parts()[0]
+    header, arrays = read_summary(part)
+    values = arrays[header["distinct"]["right"]["values"]]
+    blob = Path(part).read_bytes()
+    at = blob.index(values.tobytes())
+    swapped = values.copy()
+    swapped[[0, 1]] = swapped[[1, 0]]
+    bad = tmp_path / "bad.cbs"
+    bad.write_bytes(blob[:at] + swapped.tobytes() + blob[at + values.nbytes :])
+    message = one_line_error("calibrate", bad)
+    assert message == f"Error: {bad}: a damaged calibcli summary (a bad distinct table)\n"
+
+
 def test_ranges_are_cut_at_line_starts(data):
     blob = data.whole.read_bytes()
     ranges = [read_summary(p)[0]["sources"] for p in data.cuts(3)]
