@@ -120,6 +120,7 @@ REGISTRIES = {
     "calibcli.formats.registry",
     "calibcli.metrics",
     "calibcli.metrics.methods",
+    "calibcli.reports.options",  # the options' value checks, shared with the Python API
 }
 
 
