@@ -53,9 +53,11 @@ def calibrate(
     * smece: the smooth ECE of Błasiok & Nakkiran (2023), kernel-smoothed, without bins
 
     >>> import calibcli
-    >>> result = calibcli.calibrate([0.9, 0.8, 0.7, 0.6], [1, 1, 0, 1], bins=2, max_ece=0.5)
-    >>> result["accuracy"], result["ece"], result.passed
-    (0.75, 0.25, True)
+    >>> result = calibcli.calibrate([0.9, 0.8, 0.3, 0.6], [1, 1, 0, 1], bins=2, max_ece=0.2)
+    >>> result["accuracy"], round(result["ece"], 4), result.passed
+    (0.75, 0.25, False)
+    >>> result.failures
+    ['ece = 0.25 exceeds --max-ece 0.2']
     """
     from calibcli.reports import (
         BIN_STRATEGIES,

@@ -57,9 +57,9 @@ def threshold(
 
     >>> import calibcli
     >>> rows = calibcli.read_predictions("sample_data/well_calibrated.jsonl")
-    >>> result = calibcli.threshold(rows, target_accuracy=0.9)
-    >>> result["guaranteed"]["threshold"] > 0.9 > result["guaranteed"]["coverage"]
-    True
+    >>> result = calibcli.threshold(rows, target_accuracy=0.8)
+    >>> round(result["guaranteed"]["threshold"], 4), result["guaranteed"]["coverage"]
+    (0.7182, 0.2605)
     """
     from calibcli.reports import Gate, ThresholdSettings, threshold_options, threshold_report
     from calibcli.reports import options as checks
