@@ -70,6 +70,11 @@ bench: $(STAMP)  ## Benchmark against the floor and baselines; writes BENCHMARKS
 	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/run.py
 
+.PHONY: bench-ab
+bench-ab: $(STAMP)  ## A/B against an earlier commit, alternating: make bench-ab REF=<commit>
+	@test -n "$(REF)" || { echo "give the earlier commit: make bench-ab REF=<commit>" >&2; exit 2; }
+	$(BIN)/python bench/ab.py --ref $(REF)
+
 .PHONY: clean
 clean:  ## Remove .venv, caches and build output
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
