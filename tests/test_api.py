@@ -399,3 +399,13 @@ def test_read_predictions_errors_are_the_readers(tmp_path):
         calibcli.read_predictions(path)
     with pytest.raises(TypeError, match="bins"):
         calibcli.read_predictions(path, bins=3)
+
+
+def test_threshold_fit_on_the_evaluated_rows_is_named_as_the_command_names_it(files):
+    expected, _ = cli_json(
+        "threshold", files["main"], "--target-accuracy", "0.8", "--fit", files["main"]
+    )
+    rows = calibcli.read_predictions(files["main"])
+    result = calibcli.threshold(rows, target_accuracy=0.8, fit=rows)
+    assert result.to_json() == expected
+    assert any("partly chosen on the rows it is evaluated on" in w for w in result.warnings)
