@@ -332,6 +332,12 @@ def test_bad_values_are_named_as_the_command_names_them(tmp_path, confidence, co
     assert str(caught.value) == f"<arrays>: index {index}: {expected}"
 
 
+def test_predictions_carry_their_own_groups(files):
+    rows = calibcli.read_predictions(files["main"])
+    with pytest.raises(InputError, match="read them with by= for groups"):
+        calibcli.calibrate(rows, by="subject")
+
+
 def test_lengths_and_shapes_are_checked():
     with pytest.raises(InputError, match=r"confidence and correct differ in length: 3 != 2"):
         calibcli.calibrate([0.1, 0.2, 0.3], [1, 0])

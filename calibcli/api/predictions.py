@@ -218,12 +218,12 @@ def given(
     names the first bad row by its index (``<arrays>: index 3: confidence 1.5 is outside
     [0, 1]``); ``what`` names the argument when a function takes several sets of rows."""
     if isinstance(confidence, Predictions):
-        if correct is not None or group is not None or ids is not None:
+        if any(given is not None for given in (correct, group, by, ids)):
             raise InputError(
                 ARRAYS,
                 None,
                 "rows given as Predictions carry their correctness, groups and ids; give "
-                "no correct, group or ids beside them",
+                "no correct, group, by or ids beside them (read them with by= for groups)",
             )
         return confidence
     if correct is None:
