@@ -310,7 +310,7 @@ def threshold_report(
     notes = []
     overlap = None
     if fit is not None:  # by content: the same rows under another name, or dev inside dev+test
-        from calibcli.summaries.recalibrate import in_sample_note
+        from calibcli.summaries import in_sample_note
 
         overlap = in_sample_note(
             fit.fingerprint,
