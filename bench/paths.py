@@ -36,6 +36,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 from run import calibcli_command, label, parse_size, run_once  # noqa: E402
+from sections import write_section  # noqa: E402
 
 START, END = "<!-- paths:start -->", "<!-- paths:end -->"
 
@@ -159,13 +160,7 @@ def main() -> None:
         END,
     ]
     section = "\n".join(lines)
-    text = args.out.read_text() if args.out.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    args.out.write_text(text)
+    write_section(args.out, section + "\n", START, END)
     print(section)
 
 
