@@ -40,6 +40,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "binned_scalars",
     ),
     "binning": ("quantile_edges",),
+    "grouped": ("GroupTables", "grouped_binned", "grouped_rows", "sorted_columns", "smooth_of"),
     "binomial": ("accuracy_lower_bound", "binomial_cdf", "risk_upper_bound", "wilson_interval"),
     "bootstrap": ("BootstrapResult", "bootstrap_intervals"),
     "smooth": (

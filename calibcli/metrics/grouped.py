@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibcli.metrics.estimators import _CHUNK, _loss_total
+from calibcli.metrics.core import PredictionColumns
+from calibcli.metrics.estimators import _CHUNK, _loss_total, _smooth, _sort_in_place
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,6 +46,21 @@ class GroupTables:
         return cls(
             *(np.concatenate([getattr(s, f) for s in stats]).reshape(len(stats), m) for f in fields)
         )
+
+
+def sorted_columns(columns: PredictionColumns) -> PredictionColumns:
+    """The columns with each class sorted ascending, in place where the arrays allow it (as
+    :func:`~calibcli.metrics.estimators.calibration_estimates` sorts them with
+    ``reorder_ok``)."""
+    return PredictionColumns(
+        _sort_in_place(columns.conf_correct), _sort_in_place(columns.conf_wrong)
+    )
+
+
+def smooth_of(columns: PredictionColumns) -> tuple[float, float]:
+    """The smooth ECE and its bandwidth of one group's rows, as the one-group estimators
+    compute them."""
+    return _smooth(columns, None)
 
 
 def _fsums(terms: np.ndarray) -> list[float]:

@@ -60,18 +60,20 @@ def group_sections(
 ) -> dict[str, Section]:
     """The calibrate section of every group (as ``calibration_section`` builds one without a
     bootstrap or an upper gate), for views that :func:`batchable` accepts."""
-    from calibcli.metrics import PredictionColumns, wilson_interval
-    from calibcli.metrics.estimators import _smooth, _sort_in_place
-    from calibcli.metrics.grouped import GroupTables, grouped_binned, grouped_rows
+    from calibcli.metrics import (
+        GroupTables,
+        grouped_binned,
+        grouped_rows,
+        smooth_of,
+        sorted_columns,
+        wilson_interval,
+    )
 
     names = list(views)
     listed = list(views.values())
     columns = [v.columns for v in listed]
     if smooth and reorder_ok:  # as the one-group estimators sort before the smooth ECE
-        columns = [
-            PredictionColumns(_sort_in_place(c.conf_correct), _sort_in_place(c.conf_wrong))
-            for c in columns
-        ]
+        columns = [sorted_columns(c) for c in columns]
     tables = GroupTables.stack([v.stats for v in listed])
     binned = grouped_binned(tables)
     nll, auroc = grouped_rows(
@@ -98,7 +100,7 @@ def group_sections(
         for key in scalars:
             section[key] = binned[key][g]
         if smooth:
-            section["smece"], section["smece_bandwidth"] = _smooth(columns[g], None)
+            section["smece"], section["smece_bandwidth"] = smooth_of(columns[g])
         else:
             section["smece"] = section["smece_bandwidth"] = float("nan")
         section["nll"], section["auroc"] = nll[g], auroc[g]
