@@ -126,13 +126,15 @@ def empty_task(spec: FrameSpec, table: str) -> TaskResult:
 
 def file_jobs(paths: list[str], kind: str, blocksize: int | None, **options: Any) -> list[FileJob]:
     """One job per file, or per ``blocksize`` bytes of a plain JSON Lines file (gzip, whole
-    documents, tables and summary files are read whole). ``kind`` ``auto`` reads the first
-    file as ``calibcli summarize`` does."""
+    documents, tables and summary files are read whole). Relative paths are taken from the
+    driver's working directory (and named by their absolute paths). ``kind`` ``auto`` reads
+    the first file as ``calibcli summarize`` does."""
     from calibcli.io import file_spans, input_kind
 
     if blocksize is not None and (type(blocksize) is not int or blocksize < 1):
         raise ValueError(f"blocksize must be a whole number of bytes >= 1, not {blocksize!r}")
-    paths = [os.fspath(p) for p in paths]
+    # the tasks run in other working directories, or on other machines sharing the files
+    paths = [os.path.abspath(os.fspath(p)) for p in paths]
     if not paths:
         raise ValueError("give at least one file")
     table = options.pop("table", "auto")
