@@ -1,0 +1,100 @@
+"""What the Spark and Dask tests share: the shards data set, the CLI's reports of it, the rule
+two reports must agree by, and the README's engine examples.
+
+The reference is always the command line run on the same rows (``calibcli calibrate FILES
+--json`` in a subprocess), never the integration's own output.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from make_shards import write_shards  # noqa: E402
+
+ROWS, SHARDS = 200_000, 8
+
+EXACT = frozenset(
+    (
+        "n",
+        "count",
+        "counts",
+        "populated_bins",
+        "bins_used",
+        "bins",
+        "auroc",
+        "smece_bandwidth",
+        "sum_correct",
+        "correct",
+    )
+)
+"""Figures that must be bit-identical; every other float may differ by 1e-12 relative (a
+float sum added up in another order)."""
+
+
+def shards(folder: Path) -> list[str]:
+    return [str(p) for p in write_shards(folder, ROWS, SHARDS, seed=0)]
+
+
+def cli_json(*args: str) -> dict:
+    """``calibcli ARGS --json`` as the installed command line prints it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "calibcli", *args, "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def differences(got, want, path: str = "", exact: bool = False) -> list[str]:
+    """Where two reports disagree beyond the rule of :data:`EXACT`."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        out = []
+        for k in sorted(set(got) | set(want)):
+            if k not in got or k not in want:
+                out.append(f"{path}.{k}: only in {'want' if k not in got else 'got'}")
+            else:
+                out += differences(got[k], want[k], f"{path}.{k}", exact or k in EXACT)
+        return out
+    if isinstance(got, list) and isinstance(want, list):
+        if len(got) != len(want):
+            return [f"{path}: {len(got)} items != {len(want)}"]
+        out = []
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            out += differences(a, b, f"{path}[{i}]", exact)
+        return out
+    if isinstance(got, float) and isinstance(want, float) and not exact:
+        if got == want or math.isclose(got, want, rel_tol=1e-12, abs_tol=0.0):
+            return []
+        return [f"{path}: {got!r} != {want!r}"]
+    if got != want or type(got) is not type(want):
+        return [f"{path}: {got!r} != {want!r}"]
+    return []
+
+
+def assert_same(got: dict, want: dict, *, files: bool = True) -> None:
+    """``got`` agrees with the CLI's ``want``: counts, populated bins, AUROC and the smooth ECE's
+    bandwidth bit for bit, other floats to 1e-12 relative. A DataFrame has no files, so
+    without ``files`` the CLI's per-file sections are not asked for."""
+    if not files:
+        want = {k: v for k, v in want.items() if k != "per_file"}
+    found = differences(got, want)
+    assert not found, "\n".join(found[:20])
+
+
+def readme_examples(engine: str) -> list[str]:
+    """The README's Python examples for ``engine`` ("spark" or "dask"): the ```python blocks
+    of the section "Running on Spark or Dask" that import calibcli.<engine>."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Running on Spark or Dask", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    return [b for b in blocks if f"calibcli.{engine}" in b]
