@@ -36,8 +36,12 @@ GUARANTEED_KEYS = {
     "p_value",
     "test_level",
     "tests_run",
+    "realised",
 }
 SAME_ROWS = "chosen and evaluated on the same rows"
+# Learn then Test over every distinct confidence, the walk most tests here pin; its default
+# grid has its own tests (test_threshold_grid.py) and runs beside it where marked
+DISTINCT = ("--grid", "0")
 
 
 # --------------------------------------------------------------------------- data
@@ -99,6 +103,12 @@ def curve_of(rows):
     return ts, ns, es
 
 
+def grid_points(size=121):
+    """Learn then Test's default candidates as documented: t = 1 - 10 ** -(6 * j / (size - 1))
+    for j = size - 1 down to 0, highest first."""
+    return [1.0 - 10.0 ** -(6 * j / (size - 1)) for j in range(size - 1, -1, -1)]
+
+
 def binomial_cdf(e, n, alpha):
     """P[Binom(n, alpha) <= e], exact."""
     return sum(math.comb(n, k) * alpha**k * (1 - alpha) ** (n - k) for k in range(e + 1))
@@ -109,16 +119,22 @@ def clear_of(p, level):
     return abs(p - level) > Fraction(1, 10**9) * level
 
 
-def ltt_reference(rows, target, delta, *, exact=True):
+def ltt_reference(rows, target, delta, *, exact=True, grid=None):
     """Fixed-sequence testing from the highest threshold down, as the selective docstring says.
 
+    The candidates are ``grid`` (thresholds, highest first) or every distinct confidence.
     alpha is the float 1 - A the tool tests with, taken exactly. Thresholds whose n accepted
     rows cannot reject H0 even with no errors ((1 - alpha)^n > delta) are skipped; each other
     t_j passes when p_j = P[Binom(n_j, alpha) <= e_j] <= delta; the loop stops at the first
     failure and the answer is the last threshold that passed. ``exact=False`` takes the tails
     from scipy.stats.binom in floating point instead (for thousands of rows).
     """
-    ts, ns, es = curve_of(rows)
+    if grid is None:
+        ts, ns, es = curve_of(rows)
+    else:
+        ts = list(grid)
+        ns = [sum(1 for c, _ in rows if c >= t) for t in ts]
+        es = [sum(1 for c, y in rows if c >= t and not y) for t in ts]
     if exact:
         alpha, level = Fraction(1.0 - target), Fraction(delta)
         cdf = binomial_cdf
@@ -249,7 +265,12 @@ def test_json_schema_and_types(tmp_path):
     assert report["target_accuracy"] == 0.75 and report["delta"] == 0.1
     assert report["method"] == "ltt"
     assert set(report["guaranteed"]) == GUARANTEED_KEYS
-    assert set(report["plug_in"]) == {"threshold", "accepted", "errors", "coverage", "accuracy"}
+    plug_keys = {"threshold", "accepted", "errors", "coverage", "accuracy", "realised"}
+    assert set(report["plug_in"]) == plug_keys
+    # without --fit the evaluated rows are the rows the thresholds were chosen on
+    for block, keys in ((report["guaranteed"], 5), (report["plug_in"], 4)):
+        seen = block["realised"]
+        assert len(seen) == keys and all(seen[k] == block[k] for k in seen)
     for key in ("coverage", "aurc", "e_aurc"):
         assert isinstance(report[key], float)
     assert set(report["selective_accuracy"]) == {"10", "50", "90"}
@@ -281,15 +302,17 @@ CASES = [
 
 
 @pytest.mark.parametrize(("target", "delta"), CASES)
-@pytest.mark.parametrize("method", ["ltt", "sgr"])
-def test_threshold_matches_reference_loop(tmp_path, target, delta, method):
+@pytest.mark.parametrize(("method", "grid"), [("ltt", 0), ("ltt", None), ("sgr", None)])
+def test_threshold_matches_reference_loop(tmp_path, target, delta, method, grid):
     path = dump(tmp_path / "rows.jsonl", ROWS)
     args = [path, "--target-accuracy", target, "--delta", delta, "--method", method]
-    report, result = threshold_json(*args)
+    report, result = threshold_json(*args, *([] if grid is None else ["--grid", grid]))
     assert result.exit_code == 0
     assert report["method"] == method
     if method == "ltt":
-        ref, level = ltt_reference(ROWS, target, delta), delta
+        points = grid_points() if grid is None else None
+        assert report["grid"] == (121 if grid is None else 0)
+        ref, level = ltt_reference(ROWS, target, delta, grid=points), delta
     else:
         ref = sgr_reference(ROWS, target, delta)
         level = delta / ref["steps"]
@@ -297,6 +320,8 @@ def test_threshold_matches_reference_loop(tmp_path, target, delta, method):
     check_guaranteed(got, ref, ROWS, target=target, test_level=level)
     if ref["threshold"] is not None:
         assert got["accuracy_lower_bound"] >= target
+    if method == "sgr":
+        assert report["grid"] is None
     # the plug-in rule: lowest t with empirical accuracy >= A, no guarantee
     plug = report["plug_in"]
     expected = plug_in_reference(ROWS, target)
@@ -340,7 +365,7 @@ def test_ltt_no_pass_p_value_is_that_of_the_test_run(tmp_path):
     (18 rows, 1 error) is the one test run and fails. The p-value reported must be P[Binom(18,
     0.2) <= 1] ~ 0.099 (the smallest among the tests run), not that of the untested t_0."""
     path = dump(tmp_path / "rows.jsonl", ROWS)
-    report, _ = threshold_json(path, "--target-accuracy", "0.8", "--delta", "0.05")
+    report, _ = threshold_json(path, "--target-accuracy", "0.8", "--delta", "0.05", *DISTINCT)
     ref = ltt_reference(ROWS, 0.8, 0.05)
     assert ref["threshold"] is None and ref["tests_run"] == 1
     got = report["guaranteed"]
@@ -366,16 +391,22 @@ confidence_grid = st.sampled_from([0.2, 0.35, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 0.9
     target=st.sampled_from([0.5, 0.6, 0.7, 0.8, 0.9]),
     delta=st.sampled_from([0.05, 0.1, 0.25]),
     method=st.sampled_from(["ltt", "sgr"]),
+    grid=st.sampled_from([0, 2, 7, 121]),
 )
-def test_threshold_property(rows, target, delta, method):
-    """Random tied rows through stdin: both methods agree with the reference loops."""
-    ref_fn = ltt_reference if method == "ltt" else sgr_reference
+def test_threshold_property(rows, target, delta, method, grid):
+    """Random tied rows through stdin: both methods agree with the reference loops, Learn then
+    Test over every distinct confidence and over grids of several sizes."""
     try:
-        ref = ref_fn(rows, target, delta)
+        if method == "ltt":
+            points = grid_points(grid) if grid else None
+            ref = ltt_reference(rows, target, delta, grid=points)
+        else:
+            ref = sgr_reference(rows, target, delta)
     except AssertionError:  # pragma: no cover - a decision within 1e-9 of the level
         assume(False)
     text = "".join(json.dumps({"confidence": c, "correct": y}) + "\n" for c, y in rows)
     args = ["threshold", "-", "--target-accuracy", target, "--delta", delta, "--method", method]
+    args += ["--grid", grid] if method == "ltt" else []
     result = run([*args, "--json", "-q"], input=text)
     assert result.exit_code == 0, result.output
     got = json.loads(result.stdout)["guaranteed"]
@@ -504,7 +535,7 @@ HELD_OUT = expand([(0.99, 3, 0), (0.8, 4, 1), (0.75, 5, 2), (0.74, 10, 3), (0.5,
 def test_fit_chooses_on_fit_rows_and_realises_on_main(tmp_path):
     fit = dump(tmp_path / "fit.jsonl", ROWS)
     main = dump(tmp_path / "main.jsonl", HELD_OUT)
-    args = [main, "--fit", fit, "--target-accuracy", "0.75", "--delta", "0.1"]
+    args = [main, "--fit", fit, "--target-accuracy", "0.75", "--delta", "0.1", *DISTINCT]
     report, result = threshold_json(*args)
     assert result.exit_code == 0
     ref = ltt_reference(ROWS, 0.75, 0.1)
@@ -513,8 +544,12 @@ def test_fit_chooses_on_fit_rows_and_realises_on_main(tmp_path):
     assert (got["accepted"], got["errors"]) == (ref["accepted"], ref["errors"])  # on fit rows
     assert got["coverage"] == ref["accepted"] / 60
     assert report["fit_n"] == 60 and report["n"] == 30
-    assert got["realised"] == realised(HELD_OUT, 0.75)
-    assert got["realised"]["accepted"] == 12 and got["realised"]["errors"] == 3
+    seen = dict(got["realised"])
+    # the realised bound: Clopper-Pearson at delta on the held-out rows (9 right of 12)
+    bound = seen.pop("accuracy_lower_bound")
+    assert bound == pytest.approx(clopper_pearson_lower(9, 12, 0.1), rel=1e-9)
+    assert seen == realised(HELD_OUT, 0.75)
+    assert seen["accepted"] == 12 and seen["errors"] == 3
     plug = report["plug_in"]
     assert plug["threshold"] == plug_in_reference(ROWS, 0.75)
     assert plug["realised"] == realised(HELD_OUT, plug["threshold"])
@@ -532,7 +567,13 @@ def test_fit_realised_when_no_threshold(tmp_path):
     report, _ = threshold_json(main, "--fit", fit, "--target-accuracy", "0.7")
     realised_block = report["guaranteed"]["realised"]
     assert report["guaranteed"]["threshold"] is None
-    assert realised_block == {"accepted": 0, "errors": 0, "coverage": 0.0, "accuracy": None}
+    assert realised_block == {
+        "accepted": 0,
+        "errors": 0,
+        "coverage": 0.0,
+        "accuracy": None,
+        "accuracy_lower_bound": None,
+    }
 
 
 # --------------------------------------------------------------------------- the gate
@@ -544,7 +585,7 @@ def gate_lines(result):
 
 def test_min_coverage_gate_without_fit(tmp_path):
     path = dump(tmp_path / "rows.jsonl", ROWS)
-    base = [path, "--target-accuracy", "0.75", "--delta", "0.1"]
+    base = [path, "--target-accuracy", "0.75", "--delta", "0.1", *DISTINCT]
     coverage = ltt_reference(ROWS, 0.75, 0.1)["accepted"] / 60  # 39 / 60 = 0.65
     report, result = threshold_json(*base, "--min-coverage", coverage)
     assert result.exit_code == 0 and report["gate"]["passed"] is True
@@ -561,7 +602,7 @@ def test_min_coverage_gate_uses_realised_coverage_with_fit(tmp_path):
     """Chosen on the fit rows with coverage 0.65 there, realised 0.4 on the main rows."""
     fit = dump(tmp_path / "fit.jsonl", ROWS)
     main = dump(tmp_path / "main.jsonl", HELD_OUT)
-    base = [main, "--fit", fit, "--target-accuracy", "0.75", "--delta", "0.1"]
+    base = [main, "--fit", fit, "--target-accuracy", "0.75", "--delta", "0.1", *DISTINCT]
     _, result = threshold_json(*base, "--min-coverage", "0.4")
     assert result.exit_code == 0
     report, result = threshold_json(*base, "--min-coverage", "0.5")
@@ -600,7 +641,7 @@ def test_by_groups_choose_their_own_thresholds(tmp_path):
     rows = [{"confidence": c, "correct": y, "grp": "a"} for c, y in ROWS]
     rows += [{"confidence": c, "correct": y, "grp": "b"} for c, y in OTHER]
     write_jsonl(path, rows)
-    base = [path, "--target-accuracy", "0.75", "--delta", "0.1", "--by", "grp"]
+    base = [path, "--target-accuracy", "0.75", "--delta", "0.1", "--by", "grp", *DISTINCT]
     report, result = threshold_json(*base)
     assert result.exit_code == 0
     pooled = ROWS + OTHER
@@ -650,12 +691,14 @@ def test_overconfident_model_needs_a_higher_threshold_for_the_same_coverage():
         assert (w0 < w1) == (o0 < o1) and o0 <= o1  # same order, same ties
     mapping = dict(pairs)
 
-    well, _ = threshold_json(SAMPLE / "well_calibrated.jsonl", "--target-accuracy", "0.8")
+    well, _ = threshold_json(
+        SAMPLE / "well_calibrated.jsonl", "--target-accuracy", "0.8", *DISTINCT
+    )
     rows = [(r["confidence"], r["correct"]) for r in well_rows]
     ref = ltt_reference(rows, 0.8, 0.05, exact=False)
     assert well["guaranteed"]["threshold"] == ref["threshold"]
     assert well["guaranteed"]["tests_run"] == ref["tests_run"]
-    over, _ = threshold_json(SAMPLE / "overconfident.jsonl", "--target-accuracy", "0.8")
+    over, _ = threshold_json(SAMPLE / "overconfident.jsonl", "--target-accuracy", "0.8", *DISTINCT)
     w, o = well["guaranteed"], over["guaranteed"]
     assert w["threshold"] is not None and o["threshold"] is not None
     assert o["threshold"] > w["threshold"]
@@ -699,7 +742,9 @@ def test_option_errors_exit_2(tmp_path, extra):
 
 def test_table_output(tmp_path):
     path = dump(tmp_path / "rows.jsonl", ROWS)
-    result = run(["threshold", path, "--target-accuracy", "0.75", "--delta", "0.1", "-q"])
+    result = run(
+        ["threshold", path, "--target-accuracy", "0.75", "--delta", "0.1", "-q", *DISTINCT]
+    )
     assert result.exit_code == 0
     out = result.stdout
     assert "guaranteed threshold" in out and "0.7500" in out  # the LTT answer t = 0.75
@@ -723,7 +768,16 @@ def test_summary_appends_markdown(tmp_path):
     path = dump(tmp_path / "rows.jsonl", ROWS)
     summary = tmp_path / "summary.md"
     summary.write_text("# earlier step\n", encoding="utf-8")
-    args = ["threshold", path, "--target-accuracy", "0.75", "--delta", "0.1", "--summary"]
+    args = [
+        "threshold",
+        path,
+        "--target-accuracy",
+        "0.75",
+        "--delta",
+        "0.1",
+        *DISTINCT,
+        "--summary",
+    ]
     result = run([*args, summary, "--json", "-q"])
     assert result.exit_code == 0
     text = summary.read_text(encoding="utf-8")
@@ -759,7 +813,7 @@ def test_calibrator_thresholds_are_on_recalibrated_confidences(tmp_path):
 
     rows = [(r["confidence"], r["correct"]) for r in rows_of(score_half)]
     mapped = [(platt(c, a, b), y) for c, y in rows]
-    args = ["--target-accuracy", "0.65", "--delta", "0.2", "--full"]
+    args = ["--target-accuracy", "0.65", "--delta", "0.2", "--full", *DISTINCT]
     raw, _ = threshold_json(score_half, *args)
     cooked, _ = threshold_json(score_half, *args, "--calibrator", cal)
     assert cooked["n"] == 1000

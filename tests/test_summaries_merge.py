@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pytest
 from harness import run, write_jsonl
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from calibcli.reports.calibrate import calibration_section
@@ -197,3 +197,97 @@ def test_perplexity_workers_give_byte_identical_reports(tmp_path):
     assert out[0] == out[1]
     want = math.fsum(r["nll"] for r in data)  # correctly rounded, as the exact sum is
     assert json.loads(out[0])["total_nll"] == want
+
+
+# --------------------------------------------------------------------------- parts (summary files)
+
+
+def part_of(piece, settings, grouped, k, table="auto"):
+    """The part summarize would write for ``piece``: a named source of its own content."""
+    from dataclasses import replace
+
+    from calibcli.summaries import Source, to_part
+
+    summary = summary_of(piece, settings, grouped)
+    source = Source(f"shard{k:02d}.jsonl", f"content-{k}", "jsonl", len(piece))
+    part, _ = to_part(replace(summary, sources=(source,)), table)
+    return from_bytes(to_bytes(part))
+
+
+def merge_tree(parts, rng):
+    """Merge parts in a random tree, each merge through bytes as `calibcli merge` does."""
+    from calibcli.summaries import merge_parts
+
+    parts = list(parts)
+    while len(parts) > 1:
+        i, j = rng.sample(range(len(parts)), 2)
+        merged = merge_parts([parts[i], parts[j]], ["a", "b"])
+        parts = [p for k, p in enumerate(parts) if k not in (i, j)]
+        parts.append(from_bytes(to_bytes(merged)))
+    return parts[0]
+
+
+@settings(max_examples=30)
+@given(rows, st.integers(1, 12), st.booleans(), st.integers(0, 2**32), st.integers(1, 5))
+@example([(0.0, True, "b"), (1.0, True, "a")], 1, True, 0, 1)  # groups out of name order
+def test_parts_merged_in_any_tree_give_the_one_pass_figures(data, bins, grouped, seed, cuts):
+    """Parts written as files and merged in any grouping: the distinct table is the one pass's
+    exactly, the rows it gives back are the one pass's rows (sorted), and every figure from it
+    is the one pass's under the rules above; the sums without the table too."""
+    from dataclasses import replace
+
+    from calibcli.summaries import rows_of
+
+    rng = random.Random(seed)
+    settings_ = CalibrationSettings(bins=bins, by="g" if grouped else None)
+    one = summary_of(data, settings_, grouped)
+    points = sorted(rng.choice(range(len(data) + 1)) for _ in range(cuts))
+    pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    merged = merge_tree([part_of(p, settings_, grouped, k) for k, p in enumerate(pieces)], rng)
+    assert merged.n == len(data)
+    assert_same_tables(merged, one)
+    assert merged.distinct.n == len(data)
+    expanded = replace(merged, kept=rows_of(merged), _views={})
+    groups_one, groups_expanded = one.by_group() or {}, expanded.by_group() or {}
+    assert sorted(groups_one) == sorted(groups_expanded)
+    for a, b in [
+        (one.pooled(), expanded.pooled()),
+        *((groups_one[g], groups_expanded[g]) for g in sorted(groups_one)),
+    ]:
+        # rows come back value by value within each group, so compare them as multisets
+        assert np.array_equal(np.sort(a.columns.conf_correct), np.sort(b.columns.conf_correct))
+        assert np.array_equal(np.sort(a.columns.conf_wrong), np.sort(b.columns.conf_wrong))
+        x = calibration_section(a, bins=bins, strategy="uniform", min_bins=1, bootstrap=None)
+        y = calibration_section(b, bins=bins, strategy="uniform", min_bins=1, bootstrap=None)
+        assert_same_figures(x.figures, y.figures)
+    # without the table: the binned figures, NLL and smooth ECE from the sums
+    bare = merge_tree(
+        [part_of(p, settings_, grouped, k, "never") for k, p in enumerate(pieces)], rng
+    )
+    assert bare.distinct is None and bare.missing
+    for a, b in [
+        (one.pooled(), bare.pooled()),
+        *zip((one.by_group() or {}).values(), (bare.by_group() or {}).values(), strict=True),
+    ]:
+        x = calibration_section(a, bins=bins, strategy="uniform", min_bins=1, bootstrap=None)
+        y = calibration_section(b, bins=bins, strategy="uniform", min_bins=1, bootstrap=None)
+        if not a.n:
+            continue
+        figures = dict(y.figures, auroc=x.figures["auroc"])  # the sums hold no ranks
+        assert y.figures["auroc"] is None
+        assert_same_figures(x.figures, figures)
+
+
+def test_parts_merged_in_any_order_give_the_same_bytes():
+    from calibcli.summaries import merge_parts
+
+    rng = np.random.default_rng(3)
+    data = [
+        (float(c), bool(y), "ab"[i % 2])
+        for i, (c, y) in enumerate(zip(rng.random(3000), rng.random(3000) < 0.6, strict=True))
+    ]
+    settings_ = CalibrationSettings(bins=10, by="g")
+    parts = [part_of(data[k::7], settings_, True, k) for k in range(7)]
+    orders = [list(range(7))] + [list(rng.permutation(7)) for _ in range(19)]
+    blobs = {to_bytes(merge_parts([parts[i] for i in o], [str(i) for i in o])) for o in orders}
+    assert len(blobs) == 1

@@ -418,6 +418,18 @@ def _fraction(value: float | None) -> float | None:
     return value
 
 
+# The exact binomial tails and bounds keep their precision down to about 1e-300 (where they
+# approach the smallest double); SGR tests at --delta divided by up to 64 steps.
+MIN_DELTA = 1e-100
+
+
+def _delta(value: float) -> float:
+    _fraction(value)
+    if value < MIN_DELTA:
+        raise typer.BadParameter(f"{value:g} is below {MIN_DELTA:g}, the smallest level tested")
+    return value
+
+
 def _coverage(value: float | None) -> float | None:
     if value is not None and not 0.0 <= value <= 1.0:
         raise typer.BadParameter(f"{value:g} is not a share in [0, 1]")
@@ -437,8 +449,32 @@ DeltaOpt = _opt(
     float,
     "--delta",
     metavar="D",
-    callback=_fraction,
-    help="Allowed probability that the guarantee fails (the threshold holds with 1 - D).",
+    callback=_delta,
+    help="Allowed probability that the guarantee fails (the threshold holds with 1 - D); "
+    f"at least {MIN_DELTA:g}.",
+)
+MAX_GRID = 1_000_000  # a finer grid than this tells apart no confidence a model states
+
+
+def _grid(value: int | None) -> int | None:
+    if value is not None and not (value == 0 or 2 <= value <= MAX_GRID):
+        raise typer.BadParameter(
+            f"{value} is not 0 (every distinct confidence) or 2 to {MAX_GRID:,}"
+        )
+    return value
+
+
+GridOpt = _opt(
+    int | None,
+    "--grid",
+    metavar="N",
+    callback=_grid,
+    show_default=False,
+    help="Learn then Test tests N thresholds fixed before the data, from the highest down: "
+    "evenly spaced on log(1 - t) from t = 1 - 1e-6 to t = 0, so they are fine near 1, where "
+    "language models put their confidences (default 121: twenty per decade of 1 - t, so "
+    "0.99, 0.995 and 0.999 are told apart). 0 tests every distinct confidence instead, where "
+    "one early error among the few rows at the top ends the walk.",
 )
 SelectMethodOpt = _opt(
     SelectMethod,

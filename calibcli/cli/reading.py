@@ -4,7 +4,8 @@ input is read, and recalibration reads what it needs."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,31 @@ def read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **op
             data = read(files, fmt=fmt.value, progress=progress, **options)
     except InputError as exc:
         raise usage_error(str(exc)) from None
-    # Only a non-native detection is announced, one line per file: plain JSONL is the default,
-    # and a CI gate's stderr should carry warnings and verdicts, not a line on every run.
     if fmt.value == "auto" and not quiet:
-        for name, found in data.formats.items():
-            if found != "jsonl":
-                typer.echo(f"detected format: {found} ({name})", err=True)
+        read_files = [(s.display, s.format) for s in data.sources if s.skipped is None]
+        announce_formats(read_files)
     return data
+
+
+def announce_formats(found: Iterable[tuple[str, str | None]]) -> None:
+    """One stderr line naming the non-native formats detected among the files read (pairs of
+    file and format; files skipped are left out by the caller, a warning names them):
+    ``detected formats: lm-eval (12 files), inspect-ai (1 file)``, or for a single file
+    ``detected format: openai (chat.json)``. Plain JSONL, the default, is not announced: a CI
+    gate's stderr should carry warnings and verdicts, not a line on every run."""
+    files: dict[str, str] = {}
+    for name, fmt in found:
+        if fmt is not None and fmt != "jsonl":
+            files.setdefault(name, fmt)
+    if not files:
+        return
+    if len(files) == 1:
+        ((name, fmt),) = files.items()
+        typer.echo(f"detected format: {fmt} ({name})", err=True)
+        return
+    counts = Counter(files.values())  # in the order the formats were first met
+    parts = [f"{fmt} ({n:,} file{'' if n == 1 else 's'})" for fmt, n in counts.items()]
+    typer.echo(f"detected format{'s' if len(counts) > 1 else ''}: {', '.join(parts)}", err=True)
 
 
 def check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | None) -> None:
@@ -247,3 +266,16 @@ def one_blas_thread() -> Iterator[None]:
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+@contextmanager
+def worker_errors() -> Iterator[None]:
+    """A bootstrap's process pool that cannot start (fork or spawn refused) or loses a worker
+    becomes exit 2 with one line, never a traceback (exit 3) or a wait on a pool that will
+    never answer."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        yield
+    except BrokenProcessPool as exc:
+        raise usage_error(f"{exc}; try --workers 1") from None

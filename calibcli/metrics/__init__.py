@@ -64,6 +64,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "multiclass": ("fit_multiclass_temperature",),
     "methods": ("BIN_STRATEGIES", "RECALIBRATION_METHODS", "SELECTION_METHODS"),
     "selective": (
+        "GRID_SIZE",
         "RiskCoverage",
         "ThresholdChoice",
         "aurc",
@@ -72,6 +73,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "plug_in_threshold",
         "select_threshold",
         "selective_accuracy",
+        "threshold_grid",
     ),
 }
 # public name -> (module, attribute in it)
@@ -97,6 +99,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "GRID_SIZE",
     "POISSON_THRESHOLDS",
     "SCALAR_KEYS",
     "BinStats",
@@ -152,6 +155,7 @@ __all__ = [
     "select_threshold",
     "selective_accuracy",
     "smooth_ece",
+    "threshold_grid",
     "unpaired_bootstrap",
     "validate_predictions",
     "validate_weights",

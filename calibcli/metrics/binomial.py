@@ -300,8 +300,13 @@ def wilson_interval(
 
 
 def _wilson_start(s: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
-    """One-sided Wilson score lower bound: a starting point for the exact solver, nothing more."""
-    return _wilson_bounds(s, n, NormalDist().inv_cdf(1.0 - level), scale_last=True)[0]
+    """One-sided Wilson score lower bound: a starting point for the exact solver, nothing more.
+
+    The quantile is Φ⁻¹(1 − level), or −Φ⁻¹(level) when 1 − level rounds to 1 (a level below
+    1.1e-16), where Φ⁻¹ is undefined."""
+    upper = 1.0 - level
+    z = NormalDist().inv_cdf(upper) if upper < 1.0 else -NormalDist().inv_cdf(level)
+    return _wilson_bounds(s, n, z, scale_last=True)[0]
 
 
 def _solve_upper_tail(
@@ -321,6 +326,29 @@ def _solve_upper_tail(
             density = ni * np.exp(_log_pmf(ki, ni - 1.0, x, 1.0 - x))
             step = (np.log(fx) - log_target[idx]) * fx / density
         return fx - target[idx], step
+
+    return solve_increasing(newton, np.zeros(k.shape), np.ones(k.shape), guess)
+
+
+def _solve_lower_tail(
+    k: np.ndarray, n: np.ndarray, target: np.ndarray, guess: np.ndarray
+) -> np.ndarray:
+    """The rate p with P[Binom(n, p) <= k] = target, elementwise (0 <= k < n, 0 < target < 1).
+
+    P[X <= k] decreases with p, so the root is that of the increasing ln target − ln P[X <= k],
+    whose derivative is n·pmf_{n−1}(k; p) / P[X <= k]. Solving for the lower tail itself (not
+    for 1 − target as an upper tail) keeps a small target exact: 1 − target rounds to 1 below
+    1.1e-16.
+    """
+    log_target = np.log(target)
+
+    def newton(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ki, ni = k[idx], n[idx]
+        fx = binomial_tails(ki, ni, x)[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            density = ni * np.exp(_log_pmf(ki, ni - 1.0, x, 1.0 - x))
+            step = (log_target[idx] - np.log(fx)) * fx / density
+        return target[idx] - fx, step
 
     return solve_increasing(newton, np.zeros(k.shape), np.ones(k.shape), guess)
 
@@ -364,7 +392,7 @@ def risk_upper_bound(errors: object, n: object, *, delta: float) -> np.ndarray |
     if solve.any():
         e, nn = e_flat[solve], n_flat[solve]
         guess = 1.0 - _wilson_start(nn - e, nn, level)
-        out[solve] = _solve_upper_tail(e, nn, np.full(e.shape, 1.0 - level), guess)
+        out[solve] = _solve_lower_tail(e, nn, np.full(e.shape, level), guess)
     return float(out[0]) if shape == () else out.reshape(shape)
 
 

@@ -170,6 +170,14 @@ def _run_chunk(seed: int, start: int, stop: int) -> np.ndarray:
 
 
 def run_replicates(engine: ReplicateEngine, seed: int, samples: int, workers: int) -> np.ndarray:
+    """Replicates [0, samples) of ``engine`` (anything with ``run(seed, start, stop)``), in
+    ``workers`` processes when more than one.
+
+    A pool that cannot start its processes (fork or spawn refused: no memory, a process limit)
+    or loses one on the way raises ``concurrent.futures.process.BrokenProcessPool`` saying
+    which, after stopping any process it did start, so the caller can ask for fewer workers
+    instead of waiting on a pool that will never answer.
+    """
     workers = min(workers, samples)
     if workers <= 1:
         return engine.run(seed, 0, samples)
@@ -178,14 +186,31 @@ def run_replicates(engine: ReplicateEngine, seed: int, samples: int, workers: in
     # imported here: every calibcli run imports this module, few start a process pool
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_install_engine, initargs=(engine,)
-    ) as pool:
-        parts = list(pool.map(_run_chunk, [seed] * chunks, bounds[:-1], bounds[1:]))
+    running = set(multiprocessing.active_children())
+    try:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_install_engine, initargs=(engine,)
+        ) as pool:
+            parts = list(pool.map(_run_chunk, [seed] * chunks, bounds[:-1], bounds[1:]))
+    except OSError as exc:
+        # The workers that did start wait for work that never comes, and the interpreter
+        # would wait for them at exit: stop them.
+        _stop(set(multiprocessing.active_children()) - running)
+        raise BrokenProcessPool(f"cannot start worker processes: {exc}") from exc
+    except BrokenProcessPool as exc:
+        raise BrokenProcessPool(f"a worker process stopped abruptly ({exc})") from exc
     return np.concatenate(parts, axis=0)
+
+
+def _stop(processes: set) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join()
 
 
 # --------------------------------------------------------------------------- one replicate

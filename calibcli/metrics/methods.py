@@ -68,7 +68,11 @@ RECALIBRATION_METHODS: tuple[RecalibrationMethod, ...] = (
 )
 
 SELECTION_METHODS: tuple[Choice, ...] = (
-    Choice("ltt", "Learn then Test: fixed-sequence testing from the highest threshold down."),
+    Choice(
+        "ltt",
+        "Learn then Test: fixed-sequence testing from the highest threshold down, over a grid "
+        "of thresholds fixed in advance.",
+    ),
     Choice("sgr", "Selection with Guaranteed Risk: bisection, Bonferroni over its steps."),
 )
 

@@ -4,15 +4,17 @@ Pure numpy: no I/O, no printing, no scipy. Rows with confidence ``c >= t`` are a
 (auto-approved); the rest are abstained on.
 
 Notation: N rows; the distinct confidences in descending order t_0 > t_1 > ... > t_{m−1} are the
-candidate thresholds; n_j = #{c >= t_j} rows are accepted at t_j, with e_j errors (wrong answers)
+points of the curve; n_j = #{c >= t_j} rows are accepted at t_j, with e_j errors (wrong answers)
 among them. Coverage_j = n_j / N, risk_j = e_j / n_j, accuracy_j = 1 − risk_j. A target accuracy
 A means a tolerated risk α = 1 − A.
 
-* :class:`RiskCoverage` holds (t_j, n_j, e_j, N) with exact int64 counts.
+* :class:`RiskCoverage` (:mod:`calibcli.metrics.risk_coverage`) holds (t_j, n_j, e_j, N) with
+  exact int64 counts.
 * :func:`binomial_cdf`, :func:`accuracy_lower_bound`, :func:`risk_upper_bound`: exact binomial
   tails and one-sided Clopper–Pearson bounds, from :mod:`calibcli.metrics.binomial`.
 * :func:`select_threshold`: the lowest threshold whose accuracy is >= A with probability >= 1 − δ
-  (Learn then Test, or SGR); :func:`plug_in_threshold`: the same without a guarantee.
+  (Learn then Test over :func:`threshold_grid`, a grid fixed before the data, or over every
+  distinct confidence; or SGR); :func:`plug_in_threshold`: the same without a guarantee.
 * :func:`aurc`, :func:`e_aurc`, :func:`selective_accuracy`: summary figures, defined as the
   expectation over random orderings of tied rows, so they never depend on row order.
 * :func:`display_rows`: a handful of rows of the curve at round coverages, for a table.
@@ -36,10 +38,11 @@ from calibcli.metrics.binomial import (
     check_level,
     risk_upper_bound,
 )
-from calibcli.metrics.core import PredictionColumns
-from calibcli.metrics.validation import validate_predictions
+from calibcli.metrics.risk_coverage import RiskCoverage, require_rows
 
 __all__ = [
+    "GRID_DECADES",
+    "GRID_SIZE",
     "METHODS",
     "RiskCoverage",
     "ThresholdChoice",
@@ -52,151 +55,16 @@ __all__ = [
     "risk_upper_bound",
     "select_threshold",
     "selective_accuracy",
+    "threshold_grid",
 ]
 
 # the rules select_threshold implements; calibcli.metrics.methods names and describes them
 METHODS = ("ltt", "sgr")
 
-# --------------------------------------------------------------------------- the curve
-
-
-@dataclass(frozen=True, eq=False)
-class RiskCoverage:
-    """The risk–coverage curve at every distinct confidence, from the highest down.
-
-    ``thresholds[j]`` = t_j (float64, strictly decreasing), ``accepted[j]`` = n_j = #{c >= t_j}
-    and ``errors[j]`` = e_j = #{c >= t_j, wrong} (int64, exact counts), ``total`` = N. The last
-    threshold is the lowest confidence, so ``accepted[-1] == total``. Group j (the rows tied at
-    confidence t_j) has g_j = n_j − n_{j−1} rows and e_j − e_{j−1} errors (n_{−1} = e_{−1} = 0).
-    A curve with no rows has m = 0 and ``total`` = 0.
-    """
-
-    thresholds: np.ndarray
-    accepted: np.ndarray
-    errors: np.ndarray
-    total: int
-
-    def __post_init__(self) -> None:
-        t, n, e = self.thresholds, self.accepted, self.errors
-        if not (t.ndim == n.ndim == e.ndim == 1 and t.shape == n.shape == e.shape):
-            raise ValueError("thresholds, accepted and errors must be 1-D arrays of equal length")
-        if n.dtype != np.int64 or e.dtype != np.int64:
-            raise ValueError("accepted and errors must be int64 counts")
-        if t.shape[0] == 0:
-            if self.total != 0:
-                raise ValueError(f"a curve without thresholds has no rows, got total={self.total}")
-            return
-        dn, de = np.diff(n), np.diff(e)
-        if not (
-            0 <= e[0] <= n[0]
-            and n[0] > 0
-            and bool(np.all(t[1:] < t[:-1]))
-            and bool(np.all(dn > 0))
-            and bool(np.all(de >= 0))
-            and bool(np.all(de <= dn))
-            and int(n[-1]) == self.total
-        ):
-            raise ValueError(
-                "not a risk-coverage curve: thresholds must decrease strictly, accepted must "
-                "increase strictly to total, errors grow by at most the rows added"
-            )
-
-    @classmethod
-    def from_arrays(cls, confidences: object, correct: object) -> RiskCoverage:
-        """The curve of rows given as confidences in [0, 1] and correctness (bool or 0/1)."""
-        conf, corr = validate_predictions(confidences, correct)
-        return cls._from_split(conf[corr], conf[~corr], sort_in_place=True)
-
-    @classmethod
-    def from_columns(cls, columns: PredictionColumns, *, reorder_ok: bool = False) -> RiskCoverage:
-        """The curve of :class:`PredictionColumns` (right/wrong confidences), without
-        concatenating them. ``reorder_ok=True`` sorts the two arrays in place instead of copying
-        (the caller no longer needs their order). Values outside [0, 1] raise ValueError.
-        """
-        return cls._from_split(columns.conf_correct, columns.conf_wrong, sort_in_place=reorder_ok)
-
-    @classmethod
-    def _from_split(
-        cls, right: np.ndarray, wrong: np.ndarray, *, sort_in_place: bool
-    ) -> RiskCoverage:
-        right = _sorted(np.asarray(right, dtype=np.float64), sort_in_place)
-        wrong = _sorted(np.asarray(wrong, dtype=np.float64), sort_in_place)
-        for name, arr in (("right", right), ("wrong", wrong)):
-            # NaN sorts last, so the two ends decide the range check.
-            if arr.size and not (arr[0] >= 0.0 and arr[-1] <= 1.0):
-                bad = arr[0] if not arr[0] >= 0.0 else arr[-1]
-                raise ValueError(f"confidences of {name} answers include {bad!r}, not in [0, 1]")
-        n_right, n_wrong = right.shape[0], wrong.shape[0]
-        # Distinct values and run lengths of each sorted array, then a merge keyed on the bit
-        # pattern of the value (monotone for non-negative doubles) with the source in the lowest
-        # bit: a stable sort of two concatenated sorted runs is a linear merge.
-        right_values, right_counts = _runs(right)
-        wrong_values, wrong_counts = _runs(wrong)
-        keys = np.concatenate([_key(right_values, 0), _key(wrong_values, 1)])
-        counts = np.concatenate([right_counts, wrong_counts])
-        order = np.argsort(keys, kind="stable")
-        keys, counts = keys[order], counts[order]
-        del order
-        is_wrong = (keys & 1).astype(bool)
-        bits = keys >> 1
-        first = np.empty(keys.shape[0], dtype=bool)
-        first[:1] = True
-        np.not_equal(bits[1:], bits[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        group_rows = np.add.reduceat(counts, starts) if starts.size else counts
-        group_errors = (
-            np.add.reduceat(np.where(is_wrong, counts, 0), starts) if starts.size else counts
-        )
-        thresholds = np.ascontiguousarray(bits[starts][::-1]).view(np.float64)
-        accepted = np.cumsum(group_rows[::-1])
-        errors = np.cumsum(group_errors[::-1])
-        return cls(thresholds, accepted, errors, n_right + n_wrong)
-
-    @property
-    def coverage(self) -> np.ndarray:
-        """n_j / N."""
-        return self.accepted / self.total if self.total else np.zeros(0)
-
-    @property
-    def risk(self) -> np.ndarray:
-        """e_j / n_j."""
-        return self.errors / self.accepted
-
-    @property
-    def accuracy(self) -> np.ndarray:
-        """1 − e_j / n_j, computed as (n_j − e_j) / n_j."""
-        return (self.accepted - self.errors) / self.accepted
-
-
-def _sorted(values: np.ndarray, in_place: bool) -> np.ndarray:
-    if in_place and values.flags.writeable:
-        values.sort()
-        return values
-    return np.sort(values)
-
-
-def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct values of a sorted array and how often each occurs (int64)."""
-    if values.shape[0] == 0:
-        return values, np.zeros(0, dtype=np.int64)
-    first = np.empty(values.shape[0], dtype=bool)
-    first[0] = True
-    np.not_equal(values[1:], values[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    counts = np.diff(starts, append=values.shape[0]).astype(np.int64)
-    return values[starts], counts
-
-
-def _key(values: np.ndarray, source: int) -> np.ndarray:
-    """Sort keys for doubles in [0, 1]: the bit pattern (−0.0 folded into 0.0), shifted left one
-    bit with ``source`` in the lowest bit; 1.0 is 0x3FF0..., so the shift stays below 2**63."""
-    return ((values + 0.0).view(np.int64) << 1) | source
-
-
-def _require_rows(curve: RiskCoverage) -> None:
-    if curve.total == 0:
-        raise ValueError("the risk-coverage curve has no rows")
-
+# Learn then Test's default candidates (threshold_grid): twenty thresholds a decade of 1 − t,
+# from t = 0 up to t = 1 − 10⁻⁶
+GRID_DECADES = 6
+GRID_SIZE = 20 * GRID_DECADES + 1
 
 # --------------------------------------------------------------------------- threshold selection
 
@@ -205,7 +73,8 @@ def _require_rows(curve: RiskCoverage) -> None:
 class ThresholdChoice:
     """A chosen automation threshold: accept the rows with confidence >= ``threshold``.
 
-    ``threshold`` and ``index`` (its position in the curve) are None when no threshold passed;
+    ``threshold`` and ``index`` (the curve point holding the rows it accepts: the lowest
+    distinct confidence >= ``threshold``) are None when no threshold passed;
     then ``accepted`` = ``errors`` = 0, ``coverage`` = 0 and ``accuracy`` /
     ``accuracy_lower_bound`` are nan. ``accuracy_lower_bound`` is the one-sided Clopper–Pearson
     bound at ``test_level`` (δ for LTT, δ/K for SGR), so it is >= ``target_accuracy`` whenever a
@@ -300,30 +169,86 @@ def _first_failure(n: np.ndarray, e: np.ndarray, alpha: float, level: float) -> 
 
 
 def _min_testable_rows(alpha: float, level: float) -> int:
-    """The fewest accepted rows n for which zero errors reject H0: (1 − α)^n <= level."""
-    n = max(1, math.ceil(math.log(level) / math.log1p(-alpha)))
-    while n > 1 and (1.0 - alpha) ** (n - 1) <= level:
+    """The fewest accepted rows n for which zero errors reject H0: (1 − α)^n <= level.
+
+    α is the float the tests use; for a target accuracy below 1.1e-16 it rounds to 1, where
+    zero errors reject at once (P[Binom(n, 1) <= 0] = 0)."""
+    right = 1.0 - alpha
+    if right == 0.0:
+        return 1
+    n = max(1, math.ceil(math.log(level) / math.log(right)))
+    while n > 1 and right ** (n - 1) <= level:
         n -= 1
-    while (1.0 - alpha) ** n > level:
+    while right**n > level:
         n += 1
     return n
 
 
+def threshold_grid(size: int = GRID_SIZE) -> np.ndarray:
+    """``size`` candidate thresholds, highest first, fixed before any data is seen: evenly
+    spaced on log10(1 − t) from t = 1 − 10⁻⁶ down to t = 0,
+
+        t_i = 1 − 10 ** (−6·(size − 1 − i) / (size − 1)),   i = 0 .. size − 1,
+
+    in Python floats (exponent ``-(6 * j / (size - 1))`` for j = size − 1 − i). Fine where
+    language models put their confidences, near 1: the default 121 points are twenty a decade
+    (1 − t shrinks by 11% from one to the next), so 0.9, 0.99 and 0.999 are points and 0.995
+    lies between two. ``size`` must be an integer >= 2.
+    """
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 2:
+        raise ValueError(f"the grid needs an integer size >= 2, got {size!r}")
+    last = int(size) - 1
+    points = [1.0 - 10.0 ** -(GRID_DECADES * j / last) for j in range(last, -1, -1)]
+    return np.array(points, dtype=np.float64)
+
+
+def _check_grid(grid: object) -> np.ndarray:
+    """Grid thresholds as distinct float64 values in [0, 1], highest first."""
+    values = np.asarray(grid, dtype=np.float64)
+    if values.ndim != 1 or values.shape[0] == 0:
+        raise ValueError("grid must be a non-empty 1-D array of thresholds")
+    if not bool(np.all((values >= 0.0) & (values <= 1.0))):
+        raise ValueError("grid thresholds must lie in [0, 1]")
+    return np.unique(values)[::-1]
+
+
+def _at_grid(curve: RiskCoverage, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For thresholds ``grid`` (descending): the curve point holding each one's accepted rows
+    (the lowest distinct confidence >= t; −1 when no row is accepted), and n and e there."""
+    points = np.searchsorted(-curve.thresholds, -grid, side="right") - 1
+    inside = points >= 0
+    n = np.where(inside, curve.accepted[np.maximum(points, 0)], 0)
+    e = np.where(inside, curve.errors[np.maximum(points, 0)], 0)
+    return points, n.astype(np.int64), e.astype(np.int64)
+
+
 def select_threshold(
-    curve: RiskCoverage, *, target_accuracy: float, delta: float = 0.05, method: str = "ltt"
+    curve: RiskCoverage,
+    *,
+    target_accuracy: float,
+    delta: float = 0.05,
+    method: str = "ltt",
+    grid: object = None,
 ) -> ThresholdChoice:
     """The lowest threshold whose accuracy is >= A with probability >= 1 − δ.
 
-    Each candidate threshold t_j is a hypothesis test of H0: risk(t_j) > α = 1 − A with the exact
-    binomial p-value p_j = P[Binom(n_j, α) <= e_j]; t_j passes when p_j <= the test level.
+    Each candidate threshold t is a hypothesis test of H0: risk(t) > α = 1 − A with the exact
+    binomial p-value p = P[Binom(n, α) <= e] over the n rows with c >= t and their e errors;
+    t passes when p <= the test level.
 
     * ``"ltt"`` — Learn then Test with fixed-sequence testing (Angelopoulos, Bates, Candès,
-      Jordan & Lei 2021): test t_0 > t_1 > ... at level δ, stop at the first failure, return the
-      last threshold that passed. The family-wise error rate is <= δ.
+      Jordan & Lei 2021): test the candidates from the highest down at level δ, stop at the
+      first failure, return the last threshold that passed. The family-wise error rate is <= δ
+      because the order is fixed before the outcomes are seen. The candidates are ``grid``
+      (thresholds in [0, 1], e.g. :func:`threshold_grid`; the answer is one of them) or, with
+      ``grid=None``, every distinct confidence. Candidates accepting so few rows that even
+      zero errors cannot reject H0 ((1 − α)^n > δ) are not tested; the sequence starts after
+      them (n depends on the confidences only, never on the outcomes).
     * ``"sgr"`` — Selection with Guaranteed Risk (Geifman & El-Yaniv 2017): bisection over the
-      m thresholds for K = max(1, ⌈log2 m⌉) steps, each tested at level δ/K (Bonferroni);
-      a pass moves to lower thresholds, a failure to higher ones. Unlike the paper, the result
-      is the lowest threshold that passed (never merely the last one tried), or None.
+      m distinct confidences for K = max(1, ⌈log2 m⌉) steps, each tested at level δ/K
+      (Bonferroni); a pass moves to lower thresholds, a failure to higher ones. Unlike the
+      paper, the result is the lowest threshold that passed (never merely the last one tried),
+      or None. It takes no ``grid``.
 
     ``target_accuracy`` must be in (0, 1) and ``delta`` in (0, 1); an empty curve raises.
     """
@@ -331,39 +256,19 @@ def select_threshold(
     level = check_level(delta)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    _require_rows(curve)
+    if grid is not None and method != "ltt":
+        raise ValueError("a grid of candidate thresholds applies to method 'ltt' only")
+    require_rows(curve)
     alpha = 1.0 - a
-    m = curve.thresholds.shape[0]
     if method == "ltt":
-        # Thresholds accepting so few rows that even zero errors cannot reject H0
-        # ((1 − α)^n > level) are not tested; the sequence starts after them.
-        start = int(np.searchsorted(curve.accepted, _min_testable_rows(alpha, level)))
-        fail = start + _first_failure(curve.accepted[start:], curve.errors[start:], alpha, level)
-        tests_run = min(fail + 1, m) - start
-        if start == m:
-            return _choice(curve, "ltt", a, level, None, math.nan, level, 0)
-        if fail == start:
-            return _choice(
-                curve,
-                "ltt",
-                a,
-                level,
-                None,
-                float(_p_values(curve, np.array([start]), alpha)[0]),
-                level,
-                tests_run,
-            )
-        j = fail - 1
-        return _choice(
-            curve,
-            "ltt",
-            a,
-            level,
-            j,
-            float(_p_values(curve, np.array([j]), alpha)[0]),
-            level,
-            tests_run,
-        )
+        if grid is None:
+            values, points = curve.thresholds, np.arange(curve.thresholds.shape[0])
+            n, e = curve.accepted, curve.errors
+        else:
+            values = _check_grid(grid)
+            points, n, e = _at_grid(curve, values)
+        return _fixed_sequence(curve, a, level, values, points, n, e)
+    m = curve.thresholds.shape[0]
     steps = max(1, math.ceil(math.log2(m)))
     test_level = level / steps
     lo, hi = -1, m  # rows <= lo passed, rows >= hi failed
@@ -391,6 +296,34 @@ def select_threshold(
     )
 
 
+def _fixed_sequence(
+    curve: RiskCoverage,
+    target: float,
+    level: float,
+    values: np.ndarray,
+    points: np.ndarray,
+    n: np.ndarray,
+    e: np.ndarray,
+) -> ThresholdChoice:
+    """LTT's walk down the candidates ``values`` (descending), with n_k accepted rows and e_k
+    errors at each (non-decreasing) and ``points`` the curve point holding those rows."""
+    alpha = 1.0 - target
+    m = values.shape[0]
+    start = int(np.searchsorted(n, _min_testable_rows(alpha, level)))
+    fail = start + _first_failure(n[start:], e[start:], alpha, level)
+    tests_run = min(fail + 1, m) - start
+    if start == m:
+        return _choice(curve, "ltt", target, level, None, math.nan, level, 0)
+    if fail == start:
+        p = float(binomial_tails(e[start], n[start], alpha)[0])
+        return _choice(curve, "ltt", target, level, None, p, level, tests_run)
+    k = fail - 1
+    p = float(binomial_tails(e[k], n[k], alpha)[0])
+    return _choice(
+        curve, "ltt", target, level, int(points[k]), p, level, tests_run, float(values[k])
+    )
+
+
 def _choice(
     curve: RiskCoverage,
     method: str,
@@ -400,7 +333,10 @@ def _choice(
     p_value: float,
     test_level: float | None,
     tests_run: int,
+    threshold: float | None = None,
 ) -> ThresholdChoice:
+    """The choice accepting the rows of curve point ``j`` (None: nothing passed), at
+    ``threshold`` (default: the point's own confidence t_j)."""
     if j is None:
         return ThresholdChoice(
             method,
@@ -424,7 +360,7 @@ def _choice(
         method,
         target,
         delta,
-        float(curve.thresholds[j]),
+        float(curve.thresholds[j]) if threshold is None else threshold,
         j,
         n,
         e,
@@ -445,7 +381,7 @@ def plug_in_threshold(curve: RiskCoverage, *, target_accuracy: float) -> Thresho
     ``target_accuracy`` must be in (0, 1]; an empty curve raises.
     """
     a = _check_target(target_accuracy, allow_one=True)
-    _require_rows(curve)
+    require_rows(curve)
     ok = np.flatnonzero(curve.accuracy >= a)
     j = int(ok[-1]) if ok.size else None
     return _choice(curve, "plug-in", a, None, j, math.nan, None, 0)
@@ -501,7 +437,7 @@ def aurc(curve: RiskCoverage) -> float:
     and E0 errors) position n0 + i holds E0 + i·ε/g expected errors, which sums to
     ε + (E0 − ε·n0/g)·(H(n0 + g) − H(n0)) with H the harmonic numbers. An empty curve raises.
     """
-    _require_rows(curve)
+    require_rows(curve)
     n1 = curve.accepted
     e1 = curve.errors
     n0 = np.concatenate([[0], n1[:-1]])
@@ -528,7 +464,7 @@ def e_aurc(curve: RiskCoverage) -> float:
     """Excess AURC: :func:`aurc` minus the AURC of the oracle ranking of the same rows (all right
     answers first), (1/N)·Σ_{k=1..N} max(0, k − (N − E))/k with E the total errors. Clamped at 0
     against rounding; an empty curve raises."""
-    _require_rows(curve)
+    require_rows(curve)
     return max(0.0, aurc(curve) - _oracle_aurc(curve.total, int(curve.errors[-1])))
 
 
@@ -557,7 +493,7 @@ def selective_accuracy(curve: RiskCoverage, coverage: float) -> float:
         raise ValueError(f"coverage must be a number in (0, 1], got {coverage!r}")
     if not 0.0 < float(coverage) <= 1.0:
         raise ValueError(f"coverage must be in (0, 1], got {coverage!r}")
-    _require_rows(curve)
+    require_rows(curve)
     k = _rows_for_coverage(curve.total, float(coverage))
     j = int(np.searchsorted(curve.accepted, k, side="left"))
     n1, e1 = int(curve.accepted[j]), int(curve.errors[j])

@@ -219,6 +219,10 @@ def groups_table(
     if any(has(pooled, f.key) for f in columns):
         pooled_cells = [value(pooled, f, exact=False) for f in columns]
         rows.append(("<em>all (pooled)</em>", pooled_cells, "pooled"))
+    macro = pooled.get("macro")  # lm-eval's group row: the groups weighted by sequences
+    if isinstance(macro, dict):
+        cells = [value(macro, f, exact=False) if has(macro, f.key) else "" for f in columns]
+        rows.append(("<em>macro (by sequences)</em>", cells, "pooled"))
     return table(f"{caption} ({len(groups):,})", [what, *(f.column for f in columns)], rows)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.render import html_blocks as b
+from calibcli.render.digits import distinct_decimals
 from calibcli.render.markup import cell, interval, is_number, number, signed, text
 from calibcli.render.svg import coverage_chart
 from calibcli.reports import (
@@ -20,7 +21,9 @@ from calibcli.reports import (
     RELIABILITY,
     THRESHOLD,
     Figure,
+    confidence,
     lookup,
+    shown,
 )
 
 Page = Callable[[b.Ids, dict[str, Any]], list[str]]
@@ -93,7 +96,7 @@ def _curve(ids: b.Ids, body: dict[str, Any]) -> str:
             marks.append((css, seen.get("coverage"), seen.get("accuracy"), label))
     target = body.get("target_accuracy")
     delta = body.get("delta")
-    level = f"{(1 - delta) * 100:g}% " if is_number(delta) else ""
+    level = f"{confidence(delta, percent=True)} " if is_number(delta) else ""
     chart = coverage_chart(
         source.get("coverage"),
         source.get("accuracy"),
@@ -120,12 +123,15 @@ def _curve(ids: b.Ids, body: dict[str, Any]) -> str:
 
 
 def _thresholds_table(body: dict[str, Any]) -> str:
-    realised = any(
-        isinstance(body.get(k), dict) and "realised" in body[k] for k in ("guaranteed", "plug_in")
-    )
-    headers = ["choice", "threshold", "accepted", "errors", "coverage", "accuracy"]
-    headers += ["accuracy lower bound", "p-value"]
-    headers += ["realised coverage", "realised accuracy"] if realised else []
+    """Both chosen thresholds; chosen on --fit rows, their figures there and on the evaluated
+    rows side by side, each header naming its rows."""
+    fit = "fit_n" in body
+    where = " (fit rows)" if fit else ""
+    headers = ["choice", "threshold", *(h + where for h in ("accepted", "errors", "coverage"))]
+    headers += [h + where for h in ("accuracy", "accuracy lower bound", "p-value")]
+    if fit:
+        seen_keys = ("coverage", "accuracy", "accuracy_lower_bound")
+        headers += [f"{h} (evaluated rows)" for h in ("coverage", "accuracy", "lower bound")]
     rows = []
     for key, name in (("guaranteed", "guaranteed"), ("plug_in", "plug-in (no guarantee)")):
         c = body.get(key)
@@ -134,9 +140,9 @@ def _thresholds_table(body: dict[str, Any]) -> str:
         keys = ("threshold", "accepted", "errors", "coverage", "accuracy")
         keys += ("accuracy_lower_bound", "p_value")
         cells = [cell(c[k]) if k in c else "" for k in keys]
-        if realised:
+        if fit:
             seen = c.get("realised") if isinstance(c.get("realised"), dict) else {}
-            cells += [cell(seen.get("coverage")), cell(seen.get("accuracy"))]
+            cells += [cell(seen[k]) if k in seen else "" for k in seen_keys]
         rows.append((name, cells))
     return b.table("Chosen thresholds", headers, rows) if rows else ""
 
@@ -154,11 +160,14 @@ def _curve_table(body: dict[str, Any]) -> str:
         picked = [int(k * step) for k in range(b.MAX_TABLE_ROWS)]
         remark = f"{b.MAX_TABLE_ROWS} of {size:,} rows, evenly spaced; the JSON has all."
     delta = body.get("delta")
-    bound = f"lower bound ({(1 - delta) * 100:g}%)" if is_number(delta) else "lower bound"
+    bound = "lower bound"
+    if is_number(delta):
+        bound += f" ({confidence(delta, percent=True)})"
     headers = ["threshold", "coverage", "accepted", "errors", "accuracy", bound]
+    digits = distinct_decimals(curve["threshold"])  # bf16 ties 1e-8 apart stay apart
     rows = [
         (
-            cell(curve["threshold"][i]),
+            cell(curve["threshold"][i], digits),
             [cell(col[i]) if i < len(col) else "" for col in columns],
         )
         for i in picked
@@ -169,10 +178,17 @@ def _curve_table(body: dict[str, Any]) -> str:
 def threshold(ids: b.Ids, body: dict[str, Any]) -> list[str]:
     target, delta = body.get("target_accuracy"), body.get("delta")
     method = METHODS.get(body.get("method"), text(body.get("method", "?")))
-    confidence = number(1 - delta, 3) if is_number(delta) else "n/a"
+    grid = body.get("grid")
+    if body.get("method") == "ltt" and is_number(grid):
+        method += (
+            f" over {number(grid)} thresholds fixed in advance"
+            if grid
+            else (" over every distinct confidence")
+        )
+    level = confidence(delta) if is_number(delta) else "n/a"
     intro = (
         "<p>Rows with confidence ≥ the threshold are accepted. The guaranteed threshold keeps "
-        f"their accuracy ≥ {number(target, 3)} with probability ≥ {confidence} ({method}); the "
+        f"their accuracy ≥ {number(target, 3)} with probability ≥ {level} ({method}); the "
         "plug-in threshold reaches that accuracy on these rows, with no guarantee.</p>"
     )
     fit = body.get("fit")
@@ -182,12 +198,13 @@ def threshold(ids: b.Ids, body: dict[str, Any]) -> list[str]:
         intro += (
             f"<p>Chosen on {files}{rows}; coverage and accuracy realised on the rows evaluated.</p>"
         )
-    headline, chart = b.figure_table(body, THRESHOLD, "Figures"), _curve(ids, body)
+    figures = shown(THRESHOLD, body)
+    headline, chart = b.figure_table(body, figures, "Figures"), _curve(ids, body)
     return [
         b.section(ids, "Threshold", intro, f'<div class="pair">{headline}{chart}</div>'),
         b.section(ids, "Chosen thresholds", _thresholds_table(body), _curve_table(body)),
         b.recalibration(ids, body),
-        b.groups(ids, body, THRESHOLD),
+        b.groups(ids, body, figures),
     ]
 
 

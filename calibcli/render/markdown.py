@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibcli.reports import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup
+from calibcli.reports import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup, shown
 
 
 def _cell(value: Any) -> str:
@@ -42,7 +42,9 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
     gate = body.get("gate")
     verdict = "" if gate is None else (" — gate passed" if gate["passed"] else " — gate FAILED")
     lines = [f"### calibcli {command}: {', '.join(f'`{s}`' for s in sources)}{verdict}"]
-    figures = [f for f in BY_COMMAND.get(command, ()) if f.summary and has(body, f.key)]
+    figures = [
+        f for f in shown(BY_COMMAND.get(command, ()), body) if f.summary and has(body, f.key)
+    ]
     with_ci = bool(body.get("ci"))
     if figures and with_ci:
         lines += ["", f"| metric | value | {body['ci_level']:g} interval |", "| --- | ---: | --- |"]

@@ -23,8 +23,10 @@ from calibcli.reports import (
     RELIABILITY,
     THRESHOLD,
     Figure,
+    confidence,
     has,
     lookup,
+    shown,
 )
 
 NA = "n/a"
@@ -129,7 +131,10 @@ def _group_table(report: dict[str, Any], figures: tuple[Figure, ...], by: str | 
     """One row per --by group and the pooled row, over the figures that have a column."""
     columns = [f for f in figures if f.column is not None and has(report, f.key)]
     table = _table(f"By {by or 'group'}", by or "group", *(f.column for f in columns))
-    for name, section in [*report["groups"].items(), ("all (pooled)", report)]:
+    rows = [*report["groups"].items(), ("all (pooled)", report)]
+    if "macro" in report:  # lm-eval's group row: the groups' figures, weighted by sequences
+        rows.append(("macro (by sequences)", report["macro"]))
+    for name, section in rows:
         _row(table, name, *(_cell(section, f) for f in columns))
     return table
 
@@ -267,11 +272,14 @@ def _gate(report: dict[str, Any]) -> list[Any]:
 def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
     """The chosen thresholds and summary figures, the risk–coverage table, a text curve."""
     method = {"ltt": "Learn then Test, fixed sequence", "sgr": "SGR bisection"}[report["method"]]
+    method += _grid(report.get("grid"))
     head = Text(
         f"Automation threshold: accuracy >= {report['target_accuracy']:g} with probability "
-        f">= {1 - report['delta']:g} ({method}); rows with confidence >= threshold are accepted"
+        f">= {confidence(report['delta'])} ({method}); rows with confidence >= threshold are "
+        "accepted"
     )
-    table = _figure_table("Thresholds", report, THRESHOLD)
+    figures = shown(THRESHOLD, report)
+    table = _figure_table("Thresholds", report, figures)
     out: list[Any] = [head, table, *_recalibration(report)]
     curve = report.get("curve")
     if curve:
@@ -279,12 +287,25 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
         chart = _coverage_chart(curve, report["target_accuracy"], report.get("coverage"))
         out.append(Text("\n".join(chart)))
     if "groups" in report:
-        out.append(_group_table(report, THRESHOLD, by))
+        out.append(_group_table(report, figures, by))
     out += _gate(report)
     _print(*out)
 
 
+def _grid(size: int | None) -> str:
+    """What Learn then Test walked down: a grid of thresholds, or every distinct confidence."""
+    if size is None:
+        return ""
+    return (
+        f" over {size:,} thresholds fixed in advance" if size else " over every distinct confidence"
+    )
+
+
 def _curve_table(curve: dict[str, Any], delta: float) -> Table:
+    """The risk–coverage rows; thresholds with as many decimals as tell them apart."""
+    from calibcli.render.digits import distinct_decimals
+
+    digits = distinct_decimals(curve["threshold"])
     table = _table(
         "Risk-coverage",
         "threshold",
@@ -292,12 +313,12 @@ def _curve_table(curve: dict[str, Any], delta: float) -> Table:
         "accepted",
         "errors",
         "accuracy",
-        f"lower bound ({(1 - delta) * 100:g}%)",
+        f"lower bound ({confidence(delta, percent=True)})",
     )
     for i in range(len(curve["threshold"])):
         _row(
             table,
-            _f(curve["threshold"][i]),
+            _f(curve["threshold"][i], digits),
             _f(curve["coverage"][i]),
             _f(curve["accepted"][i]),
             _f(curve["errors"][i]),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibcli.reports import figures as registry
-from calibcli.reports.gate import Gate
+from calibcli.reports.gate import Gate, upper_bound_reason
 from calibcli.reports.reliability import (
     bin_notes,
     empty_notes,
@@ -43,7 +43,7 @@ class Bootstrap:
     scheme: str = "multinomial"  # or "poisson": row weights keyed by row, mergeable
 
 
-def _bootstrap_workers(requested: int | None, work: int) -> int:
+def bootstrap_workers(requested: int | None, work: int) -> int:
     """Processes for the bootstrap (:func:`calibcli.system.workers`): by default two from
     about 20 million resampled rows; results never depend on it."""
     from calibcli.system import BOOTSTRAP_MIN_WORK, workers
@@ -60,9 +60,12 @@ def calibration_section(
     bootstrap: Bootstrap | None,
     reorder_ok: bool = False,
     smooth: bool = True,
+    upper_gate: bool = False,
 ) -> Section:
     """Every calibration estimator for one set of rows (``view``: the rows' exact per-bin
-    ``stats`` and kept ``columns``), with bootstrap intervals when asked.
+    ``stats`` and kept ``columns``), with bootstrap intervals when asked. ``upper_gate``: a gate
+    reads the upper ends of the intervals, so too few rows close it
+    (:func:`~calibcli.reports.gate.upper_bound_reason`).
 
     ``reorder_ok`` (the columns may be sorted in place) is passed to
     :func:`calibration_estimates`, but never with a bootstrap: its resamples are drawn
@@ -123,7 +126,7 @@ def calibration_section(
                 "smooth_skipped",
                 f"smece is computed per group for up to {SMOOTH_GROUPS:,} groups (its bandwidth "
                 "search costs about a millisecond a group); it is null here, the pooled smece is "
-                "exact",
+                "exact (--gate-each with --max-smece computes it for every group)",
                 explains=("smece", "smece_bandwidth"),
             )
         )
@@ -147,6 +150,12 @@ def calibration_section(
             f"(minimum {min_bins})"
         )
         closed = dict.fromkeys(BINNED_GATES, reason)
+    if upper_gate:
+        classes = (("", int(columns.conf_correct.shape[0]), int(columns.conf_wrong.shape[0])),)
+        for key in CALIBRATION_GATES:
+            why = upper_bound_reason(key, n, classes)
+            if why is not None:
+                closed[key] = why
     return Section(order(section), notes, closed)
 
 
@@ -160,7 +169,7 @@ def _intervals(
     """The ``ci`` object of a section, and its notes: multinomial resamples of the rows, or
     Poisson weights keyed by row, from the rows and their keys or from a summary's replicate
     sums (which give no interval for the figures that need every row)."""
-    workers = _bootstrap_workers(bootstrap.workers, n * bootstrap.samples)
+    workers = bootstrap_workers(bootstrap.workers, n * bootstrap.samples)
     options = {"level": bootstrap.level, "samples": bootstrap.samples, "seed": bootstrap.seed}
     notes: list[Note] = []
     if bootstrap.scheme == "multinomial":
@@ -312,7 +321,11 @@ def calibrate_report(
 
     min_bins = min(min_bins, bins)
     views = summary.by_group()
-    many = views is not None and len(views) > SMOOTH_GROUPS
+    upper_gate = bool(gate) and gate.bound == "upper"
+    # smece is left out per group above SMOOTH_GROUPS groups, for speed, unless a gate judges
+    # it in every group: the user asked for those values
+    smooth_each = bool(gate) and gate.each and "smece" in gate.thresholds
+    many = views is not None and len(views) > SMOOTH_GROUPS and not smooth_each
 
     def build(view: Any, group: str | None) -> Section:
         return calibration_section(
@@ -323,6 +336,7 @@ def calibrate_report(
             bootstrap=bootstrap,
             reorder_ok=reorder_ok,
             smooth=group is None or not many,
+            upper_gate=upper_gate,
         )
 
     def bootstrap_settings(pooled: Section) -> dict[str, Any]:

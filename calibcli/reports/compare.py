@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from calibcli.reports import figures as registry
-from calibcli.reports.gate import Gate, evaluate
+from calibcli.reports.calibrate import bootstrap_workers
+from calibcli.reports.gate import Gate, evaluate, upper_bound_reason
 from calibcli.reports.report import SCHEMA_VERSION, Note, Section, finish
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,12 +29,16 @@ MAX_UNMATCHED_SHARE = 0.05  # more unmatched rows than this on either side is an
 
 @dataclass(frozen=True)
 class CompareSettings:
+    """The comparison's interval level, resamples, seed and bins, paired or not, and the
+    processes its bootstrap asks for (None: automatic; never more than the CPUs, and the
+    intervals never depend on it)."""
+
     level: float = 0.95
     samples: int = 1000
     seed: int = 0
     bins: int = 10
     paired: bool = True
-    workers: int = 1
+    workers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,15 @@ def _num(x: float) -> float | None:
 
 
 def compare_section(
-    base: tuple[Any, Any], new: tuple[Any, Any], settings: CompareSettings
+    base: tuple[Any, Any],
+    new: tuple[Any, Any],
+    settings: CompareSettings,
+    *,
+    upper_gate: bool = False,
 ) -> Comparison:
-    """Figures, differences, intervals and tests for aligned (paired) or independent rows."""
+    """Figures, differences, intervals and tests for aligned (paired) or independent rows.
+    ``upper_gate``: a gate reads the worse ends of the intervals, so too few rows (or, for
+    accuracy and AUROC, too few right or wrong answers on a side) close it."""
     from calibcli.metrics import (
         SCALAR_KEYS,
         delong_test,
@@ -77,7 +88,7 @@ def compare_section(
         seed=settings.seed,
         level=settings.level,
         bins=settings.bins,
-        workers=settings.workers,
+        workers=bootstrap_workers(settings.workers, (n_base + n_new) * settings.samples),
     )
     table = {}
     for key in SCALAR_KEYS:
@@ -115,17 +126,31 @@ def compare_section(
                 "reason": "the two sides differ in which answers are right, so DeLong's "
                 "test (shared outcomes) does not apply; see the bootstrap interval",
             }
-    return Comparison(Section(figures, notes), _gate_view(table))
+    small: dict[str, str] = {}
+    if upper_gate:
+        import numpy as np
+
+        rows = min(n_base, n_new)  # paired: both sides hold the matched rows
+        classes = tuple(
+            (name, int(np.count_nonzero(side[1])), n - int(np.count_nonzero(side[1])))
+            for name, side, n in (("BASE", base, n_base), ("NEW", new, n_new))
+        )
+        for key in SCALAR_KEYS:
+            why = upper_bound_reason(key, rows, classes)
+            if why is not None:
+                small.update({f"{key}_{way}": why for way in _WAYS})
+    return Comparison(Section(figures, notes), _gate_view(table, small))
 
 
 _WAYS = ("increase", "decrease")
 
 
-def _gate_view(table: dict[str, Any]) -> Section:
+def _gate_view(table: dict[str, Any], small: dict[str, str]) -> Section:
     """What the gate reads: for each figure, how much worse NEW is than BASE
-    (``ece_increase`` = the difference, ``auroc_decrease`` = minus it) with its interval."""
+    (``ece_increase`` = the difference, ``auroc_decrease`` = minus it) with its interval;
+    ``small`` closes the checks the sample is too small for."""
     view: dict[str, Any] = {"ci": {}}
-    closed: dict[str, str] = {}
+    closed: dict[str, str] = dict(small)
     for key, row in table.items():
         d, (lo, hi) = row["difference"], row["interval"]
         for way, sign in (("increase", 1.0), ("decrease", -1.0)):
@@ -134,7 +159,7 @@ def _gate_view(table: dict[str, Any]) -> Section:
             ends = [None if x is None else sign * x for x in (lo, hi)]
             view["ci"][name] = sorted(ends) if None not in ends else [None, None]
             if d is None:
-                closed[name] = f"{key} is undefined on one side"
+                closed.setdefault(name, f"{key} is undefined on one side")
     return Section(view, closed=closed)
 
 
@@ -178,7 +203,8 @@ def compare_report(
     """The compare report: pooled comparison, one per --by group, the tests and the gate."""
     import numpy as np
 
-    pooled = compare_section(matched.base, matched.new, settings)
+    upper_gate = bool(gate) and gate.bound == "upper"
+    pooled = compare_section(matched.base, matched.new, settings, upper_gate=upper_gate)
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "command": "compare",
@@ -221,7 +247,7 @@ def compare_report(
             rows = names == name
             base = (matched.base[0][rows], matched.base[1][rows])
             new = (matched.new[0][rows], matched.new[1][rows])
-            groups[name] = compare_section(base, new, settings)
+            groups[name] = compare_section(base, new, settings, upper_gate=upper_gate)
         body["by"] = by
         body["groups"] = {name: g.section.figures for name, g in groups.items()}
     failures: list[str] = []

@@ -10,7 +10,7 @@ Pure data, no imports beyond the standard library, so every layer may read it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,10 @@ class Figure:
     ``column`` is its header in the per-group table (None: not shown there); ``summary`` whether
     the Markdown summary lists it; ``level`` 1 indents it under the figure above. ``better``
     says which way a change is an improvement (``compare --max-increase`` gates the figures
-    where lower is better, ``--max-decrease`` those where higher is better).
+    where lower is better, ``--max-decrease`` those where higher is better). ``rows`` says, for a
+    threshold chosen on other rows (``--fit``), which rows the figure comes from: ``"fit"``
+    (the rows the threshold was chosen on; shown only when they are other rows) or
+    ``"evaluated"`` (the rows of FILE...); :func:`shown` names them in its labels.
     """
 
     key: str
@@ -39,6 +42,7 @@ class Figure:
     summary: bool = True
     level: int = 0
     better: str | None = None  # "lower" or "higher": which way a change is an improvement
+    rows: str | None = None  # "fit" or "evaluated": the rows a threshold figure comes from
 
     @property
     def top_level(self) -> bool:
@@ -101,19 +105,36 @@ PERPLEXITY: tuple[Figure, ...] = (
     Figure("sentinel_logprobs", "sentinel logprobs (<= -9999)", kind="count", summary=False),
 )
 
+_FIT, _EVALUATED = "fit", "evaluated"
+
+# The figures of a threshold chosen on --fit rows come from two sets of rows: those it was
+# chosen on (``guaranteed``/``plug_in`` outside ``realised``, ``fit_n``) and those it is
+# evaluated on (``n``, ``coverage``, the ``realised`` blocks, the curve and its summary
+# figures). Without --fit they are the same rows, the fit-row figures are not shown, and the
+# labels name no rows.
 THRESHOLD: tuple[Figure, ...] = (
-    Figure("n", "N", kind="count", column="N"),
+    Figure("n", "N", kind="count", column="N", rows=_EVALUATED),
+    Figure("fit_n", "N", kind="count", column="N", rows=_FIT),
     Figure("guaranteed.threshold", "guaranteed threshold", column="threshold"),
-    Figure("coverage", "coverage", column="coverage"),
-    Figure("guaranteed.accuracy", "accuracy above it", column="accuracy"),
-    Figure("guaranteed.accuracy_lower_bound", "accuracy lower bound", column="lower bound"),
+    Figure("guaranteed.coverage", "coverage", column="coverage", rows=_FIT),
+    Figure("guaranteed.accuracy", "accuracy above it", column="accuracy", rows=_FIT),
+    Figure("guaranteed.accuracy_lower_bound", "accuracy lower bound", rows=_FIT),
+    Figure("coverage", "coverage", column="coverage", rows=_EVALUATED),
+    Figure("guaranteed.realised.accuracy", "accuracy above it", column="accuracy", rows=_EVALUATED),
+    Figure(
+        "guaranteed.realised.accuracy_lower_bound",
+        "accuracy lower bound",
+        column="lower bound",
+        rows=_EVALUATED,
+    ),
     Figure("plug_in.threshold", "plug-in threshold (no guarantee)", column="plug-in"),
-    Figure("plug_in.coverage", "plug-in coverage"),
-    Figure("aurc", "AURC", column="AURC"),
-    Figure("e_aurc", "E-AURC"),
-    Figure("selective_accuracy.10", "accuracy at 10% coverage"),
-    Figure("selective_accuracy.50", "accuracy at 50% coverage"),
-    Figure("selective_accuracy.90", "accuracy at 90% coverage"),
+    Figure("plug_in.coverage", "plug-in coverage", rows=_FIT),
+    Figure("plug_in.realised.coverage", "plug-in coverage", rows=_EVALUATED),
+    Figure("aurc", "AURC", column="AURC", rows=_EVALUATED),
+    Figure("e_aurc", "E-AURC", rows=_EVALUATED),
+    Figure("selective_accuracy.10", "accuracy at 10% coverage", rows=_EVALUATED),
+    Figure("selective_accuracy.50", "accuracy at 50% coverage", rows=_EVALUATED),
+    Figure("selective_accuracy.90", "accuracy at 90% coverage", rows=_EVALUATED),
 )
 
 # what a recalibration's before/after comparison shows
@@ -139,6 +160,34 @@ def gateable(figures: tuple[Figure, ...]) -> tuple[Figure, ...]:
 def interval_keys(figures: tuple[Figure, ...]) -> tuple[str, ...]:
     """Keys of the figures that get a bootstrap interval, in report order."""
     return tuple(f.key for f in figures if f.interval)
+
+
+def shown(figures: tuple[Figure, ...], body: dict) -> tuple[Figure, ...]:
+    """The figures a renderer shows of a report ``body``, labelled for it: when a threshold was
+    chosen on other rows (the body has ``fit_n``), each figure's label and column name the rows
+    it comes from ("coverage (evaluated rows)", "accuracy (fit)"); otherwise the fit-row
+    figures, the same as the evaluated ones, are left out and the labels name no rows."""
+    if "fit_n" not in body:
+        return tuple(f for f in figures if f.rows != _FIT)
+    return tuple(
+        f
+        if f.rows is None
+        else replace(
+            f,
+            label=f"{f.label} ({f.rows} rows)",
+            column=None if f.column is None else f"{f.column} ({f.rows})",
+        )
+        for f in figures
+    )
+
+
+def confidence(delta: float, *, percent: bool = False) -> str:
+    """1 − δ as a label shows it (``0.95``, or ``95%``); ``1 - 1e-17`` when 1 − δ would print
+    as 1 (a δ below 5e-7 for 6 significant digits)."""
+    shown = f"{(1 - delta) * 100:g}%" if percent else f"{1 - delta:g}"
+    if shown in ("1", "100%"):
+        shown = f"100% - {delta * 100:g}%" if percent else f"1 - {delta:g}"
+    return shown
 
 
 def lookup(section: dict, key: str) -> object:

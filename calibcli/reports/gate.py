@@ -3,7 +3,14 @@
 A check compares one figure (or, with ``bound="upper"``, the upper end of its bootstrap
 interval) with a threshold. A check *fails closed* — fails whatever the value — when the
 section says the data cannot carry the figure (``closed`` maps the figure to the reason: no
-rows, too few populated bins, zero tokens) or the value is undefined.
+rows, too few populated bins, zero tokens, too few rows for an interval's end) or the value is
+undefined.
+
+A gate on the upper end of a percentile bootstrap interval needs a sample the resampling can
+vary (:func:`upper_bound_reason`): at least :data:`MIN_UPPER_ROWS` rows, and for the figures
+that need both right and wrong answers, :data:`MIN_UPPER_CLASS` of each. Never "the replicates
+are all equal": a large sample of right answers at confidence 1 also gives equal replicates,
+and rightly passes.
 """
 
 from __future__ import annotations
@@ -12,6 +19,48 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+MIN_UPPER_ROWS = 30
+"""Rows an upper-bound gate needs. The percentile bootstrap resamples the rows it has: on a
+few, its resamples repeat most of them, the interval is too narrow (n identical rows give one
+of zero width) and its upper end can pass a threshold by luck. 30 is the usual size from which
+the sampling distribution of a mean is close to normal and the percentile interval's coverage
+approaches its level."""
+
+MIN_UPPER_CLASS = 10
+"""Right answers, and wrong ones, an upper-bound gate on :data:`BOTH_CLASSES` figures needs (on
+each side of a comparison). A resample leaves out a class of k rows with probability about
+e^(−k) (the figure is then undefined or fixed, and the replicate says nothing), and the figure
+moves in steps of about 1/k: below 10 the interval is lumpy and its end tells little."""
+
+BOTH_CLASSES = frozenset({"accuracy", "auroc"})
+"""Figures the bootstrap cannot vary without both right and wrong answers: accuracy is the same
+in every resample of one class, and AUROC is undefined. The calibration errors, the Brier score
+and the NLL vary with the confidences alone, so a large sample of one class bounds them."""
+
+
+def upper_bound_reason(
+    figure: str, rows: int, classes: tuple[tuple[str, int, int], ...] = ()
+) -> str | None:
+    """Why the upper end of a bootstrap interval of ``figure`` cannot support a gate, or None.
+
+    ``rows`` are the rows resampled (matched pairs in a paired comparison, the smaller side in
+    an unpaired one); ``classes`` the (name, right, wrong) counts of each side's rows (the
+    name is "" for a single sample)."""
+    if rows < MIN_UPPER_ROWS:
+        return (
+            f"only {rows:,} row{'s' if rows != 1 else ''}: the upper end of a bootstrap "
+            f"interval needs at least {MIN_UPPER_ROWS} to show how {figure} varies"
+        )
+    if figure in BOTH_CLASSES:
+        for name, right, wrong in classes:
+            if min(right, wrong) < MIN_UPPER_CLASS:
+                who = f"{name} has only" if name else "only"
+                return (
+                    f"{who} {right:,} right and {wrong:,} wrong answers: the upper end of a "
+                    f"bootstrap interval of {figure} needs at least {MIN_UPPER_CLASS} of each"
+                )
+    return None
 
 
 class Gated(Protocol):

@@ -118,6 +118,50 @@ def perplexity_section(data: Any) -> Section:
     return Section(section, notes, closed)
 
 
+MACRO_KEYS = ("perplexity", "bits_per_token", "bits_per_byte", "byte_perplexity", "word_perplexity")
+"""The figures lm-eval's group rows average over tasks."""
+
+MACRO_NOTE = (
+    "the pooled figures weigh every token, byte and word alike; lm-eval's group row averages "
+    "its tasks' figures weighted by their documents, shown as macro (by sequences)"
+)
+
+
+def macro_figures(groups: dict[str, Section]) -> dict[str, Any]:
+    """The groups' figures averaged with each group weighted by its sequences, as lm-eval's
+    group rows average their tasks (``aggregate_subtask_metrics``, weight_by_size): per key of
+    :data:`MACRO_KEYS` held by every group, null where a group's is undefined."""
+    out: dict[str, Any] = {"weights": "sequences"}
+    sections = [g.figures for g in groups.values()]
+    sizes = [s["sequences"] for s in sections]
+    for key in MACRO_KEYS:
+        if not sections or not all(key in s for s in sections):
+            continue
+        values = [s[key] for s in sections]
+        usable = all(v is not None and math.isfinite(v) for v in values) and sum(sizes) > 0
+        out[key] = (
+            math.fsum(v * n for v, n in zip(values, sizes, strict=True)) / sum(sizes)
+            if usable
+            else None
+        )
+    return out
+
+
 def perplexity_report(summary: Any, gate: Gate) -> Report:
-    """The perplexity report: token figures, bytes and words, logprob counts, groups, gate."""
-    return assemble("perplexity", summary, lambda view, group: perplexity_section(view), gate=gate)
+    """The perplexity report: token figures, bytes and words, logprob counts, groups (and,
+    beside the pooled figures, their macro average as lm-eval's group rows show it), gate."""
+
+    def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
+        return {} if groups is None else {"macro": macro_figures(groups)}
+
+    # the note answers the question a harness user asks: why the group row differs
+    harness = summary.group_names is not None and summary.fmt == "lm-eval"
+    notes = [Note("macro", MACRO_NOTE)] if harness else []
+    return assemble(
+        "perplexity",
+        summary,
+        lambda view, group: perplexity_section(view),
+        gate=gate,
+        closing=closing,
+        notes=notes,
+    )

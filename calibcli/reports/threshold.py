@@ -6,6 +6,14 @@ report shell, warnings and strict JSON come from :mod:`calibcli.reports.report`.
 input (``--fit``) the threshold is chosen there and its coverage and accuracy are *realised*
 on the main input; otherwise both come from the same rows, which flatters them (said in a
 warning).
+
+Which rows each figure comes from: ``n``, ``coverage``, every ``realised`` block, the curve and
+the summary figures (AURC, E-AURC, selective accuracy) are the evaluated rows' (FILE...);
+``fit_n`` and the ``guaranteed`` and ``plug_in`` blocks outside ``realised`` are the rows the
+threshold was chosen on: the --fit rows, or the evaluated rows themselves without --fit. When
+the guaranteed threshold's accuracy on the evaluated rows falls below the target, the report
+warns and a --min-coverage gate fails closed: the coverage is not reached at the accuracy
+asked for.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from calibcli.reports.figures import confidence
 from calibcli.reports.report import Note, Report, Section, assemble
 
 COVERAGES = (0.1, 0.5, 0.9)  # selective accuracy is reported at these coverages
@@ -23,13 +32,27 @@ CURVE_POINTS = 400  # points of the accuracy–coverage curve in the report (wha
 
 @dataclass(frozen=True)
 class ThresholdSettings:
-    """What the user asked: the target accuracy, δ, the method, a full curve, a fit input."""
+    """What the user asked: the target accuracy, δ, the method, a full curve, a fit input, and
+    for Learn then Test the size of its grid of candidate thresholds (None: the default grid,
+    0: every distinct confidence instead)."""
 
     target_accuracy: float
     delta: float = 0.05
     method: str = "ltt"
     full: bool = False
     fit_files: tuple[str, ...] = ()
+    grid: int | None = None
+
+    @property
+    def grid_size(self) -> int | None:
+        """The grid's size for ltt (0: every distinct confidence), None for sgr."""
+        if self.method != "ltt":
+            return None
+        if self.grid is None:
+            from calibcli.metrics import GRID_SIZE
+
+            return GRID_SIZE
+        return self.grid
 
 
 def _choice(choice: Any, *, guaranteed: bool) -> dict[str, Any]:
@@ -49,22 +72,66 @@ def _choice(choice: Any, *, guaranteed: bool) -> dict[str, Any]:
     return out
 
 
-def _realised(curve: Any, threshold: float | None) -> dict[str, Any]:
-    """Coverage and accuracy on ``curve``'s rows of accepting confidence >= ``threshold``."""
+def _realised(curve: Any, threshold: float | None, delta: float | None = None) -> dict[str, Any]:
+    """Coverage and accuracy on ``curve``'s rows of accepting confidence >= ``threshold``; with
+    ``delta`` also the one-sided Clopper–Pearson lower bound on that accuracy at level δ (valid
+    for rows the threshold was not chosen on)."""
     import numpy as np
 
-    if threshold is None:
-        return {"accepted": 0, "errors": 0, "coverage": 0.0, "accuracy": None}
-    # thresholds are descending: the rows accepted are those of the last t_j >= threshold
-    j = int(np.searchsorted(-curve.thresholds, -threshold, side="right")) - 1
-    accepted = int(curve.accepted[j]) if j >= 0 else 0
-    errors = int(curve.errors[j]) if j >= 0 else 0
-    return {
-        "accepted": accepted,
-        "errors": errors,
-        "coverage": accepted / curve.total if curve.total else 0.0,
-        "accuracy": (accepted - errors) / accepted if accepted else None,
-    }
+    from calibcli.metrics import accuracy_lower_bound
+
+    out: dict[str, Any] = {"accepted": 0, "errors": 0, "coverage": 0.0, "accuracy": None}
+    if threshold is not None:
+        # thresholds are descending: the rows accepted are those of the last t_j >= threshold
+        j = int(np.searchsorted(-curve.thresholds, -threshold, side="right")) - 1
+        accepted = int(curve.accepted[j]) if j >= 0 else 0
+        errors = int(curve.errors[j]) if j >= 0 else 0
+        out = {
+            "accepted": accepted,
+            "errors": errors,
+            "coverage": accepted / curve.total if curve.total else 0.0,
+            "accuracy": (accepted - errors) / accepted if accepted else None,
+        }
+    if delta is not None:
+        accepted, right = out["accepted"], out["accepted"] - out["errors"]
+        bound = accuracy_lower_bound(right, accepted, delta=delta) if accepted else None
+        out["accuracy_lower_bound"] = bound
+    return out
+
+
+def _in_sample(choice: dict[str, Any], *, guaranteed: bool) -> dict[str, Any]:
+    """The ``realised`` block of a threshold evaluated on the rows it was chosen on: its own
+    figures (the guaranteed threshold's bound is the one its test gives, at the test level)."""
+    keys = ("accepted", "errors", "coverage", "accuracy")
+    keys += ("accuracy_lower_bound",) if guaranteed else ()
+    return {k: choice[k] for k in keys}
+
+
+def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple[Note, str] | None:
+    """The warning and the gate's reason when the guaranteed threshold's accuracy on the
+    evaluated rows falls below the target (None when it does not, or is undefined)."""
+    chosen = section["guaranteed"]
+    seen = chosen["realised"]
+    accuracy, target = seen["accuracy"], settings.target_accuracy
+    if chosen["threshold"] is None or accuracy is None or accuracy >= target:
+        return None
+    right = seen["accepted"] - seen["errors"]
+    fit = chosen["accuracy"]
+    text = (
+        f"the guaranteed threshold {chosen['threshold']:.6g} accepts {seen['accepted']:,} of the "
+        f"evaluated rows with accuracy {accuracy:.4g} ({right:,} right), below the target "
+        f"{target:g} ({fit:.4g} on the fit rows): on these rows it does not deliver the "
+        "accuracy asked for"
+    )
+    general = (
+        f"the guaranteed threshold's accuracy on the evaluated rows is below the target "
+        f"{target:g}: on these rows it does not deliver the accuracy asked for"
+    )
+    reason = (
+        f"the guaranteed threshold's accuracy on the evaluated rows, {accuracy:.4g}, is below "
+        f"the target accuracy {target:g}"
+    )
+    return Note("below_target", text, detail=f"{accuracy:.4g}", general=general), reason
 
 
 def _table(curve: Any, settings: ThresholdSettings) -> dict[str, Any]:
@@ -97,6 +164,7 @@ def threshold_section(columns: Any, fit_columns: Any, settings: ThresholdSetting
         plug_in_threshold,
         select_threshold,
         selective_accuracy,
+        threshold_grid,
     )
 
     n = 0 if columns is None else int(columns.n)
@@ -115,27 +183,38 @@ def threshold_section(columns: Any, fit_columns: Any, settings: ThresholdSetting
         closed = {"coverage": "the --fit input holds no rows"}
         section.update(guaranteed=None, plug_in=None)
     else:
+        size = settings.grid_size
         chosen = select_threshold(
             fit_curve,
             target_accuracy=settings.target_accuracy,
             delta=settings.delta,
             method=settings.method,
+            grid=threshold_grid(size) if size else None,
         )
         plug = plug_in_threshold(fit_curve, target_accuracy=settings.target_accuracy)
         section["guaranteed"] = _choice(chosen, guaranteed=True)
         section["plug_in"] = _choice(plug, guaranteed=False)
         if fit_columns is not None:
             section["fit_n"] = int(fit_curve.total)
-            section["guaranteed"]["realised"] = _realised(curve, chosen.threshold)
+            realised = _realised(curve, chosen.threshold, settings.delta)
+            section["guaranteed"]["realised"] = realised
             section["plug_in"]["realised"] = _realised(curve, plug.threshold)
+        else:
+            for key in ("guaranteed", "plug_in"):
+                block = section[key]
+                block["realised"] = _in_sample(block, guaranteed=key == "guaranteed")
         closed = {}
         if chosen.threshold is None:
             reason = (
                 f"no threshold reaches accuracy {settings.target_accuracy:g} with confidence "
-                f"{1 - settings.delta:g}"
+                f"{confidence(settings.delta)}"
             )
             closed["coverage"] = reason
             notes.append(Note("no_threshold", reason, explains=("threshold",)))
+        below = _below_target(section, settings)
+        if below is not None:
+            notes.append(below[0])
+            closed["coverage"] = below[1]
     section["coverage"] = _gated_coverage(section)
     section["aurc"] = aurc(curve)
     section["e_aurc"] = e_aurc(curve)
@@ -165,7 +244,7 @@ def _gated_coverage(section: dict[str, Any]) -> float | None:
     chosen = section.get("guaranteed")
     if not chosen:
         return None
-    return chosen.get("realised", chosen)["coverage"]
+    return chosen["realised"]["coverage"]
 
 
 def threshold_report(
@@ -209,6 +288,7 @@ def threshold_report(
         "target_accuracy": settings.target_accuracy,
         "delta": settings.delta,
         "method": settings.method,
+        "grid": settings.grid_size,
         "fit": {"files": list(settings.fit_files)} if settings.fit_files else None,
     }
     notes = []

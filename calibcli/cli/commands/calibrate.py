@@ -37,6 +37,7 @@ from calibcli.cli.reading import (
     recalibrate,
     recalibration_options,
     require_rows,
+    worker_errors,
 )
 from calibcli.cli.reading_options import Reading, reading_options
 from calibcli.reports import CALIBRATION
@@ -73,7 +74,8 @@ def calibrate(
     Rows: {"confidence": number in [0, 1], "correct": true|false|0|1}. Warns when fewer than
     --min-populated-bins bins are populated, and when the median populated bin holds fewer than
     30 predictions (binned estimates are then noisy: prefer smece or rmsce_debiased and
-    --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do.
+    --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do, and so
+    do fewer than 30 rows under --gate-on upper (too few for a bootstrap interval's end).
     With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
     shown beside the figures before it.
     """
@@ -115,7 +117,7 @@ def calibrate(
         boot = Bootstrap(ci, bootstrap or 1000, seed or 0, reading.workers, bootstrap_scheme.value)
     options = {"bins": bins, "strategy": strategy.value, "min_bins": min_populated_bins}
     gate = Gate(limits or {}, gate_on.value, gate_each)
-    with one_blas_thread():
+    with one_blas_thread(), worker_errors():
         if calibrators is None and method is None:
             # reorder_ok: the reader's fresh buffers; nothing else needs their row order
             result = calibrate_report(data, bootstrap=boot, gate=gate, reorder_ok=True, **options)

@@ -12,6 +12,7 @@ from calibcli.cli.options import (
     FitOpt,
     FullOpt,
     GateEachOpt,
+    GridOpt,
     HtmlOpt,
     JsonOpt,
     MinCoverageOpt,
@@ -40,6 +41,7 @@ def threshold(
     target_accuracy: TargetAccuracyOpt = ...,
     delta: DeltaOpt = 0.05,
     method: SelectMethodOpt = SelectMethod.ltt,
+    grid: GridOpt = None,
     fit: FitOpt = None,
     min_coverage: MinCoverageOpt = None,
     gate_each: GateEachOpt = False,
@@ -56,10 +58,11 @@ def threshold(
     have accuracy >= --target-accuracy, with probability >= 1 - --delta.
 
     Thresholds are tested from the highest down with the exact binomial test (Learn then Test,
-    fixed sequence; or --method sgr), so looking at many thresholds does not void the
-    guarantee. The plug-in threshold (empirical accuracy >= A, no guarantee) is shown beside it,
-    with the risk-coverage table, AURC, E-AURC and accuracy at 10/50/90% coverage. Choose the
-    threshold on held-out rows with --fit; --min-coverage gates on the share it accepts.
+    fixed sequence over a grid fixed before the data, see --grid; or --method sgr), so looking
+    at many thresholds does not void the guarantee. The plug-in threshold (empirical accuracy
+    >= A, no guarantee) is shown beside it, with the risk-coverage table, AURC, E-AURC and
+    accuracy at 10/50/90% coverage. Choose the threshold on held-out rows with --fit;
+    --min-coverage gates on the share it accepts.
     """
     from calibcli.reports import Gate, Recalibration, ThresholdSettings, threshold_report
 
@@ -67,6 +70,11 @@ def threshold(
         raise usage_error("--gate-each needs --by FIELD")
     if gate_each and min_coverage is None:
         raise usage_error("--gate-each applies --min-coverage to every group; give it")
+    if grid is not None and method is not SelectMethod.ltt:
+        raise usage_error(
+            "--grid sets Learn then Test's candidates; --method sgr bisects the "
+            "distinct confidences"
+        )
     calibrators, _ = recalibration_options(calibrator, None, None)
     reading = calibrator_reading(reading, calibrators)
     check_outputs(output=output, summary=summary, plot=plot, html=html)
@@ -90,6 +98,7 @@ def threshold(
         method=method.value,
         full=full,
         fit_files=tuple(fit or ()),
+        grid=grid,
     )
     minimums = {} if min_coverage is None else {"coverage": min_coverage}
     with one_blas_thread():

@@ -1,0 +1,27 @@
+"""How many decimals a column of numbers needs so that values that differ print differently.
+
+Thresholds a risk–coverage table lists are distinct confidences; from bf16 loglikelihoods two
+of them can be 1e-8 apart, and at the usual four decimals both print as ``0.7982`` while they
+accept different rows. A column is therefore printed with the fewest decimals (at least the
+usual ones) at which every pair of distinct finite values prints differently; 17 decimals tell
+any two doubles in [0, 1] apart, so the search always ends."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from itertools import pairwise
+from typing import Any
+
+MOST = 17
+
+
+def distinct_decimals(values: Iterable[Any], least: int = 4) -> int:
+    """The fewest decimals, at least ``least`` and at most 17, at which the distinct finite
+    floats among ``values`` all print differently (``f"{x:.{d}f}"``)."""
+    finite = sorted({v for v in values if isinstance(v, float) and math.isfinite(v)})
+    for digits in range(least, MOST + 1):
+        shown = [f"{v:.{digits}f}" for v in finite]
+        if all(a != b for a, b in pairwise(shown)):
+            return digits
+    return MOST
