@@ -57,6 +57,9 @@ class FrameSpec:
                 confidence_field=self.columns[0],
                 correct_field=self.columns[1],
                 by=self.by,
+                # what the command line records for rows read without --inspect-confidence,
+                # so a written part is read back by it without a settings mismatch
+                inspect_confidence="auto",
             )
         from calibcli.summaries import PerplexitySettings
 
