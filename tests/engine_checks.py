@@ -45,14 +45,85 @@ def shards(folder: Path) -> list[str]:
 
 def cli_json(*args: str) -> dict:
     """``calibcli ARGS --json`` as the installed command line prints it."""
-    done = subprocess.run(
-        [sys.executable, "-m", "calibcli", *args, "--json", "--quiet"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return CliRun(*args).result()
+
+
+class CliRun:
+    """``calibcli ARGS --json`` started in the background (the engine starts meanwhile, on the
+    other core); :meth:`result` waits for its report."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "calibcli", *args, "--json", "--quiet"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def result(self) -> dict:
+        out, err = self.process.communicate()
+        assert self.process.returncode == 0, err
+        return json.loads(out)
+
+
+POISSON = ("--ci", "0.95", "--bootstrap-scheme", "poisson", "--bootstrap", "200")
+"""The Poisson bootstrap the engines' ``key="id", bootstrap_samples=200`` stands for."""
+
+
+def cli_references(paths: list[str]) -> dict:
+    """The CLI's reports of the shards, started in the background: ``{key: CliRun}`` for
+    pooled rows (key None), by task and with the Poisson bootstrap keyed by id."""
+    return {
+        None: CliRun("calibrate", *paths),
+        "task": CliRun("calibrate", *paths, "--by", "task"),
+        "poisson": CliRun("calibrate", *paths, *POISSON, "--id-field", "id"),
+    }
+
+
+def assert_poisson(got: dict, want: dict) -> None:
+    """The engine's Poisson intervals are the CLI's (those of AUROC and smooth ECE, which need
+    every row's key, null)."""
+    for figure, interval in want["ci"].items():
+        if figure in ("auroc", "smece", "smece_bandwidth"):
+            assert got["ci"][figure] == [None, None]
+        else:
+            assert_same({figure: got["ci"][figure]}, {figure: interval})
+    assert [got[k] for k in ("ci_level", "bootstrap_samples", "seed")] == [0.95, 200, 0]
+
+
+def readme_folder(folder: Path, paths: list[str]) -> Path:
+    """What the README's examples read, in ``folder``: the shards under ``shards/`` and the
+    first one as ``predictions.parquet``."""
+    import shutil
+
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    (folder / "shards").mkdir()
+    for path in paths:
+        shutil.copy(path, folder / "shards" / Path(path).name)
+    pq.write_table(pj.read_json(paths[0]), folder / "predictions.parquet")
+    return folder
+
+
+def run_readme_example(example: str, folder: Path, capsys) -> None:
+    """Run one README example in ``folder`` as printed: it prints something, and each summary
+    file it writes is measured by ``calibcli calibrate`` as its ``result.report()`` says."""
+    import os
+
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        for old in folder.glob("*.cbs"):
+            old.unlink()
+        names: dict = {}
+        exec(compile(example, "README.md", "exec"), names)
+        written = sorted(folder.glob("*.cbs"))
+        assert capsys.readouterr().out.strip() or written
+        for path in written:
+            assert cli_json("calibrate", str(path)) == names["result"].report()
+    finally:
+        os.chdir(before)
 
 
 def differences(got, want, path: str = "", exact: bool = False) -> list[str]:

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 
 import pytest
 from conftest import require_engine, require_program
-from engine_checks import assert_same, cli_json, readme_examples, shards
+from engine_checks import (
+    POISSON,
+    assert_poisson,
+    assert_same,
+    cli_json,
+    cli_references,
+    readme_examples,
+    readme_folder,
+    run_readme_example,
+    shards,
+)
 
 require_program("java", "Spark runs on a JVM (Java 17)")
 require_engine("pyspark", "spark")
@@ -21,26 +30,52 @@ require_engine("pyspark", "spark")
 from calibcli.errors import InputError  # noqa: E402
 from calibcli.spark import summarize, summarize_files, summarize_perplexity  # noqa: E402
 
-SCHEMA = "id LONG, task STRING, confidence DOUBLE, correct BOOLEAN"
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    return shards(tmp_path_factory.mktemp("shards"))
 
 
 @pytest.fixture(scope="module")
-def spark():
+def started(paths):
+    """The CLI's reports of the shards, computed while the JVM starts."""
+    return cli_references(paths)
+
+
+@pytest.fixture(scope="module")
+def workdir(paths, tmp_path_factory):
+    """The JVM's working directory, where the README's examples run: Spark resolves a
+    relative path against it, not against the Python process's current directory."""
+    return readme_folder(tmp_path_factory.mktemp("readme"), paths)
+
+
+@pytest.fixture(scope="module")
+def spark(started, workdir):
     from pyspark.sql import SparkSession
 
-    before = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")
+    before = {k: os.environ.get(k) for k in names}
     # the Python workers run this interpreter, which has calibcli installed
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("calibcli-tests")
-        .config("spark.driver.memory", "2g")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # loopback only, no lookup of the host's name
+    here = os.getcwd()
+    os.chdir(workdir)
+    try:
+        session = (
+            SparkSession.builder.master("local[2]")
+            .appName("calibcli-tests")
+            .config("spark.driver.memory", "2g")
+            # a short-lived JVM on two cores: the quick JIT tier and one GC thread start faster
+            .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.shuffle.partitions", "4")
+            .getOrCreate()
+        )
+    finally:
+        os.chdir(here)
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -52,20 +87,24 @@ def spark():
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory):
-    return shards(tmp_path_factory.mktemp("shards"))
+def cli(started):
+    return {key: run.result() for key, run in started.items()}
 
 
 @pytest.fixture(scope="module")
-def cli(paths):
-    return {
-        None: cli_json("calibrate", *paths),
-        "task": cli_json("calibrate", *paths, "--by", "task"),
-    }
+def parquet(paths, tmp_path_factory):
+    """The shards as Parquet files, one per JSON Lines shard, in one folder."""
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    folder = tmp_path_factory.mktemp("parquet")
+    for i, path in enumerate(paths):
+        pq.write_table(pj.read_json(path), folder / f"{i:02d}.parquet")
+    return str(folder)
 
 
-def test_dataframe_gives_the_cli_figures(spark, paths, cli):
-    df = spark.read.schema(SCHEMA).json(paths)
+def test_parquet_dataframe_gives_the_cli_figures_of_its_jsonl(spark, parquet, cli):
+    df = spark.read.parquet(parquet)
     assert_same(summarize(df).report(), cli[None], files=False)
     # partitions cut another way (a shuffle), merged in a tree of another shape
     grouped = summarize(df.repartition(5), by="task", depth=3)
@@ -74,35 +113,17 @@ def test_dataframe_gives_the_cli_figures(spark, paths, cli):
 
 def test_files_give_the_cli_report(spark, paths, cli):
     assert_same(summarize_files(spark, paths).report(), cli[None])
-    ranges = summarize_files(spark, paths, by="task", blocksize=300_000)
+    ranges = summarize_files(spark, paths, by="task", blocksize=1 << 20)
     assert_same(ranges.report(), cli["task"])
 
 
-def test_parquet_gives_the_figures_of_its_jsonl(spark, paths, cli, tmp_path):
-    import pyarrow.json as pj
-    import pyarrow.parquet as pq
-
-    for i, path in enumerate(paths):
-        pq.write_table(pj.read_json(path), tmp_path / f"{i:02d}.parquet")
-    df = spark.read.parquet(str(tmp_path))
-    assert_same(summarize(df, by="task").report(), cli["task"], files=False)
-
-
-def test_poisson_bootstrap_keyed_by_id_gives_the_cli_intervals(spark, paths, tmp_path):
-    options = ["--ci", "0.95", "--bootstrap-scheme", "poisson", "--bootstrap", "200"]
-    want = cli_json("calibrate", *paths, *options, "--id-field", "id")
-    df = spark.read.schema(SCHEMA).json(paths).repartition(3)
-    result = summarize(df, key="id", bootstrap_samples=200, seed=0)
+def test_poisson_bootstrap_keyed_by_id_gives_the_cli_intervals(spark, parquet, cli, tmp_path):
+    result = summarize(spark.read.parquet(parquet), key="id", bootstrap_samples=200, seed=0)
     got = result.report(ci=0.95)
-    for figure, interval in want["ci"].items():
-        if figure in ("auroc", "smece", "smece_bandwidth"):  # they need every row's key
-            assert got["ci"][figure] == [None, None]
-        else:
-            assert_same({figure: got["ci"][figure]}, {figure: interval})
-    assert [got[k] for k in ("ci_level", "bootstrap_samples", "seed")] == [0.95, 200, 0]
+    assert_poisson(got, cli["poisson"])
     # the part written is what the CLI measures, to the bit
     result.write(tmp_path / "all.cbs")
-    assert cli_json("calibrate", str(tmp_path / "all.cbs"), *options[:4]) == got
+    assert cli_json("calibrate", str(tmp_path / "all.cbs"), *POISSON[:4]) == got
 
 
 def test_perplexity_rows_give_the_cli_totals(spark, tmp_path):
@@ -146,14 +167,5 @@ def test_a_bad_line_in_a_file_keeps_its_file_and_line(spark, tmp_path):
 
 
 @pytest.mark.parametrize("example", readme_examples("spark"))
-def test_readme_example_runs_as_printed(spark, paths, example, tmp_path, monkeypatch, capsys):
-    import pyarrow.json as pj
-    import pyarrow.parquet as pq
-
-    (tmp_path / "shards").mkdir()
-    for path in paths:
-        shutil.copy(path, tmp_path / "shards" / os.path.basename(path))
-    pq.write_table(pj.read_json(paths[0]), tmp_path / "predictions.parquet")
-    monkeypatch.chdir(tmp_path)
-    exec(compile(example, "README.md", "exec"), {})
-    assert capsys.readouterr().out.strip()
+def test_readme_example_runs_as_printed(spark, workdir, example, capsys):
+    run_readme_example(example, workdir, capsys)
