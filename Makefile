@@ -74,6 +74,11 @@ bench: $(STAMP)  ## Benchmark against the floor and baselines; writes BENCHMARKS
 	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/run.py
 
+.PHONY: bench-engines
+bench-engines: $(STAMP)  ## Time calibcli on Spark and Dask against one summarize process; writes its BENCHMARKS.md section
+	$(BIN)/python -m pip install --quiet -e ".[spark,dask]"
+	$(BIN)/python bench/engines.py
+
 .PHONY: clean
 clean:  ## Remove .venv, caches and build output
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
