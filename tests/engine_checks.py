@@ -33,10 +33,15 @@ EXACT = frozenset(
         "smece_bandwidth",
         "sum_correct",
         "correct",
+        "aurc",
+        "threshold",
+        "accepted",
+        "errors",
     )
 )
-"""Figures that must be bit-identical; every other float may differ by 1e-12 relative (a
-float sum added up in another order)."""
+"""Figures that must be bit-identical (with everything under them: a threshold section's
+accepted rows and errors, the risk-coverage curve's thresholds); every other float may differ
+by 1e-12 relative (a float sum added up in another order)."""
 
 
 def shards(folder: Path) -> list[str]:
@@ -77,7 +82,18 @@ def cli_references(paths: list[str]) -> dict:
         None: CliRun("calibrate", *paths),
         "task": CliRun("calibrate", *paths, "--by", "task"),
         "poisson": CliRun("calibrate", *paths, *POISSON, "--id-field", "id"),
+        "threshold": CliRun("threshold", *paths, *THRESHOLD),
     }
+
+
+THRESHOLD = ("--target-accuracy", "0.9")
+
+
+def assert_threshold(part: Path, want: dict) -> None:
+    """``calibcli threshold`` on an engine's written part gives the thresholds, AURC and curve
+    it gives on the files themselves."""
+    got = cli_json("threshold", str(part), *THRESHOLD)
+    assert_same(got, want, files=False)
 
 
 def assert_poisson(got: dict, want: dict) -> None:
@@ -157,6 +173,7 @@ def assert_same(got: dict, want: dict, *, files: bool = True) -> None:
     bandwidth bit for bit, other floats to 1e-12 relative. A DataFrame has no files, so
     without ``files`` the CLI's per-file sections are not asked for."""
     if not files:
+        got = {k: v for k, v in got.items() if k != "per_file"}
         want = {k: v for k, v in want.items() if k != "per_file"}
     found = differences(got, want)
     assert not found, "\n".join(found[:20])

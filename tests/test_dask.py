@@ -15,6 +15,7 @@ from engine_checks import (
     POISSON,
     assert_poisson,
     assert_same,
+    assert_threshold,
     cli_json,
     cli_references,
     readme_examples,
@@ -62,9 +63,12 @@ def client(started):
 
 @pytest.fixture(scope="module")
 def frame(paths):
-    import pandas as pd
+    """The shards' rows as one pandas DataFrame, each float parsed exactly (pyarrow's JSON
+    reader; pandas' own read_json rounds the last bits of some by default)."""
+    import pyarrow as pa
+    import pyarrow.json as pj
 
-    return pd.concat([pd.read_json(p, lines=True) for p in paths], ignore_index=True)
+    return pa.concat_tables([pj.read_json(p) for p in paths]).to_pandas()
 
 
 @pytest.fixture(scope="module")
@@ -73,19 +77,25 @@ def cli(started):
 
 
 @pytest.mark.parametrize("partitions", [1, 8, 24])
-def test_dataframe_gives_the_cli_figures(client, frame, cli, partitions):
+def test_dataframe_gives_the_cli_figures(client, frame, cli, partitions, tmp_path):
     ddf = dd.from_pandas(frame, npartitions=partitions, sort=False)
     pooled, grouped = dask.compute(summarize(ddf), summarize(ddf, by="task", split_every=3))
     assert_same(pooled.report(), cli[None], files=False)
     assert_same(grouped.report(), cli["task"], files=False)
+    if partitions == 24:  # the most merges: the threshold CLI on the part, once
+        pooled.write(tmp_path / "all.cbs")
+        assert_threshold(tmp_path / "all.cbs", cli["threshold"])
 
 
 @pytest.mark.parametrize("blocksize", [None, 8 << 20, 300_000], ids=["whole", "8MiB", "300kB"])
-def test_files_give_the_cli_report(client, paths, cli, blocksize):
+def test_files_give_the_cli_report(client, paths, cli, blocksize, tmp_path):
     lazy = [summarize_files(paths, blocksize=blocksize, by=by) for by in (None, "task")]
     pooled, grouped = dask.compute(*lazy)
     assert_same(pooled.report(), cli[None])
     assert_same(grouped.report(), cli["task"])
+    if blocksize == 300_000:  # the most ranges: the threshold CLI on the part, once
+        pooled.write(tmp_path / "all.cbs")
+        assert_threshold(tmp_path / "all.cbs", cli["threshold"])
 
 
 def test_poisson_bootstrap_keyed_by_id_gives_the_cli_intervals(client, frame, paths, cli, tmp_path):

@@ -16,6 +16,7 @@ from engine_checks import (
     POISSON,
     assert_poisson,
     assert_same,
+    assert_threshold,
     cli_json,
     cli_references,
     readme_examples,
@@ -78,7 +79,19 @@ def spark(started, workdir):
         os.chdir(here)
     session.sparkContext.setLogLevel("ERROR")
     yield session
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
     session.stop()
+    # the JVM outlives stop() until this process exits: end it (it exits when its stdin
+    # closes), so the tests after these get its memory back
+    if gateway is not None:
+        process = getattr(gateway, "proc", None)
+        gateway.shutdown()
+        SparkContext._gateway = SparkContext._jvm = None
+        if process is not None:
+            process.stdin.close()
+            process.wait(timeout=60)
     for k, v in before.items():
         if v is None:
             os.environ.pop(k, None)
@@ -103,9 +116,12 @@ def parquet(paths, tmp_path_factory):
     return str(folder)
 
 
-def test_parquet_dataframe_gives_the_cli_figures_of_its_jsonl(spark, parquet, cli):
+def test_parquet_dataframe_gives_the_cli_figures_of_its_jsonl(spark, parquet, cli, tmp_path):
     df = spark.read.parquet(parquet)
-    assert_same(summarize(df).report(), cli[None], files=False)
+    pooled = summarize(df)
+    assert_same(pooled.report(), cli[None], files=False)
+    pooled.write(tmp_path / "all.cbs")
+    assert_threshold(tmp_path / "all.cbs", cli["threshold"])
     # partitions cut another way (a shuffle), merged in a tree of another shape
     grouped = summarize(df.repartition(5), by="task", depth=3)
     assert_same(grouped.report(), cli["task"], files=False)
