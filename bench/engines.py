@@ -173,7 +173,9 @@ def spark_times(
         spark.stop()
 
 
-def render(rows: int, count: int, rounds: int, wall: dict, starts: dict, checks: dict) -> str:
+def render(
+    rows: int, count: int, rounds: int, wall: dict, starts: dict, checks: dict, loads: list
+) -> str:
     base = statistics.median(wall["s"])
     lines = [
         START,
@@ -182,7 +184,9 @@ def render(rows: int, count: int, rounds: int, wall: dict, starts: dict, checks:
         f"{label(rows)} rows in {count} shards (bench/make_shards.py, seed 0); median of "
         f"{rounds} after a warm-up round; {machine()}. Engine timings exclude starting the "
         f"engine (Spark session {starts['spark']:.1f} s, Dask cluster {starts['dask']:.1f} s), "
-        "which a job pays once.",
+        "which a job pays once. Load average (1 min) "
+        f"{loads[0]:.1f} at the start, {loads[1]:.1f} at the end: other processes on the "
+        "machine share its cores with every path alike, and widen the ranges.",
         "",
         "| Path | Median s | Range s | Ratio to summarize | Target | Same figures |",
         "| --- | ---: | --- | ---: | ---: | --- |",
@@ -220,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    loads = [os.getloadavg()[0]]
     files = shards(args.rows, args.shards, 0)
     names = [str(f) for f in files]
     folder = parquet(files)
@@ -237,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             key: "yes" if agree(cli_report(work / f"{key}.cbs", env), want) else "NO"
             for key in ("d", "f", "t")
         }
-    section = render(args.rows, args.shards, args.rounds, wall, starts, checks)
+    loads.append(os.getloadavg()[0])
+    section = render(args.rows, args.shards, args.rounds, wall, starts, checks, loads)
     write_section(Path(args.output), section)
     print(section)
     return 0
