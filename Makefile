@@ -17,7 +17,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: help
 help:  ## Show this help
-	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
 $(PY_STAMP):
 	@test -n "$(PY_ID)" || { echo "$(PYTHON) not found: set PYTHON to a Python 3.10+ interpreter" >&2; exit 2; }
@@ -73,6 +73,15 @@ dist: $(PY_STAMP)  ## Build the wheel and sdist into dist/ and check them with t
 bench: $(STAMP)  ## Benchmark against the floor and baselines; writes BENCHMARKS.md
 	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/run.py
+
+.PHONY: bench-ab
+bench-ab: $(STAMP)  ## A/B against an earlier commit, alternating: make bench-ab REF=<commit>
+	@test -n "$(REF)" || { echo "give the earlier commit: make bench-ab REF=<commit>" >&2; exit 2; }
+	$(BIN)/python bench/ab.py --ref $(REF)
+
+.PHONY: bench-shards
+bench-shards: $(STAMP)  ## Time 8 shards summarized and merged against one pass; writes its BENCHMARKS.md section
+	$(BIN)/python bench/shards.py
 
 .PHONY: bench-engines
 bench-engines: $(STAMP)  ## Time calibcli on Spark and Dask against one summarize process; writes its BENCHMARKS.md section

@@ -39,6 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sections import with_sections
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
 CHUNK_ROWS = 1_000_000  # files are this many distinct rows, repeated
@@ -673,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
     text = render(
         results, targets, notes, profile, argv if argv is not None else sys.argv[1:], load
     )
-    Path(args.output).write_text(text)
+    Path(args.output).write_text(with_sections(text, Path(args.output)))
     print(text)
     return 0
 

@@ -292,7 +292,20 @@ def threshold_report(
         "fit": {"files": list(settings.fit_files)} if settings.fit_files else None,
     }
     notes = []
-    if not settings.fit_files:
+    overlap = None
+    if fit is not None:  # by content: the same rows under another name, or dev inside dev+test
+        from calibcli.summaries.recalibrate import in_sample_note
+
+        overlap = in_sample_note(
+            fit.fingerprint,
+            summary.fingerprint,
+            "the rows the threshold was chosen on",
+            "the threshold was partly chosen on the rows it is evaluated on, so its coverage and "
+            "accuracy here are optimistic; evaluate on rows held out from --fit",
+        )
+    if overlap is not None:
+        notes.append(Note("in_sample", overlap))
+    elif not settings.fit_files:
         notes.append(
             Note(
                 "in_sample",

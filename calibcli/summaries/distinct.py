@@ -21,13 +21,21 @@ MAX_DISTINCT = 1 << 21
 dropped with a warning)."""
 
 
-def _compact(values: np.ndarray, groups: np.ndarray, counts: np.ndarray, ngroups: int):
-    """(values, counts, offsets) of entries sorted by (group, value) with equal ones merged."""
+def _compact(
+    values: np.ndarray, groups: np.ndarray, counts: np.ndarray, ngroups: int, *, runs: bool
+):
+    """(values, counts, offsets) of entries sorted by (group, value) with equal ones merged.
+    ``runs``: the values are sorted runs (tables being merged)."""
     if values.shape[0] == 0:
         return np.zeros(0), np.zeros(0, np.int64), np.zeros(ngroups + 1, np.int64)
-    # one group: sorted runs (tables being merged) make the stable sort near linear
+    # one group: sorted runs make the stable sort near linear; rows in their input order sort
+    # several times faster with the default sort (equal values are merged, so their order
+    # among themselves never shows)
     single = ngroups == 1
-    order = np.argsort(values, kind="stable") if single else np.lexsort((values, groups))
+    if single:
+        order = np.argsort(values, kind="stable" if runs else None)
+    else:
+        order = np.lexsort((values, groups))
     v, g, c = values[order], groups[order], counts[order]
     first = np.ones(v.shape[0], bool)
     first[1:] = (v[1:] != v[:-1]) | (g[1:] != g[:-1])
@@ -71,13 +79,22 @@ class DistinctTable:
         for values, ids in ((right, right_groups), (wrong, wrong_groups)):
             ids = np.zeros(values.shape[0], np.int64) if ids is None else ids.astype(np.int64)
             ones = np.ones(values.shape[0], np.int64)
-            sides.append(_compact(np.asarray(values, np.float64) + 0.0, ids, ones, groups))
+            values = np.asarray(values, np.float64) + 0.0
+            sides.append(_compact(values, ids, ones, groups, runs=False))
         return cls(sides[0], sides[1], groups)
 
     @classmethod
     def combine(cls, tables: list[DistinctTable], maps: list[np.ndarray], groups: int):
         """The tables' counts added, table i's group j counted as group ``maps[i][j]`` of
         ``groups``, in canonical form (the same whatever the order of the tables)."""
+        if (
+            len(tables) == 1
+            and tables[0].groups == groups
+            and np.array_equal(maps[0], np.arange(groups))
+        ):
+            # a table is in canonical form already (made by _compact, or checked when read
+            # from a file): sorting millions of values again would give back the same arrays
+            return tables[0]
         sides = []
         for side in (0, 1):
             triples = [t.right if side == 0 else t.wrong for t in tables]
@@ -91,6 +108,7 @@ class DistinctTable:
                     np.concatenate(ids),
                     np.concatenate([c for _, c, _ in triples]),
                     groups,
+                    runs=True,
                 )
             )
         return cls(sides[0], sides[1], groups)

@@ -451,9 +451,21 @@ def _get_distinct(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
             or (np.diff(offsets) < 0).any()
             or not ((values >= 0.0) & (values <= 1.0)).all()
             or (counts < 1).any()
+            or not _rising_within_groups(values, offsets)
         ):
             raise SummaryError("a damaged calibcli summary (a bad distinct table)")
     return DistinctTable(sides[0], sides[1], groups)
+
+
+def _rising_within_groups(values: np.ndarray, offsets: np.ndarray) -> bool:
+    """Each group's values strictly increasing: the canonical form tables are written in, which
+    merging and the figures rely on."""
+    if values.shape[0] < 2:
+        return True
+    rising = np.diff(values) > 0
+    starts = offsets[(offsets > 0) & (offsets < values.shape[0])]
+    rising[starts - 1] = True  # where one group ends and the next begins
+    return bool(rising.all())
 
 
 def _get_moments(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
