@@ -1,8 +1,8 @@
 """``make bench-engines``: calibcli on Spark and Dask against one ``calibcli summarize`` process.
 
-Generates 5,000,000 rows in 8 shards with bench/make_shards.py (seed 0; kept in bench/.data/,
-which git ignores, and shared with ``make bench-shards``) and a Parquet copy of them, then times,
-median of ``--rounds`` after a warm-up round:
+Takes 5,000,000 rows in 8 shards of bench/make_shards.py (seed 0) from bench/.data/, where
+``make bench-shards`` keeps them (generated there when absent), and a Parquet copy beside them;
+then times, median of ``--rounds`` after a warm-up round:
 
 (s) ``calibcli summarize`` of the 8 files in one process, into one part (a whole process, as
     bench/run.py times it): the reference;
@@ -39,11 +39,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from make_shards import write_shards
 from run import label, machine, run_once
+from sections import write_section
+from shards import shards
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).resolve().parent / ".data"
 START, END = "<!-- engines:start -->", "<!-- engines:end -->"
 TARGETS = {"d": 1.6, "f": 1.6, "t": 2.5}
 NAMES = {
@@ -52,18 +52,6 @@ NAMES = {
     "f": "Spark files path (whole files)",
     "t": "Spark DataFrame path (Parquet)",
 }
-
-
-def shards(rows: int, count: int, seed: int) -> list[Path]:
-    """The shards in bench/.data (generated into a temporary folder renamed when complete)."""
-    folder = DATA / f"shards-{rows}x{count}-seed{seed}"
-    if not folder.is_dir():
-        print(f"generating {label(rows)} rows in {count} shards ...", file=sys.stderr)
-        DATA.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=DATA))
-        write_shards(partial, rows, count, seed)
-        partial.rename(folder)
-    return sorted(folder.glob("*.jsonl"))
 
 
 def parquet(files: list[Path]) -> Path:
@@ -205,16 +193,6 @@ def render(
     return "\n".join(lines)
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
@@ -244,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     loads.append(os.getloadavg()[0])
     section = render(args.rows, args.shards, args.rounds, wall, starts, checks, loads)
-    write_section(Path(args.output), section)
+    write_section(Path(args.output), section, START, END)
     print(section)
     return 0
 
