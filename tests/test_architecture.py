@@ -122,6 +122,7 @@ REGISTRIES = {
     "calibcli.formats.registry",
     "calibcli.metrics",
     "calibcli.metrics.methods",
+    "calibcli.reports.options",  # the options' value checks, shared with the Python API
 }
 
 
@@ -139,3 +140,29 @@ def test_import_and_help_load_no_machinery(code):
     assert not heavy
     machinery = sorted(m for m in loaded if m.startswith(MACHINERY) and m not in REGISTRIES)
     assert not machinery
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import calibcli",
+        "import calibcli.api",
+        "import calibcli\nassert 'calibrate' in dir(calibcli)",
+    ],
+    ids=["calibcli", "calibcli.api", "dir"],
+)
+def test_the_python_api_loads_on_first_use(code):
+    loaded = loaded_after(code)
+    assert not sorted(m for m in loaded if m.split(".")[0] in (*HEAVY, "rich"))
+    assert not sorted(m for m in loaded if m.startswith((*MACHINERY, "calibcli.render")))
+    assert not sorted(m for m in loaded if m.startswith("calibcli.api."))
+    if code == "import calibcli":
+        assert "calibcli.api" not in loaded
+
+
+def test_the_python_api_is_calibcli_api():
+    import calibcli
+    import calibcli.api
+
+    for name in calibcli.API:
+        assert getattr(calibcli, name) is getattr(calibcli.api, name)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -30,12 +29,10 @@ from calibcli.reports import (
     Figure,
     gateable,
 )
+from calibcli.reports import options as checks
 
-MAX_BINS = 10_000  # more bins than this hold a handful of rows each even in 100M-row files
-MIN_BOOTSTRAP = 200  # fewer resamples cannot place the tails of a 95% interval
-# Each fold refits the calibrator; past ~100 folds the held-out estimate no longer changes, and
-# leave-one-out on a large input would take days.
-MAX_FOLDS = 100
+MAX_BINS, MIN_BOOTSTRAP, MAX_FOLDS = checks.MAX_BINS, checks.MIN_BOOTSTRAP, checks.MAX_FOLDS
+MIN_DELTA = checks.MIN_DELTA
 
 
 def _choices(name: str, *values: str) -> Any:
@@ -59,10 +56,22 @@ def _described(choices: Any) -> str:
     return "; ".join(f"{c.name}: {c.help.rstrip('.')}" for c in choices) + "."
 
 
-def _ci_level(value: float | None) -> float | None:
-    if value is not None and not 0.0 < value < 1.0:
-        raise typer.BadParameter(f"{value:g} is not a level strictly between 0 and 1, e.g. 0.95")
-    return value
+def _checked(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """An option callback of a shared value check (:mod:`calibcli.reports.options`): its
+    ValueError becomes typer's "Invalid value for '--option'"; an option not given passes."""
+
+    def callback(value: Any) -> Any:
+        if value is None:
+            return value
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+
+    return callback
+
+
+_ci_level = _checked(checks.ci_level)
 
 
 def _opt(kind: Any, *decls: str, **options: Any) -> Any:
@@ -70,10 +79,7 @@ def _opt(kind: Any, *decls: str, **options: Any) -> Any:
     return Annotated[kind, typer.Option(*decls, **options)]
 
 
-def _finite_threshold(value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise typer.BadParameter(f"{value:g} is not a finite number >= 0")
-    return value
+_finite_threshold = _checked(checks.finite_threshold)
 
 
 def _threshold(figure: Figure) -> Any:
@@ -412,28 +418,11 @@ MethodOpt = _opt(
 
 
 # threshold
-def _fraction(value: float | None) -> float | None:
-    if value is not None and not 0.0 < value < 1.0:
-        raise typer.BadParameter(f"{value:g} is not strictly between 0 and 1")
-    return value
+_fraction = _checked(checks.fraction)
 
 
-# The exact binomial tails and bounds keep their precision down to about 1e-300 (where they
-# approach the smallest double); SGR tests at --delta divided by up to 64 steps.
-MIN_DELTA = 1e-100
-
-
-def _delta(value: float) -> float:
-    _fraction(value)
-    if value < MIN_DELTA:
-        raise typer.BadParameter(f"{value:g} is below {MIN_DELTA:g}, the smallest level tested")
-    return value
-
-
-def _coverage(value: float | None) -> float | None:
-    if value is not None and not 0.0 <= value <= 1.0:
-        raise typer.BadParameter(f"{value:g} is not a share in [0, 1]")
-    return value
+_delta = _checked(checks.delta)
+_coverage = _checked(checks.coverage)
 
 
 SelectMethod = _choices("SelectMethod", *(m.name for m in SELECTION_METHODS))
@@ -453,15 +442,7 @@ DeltaOpt = _opt(
     help="Allowed probability that the guarantee fails (the threshold holds with 1 - D); "
     f"at least {MIN_DELTA:g}.",
 )
-MAX_GRID = 1_000_000  # a finer grid than this tells apart no confidence a model states
-
-
-def _grid(value: int | None) -> int | None:
-    if value is not None and not (value == 0 or 2 <= value <= MAX_GRID):
-        raise typer.BadParameter(
-            f"{value} is not 0 (every distinct confidence) or 2 to {MAX_GRID:,}"
-        )
-    return value
+_grid = _checked(checks.grid)
 
 
 GridOpt = _opt(

@@ -293,6 +293,16 @@ def read_perplexity(
     return _read(plan, list(sources), workers, progress, "perplexity rows", part, span)
 
 
+ROW_RULES = {
+    "check_confidence": "calibcli.io.rows",
+    "check_correct": "calibcli.io.rows",
+    "confidence_ok": "calibcli.io.rows",
+    "group_name": "calibcli.io.rows",
+    "id_key": "calibcli.io.ids",
+    "show_id": "calibcli.io.ids",
+}
+
+
 def __getattr__(name: str) -> Any:
     # row-by-row reading (compare, apply, choices) loads on first use
     if name == "rewrite_confidences":
@@ -317,6 +327,10 @@ def __getattr__(name: str) -> Any:
 
         parts = importlib.import_module("calibcli.io.parts")
         return getattr(parts, "load" if name == "load_summary" else name)
+    if name in ROW_RULES:  # one row's checks, ids and group names, for rows given as arrays
+        import importlib
+
+        return getattr(importlib.import_module(ROW_RULES[name]), name)
     if name in ("CalibrationData", "PerplexityData"):  # summaries given as statistics
         import calibcli.summaries
 

@@ -28,6 +28,11 @@ from calibcli.errors import InputError
 from calibcli.io.rows import NOT_AN_OBJECT, TOO_DEEP, group_name, parse_line
 from calibcli.io.sources import lines_of
 
+NAMES_KEPT = 1 << 20
+"""Group names a decoder remembers (by value) before it starts again."""
+
+_CONTAINERS = (dict, list)
+
 SMALL_BLOCK = 64 << 10
 """A decoder whose first block is smaller than this decodes with json.loads, line by line."""
 
@@ -54,12 +59,19 @@ class BlockDecoder:
         key: Callable[[dict], Any] | None = None,
         many: bool = False,
         ident: Callable[[dict], Any] | None = None,
+        group_field: str | None = None,
     ) -> None:
         self.spec = spec
         self.many = many
         self.ident = ident
         self.ids: list[Any] | None = None  # the ids of the rows of the last call
-        self.typed = convert is None and key is None and ident is None
+        # native rows grouped by a top-level field: the typed struct carries that field too,
+        # so grouping keeps the fast path (``key`` and ``convert`` still word any error)
+        self.group_field = group_field if key is not None and not many else None
+        self.typed = ident is None and (
+            (convert is None and key is None) or self.group_field is not None
+        )
+        self._names: dict[str, str] = {}  # string group value -> name, bounded by NAMES_KEPT
         self._convert = spec.check if convert is None else convert
         self.key = key
         self._decoder: Any = None  # msgspec, built on the first block of SMALL_BLOCK or more
@@ -70,6 +82,15 @@ class BlockDecoder:
 
         if self.typed:
             fields, rename = self.spec.struct_fields()
+            if self.group_field in rename.values():  # --by one of the row's own fields
+                self.typed, self.group_field = False, None
+                self._decoder = msgspec.json.Decoder()
+                self._errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+                return
+            if self.group_field is not None:
+                # first: a required field may not follow the optional counts; any JSON value
+                # decodes, and a non-scalar one sends the block to the precise path
+                fields, rename = [("g", Any), *fields], {**rename, "g": self.group_field}
             row_type = msgspec.defstruct("Row", fields, rename=rename, gc=False)
             self._decoder = msgspec.json.Decoder(row_type)
         else:
@@ -102,7 +123,11 @@ class BlockDecoder:
         if self.typed:
             cols = _STRUCT_COLUMNS[self.spec.kind](self.spec, rows, block)
             if cols is not None and self.spec.columns_ok(cols):
-                return cols, None, lines
+                if self.group_field is None:
+                    return cols, None, lines
+                keys = self._group_names([r.g for r in rows])
+                if keys is not None:
+                    return cols, keys, lines
             return self._precise(block, first_line, name)
         self.ids = None if self.ident is None else []
         values: list = []
@@ -154,6 +179,27 @@ class BlockDecoder:
             raise ValueError(TOO_DEEP) from None
         return taken
 
+    def _group_names(self, values: list) -> list[str] | None:
+        """Each value's group name (:func:`~calibcli.io.rows.group_name`), or None when one is
+        an object or a list (the dict path then words the error). String values' names are
+        remembered, up to ``NAMES_KEPT`` of them: a group's name is computed once, not per row."""
+        names = self._names
+        out = []
+        for v in values:
+            if type(v) in _CONTAINERS:
+                return None
+            if type(v) is not str:  # 1, 1.0, True and -0.0 vs 0.0: equal keys, other names
+                out.append(group_name(v))
+                continue
+            name = names.get(v)
+            if name is None:
+                name = group_name(v)
+                if len(names) >= NAMES_KEPT:
+                    names.clear()
+                names[v] = name
+            out.append(name)
+        return out
+
     def _precise(self, block: memoryview, first_line: int, name: str) -> tuple:
         """Line by line; InputError names the exact line."""
         self.ids = None if self.ident is None else []
@@ -169,9 +215,14 @@ class BlockDecoder:
                         row = decoder.decode(line)
                 if typed and row is not None:
                     checked = from_struct(row)
-                    if checked is not None:
+                    group = None
+                    if checked is not None and keys is not None:
+                        group = self._group_names([row.g])
+                    if checked is not None and (keys is None or group is not None):
                         values.append(checked)
                         lines.append(line_no)
+                        if keys is not None and group is not None:
+                            keys.extend(group)
                         continue
                     row = None  # a rule fails: the dict check words the message
                 taken = self._take(parse_line(line) if row is None else row, values, keys)

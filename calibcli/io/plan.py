@@ -74,7 +74,12 @@ class ReadPlan:
         if fmt == "jsonl":
             if key is None and ident is None:
                 return BlockDecoder(self.spec)
-            return BlockDecoder(self.spec, convert=self.spec.check, key=key, ident=ident)
+            # a top-level --by field rides in the typed struct (a dotted path needs the dict)
+            by = self.settings.by
+            field = by if by is not None and "." not in by else None
+            return BlockDecoder(
+                self.spec, convert=self.spec.check, key=key, ident=ident, group_field=field
+            )
         convert = self.router.converter(fmt)
         return BlockDecoder(self.spec, convert=convert, key=key, many=True, ident=ident)
 

@@ -97,7 +97,7 @@ def read_keyed(
     fmt: str = "auto",
     mc_norm: str = "none",
     by: str | None = None,
-    keyed: bool = True,
+    keyed: bool | None = True,
     scorer: str | None = None,
     inspect_confidence: str = "auto",
     max_line_bytes: int = MAX_LINE_BYTES,
@@ -111,7 +111,9 @@ def read_keyed(
     row is checked and converted by the same code. ``id_field`` is a dotted path; None means
     the format's default: ``id`` for native rows, the task (from the file name) and ``doc_id``
     for lm-eval rows, ``id`` and ``epoch`` for inspect-ai samples. With ``keyed=False`` no id
-    is read: each row's key is its position.
+    is read: each row's key is its position. With ``keyed=None`` a row has an id where the
+    reading gives it one: by ``id_field`` when given, else by its format's own id (lm-eval,
+    inspect-ai, ...); native rows without ``id_field`` are keyed by their position.
     """
     from calibcli import formats
     from calibcli.io.folders import expand
@@ -169,7 +171,7 @@ def read_keyed(
                     raise ValueError(f"a {source_fmt} row holding {len(values)} predictions")
                 c, y = values[0]
                 key = None
-                if keyed:
+                if keyed or (keyed is None and (id_field or source_fmt != "jsonl")):
                     key = _row_key(formats, row, source_fmt, id_field, task)
                     field = id_field or _default_id_field(source_fmt)
             except ValueError as exc:
@@ -177,7 +179,7 @@ def read_keyed(
                 if text.startswith("is "):
                     text = f'id field "{field}" {text}'
                 raise InputError(name, line_no, text) from None
-            if not keyed:
+            if key is None:
                 key = ("row", len(keys))
             elif key in seen:
                 raise InputError(

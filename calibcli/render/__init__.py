@@ -10,6 +10,7 @@ from typing import Any
 _LAZY = {
     "print_report": "calibcli.render.terminal",
     "html_report": "calibcli.render.html",
+    "html_fragment": "calibcli.render.html",
     "NotAReport": "calibcli.render.html",
     "markdown_summary": "calibcli.render.markdown",
     "PlotUnavailable": "calibcli.render.image",

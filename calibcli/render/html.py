@@ -161,7 +161,7 @@ def _checked_version(body: dict[str, Any], kind: str) -> str:
     return kind
 
 
-def _header(kind: str, body: dict[str, Any], sources: Sequence[str]) -> str:
+def _header(kind: str, body: dict[str, Any], sources: Sequence[str], ids: blocks.Ids) -> str:
     """The page's title, what was read and, when there is a gate, its verdict."""
     found = facts(kind, body)
     if sources and not isinstance(body.get("files"), dict):  # compare's facts name its files
@@ -185,10 +185,20 @@ def _header(kind: str, body: dict[str, Any], sources: Sequence[str]) -> str:
         checks = [c for c in gate.get("checks") or [] if isinstance(c, dict)]
         ok = sum(1 for c in checks if c.get("passed") is True)
         lines.append(
-            f'<p class="verdict {"pass" if passed else "fail"}"><a href="#gate">'
+            f'<p class="verdict {"pass" if passed else "fail"}"><a href="#{ids.named("gate")}">'
             f"{blocks.verdict(passed)}</a>: {ok:,} of {len(checks):,} checks passed</p>"
         )
     return "<header>" + "".join(lines) + "</header>"
+
+
+def _contents(kind: str, body: dict[str, Any], sources: Sequence[str], ids: blocks.Ids) -> str:
+    """The header, then the warnings, the command's blocks and the gate."""
+    parts = [
+        blocks.warnings(ids, body),
+        *PAGES[kind](ids, body),
+        blocks.gate(ids, body.get("gate")),
+    ]
+    return f"{_header(kind, body, sources, ids)}<main>" + "".join(p for p in parts if p) + "</main>"
 
 
 def html_report(body: dict[str, Any], *, sources: Sequence[str] = ()) -> str:
@@ -198,12 +208,6 @@ def html_report(body: dict[str, Any], *, sources: Sequence[str] = ()) -> str:
     Raises :class:`NotAReport` (a ValueError) when ``body`` is no calibcli report."""
     kind = page_kind(body)
     body = restore_non_finite(body)
-    ids = blocks.Ids()
-    parts = [
-        blocks.warnings(ids, body),
-        *PAGES[kind](ids, body),
-        blocks.gate(ids, body.get("gate")),
-    ]
     title = f"calibcli {kind} report"
     if isinstance(body.get("gate"), dict):
         title += " — gate " + ("passed" if body["gate"].get("passed") is True else "FAILED")
@@ -214,9 +218,71 @@ def html_report(body: dict[str, Any], *, sources: Sequence[str] = ()) -> str:
         '<meta name="color-scheme" content="light dark">'
         '<meta name="referrer" content="no-referrer">'
         f'<link rel="icon" href="data:,"><title>{text(title)}</title><style>{STYLE}</style>'
-        f"</head><body>{_header(kind, body, sources)}<main>"
-        + "".join(p for p in parts if p)
-        + "</main><footer><p>Rendered by calibcli from the report's JSON "
+        f"</head><body>{_contents(kind, body, sources, blocks.Ids())}"
+        + "<footer><p>Rendered by calibcli from the report's JSON "
         f"(schema_version {SCHEMA_VERSION}), which holds every value at full precision.</p>"
         "</footer></body></html>\n"
     )
+
+
+FRAGMENT = "calibcli-report"  # the class of the element that holds a fragment
+
+
+def html_fragment(body: dict[str, Any], *, sources: Sequence[str] = ()) -> str:
+    """The page's contents without the page, for a notebook's output cell (Jupyter's
+    ``_repr_html_``), which shares one document with the notebook and its other outputs: one
+    ``<div>`` holding the header, the blocks and the gate, after a stylesheet whose every rule
+    applies inside such a div only (the page's own rules would restyle the notebook's
+    headings and tables). Element ids open with a hash of the body, so two reports shown in
+    one notebook never share one. No script, and nothing loaded from anywhere.
+
+    Raises :class:`NotAReport` (a ValueError) when ``body`` is no calibcli report."""
+    import hashlib
+    import json
+
+    kind = page_kind(body)
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+    ids = blocks.Ids(f"r{digest[:8]}-")
+    body = restore_non_finite(body)
+    return (
+        f"<style>{scoped_style(f'.{FRAGMENT}')}</style>"
+        f'<div class="{FRAGMENT}">{_contents(kind, body, sources, ids)}</div>'
+    )
+
+
+def scoped_style(scope: str) -> str:
+    """:data:`STYLE` with every selector applied inside ``scope``: the page's ``:root``,
+    ``html`` and ``body`` become ``scope`` itself (its colours, font and width), any other
+    selector is prefixed with it; ``@media`` blocks are scoped the same way."""
+    out = []
+    i = 0
+    while i < len(STYLE):
+        opening = STYLE.index("{", i)
+        prelude = STYLE[i:opening].strip()
+        depth, j = 1, opening + 1
+        while depth:
+            depth += {"{": 1, "}": -1}.get(STYLE[j], 0)
+            j += 1
+        inside = STYLE[opening + 1 : j - 1]
+        if prelude.startswith("@"):
+            out.append(f"{prelude}{{{_scoped_rules(inside, scope)}}}")
+        else:
+            out.append(_scoped_rules(f"{prelude}{{{inside}}}", scope))
+        i = j
+    return "".join(out)
+
+
+def _scoped_rules(rules: str, scope: str) -> str:
+    """Plain rules (``selectors{declarations}``, no nested blocks) with their selectors inside
+    ``scope``."""
+    out = []
+    for rule in rules.split("}"):
+        if not rule.strip():
+            continue
+        selectors, declarations = rule.split("{", 1)
+        inside = [
+            scope if sel.strip() in (":root", "html", "body") else f"{scope} {sel.strip()}"
+            for sel in selectors.split(",")
+        ]
+        out.append(f"{','.join(dict.fromkeys(inside))}{{{declarations}}}")
+    return "".join(out)

@@ -21,14 +21,20 @@ ALL_BINS_UP_TO = 50  # with more bins than this, the per-bin table lists the pop
 
 
 class Ids:
-    """Unique element ids within one page (charts and sections refer to them)."""
+    """Unique element ids within one page (charts and sections refer to them). ``page`` opens
+    every id: a notebook shows several reports in one document, each with its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, page: str = "") -> None:
         self.count = 0
+        self.page = page
 
     def __call__(self, prefix: str) -> str:
         self.count += 1
-        return f"{prefix}{self.count}"
+        return f"{self.page}{prefix}{self.count}"
+
+    def named(self, name: str) -> str:
+        """The id of the page's one block of a kind (``gate``), which links point at."""
+        return f"{self.page}{name}"
 
 
 Row = tuple[str, Sequence[str]] | tuple[str, Sequence[str], str]
@@ -340,7 +346,7 @@ def gate(ids: Ids, found: Any) -> str:
     if isinstance(failed, list) and failed:
         parts.append(f"<p>Groups that failed ({len(failed):,}): {', '.join(map(text, failed))}</p>")
     parts.append(table("Gate checks", headers, rows))
-    return section(ids, "Gate", *parts, anchor="gate")
+    return section(ids, "Gate", *parts, anchor=ids.named("gate"))
 
 
 def warnings(ids: Ids, body: dict[str, Any]) -> str:

@@ -43,6 +43,41 @@ class Bootstrap:
     scheme: str = "multinomial"  # or "poisson": row weights keyed by row, mergeable
 
 
+def calibrate_options(
+    *,
+    grouped: bool,
+    gate_each: bool,
+    limits: dict[str, float] | None,
+    gate_on: str,
+    ci: float | None,
+    bootstrap: int | None,
+    seed: int | None,
+) -> float | None:
+    """The interval level a calibrate run uses, once its options were checked together before
+    any row is read: a gate on the upper end asks for 95% intervals unless ``ci`` says
+    otherwise. ValueError says what cannot work, in the command line's words (the Python API's
+    keywords carry the same names)."""
+    if gate_each and not grouped:
+        raise ValueError("--gate-each needs --by FIELD")
+    if gate_each and not limits:
+        raise ValueError("--gate-each applies the --max-* gates to every group; give one")
+    if gate_on == "upper" and ci is None:
+        ci = 0.95
+    if ci is None and (bootstrap is not None or seed is not None):
+        raise ValueError("--bootstrap and --seed set up --ci intervals; give --ci LEVEL too")
+    return ci
+
+
+def bootstrap_for(
+    ci: float | None, samples: int | None, seed: int | None, workers: int | None, scheme: str
+) -> Bootstrap | None:
+    """The bootstrap that ``ci`` asks for (None without an interval level): 1,000 resamples
+    and seed 0 unless given."""
+    if ci is None:
+        return None
+    return Bootstrap(ci, samples or 1000, seed or 0, workers, scheme)
+
+
 def bootstrap_workers(requested: int | None, work: int) -> int:
     """Processes for the bootstrap (:func:`calibcli.system.workers`): by default two from
     about 20 million resampled rows; results never depend on it."""

@@ -190,6 +190,56 @@ def margins(increase: list[str], decrease: list[str]) -> tuple[dict[str, float],
     return thresholds, options
 
 
+def compare_options(
+    *,
+    grouped: bool,
+    gate_each: bool,
+    unpaired: bool,
+    id_field: str | None,
+    max_increase: list[str],
+    max_decrease: list[str],
+    gate_on: str | None,
+) -> Gate:
+    """Check compare's options together before any row is read and make its gate: the margins
+    parsed (:func:`margins`), on the upper end of the difference's interval unless ``gate_on``
+    says otherwise when there are margins. ValueError says what cannot work, in the command
+    line's words."""
+    if gate_each and not grouped:
+        raise ValueError("--gate-each needs --by FIELD")
+    if unpaired and grouped:
+        raise ValueError("--by compares matched rows group by group; it needs paired rows")
+    if unpaired and id_field is not None:
+        raise ValueError("--id-field matches rows; --unpaired does not")
+    thresholds, options = margins(max_increase, max_decrease)
+    if gate_each and not thresholds:
+        raise ValueError("--gate-each applies --max-increase/--max-decrease to every group")
+    if gate_on is None:
+        gate_on = "upper" if thresholds else "estimate"
+    return Gate(thresholds, gate_on, gate_each, options=options)
+
+
+def check_matching(matched: PairedRows, base: str, new: str, allow_unmatched: bool) -> None:
+    """ValueError when no row of ``base`` matches one of ``new`` by id, or when more than
+    :data:`MAX_UNMATCHED_SHARE` of a side's rows have no partner and ``allow_unmatched`` is
+    not given (``base`` and ``new`` name the sides)."""
+    from pathlib import Path
+
+    if matched.base[0].shape[0] == 0:
+        raise ValueError(
+            f"no row of {base} matches a row of {new} by id; check --id-field, or use --unpaired"
+        )
+    for name, unmatched, total in (
+        (base, matched.unmatched_base, matched.base_rows),
+        (new, matched.unmatched_new, matched.new_rows),
+    ):
+        if not allow_unmatched and unmatched > MAX_UNMATCHED_SHARE * total:
+            raise ValueError(
+                f"{unmatched} of {total} rows of {Path(name).name} have no partner "
+                f"(more than {MAX_UNMATCHED_SHARE:.0%}); pass --allow-unmatched to compare the "
+                f"{matched.base[0].shape[0]} matched rows"
+            )
+
+
 def compare_report(
     matched: PairedRows,
     settings: CompareSettings,

@@ -16,6 +16,22 @@ from calibcli.reports.report import (
 )
 
 
+def fitted_on(summary: Any, files: list[str], mc_norm: str) -> dict[str, Any]:
+    """What a calibrator file records of the rows it was fitted on: their count, files,
+    format and fields, and for lm-eval rows the multiple-choice normalisation of their
+    scores (a calibrator applied to rows read with another would map other numbers)."""
+    found: dict[str, Any] = {
+        "n": summary.n,
+        "files": list(files),
+        "format": summary.fmt,
+        "confidence_field": summary.settings.confidence_field,
+        "correct_field": summary.settings.correct_field,
+    }
+    if summary.fmt == "lm-eval":
+        found["mc_norm"] = mc_norm
+    return found
+
+
 def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) -> Report:
     """What ``calibcli fit`` shows: the fitted parameters (pooled and per group) and the
     figures before and after the map on the rows it was fitted on — in-sample, so the "after"

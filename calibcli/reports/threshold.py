@@ -55,6 +55,22 @@ class ThresholdSettings:
         return self.grid
 
 
+def threshold_options(
+    *, grouped: bool, gate_each: bool, min_coverage: float | None, grid: int | None, method: str
+) -> None:
+    """Check threshold's options together before any row is read; ValueError says what cannot
+    work, in the command line's words."""
+    if gate_each and not grouped:
+        raise ValueError("--gate-each needs --by FIELD")
+    if gate_each and min_coverage is None:
+        raise ValueError("--gate-each applies --min-coverage to every group; give it")
+    if grid is not None and method != "ltt":
+        raise ValueError(
+            "--grid sets Learn then Test's candidates; --method sgr bisects the distinct "
+            "confidences"
+        )
+
+
 def _choice(choice: Any, *, guaranteed: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "threshold": choice.threshold,
@@ -294,7 +310,7 @@ def threshold_report(
     notes = []
     overlap = None
     if fit is not None:  # by content: the same rows under another name, or dev inside dev+test
-        from calibcli.summaries.recalibrate import in_sample_note
+        from calibcli.summaries import in_sample_note
 
         overlap = in_sample_note(
             fit.fingerprint,

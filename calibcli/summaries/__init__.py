@@ -32,6 +32,7 @@ _LAZY = {
             "choices_data",
             "fit_choices",
             "fit_data",
+            "in_sample_note",
             "load",
             "recalibrated",
         ),

@@ -79,16 +79,26 @@ def calibrate(
     With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
     shown beside the figures before it.
     """
-    from calibcli.reports import Bootstrap, Gate, Recalibration, calibrate_report
+    from calibcli.reports import (
+        Gate,
+        Recalibration,
+        bootstrap_for,
+        calibrate_options,
+        calibrate_report,
+    )
 
-    if gate_each and reading.by is None:
-        raise usage_error("--gate-each needs --by FIELD")
-    if gate_each and not limits:
-        raise usage_error("--gate-each applies the --max-* gates to every group; give one")
-    if gate_on is GateOn.upper and ci is None:
-        ci = 0.95
-    if ci is None and (bootstrap is not None or seed is not None):
-        raise usage_error("--bootstrap and --seed set up --ci intervals; give --ci LEVEL too")
+    try:
+        ci = calibrate_options(
+            grouped=reading.by is not None,
+            gate_each=gate_each,
+            limits=limits,
+            gate_on=gate_on.value,
+            ci=ci,
+            bootstrap=bootstrap,
+            seed=seed,
+        )
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
     calibrators, method = recalibration_options(calibrator, recalibrate_with, folds)
     reading = calibrator_reading(reading, calibrators)
     check_outputs(output=output, summary=summary, plot=plot, html=html)
@@ -112,9 +122,7 @@ def calibrate(
     ):
         if needed:
             require_rows(data, what)
-    boot = None
-    if ci is not None:
-        boot = Bootstrap(ci, bootstrap or 1000, seed or 0, reading.workers, bootstrap_scheme.value)
+    boot = bootstrap_for(ci, bootstrap, seed, reading.workers, bootstrap_scheme.value)
     options = {"bins": bins, "strategy": strategy.value, "min_bins": min_populated_bins}
     gate = Gate(limits or {}, gate_on.value, gate_each)
     with one_blas_thread(), worker_errors():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,7 +15,6 @@ from calibcli.cli.options import (
     CalibrationFormat,
     CiOpt,
     GateEachOpt,
-    GateOn,
     GateOnOpt,
     HtmlOpt,
     JsonOpt,
@@ -69,24 +67,22 @@ def compare(
     gate fails closed.
     """
     from calibcli.io import InputError, default_id, read_keyed
-    from calibcli.reports import CompareSettings, Gate, compare_report, margins
+    from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
     from calibcli.summaries import PairedRows, match
 
-    if gate_each and reading.by is None:
-        raise usage_error("--gate-each needs --by FIELD")
-    if unpaired and reading.by is not None:
-        raise usage_error("--by compares matched rows group by group; it needs paired rows")
     id_field = reading.id_field
-    if unpaired and id_field is not None:
-        raise usage_error("--id-field matches rows; --unpaired does not")
     try:
-        thresholds, options = margins(max_increase or [], max_decrease or [])
+        gate = compare_options(
+            grouped=reading.by is not None,
+            gate_each=gate_each,
+            unpaired=unpaired,
+            id_field=id_field,
+            max_increase=max_increase or [],
+            max_decrease=max_decrease or [],
+            gate_on=None if gate_on is None else gate_on.value,
+        )
     except ValueError as exc:
         raise usage_error(str(exc)) from None
-    if gate_each and not thresholds:
-        raise usage_error("--gate-each applies --max-increase/--max-decrease to every group")
-    if gate_on is None:
-        gate_on = GateOn.upper if thresholds else GateOn.estimate
     if label and plot is None:
         raise usage_error("--label names --plot series; give --plot PATH too")
     if label and len(label) != 2:
@@ -125,7 +121,10 @@ def compare(
         )
     else:
         matched = match(rows[0], rows[1])
-        _check_matching(matched, base, new, allow_unmatched)
+        try:
+            check_matching(matched, base, new, allow_unmatched)
+        except ValueError as exc:
+            raise usage_error(str(exc)) from None
     if not reading.quiet and reading.fmt is CalibrationFormat.auto:
         announce_formats([(base, rows[0].fmt), (new, rows[1].fmt)])
     settings = CompareSettings(
@@ -136,7 +135,6 @@ def compare(
         paired=not unpaired,
         workers=reading.workers,
     )
-    gate = Gate(thresholds, gate_on.value, gate_each, options=options)
     with one_blas_thread(), worker_errors():
         result = compare_report(
             matched,
@@ -164,22 +162,3 @@ def _unkeyed(source: str, options: dict) -> object:
     from calibcli.io import read_keyed
 
     return read_keyed([source], **options, keyed=False)
-
-
-def _check_matching(matched: object, base: str, new: str, allow: bool) -> None:
-    from calibcli.reports import MAX_UNMATCHED_SHARE
-
-    if matched.base[0].shape[0] == 0:
-        raise usage_error(
-            f"no row of {base} matches a row of {new} by id; check --id-field, or use --unpaired"
-        )
-    for name, unmatched, total in (
-        (base, matched.unmatched_base, matched.base_rows),
-        (new, matched.unmatched_new, matched.new_rows),
-    ):
-        if not allow and unmatched > MAX_UNMATCHED_SHARE * total:
-            raise usage_error(
-                f"{unmatched} of {total} rows of {Path(name).name} have no partner "
-                f"(more than {MAX_UNMATCHED_SHARE:.0%}); pass --allow-unmatched to compare the "
-                f"{matched.base[0].shape[0]} matched rows"
-            )

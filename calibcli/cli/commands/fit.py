@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import typer
 
@@ -43,21 +42,13 @@ def fit(
     """
     from calibcli.cli.emit import emit
     from calibcli.cli.reading import one_blas_thread, read_choices
-    from calibcli.reports import fit_report
+    from calibcli.reports import fit_report, fitted_on
     from calibcli.summaries import choices_data, fit_choices, fit_data
 
     check_outputs(output=output, summary=summary)
     data = read_predictions(files, reading, bins=bins, keep_columns=True)
     require_rows(data, "fit")
-    fitted_on: dict[str, Any] = {
-        "n": data.n,
-        "files": list(files),
-        "format": data.fmt,
-        "confidence_field": data.settings.confidence_field,
-        "correct_field": data.settings.correct_field,
-    }
-    if data.fmt == "lm-eval":
-        fitted_on["mc_norm"] = reading.mc_norm.value
+    provenance = fitted_on(data, files, reading.mc_norm.value)
     # lm-eval rows: temperature scales the choices' loglikelihoods (Guo et al. 2017), not the
     # confidence of the top choice
     choices = None
@@ -67,10 +58,10 @@ def fit(
         with one_blas_thread():
             if choices is None:
                 calibrators = fit_data(
-                    data, method=method.value, bins=bins, fitted_on=fitted_on, by=reading.by
+                    data, method=method.value, bins=bins, fitted_on=provenance, by=reading.by
                 )
             else:
-                calibrators = fit_choices(choices, fitted_on=fitted_on, by=reading.by)
+                calibrators = fit_choices(choices, fitted_on=provenance, by=reading.by)
     except ValueError as exc:
         raise usage_error(f"cannot fit {method.value}: {exc}") from None
     with one_blas_thread():

@@ -64,17 +64,24 @@ def threshold(
     accuracy at 10/50/90% coverage. Choose the threshold on held-out rows with --fit;
     --min-coverage gates on the share it accepts.
     """
-    from calibcli.reports import Gate, Recalibration, ThresholdSettings, threshold_report
+    from calibcli.reports import (
+        Gate,
+        Recalibration,
+        ThresholdSettings,
+        threshold_options,
+        threshold_report,
+    )
 
-    if gate_each and reading.by is None:
-        raise usage_error("--gate-each needs --by FIELD")
-    if gate_each and min_coverage is None:
-        raise usage_error("--gate-each applies --min-coverage to every group; give it")
-    if grid is not None and method is not SelectMethod.ltt:
-        raise usage_error(
-            "--grid sets Learn then Test's candidates; --method sgr bisects the "
-            "distinct confidences"
+    try:
+        threshold_options(
+            grouped=reading.by is not None,
+            gate_each=gate_each,
+            min_coverage=min_coverage,
+            grid=grid,
+            method=method.value,
         )
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
     calibrators, _ = recalibration_options(calibrator, None, None)
     reading = calibrator_reading(reading, calibrators)
     check_outputs(output=output, summary=summary, plot=plot, html=html)

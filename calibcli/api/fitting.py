@@ -1,0 +1,75 @@
+"""``calibcli fit`` from Python: :func:`fit`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from calibcli.api.predictions import ARRAYS, given, one_of, summary_of, whole
+from calibcli.api.result import Calibrator
+from calibcli.errors import InputError
+
+WHERE = "fit"
+
+
+def fit(
+    confidence: Any,
+    correct: Any = None,
+    *,
+    method: str,
+    group: Any = None,
+    by: str | None = None,
+    bins: int = 10,
+) -> Any:
+    """A recalibration map fitted on held-out rows: the :class:`~calibcli.api.Calibrator`
+    that ``calibcli fit`` writes (its ``to_json()`` is the command's ``--json`` output and
+    ``-o`` file), with ``apply(confidence)`` and the fit's ``report``.
+
+    With z = logit(c) (c clipped to [1e-12, 1 − 1e-12]) and σ the logistic function, each
+    map fitted by maximum likelihood:
+
+    * ``"temperature"``: c' = σ(z / T), T > 0 (Guo et al. 2017); on lm-eval rows read from
+      files, the choices' loglikelihoods are scaled instead
+    * ``"platt"``: c' = σ(a·z + b), fitted to Platt's smoothed targets
+    * ``"isotonic"``: pool-adjacent-violators, linear between the fitted points
+    * ``"histogram"``: c' = the accuracy of c's bin among ``bins`` equal-width bins
+    * ``"beta"``: c' = σ(a·ln c − b·ln(1 − c) + m), a, b >= 0 (Kull et al. 2017)
+
+    ``confidence``, ``correct``, ``group`` and ``by`` as for :func:`~calibcli.api.calibrate`;
+    with groups one map per group is fitted too, and rows of a group the calibrator does not
+    know take the pooled map.
+
+    >>> import calibcli
+    >>> platt = calibcli.fit([0.9, 0.8, 0.7, 0.6, 0.9, 0.6], [1, 1, 0, 0, 1, 1], method="platt")
+    >>> platt.method, platt.apply([0.6, 0.9]).round(3).tolist()
+    ('platt', [0.455, 0.834])
+    """
+    from calibcli.reports import RECALIBRATION_METHODS, fit_report, fitted_on
+    from calibcli.reports import options as checks
+    from calibcli.summaries import choices_data, fit_choices, fit_data
+
+    rows = given(confidence, correct, group=group, by=by)
+    method = one_of(WHERE, "method", method, [m.name for m in RECALIBRATION_METHODS])
+    bins = whole(WHERE, "bins", bins, 1, checks.MAX_BINS)
+    summary = summary_of(rows, bins=bins)
+    files = list(rows.files) or [ARRAYS]
+    provenance = fitted_on(summary, files, rows.mc_norm)
+    # lm-eval rows: temperature scales the choices' loglikelihoods, read again from the files
+    choices = None
+    if rows.format == "lm-eval" and method == "temperature" and rows.files:
+        from calibcli.io import read_choices
+
+        choices = read_choices(list(rows.files), mc_norm=rows.mc_norm, by=rows.by)
+    try:
+        if choices is None:
+            calibrators = fit_data(
+                summary, method=method, bins=bins, fitted_on=provenance, by=rows.by
+            )
+        else:
+            calibrators = fit_choices(choices, fitted_on=provenance, by=rows.by)
+    except ValueError as exc:
+        raise InputError(WHERE, None, f"cannot fit {method}: {exc}") from None
+    after = None if choices is None else choices_data(choices, calibrators, bins=bins)
+    report = fit_report(summary, calibrators, bins=bins, after=after)
+    calibrators = replace(calibrators, fingerprint=summary.fingerprint)
+    return Calibrator(calibrators, report, rows.files)

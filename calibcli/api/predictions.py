@@ -1,0 +1,396 @@
+"""Rows in Python: :func:`read_predictions` reads them from files as the commands read them;
+:func:`given` checks rows given as arrays by the commands' row rules, with their messages.
+
+Rows given as arrays are the native rows of a JSON Lines file: their report's format is
+``jsonl`` and each figure is the one the command gives for a file holding those rows. Rows
+read by :func:`read_predictions` keep what the command's report records of where they came
+from (their files, format and fields), so a report of them is the command's for those files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from calibcli.errors import InputError
+
+ARRAYS = "<arrays>"  # how messages and reports name rows given as arrays
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions:
+    """Rows as read, in input order, as numpy arrays of one entry per row: ``confidence``
+    (float64, in [0, 1]), ``correct`` (bool), ``group`` (object: the row's group name as the
+    reports name it, with ``by``; else None) and ``id`` (object: the row's id as written, else
+    None). ``by``, ``format``, ``files`` and the fields say how they were read.
+
+    Give it to :func:`~calibcli.calibrate` and the other functions in place of the arrays;
+    ``to_pandas()`` makes a DataFrame of the four columns."""
+
+    confidence: np.ndarray
+    correct: np.ndarray
+    group: np.ndarray
+    id: np.ndarray
+    by: str | None = None
+    format: str = "jsonl"
+    files: tuple[str, ...] = ()
+    confidence_field: str = "confidence"
+    correct_field: str = "correct"
+    mc_norm: str = "none"
+    id_field: str | None = None
+    keys: list[Any] | None = field(default=None, repr=False)  # each row's id as compare keys it
+    where: list[str] | None = field(default=None, repr=False)  # "path:line" of each row
+
+    def __len__(self) -> int:
+        return int(self.confidence.shape[0])
+
+    @property
+    def groups(self) -> list[str] | None:
+        """Each row's group name (None without groups)."""
+        return None if self.by is None else self.group.tolist()
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame with the columns confidence, correct, group and id."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("to_pandas() needs pandas: pip install pandas") from None
+        columns = ("confidence", "correct", "group", "id")
+        return pandas.DataFrame({name: getattr(self, name) for name in columns})
+
+    def __repr__(self) -> str:
+        where = ", ".join(self.files) if self.files else ARRAYS
+        per = f", by {self.by}" if self.by else ""
+        return f"<calibcli predictions: {len(self):,} rows of {where} ({self.format}{per})>"
+
+
+# --------------------------------------------------------------------------- reading files
+
+READING_OPTIONS = (
+    "confidence_field",
+    "correct_field",
+    "format",
+    "mc_norm",
+    "scorer",
+    "inspect_confidence",
+    "gold_field",
+    "choices",
+    "by",
+    "id_field",
+    "max_line_mb",
+    "max_document_mb",
+)
+
+
+def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
+    """Read (confidence, correct) rows from files as ``calibcli compare`` reads them: every
+    format the commands read (JSON Lines, lm-eval, inspect-ai, HELM, OpenAI, Parquet, ...,
+    detected per file), each row checked by the same rules with the same one-line errors
+    (:class:`~calibcli.errors.InputError`, ``path:line: what is wrong``).
+
+    ``paths`` is a path, ``-`` (standard input) or a list of them, read one after another.
+    Reading options, as the commands' options of the same names: ``confidence_field``,
+    ``correct_field``, ``format`` (default ``"auto"``), ``mc_norm``, ``scorer``,
+    ``inspect_confidence``, ``gold_field``, ``choices``, ``by`` (a dotted field: each row's
+    group), ``id_field`` (each row's id; lm-eval, inspect-ai and the other formats with ids
+    of their own are identified without it), ``max_line_mb``, ``max_document_mb``. An id
+    read twice is an error.
+
+    Returns :class:`Predictions`: numpy arrays, and ``to_pandas()`` for a DataFrame.
+
+    >>> import calibcli
+    >>> rows = calibcli.read_predictions("sample_data/overconfident.jsonl", by="subject")
+    >>> len(rows), rows.confidence[:2].round(4).tolist(), rows.correct[:2].tolist()
+    (2000, [0.6436, 0.9118], [False, False])
+    >>> rows.group[:2].tolist()
+    ['law', 'history']
+    """
+    from calibcli.io import CALIBRATION_FORMATS, INSPECT_CONFIDENCES, MC_NORMS, read_keyed
+
+    where = "read_predictions"
+    unknown = sorted(set(reading_options) - set(READING_OPTIONS))
+    if unknown:
+        raise TypeError(f"read_predictions() got an unexpected keyword argument {unknown[0]!r}")
+    got = dict(reading_options)
+    files = _paths(paths)
+    fields = {}
+    for name in ("confidence_field", "correct_field", "scorer", "gold_field", "by", "id_field"):
+        if got.get(name) is not None:
+            fields[name] = text(where, name, got[name])
+    choices = got.get("choices")
+    if choices is not None:
+        choices = choices.split(",") if isinstance(choices, str) else list(choices)
+    megabytes = {}
+    for name in ("max_line_mb", "max_document_mb"):
+        if got.get(name) is not None:
+            megabytes[name] = whole(where, name, got[name], 1) << 20
+    fmt = one_of(where, "format", got.get("format", "auto"), CALIBRATION_FORMATS)
+    mc_norm = one_of(where, "mc_norm", got.get("mc_norm", "none"), MC_NORMS)
+    inspect = got.get("inspect_confidence", "auto")
+    inspect = one_of(where, "inspect_confidence", inspect, INSPECT_CONFIDENCES)
+    confidence_field = fields.get("confidence_field", "confidence")
+    correct_field = fields.get("correct_field", "correct")
+    by = fields.get("by")
+    bounds = {"max_line_bytes": megabytes["max_line_mb"]} if "max_line_mb" in megabytes else {}
+    rows = read_keyed(
+        files,
+        id_field=fields.get("id_field"),
+        confidence_field=confidence_field,
+        correct_field=correct_field,
+        fmt=fmt,
+        mc_norm=mc_norm,
+        by=by,
+        keyed=None,
+        scorer=fields.get("scorer"),
+        inspect_confidence=inspect,
+        max_document_bytes=megabytes.get("max_document_mb"),
+        gold_field=fields.get("gold_field"),
+        choices=choices,
+        **bounds,
+    )
+    return Predictions(
+        rows.confidence,
+        rows.correct,
+        _objects(rows.groups, rows.n),
+        _objects([_shown(key) for key in rows.keys], rows.n),
+        by,
+        rows.fmt,
+        tuple(files),
+        confidence_field,
+        correct_field,
+        mc_norm,
+        fields.get("id_field"),
+        list(rows.keys),
+        list(rows.where),
+    )
+
+
+def _paths(paths: Any) -> list[str]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    listed = isinstance(paths, (list, tuple)) and paths
+    if listed and all(isinstance(p, (str, os.PathLike)) for p in paths):
+        return [os.fspath(p) for p in paths]
+    raise InputError("read_predictions", None, f"paths: {paths!r} is not a path or a list of them")
+
+
+def _shown(key: Any) -> Any:
+    """A row's id as written: a string, number, boolean or null as it is; an id of several
+    parts (a task and a doc_id, a sample and its epoch) as compare's messages show it; None
+    for a row read without an id."""
+    from calibcli.io import show_id
+
+    kind = key[0]
+    if kind == "row":
+        return None
+    if kind in ("string", "number", "literal") and len(key) == 2:
+        return key[1]
+    return show_id(key)
+
+
+def _objects(values: list[Any] | None, n: int) -> np.ndarray:
+    out = np.empty(n, dtype=object)
+    if values is not None:
+        out[:] = values
+    return out
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+def given(
+    confidence: Any,
+    correct: Any,
+    *,
+    group: Any = None,
+    by: str | None = None,
+    ids: Any = None,
+    what: str = "",
+) -> Predictions:
+    """The rows given to a function: :class:`Predictions` as they are (``correct`` None), or
+    arrays checked by the commands' row rules. ``group`` holds each row's group (named as
+    ``--by`` names a field's values: ``1``, ``true``, a string as it is), reported under
+    ``by`` (default ``"group"``); ``ids`` each row's id (compare's matching). InputError
+    names the first bad row by its index (``<arrays>: index 3: confidence 1.5 is outside
+    [0, 1]``); ``what`` names the argument when a function takes several sets of rows."""
+    if isinstance(confidence, Predictions):
+        if any(given is not None for given in (correct, group, by, ids)):
+            raise InputError(
+                ARRAYS,
+                None,
+                "rows given as Predictions carry their correctness, groups and ids; give "
+                "no correct, group, by or ids beside them (read them with by= for groups)",
+            )
+        return confidence
+    if correct is None:
+        raise TypeError("give the rows' correctness beside their confidences, or Predictions")
+    name = f"{what} {ARRAYS}" if what else ARRAYS
+    conf = _column(name, confidence, _confidence_rule).astype(np.float64)
+    corr = _column(name, correct, _correct_rule).astype(bool)
+    n = conf.shape[0]
+    _same_length(name, n, corr.shape[0], "correct")
+    groups = None
+    if group is not None:
+        from calibcli.io import group_name
+
+        values = _values(name, group, "group")
+        _same_length(name, n, len(values), "group")
+        groups = [v if isinstance(v, str) else group_name(v) for v in values]
+    keys = shown = None
+    if ids is not None:
+        shown = _values(name, ids, "ids")
+        _same_length(name, n, len(shown), "ids")
+        keys = _keys(name, shown)
+    return Predictions(
+        conf,
+        corr,
+        _objects(groups, n),
+        _objects(shown, n),
+        None if groups is None else (by or "group"),
+        keys=keys,
+        where=None if keys is None else [f"{name}: index {i}" for i in range(n)],
+    )
+
+
+def _confidence_rule() -> tuple[Callable, Callable]:
+    """(the rule on an array of numbers, the row rule that words the message)"""
+    from calibcli.io import check_confidence, confidence_ok
+
+    def whole(arr: np.ndarray) -> np.ndarray | None:
+        return confidence_ok(arr) if arr.dtype.kind in "iuf" else None
+
+    return whole, lambda v: check_confidence(v, "confidence")
+
+
+def _correct_rule() -> tuple[Callable, Callable]:
+    from calibcli.io import check_correct
+
+    def whole(arr: np.ndarray) -> np.ndarray | None:
+        if arr.dtype == bool:
+            return np.ones(arr.shape, bool)
+        return ((arr == 0) | (arr == 1)) if arr.dtype.kind in "iu" else None
+
+    return whole, lambda v: check_correct(v, "correct")
+
+
+def _column(name: str, values: Any, rule: Callable[[], tuple[Callable, Callable]]) -> np.ndarray:
+    """One column checked: the rule on the whole array when it holds numbers, then the row
+    rule (which words the message) on the first row it refuses, or on every row of an array
+    of other values (booleans as confidences, floats as correctness: refused as in a file)."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise InputError(
+            name, None, f"expected one value per row, not an array of shape {arr.shape}"
+        )
+    whole, check = rule()
+    ok = whole(arr)
+    positions = range(arr.shape[0]) if ok is None else np.flatnonzero(~ok)[:1]
+    for i in positions:
+        value = arr[i]
+        try:
+            check(value.item() if isinstance(value, np.generic) else value)
+        except ValueError as exc:
+            raise InputError(name, f" index {i}", str(exc)) from None
+    return arr
+
+
+def _values(name: str, column: Any, what: str) -> list[Any]:
+    values = column.tolist() if hasattr(column, "tolist") else list(column)
+    if any(isinstance(v, (list, dict)) for v in values):
+        raise InputError(name, None, f"{what} must hold one string or number per row")
+    return values
+
+
+def _same_length(name: str, n: int, other: int, what: str) -> None:
+    if other != n:
+        raise InputError(name, None, f"confidence and {what} differ in length: {n} != {other}")
+
+
+def _keys(name: str, ids: list[Any]) -> list[Any]:
+    """Each id as compare keys it (the number 1 and the string "1" are different ids); an id
+    given twice is an error naming both rows."""
+    from calibcli.io import id_key, show_id
+
+    keys: list[Any] = []
+    seen: dict[Any, int] = {}
+    for i, value in enumerate(ids):
+        try:
+            key = id_key(value)
+        except ValueError as exc:
+            raise InputError(name, f" index {i}", f"id {exc}") from None
+        if key in seen:
+            raise InputError(
+                name, f" index {i}", f"duplicate id {show_id(key)} (first at index {seen[key]})"
+            )
+        seen[key] = i
+        keys.append(key)
+    return keys
+
+
+def summary_of(rows: Predictions, *, bins: int) -> Any:
+    """The :class:`~calibcli.summaries.CalibrationSummary` the readers build of these rows,
+    every row kept in the order given."""
+    from calibcli.summaries import CalibrationSettings, CalibrationSummary
+
+    settings = CalibrationSettings(
+        bins=bins,
+        confidence_field=rows.confidence_field,
+        correct_field=rows.correct_field,
+        fmt=rows.format,
+        mc_norm=rows.mc_norm,
+        by=rows.by,
+    )
+    return CalibrationSummary.from_arrays(
+        rows.confidence, rows.correct, settings=settings, groups=rows.groups
+    )
+
+
+# --------------------------------------------------------------------------- option values
+
+
+def option(where: str, name: str, check: Callable[[Any], Any], value: Any) -> Any:
+    """``value`` once ``check`` (a value check of :mod:`calibcli.reports.options`) passed; its
+    message follows the keyword that gave the value."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(where, None, f"{name}: {value!r} is not a number")
+    try:
+        return check(value)
+    except ValueError as exc:
+        raise InputError(where, None, f"{name}: {exc}") from None
+
+
+def whole(where: str, name: str, value: Any, low: int, high: int | None = None) -> int:
+    """A whole number in [low, high], as the command line's option of a range takes it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(where, None, f"{name}: {value!r} is not a whole number")
+    if value < low or (high is not None and value > high):
+        shown = f"{low}<=x<={high}" if high is not None else f"x>={low}"
+        raise InputError(where, None, f"{name}: {value} is not in the range {shown}")
+    return int(value)
+
+
+def one_of(where: str, name: str, value: Any, choices: Any) -> str:
+    """One of a registry's names."""
+    choices = tuple(choices)
+    if value not in choices:
+        listed = ", ".join(repr(c) for c in choices)
+        raise InputError(where, None, f"{name}: {value!r} is not one of {listed}")
+    return value
+
+
+def text(where: str, name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InputError(where, None, f"{name}: {value!r} is not a string")
+    return value
+
+
+def usage(where: str, check: Callable[..., Any], **options: Any) -> Any:
+    """A check of options together (:mod:`calibcli.reports`), its ValueError as InputError."""
+    try:
+        return check(**options)
+    except ValueError as exc:
+        raise InputError(where, None, str(exc)) from None

@@ -1,0 +1,169 @@
+"""What the Python API returns: a command's report (:class:`Result`) and a fitted calibrator
+(:class:`Calibrator`), each with the command's JSON and, for Jupyter, the HTML report's
+tables.
+
+A Result holds the :class:`~calibcli.reports.Report` the command emits and nothing of its own:
+``to_json()`` is the report's text, and ``_repr_html_`` is drawn from that JSON by the HTML
+renderer (:func:`calibcli.render.html_fragment`), as every output of the commands is.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# The figures a Result's one-line repr names per command: (label, dotted key of the body)
+HEADLINE = {
+    "calibrate": (("n", "n"), ("accuracy", "accuracy"), ("ece", "ece"), ("brier", "brier")),
+    "threshold": (
+        ("n", "n"),
+        ("target_accuracy", "target_accuracy"),
+        ("threshold", "guaranteed.threshold"),
+        ("coverage", "guaranteed.coverage"),
+    ),
+    "compare": (
+        ("matched", "matched"),
+        ("ece difference", "figures.ece.difference"),
+        ("brier difference", "figures.brier.difference"),
+    ),
+    "fit": (("method", "method"), ("n", "n")),
+}
+
+
+class Result:
+    """The report of ``calibrate``, ``threshold``, ``compare`` or ``fit``: what the command
+    prints with ``--json``, and the gate's verdict.
+
+    ``to_json()`` is the command's ``--json`` text; ``body`` its parsed JSON (``result["ece"]``
+    a key of it); ``passed`` is False when a gate given (``max_ece=`` ...) failed, with
+    ``failures`` saying why, one line per check (the command exits 1); ``warnings`` are the
+    report's (the command prints them on stderr). ``report`` is the
+    :class:`~calibcli.reports.Report` itself."""
+
+    def __init__(self, report: Any, sources: tuple[str, ...] = ()) -> None:
+        self.report = report
+        self._sources = tuple(sources)
+        self._text = report.to_json()
+
+    def to_json(self) -> str:
+        """The report as the command writes it with ``--json`` and ``-o``: strict JSON, one
+        line and a newline."""
+        return self._text
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The report's JSON body, parsed afresh (``json.loads(result.to_json())``)."""
+        return json.loads(self._text)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.body
+
+    @property
+    def command(self) -> str:
+        return self.report.body["command"]
+
+    @property
+    def passed(self) -> bool:
+        """Whether every gate given holds (True without gates)."""
+        return self.report.passed
+
+    @property
+    def failures(self) -> list[str]:
+        """Why the gate failed, one line per failed check (empty when it passed)."""
+        return list(self.report.failures)
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.report.warnings)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.body[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.report.body
+
+    def _repr_html_(self) -> str:
+        from calibcli.render import html_fragment
+
+        return html_fragment(self.body, sources=self._sources)
+
+    def __repr__(self) -> str:
+        return f"<calibcli {self.command} report: {headline(self.body, self.passed)}>"
+
+
+class Calibrator:
+    """A recalibration map fitted by :func:`calibcli.fit`: the calibrator file that ``calibcli
+    fit -o`` writes (``to_json()``, the command's ``--json`` output; ``save(path)``), the
+    fit's report (``report``, a :class:`Result`) and ``apply(confidence)``. Give it to
+    ``calibrate(..., calibrator=...)``, or its saved file to ``--calibrator``."""
+
+    def __init__(self, calibrators: Any, report: Any, sources: tuple[str, ...] = ()) -> None:
+        self.file = calibrators  # calibcli.summaries.CalibratorFile
+        self.report = Result(report, sources)
+
+    @property
+    def method(self) -> str:
+        return self.file.method
+
+    @property
+    def by(self) -> str | None:
+        """The group field it was fitted per (None: one pooled map)."""
+        return self.file.by
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The pooled map's parameters, as the file writes them."""
+        return self.file.calibrator.to_dict()
+
+    def to_json(self) -> str:
+        """The calibrator file: what ``calibcli fit -o`` writes and ``fit --json`` prints."""
+        return self.file.to_json()
+
+    def save(self, path: Any) -> None:
+        """Write the calibrator file to ``path`` (for ``--calibrator`` and ``calibcli
+        apply``)."""
+        from pathlib import Path
+
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+    def apply(self, confidence: Any, group: Any = None) -> Any:
+        """The confidences mapped (float64, in the order given): each row by its group's map
+        when ``group`` names the rows' groups and the calibrator holds one for it, else by
+        the pooled map. InputError for confidences the commands would refuse."""
+        import numpy as np
+
+        from calibcli.api.predictions import given
+
+        rows = given(confidence, np.zeros(np.shape(confidence)[:1], bool), group=group)
+        names = rows.groups
+        if names is None or not self.file.groups:
+            return np.asarray(self.file.calibrator.apply(rows.confidence), np.float64)
+        out = np.empty(len(rows), np.float64)
+        for name in dict.fromkeys(names):
+            mask = rows.group == name
+            out[mask] = self.file.for_group(name).apply(rows.confidence[mask])
+        return out
+
+    def _repr_html_(self) -> str:
+        return self.report._repr_html_()
+
+    def __repr__(self) -> str:
+        n = self.file.fitted_on.get("n")
+        per = f", per {self.by} group" if self.by else ""
+        return f"<calibcli calibrator: {self.method}, fitted on {n:,} rows{per}>"
+
+
+def headline(body: dict[str, Any], passed: bool) -> str:
+    """A report in one line: its headline figures and the gate's verdict."""
+    from calibcli.reports import lookup
+
+    shown = []
+    for label, key in HEADLINE.get(body.get("command"), (("n", "n"),)):
+        value = lookup(body, key)
+        if isinstance(value, float):
+            shown.append(f"{label}={value:.4g}")
+        elif value is not None:
+            shown.append(f"{label}={value}")
+    if isinstance(body.get("gate"), dict):
+        shown.append("gate passed" if passed else "gate FAILED")
+    return ", ".join(shown)
