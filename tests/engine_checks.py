@@ -180,9 +180,11 @@ def assert_same(got: dict, want: dict, *, files: bool = True) -> None:
 
 
 def readme_examples(engine: str) -> list[str]:
-    """The README's Python examples for ``engine`` ("spark" or "dask"): the ```python blocks
-    of the section "Running on Spark or Dask" that import calibcli.<engine>."""
+    """The README's Python examples for ``engine`` ("spark" or "dask"): the ```py blocks of the
+    section "Running on Spark or Dask" that import calibcli.<engine>. They are scripts, fenced
+    ```py because a ```python block is a doctest session that tests/test_readme_python.py
+    runs without an engine."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text.split("## Running on Spark or Dask", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    blocks = re.findall(r"```py\n(.*?)```", section, re.S)
     return [b for b in blocks if f"calibcli.{engine}" in b]
