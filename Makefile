@@ -8,7 +8,11 @@ BIN := $(VENV)/bin
 # Python finds no stamp, and .venv is made again instead of reused.
 PY_ID := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0] + "-" + sys.executable.replace("/", "_"))' 2>/dev/null)
 PY_STAMP := $(VENV)/.python-$(PY_ID)
-STAMP := $(VENV)/.installed-test
+# EXTRAS adds calibcli's extras to the test install (`make test EXTRAS=spark,dask`, as .ci/run
+# does); they name the stamp, so asking for other extras installs them into the same .venv.
+EXTRAS ?=
+comma := ,
+STAMP := $(VENV)/.installed-test$(if $(EXTRAS),-$(subst $(comma),-,$(EXTRAS)))
 DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: help
@@ -29,7 +33,7 @@ $(DEMO_STAMP): pyproject.toml $(PY_STAMP)
 
 # and the test group: pytest, hypothesis and the reference libraries the tests compare against
 $(STAMP): pyproject.toml $(PY_STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[plot]" --group test
+	$(BIN)/python -m pip install --quiet -e ".[plot$(if $(EXTRAS),$(comma)$(EXTRAS))]" --group test
 	@touch $@ $(DEMO_STAMP)
 
 .PHONY: install
@@ -83,6 +87,11 @@ bench-ab: $(STAMP)  ## A/B against an earlier commit, alternating: make bench-ab
 .PHONY: bench-shards
 bench-shards: $(STAMP)  ## Time 8 shards summarized and merged against one pass; writes its BENCHMARKS.md section
 	$(BIN)/python bench/shards.py
+
+.PHONY: bench-engines
+bench-engines: $(STAMP)  ## Time calibcli on Spark and Dask against one summarize process; writes its BENCHMARKS.md section
+	$(BIN)/python -m pip install --quiet -e ".[spark,dask]"
+	$(BIN)/python bench/engines.py
 
 .PHONY: clean
 clean:  ## Remove .venv, caches and build output

@@ -50,3 +50,33 @@ def action_temp(built, tmp_path_factory):
     from workflow import install_action
 
     return install_action(tmp_path_factory.mktemp("runner_temp"), built.pip_settings())
+
+
+def require_engine(module: str, extra: str) -> object:
+    """Import an engine's Python package for its tests (``extra``: the calibcli extra that
+    installs it). Where it is absent the tests skip, saying why; with
+    CALIBCLI_REQUIRE_ENGINES=1 (as .ci/run sets it) its absence fails them instead, so CI
+    never passes by skipping them."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        why = f"{module} is not installed (pip install 'calibcli[{extra}]'): {exc}"
+        if os.environ.get("CALIBCLI_REQUIRE_ENGINES") == "1":
+            pytest.fail(f"CALIBCLI_REQUIRE_ENGINES=1 and {why}", pytrace=False)
+        pytest.skip(why, allow_module_level=True)
+
+
+def require_program(name: str, why: str) -> str:
+    """The path of a program an engine needs (Java for Spark), skipping or failing as
+    :func:`require_engine` does when it is missing."""
+    import shutil
+
+    found = shutil.which(name)
+    if found is None:
+        message = f"{name} is not on PATH: {why}"
+        if os.environ.get("CALIBCLI_REQUIRE_ENGINES") == "1":
+            pytest.fail(f"CALIBCLI_REQUIRE_ENGINES=1 and {message}", pytrace=False)
+        pytest.skip(message, allow_module_level=True)
+    return found

@@ -621,3 +621,38 @@ def test_inspect_ai_confidence_rules(rule):
     report, _ = cli_json(["calibrate", path, "--scorer", "match", "--inspect-confidence", rule])
     assert report["mean_confidence"] == pytest.approx(math.fsum(conf) / len(conf), rel=1e-12)
     assert report["brier"] == pytest.approx(brier, rel=1e-12)
+
+
+@needs_realworld
+def test_compare_two_real_runs_given_as_folders(tmp_path):
+    """Two runs of the same suite, each a folder of its samples files: compare matches the
+    rows by (task, doc_id), leaves the generative task out, and each side's accuracy, pooled
+    and per task, is the harness's own for that run."""
+    folder = REALWORLD / "lmeval-pr3936-qwen3-8b-negotiationtom"
+    runs = dict(realworld_runs(folder))
+    first, last = sorted(runs)[0], sorted(runs)[-1]
+    sides = []
+    for stamp in (first, last):
+        side = tmp_path / stamp
+        side.mkdir()
+        for sample in folder.glob(f"samples_*_{stamp}.jsonl"):
+            shutil.copy(sample, side / sample.name)
+        sides.append(side)
+    result = run(["compare", *sides, "--by", "task", "--json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    scored = {
+        task: r["acc,none"]
+        for task, r in runs[first]["results"].items()
+        if "acc,none" in r and task != "negotiationtom"
+    }
+    n = {task: runs[first]["n-samples"][task]["effective"] for task in scored}
+    assert body["matched"] == sum(n.values()) and not body["unmatched_base"]
+    assert sorted(body["groups"]) == sorted(scored)
+    for stamp, side in ((first, "base"), (last, "new")):
+        results = runs[stamp]["results"]
+        pooled = body["figures"]["accuracy"][side]
+        assert math.isclose(pooled, results["negotiationtom"]["acc,none"], rel_tol=1e-12)
+        for task in scored:
+            got = body["groups"][task]["figures"]["accuracy"][side]
+            assert math.isclose(got, results[task]["acc,none"], rel_tol=1e-12), (stamp, task)

@@ -33,9 +33,13 @@ __all__ = [
     "MC_NORMS",
     "PERPLEXITY_FORMATS",
     "CalibrationData",
+    "ColumnProblems",
+    "FrameSpec",
     "InputError",
     "PerplexityData",
     "default_id",
+    "file_spans",
+    "frame_summary",
     "input_kind",
     "load_summary",
     "read_calibration",
@@ -97,6 +101,7 @@ def _read(
     progress: Any,
     what: str,
     part: tuple[int, int] | None = None,
+    span: tuple[int, int] | None = None,
 ) -> Any:
     from dataclasses import replace
 
@@ -118,11 +123,14 @@ def _read(
         runs = choose_runs(list(sources), all_runs=plan.all_runs)
         reader = Reader(plan, workers=workers, progress=progress)
         builder = plan.builder()
-        if part is not None:
+        if part is not None or span is not None:
             if len(sources) != 1 or parts:
-                raise ValueError("part cuts one plain file: give exactly one")
-            reader.read_part(sources[0], part[0], part[1], builder)
-        for source in runs.files if part is None else ():
+                raise ValueError("part and span cut one plain file: give exactly one")
+            if part is not None:
+                reader.read_part(sources[0], part[0], part[1], builder)
+            else:
+                reader.read_span(sources[0], span[0], span[1], builder)
+        for source in runs.files if part is None and span is None else ():
             reader.read(source, builder)
         summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
         if reader.skipped and summary.n == 0 and not parts:
@@ -156,6 +164,7 @@ def read_calibration(
     row_keys: bool = False,
     gold_field: str | None = None,
     choices: list[str] | tuple[str, ...] | None = None,
+    span: tuple[int, int] | None = None,
 ) -> Any:
     """Read (confidence, correct) rows from files or ``-`` into a
     :class:`~calibcli.summaries.CalibrationSummary`.
@@ -193,7 +202,9 @@ def read_calibration(
 
     A summary file (``calibcli summarize`` / ``merge`` output) is an input like any file: its
     rows are merged with the others (:mod:`calibcli.io.parts`). ``part=(k, K)`` reads only
-    the k-th of K ranges of one plain JSON Lines file, cut at line starts. ``row_keys`` keys
+    the k-th of K ranges of one plain JSON Lines file, cut at line starts; ``span=(start,
+    stop)`` the lines of one that start in that byte range (ranges that tile a file read each
+    line once, with its number in the file). ``row_keys`` keys
     every kept row for the Poisson bootstrap (an id's hash, or the source's content and the
     row's line); a source is then read in one process.
     """
@@ -226,7 +237,7 @@ def read_calibration(
         options=answer_options(choices),
         row_keys=row_keys and keep_columns,
     )
-    return _read(plan, list(sources), workers, progress, "calibration rows", part)
+    return _read(plan, list(sources), workers, progress, "calibration rows", part, span)
 
 
 def read_perplexity(
@@ -247,6 +258,7 @@ def read_perplexity(
     id_field: str | None = None,
     all_runs: bool = False,
     part: tuple[int, int] | None = None,
+    span: tuple[int, int] | None = None,
 ) -> Any:
     """Read per-sequence NLL rows (or lm-eval rolling rows, per-token logprobs, OpenAI responses
     with logprobs, vLLM prompt logprobs) into a :class:`~calibcli.summaries.PerplexitySummary`.
@@ -256,8 +268,8 @@ def read_perplexity(
     and the NLL an exact sum of doubles read back as the nearest double (+inf beyond the
     largest, flagged ``nll_overflow``). The format is detected per file (``fmt`` ``auto``) or
     forced; lm-eval files of tasks other than ``loglikelihood_rolling`` are skipped with a
-    warning. ``workers``, ``progress``, ``max_line_bytes``, summary files and ``part`` as for
-    :func:`read_calibration`.
+    warning. ``workers``, ``progress``, ``max_line_bytes``, summary files, ``part`` and ``span``
+    as for :func:`read_calibration`.
     Raises :class:`InputError` on bad input.
     """
     from calibcli.io.plan import ReadPlan
@@ -278,7 +290,7 @@ def read_perplexity(
         id_field=id_field,
         all_runs=all_runs,
     )
-    return _read(plan, list(sources), workers, progress, "perplexity rows", part)
+    return _read(plan, list(sources), workers, progress, "perplexity rows", part, span)
 
 
 ROW_RULES = {
@@ -302,6 +314,14 @@ def __getattr__(name: str) -> Any:
 
         records = importlib.import_module("calibcli.io.records")
         return records if name == "records" else getattr(records, name)
+    if name in ("FrameSpec", "ColumnProblems", "frame_summary"):  # DataFrame partitions
+        import importlib
+
+        return getattr(importlib.import_module("calibcli.io.frames"), name)
+    if name == "file_spans":  # byte ranges of a file for the engines' tasks
+        import importlib
+
+        return importlib.import_module("calibcli.io.reader").file_spans
     if name in ("input_kind", "load_summary"):  # summary files (summarize, merge)
         import importlib
 

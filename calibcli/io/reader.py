@@ -89,6 +89,36 @@ def _newlines_before(f: Any, offset: int) -> int:
     return count
 
 
+def _line_start(f: Any, pos: int, size: int) -> int:
+    """The first line start at or after byte ``pos`` of an open file of ``size`` bytes."""
+    if pos <= 0:
+        return 0
+    if pos >= size:
+        return size
+    from calibcli.io.parallel import _next_line_start
+
+    return min(_next_line_start(f, pos - 1), size)
+
+
+def file_spans(path: str, blocksize: int) -> list[tuple[int, int]] | None:
+    """Byte ranges of ``blocksize`` bytes tiling a plain JSON Lines file (the lines starting in
+    each are read by :meth:`Reader.read_span`); None for a file read whole: stdin, gzip, a
+    whole document, a table or a summary file, or one no larger than ``blocksize``."""
+    from calibcli.io.parts import is_summary_file
+
+    try:
+        if path == "-" or not stat.S_ISREG(os.stat(path).st_mode) or is_summary_file(path):
+            return None
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(2)
+    except OSError:
+        return None  # the reader says what is wrong with it
+    if size <= blocksize or head == b"\x1f\x8b" or whole_document_kind(path) is not None:
+        return None
+    return [(lo, min(lo + blocksize, size)) for lo in range(0, size, blocksize)]
+
+
 class Reader:
     """Streams sources block by block into a summary builder (``plan``: a
     :class:`~calibcli.io.plan.ReadPlan`).
@@ -147,25 +177,42 @@ class Reader:
         regular uncompressed JSON Lines file can be cut (InputError otherwise). False when the
         file was skipped."""
         from calibcli.io.parallel import _split_points
-        from calibcli.summaries import Source as SourceInfo
 
+        size = self._cuttable(source, "--part")
+        bounds = _split_points(source, size, parts)
+        return self._read_range(source, bounds[part - 1], bounds[part], builder)
+
+    def read_span(self, source: str, start: int, stop: int, builder: Any) -> bool:
+        """Fold the lines of one plain file that start in bytes [``start``, ``stop``): ranges
+        that tile the file read every line once, each with its number in the whole file (what
+        an engine's task reads of a file cut into blocks). Cut as :meth:`read_part` cuts."""
+        size = self._cuttable(source, "a byte range")
+        with open(source, "rb") as f:
+            lo, hi = _line_start(f, start, size), _line_start(f, stop, size)
+        return self._read_range(source, lo, max(lo, hi), builder)
+
+    def _cuttable(self, source: str, what: str) -> int:
+        """The size of a file that can be cut at line starts; InputError otherwise."""
         name = display_name(source)
         src = Source(source)
         if source == "-":
-            raise InputError(name, None, "--part cuts a file by position; stdin cannot be cut")
+            raise InputError(name, None, f"{what} cuts a file by position; stdin cannot be cut")
         src.probe()
         try:
             kind = whole_document_kind(source, self.plan.max_line_bytes)
             if src.gzip or src.size is None or kind is not None:
-                what = "a gzip stream" if src.gzip else "a whole JSON document"
+                found = "a gzip stream" if src.gzip else "a whole JSON document"
                 raise InputError(
-                    name, None, f"--part cuts plain JSON Lines at line starts; this is {what}"
+                    name, None, f"{what} cuts plain JSON Lines at line starts; this is {found}"
                 )
         finally:
             src.close()
-        size = src.size
-        bounds = _split_points(source, size, parts)
-        start, stop = bounds[part - 1], bounds[part]
+        return src.size
+
+    def _read_range(self, source: str, start: int, stop: int, builder: Any) -> bool:
+        from calibcli.summaries import Source as SourceInfo
+
+        name = display_name(source)
         fold = SourceFold(self.plan, name, source, seen=self.seen)
         builder.begin_source()
         content = file_content_id(source)

@@ -59,6 +59,7 @@ _LAZY = {
     "locator_numbers": "calibcli.summaries.ids",
     "BinTable": "calibcli.summaries.tables",
     "DistinctTable": "calibcli.summaries.distinct",
+    "MAX_DISTINCT": "calibcli.summaries.distinct",
     "RowMoments": "calibcli.summaries.moments",
     **dict.fromkeys(
         (

@@ -1,0 +1,235 @@
+"""``make bench-engines``: calibcli on Spark and Dask against one ``calibcli summarize`` process.
+
+Takes 5,000,000 rows in 8 shards of bench/make_shards.py (seed 0) from bench/.data/, where
+``make bench-shards`` keeps them (generated there when absent), and a Parquet copy beside them;
+then times, median of ``--rounds`` after a warm-up round:
+
+(s) ``calibcli summarize`` of the 8 files in one process, into one part (a whole process, as
+    bench/run.py times it): the reference;
+(d) Dask files path: ``dask.compute(calibcli.dask.summarize_files(files, blocksize=8 MiB))``
+    and ``write``, on a ``LocalCluster`` of 2 worker processes with 1 thread each; (w) the same
+    with whole files (one task per file);
+(f) Spark files path: ``calibcli.spark.summarize_files(spark, files)`` and ``write``, on a
+    ``local[2]`` session;
+(t) Spark DataFrame path: ``calibcli.spark.summarize(spark.read.parquet(folder))`` and ``write``:
+    the rows reach calibcli as Arrow batches through ``mapInArrow``.
+
+The engines' timings are wall clock in this process with the session or cluster already up;
+starting them is timed apart and left out of the ratios, as a job pays it once. Targets:
+(d)/(s), (w)/(s) and (f)/(s) <= 1.6, (t)/(s) <= 2.5. The part each engine wrote last is measured
+by ``calibcli calibrate`` beside (s)'s: every number the same to 1e-12 relative (the engine
+tests hold them to the stricter rule of tests/engine_checks.py).
+
+It writes its section of BENCHMARKS.md between the ``<!-- engines:start -->`` and
+``<!-- engines:end -->`` markers (appended when absent), and prints it.
+
+    python bench/engines.py                          # 5M rows, 3 rounds
+    python bench/engines.py --rows 1000000 --rounds 1 --output /tmp/engines.md   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from run import label, machine, run_once
+from sections import write_section
+from shards import shards
+
+ROOT = Path(__file__).resolve().parent.parent
+START, END = "<!-- engines:start -->", "<!-- engines:end -->"
+TARGETS = {"d": 1.6, "w": 1.6, "f": 1.6, "t": 2.5}
+NAMES = {
+    "s": "calibcli summarize, one process",
+    "d": "Dask files path (8 MiB ranges)",
+    "w": "Dask files path (whole files)",
+    "f": "Spark files path (whole files)",
+    "t": "Spark DataFrame path (Parquet)",
+}
+
+
+def parquet(files: list[Path]) -> Path:
+    """A Parquet copy of the shards, one file each, beside them."""
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    folder = files[0].parent.with_name(files[0].parent.name + "-parquet")
+    if not folder.is_dir():
+        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
+        for f in files:
+            pq.write_table(pj.read_json(f), partial / f"{f.stem}.parquet")
+        partial.rename(folder)
+    return folder
+
+
+def cli_report(part: Path, env: dict[str, str]) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "calibcli", "calibrate", str(part), "--json", "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    report.pop("per_file", None)  # a DataFrame has no files
+    report.pop("sources", None)
+    return report
+
+
+def agree(got: dict, want: dict) -> bool:
+    """The same keys and numbers to 1e-12 relative; text (warnings, reasons) is not compared."""
+    import math
+
+    if isinstance(want, dict):
+        return set(got) == set(want) and all(agree(got[k], want[k]) for k in want)
+    if isinstance(want, list):
+        return len(got) == len(want) and all(agree(a, b) for a, b in zip(got, want, strict=True))
+    if isinstance(want, float) and isinstance(got, float):
+        return got == want or math.isclose(got, want, rel_tol=1e-12)
+    return isinstance(want, str) or got == want
+
+
+def timed(job: Callable[[], None], rounds: int) -> list[float]:
+    job()  # warm-up
+    out = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        job()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def dask_times(files: list[str], work: Path, rounds: int) -> tuple[float, list[float], list[float]]:
+    import dask
+    from dask.distributed import Client, LocalCluster
+
+    from calibcli.dask import summarize_files
+
+    t0 = time.perf_counter()
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    )
+    client = Client(cluster)
+    start = time.perf_counter() - t0
+    try:
+
+        def job(blocksize: int | None, out: Path) -> None:
+            (result,) = dask.compute(summarize_files(files, blocksize=blocksize))
+            result.write(out)
+
+        ranges = timed(lambda: job(8 << 20, work / "d.cbs"), rounds)
+        whole = timed(lambda: job(None, work / "w.cbs"), rounds)
+        return start, ranges, whole
+    finally:
+        client.close()
+        cluster.close()
+
+
+def spark_times(
+    files: list[str], folder: Path, work: Path, rounds: int
+) -> tuple[float, list[float], list[float]]:
+    from pyspark.sql import SparkSession
+
+    from calibcli.spark import summarize, summarize_files
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    t0 = time.perf_counter()
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("calibcli-bench")
+        .config("spark.driver.memory", "2g")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    start = time.perf_counter() - t0
+    try:
+        files_times = timed(lambda: summarize_files(spark, files).write(work / "f.cbs"), rounds)
+        frame_times = timed(
+            lambda: summarize(spark.read.parquet(str(folder))).write(work / "t.cbs"), rounds
+        )
+        return start, files_times, frame_times
+    finally:
+        spark.stop()
+
+
+def render(
+    rows: int, count: int, rounds: int, wall: dict, starts: dict, checks: dict, loads: list
+) -> str:
+    base = statistics.median(wall["s"])
+    lines = [
+        START,
+        "## calibcli on Spark and Dask (`make bench-engines`)",
+        "",
+        f"{label(rows)} rows in {count} shards (bench/make_shards.py, seed 0); median of "
+        f"{rounds} after a warm-up round; {machine()}. Engine timings exclude starting the "
+        f"engine (Spark session {starts['spark']:.1f} s, Dask cluster {starts['dask']:.1f} s), "
+        "which a job pays once. Load average (1 min) "
+        f"{loads[0]:.1f} at the start, {loads[1]:.1f} at the end: other processes on the "
+        "machine share its cores with every path alike, and widen the ranges.",
+        "",
+        "| Path | Median s | Range s | Ratio to summarize | Target | Same figures |",
+        "| --- | ---: | --- | ---: | ---: | --- |",
+    ]
+    for key, name in NAMES.items():
+        times = wall[key]
+        med = statistics.median(times)
+        ratio = med / base
+        target = TARGETS.get(key)
+        met = "" if target is None else (" (met)" if ratio <= target else " (missed)")
+        lines.append(
+            f"| {name} | {med:.2f} | {min(times):.2f}–{max(times):.2f} | {ratio:.2f}×{met} | "
+            f"{'' if target is None else f'≤ {target}×'} | {checks.get(key, 'reference')} |"
+        )
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
+    args = parser.parse_args(argv)
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    loads = [os.getloadavg()[0]]
+    files = shards(args.rows, args.shards, 0)
+    names = [str(f) for f in files]
+    folder = parquet(files)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        one = work / "one.cbs"
+        cli = [sys.executable, "-m", "calibcli", "summarize", *names, "-o", str(one), "-q"]
+        run_once(cli, env)
+        wall = {"s": [run_once(cli, env)[0] for _ in range(args.rounds)]}
+        want = cli_report(one, env)
+        starts: dict[str, float] = {}
+        starts["dask"], wall["d"], wall["w"] = dask_times(names, work, args.rounds)
+        starts["spark"], wall["f"], wall["t"] = spark_times(names, folder, work, args.rounds)
+        checks = {
+            key: "yes" if agree(cli_report(work / f"{key}.cbs", env), want) else "NO"
+            for key in ("d", "w", "f", "t")
+        }
+    loads.append(os.getloadavg()[0])
+    section = render(args.rows, args.shards, args.rounds, wall, starts, checks, loads)
+    write_section(Path(args.output), section, START, END)
+    print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

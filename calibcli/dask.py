@@ -1,0 +1,196 @@
+"""Calibration and perplexity summaries on Dask: each partition's rows summarized on the worker
+holding them, the parts merged in a tree of tasks, one summary at the end.
+
+    import dask
+    from calibcli.dask import summarize
+    lazy = summarize(ddf, confidence="confidence", correct="correct", by="task")
+    (result,) = dask.compute(lazy)
+    result.report()          # the dict `calibcli calibrate --json` prints for these rows
+
+:func:`summarize` and :func:`summarize_files` return a ``dask.delayed`` object, so several
+compose in one ``dask.compute``; computing it gives an
+:class:`~calibcli.engines.result.EngineSummary`. A partition becomes Arrow batches folded by
+calibcli's own code (:mod:`calibcli.io.frames`); files are read in the tasks by calibcli's
+readers, whole or in byte ranges (``blocksize``). Dask only schedules the tasks and moves the
+parts' bytes. Needs ``pip install 'calibcli[dask]'``; the workers need calibcli installed, since
+every function they run lives in this installed module.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from calibcli.engines import (
+    empty_task,
+    file_jobs,
+    file_task,
+    finish,
+    frame_spec,
+    frame_task,
+    merge_all,
+)
+
+__all__ = ["summarize", "summarize_files", "summarize_perplexity"]
+
+MISSING = "calibcli.dask needs dask: pip install 'calibcli[dask]'"
+
+SPLIT_EVERY = 8
+"""Task results merged by one task of the merge tree."""
+
+
+def _dask() -> Any:
+    try:
+        import dask
+    except ImportError:
+        raise ImportError(MISSING) from None
+    return dask
+
+
+# ----- what the workers run (module-level, so they are pickled by reference)
+
+
+def _partition(spec: Any, table: str, index: int, frame: Any) -> Any:
+    """One partition (a pandas DataFrame) -> its task result."""
+    import pyarrow as pa
+
+    batch = pa.RecordBatch.from_pandas(frame, preserve_index=False)
+    return frame_task(spec, table, index, [batch])
+
+
+def _merged(table: str, *results: Any) -> Any:
+    return merge_all(list(results), table)
+
+
+def _finish(label: str | None, result: Any) -> Any:
+    return finish(result, label) if label is not None else finish(result)
+
+
+# ----- the driver
+
+
+def _tree(tasks: list[Any], table: str, split_every: int, label: str | None) -> Any:
+    from dask import delayed
+
+    merge = partial(_merged, table)
+    level = tasks
+    while len(level) > 1:
+        level = [
+            delayed(merge, pure=True)(*level[i : i + split_every])
+            for i in range(0, len(level), split_every)
+        ]
+    return delayed(partial(_finish, label), pure=True)(level[0])
+
+
+def _check_columns(ddf: Any, spec: Any) -> None:
+    import numpy as np
+
+    dtypes = dict(ddf.dtypes.items())
+    for name in spec.needed():
+        if name not in dtypes:
+            raise ValueError(f"the DataFrame has no column {name!r} (it has: {', '.join(dtypes)})")
+    for name in (c for c in spec.columns if c is not None):
+        dtype = dtypes[name]
+        kind = getattr(dtype, "kind", None)
+        numeric = kind in ("b", "i", "u", "f") or str(dtype).lower().startswith(
+            ("bool", "int", "uint", "float", "double")
+        )
+        if not numeric or dtype is np.dtype(object):
+            raise ValueError(f"column {name!r} is {dtype}, not a number or boolean")
+
+
+def _label(ddf: Any) -> str:
+    """A stable name for the DataFrame: the token of its graph (the same data and steps, the
+    same name)."""
+    name = str(getattr(ddf, "_name", "") or "")
+    return f"dask-dataframe-{name[-8:]}" if name else "dask-dataframe"
+
+
+def _run(ddf: Any, spec: Any, table: str, split_every: int) -> Any:
+    from dask import delayed
+
+    _check_columns(ddf, spec)
+    parts = ddf[spec.needed()].to_delayed()
+    if not parts:
+        return delayed(partial(_finish, spec.label), pure=True)(empty_task(spec, table))
+    work = partial(_partition, spec, table)
+    tasks = [delayed(work, pure=True)(i, part) for i, part in enumerate(parts)]
+    return _tree(tasks, table, split_every, spec.label)
+
+
+def summarize(
+    ddf: Any,
+    *,
+    confidence: str = "confidence",
+    correct: str = "correct",
+    bins: int = 10,
+    by: str | None = None,
+    key: str | None = None,
+    bootstrap_samples: int | None = None,
+    seed: int = 0,
+    table: str = "auto",
+    label: str | None = None,
+    split_every: int = SPLIT_EVERY,
+) -> Any:
+    """A lazy calibration summary of a Dask DataFrame's rows (``dask.delayed``; computing it
+    gives an :class:`~calibcli.engines.result.EngineSummary`). The options are those of
+    :func:`calibcli.spark.summarize`; ``split_every`` is how many results one merge task
+    takes."""
+    _dask()
+    spec, table = frame_spec(
+        "calibration",
+        (confidence, correct),
+        label=label or _label(ddf),
+        bins=bins,
+        by=by,
+        key=key,
+        bootstrap_samples=bootstrap_samples,
+        seed=seed,
+        table=table,
+    )
+    return _run(ddf, spec, table, split_every)
+
+
+def summarize_perplexity(
+    ddf: Any,
+    *,
+    nll: str = "nll",
+    tokens: str = "tokens",
+    bytes: str | None = None,  # the column's name, as --bytes-field names a field
+    words: str | None = None,
+    by: str | None = None,
+    key: str | None = None,
+    label: str | None = None,
+    split_every: int = SPLIT_EVERY,
+) -> Any:
+    """A lazy perplexity summary of a Dask DataFrame's rows (see
+    :func:`calibcli.spark.summarize_perplexity`)."""
+    _dask()
+    spec, table = frame_spec(
+        "perplexity",
+        (nll, tokens, bytes, words),
+        label=label or _label(ddf),
+        by=by,
+        key=key,
+    )
+    return _run(ddf, spec, table, split_every)
+
+
+def summarize_files(
+    paths: list[str],
+    *,
+    kind: str = "auto",
+    blocksize: int | None = None,
+    split_every: int = SPLIT_EVERY,
+    **options: Any,
+) -> Any:
+    """A lazy summary of files read in the workers by calibcli's own readers, one task per
+    file or, with ``blocksize``, per that many bytes of a plain JSON Lines file (lines
+    starting in each range; gzip, whole documents and tables are read whole). The options
+    are those of :func:`calibcli.spark.summarize_files`."""
+    _dask()
+    from dask import delayed
+
+    jobs = file_jobs(list(paths), kind, blocksize, **options)
+    tasks = [delayed(file_task, pure=True)(job) for job in jobs]
+    return _tree(tasks, jobs[0].table, split_every, None)

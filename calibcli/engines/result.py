@@ -1,0 +1,119 @@
+"""The summary an engine run ends with, on the driver: its report and its part file.
+
+:meth:`EngineSummary.report` is the dict ``calibcli calibrate --json`` (or ``calibcli
+perplexity --json``) prints for the same rows: the part is measured exactly as the CLI measures
+a summary file given as an input (its rows rebuilt from the table of distinct confidences when
+it holds one; without it, the figures that need every row are null with the reason).
+:meth:`EngineSummary.write` writes the part, which ``calibcli calibrate``, ``merge`` and the
+other commands read like the output of ``calibcli summarize``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from typing import Any
+
+from calibcli.errors import InputError
+
+
+class EngineSummary:
+    """One summary of every row an engine read (``summary``: a
+    :class:`~calibcli.summaries.CalibrationSummary` or
+    :class:`~calibcli.summaries.PerplexitySummary` part, without kept rows)."""
+
+    def __init__(self, summary: Any) -> None:
+        self.summary = summary
+
+    @property
+    def kind(self) -> str:
+        return self.summary.kind
+
+    @property
+    def n(self) -> int:
+        """Rows summarized."""
+        return self.summary.n
+
+    def __repr__(self) -> str:
+        return f"<EngineSummary: {self.n:,} {self.kind} rows>"
+
+    def to_bytes(self) -> bytes:
+        from calibcli.summaries import to_bytes
+
+        return to_bytes(self.summary)
+
+    def write(self, path: str | os.PathLike) -> None:
+        """Write the part to ``path`` (a file the CLI reads as an input, and merges)."""
+        with open(path, "wb") as f:
+            f.write(self.to_bytes())
+
+    def measured(self) -> Any:
+        """The summary as a report reads it: kept rows rebuilt from the table of distinct
+        confidences when there is one (what the CLI does with a summary file)."""
+        part = self.summary
+        if part.kind != "calibration" or part.distinct is None:
+            return part
+        from calibcli.summaries import rows_of
+
+        return replace(part, kept=rows_of(part), distinct=None, moments=None, _views={})
+
+    def report(
+        self,
+        *,
+        strategy: str = "uniform",
+        min_populated_bins: int = 3,
+        ci: float | None = None,
+        limits: dict[str, float] | None = None,
+        gate_on: str = "estimate",
+    ) -> dict[str, Any]:
+        """The report ``calibcli calibrate --json`` prints (``perplexity --json`` for
+        perplexity rows), as a dict. ``ci`` asks for the Poisson bootstrap's intervals, which
+        need the summary made with ``bootstrap_samples`` (``--bootstrap-scheme poisson``);
+        ``limits`` are the ``--max-*`` gates (figure -> largest value allowed)."""
+        from calibcli.reports import Bootstrap, Gate, calibrate_report, perplexity_report
+
+        gate = Gate(dict(limits or {}), gate_on)
+        data = self.measured()
+        if self.kind == "perplexity":
+            return json.loads(perplexity_report(data, gate).to_json())
+        if strategy != "uniform" and data.kept is None:
+            raise ValueError(
+                f"strategy {strategy!r} needs every row's confidence, and this summary holds "
+                f"only their sums: {data.missing}"
+            )
+        boot = None
+        if ci is not None:
+            state = data.bootstrap
+            if state is None:
+                raise ValueError(
+                    "ci needs the Poisson bootstrap's replicate sums: summarize with "
+                    "bootstrap_samples=N and key=<id column>"
+                )
+            boot = Bootstrap(ci, state.samples, state.seed, None, "poisson")
+        result = calibrate_report(
+            data,
+            bins=data.settings.bins,
+            strategy=strategy,
+            min_bins=min_populated_bins,
+            bootstrap=boot,
+            gate=gate,
+            reorder_ok=True,
+        )
+        return json.loads(result.to_json())
+
+
+def finish(result: Any, label: str = "the input") -> EngineSummary:
+    """The driver's summary of the merged task results; the input's error when a task found
+    one: :class:`~calibcli.errors.InputError` naming the file and line, or, for a DataFrame,
+    each bad column with its count of bad values and the first one."""
+    if result.error is not None:
+        _, path, line, detail = result.error
+        raise InputError(path, line, detail)
+    if result.problems is not None:
+        raise InputError(label, None, result.problems.message())
+    if result.mismatch is not None:
+        raise InputError(label, None, result.mismatch)
+    from calibcli.summaries import from_bytes
+
+    return EngineSummary(from_bytes(result.payload))

@@ -1,0 +1,230 @@
+"""The functions an engine's tasks run, and the merge of their results.
+
+A task folds its share — a DataFrame partition's record batches (:func:`frame_task`) or one
+file or byte range of one (:func:`file_task`, read by calibcli's own readers) — into a part
+(:func:`calibcli.summaries.to_part`) and returns it as bytes inside a :class:`TaskResult`.
+:func:`merge_tasks` merges two results as ``calibcli merge`` merges two part files: in the
+canonical order of their sources, so the merge tree the engine picks changes no count and no
+table, only the rounding of a few float sums. Bad input travels as data: a DataFrame's bad
+values add up per column across partitions, and the first failing file (in the order the files
+were given) wins, so the driver raises one error whatever the order tasks finished in.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from calibcli.errors import InputError
+from calibcli.io import FrameSpec, frame_summary
+from calibcli.summaries import TABLE_MODES
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """A task's part (``payload``, the part's bytes) or what went wrong: ``problems``, bad
+    values of a DataFrame's columns (:class:`calibcli.io.ColumnProblems`); ``error``, the
+    first input error as ``(job index, path, line, detail)``; ``mismatch``, parts that
+    cannot be merged (rows with the same id in two of them)."""
+
+    payload: bytes | None = None
+    problems: Any = None
+    error: tuple[int, str, Any, str] | None = None
+    mismatch: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.payload is None
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """One task of a files run: a file (or the lines starting in byte range ``span`` of one),
+    the kind of rows and the reader's options."""
+
+    index: int
+    path: str
+    span: tuple[int, int] | None
+    kind: str
+    options: dict[str, Any] = field(default_factory=dict)
+    table: str = "auto"
+    bootstrap: tuple[int, int] | None = None
+
+
+def _cap() -> int:
+    from calibcli.summaries import MAX_DISTINCT
+
+    return MAX_DISTINCT
+
+
+CAPPED = (
+    "the distinct confidences exceed the {cap:,} that table='auto' keeps (table='always' "
+    "keeps them all)"
+)
+
+
+def capped(part: Any, table: str) -> Any:
+    """The part without its table of distinct confidences when ``table`` is ``auto`` and it
+    holds more than the cap: then ``missing`` says why, in words that do not depend on where in
+    the merge tree the cap was passed."""
+    if table != "auto" or part.kind != "calibration" or part.distinct is None:
+        return part
+    cap = _cap()
+    if part.distinct.distinct <= cap:
+        return part
+    missing = CAPPED.format(cap=cap)
+    warning = f"the table of distinct confidences was dropped: {missing}"
+    warnings = tuple(dict.fromkeys([*part.warnings, warning]))
+    return replace(part, distinct=None, missing=missing, warnings=warnings, _views={})
+
+
+def _part_bytes(summary: Any, table: str, bootstrap: tuple[int, int] | None) -> bytes:
+    from calibcli.summaries import to_bytes, to_part
+
+    part, _ = to_part(summary, "always" if table == "auto" else table, bootstrap)
+    return to_bytes(capped(part, table))
+
+
+def frame_spec(kind: str, columns: tuple, **options: Any) -> FrameSpec:
+    """A :class:`~calibcli.io.FrameSpec`, its options checked on the driver."""
+    table = options.pop("table", "auto")
+    if table not in TABLE_MODES:
+        raise ValueError(f"table must be one of {', '.join(TABLE_MODES)}, not {table!r}")
+    samples = options.pop("bootstrap_samples", None)
+    seed = options.pop("seed", 0)
+    if samples is not None:
+        if kind != "calibration":
+            raise ValueError("bootstrap_samples resamples calibration rows; these are perplexity")
+        if options.get("key") is None:
+            raise ValueError(
+                "bootstrap_samples keys each row's weights by its id: name the id column with "
+                "key=..."
+            )
+        if type(samples) is not int or samples < 200:
+            raise ValueError(f"bootstrap_samples must be a whole number >= 200, not {samples!r}")
+    if options.get("bins") is not None:
+        from calibcli.summaries import CalibrationSettings
+
+        CalibrationSettings(bins=options["bins"])  # the CLI's check and message
+    bootstrap = None if samples is None else (samples, int(seed))
+    return FrameSpec(kind, tuple(columns), bootstrap=bootstrap, **options), table
+
+
+def frame_task(spec: FrameSpec, table: str, partition: int, batches: Any) -> TaskResult:
+    """A DataFrame partition's record batches -> its part (or its bad values)."""
+    summary, problems = frame_summary(batches, spec, partition)
+    if problems:
+        return TaskResult(problems=problems)
+    return TaskResult(payload=_part_bytes(summary, table, spec.bootstrap))
+
+
+def empty_task(spec: FrameSpec, table: str) -> TaskResult:
+    """The part of a DataFrame without partitions: no rows."""
+    return frame_task(spec, table, 0, [])
+
+
+def file_jobs(paths: list[str], kind: str, blocksize: int | None, **options: Any) -> list[FileJob]:
+    """One job per file, or per ``blocksize`` bytes of a plain JSON Lines file (gzip, whole
+    documents, tables and summary files are read whole). Relative paths are taken from the
+    driver's working directory (and named by their absolute paths). ``kind`` ``auto`` reads
+    the first file as ``calibcli summarize`` does."""
+    from calibcli.io import file_spans, input_kind
+
+    if blocksize is not None and (type(blocksize) is not int or blocksize < 1):
+        raise ValueError(f"blocksize must be a whole number of bytes >= 1, not {blocksize!r}")
+    # the tasks run in other working directories, or on other machines sharing the files
+    paths = [os.path.abspath(os.fspath(p)) for p in paths]
+    if not paths:
+        raise ValueError("give at least one file")
+    table = options.pop("table", "auto")
+    if table not in TABLE_MODES:
+        raise ValueError(f"table must be one of {', '.join(TABLE_MODES)}, not {table!r}")
+    samples, seed = options.pop("bootstrap_samples", None), options.pop("seed", 0)
+    fields = {k: v for k, v in options.items() if k.endswith("_field") and k != "id_field"}
+    if kind == "auto":
+        kind = input_kind(paths, fmt=options.get("fmt", "auto"), **fields)
+    if samples is not None and kind != "calibration":
+        raise ValueError("bootstrap_samples resamples calibration rows; these are perplexity")
+    bootstrap = None if samples is None else (samples, int(seed))
+    jobs: list[FileJob] = []
+    for path in paths:
+        spans = file_spans(path, blocksize) if blocksize is not None else None
+        for span in spans or [None]:
+            jobs.append(FileJob(len(jobs), path, span, kind, options, table, bootstrap))
+    return jobs
+
+
+def file_task(job: FileJob) -> TaskResult:
+    """A file, or the lines starting in a byte range of one, read by calibcli's readers ->
+    its part (or its first error, ``file:line`` kept)."""
+    from calibcli.io import read_calibration, read_perplexity
+
+    options = dict(job.options)
+    try:
+        if job.kind == "calibration":
+            summary = read_calibration(
+                [job.path],
+                keep_columns=True,
+                per_source=options.get("by") is None,
+                row_keys=job.bootstrap is not None,
+                span=job.span,
+                workers=1,
+                **options,
+            )
+        else:
+            summary = read_perplexity([job.path], span=job.span, workers=1, **options)
+    except InputError as e:
+        return TaskResult(error=(job.index, e.path, e.line, e.detail))
+    return TaskResult(payload=_part_bytes(summary, job.table, job.bootstrap))
+
+
+def _label(part: Any) -> str:
+    first = part.sources[0] if part.sources else None
+    return "a part" if first is None else first.display
+
+
+def merge_tasks(a: TaskResult, b: TaskResult, table: str = "auto") -> TaskResult:
+    """Two tasks' results as one: their parts merged (:func:`calibcli.summaries.merge_parts`),
+    or their failures combined (the first input error, every bad value counted)."""
+    if a.failed or b.failed:
+        errors = [r.error for r in (a, b) if r.error is not None]
+        if errors:
+            return TaskResult(error=min(errors, key=lambda e: e[0]))
+        mismatch = a.mismatch or b.mismatch
+        if mismatch is not None:
+            return TaskResult(mismatch=mismatch)
+        problems = [r.problems for r in (a, b) if r.problems is not None]
+        out = problems[0]
+        for more in problems[1:]:
+            out = out.merged(more)
+        return TaskResult(problems=out)
+    from calibcli.summaries import SummaryMismatch, from_bytes, merge_parts, to_bytes
+
+    parts = [from_bytes(a.payload), from_bytes(b.payload)]
+    try:
+        merged = merge_parts(parts, [_label(p) for p in parts])
+    except SummaryMismatch as e:
+        return TaskResult(mismatch=str(e))
+    return TaskResult(payload=to_bytes(capped(merged, table)))
+
+
+def merge_all(results: list[TaskResult], table: str = "auto") -> TaskResult:
+    """Several results as one: the parts merged at once (each decoded once), or the failures
+    combined."""
+    failed = [r for r in results if r.failed]
+    if failed:
+        out = failed[0]
+        for more in failed[1:]:
+            out = merge_tasks(out, more, table)
+        return out
+    if len(results) == 1:
+        return results[0]
+    from calibcli.summaries import SummaryMismatch, from_bytes, merge_parts, to_bytes
+
+    parts = [from_bytes(r.payload) for r in results]
+    try:
+        merged = merge_parts(parts, [_label(p) for p in parts])
+    except SummaryMismatch as e:
+        return TaskResult(mismatch=str(e))
+    return TaskResult(payload=to_bytes(capped(merged, table)))

@@ -1,0 +1,292 @@
+"""Columnar rows: a DataFrame's partition, given as Arrow record batches, folded into a summary.
+
+This is what a Spark or Dask task runs on its share of a DataFrame (:mod:`calibcli.spark`,
+:mod:`calibcli.dask`): the columns are checked with the rules of :mod:`calibcli.io.rows` and
+folded by the builders the file readers use, so a partition's summary is the one its rows
+would give as JSON Lines. Bad values are not raised here: they are counted per column, with
+the first one and where it is (:class:`ColumnProblems`), so that the engine can add up the
+counts of every partition and the driver names the column, the total and the first bad value
+in partition order. pyarrow is imported only when a partition is folded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+CALIBRATION_COLUMNS = ("confidence", "correct")
+PERPLEXITY_COLUMNS = ("nll", "tokens", "bytes", "words")
+
+
+@dataclass(frozen=True)
+class FrameSpec:
+    """Which columns hold what, and the settings of the summary made of them.
+
+    ``kind`` is ``calibration`` (``columns``: confidence, correct) or ``perplexity``
+    (``columns``: nll, tokens and optionally bytes and words, None when absent). ``by`` names
+    the column grouping the rows, ``key`` the column of row ids (rows with the same id are
+    refused; with ``bootstrap=(samples, seed)`` the ids key the Poisson bootstrap, hashed as
+    ``--id-field`` hashes them). ``label`` names the DataFrame in the summary's sources:
+    partition ``i`` is the byte range [i, i + 1) of a source of that name, so parts merge in
+    partition order and no partition can be counted twice."""
+
+    kind: str
+    columns: tuple[str | None, ...]
+    label: str = "dataframe"
+    bins: int = 10
+    by: str | None = None
+    key: str | None = None
+    bootstrap: tuple[int, int] | None = None
+
+    @property
+    def content(self) -> str:
+        return f"dataframe:{self.label}"
+
+    def needed(self) -> list[str]:
+        """Every column read, in order, each once."""
+        names = [c for c in (*self.columns, self.by, self.key) if c is not None]
+        return list(dict.fromkeys(names))
+
+    def settings(self) -> Any:
+        if self.kind == "calibration":
+            from calibcli.summaries import CalibrationSettings
+
+            return CalibrationSettings(
+                bins=self.bins,
+                confidence_field=self.columns[0],
+                correct_field=self.columns[1],
+                by=self.by,
+                # what the command line records for rows read without --inspect-confidence,
+                # so a written part is read back by it without a settings mismatch
+                inspect_confidence="auto",
+            )
+        from calibcli.summaries import PerplexitySettings
+
+        nll, tokens, nbytes, words = self.columns
+        return PerplexitySettings(
+            nll_field=nll,
+            tokens_field=tokens,
+            bytes_field=nbytes or "bytes",
+            words_field=words or "words",
+            by=self.by,
+        )
+
+
+class ColumnProblems:
+    """Bad values of a DataFrame's columns: per column, how many and the first one (by
+    partition, then row). Adds up across partitions in any order."""
+
+    def __init__(self, found: dict[str, tuple[int, str, str, tuple[int, int]]] | None = None):
+        # column -> (count, first value as shown, what is wrong with it, (partition, row))
+        self.found = dict(found or {})
+
+    def add(self, column: str, count: int, value: str, why: str, where: tuple[int, int]) -> None:
+        if not count:
+            return
+        old = self.found.get(column)
+        if old is None:
+            self.found[column] = (count, value, why, where)
+            return
+        first = (value, why, where) if where < old[3] else old[1:]
+        self.found[column] = (old[0] + count, *first)
+
+    def merged(self, other: ColumnProblems) -> ColumnProblems:
+        out = ColumnProblems(self.found)
+        for column, (count, value, why, where) in other.found.items():
+            out.add(column, count, value, why, where)
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self.found)
+
+    def message(self) -> str:
+        """One line per column, in the order of the first bad value."""
+        lines = []
+        for column, (count, value, why, (partition, row)) in sorted(
+            self.found.items(), key=lambda item: item[1][3]
+        ):
+            plural = "value" if count == 1 else "values"
+            lines.append(
+                f"column {column!r}: {count:,} bad {plural}; the first is {value} "
+                f"(row {row + 1} of partition {partition}): {why}"
+            )
+        return "\n".join(lines)
+
+    def __reduce__(self):
+        return (ColumnProblems, (self.found,))
+
+
+def _first(mask: Any) -> int:
+    import numpy as np
+
+    return int(np.argmax(mask))
+
+
+def _floats(array: Any, column: str, problems: ColumnProblems, ok: Any, why: str, where: Any):
+    """A numeric Arrow column as float64, its nulls and the values ``ok`` refuses recorded."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from calibcli.io.rows import show
+
+    values = pc.cast(array, "float64").to_numpy(zero_copy_only=False)
+    bad = np.isnan(values) if array.null_count else np.zeros(values.shape[0], bool)
+    nulls = bad.copy()
+    with np.errstate(invalid="ignore"):
+        bad |= ~ok(values)
+    count = int(bad.sum())
+    if count:
+        i = _first(bad)
+        value = "null" if nulls[i] else show(float(values[i]))
+        reason = "a null" if nulls[i] else why
+        problems.add(column, count, value, reason, where(i))
+    return values, bad
+
+
+def _column(batch: Any, name: str) -> Any:
+    return batch.column(batch.schema.get_field_index(name))
+
+
+def _calibration_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, where: Any):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from calibcli.io.rows import confidence_ok, show
+
+    conf_name, correct_name = spec.columns
+    conf, _ = _floats(
+        _column(batch, conf_name), conf_name, problems, confidence_ok, "outside [0, 1]", where
+    )
+    raw = _column(batch, correct_name)
+    if pa.types.is_boolean(raw.type):
+        flags = pc.fill_null(raw, False).to_numpy(zero_copy_only=False)
+        wrong = raw.is_null().to_numpy(zero_copy_only=False)
+        first = "null"
+    else:
+        numbers = pc.cast(raw, "float64").to_numpy(zero_copy_only=False)
+        wrong = (numbers != 0.0) & (numbers != 1.0)
+        flags = numbers == 1.0
+        first = None
+    if wrong.any():
+        i = _first(wrong)
+        if first is None:
+            first = "null" if raw[i].as_py() is None else show(raw[i].as_py())
+        why = "a null" if first == "null" else "not true, false, 0 or 1"
+        problems.add(correct_name, int(wrong.sum()), first, why, where(i))
+    return conf, np.asarray(flags, bool)
+
+
+def _counts(batch: Any, name: str | None, problems: ColumnProblems, where: Any):
+    """A count column as int64 (None for a column not given), its bad values recorded."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from calibcli.io.rows import MAX_COUNT, show
+
+    if name is None:
+        return None, None
+    raw = _column(batch, name)
+    nulls = raw.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_integer(raw.type):  # exact beyond 2**53, unlike a detour through floats
+        ints = pc.fill_null(pc.cast(raw, "int64"), 0).to_numpy(zero_copy_only=False)
+        bad = nulls | (ints < 0) | (ints > MAX_COUNT)
+    else:
+        numbers = pc.cast(raw, "float64").to_numpy(zero_copy_only=False)
+        with np.errstate(invalid="ignore"):
+            whole = (numbers >= 0) & (numbers <= MAX_COUNT) & (numbers == np.floor(numbers))
+        bad = nulls | ~whole
+        ints = np.where(bad, 0, numbers).astype(np.int64)
+    if bad.any():
+        i = _first(bad)
+        why = "a null" if nulls[i] else "not a whole number in [0, 2**62]"
+        problems.add(name, int(bad.sum()), show(raw[i].as_py()), why, where(i))
+    return np.where(bad, 0, ints), bad
+
+
+def _perplexity_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, where: Any):
+    import numpy as np
+
+    from calibcli.io.rows import nll_ok, nll_tokens_ok
+
+    nll_name, tokens_name, bytes_name, words_name = spec.columns
+    nll, bad = _floats(_column(batch, nll_name), nll_name, problems, nll_ok, "negative", where)
+    tokens, bad_tokens = _counts(batch, tokens_name, problems, where)
+    bad |= bad_tokens
+    with np.errstate(invalid="ignore"):
+        broken = ~nll_tokens_ok(nll, tokens) & ~bad
+    if broken.any():
+        i = _first(broken)
+        problems.add(
+            nll_name, int(broken.sum()), repr(float(nll[i])), f"> 0 with 0 {tokens_name}", where(i)
+        )
+        bad |= broken
+    optional = []
+    for name in (bytes_name, words_name):
+        col, wrong = _counts(batch, name, problems, where)
+        if wrong is not None:
+            bad |= wrong
+        optional.append(col)
+    zeros = np.zeros(nll.shape[0], np.int64)
+    return (nll, tokens, *optional, zeros, zeros, zeros)
+
+
+def _group_names(batch: Any, name: str) -> list[str]:
+    from calibcli.io.rows import group_name
+
+    return [group_name(v) for v in _column(batch, name).to_pylist()]
+
+
+def _id_hashes(batch: Any, name: str) -> list[int]:
+    from calibcli.io.ids import id_hash, id_key
+
+    return [id_hash(id_key(v)) for v in _column(batch, name).to_pylist()]
+
+
+def frame_summary(batches: Iterable[Any], spec: FrameSpec, partition: int) -> tuple[Any, Any]:
+    """(summary, :class:`ColumnProblems`) of one partition's record batches: the summary with
+    its rows kept (calibration), None once a bad value was found (the rest is only checked)."""
+    from calibcli.summaries import Source
+
+    problems = ColumnProblems()
+    settings = spec.settings()
+    grouped = spec.by is not None
+    if spec.kind == "calibration":
+        from calibcli.summaries import CalibrationBuilder
+
+        builder: Any = CalibrationBuilder(
+            settings, keep_rows=True, grouped=grouped, row_keys=spec.bootstrap is not None
+        )
+    else:
+        from calibcli.io.rows import PerplexityRow
+        from calibcli.summaries import PerplexityBuilder
+
+        nll, tokens, nbytes, words = spec.columns
+        row = PerplexityRow(nll, tokens, nbytes or "bytes", words or "words")
+        builder = PerplexityBuilder(settings, row, grouped=grouped)
+    builder.begin_source()
+    offset = 0
+    for batch in batches:
+        n = batch.num_rows
+        if not n:
+            continue
+
+        def where(i: int, start: int = offset) -> tuple[int, int]:
+            return (partition, start + i)
+
+        if spec.kind == "calibration":
+            cols: tuple = _calibration_block(batch, spec, problems, where)
+        else:
+            cols = _perplexity_block(batch, spec, problems, where)
+        if not problems:
+            keys = _group_names(batch, spec.by) if grouped else None
+            if spec.key is not None:
+                builder.add_ids(_id_hashes(batch, spec.key), list(range(offset, offset + n)))
+            builder.add(cols, keys, lambda i, start=offset: (spec.label, start + i + 1))
+        offset += n
+    if problems:
+        return None, problems
+    builder.end_source(Source(spec.label, spec.content, "jsonl", 0, partition, partition + 1))
+    return builder.summary(), problems

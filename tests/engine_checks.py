@@ -1,0 +1,190 @@
+"""What the Spark and Dask tests share: the shards data set, the CLI's reports of it, the rule
+two reports must agree by, and the README's engine examples.
+
+The reference is always the command line run on the same rows (``calibcli calibrate FILES
+--json`` in a subprocess), never the integration's own output.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from make_shards import write_shards  # noqa: E402
+
+ROWS, SHARDS = 200_000, 8
+
+EXACT = frozenset(
+    (
+        "n",
+        "count",
+        "counts",
+        "populated_bins",
+        "bins_used",
+        "bins",
+        "auroc",
+        "smece_bandwidth",
+        "sum_correct",
+        "correct",
+        "aurc",
+        "threshold",
+        "accepted",
+        "errors",
+    )
+)
+"""Figures that must be bit-identical (with everything under them: a threshold section's
+accepted rows and errors, the risk-coverage curve's thresholds); every other float may differ
+by 1e-12 relative (a float sum added up in another order)."""
+
+
+def shards(folder: Path) -> list[str]:
+    return [str(p) for p in write_shards(folder, ROWS, SHARDS, seed=0)]
+
+
+def cli_json(*args: str) -> dict:
+    """``calibcli ARGS --json`` as the installed command line prints it."""
+    return CliRun(*args).result()
+
+
+class CliRun:
+    """``calibcli ARGS --json`` started in the background (the engine starts meanwhile, on the
+    other core); :meth:`result` waits for its report."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "calibcli", *args, "--json", "--quiet"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def result(self) -> dict:
+        out, err = self.process.communicate()
+        assert self.process.returncode == 0, err
+        return json.loads(out)
+
+
+POISSON = ("--ci", "0.95", "--bootstrap-scheme", "poisson", "--bootstrap", "200")
+"""The Poisson bootstrap the engines' ``key="id", bootstrap_samples=200`` stands for."""
+
+
+def cli_references(paths: list[str]) -> dict:
+    """The CLI's reports of the shards, started in the background: ``{key: CliRun}`` for
+    pooled rows (key None), by task and with the Poisson bootstrap keyed by id."""
+    return {
+        None: CliRun("calibrate", *paths),
+        "task": CliRun("calibrate", *paths, "--by", "task"),
+        "poisson": CliRun("calibrate", *paths, *POISSON, "--id-field", "id"),
+        "threshold": CliRun("threshold", *paths, *THRESHOLD),
+    }
+
+
+THRESHOLD = ("--target-accuracy", "0.9")
+
+
+def assert_threshold(part: Path, want: dict) -> None:
+    """``calibcli threshold`` on an engine's written part gives the thresholds, AURC and curve
+    it gives on the files themselves."""
+    got = cli_json("threshold", str(part), *THRESHOLD)
+    assert_same(got, want, files=False)
+
+
+def assert_poisson(got: dict, want: dict) -> None:
+    """The engine's Poisson intervals are the CLI's (those of AUROC and smooth ECE, which need
+    every row's key, null)."""
+    for figure, interval in want["ci"].items():
+        if figure in ("auroc", "smece", "smece_bandwidth"):
+            assert got["ci"][figure] == [None, None]
+        else:
+            assert_same({figure: got["ci"][figure]}, {figure: interval})
+    assert [got[k] for k in ("ci_level", "bootstrap_samples", "seed")] == [0.95, 200, 0]
+
+
+def readme_folder(folder: Path, paths: list[str]) -> Path:
+    """What the README's examples read, in ``folder``: the shards under ``shards/`` and the
+    first one as ``predictions.parquet``."""
+    import shutil
+
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    (folder / "shards").mkdir()
+    for path in paths:
+        shutil.copy(path, folder / "shards" / Path(path).name)
+    pq.write_table(pj.read_json(paths[0]), folder / "predictions.parquet")
+    return folder
+
+
+def run_readme_example(example: str, folder: Path, capsys) -> None:
+    """Run one README example in ``folder`` as printed: it prints something, and each summary
+    file it writes is measured by ``calibcli calibrate`` as its ``result.report()`` says."""
+    import os
+
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        for old in folder.glob("*.cbs"):
+            old.unlink()
+        names: dict = {}
+        exec(compile(example, "README.md", "exec"), names)
+        written = sorted(folder.glob("*.cbs"))
+        assert capsys.readouterr().out.strip() or written
+        for path in written:
+            assert cli_json("calibrate", str(path)) == names["result"].report()
+    finally:
+        os.chdir(before)
+
+
+def differences(got, want, path: str = "", exact: bool = False) -> list[str]:
+    """Where two reports disagree beyond the rule of :data:`EXACT`."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        out = []
+        for k in sorted(set(got) | set(want)):
+            if k not in got or k not in want:
+                out.append(f"{path}.{k}: only in {'want' if k not in got else 'got'}")
+            else:
+                out += differences(got[k], want[k], f"{path}.{k}", exact or k in EXACT)
+        return out
+    if isinstance(got, list) and isinstance(want, list):
+        if len(got) != len(want):
+            return [f"{path}: {len(got)} items != {len(want)}"]
+        out = []
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            out += differences(a, b, f"{path}[{i}]", exact)
+        return out
+    if isinstance(got, float) and isinstance(want, float) and not exact:
+        if got == want or math.isclose(got, want, rel_tol=1e-12, abs_tol=0.0):
+            return []
+        return [f"{path}: {got!r} != {want!r}"]
+    if got != want or type(got) is not type(want):
+        return [f"{path}: {got!r} != {want!r}"]
+    return []
+
+
+def assert_same(got: dict, want: dict, *, files: bool = True) -> None:
+    """``got`` agrees with the CLI's ``want``: counts, populated bins, AUROC and the smooth ECE's
+    bandwidth bit for bit, other floats to 1e-12 relative. A DataFrame has no files, so
+    without ``files`` the CLI's per-file sections are not asked for."""
+    if not files:
+        got = {k: v for k, v in got.items() if k != "per_file"}
+        want = {k: v for k, v in want.items() if k != "per_file"}
+    found = differences(got, want)
+    assert not found, "\n".join(found[:20])
+
+
+def readme_examples(engine: str) -> list[str]:
+    """The README's Python examples for ``engine`` ("spark" or "dask"): the ```py blocks of the
+    section "Running on Spark or Dask" that import calibcli.<engine>. They are scripts, fenced
+    ```py because a ```python block is a doctest session that tests/test_readme_python.py
+    runs without an engine."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Running on Spark or Dask", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```py\n(.*?)```", section, re.S)
+    return [b for b in blocks if f"calibcli.{engine}" in b]

@@ -1,0 +1,123 @@
+"""The engine-free half of the Spark and Dask integrations (calibcli.engines), run in this
+process: partitions of Arrow batches folded into parts and merged in any tree give the report
+``calibcli calibrate`` gives on the same rows as JSON Lines; a table of distinct confidences
+merged past the cap is dropped with the reason, so AUROC is null and says why; bad values
+add up across partitions whatever the merge order; byte ranges tile each file. No engine is
+started: pyarrow, in the test group, is all these need."""
+
+from __future__ import annotations
+
+import json
+from functools import reduce
+from itertools import pairwise
+
+import numpy as np
+import pytest
+from engine_checks import assert_same, cli_json
+
+pa = pytest.importorskip("pyarrow")
+
+from calibcli.engines import (  # noqa: E402
+    file_jobs,
+    finish,
+    frame_spec,
+    frame_task,
+    merge_all,
+    merge_tasks,
+)
+from calibcli.errors import InputError  # noqa: E402
+
+ROWS = 4000
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    """Rows with repeated confidences (ties) in three tasks, as columns and as a file."""
+    rng = np.random.default_rng(7)
+    conf = np.round(rng.beta(5, 2, ROWS), 3)
+    correct = rng.random(ROWS) < conf
+    task = np.array(["a", "b", "c"])[rng.integers(0, 3, ROWS)]
+    path = tmp_path_factory.mktemp("rows") / "rows.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"confidence": float(c), "correct": bool(k), "task": str(t)}) + "\n"
+            for c, k, t in zip(conf, correct, task, strict=True)
+        )
+    )
+    batch = pa.RecordBatch.from_pydict(
+        {"confidence": conf, "correct": correct, "task": task.tolist()}
+    )
+    return batch, str(path)
+
+
+def parts(batch, spec, table, cuts):
+    """One task result per partition, the batch cut at ``cuts``."""
+    edges = [0, *cuts, batch.num_rows]
+    return [
+        frame_task(spec, table, i, [batch.slice(a, b - a)])
+        for i, (a, b) in enumerate(pairwise(edges))
+    ]
+
+
+@pytest.mark.parametrize("by", [None, "task"])
+def test_partitions_merged_in_any_tree_give_the_cli_report(rows, by):
+    batch, path = rows
+    want = cli_json("calibrate", path, *(["--by", by] if by else []))
+    spec, table = frame_spec("calibration", ("confidence", "correct"), label="t", by=by)
+    results = parts(batch, spec, table, [1, 999, 1000, 2500])
+    trees = [
+        merge_all(results, table),  # one merge of all
+        reduce(lambda a, b: merge_tasks(a, b, table), results),  # left to right
+        reduce(lambda a, b: merge_tasks(b, a, table), results[::-1]),  # right to left
+        merge_tasks(merge_all(results[3:], table), merge_all(results[:3], table), table),
+    ]
+    for tree in trees:
+        assert_same(finish(tree).report(), want, files=False)
+
+
+def test_a_table_past_the_cap_is_dropped_and_auroc_says_why(rows, monkeypatch):
+    import calibcli.summaries
+
+    batch, _ = rows
+    distinct = len(np.unique(batch.column(0).to_numpy()))
+    # each half under the cap, the two together above it: the merge drops the table
+    monkeypatch.setattr(calibcli.summaries, "MAX_DISTINCT", distinct - 1)
+    spec, table = frame_spec("calibration", ("confidence", "correct"), label="t")
+    halves = parts(batch, spec, table, [batch.num_rows // 2])
+    report = finish(merge_tasks(*halves, table=table)).report()
+    assert report["auroc"] is None
+    assert report["n"] == ROWS and report["ece"] is not None
+    assert any(f"exceed the {distinct - 1:,}" in w for w in report["warnings"])
+    kept = frame_spec("calibration", ("confidence", "correct"), label="t", table="always")
+    whole = finish(merge_all(parts(batch, *kept, [batch.num_rows // 2]), "always")).report()
+    assert whole["auroc"] is not None
+
+
+def test_bad_values_add_up_in_partition_order_whatever_the_merge_order():
+    spec, table = frame_spec("calibration", ("confidence", "correct"), label="t")
+    batches = [
+        pa.RecordBatch.from_pydict({"confidence": [0.5, 2.0, 0.1], "correct": [1, 1, 0]}),
+        pa.RecordBatch.from_pydict({"confidence": [-0.5, 0.5, None], "correct": [1, 7, 0]}),
+    ]
+    results = [frame_task(spec, table, i, [b]) for i, b in enumerate(batches)]
+    messages = set()
+    for ordered in (results, results[::-1]):
+        with pytest.raises(InputError) as found:
+            finish(reduce(lambda a, b: merge_tasks(a, b, table), ordered), "the DataFrame")
+        messages.add(str(found.value))
+    (message,) = messages
+    assert "column 'confidence': 3 bad values; the first is 2.0 (row 2 of partition 0)" in message
+    assert "column 'correct': 1 bad value; the first is 7 (row 2 of partition 1)" in message
+
+
+def test_byte_ranges_tile_each_file_with_absolute_paths(tmp_path, monkeypatch):
+    (tmp_path / "a.jsonl").write_text('{"confidence": 0.25, "correct": true}\n' * 1000)
+    monkeypatch.chdir(tmp_path)
+    jobs = file_jobs(["a.jsonl"], "auto", 5000)
+    assert {job.path for job in jobs} == {str(tmp_path / "a.jsonl")}
+    spans = [job.span for job in jobs]
+    size = (tmp_path / "a.jsonl").stat().st_size
+    assert spans[0][0] == 0 and spans[-1][1] == size
+    assert all(a[1] == b[0] for a, b in pairwise(spans))
+    with pytest.raises(ValueError, match="blocksize"):
+        file_jobs(["a.jsonl"], "auto", 0)

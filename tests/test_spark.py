@@ -1,0 +1,187 @@
+"""calibcli.spark on a real Spark (local[2], started here once for the module): a DataFrame's
+rows, or files read in the tasks, give the figures ``calibcli calibrate`` gives on the same
+rows — counts, bins and AUROC bit for bit, sums to 1e-12 — with --by task, the Poisson
+bootstrap keyed by id, Parquet input and perplexity rows; bad values are named; the README's
+example runs. Skipped without pyspark or Java, except under CALIBCLI_REQUIRE_ENGINES=1."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+from conftest import require_engine, require_program
+from engine_checks import (
+    POISSON,
+    assert_poisson,
+    assert_same,
+    assert_threshold,
+    cli_json,
+    cli_references,
+    readme_examples,
+    readme_folder,
+    run_readme_example,
+    shards,
+)
+
+require_program("java", "Spark runs on a JVM (Java 17)")
+require_engine("pyspark", "spark")
+
+from calibcli.errors import InputError  # noqa: E402
+from calibcli.spark import summarize, summarize_files, summarize_perplexity  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    return shards(tmp_path_factory.mktemp("shards"))
+
+
+@pytest.fixture(scope="module")
+def started(paths):
+    """The CLI's reports of the shards, computed while the JVM starts."""
+    return cli_references(paths)
+
+
+@pytest.fixture(scope="module")
+def workdir(paths, tmp_path_factory):
+    """The JVM's working directory, where the README's examples run: Spark resolves a
+    relative path against it, not against the Python process's current directory."""
+    return readme_folder(tmp_path_factory.mktemp("readme"), paths)
+
+
+@pytest.fixture(scope="module")
+def spark(started, workdir):
+    from pyspark.sql import SparkSession
+
+    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")
+    before = {k: os.environ.get(k) for k in names}
+    # the Python workers run this interpreter, which has calibcli installed
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # loopback only, no lookup of the host's name
+    here = os.getcwd()
+    os.chdir(workdir)
+    try:
+        session = (
+            SparkSession.builder.master("local[2]")
+            .appName("calibcli-tests")
+            .config("spark.driver.memory", "2g")
+            # a short-lived JVM on two cores: the quick JIT tier and one GC thread start faster
+            .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.shuffle.partitions", "4")
+            .getOrCreate()
+        )
+    finally:
+        os.chdir(here)
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    session.stop()
+    # the JVM outlives stop() until this process exits: end it (it exits when its stdin
+    # closes), so the tests after these get its memory back
+    if gateway is not None:
+        process = getattr(gateway, "proc", None)
+        gateway.shutdown()
+        SparkContext._gateway = SparkContext._jvm = None
+        if process is not None:
+            process.stdin.close()
+            process.wait(timeout=60)
+    for k, v in before.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def cli(started):
+    return {key: run.result() for key, run in started.items()}
+
+
+@pytest.fixture(scope="module")
+def parquet(paths, tmp_path_factory):
+    """The shards as Parquet files, one per JSON Lines shard, in one folder."""
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    folder = tmp_path_factory.mktemp("parquet")
+    for i, path in enumerate(paths):
+        pq.write_table(pj.read_json(path), folder / f"{i:02d}.parquet")
+    return str(folder)
+
+
+def test_parquet_dataframe_gives_the_cli_figures_of_its_jsonl(spark, parquet, cli, tmp_path):
+    df = spark.read.parquet(parquet)
+    pooled = summarize(df)
+    assert_same(pooled.report(), cli[None], files=False)
+    pooled.write(tmp_path / "all.cbs")
+    assert_threshold(tmp_path / "all.cbs", cli["threshold"])
+    # partitions cut another way (a shuffle), merged in a tree of another shape
+    grouped = summarize(df.repartition(5), by="task", depth=3)
+    assert_same(grouped.report(), cli["task"], files=False)
+
+
+def test_files_give_the_cli_report(spark, paths, cli):
+    assert_same(summarize_files(spark, paths).report(), cli[None])
+    ranges = summarize_files(spark, paths, by="task", blocksize=1 << 20)
+    assert_same(ranges.report(), cli["task"])
+
+
+def test_poisson_bootstrap_keyed_by_id_gives_the_cli_intervals(spark, parquet, cli, tmp_path):
+    result = summarize(spark.read.parquet(parquet), key="id", bootstrap_samples=200, seed=0)
+    got = result.report(ci=0.95)
+    assert_poisson(got, cli["poisson"])
+    # the part written is what the CLI measures, to the bit
+    result.write(tmp_path / "all.cbs")
+    assert cli_json("calibrate", str(tmp_path / "all.cbs"), *POISSON[:4]) == got
+
+
+def test_perplexity_rows_give_the_cli_totals(spark, tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    rows = [
+        {"nll": float(n), "tokens": int(t), "task": f"t{i % 3}"}
+        for i, (n, t) in enumerate(
+            zip(rng.gamma(3.0, 40.0, 5000), rng.integers(1, 400, 5000), strict=True)
+        )
+    ]
+    path = tmp_path / "ppl.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    df = spark.createDataFrame(rows, "nll DOUBLE, tokens LONG, task STRING").repartition(4)
+    assert summarize_perplexity(df).report() == cli_json("perplexity", str(path))
+    grouped = summarize_perplexity(df, by="task").report()
+    assert grouped == cli_json("perplexity", str(path), "--by", "task")
+    assert summarize_files(spark, [str(path)]).report() == cli_json("perplexity", str(path))
+
+
+def test_bad_values_name_the_column_the_count_and_the_first(spark):
+    rows = [(0.5, True), (1.5, False), (None, True), (0.2, None), (-1.0, True), (0.9, True)]
+    df = spark.createDataFrame(rows, "confidence DOUBLE, correct BOOLEAN").coalesce(1)
+    with pytest.raises(InputError) as found:
+        summarize(df)
+    text = str(found.value)
+    assert "column 'confidence': 3 bad values; the first is 1.5 (row 2 of partition 0)" in text
+    assert "column 'correct': 1 bad value; the first is null (row 4 of partition 0)" in text
+    with pytest.raises(ValueError, match="no column 'conf'"):
+        summarize(df, confidence="conf")
+
+
+def test_a_bad_line_in_a_file_keeps_its_file_and_line(spark, tmp_path):
+    good = tmp_path / "a.jsonl"
+    good.write_text('{"confidence": 0.4, "correct": true}\n' * 3)
+    bad = tmp_path / "b.jsonl"
+    bad.write_text('{"confidence": 0.4, "correct": true}\n{"confidence": 2, "correct": true}\n')
+    with pytest.raises(InputError, match=r"b\.jsonl:2: confidence 2 is outside \[0, 1\]"):
+        summarize_files(spark, [str(good), str(bad)])
+
+
+@pytest.mark.parametrize("example", readme_examples("spark"))
+def test_readme_example_runs_as_printed(spark, workdir, example, capsys):
+    run_readme_example(example, workdir, capsys)
