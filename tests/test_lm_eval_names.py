@@ -195,3 +195,34 @@ def test_compare_reads_run_folders_as_calibrate_does(tmp_path):
     body, _ = report(["compare", str(base), str(new), "-q"])
     n = sum(len(rows_of(p)) for p in LM_EVAL.glob("samples_toy_mc_*.jsonl"))
     assert (body["matched"], body["unmatched_base"], body["unmatched_new"]) == (n, 0, 0)
+
+
+def test_a_quoted_pattern_stands_for_the_files_it_matches(tmp_path):
+    """One argument per side takes several files as a pattern calibcli expands (in name order,
+    as a folder's files): compare matches the sides' tasks as with folders."""
+    base, new = tmp_path / "base", tmp_path / "new"
+    for folder in (base, new):
+        folder.mkdir()
+        for path in LM_EVAL.glob("samples_toy_mc_*.jsonl"):
+            shutil.copy(path, folder / path.name)
+    pattern = "samples_toy_mc_*.jsonl"
+    body, _ = report(["compare", str(base / pattern), str(new / pattern), "--by", "task", "-q"])
+    n = sum(len(rows_of(p)) for p in LM_EVAL.glob("samples_toy_mc_*.jsonl"))
+    assert (body["matched"], body["unmatched_base"], body["unmatched_new"]) == (n, 0, 0)
+    assert sorted(body["groups"]) == ["toy_mc_science", "toy_mc_trivia"]
+    same, _ = report(["calibrate", str(base / pattern), "-q"])
+    folder, _ = report(["calibrate", str(base), "-q"])
+    assert same == folder
+
+
+def test_a_pattern_matching_nothing_is_refused(tmp_path):
+    result = run(["calibrate", str(tmp_path / "samples_*.jsonl")])
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {tmp_path}/samples_*.jsonl: no file matches this pattern\n"
+
+
+def test_a_file_named_like_a_pattern_is_read_as_itself(tmp_path):
+    path = tmp_path / "odd[1].jsonl"
+    path.write_text('{"confidence": 0.75, "correct": true}\n', encoding="utf-8")
+    body, _ = report(["calibrate", str(path), "-q"])
+    assert body["n"] == 1

@@ -1,4 +1,5 @@
-"""Folder arguments: a directory given as an input stands for the run files inside it.
+"""Folder and pattern arguments: a directory given as an input stands for the run files inside
+it, and a quoted pattern (``'runA/samples_*.jsonl'``) for the files it matches.
 
 An evaluation run leaves a folder of files (lm-eval writes one samples file per task and a
 results file beside them), so ``calibcli calibrate out/`` reads the folder's files of the kinds
@@ -6,10 +7,15 @@ calibcli reads, in name order, which does not depend on the file system. Files a
 for in subfolders: a folder of several models' runs is given one model folder at a time. What a
 file holds decides as for any file given: a results file is skipped with a warning, re-runs of
 a task are left out but the newest.
+
+A pattern lets one argument stand for several files where a command takes one per side
+(``compare 'runA/*.jsonl' 'runB/*.jsonl'``) and where no shell expands it. It is expanded only
+when no file has that very name, in name order; one that matches nothing is an error.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 
 from calibcli.errors import InputError
@@ -26,10 +32,17 @@ def is_input_file(name: str) -> bool:
 
 
 def expand(sources: list[str]) -> list[str]:
-    """The sources with each directory replaced by its input files, sorted by name; InputError
-    for a directory holding none."""
+    """The sources with each directory replaced by its input files and each pattern by the
+    paths it matches, sorted by name; InputError for a directory holding none or a pattern
+    matching nothing."""
     out: list[str] = []
     for source in sources:
+        if source != "-" and not os.path.exists(source) and any(c in source for c in "*?["):
+            matched = sorted(glob.glob(source))
+            if not matched:
+                raise InputError(source, None, "no file matches this pattern")
+            out.extend(expand(matched))
+            continue
         if source == "-" or not os.path.isdir(source):
             out.append(source)
             continue
