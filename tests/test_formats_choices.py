@@ -131,3 +131,15 @@ def test_openai_evals_log_errors(tmp_path):
     assert result.exit_code == 2 and "an OpenAI evals record log: give it as a file" in (
         result.stderr
     )
+
+
+def test_summarize_reads_the_gold_label_as_calibrate_does(tmp_path):
+    """summarize takes every reading option: a part of chat rows read with --gold-field gives
+    the figures calibrate gives on the file."""
+    part = tmp_path / "chat.cbs"
+    result = run(["summarize", str(CHAT), "--gold-field", "answer", "-o", str(part), "-q"])
+    assert result.exit_code == 0, result.stderr
+    direct = report(["calibrate", str(CHAT), "--gold-field", "answer"])
+    merged = report(["calibrate", str(part)])
+    for key in ("n", "accuracy", "ece", "brier", "auroc", "nll"):
+        assert merged[key] == direct[key], key

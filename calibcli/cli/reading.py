@@ -76,9 +76,10 @@ def read_predictions(
     plot: Path | None = None,
     labels: list[str] | None = None,
     row_keys: bool = False,
+    part: tuple[int, int] | None = None,
 ) -> Any:
     """Check the options, then read calibration rows into a summary (``row_keys``: key every
-    row for the Poisson bootstrap)."""
+    row for the Poisson bootstrap; ``part``: ``summarize --part k/K``'s share of one file)."""
     from calibcli.io import read_calibration
 
     check_calibration_options(reading.fmt, plot, labels)
@@ -104,6 +105,7 @@ def read_predictions(
         gold_field=reading.gold_field,
         choices=reading.choices,
         row_keys=row_keys,
+        part=part,
     )
 
 

@@ -135,7 +135,7 @@ def summarize(
     like any input: the figures are those of reading every shard in one run.
     """
     from calibcli.cli.emit import check_outputs
-    from calibcli.cli.reading import read
+    from calibcli.cli.reading import read, read_predictions
 
     assert reading is not None
     where = _part(part)
@@ -154,37 +154,28 @@ def summarize(
         raise usage_error("--seed seeds --bootstrap-samples; give --bootstrap-samples N too")
     if bootstrap_samples is not None and chosen != "calibration":
         raise usage_error("--bootstrap-samples resamples calibration rows; these are perplexity")
-    options: dict[str, Any] = {
-        "by": reading.by,
-        "workers": reading.workers,
-        "max_line_bytes": reading.max_line_bytes,
-        "max_document_bytes": reading.max_document_bytes,
-        "id_field": reading.id_field,
-        "all_runs": reading.all_runs,
-        "part": where,
-    }
     if chosen == "calibration":
-        from calibcli.io import read_calibration
-
-        data = read(
-            read_calibration,
+        # the commands' own reading, every reading option included
+        data = read_predictions(
             files,
-            reading.fmt,
-            reading.quiet,
-            confidence_field=reading.confidence_field,
-            correct_field=reading.correct_field,
+            reading,
             bins=bins,
             keep_columns=True,
-            per_source=reading.by is None,
-            mc_norm=reading.mc_norm.value,
-            scorer=reading.scorer,
-            inspect_confidence=reading.inspect_confidence.value,
             row_keys=bootstrap_samples is not None,
-            **options,
+            part=where,
         )
     else:
         from calibcli.io import read_perplexity
 
+        options = {
+            "by": reading.by,
+            "workers": reading.workers,
+            "max_line_bytes": reading.max_line_bytes,
+            "max_document_bytes": reading.max_document_bytes,
+            "id_field": reading.id_field,
+            "all_runs": reading.all_runs,
+            "part": where,
+        }
         data = read(read_perplexity, files, reading.fmt, reading.quiet, **fields, **options)
     from calibcli.summaries import to_bytes, to_part
 
