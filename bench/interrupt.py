@@ -21,6 +21,7 @@ import argparse
 import os
 import pty
 import random
+import select
 import signal
 import statistics
 import subprocess
@@ -86,16 +87,26 @@ def interrupt(calibcli: Path, rows: Path, out: Path, group: bool, give_up: float
         os.killpg(proc.pid, signal.SIGINT)
     else:
         proc.send_signal(signal.SIGINT)
-    try:
-        _, stderr = proc.communicate(timeout=give_up)
-        waited: float | None = time.monotonic() - sent
-    except subprocess.TimeoutExpired:
+    stderr, line, waited = b"", None, None
+    while time.monotonic() - sent < give_up:
+        ready, _, _ = select.select([proc.stderr], [], [], 0.005)
+        if ready:
+            data = os.read(proc.stderr.fileno(), 65536)
+            if data and line is None:
+                line = time.monotonic() - sent
+            stderr += data
+            if data:
+                continue
+        if proc.poll() is not None:
+            waited = time.monotonic() - sent
+            break
+    if waited is None:
         os.killpg(proc.pid, signal.SIGKILL)
-        _, stderr = proc.communicate()
-        waited = None
+        proc.wait()
     time.sleep(0.2)
     return {
         "wall": waited,
+        "line": line,
         "code": proc.returncode,
         "left": sum(alive(p) for p in workers),
         "file": out.exists(),
@@ -134,11 +145,13 @@ def describe(runs: list[dict], give_up: float) -> str:
         wall = f"> {give_up:.0f} s (gave up in {sum(w is None for w in walls)} of {len(runs)})"
     else:
         wall = f"{statistics.median(walls):.2f} s (max {max(walls):.2f})"
+    stops = [r["line"] for r in runs if r["line"] is not None]
+    line = f"{statistics.median(stops):.2f} s" if stops else "none"
     codes = ",".join(sorted({str(r["code"]) for r in runs}))
     left = max(r["left"] for r in runs)
     files = sum(r["file"] for r in runs)
     lines = ",".join(sorted({str(r["lines"]) for r in runs}))
-    return f"{wall} | {codes} | {left} | {files} | {lines}"
+    return f"{line} | {wall} | {codes} | {left} | {files} | {lines}"
 
 
 def main() -> None:
@@ -189,9 +202,9 @@ def main() -> None:
             "shared, so upper bounds). Target: 1 s, exit 130, one stderr line, no worker left, "
             "no FILE.",
             "",
-            "| build | signal | SIGINT to exit | exit code | workers left | FILE written | "
-            "stderr lines |",
-            "|---|---|---|---|---|---|---|",
+            "| build | signal | SIGINT to its stderr line | SIGINT to exit | exit code | "
+            "workers left | FILE written | stderr lines |",
+            "|---|---|---|---|---|---|---|---|",
             *lines,
             "",
             f"Progress drawn on a terminal, same command at `--bootstrap 1000 --json`: "
