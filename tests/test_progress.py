@@ -22,6 +22,7 @@ import pytest
 from harness import make_rows, run, write_jsonl
 
 from calibcli.metrics import (
+    PoissonState,
     PredictionColumns,
     bootstrap_intervals,
     cross_fit,
@@ -113,6 +114,19 @@ def test_an_installed_hook_reaches_every_bootstrap_and_the_folds(sample):
     hook.calls.clear()
     bootstrap_intervals(columns, samples=200)  # outside the block: no hook
     assert hook.calls == []
+
+
+def test_a_summary_s_bootstrap_sums_report_their_resamples(sample):
+    c, y = sample
+    keys = np.arange(c.shape[0], dtype=np.uint64)
+    args = (c[y], c[~y], keys[y], keys[~y])
+    plain = PoissonState.from_rows(*args, bins=10, samples=40, seed=3).to_arrays()
+    hook = Recorder()
+    with reporting_progress(hook):
+        watched = PoissonState.from_rows(*args, bins=10, samples=40, seed=3).to_arrays()
+    assert plain.keys() == watched.keys()
+    assert all(np.array_equal(plain[k], watched[k]) for k in plain)
+    assert runs(hook.calls, "bootstrap sums") == [[*range(41), 40]]
 
 
 def test_a_phase_that_fails_still_ends(sample):

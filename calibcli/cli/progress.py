@@ -6,6 +6,7 @@ the metrics report through their progress hook. Nothing is shown when stderr is 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -68,7 +69,8 @@ class PhaseBars:
 
     It draws only when called (no refresh thread: a worker process forked meanwhile inherits
     no lock held by one), at most every ``REDRAW`` seconds, and a phase's bar goes away when
-    the phase ends; rich is imported on the first phase, so a run without one never loads it.
+    the phase ends (the display with the last one); rich is imported on the first phase, so a
+    run without one never loads it.
     """
 
     REDRAW = 0.1
@@ -79,15 +81,16 @@ class PhaseBars:
         self._drawn = 0.0
 
     def __call__(self, phase: str, done: int, total: int) -> None:
-        import time
-
+        if done >= total:
+            task = self._tasks.pop(phase, None)
+            if task is not None and self._progress is not None:
+                self._progress.remove_task(task)
+                self._progress.refresh()
+            if not self._tasks:  # rich allows one live display: a reading bar may come next
+                self.close()
+            return
         progress = self._progress or self._start()
         task = self._tasks.get(phase)
-        if done >= total:
-            if task is not None:
-                progress.remove_task(self._tasks.pop(phase))
-                progress.refresh()
-            return
         if task is None:
             task = self._tasks[phase] = progress.add_task(phase, total=total)
         progress.update(task, completed=done)
