@@ -35,7 +35,7 @@ INTERRUPTED = 130
 
 
 class _Interrupted(BaseException):
-    """Ctrl-C inside a command, carried past click (which would print a blank line and exit 1)."""
+    """Ctrl-C inside a command, carried past typer (which would exit 130 without a word)."""
 
 
 def _on_interrupt(signum: int, frame: Any) -> None:
@@ -100,10 +100,7 @@ class _OneLineErrors(TyperGroup):
                 typer.echo(f"Error: {message}", err=True)
                 github.error(message)
             sys.exit(exc.exit_code)
-        except typer.Abort as exc:
-            if isinstance(exc.__cause__, KeyboardInterrupt):  # Ctrl-C while parsing the options
-                typer.echo("Interrupted", err=True)
-                sys.exit(INTERRUPTED)
+        except typer.Abort:
             typer.echo("Aborted!", err=True)
             sys.exit(1)
         except Exception as exc:
