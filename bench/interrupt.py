@@ -147,8 +147,9 @@ def describe(runs: list[dict], give_up: float) -> str:
         wall = f"{statistics.median(walls):.2f} s (max {max(walls):.2f})"
     stops = [r["line"] for r in runs if r["line"] is not None]
     line = f"{statistics.median(stops):.2f} s" if stops else "none"
-    codes = ",".join(sorted({str(r["code"]) for r in runs}))
-    left = max(r["left"] for r in runs)
+    codes = ",".join(sorted({str(r["code"]) for r in runs if r["wall"] is not None}))
+    left = str(max(r["left"] for r in runs if r["wall"] is not None)) if codes else "-"
+    codes = codes or "none: still running, killed"
     files = sum(r["file"] for r in runs)
     lines = ",".join(sorted({str(r["lines"]) for r in runs}))
     return f"{line} | {wall} | {codes} | {left} | {files} | {lines}"
