@@ -139,6 +139,12 @@ def calibrate(
                 bins=bins,
                 files=files,
             )
+            if poisson and (after.kept is None or not after.kept.keyed):
+                raise usage_error(
+                    "--bootstrap-scheme poisson: temperature over lm-eval choices reads the "
+                    "rows again without the keys the Poisson weights are drawn from; use "
+                    "--bootstrap-scheme multinomial"
+                )
             recalibration = Recalibration(data, settings, tuple(notes), options)
             result = calibrate_report(
                 after,
