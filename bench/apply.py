@@ -86,9 +86,9 @@ def main() -> None:
         calibrators = {}
         for name, extra in (("platt", []), ("platt --by", ["--by", "subject"])):
             path = folder / f"{name.replace(' --', '-')}.json"
+            fit = [sys.executable, "-m", "calibcli", "fit", str(data), "--method", "platt"]
             subprocess.run(
-                [sys.executable, "-m", "calibcli", "fit", str(data), "--method", "platt"]
-                + [*extra, "-o", str(path), "--quiet"],
+                [*fit, *extra, "-o", str(path), "--quiet"],
                 env=dict(env, PYTHONPATH=str(ROOT)),
                 check=True,
                 capture_output=True,
