@@ -82,6 +82,9 @@ def main() -> None:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        # ``python -m`` puts the working directory first on sys.path: run from one that holds
+        # no calibcli, so that PYTHONPATH picks the tree
+        os.chdir(folder)
         data = rows_file(folder / "rows.jsonl", rows)
         calibrators = {}
         for name, extra in (("platt", []), ("platt --by", ["--by", "subject"])):
