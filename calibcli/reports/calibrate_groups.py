@@ -129,9 +129,11 @@ def group_sections(
         }
         for c, a, k, ci in zip(conf_rows, acc_rows, counts, ci_rows, strict=True)
     ]
-    brier_decomposition = [dict(zip(_DECOMPOSITION, t, strict=True)) for t in zip(*decomposition)]
+    brier_decomposition = [
+        dict(zip(_DECOMPOSITION, t, strict=True)) for t in zip(*decomposition, strict=True)
+    ]
     keys = ("n", "bins", "strategy", "bins_used", *SCALARS, "brier_decomposition", "reliability")
-    values = [
+    values = [  # the constants repeat for as many groups as the columns hold
         binned["n"],
         repeat(bins),
         repeat(strategy),
@@ -146,9 +148,11 @@ def group_sections(
     closed_of: dict[int, dict[str, str]] = {}
     out: dict[str, Section] = {}
     for name, row, n, p, median, loss, area in zip(
-        names, zip(*values), binned["n"], populated, medians, nll, auroc, strict=True
+        names, zip(*values, strict=False), binned["n"], populated, medians, nll, auroc, strict=True
     ):
-        figures = CheckedFigures(zip(keys, row), loose=loose) if checked else dict(zip(keys, row))
+        figures = CheckedFigures(zip(keys, row, strict=True), loose=loose)
+        if not checked:
+            figures = dict(figures)
         key = (n, p, median, math.isinf(loss), math.isnan(area))
         notes = notes_of.get(key)
         if notes is None:
