@@ -124,9 +124,7 @@ def test_byte_ranges_tile_each_file_with_absolute_paths(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
-def test_ranges_read_in_any_order_by_one_process_number_lines_in_the_whole_file(
-    tmp_path, newline
-):
+def test_ranges_read_in_any_order_by_one_process_number_lines_in_the_whole_file(tmp_path, newline):
     # a worker reading many ranges of one file remembers the newlines before the offsets it
     # has seen: whatever order its ranges come in, a bad line keeps its number in the file
     from calibcli.engines import file_task
