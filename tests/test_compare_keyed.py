@@ -138,3 +138,13 @@ def test_intervals_do_not_depend_on_the_worker_count(tmp_path):
         assert result.exit_code == 0, result.stderr
         outputs.append(result.stdout)
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_the_confidence_as_the_id(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    with path.open("w") as f:
+        for i in range(200):
+            f.write(_line(f'"r{i}"', round(0.001 * (i + 1), 3), i % 2 == 0))
+    result = run(["compare", str(path), str(path), "--id-field", "confidence", "--json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["matched"] == 200

@@ -229,6 +229,9 @@ class _Reader:
             import msgspec
 
             fields, rename = self.native.struct_fields()
+            if field in rename.values():  # the id is the confidence or correctness itself
+                self._decoders[field] = None
+                return None
             row_type = msgspec.defstruct(
                 "KeyedRow", [*fields, ("i", msgspec.Raw)], rename={**rename, "i": field}, gc=False
             )
@@ -241,7 +244,10 @@ class _Reader:
     def _block(self, view: memoryview, expected: int, side: _Side) -> bool:
         """Add a native block decoded in one call; False (nothing added) when it must be read
         line by line."""
-        decoder, errors = self._decoder()
+        found = self._decoder()
+        if found is None:
+            return False
+        decoder, errors = found
         rows = None
         with contextlib.suppress(*errors):
             rows = decoder.decode_lines(view)
