@@ -66,6 +66,7 @@ def write_side(path: Path, rows: int, seed: int, shuffled: bool) -> None:
     conf = rng.beta(4.0, 1.5, rows)
     correct = rng.random(rows) < conf * 0.9
     order = rng.permutation(rows) if shuffled else np.arange(rows)
+    conf, correct = conf.tolist(), correct.tolist()  # Python floats write their shortest repr
     with open(path, "w") as f:
         for start in range(0, rows, 100_000):
             f.write(
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0", NO_COLOR="1")
     with tempfile.TemporaryDirectory(prefix="calibcli-compare-") as tmp:
         work = Path(tmp)
+        # python -c and -m put the working directory first on sys.path: leave the checkout, so
+        # that PYTHONPATH chooses which tree runs
+        os.chdir(work)
         a, b = work / "a.jsonl", work / "b.jsonl"
         write_side(a, rows, 1, False)
         write_side(b, rows, 2, True)
