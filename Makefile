@@ -83,6 +83,14 @@ bench-paths: $(STAMP)  ## Time calibrate --by beside DuckDB's GROUP BY; writes i
 bench-compare: $(STAMP)  ## Time compare's reading and matching beside calibrate's reading, and its memory per pair; writes its BENCHMARKS.md section
 	$(BIN)/python bench/compare.py $(if $(REF),--ref $(REF))
 
+.PHONY: bench-interrupt
+bench-interrupt: $(STAMP)  ## Time Ctrl-C during a bootstrap and the cost of drawing its progress; writes its BENCHMARKS.md section
+	$(BIN)/python bench/interrupt.py
+
+.PHONY: bench-apply
+bench-apply: $(STAMP)  ## Time calibcli apply against the commit before its block rewriting; writes its BENCHMARKS.md section
+	$(BIN)/python bench/apply.py
+
 .PHONY: bench-ab
 bench-ab: $(STAMP)  ## A/B against an earlier commit, alternating: make bench-ab REF=<commit>
 	@test -n "$(REF)" || { echo "give the earlier commit: make bench-ab REF=<commit>" >&2; exit 2; }
