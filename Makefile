@@ -85,6 +85,10 @@ bench-paths: $(STAMP)  ## Time calibrate --by beside DuckDB's GROUP BY; writes i
 	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/paths.py
 
+.PHONY: bench-compare
+bench-compare: $(STAMP)  ## Time compare's reading and matching beside calibrate's reading, and its memory per pair; writes its BENCHMARKS.md section
+	$(BIN)/python bench/compare.py $(if $(REF),--ref $(REF))
+
 .PHONY: bench-interrupt
 bench-interrupt: $(STAMP)  ## Time Ctrl-C during a bootstrap and the cost of drawing its progress; writes its BENCHMARKS.md section
 	$(BIN)/python bench/interrupt.py
