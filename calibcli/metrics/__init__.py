@@ -61,7 +61,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "paired_bootstrap",
         "unpaired_bootstrap",
     ),
-    "recalibration": ("cross_fit", "cross_fit_multiclass_temperature", "fit"),
+    "recalibration": ("cross_fit", "cross_fit_multiclass_temperature", "fit", "fit_columns"),
     "multiclass": ("fit_multiclass_temperature",),
     "methods": ("BIN_STRATEGIES", "RECALIBRATION_METHODS", "SELECTION_METHODS"),
     "selective": (
@@ -139,6 +139,7 @@ __all__ = [
     "e_aurc",
     "expected_calibration_error",
     "fit",
+    "fit_columns",
     "fit_multiclass_temperature",
     "identical_correctness",
     "log_loss",
