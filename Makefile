@@ -70,14 +70,28 @@ dist: $(PY_STAMP)  ## Build the wheel and sdist into dist/ and check them with t
 	$(BIN)/python -m twine check --strict dist/*
 
 .PHONY: bench
-bench: $(STAMP)  ## Benchmark against the floor and baselines; writes BENCHMARKS.md
+bench: $(STAMP)  ## Benchmark against the floor, baselines and DuckDB; writes BENCHMARKS.md
 	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/peers.py
+
+.PHONY: bench-peers
+bench-peers: $(STAMP)  ## Time the fast path (5M rows) beside DuckDB and the naive loop; writes its BENCHMARKS.md section
+	$(BIN)/python -m pip install --quiet --group bench
+	$(BIN)/python bench/peers.py
 
 .PHONY: bench-paths
 bench-paths: $(STAMP)  ## Time calibrate --by beside DuckDB's GROUP BY; writes its BENCHMARKS.md section
 	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/paths.py
+
+.PHONY: bench-interrupt
+bench-interrupt: $(STAMP)  ## Time Ctrl-C during a bootstrap and the cost of drawing its progress; writes its BENCHMARKS.md section
+	$(BIN)/python bench/interrupt.py
+
+.PHONY: bench-apply
+bench-apply: $(STAMP)  ## Time calibcli apply against the commit before its block rewriting; writes its BENCHMARKS.md section
+	$(BIN)/python bench/apply.py
 
 .PHONY: bench-memory
 bench-memory: $(STAMP)  ## Peak memory per row of threshold and fit at 5M rows; writes its BENCHMARKS.md section

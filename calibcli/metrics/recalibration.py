@@ -46,6 +46,7 @@ from calibcli.metrics.multiclass import (
     fit_multiclass_temperature,
     pack_choices,
 )
+from calibcli.metrics.progress import ProgressHook, phase
 from calibcli.metrics.validation import check_bins, validate_predictions
 
 __all__ = [
@@ -183,22 +184,26 @@ def cross_fit(
     folds: int = 5,
     seed: int = 0,
     bins: int = 10,
+    progress: ProgressHook | None = None,
 ) -> np.ndarray:
     """Out-of-fold recalibrated confidences: row i mapped by a calibrator fitted on the rows of
     every fold but its own (folds from :func:`fold_assignment`). Raises ValueError for
-    folds < 2, folds > N, and for a training split the method cannot fit (naming the fold)."""
+    folds < 2, folds > N, and for a training split the method cannot fit (naming the fold).
+    ``progress`` (default: the installed hook) hears the folds fitted."""
     recalibrator = _check_method(method)
     bins = check_bins(bins)
     c, y = validate_predictions(confidences, correct)
     fold = fold_assignment(c.shape[0], folds=folds, seed=seed)
     out = np.empty(c.shape[0], dtype=np.float64)
-    for k in range(int(folds)):
-        held = fold == k
-        try:
-            calibrator = _fit_validated(c[~held], y[~held], recalibrator, bins)
-        except ValueError as err:
-            raise ValueError(f"fold {k} of {folds}: {err}") from None
-        out[held] = calibrator.apply(c[held])
+    with phase("cross-fitting folds", int(folds), progress) as advance:
+        for k in range(int(folds)):
+            held = fold == k
+            try:
+                calibrator = _fit_validated(c[~held], y[~held], recalibrator, bins)
+            except ValueError as err:
+                raise ValueError(f"fold {k} of {folds}: {err}") from None
+            out[held] = calibrator.apply(c[held])
+            advance(k + 1)
     return out
 
 
@@ -215,11 +220,18 @@ def _take_rows(values: np.ndarray, offs: np.ndarray, rows: np.ndarray):
 
 
 def cross_fit_multiclass_temperature(
-    loglikelihoods: object, offsets: object, gold: object, *, folds: int = 5, seed: int = 0
+    loglikelihoods: object,
+    offsets: object,
+    gold: object,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    progress: ProgressHook | None = None,
 ) -> np.ndarray:
     """Out-of-fold recalibrated confidences of multiple-choice rows: row r's largest tempered
     softmax probability under the T fitted on the other folds (folds as in
-    :func:`fold_assignment`, over rows). Raises ValueError as :func:`cross_fit` does."""
+    :func:`fold_assignment`, over rows). Raises ValueError as :func:`cross_fit` does;
+    ``progress`` as there."""
     values, offs = check_ragged(loglikelihoods, offsets)
     g = np.asarray(gold)
     n_rows = offs.shape[0] - 1
@@ -227,12 +239,14 @@ def cross_fit_multiclass_temperature(
     out = np.empty(n_rows, dtype=np.float64)
     if g.ndim != 1 or g.shape[0] != n_rows:
         raise ValueError(f"gold must be one-dimensional of length {n_rows} (one per row)")
-    for k in range(int(folds)):
-        train = np.flatnonzero(fold != k)
-        held = np.flatnonzero(fold == k)
-        try:
-            calibrator = fit_multiclass_temperature(*_take_rows(values, offs, train), g[train])
-        except ValueError as err:
-            raise ValueError(f"fold {k} of {folds}: {err}") from None
-        out[held] = calibrator.apply(*_take_rows(values, offs, held))
+    with phase("cross-fitting folds", int(folds), progress) as advance:
+        for k in range(int(folds)):
+            train = np.flatnonzero(fold != k)
+            held = np.flatnonzero(fold == k)
+            try:
+                calibrator = fit_multiclass_temperature(*_take_rows(values, offs, train), g[train])
+            except ValueError as err:
+                raise ValueError(f"fold {k} of {folds}: {err}") from None
+            out[held] = calibrator.apply(*_take_rows(values, offs, held))
+            advance(k + 1)
     return out

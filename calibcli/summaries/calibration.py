@@ -247,11 +247,13 @@ def from_columns(
     groups: tuple[str, ...] | None = None,
     right_ids: np.ndarray | None = None,
     wrong_ids: np.ndarray | None = None,
+    keys: tuple[np.ndarray, np.ndarray] | None = None,
     sources: tuple[Source, ...] = (),
     warnings: tuple[str, ...] = (),
 ) -> CalibrationSummary:
     """The summary of kept rows given as the confidences of right and of wrong answers (and,
-    with ``groups``, each one's group id), kept in the order given."""
+    with ``groups``, each one's group id), kept in the order given; ``keys`` are the rows'
+    (right, wrong) 64-bit keys in the same order, which the Poisson bootstrap draws by."""
     g = 1 if groups is None else len(groups)
     table = BinTable(settings.bins, g)
     fingerprint = RowFingerprint()
@@ -263,7 +265,7 @@ def from_columns(
             flags = np.full(part.shape[0], correct)
             table.add(part, flags, None if ids is None else ids[a : a + _SLICE], g)
             fingerprint.add(calibration_hashes(part, flags))
-    rows = RowColumns(right, wrong, right_ids, wrong_ids)
+    rows = RowColumns(right, wrong, right_ids, wrong_ids, *(keys or (None, None)))
     return CalibrationSummary(settings, table, groups, rows, sources, warnings, fingerprint)
 
 

@@ -27,6 +27,7 @@ from calibcli.cli.options import (
     SummaryOpt,
     UnpairedOpt,
 )
+from calibcli.cli.progress import phases
 from calibcli.cli.reading import announce_formats, one_blas_thread, worker_errors
 from calibcli.cli.reading_options import Reading, reading_options
 
@@ -135,7 +136,7 @@ def compare(
         paired=not unpaired,
         workers=reading.workers,
     )
-    with one_blas_thread(), worker_errors():
+    with one_blas_thread(), worker_errors(), phases(reading.quiet):
         result = compare_report(
             matched,
             settings,
