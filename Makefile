@@ -97,6 +97,10 @@ bench-interrupt: $(STAMP)  ## Time Ctrl-C during a bootstrap and the cost of dra
 bench-apply: $(STAMP)  ## Time calibcli apply against the commit before its block rewriting; writes its BENCHMARKS.md section
 	$(BIN)/python bench/apply.py
 
+.PHONY: bench-memory
+bench-memory: $(STAMP)  ## Peak memory per row of threshold and fit at 5M rows; writes its BENCHMARKS.md section
+	$(BIN)/python bench/memory.py
+
 .PHONY: bench-ab
 bench-ab: $(STAMP)  ## A/B against an earlier commit, alternating: make bench-ab REF=<commit>
 	@test -n "$(REF)" || { echo "give the earlier commit: make bench-ab REF=<commit>" >&2; exit 2; }

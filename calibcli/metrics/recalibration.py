@@ -66,6 +66,7 @@ __all__ = [
     "cross_fit",
     "cross_fit_multiclass_temperature",
     "fit",
+    "fit_columns",
     "fit_multiclass_temperature",
     "fold_assignment",
     "from_dict",
@@ -139,6 +140,27 @@ def fit(confidences: object, correct: object, *, method: str, bins: int = 10):
     bins = check_bins(bins)
     c, y = validate_predictions(confidences, correct)
     return _fit_validated(c, y, recalibrator, bins)
+
+
+def fit_columns(right: object, wrong: object, *, method: str, bins: int = 10):
+    """:func:`fit` on the rows of ``right`` (right answers' confidences) then ``wrong``, the
+    same calibrator, without the concatenated copies where a method can fit the two apart."""
+    recalibrator = _check_method(method)
+    right = np.asarray(right, dtype=np.float64)
+    wrong = np.asarray(wrong, dtype=np.float64)
+    fit_split = getattr(recalibrator.calibrator, "fit_split", None)
+    # the single-class and no-row cases take fit's path, for its checks and messages
+    if fit_split is None or not (right.shape[0] and wrong.shape[0]):
+        correct = np.zeros(right.shape[0] + wrong.shape[0], dtype=bool)
+        correct[: right.shape[0]] = True
+        return fit(np.concatenate([right, wrong]), correct, method=method, bins=bins)
+    check_bins(bins)
+    for values in (right, wrong):  # NaN makes the maximum NaN, so it fails here too
+        if not (np.fmin.reduce(values) >= 0.0 and np.max(values) <= 1.0):
+            correct = np.zeros(right.shape[0] + wrong.shape[0], dtype=bool)
+            correct[: right.shape[0]] = True
+            validate_predictions(np.concatenate([right, wrong]), correct)  # words the error
+    return fit_split(right, wrong, bins=bins)
 
 
 def fold_assignment(n: int, *, folds: int = 5, seed: int = 0) -> np.ndarray:

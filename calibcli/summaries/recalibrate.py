@@ -69,13 +69,13 @@ def fit_data(
     summary: Any, *, method: str, bins: int, fitted_on: dict[str, Any], by: str | None
 ) -> CalibratorFile:
     """Fit ``method`` on a summary's kept rows (pooled, and per --by group). Raises ValueError."""
-    from calibcli.metrics import fit
+    from calibcli.metrics import fit_columns as fit
 
     def fit_columns(columns: Any, where: str) -> Any:
         if columns is None or columns.n == 0:
             raise ValueError(f"{where}: no rows to fit on")
         try:
-            return fit(columns.confidences(), columns.correct(), method=method, bins=bins)
+            return fit(columns.conf_correct, columns.conf_wrong, method=method, bins=bins)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
 
