@@ -79,6 +79,10 @@ bench-paths: $(STAMP)  ## Time calibrate --by beside DuckDB's GROUP BY; writes i
 	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/paths.py
 
+.PHONY: bench-formats
+bench-formats: $(STAMP)  ## Time lm-eval rows beside a naive json loop and an inspect-ai log's memory; writes its BENCHMARKS.md section
+	$(BIN)/python bench/formats.py $(if $(BEFORE),--before $(BEFORE))
+
 .PHONY: bench-ab
 bench-ab: $(STAMP)  ## A/B against an earlier commit, alternating: make bench-ab REF=<commit>
 	@test -n "$(REF)" || { echo "give the earlier commit: make bench-ab REF=<commit>" >&2; exit 2; }
