@@ -223,8 +223,9 @@ def timed(argv: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
 
 
 def calibcli_at(checkout: Path) -> list[str]:
-    """The calibcli command of a checkout with its own ``.venv`` (``make install``)."""
-    return [str(checkout / ".venv" / "bin" / "python"), "-m", "calibcli"]
+    """The calibcli command of a checkout with its own ``.venv`` (``make install``): its entry
+    point, not ``python -m``, which would import calibcli from the working directory."""
+    return [str(checkout / ".venv" / "bin" / "calibcli")]
 
 
 def interleaved(sides: dict[str, list[str]], rounds: int) -> dict[str, list[tuple]]:
