@@ -70,9 +70,15 @@ dist: $(PY_STAMP)  ## Build the wheel and sdist into dist/ and check them with t
 	$(BIN)/python -m twine check --strict dist/*
 
 .PHONY: bench
-bench: $(STAMP)  ## Benchmark against the floor and baselines; writes BENCHMARKS.md
+bench: $(STAMP)  ## Benchmark against the floor, baselines and DuckDB; writes BENCHMARKS.md
 	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/peers.py
+
+.PHONY: bench-peers
+bench-peers: $(STAMP)  ## Time the fast path (5M rows) beside DuckDB and the naive loop; writes its BENCHMARKS.md section
+	$(BIN)/python -m pip install --quiet --group bench
+	$(BIN)/python bench/peers.py
 
 .PHONY: bench-paths
 bench-paths: $(STAMP)  ## Time calibrate --by beside DuckDB's GROUP BY; writes its BENCHMARKS.md section
@@ -82,6 +88,22 @@ bench-paths: $(STAMP)  ## Time calibrate --by beside DuckDB's GROUP BY; writes i
 .PHONY: bench-formats
 bench-formats: $(STAMP)  ## Time lm-eval rows beside a naive json loop and an inspect-ai log's memory; writes its BENCHMARKS.md section
 	$(BIN)/python bench/formats.py $(if $(BEFORE),--before $(BEFORE))
+
+.PHONY: bench-compare
+bench-compare: $(STAMP)  ## Time compare's reading and matching beside calibrate's reading, and its memory per pair; writes its BENCHMARKS.md section
+	$(BIN)/python bench/compare.py $(if $(REF),--ref $(REF))
+
+.PHONY: bench-interrupt
+bench-interrupt: $(STAMP)  ## Time Ctrl-C during a bootstrap and the cost of drawing its progress; writes its BENCHMARKS.md section
+	$(BIN)/python bench/interrupt.py
+
+.PHONY: bench-apply
+bench-apply: $(STAMP)  ## Time calibcli apply against the commit before its block rewriting; writes its BENCHMARKS.md section
+	$(BIN)/python bench/apply.py
+
+.PHONY: bench-memory
+bench-memory: $(STAMP)  ## Peak memory per row of threshold and fit at 5M rows; writes its BENCHMARKS.md section
+	$(BIN)/python bench/memory.py
 
 .PHONY: bench-ab
 bench-ab: $(STAMP)  ## A/B against an earlier commit, alternating: make bench-ab REF=<commit>

@@ -2,7 +2,9 @@
 
 Takes 5,000,000 rows in 8 shards of bench/make_shards.py (seed 0) from bench/.data/, where
 ``make bench-shards`` keeps them (generated there when absent), and a Parquet copy beside them;
-then times, median of ``--rounds`` after a warm-up round:
+then times each path's wall clock and CPU seconds, median of ``--rounds`` after a warm-up
+round, the rounds interleaved (s, d, w, s, d, w, ... on Dask; s, f, t, ... on Spark) so that the
+load of other processes falls on every path alike:
 
 (s) ``calibcli summarize`` of the 8 files in one process, into one part (a whole process, as
     bench/run.py times it): the reference;
@@ -14,11 +16,14 @@ then times, median of ``--rounds`` after a warm-up round:
 (t) Spark DataFrame path: ``calibcli.spark.summarize(spark.read.parquet(folder))`` and ``write``:
     the rows reach calibcli as Arrow batches through ``mapInArrow``.
 
-The engines' timings are wall clock in this process with the session or cluster already up;
-starting them is timed apart and left out of the ratios, as a job pays it once. Targets:
-(d)/(s), (w)/(s) and (f)/(s) <= 1.6, (t)/(s) <= 2.5. The part each engine wrote last is measured
-by ``calibcli calibrate`` beside (s)'s: every number the same to 1e-12 relative (the engine
-tests hold them to the stricter rule of tests/engine_checks.py).
+The engines' timings are taken in this process with the session or cluster already up; starting
+them is timed apart and left out of the ratios, as a job pays it once. An engine path's CPU is
+that of the whole job: this process (the driver, Dask's scheduler) and every process under it
+(Dask's nannies and workers; Spark's JVM and its Python workers), idle heartbeats included; (s)'s
+is its process's and its workers'. Each ratio is to the (s) rounds interleaved with it. Targets,
+on the wall clock ratio: (d)/(s), (w)/(s) and (f)/(s) <= 1.6, (t)/(s) <= 2.5. The part each
+engine wrote last is measured by ``calibcli calibrate`` beside (s)'s: every number the same to
+1e-12 relative (the engine tests hold them to the stricter rule of tests/engine_checks.py).
 
 It writes its section of BENCHMARKS.md between the ``<!-- engines:start -->`` and
 ``<!-- engines:end -->`` markers (appended when absent), and prints it.
@@ -97,17 +102,49 @@ def agree(got: dict, want: dict) -> bool:
     return isinstance(want, str) or got == want
 
 
-def timed(job: Callable[[], None], rounds: int) -> list[float]:
-    job()  # warm-up
-    out = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
+def tree_cpu() -> float:
+    """CPU seconds (user + system) of this process and of every process under it, the
+    children they reaped included."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            t = proc.cpu_times()
+        except psutil.Error:  # ended meanwhile
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+Timing = dict[str, list[tuple[float, float]]]
+"""Per path, (wall s, CPU s) of each round."""
+
+
+def engine_job(job: Callable[[], None]) -> Callable[[], tuple[float, float]]:
+    def timed() -> tuple[float, float]:
+        c0, t0 = tree_cpu(), time.perf_counter()
         job()
-        out.append(time.perf_counter() - t0)
+        return time.perf_counter() - t0, tree_cpu() - c0
+
+    return timed
+
+
+def interleaved(jobs: dict[str, Callable[[], tuple[float, float]]], rounds: int) -> Timing:
+    """Each job once to warm up, then ``rounds`` rounds of every job in turn."""
+    for job in jobs.values():
+        job()
+    out: Timing = {key: [] for key in jobs}
+    for _ in range(rounds):
+        for key, job in jobs.items():
+            out[key].append(job())
     return out
 
 
-def dask_times(files: list[str], work: Path, rounds: int) -> tuple[float, list[float], list[float]]:
+def dask_times(
+    files: list[str], work: Path, rounds: int, reference: Callable
+) -> tuple[float, Timing]:
     import dask
     from dask.distributed import Client, LocalCluster
 
@@ -125,17 +162,20 @@ def dask_times(files: list[str], work: Path, rounds: int) -> tuple[float, list[f
             (result,) = dask.compute(summarize_files(files, blocksize=blocksize))
             result.write(out)
 
-        ranges = timed(lambda: job(8 << 20, work / "d.cbs"), rounds)
-        whole = timed(lambda: job(None, work / "w.cbs"), rounds)
-        return start, ranges, whole
+        jobs = {
+            "s": reference,
+            "d": engine_job(lambda: job(8 << 20, work / "d.cbs")),
+            "w": engine_job(lambda: job(None, work / "w.cbs")),
+        }
+        return start, interleaved(jobs, rounds)
     finally:
         client.close()
         cluster.close()
 
 
 def spark_times(
-    files: list[str], folder: Path, work: Path, rounds: int
-) -> tuple[float, list[float], list[float]]:
+    files: list[str], folder: Path, work: Path, rounds: int, reference: Callable
+) -> tuple[float, Timing]:
     from pyspark.sql import SparkSession
 
     from calibcli.spark import summarize, summarize_files
@@ -156,43 +196,64 @@ def spark_times(
     spark.sparkContext.setLogLevel("ERROR")
     start = time.perf_counter() - t0
     try:
-        files_times = timed(lambda: summarize_files(spark, files).write(work / "f.cbs"), rounds)
-        frame_times = timed(
-            lambda: summarize(spark.read.parquet(str(folder))).write(work / "t.cbs"), rounds
-        )
-        return start, files_times, frame_times
+        jobs = {
+            "s": reference,
+            "f": engine_job(lambda: summarize_files(spark, files).write(work / "f.cbs")),
+            "t": engine_job(
+                lambda: summarize(spark.read.parquet(str(folder))).write(work / "t.cbs")
+            ),
+        }
+        return start, interleaved(jobs, rounds)
     finally:
         spark.stop()
 
 
+def _median(rounds: list[tuple[float, float]], which: int) -> float:
+    return statistics.median(r[which] for r in rounds)
+
+
+def _spread(rounds: list[tuple[float, float]], which: int) -> str:
+    values = [r[which] for r in rounds]
+    return f"{min(values):.2f}–{max(values):.2f}"
+
+
 def render(
-    rows: int, count: int, rounds: int, wall: dict, starts: dict, checks: dict, loads: list
+    rows: int, count: int, rounds: int, stages: dict, starts: dict, checks: dict, loads: list
 ) -> str:
-    base = statistics.median(wall["s"])
     lines = [
         START,
         "## calibcli on Spark and Dask (`make bench-engines`)",
         "",
         f"{label(rows)} rows in {count} shards (bench/make_shards.py, seed 0); median of "
-        f"{rounds} after a warm-up round; {machine()}. Engine timings exclude starting the "
-        f"engine (Spark session {starts['spark']:.1f} s, Dask cluster {starts['dask']:.1f} s), "
-        "which a job pays once. Load average (1 min) "
-        f"{loads[0]:.1f} at the start, {loads[1]:.1f} at the end: other processes on the "
-        "machine share its cores with every path alike, and widen the ranges.",
+        f"{rounds} rounds after a warm-up round, the paths interleaved in each round (summarize, "
+        "then each engine path, on Dask then on Spark); "
+        f"{machine()}. Engine timings exclude starting the engine (Spark session "
+        f"{starts['spark']:.1f} s, Dask cluster {starts['dask']:.1f} s), which a job pays once. "
+        "CPU is user + system of the whole job: driver, scheduler and every worker or executor "
+        "process (Spark's JVM included), their idle heartbeats too; summarize's is its process "
+        "and its reading workers'. Each ratio is to the summarize rounds of the same stage. "
+        f"Load average (1 min) {loads[0]:.1f} at the start, {loads[1]:.1f} at the end: other "
+        "processes on the machine share its two cores with every path alike, and widen the "
+        "ranges.",
         "",
-        "| Path | Median s | Range s | Ratio to summarize | Target | Same figures |",
-        "| --- | ---: | --- | ---: | ---: | --- |",
+        "| Path | Wall median s | Wall range s | CPU median s | CPU range s | Wall ratio "
+        "| CPU ratio | Target (wall) | Same figures |",
+        "| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | --- |",
     ]
-    for key, name in NAMES.items():
-        times = wall[key]
-        med = statistics.median(times)
-        ratio = med / base
-        target = TARGETS.get(key)
-        met = "" if target is None else (" (met)" if ratio <= target else " (missed)")
-        lines.append(
-            f"| {name} | {med:.2f} | {min(times):.2f}–{max(times):.2f} | {ratio:.2f}×{met} | "
-            f"{'' if target is None else f'≤ {target}×'} | {checks.get(key, 'reference')} |"
-        )
+    for stage, timing in stages.items():
+        base_wall, base_cpu = _median(timing["s"], 0), _median(timing["s"], 1)
+        for key, times in timing.items():
+            name = NAMES[key] + (f" ({stage} stage)" if key == "s" else "")
+            wall_ratio = _median(times, 0) / base_wall
+            cpu_ratio = _median(times, 1) / base_cpu
+            target = TARGETS.get(key)
+            met = "" if target is None else (" (met)" if wall_ratio <= target else " (missed)")
+            lines.append(
+                f"| {name} | {_median(times, 0):.2f} | {_spread(times, 0)} | "
+                f"{_median(times, 1):.2f} | {_spread(times, 1)} | {wall_ratio:.2f}×{met} | "
+                f"{cpu_ratio:.2f}× | {'' if target is None else f'≤ {target}×'} | "
+                f"{checks.get(key, 'reference')} |"
+            )
     lines += ["", END]
     return "\n".join(lines)
 
@@ -214,18 +275,22 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         one = work / "one.cbs"
         cli = [sys.executable, "-m", "calibcli", "summarize", *names, "-o", str(one), "-q"]
-        run_once(cli, env)
-        wall = {"s": [run_once(cli, env)[0] for _ in range(args.rounds)]}
-        want = cli_report(one, env)
+
+        def reference() -> tuple[float, float]:
+            wall, cpu, _ = run_once(cli, env)
+            return wall, cpu
+
         starts: dict[str, float] = {}
-        starts["dask"], wall["d"], wall["w"] = dask_times(names, work, args.rounds)
-        starts["spark"], wall["f"], wall["t"] = spark_times(names, folder, work, args.rounds)
+        stages: dict[str, Timing] = {}
+        starts["dask"], stages["Dask"] = dask_times(names, work, args.rounds, reference)
+        starts["spark"], stages["Spark"] = spark_times(names, folder, work, args.rounds, reference)
+        want = cli_report(one, env)
         checks = {
             key: "yes" if agree(cli_report(work / f"{key}.cbs", env), want) else "NO"
             for key in ("d", "w", "f", "t")
         }
     loads.append(os.getloadavg()[0])
-    section = render(args.rows, args.shards, args.rounds, wall, starts, checks, loads)
+    section = render(args.rows, args.shards, args.rounds, stages, starts, checks, loads)
     write_section(Path(args.output), section, START, END)
     print(section)
     return 0

@@ -14,7 +14,9 @@ resident set of the process or any worker it waited for). In the same run it tim
   and the bootstrap (1M rows x 1000 resamples).
 
 It writes BENCHMARKS.md (tables, ratios against calibcli's performance targets, and a profile of
-the reader) next to the Makefile and prints it.
+the reader) next to the Makefile and prints it. ``make bench`` then runs bench/peers.py, which
+sets the same three commands beside DuckDB (``read_ndjson`` + SQL, one thread) at 5M rows with
+the CPU-ratio targets, in its own section of the file (``make bench-peers`` runs it alone).
 
     python bench/run.py                      # 1M, 5M and 20M rows
     python bench/run.py --sizes 1M --repeat 3 --no-bootstrap   # a quick look

@@ -31,6 +31,7 @@ from calibcli.engines import (
     finish,
     frame_spec,
     frame_task,
+    merge_all,
     merge_tasks,
 )
 
@@ -65,6 +66,24 @@ def _result(row: Any) -> Any:
 
 def _file(job: Any) -> Any:
     return file_task(job)
+
+
+def _merged(table: str, results: Iterator[Any]) -> Iterator[Any]:
+    """A task's file results merged in the task, each part decoded once."""
+    done = list(results)
+    if done:
+        yield merge_all(done, table)
+
+
+FILES_PER_TASK = 8
+"""Files (or byte ranges) one task reads at most when there are more of them than the cores."""
+
+
+def file_tasks(jobs: int, cores: int) -> int:
+    """Tasks reading ``jobs`` files or byte ranges on ``cores`` cores: one per core, or more
+    when a core would otherwise read more than :data:`FILES_PER_TASK` of them; never more than
+    there are jobs."""
+    return min(jobs, max(cores, -(-jobs // FILES_PER_TASK)))
 
 
 # ----- the driver
@@ -187,9 +206,11 @@ def summarize_files(
     **options: Any,
 ) -> EngineSummary:
     """The summary of files read on the executors by calibcli's own readers (every format
-    ``calibcli calibrate`` reads), one task per file or, with ``blocksize``, per that many
-    bytes of a plain JSON Lines file. The paths must be readable where the tasks run (a shared
-    file system). ``kind`` is ``calibration``, ``perplexity`` or ``auto`` (from the first
+    ``calibcli calibrate`` reads), whole or, with ``blocksize``, in ranges of that many bytes
+    of a plain JSON Lines file. One task per core reads consecutive files (or ranges) and
+    merges their parts (more tasks when a core would get more than 8 files); ``depth`` is the
+    treeReduce's that merges the tasks' parts. The paths must be readable where the tasks run
+    (a shared file system). ``kind`` is ``calibration``, ``perplexity`` or ``auto`` (from the first
     file). ``options`` are :func:`calibcli.io.read_calibration`'s (``bins``, ``by``,
     ``confidence_field``, ``id_field``, ``fmt``, ...) or :func:`calibcli.io.read_perplexity`'s,
     plus ``table``, ``bootstrap_samples`` and ``seed`` (rows keyed by ``id_field``, else by
@@ -199,5 +220,13 @@ def summarize_files(
     _spark()
     jobs = file_jobs(list(paths), kind, blocksize, **options)
     table = jobs[0].table
-    results = spark.sparkContext.parallelize(jobs, len(jobs)).map(_file)
-    return finish(results.treeReduce(partial(merge_tasks, table=table), depth))
+    context = spark.sparkContext
+    results = context.parallelize(jobs, len(jobs)).map(_file)
+    tasks = file_tasks(len(jobs), context.defaultParallelism)
+    if tasks < len(jobs):
+        # consecutive files read by one task, their parts merged there: no part crosses a
+        # shuffle or reaches the driver until a task's files are one part (whose table of
+        # distinct confidences, past the cap, is already dropped)
+        results = results.coalesce(tasks)
+    merged = results.mapPartitions(partial(_merged, table))
+    return finish(merged.treeReduce(partial(merge_tasks, table=table), depth))

@@ -121,3 +121,31 @@ def test_byte_ranges_tile_each_file_with_absolute_paths(tmp_path, monkeypatch):
     assert all(a[1] == b[0] for a, b in pairwise(spans))
     with pytest.raises(ValueError, match="blocksize"):
         file_jobs(["a.jsonl"], "auto", 0)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_ranges_read_in_any_order_by_one_process_number_lines_in_the_whole_file(tmp_path, newline):
+    # a worker reading many ranges of one file remembers the newlines before the offsets it
+    # has seen: whatever order its ranges come in, a bad line keeps its number in the file
+    from calibcli.engines import file_task
+    from calibcli.io import reader
+
+    rng = np.random.default_rng(5)
+    lines = []
+    for _ in range(2000):
+        lines.append(json.dumps({"confidence": float(rng.random()), "correct": True}))
+        if rng.random() < 0.1:
+            lines.append("")  # blank lines are numbered too
+    bad = len(lines) - 300
+    lines[bad] = '{"confidence": 3, "correct": true}'
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(newline.join(lines).encode())  # no newline after the last line
+    jobs = file_jobs([str(path)], "calibration", 1500)
+    errors = set()
+    for order in (jobs, jobs[::-1], jobs[1::2] + jobs[::2]):
+        reader._known_newlines.clear()  # a fresh worker
+        results = [file_task(job) for job in order]
+        failed = [r.error for r in results if r.error is not None]
+        assert len(failed) == 1
+        errors.add(failed[0][1:])
+    assert errors == {(str(path), bad + 1, "confidence 3 is outside [0, 1]")}

@@ -119,3 +119,28 @@ def test_groups_larger_than_a_loss_chunk(reorder_ok):
         smooth=False,
         reference_summary=_summary(conf, correct, groups, 10),
     )
+
+
+def test_checked_figures_strict_matches_the_full_walk():
+    """strict() of figures marked checked gives the same JSON and the same non-finite paths,
+    in the same order, as its walk over the same figures as a plain dict."""
+    from calibcli.reports.report import CheckedFigures, strict
+
+    items = [
+        ("n", 3),
+        ("ece", 0.25),
+        ("smece", float("nan")),
+        ("nll", float("inf")),
+        ("auroc", 0.5),
+        ("reliability", {"count": [1, 0, 2], "confidence": [0.1, None, 0.9]}),
+    ]
+    loose = ("smece", "nll", "auroc")
+    checked = {"groups": {"a|b": CheckedFigures(items, loose=loose)}}
+    plain = {"groups": {"a|b": dict(items)}}
+    bad_checked: list = []
+    bad_plain: list = []
+    got = strict(checked, "", bad_checked)
+    want = strict(plain, "", bad_plain)
+    assert json.dumps(got, allow_nan=False) == json.dumps(want, allow_nan=False)
+    assert [p for p, _ in bad_checked] == ["groups.a|b.smece", "groups.a|b.nll"]
+    assert repr(bad_checked) == repr(bad_plain)

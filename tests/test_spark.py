@@ -1,8 +1,9 @@
 """calibcli.spark on a real Spark (local[2], started here once for the module): a DataFrame's
 rows, or files read in the tasks, give the figures ``calibcli calibrate`` gives on the same
 rows — counts, bins and AUROC bit for bit, sums to 1e-12 — with --by task, the Poisson
-bootstrap keyed by id, Parquet input and perplexity rows; bad values are named; the README's
-example runs. Skipped without pyspark or Java, except under CALIBCLI_REQUIRE_ENGINES=1."""
+bootstrap keyed by id, Parquet input and Spark's JSON reader's, perplexity rows; bad values are
+named; the README's example runs. Skipped without pyspark or Java, except under
+CALIBCLI_REQUIRE_ENGINES=1."""
 
 from __future__ import annotations
 
@@ -125,6 +126,14 @@ def test_parquet_dataframe_gives_the_cli_figures_of_its_jsonl(spark, parquet, cl
     # partitions cut another way (a shuffle), merged in a tree of another shape
     grouped = summarize(df.repartition(5), by="task", depth=3)
     assert_same(grouped.report(), cli["task"], files=False)
+
+
+def test_spark_json_reader_dataframe_gives_the_cli_figures(spark, paths, cli):
+    # Spark's own JSON reader parses the shards (schema inferred: confidence double, correct
+    # boolean); the rows reach calibcli as Arrow batches, and their figures are the CLI's
+    df = spark.read.json(paths)
+    assert_same(summarize(df).report(), cli[None], files=False)
+    assert_same(summarize(df, by="task").report(), cli["task"], files=False)
 
 
 def test_files_give_the_cli_report(spark, paths, cli):

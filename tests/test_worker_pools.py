@@ -15,6 +15,7 @@ from harness import make_rows, run, write_jsonl
 
 import calibcli.metrics.bootstrap as bootstrap
 import calibcli.metrics.paired as paired
+import calibcli.metrics.replicates as replicates
 
 FEW = ("--bootstrap", "200")
 
@@ -34,7 +35,7 @@ def spy(monkeypatch, module):
     """Record the workers each bootstrap is given, and run it in this process."""
     seen = []
 
-    def run_replicates(engine, seed, samples, workers):
+    def run_replicates(engine, seed, samples, workers, **options):
         seen.append(workers)
         return engine.run(seed, 0, samples)
 
@@ -121,7 +122,7 @@ def die(seed, start, stop):  # a worker killed mid-run (the kernel's out-of-memo
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_worker_that_dies_is_exit_2(monkeypatch, three_cpus, rows, command):
-    monkeypatch.setattr(bootstrap, "_run_chunk", die)
+    monkeypatch.setattr(replicates, "_run_chunk", die)
     result = invoke(command, rows)
     assert result.exit_code == 2
     lines = result.stderr.splitlines()

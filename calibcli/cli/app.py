@@ -8,7 +8,10 @@ the gate's exit code). Heavy modules (numpy, rich, matplotlib) are imported insi
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -24,7 +27,42 @@ Exit codes:
      data cannot support the check (too few populated bins, no rows, zero tokens)
   2  usage error or invalid input: one line on stderr, "Error: FILE:LINE: what is wrong";
      no report is written and an existing -o file is left untouched
-  3  internal error (a bug): the traceback is printed"""
+  3  internal error (a bug): the traceback is printed
+130  interrupted (Ctrl-C): worker processes are stopped and no output file is written"""
+
+INTERRUPTED = 130
+"""Exit code of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
+
+
+class _Interrupted(BaseException):
+    """Ctrl-C inside a command, carried past typer (which would exit 130 without a word)."""
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    # The first Ctrl-C stops the command; a second one must not cut short the cleanup that
+    # stops the worker processes and removes staged files, so it is ignored from here on.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _interrupt_once() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt once (see :func:`_on_interrupt`) inside the block; the
+    previous handler comes back after it, unless the run was interrupted (the process exits)."""
+    try:
+        previous = signal.signal(signal.SIGINT, _on_interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    interrupted = False
+    try:
+        yield
+    except _Interrupted:
+        interrupted = True
+        raise
+    finally:
+        if not interrupted:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _usage_error_type() -> type[Exception]:
@@ -34,14 +72,25 @@ def _usage_error_type() -> type[Exception]:
 
 class _OneLineErrors(TyperGroup):
     """A usage error (a bad option value, a missing argument) is one line on stderr, like an
-    input error: ``Error: what is wrong (see 'calibcli calibrate -h')``, exit 2."""
+    input error: ``Error: what is wrong (see 'calibcli calibrate -h')``, exit 2. Ctrl-C is
+    one line too, ``Interrupted``, exit 130, after the command's cleanup ran."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted from None
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
         usage_error = _usage_error_type()
         try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
+            with _interrupt_once():
+                code = super().main(*args, standalone_mode=False, **kwargs)
+        except _Interrupted:
+            typer.echo("Interrupted", err=True)
+            sys.exit(INTERRUPTED)
         except usage_error as exc:
             ctx = getattr(exc, "ctx", None)
             if type(exc).__name__ == "NoArgsIsHelpError" or ctx is None:

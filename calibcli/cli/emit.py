@@ -135,6 +135,9 @@ def emit(
         staged.commit()
     except OutputError as exc:
         raise usage_error(str(exc)) from None
+    except BaseException:  # Ctrl-C while staging: no temporary file stays behind
+        staged.discard()
+        raise
     for failure in report.failures:
         typer.echo(f"gate failed: {failure}", err=True)
     github.finished(report)  # annotations and step outputs under GitHub Actions

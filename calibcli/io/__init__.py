@@ -42,8 +42,10 @@ __all__ = [
     "frame_summary",
     "input_kind",
     "load_summary",
+    "match_columns",
     "read_calibration",
     "read_choices",
+    "read_key_columns",
     "read_keyed",
     "read_perplexity",
     "records",
@@ -314,6 +316,10 @@ def __getattr__(name: str) -> Any:
 
         records = importlib.import_module("calibcli.io.records")
         return records if name == "records" else getattr(records, name)
+    if name in ("read_key_columns", "match_columns"):  # compare's keyed rows, in columns
+        import importlib
+
+        return getattr(importlib.import_module("calibcli.io.keyed"), name)
     if name in ("FrameSpec", "ColumnProblems", "frame_summary"):  # DataFrame partitions
         import importlib
 

@@ -104,11 +104,12 @@ class BlockDecoder:
         first_line: int,
         name: str,
         expected: int,
-        consecutive: bool = False,
+        consecutive: bool | None = None,
     ) -> tuple:
         """Decode one block from :func:`~calibcli.io.sources.blocks`; InputError on a bad row.
-        ``consecutive`` says the block has no empty line (row i is on line first_line + i),
-        which its reader already counted, so the block is not searched for one again."""
+        ``consecutive`` says whether the block is free of empty lines (True: row i is on line
+        first_line + i), as its reader counted them; None when not known. A known answer
+        spares searching the block for an empty line again."""
         if self._decoder is None:
             if len(block) < SMALL_BLOCK:
                 return self._precise(block, first_line, name)
@@ -119,7 +120,7 @@ class BlockDecoder:
         if rows is None or len(rows) != expected:
             return self._precise(block, first_line, name)
         # a block whose rows fill every line needs no search for empty lines
-        lines = None if consecutive else _row_lines(block, first_line)
+        lines = None if consecutive else _row_lines(block, first_line, consecutive is None)
         if self.typed:
             cols = _STRUCT_COLUMNS[self.spec.kind](self.spec, rows, block)
             if cols is not None and self.spec.columns_ok(cols):
@@ -267,12 +268,13 @@ def _perplexity_columns(spec: Any, rows: list, block: memoryview) -> tuple | Non
     return nll, tokens, nbytes, words, None, None, None
 
 
-def _row_lines(block: memoryview, first_line: int) -> Any:
+def _row_lines(block: memoryview, first_line: int, search: bool = True) -> Any:
     """Line number of each non-empty line of a block that has empty lines (numpy int64), else
-    None (row i is then on line first_line + i)."""
+    None (row i is then on line first_line + i). Without ``search`` the block is known to
+    hold an empty line and is not searched for one."""
     import numpy as np
 
-    if not (_contains(block, b"\n\n") or block[:1] == b"\n"):
+    if search and not (_contains(block, b"\n\n") or block[:1] == b"\n"):
         return None
     arr = np.frombuffer(block, np.uint8)
     starts = np.flatnonzero(arr == 10) + 1  # where each line after the first starts
@@ -288,8 +290,26 @@ def _contains(block: memoryview | bytes, key: bytes) -> bool:
     starts at offset 0 of its buffer, so the buffer's own ``find`` searches it without a copy).
 
     A key written with JSON escapes (``"\\u0062ytes"``) is not found: such a field is then read
-    as absent."""
+    as absent.
+
+    A byte of the key that the block lacks rules the key out: each such test is one ``memchr``,
+    while the search for the whole key stops at every quote, the commonest byte of JSON."""
     obj = block.obj if isinstance(block, memoryview) else block
     if isinstance(obj, (bytes, bytearray)):
-        return obj.find(key, 0, len(block)) >= 0
+        end = len(block)
+        for byte in _probe_bytes(key):
+            if obj.find(byte, 0, end) < 0:
+                return False
+        return obj.find(key, 0, end) >= 0
     return key in bytes(block)  # pragma: no cover - other buffers
+
+
+_PROBES: dict[bytes, tuple[int, ...]] = {}
+
+
+def _probe_bytes(key: bytes) -> tuple[int, ...]:
+    """The distinct bytes of a key other than quotes, in the order they first occur."""
+    probes = _PROBES.get(key)
+    if probes is None:
+        probes = _PROBES[key] = tuple(dict.fromkeys(b for b in key if b != 0x22))
+    return probes

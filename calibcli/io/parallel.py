@@ -81,9 +81,14 @@ def read(reader: Any, src: Source, builder: Any, parts: int) -> bool:
 def _work(job: Job, items_of: Any, results: Any, drain: Any = None) -> None:
     """Worker body: fold the blocks ``items_of(fold)`` gives into a new builder and send the
     one reply."""
+    import signal
     import traceback
 
     import numpy as np
+
+    # Ctrl-C on a terminal reaches the whole process group: the parent alone handles it and
+    # stops the workers, so a worker neither prints a KeyboardInterrupt traceback nor replies.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     from calibcli.summaries import Source as SourceInfo
     from calibcli.summaries import encode

@@ -81,16 +81,43 @@ def document_rows(
         raise InputError(name, None, f"cannot read: {e}") from None
 
 
+KNOWN_NEWLINES_FILES = 64
+"""Files whose newline counts a process remembers (the most recently counted)."""
+
+_known_newlines: dict[tuple[int, int, int, int], dict[int, int]] = {}
+"""Per file (device, inode, size, modification time): newlines before byte offsets this process
+counted or read through. A worker given many byte ranges of one file then counts each byte of
+it once, from the nearest offset it knows, instead of from the start of the file per range."""
+
+
+def _file_identity(f: Any) -> tuple[int, int, int, int]:
+    st = os.fstat(f.fileno())
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _remember_newlines(identity: tuple[int, int, int, int], offset: int, count: int) -> None:
+    known = _known_newlines.pop(identity, None) or {}
+    known[offset] = count
+    _known_newlines[identity] = known  # now the most recent
+    while len(_known_newlines) > KNOWN_NEWLINES_FILES:
+        del _known_newlines[next(iter(_known_newlines))]
+
+
 def _newlines_before(f: Any, offset: int) -> int:
     """Newlines in the first ``offset`` bytes of an open file."""
-    count, done = 0, 0
-    f.seek(0)
+    identity = _file_identity(f)
+    known = _known_newlines.get(identity, {})
+    done = max((o for o in known if o <= offset), default=0)
+    count = known.get(done, 0)
+    f.seek(done)
     while done < offset:
         chunk = f.read(min(1 << 24, offset - done))
         if not chunk:
             break
         count += chunk.count(b"\n")
         done += len(chunk)
+    if offset > 0:
+        _remember_newlines(identity, offset, count)
     return count
 
 
@@ -225,7 +252,7 @@ class Reader:
             with open(source, "rb") as f:
                 first_line = 1 + _newlines_before(f, start)
                 f.seek(start)
-                fold.fold(
+                through = fold.fold(
                     blocks(
                         f,
                         name,
@@ -237,6 +264,8 @@ class Reader:
                     ),
                     builder,
                 )
+                if stop > start:  # the next range of the file starts where this one ends
+                    _remember_newlines(_file_identity(f), stop, through)
         except SkipFile as skip:
             self.skipped.append(name)
             self.warnings.append(f"{name}: {skip.reason}")

@@ -50,7 +50,7 @@ def records(
     if kind is not None:
         yield from _document_records(source, kind, max_document_bytes, skip_results)
         return
-    from calibcli.io.rows import parse_line
+    from calibcli.io.rows import parse_row
 
     src = Source(source)
     src.probe()
@@ -60,13 +60,7 @@ def records(
             lines = blocks(stream, src.name, BLOCK_SIZE, max_line_bytes=max_line_bytes)
             for first, view, _, _ in lines:
                 for line_no, line in lines_of(view, first):
-                    try:
-                        row = parse_line(line)
-                    except RecursionError:
-                        raise InputError(src.name, line_no, "JSON nested too deeply") from None
-                    except ValueError as exc:
-                        raise InputError(src.name, line_no, str(exc)) from None
-                    yield src.name, line_no, row, line
+                    yield src.name, line_no, parse_row(src.name, line_no, line), line
         finally:
             stream.close()
     finally:

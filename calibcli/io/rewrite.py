@@ -8,8 +8,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
+
+from calibcli.errors import InputError
+from calibcli.formats import by_value, json_type, lookup
+from calibcli.io.rows import check_confidence, group_name, parse_row
 
 BATCH = 8192  # rows mapped in one vectorised call
 # A JSON number token: the text a confidence field holds (check_confidence accepted it).
@@ -24,113 +28,192 @@ def rewrite_confidences(
     write: Callable[[bytes], None],
 ) -> int:
     """Write every row of ``files`` with its confidence (``field``, a dotted path) replaced by
-    ``mapping(group, confidences)`` of its ``by`` group (None without ``by``), batch by batch,
-    every other byte of the row kept; returns the row count. InputError on a bad row."""
+    ``mapping(group, confidences)`` of its ``by`` group (None without ``by``), every other byte
+    of the row kept; returns the row count. InputError on a bad row.
+
+    JSON Lines are rewritten a block at a time (:mod:`calibcli.io.splice`), the lines it cannot
+    prove safe and whole documents row by row; either way the output goes to ``write`` in
+    chunks of ``BATCH`` rows, so a bad row leaves the same rows written before it."""
+    rewriter = _Rewriter(field, by, mapping, _Batches(write))
+    for source in files:
+        rewriter.source(source)
+    rewriter.flush()
+    rewriter.out.close()
+    return rewriter.count
+
+
+class _Batches:
+    """Rows passed on to ``write`` ``BATCH`` at a time (the last call takes the rest)."""
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        self._write = write
+        self._parts: list[bytes] = []
+        self._rows = 0
+
+    def add(self, data: bytes, rows: int) -> None:
+        """Append ``rows`` whole lines (each ending with a newline)."""
+        while self._rows + rows >= BATCH:
+            take = BATCH - self._rows
+            cut = _line_end(data, take)
+            self._write(b"".join([*self._parts, data[:cut]]))
+            self._parts, self._rows = [], 0
+            data, rows = data[cut:], rows - take
+        if rows:
+            self._parts.append(data)
+            self._rows += rows
+
+    def close(self) -> None:
+        if self._parts:
+            self._write(b"".join(self._parts))
+            self._parts, self._rows = [], 0
+
+
+def _line_end(data: bytes, lines: int) -> int:
+    """Offset just past the ``lines``-th newline of ``data``."""
     import numpy as np
 
-    from calibcli import formats
-    from calibcli.formats import json_type
-    from calibcli.io import InputError
-    from calibcli.io.rows import check_confidence, group_name
+    return int(np.flatnonzero(np.frombuffer(data, np.uint8) == 10)[lines - 1]) + 1
 
-    count = 0
-    batch: list[tuple[Any, dict, list[str | int], str | None]] = []
-    confidences: list[float] = []
-    splice = _Splicer()
 
-    def flush() -> None:
-        names = [g for *_, g in batch]
-        conf = np.fromiter(confidences, dtype=np.float64, count=len(confidences))
-        mapped = np.empty_like(conf)
-        for name in set(names):
-            rows = np.fromiter((g == name for g in names), dtype=bool, count=len(names))
-            mapped[rows] = mapping(name, conf[rows])
+class _Rewriter:
+    """The rows of every source, rewritten in order: blocks the splicer takes, and rows one by
+    one (batched for one vectorised mapping call per group) for the rest."""
+
+    def __init__(
+        self,
+        field: str,
+        by: str | None,
+        mapping: Callable[[str | None, Any], Any],
+        out: _Batches,
+    ) -> None:
+        import msgspec
+
+        from calibcli.io.splice import BlockSplicer, splices
+
+        self.field, self.by, self.mapping, self.out = field, by, mapping, out
+        self.count = 0
+        self.splicer = BlockSplicer(field, by) if splices(field, by) else None
+        self.splice = _Splicer()
+        self._decode = msgspec.json.Decoder().decode
+        self._decode_errors = (msgspec.DecodeError, RecursionError)
+        # rows waiting for their mapping: (text, row, key path, group) and the confidences
+        self._batch: list[tuple[Any, dict, list[str | int], str | None]] = []
+        self._confidences: list[float] = []
+
+    def source(self, source: str) -> None:
+        from calibcli.io.documents import document_records
+        from calibcli.io.reader import whole_document_kind
+
+        kind = whole_document_kind(source)
+        if kind in ("parquet", "arrow"):
+            raise InputError(
+                source, None, f"apply writes JSON Lines: a {kind} table is read, not rewritten"
+            )
+        if kind is not None:
+            for name, locator, row, text in document_records(source, kind):
+                self.row(name, locator, row, text)
+            return
+        self._lines(source)
+
+    def _lines(self, source: str) -> None:
+        """The rows of JSON Lines, as :func:`calibcli.io.records.records` reads them (same
+        sources, same errors)."""
+        from calibcli.io.sources import BLOCK_SIZE, Source, blocks, lines_of
+
+        src = Source(source)
+        src.probe()
+        try:
+            stream = src.stream()
+            try:
+                for first, view, _, expected in blocks(stream, src.name, BLOCK_SIZE):
+                    data = bytes(view)
+                    block = None
+                    if self.splicer is not None:
+                        block = self.splicer.block(data, first, expected)
+                    if block is None:
+                        for line_no, line in lines_of(data, first):
+                            self.row(src.name, line_no, self.decode(src.name, line_no, line), line)
+                    else:
+                        self._block(src.name, block)
+            finally:
+                stream.close()
+        finally:
+            src.close()
+
+    def decode(self, name: str, line_no: int, line: bytes) -> Any:
+        """One line's row, decoded by msgspec (a third of json.loads' time); a line msgspec
+        refuses (NaN, 1e999, a lone surrogate, invalid JSON) goes to the row rules' own parser,
+        which accepts what they accept and words the error."""
+
+        try:
+            row = self._decode(line)
+        except self._decode_errors:
+            row = None
+        return row if type(row) is dict else parse_row(name, line_no, line)
+
+    def check(self, name: str, line_no: int | str, row: Any) -> tuple[float, str | None]:
+        """A row's confidence and group name; InputError naming the row when it has none."""
+
+        try:
+            if not isinstance(row, dict):
+                raise ValueError(f"the row is {json_type(row)}, not a JSON object")
+            if "doc_id" in row and "filtered_resps" in row:
+                raise ValueError(
+                    "an lm-eval row has no confidence field to rewrite; apply takes native "
+                    "rows (use calibcli calibrate --calibrator on lm-eval rows)"
+                )
+            c = check_confidence(lookup(row, self.field), self.field)
+            group = None if self.by is None else group_name(by_value(row, self.by))
+        except ValueError as exc:
+            raise InputError(name, line_no, str(exc)) from None
+        return c, group
+
+    def row(self, name: str, line_no: int | str, row: Any, text: bytes | str) -> None:
+        c, group = self.check(name, line_no, row)
+        self._batch.append((text, row, _key_path(row, self.field), group))
+        self._confidences.append(c)
+        self.count += 1
+        if len(self._batch) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Map and write the rows waiting one by one."""
+        import numpy as np
+
+        from calibcli.io.splice import map_groups
+
+        if not self._batch:
+            return
+        batch = self._batch
+        conf = np.fromiter(self._confidences, dtype=np.float64, count=len(self._confidences))
+        groups = None if self.by is None else [g for *_, g in batch]
+        mapped = map_groups(self.mapping, conf, groups)
         lines = [
-            splice(text, row, path, value)
+            self.splice(text, row, path, value)
             for (text, row, path, _), value in zip(batch, mapped.tolist(), strict=True)
         ]
-        write(b"\n".join(lines) + b"\n")
-        batch.clear()
-        confidences.clear()
+        self.out.add(b"\n".join(lines) + b"\n", len(lines))
+        self._batch, self._confidences = [], []
 
-    for source in files:
-        for name, line_no, row, text in _rows(source):
-            try:
-                if not isinstance(row, dict):
-                    raise ValueError(f"the row is {json_type(row)}, not a JSON object")
-                if "doc_id" in row and "filtered_resps" in row:
-                    raise ValueError(
-                        "an lm-eval row has no confidence field to rewrite; apply takes native "
-                        "rows (use calibcli calibrate --calibrator on lm-eval rows)"
-                    )
-                c = check_confidence(formats.lookup(row, field), field)
-                group = None if by is None else group_name(formats.by_value(row, by))
-            except ValueError as exc:
-                raise InputError(name, line_no, str(exc)) from None
-            batch.append((text, row, _key_path(row, field), group))
-            confidences.append(c)
-            count += 1
-            if len(batch) >= BATCH:
-                flush()
-    if batch:
-        flush()
-    return count
+    def _block(self, name: str, block: Any) -> None:
+        from calibcli.io.splice import map_groups
 
-
-def _rows(source: str) -> Iterator[tuple[str, int | str, Any, bytes | str]]:
-    """(display name, line or locator, row, the row's JSON text) of each row of ``source``: a
-    JSON Lines line's bytes, or a whole document's row text (``str``)."""
-    from calibcli.io.documents import document_records
-    from calibcli.io.reader import whole_document_kind
-
-    kind = whole_document_kind(source)
-    if kind in ("parquet", "arrow"):
-        from calibcli.errors import InputError
-
-        raise InputError(
-            source, None, f"apply writes JSON Lines: a {kind} table is read, not rewritten"
-        )
-    if kind is None:
-        yield from _lines(source)
-    else:
-        yield from document_records(source, kind)
-
-
-def _lines(source: str) -> Iterator[tuple[str, int, Any, bytes]]:
-    """The rows of JSON Lines, as :func:`calibcli.io.records.records` reads them (same sources,
-    same errors), decoded by msgspec (a third of json.loads' time); a line msgspec refuses (NaN,
-    1e999, a lone surrogate, invalid JSON) goes to the row rules' own parser, which accepts what
-    they accept and words the error."""
-    import msgspec
-
-    from calibcli.io import InputError
-    from calibcli.io.rows import parse_line
-    from calibcli.io.sources import BLOCK_SIZE, Source, blocks, lines_of
-
-    decode = msgspec.json.Decoder().decode
-    src = Source(source)
-    src.probe()
-    try:
-        stream = src.stream()
-        try:
-            for first, view, _, _ in blocks(stream, src.name, BLOCK_SIZE):
-                for line_no, line in lines_of(view, first):
-                    try:
-                        row = decode(line)
-                    except (msgspec.DecodeError, RecursionError):
-                        row = None
-                    if type(row) is not dict:
-                        try:
-                            row = parse_line(line)
-                        except RecursionError:
-                            raise InputError(src.name, line_no, "JSON nested too deeply") from None
-                        except ValueError as exc:
-                            raise InputError(src.name, line_no, str(exc)) from None
-                    yield src.name, line_no, row, line
-        finally:
-            stream.close()
-    finally:
-        src.close()
+        self.flush()  # rows waiting come first
+        rows: dict[int, tuple[bytes, dict, list[str | int]]] = {}
+        for i, line_no, line in block.fallback:
+            row = self.decode(name, line_no, line)
+            c, group = self.check(name, line_no, row)
+            block.conf[i] = c
+            if block.groups is not None:
+                block.groups[i] = group
+            rows[i] = (line, row, _key_path(row, self.field))
+        mapped = map_groups(self.mapping, block.conf, block.groups)
+        values = mapped.tolist()
+        lines = {i: self.splice(*spot, values[i]) for i, spot in rows.items()}
+        n = block.conf.shape[0]
+        if n:
+            self.out.add(block.output(mapped, lines), n)
+        self.count += n
 
 
 def _key_path(row: dict, dotted: str) -> list[str | int]:

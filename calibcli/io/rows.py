@@ -116,6 +116,18 @@ def parse_line(line: bytes) -> dict:
     return obj
 
 
+def parse_row(name: str, line_no: int, line: bytes) -> dict:
+    """:func:`parse_line` for a reader: a bad line is an InputError naming ``name:line_no``."""
+    from calibcli.errors import InputError
+
+    try:
+        return parse_line(line)
+    except RecursionError:
+        raise InputError(name, line_no, TOO_DEEP) from None
+    except ValueError as exc:
+        raise InputError(name, line_no, str(exc)) from None
+
+
 def group_name(value: Any) -> str:
     """Group key of a ``--by`` value, keeping the JSON type: distinct values, distinct names.
 

@@ -59,6 +59,8 @@ import numpy as np
 from calibcli.metrics.binning import resolve_edges
 from calibcli.metrics.core import BinStats, PredictionColumns, bin_index
 from calibcli.metrics.estimators import SCALAR_KEYS, binned_scalars
+from calibcli.metrics.progress import ProgressHook
+from calibcli.metrics.replicates import run_replicates
 from calibcli.metrics.smooth import (
     BISECTION_GRID_SIZES,
     bandwidth_fixed_point,
@@ -98,14 +100,17 @@ def bootstrap_intervals(
     seed: int = 0,
     workers: int = 1,
     keys: Iterable[str] | None = None,
+    progress: ProgressHook | None = None,
 ) -> BootstrapResult:
     """Percentile bootstrap interval of every scalar in :meth:`CalibrationEstimates.scalars`.
 
     Same input, ``seed`` and ``samples`` give identical intervals whatever ``workers`` is
     (workers > 1 runs replicates in a process pool, fork start method where available). ``keys``
     restricts the intervals to those scalars (default: all of ``SCALAR_KEYS``); the binned ones
-    cost little, and leaving out smece/smece_bandwidth, nll or auroc skips their work. See the
-    module docstring for the resampling scheme and its cost.
+    cost little, and leaving out smece/smece_bandwidth, nll or auroc skips their work.
+    ``progress(phase, done, total)`` hears the resamples done (:mod:`calibcli.metrics.progress`;
+    default: the installed hook, if any). See the module docstring for the resampling scheme
+    and its cost.
     """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
@@ -122,7 +127,7 @@ def bootstrap_intervals(
         nan = (math.nan, math.nan)
         return BootstrapResult(float(level), samples, seed, dict.fromkeys(wanted, nan))
     engine = ReplicateEngine(columns, edges, frozenset(wanted))
-    replicates = run_replicates(engine, seed, samples, workers)
+    replicates = run_replicates(engine, seed, samples, workers, progress=progress)
     q_lo, q_hi = (1.0 - level) / 2.0, (1.0 + level) / 2.0
     intervals = {}
     for key in wanted:
@@ -155,63 +160,6 @@ def sorted_quantile(values: np.ndarray, q: float) -> float:
 
 
 # --------------------------------------------------------------------------- replicate loop
-
-_WORKER_ENGINE: ReplicateEngine | None = None
-
-
-def _install_engine(engine: ReplicateEngine) -> None:
-    global _WORKER_ENGINE
-    _WORKER_ENGINE = engine
-
-
-def _run_chunk(seed: int, start: int, stop: int) -> np.ndarray:
-    assert _WORKER_ENGINE is not None
-    return _WORKER_ENGINE.run(seed, start, stop)
-
-
-def run_replicates(engine: ReplicateEngine, seed: int, samples: int, workers: int) -> np.ndarray:
-    """Replicates [0, samples) of ``engine`` (anything with ``run(seed, start, stop)``), in
-    ``workers`` processes when more than one.
-
-    A pool that cannot start its processes (fork or spawn refused: no memory, a process limit)
-    or loses one on the way raises ``concurrent.futures.process.BrokenProcessPool`` saying
-    which, after stopping any process it did start, so the caller can ask for fewer workers
-    instead of waiting on a pool that will never answer.
-    """
-    workers = min(workers, samples)
-    if workers <= 1:
-        return engine.run(seed, 0, samples)
-    chunks = min(samples, 4 * workers)
-    bounds = [samples * k // chunks for k in range(chunks + 1)]
-    # imported here: every calibcli run imports this module, few start a process pool
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    running = set(multiprocessing.active_children())
-    try:
-        with ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_install_engine, initargs=(engine,)
-        ) as pool:
-            parts = list(pool.map(_run_chunk, [seed] * chunks, bounds[:-1], bounds[1:]))
-    except OSError as exc:
-        # The workers that did start wait for work that never comes, and the interpreter
-        # would wait for them at exit: stop them.
-        _stop(set(multiprocessing.active_children()) - running)
-        raise BrokenProcessPool(f"cannot start worker processes: {exc}") from exc
-    except BrokenProcessPool as exc:
-        raise BrokenProcessPool(f"a worker process stopped abruptly ({exc})") from exc
-    return np.concatenate(parts, axis=0)
-
-
-def _stop(processes: set) -> None:
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join()
-
 
 # --------------------------------------------------------------------------- one replicate
 

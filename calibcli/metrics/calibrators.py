@@ -42,6 +42,7 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from calibcli.metrics.core import bin_edges, bin_index
+from calibcli.metrics.pairwise import SLICE, pairwise_sums
 from calibcli.metrics.roots import solve_increasing
 
 __all__ = [
@@ -215,6 +216,8 @@ def _confidences_to_map(confidences: object) -> np.ndarray:
     if arr.dtype == bool or (arr.size and arr.dtype.kind not in "iuf"):
         raise ValueError(f"confidences must be numbers in [0, 1], got dtype {arr.dtype}")
     arr = arr.astype(np.float64, copy=False)
+    if arr.size and np.fmin.reduce(arr, axis=None) >= 0.0 and np.max(arr) <= 1.0:
+        return arr  # NaN makes the maximum NaN: only valid rows pass without the full check
     bad = ~((arr >= 0.0) & (arr <= 1.0))  # NaN compares false, so it is caught here too
     if bad.any():
         i = tuple(int(k) for k in np.argwhere(bad)[0])
@@ -223,6 +226,18 @@ def _confidences_to_map(confidences: object) -> np.ndarray:
         name = "confidence" if arr.ndim == 0 else f"confidences[{i[0] if len(i) == 1 else i}]"
         raise ValueError(f"{name} = {v!r} {what}")
     return arr
+
+
+def _mapped(confidences: object, rule: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``rule`` (elementwise, float64 out) applied to valid confidences; a long 1-D array a
+    slice at a time into one output, so its temporaries stay the size of a slice."""
+    c = _confidences_to_map(confidences)
+    if c.ndim != 1 or c.shape[0] <= SLICE:
+        return rule(c)
+    out = np.empty(c.shape[0], dtype=np.float64)
+    for a in range(0, c.shape[0], SLICE):
+        out[a : a + SLICE] = rule(c[a : a + SLICE])
+    return out
 
 
 def _readonly(values: object) -> np.ndarray:
@@ -270,8 +285,7 @@ class TemperatureCalibrator:
     method: ClassVar[str] = "temperature"
 
     def apply(self, confidences: object) -> np.ndarray:
-        c = _confidences_to_map(confidences)
-        return _sigmoid(_logit(c) / self.temperature)
+        return _mapped(confidences, lambda c: _sigmoid(_logit(c) / self.temperature))
 
     def to_dict(self) -> dict[str, object]:
         return {"temperature": float(self.temperature)}
@@ -292,6 +306,36 @@ class TemperatureCalibrator:
         return cls(temperature_root(derivative))
 
     @classmethod
+    def fit_split(
+        cls, right: np.ndarray, wrong: np.ndarray, *, bins: int = 10
+    ) -> TemperatureCalibrator:
+        """:meth:`fit` on the rows ``right`` (y = 1) then ``wrong`` (y = 0), the same T to the
+        bit, with z the only array of a row's size: the means are summed in slices as np.mean
+        sums the whole array."""
+        n_right = right.shape[0]
+        z = np.empty(n_right + wrong.shape[0])
+        for offset, values in ((0, right), (n_right, wrong)):
+            for a in range(0, values.shape[0], SLICE):
+                part = values[a : a + SLICE]
+                z[offset + a : offset + a + part.shape[0]] = _logit(part)
+        if not np.any(z):
+            raise ValueError("temperature cannot be fitted: every confidence is 0.5")
+        n = z.shape[0]
+
+        def derivative(beta: float) -> tuple[float, float]:
+            def pieces(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+                zs = z[a:b]
+                y = np.zeros(b - a)
+                y[: max(0, n_right - a)] = 1.0
+                p = _sigmoid(beta * zs)
+                return zs * (p - y), zs * zs * p * (1.0 - p)
+
+            first, second = pairwise_sums(n, pieces)
+            return first / n, second / n
+
+        return cls(temperature_root(derivative))
+
+    @classmethod
     def from_params(cls, params: Mapping[str, object]) -> TemperatureCalibrator:
         p = check_param_keys(params, cls.method, ("temperature",))
         return cls(check_temperature(number_param(p, "temperature", cls.method), cls.method))
@@ -306,8 +350,7 @@ class PlattCalibrator:
     method: ClassVar[str] = "platt"
 
     def apply(self, confidences: object) -> np.ndarray:
-        c = _confidences_to_map(confidences)
-        return _sigmoid(self.a * _logit(c) + self.b)
+        return _mapped(confidences, lambda c: _sigmoid(self.a * _logit(c) + self.b))
 
     def to_dict(self) -> dict[str, object]:
         return {"a": float(self.a), "b": float(self.b)}
@@ -348,8 +391,7 @@ class IsotonicCalibrator:
         object.__setattr__(self, "y", _readonly(self.y))
 
     def apply(self, confidences: object) -> np.ndarray:
-        c = _confidences_to_map(confidences)
-        return np.interp(c, self.x, self.y)
+        return _mapped(confidences, lambda c: np.interp(c, self.x, self.y))
 
     def to_dict(self) -> dict[str, object]:
         return {"x": self.x.tolist(), "y": self.y.tolist()}
@@ -422,9 +464,13 @@ class HistogramCalibrator:
         return int(self.accuracy.shape[0])
 
     def apply(self, confidences: object) -> np.ndarray:
-        c = _confidences_to_map(confidences)
-        mapped = self.accuracy[bin_index(c.ravel(), bin_edges(self.bins))].reshape(c.shape)
-        return np.where(np.isnan(mapped), c, mapped)
+        edges = bin_edges(self.bins)
+
+        def rule(c: np.ndarray) -> np.ndarray:
+            mapped = self.accuracy[bin_index(c.ravel(), edges)].reshape(c.shape)
+            return np.where(np.isnan(mapped), c, mapped)
+
+        return _mapped(confidences, rule)
 
     def to_dict(self) -> dict[str, object]:
         return {"accuracy": [None if math.isnan(v) else v for v in self.accuracy.tolist()]}
@@ -437,6 +483,22 @@ class HistogramCalibrator:
         right = np.bincount(idx[y], minlength=bins)
         acc = np.full(bins, np.nan)
         np.divide(right, count, out=acc, where=count > 0)
+        return cls(_readonly(acc))
+
+    @classmethod
+    def fit_split(cls, right: np.ndarray, wrong: np.ndarray, *, bins: int = 10):
+        """:meth:`fit` on the rows ``right`` (y = 1) then ``wrong`` (y = 0), binned a slice at
+        a time: the counts are exact integers, so the accuracies are the same floats."""
+        edges = bin_edges(bins)
+        count = np.zeros(bins, dtype=np.intp)
+        right_count = np.zeros(bins, dtype=np.intp)
+        for values, totals in ((right, (count, right_count)), (wrong, (count,))):
+            for a in range(0, values.shape[0], SLICE):
+                seen = np.bincount(bin_index(values[a : a + SLICE], edges), minlength=bins)
+                for total in totals:
+                    total += seen
+        acc = np.full(bins, np.nan)
+        np.divide(right_count, count, out=acc, where=count > 0)
         return cls(_readonly(acc))
 
     @classmethod
@@ -461,9 +523,11 @@ class BetaCalibrator:
     method: ClassVar[str] = "beta"
 
     def apply(self, confidences: object) -> np.ndarray:
-        c = _confidences_to_map(confidences)
-        ln_c, neg_ln_1mc = _beta_features(c)
-        return _sigmoid(self.a * ln_c + self.b * neg_ln_1mc + self.intercept)
+        def rule(c: np.ndarray) -> np.ndarray:
+            ln_c, neg_ln_1mc = _beta_features(c)
+            return _sigmoid(self.a * ln_c + self.b * neg_ln_1mc + self.intercept)
+
+        return _mapped(confidences, rule)
 
     def to_dict(self) -> dict[str, object]:
         return {"a": float(self.a), "b": float(self.b), "intercept": float(self.intercept)}

@@ -350,6 +350,7 @@ def _bootstrap_difference(
         edges = resolve_edges(columns, bins, strategy)
         scalars = calibration_estimates(columns, bins=bins, strategy=strategy).scalars()
         points.append({key: scalars[key] for key in wanted})
+        del columns  # the evaluator makes its own layout of the rows
         evaluators.append(_SideEvaluator(conf, corr, edges, frozenset(wanted)))
     runner = _DifferenceRunner(evaluators[0], evaluators[1], paired)
     replicates = run_replicates(runner, int(seed), int(samples), int(workers))
@@ -391,15 +392,19 @@ class _SideEvaluator:
     def __init__(
         self, conf: np.ndarray, corr: np.ndarray, edges: np.ndarray, wanted: frozenset[str]
     ) -> None:
-        wrong, right = np.flatnonzero(~corr), np.flatnonzero(corr)
-        self.order = np.concatenate(
-            [
-                wrong[np.argsort(conf[wrong], kind="stable")],
-                right[np.argsort(conf[right], kind="stable")],
-            ]
-        )
+        # 32-bit row numbers where they fit, and each class's indices freed once ordered:
+        # the evaluators of both sides are held at once
+        index = np.int32 if conf.shape[0] < 2**31 else np.intp
+        parts, values = [], []
+        for rows in (np.flatnonzero(~corr), np.flatnonzero(corr)):
+            values.append(conf[rows])
+            parts.append(rows[np.argsort(values[-1], kind="stable")].astype(index))
+            del rows
+        self.order = np.concatenate(parts)
+        del parts
         self.n = conf.shape[0]
-        columns = PredictionColumns(conf[right], conf[wrong])
+        columns = PredictionColumns(values[1], values[0])
+        del values
         self.engine = ReplicateEngine(columns, edges, wanted)
 
     def evaluate(self, counts: np.ndarray) -> np.ndarray:

@@ -67,6 +67,7 @@ from calibcli.metrics.bootstrap import (
 )
 from calibcli.metrics.core import BinStats, PredictionColumns, bin_edges, bin_index
 from calibcli.metrics.estimators import SCALAR_KEYS, binned_scalars
+from calibcli.metrics.progress import phase
 from calibcli.metrics.validation import _as_confidences, as_vector, check_bins, first_bad
 
 __all__ = ["POISSON_THRESHOLDS", "PoissonState", "poisson_intervals", "replicate_weights"]
@@ -394,8 +395,10 @@ class PoissonState:
         rows = _SortedRows(
             conf_w, conf_r, np.concatenate(keys), np.concatenate(group), state.edges, state.groups
         )
-        for r in range(state.samples):
-            rows.replicate(state, r)
+        with phase("bootstrap sums", state.samples) as advance:  # the installed hook, if any
+            for r in range(state.samples):
+                rows.replicate(state, r)
+                advance(r + 1)
         return state
 
     # ----- merging

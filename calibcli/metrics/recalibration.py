@@ -46,6 +46,7 @@ from calibcli.metrics.multiclass import (
     fit_multiclass_temperature,
     pack_choices,
 )
+from calibcli.metrics.progress import ProgressHook, phase
 from calibcli.metrics.validation import check_bins, validate_predictions
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "cross_fit",
     "cross_fit_multiclass_temperature",
     "fit",
+    "fit_columns",
     "fit_multiclass_temperature",
     "fold_assignment",
     "from_dict",
@@ -140,6 +142,27 @@ def fit(confidences: object, correct: object, *, method: str, bins: int = 10):
     return _fit_validated(c, y, recalibrator, bins)
 
 
+def fit_columns(right: object, wrong: object, *, method: str, bins: int = 10):
+    """:func:`fit` on the rows of ``right`` (right answers' confidences) then ``wrong``, the
+    same calibrator, without the concatenated copies where a method can fit the two apart."""
+    recalibrator = _check_method(method)
+    right = np.asarray(right, dtype=np.float64)
+    wrong = np.asarray(wrong, dtype=np.float64)
+    fit_split = getattr(recalibrator.calibrator, "fit_split", None)
+    # the single-class and no-row cases take fit's path, for its checks and messages
+    if fit_split is None or not (right.shape[0] and wrong.shape[0]):
+        correct = np.zeros(right.shape[0] + wrong.shape[0], dtype=bool)
+        correct[: right.shape[0]] = True
+        return fit(np.concatenate([right, wrong]), correct, method=method, bins=bins)
+    check_bins(bins)
+    for values in (right, wrong):  # NaN makes the maximum NaN, so it fails here too
+        if not (np.fmin.reduce(values) >= 0.0 and np.max(values) <= 1.0):
+            correct = np.zeros(right.shape[0] + wrong.shape[0], dtype=bool)
+            correct[: right.shape[0]] = True
+            validate_predictions(np.concatenate([right, wrong]), correct)  # words the error
+    return fit_split(right, wrong, bins=bins)
+
+
 def fold_assignment(n: int, *, folds: int = 5, seed: int = 0) -> np.ndarray:
     """Fold of each of ``n`` rows: ``np.array_split(np.random.default_rng(seed).permutation(n),
     folds)[k]`` holds the rows of fold k, so fold sizes differ by at most one (larger first)."""
@@ -161,22 +184,26 @@ def cross_fit(
     folds: int = 5,
     seed: int = 0,
     bins: int = 10,
+    progress: ProgressHook | None = None,
 ) -> np.ndarray:
     """Out-of-fold recalibrated confidences: row i mapped by a calibrator fitted on the rows of
     every fold but its own (folds from :func:`fold_assignment`). Raises ValueError for
-    folds < 2, folds > N, and for a training split the method cannot fit (naming the fold)."""
+    folds < 2, folds > N, and for a training split the method cannot fit (naming the fold).
+    ``progress`` (default: the installed hook) hears the folds fitted."""
     recalibrator = _check_method(method)
     bins = check_bins(bins)
     c, y = validate_predictions(confidences, correct)
     fold = fold_assignment(c.shape[0], folds=folds, seed=seed)
     out = np.empty(c.shape[0], dtype=np.float64)
-    for k in range(int(folds)):
-        held = fold == k
-        try:
-            calibrator = _fit_validated(c[~held], y[~held], recalibrator, bins)
-        except ValueError as err:
-            raise ValueError(f"fold {k} of {folds}: {err}") from None
-        out[held] = calibrator.apply(c[held])
+    with phase("cross-fitting folds", int(folds), progress) as advance:
+        for k in range(int(folds)):
+            held = fold == k
+            try:
+                calibrator = _fit_validated(c[~held], y[~held], recalibrator, bins)
+            except ValueError as err:
+                raise ValueError(f"fold {k} of {folds}: {err}") from None
+            out[held] = calibrator.apply(c[held])
+            advance(k + 1)
     return out
 
 
@@ -193,11 +220,18 @@ def _take_rows(values: np.ndarray, offs: np.ndarray, rows: np.ndarray):
 
 
 def cross_fit_multiclass_temperature(
-    loglikelihoods: object, offsets: object, gold: object, *, folds: int = 5, seed: int = 0
+    loglikelihoods: object,
+    offsets: object,
+    gold: object,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    progress: ProgressHook | None = None,
 ) -> np.ndarray:
     """Out-of-fold recalibrated confidences of multiple-choice rows: row r's largest tempered
     softmax probability under the T fitted on the other folds (folds as in
-    :func:`fold_assignment`, over rows). Raises ValueError as :func:`cross_fit` does."""
+    :func:`fold_assignment`, over rows). Raises ValueError as :func:`cross_fit` does;
+    ``progress`` as there."""
     values, offs = check_ragged(loglikelihoods, offsets)
     g = np.asarray(gold)
     n_rows = offs.shape[0] - 1
@@ -205,12 +239,14 @@ def cross_fit_multiclass_temperature(
     out = np.empty(n_rows, dtype=np.float64)
     if g.ndim != 1 or g.shape[0] != n_rows:
         raise ValueError(f"gold must be one-dimensional of length {n_rows} (one per row)")
-    for k in range(int(folds)):
-        train = np.flatnonzero(fold != k)
-        held = np.flatnonzero(fold == k)
-        try:
-            calibrator = fit_multiclass_temperature(*_take_rows(values, offs, train), g[train])
-        except ValueError as err:
-            raise ValueError(f"fold {k} of {folds}: {err}") from None
-        out[held] = calibrator.apply(*_take_rows(values, offs, held))
+    with phase("cross-fitting folds", int(folds), progress) as advance:
+        for k in range(int(folds)):
+            train = np.flatnonzero(fold != k)
+            held = np.flatnonzero(fold == k)
+            try:
+                calibrator = fit_multiclass_temperature(*_take_rows(values, offs, train), g[train])
+            except ValueError as err:
+                raise ValueError(f"fold {k} of {folds}: {err}") from None
+            out[held] = calibrator.apply(*_take_rows(values, offs, held))
+            advance(k + 1)
     return out

@@ -38,7 +38,10 @@ from calibcli.metrics.binomial import (
     check_level,
     risk_upper_bound,
 )
+from calibcli.metrics.pairwise import pairwise_sum
 from calibcli.metrics.risk_coverage import RiskCoverage, require_rows
+
+_SLICE = 1 << 18  # curve points handled at once by the passes over the whole curve
 
 __all__ = [
     "GRID_DECADES",
@@ -52,6 +55,7 @@ __all__ = [
     "display_rows",
     "e_aurc",
     "plug_in_threshold",
+    "points_at",
     "risk_upper_bound",
     "select_threshold",
     "selective_accuracy",
@@ -215,11 +219,24 @@ def _check_grid(grid: object) -> np.ndarray:
 def _at_grid(curve: RiskCoverage, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For thresholds ``grid`` (descending): the curve point holding each one's accepted rows
     (the lowest distinct confidence >= t; −1 when no row is accepted), and n and e there."""
-    points = np.searchsorted(-curve.thresholds, -grid, side="right") - 1
+    points = np.array([points_at(curve.thresholds, t) for t in grid.tolist()], dtype=np.intp)
     inside = points >= 0
     n = np.where(inside, curve.accepted[np.maximum(points, 0)], 0)
     e = np.where(inside, curve.errors[np.maximum(points, 0)], 0)
     return points, n.astype(np.int64), e.astype(np.int64)
+
+
+def points_at(thresholds: np.ndarray, t: float) -> int:
+    """The index of the lowest of the descending ``thresholds`` that is >= ``t`` (−1: none),
+    by bisection on the array itself (searching its negation would copy it)."""
+    lo, hi = 0, thresholds.shape[0]  # thresholds[:lo] >= t, thresholds[hi:] < t
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if thresholds[mid] >= t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
 
 
 def select_threshold(
@@ -382,8 +399,14 @@ def plug_in_threshold(curve: RiskCoverage, *, target_accuracy: float) -> Thresho
     """
     a = _check_target(target_accuracy, allow_one=True)
     require_rows(curve)
-    ok = np.flatnonzero(curve.accuracy >= a)
-    j = int(ok[-1]) if ok.size else None
+    j = None
+    n, e = curve.accepted, curve.errors
+    for start in range(n.shape[0], 0, -_SLICE):  # from the end: the last point that meets A
+        stop, start = start, max(0, start - _SLICE)
+        ok = np.flatnonzero((n[start:stop] - e[start:stop]) / n[start:stop] >= a)
+        if ok.size:
+            j = start + int(ok[-1])
+            break
     return _choice(curve, "plug-in", a, None, j, math.nan, None, 0)
 
 
@@ -438,19 +461,24 @@ def aurc(curve: RiskCoverage) -> float:
     ε + (E0 − ε·n0/g)·(H(n0 + g) − H(n0)) with H the harmonic numbers. An empty curve raises.
     """
     require_rows(curve)
-    n1 = curve.accepted
-    e1 = curve.errors
-    n0 = np.concatenate([[0], n1[:-1]])
-    e0 = np.concatenate([[0], e1[:-1]])
-    g = n1 - n0
-    eps = e1 - e0
-    contributions = e1 / n1  # a group of one row: errors among the top n1 over n1
-    tied = np.flatnonzero(g > 1)
-    if tied.size:
-        g, eps, n0, e0 = g[tied], eps[tied], n0[tied], e0[tied]
-        weight = (e0 * g - eps * n0) / g  # E0 − ε·n0/g, numerator exact in int64
-        contributions[tied] = eps + weight * _harmonic_diff(n0, n1[tied])
-    return float(np.sum(contributions)) / curve.total
+    accepted, errors = curve.accepted, curve.errors
+
+    def contributions(a: int, b: int) -> np.ndarray:
+        n1, e1 = accepted[a:b], errors[a:b]
+        n0 = np.concatenate([[0], n1[:-1]]) if a == 0 else accepted[a - 1 : b - 1]
+        e0 = np.concatenate([[0], e1[:-1]]) if a == 0 else errors[a - 1 : b - 1]
+        g = n1 - n0
+        eps = e1 - e0
+        out = e1 / n1  # a group of one row: errors among the top n1 over n1
+        tied = np.flatnonzero(g > 1)
+        if tied.size:
+            g, eps, n0, e0 = g[tied], eps[tied], n0[tied], e0[tied]
+            weight = (e0 * g - eps * n0) / g  # E0 − ε·n0/g, numerator exact in int64
+            out[tied] = eps + weight * _harmonic_diff(n0, n1[tied])
+        return out
+
+    # summed a slice at a time as np.sum sums the whole array: the curve can hold a point a row
+    return pairwise_sum(accepted.shape[0], contributions) / curve.total
 
 
 def _oracle_aurc(total: int, errors: int) -> float:

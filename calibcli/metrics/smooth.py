@@ -75,6 +75,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -355,8 +356,8 @@ class _SmoothedResiduals:
         """smECE at bandwidth σ (steps 1–3 of the module docstring)."""
         m = grid_size(sigma)
         size, spectra = self._grid_spectra(m)
-        kernel = kernel_spectrum(sigma, m, size)
-        return smoothed_error(spectra, size, kernel, grid_points(m), eval_points(sigma))
+        kernel, grid, points = _sigma_inputs(sigma, m, size)
+        return smoothed_error(spectra, size, kernel, grid, points)
 
     def _grid_spectra(self, m: int) -> tuple[int, np.ndarray]:
         cached = self._spectra.get(m)
@@ -373,6 +374,17 @@ class _SmoothedResiduals:
         if self._fine is None:
             self._fine = _grid_histograms(self._parts, _FINE_INTERVALS + 1)
         return _coarsen(self._fine, ratio)
+
+
+@lru_cache(maxsize=48)
+def _sigma_inputs(sigma: float, m: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel spectrum, grid and evaluation points of one bandwidth (read-only arrays):
+    they depend on σ alone, and the searches of many --by groups try the same bandwidths (all
+    start 1, 1/2, then 1/4 or 3/4), so each is computed once. 48 entries hold at most ~12 MB."""
+    arrays = (kernel_spectrum(sigma, m, size), grid_points(m), eval_points(sigma))
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
 
 
 def _coarsen(fine: np.ndarray, ratio: int) -> np.ndarray:

@@ -33,6 +33,8 @@ _LAZY = {
     "BIN_STRATEGIES": "calibcli.metrics",
     "RECALIBRATION_METHODS": "calibcli.metrics",
     "SELECTION_METHODS": "calibcli.metrics",
+    # the long phases' progress hook, installed around a command (numpy-free)
+    "reporting_progress": "calibcli.metrics",
     "MAX_UNMATCHED_SHARE": "calibcli.reports.compare",
     **dict.fromkeys(
         (

@@ -10,13 +10,15 @@ intervals resample each group's rows, so those keep the per-group path.
 
 from __future__ import annotations
 
+import math
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 
-from calibcli.reports.calibrate import BINNED_GATES, SCALARS, order, row_notes
+from calibcli.reports.calibrate import BINNED_GATES, SCALARS, row_notes
 from calibcli.reports.reliability import count_notes
-from calibcli.reports.report import Section
+from calibcli.reports.report import CheckedFigures, Section
 
 _DECOMPOSITION = (
     "reliability",
@@ -82,51 +84,97 @@ def group_sections(
         sorted_rows=reorder_ok,
     )
     count = tables.count
+    populated_mask = count > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        conf = np.where(count > 0, tables.sum_conf / count, 0.0).tolist()
-        acc = np.where(count > 0, tables.sum_correct / count, 0.0).tolist()
-    lower, upper = (b.tolist() for b in wilson_interval(tables.sum_correct, count))
+        conf = np.where(populated_mask, tables.sum_conf / count, 0.0)
+        acc = np.where(populated_mask, tables.sum_correct / count, 0.0)
+    lower, upper = wilson_interval(tables.sum_correct, count)
+    tight = [conf, acc, np.where(populated_mask, lower, 0.0), np.where(populated_mask, upper, 0.0)]
     medians = _populated_medians(count)
-    counts = count.tolist()
     edges = [float(e) for e in listed[0].stats.edges]
-    lows, highs = edges[:-1], edges[1:]
+    lows, highs = edges[:-1], edges[1:]  # one list for every group: the same edges
     populated = binned["populated_bins"]
-    scalars = [k for k in SCALARS if k not in ("smece", "smece_bandwidth", "nll", "auroc")]
+    groups = len(names)
 
-    out: dict[str, Section] = {}
-    for g, name in enumerate(names):
-        n = binned["n"][g]
-        section: dict[str, Any] = {"n": n, "bins": bins, "strategy": strategy, "bins_used": bins}
-        for key in scalars:
-            section[key] = binned[key][g]
-        if smooth:
-            section["smece"], section["smece_bandwidth"] = smooth_of(columns[g])
-        else:
-            section["smece"] = section["smece_bandwidth"] = float("nan")
-        section["nll"], section["auroc"] = nll[g], auroc[g]
-        section["brier_decomposition"] = {
-            t: binned[f"brier_decomposition.{t}"][g] for t in _DECOMPOSITION
-        }
-        k = counts[g]
-        section["reliability"] = {
-            "bin_lower": list(lows),
-            "bin_upper": list(highs),
-            "confidence": [c if m else None for c, m in zip(conf[g], k, strict=True)],
-            "accuracy": [a if m else None for a, m in zip(acc[g], k, strict=True)],
+    columns_of: dict[str, list] = {k: binned[k] for k in SCALARS if k in binned}
+    if smooth:
+        smooth_pairs = [smooth_of(c) for c in columns]
+        columns_of["smece"] = [p[0] for p in smooth_pairs]
+        columns_of["smece_bandwidth"] = [p[1] for p in smooth_pairs]
+    else:
+        columns_of["smece"] = columns_of["smece_bandwidth"] = [math.nan] * groups
+    columns_of["nll"], columns_of["auroc"] = nll, auroc
+    decomposition = [binned[f"brier_decomposition.{t}"] for t in _DECOMPOSITION]
+    tight += [np.asarray(columns_of[k], dtype=np.float64) for k in SCALARS if k in binned]
+    tight += [np.asarray(d, dtype=np.float64) for d in decomposition]
+    # figures whose only non-finite values can be these top-level ones skip the strict-JSON
+    # walk of every value (each group's other values were just checked finite here)
+    loose = tuple(k for k in SCALARS if k not in binned)
+    checked = all(bool(np.isfinite(a).all()) for a in tight)
+
+    counts = count.tolist()
+    empty = np.nonzero(~populated_mask)
+    conf_rows, acc_rows = (_with_gaps(a, empty) for a in (conf, acc))
+    ci_rows = np.stack((lower, upper), axis=-1).tolist()
+    for g, b in zip(*(e.tolist() for e in empty), strict=True):
+        ci_rows[g][b] = None
+    reliability = [
+        {
+            "bin_lower": lows,
+            "bin_upper": highs,
+            "confidence": c,
+            "accuracy": a,
             "count": k,
-            "accuracy_ci": [
-                [lo, hi] if m else None for lo, hi, m in zip(lower[g], upper[g], k, strict=True)
-            ],
+            "accuracy_ci": ci,
         }
-        p = populated[g]
-        notes = count_notes(n, p, bins, medians[g], min_bins)
-        notes += row_notes(section["nll"], section["auroc"], smooth)
-        closed = {}
-        if p < min_bins:
-            reason = f"only {p} of {bins} bins are populated (minimum {min_bins})"
-            closed = dict.fromkeys(BINNED_GATES, reason)
-        out[name] = Section(order(section), notes, closed)
+        for c, a, k, ci in zip(conf_rows, acc_rows, counts, ci_rows, strict=True)
+    ]
+    brier_decomposition = [
+        dict(zip(_DECOMPOSITION, t, strict=True)) for t in zip(*decomposition, strict=True)
+    ]
+    keys = ("n", "bins", "strategy", "bins_used", *SCALARS, "brier_decomposition", "reliability")
+    values = [  # the constants repeat for as many groups as the columns hold
+        binned["n"],
+        repeat(bins),
+        repeat(strategy),
+        repeat(bins),
+        *(columns_of[k] for k in SCALARS),
+        brier_decomposition,
+        reliability,
+    ]
+
+    # the notes and closed gates of a group depend on a few of its counts, shared by many groups
+    notes_of: dict[tuple, list] = {}
+    closed_of: dict[int, dict[str, str]] = {}
+    out: dict[str, Section] = {}
+    for name, row, n, p, median, loss, area in zip(
+        names, zip(*values, strict=False), binned["n"], populated, medians, nll, auroc, strict=True
+    ):
+        figures = CheckedFigures(zip(keys, row, strict=True), loose=loose)
+        if not checked:
+            figures = dict(figures)
+        key = (n, p, median, math.isinf(loss), math.isnan(area))
+        notes = notes_of.get(key)
+        if notes is None:
+            notes = count_notes(n, p, bins, median, min_bins) + row_notes(loss, area, smooth)
+            notes_of[key] = notes
+        closed = closed_of.get(p)
+        if closed is None:
+            closed = {}
+            if p < min_bins:
+                reason = f"only {p} of {bins} bins are populated (minimum {min_bins})"
+                closed = dict.fromkeys(BINNED_GATES, reason)
+            closed_of[p] = closed
+        out[name] = Section(figures, list(notes), closed)
     return out
+
+
+def _with_gaps(table: np.ndarray, empty: tuple[np.ndarray, np.ndarray]) -> list[list]:
+    """The rows of ``table`` as lists, None in the cells ``empty`` names."""
+    rows = table.tolist()
+    for g, b in zip(*(e.tolist() for e in empty), strict=True):
+        rows[g][b] = None
+    return rows
 
 
 def _populated_medians(count: np.ndarray) -> list[float]:

@@ -92,14 +92,12 @@ def _realised(curve: Any, threshold: float | None, delta: float | None = None) -
     """Coverage and accuracy on ``curve``'s rows of accepting confidence >= ``threshold``; with
     ``delta`` also the one-sided Clopper–Pearson lower bound on that accuracy at level δ (valid
     for rows the threshold was not chosen on)."""
-    import numpy as np
-
-    from calibcli.metrics import accuracy_lower_bound
+    from calibcli.metrics import accuracy_lower_bound, points_at
 
     out: dict[str, Any] = {"accepted": 0, "errors": 0, "coverage": 0.0, "accuracy": None}
     if threshold is not None:
         # thresholds are descending: the rows accepted are those of the last t_j >= threshold
-        j = int(np.searchsorted(-curve.thresholds, -threshold, side="right")) - 1
+        j = points_at(curve.thresholds, threshold)
         accepted = int(curve.accepted[j]) if j >= 0 else 0
         errors = int(curve.errors[j]) if j >= 0 else 0
         out = {

@@ -236,6 +236,9 @@ class CalibrationSummary:
         return replace(builder.summary(warnings=warnings), sources=tuple(sources))
 
 
+_SLICE = 1 << 16  # rows hashed and binned at once by from_columns
+
+
 def from_columns(
     settings: CalibrationSettings,
     right: np.ndarray,
@@ -244,19 +247,25 @@ def from_columns(
     groups: tuple[str, ...] | None = None,
     right_ids: np.ndarray | None = None,
     wrong_ids: np.ndarray | None = None,
+    keys: tuple[np.ndarray, np.ndarray] | None = None,
     sources: tuple[Source, ...] = (),
     warnings: tuple[str, ...] = (),
 ) -> CalibrationSummary:
     """The summary of kept rows given as the confidences of right and of wrong answers (and,
-    with ``groups``, each one's group id), kept in the order given."""
+    with ``groups``, each one's group id), kept in the order given; ``keys`` are the rows'
+    (right, wrong) 64-bit keys in the same order, which the Poisson bootstrap draws by."""
     g = 1 if groups is None else len(groups)
     table = BinTable(settings.bins, g)
     fingerprint = RowFingerprint()
+    # a slice at a time (the table and the fingerprint are the same whatever the split), so
+    # the temporaries of hashing and binning stay the size of a slice
     for values, correct, ids in ((right, True, right_ids), (wrong, False, wrong_ids)):
-        flags = np.full(values.shape[0], correct)
-        table.add(values, flags, ids, g)
-        fingerprint.add(calibration_hashes(values, flags))
-    rows = RowColumns(right, wrong, right_ids, wrong_ids)
+        for a in range(0, max(values.shape[0], 1), _SLICE):
+            part = values[a : a + _SLICE]
+            flags = np.full(part.shape[0], correct)
+            table.add(part, flags, None if ids is None else ids[a : a + _SLICE], g)
+            fingerprint.add(calibration_hashes(part, flags))
+    rows = RowColumns(right, wrong, right_ids, wrong_ids, *(keys or (None, None)))
     return CalibrationSummary(settings, table, groups, rows, sources, warnings, fingerprint)
 
 

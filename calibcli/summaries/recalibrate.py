@@ -69,13 +69,13 @@ def fit_data(
     summary: Any, *, method: str, bins: int, fitted_on: dict[str, Any], by: str | None
 ) -> CalibratorFile:
     """Fit ``method`` on a summary's kept rows (pooled, and per --by group). Raises ValueError."""
-    from calibcli.metrics import fit
+    from calibcli.metrics import fit_columns as fit
 
     def fit_columns(columns: Any, where: str) -> Any:
         if columns is None or columns.n == 0:
             raise ValueError(f"{where}: no rows to fit on")
         try:
-            return fit(columns.confidences(), columns.correct(), method=method, bins=bins)
+            return fit(columns.conf_correct, columns.conf_wrong, method=method, bins=bins)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
 
@@ -154,20 +154,36 @@ def load(path: str | Path) -> CalibratorFile:
     return CalibratorFile(method, pooled, fitted_on, by, groups, rows, Path(path), fingerprint)
 
 
-def _regrouped(summary: Any, parts: list[tuple[Any, Any]], notes: tuple[str, ...] = ()) -> Any:
+def _regrouped(
+    summary: Any,
+    parts: list[tuple[Any, Any]],
+    notes: tuple[str, ...] = (),
+    keys: list[Any] | None = None,
+) -> Any:
     """A summary of new kept rows: ``parts`` are (right, wrong) confidences, one pair for the
     pooled rows or one per group in the summary's group order (the pooled rows are then the
     groups' rows one group after another). Sources and warnings are kept; the sources' own
-    tables are not (they describe the rows as read); ``notes`` are added to the warnings."""
+    tables are not (they describe the rows as read); ``notes`` are added to the warnings.
+    ``keys`` are each part's (right, wrong) row keys, when the rows were keyed: a recalibration
+    maps each row to a new confidence and keeps its answer, so each row keeps its key and the
+    Poisson bootstrap draws the same weight for it before and after."""
     import numpy as np
 
     from calibcli.summaries.calibration import from_columns
 
     sources = tuple(replace(s, table=None) for s in summary.sources)
     warnings = (*summary.warnings, *notes)
+    keyed = None
+    if keys is not None and all(k is not None for k in keys):
+        keyed = (
+            np.concatenate([r for r, _ in keys]) if keys else np.zeros(0, np.uint64),
+            np.concatenate([w for _, w in keys]) if keys else np.zeros(0, np.uint64),
+        )
     if summary.group_names is None:
         ((right, wrong),) = parts
-        return from_columns(summary.settings, right, wrong, sources=sources, warnings=warnings)
+        return from_columns(
+            summary.settings, right, wrong, keys=keyed, sources=sources, warnings=warnings
+        )
     ids = [
         (np.full(r.shape[0], g, np.intp), np.full(w.shape[0], g, np.intp))
         for g, (r, w) in enumerate(parts)
@@ -179,6 +195,7 @@ def _regrouped(summary: Any, parts: list[tuple[Any, Any]], notes: tuple[str, ...
         groups=summary.group_names,
         right_ids=np.concatenate([r for r, _ in ids]) if ids else np.zeros(0, np.intp),
         wrong_ids=np.concatenate([w for _, w in ids]) if ids else np.zeros(0, np.intp),
+        keys=keyed,
         sources=sources,
         warnings=warnings,
     )
@@ -192,13 +209,15 @@ def apply_to_data(summary: Any, calibrators: CalibratorFile, *, bins: int) -> An
         columns = summary.pooled().columns
         cal = calibrators.calibrator
         return _regrouped(
-            summary, [(cal.apply(columns.conf_correct), cal.apply(columns.conf_wrong))]
+            summary,
+            [(cal.apply(columns.conf_correct), cal.apply(columns.conf_wrong))],
+            keys=[summary.pooled().keys],
         )
     parts = []
     for name, view in groups.items():
         cal = calibrators.for_group(str(name))
         parts.append((cal.apply(view.columns.conf_correct), cal.apply(view.columns.conf_wrong)))
-    return _regrouped(summary, parts)
+    return _regrouped(summary, parts, keys=[view.keys for view in groups.values()])
 
 
 def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: int) -> Any:
@@ -228,7 +247,8 @@ def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: in
 
     groups = summary.by_group()
     if groups is None:
-        return _regrouped(summary, [crossed(summary.pooled().columns, "--recalibrate")])
+        pooled = summary.pooled()
+        return _regrouped(summary, [crossed(pooled.columns, "--recalibrate")], keys=[pooled.keys])
     small = [str(name) for name, view in groups.items() if 0 < view.columns.n < folds]
     parts = [
         (view.columns.conf_correct, view.columns.conf_wrong)
@@ -237,7 +257,7 @@ def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: in
         for name, view in groups.items()
     ]
     notes = (_too_small(small, folds),) if small else ()
-    return _regrouped(summary, parts, notes)
+    return _regrouped(summary, parts, notes, keys=[view.keys for view in groups.values()])
 
 
 def _too_small(names: list[str], folds: int) -> str:

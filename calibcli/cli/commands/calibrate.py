@@ -29,6 +29,7 @@ from calibcli.cli.options import (
     SummaryOpt,
     gate_options,
 )
+from calibcli.cli.progress import phases
 from calibcli.cli.reading import (
     calibrator_reading,
     one_blas_thread,
@@ -125,7 +126,7 @@ def calibrate(
     boot = bootstrap_for(ci, bootstrap, seed, reading.workers, bootstrap_scheme.value)
     options = {"bins": bins, "strategy": strategy.value, "min_bins": min_populated_bins}
     gate = Gate(limits or {}, gate_on.value, gate_each)
-    with one_blas_thread(), worker_errors():
+    with one_blas_thread(), worker_errors(), phases(reading.quiet):
         if calibrators is None and method is None:
             # reorder_ok: the reader's fresh buffers; nothing else needs their row order
             result = calibrate_report(data, bootstrap=boot, gate=gate, reorder_ok=True, **options)
@@ -138,6 +139,12 @@ def calibrate(
                 bins=bins,
                 files=files,
             )
+            if poisson and (after.kept is None or not after.kept.keyed):
+                raise usage_error(
+                    "--bootstrap-scheme poisson: temperature over lm-eval choices reads the "
+                    "rows again without the keys the Poisson weights are drawn from; use "
+                    "--bootstrap-scheme multinomial"
+                )
             recalibration = Recalibration(data, settings, tuple(notes), options)
             result = calibrate_report(
                 after,

@@ -27,6 +27,7 @@ from calibcli.cli.options import (
     SummaryOpt,
     UnpairedOpt,
 )
+from calibcli.cli.progress import phases
 from calibcli.cli.reading import announce_formats, one_blas_thread, worker_errors
 from calibcli.cli.reading_options import Reading, reading_options
 
@@ -66,9 +67,9 @@ def compare(
     rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
     gate fails closed.
     """
-    from calibcli.io import InputError, default_id, read_keyed
+    from calibcli.io import InputError, default_id, match_columns, read_key_columns
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
-    from calibcli.summaries import PairedRows, match
+    from calibcli.summaries import PairedRows
 
     id_field = reading.id_field
     try:
@@ -103,10 +104,7 @@ def compare(
         "choices": reading.choices,
     }
     try:
-        if unpaired:
-            rows = [_unkeyed(f, keyed) for f in (base, new)]
-        else:
-            rows = [read_keyed([f], **keyed) for f in (base, new)]
+        rows = [read_key_columns([f], **keyed, keyed=not unpaired) for f in (base, new)]
     except InputError as exc:
         raise usage_error(str(exc)) from None
     if unpaired:
@@ -120,13 +118,15 @@ def compare(
             rows[1].n,
         )
     else:
-        matched = match(rows[0], rows[1])
+        matched = match_columns(rows[0], rows[1])
         try:
             check_matching(matched, base, new, allow_unmatched)
         except ValueError as exc:
             raise usage_error(str(exc)) from None
+    found = (rows[0].fmt, rows[1].fmt)
+    del rows  # the ids and unmatched rows are not needed past matching
     if not reading.quiet and reading.fmt is CalibrationFormat.auto:
-        announce_formats([(base, rows[0].fmt), (new, rows[1].fmt)])
+        announce_formats([(base, found[0]), (new, found[1])])
     settings = CompareSettings(
         level=ci or 0.95,
         samples=bootstrap or 1000,
@@ -135,13 +135,13 @@ def compare(
         paired=not unpaired,
         workers=reading.workers,
     )
-    with one_blas_thread(), worker_errors():
+    with one_blas_thread(), worker_errors(), phases(reading.quiet):
         result = compare_report(
             matched,
             settings,
-            formats={"base": rows[0].fmt, "new": rows[1].fmt},
+            formats={"base": found[0], "new": found[1]},
             files={"base": [base], "new": [new]},
-            id_field=None if unpaired else (id_field or default_id(rows[0].fmt)),
+            id_field=None if unpaired else (id_field or default_id(found[0])),
             gate=gate,
             by=reading.by,
         )
@@ -155,10 +155,3 @@ def compare(
         plot=image,
         html=html,
     )
-
-
-def _unkeyed(source: str, options: dict) -> object:
-    """Rows without ids (--unpaired): every row, its id ignored."""
-    from calibcli.io import read_keyed
-
-    return read_keyed([source], **options, keyed=False)

@@ -16,6 +16,7 @@ from calibcli.cli.options import (
     OutputOpt,
     SummaryOpt,
 )
+from calibcli.cli.progress import phases
 from calibcli.cli.reading import read_predictions, require_rows
 from calibcli.cli.reading_options import Reading, reading_options
 
@@ -55,7 +56,7 @@ def fit(
     if data.fmt == "lm-eval" and method.value == "temperature":
         choices = read_choices(data)
     try:
-        with one_blas_thread():
+        with one_blas_thread(), phases(reading.quiet):
             if choices is None:
                 calibrators = fit_data(
                     data, method=method.value, bins=bins, fitted_on=provenance, by=reading.by

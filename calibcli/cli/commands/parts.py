@@ -24,6 +24,7 @@ from calibcli.cli.options import (
     TokensField,
     WordsField,
 )
+from calibcli.cli.progress import phases
 from calibcli.cli.reading_options import Reading, reading_options
 
 
@@ -180,7 +181,8 @@ def summarize(
     from calibcli.summaries import to_bytes, to_part
 
     resamples = None if bootstrap_samples is None else (bootstrap_samples, seed or 0)
-    summary, warnings = to_part(data, table.value, resamples)
+    with phases(reading.quiet):
+        summary, warnings = to_part(data, table.value, resamples)
     for warning in warnings:
         typer.echo(f"warning: {warning}", err=True)
     payload = to_bytes(summary)

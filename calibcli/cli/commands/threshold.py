@@ -23,6 +23,7 @@ from calibcli.cli.options import (
     SummaryOpt,
     TargetAccuracyOpt,
 )
+from calibcli.cli.progress import phases
 from calibcli.cli.reading import (
     calibrator_reading,
     one_blas_thread,
@@ -108,7 +109,7 @@ def threshold(
         grid=grid,
     )
     minimums = {} if min_coverage is None else {"coverage": min_coverage}
-    with one_blas_thread():
+    with one_blas_thread(), phases(reading.quiet):
         result = threshold_report(
             data,
             settings,

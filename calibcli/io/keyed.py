@@ -1,0 +1,415 @@
+"""Keyed rows in columns, for ``compare``: each row's confidence, correctness and id hash
+(:mod:`calibcli.io.keys`), read block by block.
+
+Native JSON Lines blocks after a file's first are decoded in one msgspec call into a struct
+holding the id's raw JSON text, which is hashed as a column; any block that does not decode,
+check or hash that way (an id with escapes, a fraction or an exponent, a bad row, a blank or
+indented line) is read line by line with the same rules, checks and messages as
+:func:`~calibcli.io.records.read_keyed`, as are the formats with ids of their own and whole
+documents. No line number is kept per row: a duplicate id is found on the hashes once a side is
+read, and its lines are found again by reading the file up to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from calibcli.errors import InputError
+from calibcli.io.ids import default_id_field, row_key, show_id
+from calibcli.io.keys import IdHashes, canonical_id, hash_ids, hash_packed
+from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of
+
+BLOCK_SIZE = 1 << 20
+_QUOTE, _MINUS, _BACKSLASH = 34, 45, 92
+_NUMBER_MAX = 19  # digits of a whole-number id hashed as its text (longer ones: json.loads)
+
+
+@dataclass(frozen=True, eq=False)
+class KeyColumns:
+    """One side's rows: id hashes (None when read without ids), confidences, correctness,
+    --by group names, the format found and, per file read, its rows [start, stop)."""
+
+    ids: IdHashes | None
+    confidence: np.ndarray
+    correct: np.ndarray
+    groups: list[str] | None
+    fmt: str
+    spans: list[tuple[str, bool, int, int]]  # (source, read as a folder's file, start, stop)
+
+    @property
+    def n(self) -> int:
+        return int(self.confidence.shape[0])
+
+
+class _Side:
+    """Rows of one side as they are read: finished blocks as arrays, the current one as lists."""
+
+    def __init__(self, keyed: bool, grouped: bool) -> None:
+        self.keyed = keyed
+        self.chunks: list[tuple] = []
+        self.conf: list[float] = []
+        self.corr: list[bool] = []
+        self.canon: list[bytes] = []
+        self.groups: list[str] | None = [] if grouped else None
+        self.count = 0
+        # rows of inputs that cannot be read again (stdin, a pipe): row -> (name, line, key)
+        self.kept: dict[int, tuple[str, Any, Any]] = {}
+
+    def flush(self) -> None:
+        if not self.conf:
+            return
+        hashes = hash_ids(self.canon) if self.keyed else None
+        conf = np.asarray(self.conf, np.float64)
+        self.chunks.append((conf, np.asarray(self.corr, bool), hashes))
+        self.conf, self.corr, self.canon = [], [], []
+
+    def add_block(self, conf: np.ndarray, corr: np.ndarray, hashes: tuple) -> None:
+        self.flush()
+        self.chunks.append((conf, corr, hashes))
+        self.count += conf.shape[0]
+
+    def columns(self) -> tuple:
+        """(ids, confidence, correct), each chunk list freed once joined."""
+        self.flush()
+        chunks, self.chunks = self.chunks, []
+        conf = _join([c[0] for c in chunks], np.float64)
+        corr = _join([c[1] for c in chunks], bool)
+        ids = None
+        if self.keyed:
+            hi = _join([c[2][0] for c in chunks], np.uint64)
+            lo = _join([c[2][1] for c in chunks], np.uint64)
+            ids = IdHashes(hi, lo)
+        return ids, conf, corr
+
+
+def _join(parts: list, dtype: Any) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
+def read_key_columns(
+    sources: list[str],
+    *,
+    id_field: str | None,
+    confidence_field: str = "confidence",
+    correct_field: str = "correct",
+    fmt: str = "auto",
+    mc_norm: str = "none",
+    by: str | None = None,
+    keyed: bool = True,
+    scorer: str | None = None,
+    inspect_confidence: str = "auto",
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_document_bytes: int | None = None,
+    gold_field: str | None = None,
+    choices: list[str] | tuple[str, ...] | None = None,
+) -> KeyColumns:
+    """:func:`~calibcli.io.records.read_keyed`'s rows (the same files, formats, checks and
+    errors, the first in reading order raised, a repeated id included) as columns."""
+    from calibcli.io.folders import expand
+    from calibcli.io.plan import answer_options
+    from calibcli.io.route import calibration_router
+    from calibcli.io.rows import CalibrationRow
+    from calibcli.io.runs import choose_runs
+
+    native = CalibrationRow(confidence_field, correct_field)
+    router = calibration_router(
+        native,
+        mc_norm=mc_norm,
+        scorer=scorer,
+        inspect_confidence=inspect_confidence,
+        gold_field=gold_field,
+        options=answer_options(choices),
+    )
+    reader = _Reader(native, router, id_field, fmt, by, keyed, max_line_bytes, max_document_bytes)
+    from_folder = {f for f in expand(sources) if f not in sources}
+    newest = set(choose_runs(sorted(from_folder)).files)
+    spans: list[tuple[str, bool, int, int]] = []
+    side = _Side(keyed, by is not None)
+    found = None
+    try:
+        for source in expand(sources):
+            if source in from_folder and source not in newest:
+                continue
+            start = side.count
+            folder = source in from_folder
+            try:
+                found = reader.source(source, folder, side) or found
+            finally:
+                side.flush()
+                spans.append((source, folder, start, side.count))
+    except InputError:
+        if keyed:  # a repeated id on an earlier row is the first error
+            ids, _, _ = side.columns()
+            _raise_repeat(reader, ids, spans, side)
+        raise
+    ids, conf, corr = side.columns()
+    if keyed:
+        _raise_repeat(reader, ids, spans, side)
+    return KeyColumns(ids, conf, corr, side.groups, found or "jsonl", spans)
+
+
+def _raise_repeat(reader: _Reader, ids: IdHashes, spans: list, side: _Side) -> None:
+    """InputError naming the earliest row whose id an earlier row holds, if there is one."""
+    repeat = ids.first_repeat()
+    if repeat is None:
+        return
+    (first_name, first_at, _), (name, at, key) = (
+        side.kept.get(i) or reader.locate(spans, i) for i in repeat
+    )
+    raise InputError(name, at, f"duplicate id {show_id(key)} (first at {first_name}:{first_at})")
+
+
+class _Reader:
+    """Reads each file's rows into a :class:`_Side` (see :func:`read_key_columns`)."""
+
+    def __init__(self, native, router, id_field, fmt, by, keyed, max_line, max_document) -> None:
+        self.native, self.router, self.id_field, self.fmt = native, router, id_field, fmt
+        self.by, self.keyed = by, keyed
+        self.bounds = {"max_line_bytes": max_line, "max_document_bytes": max_document}
+        self._decoders: dict[str, Any] = {}
+
+    def source(self, source: str, folder: bool, side: _Side) -> str | None:
+        """Read one file; its format (None when a folder's file is skipped)."""
+        from calibcli.io.parts import is_summary_file
+        from calibcli.io.reader import whole_document_kind
+
+        state = _State(self, source)
+        if is_summary_file(source) or whole_document_kind(source, self.bounds["max_line_bytes"]):
+            from calibcli.io.records import records
+
+            for name, line_no, row, _ in records(source, **self.bounds, skip_results=folder):
+                if not state.row(name, line_no, row, folder, side):
+                    break
+            return state.fmt
+        from calibcli.io.rows import parse_line
+
+        src = Source(source)
+        src.probe()
+        try:
+            stream = src.stream()
+            try:
+                each = blocks(
+                    stream, src.name, BLOCK_SIZE, max_line_bytes=self.bounds["max_line_bytes"]
+                )
+                for first, view, _, expected in each:
+                    if state.fast and expected > 0 and self._block(view, expected, side):
+                        continue
+                    routed = state.fmt is not None
+                    for line_no, line in lines_of(view, first):
+                        try:
+                            row = parse_line(line)
+                        except RecursionError:
+                            raise InputError(src.name, line_no, "JSON nested too deeply") from None
+                        except ValueError as exc:
+                            raise InputError(src.name, line_no, str(exc)) from None
+                        if not state.row(src.name, line_no, row, folder, side):
+                            return state.fmt
+                        if not routed and state.fast and expected > 1:
+                            # the file's first row named its format: the rest of the block
+                            # may decode in one call
+                            routed = True
+                            rest = view[_line_end(view, line_no - first) :]
+                            if self._block(rest, expected - 1, side):
+                                break
+            finally:
+                stream.close()
+        finally:
+            src.close()
+        return state.fmt
+
+    def _decoder(self) -> Any:
+        """msgspec's decoder of a native row with its id as raw JSON text."""
+        field = self.id_field or "id"
+        if field not in self._decoders:
+            import msgspec
+
+            fields, rename = self.native.struct_fields()
+            if field in rename.values():  # the id is the confidence or correctness itself
+                self._decoders[field] = None
+                return None
+            row_type = msgspec.defstruct(
+                "KeyedRow", [*fields, ("i", msgspec.Raw)], rename={**rename, "i": field}, gc=False
+            )
+            self._decoders[field] = (
+                msgspec.json.Decoder(row_type),
+                (msgspec.DecodeError, msgspec.ValidationError, RecursionError),
+            )
+        return self._decoders[field]
+
+    def _block(self, view: memoryview, expected: int, side: _Side) -> bool:
+        """Add a native block decoded in one call; False (nothing added) when it must be read
+        line by line."""
+        found = self._decoder()
+        if found is None:
+            return False
+        decoder, errors = found
+        rows = None
+        with contextlib.suppress(*errors):
+            rows = decoder.decode_lines(view)
+        if rows is None or len(rows) != expected:
+            return False
+        n = len(rows)
+        conf = np.fromiter([r.c for r in rows], np.float64, n)
+        if not self.native.columns_ok((conf,)):
+            return False
+        raws = [r.i for r in rows]
+        lengths = np.fromiter(map(len, raws), np.int64, n)
+        packed = b"".join(raws)
+        if not _plain_ids(packed, lengths):
+            return False
+        corr = np.frombuffer(bytes([r.y for r in rows]), np.bool_)
+        side.add_block(conf, corr, hash_packed(packed, lengths))
+        return True
+
+    def locate(self, spans: list, row: int) -> tuple[str, Any, Any]:
+        """(display name, line or locator, key) of a row, by reading its file again."""
+        from calibcli.io.records import records
+
+        for source, folder, start, stop in spans:
+            if start <= row < stop:
+                state = _State(self, source)
+                target = row - start
+                for k, (name, line_no, parsed, _) in enumerate(
+                    records(source, **self.bounds, skip_results=folder)
+                ):
+                    if k == target:
+                        state.route(parsed)
+                        return name, line_no, state.key(parsed)
+                    if k == 0:
+                        state.route(parsed)
+        raise AssertionError(f"row {row} is in no file read")  # pragma: no cover
+
+
+def _line_end(view: memoryview, lines: int) -> int:
+    """The offset just past the newline that ends line ``lines`` (0-based) of a block."""
+    obj = view.obj
+    at = -1
+    for _ in range(lines + 1):
+        at = obj.find(b"\n", at + 1, len(view))
+    return at + 1 if at >= 0 else len(view)
+
+
+def _plain_ids(packed: bytes, lengths: np.ndarray) -> bool:
+    """Whether every raw id is its own canonical text: a string without escapes, or a whole
+    number of at most 19 digits without a fraction, an exponent or a minus zero."""
+    data = np.frombuffer(packed, np.uint8)
+    starts = np.cumsum(lengths) - lengths
+    head = data[starts]
+    strings = head == _QUOTE
+    if packed.find(b"\\") >= 0 and np.any(strings):
+        return False
+    numbers = ~strings
+    if not numbers.any():
+        return True
+    digits = (head == _MINUS) | ((head >= 48) & (head <= 57))
+    if not np.all(digits[numbers]) or np.any(lengths[numbers] > _NUMBER_MAX):
+        return False
+    odd = (data == 46) | (data == 101) | (data == 69) | (data == _BACKSLASH)  # . e E \
+    if np.any(np.add.reduceat(odd, starts)[numbers]):
+        return False
+    minus_zero = numbers & (head == _MINUS) & (lengths == 2)
+    return not np.any(data[starts[minus_zero] + 1] == 48)
+
+
+class _State:
+    """One file's format and converter, found from its first row, and each row's checks."""
+
+    def __init__(self, reader: _Reader, source: str) -> None:
+        from calibcli import formats
+
+        self.reader = reader
+        self.source = source
+        self.task = formats.task_from_filename(source) if source != "-" else None
+        self.fmt: str | None = None
+        self.convert: Any = None
+        self.key_of: Any = None
+        reader_ok = reader.keyed and reader.by is None
+        field = reader.id_field
+        self.once = source == "-" or not os.path.isfile(source)  # cannot be read again
+        self._fast_ok = reader_ok and (field is None or "." not in field) and not self.once
+        self.fast = False
+
+    def route(self, row: dict) -> str | None:
+        """Set the format from the first row; the reason to skip the file, or None."""
+        reader = self.reader
+        self.fmt, skip = reader.router.route(row, None if reader.fmt == "auto" else reader.fmt)
+        self.convert = (
+            reader.native.check if self.fmt == "jsonl" else reader.router.converter(self.fmt)
+        )
+        self.fast = self._fast_ok and self.fmt == "jsonl"
+        return skip
+
+    def key(self, row: dict) -> Any:
+        from calibcli import formats
+
+        return row_key(formats, row, self.fmt, self.reader.id_field, self.task)
+
+    def row(self, name: str, line_no: Any, row: dict, folder: bool, side: _Side) -> bool:
+        """Check and add one row; False when the file is a folder's file to skip."""
+        reader = self.reader
+        field = reader.id_field or "id"
+        try:
+            if self.fmt is None:
+                skip = self.route(row)
+                if skip is not None and folder:
+                    return False
+                if skip is not None:
+                    raise ValueError(f"{skip}: nothing to compare")
+            values = self.convert(row)
+            if self.fmt == "jsonl":
+                values = [values]
+            if len(values) != 1:
+                raise ValueError(f"a {self.fmt} row holding {len(values)} predictions")
+            c, y = values[0]
+            canon = None
+            if reader.keyed:
+                key = self.key(row)
+                field = reader.id_field or default_id_field(self.fmt)
+                canon = canonical_id(key)
+        except ValueError as exc:
+            text = str(exc)
+            if text.startswith("is "):
+                text = f'id field "{field}" {text}'
+            raise InputError(name, line_no, text) from None
+        if canon is not None:
+            side.canon.append(canon)
+            if self.once:
+                side.kept[side.count] = (name, line_no, key)
+        side.conf.append(float(c))
+        side.corr.append(bool(y))
+        side.count += 1
+        if side.groups is not None:
+            from calibcli.io.plan import group_key
+            from calibcli.io.rows import group_name
+
+            try:
+                if self.key_of is None:
+                    self.key_of = group_key(self.fmt, reader.by, self.source)
+                side.groups.append(group_name(self.key_of(row)))
+            except ValueError as exc:
+                raise InputError(name, line_no, str(exc)) from None
+        return True
+
+
+def match_columns(base: KeyColumns, new: KeyColumns) -> Any:
+    """The rows both sides hold, aligned in BASE's order
+    (:class:`~calibcli.summaries.PairedRows`)."""
+    from calibcli.summaries import PairedRows
+
+    b_idx, n_idx = base.ids.positions_in(new.ids)
+    groups = None if base.groups is None else [base.groups[i] for i in b_idx.tolist()]
+    pairs = int(b_idx.shape[0])
+    return PairedRows(
+        (base.confidence[b_idx], base.correct[b_idx]),
+        (new.confidence[n_idx], new.correct[n_idx]),
+        groups,
+        base.n - pairs,
+        new.n - pairs,
+        base.n,
+        new.n,
+    )
