@@ -85,6 +85,10 @@ bench-paths: $(STAMP)  ## Time calibrate --by beside DuckDB's GROUP BY; writes i
 	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python bench/paths.py
 
+.PHONY: bench-formats
+bench-formats: $(STAMP)  ## Time lm-eval rows beside a naive json loop and an inspect-ai log's memory; writes its BENCHMARKS.md section
+	$(BIN)/python bench/formats.py $(if $(BEFORE),--before $(BEFORE))
+
 .PHONY: bench-compare
 bench-compare: $(STAMP)  ## Time compare's reading and matching beside calibrate's reading, and its memory per pair; writes its BENCHMARKS.md section
 	$(BIN)/python bench/compare.py $(if $(REF),--ref $(REF))

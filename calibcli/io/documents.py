@@ -36,7 +36,7 @@ import re
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from os import PathLike
 from typing import Any
 
@@ -152,6 +152,7 @@ def iter_document(
     kind: str | None = None,
     max_document_bytes: int | None = None,
     with_text: bool = False,
+    slim: Callable[[Any], bool] | None = None,
 ) -> Iterator[tuple[Any, ...]]:
     """Yield ``(locator, row)`` for each row of a whole document (see the module docstring).
 
@@ -162,6 +163,11 @@ def iter_document(
     :class:`DocumentError` for invalid JSON, a log without samples, an lm-eval results file, an
     archive member that cannot be read (named), and for a compressed document or member larger
     than ``max_document_bytes`` (default :data:`MAX_DOCUMENT_BYTES`) once decompressed.
+
+    ``slim(first sample)`` may say that the samples of an inspect-ai ``.json`` log after the
+    first are read for the inspect-ai row functions alone: each then holds only the fields
+    they read (:data:`calibcli.io.inspect_log.SAMPLE_FIELDS`), which is all that is decoded of
+    it.
     """
     limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
@@ -177,7 +183,16 @@ def iter_document(
         return
     if kind not in DOCUMENT_KINDS:
         raise ValueError(f"kind must be one of {', '.join(DOCUMENT_KINDS)}, not {kind!r}")
-    text = _read_text(source, limit).decode("utf-8-sig")
+    data = _read_text(source, limit)
+    if kind == "json-object" and not with_text:
+        from calibcli.io.inspect_log import inspect_samples
+
+        samples = inspect_samples(data, slim)
+        if samples is not None:
+            yield from samples
+            return
+    text = data.decode("utf-8-sig")
+    del data
     if kind == "evals-log":
         for line, row, raw in _evals_rows(text):
             yield (line, row, raw) if with_text else (line, row)
@@ -506,6 +521,11 @@ def _read_text(source: Source, limit: int) -> bytes:
     with _open(source) as f:
         if isinstance(f, gzip.GzipFile):
             return _capped(f, limit)
+        if isinstance(f, io.BufferedReader):
+            # the file's own reader: one buffer of the file's size (a buffered read(), after
+            # the bytes sniffed, joins two copies)
+            f.raw.seek(0)
+            return f.raw.readall()
         return f.read()
 
 

@@ -81,6 +81,19 @@ class ReadPlan:
                 self.spec, convert=self.spec.check, key=key, ident=ident, group_field=field
             )
         convert = self.router.converter(fmt)
+        if fmt == "lm-eval" and self.id_field is None:
+            from calibcli.io.lm_eval_blocks import LmEvalBlockDecoder
+
+            # lm-eval rows take a typed path by whole blocks; the group is the file's own
+            return LmEvalBlockDecoder(
+                self.spec,
+                kind=self.router.lm_eval_kind,
+                mc_norm=getattr(self.settings, "mc_norm", "none"),
+                convert=convert,
+                key=key,
+                ident=ident,
+                constant_key=self.settings.by in ("task", "model") and source != "-",
+            )
         return BlockDecoder(self.spec, convert=convert, key=key, many=True, ident=ident)
 
     def builder(self) -> Any:

@@ -52,18 +52,23 @@ def whole_document_kind(source: str, max_line_bytes: int | None = None) -> str |
 
 
 def document_rows(
-    source: str, kind: str, max_document_bytes: int | None = None
+    source: str,
+    kind: str,
+    max_document_bytes: int | None = None,
+    slim: Callable[[Any], bool] | None = None,
 ) -> Iterator[tuple[int | str, Any]]:
-    """(locator, row) of a whole document (:func:`calibcli.io.documents.iter_document`), its
-    errors as :class:`InputError` naming the file and the row; an lm-eval results file raises
-    :class:`SkipFile`."""
+    """(locator, row) of a whole document (:func:`calibcli.io.documents.iter_document`, with
+    ``slim``), its errors as :class:`InputError` naming the file and the row; an lm-eval results
+    file raises :class:`SkipFile`."""
     import zlib
 
     from calibcli.io.documents import DocumentError, ResultsFile, iter_document
 
     name = display_name(source)
     try:
-        yield from iter_document(source, kind=kind, max_document_bytes=max_document_bytes)
+        yield from iter_document(
+            source, kind=kind, max_document_bytes=max_document_bytes, slim=slim
+        )
     except ResultsFile:
         raise SkipFile("lm-eval", RESULTS_SKIPPED) from None
     except DocumentError as e:
@@ -271,8 +276,22 @@ class Reader:
         builder.end_source(SourceInfo(source, content, fold.fmt, 0, start, stop))
         return True
 
+    def _slim(self, first: Any) -> bool:
+        """Whether a document whose first row is ``first`` is read as inspect-ai samples with
+        no field but the ones its row functions read: no --by or --id-field names another."""
+        plan = self.plan
+        if plan.settings.by is not None or plan.id_field is not None:
+            return False
+        if not isinstance(first, dict):
+            return False
+        try:
+            fmt, skip = plan.router.route(first, plan.forced)
+        except ValueError:
+            return False
+        return fmt == "inspect-ai" and skip is None
+
     def _read_document(self, source: str, kind: str, fold: SourceFold, builder: Any) -> None:
-        rows = document_rows(source, kind, self.plan.max_document_bytes)
+        rows = document_rows(source, kind, self.plan.max_document_bytes, self._slim)
         while chunk := list(itertools.islice(rows, DOCUMENT_BATCH)):
             fold.fold_rows(chunk, builder)
 

@@ -1,0 +1,279 @@
+"""lm-eval samples rows decoded a block at a time into typed structs, and turned into columns.
+
+The structs hold only the fields the row functions of :mod:`calibcli.formats.lm_eval` read, with
+types strict enough that a row those functions would treat in any special way (a field
+missing, a response that is not a ``[loglikelihood, is_greedy]`` pair, generation settings,
+``acc_mutual_info``, a rolling field in a multiple-choice row, a count given as text) fails to
+decode. The column functions compute each row's values as those functions do (the same float
+operations in the same order, so every bit agrees) and return None for a block holding a row
+they would refuse or treat otherwise. Either way the caller then reads the block through the
+row functions, which word the error or give the row its special treatment: the typed path only
+ever takes rows whose values it computes exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from itertools import chain
+from operator import itemgetter
+from typing import Any
+
+from calibcli.formats.lm_eval import _LOGGED_FLOAT, _MC_CORRECT_FIELD, _ROLLING_FIELDS
+
+_FIRST = itemgetter(0)
+
+
+@cache
+def choice_decoder(mc_norm: str) -> Any:
+    """A msgspec decoder of multiple-choice rows into a struct of the fields read with
+    ``mc_norm``: ``doc_id`` (the row's id), ``filtered_resps``, ``arguments`` (the
+    continuations, whose lengths normalise, or with ``"none"`` the first request alone; a
+    request holding generation settings, an object, fails) and
+    the correctness field (``acc``, ``acc_norm`` or ``acc_bytes``). ``acc_mutual_info`` and the
+    rolling fields must be absent."""
+    from typing import Literal
+
+    import msgspec
+
+    absent = (msgspec.UnsetType, msgspec.UNSET)
+    request = msgspec.defstruct(
+        "Request", [("arg_1", str | None, None)], rename={"arg_1": "arg_1"}, gc=False
+    )
+    pair = tuple[str | float, Literal["True", "False"] | bool]
+    # without length normalisation only the first request's settings matter: the others'
+    # texts are skipped, not decoded
+    requests: Any = dict[str, request]
+    if mc_norm == "none":
+        requests = msgspec.defstruct(
+            "Requests", [("first", request | None, None)], rename={"first": "gen_args_0"}, gc=False
+        )
+    fields = [
+        ("doc_id", Any),
+        ("resps", list[pair]),
+        ("correct", bool | float),
+        ("args", requests | None, None),
+        ("mutual", *absent),
+        *((f"rolling{i}", *absent) for i in range(len(_ROLLING_FIELDS))),
+    ]
+    rename = {
+        "resps": "filtered_resps",
+        "correct": _MC_CORRECT_FIELD[mc_norm],
+        "args": "arguments",
+        "mutual": "acc_mutual_info",
+        **{f"rolling{i}": name for i, name in enumerate(_ROLLING_FIELDS)},
+    }
+    row = msgspec.defstruct("ChoiceRow", fields, rename=rename, gc=False)
+    return msgspec.json.Decoder(row)
+
+
+@cache
+def rolling_decoder() -> Any:
+    """A msgspec decoder of loglikelihood_rolling rows: ``doc_id`` and the three
+    ``[loglikelihood, count]`` pairs, each absent or a JSON number and a JSON integer."""
+    import msgspec
+
+    pair = tuple[float, int] | msgspec.UnsetType
+    fields = [("doc_id", Any), *((f"p{i}", pair, msgspec.UNSET) for i in range(3))]
+    rename = {f"p{i}": name for i, name in enumerate(_ROLLING_FIELDS)}
+    row = msgspec.defstruct("RollingRow", fields, rename=rename, gc=False)
+    return msgspec.json.Decoder(row)
+
+
+# Within these bytes, a text float() reads is one lm-eval writes (``_LOGGED_FLOAT``) unless it
+# opens with "+", ".", "-." or a 0 followed by a digit, or has a "." with no digit after it.
+_PLAIN = b"0123456789.e+-\n"
+
+
+def _plain_as_logged(data: bytes) -> bool:
+    """Whether texts of ``_PLAIN`` bytes that float() reads, each after a newline and the last
+    followed by one, are all written as lm-eval writes a number (see ``_PLAIN``)."""
+    import numpy as np
+
+    arr = np.frombuffer(data, np.uint8)
+    starts = np.flatnonzero(arr == 10)[:-1] + 1
+    first = arr[starts]
+    at = starts + (first == 45)  # the integer part, after a "-"
+    lead, after = arr[at], arr[at + 1]
+    if ((first == 43) | (lead == 46) | ((lead == 48) & (after >= 48) & (after <= 57))).any():
+        return False
+    behind = arr[np.flatnonzero(arr == 46) + 1]
+    return not ((behind < 48) | (behind > 57)).any()
+
+
+def _loglikelihoods(values: list) -> Any:
+    """The loglikelihoods as floats, or None when one is not what
+    :func:`~calibcli.formats.lm_eval._loglikelihood` takes unchanged (text not written as lm-eval
+    writes a number, NaN, +inf or a positive value)."""
+    import numpy as np
+
+    try:
+        floats = list(map(float, values))
+    except ValueError:
+        return None
+    if not _as_logged(values):
+        return None
+    x = np.array(floats, np.float64)
+    if np.isnan(x).any() or (x > 0).any():  # +inf is > 0 too
+        return None
+    return x
+
+
+def _as_logged(values: list) -> bool:
+    """Whether every text among ``values`` (all read by float()) is written as lm-eval writes
+    a number: checked on the block's texts at once where they hold only digits, ".", "e", "+"
+    and "-", else one by one."""
+    if set(map(type, values)) == {str}:
+        try:
+            data = ("\n" + "\n".join(values) + "\n").encode("ascii")
+        except UnicodeEncodeError:
+            return False  # float() reads no non-ASCII text lm-eval writes
+        if data.count(b"\n") == len(values) + 1 and not data.translate(None, _PLAIN):
+            return _plain_as_logged(data)
+    return all(type(v) is not str or _LOGGED_FLOAT.match(v) for v in values)
+
+
+def _softmax_max(table: Any) -> Any:
+    """Per row of a table of scores (-inf where a row has fewer), max_i exp(s_i) / sum_j
+    exp(s_j) = 1 / sum_j exp(s_j - max s), bit for bit as
+    :func:`~calibcli.formats.lm_eval._max_softmax` computes it: libm's exp (numpy's may differ in
+    the last bit) and the exactly rounded sum of math.fsum, found without it for the rows where
+    an error-free summation shows the rounded sum, with it for the others."""
+    import numpy as np
+
+    m, width = table.shape
+    top = table.max(axis=1)
+    shifted = (table - top[:, None]).ravel().tolist()
+    exps = np.fromiter(map(math.exp, shifted), np.float64, len(shifted)).reshape(m, width)
+    total = exps[:, 0].copy()
+    error = np.zeros(m)
+    bound = np.zeros(m)
+    for j in range(1, width):
+        # TwoSum: total + e == old total + exps[:, j] exactly
+        term = exps[:, j]
+        new = total + term
+        back = new - total
+        e = (total - (new - back)) + (term - back)
+        total = new
+        error += e
+        bound += np.abs(e)
+    # the exact sum is total + error + the rounding of error's own sum, which is under
+    # width * u * bound (u = 2**-53; a margin of 8 times that): where that sum is nearer to
+    # `rounded` than half the smaller spacing around it, `rounded` is the exactly rounded sum
+    rounded = total + error
+    back = rounded - total
+    rest = (total - (rounded - back)) + (error - back)
+    below = rounded - np.nextafter(rounded, 0.0)
+    sure = np.abs(rest) + bound * (width * 2.0**-50) < below * 0.4999
+    if not sure.all():
+        unsure = np.flatnonzero(~sure)
+        rounded[unsure] = list(map(math.fsum, exps[unsure].tolist()))
+    return 1.0 / rounded
+
+
+def choice_columns(rows: list, mc_norm: str, target_delimiter: str = " ") -> tuple | None:
+    """(confidence, correct) columns of decoded multiple-choice rows, as
+    :func:`~calibcli.formats.lm_eval.lm_eval_choice_row` computes each row's; None when a row
+    needs the row function (see the module docstring)."""
+    import numpy as np
+
+    m = len(rows)
+    resps = [r.resps for r in rows]
+    counts = np.fromiter(map(len, resps), np.int64, m)
+    if m and counts.min() < 2:
+        return None
+    flat = list(chain.from_iterable(resps))
+    scores = _loglikelihoods(list(map(_FIRST, flat)))
+    if scores is None:
+        return None
+    if mc_norm != "none":
+        lengths = _lengths(rows, counts.tolist(), mc_norm, target_delimiter)
+        if lengths is None:
+            return None
+        scores = scores / lengths
+    correct = np.fromiter([r.correct for r in rows], np.float64, m)
+    if not np.all((correct == 0) | (correct == 1)):
+        return None
+    width = int(counts.max()) if m else 0
+    table = np.full((m, width), -np.inf)
+    starts = np.cumsum(counts) - counts
+    at = np.arange(len(flat)) - np.repeat(starts, counts)
+    table[np.repeat(np.arange(m), counts), at] = scores
+    if m and table.max(axis=1).min() == -math.inf:
+        return None  # every choice -inf: the row function words it
+    return _softmax_max(table), correct.astype(np.bool_)
+
+
+def _lengths(rows: list, counts: list[int], mc_norm: str, delimiter: str) -> Any:
+    """Each choice's length in characters or UTF-8 bytes, as
+    :func:`~calibcli.formats.lm_eval._choice_lengths` counts it, flat; None for a row it would
+    refuse or read otherwise (requests not named gen_args_0, 1, ... in order, a continuation
+    missing, all continuations alike, an empty choice)."""
+    import numpy as np
+
+    out: list[int] = []
+    names = [f"gen_args_{i}" for i in range(max(counts, default=0))]
+    encode = mc_norm == "bytes"
+    for row, n in zip(rows, counts, strict=True):
+        args = row.args
+        if args is None or len(args) < n:
+            return None
+        keys = list(args)
+        if keys != names[: len(keys)]:
+            return None
+        conts = [args[k].arg_1 for k in keys[:n]]
+        if None in conts or len(set(conts)) == 1:
+            return None
+        if delimiter and all(c.startswith(delimiter) for c in conts):
+            conts = [c[len(delimiter) :] for c in conts]
+        lengths = [len(c.encode("utf-8")) for c in conts] if encode else list(map(len, conts))
+        if 0 in lengths:
+            return None
+        out.extend(lengths)
+    return np.asarray(out, np.float64)
+
+
+def rolling_columns(rows: list) -> tuple | None:
+    """The perplexity columns (nll, tokens, bytes, words, and three zero columns) of decoded
+    loglikelihood_rolling rows, as :func:`~calibcli.formats.lm_eval.lm_eval_rolling_row` and
+    the perplexity row spec make them (-1 for a count not logged); None when a row needs the
+    row function."""
+    import numpy as np
+
+    m = len(rows)
+    unset = _unset()
+    pairs = [(r.p0, r.p1, r.p2) for r in rows]
+    if m == 0:
+        return None
+    first = pairs[0]
+    present = tuple(p is not unset for p in first)
+    if not any(present) or any(tuple(p is not unset for p in row) != present for row in pairs[1:]):
+        return None  # a pattern that changes: the row function and the builder word it
+    cols = [i for i in range(3) if present[i]]
+    lls = [np.fromiter((row[i][0] for row in pairs), np.float64, m) for i in cols]
+    counts = [[row[i][1] for row in pairs] for i in cols]
+    ll = lls[0]
+    if np.isnan(ll).any() or (ll > 0).any():
+        return None
+    if any(not np.array_equal(other, ll) for other in lls[1:]):
+        return None
+    limit = 1 << 62
+    for values in counts:
+        if min(values) < 0 or max(values) >= limit:
+            return None
+    by_field = dict(zip(cols, counts, strict=True))
+    if 1 in by_field and 2 in by_field and by_field[1] != by_field[2]:
+        return None
+    minus = np.full(m, -1, np.int64)
+    words = np.asarray(by_field[0], np.int64) if 0 in by_field else minus
+    nbytes_list = by_field.get(1, by_field.get(2))
+    nbytes = minus if nbytes_list is None else np.asarray(nbytes_list, np.int64)
+    nll = np.where(ll == 0, 0.0, -ll)
+    zeros = np.zeros(m, np.int64)
+    return nll, minus.copy(), nbytes, words, zeros, zeros.copy(), zeros.copy()
+
+
+def _unset() -> Any:
+    import msgspec
+
+    return msgspec.UNSET

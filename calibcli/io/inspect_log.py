@@ -1,0 +1,71 @@
+"""inspect-ai ``.json`` logs decoded with msgspec: the log held once as bytes, each sample
+decoded from its own text when it is read, and with ``slim`` only the sample fields the
+inspect-ai row functions read (:mod:`calibcli.io.documents` falls back to ``json.loads`` of the
+whole text for anything msgspec does not read)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+SAMPLE_FIELDS = ("id", "epoch", "error", "scores", "output", "choices")
+"""The fields of an inspect-ai sample that its row functions and ids read."""
+
+
+def inspect_samples(
+    data: bytes, slim: Callable[[Any], bool] | None = None
+) -> Iterator[tuple[str, Any]] | None:
+    """The ``(locator, sample)`` pairs of an inspect-ai ``.json`` log as
+    :func:`~calibcli.io.documents.iter_document` yields them from ``json.loads`` of the whole
+    text, or None for any other document (and for a log without samples, or one msgspec does
+    not read: ``NaN``, a byte-order mark), which ``json.loads`` then reads. msgspec decodes the
+    top level keeping each sample's JSON text as a view of ``data``, and each sample is decoded
+    when it is yielded: the log is held once and the samples already read are not held at
+    all. ``slim``: see :func:`~calibcli.io.documents.iter_document`."""
+    import msgspec
+
+    # one decode of the whole log, so that each sample's Raw is a view of ``data`` itself
+    log = msgspec.defstruct("Log", [("eval", msgspec.Raw), ("samples", list[msgspec.Raw])])
+    try:
+        top = msgspec.json.decode(data, type=log)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if not (bytes(top.eval).startswith(b"{") and top.samples):
+        return None
+    return _decoded_samples(top.samples, slim)
+
+
+def _decoded_samples(
+    samples: list[Any], slim: Callable[[Any], bool] | None
+) -> Iterator[tuple[str, Any]]:
+    import msgspec
+
+    decode = msgspec.json.Decoder().decode
+    unset = msgspec.UNSET
+    fields = [(name, Any, unset) for name in SAMPLE_FIELDS]
+    slim_decode = msgspec.json.Decoder(msgspec.defstruct("Sample", fields, gc=False)).decode
+    slimmed = False
+    for i in range(len(samples)):
+        raw, samples[i] = samples[i], None  # a yielded sample's text is not kept
+        sample: Any = None
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            if slimmed:
+                kept = slim_decode(raw)
+                sample = {
+                    name: value
+                    for name in SAMPLE_FIELDS
+                    if (value := getattr(kept, name)) is not unset
+                }
+            else:
+                sample = decode(raw)
+        if sample is None:
+            # what json.loads reads and msgspec does not (1e400, a sample that is not an
+            # object): json.loads decodes the sample's text as it would inside the whole log
+            sample = json.loads(bytes(raw))
+        if i == 0 and slim is not None:
+            slimmed = slim(sample)
+        ident = sample.get("id") if isinstance(sample, Mapping) else None
+        epoch = sample.get("epoch") if isinstance(sample, Mapping) else None
+        yield f"samples[{i}] (id {ident}, epoch {epoch})", sample

@@ -1,0 +1,120 @@
+"""Block decoding of lm-eval samples rows through typed structs.
+
+A block is decoded in one ``decode_lines`` call into structs holding only the fields read
+(:mod:`calibcli.formats.lm_eval_columns`), and its columns are computed for the whole block at
+once. Any block the typed path does not take whole (a row the structs refuse, a value the
+column functions leave to the row functions, empty lines, a grouping other than the file's task
+or model) is read by :class:`~calibcli.io.decode.BlockDecoder`'s dict path, which words every
+error: the values, ids, groups and messages are those of the dict path either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from calibcli.io.decode import SMALL_BLOCK, BlockDecoder
+from calibcli.io.rows import group_name
+
+# id_key's kinds of the doc_id values taken without a call (an int or float doc_id is a number,
+# a string a string); any other doc_id is keyed by the identifier itself
+_ID_KINDS = {int: "number", float: "number", str: "string"}
+
+
+class LmEvalBlockDecoder(BlockDecoder):
+    """A :class:`~calibcli.io.decode.BlockDecoder` of lm-eval rows (``kind``:
+    ``"multiple_choice"`` or ``"loglikelihood_rolling"``) with a typed path for whole blocks.
+
+    ``group`` is the one group of every row of the source (``--by task`` or ``--by model`` from
+    the file name), computed by calling ``key``; ``ident`` keys each row by its ``doc_id``."""
+
+    def __init__(
+        self,
+        spec: Any,
+        *,
+        kind: str,
+        mc_norm: str,
+        convert: Callable[[dict], list[tuple]],
+        key: Callable[[dict], Any] | None,
+        ident: Callable[[dict], Any] | None,
+        constant_key: bool,
+    ) -> None:
+        super().__init__(spec, convert=convert, key=key, many=True, ident=ident)
+        self.kind = kind
+        self.mc_norm = mc_norm
+        self.constant_key = constant_key
+        self._typed_decoder: Any = None
+
+    def block(
+        self,
+        block: memoryview,
+        first_line: int,
+        name: str,
+        expected: int,
+        consecutive: bool = False,
+    ) -> tuple:
+        got = None
+        if consecutive and (self._typed_decoder is not None or len(block) >= SMALL_BLOCK):
+            got = self._typed(block, expected)
+        if got is None:
+            return super().block(block, first_line, name, expected, consecutive)
+        return got
+
+    def _typed(self, block: memoryview, expected: int) -> tuple | None:
+        from calibcli.formats import lm_eval_columns as typed
+
+        if self._typed_decoder is None:
+            import msgspec
+
+            if self.kind == "multiple_choice":
+                self._typed_decoder = typed.choice_decoder(self.mc_norm)
+            else:
+                self._typed_decoder = typed.rolling_decoder()
+            self._typed_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+        rows = None
+        with contextlib.suppress(*self._typed_errors):
+            rows = self._typed_decoder.decode_lines(block)
+        if rows is None or len(rows) != expected or not rows:
+            return None
+        if self.kind == "multiple_choice":
+            cols = typed.choice_columns(rows, self.mc_norm)
+        else:
+            cols = typed.rolling_columns(rows)
+        if cols is None:
+            return None
+        keys = None
+        if self.key is not None:
+            if not self.constant_key:
+                return None
+            try:
+                keys = [group_name(self.key({}))] * len(rows)
+            except ValueError:
+                return None
+        ids = None
+        if self.ident is not None:
+            ids = self._ids([r.doc_id for r in rows])
+            if ids is None:
+                return None
+        self.ids = ids
+        return cols, keys, None
+
+    def _ids(self, docs: list) -> list | None:
+        """Each row's id as ``ident`` gives it, or None when one cannot be given (the dict
+        path then words the error). The ids of int, float and string doc_ids are built from the
+        first row's id, checked to be the identifier's own."""
+        ident = self.ident
+        try:
+            first = ident({"doc_id": docs[0]})  # type: ignore[misc]
+        except ValueError:
+            return None
+        prefix = first[:2]
+        kinds = _ID_KINDS
+        try:
+            out = [
+                (*prefix, kinds[type(d)], d) if type(d) in kinds else ident({"doc_id": d})  # type: ignore[misc]
+                for d in docs
+            ]
+        except ValueError:
+            return None
+        return out if out[0] == first else None
