@@ -10,6 +10,10 @@ what a user would write instead (``make bench-formats``).
   the file size and CPU seconds, for this checkout and for an earlier commit checked out with
   ``--before PATH`` (a ``git worktree`` of it), interleaved.
 
+Every timed command is started by bench/run.py's small launcher process (``run_once``): a
+child's ``ru_maxrss`` counts the process it was forked from, so forking the commands from this
+one, which generated the inputs, would inflate their peak RSS.
+
 The result replaces the section between ``<!-- formats:start -->`` and ``<!-- formats:end -->``
 of BENCHMARKS.md (appended when missing).
 
@@ -35,10 +39,20 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from run import label, parse_size  # noqa: E402
+from run import label, parse_size, run_once  # noqa: E402
 from sections import write_section  # noqa: E402
 
 START, END = "<!-- formats:start -->", "<!-- formats:end -->"
+
+# The targets of issue 24, shown beside the figures: calibcli's CPU over the naive loop's on the
+# lm-eval rows, the inspect-ai log's peak RSS over its file size, and the speed-up on that log
+# over the --before checkout.
+LM_EVAL_RATIO, INSPECT_RSS, INSPECT_SPEEDUP = 0.5, 1.5, 3.0
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
 
 _CONTEXT = "Question: Which of these is the most likely outcome of the experiment?\nAnswer:"
 _CHOICES = (" The sample melts.", " It stays the same.", " The mass doubles.", " It dissolves.")
@@ -209,17 +223,19 @@ print(json.dumps({"n": n, "bits_per_byte": nll / nbytes / math.log(2)}))
 """
 
 
-def timed(argv: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
-    """CPU seconds (user + system, from ``os.wait4``), peak RSS in MB and the output."""
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, cwd=cwd)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode not in (0, 1):
-            raise SystemExit(f"{' '.join(argv)} exited with {proc.returncode}")
-        out.seek(0)
-        text = out.read().decode()
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """CPU seconds (user + system) and peak RSS in MB of one run, through bench/run.py's
+    launcher process, so that the peak RSS is the command's alone."""
+    _, cpu, rss = run_once(argv, env)
+    return cpu, rss
+
+
+def output(argv: list[str], env: dict[str, str]) -> str:
+    """The command's output (an untimed run, for the agreement check)."""
+    done = subprocess.run(argv, capture_output=True, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr.decode()}")
+    return done.stdout.decode()
 
 
 def calibcli_at(checkout: Path) -> list[str]:
@@ -228,12 +244,16 @@ def calibcli_at(checkout: Path) -> list[str]:
     return [str(checkout / ".venv" / "bin" / "calibcli")]
 
 
-def interleaved(sides: dict[str, list[str]], rounds: int) -> dict[str, list[tuple]]:
-    """Each side run once per round, in turn: (CPU s, peak RSS MB, output) per run."""
+def interleaved(
+    sides: dict[str, list[str]], rounds: int, env: dict[str, str]
+) -> dict[str, list[tuple]]:
+    """Each side run once per round, in turn: (CPU s, peak RSS MB) per run."""
     runs: dict[str, list[tuple]] = {name: [] for name in sides}
-    for _ in range(rounds):
+    for r in range(rounds):
         for name, argv in sides.items():
-            runs[name].append(timed(argv))
+            runs[name].append(timed(argv, env))
+            cpu, rss = runs[name][-1]
+            print(f"  round {r + 1} {name:<9} cpu {cpu:7.2f} s  {rss:6.0f} MB", file=sys.stderr)
     return runs
 
 
@@ -263,6 +283,7 @@ def main() -> None:
     rows, rolling = parse_size(args.rows), parse_size(args.rolling)
     tmp = tempfile.TemporaryDirectory(dir=args.data)
     folder = Path(tmp.name)
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
     now = calibcli_at(ROOT)
     before = calibcli_at(args.before) if args.before else None
     one = ["--workers", "1"]
@@ -272,10 +293,11 @@ def main() -> None:
         "",
         "Whole processes in interleaved rounds, median CPU seconds (user + system, `os.wait4`) "
         f"of {args.rounds} rounds; each pair's figures checked to agree first. calibcli reads "
-        "with `--workers 1` (one process, as the naive loop).",
+        "with `--workers 1` (one process, as the naive loop). Each command is started by "
+        "bench/run.py's launcher process, so its peak RSS is its own.",
         "",
-        "| input | calibcli | naive loop | ratio |" + (" before |" if before else ""),
-        "|---|---|---|---|" + ("---|" if before else ""),
+        "| input | calibcli | naive loop | ratio | target |" + (" before |" if before else ""),
+        "|---|---|---|---|---|" + ("---|" if before else ""),
     ]
     cases = [
         (
@@ -300,12 +322,13 @@ def main() -> None:
         }
         if before:
             sides["before"] = [*before, command, "--json", *one, str(path)]
-        runs = interleaved(sides, args.rounds)
-        _agree(runs["calibcli"][0][2], runs["naive"][0][2], keys)
+        _agree(output(sides["calibcli"], env), output(sides["naive"], env), keys)
+        runs = interleaved(sides, args.rounds, env)
         cpu = {name: median_cpu(r) for name, r in runs.items()}
+        ratio = cpu["calibcli"] / cpu["naive"]
         row = (
-            f"| {title} | {cpu['calibcli']:.2f} s | {cpu['naive']:.2f} s | "
-            f"{cpu['calibcli'] / cpu['naive']:.2f}× |"
+            f"| {title} | {cpu['calibcli']:.2f} s | {cpu['naive']:.2f} s | {ratio:.2f}× | "
+            f"≤ {LM_EVAL_RATIO}×: {verdict(ratio <= LM_EVAL_RATIO)} |"
         )
         if before:
             row += f" {cpu['before']:.2f} s ({cpu['before'] / cpu['naive']:.2f}×) |"
@@ -317,9 +340,9 @@ def main() -> None:
     sides = {"calibcli": [*now, "calibrate", "--json", str(log)]}
     if before:
         sides["before"] = [*before, "calibrate", "--json", str(log)]
-    runs = interleaved(sides, args.rounds)
     if before:
-        _agree(runs["calibcli"][0][2], runs["before"][0][2], ("n", "ece", "brier"))
+        _agree(output(sides["calibcli"], env), output(sides["before"], env), ("n", "ece", "brier"))
+    runs = interleaved(sides, args.rounds, env)
     lines += [
         "",
         f"inspect-ai `.json` log, {args.samples:,} samples ({size:.0f} MB), `calibrate`:",
@@ -331,6 +354,16 @@ def main() -> None:
         rss = statistics.median(x[1] for x in r)
         lines.append(f"| {name} | {median_cpu(r):.2f} s | {rss:.0f} MB | {rss / size:.2f}× |")
         print(lines[-1], flush=True)
+    rss = statistics.median(x[1] for x in runs["calibcli"]) / size
+    lines += ["", f"Targets: peak RSS ≤ {INSPECT_RSS}× the file size: {rss:.2f}×, "]
+    lines[-1] += verdict(rss <= INSPECT_RSS)
+    if before:
+        speedup = median_cpu(runs["before"]) / median_cpu(runs["calibcli"])
+        lines[-1] += (
+            f"; ≥ {INSPECT_SPEEDUP}× faster than before: {speedup:.2f}×, "
+            f"{verdict(speedup >= INSPECT_SPEEDUP)}"
+        )
+    lines[-1] += "."
     lines.append(END)
     tmp.cleanup()
     write_section(args.output, "\n".join(lines) + "\n", START, END)
