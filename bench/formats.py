@@ -44,7 +44,7 @@ from sections import write_section  # noqa: E402
 
 START, END = "<!-- formats:start -->", "<!-- formats:end -->"
 
-# The targets of issue 24, shown beside the figures: calibcli's CPU over the naive loop's on the
+# The targets shown beside the figures: calibcli's CPU over the naive loop's on the
 # lm-eval rows, the inspect-ai log's peak RSS over its file size, and the speed-up on that log
 # over the --before checkout.
 LM_EVAL_RATIO, INSPECT_RSS, INSPECT_SPEEDUP = 0.5, 1.5, 3.0
