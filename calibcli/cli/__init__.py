@@ -61,13 +61,22 @@ __all__ = ["app", "main"]
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: exit 0/1/2 as the commands decide, 3 for any crash, 130 for
     Ctrl-C (the command's handler takes over from the one set here once it runs). A caller's
-    own Ctrl-C handler is back when it returns, unless it was interrupted."""
+    own Ctrl-C handler is back when it returns, unless it was interrupted (the process then
+    ends with 130 at once)."""
     previous = _on_interrupt_exit()
     code: Any = None
     try:
         app(args=argv, prog_name="calibcli")
     except SystemExit as exc:
         code = exc.code
+        if code == 130:
+            # Interrupted: the command's cleanup has run (workers stopped, staged files
+            # removed). Leave without the interpreter's exit hooks, whose process-pool hook
+            # writes to a wake-up pipe the stopped pool has closed (a traceback on Python
+            # 3.10) after the one line already printed.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         raise
     except Exception:  # a bug, never a verdict on the data: show it so it can be reported
         traceback.print_exc()
