@@ -25,13 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.errors import InputError
-from calibcli.io.rows import NOT_AN_OBJECT, TOO_DEEP, group_name, parse_line
+from calibcli.io.rows import NOT_AN_OBJECT, TOO_DEEP, group_name, group_names, parse_line
 from calibcli.io.sources import lines_of
-
-NAMES_KEPT = 1 << 20
-"""Group names a decoder remembers (by value) before it starts again."""
-
-_CONTAINERS = (dict, list)
 
 SMALL_BLOCK = 64 << 10
 """A decoder whose first block is smaller than this decodes with json.loads, line by line."""
@@ -71,7 +66,7 @@ class BlockDecoder:
         self.typed = ident is None and (
             (convert is None and key is None) or self.group_field is not None
         )
-        self._names: dict[str, str] = {}  # string group value -> name, bounded by NAMES_KEPT
+        self._names: dict[str, str] = {}  # string group value -> name, see group_names
         self._convert = spec.check if convert is None else convert
         self.key = key
         self._decoder: Any = None  # msgspec, built on the first block of SMALL_BLOCK or more
@@ -181,25 +176,9 @@ class BlockDecoder:
         return taken
 
     def _group_names(self, values: list) -> list[str] | None:
-        """Each value's group name (:func:`~calibcli.io.rows.group_name`), or None when one is
-        an object or a list (the dict path then words the error). String values' names are
-        remembered, up to ``NAMES_KEPT`` of them: a group's name is computed once, not per row."""
-        names = self._names
-        out = []
-        for v in values:
-            if type(v) in _CONTAINERS:
-                return None
-            if type(v) is not str:  # 1, 1.0, True and -0.0 vs 0.0: equal keys, other names
-                out.append(group_name(v))
-                continue
-            name = names.get(v)
-            if name is None:
-                name = group_name(v)
-                if len(names) >= NAMES_KEPT:
-                    names.clear()
-                names[v] = name
-            out.append(name)
-        return out
+        """:func:`~calibcli.io.rows.group_names`, remembering names across this reader's
+        blocks."""
+        return group_names(values, self._names)
 
     def _precise(self, block: memoryview, first_line: int, name: str) -> tuple:
         """Line by line; InputError names the exact line."""

@@ -23,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from calibcli.summaries import mix64_in_place
+
 LONG = 64
 """Canonical ids longer than this are hashed by blake2b one by one; shorter ones in columns."""
 
 _SEEDS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD1B54A32D192ED03))
-_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], np.uint64)  # the low k bytes of a word
 
 
@@ -66,16 +67,6 @@ def _fold(part: Any) -> Any:
     return int(part)
 
 
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, in place on a uint64 array."""
-    z ^= z >> np.uint64(30)
-    z *= _M1
-    z ^= z >> np.uint64(27)
-    z *= _M2
-    z ^= z >> np.uint64(31)
-    return z
-
-
 def hash_packed(buffer: bytes, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two uint64 columns (the 128-bit hash) of the canonical ids packed end to end in
     ``buffer``, id i being ``lengths[i]`` bytes long."""
@@ -103,14 +94,14 @@ def hash_packed(buffer: bytes, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
     padded[: data.shape[0]] = data
     word_at = np.ndarray((data.shape[0] + 1,), "<u8", padded, 0, (1,))
     with np.errstate(over="ignore"):
-        lanes = [_mix(sizes.astype(np.uint64) ^ seed) for seed in _SEEDS]
+        lanes = [mix64_in_place(sizes.astype(np.uint64) ^ seed) for seed in _SEEDS]
         for j in range(-(-int(sizes.max()) // 8)):
             left = np.clip(sizes - 8 * j, 0, 8)
             word = word_at[np.minimum(at + 8 * j, data.shape[0])] & _MASKS[left]
             for seed, h in zip(_SEEDS, lanes, strict=True):
                 h ^= word
                 h += seed
-                _mix(h)
+                mix64_in_place(h)
     hi[short], lo[short] = lanes
     return hi, lo
 

@@ -143,6 +143,31 @@ def group_name(value: Any) -> str:
     return json.dumps(value)
 
 
+GROUP_NAMES_KEPT = 1 << 20
+"""String group values whose names :func:`group_names` remembers (its dict is then cleared)."""
+
+
+def group_names(values: list, names: dict[str, str]) -> list[str] | None:
+    """Each value's :func:`group_name`, or None when one is an object or a list (the caller's
+    row-by-row path then words the error). String values' names are remembered in ``names``,
+    up to ``GROUP_NAMES_KEPT`` of them: a group's name is computed once, not per row."""
+    out = []
+    for v in values:
+        if type(v) in (dict, list):
+            return None
+        if type(v) is not str:  # 1, 1.0, True and -0.0 vs 0.0: equal keys, other names
+            out.append(group_name(v))
+            continue
+        name = names.get(v)
+        if name is None:
+            name = group_name(v)
+            if len(names) >= GROUP_NAMES_KEPT:
+                names.clear()
+            names[v] = name
+        out.append(name)
+    return out
+
+
 _LITERALS = frozenset(("true", "false", "null", "NaN", "Infinity", "-Infinity"))
 
 

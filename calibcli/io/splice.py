@@ -21,16 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.io.rows import confidence_ok, group_name
+from calibcli.io.rows import confidence_ok, group_names
 
 _NEWLINE, _CR, _SPACE, _COMMA, _COLON = 10, 13, 32, 44, 58
 _BACKSLASH, _CLOSE_LIST, _CLOSE = 92, 93, 125
 # the bytes a JSON number can open with
 _NUMBER_OPENS = np.zeros(256, np.bool_)
 _NUMBER_OPENS[list(b"0123456789-")] = True
-_CONTAINERS = (dict, list)
-_NAMES_KEPT = 1 << 20
-"""Group names remembered (by value) before the memo starts again."""
 
 
 def splices(field: str, by: str | None) -> bool:
@@ -177,24 +174,9 @@ class BlockSplicer:
         return True
 
     def _group_names(self, values: list) -> list[str] | None:
-        """Each value's group name, or None when one is an object or a list (the per-line path
-        then words the error); string values' names are remembered."""
-        names = self._names
-        out = []
-        for v in values:
-            if type(v) in _CONTAINERS:
-                return None
-            if type(v) is not str:  # 1, 1.0, True and -0.0: equal keys, other names
-                out.append(group_name(v))
-                continue
-            name = names.get(v)
-            if name is None:
-                name = group_name(v)
-                if len(names) >= _NAMES_KEPT:
-                    names.clear()
-                names[v] = name
-            out.append(name)
-        return out
+        """:func:`~calibcli.io.rows.group_names`, remembering names across this reader's
+        blocks."""
+        return group_names(values, self._names)
 
 
 def float_texts(values: Any) -> list[bytes]:

@@ -57,6 +57,7 @@ _LAZY = {
     "MAGIC": "calibcli.summaries.encoding",
     "line_keys": "calibcli.summaries.ids",
     "locator_numbers": "calibcli.summaries.ids",
+    "mix64_in_place": "calibcli.summaries.ids",
     "BinTable": "calibcli.summaries.tables",
     "DistinctTable": "calibcli.summaries.distinct",
     "MAX_DISTINCT": "calibcli.summaries.distinct",

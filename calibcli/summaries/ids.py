@@ -71,7 +71,11 @@ _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 def mix64(z: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser of each uint64 (a bijection that spreads every bit)."""
-    z = np.asarray(z, np.uint64).copy()
+    return mix64_in_place(np.asarray(z, np.uint64).copy())
+
+
+def mix64_in_place(z: np.ndarray) -> np.ndarray:
+    """:func:`mix64` written over the uint64 array ``z`` itself (no copy); returns ``z``."""
     with np.errstate(over="ignore"):
         z ^= z >> np.uint64(30)
         z *= _M1
