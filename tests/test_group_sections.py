@@ -74,7 +74,7 @@ def _compare(summary, *, bins, min_bins, reorder_ok, smooth, reference_summary):
             smooth=smooth,
         )
         got = batch[name]
-        assert _json(got.figures) == _json(expected.figures), name
+        assert _json(dict(got.figures)) == _json(expected.figures), name
         assert got.notes == expected.notes, name
         assert got.closed == expected.closed, name
 
@@ -144,3 +144,64 @@ def test_checked_figures_strict_matches_the_full_walk():
     assert json.dumps(got, allow_nan=False) == json.dumps(want, allow_nan=False)
     assert [p for p, _ in bad_checked] == ["groups.a|b.smece", "groups.a|b.nll"]
     assert repr(bad_checked) == repr(bad_plain)
+
+
+def _report_text(summary, monkeypatch, *, batched: bool, **options):
+    """The calibrate report's JSON and warnings, its groups built at once or (``batched``
+    False) group by group with calibration_section, the one-group path."""
+    import calibcli.reports.calibrate as calibrate
+
+    with monkeypatch.context() as m:
+        if not batched:
+            m.setattr(calibrate, "_group_sections", lambda views, **_: None)
+        report = calibrate.calibrate_report(summary, reorder_ok=True, **options)
+    return report.to_json(), report.warnings, report.failures
+
+
+@pytest.mark.parametrize("n_groups", [40, 1500])  # smece per group, and left out above 1,000
+def test_group_table_report_equals_the_one_group_path(n_groups, monkeypatch):
+    """The whole report written from the group table (its JSON text, the strict-JSON nulls and
+    their warnings, the non_finite map) equals the report of per-group sections, byte for
+    byte; group names with quotes, backslashes, '|', '%' and non-ASCII letters included."""
+    from calibcli.reports.gate import Gate
+
+    conf, correct, groups = _rows(11, n_groups, 40 * n_groups)
+    odd = {
+        "g0": 'quo"te',
+        "g1": "back\\slash",
+        "g2": "a|b %s",
+        "g3": "\u00e9t\u00e9 \u65e5",
+        "g4": "None",
+    }
+    groups = [odd.get(g, g) for g in groups]
+    for gate in (None, Gate({"ece": 0.2}, "estimate", True)):
+        want = _report_text(
+            _summary(conf, correct, groups, 10), monkeypatch, batched=False, gate=gate
+        )
+        got = _report_text(
+            _summary(conf, correct, groups, 10), monkeypatch, batched=True, gate=gate
+        )
+        assert got == want
+        body = json.loads(got[0])
+        assert "non_finite" in body  # confidences of 0 and 1: infinite NLL in some groups
+
+
+def test_group_table_maps_names_to_figures():
+    """The table reads as the dict of every group's figures: the same keys, in order, and the
+    same values as json.loads of its own text."""
+    from calibcli.reports.group_table import GroupTable
+
+    conf, correct, groups = _rows(3, 30, 3000)
+    summary = _summary(conf, correct, groups, 7)
+    views = summary.by_group()
+    batch = group_sections(
+        views, bins=7, strategy="uniform", min_bins=3, reorder_ok=False, smooth=True
+    )
+    table = batch.table
+    assert isinstance(table, GroupTable)
+    assert list(table) == list(views)
+    parsed = json.loads(table.strict("groups", []).to_json())
+    assert list(parsed) == list(table)
+    for name in table:
+        assert json.loads(json.dumps(table.strict("groups", [])[name])) == parsed[name]
+        assert list(table[name]) == list(parsed[name])

@@ -11,23 +11,14 @@ intervals resample each group's rows, so those keep the per-group path.
 from __future__ import annotations
 
 import math
-from itertools import repeat
 from typing import Any
 
 import numpy as np
 
 from calibcli.reports.calibrate import BINNED_GATES, SCALARS, row_notes
+from calibcli.reports.group_table import DECOMPOSITION, GroupFigures, GroupSections, GroupTable
 from calibcli.reports.reliability import count_notes
-from calibcli.reports.report import CheckedFigures, Section
-
-_DECOMPOSITION = (
-    "reliability",
-    "resolution",
-    "uncertainty",
-    "within_bin_variance",
-    "within_bin_covariance",
-    "brier",
-)
+from calibcli.reports.report import Section
 
 
 def batchable(views: dict[str, Any], *, bins: int, strategy: str, bootstrap: Any) -> bool:
@@ -92,7 +83,6 @@ def group_sections(
     tight = [conf, acc, np.where(populated_mask, lower, 0.0), np.where(populated_mask, upper, 0.0)]
     medians = _populated_medians(count)
     edges = [float(e) for e in listed[0].stats.edges]
-    lows, highs = edges[:-1], edges[1:]  # one list for every group: the same edges
     populated = binned["populated_bins"]
     groups = len(names)
 
@@ -104,7 +94,7 @@ def group_sections(
     else:
         columns_of["smece"] = columns_of["smece_bandwidth"] = [math.nan] * groups
     columns_of["nll"], columns_of["auroc"] = nll, auroc
-    decomposition = [binned[f"brier_decomposition.{t}"] for t in _DECOMPOSITION]
+    decomposition = [binned[f"brier_decomposition.{t}"] for t in DECOMPOSITION]
     tight += [np.asarray(columns_of[k], dtype=np.float64) for k in SCALARS if k in binned]
     tight += [np.asarray(d, dtype=np.float64) for d in decomposition]
     # figures whose only non-finite values can be these top-level ones skip the strict-JSON
@@ -112,47 +102,28 @@ def group_sections(
     loose = tuple(k for k in SCALARS if k not in binned)
     checked = all(bool(np.isfinite(a).all()) for a in tight)
 
-    counts = count.tolist()
-    empty = np.nonzero(~populated_mask)
-    conf_rows, acc_rows = (_with_gaps(a, empty) for a in (conf, acc))
-    ci_rows = np.stack((lower, upper), axis=-1).tolist()
-    for g, b in zip(*(e.tolist() for e in empty), strict=True):
-        ci_rows[g][b] = None
-    reliability = [
-        {
-            "bin_lower": lows,
-            "bin_upper": highs,
-            "confidence": c,
-            "accuracy": a,
-            "count": k,
-            "accuracy_ci": ci,
-        }
-        for c, a, k, ci in zip(conf_rows, acc_rows, counts, ci_rows, strict=True)
-    ]
-    brier_decomposition = [
-        dict(zip(_DECOMPOSITION, t, strict=True)) for t in zip(*decomposition, strict=True)
-    ]
-    keys = ("n", "bins", "strategy", "bins_used", *SCALARS, "brier_decomposition", "reliability")
-    values = [  # the constants repeat for as many groups as the columns hold
-        binned["n"],
-        repeat(bins),
-        repeat(strategy),
-        repeat(bins),
-        *(columns_of[k] for k in SCALARS),
-        brier_decomposition,
-        reliability,
-    ]
+    scalars = {"n": binned["n"], **{k: columns_of[k] for k in SCALARS}}
+    terms = dict(zip(DECOMPOSITION, decomposition, strict=True))
+    bin_tables = {
+        "count": count,
+        "correct": tables.sum_correct,
+        "confidence": conf,
+        "accuracy": acc,
+    }
+    bin_tables.update(lower=lower, upper=upper)
+    table = GroupTable(
+        names, scalars, terms, bin_tables, bins=bins, strategy=strategy, edges=edges, loose=loose
+    )
 
     # the notes and closed gates of a group depend on a few of its counts, shared by many groups
     notes_of: dict[tuple, list] = {}
     closed_of: dict[int, dict[str, str]] = {}
-    out: dict[str, Section] = {}
-    for name, row, n, p, median, loss, area in zip(
-        names, zip(*values, strict=False), binned["n"], populated, medians, nll, auroc, strict=True
+    out = GroupSections()
+    out.table = table if checked else None
+    for g, (name, n, p, median, loss, area) in enumerate(
+        zip(names, binned["n"], populated, medians, nll, auroc, strict=True)
     ):
-        figures = CheckedFigures(zip(keys, row, strict=True), loose=loose)
-        if not checked:
-            figures = dict(figures)
+        figures = GroupFigures(table, g) if checked else table.figures(g)
         key = (n, p, median, math.isinf(loss), math.isnan(area))
         notes = notes_of.get(key)
         if notes is None:
@@ -167,14 +138,6 @@ def group_sections(
             closed_of[p] = closed
         out[name] = Section(figures, list(notes), closed)
     return out
-
-
-def _with_gaps(table: np.ndarray, empty: tuple[np.ndarray, np.ndarray]) -> list[list]:
-    """The rows of ``table`` as lists, None in the cells ``empty`` names."""
-    rows = table.tolist()
-    for g, b in zip(*(e.tolist() for e in empty), strict=True):
-        rows[g][b] = None
-    return rows
 
 
 def _populated_medians(count: np.ndarray) -> list[float]:

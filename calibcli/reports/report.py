@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from calibcli.reports.gate import Gate, evaluate
+from calibcli.reports.group_table import GroupTable
 
 SCHEMA_VERSION = 1
 DEFAULT_MIN_POPULATED_BINS = 3
@@ -70,7 +71,15 @@ class Report:
         return not self.failures
 
     def to_json(self) -> str:
-        return json.dumps(self.body, allow_nan=False) + "\n"
+        if not any(type(v) is GroupTable for v in self.body.values()):
+            return json.dumps(self.body, allow_nan=False) + "\n"
+        # a table of groups writes its own text, spliced in as json.dumps would write it
+        items = (
+            f"{json.dumps(k)}: "
+            + (v.to_json() if type(v) is GroupTable else json.dumps(v, allow_nan=False))
+            for k, v in self.body.items()
+        )
+        return "{" + ", ".join(items) + "}\n"
 
 
 # --------------------------------------------------------------------------- JSON helpers
@@ -104,7 +113,7 @@ def strict(obj: Any, path: str = "", bad: list[tuple[str, float]] | None = None)
                 out[k] = (
                     v if v - v == 0.0 else _non_finite(v, f"{path}.{k}" if path else str(k), bad)
                 )
-            elif kind is CheckedFigures:
+            elif kind is CheckedFigures or kind is GroupTable:
                 out[k] = v.strict(f"{path}.{k}" if path else str(k), bad)
             else:
                 out[k] = strict(v, f"{path}.{k}" if path else str(k), bad)
@@ -328,7 +337,10 @@ def assemble(
             groups = {name: build(view, name) for name, view in views.items()}
         settings = getattr(summary, "settings", None)
         body["by"] = getattr(settings, "by", None)
-        body["groups"] = {name: g.figures for name, g in groups.items()}
+        table = getattr(groups, "table", None)  # the figures as one table (GroupSections)
+        body["groups"] = (
+            table if table is not None else {name: g.figures for name, g in groups.items()}
+        )
         all_notes += group_notes({name: g.notes for name, g in groups.items()})
     if closing is not None:
         body.update(closing(pooled, groups))

@@ -1,0 +1,299 @@
+"""Every ``--by`` group's calibrate figures held as columns, and their JSON written directly.
+
+A report of 100,000 groups built as dicts holds a hundred Python values per group and hands
+them all to ``json.dumps`` and to the strict-JSON walk. :class:`GroupTable` keeps the figures
+as the (groups × bins) arrays and per-figure lists they were computed as, gives one group's
+figures as the same dict on demand (``table[name]``), and writes the JSON text of all groups
+itself, chunk by chunk: each number as ``json.dumps`` writes it (``repr`` of the Python float
+or int), the keys in the same order, non-finite values as ``null`` (only the figures named
+``loose`` can be non-finite; :func:`~calibcli.reports.report.strict` is told about those).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from json.encoder import encode_basestring_ascii
+from typing import Any
+
+import numpy as np
+
+DECOMPOSITION = (
+    "reliability",
+    "resolution",
+    "uncertainty",
+    "within_bin_variance",
+    "within_bin_covariance",
+    "brier",
+)
+CHUNK = 4096  # groups written at once: their text, not every group's, is alive at a time
+
+
+class GroupTable(Mapping):
+    """The calibrate figures of every group (name -> figures dict, built on access), from
+    columns: ``scalars`` (``n`` then the section's scalar figures, in report order, one value
+    per group), the Brier decomposition's ``terms`` and the per-bin tables (``count`` and the
+    bins' mean confidence, accuracy and Wilson bounds, read only where ``count > 0``).
+
+    Every value is finite except, possibly, those of the figures in ``loose``; ``nulls``
+    (set by :meth:`strict`) writes those as None, as the strict-JSON walk would."""
+
+    def __init__(
+        self,
+        names: list[str],
+        scalars: dict[str, list],
+        terms: dict[str, list],
+        tables: dict[str, np.ndarray],
+        *,
+        bins: int,
+        strategy: str,
+        edges: list[float],
+        loose: tuple[str, ...],
+        nulls: bool = False,
+    ) -> None:
+        self.names = names
+        self.scalars = scalars
+        self.terms = terms
+        self.tables = tables
+        self.bins = bins
+        self.strategy = strategy
+        self.edges = edges
+        self.loose = loose
+        self.nulls = nulls
+        self._index: dict[str, int] | None = None
+
+    # ----------------------------------------------------------------- as a mapping
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        if self._index is None:
+            self._index = {n: g for g, n in enumerate(self.names)}
+        return self.figures(self._index[name])
+
+    def figures(self, g: int) -> dict[str, Any]:
+        """Group ``g``'s figures, as the one-group section holds them."""
+        out: dict[str, Any] = {"n": self.scalars["n"][g], "bins": self.bins}
+        out["strategy"] = self.strategy
+        out["bins_used"] = self.bins
+        for key, column in self.scalars.items():
+            if key == "n":
+                continue
+            value = column[g]
+            if self.nulls and key in self.loose and not _finite(value):
+                value = None
+            out[key] = value
+        out["brier_decomposition"] = {t: self.terms[t][g] for t in DECOMPOSITION}
+        count = self.tables["count"][g].tolist()
+        conf, acc = (self.tables[k][g].tolist() for k in ("confidence", "accuracy"))
+        lower, upper = (self.tables[k][g].tolist() for k in ("lower", "upper"))
+        out["reliability"] = {
+            "bin_lower": self.edges[:-1],
+            "bin_upper": self.edges[1:],
+            "confidence": [c if k else None for c, k in zip(conf, count, strict=True)],
+            "accuracy": [a if k else None for a, k in zip(acc, count, strict=True)],
+            "count": count,
+            "accuracy_ci": [
+                [lo, hi] if k else None for lo, hi, k in zip(lower, upper, count, strict=True)
+            ],
+        }
+        return out
+
+    # ----------------------------------------------------------------- strict JSON
+
+    def strict(self, path: str, bad: list[tuple[str, float]] | None) -> GroupTable:
+        """What :func:`~calibcli.reports.report.strict` makes of the table: the same table
+        writing its non-finite values as None, each ``(path, value)`` appended to ``bad`` in
+        the order the walk over every group's dict meets them."""
+        from calibcli.reports.report import strict
+
+        columns = [self.scalars[k] for k in self.loose]
+        suspects = sorted(
+            {g for column in columns for g, v in enumerate(column) if not _plain_finite(v)}
+        )
+        names = self.names
+        for g in suspects:
+            for key, column in zip(self.loose, columns, strict=True):
+                v = column[g]
+                if not _plain_finite(v):
+                    strict(v, f"{path}.{names[g]}.{key}", bad)
+        return GroupTable(
+            self.names,
+            self.scalars,
+            self.terms,
+            self.tables,
+            bins=self.bins,
+            strategy=self.strategy,
+            edges=self.edges,
+            loose=self.loose,
+            nulls=True,
+        )
+
+    # ----------------------------------------------------------------- JSON text
+
+    def to_json(self) -> str:
+        """The text ``json.dumps`` writes for ``{name: figures}`` of every group (strict:
+        non-finite values as ``null``)."""
+        template, kinds = self._template()
+        parts = []
+        for a in range(0, len(self.names), CHUNK):
+            b = min(a + CHUNK, len(self.names))
+            columns = [
+                _texts(self.scalars[k][a:b]) if kind == "text" else self.scalars[k][a:b]
+                for k, kind in kinds
+            ]
+            columns += [self.terms[t][a:b] for t in DECOMPOSITION]
+            columns += self._bin_texts(a, b)
+            names = map(encode_basestring_ascii, self.names[a:b])
+            parts.append(
+                ", ".join(
+                    f"{name}: {template % values}"
+                    for name, values in zip(names, zip(*columns, strict=True), strict=True)
+                )
+            )
+        return "{" + ", ".join(parts) + "}"
+
+    def _template(self) -> tuple[str, list[tuple[str, str]]]:
+        """The %-template of one group's JSON, and how each scalar column fills it (``raw``:
+        Python ints and finite floats, written by %r; ``text``: written by :func:`_texts`)."""
+        from json import dumps
+
+        def const(value: Any) -> str:
+            return dumps(value).replace("%", "%%")
+
+        kinds = []
+        pieces = [f'"n": %r, "bins": {const(self.bins)}, "strategy": {const(self.strategy)}']
+        pieces.append(f'"bins_used": {const(self.bins)}')
+        for key, column in self.scalars.items():
+            if key == "n":
+                continue
+            raw = key not in self.loose and set(map(type, column)) <= {int, float}
+            kinds.append((key, "raw" if raw else "text"))
+            pieces.append(f"{const(key)}: {'%r' if raw else '%s'}")
+        kinds.insert(0, ("n", "raw" if set(map(type, self.scalars["n"])) <= {int} else "text"))
+        if kinds[0][1] == "text":
+            pieces[0] = pieces[0].replace('"n": %r', '"n": %s', 1)
+        for t in DECOMPOSITION:
+            if not set(map(type, self.terms[t])) <= {int, float}:
+                raise TypeError(f"brier_decomposition.{t} holds other than numbers")
+        terms = ", ".join(f"{const(t)}: %r" for t in DECOMPOSITION)
+        pieces.append(f'"brier_decomposition": {{{terms}}}')
+        lows, highs = const(self.edges[:-1]), const(self.edges[1:])
+        pieces.append(
+            f'"reliability": {{"bin_lower": {lows}, "bin_upper": {highs}, "confidence": %s, '
+            '"accuracy": %s, "count": %s, "accuracy_ci": %s}'
+        )
+        return "{" + ", ".join(pieces) + "}", kinds
+
+    def _bin_texts(self, a: int, b: int) -> list[list[str]]:
+        """The JSON of groups ``a:b``'s per-bin lists: confidence, accuracy, count and
+        accuracy_ci (None, written null, in the empty bins)."""
+        t = self.tables
+        count = t["count"][a:b]
+        conf = t["confidence"][a:b].tolist()
+        for g, k in zip(*(e.tolist() for e in np.nonzero(count == 0)), strict=True):
+            conf[g][k] = None
+        # a bin's accuracy and interval are those of its (right answers, count): written once
+        # per distinct pair, as most pairs repeat across groups
+        flat = count.reshape(-1)
+        keys = t["correct"][a:b].reshape(-1) * (int(flat.max()) + 1) + flat  # exact: int64
+        _, first, where = np.unique(keys, return_index=True, return_inverse=True)
+        acc = t["accuracy"][a:b].reshape(-1)[first].tolist()
+        lower = t["lower"][a:b].reshape(-1)[first].tolist()
+        upper = t["upper"][a:b].reshape(-1)[first].tolist()
+        populated = (flat[first] > 0).tolist()
+        acc_cells = np.array(
+            [repr(v) if k else "null" for v, k in zip(acc, populated, strict=True)], dtype=object
+        )
+        ci_cells = np.array(
+            [
+                f"[{lo!r}, {hi!r}]" if k else "null"
+                for lo, hi, k in zip(lower, upper, populated, strict=True)
+            ],
+            dtype=object,
+        )
+        where = where.reshape(count.shape)
+        return [
+            _lists(conf),
+            _joined(acc_cells[where].tolist()),
+            list(map(repr, count.tolist())),
+            _joined(ci_cells[where].tolist()),
+        ]
+
+
+def _joined(rows: list[list[str]]) -> list[str]:
+    """Each row of JSON texts as a JSON list."""
+    return ["[" + ", ".join(row) + "]" for row in rows]
+
+
+def _lists(rows: list[list]) -> list[str]:
+    """Each row's JSON: the list's repr (finite floats, ints) with None written null."""
+    return "\0".join(map(repr, rows)).replace("None", "null").split("\0")
+
+
+def _plain_finite(v: Any) -> bool:
+    return type(v) is float and v - v == 0.0
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return math.isfinite(v)
+    except TypeError:
+        return False
+
+
+def _texts(values: list) -> list[str]:
+    """Each value as strict JSON writes it: a number's repr (numpy scalars as the Python
+    number), a non-finite float or None as null."""
+    if set(map(type, values)) <= {float}:
+        out = list(map(float.__repr__, values))
+        for i in np.flatnonzero(~np.isfinite(np.asarray(values))).tolist():
+            out[i] = "null"
+        return out
+    out = []
+    for v in values:
+        if type(v) is not float and hasattr(v, "item"):
+            v = v.item()
+        if v is None or (type(v) is float and v - v != 0.0):
+            out.append("null")
+        elif type(v) in (int, float):
+            out.append(repr(v))
+        else:
+            raise TypeError(f"a group's figure is not a number: {v!r}")
+    return out
+
+
+class GroupFigures(Mapping):
+    """One group's figures in a :class:`GroupTable` (what a group's section holds), built as
+    a dict when first read."""
+
+    __slots__ = ("_figures", "_g", "_table")
+
+    def __init__(self, table: GroupTable, g: int) -> None:
+        self._table, self._g = table, g
+        self._figures: dict[str, Any] | None = None
+
+    def _dict(self) -> dict[str, Any]:
+        if self._figures is None:
+            self._figures = self._table.figures(self._g)
+        return self._figures
+
+    def __getitem__(self, key: str) -> Any:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+
+class GroupSections(dict):
+    """Sections by group name, and (``table``) their figures as one :class:`GroupTable` for
+    the report body, or None when the sections' own figures are to be used."""
+
+    table: GroupTable | None = None
