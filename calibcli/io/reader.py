@@ -18,6 +18,7 @@ from typing import Any
 from calibcli.errors import InputError
 from calibcli.io.content import StreamHash, file_content_id
 from calibcli.io.fold import SkipFile, SourceFold
+from calibcli.io.ids import SeenIds
 from calibcli.io.sources import Source, blocks, display_name
 from calibcli.system import PARALLEL_MIN_BYTES, cpus, workers
 
@@ -176,7 +177,7 @@ class Reader:
         self.warnings: list[str] = []
         self.skipped: list[str] = []
         self.current: SourceFold | None = None  # the source being read (for the workers)
-        self.seen: dict[int, tuple[str, Any]] = {}  # the ids read so far, over every source
+        self.seen = SeenIds()  # the ids read so far, over every source
         self.stream_hash: StreamHash | None = None
 
     def read(self, source: str, builder: Any) -> bool:
