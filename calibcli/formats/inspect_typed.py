@@ -6,9 +6,9 @@ it, which is most of a log's bytes. A sample whose read fields have another shap
 structs say (``scores`` or a token that is not an object, ``logprobs.content`` that is not a
 list) fails to decode; :func:`calibration_values` returns None for a decoded sample that
 :func:`~calibcli.formats.inspect_ai.inspect_sample_row` would refuse or read in any special
-way (an error, no scorer or several, a score of several values, a token log-probability that
-is not a number <= 0, or one beyond a double's range). Either way the caller then reads the sample as a dict through the row
-function, which words the error: the typed path only takes samples whose values it computes as
+way (an error, no scorer or several, a score of several values, a token log-probability
+above 0). Either way the caller then reads the sample as a dict through the row function,
+which words the error: the typed path only takes samples whose values it computes as
 that function does (the same float operations in the same order).
 """
 
@@ -20,7 +20,8 @@ from typing import Any
 from calibcli.formats.inspect_ai import CONFIDENCES, _binary, answer_index, token_confidence
 
 TYPED_FIELDS = ("id", "epoch", "error", "choices", "scores", "output")
-"""The sample fields the structs read: the first four as any JSON value, the last two typed."""
+"""The sample fields the structs read: the first four as any JSON value (``choices`` as a list
+of texts left undecoded), the last two typed."""
 
 _ANY_FIELDS = TYPED_FIELDS[:4]
 
@@ -48,7 +49,8 @@ def sample_type(extra: tuple[str, ...] = ()) -> Any:
         ("id", Any, unset),
         ("epoch", Any, unset),
         ("error", Any, None),
-        ("choices", Any, None),
+        # the options are only counted (their texts skipped) unless a path reads them
+        ("choices", Any if "choices" in extra else list[msgspec.Raw] | None, None),
         ("scores", dict[str, score] | None, None),
         ("output", output | None, None),
         *((f"x{k}", Any, unset) for k in range(len(names))),
@@ -66,7 +68,9 @@ def fields_reader(struct: Any, names: tuple[str, ...]) -> Any:
     unset = msgspec.UNSET
     pairs = [
         (attr, name)
-        for attr, name in zip(struct.__struct_fields__, struct.__struct_encode_fields__)
+        for attr, name in zip(
+            struct.__struct_fields__, struct.__struct_encode_fields__, strict=True
+        )
         if name in names
     ]
 

@@ -16,9 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from msgspec import UNSET
+
 from calibcli.errors import InputError
 from calibcli.io.decode import BlockDecoder
 from calibcli.io.rows import group_name
+
+# id_key's kinds of the ids taken without a call (an int or float id is a number, a string a
+# string); a boolean, null or any other id is keyed by the identifier itself
+_ID_KINDS = {int: "number", float: "number", str: "string"}
 
 
 def read_fields(by: str | None, id_field: str | None) -> tuple[str, ...]:
@@ -55,11 +61,13 @@ class InspectDecoder(BlockDecoder):
         scorer: str | None,
         confidence: str,
         fields: tuple[str, ...],
+        default_id: bool,
     ) -> None:
         super().__init__(spec, convert=convert, key=key, many=True, ident=ident)
         self.scorer = scorer
         self.confidence = confidence
         self.fields = fields
+        self.default_id = default_id  # ident gives the format's own id, not --id-field's
 
     def rows(self, items: list[tuple[Any, Any]], name: str) -> tuple:
         from calibcli.formats.inspect_typed import calibration_values, fields_reader
@@ -67,6 +75,9 @@ class InspectDecoder(BlockDecoder):
 
         self.ids = ids = None if self.ident is None else []
         key, ident = self.key, self.ident
+        # the default id (id + epoch) of a number or string id is built here; any other id, and
+        # an --id-field's, by the identifier itself
+        quick_id = ident is not None and self.default_id
         scorer, confidence = self.scorer, self.confidence
         values: list = []
         keys: list[str] | None = None if key is None else []
@@ -77,18 +88,23 @@ class InspectDecoder(BlockDecoder):
                 sample, text = row
                 got = calibration_values(sample, scorer, confidence)
                 if got is not None:
+                    kind = _ID_KINDS.get(type(sample.id)) if quick_id else None
+                    if kind is not None and key is None:
+                        epoch = sample.epoch
+                        ids.append(("sample", kind, sample.id, 1 if epoch is UNSET else epoch))  # type: ignore[union-attr]
+                        values.append(got)
+                        where.append(locator)
+                        continue
                     if read is None:
                         read = fields_reader(type(sample), self.fields)
-                    taken = _keyed(read(sample), key, ident) if key or ident else ()
+                    taken = _keyed(read(sample), key, ident)
                     if taken is not None:
                         values.append(got)
                         where.append(locator)
-                        if taken:
-                            group, sample_id = taken
-                            if keys is not None:
-                                keys.append(group)
-                            if ids is not None:
-                                ids.append(sample_id)
+                        if keys is not None:
+                            keys.append(taken[0])
+                        if ids is not None:
+                            ids.append(taken[1])
                         continue
                 row = full_sample(text)  # the dict path words what the struct cannot give
             try:

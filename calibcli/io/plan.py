@@ -107,6 +107,7 @@ class ReadPlan:
                 scorer=s.scorer,
                 confidence=s.inspect_confidence,
                 fields=read_fields(s.by, self.id_field),
+                default_id=self.id_field is None,
             )
         return BlockDecoder(self.spec, convert=convert, key=key, many=True, ident=ident)
 

@@ -59,8 +59,8 @@ def document_rows(
     sample_type: Any = None,
 ) -> Iterator[tuple[int | str, Any]]:
     """(locator, row) of a whole document (:func:`calibcli.io.documents.iter_document`, with
-    ``slim`` and ``sample_type``), its errors as :class:`InputError` naming the file and the row; an lm-eval results
-    file raises :class:`SkipFile`."""
+    ``slim`` and ``sample_type``), its errors as :class:`InputError` naming the file and the
+    row; an lm-eval results file raises :class:`SkipFile`."""
     import zlib
 
     from calibcli.io.documents import DocumentError, ResultsFile, iter_document
@@ -313,6 +313,7 @@ class Reader:
         )
         while chunk := list(itertools.islice(rows, DOCUMENT_BATCH)):
             fold.fold_rows(chunk, builder)
+            del chunk  # not held while the next one is read
 
     def _read_lines(
         self, source: str, fold: SourceFold, builder: Any, stream_hash: StreamHash | None
