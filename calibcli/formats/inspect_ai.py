@@ -11,6 +11,8 @@ Fields read follow inspect-ai's published log schema (``EvalSample``, ``ModelOut
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
 from collections.abc import Mapping
@@ -123,9 +125,10 @@ def answer_token(sample: Mapping[str, Any], content: list[Any]) -> int | None:
 def answer_index(options: int, texts: list[Any]) -> int | None:
     """:func:`answer_token` from the number of the sample's options (at least one) and the
     completion's token texts: None unless every text is a string."""
-    if not all(isinstance(t, str) for t in texts):
+    try:
+        completion = "".join(texts)
+    except TypeError:  # a text that is not a string
         return None
-    completion = "".join(texts)
     match = None
     for match in _ANSWER.finditer(completion):  # noqa: B007 - the last one is kept
         pass
@@ -134,12 +137,8 @@ def answer_index(options: int, texts: list[Any]) -> int | None:
     letter = match[1].upper()
     if not ord("A") <= ord(letter) < ord("A") + options:
         return None
-    at, end = match.start(1), 0
-    for j, text in enumerate(texts):
-        end += len(text)
-        if at < end:
-            return j
-    return None  # pragma: no cover - the match lies inside the joined tokens
+    # the first token whose end is past the letter's position
+    return bisect.bisect_right(list(itertools.accumulate(map(len, texts))), match.start(1))
 
 
 def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:

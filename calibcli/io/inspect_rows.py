@@ -42,9 +42,9 @@ def typed_sample_type(by: str | None, id_field: str | None) -> Any:
     """The struct the samples of an inspect-ai log are decoded into for calibration with these
     settings, or None when a path starts from a field the struct holds typed (``scores``,
     ``output``): those samples are read as dicts."""
-    from calibcli.formats.inspect_typed import sample_type
+    from calibcli.formats import inspect_typed
 
-    return sample_type(read_fields(by, id_field))
+    return inspect_typed.sample_type(read_fields(by, id_field))
 
 
 class InspectDecoder(BlockDecoder):
@@ -70,7 +70,7 @@ class InspectDecoder(BlockDecoder):
         self.default_id = default_id  # ident gives the format's own id, not --id-field's
 
     def rows(self, items: list[tuple[Any, Any]], name: str) -> tuple:
-        from calibcli.formats.inspect_typed import calibration_values, fields_reader
+        from calibcli.formats import inspect_typed
         from calibcli.io.inspect_log import full_sample
 
         self.ids = ids = None if self.ident is None else []
@@ -83,20 +83,21 @@ class InspectDecoder(BlockDecoder):
         keys: list[str] | None = None if key is None else []
         where: list = []
         read = None
+        values_of = inspect_typed.calibration_values
         for locator, row in items:
             if type(row) is tuple:
                 sample, text = row
-                got = calibration_values(sample, scorer, confidence)
+                got = values_of(sample, scorer, confidence)
                 if got is not None:
                     kind = _ID_KINDS.get(type(sample.id)) if quick_id else None
-                    if kind is not None and key is None:
-                        epoch = sample.epoch
-                        ids.append(("sample", kind, sample.id, 1 if epoch is UNSET else epoch))  # type: ignore[union-attr]
+                    if kind is not None and key is None and ids is not None:
+                        epoch = 1 if sample.epoch is UNSET else sample.epoch
+                        ids.append(("sample", kind, sample.id, epoch))
                         values.append(got)
                         where.append(locator)
                         continue
                     if read is None:
-                        read = fields_reader(type(sample), self.fields)
+                        read = inspect_typed.fields_reader(type(sample), self.fields)
                     taken = _keyed(read(sample), key, ident)
                     if taken is not None:
                         values.append(got)
