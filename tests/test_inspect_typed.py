@@ -212,3 +212,15 @@ def test_an_id_field_of_the_samples(tmp_path):
         r["uid"] = f"u{r['id'] % 49}"  # the 50th repeats the first
     stderr = report(["calibrate", write_log(tmp_path / "log.json", rows), "--id-field", "uid"], 2)
     assert "log.json:samples[49] (id 50, epoch 1): the row of id 'u1' was read before" in stderr
+
+
+def test_a_remembered_answer_depends_on_the_options_and_every_text():
+    row = sample(1, 2, 2, -0.4)  # "ANSWER: C"
+    few = sample(2, 2, 2, -0.4, choices=["one", "two"])  # C is past two options
+    odd = sample(3, 2, 2, -0.4)
+    odd["output"]["choices"][0]["logprobs"]["content"][3]["token"] = 3  # not a text
+    seq = math.exp(math.fsum([-0.01, -0.02, -0.03, -0.4]))
+    for _ in range(2):
+        assert calibration_values(decoded(row), None, "auto") == (math.exp(-0.4), True)
+        assert calibration_values(decoded(few), None, "auto") == (seq, True)
+        assert calibration_values(decoded(odd), None, "auto") == (seq, True)

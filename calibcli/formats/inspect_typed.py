@@ -124,7 +124,32 @@ def calibration_values(
         if confidence in ("auto", "answer-token"):
             options = sample.choices
             if isinstance(options, list) and options:
-                found = answer_index(len(options), [t.token for t in content])
+                found = _answer(len(options), [t.token for t in content])
         return token_confidence(logprobs, found, confidence), correct
     except ValueError:
         return None
+
+
+MEMO_TOKENS = 16
+"""Completions of at most this many tokens have their answer token remembered (a multiple-choice
+log repeats a few, ``ANSWER: B`` tokenised alike)."""
+
+_answers: dict[tuple, int | None] = {}
+
+
+def _answer(options: int, texts: list[Any]) -> int | None:
+    """:func:`~calibcli.formats.inspect_ai.answer_index`, remembered for short completions (up
+    to 4,096 of them at a time)."""
+    if len(texts) > MEMO_TOKENS:
+        return answer_index(options, texts)
+    key = (options, *texts)
+    try:
+        return _answers[key]
+    except KeyError:
+        pass
+    except TypeError:  # a token text that is not a string (nor hashable)
+        return answer_index(options, texts)
+    if len(_answers) >= 4096:
+        _answers.clear()
+    found = _answers[key] = answer_index(options, texts)
+    return found

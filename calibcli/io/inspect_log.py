@@ -62,9 +62,10 @@ def _decoded_samples(
         raw, samples[i] = samples[i], None  # a yielded sample's text is not kept
         sample: Any = None
         if slimmed and typed_decode is not None:
-            kept: Any = None
-            with contextlib.suppress(*errors):
+            try:
                 kept = typed_decode(raw)
+            except errors:
+                kept = None
             if kept is not None:
                 ident = None if kept.id is unset else kept.id
                 epoch = None if kept.epoch is unset else kept.epoch
