@@ -179,6 +179,21 @@ def file_task(job: FileJob) -> TaskResult:
     return TaskResult(payload=_part_bytes(summary, job.table, job.bootstrap))
 
 
+def file_group_task(jobs: list[FileJob], table: str = "auto") -> TaskResult:
+    """Several jobs read one after another in one task, their results merged there: the same
+    result as :func:`merge_all` of their :func:`file_task` results, without a task, a part's
+    bytes on the wire and the scheduler's bookkeeping per job. Jobs of consecutive ranges of a
+    file read in order count the file's newlines once. The first input error ends the task:
+    a later job's error could not win over it (:func:`merge_tasks` keeps the lowest job)."""
+    results = []
+    for job in jobs:
+        result = file_task(job)
+        if result.error is not None:
+            return result
+        results.append(result)
+    return merge_all(results, table)
+
+
 def _label(part: Any) -> str:
     first = part.sources[0] if part.sources else None
     return "a part" if first is None else first.display
