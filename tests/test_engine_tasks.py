@@ -187,3 +187,31 @@ def test_a_group_of_ranges_read_in_one_task_gives_the_merge_of_their_tasks(tmp_p
     got = file_group_task(jobs)
     assert got.error == want.error
     assert got.error[1:] == (str(bad), 2001, "confidence 2 is outside [0, 1]")
+
+
+def test_a_merge_past_the_cap_counts_the_table_and_leaves_what_building_it_leaves(
+    rows, monkeypatch
+):
+    # merge_all counts the merged table's entries without building it when the parts' tables
+    # add up past the cap: at a cap of exactly the merged entries the table is built and
+    # kept, one below it dropped; either way the part is the bytes of the table built and
+    # then capped
+    import calibcli.summaries
+    from calibcli.engines.tasks import capped
+    from calibcli.summaries import from_bytes, merge_parts, to_bytes
+
+    batch, _ = rows
+    conf = batch.column(0).to_numpy()
+    correct = batch.column(1).to_numpy(zero_copy_only=False)
+    entries = len(np.unique(conf[correct])) + len(np.unique(conf[~correct]))
+    spec, _ = frame_spec("calibration", ("confidence", "correct"), label="t")
+    results = parts(batch, spec, "always", [1000, 2000, 3000])
+    tables = [from_bytes(r.payload).distinct.distinct for r in results]
+    assert max(tables) < entries - 1 < sum(tables)  # the parts overlap: only a count tells
+    for cap, kept in ((entries, True), (entries - 1, False)):
+        monkeypatch.setattr(calibcli.summaries, "MAX_DISTINCT", cap)
+        loaded = [from_bytes(r.payload) for r in results]
+        want = to_bytes(capped(merge_parts(loaded, ["t"] * 4), "auto"))
+        got = merge_all(results, "auto").payload
+        assert got == want
+        assert (from_bytes(got).distinct is not None) is kept
