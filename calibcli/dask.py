@@ -188,10 +188,12 @@ def summarize_files(
     split_every: int = SPLIT_EVERY,
     **options: Any,
 ) -> Any:
-    """A lazy summary of files read in the workers by calibcli's own readers, one task per
+    """A lazy summary of files read in the workers by calibcli's own readers, one job per
     file or, with ``blocksize``, per that many bytes of a plain JSON Lines file (lines
-    starting in each range; gzip, whole documents and tables are read whole). The options
-    are those of :func:`calibcli.spark.summarize_files`."""
+    starting in each range; gzip, whole documents and tables are read whole). A task reads
+    one job, or ``split_every`` consecutive jobs and merges their parts where it read them
+    when there are enough such groups to keep every worker thread busy: the same summary,
+    bit for bit. The options are those of :func:`calibcli.spark.summarize_files`."""
     _dask()
     from dask import delayed
 
