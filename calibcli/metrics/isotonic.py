@@ -32,9 +32,10 @@ def isotonic_blocks(right: np.ndarray, wrong: np.ndarray) -> Blocks:
     ``right`` (y = 1) and ``wrong`` (y = 0), equal neighbours pooled so the block accuracies
     rise strictly. Tied confidences are one point: +0.0 and −0.0 are one, shown as the first
     of them in the rows ``right`` then ``wrong``. At least one row."""
-    right, wrong = np.sort(right), np.sort(wrong)
-    blocks = _first_round(right, wrong)
-    del right, wrong
+    # the sorted copies live while the first round reads them, its blocks are joined after
+    pieces = _first_round(np.sort(right), np.sort(wrong))
+    blocks: Blocks = tuple(np.concatenate(p) for p in pieces)  # type: ignore[assignment]
+    del pieces
     while blocks[0].shape[0] > 1:
         before = blocks[0].shape[0]
         blocks = _pool_round(blocks)
@@ -60,9 +61,10 @@ def _violations(right: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return right[:-1] * rows[1:] >= right[1:] * rows[:-1]
 
 
-def _first_round(right: np.ndarray, wrong: np.ndarray) -> Blocks:
+def _first_round(right: np.ndarray, wrong: np.ndarray) -> list[list[np.ndarray]]:
     """Each distinct confidence a block, pooled with its neighbour wherever they violate,
-    read a range of confidences at a time from the two sorted columns."""
+    read a range of confidences at a time from the two sorted columns: the blocks' four
+    arrays, each in pieces."""
     cuts = np.unique(np.concatenate([right[::SLICE], wrong[::SLICE]]))[1:]
     r_at = [*np.searchsorted(right, cuts).tolist(), right.shape[0]]
     w_at = [*np.searchsorted(wrong, cuts).tolist(), wrong.shape[0]]
@@ -100,7 +102,7 @@ def _first_round(right: np.ndarray, wrong: np.ndarray) -> Blocks:
             part = [p[1:] for p in part]
         for o, p in zip(out, part, strict=True):
             o.append(p)
-    return tuple(np.concatenate(o) for o in out)  # type: ignore[return-value]
+    return out
 
 
 def _pool_round(blocks: Blocks) -> Blocks:
