@@ -192,31 +192,60 @@ class ReplicateEngine:
     def __init__(
         self, columns: PredictionColumns, edges: np.ndarray, wanted: frozenset[str] | None = None
     ) -> None:
+        n_wrong = columns.conf_wrong.shape[0]
+        conf = np.empty(columns.n)
+        conf[:n_wrong] = columns.conf_wrong
+        conf[n_wrong:] = columns.conf_correct
+        conf[:n_wrong].sort()
+        conf[n_wrong:].sort()
+        self._build(conf, n_wrong, edges, wanted)
+
+    @classmethod
+    def from_layout(
+        cls, conf: np.ndarray, n_wrong: int, edges: np.ndarray, wanted: frozenset[str] | None
+    ) -> ReplicateEngine:
+        """The engine of rows already in its layout: ``conf`` holds the ``n_wrong`` wrong
+        answers sorted by confidence, then the right ones sorted; the engine keeps that array
+        itself (no copy)."""
+        engine = cls.__new__(cls)
+        engine._build(conf, n_wrong, edges, wanted)
+        return engine
+
+    def _build(
+        self, conf: np.ndarray, n_wrong: int, edges: np.ndarray, wanted: frozenset[str] | None
+    ) -> None:
         self.wanted = frozenset(SCALAR_KEYS) if wanted is None else wanted
-        wrong = np.sort(columns.conf_wrong)
-        right = np.sort(columns.conf_correct)
-        n_wrong = self.n_wrong = wrong.shape[0]
-        n = self.n = columns.n
+        wrong, right = conf[:n_wrong], conf[n_wrong:]
+        self.n_wrong = n_wrong
+        n = self.n = conf.shape[0]
         self.edges = edges
         self.bins = edges.shape[0] - 1
-        self.conf = np.concatenate([wrong, right])
+        self.conf = conf
         is_right = np.zeros(n, dtype=bool)
         is_right[n_wrong:] = True
 
         loss = np.empty(n)
         with np.errstate(divide="ignore"):
-            np.negative(np.log1p(-wrong), out=loss[:n_wrong])
-            np.negative(np.log(right), out=loss[n_wrong:])
+            # -log1p(-c) and -log(c), computed in place (no temporaries the size of a class)
+            wrong_loss, right_loss = loss[:n_wrong], loss[n_wrong:]
+            np.negative(wrong, out=wrong_loss)
+            np.log1p(wrong_loss, out=wrong_loss)
+            np.negative(wrong_loss, out=wrong_loss)
+            np.log(right, out=right_loss)
+            np.negative(right_loss, out=right_loss)
         infinite_loss = np.flatnonzero(np.isinf(loss))
         loss[infinite_loss] = 0.0
         self.loss = loss
 
-        # AUROC: where each right answer falls among the sorted wrong answers
-        self.below = np.searchsorted(wrong, right, side="left")
-        not_above = np.searchsorted(wrong, right, side="right")
+        # AUROC: where each right answer falls among the sorted wrong answers (32-bit where
+        # they fit: this is held for the whole bootstrap)
+        index = np.int32 if n < 2**31 else np.intp
+        self.below = np.searchsorted(wrong, right, side="left").astype(index)
+        not_above = np.searchsorted(wrong, right, side="right").astype(index)
         self.tied = np.flatnonzero(not_above > self.below)
         self.tied_below = self.below[self.tied]
         self.tied_not_above = not_above[self.tied]
+        del not_above
 
         bounds = np.unique(
             np.concatenate(
