@@ -75,6 +75,7 @@ from calibcli.metrics.smooth import (
 __all__ = ["BootstrapResult", "bootstrap_intervals"]
 
 _DRAW_BLOCK = 1 << 16  # rows per block of the replicate pass (its temporaries stay in cache)
+_BUILD_BLOCK = 1 << 18  # rows per block when the engine finds its atoms
 _RAW16_BLOCK = 1 << 16  # a block of exactly this many rows draws 16-bit indices from raw words
 
 _INDEX = {key: i for i, key in enumerate(SCALAR_KEYS)}
@@ -255,21 +256,26 @@ class ReplicateEngine:
         self.block_sizes = np.diff(bounds)
         # atoms: runs sharing block, class, bin and cell of every smooth-ECE grid (~42,000 runs
         # at most, so a replicate's grid histograms never need another pass over the rows)
-        bin_of_row = bin_index(self.conf, edges)
+        # (a block of rows at a time, each with the row before it, so that no row-length
+        # temporary is made beside the engine's own arrays)
         change = np.zeros(n, dtype=bool)
         change[bounds[:-1]] = True
-        change[1:] |= bin_of_row[1:] != bin_of_row[:-1]
-        for m in BISECTION_GRID_SIZES:
-            cells = self._cells(m)
-            change[1:] |= cells[1:] != cells[:-1]
+        for lo in range(0, n, _BUILD_BLOCK):
+            start, stop = max(lo - 1, 0), min(lo + _BUILD_BLOCK, n)
+            values, part = self.conf[start:stop], change[start + 1 : stop]
+            keys = bin_index(values, edges)
+            part |= keys[1:] != keys[:-1]
+            for m in BISECTION_GRID_SIZES:
+                keys = self._cells(m, values)
+                part |= keys[1:] != keys[:-1]
         atoms = np.flatnonzero(change)
         del change
         self.n_atoms = atoms.shape[0]
         right_atom = is_right[atoms]
-        self.atom_bin = bin_of_row[atoms] + self.bins * right_atom
-        del bin_of_row
+        at_atoms = self.conf[atoms]
+        self.atom_bin = bin_index(at_atoms, edges) + self.bins * right_atom
         self.atom_cell = {
-            m: self._cells(m)[atoms] + (m - 1) * right_atom for m in BISECTION_GRID_SIZES
+            m: self._cells(m, at_atoms) + (m - 1) * right_atom for m in BISECTION_GRID_SIZES
         }
         atom_bounds = np.searchsorted(atoms, bounds)
         tied_bounds = np.searchsorted(self.tied, np.maximum(bounds - n_wrong, 0))
@@ -442,8 +448,9 @@ class ReplicateEngine:
 
     # ----- smooth-ECE support
 
-    def _cells(self, m: int) -> np.ndarray:
-        cells = (self.conf * (m - 1)).astype(np.intp)  # conf >= 0, so truncation is floor
+    @staticmethod
+    def _cells(m: int, conf: np.ndarray) -> np.ndarray:
+        cells = (conf * (m - 1)).astype(np.intp)  # conf >= 0, so truncation is floor
         np.minimum(cells, m - 2, out=cells)
         return cells
 

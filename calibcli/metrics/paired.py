@@ -407,15 +407,16 @@ class _SideEvaluator:
         # The engine's layout is built here, one class at a time, into the array the engine
         # keeps; row numbers are 32-bit where they fit (the order is held for the whole run)
         n = conf.shape[0]
-        self.order = np.empty(n, np.int32 if n < 2**31 else np.intp)
+        index = np.int32 if n < 2**31 else np.intp
+        self.order = np.empty(n, index)
         layout = np.empty(n)
         at = 0
         for right in (False, True):
-            rows = np.flatnonzero(corr) if right else np.flatnonzero(~corr)
+            rows = (np.flatnonzero(corr) if right else np.flatnonzero(~corr)).astype(index)
             stop = at + rows.shape[0]
             part = layout[at:stop]
             np.take(conf, rows, out=part)
-            self.order[at:stop] = rows[np.argsort(part, kind="stable")]
+            np.take(rows, np.argsort(part, kind="stable"), out=self.order[at:stop])
             part.sort()  # the values np.sort gives (the engine's own sort of a class)
             del rows
             if not right:
