@@ -91,7 +91,7 @@ bench-formats: $(STAMP)  ## Time lm-eval rows beside a naive json loop and an in
 
 .PHONY: bench-compare
 bench-compare: $(STAMP)  ## Time compare's reading and matching beside calibrate's reading, and its memory per pair; writes its BENCHMARKS.md section
-	$(BIN)/python bench/compare.py $(if $(REF),--ref $(REF))
+	$(BIN)/python bench/compare.py $(if $(ROWS),--rows $(ROWS)) $(if $(SLOPE),--slope-rows $(SLOPE)) $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(REF),--ref $(REF))
 
 .PHONY: bench-interrupt
 bench-interrupt: $(STAMP)  ## Time Ctrl-C during a bootstrap and the cost of drawing its progress; writes its BENCHMARKS.md section

@@ -9,14 +9,16 @@ CPU seconds (user + system, from ``os.wait4``) compared, as bench/paths.py does:
 * compare's reading and matching: ``read_key_columns`` of each file and ``match_columns``, in a
   fresh process (with ``--ref``, the earlier commit's ``read_keyed`` and ``match`` too);
 * the whole ``calibcli compare A B --json --bootstrap 200 --workers 1``: its peak RSS divided by
-  the matched pairs. With ``--ref`` the earlier commit runs it too, and the two reports must be
-  byte-identical.
+  the matched pairs, and with ``--slope-rows`` the same at a larger size, whose difference over
+  the added pairs is the memory a pair costs (the interpreter's fixed part left out). With
+  ``--ref`` the earlier commit runs it too, and the two reports must be byte-identical.
 
 The result replaces the section between ``<!-- compare:start -->`` and ``<!-- compare:end -->``
 of BENCHMARKS.md (appended when missing).
 
     python bench/compare.py                       # 1M rows per file, 3 rounds
     python bench/compare.py --rows 500k --ref main
+    python bench/compare.py --rows 200k --slope-rows 2M --rounds 1 --ref main
 """
 
 from __future__ import annotations
@@ -94,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default="1M", help="rows per file (default 1M)")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds (default 3)")
     parser.add_argument("--ref", help="an earlier commit to measure beside this tree")
+    parser.add_argument(
+        "--slope-rows",
+        help="also run the whole compare at this larger size: bytes per pair as the slope of "
+        "peak RSS between the two sizes (the interpreter's fixed memory left out)",
+    )
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"), help="report path")
     args = parser.parse_args(argv)
     rows = parse_size(args.rows)
@@ -133,6 +140,19 @@ def main(argv: list[str] | None = None) -> int:
             reports[t] = subprocess.run(cli, capture_output=True, env=tree_env, check=True).stdout
             done = f"cpu {whole[t][1]:.1f} s, {whole[t][2]:.0f} MB"
             print(f"  compare ({t}): {done}", file=sys.stderr)
+        slope = {}
+        if args.slope_rows:
+            big = parse_size(args.slope_rows)
+            a2, b2 = work / "a2.jsonl", work / "b2.jsonl"
+            write_side(a2, big, 1, False)
+            write_side(b2, big, 2, True)
+            for t, tree in trees.items():
+                cli = [py, "-m", "calibcli", "compare", str(a2), str(b2), "--json"]
+                cli += ["--bootstrap", "200", "--workers", "1"]
+                _, c, mb = run_once(cli, dict(env, PYTHONPATH=str(tree)))
+                slope[t] = (c, mb, (mb - whole[t][2]) * 2**20 / (big - rows))
+                done = f"cpu {c:.1f} s, {mb:.0f} MB"
+                print(f"  compare ({t}) at {label(big)}: {done}", file=sys.stderr)
     if len(reports) == 2 and reports["now"] != reports["before"]:
         raise SystemExit("the two commits' compare reports differ")
     median = {name: statistics.median(v) for name, v in cpu.items()}
@@ -158,6 +178,16 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for t, (_, c, mb) in whole.items():
         lines.append(f"| {t} | {c:.1f} | {mb:.0f} MB | {mb * 2**20 / rows:.0f} |")
+    if slope:
+        big = label(parse_size(args.slope_rows))
+        lines += [
+            "",
+            f"| the same at {big} rows per file | CPU s | peak RSS | bytes per matched pair, "
+            f"slope {label(rows)} → {big} (target ≤ 80) |",
+            "|---|---:|---:|---:|",
+        ]
+        for t, (c, mb, per_pair) in slope.items():
+            lines.append(f"| {t} | {c:.1f} | {mb:.0f} MB | {per_pair:.0f} |")
     if len(reports) == 2:
         lines += ["", "Both commits' reports are byte-identical."]
     lines.append(END)

@@ -238,6 +238,15 @@ def output(argv: list[str], env: dict[str, str]) -> str:
     return done.stdout.decode()
 
 
+def compile_bytecode(checkout: Path) -> None:
+    """Write this checkout's bytecode, as installing a wheel does: with PYTHONDONTWRITEBYTECODE
+    set (as on this workplace) an editable checkout would otherwise compile its modules again in
+    every timed process, a cost no installed calibcli pays and the naive loop (stdlib only)
+    never does. A ``--before`` checkout is left as it is: compile it beforehand to compare."""
+    python = checkout / ".venv" / "bin" / "python"
+    subprocess.run([str(python), "-m", "compileall", "-q", str(checkout / "calibcli")], check=True)
+
+
 def calibcli_at(checkout: Path) -> list[str]:
     """The calibcli command of a checkout with its own ``.venv`` (``make install``): its entry
     point, not ``python -m``, which would import calibcli from the working directory."""
@@ -286,6 +295,7 @@ def main() -> None:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     now = calibcli_at(ROOT)
     before = calibcli_at(args.before) if args.before else None
+    compile_bytecode(ROOT)
     one = ["--workers", "1"]
     lines = [
         START,
@@ -293,8 +303,9 @@ def main() -> None:
         "",
         "Whole processes in interleaved rounds, median CPU seconds (user + system, `os.wait4`) "
         f"of {args.rounds} rounds; each pair's figures checked to agree first. calibcli reads "
-        "with `--workers 1` (one process, as the naive loop). Each command is started by "
-        "bench/run.py's launcher process, so its peak RSS is its own.",
+        "with `--workers 1` (one process, as the naive loop), its bytecode compiled first as an "
+        "installed wheel's is. Each command is started by bench/run.py's launcher process, so "
+        "its peak RSS is its own.",
         "",
         "| input | calibcli | naive loop | ratio | target |" + (" before |" if before else ""),
         "|---|---|---|---|---|" + ("---|" if before else ""),

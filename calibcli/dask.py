@@ -18,11 +18,13 @@ every function they run lives in this installed module.
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from typing import Any
 
 from calibcli.engines import (
     empty_task,
+    file_group_task,
     file_jobs,
     file_task,
     finish,
@@ -70,6 +72,8 @@ def _finish(label: str | None, result: Any) -> Any:
 
 
 def _tree(tasks: list[Any], table: str, split_every: int, label: str | None) -> Any:
+    """The merge tree over ``tasks``: groups of ``split_every`` consecutive results, level by
+    level, ending in the driver's summary."""
     from dask import delayed
 
     merge = partial(_merged, table)
@@ -184,13 +188,34 @@ def summarize_files(
     split_every: int = SPLIT_EVERY,
     **options: Any,
 ) -> Any:
-    """A lazy summary of files read in the workers by calibcli's own readers, one task per
+    """A lazy summary of files read in the workers by calibcli's own readers, one job per
     file or, with ``blocksize``, per that many bytes of a plain JSON Lines file (lines
-    starting in each range; gzip, whole documents and tables are read whole). The options
-    are those of :func:`calibcli.spark.summarize_files`."""
+    starting in each range; gzip, whole documents and tables are read whole). A task reads
+    one job, or ``split_every`` consecutive jobs and merges their parts where it read them
+    when there are enough such groups to keep every worker thread busy: the same summary,
+    bit for bit. The options are those of :func:`calibcli.spark.summarize_files`."""
     _dask()
     from dask import delayed
 
     jobs = file_jobs(list(paths), kind, blocksize, **options)
+    table = jobs[0].table
+    groups = [jobs[i : i + split_every] for i in range(0, len(jobs), split_every)]
+    if len(jobs) > 1 and len(groups) >= _cores():
+        # each group of the tree's first level read and merged by one task: the same merges
+        # in the same order (the same bits) without shipping each range's part to another
+        # task; only when the groups alone keep every core busy
+        first = [delayed(file_group_task, pure=True)(group, table) for group in groups]
+        return _tree(first, table, split_every, None)
     tasks = [delayed(file_task, pure=True)(job) for job in jobs]
-    return _tree(tasks, jobs[0].table, split_every, None)
+    return _tree(tasks, table, split_every, None)
+
+
+def _cores() -> int:
+    """Threads of the workers of the current distributed client (the machine's CPUs for
+    dask's local schedulers)."""
+    try:
+        from distributed import default_client
+
+        return max(1, sum(default_client().nthreads().values()))
+    except (ImportError, ValueError):
+        return os.cpu_count() or 1

@@ -149,3 +149,69 @@ def test_ranges_read_in_any_order_by_one_process_number_lines_in_the_whole_file(
         assert len(failed) == 1
         errors.add(failed[0][1:])
     assert errors == {(str(path), bad + 1, "confidence 3 is outside [0, 1]")}
+
+
+def test_a_group_of_ranges_read_in_one_task_gives_the_merge_of_their_tasks(tmp_path):
+    # the Dask files path reads the tree's first-level groups in one task each: its part must
+    # be the bytes the group's separate tasks give once merged, and a group with a bad line
+    # must report that line (the first one, as the merge of the separate results does)
+    from calibcli.engines import file_group_task, file_task
+    from calibcli.io import reader
+
+    rng = np.random.default_rng(11)
+    paths = []
+    for k in range(2):
+        lines = [
+            json.dumps({"confidence": float(c), "correct": bool(rng.random() < c), "task": t})
+            for c, t in zip(rng.random(3000), rng.choice(["x", "y"], 3000), strict=True)
+        ]
+        paths.append(tmp_path / f"{k}.jsonl")
+        paths[-1].write_text("\n".join(lines) + "\n")
+    for by in (None, "task"):
+        jobs = file_jobs([str(p) for p in paths], "calibration", 20_000, by=by)
+        assert len(jobs) > 8
+        for group in (jobs[:8], jobs[8:]):
+            reader._known_newlines.clear()
+            want = merge_all([file_task(job) for job in group])
+            reader._known_newlines.clear()
+            got = file_group_task(group)
+            assert got.payload == want.payload and got.payload is not None
+    bad = tmp_path / "bad.jsonl"
+    text = paths[0].read_text().splitlines()
+    text[2000] = text[2500] = '{"confidence": 2, "correct": true}'
+    bad.write_text("\n".join(text) + "\n")
+    jobs = file_jobs([str(bad)], "calibration", 20_000)
+    reader._known_newlines.clear()
+    want = merge_all([file_task(job) for job in jobs])
+    reader._known_newlines.clear()
+    got = file_group_task(jobs)
+    assert got.error == want.error
+    assert got.error[1:] == (str(bad), 2001, "confidence 2 is outside [0, 1]")
+
+
+def test_a_merge_past_the_cap_counts_the_table_and_leaves_what_building_it_leaves(
+    rows, monkeypatch
+):
+    # merge_all counts the merged table's entries without building it when the parts' tables
+    # add up past the cap: at a cap of exactly the merged entries the table is built and
+    # kept, one below it dropped; either way the part is the bytes of the table built and
+    # then capped
+    import calibcli.summaries
+    from calibcli.engines.tasks import capped
+    from calibcli.summaries import from_bytes, merge_parts, to_bytes
+
+    batch, _ = rows
+    conf = batch.column(0).to_numpy()
+    correct = batch.column(1).to_numpy(zero_copy_only=False)
+    entries = len(np.unique(conf[correct])) + len(np.unique(conf[~correct]))
+    spec, _ = frame_spec("calibration", ("confidence", "correct"), label="t")
+    results = parts(batch, spec, "always", [1000, 2000, 3000])
+    tables = [from_bytes(r.payload).distinct.distinct for r in results]
+    assert max(tables) < entries - 1 < sum(tables)  # the parts overlap: only a count tells
+    for cap, kept in ((entries, True), (entries - 1, False)):
+        monkeypatch.setattr(calibcli.summaries, "MAX_DISTINCT", cap)
+        loaded = [from_bytes(r.payload) for r in results]
+        want = to_bytes(capped(merge_parts(loaded, ["t"] * 4), "auto"))
+        got = merge_all(results, "auto").payload
+        assert got == want
+        assert (from_bytes(got).distinct is not None) is kept

@@ -21,6 +21,7 @@ _LAZY = {
     "FileJob": "calibcli.engines.tasks",
     "file_jobs": "calibcli.engines.tasks",
     "file_task": "calibcli.engines.tasks",
+    "file_group_task": "calibcli.engines.tasks",
     "frame_spec": "calibcli.engines.tasks",
     "frame_task": "calibcli.engines.tasks",
     "empty_task": "calibcli.engines.tasks",

@@ -179,6 +179,21 @@ def file_task(job: FileJob) -> TaskResult:
     return TaskResult(payload=_part_bytes(summary, job.table, job.bootstrap))
 
 
+def file_group_task(jobs: list[FileJob], table: str = "auto") -> TaskResult:
+    """Several jobs read one after another in one task, their results merged there: the same
+    result as :func:`merge_all` of their :func:`file_task` results, without a task, a part's
+    bytes on the wire and the scheduler's bookkeeping per job. Jobs of consecutive ranges of a
+    file read in order count the file's newlines once. The first input error ends the task:
+    a later job's error could not win over it (:func:`merge_tasks` keeps the lowest job)."""
+    results = []
+    for job in jobs:
+        result = file_task(job)
+        if result.error is not None:
+            return result
+        results.append(result)
+    return merge_all(results, table)
+
+
 def _label(part: Any) -> str:
     first = part.sources[0] if part.sources else None
     return "a part" if first is None else first.display
@@ -223,8 +238,42 @@ def merge_all(results: list[TaskResult], table: str = "auto") -> TaskResult:
     from calibcli.summaries import SummaryMismatch, from_bytes, merge_parts, to_bytes
 
     parts = [from_bytes(r.payload) for r in results]
+    over = _over_cap(parts, table)
+    if over:  # the merged table would be dropped: count its entries, never build it
+        parts = [replace(p, distinct=None, _views={}) for p in parts]
     try:
         merged = merge_parts(parts, [_label(p) for p in parts])
     except SummaryMismatch as e:
         return TaskResult(mismatch=str(e))
-    return TaskResult(payload=to_bytes(capped(merged, table)))
+    return TaskResult(payload=to_bytes(_dropped(merged) if over else capped(merged, table)))
+
+
+def _over_cap(parts: list[Any], table: str) -> bool:
+    """Whether merging ``parts`` (each with its table of distinct confidences, no ``--by``
+    groups) makes a table :func:`capped` drops: its entries, counted as the merge would
+    count them (equal values of a class are one), exceed the cap. False whenever in doubt,
+    and the merge builds the table to decide."""
+    import numpy as np
+
+    if table != "auto" or any(
+        p.kind != "calibration" or p.distinct is None or p.missing is not None for p in parts
+    ):
+        return False
+    tables = [p.distinct for p in parts]
+    if any(t.groups != 1 for t in tables) or sum(t.distinct for t in tables) <= _cap():
+        return False
+    entries = 0
+    for side in ("right", "wrong"):
+        values = np.sort(np.concatenate([getattr(t, side)[0] for t in tables]))
+        if values.shape[0]:
+            entries += 1 + int(np.count_nonzero(values[1:] != values[:-1]))
+    return entries > _cap()
+
+
+def _dropped(part: Any) -> Any:
+    """A merged part whose table :func:`capped` would drop, as it leaves it (the parts'
+    tables were left out of the merge)."""
+    missing = CAPPED.format(cap=_cap())
+    warning = f"the table of distinct confidences was dropped: {missing}"
+    warnings = tuple(dict.fromkeys([*part.warnings, warning]))
+    return replace(part, missing=missing, warnings=warnings, _views={})

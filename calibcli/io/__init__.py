@@ -43,6 +43,7 @@ __all__ = [
     "input_kind",
     "load_summary",
     "match_columns",
+    "paired_rows",
     "read_calibration",
     "read_choices",
     "read_key_columns",
@@ -316,7 +317,7 @@ def __getattr__(name: str) -> Any:
 
         records = importlib.import_module("calibcli.io.records")
         return records if name == "records" else getattr(records, name)
-    if name in ("read_key_columns", "match_columns"):  # compare's keyed rows, in columns
+    if name in ("read_key_columns", "match_columns", "paired_rows"):  # compare's keyed rows
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.keyed"), name)

@@ -60,15 +60,19 @@ class SourceFold:
         name: str,
         source: str,
         fmt: str | None = None,
-        seen: dict[int, tuple[str, Any]] | None = None,
+        seen: Any = None,
     ) -> None:
         self.plan = plan
         self.name = name
         self.source = source
         self.fmt = fmt
         self.decoder: Any = None
-        # the ids read so far (hash -> where), shared by the sources of one reading
-        self.seen = {} if seen is None else seen
+        # the ids read so far (a SeenIds), shared by the sources of one reading
+        if seen is None:
+            from calibcli.io.ids import SeenIds
+
+            seen = SeenIds()
+        self.seen = seen
 
     def resolve(self, block: memoryview | bytes, first_line: int) -> bool:
         """Route the source from the first row of this block; False if the block is blank.
@@ -94,39 +98,50 @@ class SourceFold:
             raise SkipFile(fmt, skip)
         self.fmt = fmt
 
-    def check_ids(self, ids: list[Any], where: Callable[[int], Any], builder: Any) -> None:
+    def check_ids(self, ids: Any, lines: Any, builder: Any) -> None:
         """Refuse a row whose id was read before (in this source or an earlier one of the same
-        reading) and record the rest, with their lines, in the builder's summary."""
-        from calibcli.io.ids import id_hash, show_id
+        reading) and record the rest, with their places, in the builder's summary. ``lines``
+        holds each row's line (an int64 array), or its locator in a whole document (a list)."""
+        import numpy as np
 
-        hashes = [id_hash(k) for k in ids]
+        from calibcli.io.ids import id_hashes, show_id
+
+        hashes = id_hashes(ids)
+        locators = None
+        if isinstance(lines, list):
+            locators = lines
+            lines = np.fromiter(
+                (w if isinstance(w, int) else -1 for w in locators), np.int64, len(locators)
+            )
         seen, name = self.seen, self.name
-        for i, h in enumerate(hashes):
-            first = seen.get(h)
-            if first is not None:
-                raise InputError(
-                    name,
-                    where(i),
-                    f"the row of id {show_id(ids[i])} was read before, at {first[0]}:{first[1]}: "
-                    f"{DOUBLE_READ}",
-                )
-            seen[h] = (name, where(i))
-        builder.add_ids(hashes, [where(i) for i in range(len(hashes))])
+        i = seen.first_repeat(hashes)
+        if i is not None:
+            first = seen.where(int(hashes[i]), (name, hashes, lines, locators))
+            raise InputError(
+                name,
+                locators[i] if locators is not None else int(lines[i]),
+                f"the row of id {show_id(ids[i])} was read before, at {first[0]}:{first[1]}: "
+                f"{DOUBLE_READ}",
+            )
+        seen.record(name, hashes, lines, locators)
+        builder.add_ids(hashes, lines)
 
     def absorb_ids(self, ids: Any, offset: int, builder: Any) -> None:
         """Check and record the ids of a worker's share of this source (``ids``: its summary's
         :class:`~calibcli.summaries.ids.RowIds`, lines counted from the share's start)."""
+        import numpy as np
+
         seen, name = self.seen, self.name
-        for h, line in zip(ids.hashes.tolist(), ids.lines.tolist(), strict=True):
-            where = line + offset if line >= 0 else None
-            first = seen.get(h)
-            if first is not None:
-                raise InputError(
-                    name,
-                    where,
-                    f"this row's id is the id of the row at {first[0]}:{first[1]}: {DOUBLE_READ}",
-                )
-            seen[h] = (name, where)
+        lines = np.where(ids.lines >= 0, ids.lines + offset, -1)
+        i = seen.first_repeat(ids.hashes)
+        if i is not None:
+            first = seen.where(int(ids.hashes[i]), (name, ids.hashes, lines, None))
+            raise InputError(
+                name,
+                int(lines[i]) if lines[i] >= 0 else None,
+                f"this row's id is the id of the row at {first[0]}:{first[1]}: {DOUBLE_READ}",
+            )
+        seen.record(name, ids.hashes, lines)
         builder.ids.extend(ids, offset)
 
     def _decoder(self) -> Any:
@@ -142,7 +157,7 @@ class SourceFold:
         cols, keys, where = decoder.rows(chunk, self.name)
         name = self.name
         if decoder.ids:
-            self.check_ids(decoder.ids, lambda i: where[i], builder)
+            self.check_ids(decoder.ids, list(where), builder)
         if getattr(builder, "row_keys", False):
             from calibcli.summaries import locator_numbers
 
@@ -191,9 +206,12 @@ class SourceFold:
                 block, first_line, name, expected, consecutive=expected == physical
             )
             if decoder.ids:
+                n = len(decoder.ids)
                 self.check_ids(
                     decoder.ids,
-                    lambda i, f=first_line, ls=lines: f + i if ls is None else int(ls[i]),
+                    np.arange(first_line, first_line + n, dtype=np.int64)
+                    if lines is None
+                    else np.asarray(lines, np.int64),
                     builder,
                 )
             if getattr(builder, "row_keys", False):

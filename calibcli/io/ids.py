@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from functools import partial
+from operator import methodcaller
 from typing import Any
 
 
@@ -103,3 +105,132 @@ def id_hash(key: Any) -> int:
     """A stable 64-bit hash of an id (the same in every process and run)."""
     digest = hashlib.blake2b(repr(key).encode("utf-8", "backslashreplace"), digest_size=8)
     return int.from_bytes(digest.digest(), "little")
+
+
+def id_hashes(keys: Any) -> Any:
+    """:func:`id_hash` of each id, as a uint64 array: ``keys`` is a sequence of ids, or an
+    object whose ``hashes()`` gives them (:class:`KeyColumn`)."""
+    import numpy as np
+
+    if hasattr(keys, "hashes"):
+        return keys.hashes()
+    if not len(keys):
+        return np.zeros(0, np.uint64)
+    return hash_texts(list(map(repr, keys)))
+
+
+def hash_texts(texts: list[str]) -> Any:
+    """The 64-bit blake2b hash of each text's UTF-8 bytes (``backslashreplace``), as
+    :func:`id_hash` hashes an id's repr: one encoding of the joined texts, then hashlib's C
+    code called straight from ``map`` (the Python around each call is what costs)."""
+    # a repr never holds a raw NUL (repr escapes it), so it separates the texts
+    joined = "\x00".join(texts).encode("utf-8", "backslashreplace")
+    parts = joined.split(b"\x00")
+    if len(parts) != len(texts):  # a text that is no repr: each encoded alone
+        parts = [t.encode("utf-8", "backslashreplace") for t in texts]
+    return _digests(parts)
+
+
+def _digests(parts: list[bytes]) -> Any:
+    import numpy as np
+
+    digest = partial(hashlib.blake2b, digest_size=8)
+    return np.frombuffer(b"".join(map(methodcaller("digest"), map(digest, parts))), "<u8")
+
+
+# id_key's kinds of the values whose ids KeyColumn builds without a call
+_KINDS = {int: "number", float: "number", str: "string"}
+
+
+class KeyColumn:
+    """The ids of a block's rows that share a prefix, such as lm-eval's ``("task", name)``:
+    ``(*prefix, kind, value)`` with the kind of an int or float value ``"number"`` and of a
+    string ``"string"`` (:func:`id_key`'s); other values are given to ``other``. The tuples are
+    built only when one is asked for (a message); :meth:`hashes` hashes their reprs from the
+    values' own."""
+
+    def __init__(self, prefix: tuple, values: list, other: Callable[[Any], Any]) -> None:
+        self.prefix = prefix
+        self.values = values
+        self.other = other
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, i: int) -> Any:
+        value = self.values[i]
+        kind = _KINDS.get(type(value))
+        return (*self.prefix, kind, value) if kind is not None else self.other(value)
+
+    def hashes(self) -> Any:
+        values = self.values
+        types = set(map(type, values))
+        kinds = {_KINDS.get(t) for t in types}
+        if len(kinds) != 1 or None in kinds:
+            return hash_texts([repr(self[i]) for i in range(len(values))])
+        # every repr is the same head, the value's repr and ")"
+        head = repr((*self.prefix, kinds.pop(), 0))[:-2]
+        sep = ")\x00" + head
+        joined = (head + sep.join(map(repr, values)) + ")").encode("utf-8", "backslashreplace")
+        parts = joined.split(b"\x00")
+        if len(parts) != len(values):
+            return hash_texts([repr(self[i]) for i in range(len(values))])
+        return _digests(parts)
+
+
+class SeenIds:
+    """The ids read so far in one reading, with where each was read: the hashes in sorted runs
+    (merged as a binary counter merges, so a look-up searches a logarithmic number of them),
+    and each recorded batch's hashes and places in reading order, searched only to name the
+    first row of a repeated id."""
+
+    def __init__(self) -> None:
+        self._runs: list[Any] = []
+        self._batches: list[tuple[str, Any, Any, list | None]] = []
+
+    def first_repeat(self, hashes: Any) -> int | None:
+        """The index of the first of ``hashes`` read before: by an earlier batch, or earlier
+        among ``hashes``; None when every one is new."""
+        import numpy as np
+
+        n = hashes.shape[0]
+        if not n:
+            return None
+        repeat = np.zeros(n, np.bool_)
+        for run in self._runs:
+            at = np.searchsorted(run, hashes)
+            np.minimum(at, run.shape[0] - 1, out=at)
+            repeat |= run[at] == hashes
+        if n > 1:
+            order = np.argsort(hashes, kind="stable")
+            ordered = hashes[order]
+            repeat[order[1:][ordered[1:] == ordered[:-1]]] = True
+        found = int(repeat.argmax())
+        return found if repeat[found] else None
+
+    def where(self, h: int, batch: tuple | None = None) -> tuple[str, Any] | None:
+        """(source name, line or locator) of the first row read with hash ``h`` (in the
+        recorded batches, or the first of ``batch`` when none has it)."""
+        import numpy as np
+
+        for entry in [*self._batches, *([batch] if batch is not None else [])]:
+            name, hashes, lines, locators = entry
+            hit = np.flatnonzero(hashes == np.uint64(h))
+            if hit.shape[0]:
+                j = int(hit[0])
+                if locators is not None:
+                    return name, locators[j]
+                return name, None if lines[j] < 0 else int(lines[j])
+        return None
+
+    def record(self, name: str, hashes: Any, lines: Any, locators: list | None = None) -> None:
+        """Add a batch of new ids (``lines``: int64, -1 for no line; ``locators``: each row's
+        place in a whole document instead)."""
+        import numpy as np
+
+        self._batches.append((name, hashes, lines, locators))
+        run = np.sort(hashes)
+        runs = self._runs
+        while runs and runs[-1].shape[0] <= run.shape[0]:
+            run = np.sort(np.concatenate([runs.pop(), run]), kind="stable")  # merges two runs
+        runs.append(run)

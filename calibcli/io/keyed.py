@@ -51,7 +51,9 @@ class _Side:
 
     def __init__(self, keyed: bool, grouped: bool) -> None:
         self.keyed = keyed
-        self.chunks: list[tuple] = []
+        # finished blocks, one list per column (confidence, correct, id hash high and low
+        # halves), so that each column is joined and its blocks freed before the next
+        self.parts: tuple[list, list, list, list] = ([], [], [], [])
         self.conf: list[float] = []
         self.corr: list[bool] = []
         self.canon: list[bytes] = []
@@ -65,26 +67,32 @@ class _Side:
             return
         hashes = hash_ids(self.canon) if self.keyed else None
         conf = np.asarray(self.conf, np.float64)
-        self.chunks.append((conf, np.asarray(self.corr, bool), hashes))
+        self._append(conf, np.asarray(self.corr, bool), hashes)
         self.conf, self.corr, self.canon = [], [], []
 
     def add_block(self, conf: np.ndarray, corr: np.ndarray, hashes: tuple) -> None:
         self.flush()
-        self.chunks.append((conf, corr, hashes))
+        self._append(conf, corr, hashes)
         self.count += conf.shape[0]
 
+    def _append(self, conf: np.ndarray, corr: np.ndarray, hashes: tuple | None) -> None:
+        self.parts[0].append(conf)
+        self.parts[1].append(corr)
+        if hashes is not None:
+            self.parts[2].append(hashes[0])
+            self.parts[3].append(hashes[1])
+
     def columns(self) -> tuple:
-        """(ids, confidence, correct), each chunk list freed once joined."""
+        """(ids, confidence, correct), each column's blocks freed once it is joined."""
         self.flush()
-        chunks, self.chunks = self.chunks, []
-        conf = _join([c[0] for c in chunks], np.float64)
-        corr = _join([c[1] for c in chunks], bool)
-        ids = None
-        if self.keyed:
-            hi = _join([c[2][0] for c in chunks], np.uint64)
-            lo = _join([c[2][1] for c in chunks], np.uint64)
-            ids = IdHashes(hi, lo)
-        return ids, conf, corr
+        parts, self.parts = self.parts, ([], [], [], [])
+        joined = []
+        for blocks_of, dtype in zip(parts, (np.float64, bool, np.uint64, np.uint64), strict=True):
+            joined.append(_join(blocks_of, dtype))
+            blocks_of.clear()
+        conf, corr, hi, lo = joined
+        del joined
+        return (IdHashes(hi, lo) if self.keyed else None), conf, corr
 
 
 def _join(parts: list, dtype: Any) -> np.ndarray:
@@ -399,13 +407,24 @@ class _State:
 def match_columns(base: KeyColumns, new: KeyColumns) -> Any:
     """The rows both sides hold, aligned in BASE's order
     (:class:`~calibcli.summaries.PairedRows`)."""
+    return paired_rows(base, new, base.ids.positions_in(new.ids))
+
+
+def paired_rows(base: KeyColumns, new: KeyColumns, positions: tuple) -> Any:
+    """:func:`match_columns` from the matched rows' ``positions`` (rows of BASE, rows of NEW),
+    which need not the sides' ids: a caller may free them first, as they are the largest part of
+    the rows."""
     from calibcli.summaries import PairedRows
 
-    b_idx, n_idx = base.ids.positions_in(new.ids)
+    b_idx, n_idx = positions
     groups = None if base.groups is None else [base.groups[i] for i in b_idx.tolist()]
     pairs = int(b_idx.shape[0])
+    if pairs == base.n:  # every BASE row matched, in its order: its columns as they are
+        base_rows = (base.confidence, base.correct)
+    else:
+        base_rows = (base.confidence[b_idx], base.correct[b_idx])
     return PairedRows(
-        (base.confidence[b_idx], base.correct[b_idx]),
+        base_rows,
         (new.confidence[n_idx], new.correct[n_idx]),
         groups,
         base.n - pairs,

@@ -29,6 +29,7 @@ LONG = 64
 """Canonical ids longer than this are hashed by blake2b one by one; shorter ones in columns."""
 
 _SEEDS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD1B54A32D192ED03))
+_SEARCH_BLOCK = 1 << 18  # rows of self looked up at a time when matching
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], np.uint64)  # the low k bytes of a word
 
 
@@ -165,7 +166,10 @@ class IdHashes:
         ids are distinct."""
         if other.n == 0 or self.n == 0:
             return np.zeros(0, np.intp), np.zeros(0, np.intp)
-        order = np.argsort(other.hi, kind="stable")
+        # 32-bit row numbers where they fit, and self's rows looked up a block at a time, so
+        # that the search holds little beside both sides' columns
+        index = np.int32 if max(self.n, other.n) < 2**31 else np.intp
+        order = np.argsort(other.hi, kind="stable").astype(index)
         sorted_hi = other.hi[order]
         if np.any(sorted_hi[1:] == sorted_hi[:-1]):  # two of other's ids share a high half
             where = {
@@ -179,12 +183,19 @@ class IdHashes:
             mine = np.fromiter((i for i, _ in pairs), np.intp, len(pairs))
             theirs = np.fromiter((j for _, j in pairs), np.intp, len(pairs))
             return mine, theirs
-        at = np.searchsorted(sorted_hi, self.hi)
-        np.minimum(at, other.n - 1, out=at)
-        found = sorted_hi[at] == self.hi
-        del sorted_hi
-        theirs = order[at]
-        del order, at
-        found &= other.lo[theirs] == self.lo
-        mine = np.flatnonzero(found)
+        theirs = np.empty(self.n, index)
+        found = np.empty(self.n, bool)
+        for start in range(0, self.n, _SEARCH_BLOCK):
+            stop = min(start + _SEARCH_BLOCK, self.n)
+            hi = self.hi[start:stop]
+            at = np.searchsorted(sorted_hi, hi)
+            np.minimum(at, other.n - 1, out=at)
+            hit = sorted_hi[at] == hi
+            rows = order[at]
+            hit &= other.lo[rows] == self.lo[start:stop]
+            found[start:stop] = hit
+            theirs[start:stop] = rows
+        del sorted_hi, order
+        mine = np.flatnonzero(found).astype(index)
+        del found
         return mine, theirs[mine]

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.io.decode import SMALL_BLOCK, BlockDecoder
+from calibcli.io.ids import KeyColumn
 from calibcli.io.rows import group_name
 
-# id_key's kinds of the doc_id values taken without a call (an int or float doc_id is a number,
-# a string a string); any other doc_id is keyed by the identifier itself
-_ID_KINDS = {int: "number", float: "number", str: "string"}
+# the doc_id types whose ids KeyColumn builds itself (id_key's number and string); any other
+# doc_id is keyed by the identifier itself
+_ID_TYPES = {int, float, str}
 
 
 class LmEvalBlockDecoder(BlockDecoder):
@@ -99,22 +100,24 @@ class LmEvalBlockDecoder(BlockDecoder):
         self.ids = ids
         return cols, keys, None
 
-    def _ids(self, docs: list) -> list | None:
+    def _ids(self, docs: list) -> Any:
         """Each row's id as ``ident`` gives it, or None when one cannot be given (the dict
-        path then words the error). The ids of int, float and string doc_ids are built from the
-        first row's id, checked to be the identifier's own."""
+        path then words the error). The ids of int, float and string doc_ids are a
+        :class:`~calibcli.io.ids.KeyColumn` of the first row's prefix (checked to be the
+        identifier's own), their tuples built only for a message."""
         ident = self.ident
         try:
             first = ident({"doc_id": docs[0]})  # type: ignore[misc]
         except ValueError:
             return None
-        prefix = first[:2]
-        kinds = _ID_KINDS
-        try:
-            out = [
-                (*prefix, kinds[type(d)], d) if type(d) in kinds else ident({"doc_id": d})  # type: ignore[misc]
-                for d in docs
-            ]
-        except ValueError:
-            return None
-        return out if out[0] == first else None
+
+        def other(doc_id: Any) -> Any:
+            return ident({"doc_id": doc_id})  # type: ignore[misc]
+
+        ids = KeyColumn(first[:2], docs, other)
+        if not set(map(type, docs)) <= _ID_TYPES:
+            try:
+                ids = [ids[i] for i in range(len(docs))]  # type: ignore[assignment]
+            except ValueError:
+                return None
+        return ids if ids[0] == first else None

@@ -75,6 +75,7 @@ from calibcli.metrics.smooth import (
 __all__ = ["BootstrapResult", "bootstrap_intervals"]
 
 _DRAW_BLOCK = 1 << 16  # rows per block of the replicate pass (its temporaries stay in cache)
+_BUILD_BLOCK = 1 << 18  # rows per block when the engine finds its atoms
 _RAW16_BLOCK = 1 << 16  # a block of exactly this many rows draws 16-bit indices from raw words
 
 _INDEX = {key: i for i, key in enumerate(SCALAR_KEYS)}
@@ -192,31 +193,60 @@ class ReplicateEngine:
     def __init__(
         self, columns: PredictionColumns, edges: np.ndarray, wanted: frozenset[str] | None = None
     ) -> None:
+        n_wrong = columns.conf_wrong.shape[0]
+        conf = np.empty(columns.n)
+        conf[:n_wrong] = columns.conf_wrong
+        conf[n_wrong:] = columns.conf_correct
+        conf[:n_wrong].sort()
+        conf[n_wrong:].sort()
+        self._build(conf, n_wrong, edges, wanted)
+
+    @classmethod
+    def from_layout(
+        cls, conf: np.ndarray, n_wrong: int, edges: np.ndarray, wanted: frozenset[str] | None
+    ) -> ReplicateEngine:
+        """The engine of rows already in its layout: ``conf`` holds the ``n_wrong`` wrong
+        answers sorted by confidence, then the right ones sorted; the engine keeps that array
+        itself (no copy)."""
+        engine = cls.__new__(cls)
+        engine._build(conf, n_wrong, edges, wanted)
+        return engine
+
+    def _build(
+        self, conf: np.ndarray, n_wrong: int, edges: np.ndarray, wanted: frozenset[str] | None
+    ) -> None:
         self.wanted = frozenset(SCALAR_KEYS) if wanted is None else wanted
-        wrong = np.sort(columns.conf_wrong)
-        right = np.sort(columns.conf_correct)
-        n_wrong = self.n_wrong = wrong.shape[0]
-        n = self.n = columns.n
+        wrong, right = conf[:n_wrong], conf[n_wrong:]
+        self.n_wrong = n_wrong
+        n = self.n = conf.shape[0]
         self.edges = edges
         self.bins = edges.shape[0] - 1
-        self.conf = np.concatenate([wrong, right])
+        self.conf = conf
         is_right = np.zeros(n, dtype=bool)
         is_right[n_wrong:] = True
 
         loss = np.empty(n)
         with np.errstate(divide="ignore"):
-            np.negative(np.log1p(-wrong), out=loss[:n_wrong])
-            np.negative(np.log(right), out=loss[n_wrong:])
+            # -log1p(-c) and -log(c), computed in place (no temporaries the size of a class)
+            wrong_loss, right_loss = loss[:n_wrong], loss[n_wrong:]
+            np.negative(wrong, out=wrong_loss)
+            np.log1p(wrong_loss, out=wrong_loss)
+            np.negative(wrong_loss, out=wrong_loss)
+            np.log(right, out=right_loss)
+            np.negative(right_loss, out=right_loss)
         infinite_loss = np.flatnonzero(np.isinf(loss))
         loss[infinite_loss] = 0.0
         self.loss = loss
 
-        # AUROC: where each right answer falls among the sorted wrong answers
-        self.below = np.searchsorted(wrong, right, side="left")
-        not_above = np.searchsorted(wrong, right, side="right")
+        # AUROC: where each right answer falls among the sorted wrong answers (32-bit where
+        # they fit: this is held for the whole bootstrap)
+        index = np.int32 if n < 2**31 else np.intp
+        self.below = np.searchsorted(wrong, right, side="left").astype(index)
+        not_above = np.searchsorted(wrong, right, side="right").astype(index)
         self.tied = np.flatnonzero(not_above > self.below)
         self.tied_below = self.below[self.tied]
         self.tied_not_above = not_above[self.tied]
+        del not_above
 
         bounds = np.unique(
             np.concatenate(
@@ -226,21 +256,26 @@ class ReplicateEngine:
         self.block_sizes = np.diff(bounds)
         # atoms: runs sharing block, class, bin and cell of every smooth-ECE grid (~42,000 runs
         # at most, so a replicate's grid histograms never need another pass over the rows)
-        bin_of_row = bin_index(self.conf, edges)
+        # (a block of rows at a time, each with the row before it, so that no row-length
+        # temporary is made beside the engine's own arrays)
         change = np.zeros(n, dtype=bool)
         change[bounds[:-1]] = True
-        change[1:] |= bin_of_row[1:] != bin_of_row[:-1]
-        for m in BISECTION_GRID_SIZES:
-            cells = self._cells(m)
-            change[1:] |= cells[1:] != cells[:-1]
+        for lo in range(0, n, _BUILD_BLOCK):
+            start, stop = max(lo - 1, 0), min(lo + _BUILD_BLOCK, n)
+            values, part = self.conf[start:stop], change[start + 1 : stop]
+            keys = bin_index(values, edges)
+            part |= keys[1:] != keys[:-1]
+            for m in BISECTION_GRID_SIZES:
+                keys = self._cells(m, values)
+                part |= keys[1:] != keys[:-1]
         atoms = np.flatnonzero(change)
         del change
         self.n_atoms = atoms.shape[0]
         right_atom = is_right[atoms]
-        self.atom_bin = bin_of_row[atoms] + self.bins * right_atom
-        del bin_of_row
+        at_atoms = self.conf[atoms]
+        self.atom_bin = bin_index(at_atoms, edges) + self.bins * right_atom
         self.atom_cell = {
-            m: self._cells(m)[atoms] + (m - 1) * right_atom for m in BISECTION_GRID_SIZES
+            m: self._cells(m, at_atoms) + (m - 1) * right_atom for m in BISECTION_GRID_SIZES
         }
         atom_bounds = np.searchsorted(atoms, bounds)
         tied_bounds = np.searchsorted(self.tied, np.maximum(bounds - n_wrong, 0))
@@ -413,8 +448,9 @@ class ReplicateEngine:
 
     # ----- smooth-ECE support
 
-    def _cells(self, m: int) -> np.ndarray:
-        cells = (self.conf * (m - 1)).astype(np.intp)  # conf >= 0, so truncation is floor
+    @staticmethod
+    def _cells(m: int, conf: np.ndarray) -> np.ndarray:
+        cells = (conf * (m - 1)).astype(np.intp)  # conf >= 0, so truncation is floor
         np.minimum(cells, m - 2, out=cells)
         return cells
 

@@ -40,7 +40,7 @@ samples), never on ``workers``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +55,7 @@ from calibcli.metrics.bootstrap import (
 )
 from calibcli.metrics.core import PredictionColumns
 from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates
+from calibcli.metrics.progress import ProgressHook, current_progress, phase
 from calibcli.metrics.validation import as_correct, validate_predictions
 
 __all__ = [
@@ -344,16 +345,27 @@ def _bootstrap_difference(
             f"paired rows must align: base has {sides[0][0].shape[0]} rows, "
             f"new {sides[1][0].shape[0]}"
         )
-    points, evaluators = [], []
-    for conf, corr in sides:
-        columns = PredictionColumns.from_arrays(conf, corr, validate=False)
-        edges = resolve_edges(columns, bins, strategy)
-        scalars = calibration_estimates(columns, bins=bins, strategy=strategy).scalars()
-        points.append({key: scalars[key] for key in wanted})
-        del columns  # the evaluator makes its own layout of the rows
-        evaluators.append(_SideEvaluator(conf, corr, edges, frozenset(wanted)))
-    runner = _DifferenceRunner(evaluators[0], evaluators[1], paired)
-    replicates = run_replicates(runner, int(seed), int(samples), int(workers))
+    # One side at a time: its point values, its engine and its replicates, the engine freed
+    # before the other side's is built (a paired replicate's draws are a function of (seed, r)
+    # alone, so the NEW side draws them again rather than both engines being held at once)
+    points, side_replicates = [], []
+    hook = current_progress(None)
+    with phase("bootstrap resamples", int(samples), hook) as advance:
+        for s, (conf, corr) in enumerate(sides):
+            columns = PredictionColumns.from_arrays(conf, corr, validate=False)
+            edges = resolve_edges(columns, bins, strategy)
+            scalars = calibration_estimates(columns, bins=bins, strategy=strategy).scalars()
+            points.append({key: scalars[key] for key in wanted})
+            del columns, scalars  # the evaluator makes its own layout of the rows
+            runner = _SideRunner(_SideEvaluator(conf, corr, edges, frozenset(wanted)), paired, s)
+            watch = None if hook is None else _half(advance, s, int(samples))
+            side_replicates.append(
+                run_replicates(runner, int(seed), int(samples), int(workers), progress=watch)
+            )
+            del runner
+    with np.errstate(invalid="ignore"):  # inf − inf is undefined: nan, left out
+        replicates = np.subtract(side_replicates[1], side_replicates[0])
+    del side_replicates
     q_lo, q_hi = (1.0 - level) / 2.0, (1.0 + level) / 2.0
     intervals, defined = {}, {}
     for key in wanted:
@@ -392,20 +404,26 @@ class _SideEvaluator:
     def __init__(
         self, conf: np.ndarray, corr: np.ndarray, edges: np.ndarray, wanted: frozenset[str]
     ) -> None:
-        # 32-bit row numbers where they fit, and each class's indices freed once ordered:
-        # the evaluators of both sides are held at once
-        index = np.int32 if conf.shape[0] < 2**31 else np.intp
-        parts, values = [], []
-        for rows in (np.flatnonzero(~corr), np.flatnonzero(corr)):
-            values.append(conf[rows])
-            parts.append(rows[np.argsort(values[-1], kind="stable")].astype(index))
+        # The engine's layout is built here, one class at a time, into the array the engine
+        # keeps; row numbers are 32-bit where they fit (the order is held for the whole run)
+        n = conf.shape[0]
+        index = np.int32 if n < 2**31 else np.intp
+        self.order = np.empty(n, index)
+        layout = np.empty(n)
+        at = 0
+        for right in (False, True):
+            rows = (np.flatnonzero(corr) if right else np.flatnonzero(~corr)).astype(index)
+            stop = at + rows.shape[0]
+            part = layout[at:stop]
+            np.take(conf, rows, out=part)
+            np.take(rows, np.argsort(part, kind="stable"), out=self.order[at:stop])
+            part.sort()  # the values np.sort gives (the engine's own sort of a class)
             del rows
-        self.order = np.concatenate(parts)
-        del parts
-        self.n = conf.shape[0]
-        columns = PredictionColumns(values[1], values[0])
-        del values
-        self.engine = ReplicateEngine(columns, edges, wanted)
+            if not right:
+                n_wrong = stop
+            at = stop
+        self.n = n
+        self.engine = ReplicateEngine.from_layout(layout, n_wrong, edges, wanted)
 
     def evaluate(self, counts: np.ndarray) -> np.ndarray:
         """Scalars in ``SCALAR_KEYS`` order (unwanted ones nan) of the rows repeated ``counts``."""
@@ -421,23 +439,30 @@ def _side_generator(seed: int, replicate: int, side: int) -> np.random.Generator
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(replicate, side)))
 
 
-class _DifferenceRunner:
-    """Replicates [start, stop) of NEW − BASE (the interface the bootstrap's worker pool runs)."""
+def _half(advance: Callable[[int], None], side: int, samples: int) -> ProgressHook:
+    """Side s's replicates as the second half (s = 1) or the first of one phase's progress."""
 
-    def __init__(self, base: _SideEvaluator, new: _SideEvaluator, paired: bool) -> None:
-        self.base, self.new, self.paired = base, new, paired
+    def hook(_name: str, done: int, _total: int) -> None:
+        if side or done:  # the phase itself reported its start
+            advance((side * samples + done) // 2)
+
+    return hook
+
+
+class _SideRunner:
+    """Replicates [start, stop) of one side's scalars (the interface the bootstrap's worker
+    pool runs): paired, the rows drawn by replicate r's generator, the same on both sides;
+    unpaired, by side s's own generator of replicate r."""
+
+    def __init__(self, side: _SideEvaluator, paired: bool, index: int) -> None:
+        self.side, self.paired, self.index = side, paired, index
 
     def run(self, seed: int, start: int, stop: int) -> np.ndarray:
         out = np.empty((stop - start, len(SCALAR_KEYS)))
         for r in range(start, stop):
             if self.paired:
-                counts = self.base.draw(replicate_generator(seed, r))
-                base_counts = new_counts = counts
+                rng = replicate_generator(seed, r)
             else:
-                base_counts = self.base.draw(_side_generator(seed, r, 0))
-                new_counts = self.new.draw(_side_generator(seed, r, 1))
-            base_values = self.base.evaluate(base_counts)
-            new_values = self.new.evaluate(new_counts)
-            with np.errstate(invalid="ignore"):  # inf − inf is undefined: nan, left out
-                np.subtract(new_values, base_values, out=out[r - start])
+                rng = _side_generator(seed, r, self.index)
+            out[r - start] = self.side.evaluate(self.side.draw(rng))
         return out

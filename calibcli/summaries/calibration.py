@@ -396,9 +396,9 @@ class CalibrationBuilder:
         self.rows_of_source = 0
         self.ids = IdLog()
 
-    def add_ids(self, hashes: list[int], where: list[Any]) -> None:
+    def add_ids(self, hashes: Any, lines: Any) -> None:
         """Record the ids of the rows of the block about to be added (checked by the reader)."""
-        self.ids.add(hashes, where)
+        self.ids.add(hashes, lines)
         if self.row_keys:
             self._pending_keys = np.asarray(hashes, np.uint64)
 

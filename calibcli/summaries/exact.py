@@ -163,16 +163,20 @@ class ExactSums:
     def add_pieces(
         self,
         pieces: Iterator[tuple[int, np.ndarray | None, np.ndarray]],
-        cells: np.ndarray,
+        cells: np.ndarray | None,
         ncells: int,
         at: np.ndarray | None = None,
     ) -> None:
         """Add cut values (:func:`fraction_pieces`, :func:`general_pieces`) of at most
         :data:`CHUNK` rows: row i's pieces go to cell ``cells[i]`` (< ``ncells``), or, with
-        ``at``, to cell ``at[cells[i]]`` (``cells`` then index the distinct cells ``at``)."""
+        ``at``, to cell ``at[cells[i]]`` (``cells`` then index the distinct cells ``at``);
+        ``cells`` None: every row to cell 0."""
         for limb, rows, values in pieces:
-            keys = cells if rows is None else cells[rows]
-            column = np.bincount(keys, weights=values, minlength=ncells)
+            if cells is None:  # one cell: integer-valued pieces sum exactly in any order
+                column = np.array([values.sum()])
+            else:
+                keys = cells if rows is None else cells[rows]
+                column = np.bincount(keys, weights=values, minlength=ncells)
             if limb < self.lo or limb >= self.lo + self.depth:
                 if not column.any():
                     continue

@@ -40,24 +40,28 @@ class RowIds:
 
 
 class IdLog:
-    """Collects the ids of rows as they are read."""
+    """Collects the ids of rows as they are read, a batch (arrays) at a time."""
 
     def __init__(self) -> None:
-        self._hashes: list[int] = []
-        self._lines: list[int] = []
+        self._hashes: list[np.ndarray] = []
+        self._lines: list[np.ndarray] = []
 
-    def add(self, hashes: list[int], where: list[Any]) -> None:
-        self._hashes.extend(hashes)
-        self._lines.extend(w if isinstance(w, int) else -1 for w in where)
+    def add(self, hashes: Any, lines: Any) -> None:
+        """A batch of ids: their hashes and lines (-1 for a row that has no line)."""
+        self._hashes.append(np.asarray(hashes, np.uint64))
+        self._lines.append(np.asarray(lines, np.int64))
 
     def extend(self, ids: RowIds, offset: int = 0) -> None:
-        self._hashes.extend(ids.hashes.tolist())
-        self._lines.extend(np.where(ids.lines >= 0, ids.lines + offset, -1).tolist())
+        self._hashes.append(ids.hashes)
+        self._lines.append(np.where(ids.lines >= 0, ids.lines + offset, -1))
 
     def result(self) -> RowIds | None:
-        if not self._hashes:
+        if not sum(h.shape[0] for h in self._hashes):
             return None
-        return RowIds(np.asarray(self._hashes, np.uint64), np.asarray(self._lines, np.int64))
+        return RowIds(
+            np.concatenate(self._hashes).astype(np.uint64, copy=False),
+            np.concatenate(self._lines).astype(np.int64, copy=False),
+        )
 
 
 # --------------------------------------------------------------------------- row keys

@@ -223,9 +223,9 @@ class PerplexityBuilder:
         self.rows_of_source = 0
         self.ids = IdLog()
 
-    def add_ids(self, hashes: list[int], where: list[Any]) -> None:
+    def add_ids(self, hashes: Any, lines: Any) -> None:
         """Record the ids of the rows of the block about to be added (checked by the reader)."""
-        self.ids.add(hashes, where)
+        self.ids.add(hashes, lines)
 
     def begin_source(self) -> None:
         self.rows_of_source = 0

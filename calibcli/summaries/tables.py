@@ -252,6 +252,9 @@ class TotalsTable:
         self._room(groups)
         nll = cols[0]
         n = nll.shape[0]
+        if ids is None and cols[4] is None and cols[5] is None and cols[6] is None:
+            self._add_one(cols, infinite)
+            return
         if ids is None:
             ids = np.zeros(n, np.intp)
         self.ints[:groups, 0] += np.bincount(ids, minlength=groups)
@@ -272,6 +275,23 @@ class TotalsTable:
         for start in range(0, finite.shape[0], CHUNK):
             rows = finite[start : start + CHUNK]
             self.nll.add_pieces(general_pieces(nll[rows]), ids[rows], groups)
+
+    def _add_one(self, cols: tuple, infinite: np.ndarray) -> None:
+        """:meth:`add` of native rows into group 0: the same exact integers, summed without
+        per-row group ids (the counts' halves and the NLL's pieces add up exactly in any
+        order)."""
+        nll = cols[0]
+        self.ints[0, 0] += nll.shape[0]
+        self.ints[0, 1] += np.count_nonzero(infinite)
+        for k, col in enumerate(cols[1:4]):
+            if col is not None and col.shape[0] and col[0] >= 0:  # checked: all or none
+                self.counts[0, k] += (int(np.sum(col >> _HALF)), int(np.sum(col & _LOW)))
+        finite = np.flatnonzero(~infinite) if infinite.any() else None
+        for start in range(0, nll.shape[0] if finite is None else finite.shape[0], CHUNK):
+            part = (
+                nll[start : start + CHUNK] if finite is None else nll[finite[start : start + CHUNK]]
+            )
+            self.nll.add_pieces(general_pieces(part), None, 1)
 
     def merge(self, other: TotalsTable, at: np.ndarray | None = None) -> None:
         """Add another table: its group ``j`` into group ``at[j]`` here (None: same ids)."""

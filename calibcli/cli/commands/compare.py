@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -67,7 +68,7 @@ def compare(
     rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
     gate fails closed.
     """
-    from calibcli.io import InputError, default_id, match_columns, read_key_columns
+    from calibcli.io import InputError, default_id, paired_rows, read_key_columns
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
     from calibcli.summaries import PairedRows
 
@@ -118,7 +119,11 @@ def compare(
             rows[1].n,
         )
     else:
-        matched = match_columns(rows[0], rows[1])
+        positions = rows[0].ids.positions_in(rows[1].ids)
+        # the id hashes are the largest part of the rows and not needed past this point
+        rows = [replace(side, ids=None) for side in rows]
+        matched = paired_rows(rows[0], rows[1], positions)
+        del positions
         try:
             check_matching(matched, base, new, allow_unmatched)
         except ValueError as exc:
