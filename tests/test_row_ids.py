@@ -87,3 +87,20 @@ def test_a_repeated_doc_id_far_into_a_large_file_is_named(tmp_path):
     lines[2500] = choice_row(3000)
     path.write_text("\n".join(lines) + "\n")
     assert run(["calibrate", str(path), "-q"]).exit_code == 0
+
+
+def test_a_repeat_found_by_a_worker_names_both_rows_by_their_lines_in_the_file(tmp_path):
+    # with two processes the second reads the file's second half and numbers its lines from
+    # the half's start: both rows named must still be the file's own line numbers
+    lines = [choice_row(i) for i in range(3000)]
+    lines[2500] = choice_row(2000)
+    path = tmp_path / "samples_mc_2026-01-01T00-00-00.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    for workers in ("1", "2"):
+        result = run(["calibrate", str(path), "-q", "--workers", workers])
+        assert result.exit_code == 2
+        assert result.stderr.strip() == (
+            f"Error: {path}:2501: the row of id mc/2000 was read before, at {path}:2001: "
+            "re-runs of a task, or the same rows in two files, would count twice (pass "
+            "--all-runs to pool them on purpose)"
+        )

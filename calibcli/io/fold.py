@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, RepeatedRowError
 
 _NON_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 """A byte that makes a line non-blank (what ``bytes.strip`` keeps, as in ``lines_of``)."""
@@ -117,11 +117,12 @@ class SourceFold:
         i = seen.first_repeat(hashes)
         if i is not None:
             first = seen.where(int(hashes[i]), (name, hashes, lines, locators))
-            raise InputError(
+            raise RepeatedRowError(
                 name,
                 locators[i] if locators is not None else int(lines[i]),
-                f"the row of id {show_id(ids[i])} was read before, at {first[0]}:{first[1]}: "
-                f"{DOUBLE_READ}",
+                f"the row of id {show_id(ids[i])} was read before, at ",
+                first,
+                f": {DOUBLE_READ}",
             )
         seen.record(name, hashes, lines, locators)
         builder.add_ids(hashes, lines)

@@ -163,9 +163,7 @@ def _collect(
     if message[0] == "crash":
         raise RuntimeError(f"a worker reading {name} failed:\n{message[1]}")
     if message[0] == "input":
-        e = message[1]
-        line = e.line + line_offset if isinstance(e.line, int) else e.line
-        raise InputError(e.path, line, e.detail)
+        raise message[1].shifted(line_offset)
     _, header, newlines, first_line = message
     meta, _ = read_header(header)
     specs = array_specs(meta)
