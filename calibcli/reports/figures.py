@@ -10,6 +10,7 @@ Pure data, no imports beyond the standard library, so every layer may read it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 
@@ -194,7 +195,7 @@ def lookup(section: dict, key: str) -> object:
     """The value at a dotted ``key`` of a report section (None where a part is missing)."""
     value: object = section
     for part in key.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
+        value = value.get(part) if isinstance(value, Mapping) else None
     return value
 
 
@@ -202,5 +203,5 @@ def has(section: dict, key: str) -> bool:
     """True when the section carries a dotted ``key`` (even as null)."""
     *parents, leaf = key.split(".")
     for part in parents:
-        section = section.get(part) if isinstance(section.get(part), dict) else {}
+        section = section.get(part) if isinstance(section.get(part), Mapping) else {}
     return leaf in section
