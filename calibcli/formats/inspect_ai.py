@@ -11,6 +11,8 @@ Fields read follow inspect-ai's published log schema (``EvalSample``, ``ModelOut
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
 from collections.abc import Mapping
@@ -79,10 +81,19 @@ def inspect_sample_row(
     correct = _correct(sample, scorer)
     content = _output_content(sample)
     logprobs = _logprobs(content)
+    found = None
     if confidence in ("auto", "answer-token"):
         found = answer_token(sample, content)
+    return CalibrationRow(token_confidence(logprobs, found, confidence), correct)
+
+
+def token_confidence(logprobs: list[float], found: int | None, confidence: str) -> float:
+    """The confidence of a completion from its token log-probabilities (see
+    :func:`inspect_sample_row`): ``found`` is the answer token's index (:func:`answer_token`)
+    or None. ValueError for ``answer-token`` without one."""
+    if confidence in ("auto", "answer-token"):
         if found is not None:
-            return CalibrationRow(math.exp(logprobs[found]), correct)
+            return math.exp(logprobs[found])
         if confidence == "answer-token":
             raise ValueError(
                 "--inspect-confidence answer-token: the completion has no 'ANSWER: X' line with "
@@ -97,7 +108,7 @@ def inspect_sample_row(
             log_p = -math.inf
         if confidence == "mean-token":
             log_p /= len(logprobs)
-    return CalibrationRow(math.exp(log_p), correct)
+    return math.exp(log_p)
 
 
 def answer_token(sample: Mapping[str, Any], content: list[Any]) -> int | None:
@@ -108,23 +119,26 @@ def answer_token(sample: Mapping[str, Any], content: list[Any]) -> int | None:
     if not isinstance(choices, list) or not choices:
         return None
     texts = [t.get("token") if isinstance(t, Mapping) else None for t in content]
-    if not all(isinstance(t, str) for t in texts):
+    return answer_index(len(choices), texts)
+
+
+def answer_index(options: int, texts: list[Any]) -> int | None:
+    """:func:`answer_token` from the number of the sample's options (at least one) and the
+    completion's token texts: None unless every text is a string."""
+    try:
+        completion = "".join(texts)
+    except TypeError:  # a text that is not a string
         return None
-    completion = "".join(texts)  # type: ignore[arg-type]
     match = None
     for match in _ANSWER.finditer(completion):  # noqa: B007 - the last one is kept
         pass
     if match is None:
         return None
     letter = match[1].upper()
-    if not ord("A") <= ord(letter) < ord("A") + len(choices):
+    if not ord("A") <= ord(letter) < ord("A") + options:
         return None
-    at, end = match.start(1), 0
-    for j, text in enumerate(texts):
-        end += len(text)  # type: ignore[arg-type]
-        if at < end:
-            return j
-    return None  # pragma: no cover - the match lies inside the joined tokens
+    # the first token whose end is past the letter's position
+    return bisect.bisect_right(list(itertools.accumulate(map(len, texts))), match.start(1))
 
 
 def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:

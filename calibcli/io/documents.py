@@ -153,6 +153,7 @@ def iter_document(
     max_document_bytes: int | None = None,
     with_text: bool = False,
     slim: Callable[[Any], bool] | None = None,
+    sample_type: Any = None,
 ) -> Iterator[tuple[Any, ...]]:
     """Yield ``(locator, row)`` for each row of a whole document (see the module docstring).
 
@@ -167,7 +168,9 @@ def iter_document(
     ``slim(first sample)`` may say that the samples of an inspect-ai ``.json`` log after the
     first are read for the inspect-ai row functions alone: each then holds only the fields
     they read (:data:`calibcli.io.inspect_log.SAMPLE_FIELDS`), which is all that is decoded of
-    it.
+    it. With ``sample_type`` (a struct of :func:`calibcli.formats.inspect_typed.sample_type`)
+    each of those samples is instead ``(struct, text)``: the sample decoded into the struct and
+    its JSON text, or the whole sample as a dict where it does not fit the struct.
     """
     limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
@@ -187,7 +190,7 @@ def iter_document(
     if kind == "json-object" and not with_text:
         from calibcli.io.inspect_log import inspect_samples
 
-        samples = inspect_samples(data, slim)
+        samples = inspect_samples(data, slim, sample_type)
         if samples is not None:
             yield from samples
             return

@@ -15,7 +15,7 @@ SAMPLE_FIELDS = ("id", "epoch", "error", "scores", "output", "choices")
 
 
 def inspect_samples(
-    data: bytes, slim: Callable[[Any], bool] | None = None
+    data: bytes, slim: Callable[[Any], bool] | None = None, sample_type: Any = None
 ) -> Iterator[tuple[str, Any]] | None:
     """The ``(locator, sample)`` pairs of an inspect-ai ``.json`` log as
     :func:`~calibcli.io.documents.iter_document` yields them from ``json.loads`` of the whole
@@ -23,7 +23,7 @@ def inspect_samples(
     not read: ``NaN``, a byte-order mark), which ``json.loads`` then reads. msgspec decodes the
     top level keeping each sample's JSON text as a view of ``data``, and each sample is decoded
     when it is yielded: the log is held once and the samples already read are not held at
-    all. ``slim``: see :func:`~calibcli.io.documents.iter_document`."""
+    all. ``slim`` and ``sample_type``: see :func:`~calibcli.io.documents.iter_document`."""
     import msgspec
 
     # one decode of the whole log, so that each sample's Raw is a view of ``data`` itself
@@ -34,36 +34,58 @@ def inspect_samples(
         return None
     if not (bytes(top.eval).startswith(b"{") and top.samples):
         return None
-    return _decoded_samples(top.samples, slim)
+    return _decoded_samples(top.samples, slim, sample_type)
+
+
+def full_sample(raw: Any) -> Any:
+    """One sample's JSON text (a ``msgspec.Raw``) decoded whole, as ``json.loads`` of the log
+    reads it: msgspec first, ``json.loads`` for what msgspec does not read (``1e400``)."""
+    import msgspec
+
+    with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return msgspec.json.decode(raw)
+    return json.loads(bytes(raw))
 
 
 def _decoded_samples(
-    samples: list[Any], slim: Callable[[Any], bool] | None
+    samples: list[Any], slim: Callable[[Any], bool] | None, sample_type: Any
 ) -> Iterator[tuple[str, Any]]:
     import msgspec
 
-    decode = msgspec.json.Decoder().decode
     unset = msgspec.UNSET
+    errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     fields = [(name, Any, unset) for name in SAMPLE_FIELDS]
     slim_decode = msgspec.json.Decoder(msgspec.defstruct("Sample", fields, gc=False)).decode
+    typed_decode = None if sample_type is None else msgspec.json.Decoder(sample_type).decode
     slimmed = False
     for i in range(len(samples)):
         raw, samples[i] = samples[i], None  # a yielded sample's text is not kept
         sample: Any = None
-        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            if slimmed:
+        if slimmed and typed_decode is not None:
+            try:
+                kept = typed_decode(raw)
+            except errors:
+                kept = None
+            if kept is not None:
+                ident = None if kept.id is unset else kept.id
+                epoch = None if kept.epoch is unset else kept.epoch
+                # the struct and its text, from which a sample the struct cannot give values
+                # for is decoded whole
+                yield f"samples[{i}] (id {ident}, epoch {epoch})", (kept, raw)
+                continue
+            sample = full_sample(raw)
+        elif slimmed:
+            with contextlib.suppress(*errors):
                 kept = slim_decode(raw)
                 sample = {
                     name: value
                     for name in SAMPLE_FIELDS
                     if (value := getattr(kept, name)) is not unset
                 }
-            else:
-                sample = decode(raw)
-        if sample is None:
-            # what json.loads reads and msgspec does not (1e400, a sample that is not an
-            # object): json.loads decodes the sample's text as it would inside the whole log
-            sample = json.loads(bytes(raw))
+            if sample is None:
+                sample = json.loads(bytes(raw))
+        else:
+            sample = full_sample(raw)
         if i == 0 and slim is not None:
             slimmed = slim(sample)
         ident = sample.get("id") if isinstance(sample, Mapping) else None

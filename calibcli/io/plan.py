@@ -94,6 +94,21 @@ class ReadPlan:
                 ident=ident,
                 constant_key=self.settings.by in ("task", "model") and source != "-",
             )
+        if fmt == "inspect-ai" and self.kind == "calibration":
+            from calibcli.io.inspect_rows import InspectDecoder, read_fields
+
+            # a log's samples come as typed structs (see Reader._read_document)
+            s = self.settings
+            return InspectDecoder(
+                self.spec,
+                convert=convert,
+                key=key,
+                ident=ident,
+                scorer=s.scorer,
+                confidence=s.inspect_confidence,
+                fields=read_fields(s.by, self.id_field),
+                default_id=self.id_field is None,
+            )
         return BlockDecoder(self.spec, convert=convert, key=key, many=True, ident=ident)
 
     def builder(self) -> Any:

@@ -56,10 +56,11 @@ def document_rows(
     kind: str,
     max_document_bytes: int | None = None,
     slim: Callable[[Any], bool] | None = None,
+    sample_type: Any = None,
 ) -> Iterator[tuple[int | str, Any]]:
     """(locator, row) of a whole document (:func:`calibcli.io.documents.iter_document`, with
-    ``slim``), its errors as :class:`InputError` naming the file and the row; an lm-eval results
-    file raises :class:`SkipFile`."""
+    ``slim`` and ``sample_type``), its errors as :class:`InputError` naming the file and the
+    row; an lm-eval results file raises :class:`SkipFile`."""
     import zlib
 
     from calibcli.io.documents import DocumentError, ResultsFile, iter_document
@@ -67,7 +68,11 @@ def document_rows(
     name = display_name(source)
     try:
         yield from iter_document(
-            source, kind=kind, max_document_bytes=max_document_bytes, slim=slim
+            source,
+            kind=kind,
+            max_document_bytes=max_document_bytes,
+            slim=slim,
+            sample_type=sample_type,
         )
     except ResultsFile:
         raise SkipFile("lm-eval", RESULTS_SKIPPED) from None
@@ -276,11 +281,23 @@ class Reader:
         builder.end_source(SourceInfo(source, content, fold.fmt, 0, start, stop))
         return True
 
+    def _sample_type(self) -> Any:
+        """The struct an inspect-ai log's samples are decoded into (calibration rows), or
+        None."""
+        plan = self.plan
+        if plan.kind != "calibration":
+            return None
+        from calibcli.io.inspect_rows import typed_sample_type
+
+        return typed_sample_type(plan.settings.by, plan.id_field)
+
     def _slim(self, first: Any) -> bool:
         """Whether a document whose first row is ``first`` is read as inspect-ai samples with
-        no field but the ones its row functions read: no --by or --id-field names another."""
+        no field but the ones its row functions read: the typed struct's, or with no --by or
+        --id-field naming another."""
         plan = self.plan
-        if plan.settings.by is not None or plan.id_field is not None:
+        named = plan.settings.by is not None or plan.id_field is not None
+        if named and self._sample_type() is None:
             return False
         if not isinstance(first, dict):
             return False
@@ -291,9 +308,12 @@ class Reader:
         return fmt == "inspect-ai" and skip is None
 
     def _read_document(self, source: str, kind: str, fold: SourceFold, builder: Any) -> None:
-        rows = document_rows(source, kind, self.plan.max_document_bytes, self._slim)
+        rows = document_rows(
+            source, kind, self.plan.max_document_bytes, self._slim, self._sample_type()
+        )
         while chunk := list(itertools.islice(rows, DOCUMENT_BATCH)):
             fold.fold_rows(chunk, builder)
+            del chunk  # not held while the next one is read
 
     def _read_lines(
         self, source: str, fold: SourceFold, builder: Any, stream_hash: StreamHash | None

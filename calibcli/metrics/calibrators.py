@@ -42,6 +42,8 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from calibcli.metrics.core import bin_edges, bin_index
+from calibcli.metrics.isotonic import Blocks, isotonic_blocks, signed_zero
+from calibcli.metrics.logistic import design_matrix, logistic_fit, sigmoid
 from calibcli.metrics.pairwise import SLICE, pairwise_sums
 from calibcli.metrics.roots import solve_increasing
 
@@ -61,17 +63,12 @@ __all__ = [
 EPS = 1e-12
 T_MIN = 1e-4
 T_MAX = 1e4
-_NEWTON_MAX_ITER = 100
-_NEWTON_RTOL = 1e-10
 
 
 # --------------------------------------------------------------------------- numerics
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """σ(x) = 1 / (1 + e^−x) without overflow for either sign."""
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+_sigmoid = sigmoid
 
 
 def _clip(c: np.ndarray) -> np.ndarray:
@@ -120,46 +117,6 @@ def temperature_root(derivative: Callable[[float], tuple[float, float]]) -> floa
             )[0]
         )
     return float(min(max(1.0 / beta, T_MIN), T_MAX))
-
-
-def _logistic_fit(features: np.ndarray, target: np.ndarray, start: np.ndarray, what: str):
-    """Minimise mean[log(1 + e^η) − t·η], η = features @ θ, by Newton's method with backtracking.
-
-    ``target`` may be soft (in [0, 1]). Stops when a Newton step is at most 1e-10·(1 + max|θ|);
-    raises ValueError when that does not happen within 100 steps or the Hessian is singular,
-    which is how a fit without a finite optimum (separable classes) shows itself.
-    """
-    theta = start.astype(np.float64, copy=True)
-
-    def loss(th: np.ndarray) -> float:
-        eta = features @ th
-        return float(np.mean(np.logaddexp(0.0, eta) - target * eta))
-
-    n = features.shape[0]
-    for _ in range(_NEWTON_MAX_ITER):
-        p = _sigmoid(features @ theta)
-        grad = features.T @ (p - target) / n
-        hess = (features.T * (p * (1.0 - p))) @ features / n
-        try:
-            step = np.linalg.solve(hess, -grad)
-        except np.linalg.LinAlgError:
-            step = np.full_like(theta, np.nan)
-        if not np.all(np.isfinite(step)):
-            break
-        decrement = float(-grad @ step)
-        scale = 1.0
-        if decrement > 1e-12:  # far from the optimum: backtrack until the loss falls enough
-            f0 = loss(theta)
-            while scale > 1e-12 and loss(theta + scale * step) > f0 - 1e-4 * scale * decrement:
-                scale *= 0.5
-        theta = theta + scale * step
-        # the full Newton step estimates the distance to the optimum, whatever the line search did
-        if np.max(np.abs(step)) <= _NEWTON_RTOL * (1.0 + np.max(np.abs(theta))):
-            return theta
-    raise ValueError(
-        f"{what} fit did not converge: maximum likelihood has no finite solution "
-        "(do the confidences separate right from wrong answers?)"
-    )
 
 
 # --------------------------------------------------------------------------- parameters
@@ -253,6 +210,44 @@ def check_temperature(t: float, method: str) -> float:
     if not t > 0:
         raise ValueError(f"{method} parameter 'temperature' must be > 0, got {t!r}")
     return t
+
+
+@dataclass(frozen=True)
+class _Labels:
+    """The outcomes of the rows a fit sees: how many are right, and the targets of rows
+    [a, b) given the target of a right and of a wrong answer."""
+
+    n_pos: int
+    of: Callable[[int, int], np.ndarray]  # (a, b) -> bool, rows [a, b) right
+
+    def targets(self, right: float, wrong: float) -> Callable[[int, int], np.ndarray]:
+        return lambda a, b: np.where(self.of(a, b), right, wrong)
+
+
+def _labels(y: np.ndarray) -> _Labels:
+    return _Labels(int(np.count_nonzero(y)), lambda a, b: y[a:b])
+
+
+def _split_labels(n_right: int, n_wrong: int) -> _Labels:
+    """Rows right first, then wrong."""
+    n = n_right + n_wrong
+    return _Labels(n_right, lambda a, b: np.arange(a, min(b, n)) < n_right)
+
+
+def _distinct_clipped(parts: tuple[np.ndarray, ...]) -> int:
+    """How many distinct values the clipped confidences of ``parts`` take, counted up to 3:
+    clipping keeps the order, so a third value lies strictly between the extremes."""
+    lo = min(float(np.min(p)) for p in parts if p.shape[0])
+    hi = max(float(np.max(p)) for p in parts if p.shape[0])
+    lo, hi = (float(v) for v in _clip(np.array([lo, hi])))
+    if lo == hi:
+        return 1
+    for values in parts:
+        for a in range(0, values.shape[0], SLICE):
+            part = _clip(values[a : a + SLICE])
+            if np.any((part > lo) & (part < hi)):
+                return 3
+    return 2
 
 
 # --------------------------------------------------------------------------- calibrators
@@ -358,15 +353,25 @@ class PlattCalibrator:
     @classmethod
     def fit(cls, c: np.ndarray, y: np.ndarray, *, bins: int = 10) -> PlattCalibrator:
         """(a, b) by maximum likelihood on Platt's smoothed targets."""
-        z = _logit(c)
-        if np.all(z == z[0]):
+        return cls._fit((c,), _labels(y))
+
+    @classmethod
+    def fit_split(cls, right: np.ndarray, wrong: np.ndarray, *, bins: int = 10) -> PlattCalibrator:
+        """:meth:`fit` on the rows ``right`` (y = 1) then ``wrong`` (y = 0), the same (a, b)
+        to the bit, without a row-sized copy of the confidences or the targets."""
+        return cls._fit((right, wrong), _split_labels(right.shape[0], wrong.shape[0]))
+
+    @classmethod
+    def _fit(cls, parts: tuple[np.ndarray, ...], labels: _Labels) -> PlattCalibrator:
+        features = design_matrix(parts, lambda c: (_logit(c),))
+        z = features[:, 0]
+        if np.min(z) == np.max(z):
             raise ValueError("platt cannot be fitted: every confidence is the same")
-        n_pos = int(np.count_nonzero(y))
-        n_neg = y.shape[0] - n_pos
-        target = np.where(y, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
-        features = np.column_stack([z, np.ones_like(z)])
+        n_pos = labels.n_pos
+        n_neg = features.shape[0] - n_pos
+        right, wrong = (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0)
         start = np.array([0.0, math.log((n_pos + 1.0) / (n_neg + 1.0))])
-        a, b = _logistic_fit(features, target, start, "platt")
+        a, b = logistic_fit(features, labels.targets(right, wrong), start, "platt")
         return cls(float(a), float(b))
 
     @classmethod
@@ -399,33 +404,29 @@ class IsotonicCalibrator:
     @classmethod
     def fit(cls, c: np.ndarray, y: np.ndarray, *, bins: int = 10) -> IsotonicCalibrator:
         """Pool-adjacent-violators over the distinct confidences."""
-        order = np.argsort(c, kind="stable")
-        cs, ys = c[order], y[order]
-        ux, first = np.unique(cs, return_index=True)
-        counts = np.diff(np.append(first, cs.shape[0])).tolist()
-        sums = np.add.reduceat(ys.astype(np.int64), first).tolist()
-        # pool adjacent violators over the distinct confidences; integer sums and counts make the
-        # comparison of block means exact, and equal neighbours pool so block means rise strictly
-        blk_sum: list[int] = []
-        blk_cnt: list[int] = []
-        blk_first: list[int] = []
-        for i, (s, n) in enumerate(zip(sums, counts, strict=True)):
-            blk_sum.append(s)
-            blk_cnt.append(n)
-            blk_first.append(i)
-            while len(blk_sum) > 1 and blk_sum[-2] * blk_cnt[-1] >= blk_sum[-1] * blk_cnt[-2]:
-                s_last, n_last = blk_sum.pop(), blk_cnt.pop()
-                blk_first.pop()
-                blk_sum[-1] += s_last
-                blk_cnt[-1] += n_last
-        starts = np.array(blk_first, dtype=np.intp)
-        ends = np.append(starts[1:], ux.shape[0]) - 1
-        means = np.array(blk_sum, dtype=np.float64) / np.array(blk_cnt, dtype=np.float64)
+        return cls._fit(isotonic_blocks(c[y], c[~y]), (c,))
+
+    @classmethod
+    def fit_split(
+        cls, right: np.ndarray, wrong: np.ndarray, *, bins: int = 10
+    ) -> IsotonicCalibrator:
+        """:meth:`fit` on the rows ``right`` (y = 1) then ``wrong`` (y = 0): the same points."""
+        return cls._fit(isotonic_blocks(right, wrong), (right, wrong))
+
+    @classmethod
+    def _fit(cls, blocks: Blocks, rows: tuple[np.ndarray, ...]) -> IsotonicCalibrator:
+        first, last, right, count = blocks
+        if first[0] == 0.0:  # zero's point is the first zero of the rows, +0.0 or −0.0
+            first[0] = signed_zero(rows)
+        means = right.astype(np.float64) / count.astype(np.float64)
         # a block keeps its first and last confidence (one point if they coincide)
-        two = ends > starts
-        idx = np.sort(np.concatenate([starts, ends[two]]))
-        vals = np.repeat(means, np.where(two, 2, 1))
-        return cls(_readonly(ux[idx]), _readonly(np.clip(vals, 0.0, 1.0)))
+        two = last > first
+        size = np.where(two, 2, 1)
+        at = np.cumsum(size) - size
+        x = np.empty(int(size.sum()))
+        x[at] = first
+        x[at[two] + 1] = last[two]
+        return cls(_readonly(x), _readonly(np.clip(np.repeat(means, size), 0.0, 1.0)))
 
     @classmethod
     def from_params(cls, params: Mapping[str, object]) -> IsotonicCalibrator:
@@ -535,26 +536,34 @@ class BetaCalibrator:
     @classmethod
     def fit(cls, c: np.ndarray, y: np.ndarray, *, bins: int = 10) -> BetaCalibrator:
         """(a, b, intercept) by maximum likelihood, slopes kept >= 0 as ``betacal`` does."""
-        if np.unique(_clip(c)).shape[0] < 3:
-            raise ValueError("beta cannot be fitted: it needs at least three distinct confidences")
-        ln_c, neg_ln_1mc = _beta_features(c)
-        yf = y.astype(np.float64)
-        ones = np.ones_like(yf)
-        base = math.log(yf.mean() / (1.0 - yf.mean()))  # the intercept-only optimum
+        return cls._fit((c,), _labels(y))
 
-        def one_slope(feature: np.ndarray) -> tuple[float, float]:
-            slope, icpt = _logistic_fit(
-                np.column_stack([feature, ones]), yf, np.array([0, base]), "beta"
-            )
+    @classmethod
+    def fit_split(cls, right: np.ndarray, wrong: np.ndarray, *, bins: int = 10) -> BetaCalibrator:
+        """:meth:`fit` on the rows ``right`` (y = 1) then ``wrong`` (y = 0), the same
+        parameters to the bit, with one design matrix at a time."""
+        return cls._fit((right, wrong), _split_labels(right.shape[0], wrong.shape[0]))
+
+    @classmethod
+    def _fit(cls, parts: tuple[np.ndarray, ...], labels: _Labels) -> BetaCalibrator:
+        if _distinct_clipped(parts) < 3:
+            raise ValueError("beta cannot be fitted: it needs at least three distinct confidences")
+        targets = labels.targets(1.0, 0.0)
+        accuracy = labels.n_pos / sum(p.shape[0] for p in parts)  # np.mean of the 0/1 targets
+        base = math.log(accuracy / (1.0 - accuracy))  # the intercept-only optimum
+
+        def one_slope(feature: Callable[[np.ndarray], np.ndarray]) -> tuple[float, float]:
+            features = design_matrix(parts, lambda c: (feature(_clip(c)),))
+            slope, icpt = logistic_fit(features, targets, np.array([0, base]), "beta")
             return (slope, icpt) if slope >= 0 else (0.0, base)
 
-        a, b, icpt = _logistic_fit(
-            np.column_stack([ln_c, neg_ln_1mc, ones]), yf, np.array([0.0, 0.0, base]), "beta"
+        a, b, icpt = logistic_fit(
+            design_matrix(parts, _beta_features), targets, np.array([0.0, 0.0, base]), "beta"
         )
         if a < 0:
-            a, (b, icpt) = 0.0, one_slope(neg_ln_1mc)
+            a, (b, icpt) = 0.0, one_slope(lambda c: -np.log1p(-c))
         elif b < 0:
-            b, (a, icpt) = 0.0, one_slope(ln_c)
+            b, (a, icpt) = 0.0, one_slope(np.log)
         return cls(float(a), float(b), float(icpt))
 
     @classmethod
