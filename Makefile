@@ -97,6 +97,10 @@ bench-compare: $(STAMP)  ## Time compare's reading and matching beside calibrate
 bench-interrupt: $(STAMP)  ## Time Ctrl-C during a bootstrap and the cost of drawing its progress; writes its BENCHMARKS.md section
 	$(BIN)/python bench/interrupt.py
 
+.PHONY: bench-phases
+bench-phases: $(STAMP)  ## Time the phases after the reading (smooth ECE, threshold, merging 1,000 parts) and the cost of their progress bars; writes its BENCHMARKS.md section
+	$(BIN)/python bench/phases.py
+
 .PHONY: bench-apply
 bench-apply: $(STAMP)  ## Time calibcli apply against the commit before its block rewriting; writes its BENCHMARKS.md section
 	$(BIN)/python bench/apply.py

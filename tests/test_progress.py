@@ -24,8 +24,11 @@ from harness import make_rows, run, write_jsonl
 from calibcli.metrics import (
     PoissonState,
     PredictionColumns,
+    RiskCoverage,
+    accuracy_lower_bound,
     bootstrap_intervals,
     cross_fit,
+    curve_lower_bounds,
     paired_bootstrap,
     poisson_intervals,
     reporting_progress,
@@ -152,6 +155,54 @@ def test_no_progress_when_stderr_is_not_a_terminal(tmp_path):
     json.loads(result.stdout)
 
 
+def write_parts(tmp_path, count, rows=400, extra=()):
+    """``count`` summary files of ``rows`` rows each (distinct inputs), made by summarize."""
+    paths = []
+    for i in range(count):
+        source = write_jsonl(tmp_path / f"shard{i}.jsonl", make_rows(rows, seed=100 + i))
+        path = tmp_path / f"part{i}.summary"
+        result = run(["summarize", source, "-o", path, "-q", *extra])
+        assert result.exit_code == 0, result.stderr
+        paths.append(str(path))
+    return paths
+
+
+def test_merging_parts_reports_each_phase_and_merges_the_same(tmp_path):
+    from calibcli.io import load_summary
+    from calibcli.summaries import load_parts, merge_parts, to_bytes
+
+    paths = write_parts(tmp_path, 6, extra=("--bootstrap-samples", "200"))
+    plain = to_bytes(merge_parts([load_summary(p) for p in paths], paths))
+    hook = Recorder()
+    with reporting_progress(hook):
+        watched = to_bytes(merge_parts(load_parts(paths, load_summary), paths))
+    assert watched == plain
+    assert hook.phases() == [
+        "reading parts",
+        "merging bin tables",
+        "merging distinct confidences",
+        "merging NLL and smooth-ECE sums",
+        "merging bootstrap sums",
+    ]
+    for name in ("reading parts", "merging bin tables", "merging NLL and smooth-ECE sums"):
+        assert runs(hook.calls, name) == [[0, 1, 2, 3, 4, 5, 6, 6]]
+    assert runs(hook.calls, "merging distinct confidences") == [[0, 6]]
+
+
+def test_the_table_bounds_are_the_bounds_of_every_point_and_report_their_slices():
+    rng = np.random.default_rng(8)
+    c = rng.uniform(0, 1, 20000)
+    curve = RiskCoverage.from_arrays(c, rng.uniform(0, 1, 20000) < c)
+    rows = np.arange(curve.thresholds.shape[0])
+    accepted, errors = curve.accepted, curve.errors
+    whole = accuracy_lower_bound(accepted - errors, accepted, delta=0.05)
+    hook = Recorder()
+    sliced = curve_lower_bounds(curve, rows, delta=0.05, progress=hook)
+    assert np.array_equal(sliced, whole)  # each bound is solved alone: the same bits
+    assert runs(hook.calls, "table accuracy bounds") == [[0, 8192, 16384, 20000, 20000]]
+    assert curve_lower_bounds(curve, rows[:5], delta=0.05).tolist() == whole[:5].tolist()
+
+
 def run_with_stderr_on_a_pty(args):
     """Run calibcli with stdout piped and stderr on a pseudo-terminal: (stdout, terminal)."""
     leader, follower = pty.openpty()
@@ -270,3 +321,81 @@ def test_ctrl_c_stops_the_bootstrap_and_its_workers_with_exit_130(tmp_path, grou
     while any(alive(pid) for pid in started) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [pid for pid in started if alive(pid)]
+
+
+@needs_entry_point
+@needs_fork
+def test_a_terminal_sees_merge_read_and_merge_its_parts(tmp_path):
+    paths = write_parts(tmp_path, 8)
+    piped = tmp_path / "piped.summary"
+    result = subprocess.run(
+        [str(CALIBCLI), "merge", *paths, "-o", str(piped)], capture_output=True, check=True
+    )
+    assert result.stdout == b""
+    assert b"merging" not in result.stderr  # only the closing line
+    shown = tmp_path / "shown.summary"
+    stdout, terminal = run_with_stderr_on_a_pty(["merge", *paths, "-o", shown])
+    assert stdout == b""
+    assert shown.read_bytes() == piped.read_bytes()
+    for label in ("reading parts", "merging bin tables", "merging NLL and smooth-ECE sums"):
+        assert label in terminal
+    assert "/8" in terminal
+    _, quiet_terminal = run_with_stderr_on_a_pty(["merge", *paths, "-o", shown, "-q"])
+    assert "merging" not in quiet_terminal and "reading parts" not in quiet_terminal
+    # calibrate reading the same parts as inputs shows the same phases, stdout unchanged
+    args = ["calibrate", *paths, "--json"]
+    piped_report = subprocess.run([str(CALIBCLI), *args], capture_output=True, check=True)
+    stdout, terminal = run_with_stderr_on_a_pty(args)
+    assert stdout == piped_report.stdout
+    assert "reading parts" in terminal and "merging bin tables" in terminal
+
+
+@needs_entry_point
+@needs_fork
+def test_a_terminal_sees_threshold_full_s_table_bounds(tmp_path):
+    rows = write_jsonl(tmp_path / "rows.jsonl", make_rows(20000))
+    # to files: a --full report outgrows the pipe the pty helper reads only at the end
+    args = ["threshold", rows, "--target-accuracy", "0.8", "--full", "-o"]
+    piped = subprocess.run(
+        [str(CALIBCLI), *map(str, args), tmp_path / "piped.json"], capture_output=True, check=True
+    )
+    assert b"bounds" not in piped.stderr
+    stdout, terminal = run_with_stderr_on_a_pty([*args, tmp_path / "shown.json"])
+    assert stdout == b""
+    assert (tmp_path / "shown.json").read_bytes() == (tmp_path / "piped.json").read_bytes()
+    assert "table accuracy bounds" in terminal
+
+
+@needs_entry_point
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_ctrl_c_stops_threshold_full_s_table_bounds_with_exit_130(tmp_path):
+    """SIGINT to the group while the bounds of every distinct confidence are solved (minutes
+    at 500,000 of them): exit 130, one line, no -o file."""
+    rng = np.random.default_rng(3)
+    c = rng.uniform(0, 1, 500_000)
+    lines = [
+        f'{{"confidence": {x!r}, "correct": {str(y).lower()}}}\n'
+        for x, y in zip(c.tolist(), (rng.uniform(0, 1, c.shape[0]) < c).tolist(), strict=True)
+    ]
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(lines))
+    out = tmp_path / "out" / "report.json"
+    out.parent.mkdir()
+    args = ["threshold", str(rows), "--target-accuracy", "0.8", "--full", "-o", str(out)]
+    proc = subprocess.Popen(
+        [str(CALIBCLI), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    time.sleep(8)  # reading 500,000 rows takes a few seconds; the bounds take minutes
+    assert proc.poll() is None, "threshold ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    stdout, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 10  # the target is 1 s; the bound spares a loaded machine
+    assert proc.returncode == 130
+    assert stderr.decode().endswith("Interrupted\n")
+    assert "Traceback" not in stderr.decode()
+    assert stdout == b""
+    assert list(out.parent.iterdir()) == []

@@ -89,15 +89,16 @@ class PhaseBars:
             if not self._tasks:  # rich allows one live display: a reading bar may come next
                 self.close()
             return
-        progress = self._progress or self._start()
+        now = time.monotonic()
         task = self._tasks.get(phase)
+        if task is not None and now - self._drawn < self.REDRAW:
+            return  # rich's update costs more than many a step: only a redraw's count is set
+        progress = self._progress or self._start()
         if task is None:
             task = self._tasks[phase] = progress.add_task(phase, total=total)
         progress.update(task, completed=done)
-        now = time.monotonic()
-        if done == 0 or now - self._drawn >= self.REDRAW:
-            self._drawn = now
-            progress.refresh()
+        self._drawn = now
+        progress.refresh()
 
     def _start(self):
         from rich.console import Console

@@ -22,8 +22,11 @@ def read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **op
     progress = None
     if not quiet and sys.stderr is not None and sys.stderr.isatty():
         from calibcli.cli.progress import progress_bar as progress
+    from calibcli.cli.progress import phases
+
     try:
-        with one_blas_thread():
+        # phases: summary files given as inputs are read and merged as long phases
+        with one_blas_thread(), phases(quiet):
             data = read(files, fmt=fmt.value, progress=progress, **options)
     except InputError as exc:
         raise usage_error(str(exc)) from None

@@ -112,9 +112,11 @@ def _read(
     from calibcli.io.parts import adopt_settings, combine, is_summary_file, load
     from calibcli.io.reader import Reader
     from calibcli.io.runs import choose_runs
+    from calibcli.summaries import load_parts
 
     sources = expand(list(sources))
-    parts = [(s, load(s)) for s in sources if is_summary_file(s)]
+    labels = [s for s in sources if is_summary_file(s)]
+    parts = list(zip(labels, load_parts(labels, load), strict=True))
     rebin = None
     if parts:
         settings, rebin = adopt_settings(plan.settings, plan.kind, parts)

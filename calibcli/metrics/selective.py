@@ -39,6 +39,7 @@ from calibcli.metrics.binomial import (
     risk_upper_bound,
 )
 from calibcli.metrics.pairwise import pairwise_sum
+from calibcli.metrics.progress import ProgressHook, phase
 from calibcli.metrics.risk_coverage import RiskCoverage, require_rows
 
 _SLICE = 1 << 18  # curve points handled at once by the passes over the whole curve
@@ -52,6 +53,7 @@ __all__ = [
     "accuracy_lower_bound",
     "aurc",
     "binomial_cdf",
+    "curve_lower_bounds",
     "display_rows",
     "e_aurc",
     "plug_in_threshold",
@@ -542,3 +544,27 @@ def display_rows(curve: RiskCoverage, *, rows: int = 20) -> np.ndarray:
     i = np.arange(1, rows + 1, dtype=np.int64)
     need = -((-i * curve.total) // rows)  # ⌈i·N/rows⌉
     return np.unique(np.searchsorted(curve.accepted, need, side="left"))
+
+
+_BOUND_SLICE = 1 << 13  # curve points per Clopper–Pearson solve (a few tenths of a second)
+
+
+def curve_lower_bounds(
+    curve: RiskCoverage, rows: np.ndarray, *, delta: float, progress: ProgressHook | None = None
+) -> np.ndarray:
+    """:func:`accuracy_lower_bound` of the rows accepted at the curve points ``rows``.
+
+    Each bound is solved on its own, so solving them a slice at a time gives the same numbers;
+    every distinct confidence of millions of rows (``threshold --full``) takes minutes, so
+    the slices are reported as the phase "table accuracy bounds" (to ``progress``, or the
+    installed hook).
+    """
+    out = np.empty(rows.shape[0])
+    with phase("table accuracy bounds", rows.shape[0], progress) as advance:
+        for a in range(0, rows.shape[0], _BOUND_SLICE):
+            at = rows[a : a + _BOUND_SLICE]
+            accepted, errors = curve.accepted[at], curve.errors[at]
+            lower = accuracy_lower_bound(accepted - errors, accepted, delta=delta)
+            out[a : a + at.shape[0]] = lower
+            advance(a + at.shape[0])
+    return out

@@ -151,14 +151,14 @@ def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple
 def _table(curve: Any, settings: ThresholdSettings) -> dict[str, Any]:
     import numpy as np
 
-    from calibcli.metrics import accuracy_lower_bound, display_rows
+    from calibcli.metrics import curve_lower_bounds, display_rows
 
     if settings.full:
         rows = np.arange(curve.thresholds.shape[0])
     else:
         rows = display_rows(curve, rows=TABLE_ROWS)
     accepted, errors = curve.accepted[rows], curve.errors[rows]
-    lower = accuracy_lower_bound(accepted - errors, accepted, delta=settings.delta)
+    lower = curve_lower_bounds(curve, rows, delta=settings.delta)
     return {
         "threshold": curve.thresholds[rows].tolist(),
         "accepted": accepted.tolist(),

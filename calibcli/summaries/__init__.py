@@ -67,6 +67,7 @@ _LAZY = {
             "TABLE_MODES",
             "bootstrap_state",
             "check_disjoint",
+            "load_parts",
             "merge_parts",
             "rows_of",
             "to_part",

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from calibcli.metrics import phase
 from calibcli.summaries.fingerprint import RowFingerprint, calibration_hashes
 from calibcli.summaries.ids import IdLog, RowIds
 from calibcli.summaries.rows import ColumnBuffer, GroupIndex, RowColumns
@@ -298,8 +299,10 @@ def merge_calibration(summaries: list[CalibrationSummary]) -> CalibrationSummary
     names = sorted({g for s in summaries for g in (s.group_names or ())}) if grouped else None
     index = GroupIndex(names or ())
     table = BinTable(first.settings.bins, len(names) if grouped else 1)
-    for s in summaries:
-        table.merge(s.table, index.remap(s.group_names) if grouped else None)
+    with phase("merging bin tables", len(summaries)) as advance:
+        for done, s in enumerate(summaries, 1):
+            table.merge(s.table, index.remap(s.group_names) if grouped else None)
+            advance(done)
     rows = None
     if all(s.kept is not None for s in summaries):
         parts = [s.kept for s in summaries]

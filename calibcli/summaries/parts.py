@@ -15,11 +15,13 @@ and byte offset — so the same parts give the same bytes whatever order they we
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from calibcli.metrics import phase
 from calibcli.summaries.calibration import SummaryMismatch
 
 TABLE_MODES = ("auto", "always", "never")
@@ -114,13 +116,17 @@ def merge_row_state(summaries: list[Any], index: Any, grouped: bool) -> tuple[An
     if all(s.distinct is not None for s in summaries):
         from calibcli.summaries.distinct import DistinctTable
 
-        distinct = DistinctTable.combine([s.distinct for s in summaries], maps, groups)
+        # one sort of every part's values: the bar names the work while it runs
+        with phase("merging distinct confidences", len(summaries)):
+            distinct = DistinctTable.combine([s.distinct for s in summaries], maps, groups)
     if all(s.moments is not None for s in summaries):
         from calibcli.summaries.moments import RowMoments
 
         moments = RowMoments.empty(groups)
-        for s, m in zip(summaries, maps, strict=True):
-            moments.add(s.moments, m)
+        with phase("merging NLL and smooth-ECE sums", len(summaries)) as advance:
+            for done, (s, m) in enumerate(zip(summaries, maps, strict=True), 1):
+                moments.add(s.moments, m)
+                advance(done)
     missing = next((s.missing for s in summaries if s.missing is not None), None)
     if missing is None and any(s.distinct is not None for s in summaries) and distinct is None:
         missing = "a part it was merged with holds no table of distinct confidences"
@@ -133,15 +139,28 @@ def merge_row_state(summaries: list[Any], index: Any, grouped: bool) -> tuple[An
             bins=first.bins, samples=first.samples, seed=first.seed, groups=groups
         )
         identity = np.arange(groups)
-        for s, m in zip(summaries, maps, strict=True):
-            try:
-                bootstrap = bootstrap.merged(s.bootstrap, identity, m, groups)
-            except ValueError as e:
-                raise SummaryMismatch(f"cannot merge their bootstrap states: {e}") from None
+        with phase("merging bootstrap sums", len(summaries)) as advance:
+            for done, (s, m) in enumerate(zip(summaries, maps, strict=True), 1):
+                try:
+                    bootstrap = bootstrap.merged(s.bootstrap, identity, m, groups)
+                except ValueError as e:
+                    raise SummaryMismatch(f"cannot merge their bootstrap states: {e}") from None
+                advance(done)
     return distinct, moments, missing, bootstrap
 
 
 # --------------------------------------------------------------------------- merging parts
+
+
+def load_parts(labels: list[str], load: Callable[[str], Any]) -> list[Any]:
+    """``load(label)`` of each part, in order, reported as the phase "reading parts" (a
+    thousand parts take seconds to read)."""
+    parts = []
+    with phase("reading parts", len(labels)) as advance:
+        for label in labels:
+            parts.append(load(label))
+            advance(len(parts))
+    return parts
 
 
 def canonical_key(summary: Any) -> tuple:

@@ -239,7 +239,9 @@ MergeFiles = Annotated[
 def merge(
     parts: MergeFiles,
     output: SummaryOutput,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No closing line.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bars and no closing line.")
+    ] = False,
 ) -> None:
     """Merge summary files into one: the summary of all their rows.
 
@@ -250,13 +252,13 @@ def merge(
     from calibcli.cli.emit import check_outputs
     from calibcli.errors import InputError
     from calibcli.io import load_summary as load
-    from calibcli.summaries import SummaryMismatch, merge_parts, to_bytes
+    from calibcli.summaries import SummaryMismatch, load_parts, merge_parts, to_bytes
 
     check_outputs(output=output)
     labels = [str(p) for p in parts]
     try:
-        loaded = [load(label) for label in labels]
-        merged = merge_parts(loaded, labels)
+        with phases(quiet):
+            merged = merge_parts(load_parts(labels, load), labels)
     except InputError as exc:
         raise usage_error(str(exc)) from None
     except SummaryMismatch as exc:
