@@ -204,7 +204,7 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if not args.no_write:
-        write_section(ROOT / "BENCHMARKS.md", START, END, text)
+        write_section(ROOT / "BENCHMARKS.md", text, START, END)
     return 0
 
 
