@@ -14,6 +14,7 @@ import pty
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -207,22 +208,25 @@ def run_with_stderr_on_a_pty(args):
     """Run calibcli with stdout piped and stderr on a pseudo-terminal: (stdout, terminal)."""
     leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "100", "TERM": "xterm-256color"}
-    proc = subprocess.Popen(
-        [str(CALIBCLI), *map(str, args)], stdout=subprocess.PIPE, stderr=follower, env=env
-    )
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    stdout = proc.stdout.read()
-    proc.wait(timeout=300)
-    os.close(leader)
+    # stdout goes to a file: a pipe read only at the end would fill and stall a long report
+    with tempfile.TemporaryFile() as sink:
+        proc = subprocess.Popen(
+            [str(CALIBCLI), *map(str, args)], stdout=sink, stderr=follower, env=env
+        )
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=300)
+        os.close(leader)
+        sink.seek(0)
+        stdout = sink.read()
     assert proc.returncode == 0
     return stdout, b"".join(chunks).decode("utf-8", "replace")
 
@@ -354,14 +358,16 @@ def test_a_terminal_sees_merge_read_and_merge_its_parts(tmp_path):
 @needs_fork
 def test_a_terminal_sees_threshold_full_s_table_bounds(tmp_path):
     rows = write_jsonl(tmp_path / "rows.jsonl", make_rows(20000))
-    # to files: a --full report outgrows the pipe the pty helper reads only at the end
     args = ["threshold", rows, "--target-accuracy", "0.8", "--full", "-o"]
     piped = subprocess.run(
-        [str(CALIBCLI), *map(str, args), tmp_path / "piped.json"], capture_output=True, check=True
+        [str(CALIBCLI), *map(str, args), tmp_path / "piped.json"],
+        capture_output=True,
+        check=True,
+        env={**os.environ, "COLUMNS": "100"},  # the width the pty run's text is laid out at
     )
     assert b"bounds" not in piped.stderr
     stdout, terminal = run_with_stderr_on_a_pty([*args, tmp_path / "shown.json"])
-    assert stdout == b""
+    assert stdout == piped.stdout
     assert (tmp_path / "shown.json").read_bytes() == (tmp_path / "piped.json").read_bytes()
     assert "table accuracy bounds" in terminal
 
