@@ -16,12 +16,47 @@ from __future__ import annotations
 import math
 from functools import cache
 from itertools import chain
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from calibcli.formats.lm_eval import _LOGGED_FLOAT, _MC_CORRECT_FIELD, _ROLLING_FIELDS
 
 _FIRST = itemgetter(0)
+_LL = attrgetter("ll")
+
+
+def _choice_row(name: str, mc_norm: str, responses: Any, correct: Any) -> Any:
+    """The struct of a multiple-choice row read with ``mc_norm``, its ``filtered_resps`` of
+    type ``responses`` and its correctness field of type ``correct``."""
+    import msgspec
+
+    absent = (msgspec.UnsetType, msgspec.UNSET)
+    request = msgspec.defstruct(
+        "Request", [("arg_1", str | None, None)], rename={"arg_1": "arg_1"}, gc=False
+    )
+    # without length normalisation only the first request's settings matter: the others'
+    # texts are skipped, not decoded
+    requests: Any = dict[str, request]
+    if mc_norm == "none":
+        requests = msgspec.defstruct(
+            "Requests", [("first", request | None, None)], rename={"first": "gen_args_0"}, gc=False
+        )
+    fields = [
+        ("doc_id", Any),
+        ("resps", responses),
+        ("correct", correct),
+        ("args", requests | None, None),
+        ("mutual", *absent),
+        *((f"rolling{i}", *absent) for i in range(len(_ROLLING_FIELDS))),
+    ]
+    rename = {
+        "resps": "filtered_resps",
+        "correct": _MC_CORRECT_FIELD[mc_norm],
+        "args": "arguments",
+        "mutual": "acc_mutual_info",
+        **{f"rolling{i}": name for i, name in enumerate(_ROLLING_FIELDS)},
+    }
+    return msgspec.defstruct(name, fields, rename=rename, gc=False)
 
 
 @cache
@@ -36,35 +71,36 @@ def choice_decoder(mc_norm: str) -> Any:
 
     import msgspec
 
-    absent = (msgspec.UnsetType, msgspec.UNSET)
-    request = msgspec.defstruct(
-        "Request", [("arg_1", str | None, None)], rename={"arg_1": "arg_1"}, gc=False
-    )
     pair = tuple[str | float, Literal["True", "False"] | bool]
-    # without length normalisation only the first request's settings matter: the others'
-    # texts are skipped, not decoded
-    requests: Any = dict[str, request]
-    if mc_norm == "none":
-        requests = msgspec.defstruct(
-            "Requests", [("first", request | None, None)], rename={"first": "gen_args_0"}, gc=False
-        )
-    fields = [
-        ("doc_id", Any),
-        ("resps", list[pair]),
-        ("correct", bool | float),
-        ("args", requests | None, None),
-        ("mutual", *absent),
-        *((f"rolling{i}", *absent) for i in range(len(_ROLLING_FIELDS))),
-    ]
-    rename = {
-        "resps": "filtered_resps",
-        "correct": _MC_CORRECT_FIELD[mc_norm],
-        "args": "arguments",
-        "mutual": "acc_mutual_info",
-        **{f"rolling{i}": name for i, name in enumerate(_ROLLING_FIELDS)},
-    }
-    row = msgspec.defstruct("ChoiceRow", fields, rename=rename, gc=False)
-    return msgspec.json.Decoder(row)
+    return msgspec.json.Decoder(_choice_row("ChoiceRow", mc_norm, list[pair], bool | float))
+
+
+@cache
+def choice_number_decoder(mc_norm: str) -> Any:
+    """A msgspec decoder of the rows :func:`choice_decoder` takes that reads each
+    ``filtered_resps`` loglikelihood as a float, whether logged as a number or as a string, so
+    that no string is built for it (msgspec's lax mode); the ``is_greedy`` flag must be the
+    string ``"True"`` or ``"False"``.
+
+    Lax mode reads other strings as numbers or booleans too (``"1"`` as a boolean), so the
+    correctness field is decoded as it is (``Any``, checked by
+    :func:`choice_number_columns`) and no other field's type takes a string for another type.
+    It reads a string holding a JSON number as float() reads it (correctly rounded), refuses
+    some that float() reads ("-1.7976931348623159e308", out of range) and takes some that the
+    row function refuses ("NaN", "-Infinity"): the columns take only finite values, so a block
+    holding any other is left to :func:`choice_decoder`."""
+    from typing import Literal
+
+    import msgspec
+
+    response = msgspec.defstruct(
+        "Response",
+        [("ll", float), ("greedy", Literal["True", "False"])],
+        array_like=True,
+        gc=False,
+    )
+    row = _choice_row("ChoiceNumberRow", mc_norm, list[response], Any)
+    return msgspec.json.Decoder(row, strict=False)
 
 
 @cache
@@ -172,9 +208,9 @@ def _softmax_max(table: Any) -> Any:
 
 
 def choice_columns(rows: list, mc_norm: str, target_delimiter: str = " ") -> tuple | None:
-    """(confidence, correct) columns of decoded multiple-choice rows, as
-    :func:`~calibcli.formats.lm_eval.lm_eval_choice_row` computes each row's; None when a row
-    needs the row function (see the module docstring)."""
+    """(confidence, correct) columns of multiple-choice rows decoded by
+    :func:`choice_decoder`, as :func:`~calibcli.formats.lm_eval.lm_eval_choice_row` computes
+    each row's; None when a row needs the row function (see the module docstring)."""
     import numpy as np
 
     m = len(rows)
@@ -182,23 +218,65 @@ def choice_columns(rows: list, mc_norm: str, target_delimiter: str = " ") -> tup
     counts = np.fromiter(map(len, resps), np.int64, m)
     if m and counts.min() < 2:
         return None
-    flat = list(chain.from_iterable(resps))
-    scores = _loglikelihoods(list(map(_FIRST, flat)))
+    scores = _loglikelihoods(list(map(_FIRST, chain.from_iterable(resps))))
     if scores is None:
         return None
+    correct = np.fromiter([r.correct for r in rows], np.float64, m)
+    return _confidences(rows, counts, scores, correct, mc_norm, target_delimiter)
+
+
+def choice_number_columns(rows: list, mc_norm: str, target_delimiter: str = " ") -> tuple | None:
+    """(confidence, correct) columns of multiple-choice rows decoded by
+    :func:`choice_number_decoder`, as :func:`choice_columns` gives them; None for a block
+    holding a loglikelihood that is not finite or is positive, or a correctness value that is
+    not a JSON number or boolean (a string that lax mode could have read as a number is kept
+    as a string, and refused here)."""
+    import numpy as np
+
+    m = len(rows)
+    resps = [r.resps for r in rows]
+    counts = np.fromiter(map(len, resps), np.int64, m)
+    if not m or counts.min() < 2:
+        return None
+    scores = np.fromiter(map(_LL, chain.from_iterable(resps)), np.float64, int(counts.sum()))
+    # NaN fails both tests. A zero's sign, which lax mode does not keep for "-0", changes no
+    # confidence: it only ever reaches exp(s - max s) as exp(±0) = 1
+    if not ((scores <= 0) & (scores > -math.inf)).all():
+        return None
+    flags = [r.correct for r in rows]
+    if not set(map(type, flags)) <= _FLAG_TYPES:
+        return None
+    correct = np.array(flags, np.float64)
+    return _confidences(rows, counts, scores, correct, mc_norm, target_delimiter)
+
+
+# the types of the correctness values _row_flag takes as numbers (bool, 0, 1, 0.0, 1.0)
+_FLAG_TYPES = {bool, int, float}
+
+
+def _confidences(
+    rows: list, counts: Any, scores: Any, correct: Any, mc_norm: str, target_delimiter: str
+) -> tuple | None:
+    """The confidence and correct columns from each row's choice count, the flat
+    loglikelihoods and the correctness values (None for a row the row function words)."""
+    import numpy as np
+
+    m = len(rows)
     if mc_norm != "none":
         lengths = _lengths(rows, counts.tolist(), mc_norm, target_delimiter)
         if lengths is None:
             return None
         scores = scores / lengths
-    correct = np.fromiter([r.correct for r in rows], np.float64, m)
     if not np.all((correct == 0) | (correct == 1)):
         return None
     width = int(counts.max()) if m else 0
-    table = np.full((m, width), -np.inf)
-    starts = np.cumsum(counts) - counts
-    at = np.arange(len(flat)) - np.repeat(starts, counts)
-    table[np.repeat(np.arange(m), counts), at] = scores
+    if m and counts.min() == width:
+        table = scores.reshape(m, width)  # every row has as many choices: no -inf padding
+    else:
+        table = np.full((m, width), -np.inf)
+        starts = np.cumsum(counts) - counts
+        at = np.arange(scores.shape[0]) - np.repeat(starts, counts)
+        table[np.repeat(np.arange(m), counts), at] = scores
     if m and table.max(axis=1).min() == -math.inf:
         return None  # every choice -inf: the row function words it
     return _softmax_max(table), correct.astype(np.bool_)

@@ -2,7 +2,9 @@
 
 A block is decoded in one ``decode_lines`` call into structs holding only the fields read
 (:mod:`calibcli.formats.lm_eval_columns`), and its columns are computed for the whole block at
-once. Any block the typed path does not take whole (a row the structs refuse, a value the
+once. Multiple-choice blocks are first given to the number decoder, which parses the
+loglikelihood strings itself; a block it leaves goes to the strict decoder, which keeps them as
+text and checks each as the row function does. Any block the typed path does not take whole (a row the structs refuse, a value the
 column functions leave to the row functions, empty lines, a grouping other than the file's task
 or model) is read by :class:`~calibcli.io.decode.BlockDecoder`'s dict path, which words every
 error: the values, ids, groups and messages are those of the dict path either way.
@@ -46,6 +48,7 @@ class LmEvalBlockDecoder(BlockDecoder):
         self.mc_norm = mc_norm
         self.constant_key = constant_key
         self._typed_decoder: Any = None
+        self._number_decoder: Any = None
 
     def block(
         self,
@@ -63,27 +66,20 @@ class LmEvalBlockDecoder(BlockDecoder):
         return got
 
     def _typed(self, block: memoryview, expected: int) -> tuple | None:
-        from calibcli.formats import lm_eval_columns as typed
-
         if self._typed_decoder is None:
-            import msgspec
-
-            if self.kind == "multiple_choice":
-                self._typed_decoder = typed.choice_decoder(self.mc_norm)
-            else:
-                self._typed_decoder = typed.rolling_decoder()
-            self._typed_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
-        rows = None
-        with contextlib.suppress(*self._typed_errors):
-            rows = self._typed_decoder.decode_lines(block)
-        if rows is None or len(rows) != expected or not rows:
+            self._load_typed()
+        found = None
+        if self._number_decoder is not None:
+            found = self._decode(self._number_decoder, self._number_columns, block, expected)
+            if found is None:
+                # a source logging what the number decoder leaves to the strict one (greedy
+                # flags as booleans, an infinity) is read by the strict one from here on
+                self._number_decoder = None
+        if found is None:
+            found = self._decode(self._typed_decoder, self._typed_columns, block, expected)
+        if found is None:
             return None
-        if self.kind == "multiple_choice":
-            cols = typed.choice_columns(rows, self.mc_norm)
-        else:
-            cols = typed.rolling_columns(rows)
-        if cols is None:
-            return None
+        rows, cols = found
         keys = None
         if self.key is not None:
             if not self.constant_key:
@@ -99,6 +95,35 @@ class LmEvalBlockDecoder(BlockDecoder):
                 return None
         self.ids = ids
         return cols, keys, None
+
+    def _load_typed(self) -> None:
+        import msgspec
+
+        from calibcli.formats import lm_eval_columns as typed
+
+        norm = self.mc_norm
+        if self.kind == "multiple_choice":
+            self._typed_decoder = typed.choice_decoder(norm)
+            self._typed_columns = lambda rows: typed.choice_columns(rows, norm)
+            self._number_decoder = typed.choice_number_decoder(norm)
+            self._number_columns = lambda rows: typed.choice_number_columns(rows, norm)
+        else:
+            self._typed_decoder = typed.rolling_decoder()
+            self._typed_columns = typed.rolling_columns
+        self._typed_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+    def _decode(
+        self, decoder: Any, columns: Callable[[list], Any], block: memoryview, expected: int
+    ) -> tuple | None:
+        """(rows, columns) of a block of ``expected`` rows decoded by ``decoder``, or None when
+        it refuses a row or ``columns`` a value."""
+        rows = None
+        with contextlib.suppress(*self._typed_errors):
+            rows = decoder.decode_lines(block)
+        if not rows or len(rows) != expected:
+            return None
+        cols = columns(rows)
+        return None if cols is None else (rows, cols)
 
     def _ids(self, docs: list) -> Any:
         """Each row's id as ``ident`` gives it, or None when one cannot be given (the dict
