@@ -23,6 +23,8 @@ from calibcli.formats.lm_eval import _LOGGED_FLOAT, _MC_CORRECT_FIELD, _ROLLING_
 
 _FIRST = itemgetter(0)
 _LL = attrgetter("ll")
+_RESPS = attrgetter("resps")
+_ROLLING_PAIRS = (attrgetter("p0"), attrgetter("p1"), attrgetter("p2"))
 
 
 def _choice_row(name: str, mc_norm: str, responses: Any, correct: Any) -> Any:
@@ -214,7 +216,7 @@ def choice_columns(rows: list, mc_norm: str, target_delimiter: str = " ") -> tup
     import numpy as np
 
     m = len(rows)
-    resps = [r.resps for r in rows]
+    resps = list(map(_RESPS, rows))
     counts = np.fromiter(map(len, resps), np.int64, m)
     if m and counts.min() < 2:
         return None
@@ -234,7 +236,7 @@ def choice_number_columns(rows: list, mc_norm: str, target_delimiter: str = " ")
     import numpy as np
 
     m = len(rows)
-    resps = [r.resps for r in rows]
+    resps = list(map(_RESPS, rows))
     counts = np.fromiter(map(len, resps), np.int64, m)
     if not m or counts.min() < 2:
         return None
@@ -319,33 +321,43 @@ def rolling_columns(rows: list) -> tuple | None:
     import numpy as np
 
     m = len(rows)
-    unset = _unset()
-    pairs = [(r.p0, r.p1, r.p2) for r in rows]
     if m == 0:
         return None
-    first = pairs[0]
-    present = tuple(p is not unset for p in first)
-    if not any(present) or any(tuple(p is not unset for p in row) != present for row in pairs[1:]):
-        return None  # a pattern that changes: the row function and the builder word it
-    cols = [i for i in range(3) if present[i]]
-    lls = [np.fromiter((row[i][0] for row in pairs), np.float64, m) for i in cols]
-    counts = [[row[i][1] for row in pairs] for i in cols]
+    unset = _unset()
+    cols, lls, counts = [], [], []
+    for i, field in enumerate(_ROLLING_PAIRS):
+        pairs = list(map(field, rows))
+        absent = pairs.count(unset)
+        if absent == m:
+            continue
+        if absent:
+            return None  # a pattern that changes: the row function and the builder word it
+        # each pair's loglikelihood and count side by side, the counts as floats: exact below
+        # 2**53, and any count from 2**53 up stays at or above it, so it is refused below
+        try:
+            both = np.fromiter(chain.from_iterable(pairs), np.float64, 2 * m).reshape(m, 2)
+        except OverflowError:
+            return None
+        cols.append(i)
+        lls.append(both[:, 0])
+        counts.append(both[:, 1])
+    if not cols:
+        return None
     ll = lls[0]
     if np.isnan(ll).any() or (ll > 0).any():
         return None
     if any(not np.array_equal(other, ll) for other in lls[1:]):
         return None
-    limit = 1 << 62
     for values in counts:
-        if min(values) < 0 or max(values) >= limit:
+        if not ((values >= 0) & (values < 2.0**53)).all():
             return None
     by_field = dict(zip(cols, counts, strict=True))
-    if 1 in by_field and 2 in by_field and by_field[1] != by_field[2]:
+    if 1 in by_field and 2 in by_field and not np.array_equal(by_field[1], by_field[2]):
         return None
     minus = np.full(m, -1, np.int64)
-    words = np.asarray(by_field[0], np.int64) if 0 in by_field else minus
-    nbytes_list = by_field.get(1, by_field.get(2))
-    nbytes = minus if nbytes_list is None else np.asarray(nbytes_list, np.int64)
+    words = by_field[0].astype(np.int64) if 0 in by_field else minus
+    nbytes_counts = by_field.get(1, by_field.get(2))
+    nbytes = minus if nbytes_counts is None else nbytes_counts.astype(np.int64)
     nll = np.where(ll == 0, 0.0, -ll)
     zeros = np.zeros(m, np.int64)
     return nll, minus.copy(), nbytes, words, zeros, zeros.copy(), zeros.copy()

@@ -178,15 +178,29 @@ class KeyColumn:
         return _digests(parts)
 
 
+# The bits of the hashes' filter (SeenIds): 2**25 bits, 4 MB, so that most hashes new to a
+# reading of a few million rows find their bit clear and are not searched for
+_FILTER_BITS = 25
+
+
 class SeenIds:
     """The ids read so far in one reading, with where each was read: the hashes in sorted runs
     (merged as a binary counter merges, so a look-up searches a logarithmic number of them),
     and each recorded batch's hashes and places in reading order, searched only to name the
-    first row of a repeated id."""
+    first row of a repeated id. A bit per value of a hash's top bits, set for every hash
+    recorded, spares searching the runs for a hash whose bit is clear: it was never read."""
 
     def __init__(self) -> None:
         self._runs: list[Any] = []
         self._batches: list[tuple[str, Any, Any, list | None]] = []
+        self._filter: Any = None
+
+    def _slots(self, hashes: Any) -> tuple[Any, Any]:
+        """Each hash's byte in the filter and its bit in that byte."""
+        import numpy as np
+
+        top = hashes >> np.uint64(64 - _FILTER_BITS)
+        return top >> np.uint64(3), (top & np.uint64(7)).astype(np.uint8)
 
     def first_repeat(self, hashes: Any) -> int | None:
         """The index of the first of ``hashes`` read before: by an earlier batch, or earlier
@@ -197,10 +211,15 @@ class SeenIds:
         if not n:
             return None
         repeat = np.zeros(n, np.bool_)
-        for run in self._runs:
-            at = np.searchsorted(run, hashes)
-            np.minimum(at, run.shape[0] - 1, out=at)
-            repeat |= run[at] == hashes
+        if self._runs:
+            byte, bit = self._slots(hashes)
+            maybe = np.flatnonzero((self._filter[byte] >> bit) & 1)
+            if maybe.shape[0]:
+                wanted = hashes[maybe]
+                for run in self._runs:
+                    at = np.searchsorted(run, wanted)
+                    np.minimum(at, run.shape[0] - 1, out=at)
+                    repeat[maybe[run[at] == wanted]] = True
         if n > 1:
             order = np.argsort(hashes, kind="stable")
             ordered = hashes[order]
@@ -229,6 +248,10 @@ class SeenIds:
         import numpy as np
 
         self._batches.append((name, hashes, lines, locators))
+        if self._filter is None:
+            self._filter = np.zeros(1 << (_FILTER_BITS - 3), np.uint8)
+        byte, bit = self._slots(hashes)
+        np.bitwise_or.at(self._filter, byte, np.left_shift(1, bit, dtype=np.uint8))
         run = np.sort(hashes)
         runs = self._runs
         while runs and runs[-1].shape[0] <= run.shape[0]:
