@@ -59,6 +59,33 @@ def test_the_first_repeat_in_reading_order_is_found():
     assert seen.where(7, ("c", np.array([7, 8], np.uint64), np.array([-1, 4]), None)) == ("c", None)
 
 
+def test_first_repeats_of_random_hashes_match_a_set_of_those_read():
+    # hashes over the whole 64 bits, some sharing their top bits with one read before but
+    # differing below (the bit of their prefix is set, yet they are new)
+    rng = np.random.default_rng(4)
+    seen, read = SeenIds(), set()
+    for _ in range(60):
+        batch = rng.integers(0, 2**64 - 1, 300, dtype=np.uint64, endpoint=True)
+        if read:
+            old = np.array(sorted(read), np.uint64)
+            near = old[rng.integers(0, old.shape[0], 40)] ^ rng.integers(1, 2**20, 40, np.uint64)
+            batch[rng.integers(0, 300, 40)] = near
+            if rng.random() < 0.5:
+                batch[rng.integers(0, 300)] = old[rng.integers(0, old.shape[0])]
+        if rng.random() < 0.2:
+            batch[rng.integers(150, 300)] = batch[rng.integers(0, 150)]
+        want, earlier = None, set(read)
+        for i, h in enumerate(batch.tolist()):
+            if h in earlier:
+                want = i
+                break
+            earlier.add(h)
+        assert seen.first_repeat(batch) == want
+        if want is None:
+            seen.record("x", batch, np.arange(300, dtype=np.int64))
+            read.update(batch.tolist())
+
+
 def choice_row(doc_id, lls=("-1.5", "-0.25", "-3.0", "-2.0"), acc=1.0):
     return json.dumps(
         {
