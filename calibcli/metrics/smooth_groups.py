@@ -34,6 +34,7 @@ import numpy as np
 
 from calibcli.metrics.smooth import (
     _BISECTION_STEPS,
+    _BLOCK,
     _DENSITY_FLOOR,
     _MIN_BANDWIDTH,
     _sigma_inputs,
@@ -80,7 +81,7 @@ def _search_chunk(
             rows.append(g)
     if not curves:
         return values, bandwidths
-    histograms = np.stack([c._grid_histograms(_COARSE) for c in curves])
+    histograms = _coarse_histograms(curves)
     k = len(curves)
     size, flat = histogram_spectra(histograms.reshape(2 * k, _COARSE))
     spectra = flat.reshape(k, 2, flat.shape[1])
@@ -133,6 +134,62 @@ def _search_chunk(
         values[g] = value
         bandwidths[g] = bandwidth
     return values, bandwidths
+
+
+def _coarse_histograms(curves: list[_SmoothedResiduals]) -> np.ndarray:
+    """The (2, 1001) grid histograms of every group, (groups × 2 × 1001).
+
+    ``_grid_histograms`` adds one bincount per part (and per block of rows), or folds a part
+    run by run when its sorted rows fill few cells. A group whose parts each fit one block and
+    are not folded gets, in every cell, the sum of that cell's rows in their order; so the
+    groups are offset by 2m cells and counted in one bincount over all their rows, which sums
+    each cell in the same order. The others keep their own pass.
+    """
+    m = _COARSE
+    k = len(curves)
+    out = np.empty((k, 2, m))
+    keys, fracs, batched = [], [], []
+    for g, curve in enumerate(curves):
+        cells = []
+        for f, y, _ in curve._parts:
+            n = f.shape[0]
+            if n > _BLOCK:
+                break
+            pos = f * (m - 1)
+            cell = pos.astype(np.intp)  # f ≥ 0, so truncation is floor
+            np.minimum(cell, m - 2, out=cell)
+            if n and 4 * np.count_nonzero(cell[1:] != cell[:-1]) <= n:
+                break  # folded run by run
+            cells.append((cell + (len(batched) * 2 * m + (m if y else 0)), pos - cell))
+        else:
+            batched.append(g)
+            for cell, frac in cells:
+                keys.append(cell)
+                fracs.append(frac)
+            continue
+        out[g] = curve._grid_histograms(m)
+    if not batched:
+        return out
+    key = np.concatenate(keys)
+    frac = np.concatenate(fracs)
+    size = len(batched) * 2 * m
+    moments = np.zeros((3, len(batched), 2 * m))
+    moments[0] += np.bincount(key, minlength=size).reshape(len(batched), 2 * m)
+    moments[1] += np.bincount(key, frac, minlength=size).reshape(len(batched), 2 * m)
+    moments[2] += np.bincount(key, frac * frac, minlength=size).reshape(len(batched), 2 * m)
+    # the rest of _grid_histograms, elementwise on every group's moments
+    s0, s1, s2 = moments[:, :, :m] + moments[:, :, m:]  # both classes
+    correct_s0, correct_s1 = moments[0, :, m:], moments[1, :, m:]
+    cells = np.arange(m, dtype=np.float64)
+    r_all = (cells * s0 + s1) / (m - 1) - correct_s0  # Σ w·r per cell
+    r_up = (cells * s1 + s2) / (m - 1) - correct_s1  # Σ w·r·u per cell (moves to c + 1)
+    folded = np.empty((len(batched), 2, m))
+    folded[:, 0] = s0 - s1
+    folded[:, 0, 1:] += s1[:, :-1]
+    folded[:, 1] = r_all - r_up
+    folded[:, 1, 1:] += r_up[:, :-1]
+    out[batched] = folded
+    return out
 
 
 def _interp_rows(points: np.ndarray, grid: np.ndarray, full: np.ndarray, start: int) -> np.ndarray:
