@@ -58,8 +58,11 @@ def smooth_ece_groups(
     """
     values: list[float] = []
     bandwidths: list[float] = []
+    # every chunk tries much the same bandwidths: their kernels (about 40 KB each on the
+    # 1001-point grid) are kept for the whole call, not only in _sigma_inputs' small cache
+    inputs: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for lo in range(0, len(groups), _CHUNK):
-        chunk_values, chunk_bandwidths = _search_chunk(groups[lo : lo + _CHUNK])
+        chunk_values, chunk_bandwidths = _search_chunk(groups[lo : lo + _CHUNK], inputs)
         values += chunk_values
         bandwidths += chunk_bandwidths
     return values, bandwidths
@@ -67,6 +70,7 @@ def smooth_ece_groups(
 
 def _search_chunk(
     groups: Sequence[tuple[np.ndarray, np.ndarray]],
+    inputs: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]],
 ) -> tuple[list[float], list[float]]:
     """:func:`smooth_ece_groups` of up to ``_CHUNK`` groups."""
     values = [0.0] * len(groups)
@@ -95,7 +99,10 @@ def _search_chunk(
         m = grid_size(sigma)
         if m != _COARSE:
             return np.array([curves[i].error(sigma) for i in active.tolist()])
-        kernel, grid, points = _sigma_inputs(sigma, m, size)
+        known = inputs.get(sigma)
+        if known is None:
+            known = inputs[sigma] = _sigma_inputs(sigma, m, size)
+        kernel, grid, points = known
         n = active.shape[0]
         if n == k:
             product = np.multiply(spectra, kernel, out=product_buffer)
