@@ -7,8 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-
-from tests.harness import run, write_jsonl
+from harness import run, write_jsonl
 
 pytest.importorskip("matplotlib")
 
