@@ -119,3 +119,18 @@ def test_property_batched_equals_one_group(sizes, seed, decimals):
             conf = np.round(conf, decimals)
         groups.append(_halves(conf, rng.random(n) < conf, ordered=bool(seed % 2)))
     _assert_each_group_equal(groups)
+
+
+def test_the_row_by_row_interpolation_gives_the_same_floats(monkeypatch):
+    # where np.interp would round otherwise than the stacked formula (a build that fuses its
+    # multiply and add), the batch interpolates row by row with np.interp itself
+    rng = np.random.default_rng(23)
+    groups = _edge_groups(rng, ordered=True)
+    for n in (50, 700):
+        conf = rng.random(n)
+        groups.append(_halves(conf, rng.random(n) < conf, ordered=True))
+    assert smooth_groups._formula_is_interp()  # on this machine the formula is np.interp's
+    stacked = smooth_ece_groups(groups)
+    monkeypatch.setattr(smooth_groups, "_formula_is_interp", lambda: False)
+    assert smooth_ece_groups(groups) == stacked
+    _assert_each_group_equal(groups)

@@ -17,7 +17,9 @@ Why the batch gives the same bits as the one-group path:
 * :func:`_interp_rows` evaluates ``np.interp``'s formula for a point strictly inside a cell,
   ``(f[j + 1] − f[j]) / (g[j + 1] − g[j]) · (t − g[j]) + f[j]``, and its two exact cases (a
   point on a knot takes the knot's value, the last point the last value), in the same order of
-  operations; grid and points are shared by the batch, so the cell of each point is too;
+  operations; grid and points are shared by the batch, so the cell of each point is too. A
+  probe checks once that this numpy's np.interp rounds as those separate operations do (a
+  build that fuses its multiply and add would not); if not, np.interp runs row by row;
 * ``.sum(axis=1)`` of a C-contiguous (rows × T) array sums each row with the same pairwise
   summation as ``.sum()`` of that row alone.
 
@@ -201,8 +203,48 @@ def _coarse_histograms(curves: list[_SmoothedResiduals]) -> np.ndarray:
 
 def _interp_rows(points: np.ndarray, grid: np.ndarray, full: np.ndarray, start: int) -> np.ndarray:
     """``np.interp(points, grid, row[start : start + len(grid)])`` of every row along the last
-    axis of ``full``, as a C-ordered array (..., len(points)), with np.interp's arithmetic for
-    ascending ``grid`` and ``points`` within [grid[0], grid[-1]]."""
+    axis of ``full``, as a C-ordered array (..., len(points)): by np.interp's formula for the
+    whole stack where this numpy's np.interp rounds as the formula does (probed once), else
+    row by row with np.interp itself."""
+    if _formula_is_interp():
+        return _interp_formula(points, grid, full, start)
+    m = grid.shape[0]
+    out = np.empty((*full.shape[:-1], points.shape[0]))
+    for index in np.ndindex(full.shape[:-1]):
+        out[index] = np.interp(points, grid, full[index][start : start + m])
+    return out
+
+
+_PROBED: list[bool] = []
+
+
+def _formula_is_interp() -> bool:
+    """Whether :func:`_interp_formula` gives np.interp's floats on this build. A compiler that
+    fuses np.interp's multiply and add into one instruction (as some do on ARM) rounds once
+    where the formula's separate numpy operations round twice; then np.interp runs per row."""
+    if not _PROBED:
+        rng = np.random.default_rng(0)
+        grid = np.linspace(0.0, 1.0, _COARSE)
+        same = True
+        for count in (200, 317, 1000):
+            points = np.linspace(0.0, 1.0, count)
+            full = rng.normal(0.0, 1e3, (3, 2, _COARSE + 400))
+            got = _interp_formula(points, grid, full, 200)
+            want = [
+                [np.interp(points, grid, row[200 : 200 + _COARSE]) for row in pair] for pair in full
+            ]
+            same = same and np.array_equal(got, np.array(want))
+        _PROBED.append(bool(same))
+    return _PROBED[0]
+
+
+def _interp_formula(
+    points: np.ndarray, grid: np.ndarray, full: np.ndarray, start: int
+) -> np.ndarray:
+    """np.interp's arithmetic on every row at once, for ascending ``grid`` and ``points``
+    within [grid[0], grid[-1]]: a point strictly inside a cell takes
+    ``(f[j + 1] − f[j]) / (g[j + 1] − g[j]) · (t − g[j]) + f[j]``, a point on a knot the
+    knot's value and the last point the last value."""
     m = grid.shape[0]
     cell = np.searchsorted(grid, points, side="right") - 1
     np.clip(cell, 0, m - 2, out=cell)
