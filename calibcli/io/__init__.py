@@ -35,6 +35,7 @@ __all__ = [
     "CalibrationData",
     "ColumnProblems",
     "FrameSpec",
+    "IdIndex",
     "InputError",
     "PerplexityData",
     "default_id",
@@ -48,6 +49,7 @@ __all__ = [
     "read_choices",
     "read_key_columns",
     "read_keyed",
+    "read_matched",
     "read_perplexity",
     "records",
 ]
@@ -319,7 +321,7 @@ def __getattr__(name: str) -> Any:
 
         records = importlib.import_module("calibcli.io.records")
         return records if name == "records" else getattr(records, name)
-    if name in ("read_key_columns", "match_columns", "paired_rows"):  # compare's keyed rows
+    if name in ("read_key_columns", "read_matched", "IdIndex", "match_columns", "paired_rows"):
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.keyed"), name)

@@ -199,3 +199,38 @@ class IdHashes:
         mine = np.flatnonzero(found).astype(index)
         del found
         return mine, theirs[mine]
+
+
+class IdIndex:
+    """One side's ids sorted by hash, for looking up the other side's a block at a time: the
+    sorted halves and the rows they came from (32-bit where they fit), 20 bytes a row, so that
+    the side's own :class:`IdHashes` can be freed once the index is built."""
+
+    def __init__(self, ids: IdHashes) -> None:
+        self.n = ids.n
+        index = np.int32 if self.n < 2**31 else np.intp
+        self.order = np.argsort(ids.hi, kind="stable").astype(index)
+        self.hi = ids.hi[self.order]
+        self.lo = ids.lo[self.order]
+        # two ids sharing a high half (about 10⁻⁸ for a million ids): look up both halves
+        self.exact: dict[tuple[int, int], int] | None = None
+        if self.n > 1 and np.any(self.hi[1:] == self.hi[:-1]):
+            self.exact = {
+                k: j for j, k in enumerate(zip(ids.hi.tolist(), ids.lo.tolist(), strict=True))
+            }
+
+    def rows_of(self, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+        """The row holding each id (given as its hash halves), -1 where none does."""
+        if self.exact is not None:
+            found = self.exact
+            pairs = zip(hi.tolist(), lo.tolist(), strict=True)
+            return np.fromiter((found.get(k, -1) for k in pairs), self.order.dtype, hi.shape[0])
+        if self.n == 0:
+            return np.full(hi.shape[0], -1, self.order.dtype)
+        at = np.searchsorted(self.hi, hi)
+        np.minimum(at, self.n - 1, out=at)
+        hit = self.hi[at] == hi
+        hit &= self.lo[at] == lo
+        rows = self.order[at]
+        rows[~hit] = -1
+        return rows

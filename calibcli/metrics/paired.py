@@ -405,10 +405,10 @@ class _SideEvaluator:
         self, conf: np.ndarray, corr: np.ndarray, edges: np.ndarray, wanted: frozenset[str]
     ) -> None:
         # The engine's layout is built here, one class at a time, into the array the engine
-        # keeps; row numbers are 32-bit where they fit (the order is held for the whole run)
+        # keeps; row numbers are 32-bit where they fit (the rank is held for the whole run)
         n = conf.shape[0]
         index = np.int32 if n < 2**31 else np.intp
-        self.order = np.empty(n, index)
+        order = np.empty(n, index)
         layout = np.empty(n)
         at = 0
         for right in (False, True):
@@ -416,22 +416,30 @@ class _SideEvaluator:
             stop = at + rows.shape[0]
             part = layout[at:stop]
             np.take(conf, rows, out=part)
-            np.take(rows, np.argsort(part, kind="stable"), out=self.order[at:stop])
+            np.take(rows, np.argsort(part, kind="stable"), out=order[at:stop])
             part.sort()  # the values np.sort gives (the engine's own sort of a class)
             del rows
             if not right:
                 n_wrong = stop
             at = stop
+        # each row's place in the layout: a draw of row i counts at rank[i]
+        self.rank = np.empty(n, index)
+        self.rank[order] = np.arange(n, dtype=index)
+        del order
         self.n = n
+        self.index = index
         self.engine = ReplicateEngine.from_layout(layout, n_wrong, edges, wanted)
 
-    def evaluate(self, counts: np.ndarray) -> np.ndarray:
-        """Scalars in ``SCALAR_KEYS`` order (unwanted ones nan) of the rows repeated ``counts``."""
-        return self.engine.evaluate(counts[self.order])
-
-    def draw(self, rng: np.random.Generator) -> np.ndarray:
-        """Row counts of N draws with replacement: ``rng.integers(0, N, size=N)`` tallied."""
-        return np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
+    def replicate(self, rng: np.random.Generator) -> np.ndarray:
+        """Scalars (``SCALAR_KEYS`` order, unwanted ones nan) of N rows drawn with replacement:
+        ``rng.integers(0, N, size=N)`` in the side's row order, tallied in the engine's layout.
+        The draws are 32-bit where N fits (numpy draws the same values for either type), and
+        mapped to the layout in place."""
+        draws = rng.integers(0, self.n, size=self.n, dtype=self.index)
+        np.take(self.rank, draws, out=draws)
+        counts = np.bincount(draws, minlength=self.n)
+        del draws
+        return self.engine.evaluate(counts)
 
 
 def _side_generator(seed: int, replicate: int, side: int) -> np.random.Generator:
@@ -464,5 +472,5 @@ class _SideRunner:
                 rng = replicate_generator(seed, r)
             else:
                 rng = _side_generator(seed, r, self.index)
-            out[r - start] = self.side.evaluate(self.side.draw(rng))
+            out[r - start] = self.side.replicate(rng)
         return out

@@ -68,7 +68,7 @@ def compare(
     rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
     gate fails closed.
     """
-    from calibcli.io import InputError, default_id, paired_rows, read_key_columns
+    from calibcli.io import IdIndex, InputError, default_id, read_key_columns, read_matched
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
     from calibcli.summaries import PairedRows
 
@@ -105,31 +105,35 @@ def compare(
         "choices": reading.choices,
     }
     try:
-        rows = [read_key_columns([f], **keyed, keyed=not unpaired) for f in (base, new)]
+        if unpaired:
+            rows = [read_key_columns([f], **keyed, keyed=False) for f in (base, new)]
+            found = (rows[0].fmt, rows[1].fmt)
+            matched = PairedRows(
+                (rows[0].confidence, rows[0].correct),
+                (rows[1].confidence, rows[1].correct),
+                None,
+                0,
+                0,
+                rows[0].n,
+                rows[1].n,
+            )
+            del rows
+        else:
+            # NEW's rows are matched to BASE's as they are read: BASE's id hashes give way to
+            # their sorted index, and NEW's are never held as a column
+            first = read_key_columns([base], **keyed)
+            index = IdIndex(first.ids)
+            first = replace(first, ids=None)
+            matched, found_new = read_matched(first, index, [new], **keyed)
+            found = (first.fmt, found_new)
+            del index, first
     except InputError as exc:
         raise usage_error(str(exc)) from None
-    if unpaired:
-        matched = PairedRows(
-            (rows[0].confidence, rows[0].correct),
-            (rows[1].confidence, rows[1].correct),
-            None,
-            0,
-            0,
-            rows[0].n,
-            rows[1].n,
-        )
-    else:
-        positions = rows[0].ids.positions_in(rows[1].ids)
-        # the id hashes are the largest part of the rows and not needed past this point
-        rows = [replace(side, ids=None) for side in rows]
-        matched = paired_rows(rows[0], rows[1], positions)
-        del positions
+    if not unpaired:
         try:
             check_matching(matched, base, new, allow_unmatched)
         except ValueError as exc:
             raise usage_error(str(exc)) from None
-    found = (rows[0].fmt, rows[1].fmt)
-    del rows  # the ids and unmatched rows are not needed past matching
     if not reading.quiet and reading.fmt is CalibrationFormat.auto:
         announce_formats([(base, found[0]), (new, found[1])])
     settings = CompareSettings(
