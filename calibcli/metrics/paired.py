@@ -405,7 +405,7 @@ class _SideEvaluator:
         self, conf: np.ndarray, corr: np.ndarray, edges: np.ndarray, wanted: frozenset[str]
     ) -> None:
         # The engine's layout is built here, one class at a time, into the array the engine
-        # keeps; row numbers are 32-bit where they fit (the rank is held for the whole run)
+        # keeps; row numbers are 32-bit where they fit (the order is held for the whole run)
         n = conf.shape[0]
         index = np.int32 if n < 2**31 else np.intp
         order = np.empty(n, index)
@@ -422,24 +422,16 @@ class _SideEvaluator:
             if not right:
                 n_wrong = stop
             at = stop
-        # each row's place in the layout: a draw of row i counts at rank[i]
-        self.rank = np.empty(n, index)
-        self.rank[order] = np.arange(n, dtype=index)
-        del order
+        self.order = order
         self.n = n
-        self.index = index
         self.engine = ReplicateEngine.from_layout(layout, n_wrong, edges, wanted)
 
     def replicate(self, rng: np.random.Generator) -> np.ndarray:
         """Scalars (``SCALAR_KEYS`` order, unwanted ones nan) of N rows drawn with replacement:
-        ``rng.integers(0, N, size=N)`` in the side's row order, tallied in the engine's layout.
-        The draws are 32-bit where N fits (numpy draws the same values for either type), and
-        mapped to the layout in place."""
-        draws = rng.integers(0, self.n, size=self.n, dtype=self.index)
-        np.take(self.rank, draws, out=draws)
-        counts = np.bincount(draws, minlength=self.n)
-        del draws
-        return self.engine.evaluate(counts)
+        ``rng.integers(0, N, size=N)`` in the side's row order, tallied, each row's count then
+        read at its place in the engine's layout a block at a time (no layout-order copy)."""
+        counts = np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
+        return self.engine.evaluate_gathered(counts, self.order)
 
 
 def _side_generator(seed: int, replicate: int, side: int) -> np.random.Generator:
