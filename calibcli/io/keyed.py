@@ -152,14 +152,36 @@ def read_matched(
     BASE's order (:class:`~calibcli.summaries.PairedRows`), and NEW's format. ``index`` is
     BASE's ids (:class:`~calibcli.io.keys.IdIndex`); ``base.ids`` may be None. NEW's ids are
     never held as a column, only those of the rows BASE lacks."""
-    from calibcli.summaries import PairedRows
-
     side = _Matching(index, options.get("by") is not None)
     reader, spans, found = _read_side(sources, side, True, options)
     side.flush()
     _raise_repeat(reader, side.first_repeat(), spans, side)
     row_of, conf, corr, new_n = side.row_of, side.conf_at, side.corr_at, side.count
     del side
+    return _aligned(base, row_of, conf, corr, new_n), found or "jsonl"
+
+
+def match_keys(base: Any, new: Any) -> Any:
+    """Two sides' rows with their ids as row keys (:class:`~calibcli.summaries.KeyedRows`,
+    each side's keys distinct) matched as :func:`read_matched` matches them: each key's
+    canonical bytes hashed, NEW's looked up among BASE's."""
+    index = IdIndex(IdHashes(*hash_ids([canonical_id(k) for k in base.keys])))
+    at = index.rows_of(*hash_ids([canonical_id(k) for k in new.keys]))
+    hit = at >= 0
+    mine = at[hit]
+    row_of = np.full(base.n, -1, index.order.dtype)
+    row_of[mine] = np.flatnonzero(hit)
+    conf, corr = np.zeros(base.n), np.zeros(base.n, bool)
+    conf[mine] = new.confidence[hit]
+    corr[mine] = new.correct[hit]
+    return _aligned(base, row_of, conf, corr, new.n)
+
+
+def _aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, new_n: int) -> Any:
+    """The rows both sides hold in BASE's order, from NEW's ``conf`` and ``corr`` written at
+    their BASE rows (``row_of`` -1 where NEW has none)."""
+    from calibcli.summaries import PairedRows
+
     pairs = int(np.count_nonzero(row_of >= 0))
     if pairs == base.n:  # every BASE row matched: the columns as they are
         base_rows, new_rows = (base.confidence, base.correct), (conf, corr)
@@ -169,9 +191,33 @@ def read_matched(
         base_rows = (base.confidence[rows], base.correct[rows])
         new_rows = (conf[rows], corr[rows])
         groups = None if base.groups is None else [base.groups[i] for i in rows.tolist()]
-    del row_of, conf, corr
-    matched = PairedRows(base_rows, new_rows, groups, base.n - pairs, new_n - pairs, base.n, new_n)
-    return matched, found or "jsonl"
+    return PairedRows(base_rows, new_rows, groups, base.n - pairs, new_n - pairs, base.n, new_n)
+
+
+def read_compared(
+    base: str, new: str, *, unpaired: bool = False, **options: Any
+) -> tuple[Any, tuple[str, str]]:
+    """``calibcli compare``'s rows: the files ``base`` and ``new`` read by
+    :func:`read_key_columns` (same options, checks and errors), NEW matched to BASE as it is
+    read (:func:`read_matched`), or both taken whole when ``unpaired``; the
+    :class:`~calibcli.summaries.PairedRows` and the two formats found."""
+    from dataclasses import replace
+
+    from calibcli.summaries import PairedRows
+
+    if unpaired:
+        sides = [read_key_columns([f], **options, keyed=False) for f in (base, new)]
+        b, n = sides
+        rows = PairedRows(
+            (b.confidence, b.correct), (n.confidence, n.correct), None, 0, 0, b.n, n.n
+        )
+        return rows, (b.fmt, n.fmt)
+    # BASE's id hashes give way to their sorted index, and NEW's are never held as a column
+    first = read_key_columns([base], **options)
+    index = IdIndex(first.ids)
+    first = replace(first, ids=None)
+    matched, found = read_matched(first, index, [new], **options)
+    return matched, (first.fmt, found)
 
 
 def _read_side(
@@ -529,33 +575,3 @@ class _State:
             except ValueError as exc:
                 raise InputError(name, line_no, str(exc)) from None
         return True
-
-
-def match_columns(base: KeyColumns, new: KeyColumns) -> Any:
-    """The rows both sides hold, aligned in BASE's order
-    (:class:`~calibcli.summaries.PairedRows`)."""
-    return paired_rows(base, new, base.ids.positions_in(new.ids))
-
-
-def paired_rows(base: KeyColumns, new: KeyColumns, positions: tuple) -> Any:
-    """:func:`match_columns` from the matched rows' ``positions`` (rows of BASE, rows of NEW),
-    which need not the sides' ids: a caller may free them first, as they are the largest part of
-    the rows."""
-    from calibcli.summaries import PairedRows
-
-    b_idx, n_idx = positions
-    groups = None if base.groups is None else [base.groups[i] for i in b_idx.tolist()]
-    pairs = int(b_idx.shape[0])
-    if pairs == base.n:  # every BASE row matched, in its order: its columns as they are
-        base_rows = (base.confidence, base.correct)
-    else:
-        base_rows = (base.confidence[b_idx], base.correct[b_idx])
-    return PairedRows(
-        base_rows,
-        (new.confidence[n_idx], new.correct[n_idx]),
-        groups,
-        base.n - pairs,
-        new.n - pairs,
-        base.n,
-        new.n,
-    )

@@ -29,7 +29,6 @@ LONG = 64
 """Canonical ids longer than this are hashed by blake2b one by one; shorter ones in columns."""
 
 _SEEDS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD1B54A32D192ED03))
-_SEARCH_BLOCK = 1 << 18  # rows of self looked up at a time when matching
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], np.uint64)  # the low k bytes of a word
 
 
@@ -160,45 +159,6 @@ class IdHashes:
         while run_start > 0 and hi[run_start - 1] == hi[run_start]:
             run_start -= 1
         return int(order[run_start]), int(later[k])
-
-    def positions_in(self, other: IdHashes) -> tuple[np.ndarray, np.ndarray]:
-        """(rows of self, rows of other) holding the same ids, in self's order; each side's
-        ids are distinct."""
-        if other.n == 0 or self.n == 0:
-            return np.zeros(0, np.intp), np.zeros(0, np.intp)
-        # 32-bit row numbers where they fit, and self's rows looked up a block at a time, so
-        # that the search holds little beside both sides' columns
-        index = np.int32 if max(self.n, other.n) < 2**31 else np.intp
-        order = np.argsort(other.hi, kind="stable").astype(index)
-        sorted_hi = other.hi[order]
-        if np.any(sorted_hi[1:] == sorted_hi[:-1]):  # two of other's ids share a high half
-            where = {
-                k: j for j, k in enumerate(zip(other.hi.tolist(), other.lo.tolist(), strict=True))
-            }
-            pairs = [
-                (i, where[k])
-                for i, k in enumerate(zip(self.hi.tolist(), self.lo.tolist(), strict=True))
-                if k in where
-            ]
-            mine = np.fromiter((i for i, _ in pairs), np.intp, len(pairs))
-            theirs = np.fromiter((j for _, j in pairs), np.intp, len(pairs))
-            return mine, theirs
-        theirs = np.empty(self.n, index)
-        found = np.empty(self.n, bool)
-        for start in range(0, self.n, _SEARCH_BLOCK):
-            stop = min(start + _SEARCH_BLOCK, self.n)
-            hi = self.hi[start:stop]
-            at = np.searchsorted(sorted_hi, hi)
-            np.minimum(at, other.n - 1, out=at)
-            hit = sorted_hi[at] == hi
-            rows = order[at]
-            hit &= other.lo[rows] == self.lo[start:stop]
-            found[start:stop] = hit
-            theirs[start:stop] = rows
-        del sorted_hi, order
-        mine = np.flatnonzero(found).astype(index)
-        del found
-        return mine, theirs[mine]
 
 
 class IdIndex:

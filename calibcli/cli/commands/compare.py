@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -68,9 +67,8 @@ def compare(
     rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
     gate fails closed.
     """
-    from calibcli.io import IdIndex, InputError, default_id, read_key_columns, read_matched
+    from calibcli.io import InputError, default_id, read_compared
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
-    from calibcli.summaries import PairedRows
 
     id_field = reading.id_field
     try:
@@ -105,28 +103,7 @@ def compare(
         "choices": reading.choices,
     }
     try:
-        if unpaired:
-            rows = [read_key_columns([f], **keyed, keyed=False) for f in (base, new)]
-            found = (rows[0].fmt, rows[1].fmt)
-            matched = PairedRows(
-                (rows[0].confidence, rows[0].correct),
-                (rows[1].confidence, rows[1].correct),
-                None,
-                0,
-                0,
-                rows[0].n,
-                rows[1].n,
-            )
-            del rows
-        else:
-            # NEW's rows are matched to BASE's as they are read: BASE's id hashes give way to
-            # their sorted index, and NEW's are never held as a column
-            first = read_key_columns([base], **keyed)
-            index = IdIndex(first.ids)
-            first = replace(first, ids=None)
-            matched, found_new = read_matched(first, index, [new], **keyed)
-            found = (first.fmt, found_new)
-            del index, first
+        matched, found = read_compared(base, new, unpaired=unpaired, **keyed)
     except InputError as exc:
         raise usage_error(str(exc)) from None
     if not unpaired:
