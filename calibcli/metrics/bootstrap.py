@@ -360,15 +360,6 @@ class ReplicateEngine:
 
         return self._evaluate(copy)
 
-    def evaluate_gathered(self, counts: np.ndarray, order: np.ndarray) -> np.ndarray:
-        """:meth:`evaluate` of ``counts[order]``, gathered a block at a time."""
-        counts = np.asarray(counts, dtype=np.int64)
-
-        def gather(b: int, block: _Block, out: np.ndarray) -> None:
-            np.take(counts, order[block.lo : block.hi], out=out)
-
-        return self._evaluate(gather)
-
     def _evaluate(self, block_counts) -> np.ndarray:
         """One pass over the blocks; scalars in ``SCALAR_KEYS`` order (unwanted ones nan)."""
         wanted = self.wanted
@@ -376,8 +367,7 @@ class ReplicateEngine:
         block_ints = self._buffer("block_counts", min(self.n, _DRAW_BLOCK), np.int64)
         moments = self._buffer("moments", 3 * self.n_atoms, np.float64).reshape(3, self.n_atoms)
         scratch = self._buffer("block", min(self.n, _DRAW_BLOCK), np.float64)
-        # cumulative counts of the wrong answers never exceed N: 32-bit where N fits
-        cum = self._buffer("cum_wrong", self.n_wrong + 1, np.int32 if self.n < 2**31 else np.int64)
+        cum = self._buffer("cum_wrong", self.n_wrong + 1, np.int64)
         cum[0] = 0
         loss_parts: list[float] = []
         twice_u = 0

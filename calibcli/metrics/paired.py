@@ -449,10 +449,10 @@ class _SideEvaluator:
 
     def replicate(self, rng: np.random.Generator) -> np.ndarray:
         """Scalars (``SCALAR_KEYS`` order, unwanted ones nan) of N rows drawn with replacement:
-        ``rng.integers(0, N, size=N)`` in the side's row order, tallied, each row's count then
-        read at its place in the engine's layout a block at a time (no layout-order copy)."""
+        ``rng.integers(0, N, size=N)`` in the side's row order, tallied, read in the engine's
+        layout."""
         counts = np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
-        return self.engine.evaluate_gathered(counts, self.order)
+        return self.engine.evaluate(counts[self.order])
 
 
 def _side_generator(seed: int, replicate: int, side: int) -> np.random.Generator:
