@@ -148,12 +148,14 @@ def _return_freed_memory() -> None:
     """Hand the memory reading freed back to the system before the bootstrap: the reader's
     per-block arrays and objects leave holes in the C heap that the allocator keeps (about as
     much as the matched columns at 2M rows), so the bootstrap's peak would stand on top of
-    them. glibc's ``malloc_trim``; elsewhere nothing."""
-    import ctypes
-    import ctypes.util
+    them. glibc's ``malloc_trim``, looked up among the process's own symbols; elsewhere
+    nothing."""
+    import sys
 
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
+    if not sys.platform.startswith("linux"):
+        return
+    import contextlib
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):  # a C library without it (musl)
+        ctypes.CDLL(None).malloc_trim(0)
