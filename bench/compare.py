@@ -6,8 +6,9 @@ confidences) are written once. Whole processes are timed in interleaved rounds a
 CPU seconds (user + system, from ``os.wait4``) compared, as bench/paths.py does:
 
 * ``calibrate``'s reading: ``read_calibration([A, B], workers=1)`` in a fresh process;
-* compare's reading and matching: ``read_key_columns`` of each file and ``match_columns``, in a
-  fresh process (with ``--ref``, the earlier commit's ``read_keyed`` and ``match`` too);
+* compare's reading and matching as the command does it: ``read_key_columns`` of BASE, its ids'
+  ``IdIndex``, and ``read_matched`` of NEW, in a fresh process (with ``--ref``, the earlier
+  commit's ``read_keyed`` and ``match`` too);
 * the whole ``calibcli compare A B --json --bootstrap 200 --workers 1``: its peak RSS divided by
   the matched pairs, and with ``--slope-rows`` the same at a larger size, whose difference over
   the added pairs is the memory a pair costs (the interpreter's fixed part left out). With
@@ -49,9 +50,13 @@ read_calibration(sys.argv[1:3], workers=1)
 """
 COMPARE_READ = """
 import sys
-from calibcli.io import match_columns, read_key_columns
-sides = [read_key_columns([f], id_field=None) for f in sys.argv[1:3]]
-assert match_columns(*sides).base[0].shape[0] == int(sys.argv[3])
+from dataclasses import replace
+from calibcli.io import IdIndex, read_key_columns, read_matched
+base = read_key_columns([sys.argv[1]], id_field=None)
+index = IdIndex(base.ids)
+base = replace(base, ids=None)
+matched, _ = read_matched(base, index, [sys.argv[2]], id_field=None)
+assert matched.base[0].shape[0] == int(sys.argv[3])
 """
 COMPARE_READ_BEFORE = """
 import sys

@@ -30,6 +30,7 @@ from calibcli.engines import (
     finish,
     frame_spec,
     frame_task,
+    job_groups,
     merge_all,
 )
 
@@ -190,24 +191,33 @@ def summarize_files(
 ) -> Any:
     """A lazy summary of files read in the workers by calibcli's own readers, one job per
     file or, with ``blocksize``, per that many bytes of a plain JSON Lines file (lines
-    starting in each range; gzip, whole documents and tables are read whole). A task reads
-    one job, or ``split_every`` consecutive jobs and merges their parts where it read them
-    when there are enough such groups to keep every worker thread busy: the same summary,
-    bit for bit. The options are those of :func:`calibcli.spark.summarize_files`."""
+    starting in each range; gzip, whole documents and tables are read whole). The merge
+    tree's first level takes at most ``split_every`` consecutive jobs, a file's ranges
+    together (:func:`calibcli.engines.job_groups`); when there are enough such groups to keep
+    every worker thread busy, one task reads a group and merges its parts where it read them,
+    else each job is a task: the same summary, bit for bit. The options are those of
+    :func:`calibcli.spark.summarize_files`."""
     _dask()
     from dask import delayed
 
     jobs = file_jobs(list(paths), kind, blocksize, **options)
     table = jobs[0].table
-    groups = [jobs[i : i + split_every] for i in range(0, len(jobs), split_every)]
+    # the tree's first level: consecutive jobs, a file's ranges together (job_groups)
+    groups = job_groups(jobs, split_every)
     if len(jobs) > 1 and len(groups) >= _cores():
-        # each group of the tree's first level read and merged by one task: the same merges
-        # in the same order (the same bits) without shipping each range's part to another
-        # task; only when the groups alone keep every core busy
+        # each group read and merged by one task: the same merges in the same order (the same
+        # bits) without shipping each range's part to another task; only when the groups
+        # alone keep every core busy
         first = [delayed(file_group_task, pure=True)(group, table) for group in groups]
-        return _tree(first, table, split_every, None)
-    tasks = [delayed(file_task, pure=True)(job) for job in jobs]
-    return _tree(tasks, table, split_every, None)
+    else:
+        merge = partial(_merged, table)
+        first = [
+            delayed(merge, pure=True)(*(delayed(file_task, pure=True)(job) for job in group))
+            if len(group) > 1
+            else delayed(file_task, pure=True)(group[0])
+            for group in groups
+        ]
+    return _tree(first, table, split_every, None)
 
 
 def _cores() -> int:

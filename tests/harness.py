@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 
 from typer.testing import CliRunner
@@ -39,3 +40,19 @@ def make_rows(n, seed=7, *, skew=1.5, low=0.0, high=1.0):
 def columns(rows):
     """(confidences, correct) lists of calibration rows."""
     return [r["confidence"] for r in rows], [bool(r["correct"]) for r in rows]
+
+
+def read_pty(leader: int) -> str:
+    """Everything written to a pseudo-terminal until its last writer closes it (Linux then
+    fails the read with EIO), as text; closes ``leader``."""
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8", "replace")

@@ -158,6 +158,63 @@ def test_compare_by_group_and_unpaired_are_the_commands(files):
     assert calibcli.compare(base, new, unpaired=True, seed=4, bootstrap=200).to_json() == expected
 
 
+LM_EVAL = FIXTURES / "lm_eval"
+SAMPLES = Path(__file__).parent.parent / "sample_data"
+
+
+@pytest.mark.parametrize(
+    ("pair", "flags", "options"),
+    [
+        (("main", "new"), ["--bootstrap", "200", "--max-increase", "ece=0.01"], {}),
+        (("main", "new"), ["--by", "subject", "--bootstrap", "200", "--seed", "3"], {}),
+        (("main", "new"), ["--unpaired", "--bootstrap", "200"], {}),
+        ((LM_EVAL, LM_EVAL), ["--bootstrap", "200"], {}),
+        (
+            (SAMPLES / "well_calibrated.jsonl", SAMPLES / "overconfident.jsonl"),
+            ["--bootstrap", "200", "--ci", "0.9"],
+            {},
+        ),
+    ],
+)
+def test_compare_of_two_paths_is_the_commands_json(files, pair, flags, options):
+    paths = [str(files[p]) if isinstance(p, str) else str(p) for p in pair]
+    expected, code = cli_json("compare", *paths, *flags)
+    keywords = {
+        "bootstrap": 200,
+        "max_increase": {"ece": 0.01} if "--max-increase" in flags else None,
+        "by": "subject" if "--by" in flags else None,
+        "seed": 3 if "--seed" in flags else None,
+        "unpaired": "--unpaired" in flags,
+        "ci": 0.9 if "--ci" in flags else None,
+    }
+    result = calibcli.compare(*paths, **keywords)
+    assert result.to_json() == expected
+    assert result.passed == (code == 0)
+    if "--unpaired" not in flags:  # the same rows read first, then given: the same report
+        sides = [
+            calibcli.read_predictions(
+                p, id_field=None if p == str(LM_EVAL) else "id", by=keywords["by"]
+            )
+            for p in paths
+        ]
+        given = {k: v for k, v in keywords.items() if k != "by"}
+        assert calibcli.compare(*sides, **given).to_json() == expected
+
+
+def test_compare_of_two_paths_raises_the_commands_errors(tmp_path):
+    rows = make_rows(30, seed=2)
+    base = write_jsonl(tmp_path / "base.jsonl", rows)
+    dup = write_jsonl(tmp_path / "dup.jsonl", [*rows[:20], rows[4], *rows[20:]])
+    with pytest.raises(
+        InputError, match=r"dup.jsonl:21: duplicate id .* \(first at .*dup.jsonl:5\)"
+    ):
+        calibcli.compare(base, dup)
+    with pytest.raises(TypeError, match="two paths"):
+        calibcli.compare(base, calibcli.read_predictions(base, id_field="id"))
+    with pytest.raises(TypeError, match="reading options go with paths"):
+        calibcli.compare(*(calibcli.read_predictions(base, id_field="id"),) * 2, by="subject")
+
+
 def test_compare_of_arrays_matches_by_id():
     rows = make_rows(200, seed=3)
     conf, corr = np.array([r["confidence"] for r in rows]), [r["correct"] for r in rows]

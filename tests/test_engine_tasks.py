@@ -215,3 +215,74 @@ def test_a_merge_past_the_cap_counts_the_table_and_leaves_what_building_it_leave
         got = merge_all(results, "auto").payload
         assert got == want
         assert (from_bytes(got).distinct is not None) is kept
+
+
+def _jobs(*ranges_per_file):
+    """File jobs as file_jobs makes them: whole files (0) or files cut into that many ranges."""
+    from calibcli.engines.tasks import FileJob
+
+    jobs = []
+    for k, count in enumerate(ranges_per_file):
+        spans = [None] if count == 0 else [(i * 10, (i + 1) * 10) for i in range(count)]
+        for span in spans:
+            jobs.append(FileJob(len(jobs), f"/data/{k}.jsonl", span, "calibration"))
+    return jobs
+
+
+def _shape(groups):
+    """Each group as (file, first byte) of its jobs."""
+    return [[(j.path[-7], 0 if j.span is None else j.span[0]) for j in g] for g in groups]
+
+
+def test_job_groups_keep_a_file_s_ranges_together_and_pack_whole_files():
+    from calibcli.engines import job_groups
+
+    # eight files of seven ranges: a group per file, each starting at the file's first byte
+    groups = job_groups(_jobs(*[7] * 8), 8)
+    assert [len(g) for g in groups] == [7] * 8
+    assert all(g[0].span[0] == 0 and len({j.path for j in g}) == 1 for g in groups)
+    # whole files are packed eight to a group, in order
+    assert [len(g) for g in job_groups(_jobs(*[0] * 20), 8)] == [8, 8, 4]
+    # files of few ranges are packed while they fit; a long file fills groups of its own and
+    # its last one takes the files after it
+    assert _shape(job_groups(_jobs(3, 3, 3, 10, 2, 0), 8)) == [
+        [("0", 0), ("0", 10), ("0", 20), ("1", 0), ("1", 10), ("1", 20)],
+        [("2", 0), ("2", 10), ("2", 20)],
+        [("3", k * 10) for k in range(8)],
+        [("3", 80), ("3", 90), ("4", 0), ("4", 10), ("5", 0)],
+    ]
+    # every job once, in order
+    jobs = _jobs(3, 0, 9, 1, 0, 17, 2)
+    for size in (1, 2, 5, 8, 30):
+        flat = [j.index for g in job_groups(jobs, size) for j in g]
+        assert flat == list(range(len(jobs)))
+        assert all(len(g) <= size for g in job_groups(jobs, size))
+    with pytest.raises(ValueError, match="at least one job"):
+        job_groups(jobs, 0)
+
+
+def test_dask_files_path_gives_the_same_bytes_whether_a_task_reads_a_group_or_a_job(
+    tmp_path, monkeypatch
+):
+    # the graph reads a group of jobs in one task only when the groups keep every core busy;
+    # either graph makes the same merges in the same order
+    dask = pytest.importorskip("dask")
+    import calibcli.dask as cdask
+
+    rng = np.random.default_rng(5)
+    paths = []
+    for k, n in enumerate((2500, 400, 3000)):
+        lines = [
+            json.dumps({"confidence": float(c), "correct": bool(rng.random() < c)})
+            for c in rng.random(n)
+        ]
+        paths.append(str(tmp_path / f"{k}.jsonl"))
+        (tmp_path / f"{k}.jsonl").write_text("\n".join(lines) + "\n")
+    payloads = []
+    for cores in (1, 10**6):
+        monkeypatch.setattr(cdask, "_cores", lambda cores=cores: cores)
+        lazy = cdask.summarize_files(paths, blocksize=12_000, split_every=4)
+        (result,) = dask.compute(lazy, scheduler="sync")
+        payloads.append(result.to_bytes())
+    assert payloads[0] == payloads[1]
+    assert result.n == 5900

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness import read_pty
 
 from calibcli import cli
 
@@ -115,18 +116,9 @@ def run_in_pty(args, env):
         [str(CALIBCLI), *map(str, args)], stdout=follower, stderr=subprocess.DEVNULL, env=full_env
     )
     os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    text = read_pty(leader)
     proc.wait(timeout=120)
-    os.close(leader)
-    return b"".join(chunks).decode("utf-8", "replace")
+    return text
 
 
 def test_no_color_on_a_terminal_has_no_escape_codes(preds):

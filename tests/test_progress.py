@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import make_rows, run, write_jsonl
+from harness import make_rows, read_pty, run, write_jsonl
 
 from calibcli.metrics import (
     PoissonState,
@@ -214,21 +214,12 @@ def run_with_stderr_on_a_pty(args):
             [str(CALIBCLI), *map(str, args)], stdout=sink, stderr=follower, env=env
         )
         os.close(follower)
-        chunks = []
-        while True:
-            try:
-                data = os.read(leader, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
+        terminal = read_pty(leader)
         proc.wait(timeout=300)
-        os.close(leader)
         sink.seek(0)
         stdout = sink.read()
     assert proc.returncode == 0
-    return stdout, b"".join(chunks).decode("utf-8", "replace")
+    return stdout, terminal
 
 
 @needs_entry_point

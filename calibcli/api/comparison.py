@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from calibcli.api.predictions import ARRAYS, Predictions, given, option, usage, whole
@@ -26,6 +27,7 @@ def compare(
     unpaired: bool = False,
     allow_unmatched: bool = False,
     workers: int | None = None,
+    **reading_options: Any,
 ) -> Any:
     """Is NEW better or worse calibrated than BASE on the same questions? ``calibcli
     compare``'s report, as a :class:`~calibcli.api.Result` whose ``to_json()`` is the
@@ -49,13 +51,31 @@ def compare(
     ``max_decrease={"auroc": 0.01}`` make ``result.passed`` False when NEW may be worse by
     more than the margin: the upper end of d's interval beyond it by default
     (``gate_on="estimate"``: d itself); ``gate_each=True`` gates every group too.
+
+    ``base`` and ``new`` may also be two paths: each file is read as the command reads it (in
+    columns, NEW matched to BASE as it is read), with the reading options of
+    :func:`~calibcli.read_predictions` as keywords (``id_field``, ``format``, ``by``, ...).
     """
-    from calibcli.io import default_id
+    from calibcli.api.predictions import reading_arguments
+    from calibcli.io import default_id, match_keys, read_compared
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
     from calibcli.reports import options as checks
-    from calibcli.summaries import PairedRows, match
+    from calibcli.summaries import PairedRows
 
-    sides = _side(base, "base"), _side(new, "new")
+    paths = _is_path(base), _is_path(new)
+    if any(paths):
+        if not all(paths):
+            raise TypeError("compare: give two paths, or two sets of rows")
+        files, options = reading_arguments(WHERE, [base], reading_options)
+        files += reading_arguments(WHERE, [new], {})[0]
+        sides = None
+    else:
+        if reading_options:
+            raise TypeError(
+                f"compare() got an unexpected keyword argument {sorted(reading_options)[0]!r}"
+                " (reading options go with paths)"
+            )
+        sides = _side(base, "base"), _side(new, "new")
     if ci is not None:
         ci = option(WHERE, "ci", checks.ci_level, ci)
     if bootstrap is not None:
@@ -67,25 +87,35 @@ def compare(
     bins = whole(WHERE, "bins", bins, 1, checks.MAX_BINS)
     if gate_on is not None and gate_on not in ("estimate", "upper"):
         raise InputError(WHERE, None, f"gate_on: {gate_on!r} is not one of 'estimate', 'upper'")
+    by = options["by"] if sides is None else sides[0].by
     gate = usage(
         WHERE,
         compare_options,
-        grouped=sides[0].by is not None,
+        grouped=by is not None,
         gate_each=bool(gate_each),
         unpaired=bool(unpaired),
-        id_field=None,  # ids were read (or given) with the rows
+        # rows given were read (or given) with their ids; files are read with these
+        id_field=None if sides is not None else options["id_field"],
         max_increase=_margins(max_increase, "max_increase"),
         max_decrease=_margins(max_decrease, "max_decrease"),
         gate_on=gate_on,
     )
-    names = tuple(_name(side) for side in sides)
-    if unpaired:
-        (b, n) = sides
-        matched = PairedRows(
-            (b.confidence, b.correct), (n.confidence, n.correct), None, 0, 0, len(b), len(n)
-        )
+    if sides is None:
+        names = tuple(files)
+        id_field = None if unpaired else options["id_field"]
+        options["id_field"] = id_field
+        matched, found = read_compared(*names, unpaired=bool(unpaired), **options)
     else:
-        matched = match(*(_keyed(side, name) for side, name in zip(sides, names, strict=True)))
+        names = tuple(_name(side) for side in sides)
+        b, n = sides
+        found, id_field = (b.format, n.format), b.id_field
+        if unpaired:
+            matched = PairedRows(
+                (b.confidence, b.correct), (n.confidence, n.correct), None, 0, 0, len(b), len(n)
+            )
+        else:
+            matched = match_keys(*(_keyed(s, name) for s, name in zip(sides, names, strict=True)))
+    if not unpaired:
         usage(
             WHERE,
             check_matching,
@@ -102,17 +132,20 @@ def compare(
         paired=not unpaired,
         workers=workers,
     )
-    b, n = sides
     report = compare_report(
         matched,
         settings,
-        formats={"base": b.format, "new": n.format},
+        formats={"base": found[0], "new": found[1]},
         files={"base": [names[0]], "new": [names[1]]},
-        id_field=None if unpaired else (b.id_field or default_id(b.format)),
+        id_field=None if unpaired else (id_field or default_id(found[0])),
         gate=gate,
-        by=b.by,
+        by=by,
     )
     return Result(report)
+
+
+def _is_path(rows: Any) -> bool:
+    return isinstance(rows, (str, os.PathLike))
 
 
 def _side(rows: Any, what: str) -> Predictions:

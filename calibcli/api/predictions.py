@@ -109,12 +109,38 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     >>> rows.group[:2].tolist()
     ['law', 'history']
     """
-    from calibcli.io import CALIBRATION_FORMATS, INSPECT_CONFIDENCES, MC_NORMS, read_keyed
+    from calibcli.io import read_keyed
 
-    where = "read_predictions"
+    files, options = reading_arguments("read_predictions", paths, reading_options)
+    rows = read_keyed(files, **options, keyed=None)
+    return Predictions(
+        rows.confidence,
+        rows.correct,
+        _objects(rows.groups, rows.n),
+        _objects([_shown(key) for key in rows.keys], rows.n),
+        options["by"],
+        rows.fmt,
+        tuple(files),
+        options["confidence_field"],
+        options["correct_field"],
+        options["mc_norm"],
+        options["id_field"],
+        list(rows.keys),
+        list(rows.where),
+    )
+
+
+def reading_arguments(
+    where: str, paths: Any, reading_options: dict[str, Any]
+) -> tuple[list[str], dict[str, Any]]:
+    """The files of ``paths`` and the readers' keyword arguments for ``reading_options``
+    (:data:`READING_OPTIONS`, as :func:`read_predictions` takes them), each checked; an
+    unknown option is a TypeError naming ``where``."""
+    from calibcli.io import CALIBRATION_FORMATS, INSPECT_CONFIDENCES, MC_NORMS
+
     unknown = sorted(set(reading_options) - set(READING_OPTIONS))
     if unknown:
-        raise TypeError(f"read_predictions() got an unexpected keyword argument {unknown[0]!r}")
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
     got = dict(reading_options)
     files = _paths(paths)
     fields = {}
@@ -132,41 +158,21 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     mc_norm = one_of(where, "mc_norm", got.get("mc_norm", "none"), MC_NORMS)
     inspect = got.get("inspect_confidence", "auto")
     inspect = one_of(where, "inspect_confidence", inspect, INSPECT_CONFIDENCES)
-    confidence_field = fields.get("confidence_field", "confidence")
-    correct_field = fields.get("correct_field", "correct")
-    by = fields.get("by")
     bounds = {"max_line_bytes": megabytes["max_line_mb"]} if "max_line_mb" in megabytes else {}
-    rows = read_keyed(
-        files,
-        id_field=fields.get("id_field"),
-        confidence_field=confidence_field,
-        correct_field=correct_field,
-        fmt=fmt,
-        mc_norm=mc_norm,
-        by=by,
-        keyed=None,
-        scorer=fields.get("scorer"),
-        inspect_confidence=inspect,
-        max_document_bytes=megabytes.get("max_document_mb"),
-        gold_field=fields.get("gold_field"),
-        choices=choices,
+    return files, {
+        "id_field": fields.get("id_field"),
+        "confidence_field": fields.get("confidence_field", "confidence"),
+        "correct_field": fields.get("correct_field", "correct"),
+        "fmt": fmt,
+        "mc_norm": mc_norm,
+        "by": fields.get("by"),
+        "scorer": fields.get("scorer"),
+        "inspect_confidence": inspect,
+        "max_document_bytes": megabytes.get("max_document_mb"),
+        "gold_field": fields.get("gold_field"),
+        "choices": choices,
         **bounds,
-    )
-    return Predictions(
-        rows.confidence,
-        rows.correct,
-        _objects(rows.groups, rows.n),
-        _objects([_shown(key) for key in rows.keys], rows.n),
-        by,
-        rows.fmt,
-        tuple(files),
-        confidence_field,
-        correct_field,
-        mc_norm,
-        fields.get("id_field"),
-        list(rows.keys),
-        list(rows.where),
-    )
+    }
 
 
 def _paths(paths: Any) -> list[str]:

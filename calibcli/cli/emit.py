@@ -44,10 +44,37 @@ def check_outputs(**paths: Path | None) -> None:
             raise usage_error(str(exc)) from None
 
 
-def picture(shown: dict[str, Any], plot: Plot) -> bytes:
+MAX_SERIES = 7
+"""Series one picture draws at most: one colour of the palette each, and a legend that leaves
+room for the axes (matplotlib collapses them with dozens of entries)."""
+
+
+def _largest(
+    sections: dict[str, Any], sizes: dict[str, int], labels: list[str] | None
+) -> tuple[dict[str, Any], list[str] | None, str | None]:
+    """The sections a picture draws: all of them, or the ``MAX_SERIES`` with the most rows
+    (ties in the report's order), kept in the report's order, with their labels and a
+    warning naming what was drawn."""
+    if len(sections) <= MAX_SERIES:
+        return sections, labels, None
+    names = list(sections)
+    ranked = sorted(range(len(names)), key=lambda i: -sizes.get(names[i], 0))
+    kept = sorted(ranked[:MAX_SERIES])
+    drawn = {names[i]: sections[names[i]] for i in kept}
+    shown = [labels[i] for i in kept] if labels else None
+    listed = ", ".join(shown or ["<stdin>" if n == "-" else n for n in drawn])
+    note = (
+        f"--plot draws the {MAX_SERIES} series with the most rows of {len(names)} ({listed}); "
+        "the report holds them all"
+    )
+    return drawn, shown, note
+
+
+def picture(shown: dict[str, Any], plot: Plot) -> tuple[bytes, str | None]:
     """The image ``--plot`` asks for, drawn from the report body: the accuracy–coverage curves
     of a threshold report, else the reliability diagram of the report's series (one per --by
-    group, the two sides of a comparison, before and after a recalibration, or one per file)."""
+    group, the two sides of a comparison, before and after a recalibration, or one per file),
+    at most ``MAX_SERIES`` of them; and the warning that says which were left out, if any."""
     from calibcli.render import (
         PlotUnavailable,
         coverage_image,
@@ -61,14 +88,20 @@ def picture(shown: dict[str, Any], plot: Plot) -> bytes:
     fmt = image_format(plot.path)
     try:
         if shown["command"] == "threshold":
-            return coverage_image(coverage_sections(shown), fmt)
+            curves = coverage_sections(shown)
+            groups = shown.get("groups") or {}
+            sizes = {name: groups.get(name, {}).get("n", 0) for name in curves}
+            curves, _, note = _largest(curves, sizes, None)
+            return coverage_image(curves, fmt), note
         sections = reliability_sections(shown)
         if plot.labels and len(plot.labels) != len(sections):
             raise usage_error(
                 f"--label given {len(plot.labels)} time(s) but the plot has {len(sections)} series"
             )
-        series = report_series(sections, plot.labels, with_ci=plot.with_ci)
-        return reliability_image(series, fmt)
+        sizes = {name: section.get("n", 0) for name, section in sections.items()}
+        sections, labels, note = _largest(sections, sizes, plot.labels)
+        series = report_series(sections, labels, with_ci=plot.with_ci)
+        return reliability_image(series, fmt), note
     except PlotUnavailable as exc:
         raise usage_error(f"--plot: {exc}") from None
 
@@ -98,9 +131,11 @@ def emit(
     # what the renderers read; a --json run without a picture or summary needs none of it
     needs_shown = not json_out or plot is not None or summary is not None
     shown = as_shown(json.loads(report_text)) if needs_shown else None
-    image = None if plot is None else picture(shown, plot)
+    image, drawn = (None, None) if plot is None else picture(shown, plot)
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
+    if drawn is not None:
+        typer.echo(f"warning: {drawn}", err=True)
     if sys.stdout is None:
         raise usage_error("cannot write to standard output: it is closed")
     text = report_text if document is None else document

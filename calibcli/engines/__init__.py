@@ -22,6 +22,7 @@ _LAZY = {
     "file_jobs": "calibcli.engines.tasks",
     "file_task": "calibcli.engines.tasks",
     "file_group_task": "calibcli.engines.tasks",
+    "job_groups": "calibcli.engines.tasks",
     "frame_spec": "calibcli.engines.tasks",
     "frame_task": "calibcli.engines.tasks",
     "empty_task": "calibcli.engines.tasks",

@@ -155,6 +155,30 @@ def file_jobs(paths: list[str], kind: str, blocksize: int | None, **options: Any
     return jobs
 
 
+def job_groups(jobs: list[FileJob], size: int) -> list[list[FileJob]]:
+    """The first level of the merge tree over file jobs: runs of at most ``size`` consecutive
+    jobs, a file's ranges kept together. Whole files, and files of few ranges, are packed in
+    order while they fit; a file with more ranges than a group holds fills groups of its own,
+    the last one open to the files after it. So a group starts at a file's first byte unless a
+    file is longer than a group, and a task that reads a group seldom counts the newlines
+    before its first range (to number its lines) or reads a part of two files."""
+    if size < 1:
+        raise ValueError(f"a group holds at least one job, not {size!r}")
+    files: list[list[FileJob]] = []
+    for job in jobs:
+        if files and job.span is not None and job.span[0] > 0:
+            files[-1].append(job)  # the next range of the file before
+        else:
+            files.append([job])
+    groups: list[list[FileJob]] = []
+    for ranges in files:
+        if groups and len(groups[-1]) + len(ranges) <= size:
+            groups[-1].extend(ranges)
+            continue
+        groups.extend(ranges[i : i + size] for i in range(0, len(ranges), size))
+    return groups
+
+
 def file_task(job: FileJob) -> TaskResult:
     """A file, or the lines starting in a byte range of one, read by calibcli's readers ->
     its part (or its first error, ``file:line`` kept)."""

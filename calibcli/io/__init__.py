@@ -35,6 +35,7 @@ __all__ = [
     "CalibrationData",
     "ColumnProblems",
     "FrameSpec",
+    "IdIndex",
     "InputError",
     "PerplexityData",
     "default_id",
@@ -42,12 +43,13 @@ __all__ = [
     "frame_summary",
     "input_kind",
     "load_summary",
-    "match_columns",
-    "paired_rows",
+    "match_keys",
     "read_calibration",
     "read_choices",
+    "read_compared",
     "read_key_columns",
     "read_keyed",
+    "read_matched",
     "read_perplexity",
     "records",
 ]
@@ -319,7 +321,13 @@ def __getattr__(name: str) -> Any:
 
         records = importlib.import_module("calibcli.io.records")
         return records if name == "records" else getattr(records, name)
-    if name in ("read_key_columns", "match_columns", "paired_rows"):  # compare's keyed rows
+    if name in (
+        "read_key_columns",
+        "read_matched",
+        "read_compared",
+        "IdIndex",
+        "match_keys",
+    ):
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.keyed"), name)

@@ -21,7 +21,7 @@ import numpy as np
 
 from calibcli.errors import InputError
 from calibcli.io.ids import default_id_field, row_key, show_id
-from calibcli.io.keys import IdHashes, canonical_id, hash_ids, hash_packed
+from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids, hash_packed
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of
 
 BLOCK_SIZE = 1 << 20
@@ -82,6 +82,10 @@ class _Side:
             self.parts[2].append(hashes[0])
             self.parts[3].append(hashes[1])
 
+    def first_repeat(self) -> tuple[int, int] | None:
+        """(first row, repeating row) of the earliest row whose id an earlier row holds."""
+        return self.columns()[0].first_repeat()
+
     def columns(self) -> tuple:
         """(ids, confidence, correct), each column's blocks freed once it is joined."""
         self.flush()
@@ -118,26 +122,139 @@ def read_key_columns(
 ) -> KeyColumns:
     """:func:`~calibcli.io.records.read_keyed`'s rows (the same files, formats, checks and
     errors, the first in reading order raised, a repeated id included) as columns."""
+    options = dict(
+        id_field=id_field,
+        confidence_field=confidence_field,
+        correct_field=correct_field,
+        fmt=fmt,
+        mc_norm=mc_norm,
+        by=by,
+        scorer=scorer,
+        inspect_confidence=inspect_confidence,
+        max_line_bytes=max_line_bytes,
+        max_document_bytes=max_document_bytes,
+        gold_field=gold_field,
+        choices=choices,
+    )
+    side = _Side(keyed, by is not None)
+    reader, spans, found = _read_side(sources, side, keyed, options)
+    ids, conf, corr = side.columns()
+    if keyed:
+        _raise_repeat(reader, ids.first_repeat(), spans, side)
+    return KeyColumns(ids, conf, corr, side.groups, found or "jsonl", spans)
+
+
+def read_matched(
+    base: KeyColumns, index: IdIndex, sources: list[str], **options: Any
+) -> tuple[Any, str]:
+    """NEW's rows (``sources``, read as :func:`read_key_columns` reads them, with the same
+    errors) matched by id to BASE's rows as they are read: the rows both sides hold, aligned in
+    BASE's order (:class:`~calibcli.summaries.PairedRows`), and NEW's format. ``index`` is
+    BASE's ids (:class:`~calibcli.io.keys.IdIndex`); ``base.ids`` may be None. NEW's ids are
+    never held as a column, only those of the rows BASE lacks."""
+    side = _Matching(index, options.get("by") is not None)
+    reader, spans, found = _read_side(sources, side, True, options)
+    side.flush()
+    _raise_repeat(reader, side.first_repeat(), spans, side)
+    row_of, conf, corr, new_n = side.row_of, side.conf_at, side.corr_at, side.count
+    del side
+    return _aligned(base, row_of, conf, corr, new_n), found or "jsonl"
+
+
+def match_keys(base: Any, new: Any) -> Any:
+    """Two sides' rows with their ids as row keys (:class:`~calibcli.summaries.KeyedRows`,
+    each side's keys distinct) matched as :func:`read_matched` matches them: each key's
+    canonical bytes hashed, NEW's looked up among BASE's."""
+    index = IdIndex(IdHashes(*hash_ids([canonical_id(k) for k in base.keys])))
+    at = index.rows_of(*hash_ids([canonical_id(k) for k in new.keys]))
+    hit = at >= 0
+    mine = at[hit]
+    row_of = np.full(base.n, -1, index.order.dtype)
+    row_of[mine] = np.flatnonzero(hit)
+    conf, corr = np.zeros(base.n), np.zeros(base.n, bool)
+    conf[mine] = new.confidence[hit]
+    corr[mine] = new.correct[hit]
+    return _aligned(base, row_of, conf, corr, new.n)
+
+
+def _aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, new_n: int) -> Any:
+    """The rows both sides hold in BASE's order, from NEW's ``conf`` and ``corr`` written at
+    their BASE rows (``row_of`` -1 where NEW has none)."""
+    from calibcli.summaries import PairedRows
+
+    pairs = int(np.count_nonzero(row_of >= 0))
+    if pairs == base.n:  # every BASE row matched: the columns as they are
+        base_rows, new_rows = (base.confidence, base.correct), (conf, corr)
+        groups = base.groups
+    else:
+        rows = np.flatnonzero(row_of >= 0)
+        base_rows = (base.confidence[rows], base.correct[rows])
+        new_rows = (conf[rows], corr[rows])
+        groups = None if base.groups is None else [base.groups[i] for i in rows.tolist()]
+    return PairedRows(base_rows, new_rows, groups, base.n - pairs, new_n - pairs, base.n, new_n)
+
+
+def read_compared(
+    base: str, new: str, *, unpaired: bool = False, **options: Any
+) -> tuple[Any, tuple[str, str]]:
+    """``calibcli compare``'s rows: the files ``base`` and ``new`` read by
+    :func:`read_key_columns` (same options, checks and errors), NEW matched to BASE as it is
+    read (:func:`read_matched`), or both taken whole when ``unpaired``; the
+    :class:`~calibcli.summaries.PairedRows` and the two formats found."""
+    from dataclasses import replace
+
+    from calibcli.summaries import PairedRows
+
+    if unpaired:
+        sides = [read_key_columns([f], **options, keyed=False) for f in (base, new)]
+        b, n = sides
+        rows = PairedRows(
+            (b.confidence, b.correct), (n.confidence, n.correct), None, 0, 0, b.n, n.n
+        )
+        return rows, (b.fmt, n.fmt)
+    # BASE's id hashes give way to their sorted index, and NEW's are never held as a column
+    first = read_key_columns([base], **options)
+    index = IdIndex(first.ids)
+    first = replace(first, ids=None)
+    matched, found = read_matched(first, index, [new], **options)
+    return matched, (first.fmt, found)
+
+
+def _read_side(
+    sources: list[str], side: _Side, keyed: bool, options: dict[str, Any]
+) -> tuple[_Reader, list, str | None]:
+    """Read every file of ``sources`` into ``side``: the reader, each file's rows and the
+    format found. On an error, a repeated id on an earlier row is raised first."""
     from calibcli.io.folders import expand
     from calibcli.io.plan import answer_options
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow
     from calibcli.io.runs import choose_runs
 
-    native = CalibrationRow(confidence_field, correct_field)
+    native = CalibrationRow(
+        options.get("confidence_field", "confidence"), options.get("correct_field", "correct")
+    )
     router = calibration_router(
         native,
-        mc_norm=mc_norm,
-        scorer=scorer,
-        inspect_confidence=inspect_confidence,
-        gold_field=gold_field,
-        options=answer_options(choices),
+        mc_norm=options.get("mc_norm", "none"),
+        scorer=options.get("scorer"),
+        inspect_confidence=options.get("inspect_confidence", "auto"),
+        gold_field=options.get("gold_field"),
+        options=answer_options(options.get("choices")),
     )
-    reader = _Reader(native, router, id_field, fmt, by, keyed, max_line_bytes, max_document_bytes)
+    reader = _Reader(
+        native,
+        router,
+        options.get("id_field"),
+        options.get("fmt", "auto"),
+        options.get("by"),
+        keyed,
+        options.get("max_line_bytes", MAX_LINE_BYTES),
+        options.get("max_document_bytes"),
+    )
     from_folder = {f for f in expand(sources) if f not in sources}
     newest = set(choose_runs(sorted(from_folder)).files)
     spans: list[tuple[str, bool, int, int]] = []
-    side = _Side(keyed, by is not None)
     found = None
     try:
         for source in expand(sources):
@@ -152,24 +269,80 @@ def read_key_columns(
                 spans.append((source, folder, start, side.count))
     except InputError:
         if keyed:  # a repeated id on an earlier row is the first error
-            ids, _, _ = side.columns()
-            _raise_repeat(reader, ids, spans, side)
+            _raise_repeat(reader, side.first_repeat(), spans, side)
         raise
-    ids, conf, corr = side.columns()
-    if keyed:
-        _raise_repeat(reader, ids, spans, side)
-    return KeyColumns(ids, conf, corr, side.groups, found or "jsonl", spans)
+    return reader, spans, found
 
 
-def _raise_repeat(reader: _Reader, ids: IdHashes, spans: list, side: _Side) -> None:
-    """InputError naming the earliest row whose id an earlier row holds, if there is one."""
-    repeat = ids.first_repeat()
+def _raise_repeat(
+    reader: _Reader, repeat: tuple[int, int] | None, spans: list, side: _Side
+) -> None:
+    """InputError naming ``repeat``'s rows (the earliest row whose id an earlier row holds, and
+    that row), if there is one."""
     if repeat is None:
         return
     (first_name, first_at, _), (name, at, key) = (
         side.kept.get(i) or reader.locate(spans, i) for i in repeat
     )
     raise InputError(name, at, f"duplicate id {show_id(key)} (first at {first_name}:{first_at})")
+
+
+class _Matching(_Side):
+    """NEW's rows as they are read, each block's ids looked up among BASE's and its rows written
+    at their BASE rows (``row_of``: the NEW row holding each BASE row's id, -1 for none); the ids
+    of rows BASE lacks are kept, to find a repeated one among them."""
+
+    def __init__(self, index: IdIndex, grouped: bool) -> None:
+        super().__init__(True, grouped)
+        self.index = index
+        n = index.n
+        self.row_of = np.full(n, -1, index.order.dtype)
+        self.conf_at = np.zeros(n)
+        self.corr_at = np.zeros(n, bool)
+        self.placed = 0  # rows looked up so far
+        self.stray: tuple[list, list, list] = ([], [], [])  # rows BASE lacks: row, hi, lo
+        self.repeat: tuple[int, int] | None = None  # the earliest among matched rows
+
+    def _append(self, conf: np.ndarray, corr: np.ndarray, hashes: tuple | None) -> None:
+        hi, lo = hashes
+        rows = np.arange(self.placed, self.placed + conf.shape[0], dtype=self.row_of.dtype)
+        self.placed += conf.shape[0]
+        at = self.index.rows_of(hi, lo)
+        hit = at >= 0
+        if not hit.all():
+            miss = ~hit
+            for part, values in zip(self.stray, (rows, hi, lo), strict=True):
+                part.append(values[miss])
+        mine, theirs = at[hit], rows[hit]
+        before = self.row_of[mine]
+        self.row_of[mine] = theirs
+        # a repeated id: held by an earlier block's row, or twice in this block (a later write
+        # over an earlier one)
+        if before.max(initial=-1) >= 0 or np.any(self.row_of[mine] != theirs):
+            self.row_of[mine] = before
+            if self.repeat is None:
+                for j, r in zip(mine.tolist(), theirs.tolist(), strict=True):
+                    if self.row_of[j] >= 0:
+                        self.repeat = (int(self.row_of[j]), r)
+                        break
+                    self.row_of[j] = r
+            return
+        self.conf_at[mine] = conf[hit]
+        self.corr_at[mine] = corr[hit]
+
+    def first_repeat(self) -> tuple[int, int] | None:
+        self.flush()
+        rows, hi, lo = (
+            _join(part, dtype)
+            for part, dtype in zip(
+                self.stray, (self.row_of.dtype, np.uint64, np.uint64), strict=True
+            )
+        )
+        stray = IdHashes(hi, lo).first_repeat()
+        if stray is not None:
+            stray = (int(rows[stray[0]]), int(rows[stray[1]]))
+        found = [r for r in (self.repeat, stray) if r is not None]
+        return min(found, key=lambda r: r[1]) if found else None
 
 
 class _Reader:
@@ -402,33 +575,3 @@ class _State:
             except ValueError as exc:
                 raise InputError(name, line_no, str(exc)) from None
         return True
-
-
-def match_columns(base: KeyColumns, new: KeyColumns) -> Any:
-    """The rows both sides hold, aligned in BASE's order
-    (:class:`~calibcli.summaries.PairedRows`)."""
-    return paired_rows(base, new, base.ids.positions_in(new.ids))
-
-
-def paired_rows(base: KeyColumns, new: KeyColumns, positions: tuple) -> Any:
-    """:func:`match_columns` from the matched rows' ``positions`` (rows of BASE, rows of NEW),
-    which need not the sides' ids: a caller may free them first, as they are the largest part of
-    the rows."""
-    from calibcli.summaries import PairedRows
-
-    b_idx, n_idx = positions
-    groups = None if base.groups is None else [base.groups[i] for i in b_idx.tolist()]
-    pairs = int(b_idx.shape[0])
-    if pairs == base.n:  # every BASE row matched, in its order: its columns as they are
-        base_rows = (base.confidence, base.correct)
-    else:
-        base_rows = (base.confidence[b_idx], base.correct[b_idx])
-    return PairedRows(
-        base_rows,
-        (new.confidence[n_idx], new.correct[n_idx]),
-        groups,
-        base.n - pairs,
-        new.n - pairs,
-        base.n,
-        new.n,
-    )

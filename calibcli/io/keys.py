@@ -29,7 +29,6 @@ LONG = 64
 """Canonical ids longer than this are hashed by blake2b one by one; shorter ones in columns."""
 
 _SEEDS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD1B54A32D192ED03))
-_SEARCH_BLOCK = 1 << 18  # rows of self looked up at a time when matching
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], np.uint64)  # the low k bytes of a word
 
 
@@ -161,41 +160,37 @@ class IdHashes:
             run_start -= 1
         return int(order[run_start]), int(later[k])
 
-    def positions_in(self, other: IdHashes) -> tuple[np.ndarray, np.ndarray]:
-        """(rows of self, rows of other) holding the same ids, in self's order; each side's
-        ids are distinct."""
-        if other.n == 0 or self.n == 0:
-            return np.zeros(0, np.intp), np.zeros(0, np.intp)
-        # 32-bit row numbers where they fit, and self's rows looked up a block at a time, so
-        # that the search holds little beside both sides' columns
-        index = np.int32 if max(self.n, other.n) < 2**31 else np.intp
-        order = np.argsort(other.hi, kind="stable").astype(index)
-        sorted_hi = other.hi[order]
-        if np.any(sorted_hi[1:] == sorted_hi[:-1]):  # two of other's ids share a high half
-            where = {
-                k: j for j, k in enumerate(zip(other.hi.tolist(), other.lo.tolist(), strict=True))
+
+class IdIndex:
+    """One side's ids sorted by hash, for looking up the other side's a block at a time: the
+    sorted halves and the rows they came from (32-bit where they fit), 20 bytes a row, so that
+    the side's own :class:`IdHashes` can be freed once the index is built."""
+
+    def __init__(self, ids: IdHashes) -> None:
+        self.n = ids.n
+        index = np.int32 if self.n < 2**31 else np.intp
+        self.order = np.argsort(ids.hi, kind="stable").astype(index)
+        self.hi = ids.hi[self.order]
+        self.lo = ids.lo[self.order]
+        # two ids sharing a high half (about 10⁻⁸ for a million ids): look up both halves
+        self.exact: dict[tuple[int, int], int] | None = None
+        if self.n > 1 and np.any(self.hi[1:] == self.hi[:-1]):
+            self.exact = {
+                k: j for j, k in enumerate(zip(ids.hi.tolist(), ids.lo.tolist(), strict=True))
             }
-            pairs = [
-                (i, where[k])
-                for i, k in enumerate(zip(self.hi.tolist(), self.lo.tolist(), strict=True))
-                if k in where
-            ]
-            mine = np.fromiter((i for i, _ in pairs), np.intp, len(pairs))
-            theirs = np.fromiter((j for _, j in pairs), np.intp, len(pairs))
-            return mine, theirs
-        theirs = np.empty(self.n, index)
-        found = np.empty(self.n, bool)
-        for start in range(0, self.n, _SEARCH_BLOCK):
-            stop = min(start + _SEARCH_BLOCK, self.n)
-            hi = self.hi[start:stop]
-            at = np.searchsorted(sorted_hi, hi)
-            np.minimum(at, other.n - 1, out=at)
-            hit = sorted_hi[at] == hi
-            rows = order[at]
-            hit &= other.lo[rows] == self.lo[start:stop]
-            found[start:stop] = hit
-            theirs[start:stop] = rows
-        del sorted_hi, order
-        mine = np.flatnonzero(found).astype(index)
-        del found
-        return mine, theirs[mine]
+
+    def rows_of(self, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+        """The row holding each id (given as its hash halves), -1 where none does."""
+        if self.exact is not None:
+            found = self.exact
+            pairs = zip(hi.tolist(), lo.tolist(), strict=True)
+            return np.fromiter((found.get(k, -1) for k in pairs), self.order.dtype, hi.shape[0])
+        if self.n == 0:
+            return np.full(hi.shape[0], -1, self.order.dtype)
+        at = np.searchsorted(self.hi, hi)
+        np.minimum(at, self.n - 1, out=at)
+        hit = self.hi[at] == hi
+        hit &= self.lo[at] == lo
+        rows = self.order[at]
+        rows[~hit] = -1
+        return rows

@@ -151,6 +151,9 @@ def group_names(values: list, names: dict[str, str]) -> list[str] | None:
     """Each value's :func:`group_name`, or None when one is an object or a list (the caller's
     row-by-row path then words the error). String values' names are remembered in ``names``,
     up to ``GROUP_NAMES_KEPT`` of them: a group's name is computed once, not per row."""
+    strings = _string_names(values, names)
+    if strings is not None:
+        return strings
     out = []
     for v in values:
         if type(v) in (dict, list):
@@ -166,6 +169,29 @@ def group_names(values: list, names: dict[str, str]) -> list[str] | None:
             names[v] = name
         out.append(name)
     return out
+
+
+def _string_names(values: list, names: dict[str, str]) -> list[str] | None:
+    """:func:`group_names` of values that are all strings, each distinct one named once (a
+    set of them, then a lookup per row in C); None when any value is not a string. Only
+    strings: 1, 1.0 and True are one key of a set but three names, and a string never equals
+    a value of another type, so a set of strings only comes from strings."""
+    try:
+        distinct = set(values)
+    except TypeError:  # an object or a list
+        return None
+    if not all(type(v) is str for v in distinct):
+        return None
+    lookup = {}
+    for v in distinct:
+        name = names.get(v)
+        if name is None:
+            name = group_name(v)
+            if len(names) >= GROUP_NAMES_KEPT:
+                names.clear()
+            names[v] = name
+        lookup[v] = name
+    return list(map(lookup.__getitem__, values))
 
 
 _LITERALS = frozenset(("true", "false", "null", "NaN", "Infinity", "-Infinity"))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibcli.metrics.core import PredictionColumns
-from calibcli.metrics.estimators import _CHUNK, _loss_total, _smooth, _sort_in_place
+from calibcli.metrics.estimators import _CHUNK, _loss_total, _sort_in_place
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,10 +57,12 @@ def sorted_columns(columns: PredictionColumns) -> PredictionColumns:
     )
 
 
-def smooth_of(columns: PredictionColumns) -> tuple[float, float]:
-    """The smooth ECE and its bandwidth of one group's rows, as the one-group estimators
-    compute them."""
-    return _smooth(columns, None)
+def smooth_of(columns: list[PredictionColumns]) -> tuple[list[float], list[float]]:
+    """The smooth ECE and the bandwidth of each group's rows, as the one-group estimators
+    compute them (the same floats); the groups' bandwidth searches run together."""
+    from calibcli.metrics.smooth_groups import smooth_ece_groups
+
+    return smooth_ece_groups([(c.conf_correct, c.conf_wrong) for c in columns])
 
 
 def _fsums(terms: np.ndarray) -> list[float]:
@@ -171,9 +173,29 @@ def _concat(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return values.astype(np.float64, copy=False), ids, starts
 
 
-def _sorted_within(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """``values`` sorted ascending within each run of equal ids (ids ascending)."""
+def _ascending_within(values: np.ndarray, starts: np.ndarray) -> bool:
+    """Whether ``values`` ascend within each run that ``starts`` delimits."""
+    if values.shape[0] < 2:
+        return True
+    falls = np.flatnonzero(values[1:] < values[:-1]) + 1
+    return bool(np.isin(falls, starts).all())
+
+
+def _sorted_within(values: np.ndarray, ids: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``values`` sorted ascending within each run of equal ids (ids ascending); the array
+    itself when it already is (the one-group estimators may have sorted every group)."""
+    if _ascending_within(values, starts):
+        return values
     return values[np.lexsort((values, ids))]
+
+
+def _keys(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(group, value) pairs as complex numbers, which numpy orders by real part, then by
+    imaginary part: searching and sorting them compares within a group only."""
+    keys = np.empty(ids.shape[0], dtype=np.complex128)
+    keys.real = ids
+    keys.imag = values
+    return keys
 
 
 def grouped_rows(
@@ -188,16 +210,16 @@ def grouped_rows(
     r, r_ids, r_starts = _concat(right)
     w, w_ids, w_starts = _concat(wrong)
     if sorted_rows:
-        r, w = _sorted_within(r, r_ids), _sorted_within(w, w_ids)
+        r, w = _sorted_within(r, r_ids, r_starts), _sorted_within(w, w_ids, w_starts)
     n_right = np.diff(r_starts)
     n_wrong = np.diff(w_starts)
 
     # AUROC: 2U of a group = Σ over its right answers of #{its wrong < c} + #{its wrong ≤ c},
-    # found by one search of (group, rank of c) keys into the sorted wrong keys
-    distinct, rank = np.unique(np.concatenate((r, w)), return_inverse=True)
-    width = distinct.shape[0] + 1
-    r_keys = r_ids * width + rank[: r.shape[0]]
-    w_keys = np.sort(w_ids * width + rank[r.shape[0] :])
+    # found by one search of (group, c) keys into the sorted (group, wrong) keys
+    r_keys = _keys(r_ids, r)
+    w_keys = _keys(w_ids, w)
+    if not _ascending_within(w, w_starts):
+        w_keys.sort()
     below = np.searchsorted(w_keys, r_keys, side="left")
     not_above = np.searchsorted(w_keys, r_keys, side="right")
     twice_u = (below + not_above - 2 * w_starts[r_ids]).astype(np.float64)

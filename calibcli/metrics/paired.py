@@ -148,34 +148,49 @@ class DeLongResult:
     n_wrong: int
 
 
-def _midranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks with ties given the mean of the ranks they span."""
-    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    return (ends - (counts - 1) / 2.0)[inverse]
+_PLACEMENT_BLOCK = 1 << 18  # rows placed at a time (the searches' temporaries stay small)
 
 
-def _structural_components(
-    scores: np.ndarray, positive: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(V10, V01) of Sun & Xu (2014): V10_i = (T_Z,i − T_X,i)/n, V01_j = 1 − (T_Z,j − T_Y,j)/m.
+def _placements_into(
+    scores: np.ndarray, positive: np.ndarray, v10: np.ndarray, v01: np.ndarray
+) -> None:
+    """(V10, V01) of Sun & Xu (2014) written into ``v10`` (m positives) and ``v01`` (n
+    negatives), in row order: V10_i = (T_Z,i − T_X,i)/n, V01_j = 1 − (T_Z,j − T_Y,j)/m.
 
-    T_Z are midranks among all rows, T_X among the m positives, T_Y among the n negatives;
-    V10_i is the mean over negatives of ψ(x_i, y_j) (1 if x > y, ½ if equal, 0 below) and
-    V01_j the mean over positives of ψ(x_i, y_j).
+    T_Z are midranks among all rows, T_X among the positives, T_Y among the negatives, so
+    T_Z,i − T_X,i is the number of negatives below x_i plus half those tied with it (an exact
+    half-integer): each class is sorted once and the other class's scores are placed in it by
+    binary search, a block of rows at a time. V10_i is the mean over negatives of ψ(x_i, y_j)
+    (1 if x > y, ½ if equal, 0 below) and V01_j the mean over positives of ψ(x_i, y_j).
     """
-    x, y = scores[positive], scores[~positive]
-    m, n = x.shape[0], y.shape[0]
-    t_z = _midranks(scores)
-    v10 = (t_z[positive] - _midranks(x)) / n
-    v01 = 1.0 - (t_z[~positive] - _midranks(y)) / m
-    return v10, v01
+    m, n = v10.shape[0], v01.shape[0]
+    for cls, out, others in ((True, v10, n), (False, v01, m)):
+        other = np.sort(scores[~positive] if cls else scores[positive])  # the other class
+        at = 0
+        for start in range(0, scores.shape[0], _PLACEMENT_BLOCK):
+            block = scores[start : start + _PLACEMENT_BLOCK]
+            mine = positive[start : start + _PLACEMENT_BLOCK]
+            values = block[mine] if cls else block[~mine]
+            stop = at + values.shape[0]
+            part = out[at:stop]
+            np.add(
+                np.searchsorted(other, values, side="left"),
+                np.searchsorted(other, values, side="right"),
+                out=part,
+                casting="unsafe",
+            )
+            part *= 0.5  # T_Z − T_X, exactly
+            part /= others
+            at = stop
+        del other
+        if not cls:
+            np.subtract(1.0, v01, out=v01)
 
 
-def _covariance(rows: np.ndarray) -> np.ndarray:
-    """Sample covariance (divisor k − 1) of the rows of a 2×k array."""
-    centred = rows - rows.mean(axis=1, keepdims=True)
-    return centred @ centred.T / (rows.shape[1] - 1)
+def _covariance_in_place(rows: np.ndarray) -> np.ndarray:
+    """Sample covariance (divisor k − 1) of the rows of a 2×k array, centring them in place."""
+    rows -= rows.mean(axis=1, keepdims=True)
+    return rows @ rows.T / (rows.shape[1] - 1)
 
 
 def delong_test(base_conf: object, new_conf: object, correct: object) -> DeLongResult:
@@ -200,11 +215,17 @@ def delong_test(base_conf: object, new_conf: object, correct: object) -> DeLongR
         raise ValueError(
             f"DeLong's test needs at least 2 right and 2 wrong answers, got {m} right and {n} wrong"
         )
-    v10_base, v01_base = _structural_components(base, corr)
-    v10_new, v01_new = _structural_components(new, corr)
-    s = _covariance(np.stack([v10_base, v10_new])) / m
-    s += _covariance(np.stack([v01_base, v01_new])) / n
-    auc_base, auc_new = float(v10_base.mean()), float(v10_new.mean())
+    # both sides' components in the two 2×k arrays the covariances are taken of, each side's
+    # AUROC read before they are centred in place
+    v10, v01 = np.empty((2, m)), np.empty((2, n))
+    for side, scores in enumerate((base, new)):
+        _placements_into(scores, corr, v10[side], v01[side])
+    del base, new
+    auc_base, auc_new = float(v10[0].mean()), float(v10[1].mean())
+    s = _covariance_in_place(v10) / m
+    del v10
+    s += _covariance_in_place(v01) / n
+    del v01
     difference = auc_new - auc_base
     variance = float(s[0, 0] + s[1, 1] - 2.0 * s[0, 1])
     if variance > 0.0:
@@ -408,7 +429,7 @@ class _SideEvaluator:
         # keeps; row numbers are 32-bit where they fit (the order is held for the whole run)
         n = conf.shape[0]
         index = np.int32 if n < 2**31 else np.intp
-        self.order = np.empty(n, index)
+        order = np.empty(n, index)
         layout = np.empty(n)
         at = 0
         for right in (False, True):
@@ -416,22 +437,22 @@ class _SideEvaluator:
             stop = at + rows.shape[0]
             part = layout[at:stop]
             np.take(conf, rows, out=part)
-            np.take(rows, np.argsort(part, kind="stable"), out=self.order[at:stop])
+            np.take(rows, np.argsort(part, kind="stable"), out=order[at:stop])
             part.sort()  # the values np.sort gives (the engine's own sort of a class)
             del rows
             if not right:
                 n_wrong = stop
             at = stop
+        self.order = order
         self.n = n
         self.engine = ReplicateEngine.from_layout(layout, n_wrong, edges, wanted)
 
-    def evaluate(self, counts: np.ndarray) -> np.ndarray:
-        """Scalars in ``SCALAR_KEYS`` order (unwanted ones nan) of the rows repeated ``counts``."""
+    def replicate(self, rng: np.random.Generator) -> np.ndarray:
+        """Scalars (``SCALAR_KEYS`` order, unwanted ones nan) of N rows drawn with replacement:
+        ``rng.integers(0, N, size=N)`` in the side's row order, tallied, read in the engine's
+        layout."""
+        counts = np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
         return self.engine.evaluate(counts[self.order])
-
-    def draw(self, rng: np.random.Generator) -> np.ndarray:
-        """Row counts of N draws with replacement: ``rng.integers(0, N, size=N)`` tallied."""
-        return np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
 
 
 def _side_generator(seed: int, replicate: int, side: int) -> np.random.Generator:
@@ -464,5 +485,5 @@ class _SideRunner:
                 rng = replicate_generator(seed, r)
             else:
                 rng = _side_generator(seed, r, self.index)
-            out[r - start] = self.side.evaluate(self.side.draw(rng))
+            out[r - start] = self.side.replicate(rng)
         return out

@@ -88,9 +88,7 @@ def group_sections(
 
     columns_of: dict[str, list] = {k: binned[k] for k in SCALARS if k in binned}
     if smooth:
-        smooth_pairs = [smooth_of(c) for c in columns]
-        columns_of["smece"] = [p[0] for p in smooth_pairs]
-        columns_of["smece_bandwidth"] = [p[1] for p in smooth_pairs]
+        columns_of["smece"], columns_of["smece_bandwidth"] = smooth_of(columns)
     else:
         columns_of["smece"] = columns_of["smece_bandwidth"] = [math.nan] * groups
     columns_of["nll"], columns_of["auroc"] = nll, auroc

@@ -1,0 +1,32 @@
+"""A block's --by values named at once equal each value named on its own (group_name)."""
+
+from __future__ import annotations
+
+import random
+
+from calibcli.io.rows import group_name, group_names
+
+
+def test_strings_named_at_once_equal_each_named_alone():
+    rng = random.Random(4)
+    pool = ["physics", "1", "null", "true", '"quoted', "", "NaN", "ünïcode", "a|b", "\ud800", " 1 "]
+    pool += [f"task_{k}" for k in range(300)]
+    values = [rng.choice(pool) for _ in range(20_000)]
+    names: dict[str, str] = {}
+    assert group_names(values, names) == [group_name(v) for v in values]
+    assert names == {v: group_name(v) for v in set(values)}
+    # the remembered names serve the next block
+    assert group_names(values[:50], names) == [group_name(v) for v in values[:50]]
+
+
+def test_values_of_other_types_keep_their_own_names():
+    # 1, 1.0 and True are one key of a set but three groups; "1" is a fourth
+    values = ["x", 1, 1.0, True, "1", None, -0.0, 0.0, 0, False, 2.5]
+    assert group_names(values, {}) == [group_name(v) for v in values]
+    assert group_names(values, {})[1:5] == ["1", "1.0", "true", '"1"']
+
+
+def test_an_object_or_a_list_sends_the_block_to_the_row_by_row_path():
+    assert group_names(["a", {"k": 1}], {}) is None
+    assert group_names(["a", [1, 2]], {}) is None
+    assert group_names([], {}) == []
