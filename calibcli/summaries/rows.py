@@ -91,8 +91,11 @@ class GroupIndex:
         first = keys[0]
         if keys.count(first) == len(keys):
             return np.full(len(keys), self.id(first), np.intp)
-        ids, new = self.ids, self.id
-        return np.fromiter((ids[k] if k in ids else new(k) for k in keys), np.intp, len(keys))
+        ids = self.ids
+        for name in dict.fromkeys(keys):  # new names get ids in order of first appearance
+            if name not in ids:
+                self.id(name)
+        return np.fromiter(map(ids.__getitem__, keys), np.intp, len(keys))
 
     def remap(self, names: list[str] | tuple[str, ...]) -> np.ndarray:
         """Ids here of another index's names, in its id order (new names are added)."""
