@@ -161,14 +161,20 @@ def group_names(values: list, names: dict[str, str]) -> list[str] | None:
         if type(v) is not str:  # 1, 1.0, True and -0.0 vs 0.0: equal keys, other names
             out.append(group_name(v))
             continue
-        name = names.get(v)
-        if name is None:
-            name = group_name(v)
-            if len(names) >= GROUP_NAMES_KEPT:
-                names.clear()
-            names[v] = name
-        out.append(name)
+        out.append(_remembered(v, names))
     return out
+
+
+def _remembered(value: str, names: dict[str, str]) -> str:
+    """A string value's :func:`group_name`, computed once and kept in ``names`` (which holds
+    at most ``GROUP_NAMES_KEPT`` of them)."""
+    name = names.get(value)
+    if name is None:
+        name = group_name(value)
+        if len(names) >= GROUP_NAMES_KEPT:
+            names.clear()
+        names[value] = name
+    return name
 
 
 def _string_names(values: list, names: dict[str, str]) -> list[str] | None:
@@ -182,15 +188,7 @@ def _string_names(values: list, names: dict[str, str]) -> list[str] | None:
         return None
     if not all(type(v) is str for v in distinct):
         return None
-    lookup = {}
-    for v in distinct:
-        name = names.get(v)
-        if name is None:
-            name = group_name(v)
-            if len(names) >= GROUP_NAMES_KEPT:
-                names.clear()
-            names[v] = name
-        lookup[v] = name
+    lookup = {v: _remembered(v, names) for v in distinct}
     return list(map(lookup.__getitem__, values))
 
 
