@@ -32,6 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import drain_pty  # noqa: E402
 from sections import write_section  # noqa: E402
 
 CALIBCLI = Path(sys.executable).parent / "calibcli"
@@ -125,13 +126,7 @@ def cpu_run(args: list[str], terminal: bool) -> tuple[float, bytes]:
         )
         if terminal:
             os.close(follower)
-            while True:
-                try:
-                    if not os.read(leader, 65536):
-                        break
-                except OSError:
-                    break
-            os.close(leader)
+            drain_pty(leader)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         assert proc.returncode == 0, proc.returncode

@@ -31,6 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import drain_pty  # noqa: E402
 from sections import write_section  # noqa: E402
 
 CALIBCLI = Path(sys.executable).parent / "calibcli"
@@ -143,13 +144,7 @@ def run_cpu(argv: list[str], terminal: bool) -> float:
         env = {**os.environ, "COLUMNS": "100", "TERM": "xterm-256color"}
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=follower, env=env)
         os.close(follower)
-        while True:
-            try:
-                if not os.read(leader, 65536):
-                    break
-            except OSError:
-                break
-        os.close(leader)
+        drain_pty(leader)
     else:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)

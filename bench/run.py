@@ -157,6 +157,18 @@ print(wall, cpu, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
 """
 
 
+def drain_pty(leader: int) -> None:
+    """Read a pseudo-terminal until its last writer closes it (Linux then fails the read with
+    EIO), throwing the text away so the writer never blocks; closes ``leader``."""
+    while True:
+        try:
+            if not os.read(leader, 65536):
+                break
+        except OSError:
+            break
+    os.close(leader)
+
+
 def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds (user + system, workers included) and peak RSS (MB)."""
     with tempfile.TemporaryFile() as err:

@@ -18,14 +18,9 @@ from typing import Any
 
 import numpy as np
 
-DECOMPOSITION = (
-    "reliability",
-    "resolution",
-    "uncertainty",
-    "within_bin_variance",
-    "within_bin_covariance",
-    "brier",
-)
+from calibcli.metrics import DECOMPOSITION_TERMS
+
+DECOMPOSITION = (*DECOMPOSITION_TERMS, "brier")  # the keys of a group's brier_decomposition
 CHUNK = 4096  # groups written at once: their text, not every group's, is alive at a time
 
 
