@@ -25,7 +25,14 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.errors import InputError
-from calibcli.io.rows import NOT_AN_OBJECT, TOO_DEEP, group_name, group_names, parse_line
+from calibcli.io.rows import (
+    GROUP_NAMES_KEPT,
+    NOT_AN_OBJECT,
+    TOO_DEEP,
+    group_name,
+    group_names,
+    parse_line,
+)
 from calibcli.io.sources import lines_of
 
 SMALL_BLOCK = 64 << 10
@@ -67,6 +74,10 @@ class BlockDecoder:
             (convert is None and key is None) or self.group_field is not None
         )
         self._names: dict[str, str] = {}  # string group value -> name, see group_names
+        # string group value -> its code, an index into _code_names (see _group_keys); None
+        # once more than GROUP_NAMES_KEPT were met
+        self._codes: dict[str, int] | None = {}
+        self._code_names: list[str] = []
         self._convert = spec.check if convert is None else convert
         self.key = key
         self._decoder: Any = None  # msgspec, built on the first block of SMALL_BLOCK or more
@@ -121,7 +132,7 @@ class BlockDecoder:
             if cols is not None and self.spec.columns_ok(cols):
                 if self.group_field is None:
                     return cols, None, lines
-                keys = self._group_names([r.g for r in rows])
+                keys = self._group_keys([r.g for r in rows])
                 if keys is not None:
                     return cols, keys, lines
             return self._precise(block, first_line, name)
@@ -174,6 +185,44 @@ class BlockDecoder:
         except RecursionError:
             raise ValueError(TOO_DEEP) from None
         return taken
+
+    def _group_keys(self, values: list) -> Any:
+        """Each row's group: as codes into this reader's names when every value is a string
+        (:class:`~calibcli.summaries.rows.GroupCodes`: one dict lookup per row, in C, and no
+        list of names), else as :meth:`_group_names` gives them (None: an object or a list)."""
+        import numpy as np
+
+        from calibcli.summaries.rows import GroupCodes
+
+        codes = self._codes
+        if codes is not None:
+            try:  # the keys are strings only, and a string never equals a value of another type
+                found = np.fromiter(map(codes.__getitem__, values), np.intp, len(values))
+            except (KeyError, TypeError):  # a value not met yet, or not hashable
+                found = self._new_codes(values, codes)
+            if found is not None:
+                return GroupCodes(found, self._code_names)
+        return self._group_names(values)
+
+    def _new_codes(self, values: list, codes: dict[str, int]) -> Any:
+        """Codes of a block holding values not met before: new strings are named (and coded) in
+        order of first appearance; None when a value is not a string."""
+        import numpy as np
+
+        try:
+            distinct = dict.fromkeys(values)
+        except TypeError:  # an object or a list
+            return None
+        if not all(type(v) is str for v in distinct):
+            return None
+        names = self._code_names
+        for value in distinct:
+            if value not in codes:
+                codes[value] = len(names)
+                names.append(group_name(value))
+        if len(names) > GROUP_NAMES_KEPT:  # bounded, as group_names' memory is
+            self._codes = None
+        return np.fromiter(map(codes.__getitem__, values), np.intp, len(values))
 
     def _group_names(self, values: list) -> list[str] | None:
         """:func:`~calibcli.io.rows.group_names`, remembering names across this reader's

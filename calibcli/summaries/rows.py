@@ -67,12 +67,37 @@ class ColumnBuffer:
         return self._bufs[i][start : self._n[i]]
 
 
+class GroupCodes:
+    """Each row's group in a block, as a code into ``names``: the group names a reader has met,
+    in order of first appearance, a list it extends as it meets new ones (code k is
+    ``names[k]``). It reads as the sequence of the rows' names; :meth:`GroupIndex.of` maps the
+    codes without building that sequence."""
+
+    __slots__ = ("codes", "names")
+
+    def __init__(self, codes: np.ndarray, names: list[str]) -> None:
+        self.codes = codes
+        self.names = names
+
+    def __len__(self) -> int:
+        return int(self.codes.shape[0])
+
+    def __getitem__(self, i: int) -> str:
+        return self.names[self.codes[i]]
+
+    def __iter__(self):
+        return map(self.names.__getitem__, self.codes.tolist())
+
+
 class GroupIndex:
     """Group names -> dense ids 0, 1, 2, ... in first-seen order."""
 
     def __init__(self, names: list[str] | tuple[str, ...] = ()) -> None:
         self.ids: dict[str, int] = {}
         self.names: list[str] = []
+        # per reader's list of names (GroupCodes.names): that list, and the id here of each
+        # of its names met so far
+        self._coded: dict[int, tuple[list[str], np.ndarray]] = {}
         for name in names:
             self.id(name)
 
@@ -86,8 +111,10 @@ class GroupIndex:
             self.names.append(name)
         return found
 
-    def of(self, keys: list[str]) -> np.ndarray:
+    def of(self, keys: list[str] | GroupCodes) -> np.ndarray:
         """The id of each row's group (intp)."""
+        if isinstance(keys, GroupCodes):
+            return self._ids_of(keys.names)[keys.codes]
         first = keys[0]
         if keys.count(first) == len(keys):
             return np.full(len(keys), self.id(first), np.intp)
@@ -96,6 +123,18 @@ class GroupIndex:
             if name not in ids:
                 self.id(name)
         return np.fromiter(map(ids.__getitem__, keys), np.intp, len(keys))
+
+    def _ids_of(self, names: list[str]) -> np.ndarray:
+        """The id of each of a reader's names (intp, in its code order); the names it met since
+        the last call get ids in that order, which is their order of first appearance."""
+        known = self._coded.get(id(names))
+        if known is not None and known[1].shape[0] == len(names):
+            return known[1]
+        done = 0 if known is None else known[1].shape[0]
+        more = np.fromiter(map(self.id, names[done:]), np.intp, len(names) - done)
+        ids = more if known is None else np.concatenate([known[1], more])
+        self._coded[id(names)] = (names, ids)  # the list itself is held: its id stays unique
+        return ids
 
     def remap(self, names: list[str] | tuple[str, ...]) -> np.ndarray:
         """Ids here of another index's names, in its id order (new names are added)."""
@@ -158,7 +197,8 @@ class RowColumns:
 def split_by_group(values: np.ndarray, ids: np.ndarray, groups: int) -> list[np.ndarray]:
     """``values`` split by group id (one stable sort): views of one sorted copy, in id order,
     each group's rows in input order."""
-    order = np.argsort(ids, kind="stable")
+    # numpy's stable sort of 16-bit integers is a radix sort: several times faster than of intp
+    order = np.argsort(ids.astype(np.uint16) if groups <= 1 << 16 else ids, kind="stable")
     ordered = values[order]
     bounds = np.concatenate(([0], np.cumsum(np.bincount(ids, minlength=groups))))
     return [ordered[bounds[g] : bounds[g + 1]] for g in range(groups)]

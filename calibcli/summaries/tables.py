@@ -24,6 +24,10 @@ import numpy as np
 from calibcli.summaries.exact import CHUNK, ExactSums, add_rows, fraction_pieces, general_pieces
 
 _BLOCK = CHUNK  # rows per fold step (a reader's block is smaller): one step per block
+# A step folds into every cell of the table when there are at most this many cells per row (a
+# bincount over all of them costs less than finding the cells the rows touch); else into the
+# touched cells only. Exact sums: the same bits either way.
+_DENSE_CELLS_PER_ROW = 2
 
 
 def grown(array: np.ndarray, rows: int) -> np.ndarray:
@@ -104,8 +108,8 @@ class BinTable:
     def _add_cells(self, cell: np.ndarray, c: np.ndarray, y: np.ndarray) -> None:
         two = 2 * cell + y
         t, u, sq = self._scratch(c.shape[0])
-        if self.groups == 1:
-            n = self.bins
+        n = self.groups * self.bins
+        if self.groups == 1 or n <= _DENSE_CELLS_PER_ROW * c.shape[0]:  # count into every cell
             self.counts[:n] += np.bincount(two, minlength=2 * n).reshape(n, 2)
             self.conf.add_pieces(fraction_pieces(c, (t, u)), two, 2 * n)
             square = np.multiply(c, c, out=sq[: c.shape[0]])
