@@ -88,3 +88,32 @@ def test_grouping_by_the_confidence_field_itself_still_reads(tmp_path):
     assert result.exit_code == 0, result.stderr
     groups = json.loads(result.stdout)["groups"]
     assert {k: v["n"] for k, v in groups.items()} == {"0.25": 3000, "0.75": 3000}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_blocks_of_strings_then_other_types_then_new_strings(tmp_path, workers):
+    """Blocks whose values are all strings are coded per reader; a block with a number among
+    them, and later blocks bringing new strings, must still give each row its own group."""
+    from calibcli.io import read_calibration
+
+    rng = random.Random(7)
+    data = []
+    for part, pool in enumerate([["a", "b", "c"], ["a", 1, "1", True, None], ["d", "b", "e"]]):
+        for _ in range(4000):
+            c = rng.random()
+            data.append({"confidence": c, "correct": rng.random() < c, "g": rng.choice(pool)})
+        data[-1]["g"] = f"last of part {part}"
+    path = write(tmp_path / "rows.jsonl", data)
+    summary = read_calibration([str(path)], workers=workers, block_size=64 << 10, by="g")
+    expected: dict[str, list] = {}
+    for r in data:
+        expected.setdefault(name(r["g"]), []).append(r)
+    groups = summary.groups
+    assert sorted(groups) == sorted(expected)
+    for key, members in expected.items():
+        stats = groups[key].stats
+        assert int(stats.count.sum()) == len(members), key
+        assert int(stats.sum_correct.sum()) == sum(r["correct"] for r in members), key
+        assert float(stats.sum_conf.sum()) == pytest.approx(
+            math.fsum(r["confidence"] for r in members), rel=1e-12
+        ), key

@@ -30,3 +30,22 @@ def test_an_object_or_a_list_sends_the_block_to_the_row_by_row_path():
     assert group_names(["a", {"k": 1}], {}) is None
     assert group_names(["a", [1, 2]], {}) is None
     assert group_names([], {}) == []
+
+
+def test_coded_blocks_get_the_ids_of_their_names():
+    import numpy as np
+
+    from calibcli.summaries.rows import GroupCodes, GroupIndex
+
+    # one reader's names grow block by block; another reader shares some of them
+    names_a: list[str] = ["x", "y"]
+    names_b: list[str] = ["y", "z"]
+    index = GroupIndex()
+    first = index.of(GroupCodes(np.array([1, 0, 1]), names_a))
+    assert first.tolist() == [1, 0, 1] and index.names == ["x", "y"]  # ids in code order
+    assert index.of(GroupCodes(np.array([1, 0]), names_b)).tolist() == [2, 1]
+    names_a.append("w")
+    assert index.of(GroupCodes(np.array([2, 0]), names_a)).tolist() == [3, 0]
+    assert index.of(["z", "w", "v"]).tolist() == [2, 3, 4]
+    assert index.names == ["x", "y", "z", "w", "v"]
+    assert list(GroupCodes(np.array([2, 0]), names_a)) == ["w", "x"]
