@@ -192,7 +192,7 @@ class BlockDecoder:
         list of names), else as :meth:`_group_names` gives them (None: an object or a list)."""
         import numpy as np
 
-        from calibcli.summaries.rows import GroupCodes
+        from calibcli.summaries import GroupCodes
 
         codes = self._codes
         if codes is not None:

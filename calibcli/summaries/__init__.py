@@ -59,6 +59,7 @@ _LAZY = {
     "locator_numbers": "calibcli.summaries.ids",
     "mix64_in_place": "calibcli.summaries.ids",
     "BinTable": "calibcli.summaries.tables",
+    "GroupCodes": "calibcli.summaries.rows",
     "DistinctTable": "calibcli.summaries.distinct",
     "MAX_DISTINCT": "calibcli.summaries.distinct",
     "RowMoments": "calibcli.summaries.moments",
