@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from calibcli.engines.memory import held_memory
 from calibcli.errors import InputError
 from calibcli.io import FrameSpec, frame_summary
 from calibcli.summaries import TABLE_MODES
@@ -111,6 +112,7 @@ def frame_spec(kind: str, columns: tuple, **options: Any) -> FrameSpec:
     return FrameSpec(kind, tuple(columns), bootstrap=bootstrap, **options), table
 
 
+@held_memory
 def frame_task(spec: FrameSpec, table: str, partition: int, batches: Any) -> TaskResult:
     """A DataFrame partition's record batches -> its part (or its bad values)."""
     summary, problems = frame_summary(batches, spec, partition)
@@ -119,6 +121,7 @@ def frame_task(spec: FrameSpec, table: str, partition: int, batches: Any) -> Tas
     return TaskResult(payload=_part_bytes(summary, table, spec.bootstrap))
 
 
+@held_memory
 def empty_task(spec: FrameSpec, table: str) -> TaskResult:
     """The part of a DataFrame without partitions: no rows."""
     return frame_task(spec, table, 0, [])
@@ -179,6 +182,7 @@ def job_groups(jobs: list[FileJob], size: int) -> list[list[FileJob]]:
     return groups
 
 
+@held_memory
 def file_task(job: FileJob) -> TaskResult:
     """A file, or the lines starting in a byte range of one, read by calibcli's readers ->
     its part (or its first error, ``file:line`` kept)."""
@@ -203,6 +207,7 @@ def file_task(job: FileJob) -> TaskResult:
     return TaskResult(payload=_part_bytes(summary, job.table, job.bootstrap))
 
 
+@held_memory
 def file_group_task(jobs: list[FileJob], table: str = "auto") -> TaskResult:
     """Several jobs read one after another in one task, their results merged there: the same
     result as :func:`merge_all` of their :func:`file_task` results, without a task, a part's
@@ -223,6 +228,7 @@ def _label(part: Any) -> str:
     return "a part" if first is None else first.display
 
 
+@held_memory
 def merge_tasks(a: TaskResult, b: TaskResult, table: str = "auto") -> TaskResult:
     """Two tasks' results as one: their parts merged (:func:`calibcli.summaries.merge_parts`),
     or their failures combined (the first input error, every bad value counted)."""
@@ -248,6 +254,7 @@ def merge_tasks(a: TaskResult, b: TaskResult, table: str = "auto") -> TaskResult
     return TaskResult(payload=to_bytes(capped(merged, table)))
 
 
+@held_memory
 def merge_all(results: list[TaskResult], table: str = "auto") -> TaskResult:
     """Several results as one: the parts merged at once (each decoded once), or the failures
     combined."""
