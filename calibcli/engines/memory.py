@@ -6,7 +6,7 @@ Setting that variable also freezes glibc's mmap threshold at 128 KiB, which othe
 with the blocks a process frees: every array larger than 128 KiB is then mapped when it is
 allocated and unmapped when it is freed, and a task folding rows faults in each page of each
 temporary array anew. On 5M rows that was about 900,000 page faults per job, against 80,000 for
-the same reading in ``calibcli summarize``, and close to a third of the workers' CPU.
+the same reading in ``calibcli summarize``, and a third to a half of the workers' CPU.
 
 :func:`held_memory` wraps what a task runs: while any task of the process runs, blocks up to
 32 MiB come from the heap and freed memory stays in it; when the last one ends the thresholds go
