@@ -148,7 +148,7 @@ class CalibrationSummary:
             self.table.stats(), self.columns, self.fmt, moments, self.missing, keys, state
         )
 
-    def by_group(self) -> dict[str, RowsView] | None:
+    def by_group(self) -> Any:
         """One view per ``--by`` group, in name order (None without ``--by``). The groups' kept
         rows are copies, made on the first call and reused: an estimator may sort the pooled
         rows in place afterwards without disturbing them."""
@@ -156,31 +156,12 @@ class CalibrationSummary:
             return None
         if "groups" not in self._views:
             self._views["groups"] = self._group_views()
-        return dict(self._views["groups"])
+        return self._views["groups"]
 
-    def _group_views(self) -> dict[str, RowsView]:
-        assert self.group_names is not None
-        stats = self.table.group_stats()
-        groups = len(self.group_names)
-        columns: list[Any] = [None] * groups
-        keys: list[Any] = [None] * groups
-        if self.kept is not None:
-            columns = self.kept.by_group(groups)
-            if self.kept.keyed:
-                keys = self.kept.keys_by_group(groups)
-        fmt, moments, state = self.fmt, self.moments, self.bootstrap
-        return {
-            name: RowsView(
-                stats[g],
-                columns[g],
-                fmt,
-                None if moments is None else moments.group(g),
-                self.missing,
-                keys[g],
-                None if state is None else state.group(g),
-            )
-            for g, name in enumerate(self.group_names)
-        }
+    def _group_views(self) -> Any:
+        from calibcli.summaries.group_views import GroupViews
+
+        return GroupViews(self)
 
     groups = property(by_group)
 
@@ -545,8 +526,7 @@ class CalibrationBuilder:
             assert self.grouped_table is not None
             names = tuple(sorted(self.index.names))
             order = GroupIndex(names).remap(self.index.names)  # first-seen id -> sorted id
-            table = BinTable(self.settings.bins, len(names))
-            table.merge(self.grouped_table, order)
+            table = self.grouped_table.reordered(order)
             if rows is not None:
                 right_ids, wrong_ids = (
                     self.group_ids.arrays()
