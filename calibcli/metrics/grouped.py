@@ -66,9 +66,16 @@ def smooth_of(columns: list[PredictionColumns]) -> tuple[list[float], list[float
 
 
 def _fsums(terms: np.ndarray) -> np.ndarray:
-    """The correctly rounded sum of each row."""
+    """The correctly rounded sum of each row (a slice of rows at a time: their Python floats
+    are few at once)."""
     fsum = math.fsum
-    return np.array([fsum(row) for row in terms.tolist()], np.float64)
+    out = np.empty(terms.shape[0])
+    for a in range(0, terms.shape[0], _ROWS_AT_ONCE):
+        out[a : a + _ROWS_AT_ONCE] = [fsum(row) for row in terms[a : a + _ROWS_AT_ONCE].tolist()]
+    return out
+
+
+_ROWS_AT_ONCE = 8192
 
 
 def _bin_terms(tables: GroupTables, count: np.ndarray, sy_int: np.ndarray, obar: np.ndarray):
@@ -103,11 +110,8 @@ def grouped_binned(tables: GroupTables) -> dict[str, list]:
         obar = correct / n
         terms = _bin_terms(tables, count, sy_int, obar)
     diff, sq_over_n, mce, debiased_terms, resolution_terms, variance_terms, covariance_terms = terms
-    fsum = math.fsum
     # each group's one-bin ECE sums its Σc and its −Σy together, as the one-group estimator
-    one_bin = np.array(
-        [fsum(c + y) for c, y in zip(sc.tolist(), (-sy).tolist(), strict=True)], np.float64
-    )
+    one_bin = _fsums(np.concatenate([sc, -sy], axis=1))
     sum_sq = _fsums(sq_over_n)
     # the one-group arithmetic on each group's sums, elementwise: numpy's float64 operations
     # round as Python's float ones do (counts below 2**53 convert exactly)

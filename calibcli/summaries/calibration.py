@@ -470,7 +470,14 @@ class CalibrationBuilder:
         if self.index is not None:
             assert self.grouped_table is not None
             remap = self.index.remap(part.group_names or ())
-            self.grouped_table.merge(part.table, remap)
+            table = self.grouped_table
+            first = table.groups == 0 and table.bins == part.table.bins
+            if first and bool((remap == np.arange(remap.shape[0])).all()):
+                # the first share's table, in the same group ids, is taken over (its summary
+                # is not read again): no second table of every group while merging
+                self.grouped_table = part.table
+            else:
+                table.merge(part.table, remap)
         else:
             assert self.source_table is not None
             self.source_table.merge(part.table)
@@ -506,7 +513,8 @@ class CalibrationBuilder:
     # ----- the result
 
     def summary(self, *, warnings: Iterable[str] = ()) -> CalibrationSummary:
-        """The summary of every source recorded so far (group names sorted)."""
+        """The summary of every source recorded so far (group names sorted). Under ``--by``
+        the builder hands its table over: ask once."""
         rows = None
         if self.keep_rows:
             if self.columns is None:

@@ -142,12 +142,13 @@ class ExactSums:
     def depth(self) -> int:
         return int(self.limbs.shape[1])
 
-    def grow(self, cells: int) -> None:
-        """Room for at least ``cells`` cells (new cells hold 0; doubling)."""
+    def grow(self, cells: int, spare: float = 1.0) -> None:
+        """Room for at least ``cells`` cells (new cells hold 0), growing by ``spare`` of the
+        cells held at least (doubling by default)."""
         have = self.limbs.shape[0]
         if cells <= have:
             return
-        grown = np.zeros((max(cells, 2 * have), self.depth))
+        grown = np.zeros((max(cells, have + int(have * spare)), self.depth))
         grown[:have] = self.limbs
         self.limbs = grown
 
@@ -266,7 +267,8 @@ def add_rows(target: np.ndarray, at: np.ndarray, values: np.ndarray) -> None:
     """``target[at[i]] += values[i]`` for every i, repeated targets included."""
     # distinct targets, found by counting them (targets are row indices of ``target``)
     if not at.shape[0] or int(np.bincount(at, minlength=1).max()) <= 1:
-        target[at] += values
+        for a in range(0, at.shape[0], CHUNK):  # in slices: small temporaries
+            target[at[a : a + CHUNK]] += values[a : a + CHUNK]
     else:
         np.add.at(target, at, values)
 
@@ -278,6 +280,23 @@ def limbs_to_float(limbs: np.ndarray, lo: int) -> np.ndarray:
     Vectorised: the top three limbs of each value give its 53-bit significand, the round bit
     and part of the sticky bit; the limbs below complete the sticky bit.
     """
+    cells = limbs.shape[0]
+    if cells <= _CELLS_AT_ONCE:
+        return _limbs_to_float(limbs, lo)
+    # elementwise per cell: in slices, so that its two dozen temporaries stay small
+    out = np.empty(cells)
+    for start in range(0, cells, _CELLS_AT_ONCE):
+        out[start : start + _CELLS_AT_ONCE] = _limbs_to_float(
+            limbs[start : start + _CELLS_AT_ONCE], lo
+        )
+    return out
+
+
+_CELLS_AT_ONCE = 1 << 16
+
+
+def _limbs_to_float(limbs: np.ndarray, lo: int) -> np.ndarray:
+    """:func:`limbs_to_float` of one slice of cells."""
     cells, depth = limbs.shape
     out = np.zeros(cells)
     if depth == 0 or cells == 0:

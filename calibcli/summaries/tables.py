@@ -27,11 +27,13 @@ _BLOCK = CHUNK  # rows per fold step (a reader's block is smaller): one step per
 _GROUPS_PER_SUM = 1 << 20  # limbs below 2**32 summed over this many groups stay below 2**53
 
 
-def grown(array: np.ndarray, rows: int) -> np.ndarray:
-    """``array`` with at least ``rows`` rows along axis 0 (doubling; new rows zero)."""
+def grown(array: np.ndarray, rows: int, spare: float = 1.0) -> np.ndarray:
+    """``array`` with at least ``rows`` rows along axis 0 (growing by ``spare`` of its rows at
+    least: doubling by default; new rows zero)."""
     if array.shape[0] >= rows:
         return array
-    out = np.zeros((max(rows, 2 * array.shape[0]), *array.shape[1:]), array.dtype)
+    have = array.shape[0]
+    out = np.zeros((max(rows, have + int(have * spare)), *array.shape[1:]), array.dtype)
     out[: array.shape[0]] = array
     return out
 
@@ -64,14 +66,15 @@ class BinTable:
 
     # ----- folding
 
-    def _room(self, groups: int) -> None:
+    def _room(self, groups: int, spare: float = 1.0) -> None:
+        """Room for ``groups`` groups (growing by ``spare`` of the rows held, at least)."""
         if groups <= self.groups:
             return
         cells = groups * self.bins
-        self.counts = grown(self.counts, cells)
-        self.conf.grow(2 * cells)
-        self.conf_sq.grow(2 * cells)
-        self.miss_sq.grow(cells)
+        self.counts = grown(self.counts, cells, spare)
+        self.conf.grow(2 * cells, spare)
+        self.conf_sq.grow(2 * cells, spare)
+        self.miss_sq.grow(cells, spare)
         self.groups = groups
 
     def add(
@@ -137,7 +140,9 @@ class BinTable:
         m = self.bins
         if at is None:
             at = np.arange(other.groups)
-        self._room(int(at.max()) + 1 if at.shape[0] else self.groups)
+        # a merge brings its groups at once: little room to spare (a share of 100,000 groups
+        # adding a few would otherwise double tables of hundreds of MB)
+        self._room(int(at.max()) + 1 if at.shape[0] else self.groups, spare=0.125)
         cells = (at[:, None] * m + np.arange(m)).reshape(-1)
         add_rows(self.counts, cells, other.counts[: other.groups * m])
         two = (2 * cells[:, None] + np.arange(2)).reshape(-1)
@@ -148,7 +153,8 @@ class BinTable:
     def reordered(self, order: np.ndarray) -> BinTable:
         """A new table whose group ``order[j]`` holds this table's group ``j`` (``order`` a
         permutation of the group ids): the same cells gathered in one pass each, as
-        :meth:`merge` into an empty table would add them."""
+        :meth:`merge` into an empty table would add them. This table is emptied as its cells
+        are moved (it has no groups afterwards): both whole are never held at once."""
         g, m = order.shape[0], self.bins
         source = np.empty(g, np.intp)
         source[order] = np.arange(g)
@@ -157,12 +163,15 @@ class BinTable:
         out = BinTable(m, 0)
         out.groups = g
         out.counts = self.counts[cells]
+        self.counts = np.zeros((0, 2), np.int64)
         for name, at in (("conf", two), ("conf_sq", two), ("miss_sq", cells)):
             mine = getattr(self, name)
             mine.normalize()
             gathered = ExactSums(0, mine.lo, mine.depth)
             gathered.limbs = mine.limbs[at]
+            mine.limbs = np.zeros((0, mine.depth))
             setattr(out, name, gathered)
+        self.groups = 0
         return out
 
     # ----- reading
