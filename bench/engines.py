@@ -34,6 +34,7 @@ It writes its section of BENCHMARKS.md between the ``<!-- engines:start -->`` an
 
     python bench/engines.py                          # 5M rows, 3 rounds
     python bench/engines.py --rows 1000000 --rounds 1 --output /tmp/engines.md   # a quick look
+    python bench/engines.py --only dask              # (s), (d), (w): printed, not written
 """
 
 from __future__ import annotations
@@ -257,6 +258,15 @@ def render(
     loads: list,
     idle: float,
 ) -> str:
+    names = {"spark": "Spark session", "dask": "Dask cluster"}
+    started = ", ".join(f"{names[key]} {starts[key]:.1f} s" for key in names if key in starts)
+    at_rest = (
+        "At rest, Dask's cluster (scheduler and two workers) "
+        f"spends {idle:.3f} CPU s per second of wall clock, which a Dask path pays for as long "
+        "as it runs. "
+        if "dask" in starts
+        else ""
+    )
     lines = [
         START,
         "## calibcli on Spark and Dask (`make bench-engines`)",
@@ -265,14 +275,12 @@ def render(
         f"{rounds} rounds after a warm-up round, the paths interleaved in each round (summarize, "
         "then each engine path, on Dask then on Spark; Dask's workers forget the newline counts "
         "of earlier rounds before each); "
-        f"{machine()}. Engine timings exclude starting the engine (Spark session "
-        f"{starts['spark']:.1f} s, Dask cluster {starts['dask']:.1f} s), which a job pays once. "
+        f"{machine()}. Engine timings exclude starting the engine ({started}), which a job "
+        "pays once. "
         "CPU is user + system of the whole job: driver, scheduler and every worker or executor "
         "process (Spark's JVM included), their idle heartbeats too; summarize's is its process "
-        "and its reading workers'. At rest, Dask's cluster (scheduler and two workers) "
-        f"spends {idle:.3f} CPU s per second of wall clock, which a Dask path pays for as long "
-        "as it runs. Each ratio is to the summarize rounds of the same stage; the targets "
-        "are on the CPU ratio. "
+        f"and its reading workers'. {at_rest}Each ratio is to the summarize rounds of the same "
+        "stage; the targets are on the CPU ratio. "
         f"Load average (1 min) {loads[0]:.1f} at the start, {loads[1]:.1f} at the end: other "
         "processes on the machine share its two cores with every path alike, and widen the "
         "ranges.",
@@ -304,14 +312,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
+    parser.add_argument(
+        "--output", help="the file whose section is written (default: BENCHMARKS.md)"
+    )
+    parser.add_argument(
+        "--only",
+        choices=("dask", "spark"),
+        help="time one engine's paths beside summarize; the section is printed, and written "
+        "only to an --output given",
+    )
     args = parser.parse_args(argv)
+    if args.output is None and args.only is None:
+        args.output = str(ROOT / "BENCHMARKS.md")
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     loads = [os.getloadavg()[0]]
     files = shards(args.rows, args.shards, 0)
     names = [str(f) for f in files]
-    folder = parquet(files)
+    folder = parquet(files) if args.only != "dask" else None
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         one = work / "one.cbs"
@@ -323,16 +341,24 @@ def main(argv: list[str] | None = None) -> int:
 
         starts: dict[str, float] = {}
         stages: dict[str, Timing] = {}
-        starts["dask"], idle, stages["Dask"] = dask_times(names, work, args.rounds, reference)
-        starts["spark"], stages["Spark"] = spark_times(names, folder, work, args.rounds, reference)
+        idle = float("nan")
+        if args.only != "spark":
+            starts["dask"], idle, stages["Dask"] = dask_times(names, work, args.rounds, reference)
+        if args.only != "dask":
+            starts["spark"], stages["Spark"] = spark_times(
+                names, folder, work, args.rounds, reference
+            )
         want = cli_report(one, env)
         checks = {
             key: "yes" if agree(cli_report(work / f"{key}.cbs", env), want) else "NO"
-            for key in ("d", "w", "f", "t")
+            for timing in stages.values()
+            for key in timing
+            if key != "s"
         }
     loads.append(os.getloadavg()[0])
     section = render(args.rows, args.shards, args.rounds, stages, starts, checks, loads, idle)
-    write_section(Path(args.output), section, START, END)
+    if args.output is not None:
+        write_section(Path(args.output), section, START, END)
     print(section)
     return 0
 

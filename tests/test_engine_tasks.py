@@ -189,6 +189,54 @@ def test_a_group_of_ranges_read_in_one_task_gives_the_merge_of_their_tasks(tmp_p
     assert got.error[1:] == (str(bad), 2001, "confidence 2 is outside [0, 1]")
 
 
+@pytest.mark.parametrize(
+    ("options", "cap"),
+    [
+        ({}, None),
+        ({"table": "always"}, None),
+        ({"table": "never"}, None),
+        ({"by": "task", "id_field": "id", "bootstrap_samples": 200, "seed": 4}, None),
+        ({}, 1500),  # more than a range's rows, less than the group's: its table dropped
+        ({"by": "task"}, 300),  # less than a range's rows: each range's table dropped
+        ({"table": "always"}, 300),
+    ],
+)
+def test_a_group_s_one_table_gives_the_bytes_of_its_ranges_parts_merged(
+    tmp_path, monkeypatch, options, cap
+):
+    # a group of calibration ranges builds one table of distinct confidences from all its
+    # rows, each range's float sums and bootstrap sums its own: the part must be the bytes of
+    # the ranges' parts merged, whatever the table mode, the grouping and the cap
+    import calibcli.summaries
+    from calibcli.engines import file_group_task, file_task
+    from calibcli.io import reader
+    from calibcli.summaries import from_bytes
+
+    if cap is not None:
+        monkeypatch.setattr(calibcli.summaries, "MAX_DISTINCT", cap)
+    rng = np.random.default_rng(13)
+    conf = np.round(rng.random(4000), 3)  # ties, within a range and across ranges
+    path = tmp_path / "rows.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"r{i}", "confidence": float(c), "correct": bool(rng.random() < c)})[
+                :-1
+            ]
+            + f', "task": "{"xyz"[i % 3]}"}}\n'
+            for i, c in enumerate(conf)
+        )
+    )
+    jobs = file_jobs([str(path)], "calibration", 40_000, **options)
+    assert 5 <= len(jobs) <= 8
+    reader._known_newlines.clear()
+    want = merge_all([file_task(job) for job in jobs], jobs[0].table)
+    reader._known_newlines.clear()
+    got = file_group_task(jobs, jobs[0].table)
+    assert got.payload is not None and got.payload == want.payload
+    dropped = options.get("table") == "never" or (cap is not None and "table" not in options)
+    assert (from_bytes(got.payload).distinct is None) is dropped
+
+
 def test_a_merge_past_the_cap_counts_the_table_and_leaves_what_building_it_leaves(
     rows, monkeypatch
 ):

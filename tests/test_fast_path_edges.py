@@ -121,3 +121,56 @@ def test_bad_count_in_a_late_block_names_its_line(tmp_path, workers):
     with pytest.raises(InputError) as info:
         read_perplexity([str(path)], block_size=BLOCK, workers=workers)
     assert str(info.value).startswith(f"{path}:5501: ")
+
+
+# A block decodes in pieces of PIECE bytes cut at line ends; a small PIECE puts many piece ends
+# in each block, next to every kind of row.
+
+
+@pytest.mark.parametrize("piece", [1, 100, 4096])
+def test_pieces_give_every_row_once(tmp_path, monkeypatch, piece):
+    import calibcli.io.decode
+
+    monkeypatch.setattr(calibcli.io.decode, "PIECE", piece)
+    path = tmp_path / "p.jsonl"
+    # row i: an NLL of i + 0.5, i % 7 + 1 tokens and twice as many bytes: totals in closed form
+    n = 6_000
+    _perplexity_file(
+        path, n, lambda i: f'{{"nll": {i}.5, "tokens": {i % 7 + 1}, "bytes": {2 * (i % 7 + 1)}}}'
+    )
+    data = read_perplexity([str(path)], workers=1, block_size=BLOCK)
+    tokens = sum(i % 7 + 1 for i in range(n))
+    assert data.sequences == n
+    assert data.total_tokens == tokens
+    assert data.total_bytes == 2 * tokens
+    assert data.total_nll == n * (n - 1) / 2 + n / 2  # Σ (i + 0.5), exact in doubles
+
+
+@pytest.mark.parametrize("piece", [1, 100, 4096])
+@pytest.mark.parametrize("bad_at", [0, 2_999, 5_999])
+def test_bad_row_in_a_later_piece_names_its_line(tmp_path, monkeypatch, piece, bad_at):
+    import calibcli.io.decode
+
+    monkeypatch.setattr(calibcli.io.decode, "PIECE", piece)
+    path = tmp_path / "bad.jsonl"
+    where = _rows_with_blanks(path, 6_000, 5, bad_at=bad_at)
+    with pytest.raises(InputError) as info:
+        read_calibration([str(path)], workers=1, block_size=BLOCK)
+    assert str(info.value) == f"{path}:{where[bad_at]}: confidence 1.5 is outside [0, 1]"
+
+
+def test_rows_counted_in_pieces_keep_their_bins(tmp_path, monkeypatch):
+    import calibcli.io.decode
+
+    monkeypatch.setattr(calibcli.io.decode, "PIECE", 1000)
+    path = tmp_path / "c.jsonl"
+    # row i: confidence 0.05 + 0.1 * (i % 10), right when i % 3 == 0; 9,000 rows
+    lines = [
+        f'{{"confidence": {0.05 + 0.1 * (i % 10)!r}, "correct": {str(i % 3 == 0).lower()}}}'
+        for i in range(9_000)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    data = read_calibration([str(path)], workers=1, block_size=BLOCK)
+    assert data.stats.count.tolist() == [900] * 10
+    # bin k holds rows i = k (mod 10); right when i = 0 (mod 3): 300 of each 900
+    assert data.stats.sum_correct.tolist() == [300] * 10

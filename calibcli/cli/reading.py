@@ -273,6 +273,22 @@ def one_blas_thread() -> Iterator[None]:
         yield
 
 
+def load_numpy_without_blas_threads() -> None:
+    """Import numpy with OpenBLAS sized to one thread, for a command that makes no BLAS call
+    on more than a few numbers: OpenBLAS otherwise starts a thread per CPU as it loads, about
+    40 ms of CPU per run. A size the user set is kept, and the environment is left as it was
+    (processes this one starts size their own BLAS)."""
+    import os
+
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
 @contextmanager
 def worker_errors() -> Iterator[None]:
     """A bootstrap's process pool that cannot start (fork or spawn refused) or loses a worker

@@ -15,6 +15,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from calibcli.engines.memory import held_memory
 from calibcli.errors import InputError
 
 
@@ -103,6 +104,7 @@ class EngineSummary:
         return json.loads(result.to_json())
 
 
+@held_memory
 def finish(result: Any, label: str = "the input") -> EngineSummary:
     """The driver's summary of the merged task results; the input's error when a task found
     one: :class:`~calibcli.errors.InputError` naming the file and line, or, for a DataFrame,

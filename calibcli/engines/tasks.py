@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from calibcli.engines.memory import held_memory
 from calibcli.errors import InputError
 from calibcli.io import FrameSpec, frame_summary
 from calibcli.summaries import TABLE_MODES
@@ -111,6 +112,7 @@ def frame_spec(kind: str, columns: tuple, **options: Any) -> FrameSpec:
     return FrameSpec(kind, tuple(columns), bootstrap=bootstrap, **options), table
 
 
+@held_memory
 def frame_task(spec: FrameSpec, table: str, partition: int, batches: Any) -> TaskResult:
     """A DataFrame partition's record batches -> its part (or its bad values)."""
     summary, problems = frame_summary(batches, spec, partition)
@@ -119,6 +121,7 @@ def frame_task(spec: FrameSpec, table: str, partition: int, batches: Any) -> Tas
     return TaskResult(payload=_part_bytes(summary, table, spec.bootstrap))
 
 
+@held_memory
 def empty_task(spec: FrameSpec, table: str) -> TaskResult:
     """The part of a DataFrame without partitions: no rows."""
     return frame_task(spec, table, 0, [])
@@ -179,43 +182,95 @@ def job_groups(jobs: list[FileJob], size: int) -> list[list[FileJob]]:
     return groups
 
 
-def file_task(job: FileJob) -> TaskResult:
-    """A file, or the lines starting in a byte range of one, read by calibcli's readers ->
-    its part (or its first error, ``file:line`` kept)."""
+def _read_job(job: FileJob) -> Any:
+    """The summary of a job's rows (calibration rows kept); InputError for bad input."""
     from calibcli.io import read_calibration, read_perplexity
 
     options = dict(job.options)
+    if job.kind == "calibration":
+        return read_calibration(
+            [job.path],
+            keep_columns=True,
+            per_source=options.get("by") is None,
+            row_keys=job.bootstrap is not None,
+            span=job.span,
+            workers=1,
+            **options,
+        )
+    return read_perplexity([job.path], span=job.span, workers=1, **options)
+
+
+def _failed(job: FileJob, e: InputError) -> TaskResult:
+    return TaskResult(error=(job.index, e.path, e.line, e.detail))
+
+
+@held_memory
+def file_task(job: FileJob) -> TaskResult:
+    """A file, or the lines starting in a byte range of one, read by calibcli's readers ->
+    its part (or its first error, ``file:line`` kept)."""
     try:
-        if job.kind == "calibration":
-            summary = read_calibration(
-                [job.path],
-                keep_columns=True,
-                per_source=options.get("by") is None,
-                row_keys=job.bootstrap is not None,
-                span=job.span,
-                workers=1,
-                **options,
-            )
-        else:
-            summary = read_perplexity([job.path], span=job.span, workers=1, **options)
+        summary = _read_job(job)
     except InputError as e:
-        return TaskResult(error=(job.index, e.path, e.line, e.detail))
+        return _failed(job, e)
     return TaskResult(payload=_part_bytes(summary, job.table, job.bootstrap))
 
 
+@held_memory
 def file_group_task(jobs: list[FileJob], table: str = "auto") -> TaskResult:
     """Several jobs read one after another in one task, their results merged there: the same
     result as :func:`merge_all` of their :func:`file_task` results, without a task, a part's
     bytes on the wire and the scheduler's bookkeeping per job. Jobs of consecutive ranges of a
     file read in order count the file's newlines once. The first input error ends the task:
-    a later job's error could not win over it (:func:`merge_tasks` keeps the lowest job)."""
-    results = []
+    a later job's error could not win over it (:func:`merge_tasks` keeps the lowest job).
+    Calibration rows are kept until the group is read, and its table of distinct confidences
+    is built once from all of them (:func:`_group_part`)."""
+    if len(jobs) == 1 or table == "never" or any(job.kind != "calibration" for job in jobs):
+        results = []
+        for job in jobs:
+            result = file_task(job)
+            if result.error is not None:
+                return result
+            results.append(result)
+        return merge_all(results, table)
+    summaries = []
     for job in jobs:
-        result = file_task(job)
-        if result.error is not None:
-            return result
-        results.append(result)
-    return merge_all(results, table)
+        try:
+            summaries.append(_read_job(job))
+        except InputError as e:
+            return _failed(job, e)
+    return _group_part(summaries, table, jobs[0].bootstrap)
+
+
+def _group_part(summaries: list[Any], table: str, bootstrap: tuple[int, int] | None) -> TaskResult:
+    """The merge of the parts of calibration summaries read with their rows, made with one
+    table of distinct confidences instead of one per summary merged into one: a table holds
+    each value's counts, whatever the rows were split into, so it is the same table. Each
+    summary's float sums (the smooth ECE's histograms) are still its own, added up in the
+    order :func:`merge_all` adds them, so every bit of the part is the same too. A summary of
+    more rows than the cap, whose own table :func:`capped` could drop, goes the way of
+    :func:`merge_all`."""
+    from calibcli.summaries import DistinctTable, SummaryMismatch, merge_parts, to_bytes, to_part
+
+    if any(s.kept is None or s.kept.n > _cap() for s in summaries):
+        results = [TaskResult(payload=_part_bytes(s, table, bootstrap)) for s in summaries]
+        return merge_all(results, table)
+    # each part without a table (its float sums and bootstrap state only), its rows kept: the
+    # merge concatenates the rows, each group id renumbered as the merged part numbers them
+    parts = []
+    for s in summaries:
+        part, _ = to_part(s, "never", bootstrap)
+        parts.append(replace(part, kept=s.kept, missing=None, _views={}))
+    try:
+        merged = merge_parts(parts, [_label(p) for p in parts])
+    except SummaryMismatch as e:
+        return TaskResult(mismatch=str(e))
+    rows = merged.kept
+    groups = 1 if merged.group_names is None else len(merged.group_names)
+    distinct = DistinctTable.from_rows(
+        rows.right, rows.wrong, rows.right_groups, rows.wrong_groups, groups
+    )
+    part = replace(merged, kept=None, distinct=distinct, _views={})
+    return TaskResult(payload=to_bytes(capped(part, table)))
 
 
 def _label(part: Any) -> str:
@@ -223,6 +278,7 @@ def _label(part: Any) -> str:
     return "a part" if first is None else first.display
 
 
+@held_memory
 def merge_tasks(a: TaskResult, b: TaskResult, table: str = "auto") -> TaskResult:
     """Two tasks' results as one: their parts merged (:func:`calibcli.summaries.merge_parts`),
     or their failures combined (the first input error, every bad value counted)."""
@@ -248,6 +304,7 @@ def merge_tasks(a: TaskResult, b: TaskResult, table: str = "auto") -> TaskResult
     return TaskResult(payload=to_bytes(capped(merged, table)))
 
 
+@held_memory
 def merge_all(results: list[TaskResult], table: str = "auto") -> TaskResult:
     """Several results as one: the parts merged at once (each decoded once), or the failures
     combined."""

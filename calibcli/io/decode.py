@@ -1,8 +1,9 @@
 """Block decoding: one newline-aligned block of JSONL bytes -> numpy columns of one row kind.
 
-Fast path: msgspec decodes the whole block in one ``decode_lines`` call. Native rows without
-grouping decode into a typed struct (the struct's types carry the type rules) and the columns are
-pulled out with a list comprehension per field; the ranges are checked on the columns
+Fast path: msgspec decodes the block with ``decode_lines``. Native rows without grouping decode
+into a typed struct (the struct's types carry the type rules), a piece of the block at a time
+(:data:`PIECE`), and the columns are pulled out with a list comprehension per field; the ranges
+are checked on the columns
 (:meth:`~calibcli.io.rows.CalibrationRow.columns_ok`). Other formats, and native rows read with
 ``by``, decode into dicts that the row spec converts one by one.
 
@@ -109,6 +110,12 @@ class BlockDecoder:
             if len(block) < SMALL_BLOCK:
                 return self._precise(block, first_line, name)
             self._load_msgspec()
+        if self.typed and self.group_field is None:
+            cols = self._typed_columns(block, expected)
+            if cols is None:
+                return self._precise(block, first_line, name)
+            lines = None if consecutive else _row_lines(block, first_line, consecutive is None)
+            return cols, None, lines
         rows = None
         with contextlib.suppress(*self._errors):
             rows = self._decoder.decode_lines(block)
@@ -117,7 +124,9 @@ class BlockDecoder:
         # a block whose rows fill every line needs no search for empty lines
         lines = None if consecutive else _row_lines(block, first_line, consecutive is None)
         if self.typed:
-            cols = _STRUCT_COLUMNS[self.spec.kind](self.spec, rows, block)
+            cols = _STRUCT_COLUMNS[self.spec.kind](
+                self.spec, rows, _counts_present(self.spec, block)
+            )
             if cols is not None and self.spec.columns_ok(cols):
                 if self.group_field is None:
                     return cols, None, lines
@@ -139,6 +148,47 @@ class BlockDecoder:
             if value_lines is not None:
                 value_lines.extend([line] * taken)
         return self.spec.columns(values), keys, lines if value_lines is None else value_lines
+
+    def _typed_columns(self, block: memoryview | bytes, expected: int) -> tuple | None:
+        """The columns of a block of native rows read without grouping, decoded into the typed
+        struct a piece of :data:`PIECE` bytes at a time; None when the block must go line by
+        line. The pieces end at line ends, so either they decode to the rows the whole block
+        decodes to, or one fails and the block goes line by line, as a failed block does."""
+        if expected < 0:
+            return None  # a line that does not open an object: never one row per line
+        import numpy as np
+
+        spec = self.spec
+        data = _searchable(block)
+        present = _counts_present(spec, block)
+        decode = self._decoder.decode_lines
+        take = _STRUCT_COLUMNS[spec.kind]
+        view = block if isinstance(block, memoryview) else memoryview(block)
+        end = len(view)
+        pieces = []
+        got = start = 0
+        try:
+            while start < end:
+                stop = end
+                if end - start > PIECE:
+                    stop = data.find(b"\n", start + PIECE, end) + 1 or end
+                rows = decode(view[start:stop])
+                got += len(rows)
+                pieces.append(take(spec, rows, present))
+                del rows  # freed before the next piece is decoded, to reuse its memory
+                start = stop
+        except self._errors:
+            return None
+        if got != expected or any(p is None for p in pieces):
+            return None
+        if len(pieces) == 1:
+            cols = pieces[0]
+        else:
+            cols = tuple(
+                None if col is None else np.concatenate([p[k] for p in pieces])
+                for k, col in enumerate(pieces[0])
+            )
+        return cols if spec.columns_ok(cols) else None
 
     def rows(self, items: list[tuple[Any, Any]], name: str) -> tuple:
         """Decode rows already parsed, ``(locator, row)`` pairs of a whole document: returns
@@ -218,7 +268,23 @@ class BlockDecoder:
 # cheapest way found to pull columns out of decoded structs (see BENCHMARKS.md).
 
 
-def _calibration_columns(spec: Any, rows: list, block: memoryview) -> tuple:
+PIECE = 1 << 18
+"""Bytes of a block decoded per msgspec call on the typed path. The rows of a piece fit in one of
+Python's 1 MiB object arenas, which its allocator keeps from piece to piece; the rows of a whole
+1 MB block span about three, two of which went back to the OS and were faulted in again on
+every block."""
+
+
+def _counts_present(spec: Any, block: memoryview | bytes) -> tuple[bool, ...]:
+    """Whether the block holds each optional count field's key (perplexity rows: bytes, words;
+    calibration rows have none). A block in which a key never occurs has no row carrying the
+    field: its column is not read."""
+    if spec.kind != "perplexity":
+        return ()
+    return tuple(_contains(block, spec.count_keys[kind]) for kind in ("bytes", "words"))
+
+
+def _calibration_columns(spec: Any, rows: list, present: tuple) -> tuple:
     import numpy as np
 
     n = len(rows)
@@ -229,7 +295,7 @@ def _calibration_columns(spec: Any, rows: list, block: memoryview) -> tuple:
     return conf, corr
 
 
-def _perplexity_columns(spec: Any, rows: list, block: memoryview) -> tuple | None:
+def _perplexity_columns(spec: Any, rows: list, present: tuple) -> tuple | None:
     import numpy as np
 
     n = len(rows)
@@ -238,11 +304,10 @@ def _perplexity_columns(spec: Any, rows: list, block: memoryview) -> tuple | Non
         tokens = np.fromiter([r.tokens for r in rows], np.int64, n)
     except OverflowError:
         return None  # beyond int64: the precise path names the line
-    # A block in which a key never occurs has no row carrying the field: skip its pass.
     nbytes = words = None
-    if _contains(block, spec.count_keys["bytes"]):
+    if present[0]:
         nbytes = np.fromiter([r.nbytes for r in rows], np.int64, n)
-    if _contains(block, spec.count_keys["words"]):
+    if present[1]:
         words = np.fromiter([r.words for r in rows], np.int64, n)
     return nll, tokens, nbytes, words, None, None, None
 
@@ -281,6 +346,13 @@ def _contains(block: memoryview | bytes, key: bytes) -> bool:
                 return False
         return obj.find(key, 0, end) >= 0
     return key in bytes(block)  # pragma: no cover - other buffers
+
+
+def _searchable(block: memoryview | bytes) -> bytes | bytearray:
+    """The object to search a block in (a view from :func:`~calibcli.io.sources.blocks` starts
+    at offset 0 of its buffer)."""
+    obj = block.obj if isinstance(block, memoryview) else block
+    return obj if isinstance(obj, (bytes, bytearray)) else bytes(block)
 
 
 _PROBES: dict[bytes, tuple[int, ...]] = {}

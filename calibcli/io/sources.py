@@ -278,10 +278,13 @@ def blocks(
             opened_at = np.equal(arr[1:], 123, out=starts[: cut - 1])
             np.logical_and(opened_at, nl[:-1], out=opened_at)
             opened = int(np.count_nonzero(opened_at)) + (buf[0] == 123)
-            # a newline right after a newline: an empty line
-            empty_at = np.logical_and(nl[1:], nl[:-1], out=starts[: cut - 1])
-            empty = int(np.count_nonzero(empty_at)) + (buf[0] == 10)
-            del arr, nl, opened_at, empty_at  # release the view before the buffer is reused
+            empty = 0  # when every line opens an object, none is empty
+            if opened != physical:
+                # a newline right after a newline: an empty line
+                empty_at = np.logical_and(nl[1:], nl[:-1], out=starts[: cut - 1])
+                empty = int(np.count_nonzero(empty_at)) + (buf[0] == 10)
+                del empty_at
+            del arr, nl, opened_at  # release the view before the buffer is reused
             rows = physical - empty
             yield line, view, newlines, rows if opened == rows else -1
         line += newlines

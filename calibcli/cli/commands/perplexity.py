@@ -29,7 +29,7 @@ from calibcli.cli.options import (
     gate_options,
     line_bytes,
 )
-from calibcli.cli.reading import read
+from calibcli.cli.reading import load_numpy_without_blas_threads, read
 from calibcli.reports import PERPLEXITY
 
 
@@ -62,6 +62,7 @@ def perplexity(
     byte, byte perplexity and word perplexity. A --max-perplexity gate fails closed on no rows,
     zero tokens, or input without token counts.
     """
+    load_numpy_without_blas_threads()  # exact integer sums: no BLAS call
     from calibcli.io import read_perplexity
     from calibcli.reports import Gate, perplexity_report
 

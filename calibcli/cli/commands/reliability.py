@@ -17,6 +17,7 @@ from calibcli.cli.options import (
 )
 from calibcli.cli.reading import (
     calibrator_reading,
+    load_numpy_without_blas_threads,
     one_blas_thread,
     read_predictions,
     recalibrate,
@@ -47,6 +48,8 @@ def reliability(
     holds fewer than 30 predictions. With --calibrator the bins are those of the recalibrated
     confidences, with the headline figures before and after beside them.
     """
+    if calibrator is None:
+        load_numpy_without_blas_threads()  # figures from the per-bin sums: no BLAS call
     from calibcli.reports import Recalibration, reliability_report
 
     calibrators, _ = recalibration_options(calibrator, None, None)
