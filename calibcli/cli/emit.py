@@ -127,7 +127,12 @@ def emit(
     from calibcli.cli.staging import OutputError, Staged
     from calibcli.reports import as_shown
 
-    report_text = report.to_json()
+    # --json alone writes the report piece by piece, never holding its whole text (the table
+    # of 100,000 --by groups is about 200 MB of it)
+    stream = json_out and document is None and output is None
+    stream = stream and plot is None and summary is None and html is None
+    stream = stream and hasattr(report, "json_pieces")
+    report_text = None if stream else report.to_json()
     # what the renderers read; a --json run without a picture or summary needs none of it
     needs_shown = not json_out or plot is not None or summary is not None
     shown = as_shown(json.loads(report_text)) if needs_shown else None
@@ -155,7 +160,10 @@ def emit(
         if output is not None:
             staged.add(output, text, "report")
         try:
-            if json_out:
+            if stream:
+                for piece in report.json_pieces():
+                    sys.stdout.write(piece)
+            elif json_out:
                 sys.stdout.write(text)
             else:
                 from calibcli.render import print_report

@@ -65,10 +65,17 @@ def smooth_of(columns: list[PredictionColumns]) -> tuple[list[float], list[float
     return smooth_ece_groups([(c.conf_correct, c.conf_wrong) for c in columns])
 
 
-def _fsums(terms: np.ndarray) -> list[float]:
-    """The correctly rounded sum of each row."""
+def _fsums(terms: np.ndarray) -> np.ndarray:
+    """The correctly rounded sum of each row (a slice of rows at a time: their Python floats
+    are few at once)."""
     fsum = math.fsum
-    return [fsum(row) for row in terms.tolist()]
+    out = np.empty(terms.shape[0])
+    for a in range(0, terms.shape[0], _ROWS_AT_ONCE):
+        out[a : a + _ROWS_AT_ONCE] = [fsum(row) for row in terms[a : a + _ROWS_AT_ONCE].tolist()]
+    return out
+
+
+_ROWS_AT_ONCE = 8192
 
 
 def _bin_terms(tables: GroupTables, count: np.ndarray, sy_int: np.ndarray, obar: np.ndarray):
@@ -102,62 +109,37 @@ def grouped_binned(tables: GroupTables) -> dict[str, list]:
     with np.errstate(divide="ignore", invalid="ignore"):  # groups without rows, masked bins
         obar = correct / n
         terms = _bin_terms(tables, count, sy_int, obar)
-    obar_list = obar.tolist()
     diff, sq_over_n, mce, debiased_terms, resolution_terms, variance_terms, covariance_terms = terms
-    abs_diff = _fsums(np.abs(diff))
+    # each group's one-bin ECE sums its Σc and its −Σy together, as the one-group estimator
+    one_bin = _fsums(np.concatenate([sc, -sy], axis=1))
     sum_sq = _fsums(sq_over_n)
-    sum_conf = _fsums(sc)
-    sum_neg_correct = (-sy).tolist()
-    sum_conf_rows = sc.tolist()
-    brier_sums = _fsums(tables.sum_sq_error)
-    debiased = _fsums(debiased_terms)
-    resolution = _fsums(resolution_terms)
-    variance = _fsums(variance_terms)
-    covariance = _fsums(covariance_terms)
-    correct_list = correct.tolist()
-    mce_list = mce.tolist()
-
+    # the one-group arithmetic on each group's sums, elementwise: numpy's float64 operations
+    # round as Python's float ones do (counts below 2**53 convert exactly)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = n.astype(np.float64)
+        brier = _fsums(tables.sum_sq_error) / total
+        debiased = _fsums(debiased_terms) / total
+        variance = _fsums(variance_terms) / total
+        figures = {
+            "ece": _fsums(np.abs(diff)) / total,
+            "mce": mce,
+            "rmsce": np.sqrt(sum_sq / total),
+            "rmsce_debiased": np.sqrt(np.where(debiased > 0.0, debiased, 0.0)),
+            "ece_1bin": np.abs(one_bin) / total,
+            "brier": brier,
+            "accuracy": correct / n,
+            "mean_confidence": _fsums(sc) / total,
+            "brier_decomposition.reliability": sum_sq / total,
+            "brier_decomposition.resolution": _fsums(resolution_terms) / total,
+            "brier_decomposition.uncertainty": obar * (1.0 - obar),
+            "brier_decomposition.within_bin_variance": np.where(variance > 0.0, variance, 0.0),
+            "brier_decomposition.within_bin_covariance": 2.0 * _fsums(covariance_terms) / total,
+            "brier_decomposition.brier": brier,
+        }
+    empty = n == 0  # a group without rows: 0.0 for every figure
     out: dict[str, list] = {
-        key: []
-        for key in (
-            "ece",
-            "mce",
-            "rmsce",
-            "rmsce_debiased",
-            "ece_1bin",
-            "brier",
-            "accuracy",
-            "mean_confidence",
-            "brier_decomposition.reliability",
-            "brier_decomposition.resolution",
-            "brier_decomposition.uncertainty",
-            "brier_decomposition.within_bin_variance",
-            "brier_decomposition.within_bin_covariance",
-            "brier_decomposition.brier",
-        )
+        key: np.where(empty, 0.0, values).tolist() for key, values in figures.items()
     }
-    fsum = math.fsum
-    for g, total in enumerate(n_list):
-        if not total:
-            for values in out.values():
-                values.append(0.0)
-            continue
-        brier = brier_sums[g] / total
-        ob = obar_list[g]
-        out["ece"].append(abs_diff[g] / total)
-        out["mce"].append(mce_list[g])
-        out["rmsce"].append(math.sqrt(sum_sq[g] / float(total)))
-        out["rmsce_debiased"].append(math.sqrt(max(0.0, debiased[g] / float(total))))
-        out["ece_1bin"].append(abs(fsum(sum_conf_rows[g] + sum_neg_correct[g])) / float(total))
-        out["brier"].append(brier)
-        out["accuracy"].append(correct_list[g] / total)
-        out["mean_confidence"].append(sum_conf[g] / total)
-        out["brier_decomposition.reliability"].append(sum_sq[g] / total)
-        out["brier_decomposition.resolution"].append(resolution[g] / total)
-        out["brier_decomposition.uncertainty"].append(ob * (1.0 - ob))
-        out["brier_decomposition.within_bin_variance"].append(max(0.0, variance[g] / total))
-        out["brier_decomposition.within_bin_covariance"].append(2.0 * covariance[g] / total)
-        out["brier_decomposition.brier"].append(brier)
     out["n"] = n_list
     out["populated_bins"] = np.count_nonzero(pop, axis=1).tolist()
     return out
@@ -206,9 +188,25 @@ def grouped_rows(
     of its wrong answers. ``sorted_rows=True`` sums each group's losses over its rows sorted
     ascending, as the one-group estimators do when they may sort the rows in place
     (``reorder_ok``); else in the order given."""
-    groups = len(right)
-    r, r_ids, r_starts = _concat(right)
-    w, w_ids, w_starts = _concat(wrong)
+    r, _, r_starts = _concat(right)
+    w, _, w_starts = _concat(wrong)
+    return grouped_rows_of(r, r_starts, w, w_starts, sorted_rows=sorted_rows)
+
+
+def grouped_rows_of(
+    r: np.ndarray,
+    r_starts: np.ndarray,
+    w: np.ndarray,
+    w_starts: np.ndarray,
+    *,
+    sorted_rows: bool = False,
+) -> tuple[list[float], list[float]]:
+    """:func:`grouped_rows` of every group's right and wrong answers given end to end, group
+    ``g``'s from ``starts[g]`` to ``starts[g + 1]``."""
+    groups = r_starts.shape[0] - 1
+    r, w = r.astype(np.float64, copy=False), w.astype(np.float64, copy=False)
+    r_ids = np.repeat(np.arange(groups), np.diff(r_starts))
+    w_ids = np.repeat(np.arange(groups), np.diff(w_starts))
     if sorted_rows:
         r, w = _sorted_within(r, r_ids, r_starts), _sorted_within(w, w_ids, w_starts)
     n_right = np.diff(r_starts)

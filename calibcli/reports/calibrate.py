@@ -331,7 +331,8 @@ def calibrate_figures(
     options = {"bins": bins, "strategy": strategy, "min_bins": min_bins, "bootstrap": None}
     out = dict(calibration_section(summary.pooled(), reorder_ok=reorder_ok, **options).figures)
     if views is not None:
-        views = {str(name): view for name, view in views.items()}
+        if not all(type(name) is str for name in views):
+            views = {str(name): view for name, view in views.items()}
         batch = _group_sections(
             views,
             bins=bins,

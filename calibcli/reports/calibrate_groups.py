@@ -28,6 +28,15 @@ def batchable(views: dict[str, Any], *, bins: int, strategy: str, bootstrap: Any
 
     if strategy != "uniform" or bootstrap is not None or not views:
         return False
+    tables = getattr(views, "tables", None)  # a summary's GroupViews: its arrays, no views
+    if tables is not None:
+        rows = views.rows()
+        if rows is None or tables.count.shape[1] != bins:
+            return False
+        if not (views.edges == bin_edges(bins)).all():
+            return False
+        counts = tables.count.sum(axis=1)
+        return bool((counts > 0).all() and (counts == rows).all())
     listed = list(views.values())
     if any(v.columns is None for v in listed):
         return False
@@ -57,23 +66,37 @@ def group_sections(
         GroupTables,
         grouped_binned,
         grouped_rows,
+        grouped_rows_of,
         smooth_of,
         sorted_columns,
         wilson_interval,
     )
 
     names = list(views)
-    listed = list(views.values())
-    columns = [v.columns for v in listed]
+    whole = getattr(views, "tables", None) is not None  # a summary's GroupViews
+    columns: list = []  # each group's PredictionColumns, when needed
+    if not whole:
+        columns = [v.columns for v in views.values()]
+    elif smooth:
+        columns = [views.view(g).columns for g in range(len(names))]
     if smooth and reorder_ok:  # as the one-group estimators sort before the smooth ECE
         columns = [sorted_columns(c) for c in columns]
-    tables = GroupTables.stack([v.stats for v in listed])
+    if whole:  # each group's columns (sorted in place above) are slices of these arrays
+        tables = views.tables
+        nll, auroc = grouped_rows_of(
+            views.right, views.right_starts, views.wrong, views.wrong_starts, sorted_rows=reorder_ok
+        )
+        edges = [float(e) for e in views.edges]
+    else:
+        listed = list(views.values())
+        tables = GroupTables.stack([v.stats for v in listed])
+        nll, auroc = grouped_rows(
+            [c.conf_correct for c in columns],
+            [c.conf_wrong for c in columns],
+            sorted_rows=reorder_ok,
+        )
+        edges = [float(e) for e in listed[0].stats.edges]
     binned = grouped_binned(tables)
-    nll, auroc = grouped_rows(
-        [c.conf_correct for c in columns],
-        [c.conf_wrong for c in columns],
-        sorted_rows=reorder_ok,
-    )
     count = tables.count
     populated_mask = count > 0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -82,7 +105,6 @@ def group_sections(
     lower, upper = wilson_interval(tables.sum_correct, count)
     tight = [conf, acc, np.where(populated_mask, lower, 0.0), np.where(populated_mask, upper, 0.0)]
     medians = _populated_medians(count)
-    edges = [float(e) for e in listed[0].stats.edges]
     populated = binned["populated_bins"]
     groups = len(names)
 

@@ -107,15 +107,22 @@ class GroupTable(Mapping):
         from calibcli.reports.report import strict
 
         columns = [self.scalars[k] for k in self.loose]
-        suspects = sorted(
-            {g for column in columns for g, v in enumerate(column) if not _plain_finite(v)}
-        )
+        suspects = sorted({g for column in columns for g in _not_plain_finite(column)})
         names = self.names
-        for g in suspects:
-            for key, column in zip(self.loose, columns, strict=True):
-                v = column[g]
-                if not _plain_finite(v):
-                    strict(v, f"{path}.{names[g]}.{key}", bad)
+        floats = all(set(map(type, column)) <= {float} for column in columns)
+        if floats and bad is not None:  # each non-finite float is listed as strict lists it
+            bad += [
+                (f"{path}.{names[g]}.{key}", v)
+                for g in suspects
+                for key, column in zip(self.loose, columns, strict=True)
+                if (v := column[g]) - v != 0.0
+            ]
+        elif not floats:
+            for g in suspects:
+                for key, column in zip(self.loose, columns, strict=True):
+                    v = column[g]
+                    if not _plain_finite(v):
+                        strict(v, f"{path}.{names[g]}.{key}", bad)
         return GroupTable(
             self.names,
             self.scalars,
@@ -133,8 +140,12 @@ class GroupTable(Mapping):
     def to_json(self) -> str:
         """The text ``json.dumps`` writes for ``{name: figures}`` of every group (strict:
         non-finite values as ``null``)."""
+        return "".join(self.json_pieces())
+
+    def json_pieces(self) -> Iterator[str]:
+        """:meth:`to_json` in pieces of :data:`CHUNK` groups, made one at a time."""
         template, kinds = self._template()
-        parts = []
+        yield "{"
         for a in range(0, len(self.names), CHUNK):
             b = min(a + CHUNK, len(self.names))
             columns = [
@@ -144,13 +155,13 @@ class GroupTable(Mapping):
             columns += [self.terms[t][a:b] for t in DECOMPOSITION]
             columns += self._bin_texts(a, b)
             names = map(encode_basestring_ascii, self.names[a:b])
-            parts.append(
-                ", ".join(
-                    f"{name}: {template % values}"
-                    for name, values in zip(names, zip(*columns, strict=True), strict=True)
-                )
+            if a:
+                yield ", "
+            yield ", ".join(
+                f"{name}: {template % values}"
+                for name, values in zip(names, zip(*columns, strict=True), strict=True)
             )
-        return "{" + ", ".join(parts) + "}"
+        yield "}"
 
     def _template(self) -> tuple[str, list[tuple[str, str]]]:
         """The %-template of one group's JSON, and how each scalar column fills it (``raw``:
@@ -228,6 +239,13 @@ def _joined(rows: list[list[str]]) -> list[str]:
 def _lists(rows: list[list]) -> list[str]:
     """Each row's JSON: the list's repr (finite floats, ints) with None written null."""
     return "\0".join(map(repr, rows)).replace("None", "null").split("\0")
+
+
+def _not_plain_finite(column: list) -> list[int]:
+    """The indices of the values that are not finite Python floats."""
+    if set(map(type, column)) <= {float}:
+        return np.flatnonzero(~np.isfinite(np.asarray(column, dtype=np.float64))).tolist()
+    return [g for g, v in enumerate(column) if not _plain_finite(v)]
 
 
 def _plain_finite(v: Any) -> bool:

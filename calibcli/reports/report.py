@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,13 +73,22 @@ class Report:
     def to_json(self) -> str:
         if not any(type(v) is GroupTable for v in self.body.values()):
             return json.dumps(self.body, allow_nan=False) + "\n"
+        return "".join(self.json_pieces())
+
+    def json_pieces(self) -> Iterator[str]:
+        """:meth:`to_json` in pieces, made as they are asked for: a table of many groups is
+        written a few thousand groups at a time, never held whole."""
+        if not any(type(v) is GroupTable for v in self.body.values()):
+            yield self.to_json()
+            return
         # a table of groups writes its own text, spliced in as json.dumps would write it
-        items = (
-            f"{json.dumps(k)}: "
-            + (v.to_json() if type(v) is GroupTable else json.dumps(v, allow_nan=False))
-            for k, v in self.body.items()
-        )
-        return "{" + ", ".join(items) + "}\n"
+        for i, (k, v) in enumerate(self.body.items()):
+            yield f"{', ' if i else '{'}{json.dumps(k)}: "
+            if type(v) is GroupTable:
+                yield from v.json_pieces()
+            else:
+                yield json.dumps(v, allow_nan=False)
+        yield "}\n"
 
 
 # --------------------------------------------------------------------------- JSON helpers
@@ -175,7 +184,7 @@ def _non_finite(value: float, path: str, bad: list[tuple[str, float]] | None) ->
 
 def _leaf(path: str) -> str:
     """The field name a path ends in: ``groups.law.ci.nll[1]`` -> ``nll``."""
-    return path.split(".")[-1].split("[")[0]
+    return path.rpartition(".")[2].partition("[")[0]
 
 
 def finish(
@@ -331,7 +340,8 @@ def assemble(
     all_notes = input_notes(summary) + list(pooled.notes)
     groups = None
     if views is not None:
-        views = {str(name): view for name, view in views.items()}
+        if not all(type(name) is str for name in views):
+            views = {str(name): view for name, view in views.items()}
         groups = build_groups(views) if build_groups is not None else None
         if groups is None:
             groups = {name: build(view, name) for name, view in views.items()}

@@ -148,7 +148,7 @@ class CalibrationSummary:
             self.table.stats(), self.columns, self.fmt, moments, self.missing, keys, state
         )
 
-    def by_group(self) -> dict[str, RowsView] | None:
+    def by_group(self) -> Any:
         """One view per ``--by`` group, in name order (None without ``--by``). The groups' kept
         rows are copies, made on the first call and reused: an estimator may sort the pooled
         rows in place afterwards without disturbing them."""
@@ -156,31 +156,12 @@ class CalibrationSummary:
             return None
         if "groups" not in self._views:
             self._views["groups"] = self._group_views()
-        return dict(self._views["groups"])
+        return self._views["groups"]
 
-    def _group_views(self) -> dict[str, RowsView]:
-        assert self.group_names is not None
-        stats = self.table.group_stats()
-        groups = len(self.group_names)
-        columns: list[Any] = [None] * groups
-        keys: list[Any] = [None] * groups
-        if self.kept is not None:
-            columns = self.kept.by_group(groups)
-            if self.kept.keyed:
-                keys = self.kept.keys_by_group(groups)
-        fmt, moments, state = self.fmt, self.moments, self.bootstrap
-        return {
-            name: RowsView(
-                stats[g],
-                columns[g],
-                fmt,
-                None if moments is None else moments.group(g),
-                self.missing,
-                keys[g],
-                None if state is None else state.group(g),
-            )
-            for g, name in enumerate(self.group_names)
-        }
+    def _group_views(self) -> Any:
+        from calibcli.summaries.group_views import GroupViews
+
+        return GroupViews(self)
 
     groups = property(by_group)
 
@@ -489,7 +470,14 @@ class CalibrationBuilder:
         if self.index is not None:
             assert self.grouped_table is not None
             remap = self.index.remap(part.group_names or ())
-            self.grouped_table.merge(part.table, remap)
+            table = self.grouped_table
+            first = table.groups == 0 and table.bins == part.table.bins
+            if first and bool((remap == np.arange(remap.shape[0])).all()):
+                # the first share's table, in the same group ids, is taken over (its summary
+                # is not read again): no second table of every group while merging
+                self.grouped_table = part.table
+            else:
+                table.merge(part.table, remap)
         else:
             assert self.source_table is not None
             self.source_table.merge(part.table)
@@ -525,7 +513,8 @@ class CalibrationBuilder:
     # ----- the result
 
     def summary(self, *, warnings: Iterable[str] = ()) -> CalibrationSummary:
-        """The summary of every source recorded so far (group names sorted)."""
+        """The summary of every source recorded so far (group names sorted). Under ``--by``
+        the builder hands its table over: ask once."""
         rows = None
         if self.keep_rows:
             if self.columns is None:
@@ -545,8 +534,7 @@ class CalibrationBuilder:
             assert self.grouped_table is not None
             names = tuple(sorted(self.index.names))
             order = GroupIndex(names).remap(self.index.names)  # first-seen id -> sorted id
-            table = BinTable(self.settings.bins, len(names))
-            table.merge(self.grouped_table, order)
+            table = self.grouped_table.reordered(order)
             if rows is not None:
                 right_ids, wrong_ids = (
                     self.group_ids.arrays()

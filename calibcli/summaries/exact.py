@@ -12,7 +12,8 @@ Each limb is stored as an integer-valued float64 (exact below 2**53), so numpy's
 adds a block's pieces without rounding: a row's value is cut on the limb grid into pieces of at
 most 32 bits (a value in [0, 1] has at most three non-zero pieces, its 53 bits spanning three
 32-bit limbs at most), a block of at most 2**16 rows sums each limb to less than 2**49, and
-carries are propagated (:meth:`ExactSums.normalize`) before any limb could reach 2**53. Only the
+carries are propagated (:meth:`ExactSums.normalize`) every 2**20 rows or so, before any limb
+could reach 2**53. Only the
 limbs a table uses are stored (a window ``[lo, lo + depth)``): a sum of confidences typically
 needs five limbs (40 bytes per cell in memory, 20 in a summary file).
 
@@ -37,8 +38,9 @@ ONE_LIMB = 34
 """The limb counting ones."""
 CHUNK = 1 << 16
 """Rows per bincount: a limb's sum of 32-bit pieces over a chunk stays below 2**49."""
-_NORMALIZE_EVERY = 8
-"""Chunks added between two carry propagations (8 chunks of 2**49 keep limbs below 2**53)."""
+_NORMALIZE_ROWS = 1 << 20
+"""Rows added between two carry propagations: a limb below 2**32 plus one piece of at most
+2**32 per row of fewer than 2**20 + :data:`CHUNK` rows stays below 2**53."""
 
 
 def fraction_pieces(
@@ -128,7 +130,7 @@ class ExactSums:
     def __init__(self, cells: int, lo: int = FRACTION_LIMB - 1, depth: int = 4) -> None:
         self.lo = lo
         self.limbs = np.zeros((cells, depth))
-        self._pending = 0  # chunks added since the last normalization
+        self._pending = 0  # rows added since the last normalization
 
     # ----- shape
 
@@ -140,12 +142,13 @@ class ExactSums:
     def depth(self) -> int:
         return int(self.limbs.shape[1])
 
-    def grow(self, cells: int) -> None:
-        """Room for at least ``cells`` cells (new cells hold 0; doubling)."""
+    def grow(self, cells: int, spare: float = 1.0) -> None:
+        """Room for at least ``cells`` cells (new cells hold 0), growing by ``spare`` of the
+        cells held at least (doubling by default)."""
         have = self.limbs.shape[0]
         if cells <= have:
             return
-        grown = np.zeros((max(cells, 2 * have), self.depth))
+        grown = np.zeros((max(cells, have + int(have * spare)), self.depth))
         grown[:have] = self.limbs
         self.limbs = grown
 
@@ -171,7 +174,9 @@ class ExactSums:
         :data:`CHUNK` rows: row i's pieces go to cell ``cells[i]`` (< ``ncells``), or, with
         ``at``, to cell ``at[cells[i]]`` (``cells`` then index the distinct cells ``at``);
         ``cells`` None: every row to cell 0."""
+        added = 0  # rows whose pieces were added: at most one piece per row and limb
         for limb, rows, values in pieces:
+            added = max(added, values.shape[0])
             if cells is None:  # one cell: integer-valued pieces sum exactly in any order
                 column = np.array([values.sum()])
             else:
@@ -185,8 +190,8 @@ class ExactSums:
                 self.limbs[:ncells, limb - self.lo] += column
             else:
                 self.limbs[at, limb - self.lo] += column
-        self._pending += 1
-        if self._pending >= _NORMALIZE_EVERY:
+        self._pending += added
+        if self._pending >= _NORMALIZE_ROWS:
             self.normalize()
 
     def add_fractions(self, cells: np.ndarray, values: np.ndarray, ncells: int) -> None:
@@ -262,7 +267,8 @@ def add_rows(target: np.ndarray, at: np.ndarray, values: np.ndarray) -> None:
     """``target[at[i]] += values[i]`` for every i, repeated targets included."""
     # distinct targets, found by counting them (targets are row indices of ``target``)
     if not at.shape[0] or int(np.bincount(at, minlength=1).max()) <= 1:
-        target[at] += values
+        for a in range(0, at.shape[0], CHUNK):  # in slices: small temporaries
+            target[at[a : a + CHUNK]] += values[a : a + CHUNK]
     else:
         np.add.at(target, at, values)
 
@@ -274,6 +280,23 @@ def limbs_to_float(limbs: np.ndarray, lo: int) -> np.ndarray:
     Vectorised: the top three limbs of each value give its 53-bit significand, the round bit
     and part of the sticky bit; the limbs below complete the sticky bit.
     """
+    cells = limbs.shape[0]
+    if cells <= _CELLS_AT_ONCE:
+        return _limbs_to_float(limbs, lo)
+    # elementwise per cell: in slices, so that its two dozen temporaries stay small
+    out = np.empty(cells)
+    for start in range(0, cells, _CELLS_AT_ONCE):
+        out[start : start + _CELLS_AT_ONCE] = _limbs_to_float(
+            limbs[start : start + _CELLS_AT_ONCE], lo
+        )
+    return out
+
+
+_CELLS_AT_ONCE = 1 << 16
+
+
+def _limbs_to_float(limbs: np.ndarray, lo: int) -> np.ndarray:
+    """:func:`limbs_to_float` of one slice of cells."""
     cells, depth = limbs.shape
     out = np.zeros(cells)
     if depth == 0 or cells == 0:

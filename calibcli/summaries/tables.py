@@ -28,13 +28,16 @@ _BLOCK = CHUNK  # rows per fold step (a reader's block is smaller): one step per
 # bincount over all of them costs less than finding the cells the rows touch); else into the
 # touched cells only. Exact sums: the same bits either way.
 _DENSE_CELLS_PER_ROW = 2
+_GROUPS_PER_SUM = 1 << 20  # limbs below 2**32 summed over this many groups stay below 2**53
 
 
-def grown(array: np.ndarray, rows: int) -> np.ndarray:
-    """``array`` with at least ``rows`` rows along axis 0 (doubling; new rows zero)."""
+def grown(array: np.ndarray, rows: int, spare: float = 1.0) -> np.ndarray:
+    """``array`` with at least ``rows`` rows along axis 0 (growing by ``spare`` of its rows at
+    least: doubling by default; new rows zero)."""
     if array.shape[0] >= rows:
         return array
-    out = np.zeros((max(rows, 2 * array.shape[0]), *array.shape[1:]), array.dtype)
+    have = array.shape[0]
+    out = np.zeros((max(rows, have + int(have * spare)), *array.shape[1:]), array.dtype)
     out[: array.shape[0]] = array
     return out
 
@@ -67,14 +70,15 @@ class BinTable:
 
     # ----- folding
 
-    def _room(self, groups: int) -> None:
+    def _room(self, groups: int, spare: float = 1.0) -> None:
+        """Room for ``groups`` groups (growing by ``spare`` of the rows held, at least)."""
         if groups <= self.groups:
             return
         cells = groups * self.bins
-        self.counts = grown(self.counts, cells)
-        self.conf.grow(2 * cells)
-        self.conf_sq.grow(2 * cells)
-        self.miss_sq.grow(cells)
+        self.counts = grown(self.counts, cells, spare)
+        self.conf.grow(2 * cells, spare)
+        self.conf_sq.grow(2 * cells, spare)
+        self.miss_sq.grow(cells, spare)
         self.groups = groups
 
     def add(
@@ -140,7 +144,9 @@ class BinTable:
         m = self.bins
         if at is None:
             at = np.arange(other.groups)
-        self._room(int(at.max()) + 1 if at.shape[0] else self.groups)
+        # a merge brings its groups at once: little room to spare (a share of 100,000 groups
+        # adding a few would otherwise double tables of hundreds of MB)
+        self._room(int(at.max()) + 1 if at.shape[0] else self.groups, spare=0.125)
         cells = (at[:, None] * m + np.arange(m)).reshape(-1)
         add_rows(self.counts, cells, other.counts[: other.groups * m])
         two = (2 * cells[:, None] + np.arange(2)).reshape(-1)
@@ -148,42 +154,94 @@ class BinTable:
         self.conf_sq.add(_window(other.conf_sq, 2 * other.groups * m), at=two)
         self.miss_sq.add(_window(other.miss_sq, other.groups * m), at=cells)
 
+    def reordered(self, order: np.ndarray) -> BinTable:
+        """A new table whose group ``order[j]`` holds this table's group ``j`` (``order`` a
+        permutation of the group ids): the same cells gathered in one pass each, as
+        :meth:`merge` into an empty table would add them. This table is emptied as its cells
+        are moved (it has no groups afterwards): both whole are never held at once."""
+        g, m = order.shape[0], self.bins
+        source = np.empty(g, np.intp)
+        source[order] = np.arange(g)
+        cells = (source[:, None] * m + np.arange(m)).reshape(-1)  # new cell -> old cell
+        two = (2 * cells[:, None] + np.arange(2)).reshape(-1)
+        out = BinTable(m, 0)
+        out.groups = g
+        out.counts = self.counts[cells]
+        self.counts = np.zeros((0, 2), np.int64)
+        for name, at in (("conf", two), ("conf_sq", two), ("miss_sq", cells)):
+            mine = getattr(self, name)
+            mine.normalize()
+            gathered = ExactSums(0, mine.lo, mine.depth)
+            gathered.limbs = mine.limbs[at]
+            mine.limbs = np.zeros((0, mine.depth))
+            setattr(out, name, gathered)
+        self.groups = 0
+        return out
+
     # ----- reading
 
-    def group_stats(self) -> list[Any]:
-        """:class:`~calibcli.metrics.core.BinStats` of every group, in id order."""
-        from calibcli.metrics import BinStats
+    def group_tables(self) -> Any:
+        """:class:`~calibcli.metrics.GroupTables` of every group: the fields of
+        :class:`~calibcli.metrics.core.BinStats` as (groups × bins) arrays, in id order."""
+        from calibcli.metrics import GroupTables
 
         g, m = self.groups, self.bins
         cells = g * m
-        counts = self.counts[:cells]
-        conf_all = _pair_sum(self.conf, cells, 2, (0, 1))
-        conf_right = _pair_sum(self.conf, cells, 2, (1,))
-        sq_all = _pair_sum(self.conf_sq, cells, 2, (0, 1))
-        error = _sq_error(self.conf_sq, self.miss_sq, cells)
-        out = []
-        for j in range(g):
-            s = slice(j * m, (j + 1) * m)
-            out.append(
-                BinStats(
-                    self.edges.copy(),
-                    counts[s].sum(axis=1),
-                    counts[s, 1].copy(),
-                    conf_all[s],
-                    sq_all[s],
-                    conf_right[s],
-                    error[s],
-                )
+        counts = self.counts[:cells].reshape(g, m, 2)
+        return GroupTables(
+            counts.sum(axis=2),
+            counts[:, :, 1].copy(),
+            _pair_sum(self.conf, cells, 2, (0, 1)).reshape(g, m),
+            _pair_sum(self.conf_sq, cells, 2, (0, 1)).reshape(g, m),
+            _pair_sum(self.conf, cells, 2, (1,)).reshape(g, m),
+            _sq_error(self.conf_sq, self.miss_sq, cells).reshape(g, m),
+        )
+
+    def group_stats(self) -> list[Any]:
+        """:class:`~calibcli.metrics.core.BinStats` of every group, in id order (rows of the
+        :meth:`group_tables` arrays, the edges one copy shared by all)."""
+        from calibcli.metrics import BinStats
+
+        t = self.group_tables()
+        edges = self.edges.copy()
+        return [
+            BinStats(edges, *row)
+            for row in zip(
+                t.count,
+                t.sum_correct,
+                t.sum_conf,
+                t.sum_conf_sq,
+                t.sum_conf_correct,
+                t.sum_sq_error,
+                strict=True,
             )
-        return out
+        ]
 
     def stats(self) -> Any:
         """:class:`~calibcli.metrics.core.BinStats` of every row (all groups together)."""
         if self.groups == 1:
             return self.group_stats()[0]
-        pooled = BinTable(self.bins)
-        pooled.merge(self, np.zeros(self.groups, np.intp))
-        return pooled.group_stats()[0]
+        return self.pooled().group_stats()[0]
+
+    def pooled(self) -> BinTable:
+        """A one-group table of every row: each cell's limbs summed over the groups (integers
+        below 2**53 as floats: exact in any order), carried every 2**20 groups."""
+        g, m = self.groups, self.bins
+        out = BinTable(m)
+        out.counts[:] = self.counts[: g * m].reshape(g, m, 2).sum(axis=0)
+        for mine, theirs, per in (
+            (out.conf, self.conf, 2 * m),
+            (out.conf_sq, self.conf_sq, 2 * m),
+            (out.miss_sq, self.miss_sq, m),
+        ):
+            theirs.normalize()
+            for start in range(0, g, _GROUPS_PER_SUM):
+                stop = min(start + _GROUPS_PER_SUM, g)
+                part = theirs.limbs[start * per : stop * per].reshape(stop - start, per, -1)
+                window = ExactSums(per, theirs.lo, theirs.depth)
+                window.limbs = part.sum(axis=0)
+                mine.add(window)
+        return out
 
 
 def _window(sums: ExactSums, cells: int) -> ExactSums:
