@@ -197,6 +197,21 @@ def _mapped(confidences: object, rule: Callable[[np.ndarray], np.ndarray]) -> np
     return out
 
 
+def _interpolated(c: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """np.interp(c, x, y), also where two points are closer than 1/DBL_MAX (subnormal
+    confidences): np.interp's slope (y1 − y0) / (x1 − x0) overflows there and gives ±inf or NaN.
+    Those entries take y0 + t·(y1 − y0) with t = (c − x0) / (x1 − x0) instead: the differences
+    of subnormals are exact, so t lies in [0, 1]. Every other entry is np.interp's own."""
+    out = np.interp(c, x, y)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        v = c[bad]
+        j = np.clip(np.searchsorted(x, v, side="right") - 1, 0, x.shape[0] - 2)
+        t = (v - x[j]) / (x[j + 1] - x[j])
+        out[bad] = y[j] + t * (y[j + 1] - y[j])
+    return out
+
+
 def _readonly(values: object) -> np.ndarray:
     arr = np.asarray(values, dtype=np.float64)
     if arr.flags.writeable:
@@ -396,7 +411,7 @@ class IsotonicCalibrator:
         object.__setattr__(self, "y", _readonly(self.y))
 
     def apply(self, confidences: object) -> np.ndarray:
-        return _mapped(confidences, lambda c: np.interp(c, self.x, self.y))
+        return _mapped(confidences, lambda c: _interpolated(c, self.x, self.y))
 
     def to_dict(self) -> dict[str, object]:
         return {"x": self.x.tolist(), "y": self.y.tolist()}
