@@ -42,7 +42,7 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from calibcli.metrics.core import bin_edges, bin_index
-from calibcli.metrics.isotonic import Blocks, isotonic_blocks, signed_zero
+from calibcli.metrics.isotonic import Blocks, interpolate, isotonic_blocks, signed_zero
 from calibcli.metrics.logistic import design_matrix, logistic_fit, sigmoid
 from calibcli.metrics.pairwise import SLICE, pairwise_sums
 from calibcli.metrics.roots import solve_increasing
@@ -194,21 +194,6 @@ def _mapped(confidences: object, rule: Callable[[np.ndarray], np.ndarray]) -> np
     out = np.empty(c.shape[0], dtype=np.float64)
     for a in range(0, c.shape[0], SLICE):
         out[a : a + SLICE] = rule(c[a : a + SLICE])
-    return out
-
-
-def _interpolated(c: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """np.interp(c, x, y), also where two points are closer than 1/DBL_MAX (subnormal
-    confidences): np.interp's slope (y1 − y0) / (x1 − x0) overflows there and gives ±inf or NaN.
-    Those entries take y0 + t·(y1 − y0) with t = (c − x0) / (x1 − x0) instead: the differences
-    of subnormals are exact, so t lies in [0, 1]. Every other entry is np.interp's own."""
-    out = np.interp(c, x, y)
-    bad = ~np.isfinite(out)
-    if bad.any():
-        v = c[bad]
-        j = np.clip(np.searchsorted(x, v, side="right") - 1, 0, x.shape[0] - 2)
-        t = (v - x[j]) / (x[j + 1] - x[j])
-        out[bad] = y[j] + t * (y[j + 1] - y[j])
     return out
 
 
@@ -411,7 +396,7 @@ class IsotonicCalibrator:
         object.__setattr__(self, "y", _readonly(self.y))
 
     def apply(self, confidences: object) -> np.ndarray:
-        return _mapped(confidences, lambda c: _interpolated(c, self.x, self.y))
+        return _mapped(confidences, lambda c: interpolate(c, self.x, self.y))
 
     def to_dict(self) -> dict[str, object]:
         return {"x": self.x.tolist(), "y": self.y.tolist()}

@@ -19,7 +19,7 @@ import numpy as np
 
 from calibcli.metrics.pairwise import SLICE
 
-__all__ = ["Blocks", "isotonic_blocks"]
+__all__ = ["Blocks", "interpolate", "isotonic_blocks"]
 
 # (first confidence, last confidence, right answers, rows) of each block, in order
 Blocks = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -144,3 +144,19 @@ def _pool_stack(blocks: Blocks) -> Blocks:
         np.array(s_right, dtype=np.int64),
         np.array(s_rows, dtype=np.int64),
     )
+
+
+def interpolate(c: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The isotonic map at ``c`` through the points (x, y): np.interp(c, x, y), also where two
+    points are closer than 1/DBL_MAX (subnormal confidences): np.interp's slope
+    (y1 − y0) / (x1 − x0) overflows there and gives ±inf or NaN. Those entries take
+    y0 + t·(y1 − y0) with t = (c − x0) / (x1 − x0) instead: the differences of subnormals are
+    exact, so t lies in [0, 1]. Every other entry is np.interp's own."""
+    out = np.interp(c, x, y)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        v = c[bad]
+        j = np.clip(np.searchsorted(x, v, side="right") - 1, 0, x.shape[0] - 2)
+        t = (v - x[j]) / (x[j + 1] - x[j])
+        out[bad] = y[j] + t * (y[j + 1] - y[j])
+    return out
