@@ -36,24 +36,63 @@ def _on_interrupt_exit() -> Any:
 
 _previous = _on_interrupt_exit()
 
-from calibcli.cli.app import app  # noqa: E402 (typer's import is the slow part of a start)
+# typer's import is the slow part of a start
+_app_module = importlib.import_module("calibcli.cli.app")
 
-# importing a module registers its commands, in this order in --help: measure, decide, compare
-for _module in (
-    "perplexity",
-    "calibrate",
-    "reliability",
-    "threshold",
-    "fit",
-    "apply",
-    "compare",
-    "parts",
-    "render",
-):
-    importlib.import_module(f"calibcli.cli.commands.{_module}")
+# The command modules, in their order in --help (measure, decide, compare), and the commands each
+# registers on the app when imported. A run of one command imports only its module (see main);
+# anything else, and the package's ``app`` attribute, imports them all.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "perplexity": ("perplexity",),
+    "calibrate": ("calibrate",),
+    "reliability": ("reliability",),
+    "threshold": ("threshold",),
+    "fit": ("fit",),
+    "apply": ("apply",),
+    "compare": ("compare",),
+    "parts": ("summarize", "merge"),
+    "render": ("render",),
+}
+
+# importing the submodule bound the name app to it; the package's app is the typer app with
+# every command registered, built on first access (module __getattr__)
+del globals()["app"]
 
 if _previous is not None:  # importing the package must not change a program's Ctrl-C
     signal.signal(signal.SIGINT, _previous)
+
+
+def _register(modules: tuple[str, ...] | list[str] | Any = COMMAND_MODULES) -> Any:
+    """Import command modules (each registers its commands) and return the typer app."""
+    for module in modules:
+        importlib.import_module(f"calibcli.cli.commands.{module}")
+    return _app_module.app
+
+
+def _all_commands() -> Any:
+    """The app with every command registered, in --help's order whichever module came first."""
+    app = _register(COMMAND_MODULES)
+    order = {f"calibcli.cli.commands.{module}": i for i, module in enumerate(COMMAND_MODULES)}
+    app.registered_commands.sort(key=lambda info: order[info.callback.__module__])
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _all_commands()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _app_for(args: list[str]) -> Any:
+    """The app with only the invoked command's module imported when the first argument names a
+    command (its help, usage errors and run are the same); every command otherwise (--help, a
+    bare calibcli, an unknown name, shell completion, which lists the commands)."""
+    if args and "_CALIBCLI_COMPLETE" not in os.environ:
+        for module, commands in COMMAND_MODULES.items():
+            if args[0] in commands:
+                return _register((module,))
+    return _all_commands()
+
 
 __all__ = ["app", "main"]
 
@@ -66,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     previous = _on_interrupt_exit()
     code: Any = None
     try:
-        app(args=argv, prog_name="calibcli")
+        _app_for(sys.argv[1:] if argv is None else list(argv))(args=argv, prog_name="calibcli")
     except SystemExit as exc:
         code = exc.code
         if code == 130:
