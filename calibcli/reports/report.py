@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from calibcli.reports.gate import Gate, evaluate
-from calibcli.reports.group_table import GroupTable
 
 SCHEMA_VERSION = 1
 DEFAULT_MIN_POPULATED_BINS = 3
@@ -70,21 +70,25 @@ class Report:
     def passed(self) -> bool:
         return not self.failures
 
+    def _has_group_table(self) -> bool:
+        table = _group_table_type()
+        return table is not None and any(type(v) is table for v in self.body.values())
+
     def to_json(self) -> str:
-        if not any(type(v) is GroupTable for v in self.body.values()):
+        if not self._has_group_table():
             return json.dumps(self.body, allow_nan=False) + "\n"
         return "".join(self.json_pieces())
 
     def json_pieces(self) -> Iterator[str]:
         """:meth:`to_json` in pieces, made as they are asked for: a table of many groups is
         written a few thousand groups at a time, never held whole."""
-        if not any(type(v) is GroupTable for v in self.body.values()):
+        if not self._has_group_table():
             yield self.to_json()
             return
         # a table of groups writes its own text, spliced in as json.dumps would write it
         for i, (k, v) in enumerate(self.body.items()):
             yield f"{', ' if i else '{'}{json.dumps(k)}: "
-            if type(v) is GroupTable:
+            if type(v) is _group_table_type():
                 yield from v.json_pieces()
             else:
                 yield json.dumps(v, allow_nan=False)
@@ -92,6 +96,14 @@ class Report:
 
 
 # --------------------------------------------------------------------------- JSON helpers
+
+
+def _group_table_type() -> type | None:
+    """:class:`~calibcli.reports.group_table.GroupTable` once its module is loaded, else None:
+    no table of groups exists before, and a report without groups (perplexity, one file) does
+    not pay for loading it."""
+    module = sys.modules.get("calibcli.reports.group_table")
+    return None if module is None else module.GroupTable
 
 
 def num(x: Any) -> Any:
@@ -122,7 +134,7 @@ def strict(obj: Any, path: str = "", bad: list[tuple[str, float]] | None = None)
                 out[k] = (
                     v if v - v == 0.0 else _non_finite(v, f"{path}.{k}" if path else str(k), bad)
                 )
-            elif kind is CheckedFigures or kind is GroupTable:
+            elif kind is CheckedFigures or kind is _group_table_type():
                 out[k] = v.strict(f"{path}.{k}" if path else str(k), bad)
             else:
                 out[k] = strict(v, f"{path}.{k}" if path else str(k), bad)

@@ -12,13 +12,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+MAGIC = b"CALIBCLI SUMMARY"
+"""The first bytes of a summary file (a part): what tells it from rows."""
+
 _LAZY = {
     "CalibrationBuilder": "calibcli.summaries.calibration",
     "CalibrationSettings": "calibcli.summaries.calibration",
     "CalibrationSummary": "calibcli.summaries.calibration",
     "RowsView": "calibcli.summaries.calibration",
     "Source": "calibcli.summaries.calibration",
-    "SummaryMismatch": "calibcli.summaries.calibration",
+    "SummaryMismatch": "calibcli.summaries.ids",
     "PerplexityBuilder": "calibcli.summaries.perplexity",
     "PerplexitySettings": "calibcli.summaries.perplexity",
     "PerplexitySummary": "calibcli.summaries.perplexity",
@@ -54,7 +57,6 @@ _LAZY = {
     "merge_perplexity": "calibcli.summaries.perplexity",
     "from_bytes": "calibcli.summaries.encoding",
     "to_bytes": "calibcli.summaries.encoding",
-    "MAGIC": "calibcli.summaries.encoding",
     "line_keys": "calibcli.summaries.ids",
     "locator_numbers": "calibcli.summaries.ids",
     "mix64_in_place": "calibcli.summaries.ids",
@@ -77,7 +79,7 @@ _LAZY = {
     ),
 }
 
-__all__ = sorted(_LAZY)
+__all__ = sorted([*_LAZY, "MAGIC"])
 
 
 def __getattr__(name: str) -> Any:

@@ -20,14 +20,10 @@ import numpy as np
 
 from calibcli.metrics import phase
 from calibcli.summaries.fingerprint import RowFingerprint, calibration_hashes
-from calibcli.summaries.ids import IdLog, RowIds
+from calibcli.summaries.ids import IdLog, RowIds, SummaryMismatch, merged_ids
 from calibcli.summaries.rows import ColumnBuffer, GroupIndex, RowColumns
 from calibcli.summaries.sources import Source, coalesce, overall_format, source_formats
 from calibcli.summaries.tables import BinTable
-
-
-class SummaryMismatch(ValueError):
-    """Summaries that cannot be merged (other kinds or settings); the message says why."""
 
 
 @dataclass(frozen=True)
@@ -327,17 +323,6 @@ def merge_calibration(summaries: list[CalibrationSummary]) -> CalibrationSummary
         missing,
         bootstrap,
     )
-
-
-def merged_ids(summaries: list[Any]) -> RowIds | None:
-    """The ids of merged summaries; SummaryMismatch when a row is in two of them."""
-    ids = RowIds.concat([s.row_ids for s in summaries if s.row_ids is not None])
-    if ids is not None and ids.repeated() is not None:
-        raise SummaryMismatch(
-            "a row is in two of the parts (the same id): parts of one input merged twice, or "
-            "re-runs of a task; merge each row once"
-        )
-    return ids
 
 
 class CalibrationBuilder:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from calibcli.summaries import MAGIC
 from calibcli.summaries.calibration import (
     CalibrationSettings,
     CalibrationSummary,
@@ -38,7 +39,6 @@ from calibcli.summaries.perplexity import PerplexitySettings, PerplexitySummary
 from calibcli.summaries.rows import RowColumns
 from calibcli.summaries.tables import BinTable, TotalsTable
 
-MAGIC = b"CALIBCLI SUMMARY"
 FORMAT_VERSION = 1
 _PREFIX = struct.Struct("<16sIIQ")
 _DTYPES = {"<f8": np.float64, "<i8": np.int64, "<u4": np.uint32, "<u8": np.uint64}

@@ -11,6 +11,10 @@ from typing import Any
 import numpy as np
 
 
+class SummaryMismatch(ValueError):
+    """Summaries that cannot be merged (other kinds or settings); the message says why."""
+
+
 @dataclass(frozen=True, eq=False)
 class RowIds:
     """Hashes (uint64) and lines (int64, -1 when not a line) of identified rows, in input
@@ -115,3 +119,14 @@ def line_keys(content: str, lines: np.ndarray) -> np.ndarray:
     """The keys of rows known by their lines (or hashed locators) in a source of ``content``:
     mix64(content_key ^ mix64(line))."""
     return mix64(content_key(content) ^ mix64(lines))
+
+
+def merged_ids(summaries: list[Any]) -> RowIds | None:
+    """The ids of merged summaries; SummaryMismatch when a row is in two of them."""
+    ids = RowIds.concat([s.row_ids for s in summaries if s.row_ids is not None])
+    if ids is not None and ids.repeated() is not None:
+        raise SummaryMismatch(
+            "a row is in two of the parts (the same id): parts of one input merged twice, or "
+            "re-runs of a task; merge each row once"
+        )
+    return ids

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.metrics import phase
-from calibcli.summaries.calibration import SummaryMismatch
+from calibcli.summaries.ids import SummaryMismatch
 
 TABLE_MODES = ("auto", "always", "never")
 """``summarize --table``: keep the distinct-value table up to the cap, always, or never."""

@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError
-from calibcli.summaries.calibration import SummaryMismatch, merged_ids
-from calibcli.summaries.ids import IdLog, RowIds
+from calibcli.summaries.ids import IdLog, RowIds, SummaryMismatch, merged_ids
 from calibcli.summaries.rows import GroupIndex
 from calibcli.summaries.sources import Source, coalesce, overall_format, source_formats
 from calibcli.summaries.tables import TotalsTable
