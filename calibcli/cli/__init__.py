@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -62,7 +63,7 @@ if _previous is not None:  # importing the package must not change a program's C
     signal.signal(signal.SIGINT, _previous)
 
 
-def _register(modules: tuple[str, ...] | list[str] | Any = COMMAND_MODULES) -> Any:
+def _register(modules: Iterable[str] = COMMAND_MODULES) -> Any:
     """Import command modules (each registers its commands) and return the typer app."""
     for module in modules:
         importlib.import_module(f"calibcli.cli.commands.{module}")

@@ -121,7 +121,6 @@ def frame_task(spec: FrameSpec, table: str, partition: int, batches: Any) -> Tas
     return TaskResult(payload=_part_bytes(summary, table, spec.bootstrap))
 
 
-@held_memory
 def empty_task(spec: FrameSpec, table: str) -> TaskResult:
     """The part of a DataFrame without partitions: no rows."""
     return frame_task(spec, table, 0, [])

@@ -387,14 +387,11 @@ def _contains(block: memoryview | bytes, key: bytes) -> bool:
 
     A byte of the key that the block lacks rules the key out: each such test is one ``memchr``,
     while the search for the whole key stops at every quote, the commonest byte of JSON."""
-    obj = block.obj if isinstance(block, memoryview) else block
-    if isinstance(obj, (bytes, bytearray)):
-        end = len(block)
-        for byte in _probe_bytes(key):
-            if obj.find(byte, 0, end) < 0:
-                return False
-        return obj.find(key, 0, end) >= 0
-    return key in bytes(block)  # pragma: no cover - other buffers
+    data, end = _searchable(block), len(block)
+    for byte in _probe_bytes(key):
+        if data.find(byte, 0, end) < 0:
+            return False
+    return data.find(key, 0, end) >= 0
 
 
 def _searchable(block: memoryview | bytes) -> bytes | bytearray:

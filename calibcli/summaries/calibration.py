@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from calibcli.summaries.ids import IdLog, RowIds, SummaryMismatch, merged_ids
 from calibcli.summaries.rows import ColumnBuffer, GroupIndex, RowColumns
 from calibcli.summaries.sources import Source, coalesce, overall_format, source_formats
 from calibcli.summaries.tables import BinTable
+
+if TYPE_CHECKING:
+    from calibcli.summaries.group_views import GroupViews
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,7 @@ class CalibrationSummary:
             self.table.stats(), self.columns, self.fmt, moments, self.missing, keys, state
         )
 
-    def by_group(self) -> Any:
+    def by_group(self) -> GroupViews | None:
         """One view per ``--by`` group, in name order (None without ``--by``). The groups' kept
         rows are copies, made on the first call and reused: an estimator may sort the pooled
         rows in place afterwards without disturbing them."""
@@ -154,7 +157,7 @@ class CalibrationSummary:
             self._views["groups"] = self._group_views()
         return self._views["groups"]
 
-    def _group_views(self) -> Any:
+    def _group_views(self) -> GroupViews:
         from calibcli.summaries.group_views import GroupViews
 
         return GroupViews(self)

@@ -81,7 +81,7 @@ class GroupViews(Mapping):
             None if s.bootstrap is None else s.bootstrap.group(g),
         )
 
-    def rows(self) -> np.ndarray:
+    def rows(self) -> np.ndarray | None:
         """Each group's kept rows (int64; None when the rows were not kept)."""
         if self.right is None:
             return None
