@@ -410,7 +410,7 @@ def read_summary(path) -> tuple[dict, dict]:
     """(header, arrays) of a summary file, read by its documented layout alone."""
     blob = Path(path).read_bytes()
     magic, version, reserved, length = struct.unpack_from("<16sIIQ", blob)
-    assert (magic, version, reserved) == (b"CALIBCLI SUMMARY", 1, 0)
+    assert (magic, version, reserved) == (b"CALIBCLI SUMMARY", 2, 0)
     assert length % 8 == 0
     header = json.loads(blob[32 : 32 + length].decode())
     offset, arrays = 32 + length, {}

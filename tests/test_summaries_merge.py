@@ -147,7 +147,8 @@ def test_merge_refuses_other_settings():
     ("blob", "message"),
     [
         (b"not a summary", "not a calibcli summary"),
-        (b"CALIBCLI SUMMARY" + (2).to_bytes(4, "little") + bytes(12), "format version 2"),
+        (b"CALIBCLI SUMMARY" + (3).to_bytes(4, "little") + bytes(12), "format version 3"),
+        (b"CALIBCLI SUMMARY" + (0).to_bytes(4, "little") + bytes(12), "format version 0"),
         (
             b"CALIBCLI SUMMARY" + (1).to_bytes(4, "little") + bytes(4) + (99).to_bytes(8, "little"),
             "truncated",

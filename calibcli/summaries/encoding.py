@@ -3,7 +3,7 @@
 Layout (all integers little-endian)::
 
     b"CALIBCLI SUMMARY"          16 bytes, the magic
-    u32 format version            FORMAT_VERSION (1); other versions are refused
+    u32 format version            FORMAT_VERSION (2); 1 is read too, others are refused
     u32 0                         reserved
     u64 header length             bytes of the header that follows
     header                        UTF-8 JSON, padded with spaces to a multiple of 8 bytes
@@ -13,7 +13,11 @@ Layout (all integers little-endian)::
 The header holds the summary's kind (``calibration`` or ``perplexity``), its settings, group
 names, sources, warnings and scalars, and ``arrays``: ``[{"name", "dtype", "shape"}]`` with
 dtypes ``<f8``, ``<i8``, ``<u4`` or ``<u8``. A table's exact sums are stored as ``<u4`` limbs
-(see :mod:`calibcli.summaries.exact`) with the index of their lowest limb. Any other program can
+(see :mod:`calibcli.summaries.exact`) with the index of their lowest limb; the smooth ECE's grid
+histograms sparse, per grid size m: each kept cell's flat index into its group's (2, m)
+histogram (``<u4``), its value (``<f8``) and where each group's cells start (``<i8``, groups + 1
+entries); a cell left out is +0.0 (:class:`calibcli.summaries.moments.SparseGrids`). Any other
+program can
 read a summary with a JSON parser and, e.g., ``numpy.frombuffer``. Nothing in it depends on the
 clock, so the same rows give the same bytes.
 """
@@ -39,7 +43,9 @@ from calibcli.summaries.perplexity import PerplexitySettings, PerplexitySummary
 from calibcli.summaries.rows import RowColumns
 from calibcli.summaries.tables import BinTable, TotalsTable
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READ_VERSIONS = (1, 2)
+"""Version 1 held the smooth-ECE grids dense (about 300 KB a group); it is read as version 2."""
 _PREFIX = struct.Struct("<16sIIQ")
 _DTYPES = {"<f8": np.float64, "<i8": np.int64, "<u4": np.uint32, "<u8": np.uint64}
 ROW_ARRAYS = ("rows.right", "rows.wrong", "rows.right_groups", "rows.wrong_groups")
@@ -110,10 +116,16 @@ def _moments(arrays: _Arrays, moments: Any) -> dict[str, Any] | None:
         "groups": moments.groups,
         "nll": _sums(arrays, "moments.nll", moments.nll, moments.groups),
         "infinite": arrays.ref("moments.infinite", moments.infinite, "<i8"),
-        "grids": {
-            str(m): arrays.ref(f"moments.grid.{m}", grid, "<f8")
-            for m, grid in sorted(moments.grids.items())
-        },
+        "grids": {str(m): _grid(arrays, m, grid) for m, grid in sorted(moments.grids.items())},
+    }
+
+
+def _grid(arrays: _Arrays, m: int, grid: Any) -> dict[str, str]:
+    cells, values, offsets = grid.arrays()
+    return {
+        "cells": arrays.ref(f"moments.grid.{m}.cells", cells, "<u4"),
+        "values": arrays.ref(f"moments.grid.{m}.values", values, "<f8"),
+        "offsets": arrays.ref(f"moments.grid.{m}.offsets", offsets, "<i8"),
     }
 
 
@@ -205,10 +217,10 @@ def read_header(data: bytes | memoryview) -> tuple[dict[str, Any], int]:
     if len(data) < _PREFIX.size or bytes(data[:16]) != MAGIC:
         raise SummaryError("not a calibcli summary (no summary header)")
     _, version, _, length = _PREFIX.unpack(bytes(data[: _PREFIX.size]))
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         raise SummaryError(
-            f"a calibcli summary of format version {version}; this calibcli reads version "
-            f"{FORMAT_VERSION}"
+            f"a calibcli summary of format version {version}; this calibcli reads versions "
+            f"{READ_VERSIONS[0]} to {READ_VERSIONS[-1]}"
         )
     end = _PREFIX.size + length
     if length > len(data) - _PREFIX.size:
@@ -473,17 +485,49 @@ def _get_moments(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
     if spec is None:
         return None
     from calibcli.metrics import stored_grid_sizes
-    from calibcli.summaries.moments import RowMoments
+    from calibcli.summaries.moments import RowMoments, SparseGrids
 
+    bad_shape = SummaryError("a damaged calibcli summary (a smooth-ECE grid has a bad shape)")
     try:
         groups = int(spec["groups"])
         infinite = arrays[spec["infinite"]].astype(np.int64)
-        grids = {int(m): arrays[name].astype(np.float64) for m, name in spec["grids"].items()}
-    except (KeyError, TypeError, ValueError, AttributeError):
+        stored = {int(m): names for m, names in spec["grids"].items()}
+        if sorted(stored) != list(stored_grid_sizes()) or infinite.shape != (groups,):
+            raise SummaryError("a damaged calibcli summary (its row sums have a bad shape)")
+        grids = {}
+        for m, names in stored.items():
+            if isinstance(names, str):  # format version 1: a dense (groups, 2, m) array
+                grid = arrays[names].astype(np.float64)
+                if grid.shape != (groups, 2, m):
+                    raise bad_shape
+                grids[m] = SparseGrids.of_dense(grid)
+                continue
+            cells = arrays[names["cells"]].astype(np.int64)
+            values = arrays[names["values"]].astype(np.float64)
+            offsets = arrays[names["offsets"]].astype(np.int64)
+            if not _sparse_ok(cells, values, offsets, groups, 2 * m):
+                raise bad_shape
+            grids[m] = SparseGrids(m, groups, cells, values, offsets)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        if isinstance(e, SummaryError):
+            raise
         raise SummaryError("a damaged calibcli summary (its row sums are incomplete)") from None
-    if sorted(grids) != list(stored_grid_sizes()) or infinite.shape != (groups,):
-        raise SummaryError("a damaged calibcli summary (its row sums have a bad shape)")
-    for m, grid in grids.items():
-        if grid.shape != (groups, 2, m):
-            raise SummaryError("a damaged calibcli summary (a smooth-ECE grid has a bad shape)")
     return RowMoments(groups, _get_sums(spec.get("nll"), arrays, groups), infinite, grids)
+
+
+def _sparse_ok(
+    cells: np.ndarray, values: np.ndarray, offsets: np.ndarray, groups: int, width: int
+) -> bool:
+    """Whether sparse histograms are well formed: offsets from 0 to the entries, never
+    falling; each group's cells rising and inside its (2, m) histogram; no +0.0 kept."""
+    n = cells.shape[0]
+    if cells.ndim != 1 or values.shape != (n,) or offsets.shape != (groups + 1,):
+        return False
+    if offsets[0] != 0 or offsets[-1] != n or np.any(np.diff(offsets) < 0):
+        return False
+    if n and (cells.min() < 0 or cells.max() >= width):
+        return False
+    rising = np.ones(n, bool)
+    rising[1:] = cells[1:] > cells[:-1]
+    rising[offsets[1:-1][offsets[1:-1] < n]] = True  # a group's first entry starts afresh
+    return bool(rising.all()) and not np.any(values.view(np.uint64) == 0)
