@@ -8,19 +8,20 @@ computes ``W.T @ X`` with one ``cblas_dgemm(RowMajor, Trans, NoTrans, k, k, n, 1
 
 * dgemm: OpenBLAS's level-3 driver walks the n rows in blocks of GEMM_Q (its last two blocks
   split by its own rule) and adds each block's product into C in order. Called slice by slice
-  with beta = 1 after the first, slices whose edges are multiples of ``_BLOCK`` (a multiple of
-  every GEMM_Q OpenBLAS uses) and a last slice of at least ``_BLOCK`` rows, the blocks and
-  their order are the whole call's.
+  with beta = 1 after the first, slice edges on multiples of ``_BLOCK`` (a multiple of the
+  kernel's GEMM_Q, 256 on Haswell) and a last slice of at least ``_BLOCK`` rows, the blocks
+  and their order are the whole call's.
 * dgemv: for k < 4 OpenBLAS's kernel sums each output over all n rows into one running scalar,
-  four rows at a time from the start, and adds it to y at the end. Each slice after the first
-  is given four rows in front: the first holds the sums so far and is multiplied by 1, the
-  others are zeros, so the running scalar starts from those sums as the whole call's does
-  there (``s·1 + 0·0 = s`` and ``s + 0 = s`` are exact).
+  four rows at a time from the start, and adds it to y at the end. Each slice is given four
+  rows in front: the first holds the sums so far (zeros for the first slice) and is multiplied
+  by 1, the others are zeros, so the running scalar starts from those sums as the whole
+  call's does there (``s·1 + 0·0 = s`` and ``s + 0 = s`` are exact).
 
 Neither is promised by BLAS: they depend on the library, its version, its kernel for this CPU
-and its thread count. So the sliced products are used only where :func:`sliced_products`
-found numpy's OpenBLAS by its symbols and a probe at the current thread count gave the whole
-products bit for bit; elsewhere the caller takes the whole arrays.
+and its thread count (with two BLAS threads the sliced dgemv differs here from the whole one).
+So the sliced products are used only where :func:`sliced_products` found numpy's OpenBLAS by
+its symbols and a probe at the current thread count gave the whole products bit for bit;
+elsewhere the caller takes the whole arrays.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 
 __all__ = ["MIN_ROWS", "gram_and_dot", "slice_edges", "sliced_products"]
 
-_BLOCK = 7680  # 2^9 · 3 · 5: a multiple of every GEMM_Q (128 ... 768) OpenBLAS uses for doubles
+_BLOCK = 7680  # 2^9 · 3 · 5: a multiple of the usual double GEMM_Q values (the probe checks)
 _ROWS = 16 * _BLOCK  # rows of a slice
 MIN_ROWS = 2 * _ROWS  # fewer rows are multiplied whole: their copies are small
 
