@@ -84,11 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         "`os.wait4`'s rusage of the process; CPU is user + system of the large run. Targets: "
         f"threshold <= {TARGETS['threshold']:g}, fit <= {TARGETS['fit']:g} bytes/row.",
         "",
-        "Every fit keeps the rows' confidences (8 bytes/row). platt and beta also hold their "
-        "design matrix (n × 2 or n × 3 doubles) and, for BLAS's Hessian product, its weighted "
-        "copy: a sliced product would add in another order and change the fitted parameters' "
-        "last digits, so 8 + 32 and 8 + 48 bytes/row are their floors while they stay "
-        "byte-identical.",
+        "Every fit keeps the rows' confidences (8 bytes/row): the report applies the fitted "
+        "map to them. platt and beta also hold their design matrix's feature columns (n × 1 "
+        "or n × 2 doubles) and take the Hessian and gradient products a slice of rows at a "
+        "time, by the BLAS calls numpy makes on the whole arrays, where a probe shows numpy's "
+        "OpenBLAS gives them bit for bit (one BLAS thread, as the CLI runs); elsewhere they "
+        "hold the whole design matrix and its weighted copy (8 + 32 and 8 + 48 bytes/row).",
         "",
         f"| command | peak at {label(base)} | peak at {label(rows)} | bytes/row | target | "
         f"met | CPU at {label(rows)} |",

@@ -364,11 +364,11 @@ class PlattCalibrator:
     @classmethod
     def _fit(cls, parts: tuple[np.ndarray, ...], labels: _Labels) -> PlattCalibrator:
         features = design_matrix(parts, lambda c: (_logit(c),))
-        z = features[:, 0]
+        z = features.column(0)
         if np.min(z) == np.max(z):
             raise ValueError("platt cannot be fitted: every confidence is the same")
         n_pos = labels.n_pos
-        n_neg = features.shape[0] - n_pos
+        n_neg = features.n - n_pos
         right, wrong = (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0)
         start = np.array([0.0, math.log((n_pos + 1.0) / (n_neg + 1.0))])
         a, b = logistic_fit(features, labels.targets(right, wrong), start, "platt")
