@@ -19,8 +19,11 @@ the denominator Σ(D(t_k) + ε) from the density histogram h as h·w + T·ε, w 
 (the smoothing's adjoint applied to ones). Both are sums of terms that are non-negative up to
 rounding, so the estimate lies within about 1e-11 of the transformed denominator (1e-15 was
 the largest gap on random groups); a step whose estimate lies within 1e-4 of σ, and the final
-bandwidth, transform the density as the one-group code does. That is 12 inverse transforms a
-group instead of 22, and the comparisons and the final floats are the one-group code's.
+bandwidth, transform the density as the one-group code does. And since Σ|R(t_k)| ≥ |Σ R(t_k)|
+= |h_r·w| for the residual histogram h_r, a step where that alone puts smECE_σ well above σ
+goes up without transforming the residual either. On 1,000 groups of 1,000 rows that is about
+9 inverse transforms a group instead of 22; the comparisons and the final floats are the
+one-group code's.
 
 Why the batch gives the same bits as the one-group path:
 
