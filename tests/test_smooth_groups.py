@@ -134,3 +134,16 @@ def test_the_row_by_row_interpolation_gives_the_same_floats(monkeypatch):
     monkeypatch.setattr(smooth_groups, "_formula_is_interp", lambda: False)
     assert smooth_ece_groups(groups) == stacked
     _assert_each_group_equal(groups)
+
+
+@pytest.mark.parametrize("margin", [0.0, 1e9])
+def test_the_denominator_estimate_decides_as_the_transform_does(monkeypatch, margin):
+    # margin 0: every step decided from the estimate and the bound wherever they allow;
+    # margin 1e9: every step in doubt, so the density is always transformed, as one group does
+    monkeypatch.setattr(smooth_groups, "_MARGIN", margin)
+    rng = np.random.default_rng(31)
+    groups = _edge_groups(rng, ordered=True)
+    for n in (30, 400, 2000):
+        conf = rng.beta(5.0, 1.0, n)  # overconfident: the bound settles the low steps
+        groups.append(_halves(conf, rng.random(n) < conf**2, ordered=True))
+    _assert_each_group_equal(groups)

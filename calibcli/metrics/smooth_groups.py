@@ -13,6 +13,18 @@ the transform and the interpolation work on arrays that stay in the processor's 
 rare finer grids (σ ≤ 10/1024, a large well calibrated group) are evaluated group by group with
 the one-group code.
 
+A step of the search needs smECE_σ only to compare it with σ; its value is kept only at the
+bandwidth the search ends on. So a step transforms each group's residual alone and estimates
+the denominator Σ(D(t_k) + ε) from the density histogram h as h·w + T·ε, w being fixed by σ
+(the smoothing's adjoint applied to ones). Both are sums of terms that are non-negative up to
+rounding, so the estimate lies within about 1e-11 of the transformed denominator (1e-15 was
+the largest gap on random groups); a step whose estimate lies within 1e-4 of σ, and the final
+bandwidth, transform the density as the one-group code does. And since Σ|R(t_k)| ≥ |Σ R(t_k)|
+= |h_r·w| for the residual histogram h_r, a step where that alone puts smECE_σ well above σ
+goes up without transforming the residual either. On 1,000 groups of 1,000 rows that is about
+9 inverse transforms a group instead of 22; the comparisons and the final floats are the
+one-group code's.
+
 Why the batch gives the same bits as the one-group path:
 
 * numpy's FFTs transform each row of a stacked array on its own, with the plan of that length,
@@ -98,29 +110,44 @@ def _search_chunk(
         return values, bandwidths
     histograms = _coarse_histograms(parts, curves)
     k = len(curves)
-    size, flat = histogram_spectra(histograms.reshape(2 * k, _COARSE))
-    spectra = flat.reshape(k, 2, flat.shape[1])
+    # transformed part by part (each row on its own: the same floats in any order), so that
+    # each part's spectra are one block
+    stacked = np.concatenate([histograms[:, 0], histograms[:, 1]])
+    size, flat = histogram_spectra(stacked)
+    spectra = flat.reshape(2, k, flat.shape[1])
     del histograms, flat
-    evaluate = _Evaluation(curves, spectra, size, kernels)
+    evaluate = _Evaluation(curves, spectra, size, kernels, stacked.reshape(2, k, _COARSE))
+    # each group's smECE at its upper end, as its numerator and its denominator (each nan
+    # until computed: only the final upper end's are needed)
     upper = np.ones(k)
-    upper_error = evaluate(np.arange(k), upper)
+    everyone = np.arange(k)
+    upper_num, approx, upper_den = evaluate(everyone, upper)
     lower = np.zeros(k)
     # the one-group search returns at once when error(1) > 1 (it cannot happen: error < 1)
-    searching = ~(upper < upper_error)
+    searching = ~evaluate.above(everyone, upper, upper_num, approx, upper_den)
     for _ in range(_BISECTION_STEPS):
         mid = (upper + lower) / 2  # exact: the ends stay dyadic
         below = searching & (mid < _MIN_BANDWIDTH)
         lower[below] = mid[below]
         evaluated = searching & ~below
-        mid_error = np.zeros(k)
         active = np.flatnonzero(evaluated)
-        if active.shape[0]:
-            mid_error[active] = evaluate(active, mid[active])
-        up = evaluated & (mid < mid_error)
-        lower[up] = mid[up]
-        down = evaluated & ~up
-        upper[down] = mid[down]
-        upper_error[down] = mid_error[down]
+        if not active.shape[0]:
+            continue
+        sigmas = mid[active]
+        num, approx, den = evaluate(active, sigmas)
+        up = evaluate.above(active, sigmas, num, approx, den)
+        lower[active[up]] = sigmas[up]
+        down = active[~up]
+        upper[down] = sigmas[~up]
+        upper_num[down] = num[~up]
+        upper_den[down] = den[~up]
+    unknown = np.flatnonzero(np.isnan(upper_num))
+    if unknown.shape[0]:
+        upper_num[unknown] = evaluate.residual(unknown, upper[unknown])
+    unknown = np.flatnonzero(np.isnan(upper_den))
+    if unknown.shape[0]:
+        upper_den[unknown] = evaluate.density(unknown, upper[unknown])
+    upper_error = upper_num / upper_den
     for g, value, bandwidth in zip(rows, upper_error.tolist(), upper.tolist(), strict=True):
         values[g] = value
         bandwidths[g] = bandwidth
@@ -128,37 +155,84 @@ def _search_chunk(
 
 
 class _Kernels:
-    """What the evaluations on the 1001-point grid share across a whole call: the kernel
-    spectrum of each σ tried, as rows of one table (an evaluation gathers each group's row),
-    and its number of evaluation points."""
+    """What the evaluations on the 1001-point grid share across a whole call, for each σ tried:
+    its kernel spectrum, as a row of one table (an evaluation gathers each group's row), its
+    number of evaluation points, and the weight of each grid point in the sum of the smoothed
+    density over those points (a row of ``weights``, see :func:`_density_weights`)."""
 
     def __init__(self) -> None:
         self.size = 0
         self.row: dict[float, int] = {}  # σ -> its row of ``table``
         self.points: list[int] = []  # the number of evaluation points of each row's σ
         self.table = np.empty((0, 0), np.complex128)
+        self.weights = np.empty((0, 0))
 
     def rows(self, sigmas: list[float], size: int) -> np.ndarray:
         """The table's row of each σ (intp), adding the σ not met before."""
         if size != self.size:  # every chunk has the same FFT size; kept general all the same
             self.row, self.points, self.size = {}, [], size
             self.table = np.empty((16, size // 2 + 1), np.complex128)
+            self.weights = np.empty((16, _COARSE))
         for sigma in dict.fromkeys(sigmas):
             if sigma not in self.row:
                 kernel, _, points = _sigma_inputs(sigma, _COARSE, size)
                 n = len(self.row)
                 if n == self.table.shape[0]:
-                    grown = np.empty((2 * n, kernel.shape[0]), np.complex128)
-                    grown[:n] = self.table
-                    self.table = grown
+                    self.table = _grown(self.table)
+                    self.weights = _grown(self.weights)
                 self.table[n] = kernel
+                self.weights[n] = _density_weights(kernel, points.shape[0], size)
                 self.row[sigma] = n
                 self.points.append(points.shape[0])
         return np.fromiter(map(self.row.__getitem__, sigmas), np.intp, len(sigmas))
 
 
+def _grown(table: np.ndarray) -> np.ndarray:
+    """The table with twice the rows, the first ones copied."""
+    grown = np.empty((2 * table.shape[0], table.shape[1]), table.dtype)
+    grown[: table.shape[0]] = table
+    return grown
+
+
+def _density_weights(kernel: np.ndarray, count: int, size: int) -> np.ndarray:
+    """w with Σ_k D(t_k) = Σ_j h_j·w_j in exact arithmetic, for the density histogram h of a
+    group, D its smoothing by ``kernel`` (a spectrum of :func:`_sigma_inputs`) and t_k the
+    ``count`` evaluation points: the adjoint of the smoothing applied to a vector of ones.
+
+    The interpolation at the points gives each knot the sum of its shares (1 − a and a); the
+    convolution's adjoint is a correlation with the kernel, done with the same transforms
+    (the kernel is zero past its m samples, so no wrapped term reaches the reflected grid);
+    and each knot collects the weights of its three places on the reflected grid."""
+    m = _COARSE
+    points, grid = _points(count), _grid()
+    cell = np.clip(np.searchsorted(grid, points, side="right") - 1, 0, m - 2)
+    share = (points - grid[cell]) / (grid[cell + 1] - grid[cell])
+    knots = np.bincount(cell, 1.0 - share, m) + np.bincount(cell + 1, share, m)
+    start = (m - 1) + m // 2
+    placed = np.zeros(size)
+    placed[start : start + m] = knots
+    reflected = np.fft.irfft(np.fft.rfft(placed) * np.conj(kernel), size)[: 3 * m - 2]
+    weights = reflected[m - 1 : 2 * m - 1].copy()
+    weights[1:] += reflected[m - 2 :: -1]
+    weights[:-1] += reflected[3 * m - 3 : 2 * m - 2 : -1]
+    return weights
+
+
+# How far (relative) the estimate of smECE_σ from the density weights must lie from σ to decide
+# the bisection's step without the density's transform. The estimate's denominator is within
+# about 1e-11 of the transformed one (both are sums of non-negative terms up to rounding).
+_MARGIN = 1e-4
+
+
 class _Evaluation:
-    """smECE of a chunk's groups, each at its own σ (:meth:`__call__`)."""
+    """smECE of a chunk's groups, each at its own σ (:meth:`__call__`).
+
+    The bisection needs smECE_σ = Σ|R(t_k)| / Σ(D(t_k) + ε) exactly only at each group's
+    final bandwidth; at the other σ it needs only whether smECE_σ > σ. So an evaluation
+    transforms the residual alone, exactly as the one-group code does, and pairs it with an
+    estimate of the denominator from the density weights (:func:`_density_weights`); where
+    that leaves the comparison with σ in doubt, and at the final bandwidth, the density is
+    transformed too (:meth:`density`), giving the one-group code's floats."""
 
     def __init__(
         self,
@@ -166,64 +240,159 @@ class _Evaluation:
         spectra: np.ndarray,
         size: int,
         kernels: _Kernels,
+        histograms: np.ndarray,
     ) -> None:
-        self.curves, self.spectra, self.size, self.kernels = curves, spectra, size, kernels
+        self.curves, self.size, self.kernels = curves, size, kernels
+        self.spectra = spectra  # (2 × groups × frequencies): density, residual
+        self.histograms = histograms  # (2 × groups × grid points): density, residual
         # each batch's products and inverse transforms reuse these two arrays, small enough to
         # stay in cache between the product, the transform and the interpolation
-        self.product = np.empty((_BATCH, 2, spectra.shape[2]), np.complex128)
-        self.full = np.empty((_BATCH, 2, size))
+        self.product = np.empty((_BATCH, spectra.shape[2]), np.complex128)
+        self.kernel = np.empty((_BATCH, spectra.shape[2]), np.complex128)
+        self.full = np.empty((_BATCH, size))
 
-    def __call__(self, active: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
-        """smECE of the groups ``active`` (indices into the chunk's curves) at ``sigmas``. On
-        the 1001-point grid the σ differ only by their kernel and number of evaluation points:
-        a batch of groups takes each one's kernel row, one inverse FFT, and one interpolation
-        per number of points. The finer grids go group by group."""
-        out = np.empty(active.shape[0])
+    def __call__(
+        self, active: np.ndarray, sigmas: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For the groups ``active`` (indices into the chunk's curves) at ``sigmas``: smECE's
+        numerator (nan where the bounds show smECE_σ > σ without it), an estimate of its
+        denominator and the denominator itself where known (else nan). On the finer grids
+        (σ ≤ 10/1024, group by group with the one-group code) the numerator is smECE itself
+        and both denominators 1.0."""
+        num = np.empty(active.shape[0])
+        approx = np.empty(active.shape[0])
+        den = np.full(active.shape[0], math.nan)
+        where, kernel_rows = self._finer(active, sigmas, num, approx, den)
+        if where.shape[0]:
+            groups = active[where]
+            density, residual = self._dots(groups, kernel_rows)
+            counts = np.asarray(self.kernels.points, np.float64)[kernel_rows]
+            approx[where] = density + counts * _DENSITY_FLOOR
+            # Σ|R(t_k)| ≥ |Σ R(t_k)| = |h_r·w|: far above σ·denominator, the step goes up
+            # whatever the numerator's value, and the value is not kept
+            sure = np.abs(residual) > (1.0 + _MARGIN) * sigmas[where] * approx[where]
+            num[where[sure]] = math.nan
+            rest = ~sure
+            num[where[rest]] = self._sums(1, groups[rest], kernel_rows[rest])
+        return num, approx, den
+
+    def _dots(self, groups: np.ndarray, kernel_rows: np.ndarray) -> np.ndarray:
+        """h·w of each group's density and residual histograms h with its σ's weights w
+        (:func:`_density_weights`): (2 × groups). σ by σ (a few per step), with einsum's own
+        loop: a BLAS call may wake threads that spin for longer than this takes."""
+        out = np.empty((2, groups.shape[0]))
+        for row in np.unique(kernel_rows).tolist():
+            at = np.flatnonzero(kernel_rows == row)
+            histograms = self.histograms[:, groups[at]]
+            out[:, at] = np.einsum("pgj,j->pg", histograms, self.kernels.weights[row])
+        return out
+
+    def residual(self, active: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
+        """smECE's numerator Σ|R(t_k)| for the groups ``active`` at ``sigmas`` (all on the
+        1001-point grid)."""
+        kernel_rows = self.kernels.rows(sigmas.tolist(), self.size)
+        return self._sums(1, active, kernel_rows)
+
+    def density(self, active: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
+        """smECE's denominator Σ(D(t_k) + ε) for the groups ``active`` at ``sigmas`` (all on the
+        1001-point grid)."""
+        kernel_rows = self.kernels.rows(sigmas.tolist(), self.size)
+        return self._sums(0, active, kernel_rows)
+
+    def above(
+        self,
+        active: np.ndarray,
+        sigmas: np.ndarray,
+        num: np.ndarray,
+        approx: np.ndarray,
+        den: np.ndarray,
+    ) -> np.ndarray:
+        """``sigmas < num / den`` for each group, as the one-group search compares σ with
+        smECE_σ: from the estimate where it lies clearly on one side of σ, else from the
+        denominator, computed into ``den`` where not known yet."""
+        estimate = num / approx  # nan where the numerator is not needed: the step goes up
+        doubt = np.isnan(den) & (np.abs(estimate - sigmas) <= _MARGIN * sigmas)
+        if doubt.any():
+            at = np.flatnonzero(doubt)
+            den[at] = self.density(active[at], sigmas[at])
+        known = ~np.isnan(den)
+        out = np.isnan(num) | (estimate > sigmas)
+        out[known] = sigmas[known] < num[known] / den[known]
+        return out
+
+    def _finer(
+        self,
+        active: np.ndarray,
+        sigmas: np.ndarray,
+        num: np.ndarray,
+        approx: np.ndarray,
+        den: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Evaluate the groups whose σ has a finer grid than 1001 points into ``num`` (with both
+        denominators 1.0); return the others' places and kernel rows."""
         where = np.arange(active.shape[0])
         finer = [s for s in np.unique(sigmas).tolist() if grid_size(s) != _COARSE]
         if finer:
             fine = np.isin(sigmas, finer)
             for i in np.flatnonzero(fine).tolist():
-                out[i] = self.curves[int(active[i])].error(float(sigmas[i]))
+                num[i] = self.curves[int(active[i])].error(float(sigmas[i]))
+            approx[fine] = den[fine] = 1.0
             where = where[~fine]
-            if not where.shape[0]:
-                return out
-        # grouped by number of evaluation points, so that a batch holds few of them
         kernel_rows = self.kernels.rows(sigmas[where].tolist(), self.size)
+        return where, kernel_rows
+
+    def _sums(self, part: int, groups: np.ndarray, kernel_rows: np.ndarray) -> np.ndarray:
+        """Σ_k |R(t_k)| (``part`` 1) or Σ_k (D(t_k) + ε) (``part`` 0) of each group at the σ of
+        its kernel row. On the 1001-point grid the σ differ only by their kernel and number of
+        evaluation points: a batch of groups takes each one's kernel row, one inverse FFT, and
+        one interpolation per number of points."""
+        out = np.empty(groups.shape[0])
+        if not groups.shape[0]:
+            return out
+        # grouped by number of evaluation points, so that a batch holds few of them
         counts = np.asarray(self.kernels.points, np.intp)[kernel_rows]
         order = np.argsort(counts, kind="stable")
-        where, kernel_rows, counts = where[order], kernel_rows[order], counts[order]
-        groups = active[where]
+        groups, kernel_rows, counts = groups[order], kernel_rows[order], counts[order]
         changes = (np.flatnonzero(np.diff(counts)) + 1).tolist()
         counts_list = counts.tolist()
-        for lo in range(0, where.shape[0], _BATCH):
-            hi = min(lo + _BATCH, where.shape[0])
+        spectra = self.spectra[part]
+        for lo in range(0, groups.shape[0], _BATCH):
+            hi = min(lo + _BATCH, groups.shape[0])
             # the batch's runs of one number of points
             bounds = [lo, *(c for c in changes if lo < c < hi), hi]
             bounds = [c - lo for c in bounds]
-            out[where[lo:hi]] = self._batch(
-                groups[lo:hi], kernel_rows[lo:hi], bounds, counts_list[lo:hi]
+            out[order[lo:hi]] = self._batch(
+                part, spectra, groups[lo:hi], kernel_rows[lo:hi], bounds, counts_list[lo:hi]
             )
         return out
 
     def _batch(
-        self, groups: np.ndarray, kernel_rows: np.ndarray, bounds: list[int], counts: list[int]
+        self,
+        part: int,
+        spectra: np.ndarray,
+        groups: np.ndarray,
+        kernel_rows: np.ndarray,
+        bounds: list[int],
+        counts: list[int],
     ) -> np.ndarray:
-        """smECE on the 1001-point grid of up to ``_BATCH`` groups, their σ given by kernel
-        rows; ``bounds`` delimit the runs of one number of evaluation points (``counts``)."""
+        """:meth:`_sums` of up to ``_BATCH`` groups, their σ given by kernel rows; ``bounds``
+        delimit the runs of one number of evaluation points (``counts``)."""
         n = groups.shape[0]
         # mode="clip" takes straight into ``out`` (the indices are in range)
-        product = np.take(self.spectra, groups, axis=0, out=self.product[:n], mode="clip")
-        product *= np.take(self.kernels.table, kernel_rows, axis=0)[:, None, :]
+        product = np.take(spectra, groups, axis=0, out=self.product[:n], mode="clip")
+        product *= np.take(
+            self.kernels.table, kernel_rows, axis=0, out=self.kernel[:n], mode="clip"
+        )
         full = np.fft.irfft(product, self.size, out=self.full[:n])
         start = (_COARSE - 1) + _COARSE // 2  # the smoothed grids: full[..., start : start + m]
         out = np.empty(n)
         for a, b in itertools.pairwise(bounds):
             smoothed = _interp_rows(counts[a], full[a:b], start)
-            num = np.abs(smoothed[:, 1]).sum(axis=1)
-            density = smoothed[:, 0] + _DENSITY_FLOOR
-            den = density.sum(axis=1)
-            out[a:b] = num / den
+            if part:
+                out[a:b] = np.abs(smoothed).sum(axis=1)
+            else:
+                smoothed += _DENSITY_FLOOR
+                out[a:b] = smoothed.sum(axis=1)
         return out
 
 
