@@ -240,39 +240,42 @@ class BlockDecoder:
         """Each row's group: as codes into this reader's names when every value is a string
         (:class:`~calibcli.summaries.rows.GroupCodes`: one dict lookup per row, in C, and no
         list of names), else as :meth:`_group_names` gives them (None: an object or a list)."""
-        import numpy as np
-
         from calibcli.summaries import GroupCodes
 
         codes = self._codes
         if codes is not None:
-            try:  # the keys are strings only, and a string never equals a value of another type
-                found = np.fromiter(map(codes.__getitem__, values), np.intp, len(values))
-            except (KeyError, TypeError):  # a value not met yet, or not hashable
-                found = self._new_codes(values, codes)
+            found = self._new_codes(values, codes)
             if found is not None:
                 return GroupCodes(found, self._code_names)
         return self._group_names(values)
 
     def _new_codes(self, values: list, codes: dict[str, int]) -> Any:
-        """Codes of a block holding values not met before: new strings are named (and coded) in
-        order of first appearance; None when a value is not a string."""
+        """Each value's code (intp): one lookup per row, in C, with -1 for a value not met
+        before; those values are then named (and coded) in order of first appearance. None,
+        ``codes`` unchanged, when a value is not a string."""
+        import itertools
+
         import numpy as np
 
-        try:
-            distinct = dict.fromkeys(values)
+        n = len(values)
+        try:  # the keys are strings only, and a string never equals a value of another type
+            found = np.fromiter(map(codes.get, values, itertools.repeat(-1, n)), np.intp, n)
         except TypeError:  # an object or a list
             return None
-        if not all(type(v) is str for v in distinct):
+        new = np.flatnonzero(found < 0)
+        if new.shape[0] == 0:
+            return found
+        unmet = list(map(values.__getitem__, new.tolist()))
+        distinct = dict.fromkeys(unmet)  # hashable: every value was looked up above
+        if not set(map(type, distinct)) <= {str}:
             return None
         names = self._code_names
-        for value in distinct:
-            if value not in codes:
-                codes[value] = len(names)
-                names.append(group_name(value))
+        codes.update(zip(distinct, range(len(names), len(names) + len(distinct)), strict=True))
+        names.extend(map(group_name, distinct))
         if len(names) > GROUP_NAMES_KEPT:  # bounded, as group_names' memory is
             self._codes = None
-        return np.fromiter(map(codes.__getitem__, values), np.intp, len(values))
+        found[new] = np.fromiter(map(codes.__getitem__, unmet), np.intp, len(unmet))
+        return found
 
     def _group_names(self, values: list) -> list[str] | None:
         """:func:`~calibcli.io.rows.group_names`, remembering names across this reader's

@@ -194,11 +194,20 @@ def _string_names(values: list, names: dict[str, str]) -> list[str] | None:
 
 _LITERALS = frozenset(("true", "false", "null", "NaN", "Infinity", "-Infinity"))
 
+# First characters float() never accepts: after Unicode whitespace it reads a sign, a digit
+# (of any script), a point, "inf", "infinity" or "nan"; every other printable ASCII character
+# fails it, so names such as "t1" skip the exception a failed float() costs.
+_NOT_A_NUMBER_START = frozenset(
+    c for c in map(chr, range(0x21, 0x7F)) if not (c.isdigit() or c in "+-.iInN")
+)
+
 
 def _looks_typed(text: str) -> bool:
     """Whether a string's plain rendering could be mistaken for another JSON value's."""
     if not text or text.startswith('"') or text in _LITERALS:
         return True
+    if text[0] in _NOT_A_NUMBER_START:
+        return False
     try:  # float() reads every JSON number (and more: "inf", " 1 "; quoting them is harmless)
         float(text)
     except ValueError:

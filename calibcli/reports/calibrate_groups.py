@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.reports.calibrate import BINNED_GATES, SCALARS, row_notes
-from calibcli.reports.group_table import DECOMPOSITION, GroupFigures, GroupSections, GroupTable
+from calibcli.reports.group_table import DECOMPOSITION, GroupSections, GroupTable
 from calibcli.reports.reliability import count_notes
 from calibcli.reports.report import Section
 
@@ -135,29 +135,29 @@ def group_sections(
         names, scalars, terms, bin_tables, bins=bins, strategy=strategy, edges=edges, loose=loose
     )
 
-    # the notes and closed gates of a group depend on a few of its counts, shared by many groups
-    notes_of: dict[tuple, list] = {}
-    closed_of: dict[int, dict[str, str]] = {}
-    out = GroupSections()
-    out.table = table if checked else None
-    for g, (name, n, p, median, loss, area) in enumerate(
-        zip(names, binned["n"], populated, medians, nll, auroc, strict=True)
-    ):
-        figures = GroupFigures(table, g) if checked else table.figures(g)
-        key = (n, p, median, math.isinf(loss), math.isnan(area))
-        notes = notes_of.get(key)
-        if notes is None:
-            notes = count_notes(n, p, bins, median, min_bins) + row_notes(loss, area, smooth)
-            notes_of[key] = notes
-        closed = closed_of.get(p)
-        if closed is None:
-            closed = {}
-            if p < min_bins:
-                reason = f"only {p} of {bins} bins are populated (minimum {min_bins})"
-                closed = dict.fromkeys(BINNED_GATES, reason)
-            closed_of[p] = closed
-        out[name] = Section(figures, list(notes), closed)
-    return out
+    # the notes and closed gates of a group depend on a few of its counts, shared by many
+    # groups: each distinct set is made once, from the first group that has it
+    keys: dict[tuple, int] = {}
+    codes = [
+        keys.setdefault((n, p, median, math.isinf(loss), math.isnan(area)), len(keys))
+        for n, p, median, loss, area in zip(
+            binned["n"], populated, medians, nll, auroc, strict=True
+        )
+    ]
+    notes_of: list[list] = []
+    closed_of: list[dict[str, str]] = []
+    firsts = np.unique(np.asarray(codes), return_index=True)[1].tolist() if codes else []
+    for g in firsts:  # codes run 0, 1, 2, ... in order of first appearance
+        n, p, median = binned["n"][g], populated[g], medians[g]
+        notes_of.append(
+            count_notes(n, p, bins, median, min_bins) + row_notes(nll[g], auroc[g], smooth)
+        )
+        closed: dict[str, str] = {}
+        if p < min_bins:
+            reason = f"only {p} of {bins} bins are populated (minimum {min_bins})"
+            closed = dict.fromkeys(BINNED_GATES, reason)
+        closed_of.append(closed)
+    return GroupSections(names, table, codes, notes_of, closed_of, whole=checked)
 
 
 def _populated_medians(count: np.ndarray) -> list[float]:

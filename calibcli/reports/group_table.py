@@ -11,6 +11,7 @@ or int), the keys in the same order, non-finite values as ``null`` (only the fig
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Mapping
 from json.encoder import encode_basestring_ascii
@@ -144,101 +145,103 @@ class GroupTable(Mapping):
 
     def json_pieces(self) -> Iterator[str]:
         """:meth:`to_json` in pieces of :data:`CHUNK` groups, made one at a time."""
-        template, kinds = self._template()
+        parts, kinds = self._template()
         yield "{"
         for a in range(0, len(self.names), CHUNK):
             b = min(a + CHUNK, len(self.names))
             columns = [
-                _texts(self.scalars[k][a:b]) if kind == "text" else self.scalars[k][a:b]
+                _texts(self.scalars[k][a:b]) if kind == "text" else _numbers(self.scalars[k][a:b])
                 for k, kind in kinds
             ]
-            columns += [self.terms[t][a:b] for t in DECOMPOSITION]
+            columns += [_numbers(self.terms[t][a:b]) for t in DECOMPOSITION]
             columns += self._bin_texts(a, b)
-            names = map(encode_basestring_ascii, self.names[a:b])
-            if a:
-                yield ", "
-            yield ", ".join(
-                f"{name}: {template % values}"
-                for name, values in zip(names, zip(*columns, strict=True), strict=True)
-            )
+            # each group's text is its key, then the template's constant parts and its values
+            # in turn: the texts of a chunk are joined in one call
+            opening = f": {parts[0]}"
+            keys = [f", {encode_basestring_ascii(name)}{opening}" for name in self.names[a:b]]
+            if not a:
+                keys[0] = keys[0][2:]
+            streams: list = [keys]
+            for column, part in zip(columns, parts[1:], strict=True):
+                streams += (column, itertools.repeat(part, b - a))
+            yield "".join(itertools.chain.from_iterable(zip(*streams, strict=True)))
         yield "}"
 
-    def _template(self) -> tuple[str, list[tuple[str, str]]]:
-        """The %-template of one group's JSON, and how each scalar column fills it (``raw``:
-        Python ints and finite floats, written by %r; ``text``: written by :func:`_texts`)."""
+    def _template(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """The constant parts of one group's JSON, between which its values' texts go, and
+        how each scalar column is written (``raw``: Python ints and finite floats, by
+        :func:`_numbers`; ``text``: by :func:`_texts`)."""
         from json import dumps
 
-        def const(value: Any) -> str:
-            return dumps(value).replace("%", "%%")
-
         kinds = []
-        pieces = [f'"n": %r, "bins": {const(self.bins)}, "strategy": {const(self.strategy)}']
-        pieces.append(f'"bins_used": {const(self.bins)}')
+        pieces = [f'"n": %s, "bins": {dumps(self.bins)}, "strategy": {dumps(self.strategy)}']
+        pieces.append(f'"bins_used": {dumps(self.bins)}')
         for key, column in self.scalars.items():
             if key == "n":
                 continue
             raw = key not in self.loose and set(map(type, column)) <= {int, float}
             kinds.append((key, "raw" if raw else "text"))
-            pieces.append(f"{const(key)}: {'%r' if raw else '%s'}")
+            pieces.append(f"{dumps(key)}: %s")
         kinds.insert(0, ("n", "raw" if set(map(type, self.scalars["n"])) <= {int} else "text"))
-        if kinds[0][1] == "text":
-            pieces[0] = pieces[0].replace('"n": %r', '"n": %s', 1)
         for t in DECOMPOSITION:
             if not set(map(type, self.terms[t])) <= {int, float}:
                 raise TypeError(f"brier_decomposition.{t} holds other than numbers")
-        terms = ", ".join(f"{const(t)}: %r" for t in DECOMPOSITION)
+        terms = ", ".join(f"{dumps(t)}: %s" for t in DECOMPOSITION)
         pieces.append(f'"brier_decomposition": {{{terms}}}')
-        lows, highs = const(self.edges[:-1]), const(self.edges[1:])
+        lows, highs = dumps(self.edges[:-1]), dumps(self.edges[1:])
         pieces.append(
-            f'"reliability": {{"bin_lower": {lows}, "bin_upper": {highs}, "confidence": %s, '
-            '"accuracy": %s, "count": %s, "accuracy_ci": %s}'
+            f'"reliability": {{"bin_lower": {lows}, "bin_upper": {highs}, "confidence": [%s], '
+            '"accuracy": [%s], "count": [%s], "accuracy_ci": [%s]}'
         )
-        return "{" + ", ".join(pieces) + "}", kinds
+        # split at the values' places; no constant holds "%s" (keys and the strategy are
+        # figure names, the edges numbers)
+        return ("{" + ", ".join(pieces) + "}").split("%s"), kinds
 
     def _bin_texts(self, a: int, b: int) -> list[list[str]]:
-        """The JSON of groups ``a:b``'s per-bin lists: confidence, accuracy, count and
-        accuracy_ci (None, written null, in the empty bins)."""
+        """The JSON of groups ``a:b``'s per-bin lists, without their brackets: confidence,
+        accuracy, count and accuracy_ci (null in the empty bins)."""
         t = self.tables
         count = t["count"][a:b]
-        conf = t["confidence"][a:b].tolist()
-        for g, k in zip(*(e.tolist() for e in np.nonzero(count == 0)), strict=True):
-            conf[g][k] = None
+        empty = count == 0
+        conf = t["confidence"][a:b]
+        if (_in_plain_range(conf) | empty).all():  # NaN is written null
+            conf_rows = _rows(np.where(empty, np.nan, conf))
+        else:
+            listed = conf.tolist()
+            for g, k in zip(*(e.tolist() for e in np.nonzero(empty)), strict=True):
+                listed[g][k] = None
+            conf_rows = _lists(listed)
         # a bin's accuracy and interval are those of its (right answers, count): written once
         # per distinct pair, as most pairs repeat across groups
         flat = count.reshape(-1)
         keys = t["correct"][a:b].reshape(-1) * (int(flat.max()) + 1) + flat  # exact: int64
         _, first, where = np.unique(keys, return_index=True, return_inverse=True)
-        acc = t["accuracy"][a:b].reshape(-1)[first].tolist()
-        lower = t["lower"][a:b].reshape(-1)[first].tolist()
-        upper = t["upper"][a:b].reshape(-1)[first].tolist()
-        populated = (flat[first] > 0).tolist()
-        acc_cells = np.array(
-            [repr(v) if k else "null" for v, k in zip(acc, populated, strict=True)], dtype=object
-        )
-        ci_cells = np.array(
-            [
-                f"[{lo!r}, {hi!r}]" if k else "null"
-                for lo, hi, k in zip(lower, upper, populated, strict=True)
-            ],
-            dtype=object,
-        )
+        populated = flat[first] > 0
+        acc = _floats(t["accuracy"][a:b].reshape(-1)[first], populated)
+        lower = _floats(t["lower"][a:b].reshape(-1)[first], populated)
+        upper = _floats(t["upper"][a:b].reshape(-1)[first], populated)
+        ci = [
+            f"[{lo}, {hi}]" if k else "null"
+            for lo, hi, k in zip(lower, upper, populated.tolist(), strict=True)
+        ]
         where = where.reshape(count.shape)
         return [
-            _lists(conf),
-            _joined(acc_cells[where].tolist()),
-            list(map(repr, count.tolist())),
-            _joined(ci_cells[where].tolist()),
+            conf_rows,
+            _joined(np.array(acc, dtype=object)[where].tolist()),
+            _rows(count),
+            _joined(np.array(ci, dtype=object)[where].tolist()),
         ]
 
 
 def _joined(rows: list[list[str]]) -> list[str]:
-    """Each row of JSON texts as a JSON list."""
-    return ["[" + ", ".join(row) + "]" for row in rows]
+    """Each row of JSON texts as the inside of a JSON list."""
+    return list(map(", ".join, rows))
 
 
 def _lists(rows: list[list]) -> list[str]:
-    """Each row's JSON: the list's repr (finite floats, ints) with None written null."""
-    return "\0".join(map(repr, rows)).replace("None", "null").split("\0")
+    """Each row's JSON without its brackets: the list's repr (finite floats, ints) with None
+    written null."""
+    return "\0".join(map(repr, rows)).replace("None", "null")[1:-1].split("]\0[")
 
 
 def _not_plain_finite(column: list) -> list[int]:
@@ -259,14 +262,69 @@ def _finite(v: Any) -> bool:
         return False
 
 
+# --------------------------------------------------------------------------- numbers as text
+#
+# msgspec writes a float as repr() does (the shortest text that reads back the same) wherever
+# repr() writes no exponent and msgspec does not either: 0.0, -0.0 and 1e-4 <= |v| < 1e16.
+# Outside that range the two exponent forms differ ("1e-05" against "0.00001"), so those
+# values are written by repr(). One msgspec call writes thousands of floats some twenty times
+# faster than repr() one by one.
+
+
+def _in_plain_range(values: np.ndarray) -> np.ndarray:
+    """Whether each float64 is one msgspec writes exactly as repr() does (0 or 1e-4 <= |v| <
+    1e16; NaN and the infinities are not)."""
+    size = np.abs(values)
+    return ((size >= 1e-4) & (size < 1e16)) | (size == 0.0)
+
+
+def _floats(values: np.ndarray, finite: np.ndarray | None = None) -> list[str]:
+    """repr() of each value of a float64 array (``finite``: where it is known finite; the
+    other values are written "null")."""
+    return _float_texts(values.tolist(), values, finite)
+
+
+def _float_texts(
+    listed: list[float], values: np.ndarray, finite: np.ndarray | None = None
+) -> list[str]:
+    """:func:`_floats` of ``values`` given also as the list of its Python floats."""
+    import msgspec
+
+    if not listed:
+        return []
+    texts = msgspec.json.encode(listed)[1:-1].decode().split(",")
+    odd = ~_in_plain_range(values)
+    odd &= np.isfinite(values) if finite is None else finite
+    for i in np.flatnonzero(odd).tolist():
+        texts[i] = repr(listed[i])
+    if finite is not None and not finite.all():
+        for i in np.flatnonzero(~finite).tolist():
+            texts[i] = "null"
+    return texts
+
+
+def _numbers(values: list) -> list[str]:
+    """The JSON text of each value of a list of Python ints and finite floats, as json.dumps
+    writes it (its repr)."""
+    if set(map(type, values)) == {float}:
+        return _float_texts(values, np.asarray(values, dtype=np.float64))
+    return list(map(repr, values))
+
+
+def _rows(table: np.ndarray) -> list[str]:
+    """Each row of a 2-D table of ints, or of floats msgspec writes as repr() does (NaN
+    written null), as json.dumps writes the inside of a list: ``1, 2``."""
+    import msgspec
+
+    text = msgspec.json.encode(table.tolist()).decode().replace(",", ", ")
+    return text[2:-2].split("], [")
+
+
 def _texts(values: list) -> list[str]:
     """Each value as strict JSON writes it: a number's repr (numpy scalars as the Python
     number), a non-finite float or None as null."""
-    if set(map(type, values)) <= {float}:
-        out = list(map(float.__repr__, values))
-        for i in np.flatnonzero(~np.isfinite(np.asarray(values))).tolist():
-            out[i] = "null"
-        return out
+    if set(map(type, values)) == {float}:
+        return _float_texts(values, np.asarray(values, dtype=np.float64))
     out = []
     for v in values:
         if type(v) is not float and hasattr(v, "item"):
@@ -305,8 +363,53 @@ class GroupFigures(Mapping):
         return len(self._dict())
 
 
-class GroupSections(dict):
-    """Sections by group name, and (``table``) their figures as one :class:`GroupTable` for
-    the report body, or None when the sections' own figures are to be used."""
+class GroupSections(Mapping):
+    """Sections by group name, each made when read: group g's figures (from ``figures``, the
+    table of every group's), and the notes and closed gates it shares with the other groups of
+    code ``codes[g]`` (``notes[code]``, ``closed[code]``). ``table`` is the figures as one
+    :class:`GroupTable` for the report body (``whole``: every value checked finite), or None
+    when the sections' own figures are to be used."""
 
-    table: GroupTable | None = None
+    def __init__(
+        self,
+        names: list[str],
+        figures: GroupTable,
+        codes: list[int],
+        notes: list[list],
+        closed: list[dict[str, str]],
+        *,
+        whole: bool,
+    ) -> None:
+        self.names = names
+        self.figures = figures
+        self.codes = codes
+        self.notes = notes
+        self.closed = closed
+        self.whole = whole
+        self.table: GroupTable | None = figures if whole else None
+        self._index: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __getitem__(self, name: str) -> Any:
+        if self._index is None:
+            self._index = {n: g for g, n in enumerate(self.names)}
+        return self.section(self._index[name])
+
+    def section(self, g: int) -> Any:
+        """Group ``g``'s section (its figures a :class:`GroupFigures` of the table when the
+        table is whole, else the dict the table gives)."""
+        from calibcli.reports.report import Section
+
+        figures = GroupFigures(self.figures, g) if self.whole else self.figures.figures(g)
+        code = self.codes[g]
+        return Section(figures, self.notes[code], self.closed[code])
+
+    def coded_notes(self) -> tuple[list[str], list[int], list[list]]:
+        """Each group's notes as a code into a list of notes lists: what
+        :func:`~calibcli.reports.report.coded_group_notes` reads."""
+        return self.names, self.codes, self.notes

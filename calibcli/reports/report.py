@@ -284,19 +284,65 @@ def group_notes(per_group: dict[str, list[Note]]) -> list[Note]:
     for name, notes in per_group.items():
         for note in notes:
             by_kind.setdefault(note.kind, []).append((name, note))
-    out = []
-    for kind, items in by_kind.items():
-        explains = tuple(sorted({x for _, n in items for x in n.explains}))
-        if len(items) == 1:
-            name, note = items[0]
-            out.append(Note(kind, f"group {name!r}: {note.text}", explains=explains))
+    return [
+        _merged(kind, len(items), items[:GROUPS_NAMED], [n for _, n in items])
+        for kind, items in by_kind.items()
+    ]
+
+
+def coded_group_notes(names: list[str], codes: list[int], lists: list[list[Note]]) -> list[Note]:
+    """:func:`group_notes` of groups whose notes are ``lists[codes[g]]``, many groups sharing
+    one list: each kind's groups are found with one pass over the codes, not per note."""
+    import numpy as np
+
+    coded = np.asarray(codes, dtype=np.intp)
+    used = np.zeros(len(lists), dtype=bool)
+    used[coded] = True
+    holding: dict[str, list[int]] = {}  # kind -> the lists of some group that hold it
+    for u, notes in enumerate(lists):
+        if not used[u]:
             continue
-        shown = [f"{g} ({n.detail})" if n.detail else g for g, n in items[:GROUPS_NAMED]]
-        more = len(items) - len(shown)
-        listed = ", ".join(shown) + (f" and {more:,} more" if more else "")
-        general = items[0][1].general or items[0][1].text
-        out.append(Note(kind, f"{len(items):,} groups, {listed}: {general}", explains=explains))
+        kinds = [note.kind for note in notes]
+        if len(set(kinds)) < len(kinds):  # a kind twice in one group's notes
+            return group_notes({name: lists[code] for name, code in zip(names, codes, strict=True)})
+        for kind in kinds:
+            holding.setdefault(kind, []).append(u)
+    found = []
+    for kind, us in holding.items():
+        mask = np.zeros(len(lists), dtype=bool)
+        mask[us] = True
+        groups = np.flatnonzero(mask[coded])
+        if groups.shape[0]:
+            first = int(groups[0])
+            place = [note.kind for note in lists[codes[first]]].index(kind)
+            found.append((first, place, kind, groups))
+    found.sort(key=lambda item: item[:2])  # the order the groups' notes meet the kinds
+
+    def note_of(g: int, kind: str) -> Note:
+        return next(note for note in lists[codes[g]] if note.kind == kind)
+
+    out = []
+    for _, _, kind, groups in found:
+        named = [(names[g], note_of(g, kind)) for g in groups[:GROUPS_NAMED].tolist()]
+        held = [note_of(int(groups[0]), kind)]
+        held += [note for u in holding[kind] for note in lists[u] if note.kind == kind]
+        out.append(_merged(kind, int(groups.shape[0]), named, held))
     return out
+
+
+def _merged(kind: str, count: int, named: list[tuple[str, Note]], held: list[Note]) -> Note:
+    """The one warning of ``kind`` for ``count`` groups: the first ones ``named`` (name, note),
+    ``held`` the notes of every such group (or one of each distinct note, the first group's
+    first)."""
+    explains = tuple(sorted({x for n in held for x in n.explains}))
+    if count == 1:
+        name, note = named[0]
+        return Note(kind, f"group {name!r}: {note.text}", explains=explains)
+    shown = [f"{g} ({n.detail})" if n.detail else g for g, n in named]
+    more = count - len(shown)
+    listed = ", ".join(shown) + (f" and {more:,} more" if more else "")
+    general = held[0].general or held[0].text
+    return Note(kind, f"{count:,} groups, {listed}: {general}", explains=explains)
 
 
 # --------------------------------------------------------------------------- assembling
@@ -363,7 +409,11 @@ def assemble(
         body["groups"] = (
             table if table is not None else {name: g.figures for name, g in groups.items()}
         )
-        all_notes += group_notes({name: g.notes for name, g in groups.items()})
+        coded = getattr(groups, "coded_notes", None)  # notes shared by many groups
+        if coded is not None:
+            all_notes += coded_group_notes(*coded())
+        else:
+            all_notes += group_notes({name: g.notes for name, g in groups.items()})
     if closing is not None:
         body.update(closing(pooled, groups))
     all_notes += list(notes)

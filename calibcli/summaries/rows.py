@@ -7,6 +7,7 @@ bin tables. 8 bytes per row, plus 8 per row for the group ids under ``--by``.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,8 +99,7 @@ class GroupIndex:
         # per reader's list of names (GroupCodes.names): that list, and the id here of each
         # of its names met so far
         self._coded: dict[int, tuple[list[str], np.ndarray]] = {}
-        for name in names:
-            self.id(name)
+        self._add(names)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -111,6 +111,14 @@ class GroupIndex:
             self.names.append(name)
         return found
 
+    def _add(self, names: list[str] | tuple[str, ...]) -> None:
+        """Give the names not met yet ids, in order of first appearance (as :meth:`id` one
+        by one would)."""
+        ids = self.ids
+        fresh = list(itertools.filterfalse(ids.__contains__, dict.fromkeys(names)))
+        ids.update(zip(fresh, range(len(self.names), len(self.names) + len(fresh)), strict=True))
+        self.names.extend(fresh)
+
     def of(self, keys: list[str] | GroupCodes) -> np.ndarray:
         """The id of each row's group (intp)."""
         if isinstance(keys, GroupCodes):
@@ -118,11 +126,8 @@ class GroupIndex:
         first = keys[0]
         if keys.count(first) == len(keys):
             return np.full(len(keys), self.id(first), np.intp)
-        ids = self.ids
-        for name in dict.fromkeys(keys):  # new names get ids in order of first appearance
-            if name not in ids:
-                self.id(name)
-        return np.fromiter(map(ids.__getitem__, keys), np.intp, len(keys))
+        self._add(keys)  # new names get ids in order of first appearance
+        return np.fromiter(map(self.ids.__getitem__, keys), np.intp, len(keys))
 
     def _ids_of(self, names: list[str]) -> np.ndarray:
         """The id of each of a reader's names (intp, in its code order); the names it met since
@@ -131,14 +136,17 @@ class GroupIndex:
         if known is not None and known[1].shape[0] == len(names):
             return known[1]
         done = 0 if known is None else known[1].shape[0]
-        more = np.fromiter(map(self.id, names[done:]), np.intp, len(names) - done)
+        new = names[done:]
+        self._add(new)
+        more = np.fromiter(map(self.ids.__getitem__, new), np.intp, len(new))
         ids = more if known is None else np.concatenate([known[1], more])
         self._coded[id(names)] = (names, ids)  # the list itself is held: its id stays unique
         return ids
 
     def remap(self, names: list[str] | tuple[str, ...]) -> np.ndarray:
         """Ids here of another index's names, in its id order (new names are added)."""
-        return np.fromiter((self.id(k) for k in names), np.intp, len(names))
+        self._add(names)
+        return np.fromiter(map(self.ids.__getitem__, names), np.intp, len(names))
 
 
 @dataclass(frozen=True, eq=False)
