@@ -127,3 +127,60 @@ def test_a_confidence_sum_needs_few_limbs():
     assert limbs.shape[1] <= 5
     assert sums.to_int(0) == exact_total(values.tolist())
     assert sums.to_float()[0] == math.fsum(values)  # fsum is correctly rounded too
+
+
+@given(
+    st.lists(st.tuples(unit_doubles, st.integers(0, 5)), max_size=60),
+    st.lists(st.integers(0, 3), min_size=6, max_size=6),
+)
+def test_packed_sums_add_exactly_into_chosen_cells(rows, target):
+    """Packed (uint32) limbs, added into chosen cells, merged into repeated cells and past
+    the packing threshold: each cell's sum is the exact Fraction sum, read back as fsum."""
+    from calibcli.summaries.exact import PACK_CELLS, fraction_pieces
+
+    values = np.asarray([v for v, _ in rows], np.float64)
+    cells = np.asarray([c for _, c in rows], np.intp)
+    sums = ExactSums(6)
+    sums.pack()
+    for a in range(0, len(rows), 7):  # steps touching a few distinct cells each
+        touched, inverse = np.unique(cells[a : a + 7], return_inverse=True)
+        if touched.shape[0]:
+            sums.add_pieces(fraction_pieces(values[a : a + 7]), inverse, touched.shape[0], touched)
+    assert sums.packed and sums.limbs.dtype == np.uint32
+    for c in range(6):
+        mine = [float(v) for v, k in zip(values, cells, strict=True) if k == c]
+        assert sums.to_int(c) == exact_total(mine)
+        assert sums.to_float()[c] == math.fsum(mine)
+    # several cells into one, twice over, into a table large enough to add packed
+    at = np.asarray(target, np.intp)
+    big = ExactSums(PACK_CELLS)
+    assert big.packed
+    for _ in range(2):
+        big.add(sums, at=at)
+    small = ExactSums(4)  # float64 limbs: the same sums
+    for _ in range(2):
+        small.add(sums, at=at)
+    for t in range(4):
+        mine = [float(v) for v, k in zip(values, cells, strict=True) if target[k] == t] * 2
+        assert big.to_int(t) == small.to_int(t) == exact_total(mine)
+        assert big.to_float()[t] == small.to_float()[t] == math.fsum(mine)
+    lo_a, limbs_a = big.trimmed()  # the same canonical form either way
+    lo_b, limbs_b = small.trimmed()
+    assert lo_a == lo_b and np.array_equal(limbs_a[:4], limbs_b[:4])
+
+
+def test_packed_limbs_carry_into_a_new_top_limb():
+    """Limbs near 2**32 in every cell: adding carries out of the top limb, widening the window."""
+    from calibcli.summaries.exact import ONE_LIMB
+
+    sums = ExactSums(3, lo=ONE_LIMB, depth=1)
+    sums.pack()
+    sums.limbs[:] = 2**32 - 1
+    other = ExactSums(3, lo=ONE_LIMB, depth=1)
+    other.limbs[:] = [[1.0], [2.0], [2.0**32 - 1]]
+    sums.add(other, at=np.arange(3))
+    assert sums.packed
+    want = [2**32 - 1 + 1, 2**32 - 1 + 2, 2 * (2**32 - 1)]
+    for c in range(3):
+        assert sums.to_int(c) == want[c] << (32 * ONE_LIMB)
+        assert sums.to_float()[c] == float(want[c])

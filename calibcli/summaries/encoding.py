@@ -271,8 +271,16 @@ def _get_sums(spec: Any, arrays: dict[str, np.ndarray], cells: int) -> ExactSums
         raise SummaryError("a damaged calibcli summary (a table's sums are missing)") from None
     if limbs.ndim != 2 or limbs.shape[0] != cells or not 0 <= lo <= 80:
         raise SummaryError("a damaged calibcli summary (a table's sums have a bad shape)")
-    sums = ExactSums(cells, lo, max(limbs.shape[1], 1))
-    sums.limbs[:, : limbs.shape[1]] = limbs
+    if limbs.dtype != np.uint32 or not limbs.shape[1]:
+        sums = ExactSums(0, lo)
+        sums.limbs = np.zeros((cells, max(limbs.shape[1], 1)))
+        sums.limbs[:, : limbs.shape[1]] = limbs
+        return sums
+    sums = ExactSums(0, lo, limbs.shape[1])
+    if limbs.flags.writeable and limbs.flags.c_contiguous:
+        sums.limbs = limbs  # packed as stored: a table received from a worker is not copied
+    else:
+        sums.limbs = np.array(limbs)
     return sums
 
 
@@ -284,7 +292,8 @@ def _get_bin_table(spec: Any, arrays: dict[str, np.ndarray]) -> BinTable:
         raise SummaryError("a damaged calibcli summary (a bin table is incomplete)") from None
     if bins < 1 or groups < 0 or counts.shape != (groups * bins, 2) or (counts < 0).any():
         raise SummaryError("a damaged calibcli summary (a bin table has bad counts)")
-    table = BinTable(bins, groups)
+    table = BinTable(bins, 0)  # its arrays are the ones read
+    table.groups = groups
     table.counts = counts.astype(np.int64)
     cells = groups * bins
     table.conf = _get_sums(spec.get("conf"), arrays, 2 * cells)

@@ -8,14 +8,16 @@ and limb 34 counts ones. Adding rows, merging two sums and reading a sum back ar
 sum does not depend on the order of the rows, on how they were split into blocks, shards or
 worker processes, or on the order in which parts are merged: the same rows give the same bits.
 
-Each limb is stored as an integer-valued float64 (exact below 2**53), so numpy's ``bincount``
-adds a block's pieces without rounding: a row's value is cut on the limb grid into pieces of at
-most 32 bits (a value in [0, 1] has at most three non-zero pieces, its 53 bits spanning three
-32-bit limbs at most), a block of at most 2**16 rows sums each limb to less than 2**49, and
-carries are propagated (:meth:`ExactSums.normalize`) every 2**20 rows or so, before any limb
-could reach 2**53. Only the
-limbs a table uses are stored (a window ``[lo, lo + depth)``): a sum of confidences typically
-needs five limbs (40 bytes per cell in memory, 20 in a summary file).
+Limbs are added as integer-valued float64 (exact below 2**53), so numpy's ``bincount`` adds a
+block's pieces without rounding: a row's value is cut on the limb grid into pieces of at most
+32 bits (a value in [0, 1] has at most three non-zero pieces, its 53 bits spanning three 32-bit
+limbs at most), a block of at most 2**16 rows sums each limb to less than 2**49, and carries
+are propagated (:meth:`ExactSums.normalize`) every 2**20 rows or so, before any limb could
+reach 2**53. A table of many cells is held packed instead: every limb carried into [0, 2**32)
+and stored as uint32 (half the memory), each step gathering the cells it touches as float64,
+adding to them, carrying, and storing them back. Only the limbs a table uses are stored (a
+window ``[lo, lo + depth)``): a sum of confidences typically needs five limbs (40 bytes per
+cell as float64, 20 packed and in a summary file).
 
 :meth:`ExactSums.to_float` reads each sum back as the double nearest to it (round half to even),
 vectorised; :meth:`ExactSums.to_int` gives the exact integer (in units of 2**-1088).
@@ -117,19 +119,25 @@ def _big_pieces(
         yield limb, np.asarray(where, np.intp), np.asarray(got)
 
 
+PACK_CELLS = 1 << 16
+"""Cells from which :meth:`ExactSums.add` of another table's sums into chosen cells packs the
+table (a smaller table adds as float64: no per-step gather)."""
+
+
 class ExactSums:
     """Exact sums of non-negative doubles, one per cell (see the module docstring).
 
-    ``lo`` is the lowest limb held and ``limbs`` an integer-valued float64 array of shape
-    ``(cells, depth)``; limb ``lo + k`` of cell ``c`` is ``limbs[c, k]``. After
-    :meth:`normalize` every limb lies in [0, 2**32).
+    ``lo`` is the lowest limb held and ``limbs`` an array of shape ``(cells, depth)``; limb
+    ``lo + k`` of cell ``c`` is ``limbs[c, k]``: integer-valued float64 while adding, in
+    [0, 2**32) after :meth:`normalize`, or uint32 when packed (:meth:`pack`; adding values into
+    chosen cells keeps a table packed, adding into every cell unpacks it).
     """
 
     __slots__ = ("_pending", "limbs", "lo")
 
     def __init__(self, cells: int, lo: int = FRACTION_LIMB - 1, depth: int = 4) -> None:
         self.lo = lo
-        self.limbs = np.zeros((cells, depth))
+        self.limbs = np.zeros((cells, depth), np.uint32 if cells >= PACK_CELLS else np.float64)
         self._pending = 0  # rows added since the last normalization
 
     # ----- shape
@@ -144,11 +152,13 @@ class ExactSums:
 
     def grow(self, cells: int, spare: float = 1.0) -> None:
         """Room for at least ``cells`` cells (new cells hold 0), growing by ``spare`` of the
-        cells held at least (doubling by default)."""
+        cells held at least (doubling by default); packed from :data:`PACK_CELLS` cells."""
         have = self.limbs.shape[0]
         if cells <= have:
             return
-        grown = np.zeros((max(cells, have + int(have * spare)), self.depth))
+        if cells >= PACK_CELLS:
+            self.pack()  # a large table grows packed (adding into every cell unpacks it)
+        grown = np.zeros((max(cells, have + int(have * spare)), self.depth), self.limbs.dtype)
         grown[:have] = self.limbs
         self.limbs = grown
 
@@ -157,9 +167,36 @@ class ExactSums:
         lo, hi = min(low, self.lo), max(high, self.lo + self.depth - 1)
         if lo == self.lo and hi == self.lo + self.depth - 1:
             return
-        wider = np.zeros((self.limbs.shape[0], hi - lo + 1))
+        wider = np.zeros((self.limbs.shape[0], hi - lo + 1), self.limbs.dtype)
         wider[:, self.lo - lo : self.lo - lo + self.depth] = self.limbs
         self.limbs, self.lo = wider, lo
+
+    @property
+    def packed(self) -> bool:
+        """Whether the limbs are held as uint32 (see :meth:`pack`)."""
+        return self.limbs.dtype == np.uint32
+
+    def pack(self) -> None:
+        """Hold the limbs as uint32, carried into [0, 2**32) first: half the memory, the same
+        sums."""
+        if not self.packed:
+            self.normalize()
+            self.limbs = self.limbs.astype(np.uint32)
+
+    def _unpacked(self) -> None:
+        """Hold the limbs as float64, to add into them in place."""
+        if self.packed:
+            self.limbs = self.limbs.astype(np.float64)
+
+    def _store(self, rows: np.ndarray, lo: int, at: np.ndarray) -> None:
+        """Carry ``rows`` (float64 limbs of cells ``at``, distinct, window from ``lo``, at most
+        as wide as this table's) and store them packed into those cells."""
+        rows = _widened(rows, lo, self.lo, self.depth)
+        top = _carry(rows)
+        if top is not None:  # one more limb on top
+            self._span(self.lo, self.lo + self.depth)
+            rows = np.concatenate([rows, top[:, None]], axis=1)
+        self.limbs[at] = rows.astype(np.uint32)
 
     # ----- adding
 
@@ -173,7 +210,12 @@ class ExactSums:
         """Add cut values (:func:`fraction_pieces`, :func:`general_pieces`) of at most
         :data:`CHUNK` rows: row i's pieces go to cell ``cells[i]`` (< ``ncells``), or, with
         ``at``, to cell ``at[cells[i]]`` (``cells`` then index the distinct cells ``at``);
-        ``cells`` None: every row to cell 0."""
+        ``cells`` None: every row to cell 0. With ``at`` the table is packed (see the module
+        docstring)."""
+        if at is not None:
+            self._add_at(pieces, cells, ncells, at)
+            return
+        self._unpacked()
         added = 0  # rows whose pieces were added: at most one piece per row and limb
         for limb, rows, values in pieces:
             added = max(added, values.shape[0])
@@ -186,13 +228,33 @@ class ExactSums:
                 if not column.any():
                     continue
                 self._span(limb, limb)
-            if at is None:
-                self.limbs[:ncells, limb - self.lo] += column
-            else:
-                self.limbs[at, limb - self.lo] += column
+            self.limbs[:ncells, limb - self.lo] += column
         self._pending += added
         if self._pending >= _NORMALIZE_ROWS:
             self.normalize()
+
+    def _add_at(
+        self,
+        pieces: Iterator[tuple[int, np.ndarray | None, np.ndarray]],
+        cells: np.ndarray,
+        ncells: int,
+        at: np.ndarray,
+    ) -> None:
+        """:meth:`add_pieces` into the distinct cells ``at``, packed: their limbs gathered as
+        float64, the pieces added, carried and stored back."""
+        self.pack()
+        lo = self.lo
+        rows = self.limbs[at].astype(np.float64)
+        for limb, where, values in pieces:
+            keys = cells if where is None else cells[where]
+            column = np.bincount(keys, weights=values, minlength=ncells)
+            if limb < lo or limb >= lo + rows.shape[1]:
+                if not column.any():
+                    continue
+                self._span(limb, limb)
+                rows, lo = _widened(rows, lo, self.lo, self.depth), self.lo
+            rows[:, limb - lo] += column
+        self._store(rows, lo, at)
 
     def add_fractions(self, cells: np.ndarray, values: np.ndarray, ncells: int) -> None:
         """Add values in [0, 1]: ``values[i]`` to cell ``cells[i]``."""
@@ -208,8 +270,15 @@ class ExactSums:
 
     def add(self, other: ExactSums, at: np.ndarray | None = None) -> None:
         """Add another table's sums: its cell ``k`` to cell ``at[k]`` here (``at`` None: the
-        same cell; several cells may go to one)."""
+        same cell; several cells may go to one). A table of :data:`PACK_CELLS` cells or more
+        adds into chosen cells packed."""
         other.normalize()
+        if self.packed or (at is not None and self.cells >= PACK_CELLS):
+            if at is None:
+                self.grow(other.cells)
+                at = np.arange(other.cells)
+            self._add_packed(other, at)
+            return
         self.normalize()
         self._span(other.lo, other.lo + other.depth - 1)
         k0 = other.lo - self.lo
@@ -220,11 +289,28 @@ class ExactSums:
             add_rows(self.limbs[:, k0 : k0 + other.depth], at, other.limbs)
         self.normalize()
 
+    def _add_packed(self, other: ExactSums, at: np.ndarray) -> None:
+        """:meth:`add` into this table packed, a slice of cells at a time (small temporaries)."""
+        self.pack()
+        self._span(other.lo, other.lo + other.depth - 1)
+        k0 = other.lo - self.lo
+        repeated = at.shape[0] > 0 and int(np.bincount(at, minlength=1).max()) > 1
+        for a in range(0, at.shape[0], CHUNK):
+            where, values = at[a : a + CHUNK], other.limbs[a : a + CHUNK]
+            if repeated:
+                where, inverse = np.unique(where, return_inverse=True)
+            rows = self.limbs[where].astype(np.float64)
+            if repeated:
+                np.add.at(rows[:, k0 : k0 + other.depth], inverse, values)
+            else:
+                rows[:, k0 : k0 + other.depth] += values
+            self._store(rows, self.lo, where)
+
     def normalize(self) -> None:
         """Propagate carries: every limb into [0, 2**32), the window widened upward if needed."""
         self._pending = 0
         limbs = self.limbs
-        if not limbs.size:
+        if not limbs.size or self.packed:
             return
         for k in range(limbs.shape[1]):
             column = limbs[:, k]
@@ -261,6 +347,32 @@ class ExactSums:
         """Each cell's sum as the nearest double (ties to even); +inf beyond the largest."""
         lo, limbs = self.trimmed()
         return limbs_to_float(limbs, lo)
+
+
+def _carry(limbs: np.ndarray) -> np.ndarray | None:
+    """Propagate carries through float64 limbs (below 2**53) in place, each into [0, 2**32);
+    the carry out of the top limb, None when there is none."""
+    carry = None
+    for k in range(limbs.shape[1]):
+        column = limbs[:, k]
+        if carry is not None:
+            column += carry
+        carry = np.floor(column / RADIX)
+        if not carry.any():
+            carry = None
+            continue
+        column -= carry * RADIX
+    return carry
+
+
+def _widened(rows: np.ndarray, lo: int, new_lo: int, depth: int) -> np.ndarray:
+    """Limbs ``rows`` (window from ``lo``) in the window of ``depth`` limbs from ``new_lo``
+    (which holds it)."""
+    if lo == new_lo and rows.shape[1] == depth:
+        return rows
+    out = np.zeros((rows.shape[0], depth))
+    out[:, lo - new_lo : lo - new_lo + rows.shape[1]] = rows
+    return out
 
 
 def add_rows(target: np.ndarray, at: np.ndarray, values: np.ndarray) -> None:

@@ -23,6 +23,8 @@ import numpy as np
 
 from calibcli.summaries.exact import CHUNK, ExactSums, add_rows, fraction_pieces, general_pieces
 
+_CELLS_AT_ONCE = 1 << 16  # cells read back at once: the temporaries stay small
+
 _BLOCK = CHUNK  # rows per fold step (a reader's block is smaller): one step per block
 # A step folds into every cell of the table when there are at most this many cells per row (a
 # bincount over all of them costs less than finding the cells the rows touch); else into the
@@ -44,12 +46,20 @@ def grown(array: np.ndarray, rows: int, spare: float = 1.0) -> np.ndarray:
 
 def _pair_sum(sums: ExactSums, cells: int, stride: int, offsets: tuple[int, ...]) -> np.ndarray:
     """Nearest doubles of Σ over ``offsets`` of cell ``stride*i + offset``, for i < cells,
-    added exactly before rounding."""
+    added exactly before rounding (a slice of cells at a time: small temporaries)."""
     lo, limbs = sums.trimmed()
-    total = ExactSums(cells, lo, max(limbs.shape[1], 1))
-    if limbs.shape[1]:
-        total.limbs[:, : limbs.shape[1]] = sum(limbs[o : stride * cells : stride] for o in offsets)
-    return total.to_float()
+    out = np.zeros(cells)
+    if not limbs.shape[1]:
+        return out
+    for a in range(0, cells, _CELLS_AT_ONCE):
+        b = min(a + _CELLS_AT_ONCE, cells)
+        total = ExactSums(0, lo, limbs.shape[1])
+        # limbs below 2**32: a few of them add exactly as float64
+        total.limbs = sum(
+            limbs[stride * a + o : stride * b : stride].astype(np.float64) for o in offsets
+        )
+        out[a:b] = total.to_float()
+    return out
 
 
 class BinTable:
@@ -170,7 +180,7 @@ class BinTable:
         self.counts = np.zeros((0, 2), np.int64)
         for name, at in (("conf", two), ("conf_sq", two), ("miss_sq", cells)):
             mine = getattr(self, name)
-            mine.normalize()
+            mine.pack()
             gathered = ExactSums(0, mine.lo, mine.depth)
             gathered.limbs = mine.limbs[at]
             mine.limbs = np.zeros((0, mine.depth))
@@ -239,28 +249,34 @@ class BinTable:
                 stop = min(start + _GROUPS_PER_SUM, g)
                 part = theirs.limbs[start * per : stop * per].reshape(stop - start, per, -1)
                 window = ExactSums(per, theirs.lo, theirs.depth)
-                window.limbs = part.sum(axis=0)
+                window.limbs = part.sum(axis=0, dtype=np.float64)
                 mine.add(window)
         return out
 
 
-def _window(sums: ExactSums, cells: int) -> ExactSums:
-    """The first ``cells`` cells of ``sums`` (a view, for merging)."""
+def _window(sums: ExactSums, cells: int, start: int = 0) -> ExactSums:
+    """Cells ``start`` to ``cells`` of ``sums`` (a view, carried first, for merging)."""
+    sums.normalize()
     out = ExactSums(0, sums.lo, sums.depth)
-    out.limbs = sums.limbs[:cells]
+    out.limbs = sums.limbs[start:cells]
     return out
 
 
 def _sq_error(conf_sq: ExactSums, miss_sq: ExactSums, cells: int) -> np.ndarray:
-    """Σ(c − y)² per cell: Σc² of the wrong answers plus Σ(1 − c)² of the right ones, exactly."""
-    total = ExactSums(cells)
+    """Σ(c − y)² per cell: Σc² of the wrong answers plus Σ(1 − c)² of the right ones, exactly
+    (a slice of cells at a time: small temporaries)."""
     lo, limbs = conf_sq.trimmed()
-    wrong = ExactSums(cells, lo, max(limbs.shape[1], 1))
-    if limbs.shape[1]:
-        wrong.limbs[:, : limbs.shape[1]] = limbs[0 : 2 * cells : 2]
-    total.add(wrong)
-    total.add(_window(miss_sq, cells))
-    return total.to_float()
+    out = np.empty(cells)
+    for a in range(0, cells, _CELLS_AT_ONCE):
+        b = min(a + _CELLS_AT_ONCE, cells)
+        total = ExactSums(b - a)
+        wrong = ExactSums(b - a, lo, max(limbs.shape[1], 1))
+        if limbs.shape[1]:
+            wrong.limbs[:, : limbs.shape[1]] = limbs[2 * a : 2 * b : 2]
+        total.add(wrong)
+        total.add(_window(miss_sq, b, a))
+        out[a:b] = total.to_float()
+    return out
 
 
 _HALF = 31
