@@ -80,20 +80,28 @@ _PROBED: dict[int, bool] = {}  # thread count -> whether the sliced products are
 
 
 def _library() -> _Blas | None:
-    """numpy's OpenBLAS (the scipy-openblas build numpy's wheels carry), or None."""
+    """numpy's OpenBLAS (the scipy-openblas build numpy's wheels carry), or None. Only a library
+    inside numpy's own folders counts (numpy.libs, numpy/.dylibs): SciPy carries an OpenBLAS
+    of its own beside it, which numpy does not call."""
     if not _LIBRARY:
         found = None
         try:
             from threadpoolctl import threadpool_info
 
-            home = os.path.dirname(os.path.dirname(os.path.abspath(np.__file__)))
-            for info in threadpool_info():
-                path = os.path.abspath(info.get("filepath") or "")
-                if info.get("internal_api") == "openblas" and path.startswith(home):
-                    found = _Blas(ctypes.CDLL(path))
-                    break
-        except (ImportError, OSError, AttributeError):
-            found = None
+            infos = threadpool_info()
+        except ImportError:
+            infos = []
+        package = os.path.dirname(os.path.abspath(np.__file__))
+        for info in infos:
+            path = os.path.abspath(info.get("filepath") or "")
+            inside = path.startswith(package + os.sep) or path.startswith(package + ".libs")
+            if info.get("internal_api") != "openblas" or not inside:
+                continue
+            try:
+                found = _Blas(ctypes.CDLL(path))
+                break
+            except (OSError, AttributeError):  # not loadable, or not the symbols numpy's has
+                continue
         _LIBRARY.append(found)
     return _LIBRARY[0]
 
