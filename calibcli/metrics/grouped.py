@@ -3,9 +3,11 @@
 Each function returns, for every group, exactly the value the one-group estimator of
 :mod:`calibcli.metrics.estimators` returns for that group's rows (the same float, bit for bit):
 the per-bin terms are computed elementwise on the whole table, each group's correctly rounded
-sum (``math.fsum``) is taken over its row of terms, the rank-sum AUROC counts exact integers,
-and each group's log loss sums the same contiguous run of per-row losses. Thousands of groups
-then cost a few numpy passes, not thousands of calls on ten-element arrays.
+sum (``math.fsum``) is taken over its row of terms (:func:`~calibcli.metrics.row_sums.fsum_rows`,
+for all rows at once), the rank-sum AUROC counts exact integers, and each group's log loss sums
+the same contiguous run of per-row losses with numpy's own arithmetic
+(:func:`~calibcli.metrics.row_sums.run_sums`). Thousands of groups then cost a few numpy
+passes, not thousands of calls on ten-element arrays.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from calibcli.metrics.core import PredictionColumns
 from calibcli.metrics.estimators import _CHUNK, _loss_total, _sort_in_place
+from calibcli.metrics.row_sums import fsum_rows, run_sums
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,19 +68,6 @@ def smooth_of(columns: list[PredictionColumns]) -> tuple[list[float], list[float
     return smooth_ece_groups([(c.conf_correct, c.conf_wrong) for c in columns])
 
 
-def _fsums(terms: np.ndarray) -> np.ndarray:
-    """The correctly rounded sum of each row (a slice of rows at a time: their Python floats
-    are few at once)."""
-    fsum = math.fsum
-    out = np.empty(terms.shape[0])
-    for a in range(0, terms.shape[0], _ROWS_AT_ONCE):
-        out[a : a + _ROWS_AT_ONCE] = [fsum(row) for row in terms[a : a + _ROWS_AT_ONCE].tolist()]
-    return out
-
-
-_ROWS_AT_ONCE = 8192
-
-
 def _bin_terms(tables: GroupTables, count: np.ndarray, sy_int: np.ndarray, obar: np.ndarray):
     """The per-bin terms each figure sums (zero in empty bins), elementwise as the one-group
     estimators compute them on the populated bins."""
@@ -111,29 +101,29 @@ def grouped_binned(tables: GroupTables) -> dict[str, list]:
         terms = _bin_terms(tables, count, sy_int, obar)
     diff, sq_over_n, mce, debiased_terms, resolution_terms, variance_terms, covariance_terms = terms
     # each group's one-bin ECE sums its Σc and its −Σy together, as the one-group estimator
-    one_bin = _fsums(np.concatenate([sc, -sy], axis=1))
-    sum_sq = _fsums(sq_over_n)
+    one_bin = fsum_rows(np.concatenate([sc, -sy], axis=1))
+    sum_sq = fsum_rows(sq_over_n)
     # the one-group arithmetic on each group's sums, elementwise: numpy's float64 operations
     # round as Python's float ones do (counts below 2**53 convert exactly)
     with np.errstate(divide="ignore", invalid="ignore"):
         total = n.astype(np.float64)
-        brier = _fsums(tables.sum_sq_error) / total
-        debiased = _fsums(debiased_terms) / total
-        variance = _fsums(variance_terms) / total
+        brier = fsum_rows(tables.sum_sq_error) / total
+        debiased = fsum_rows(debiased_terms) / total
+        variance = fsum_rows(variance_terms) / total
         figures = {
-            "ece": _fsums(np.abs(diff)) / total,
+            "ece": fsum_rows(np.abs(diff)) / total,
             "mce": mce,
             "rmsce": np.sqrt(sum_sq / total),
             "rmsce_debiased": np.sqrt(np.where(debiased > 0.0, debiased, 0.0)),
             "ece_1bin": np.abs(one_bin) / total,
             "brier": brier,
             "accuracy": correct / n,
-            "mean_confidence": _fsums(sc) / total,
+            "mean_confidence": fsum_rows(sc) / total,
             "brier_decomposition.reliability": sum_sq / total,
-            "brier_decomposition.resolution": _fsums(resolution_terms) / total,
+            "brier_decomposition.resolution": fsum_rows(resolution_terms) / total,
             "brier_decomposition.uncertainty": obar * (1.0 - obar),
             "brier_decomposition.within_bin_variance": np.where(variance > 0.0, variance, 0.0),
-            "brier_decomposition.within_bin_covariance": 2.0 * _fsums(covariance_terms) / total,
+            "brier_decomposition.within_bin_covariance": 2.0 * fsum_rows(covariance_terms) / total,
             "brier_decomposition.brier": brier,
         }
     empty = n == 0  # a group without rows: 0.0 for every figure
@@ -212,33 +202,33 @@ def grouped_rows_of(
     n_right = np.diff(r_starts)
     n_wrong = np.diff(w_starts)
 
-    n_right_l, n_wrong_l = n_right.tolist(), n_wrong.tolist()
-    twice_u_l = _twice_u(r, r_ids, r_starts, w, w_ids, w_starts)
-    areas = [
-        int(tu) / (2 * a * b) if a and b else math.nan
-        for tu, a, b in zip(twice_u_l, n_right_l, n_wrong_l, strict=True)
-    ]
+    twice_u = np.asarray(_twice_u(r, r_ids, r_starts, w, w_ids, w_starts), np.float64)
+    pairs = 2 * n_right * n_wrong
+    if int(pairs.max(initial=0)) < 2**53:  # both operands exact: one correctly rounded quotient
+        with np.errstate(divide="ignore", invalid="ignore"):
+            areas = np.where(pairs > 0, twice_u / pairs, math.nan).tolist()
+    else:
+        areas = [
+            int(tu) / p if p else math.nan
+            for tu, p in zip(twice_u.tolist(), pairs.tolist(), strict=True)
+        ]
 
     # log loss: each group's run of losses summed as the one-group estimator sums it
     with np.errstate(divide="ignore"):
         r_loss = -np.log(r)
         w_loss = -np.log1p(-w)
-    r_inf = np.bincount(r_ids, weights=np.isinf(r_loss), minlength=groups).tolist()
-    w_inf = np.bincount(w_ids, weights=np.isinf(w_loss), minlength=groups).tolist()
+    right_total = run_sums(r_loss, r_starts)
+    wrong_total = run_sums(w_loss, w_starts)
+    right_total[np.bincount(r_ids, weights=np.isinf(r_loss), minlength=groups) > 0] = math.inf
+    wrong_total[np.bincount(w_ids, weights=np.isinf(w_loss), minlength=groups) > 0] = math.inf
     rs, ws = r_starts.tolist(), w_starts.tolist()
-    losses = []
-    for g in range(groups):
-        a, b = n_right_l[g], n_wrong_l[g]
-        if not a + b:
-            losses.append(math.nan)
-            continue
-        if a > _CHUNK or b > _CHUNK:  # summed in chunks: the one-group sum itself
-            right_total = _loss_total(r[rs[g] : rs[g + 1]], None, True)
-            wrong_total = _loss_total(w[ws[g] : ws[g + 1]], None, False)
-        else:
-            right_total = math.inf if r_inf[g] else float(r_loss[rs[g] : rs[g + 1]].sum())
-            wrong_total = math.inf if w_inf[g] else float(w_loss[ws[g] : ws[g + 1]].sum())
-        losses.append((right_total + wrong_total) / float(a + b))
+    for g in np.flatnonzero((n_right > _CHUNK) | (n_wrong > _CHUNK)).tolist():
+        # summed in chunks: the one-group sum itself
+        right_total[g] = _loss_total(r[rs[g] : rs[g + 1]], None, True)
+        wrong_total[g] = _loss_total(w[ws[g] : ws[g + 1]], None, False)
+    rows = (n_right + n_wrong).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        losses = np.where(rows > 0, (right_total + wrong_total) / rows, math.nan).tolist()
     return losses, areas
 
 
