@@ -137,16 +137,19 @@ def group_sections(
 
     # the notes and closed gates of a group depend on a few of its counts, shared by many
     # groups: each distinct set is made once, from the first group that has it
-    keys: dict[tuple, int] = {}
-    codes = [
-        keys.setdefault((n, p, median, math.isinf(loss), math.isnan(area)), len(keys))
-        for n, p, median, loss, area in zip(
-            binned["n"], populated, medians, nll, auroc, strict=True
+    codes, firsts = _first_appearance(
+        np.column_stack(
+            [
+                np.asarray(binned["n"], np.int64),
+                np.asarray(populated, np.int64),
+                (2.0 * np.asarray(medians)).astype(np.int64),  # a median count: k or k + 1/2
+                np.isinf(np.asarray(nll, np.float64)),
+                np.isnan(np.asarray(auroc, np.float64)),
+            ]
         )
-    ]
+    )
     notes_of: list[list] = []
     closed_of: list[dict[str, str]] = []
-    firsts = np.unique(np.asarray(codes), return_index=True)[1].tolist() if codes else []
     for g in firsts:  # codes run 0, 1, 2, ... in order of first appearance
         n, p, median = binned["n"][g], populated[g], medians[g]
         notes_of.append(
@@ -158,6 +161,18 @@ def group_sections(
             closed = dict.fromkeys(BINNED_GATES, reason)
         closed_of.append(closed)
     return GroupSections(names, table, codes, notes_of, closed_of, whole=checked)
+
+
+def _first_appearance(rows: np.ndarray) -> tuple[list[int], list[int]]:
+    """Each row's code, the distinct rows numbered 0, 1, 2, ... in order of first appearance,
+    and the index of each code's first row."""
+    if not rows.shape[0]:
+        return [], []
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty(first.shape[0], np.intp)
+    rank[order] = np.arange(first.shape[0])
+    return rank[inverse.reshape(-1)].tolist(), first[order].tolist()
 
 
 def _populated_medians(count: np.ndarray) -> list[float]:

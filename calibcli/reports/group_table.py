@@ -104,21 +104,18 @@ class GroupTable(Mapping):
     def strict(self, path: str, bad: list[tuple[str, float]] | None) -> GroupTable:
         """What :func:`~calibcli.reports.report.strict` makes of the table: the same table
         writing its non-finite values as None, each ``(path, value)`` appended to ``bad`` in
-        the order the walk over every group's dict meets them."""
-        from calibcli.reports.report import strict
+        the order the walk over every group's dict meets them (the floats of the usual case
+        as one :class:`~calibcli.reports.report.NonFiniteCells`, whose paths are made when
+        read)."""
+        from calibcli.reports.report import NonFiniteCells, strict
 
         columns = [self.scalars[k] for k in self.loose]
-        suspects = sorted({g for column in columns for g in _not_plain_finite(column)})
         names = self.names
-        floats = all(set(map(type, column)) <= {float} for column in columns)
-        if floats and bad is not None:  # each non-finite float is listed as strict lists it
-            bad += [
-                (f"{path}.{names[g]}.{key}", v)
-                for g in suspects
-                for key, column in zip(self.loose, columns, strict=True)
-                if (v := column[g]) - v != 0.0
-            ]
-        elif not floats:
+        if all(set(map(type, column)) <= {float} for column in columns):
+            if bad is not None:  # each non-finite float, listed as strict lists it
+                bad.append(NonFiniteCells(path, names, self.loose, columns))
+        else:
+            suspects = sorted({g for column in columns for g in _not_plain_finite(column)})
             for g in suspects:
                 for key, column in zip(self.loose, columns, strict=True):
                     v = column[g]

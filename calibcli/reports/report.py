@@ -199,6 +199,51 @@ def _leaf(path: str) -> str:
     return path.rpartition(".")[2].partition("[")[0]
 
 
+class NonFiniteCells:
+    """Non-finite floats of a table of groups, as :func:`strict`'s walk would list them
+    (group by group, each group's ``keys`` in turn), kept in ``bad`` as one entry whose paths
+    (``prefix.<group name>.<key>``) are made only for the values :func:`finish` reports: the
+    null smece of 100,000 groups, explained by one warning, then cost no path each."""
+
+    __slots__ = ("columns", "keys", "names", "prefix")
+
+    def __init__(self, prefix: str, names: list[str], keys: tuple[str, ...], columns: list) -> None:
+        self.prefix, self.names, self.keys = prefix, names, keys
+        self.columns = columns  # a list of Python floats per key
+
+    def entries(self, wanted: Callable[[str], bool], infinite: bool) -> list[tuple[str, float]]:
+        """``(path, value)`` of each non-finite value (``infinite``: each infinity) of the keys
+        ``wanted``, in the walk's order."""
+        import numpy as np
+
+        width = len(self.keys)
+        found = []
+        for k, (key, column) in enumerate(zip(self.keys, self.columns, strict=True)):
+            if wanted(key):
+                values = np.asarray(column, np.float64)
+                hit = np.isinf(values) if infinite else ~np.isfinite(values)
+                found.append(np.flatnonzero(hit) * width + k)
+        if not found:
+            return []
+        keys, names, columns, prefix = self.keys, self.names, self.columns, self.prefix
+        return [
+            (f"{prefix}.{names[c // width]}.{keys[c % width]}", columns[c % width][c // width])
+            for c in np.sort(np.concatenate(found)).tolist()
+        ]
+
+
+def _entries(
+    bad: list, wanted: Callable[[str], bool], infinite: bool
+) -> Iterator[tuple[str, float]]:
+    """The ``(path, value)`` entries of ``bad`` whose field name is ``wanted`` (``infinite``:
+    only the infinities)."""
+    for item in bad:
+        if type(item) is NonFiniteCells:
+            yield from item.entries(wanted, infinite)
+        elif wanted(_leaf(item[0])) and (not infinite or math.isinf(item[1])):
+            yield item
+
+
 def finish(
     body: dict[str, Any],
     notes: list[Note],
@@ -213,7 +258,7 @@ def finish(
     bad: list[tuple[str, float]] = []
     out = strict(body, "", bad)
     explained = {name for note in notes for name in note.explains}
-    unexplained = [p for p, _ in bad if _leaf(p) not in explained]
+    unexplained = [p for p, _ in _entries(bad, lambda leaf: leaf not in explained, False)]
     warnings = [note.text for note in notes]
     if unexplained:
         warnings.append(
@@ -222,7 +267,7 @@ def finish(
         )
     # the tail (the gate) repeats figures reported and explained above
     tail_out = strict(dict(tail), "", bad)
-    infinite = {p: ("inf" if v > 0 else "-inf") for p, v in bad if math.isinf(v)}
+    infinite = {p: ("inf" if v > 0 else "-inf") for p, v in _entries(bad, bool, True)}
     if infinite and mark_infinite:
         out["non_finite"] = infinite
     out["warnings"] = warnings
