@@ -21,9 +21,10 @@ rounding, so the estimate lies within about 1e-11 of the transformed denominator
 the largest gap on random groups); a step whose estimate lies within 1e-4 of σ, and the final
 bandwidth, transform the density as the one-group code does. And since Σ|R(t_k)| ≥ |Σ R(t_k)|
 = |h_r·w| for the residual histogram h_r, a step where that alone puts smECE_σ well above σ
-goes up without transforming the residual either. On 1,000 groups of 1,000 rows that is about
-9 inverse transforms a group instead of 22; the comparisons and the final floats are the
-one-group code's.
+goes up without transforming the residual either; and since Σ|R(t_k)| ≤ |h_r|·w (the
+smoothing's weights are non-negative), a step where that puts smECE_σ well below σ goes down
+without it (mostly the first steps, σ = 1 and 1/2). The comparisons and the final floats are
+the one-group code's.
 
 Why the batch gives the same bits as the one-group path:
 
@@ -141,7 +142,7 @@ def _search_chunk(
         upper[down] = sigmas[~up]
         upper_num[down] = num[~up]
         upper_den[down] = den[~up]
-    unknown = np.flatnonzero(np.isnan(upper_num))
+    unknown = np.flatnonzero(~np.isfinite(upper_num))  # a step decided without it
     if unknown.shape[0]:
         upper_num[unknown] = evaluate.residual(unknown, upper[unknown])
     unknown = np.flatnonzero(np.isnan(upper_den))
@@ -255,7 +256,8 @@ class _Evaluation:
         self, active: np.ndarray, sigmas: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For the groups ``active`` (indices into the chunk's curves) at ``sigmas``: smECE's
-        numerator (nan where the bounds show smECE_σ > σ without it), an estimate of its
+        numerator (nan where the bounds show smECE_σ > σ without it, -inf where they show
+        smECE_σ < σ), an estimate of its
         denominator and the denominator itself where known (else nan). On the finer grids
         (σ ≤ 10/1024, group by group with the one-group code) the numerator is smECE itself
         and both denominators 1.0."""
@@ -265,26 +267,33 @@ class _Evaluation:
         where, kernel_rows = self._finer(active, sigmas, num, approx, den)
         if where.shape[0]:
             groups = active[where]
-            density, residual = self._dots(groups, kernel_rows)
+            density, residual, spread = self._dots(groups, kernel_rows)
             counts = np.asarray(self.kernels.points, np.float64)[kernel_rows]
             approx[where] = density + counts * _DENSITY_FLOOR
-            # Σ|R(t_k)| ≥ |Σ R(t_k)| = |h_r·w|: far above σ·denominator, the step goes up
-            # whatever the numerator's value, and the value is not kept
-            sure = np.abs(residual) > (1.0 + _MARGIN) * sigmas[where] * approx[where]
+            # |h_r·w| = |Σ R(t_k)| ≤ Σ|R(t_k)| ≤ |h_r|·w (the smoothing's weights are
+            # non-negative): far above σ·denominator the step goes up, far below it goes
+            # down, whatever the numerator's value, and the value is not kept
+            scale = sigmas[where] * approx[where]
+            sure = np.abs(residual) > (1.0 + _MARGIN) * scale
+            below = ~sure & (spread < (1.0 - _MARGIN) * scale)
             num[where[sure]] = math.nan
-            rest = ~sure
+            num[where[below]] = -math.inf
+            rest = ~(sure | below)
             num[where[rest]] = self._sums(1, groups[rest], kernel_rows[rest])
         return num, approx, den
 
     def _dots(self, groups: np.ndarray, kernel_rows: np.ndarray) -> np.ndarray:
-        """h·w of each group's density and residual histograms h with its σ's weights w
-        (:func:`_density_weights`): (2 × groups). σ by σ (a few per step), with einsum's own
-        loop: a BLAS call may wake threads that spin for longer than this takes."""
-        out = np.empty((2, groups.shape[0]))
+        """h·w of each group's density and residual histograms h, and |h|·w of the residual
+        one, with its σ's weights w (:func:`_density_weights`): (3 × groups). σ by σ (a few
+        per step), with einsum's own loop: a BLAS call may wake threads that spin for longer
+        than this takes."""
+        out = np.empty((3, groups.shape[0]))
         for row in np.unique(kernel_rows).tolist():
             at = np.flatnonzero(kernel_rows == row)
             histograms = self.histograms[:, groups[at]]
-            out[:, at] = np.einsum("pgj,j->pg", histograms, self.kernels.weights[row])
+            weights = self.kernels.weights[row]
+            out[:2, at] = np.einsum("pgj,j->pg", histograms, weights)
+            out[2, at] = np.einsum("gj,j->g", np.abs(histograms[1]), weights)
         return out
 
     def residual(self, active: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
@@ -310,7 +319,8 @@ class _Evaluation:
         """``sigmas < num / den`` for each group, as the one-group search compares σ with
         smECE_σ: from the estimate where it lies clearly on one side of σ, else from the
         denominator, computed into ``den`` where not known yet."""
-        estimate = num / approx  # nan where the numerator is not needed: the step goes up
+        # nan where the numerator is not needed and the step goes up, -inf where it goes down
+        estimate = num / approx
         doubt = np.isnan(den) & (np.abs(estimate - sigmas) <= _MARGIN * sigmas)
         if doubt.any():
             at = np.flatnonzero(doubt)
