@@ -246,6 +246,7 @@ class _Evaluation:
         self.curves, self.size, self.kernels = curves, size, kernels
         self.spectra = spectra  # (2 × groups × frequencies): density, residual
         self.histograms = histograms  # (2 × groups × grid points): density, residual
+        self.spread = np.abs(histograms[1])  # |residual| (groups × grid points)
         # each batch's products and inverse transforms reuse these two arrays, small enough to
         # stay in cache between the product, the transform and the interpolation
         self.product = np.empty((_BATCH, spectra.shape[2]), np.complex128)
@@ -293,7 +294,7 @@ class _Evaluation:
             histograms = self.histograms[:, groups[at]]
             weights = self.kernels.weights[row]
             out[:2, at] = np.einsum("pgj,j->pg", histograms, weights)
-            out[2, at] = np.einsum("gj,j->g", np.abs(histograms[1]), weights)
+            out[2, at] = np.einsum("gj,j->g", self.spread[groups[at]], weights)
         return out
 
     def residual(self, active: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
