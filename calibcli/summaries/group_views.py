@@ -95,7 +95,8 @@ def _by_group(
     given) and each group's start."""
     if ids is None:
         ids = np.zeros(0, np.intp)
-    order = np.argsort(ids, kind="stable")
+    # ids below 2**16 as uint16: numpy's stable sort of 16-bit keys is a radix sort
+    order = np.argsort(ids.astype(np.uint16) if groups <= 1 << 16 else ids, kind="stable")
     starts = np.zeros(groups + 1, np.int64)
     np.cumsum(np.bincount(ids, minlength=groups), out=starts[1:])
     return values[order], starts
