@@ -139,5 +139,7 @@ def test_run_sums_edge_runs(monkeypatch):
 
 
 def test_the_probe_finds_this_numpys_sums():
-    # the vectorised path is the one this numpy takes (it would fall back, correctly, if not)
-    assert row_sums._numpy_sums_as_documented()
+    # the vectorised path is the one this numpy takes; another numpy falls back, correctly
+    # (test_run_sums_edge_runs), and says so here
+    if not row_sums._numpy_sums_as_documented():
+        pytest.skip(f"numpy {np.__version__} sums short runs otherwise: they go run by run")
