@@ -53,9 +53,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from calibcli.metrics.grid_groups import _plan
 from calibcli.metrics.smooth import (
     _BISECTION_STEPS,
-    _BLOCK,
     _DENSITY_FLOOR,
     _MIN_BANDWIDTH,
     _sigma_inputs,
@@ -428,32 +428,15 @@ def _coarse_histograms(
     """The (2, 1001) grid histograms of every group, (groups × 2 × 1001), given each group's
     (right, wrong) confidences and its curve.
 
-    ``_grid_histograms`` adds one bincount per part (and per block of rows), or folds a part
-    run by run when its sorted rows fill few cells. A group whose parts each fit one block and
-    are not folded gets, in every cell, the sum of that cell's rows in their order; so the
-    groups are offset by 2m cells and counted in one bincount over all their rows, which sums
-    each cell in the same order. The others keep their own pass. Each row's cell and fraction,
-    and each part's count of cell changes (which decides the folding), are computed for all the
-    groups' rows at once.
+    As :mod:`calibcli.metrics.grid_groups` explains (whose plan picks the groups that take
+    their own pass), the other groups get, in every cell, the sum of that cell's rows in their
+    order: here they are offset by 2m cells and counted in one bincount over all their rows,
+    the dense arrays of a few dozen groups on this grid costing less than the sparse pass.
     """
     m = _COARSE
     k = len(parts)
     out = np.empty((k, 2, m))
-    arrays = [a for pair in parts for a in pair]  # right, wrong, right, wrong, ...
-    lengths = np.fromiter((a.shape[0] for a in arrays), np.intp, 2 * k)
-    pos = np.concatenate(arrays) * (m - 1)
-    cell = pos.astype(np.intp)  # f ≥ 0, so truncation is floor
-    np.minimum(cell, m - 2, out=cell)
-    # cell changes within each part: the running count of changes, read at each part's ends
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    changes = np.zeros(pos.shape[0] + 1, np.intp)
-    np.cumsum(cell[1:] != cell[:-1], out=changes[2:])
-    inner = np.where(
-        lengths > 0, changes[np.maximum(ends, 1)] - changes[np.minimum(starts + 1, ends)], 0
-    )
-    folded = (lengths > 0) & (4 * inner <= lengths)
-    alone = (folded | (lengths > _BLOCK)).reshape(k, 2).any(axis=1)
+    pos, cell, lengths, alone = _plan(parts, m)
     for g in np.flatnonzero(alone).tolist():
         out[g] = curves[g]._grid_histograms(m)
     batched = np.flatnonzero(~alone)

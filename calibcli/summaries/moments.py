@@ -152,22 +152,17 @@ class RowMoments:
     def of_columns(cls, columns: list[Any]) -> RowMoments:
         """The moments of rows given per group as
         :class:`~calibcli.metrics.PredictionColumns`."""
-        from calibcli.metrics import grid_histograms, stored_grid_sizes
+        from calibcli.metrics import stored_grid_sizes
+        from calibcli.metrics.grid_groups import sparse_grid_histograms
 
         groups = len(columns)
         out = cls.empty(groups)
-        sparse: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {
-            m: [] for m in stored_grid_sizes()
-        }
         losses, owners = [], []
         for g, cols in enumerate(columns):
-            right, wrong = cols.conf_correct, cols.conf_wrong
-            loss, infinite = _losses(right, wrong)
+            loss, infinite = _losses(cols.conf_correct, cols.conf_wrong)
             out.infinite[g] = infinite
             losses.append(loss)
             owners.append(np.full(loss.shape[0], g, np.intp))
-            for m, hist in grid_histograms(right, wrong).items():  # each group's, kept sparse
-                sparse[m].append(SparseGrids.of_groups(m, [hist]).arrays())
         # every group's losses in one pass of chunks: exact sums, so the grouping of the
         # additions does not show, and each chunk costs one count per group rather than each group
         loss = np.concatenate(losses) if losses else np.zeros(0)
@@ -175,16 +170,10 @@ class RowMoments:
         for start in range(0, loss.shape[0], CHUNK):
             part = loss[start : start + CHUNK]
             out.nll.add_pieces(general_pieces(part), owner[start : start + CHUNK], groups)
-        for m, parts in sparse.items():
-            if parts:
-                sizes = np.array([cells.shape[0] for cells, _, _ in parts], np.int64)
-                out.grids[m] = SparseGrids(
-                    m,
-                    groups,
-                    np.concatenate([cells for cells, _, _ in parts]),
-                    np.concatenate([values for _, values, _ in parts]),
-                    np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
-                )
+        if groups:  # every group's histograms of each grid at once, kept sparse
+            pairs = [(cols.conf_correct, cols.conf_wrong) for cols in columns]
+            for m in stored_grid_sizes():
+                out.grids[m] = SparseGrids(m, groups, *sparse_grid_histograms(pairs, m))
         return out
 
     def merged(
