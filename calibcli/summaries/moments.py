@@ -152,8 +152,7 @@ class RowMoments:
     def of_columns(cls, columns: list[Any]) -> RowMoments:
         """The moments of rows given per group as
         :class:`~calibcli.metrics.PredictionColumns`."""
-        from calibcli.metrics import stored_grid_sizes
-        from calibcli.metrics.grid_groups import sparse_grid_histograms
+        from calibcli.metrics import sparse_grid_histograms, stored_grid_sizes
 
         groups = len(columns)
         out = cls.empty(groups)
