@@ -223,11 +223,10 @@ def grouped_rows_of(
     wrong_total = run_sums(w_loss, w_starts)
     right_total[np.bincount(r_ids, weights=np.isinf(r_loss), minlength=groups) > 0] = math.inf
     wrong_total[np.bincount(w_ids, weights=np.isinf(w_loss), minlength=groups) > 0] = math.inf
-    rs, ws = r_starts.tolist(), w_starts.tolist()
     for g in np.flatnonzero((n_right > _CHUNK) | (n_wrong > _CHUNK)).tolist():
         # summed in chunks: the one-group sum itself
-        right_total[g] = _loss_total(r[rs[g] : rs[g + 1]], None, True)
-        wrong_total[g] = _loss_total(w[ws[g] : ws[g + 1]], None, False)
+        right_total[g] = _loss_total(r[r_starts[g] : r_starts[g + 1]], None, True)
+        wrong_total[g] = _loss_total(w[w_starts[g] : w_starts[g + 1]], None, False)
     rows = (n_right + n_wrong).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         losses = np.where(rows > 0, (right_total + wrong_total) / rows, math.nan).tolist()
