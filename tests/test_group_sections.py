@@ -205,3 +205,22 @@ def test_group_table_maps_names_to_figures():
     for name in table:
         assert json.loads(json.dumps(table.strict("groups", [])[name])) == parsed[name]
         assert list(table[name]) == list(parsed[name])
+
+
+def test_figures_made_a_few_groups_at_a_time_equal_the_one_group_path(monkeypatch):
+    """Every pass that treats the groups a slice at a time (the binned figures, the bins'
+    intervals, the medians, the AUROC searches and the JSON chunks) gives, with slices of a
+    few groups or rows, the one-group report byte for byte."""
+    import calibcli.metrics.grouped as grouped
+    import calibcli.reports.calibrate_groups as calibrate_groups
+    import calibcli.reports.group_table as group_table
+
+    conf, correct, groups = _rows(19, 300, 12_000)
+    want = _report_text(_summary(conf, correct, groups, 10), monkeypatch, batched=False)
+    with monkeypatch.context() as m:
+        m.setattr(grouped, "_GROUPS_AT_ONCE", 7)
+        m.setattr(grouped, "_SEARCH_SLICE", 53)
+        m.setattr(group_table, "CHUNK", 5)
+        m.setattr(calibrate_groups, "CHUNK", 3)
+        got = _report_text(_summary(conf, correct, groups, 10), monkeypatch, batched=True)
+    assert got == want

@@ -99,7 +99,9 @@ def _work(job: Job, items_of: Any, results: Any, drain: Any = None) -> None:
         fold = SourceFold(job.plan, job.name, job.path, job.fmt)
         newlines = fold.fold(items_of(fold), builder)
         builder.end_source(SourceInfo(job.path, "", fold.fmt, 0, job.start, job.stop))
-        header, arrays = encode(builder.summary())
+        # rows that carry their table travel without it (the parent folds them once)
+        share = builder.share() if getattr(builder, "rows_hold_table", False) else None
+        header, arrays = encode(share or builder.summary())
         first_line = getattr(builder, "first_line", None)
         results.send(("done", header, newlines, first_line))
         for array in arrays:  # raw bytes, received in place: no pickled copy on either side
@@ -181,7 +183,7 @@ def _collect(
         arrays[array_name] = out
     if builder is None:
         return newlines
-    part = assemble(meta, arrays)
+    part = assemble(meta, arrays, table_in_rows=getattr(builder, "rows_hold_table", False))
     if part.row_ids is not None and fold is not None:
         fold.absorb_ids(part.row_ids, line_offset, builder)
     if part.kind == "perplexity":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -34,21 +35,31 @@ class GroupTables:
     sum_conf_correct: np.ndarray
     sum_sq_error: np.ndarray
 
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "count",
+        "sum_correct",
+        "sum_conf",
+        "sum_conf_sq",
+        "sum_conf_correct",
+        "sum_sq_error",
+    )
+
     @classmethod
     def stack(cls, stats: list) -> GroupTables:
         """The tables of a list of :class:`~calibcli.metrics.core.BinStats` on the same edges."""
-        fields = (
-            "count",
-            "sum_correct",
-            "sum_conf",
-            "sum_conf_sq",
-            "sum_conf_correct",
-            "sum_sq_error",
-        )
         m = stats[0].count.shape[0] if stats else 0
         return cls(
-            *(np.concatenate([getattr(s, f) for s in stats]).reshape(len(stats), m) for f in fields)
+            *(
+                np.concatenate([getattr(s, f) for s in stats]).reshape(len(stats), m)
+                for f in cls.FIELDS
+            )
         )
+
+    def rows(self, start: int, stop: int) -> GroupTables:
+        """The tables of groups ``start`` to ``stop`` (views). Tables read back from a summary
+        make a slice's fields when asked, so that a pass over every group holds the floats of
+        one slice at a time."""
+        return GroupTables(*(getattr(self, f)[start:stop] for f in self.FIELDS))
 
 
 def sorted_columns(columns: PredictionColumns) -> PredictionColumns:
@@ -86,14 +97,33 @@ def _bin_terms(tables: GroupTables, count: np.ndarray, sy_int: np.ndarray, obar:
     return diff, sq_over_n, mce, debiased, resolution, variance, covariance
 
 
-def grouped_binned(tables: GroupTables) -> dict[str, list]:
-    """Every binned figure of every group, as lists: ``n``, ``populated_bins``, the scalars of
-    :func:`~calibcli.metrics.estimators.binned_scalars` and the Brier decomposition's terms
-    (keyed ``brier_decomposition.<term>``); 0.0 for a group without rows, as for none."""
+_GROUPS_AT_ONCE = 2048  # groups whose per-bin terms are alive at once: small temporaries
+
+
+def grouped_binned(tables: GroupTables) -> dict[str, np.ndarray | list]:
+    """Every binned figure of every group: ``n`` and ``populated_bins`` as lists of ints, the
+    scalars of :func:`~calibcli.metrics.estimators.binned_scalars` and the Brier
+    decomposition's terms (keyed ``brier_decomposition.<term>``) as float64 arrays (each
+    element the one-group estimator's float); 0.0 for a group without rows, as for none.
+    Computed a slice of groups at a time: every figure of a group depends on its own row of
+    the tables only."""
+    groups = tables.count.shape[0]
+    out: dict[str, np.ndarray | list] = {}
+    n_all = tables.count.sum(axis=1)
+    for a in range(0, max(groups, 1), _GROUPS_AT_ONCE):  # no groups: one empty slice
+        b = min(a + _GROUPS_AT_ONCE, groups)
+        for key, values in _binned_figures(tables.rows(a, b), n_all[a:b]).items():
+            if key not in out:
+                out[key] = np.empty(groups)
+            out[key][a:b] = values
+    out["n"] = n_all.tolist()
+    out["populated_bins"] = np.count_nonzero(tables.count, axis=1).tolist()
+    return out
+
+
+def _binned_figures(tables: GroupTables, n: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`grouped_binned`'s float figures of the groups of ``tables`` (``n`` their rows)."""
     count, sy_int, sc = tables.count, tables.sum_correct, tables.sum_conf
-    n = count.sum(axis=1)
-    n_list = n.tolist()
-    pop = count > 0
     sy = sy_int.astype(np.float64)
     correct = sy_int.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):  # groups without rows, masked bins
@@ -127,12 +157,7 @@ def grouped_binned(tables: GroupTables) -> dict[str, list]:
             "brier_decomposition.brier": brier,
         }
     empty = n == 0  # a group without rows: 0.0 for every figure
-    out: dict[str, list] = {
-        key: np.where(empty, 0.0, values).tolist() for key, values in figures.items()
-    }
-    out["n"] = n_list
-    out["populated_bins"] = np.count_nonzero(pop, axis=1).tolist()
-    return out
+    return {key: np.where(empty, 0.0, values) for key, values in figures.items()}
 
 
 def _concat(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -149,18 +174,20 @@ def _ascending_within(values: np.ndarray, starts: np.ndarray) -> bool:
     """Whether ``values`` ascend within each run that ``starts`` delimits."""
     if values.shape[0] < 2:
         return True
-    falls = np.flatnonzero(values[1:] < values[:-1]) + 1
-    return bool(np.isin(falls, starts).all())
+    falls = values[1:] < values[:-1]  # falls[i]: values[i + 1] < values[i]
+    inner = starts[(starts > 0) & (starts < values.shape[0])]
+    falls[inner - 1] = False  # a run may start lower than the last one ends
+    return not falls.any()
 
 
-def _sorted_within(values: np.ndarray, ids: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """``values`` sorted ascending within each run of equal ids (ids ascending); the array
-    itself when it already is (the one-group estimators may have sorted every group)."""
+def _sorted_within(values: np.ndarray, ids: np.ndarray, starts: np.ndarray) -> None:
+    """Sort ``values`` ascending within each run of equal ids (ids ascending), in place (the
+    one-group estimators may have sorted every group already)."""
     if _ascending_within(values, starts):
-        return values
+        return
     keys = _keys(ids, values)
     keys.sort()  # one sort of (group, value) pairs: a sixth of a two-key lexsort's time
-    return keys.imag.copy()
+    values[:] = keys.imag
 
 
 def _keys(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -194,13 +221,19 @@ def grouped_rows_of(
     sorted_rows: bool = False,
 ) -> tuple[list[float], list[float]]:
     """:func:`grouped_rows` of every group's right and wrong answers given end to end, group
-    ``g``'s from ``starts[g]`` to ``starts[g + 1]``."""
+    ``g``'s from ``starts[g]`` to ``starts[g + 1]``. With ``sorted_rows`` each group's rows
+    are sorted in place (float64 arrays; others are copied first)."""
     groups = r_starts.shape[0] - 1
-    r, w = r.astype(np.float64, copy=False), w.astype(np.float64, copy=False)
-    r_ids = np.repeat(np.arange(groups), np.diff(r_starts))
-    w_ids = np.repeat(np.arange(groups), np.diff(w_starts))
+    # each row's group, 32-bit where the groups allow it (half the memory)
+    id_type = np.int32 if groups < 2**31 else np.intp
+    r_ids = np.repeat(np.arange(groups, dtype=id_type), np.diff(r_starts))
+    w_ids = np.repeat(np.arange(groups, dtype=id_type), np.diff(w_starts))
     if sorted_rows:
-        r, w = _sorted_within(r, r_ids, r_starts), _sorted_within(w, w_ids, w_starts)
+        r, w = (np.asarray(v, np.float64) for v in (r, w))
+        _sorted_within(r, r_ids, r_starts)
+        _sorted_within(w, w_ids, w_starts)
+    else:
+        r, w = r.astype(np.float64, copy=False), w.astype(np.float64, copy=False)
     n_right = np.diff(r_starts)
     n_wrong = np.diff(w_starts)
 
@@ -221,8 +254,8 @@ def grouped_rows_of(
         w_loss = -np.log1p(-w)
     right_total = run_sums(r_loss, r_starts)
     wrong_total = run_sums(w_loss, w_starts)
-    right_total[np.bincount(r_ids, weights=np.isinf(r_loss), minlength=groups) > 0] = math.inf
-    wrong_total[np.bincount(w_ids, weights=np.isinf(w_loss), minlength=groups) > 0] = math.inf
+    right_total[r_ids[np.isinf(r_loss)]] = math.inf
+    wrong_total[w_ids[np.isinf(w_loss)]] = math.inf
     for g in np.flatnonzero((n_right > _CHUNK) | (n_wrong > _CHUNK)).tolist():
         # summed in chunks: the one-group sum itself
         right_total[g] = _loss_total(r[r_starts[g] : r_starts[g + 1]], None, True)
@@ -237,6 +270,7 @@ def grouped_rows_of(
 # float keys in one group's rows costs a few microseconds of call overhead, one of (group,
 # value) complex keys over all the rows about 0.1 µs more per row.
 _SEARCH_EACH = 256
+_SEARCH_SLICE = 1 << 16  # right answers searched at once
 
 
 def _twice_u(
@@ -265,12 +299,17 @@ def _twice_u(
             not_above = np.searchsorted(wrong, right, side="right")
             out.append(float(int(below.sum()) + int(not_above.sum())))
         return out
-    # one search of (group, c) keys into the sorted (group, wrong) keys
-    r_keys = _keys(r_ids, r)
+    # searches of (group, c) keys into the sorted (group, wrong) keys, a slice of right
+    # answers at a time (small temporaries); each group's counts summed exactly below 2**53
     w_keys = _keys(w_ids, w)
     if not w_sorted:
         w_keys.sort()
-    below = np.searchsorted(w_keys, r_keys, side="left")
-    not_above = np.searchsorted(w_keys, r_keys, side="right")
-    twice_u = (below + not_above - 2 * w_starts[r_ids]).astype(np.float64)
-    return np.bincount(r_ids, weights=twice_u, minlength=groups).tolist()  # exact below 2**53
+    out = np.zeros(groups)
+    for a in range(0, r.shape[0], _SEARCH_SLICE):
+        ids = r_ids[a : a + _SEARCH_SLICE]
+        r_keys = _keys(ids, r[a : a + _SEARCH_SLICE])
+        twice_u = np.searchsorted(w_keys, r_keys, side="left")
+        twice_u += np.searchsorted(w_keys, r_keys, side="right")
+        twice_u -= 2 * w_starts[ids]
+        out += np.bincount(ids, weights=twice_u, minlength=groups)
+    return out.tolist()

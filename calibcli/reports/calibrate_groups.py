@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from calibcli.reports.calibrate import BINNED_GATES, SCALARS, row_notes
-from calibcli.reports.group_table import DECOMPOSITION, GroupSections, GroupTable
+from calibcli.reports.group_table import (
+    CHUNK,
+    DECOMPOSITION,
+    GroupSections,
+    GroupTable,
+    bin_figures,
+)
 from calibcli.reports.reliability import count_notes
 from calibcli.reports.report import Section
 
@@ -69,7 +75,6 @@ def group_sections(
         grouped_rows_of,
         smooth_of,
         sorted_columns,
-        wilson_interval,
     )
 
     names = list(views)
@@ -98,12 +103,17 @@ def group_sections(
         edges = [float(e) for e in listed[0].stats.edges]
     binned = grouped_binned(tables)
     count = tables.count
-    populated_mask = count > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        conf = np.where(populated_mask, tables.sum_conf / count, 0.0)
-        acc = np.where(populated_mask, tables.sum_correct / count, 0.0)
-    lower, upper = wilson_interval(tables.sum_correct, count)
-    tight = [conf, acc, np.where(populated_mask, lower, 0.0), np.where(populated_mask, upper, 0.0)]
+    bin_tables = {"count": count, "correct": tables.sum_correct, "sum_conf": tables.sum_conf}
+    # each bin's mean confidence, accuracy and Wilson bounds are made a slice of groups at a
+    # time (here to check that every populated bin's are finite, then as they are written)
+    finite_bins = True
+    for a in range(0, count.shape[0], CHUNK):
+        b = min(a + CHUNK, count.shape[0])
+        populated_mask = count[a:b] > 0
+        finite_bins = finite_bins and all(
+            bool(np.isfinite(np.where(populated_mask, values, 0.0)).all())
+            for values in bin_figures(bin_tables, a, b).values()
+        )
     medians = _populated_medians(count)
     populated = binned["populated_bins"]
     groups = len(names)
@@ -115,22 +125,14 @@ def group_sections(
         columns_of["smece"] = columns_of["smece_bandwidth"] = [math.nan] * groups
     columns_of["nll"], columns_of["auroc"] = nll, auroc
     decomposition = [binned[f"brier_decomposition.{t}"] for t in DECOMPOSITION]
-    tight += [np.asarray(columns_of[k], dtype=np.float64) for k in SCALARS if k in binned]
-    tight += [np.asarray(d, dtype=np.float64) for d in decomposition]
+    tight = [columns_of[k] for k in SCALARS if k in binned] + decomposition
     # figures whose only non-finite values can be these top-level ones skip the strict-JSON
     # walk of every value (each group's other values were just checked finite here)
     loose = tuple(k for k in SCALARS if k not in binned)
-    checked = all(bool(np.isfinite(a).all()) for a in tight)
+    checked = finite_bins and all(bool(np.isfinite(a).all()) for a in tight)
 
     scalars = {"n": binned["n"], **{k: columns_of[k] for k in SCALARS}}
     terms = dict(zip(DECOMPOSITION, decomposition, strict=True))
-    bin_tables = {
-        "count": count,
-        "correct": tables.sum_correct,
-        "confidence": conf,
-        "accuracy": acc,
-    }
-    bin_tables.update(lower=lower, upper=upper)
     table = GroupTable(
         names, scalars, terms, bin_tables, bins=bins, strategy=strategy, edges=edges, loose=loose
     )
@@ -177,7 +179,15 @@ def _first_appearance(rows: np.ndarray) -> tuple[list[int], list[int]]:
 
 def _populated_medians(count: np.ndarray) -> list[float]:
     """The median count of each row's nonzero counts (as ``np.median`` gives it; rows without
-    a nonzero count give nan)."""
+    a nonzero count give nan), a slice of rows at a time (small temporaries)."""
+    out: list[float] = []
+    for a in range(0, count.shape[0], CHUNK):
+        out += _medians(count[a : a + CHUNK])
+    return out
+
+
+def _medians(count: np.ndarray) -> list[float]:
+    """:func:`_populated_medians` of a slice of rows."""
     ordered = np.sort(count, axis=1)
     bins = count.shape[1]
     populated = np.count_nonzero(count, axis=1)

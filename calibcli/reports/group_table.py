@@ -2,9 +2,9 @@
 
 A report of 100,000 groups built as dicts holds a hundred Python values per group and hands
 them all to ``json.dumps`` and to the strict-JSON walk. :class:`GroupTable` keeps the figures
-as the (groups × bins) arrays and per-figure lists they were computed as, gives one group's
-figures as the same dict on demand (``table[name]``), and writes the JSON text of all groups
-itself, chunk by chunk: each number as ``json.dumps`` writes it (``repr`` of the Python float
+as the (groups × bins) arrays and per-figure lists and arrays they were computed as, gives one
+group's figures as the same dict on demand (``table[name]``), and writes the JSON text of all
+groups itself, chunk by chunk: each number as ``json.dumps`` writes it (``repr`` of the Python float
 or int), the keys in the same order, non-finite values as ``null`` (only the figures named
 ``loose`` can be non-finite; :func:`~calibcli.reports.report.strict` is told about those).
 """
@@ -22,14 +22,16 @@ import numpy as np
 from calibcli.metrics import DECOMPOSITION_TERMS
 
 DECOMPOSITION = (*DECOMPOSITION_TERMS, "brier")  # the keys of a group's brier_decomposition
-CHUNK = 4096  # groups written at once: their text, not every group's, is alive at a time
+CHUNK = 1024  # groups written at once: their text, not every group's, is alive at a time
 
 
 class GroupTable(Mapping):
     """The calibrate figures of every group (name -> figures dict, built on access), from
     columns: ``scalars`` (``n`` then the section's scalar figures, in report order, one value
-    per group), the Brier decomposition's ``terms`` and the per-bin tables (``count`` and the
-    bins' mean confidence, accuracy and Wilson bounds, read only where ``count > 0``).
+    per group), the Brier decomposition's ``terms`` and the per-bin tables ``count``,
+    ``correct`` and ``sum_conf``, from which each bin's mean confidence, accuracy and Wilson
+    bounds are made a chunk of groups at a time (:func:`bin_figures`; read only where
+    ``count > 0``).
 
     Every value is finite except, possibly, those of the figures in ``loose``; ``nulls``
     (set by :meth:`strict`) writes those as None, as the strict-JSON walk would."""
@@ -37,8 +39,8 @@ class GroupTable(Mapping):
     def __init__(
         self,
         names: list[str],
-        scalars: dict[str, list],
-        terms: dict[str, list],
+        scalars: dict[str, list | np.ndarray],
+        terms: dict[str, list | np.ndarray],
         tables: dict[str, np.ndarray],
         *,
         bins: int,
@@ -57,6 +59,7 @@ class GroupTable(Mapping):
         self.loose = loose
         self.nulls = nulls
         self._index: dict[str, int] | None = None
+        self._bins: tuple[int, dict[str, np.ndarray]] | None = None
 
     # ----------------------------------------------------------------- as a mapping
 
@@ -79,14 +82,14 @@ class GroupTable(Mapping):
         for key, column in self.scalars.items():
             if key == "n":
                 continue
-            value = column[g]
+            value = _item(column, g)
             if self.nulls and key in self.loose and not _finite(value):
                 value = None
             out[key] = value
-        out["brier_decomposition"] = {t: self.terms[t][g] for t in DECOMPOSITION}
+        out["brier_decomposition"] = {t: _item(self.terms[t], g) for t in DECOMPOSITION}
         count = self.tables["count"][g].tolist()
-        conf, acc = (self.tables[k][g].tolist() for k in ("confidence", "accuracy"))
-        lower, upper = (self.tables[k][g].tolist() for k in ("lower", "upper"))
+        a, bins = self._bins_around(g)
+        conf, acc, lower, upper = (bins[k][g - a].tolist() for k in _BIN_FIGURES)
         out["reliability"] = {
             "bin_lower": self.edges[:-1],
             "bin_upper": self.edges[1:],
@@ -98,6 +101,14 @@ class GroupTable(Mapping):
             ],
         }
         return out
+
+    def _bins_around(self, g: int) -> tuple[int, dict[str, np.ndarray]]:
+        """:func:`bin_figures` of the chunk of :data:`CHUNK` groups holding group ``g``, and
+        its first group (the last chunk is kept: groups are mostly read in order)."""
+        a = g - g % CHUNK
+        if self._bins is None or self._bins[0] != a:
+            self._bins = (a, bin_figures(self.tables, a, min(a + CHUNK, len(self.names))))
+        return self._bins
 
     # ----------------------------------------------------------------- strict JSON
 
@@ -147,10 +158,10 @@ class GroupTable(Mapping):
         for a in range(0, len(self.names), CHUNK):
             b = min(a + CHUNK, len(self.names))
             columns = [
-                _texts(self.scalars[k][a:b]) if kind == "text" else _numbers(self.scalars[k][a:b])
+                (_texts if kind == "text" else _numbers)(_listed(self.scalars[k], a, b))
                 for k, kind in kinds
             ]
-            columns += [_numbers(self.terms[t][a:b]) for t in DECOMPOSITION]
+            columns += [_numbers(_listed(self.terms[t], a, b)) for t in DECOMPOSITION]
             columns += self._bin_texts(a, b)
             # each group's text is its key, then the template's constant parts and its values
             # in turn: the texts of a chunk are joined in one call
@@ -176,12 +187,14 @@ class GroupTable(Mapping):
         for key, column in self.scalars.items():
             if key == "n":
                 continue
-            raw = key not in self.loose and set(map(type, column)) <= {int, float}
+            raw = key not in self.loose and _numbers_only(column)
             kinds.append((key, "raw" if raw else "text"))
             pieces.append(f"{dumps(key)}: %s")
-        kinds.insert(0, ("n", "raw" if set(map(type, self.scalars["n"])) <= {int} else "text"))
+        n = self.scalars["n"]
+        ints = n.dtype.kind in "iu" if isinstance(n, np.ndarray) else set(map(type, n)) <= {int}
+        kinds.insert(0, ("n", "raw" if ints else "text"))
         for t in DECOMPOSITION:
-            if not set(map(type, self.terms[t])) <= {int, float}:
+            if not _numbers_only(self.terms[t]):
                 raise TypeError(f"brier_decomposition.{t} holds other than numbers")
         terms = ", ".join(f"{dumps(t)}: %s" for t in DECOMPOSITION)
         pieces.append(f'"brier_decomposition": {{{terms}}}')
@@ -197,10 +210,10 @@ class GroupTable(Mapping):
     def _bin_texts(self, a: int, b: int) -> list[list[str]]:
         """The JSON of groups ``a:b``'s per-bin lists, without their brackets: confidence,
         accuracy, count and accuracy_ci (null in the empty bins)."""
-        t = self.tables
-        count = t["count"][a:b]
+        t = bin_figures(self.tables, a, b)
+        count = self.tables["count"][a:b]
         empty = count == 0
-        conf = t["confidence"][a:b]
+        conf = t["confidence"]
         if (_in_plain_range(conf) | empty).all():  # NaN is written null
             conf_rows = _rows(np.where(empty, np.nan, conf))
         else:
@@ -211,12 +224,12 @@ class GroupTable(Mapping):
         # a bin's accuracy and interval are those of its (right answers, count): written once
         # per distinct pair, as most pairs repeat across groups
         flat = count.reshape(-1)
-        keys = t["correct"][a:b].reshape(-1) * (int(flat.max()) + 1) + flat  # exact: int64
+        keys = self.tables["correct"][a:b].reshape(-1) * (int(flat.max()) + 1) + flat  # int64
         _, first, where = np.unique(keys, return_index=True, return_inverse=True)
         populated = flat[first] > 0
-        acc = _floats(t["accuracy"][a:b].reshape(-1)[first], populated)
-        lower = _floats(t["lower"][a:b].reshape(-1)[first], populated)
-        upper = _floats(t["upper"][a:b].reshape(-1)[first], populated)
+        acc = _floats(t["accuracy"].reshape(-1)[first], populated)
+        lower = _floats(t["lower"].reshape(-1)[first], populated)
+        upper = _floats(t["upper"].reshape(-1)[first], populated)
         ci = [
             f"[{lo}, {hi}]" if k else "null"
             for lo, hi, k in zip(lower, upper, populated.tolist(), strict=True)
@@ -228,6 +241,48 @@ class GroupTable(Mapping):
             _rows(count),
             _joined(np.array(ci, dtype=object)[where].tolist()),
         ]
+
+
+_BIN_FIGURES = ("confidence", "accuracy", "lower", "upper")
+
+
+def bin_figures(tables: dict[str, np.ndarray], a: int, b: int) -> dict[str, np.ndarray]:
+    """Each bin's mean confidence, accuracy and Wilson bounds for groups ``a:b``, from the
+    ``count``, ``correct`` and ``sum_conf`` tables (0.0 in the empty bins but the bounds,
+    nan there; read only where ``count > 0``). Elementwise: the same floats whatever the
+    slice."""
+    from calibcli.metrics import wilson_interval
+
+    count = tables["count"][a:b]
+    correct = tables["correct"][a:b]
+    populated = count > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = {
+            "confidence": np.where(populated, tables["sum_conf"][a:b] / count, 0.0),
+            "accuracy": np.where(populated, correct / count, 0.0),
+        }
+    out["lower"], out["upper"] = wilson_interval(correct, count)
+    return out
+
+
+def _item(column: list | np.ndarray, g: int) -> Any:
+    """Value ``g`` of a column (a list, or a numpy array of ints or floats) as a Python
+    value."""
+    value = column[g]
+    return value.item() if isinstance(column, np.ndarray) else value
+
+
+def _listed(column: list | np.ndarray, a: int, b: int) -> list:
+    """Values ``a:b`` of a column as a list of Python values."""
+    part = column[a:b]
+    return part.tolist() if isinstance(part, np.ndarray) else part
+
+
+def _numbers_only(column: list | np.ndarray) -> bool:
+    """Whether a column holds Python ints and floats only (a numpy array: of ints or floats)."""
+    if isinstance(column, np.ndarray):
+        return column.dtype.kind in "iuf"
+    return set(map(type, column)) <= {int, float}
 
 
 def _joined(rows: list[list[str]]) -> list[str]:

@@ -336,6 +336,13 @@ class CalibrationBuilder:
     each source gets its own table (the summary's table is their exact sum), else one table
     takes them all. Kept rows go to one buffer, in input order; a worker's share of a source
     arrives with :meth:`absorb`.
+
+    With ``--by`` and kept rows, the rows carry the table (``rows_hold_table``): nothing is
+    folded while reading, and :meth:`summary` folds every kept row once, into a table of the
+    final size with the groups already in name order. The table's sums are exact, so they do
+    not depend on the order the rows are folded in; and no second table is ever held: no
+    worker's table to receive and merge (a worker sends its rows and group names only, see
+    :meth:`share`), no table grown by doubling while the groups arrive, none reordered.
     """
 
     def __init__(
@@ -358,6 +365,7 @@ class CalibrationBuilder:
         self._key_start = (0, 0)
         self.per_source = per_source and not grouped
         self.index = GroupIndex() if grouped else None
+        self.rows_hold_table = grouped and keep_rows
         self.grouped_table = BinTable(settings.bins, 0) if grouped else None
         self.running = None if grouped or self.per_source else BinTable(settings.bins)
         self.source_table: BinTable | None = None
@@ -424,7 +432,8 @@ class CalibrationBuilder:
         if self.index is not None:
             assert self.grouped_table is not None and keys is not None
             ids = self.index.of(keys)
-            self.grouped_table.add(conf, corr, ids, len(self.index))
+            if not self.rows_hold_table:
+                self.grouped_table.add(conf, corr, ids, len(self.index))
         else:
             assert self.source_table is not None
             self.source_table.add(conf, corr)
@@ -455,7 +464,10 @@ class CalibrationBuilder:
         rows (and group ids, in its own numbering) were already written into the buffers'
         next slots by :meth:`claim_rows`."""
         remap = None
-        if self.index is not None:
+        if self.rows_hold_table:  # the share's rows carry its table: folded in summary()
+            assert self.index is not None and part.kept is not None
+            remap = self.index.remap(part.group_names or ())
+        elif self.index is not None:
             assert self.grouped_table is not None
             remap = self.index.remap(part.group_names or ())
             table = self.grouped_table
@@ -482,7 +494,7 @@ class CalibrationBuilder:
                     self._ids().extend(remap[part.kept.right_groups], remap[part.kept.wrong_groups])
         self._claimed_ids = None
         self.fingerprint = self.fingerprint.merge(part.fingerprint)
-        self.rows_of_source += part.n
+        self.rows_of_source += part.kept.n if self.rows_hold_table else part.n
 
     _claimed_ids: list[np.ndarray] | None = None
 
@@ -500,7 +512,13 @@ class CalibrationBuilder:
 
     # ----- the result
 
-    def summary(self, *, warnings: Iterable[str] = ()) -> CalibrationSummary:
+    def share(self) -> CalibrationSummary:
+        """What a worker sends of its share of a source: :meth:`summary`, except that when the
+        rows carry the table (``rows_hold_table``) the table is left empty, for the parent
+        folds every row once (:meth:`absorb` takes the share's row count from its rows)."""
+        return self.summary(share=True)
+
+    def summary(self, *, warnings: Iterable[str] = (), share: bool = False) -> CalibrationSummary:
         """The summary of every source recorded so far (group names sorted). Under ``--by``
         the builder hands its table over: ask once."""
         rows = None
@@ -522,7 +540,8 @@ class CalibrationBuilder:
             assert self.grouped_table is not None
             names = tuple(sorted(self.index.names))
             order = GroupIndex(names).remap(self.index.names)  # first-seen id -> sorted id
-            table = self.grouped_table.reordered(order)
+            if not self.rows_hold_table:
+                table = self.grouped_table.reordered(order)
             if rows is not None:
                 right_ids, wrong_ids = (
                     self.group_ids.arrays()
@@ -530,6 +549,11 @@ class CalibrationBuilder:
                     else (np.zeros(0, np.intp), np.zeros(0, np.intp))
                 )
                 rows = replace(rows, right_groups=order[right_ids], wrong_groups=order[wrong_ids])
+            if self.rows_hold_table:
+                assert rows is not None
+                table = BinTable(self.settings.bins, 0)
+                if not share:
+                    table = BinTable.of_rows(self.settings.bins, len(names), rows)
         elif self.per_source:
             table = BinTable(self.settings.bins)
             for s in self.sources:

@@ -346,8 +346,10 @@ def _row_ids(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> RowIds | No
     return RowIds(hashes.astype(np.uint64), lines.astype(np.int64))
 
 
-def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
-    """A summary from a decoded header and its arrays (by name)."""
+def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_rows: bool = False):
+    """A summary from a decoded header and its arrays (by name). ``table_in_rows``: a
+    worker's share whose kept rows carry its table (:meth:`CalibrationBuilder.share`), sent
+    with an empty table."""
     kind = meta.get("kind")
     groups = meta.get("groups")
     if groups is not None and (
@@ -379,7 +381,10 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
             settings, table, names, sources, warnings, present, _row_ids(meta, arrays)
         )
     table = _get_bin_table(meta.get("table"), arrays)
-    if table.bins != settings.bins or (names is not None and table.groups != len(names)):
+    groups = table.groups
+    if table_in_rows and names is not None and meta.get("rows") is not None and not groups:
+        groups = len(names)  # an empty table: the rows carry it
+    if table.bins != settings.bins or (names is not None and groups != len(names)):
         raise SummaryError("a damaged calibcli summary (its table and settings disagree)")
     sources = tuple(
         _source(e, None if e.get("table") is None else _get_bin_table(e["table"], arrays))
@@ -396,11 +401,10 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray]):
         rows = RowColumns(right, wrong, right_ids, wrong_ids)
     distinct, moments = _get_distinct(meta, arrays), _get_moments(meta, arrays)
     for part, what in ((distinct, "table of distinct confidences"), (moments, "row sums")):
-        groups = table.groups
         if part is not None and part.groups != groups:
             raise SummaryError(f"a damaged calibcli summary (its {what} and groups disagree)")
     missing = meta.get("missing")
-    bootstrap = _get_bootstrap(meta, arrays, table.groups)
+    bootstrap = _get_bootstrap(meta, arrays, groups)
     fp = meta.get("fingerprint") or {}
     fingerprint = RowFingerprint(
         int(fp.get("rows", 0)),

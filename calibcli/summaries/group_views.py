@@ -28,9 +28,12 @@ class GroupViews(Mapping):
         assert summary.group_names is not None
         self.names = summary.group_names
         groups = len(self.names)
-        self.tables = summary.table.group_tables()
+        self.tables = SummaryGroupTables(summary.table)
         self.edges = summary.table.edges.copy()
-        self._summary = summary
+        # what a group's view reads of the summary, not the summary itself: the summary caches
+        # its views, and a cycle would keep every array alive until the next full collection
+        self._moments, self._missing = summary.moments, summary.missing
+        self._bootstrap = summary.bootstrap
         self._fmt = summary.fmt
         self._index: dict[str, int] | None = None
         self.right = self.wrong = self.right_starts = self.wrong_starts = None
@@ -57,7 +60,7 @@ class GroupViews(Mapping):
         """Group ``g``'s view."""
         from calibcli.metrics import BinStats, PredictionColumns
 
-        t, s = self.tables, self._summary
+        t = self.tables
         stats = BinStats(
             self.edges,
             t.count[g],
@@ -75,10 +78,10 @@ class GroupViews(Mapping):
             stats,
             columns,
             self._fmt,
-            None if s.moments is None else s.moments.group(g),
-            s.missing,
+            None if self._moments is None else self._moments.group(g),
+            self._missing,
             None if self._keys is None else self._keys[g],
-            None if s.bootstrap is None else s.bootstrap.group(g),
+            None if self._bootstrap is None else self._bootstrap.group(g),
         )
 
     def rows(self) -> np.ndarray | None:
@@ -86,6 +89,44 @@ class GroupViews(Mapping):
         if self.right is None:
             return None
         return np.diff(self.right_starts) + np.diff(self.wrong_starts)
+
+
+class SummaryGroupTables:
+    """The :class:`~calibcli.metrics.GroupTables` of a summary's table, read back as they are
+    needed: ``count``, ``sum_correct`` and ``sum_conf`` at once, each other field when first
+    read, and :meth:`rows` of a range of groups from the exact sums (a pass over every group's
+    figures then holds that range's floats only, not six (groups × bins) tables)."""
+
+    _LATER = ("sum_conf_sq", "sum_conf_correct", "sum_sq_error")
+
+    def __init__(self, table: Any) -> None:
+        from calibcli.summaries.tables import GroupReader
+
+        self._reader = GroupReader(table)
+        self._groups = table.groups
+        first = self._reader.rows(0, table.groups, ("count", "sum_correct", "sum_conf"))
+        self.count, self.sum_correct, self.sum_conf = first.count, first.sum_correct, first.sum_conf
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name not in self._LATER:
+            raise AttributeError(name)
+        value = getattr(self._reader.rows(0, self._groups, (name,)), name)
+        setattr(self, name, value)  # read once: later reads find the attribute
+        return value
+
+    def rows(self, start: int, stop: int) -> Any:
+        """:meth:`GroupTables.rows <calibcli.metrics.GroupTables.rows>`, the fields not read
+        yet made for these groups only."""
+        from calibcli.metrics import GroupTables
+
+        later = tuple(f for f in self._LATER if f not in vars(self))
+        part = self._reader.rows(start, stop, later)
+        return GroupTables(
+            *(
+                getattr(part, f) if f in later else getattr(self, f)[start:stop]
+                for f in GroupTables.FIELDS
+            )
+        )
 
 
 def _by_group(

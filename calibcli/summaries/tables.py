@@ -44,21 +44,24 @@ def grown(array: np.ndarray, rows: int, spare: float = 1.0) -> np.ndarray:
     return out
 
 
-def _pair_sum(sums: ExactSums, cells: int, stride: int, offsets: tuple[int, ...]) -> np.ndarray:
-    """Nearest doubles of Σ over ``offsets`` of cell ``stride*i + offset``, for i < cells,
-    added exactly before rounding (a slice of cells at a time: small temporaries)."""
-    lo, limbs = sums.trimmed()
-    out = np.zeros(cells)
+def _pair_sum(
+    trimmed: tuple[int, np.ndarray], first: int, last: int, stride: int, offsets: tuple[int, ...]
+) -> np.ndarray:
+    """Nearest doubles of Σ over ``offsets`` of cell ``stride*i + offset``, for ``first <= i <
+    last``, added exactly before rounding (a slice of cells at a time: small temporaries), from
+    a table's :meth:`~calibcli.summaries.exact.ExactSums.trimmed` limbs."""
+    lo, limbs = trimmed
+    out = np.zeros(last - first)
     if not limbs.shape[1]:
         return out
-    for a in range(0, cells, _CELLS_AT_ONCE):
-        b = min(a + _CELLS_AT_ONCE, cells)
+    for a in range(first, last, _CELLS_AT_ONCE):
+        b = min(a + _CELLS_AT_ONCE, last)
         total = ExactSums(0, lo, limbs.shape[1])
         # limbs below 2**32: a few of them add exactly as float64
         total.limbs = sum(
             limbs[stride * a + o : stride * b : stride].astype(np.float64) for o in offsets
         )
-        out[a:b] = total.to_float()
+        out[a - first : b - first] = total.to_float()
     return out
 
 
@@ -77,6 +80,18 @@ class BinTable:
         self.conf = ExactSums(2 * cells)  # Σc: cell 2*(g*M + k) + y
         self.conf_sq = ExactSums(2 * cells)  # Σc²: the same cells
         self.miss_sq = ExactSums(cells)  # Σ(1 - c)² of the right answers: cell g*M + k
+
+    @classmethod
+    def of_rows(cls, bins: int, groups: int, rows: Any) -> BinTable:
+        """The table of kept rows (:class:`~calibcli.summaries.rows.RowColumns` with group ids
+        below ``groups``), made at its final size: the same sums as folding the rows block by
+        block as they were read (every sum is exact)."""
+        table = cls(bins, groups)
+        for values, right in ((rows.right, True), (rows.wrong, False)):
+            if values.shape[0]:
+                ids = rows.right_groups if right else rows.wrong_groups
+                table.add(values, np.full(values.shape[0], right), ids, groups)
+        return table
 
     # ----- folding
 
@@ -193,19 +208,7 @@ class BinTable:
     def group_tables(self) -> Any:
         """:class:`~calibcli.metrics.GroupTables` of every group: the fields of
         :class:`~calibcli.metrics.core.BinStats` as (groups × bins) arrays, in id order."""
-        from calibcli.metrics import GroupTables
-
-        g, m = self.groups, self.bins
-        cells = g * m
-        counts = self.counts[:cells].reshape(g, m, 2)
-        return GroupTables(
-            counts.sum(axis=2),
-            counts[:, :, 1].copy(),
-            _pair_sum(self.conf, cells, 2, (0, 1)).reshape(g, m),
-            _pair_sum(self.conf_sq, cells, 2, (0, 1)).reshape(g, m),
-            _pair_sum(self.conf, cells, 2, (1,)).reshape(g, m),
-            _sq_error(self.conf_sq, self.miss_sq, cells).reshape(g, m),
-        )
+        return GroupReader(self).rows(0, self.groups)
 
     def group_stats(self) -> list[Any]:
         """:class:`~calibcli.metrics.core.BinStats` of every group, in id order (rows of the
@@ -262,21 +265,54 @@ def _window(sums: ExactSums, cells: int, start: int = 0) -> ExactSums:
     return out
 
 
-def _sq_error(conf_sq: ExactSums, miss_sq: ExactSums, cells: int) -> np.ndarray:
-    """Σ(c − y)² per cell: Σc² of the wrong answers plus Σ(1 − c)² of the right ones, exactly
-    (a slice of cells at a time: small temporaries)."""
-    lo, limbs = conf_sq.trimmed()
-    out = np.empty(cells)
-    for a in range(0, cells, _CELLS_AT_ONCE):
-        b = min(a + _CELLS_AT_ONCE, cells)
+def _sq_error(
+    conf_sq: tuple[int, np.ndarray], miss_sq: ExactSums, first: int, last: int
+) -> np.ndarray:
+    """Σ(c − y)² per cell ``first <= k < last``: Σc² of the wrong answers (from the trimmed
+    limbs ``conf_sq``) plus Σ(1 − c)² of the right ones, exactly (a slice of cells at a time:
+    small temporaries)."""
+    lo, limbs = conf_sq
+    out = np.empty(last - first)
+    for a in range(first, last, _CELLS_AT_ONCE):
+        b = min(a + _CELLS_AT_ONCE, last)
         total = ExactSums(b - a)
         wrong = ExactSums(b - a, lo, max(limbs.shape[1], 1))
         if limbs.shape[1]:
             wrong.limbs[:, : limbs.shape[1]] = limbs[2 * a : 2 * b : 2]
         total.add(wrong)
         total.add(_window(miss_sq, b, a))
-        out[a:b] = total.to_float()
+        out[a - first : b - first] = total.to_float()
     return out
+
+
+class GroupReader:
+    """Reads a :class:`BinTable`'s groups back as :class:`~calibcli.metrics.GroupTables`, a
+    range of groups at a time (:meth:`rows`): code that treats every group can then hold the
+    floats of a slice of groups, not of all (each table is trimmed once, here)."""
+
+    def __init__(self, table: BinTable) -> None:
+        self.table = table
+        self.conf = table.conf.trimmed()
+        self.conf_sq = table.conf_sq.trimmed()
+
+    def rows(self, start: int, stop: int, fields: tuple[str, ...] | None = None) -> Any:
+        """The tables of groups ``start`` to ``stop``; ``fields`` (names of GroupTables'
+        fields) computes those only, the others None."""
+        from calibcli.metrics import GroupTables
+
+        t, m = self.table, self.table.bins
+        g, first, last = stop - start, start * m, stop * m
+        wanted = GroupTables.FIELDS if fields is None else fields
+        counts = t.counts[first:last].reshape(g, m, 2)
+        made = {
+            "count": lambda: counts.sum(axis=2),
+            "sum_correct": lambda: counts[:, :, 1],  # a view: the table's own counts
+            "sum_conf": lambda: _pair_sum(self.conf, first, last, 2, (0, 1)).reshape(g, m),
+            "sum_conf_sq": lambda: _pair_sum(self.conf_sq, first, last, 2, (0, 1)).reshape(g, m),
+            "sum_conf_correct": lambda: _pair_sum(self.conf, first, last, 2, (1,)).reshape(g, m),
+            "sum_sq_error": lambda: _sq_error(self.conf_sq, t.miss_sq, first, last).reshape(g, m),
+        }
+        return GroupTables(*(made[f]() if f in wanted else None for f in GroupTables.FIELDS))
 
 
 _HALF = 31
