@@ -1,6 +1,6 @@
-"""The machine calibcli runs on: the CPUs this process may use, and how many worker processes a
-job gets. Below every stage, like :mod:`calibcli.errors`; it reads no environment variable
-(``CALIBCLI_WORKERS`` is the command line's).
+"""The machine calibcli runs on: the CPUs this process may use, how many worker processes a
+job gets, and the same digits on every CPU. Below every stage, like :mod:`calibcli.errors`; it
+reads no environment variable of calibcli's (``CALIBCLI_WORKERS`` is the command line's).
 
 One rule for every command: a job gets what was asked (``--workers N``), never more processes
 than CPUs; left to itself (``None``) it gets two processes on a machine with two CPUs or more
@@ -35,3 +35,43 @@ def workers(requested: int | None, large: bool, available: int | None = None) ->
     if requested is not None:
         return max(1, min(requested, have))
     return min(DEFAULT_PROCESSES, have) if large else 1
+
+
+# numpy's loops for exp, log and log1p of float64 on CPUs with AVX-512 are its own vectorised
+# approximations: about one result in 300 (log) to one in 12 (log1p) differs in the last bit
+# from the C library's, which numpy calls on every other x86-64 CPU. The log loss and the
+# smooth ECE (a Gaussian kernel) then differ in their last digits from machine to machine.
+# numpy reads NPY_DISABLE_CPU_FEATURES once, when it loads; these are the names of its AVX-512
+# targets in numpy 1.x and 2.x (a name a build does not dispatch to is only noted, as an
+# ImportWarning, which Python does not show by default).
+_AVX512_TARGETS = (
+    "X86_V4 AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL "
+    "AVX512_ICL AVX512_SPR"
+)
+
+
+def same_digits_on_every_cpu() -> None:
+    """Ask numpy, before it loads, to leave its AVX-512 loops out on a CPU that has them, so
+    that every figure has the digits it has on any other x86-64 machine (numpy's AVX2 and
+    baseline loops call the C library's exp and log). Does nothing when numpy is loaded
+    already, when ``NPY_DISABLE_CPU_FEATURES`` is set, or on a CPU without AVX-512; the
+    variable stays set for the processes this one starts."""
+    import sys
+
+    if "numpy" in sys.modules or "NPY_DISABLE_CPU_FEATURES" in os.environ:
+        return
+    if _has_avx512():
+        os.environ["NPY_DISABLE_CPU_FEATURES"] = _AVX512_TARGETS
+
+
+def _has_avx512() -> bool:
+    """Whether the CPU reports AVX-512 (Linux: /proc/cpuinfo; elsewhere, False: numpy's
+    macOS and Windows wheels are not the ones found to differ)."""
+    try:
+        with open("/proc/cpuinfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"flags"):
+                    return b" avx512f" in line
+    except OSError:
+        return False
+    return False

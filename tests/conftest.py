@@ -3,6 +3,10 @@
 Hypothesis runs deterministically (``derandomize=True``, no example database, no deadline) with a
 modest number of examples so the suite stays fast; ``HYPOTHESIS_PROFILE=thorough`` runs more.
 
+numpy is loaded as the command line loads it, without its AVX-512 exp and log loops
+(:func:`calibcli.system.same_digits_on_every_cpu`), so the figures computed in this process
+have the digits a command prints.
+
 Every GITHUB_* variable is cleared for the whole session (subprocesses inherit the cleared
 environment), so the suite expects the same output when it runs inside GitHub Actions, which
 sets GITHUB_ACTIONS, GITHUB_STEP_SUMMARY and GITHUB_OUTPUT in every step.
@@ -15,8 +19,12 @@ from __future__ import annotations
 
 import os
 
-import pytest
-from hypothesis import settings
+from calibcli.system import same_digits_on_every_cpu
+
+same_digits_on_every_cpu()  # as the command line does, before anything loads numpy
+
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 settings.register_profile(
     "calibcli", derandomize=True, max_examples=60, deadline=None, database=None

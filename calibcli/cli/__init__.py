@@ -103,6 +103,9 @@ def main(argv: list[str] | None = None) -> None:
     Ctrl-C (the command's handler takes over from the one set here once it runs). A caller's
     own Ctrl-C handler is back when it returns, unless it was interrupted (the process then
     ends with 130 at once)."""
+    from calibcli.system import same_digits_on_every_cpu
+
+    same_digits_on_every_cpu()  # before numpy loads
     previous = _on_interrupt_exit()
     code: Any = None
     try:
