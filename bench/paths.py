@@ -35,7 +35,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from run import calibcli_command, label, parse_size, run_once  # noqa: E402
+from run import calibcli_command, label, machine, parse_size, run_once  # noqa: E402
 from sections import write_section  # noqa: E402
 
 START, END = "<!-- paths:start -->", "<!-- paths:end -->"
@@ -151,6 +151,8 @@ def main() -> None:
         f"{size} rows, CPU seconds (user + system), median of {args.rounds} interleaved rounds; "
         f"peak RSS the largest of the rounds. Figures checked against the peer first "
         f"({checked:,} groups).",
+        "",
+        f"Machine: {machine()}.",
         "",
         "| path | calibcli CPU | peer | peer CPU | ratio | target | calibcli peak RSS |",
         "|---|---:|---|---:|---:|---:|---:|",

@@ -37,6 +37,7 @@ from run import (  # noqa: E402
     calibcli_command,
     calibration_chunk,
     label,
+    machine,
     parse_size,
     perplexity_chunk,
     run_once,
@@ -144,6 +145,8 @@ def main() -> None:
         "checked to agree first. Wall seconds (medians) are shown for reference only: they "
         "swing with the machine's load, and calibcli reads a large file with two processes "
         "where two CPUs are free.",
+        "",
+        f"Machine: {machine()}.",
         "",
         "| command | calibcli CPU | DuckDB CPU | ratio | target | met | calibcli wall | "
         "DuckDB wall | calibcli peak RSS |",
