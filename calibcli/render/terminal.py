@@ -87,17 +87,41 @@ def _natural_width(console: Console, renderable: Any) -> int:
     return Measurement.get(console, console.options.update_width(1 << 20), renderable).maximum
 
 
+_PLAIN_ROWS = 200  # tables of this many rows or more, printed without styles, skip rich's layout
+
+
 def _print(*renderables: Any) -> None:
     """Print on stdout; a table is never narrower than its content (rich would otherwise cut
-    numbers to fit 80 columns when stdout is a pipe, or a narrow terminal)."""
+    numbers to fit 80 columns when stdout is a pipe, or a narrow terminal). A large table
+    printed without styles is written as the lines rich would print
+    (:mod:`calibcli.render.plain_table`), without rich's layout of every cell."""
+    from calibcli.render.plain_table import table_lines
+
     console = _console()
-    wide = max((_natural_width(console, r) for r in renderables if isinstance(r, Table)), default=0)
+    plain: dict[int, tuple[list[str], int]] = {}
+    if console.color_system is None:
+        for r in renderables:
+            if isinstance(r, Table) and r.row_count >= _PLAIN_ROWS:
+                lines = table_lines(r)
+                if lines is not None:
+                    plain[id(r)] = lines
+    wide = max(
+        (
+            plain[id(r)][1] if id(r) in plain else _natural_width(console, r)
+            for r in renderables
+            if isinstance(r, Table)
+        ),
+        default=0,
+    )
     if wide > console.width:
         console = _console(wide)
     for i, r in enumerate(renderables):
         if i and not isinstance(r, Text):
             console.print()
-        console.print(r)
+        if id(r) in plain:
+            console.file.write("".join(line + "\n" for line in plain[id(r)][0]))
+        else:
+            console.print(r)
 
 
 # --------------------------------------------------------------------------- figures
