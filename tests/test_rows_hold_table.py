@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import math
 import weakref
 
 import numpy as np
@@ -187,3 +188,18 @@ def test_values_are_sorted_within_their_runs_in_place(groups):
     assert _ascending_within(values, starts) == ascending
     _sorted_within(values, ids, starts)
     assert values.tolist() == [v for run in groups for v in sorted(run)]
+
+
+def test_read_only_rows_are_sorted_in_a_copy():
+    from calibcli.metrics.grouped import grouped_rows_of
+
+    right = np.array([0.9, 0.2, 0.7, 0.4])
+    wrong = np.array([0.8, 0.1, 0.3])
+    right.setflags(write=False)
+    wrong.setflags(write=False)
+    starts_r, starts_w = np.array([0, 2, 4]), np.array([0, 1, 3])
+    nll, auroc = grouped_rows_of(right, starts_r, wrong, starts_w, sorted_rows=True)
+    assert right.tolist() == [0.9, 0.2, 0.7, 0.4] and wrong.tolist() == [0.8, 0.1, 0.3]
+    assert auroc == [0.5, 1.0]  # (0.9 > 0.8, 0.2 < 0.8); both right ones above 0.1 and 0.3
+    want = (-math.log(0.9) - math.log(0.2) - math.log1p(-0.8)) / 3
+    assert nll[0] == pytest.approx(want, rel=1e-15)

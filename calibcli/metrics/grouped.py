@@ -222,14 +222,17 @@ def grouped_rows_of(
 ) -> tuple[list[float], list[float]]:
     """:func:`grouped_rows` of every group's right and wrong answers given end to end, group
     ``g``'s from ``starts[g]`` to ``starts[g + 1]``. With ``sorted_rows`` each group's rows
-    are sorted in place (float64 arrays; others are copied first)."""
+    are sorted in place (writable float64 arrays; others are copied first)."""
     groups = r_starts.shape[0] - 1
     # each row's group, 32-bit where the groups allow it (half the memory)
     id_type = np.int32 if groups < 2**31 else np.intp
     r_ids = np.repeat(np.arange(groups, dtype=id_type), np.diff(r_starts))
     w_ids = np.repeat(np.arange(groups, dtype=id_type), np.diff(w_starts))
     if sorted_rows:
-        r, w = (np.asarray(v, np.float64) for v in (r, w))
+        r, w = (
+            v if v.dtype == np.float64 and v.flags.writeable else np.array(v, np.float64)
+            for v in (r, w)
+        )
         _sorted_within(r, r_ids, r_starts)
         _sorted_within(w, w_ids, w_starts)
     else:
