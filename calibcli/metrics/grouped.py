@@ -56,9 +56,8 @@ class GroupTables:
         )
 
     def rows(self, start: int, stop: int) -> GroupTables:
-        """The tables of groups ``start`` to ``stop`` (views). Tables read back from a summary
-        make a slice's fields when asked, so that a pass over every group holds the floats of
-        one slice at a time."""
+        """The tables of groups ``start`` to ``stop`` (views of these arrays). A summary's
+        tables (``SummaryGroupTables``) give the same slices, made from the exact sums."""
         return GroupTables(*(getattr(self, f)[start:stop] for f in self.FIELDS))
 
 
@@ -110,7 +109,8 @@ def grouped_binned(tables: GroupTables) -> dict[str, np.ndarray | list]:
     groups = tables.count.shape[0]
     out: dict[str, np.ndarray | list] = {}
     n_all = tables.count.sum(axis=1)
-    for a in range(0, max(groups, 1), _GROUPS_AT_ONCE):  # no groups: one empty slice
+    # one slice at least: no groups fails in the reductions, as the whole tables always did
+    for a in range(0, max(groups, 1), _GROUPS_AT_ONCE):
         b = min(a + _GROUPS_AT_ONCE, groups)
         for key, values in _binned_figures(tables.rows(a, b), n_all[a:b]).items():
             if key not in out:
