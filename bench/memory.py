@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +27,14 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from run import calibcli_command, calibration_chunk, label, parse_size, run_once  # noqa: E402
+from run import (  # noqa: E402
+    calibcli_command,
+    calibration_chunk,
+    label,
+    machine,
+    parse_size,
+    run_once,
+)
 from sections import write_section  # noqa: E402
 
 START, END = "<!-- memory:start -->", "<!-- memory:end -->"
@@ -42,6 +50,20 @@ def commands(calibcli: list[str], path: Path, out: Path) -> list[tuple[str, str,
         argv = [*calibcli, "fit", str(path), "--method", method, "-o", str(out)]
         runs.append((f"fit --method {method}", "fit", argv))
     return runs
+
+
+def sliced_products_here(env: dict[str, str]) -> bool:
+    """Whether the fits take their BLAS products a slice of rows at a time on this machine: the
+    probe, in a process that loads numpy as the command line does."""
+    code = (
+        "import os, sys\n"
+        "from calibcli.system import same_digits_on_every_cpu\n"
+        "same_digits_on_every_cpu()\n"
+        "os.environ['OPENBLAS_NUM_THREADS'] = '1'\n"
+        "from calibcli.metrics import blas\n"
+        "sys.exit(0 if blas.sliced_products() else 1)"
+    )
+    return subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
+    sliced = "gave" if sliced_products_here(env) else "did not give"
     lines = [
         START,
         "## Memory per row: threshold and fit",
@@ -90,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         "time, by the BLAS calls numpy makes on the whole arrays, where a probe shows numpy's "
         "OpenBLAS gives them bit for bit (one BLAS thread, as the CLI runs); elsewhere they "
         "hold the whole design matrix and its weighted copy (8 + 32 and 8 + 48 bytes/row).",
+        "",
+        f"Machine: {machine()}; the probe {sliced} the products a slice at a time.",
         "",
         f"| command | peak at {label(base)} | peak at {label(rows)} | bytes/row | target | "
         f"met | CPU at {label(rows)} |",

@@ -50,18 +50,29 @@ _AVX512_TARGETS = (
 )
 
 
+# OpenBLAS picks its kernels for the CPU it loads on. On CPUs with AVX-512 (SkylakeX, Cooperlake,
+# SapphireRapids and Zen 4 kernels) its dgemm and dgemv sum their products in another order than
+# the AVX2 kernels every other x86-64 CPU of the last decade runs (Haswell; its Zen target gives
+# the same bits), so a Platt or beta fit's parameters differed in their last digits between
+# machines. Every AVX-512 CPU runs the AVX2 kernels, and OpenBLAS reads OPENBLAS_CORETYPE once,
+# as it loads with numpy. Another BLAS (MKL, Accelerate) ignores the variable.
+_OPENBLAS_CORE = "Haswell"
+
+
 def same_digits_on_every_cpu() -> None:
-    """Ask numpy, before it loads, to leave its AVX-512 loops out on a CPU that has them, so
-    that every figure has the digits it has on any other x86-64 machine (numpy's AVX2 and
-    baseline loops call the C library's exp and log). Does nothing when numpy is loaded
-    already, when ``NPY_DISABLE_CPU_FEATURES`` is set, or on a CPU without AVX-512; the
-    variable stays set for the processes this one starts."""
+    """Ask numpy and its OpenBLAS, before they load, to leave their AVX-512 code out on a CPU
+    that has it, so that every figure has the digits it has on any other x86-64 machine with
+    AVX2: numpy's AVX2 and baseline loops call the C library's exp and log, and OpenBLAS's AVX2
+    kernels sum a product's terms in one order. Does nothing when numpy is loaded already or on
+    a CPU without AVX-512; a variable the user set (``NPY_DISABLE_CPU_FEATURES``,
+    ``OPENBLAS_CORETYPE``) is kept. The variables stay set for the processes this one
+    starts."""
     import sys
 
-    if "numpy" in sys.modules or "NPY_DISABLE_CPU_FEATURES" in os.environ:
+    if "numpy" in sys.modules or not _has_avx512():
         return
-    if _has_avx512():
-        os.environ["NPY_DISABLE_CPU_FEATURES"] = _AVX512_TARGETS
+    os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", _AVX512_TARGETS)
+    os.environ.setdefault("OPENBLAS_CORETYPE", _OPENBLAS_CORE)
 
 
 def _has_avx512() -> bool:

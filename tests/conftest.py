@@ -3,9 +3,9 @@
 Hypothesis runs deterministically (``derandomize=True``, no example database, no deadline) with a
 modest number of examples so the suite stays fast; ``HYPOTHESIS_PROFILE=thorough`` runs more.
 
-numpy is loaded as the command line loads it, without its AVX-512 exp and log loops
-(:func:`calibcli.system.same_digits_on_every_cpu`), so the figures computed in this process
-have the digits a command prints.
+numpy is loaded as the command line loads it, without its AVX-512 exp and log loops and with
+OpenBLAS's AVX2 kernels (:func:`calibcli.system.same_digits_on_every_cpu`), so the figures
+computed in this process have the digits a command prints.
 
 Every GITHUB_* variable is cleared for the whole session (subprocesses inherit the cleared
 environment), so the suite expects the same output when it runs inside GitHub Actions, which
