@@ -24,14 +24,26 @@ from calibcli.metrics.smooth import _BLOCK, _grid_histograms
 Groups = Sequence[tuple[np.ndarray, np.ndarray]]  # each group's (right, wrong) confidences
 
 
-def _plan(groups: Groups, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every row's position on the grid and cell (right, wrong, right, wrong, ... end to end),
-    each part's length, and which groups take their own pass (a part folded run by run over
-    more than one row, or longer than a block)."""
+def interleaved(groups: Groups) -> tuple[np.ndarray, np.ndarray]:
+    """Every group's rows end to end (right, wrong, right, wrong, ...) as float64, and each
+    part's length: what :func:`_plan` needs of the rows, the same for every grid size."""
     k = len(groups)
     arrays = [np.asarray(a, dtype=np.float64) for pair in groups for a in pair]
-    lengths = np.fromiter((a.shape[0] for a in arrays), np.intp, 2 * k)
-    pos = np.concatenate(arrays) * (m - 1) if arrays else np.zeros(0)
+    lengths = np.fromiter(map(len, arrays), np.intp, 2 * k)
+    flat = np.concatenate(arrays) if arrays else np.zeros(0)
+    return flat, lengths
+
+
+def _plan(
+    groups: Groups, m: int, rows: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every row's position on the grid and cell (right, wrong, right, wrong, ... end to end),
+    each part's length, and which groups take their own pass (a part folded run by run over
+    more than one row, or longer than a block). ``rows``: :func:`interleaved` of the groups,
+    when already made."""
+    k = len(groups)
+    flat, lengths = interleaved(groups) if rows is None else rows
+    pos = flat * (m - 1)
     cell = pos.astype(np.intp)  # f ≥ 0, so truncation is floor
     np.minimum(cell, m - 2, out=cell)
     # cell changes within each part: the running count of changes, read at each part's ends
@@ -75,13 +87,16 @@ def _moments(
     return keys, s0, s1, s2
 
 
-def sparse_grid_histograms(groups: Groups, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sparse_grid_histograms(
+    groups: Groups, m: int, rows: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every group's (2, m) grid histograms of :func:`~calibcli.metrics.smooth.grid_histograms`
     without their +0.0 cells, as :class:`~calibcli.summaries.moments.SparseGrids` holds them:
     ``(cells, values, offsets)``, cells the flat index into a group's (2, m) array, ascending
-    within each group, and group g's entries from ``offsets[g]`` to ``offsets[g + 1]``."""
+    within each group, and group g's entries from ``offsets[g]`` to ``offsets[g + 1]``.
+    ``rows``: :func:`interleaved` of the groups, to share between grid sizes."""
     k = len(groups)
-    pos, cell, lengths, alone = _plan(groups, m)
+    pos, cell, lengths, alone = _plan(groups, m, rows)
     owners, cells, values = [], [], []
     for g in np.flatnonzero(alone).tolist():
         flat = _own_pass(*groups[g], m).reshape(2 * m)

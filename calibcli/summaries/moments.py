@@ -26,12 +26,19 @@ import numpy as np
 from calibcli.summaries.exact import CHUNK, ExactSums, general_pieces, limbs_to_float
 
 
-def _losses(right: np.ndarray, wrong: np.ndarray) -> tuple[np.ndarray, int]:
-    """The finite per-row losses and the number of infinite ones."""
+def _group_losses(
+    rights: list[np.ndarray], wrongs: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's loss (−log c for a right answer, −log(1 − c) for a wrong one, +inf when c
+    is 0 or 1 against its answer) and its group, the right answers of every group first."""
+    groups = len(rights)
+    lengths = [np.fromiter(map(len, part), np.intp, groups) for part in (rights, wrongs)]
     with np.errstate(divide="ignore"):
-        loss = np.concatenate([-np.log(right), -np.log1p(-wrong)])
-    infinite = np.isinf(loss)
-    return loss[~infinite] + 0.0, int(infinite.sum())  # + 0.0: -0.0 (c = 1 right) is 0
+        right = -np.log(np.concatenate(rights)) if groups else np.zeros(0)
+        wrong = -np.log1p(-np.concatenate(wrongs)) if groups else np.zeros(0)
+    ids = np.arange(groups, dtype=np.intp)
+    owner = np.concatenate([np.repeat(ids, lengths[0]), np.repeat(ids, lengths[1])])
+    return np.concatenate([right, wrong]), owner
 
 
 class SparseGrids:
@@ -153,26 +160,27 @@ class RowMoments:
         """The moments of rows given per group as
         :class:`~calibcli.metrics.PredictionColumns`."""
         from calibcli.metrics import sparse_grid_histograms, stored_grid_sizes
+        from calibcli.metrics.grid_groups import interleaved
 
         groups = len(columns)
         out = cls.empty(groups)
-        losses, owners = [], []
-        for g, cols in enumerate(columns):
-            loss, infinite = _losses(cols.conf_correct, cols.conf_wrong)
-            out.infinite[g] = infinite
-            losses.append(loss)
-            owners.append(np.full(loss.shape[0], g, np.intp))
-        # every group's losses in one pass of chunks: exact sums, so the grouping of the
-        # additions does not show, and each chunk costs one count per group rather than each group
-        loss = np.concatenate(losses) if losses else np.zeros(0)
-        owner = np.concatenate(owners) if owners else np.zeros(0, np.intp)
+        rights = [np.asarray(cols.conf_correct, np.float64) for cols in columns]
+        wrongs = [np.asarray(cols.conf_wrong, np.float64) for cols in columns]
+        # every group's losses at once, right answers then wrong ones: the loss is elementwise,
+        # and the sums are exact, so neither the grouping nor the order of the additions shows
+        loss, owner = _group_losses(rights, wrongs)
+        infinite = np.isinf(loss)
+        out.infinite[:] = np.bincount(owner[infinite], minlength=groups)
+        finite = ~infinite
+        loss, owner = loss[finite] + 0.0, owner[finite]  # + 0.0: -0.0 (c = 1 right) is 0
         for start in range(0, loss.shape[0], CHUNK):
             part = loss[start : start + CHUNK]
             out.nll.add_pieces(general_pieces(part), owner[start : start + CHUNK], groups)
         if groups:  # every group's histograms of each grid at once, kept sparse
-            pairs = [(cols.conf_correct, cols.conf_wrong) for cols in columns]
+            pairs = list(zip(rights, wrongs, strict=True))
+            rows = interleaved(pairs)
             for m in stored_grid_sizes():
-                out.grids[m] = SparseGrids(m, groups, *sparse_grid_histograms(pairs, m))
+                out.grids[m] = SparseGrids(m, groups, *sparse_grid_histograms(pairs, m, rows))
         return out
 
     def merged(
