@@ -271,6 +271,46 @@ def test_a_part_counted_twice_is_refused(data, tmp_path):
     assert not (tmp_path / "x.cbs").exists()
 
 
+def test_summary_files_are_written_whole_and_in_place(data, tmp_path):
+    """A summary file is written piece by piece: its bytes are the documented layout (the
+    decoded summary encodes to the very same bytes), a symbolic link keeps pointing at the
+    file it names, a device is written through, and a file that cannot be written is refused
+    in one line, leaving what was there."""
+    from calibcli.summaries.encoding import from_bytes, to_bytes
+
+    part = data.parts()[0]
+    blob = Path(part).read_bytes()
+    assert to_bytes(from_bytes(blob)) == blob
+    magic, version, _, header = struct.unpack("<16sIIQ", blob[:32])
+    assert magic == b"CALIBCLI SUMMARY" and version == 2
+    meta = json.loads(blob[32 : 32 + header])
+    sizes = [np.dtype(a["dtype"]).itemsize * int(np.prod(a["shape"])) for a in meta["arrays"]]
+    assert len(blob) == 32 + header + sum(size + (-size % 8) for size in sizes)
+
+    real = tmp_path / "real.cbs"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.cbs"
+    link.symlink_to(real)
+    cli("merge", part, "-o", link, "-q")
+    assert link.is_symlink() and real.read_bytes() == blob
+    cli("merge", part, "-o", "/dev/null", "-q")
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "x.cbs").write_bytes(b"kept")
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):  # root writes anywhere: a missing folder instead
+            one_line_error("merge", part, "-o", tmp_path / "missing" / "x.cbs")
+        else:
+            one_line_error("merge", part, "-o", locked / "x.cbs")
+    finally:
+        locked.chmod(0o700)
+    assert (locked / "x.cbs").read_bytes() == b"kept"
+    assert sorted(p.name for p in locked.iterdir()) == ["x.cbs"]
+    assert not (tmp_path / "missing").exists()
+
+
 def test_a_shard_as_file_and_as_part_is_refused(data):
     parts = data.parts()
     message = one_line_error("calibrate", data.shards[0], parts[0])

@@ -199,14 +199,21 @@ def encode(summary: CalibrationSummary | PerplexitySummary) -> tuple[bytes, list
     return prefix + text, [a for _, a in arrays.items]
 
 
+def pieces(summary: CalibrationSummary | PerplexitySummary) -> list[bytes | memoryview]:
+    """The summary's bytes as pieces to write one after the other: the header, then each
+    array's own memory and its padding. A file is written without a copy of the whole."""
+    header, arrays = encode(summary)
+    out: list[bytes | memoryview] = [header]
+    for array in arrays:
+        out.append(memoryview(array.reshape(-1)).cast("B"))
+        if array.nbytes % 8:
+            out.append(b"\0" * (-array.nbytes % 8))
+    return out
+
+
 def to_bytes(summary: CalibrationSummary | PerplexitySummary) -> bytes:
     """The summary as one bytes object (see the module docstring)."""
-    header, arrays = encode(summary)
-    out = [header]
-    for array in arrays:
-        raw = array.tobytes()
-        out.append(raw + b"\0" * (-len(raw) % 8))
-    return b"".join(out)
+    return b"".join(pieces(summary))
 
 
 # --------------------------------------------------------------------------- decoding

@@ -178,17 +178,16 @@ def summarize(
             "part": where,
         }
         data = read(read_perplexity, files, reading.fmt, reading.quiet, **fields, **options)
-    from calibcli.summaries import to_bytes, to_part
+    from calibcli.summaries import to_part
 
     resamples = None if bootstrap_samples is None else (bootstrap_samples, seed or 0)
     with phases(reading.quiet):
         summary, warnings = to_part(data, table.value, resamples)
     for warning in warnings:
         typer.echo(f"warning: {warning}", err=True)
-    payload = to_bytes(summary)
-    _write(output, payload)
+    size = _write(output, summary)
     if not reading.quiet:
-        typer.echo(f"{_described(summary)} -> {output} ({_size(len(payload))})", err=True)
+        typer.echo(f"{_described(summary)} -> {output} ({_size(size)})", err=True)
 
 
 def _kind(files: list[str], reading: Reading, fields: dict[str, str]) -> str:
@@ -218,15 +217,21 @@ def _size(nbytes: int) -> str:
     return f"{nbytes / 1e6:.1f} MB" if nbytes >= 100_000 else f"{nbytes / 1e3:.1f} kB"
 
 
-def _write(path: Path, payload: bytes) -> None:
-    from calibcli.cli.staging import OutputError, Staged
+def _write(path: Path, summary: Any) -> int:
+    """Write the summary file, piece by piece into a file put in place when complete (no copy
+    of the whole in memory); return its size in bytes."""
+    from calibcli.cli.staging import OutputError, StreamTarget
+    from calibcli.summaries.encoding import pieces
 
-    staged = Staged()
+    size = 0
     try:
-        staged.add(path, payload, "summary file")
-        staged.commit()
+        with StreamTarget(path, "summary file") as target:
+            for piece in pieces(summary):
+                target.write(piece)
+                size += len(piece)
     except OutputError as exc:
         raise usage_error(str(exc)) from None
+    return size
 
 
 MergeFiles = Annotated[
@@ -252,7 +257,7 @@ def merge(
     from calibcli.cli.emit import check_outputs
     from calibcli.errors import InputError
     from calibcli.io import load_summary as load
-    from calibcli.summaries import SummaryMismatch, load_parts, merge_parts, to_bytes
+    from calibcli.summaries import SummaryMismatch, load_parts, merge_parts
 
     check_outputs(output=output)
     labels = [str(p) for p in parts]
@@ -263,8 +268,7 @@ def merge(
         raise usage_error(str(exc)) from None
     except SummaryMismatch as exc:
         raise usage_error(str(exc)) from None
-    payload = to_bytes(merged)
-    _write(output, payload)
+    size = _write(output, merged)
     if not quiet:
         count = f"{len(parts)} part{'s' if len(parts) != 1 else ''}"
-        typer.echo(f"{count}: {_described(merged)} -> {output} ({_size(len(payload))})", err=True)
+        typer.echo(f"{count}: {_described(merged)} -> {output} ({_size(size)})", err=True)
