@@ -51,7 +51,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "binomial": ("accuracy_lower_bound", "binomial_cdf", "risk_upper_bound", "wilson_interval"),
     "bootstrap": ("BootstrapResult", "bootstrap_intervals"),
     "progress": ("ProgressHook", "current_progress", "phase", "reporting_progress"),
-    "grid_groups": ("sparse_grid_histograms",),
+    "grid_groups": ("interleaved", "sparse_grid_histograms"),
     "smooth": (
         "SmoothECE",
         "grid_histograms",

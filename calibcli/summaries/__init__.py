@@ -57,6 +57,7 @@ _LAZY = {
     "merge_perplexity": "calibcli.summaries.perplexity",
     "from_bytes": "calibcli.summaries.encoding",
     "to_bytes": "calibcli.summaries.encoding",
+    "pieces": "calibcli.summaries.encoding",
     "line_keys": "calibcli.summaries.ids",
     "locator_numbers": "calibcli.summaries.ids",
     "mix64_in_place": "calibcli.summaries.ids",

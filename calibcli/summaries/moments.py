@@ -159,8 +159,7 @@ class RowMoments:
     def of_columns(cls, columns: list[Any]) -> RowMoments:
         """The moments of rows given per group as
         :class:`~calibcli.metrics.PredictionColumns`."""
-        from calibcli.metrics import sparse_grid_histograms, stored_grid_sizes
-        from calibcli.metrics.grid_groups import interleaved
+        from calibcli.metrics import interleaved, sparse_grid_histograms, stored_grid_sizes
 
         groups = len(columns)
         out = cls.empty(groups)

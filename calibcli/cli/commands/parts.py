@@ -221,7 +221,7 @@ def _write(path: Path, summary: Any) -> int:
     """Write the summary file, piece by piece into a file put in place when complete (no copy
     of the whole in memory); return its size in bytes."""
     from calibcli.cli.staging import OutputError, StreamTarget
-    from calibcli.summaries.encoding import pieces
+    from calibcli.summaries import pieces
 
     size = 0
     try:
