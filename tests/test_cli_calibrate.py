@@ -419,3 +419,26 @@ def test_invalid_rows_exit_2_naming_file_and_line(tmp_path, line, mentions, comm
     assert mentions in message
     assert result.stdout == ""
     assert out.read_text() == "keep me\n"
+
+
+def test_ci_leaves_every_point_estimate_as_it_is(tmp_path):
+    # the bootstrap keeps the rows in their order while the report without it may sort them:
+    # each figure, the NLL's last digit included, must not depend on which path ran
+    path = write_jsonl(tmp_path / "p.jsonl", make_rows(1000, seed=2))
+    plain, _ = calibrate_json([path])
+    with_ci, _ = calibrate_json([path, "--ci", "0.9", "--bootstrap", "200"])
+    for key, value in plain.items():
+        if key not in ("warnings",):
+            assert with_ci[key] == value, key
+
+
+def test_ci_leaves_each_groups_point_estimates_as_they_are(tmp_path):
+    rows = [{**row, "task": f"t{i % 7}"} for i, row in enumerate(make_rows(3000, seed=11))]
+    path = write_jsonl(tmp_path / "p.jsonl", rows)
+    plain, _ = calibrate_json([path, "--by", "task"])
+    with_ci, _ = calibrate_json([path, "--by", "task", "--ci", "0.9", "--bootstrap", "200"])
+    for name, group in plain["groups"].items():
+        for key, value in group.items():
+            if key != "warnings":
+                assert with_ci["groups"][name][key] == value, (name, key)
+    assert with_ci["nll"] == plain["nll"]

@@ -170,6 +170,18 @@ def test_log_loss_matches_sklearn_and_loop(seed):
     assert got == pytest.approx(reference.log_loss(conf, correct), rel=1e-12)
 
 
+def test_log_loss_does_not_depend_on_the_rows_order():
+    # the float sum of many losses depends on the order of the additions; the NLL must not
+    # (a report with a bootstrap keeps the rows in their order, one without may sort them)
+    conf, correct = sample(5000, 3)
+    rng = np.random.default_rng(4)
+    first = log_loss(PredictionColumns.from_arrays(conf, correct))
+    for _ in range(5):
+        order = rng.permutation(conf.shape[0])
+        assert log_loss(PredictionColumns.from_arrays(conf[order], correct[order])) == first
+    assert first == pytest.approx(reference.log_loss(conf, correct), rel=1e-13)
+
+
 def test_log_loss_infinite_cases():
     # c == 1 on a wrong answer, c == 0 on a right one: infinite, never clamped
     assert log_loss(PredictionColumns.from_arrays([1.0, 0.5], [False, True])) == math.inf

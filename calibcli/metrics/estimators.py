@@ -183,17 +183,32 @@ def log_loss(columns: PredictionColumns, weights: object = None) -> float:
 
     Uses ln(1 − c) computed as log1p(−c). +inf when any (positively weighted) wrong answer has
     c = 1 or right answer has c = 0; nan for no rows (or zero total weight).
+
+    Unweighted, each class's losses are summed over its rows in ascending order of confidence
+    (a sorted copy unless they are sorted already), so the float is the same whatever the
+    rows' order: a report with or without a bootstrap, which keeps the rows in their order,
+    shows the same NLL. Weighted, the rows are summed in the order given.
     """
     w_right, w_wrong = _split_weights(columns, weights)
+    right_conf, wrong_conf = columns.conf_correct, columns.conf_wrong
     if weights is None:
         total_weight = float(columns.n)
+        right_conf, wrong_conf = _ascending(right_conf), _ascending(wrong_conf)
     else:
         total_weight = math.fsum([float(w_right.sum()), float(w_wrong.sum())])
     if not total_weight:
         return math.nan
-    right = _loss_total(columns.conf_correct, w_right, True)
-    wrong = _loss_total(columns.conf_wrong, w_wrong, False)
+    right = _loss_total(right_conf, w_right, True)
+    wrong = _loss_total(wrong_conf, w_wrong, False)
     return (right + wrong) / total_weight
+
+
+def _ascending(values: np.ndarray) -> np.ndarray:
+    """The values sorted ascending: themselves when they are already, else a sorted copy."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape[0] > 1 and bool((values[1:] < values[:-1]).any()):
+        return np.sort(values)
+    return values
 
 
 def auroc(columns: PredictionColumns, weights: object = None, *, reorder_ok: bool = False) -> float:

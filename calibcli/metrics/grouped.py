@@ -204,9 +204,9 @@ def grouped_rows(
 ) -> tuple[list[float], list[float]]:
     """Each group's log loss (:func:`~calibcli.metrics.estimators.log_loss`) and rank-sum
     AUROC (:func:`~calibcli.metrics.estimators.auroc`), from the confidences of its right and
-    of its wrong answers. ``sorted_rows=True`` sums each group's losses over its rows sorted
-    ascending, as the one-group estimators do when they may sort the rows in place
-    (``reorder_ok``); else in the order given."""
+    of its wrong answers. Each group's losses are summed over its rows sorted ascending, as
+    the one-group log loss sums them; ``sorted_rows=True`` lets the rows be sorted in place
+    (``reorder_ok``), else they are sorted in a copy."""
     r, _, r_starts = _concat(right)
     w, _, w_starts = _concat(wrong)
     return grouped_rows_of(r, r_starts, w, w_starts, sorted_rows=sorted_rows)
@@ -222,21 +222,21 @@ def grouped_rows_of(
 ) -> tuple[list[float], list[float]]:
     """:func:`grouped_rows` of every group's right and wrong answers given end to end, group
     ``g``'s from ``starts[g]`` to ``starts[g + 1]``. With ``sorted_rows`` each group's rows
-    are sorted in place (writable float64 arrays; others are copied first)."""
+    are sorted in place (writable float64 arrays; others are copied first), else in a copy."""
     groups = r_starts.shape[0] - 1
     # each row's group, 32-bit where the groups allow it (half the memory)
     id_type = np.int32 if groups < 2**31 else np.intp
     r_ids = np.repeat(np.arange(groups, dtype=id_type), np.diff(r_starts))
     w_ids = np.repeat(np.arange(groups, dtype=id_type), np.diff(w_starts))
-    if sorted_rows:
-        r, w = (
-            v if v.dtype == np.float64 and v.flags.writeable else np.array(v, np.float64)
-            for v in (r, w)
-        )
-        _sorted_within(r, r_ids, r_starts)
-        _sorted_within(w, w_ids, w_starts)
-    else:
-        r, w = r.astype(np.float64, copy=False), w.astype(np.float64, copy=False)
+    # the AUROC's counts do not depend on the order; the log loss sums each run sorted
+    r, w = (
+        v
+        if sorted_rows and v.dtype == np.float64 and v.flags.writeable
+        else np.array(v, np.float64)
+        for v in (r, w)
+    )
+    _sorted_within(r, r_ids, r_starts)
+    _sorted_within(w, w_ids, w_starts)
     n_right = np.diff(r_starts)
     n_wrong = np.diff(w_starts)
 
