@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from harness import run, write_jsonl
 
-LM_EVAL = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+LM_EVAL = FIXTURES / "lm_eval"
+ARITHMETIC = FIXTURES / "inspect_ai" / "toy_arithmetic.eval"  # 20 samples, no choices
+ARITHMETIC_JSON = FIXTURES / "inspect_ai" / "toy_arithmetic.json"  # the same samples
+MC = FIXTURES / "inspect_ai_schema" / "toy_mc.json"  # 4 multiple_choice samples, "ANSWER: X"
 
 
 def rows(n: int, seed: int) -> list[dict]:
@@ -131,3 +135,92 @@ def test_coarse_confidences_are_not_called_in_sample(tmp_path):
     cal = tmp_path / "cal.json"
     assert run(["fit", dev, "--method", "histogram", "-o", cal, "-q"]).exit_code == 0
     assert in_sample(calibrate(test, "--calibrator", cal)) == []
+
+
+# --------------------------------------------------------------------------- inspect-ai modes
+
+
+def fit_inspect(tmp_path, name, *args):
+    """Fit platt on inspect-ai rows; the calibrator file's path and its JSON."""
+    cal = tmp_path / name
+    fitted = run(["fit", *args, "--method", "platt", "-o", cal, "-q"])
+    assert fitted.exit_code == 0, fitted.stderr
+    return cal, json.loads(cal.read_text())
+
+
+def mixed_samples(path: Path) -> Path:
+    """toy_mc's samples (answer lines) and toy_arithmetic's (none) as JSON Lines, one scorer
+    named alike in both and the arithmetic ids made distinct."""
+    lines = []
+    for s in json.loads(MC.read_text())["samples"]:
+        lines.append({**s, "scores": {"ok": s["scores"]["choice"]}})
+    for s in json.loads(ARITHMETIC_JSON.read_text())["samples"]:
+        lines.append({**s, "id": f"a{s['id']}", "scores": {"ok": s["scores"]["match"]}})
+    return write_jsonl(path, lines)
+
+
+def test_auto_is_recorded_as_the_mode_its_samples_took(tmp_path):
+    _, mc = fit_inspect(tmp_path, "mc.json", MC)
+    assert mc["fitted_on"]["inspect_confidence"] == "answer-token"
+    mixed = mixed_samples(tmp_path / "mixed.jsonl")
+    _, both = fit_inspect(tmp_path, "both.json", mixed)
+    assert both["fitted_on"]["inspect_confidence"] == "auto"
+    for mode in ("first-token", "mean-token"):
+        _, doc = fit_inspect(
+            tmp_path, f"{mode}.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", mode
+        )
+        assert doc["fitted_on"]["inspect_confidence"] == mode
+
+
+def test_the_mode_of_worker_shares_and_summary_files(tmp_path):
+    """toy_mc's samples fill the first half of a file, then toy_arithmetic's: with two
+    processes the worker reads the arithmetic samples, whose mode counts too."""
+    mc = json.loads(MC.read_text())["samples"]
+    lines = [{**s, "id": f"{k}-{s['id']}"} for k in range(60) for s in mc]
+    for s in json.loads(ARITHMETIC_JSON.read_text())["samples"]:
+        lines.append({**s, "id": f"a{s['id']}", "scores": {"choice": s["scores"]["match"]}})
+    path = write_jsonl(tmp_path / "halves.jsonl", lines)
+    part = tmp_path / "part.cbs"
+    assert run(["summarize", path, "--part", "1/2", "-o", part, "-q"]).exit_code == 0
+    _, first = fit_inspect(tmp_path, "first.json", part)
+    assert first["fitted_on"]["inspect_confidence"] == "answer-token"  # the first half: toy_mc
+    for workers in ("1", "2"):
+        _, doc = fit_inspect(tmp_path, f"w{workers}.json", path, "--workers", workers)
+        assert doc["fitted_on"]["inspect_confidence"] == "auto"
+    # a summary file keeps the mode
+    whole = tmp_path / "arithmetic.cbs"
+    assert run(["summarize", ARITHMETIC, "--scorer", "match", "-o", whole, "-q"]).exit_code == 0
+    _, doc = fit_inspect(tmp_path, "from-summary.json", whole)
+    assert doc["fitted_on"]["inspect_confidence"] == "sequence"
+
+
+def test_other_formats_record_no_mode(tmp_path, files):
+    _, _, test, cal = files
+    assert "inspect_confidence" not in json.loads(cal.read_text())["fitted_on"]
+    mc = sorted(str(p) for p in LM_EVAL.glob("samples_toy_mc_*.jsonl"))
+    lm_eval = tmp_path / "lm.json"
+    assert run(["fit", *mc, "--method", "platt", "-o", lm_eval, "-q"]).exit_code == 0
+    fitted_on = json.loads(lm_eval.read_text())["fitted_on"]
+    assert fitted_on["mc_norm"] == "none" and "inspect_confidence" not in fitted_on
+    # rows of other formats are mapped as before by a calibrator of inspect-ai rows
+    pi, _ = fit_inspect(
+        tmp_path, "pi.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", "first-token"
+    )
+    assert run(["calibrate", *mc, "--calibrator", pi, "-q"]).exit_code == 0
+    assert run(["calibrate", test, "--calibrator", pi, "-q"]).exit_code == 0
+
+
+def test_the_python_api_records_the_mode(tmp_path):
+    import calibcli
+
+    rows = calibcli.read_predictions(str(MC))
+    assert rows.inspect_confidence == "answer-token"
+    cal = tmp_path / "api.json"
+    calibcli.fit(rows, method="platt").save(cal)
+    assert json.loads(cal.read_text())["fitted_on"]["inspect_confidence"] == "answer-token"
+    native = calibcli.read_predictions(
+        FIXTURES.parent.parent / "sample_data" / "overconfident.jsonl"
+    )
+    assert native.inspect_confidence is None
+    fitted_on = json.loads(calibcli.fit(native, method="platt").to_json())["fitted_on"]
+    assert "inspect_confidence" not in fitted_on
