@@ -1,10 +1,11 @@
 """A calibrator is applied to the score it was fitted on: its field by default, the same
-multiple-choice normalisation and --by field, and rows it was fitted on are named as in-sample
-by their content, not by the path typed."""
+multiple-choice normalisation, inspect-ai confidence mode and --by field, and rows it was
+fitted on are named as in-sample by their content, not by the path typed."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from pathlib import Path
@@ -148,6 +149,21 @@ def fit_inspect(tmp_path, name, *args):
     return cal, json.loads(cal.read_text())
 
 
+def arithmetic_confidences(mode: str) -> list[float]:
+    """toy_arithmetic's confidences computed here from its samples' token logprobs."""
+    out = []
+    for s in json.loads(ARITHMETIC_JSON.read_text())["samples"]:
+        logprobs = [t["logprob"] for t in s["output"]["choices"][0]["logprobs"]["content"]]
+        assert s.get("choices") is None  # no options: auto takes the whole completion
+        out.append(math.exp(logprobs[0] if mode == "first-token" else math.fsum(logprobs)))
+    return out
+
+
+def platt(params: dict, c: float) -> float:
+    z = math.log(c / (1 - c))
+    return 1 / (1 + math.exp(-(params["a"] * z + params["b"])))
+
+
 def mixed_samples(path: Path) -> Path:
     """toy_mc's samples (answer lines) and toy_arithmetic's (none) as JSON Lines, one scorer
     named alike in both and the arithmetic ids made distinct."""
@@ -157,6 +173,60 @@ def mixed_samples(path: Path) -> Path:
     for s in json.loads(ARITHMETIC_JSON.read_text())["samples"]:
         lines.append({**s, "id": f"a{s['id']}", "scores": {"ok": s["scores"]["match"]}})
     return write_jsonl(path, lines)
+
+
+SEQUENCE_TO_FIRST_TOKEN = {
+    "calibrate": ["--max-ece", "0.3"],
+    "reliability": [],
+    "threshold": ["--target-accuracy", "0.5"],
+}
+
+
+@pytest.mark.parametrize("command", SEQUENCE_TO_FIRST_TOKEN)
+def test_another_inspect_confidence_is_refused(tmp_path, command):
+    cal, doc = fit_inspect(
+        tmp_path, "pi.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", "sequence"
+    )
+    assert doc["fitted_on"]["inspect_confidence"] == "sequence"
+    out = tmp_path / "out.json"
+    args = [command, ARITHMETIC, "--scorer", "match", "--calibrator", cal, "-o", out, "-q"]
+    result = run([*args, *SEQUENCE_TO_FIRST_TOKEN[command], "--inspect-confidence", "first-token"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: {cal}: the calibrator was fitted on --inspect-confidence sequence confidences; "
+        "these rows are read with --inspect-confidence first-token: give --inspect-confidence "
+        "sequence, or fit a calibrator on these rows\n"
+    )
+    assert not out.exists()
+    same = run([*args, *SEQUENCE_TO_FIRST_TOKEN[command], "--inspect-confidence", "sequence"])
+    assert same.exit_code == 0, same.stderr
+    assert out.exists()
+
+
+def test_the_same_mode_maps_the_confidences_it_was_fitted_on(tmp_path):
+    cal, doc = fit_inspect(tmp_path, "pi.json", ARITHMETIC, "--scorer", "match")
+    # auto takes the whole completion's probability of samples without choices: the file
+    # records what a user passes to read them alike
+    assert doc["fitted_on"]["inspect_confidence"] == "sequence"
+    expected = [platt(doc["params"], c) for c in arithmetic_confidences("sequence")]
+    for given in ([], ["--inspect-confidence", "sequence"]):
+        body = calibrate(ARITHMETIC, "--scorer", "match", "--calibrator", cal, *given)
+        after = body["recalibration"]["after"]["mean_confidence"]
+        assert after == pytest.approx(math.fsum(expected) / 20, rel=1e-12)
+
+
+def test_a_calibrator_file_without_the_mode_is_applied_as_before(tmp_path):
+    cal, doc = fit_inspect(
+        tmp_path, "pi.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", "sequence"
+    )
+    del doc["fitted_on"]["inspect_confidence"]  # as fit wrote it before the mode was recorded
+    cal.write_text(json.dumps(doc))
+    body = calibrate(
+        ARITHMETIC, "--scorer", "match", "--calibrator", cal, "--inspect-confidence", "first-token"
+    )
+    expected = [platt(doc["params"], c) for c in arithmetic_confidences("first-token")]
+    after = body["recalibration"]["after"]["mean_confidence"]
+    assert after == pytest.approx(math.fsum(expected) / 20, rel=1e-12)
 
 
 def test_auto_is_recorded_as_the_mode_its_samples_took(tmp_path):
@@ -170,6 +240,41 @@ def test_auto_is_recorded_as_the_mode_its_samples_took(tmp_path):
             tmp_path, f"{mode}.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", mode
         )
         assert doc["fitted_on"]["inspect_confidence"] == mode
+
+
+def test_auto_taking_another_mode_is_refused(tmp_path):
+    """A map of answer-token probabilities is not applied to whole completions, even when
+    both were read with the default auto."""
+    cal, _ = fit_inspect(tmp_path, "mc.json", MC)
+    result = run(["calibrate", ARITHMETIC, "--scorer", "match", "--calibrator", cal, "-q"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: {cal}: the calibrator was fitted on --inspect-confidence answer-token "
+        "confidences; these rows are read with --inspect-confidence auto (sequence on these "
+        "samples): give --inspect-confidence answer-token, or fit a calibrator on these rows\n"
+    )
+
+
+def test_a_calibrator_of_both_auto_modes_follows_auto(tmp_path):
+    cal, _ = fit_inspect(tmp_path, "both.json", mixed_samples(tmp_path / "mixed.jsonl"))
+    # auto's own rule: each sample takes the mode it took when the map was fitted
+    assert run(["calibrate", MC, "--calibrator", cal, "-q"]).exit_code == 0
+    answer = ["calibrate", MC, "--calibrator", cal, "--inspect-confidence", "answer-token", "-q"]
+    assert run(answer).exit_code == 0
+    assert run(["calibrate", ARITHMETIC, "--scorer", "match", "--calibrator", cal]).exit_code == 0
+    # sequence would read toy_mc's samples otherwise than the map saw them
+    sequence = ["calibrate", MC, "--calibrator", cal, "--inspect-confidence", "sequence", "-q"]
+    result = run(sequence)
+    assert result.exit_code == 2
+    assert "fitted on --inspect-confidence auto confidences" in result.stderr
+    assert "read with --inspect-confidence sequence: give --inspect-confidence auto" in (
+        result.stderr
+    )
+    # and a map of whole completions is not applied to both modes
+    seq, _ = fit_inspect(tmp_path, "seq.json", ARITHMETIC, "--scorer", "match")
+    result = run(["calibrate", tmp_path / "mixed.jsonl", "--calibrator", seq, "-q"])
+    assert result.exit_code == 2
+    assert "auto (answer-token and sequence on these samples)" in result.stderr
 
 
 def test_the_mode_of_worker_shares_and_summary_files(tmp_path):
@@ -187,11 +292,17 @@ def test_the_mode_of_worker_shares_and_summary_files(tmp_path):
     for workers in ("1", "2"):
         _, doc = fit_inspect(tmp_path, f"w{workers}.json", path, "--workers", workers)
         assert doc["fitted_on"]["inspect_confidence"] == "auto"
-    # a summary file keeps the mode
+    # a summary file keeps the mode, and the check reads it
     whole = tmp_path / "arithmetic.cbs"
     assert run(["summarize", ARITHMETIC, "--scorer", "match", "-o", whole, "-q"]).exit_code == 0
     _, doc = fit_inspect(tmp_path, "from-summary.json", whole)
     assert doc["fitted_on"]["inspect_confidence"] == "sequence"
+    first_token, _ = fit_inspect(
+        tmp_path, "ft.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", "first-token"
+    )
+    result = run(["calibrate", whole, "--calibrator", first_token, "-q"])
+    assert result.exit_code == 2
+    assert "fitted on --inspect-confidence first-token confidences" in result.stderr
 
 
 def test_other_formats_record_no_mode(tmp_path, files):
@@ -218,6 +329,8 @@ def test_the_python_api_records_the_mode(tmp_path):
     cal = tmp_path / "api.json"
     calibcli.fit(rows, method="platt").save(cal)
     assert json.loads(cal.read_text())["fitted_on"]["inspect_confidence"] == "answer-token"
+    result = run(["calibrate", ARITHMETIC, "--scorer", "match", "--calibrator", cal, "-q"])
+    assert result.exit_code == 2 and "--inspect-confidence answer-token" in result.stderr
     native = calibcli.read_predictions(
         FIXTURES.parent.parent / "sample_data" / "overconfident.jsonl"
     )
