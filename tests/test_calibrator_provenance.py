@@ -1,10 +1,11 @@
 """A calibrator is applied to the score it was fitted on: its field by default, the same
-multiple-choice normalisation and --by field, and rows it was fitted on are named as in-sample
-by their content, not by the path typed."""
+multiple-choice normalisation, inspect-ai confidence mode and --by field, and rows it was
+fitted on are named as in-sample by their content, not by the path typed."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from pathlib import Path
@@ -12,7 +13,11 @@ from pathlib import Path
 import pytest
 from harness import run, write_jsonl
 
-LM_EVAL = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+LM_EVAL = FIXTURES / "lm_eval"
+ARITHMETIC = FIXTURES / "inspect_ai" / "toy_arithmetic.eval"  # 20 samples, no choices
+ARITHMETIC_JSON = FIXTURES / "inspect_ai" / "toy_arithmetic.json"  # the same samples
+MC = FIXTURES / "inspect_ai_schema" / "toy_mc.json"  # 4 multiple_choice samples, "ANSWER: X"
 
 
 def rows(n: int, seed: int) -> list[dict]:
@@ -131,3 +136,204 @@ def test_coarse_confidences_are_not_called_in_sample(tmp_path):
     cal = tmp_path / "cal.json"
     assert run(["fit", dev, "--method", "histogram", "-o", cal, "-q"]).exit_code == 0
     assert in_sample(calibrate(test, "--calibrator", cal)) == []
+
+
+# --------------------------------------------------------------------------- inspect-ai modes
+
+
+def fit_inspect(tmp_path, name, *args):
+    """Fit platt on inspect-ai rows; the calibrator file's path and its JSON."""
+    cal = tmp_path / name
+    fitted = run(["fit", *args, "--method", "platt", "-o", cal, "-q"])
+    assert fitted.exit_code == 0, fitted.stderr
+    return cal, json.loads(cal.read_text())
+
+
+def arithmetic_confidences(mode: str) -> list[float]:
+    """toy_arithmetic's confidences computed here from its samples' token logprobs."""
+    out = []
+    for s in json.loads(ARITHMETIC_JSON.read_text())["samples"]:
+        logprobs = [t["logprob"] for t in s["output"]["choices"][0]["logprobs"]["content"]]
+        assert s.get("choices") is None  # no options: auto takes the whole completion
+        out.append(math.exp(logprobs[0] if mode == "first-token" else math.fsum(logprobs)))
+    return out
+
+
+def platt(params: dict, c: float) -> float:
+    z = math.log(c / (1 - c))
+    return 1 / (1 + math.exp(-(params["a"] * z + params["b"])))
+
+
+def mixed_samples(path: Path) -> Path:
+    """toy_mc's samples (answer lines) and toy_arithmetic's (none) as JSON Lines, one scorer
+    named alike in both and the arithmetic ids made distinct."""
+    lines = []
+    for s in json.loads(MC.read_text())["samples"]:
+        lines.append({**s, "scores": {"ok": s["scores"]["choice"]}})
+    for s in json.loads(ARITHMETIC_JSON.read_text())["samples"]:
+        lines.append({**s, "id": f"a{s['id']}", "scores": {"ok": s["scores"]["match"]}})
+    return write_jsonl(path, lines)
+
+
+SEQUENCE_TO_FIRST_TOKEN = {
+    "calibrate": ["--max-ece", "0.3"],
+    "reliability": [],
+    "threshold": ["--target-accuracy", "0.5"],
+}
+
+
+@pytest.mark.parametrize("command", SEQUENCE_TO_FIRST_TOKEN)
+def test_another_inspect_confidence_is_refused(tmp_path, command):
+    cal, doc = fit_inspect(
+        tmp_path, "pi.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", "sequence"
+    )
+    assert doc["fitted_on"]["inspect_confidence"] == "sequence"
+    out = tmp_path / "out.json"
+    args = [command, ARITHMETIC, "--scorer", "match", "--calibrator", cal, "-o", out, "-q"]
+    result = run([*args, *SEQUENCE_TO_FIRST_TOKEN[command], "--inspect-confidence", "first-token"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: {cal}: the calibrator was fitted on --inspect-confidence sequence confidences; "
+        "these rows are read with --inspect-confidence first-token: give --inspect-confidence "
+        "sequence, or fit a calibrator on these rows\n"
+    )
+    assert not out.exists()
+    same = run([*args, *SEQUENCE_TO_FIRST_TOKEN[command], "--inspect-confidence", "sequence"])
+    assert same.exit_code == 0, same.stderr
+    assert out.exists()
+
+
+def test_the_same_mode_maps_the_confidences_it_was_fitted_on(tmp_path):
+    cal, doc = fit_inspect(tmp_path, "pi.json", ARITHMETIC, "--scorer", "match")
+    # auto takes the whole completion's probability of samples without choices: the file
+    # records what a user passes to read them alike
+    assert doc["fitted_on"]["inspect_confidence"] == "sequence"
+    expected = [platt(doc["params"], c) for c in arithmetic_confidences("sequence")]
+    for given in ([], ["--inspect-confidence", "sequence"]):
+        body = calibrate(ARITHMETIC, "--scorer", "match", "--calibrator", cal, *given)
+        after = body["recalibration"]["after"]["mean_confidence"]
+        assert after == pytest.approx(math.fsum(expected) / 20, rel=1e-12)
+
+
+def test_a_calibrator_file_without_the_mode_is_applied_as_before(tmp_path):
+    cal, doc = fit_inspect(
+        tmp_path, "pi.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", "sequence"
+    )
+    del doc["fitted_on"]["inspect_confidence"]  # as fit wrote it before the mode was recorded
+    cal.write_text(json.dumps(doc))
+    body = calibrate(
+        ARITHMETIC, "--scorer", "match", "--calibrator", cal, "--inspect-confidence", "first-token"
+    )
+    expected = [platt(doc["params"], c) for c in arithmetic_confidences("first-token")]
+    after = body["recalibration"]["after"]["mean_confidence"]
+    assert after == pytest.approx(math.fsum(expected) / 20, rel=1e-12)
+
+
+def test_auto_is_recorded_as_the_mode_its_samples_took(tmp_path):
+    _, mc = fit_inspect(tmp_path, "mc.json", MC)
+    assert mc["fitted_on"]["inspect_confidence"] == "answer-token"
+    mixed = mixed_samples(tmp_path / "mixed.jsonl")
+    _, both = fit_inspect(tmp_path, "both.json", mixed)
+    assert both["fitted_on"]["inspect_confidence"] == "auto"
+    for mode in ("first-token", "mean-token"):
+        _, doc = fit_inspect(
+            tmp_path, f"{mode}.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", mode
+        )
+        assert doc["fitted_on"]["inspect_confidence"] == mode
+
+
+def test_auto_taking_another_mode_is_refused(tmp_path):
+    """A map of answer-token probabilities is not applied to whole completions, even when
+    both were read with the default auto."""
+    cal, _ = fit_inspect(tmp_path, "mc.json", MC)
+    result = run(["calibrate", ARITHMETIC, "--scorer", "match", "--calibrator", cal, "-q"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: {cal}: the calibrator was fitted on --inspect-confidence answer-token "
+        "confidences; these rows are read with --inspect-confidence auto (sequence on these "
+        "samples): give --inspect-confidence answer-token, or fit a calibrator on these rows\n"
+    )
+
+
+def test_a_calibrator_of_both_auto_modes_follows_auto(tmp_path):
+    cal, _ = fit_inspect(tmp_path, "both.json", mixed_samples(tmp_path / "mixed.jsonl"))
+    # auto's own rule: each sample takes the mode it took when the map was fitted
+    assert run(["calibrate", MC, "--calibrator", cal, "-q"]).exit_code == 0
+    answer = ["calibrate", MC, "--calibrator", cal, "--inspect-confidence", "answer-token", "-q"]
+    assert run(answer).exit_code == 0
+    assert run(["calibrate", ARITHMETIC, "--scorer", "match", "--calibrator", cal]).exit_code == 0
+    # sequence would read toy_mc's samples otherwise than the map saw them
+    sequence = ["calibrate", MC, "--calibrator", cal, "--inspect-confidence", "sequence", "-q"]
+    result = run(sequence)
+    assert result.exit_code == 2
+    assert "fitted on --inspect-confidence auto confidences" in result.stderr
+    assert "read with --inspect-confidence sequence: give --inspect-confidence auto" in (
+        result.stderr
+    )
+    # and a map of whole completions is not applied to both modes
+    seq, _ = fit_inspect(tmp_path, "seq.json", ARITHMETIC, "--scorer", "match")
+    result = run(["calibrate", tmp_path / "mixed.jsonl", "--calibrator", seq, "-q"])
+    assert result.exit_code == 2
+    assert "auto (answer-token and sequence on these samples)" in result.stderr
+
+
+def test_the_mode_of_worker_shares_and_summary_files(tmp_path):
+    """toy_mc's samples fill the first half of a file, then toy_arithmetic's: with two
+    processes the worker reads the arithmetic samples, whose mode counts too."""
+    mc = json.loads(MC.read_text())["samples"]
+    lines = [{**s, "id": f"{k}-{s['id']}"} for k in range(60) for s in mc]
+    for s in json.loads(ARITHMETIC_JSON.read_text())["samples"]:
+        lines.append({**s, "id": f"a{s['id']}", "scores": {"choice": s["scores"]["match"]}})
+    path = write_jsonl(tmp_path / "halves.jsonl", lines)
+    part = tmp_path / "part.cbs"
+    assert run(["summarize", path, "--part", "1/2", "-o", part, "-q"]).exit_code == 0
+    _, first = fit_inspect(tmp_path, "first.json", part)
+    assert first["fitted_on"]["inspect_confidence"] == "answer-token"  # the first half: toy_mc
+    for workers in ("1", "2"):
+        _, doc = fit_inspect(tmp_path, f"w{workers}.json", path, "--workers", workers)
+        assert doc["fitted_on"]["inspect_confidence"] == "auto"
+    # a summary file keeps the mode, and the check reads it
+    whole = tmp_path / "arithmetic.cbs"
+    assert run(["summarize", ARITHMETIC, "--scorer", "match", "-o", whole, "-q"]).exit_code == 0
+    _, doc = fit_inspect(tmp_path, "from-summary.json", whole)
+    assert doc["fitted_on"]["inspect_confidence"] == "sequence"
+    first_token, _ = fit_inspect(
+        tmp_path, "ft.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", "first-token"
+    )
+    result = run(["calibrate", whole, "--calibrator", first_token, "-q"])
+    assert result.exit_code == 2
+    assert "fitted on --inspect-confidence first-token confidences" in result.stderr
+
+
+def test_other_formats_record_no_mode(tmp_path, files):
+    _, _, test, cal = files
+    assert "inspect_confidence" not in json.loads(cal.read_text())["fitted_on"]
+    mc = sorted(str(p) for p in LM_EVAL.glob("samples_toy_mc_*.jsonl"))
+    lm_eval = tmp_path / "lm.json"
+    assert run(["fit", *mc, "--method", "platt", "-o", lm_eval, "-q"]).exit_code == 0
+    fitted_on = json.loads(lm_eval.read_text())["fitted_on"]
+    assert fitted_on["mc_norm"] == "none" and "inspect_confidence" not in fitted_on
+    # rows of other formats are mapped as before by a calibrator of inspect-ai rows
+    pi, _ = fit_inspect(
+        tmp_path, "pi.json", ARITHMETIC, "--scorer", "match", "--inspect-confidence", "first-token"
+    )
+    assert run(["calibrate", *mc, "--calibrator", pi, "-q"]).exit_code == 0
+    assert run(["calibrate", test, "--calibrator", pi, "-q"]).exit_code == 0
+
+
+def test_the_python_api_records_the_mode(tmp_path):
+    import calibcli
+
+    rows = calibcli.read_predictions(str(MC))
+    assert rows.inspect_confidence == "answer-token"
+    cal = tmp_path / "api.json"
+    calibcli.fit(rows, method="platt").save(cal)
+    assert json.loads(cal.read_text())["fitted_on"]["inspect_confidence"] == "answer-token"
+    result = run(["calibrate", ARITHMETIC, "--scorer", "match", "--calibrator", cal, "-q"])
+    assert result.exit_code == 2 and "--inspect-confidence answer-token" in result.stderr
+    native = calibcli.read_predictions(
+        FIXTURES.parent.parent / "sample_data" / "overconfident.jsonl"
+    )
+    assert native.inspect_confidence is None
+    fitted_on = json.loads(calibcli.fit(native, method="platt").to_json())["fitted_on"]
+    assert "inspect_confidence" not in fitted_on

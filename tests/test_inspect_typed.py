@@ -56,15 +56,17 @@ def decoded(row: dict, extra: tuple[str, ...] = ()):
 
 def test_values_are_the_answer_tokens_probability_and_the_score():
     row = sample(1, 2, 2, -0.4)
-    assert calibration_values(decoded(row), None, "auto") == (math.exp(-0.4), True)
-    assert calibration_values(decoded(row), "choice", "answer-token") == (math.exp(-0.4), True)
+    answer = (math.exp(-0.4), True, "answer-token")
+    assert calibration_values(decoded(row), None, "auto") == answer
+    assert calibration_values(decoded(row), "choice", "answer-token") == answer
     seq = math.exp(math.fsum([-0.01, -0.02, -0.03, -0.4]))
-    assert calibration_values(decoded(row), None, "sequence") == (seq, True)
-    assert calibration_values(decoded(row), None, "first-token") == (math.exp(-0.01), True)
+    assert calibration_values(decoded(row), None, "sequence") == (seq, True, "sequence")
+    first = (math.exp(-0.01), True, "first-token")
+    assert calibration_values(decoded(row), None, "first-token") == first
     mean = math.exp(math.fsum([-0.01, -0.02, -0.03, -0.4]) / 4)
-    assert calibration_values(decoded(row), None, "mean-token") == (mean, True)
+    assert calibration_values(decoded(row), None, "mean-token") == (mean, True, "mean-token")
     wrong = sample(1, 2, 1, -0.4, choices=None)  # no options: the whole completion
-    assert calibration_values(decoded(wrong), None, "auto") == (seq, False)
+    assert calibration_values(decoded(wrong), None, "auto") == (seq, False, "sequence")
 
 
 @pytest.mark.parametrize(
@@ -82,7 +84,8 @@ def test_values_are_the_answer_tokens_probability_and_the_score():
 def test_binary_score_values(value, correct):
     row = sample(1, 0, 0, -0.5)
     row["scores"]["choice"]["value"] = value
-    assert calibration_values(decoded(row), None, "auto") == (math.exp(-0.5), correct)
+    got = calibration_values(decoded(row), None, "auto")
+    assert got == (math.exp(-0.5), correct, "answer-token")
 
 
 def edit(change):
@@ -221,6 +224,7 @@ def test_a_remembered_answer_depends_on_the_options_and_every_text():
     odd["output"]["choices"][0]["logprobs"]["content"][3]["token"] = 3  # not a text
     seq = math.exp(math.fsum([-0.01, -0.02, -0.03, -0.4]))
     for _ in range(2):
-        assert calibration_values(decoded(row), None, "auto") == (math.exp(-0.4), True)
-        assert calibration_values(decoded(few), None, "auto") == (seq, True)
-        assert calibration_values(decoded(odd), None, "auto") == (seq, True)
+        answer = (math.exp(-0.4), True, "answer-token")
+        assert calibration_values(decoded(row), None, "auto") == answer
+        assert calibration_values(decoded(few), None, "auto") == (seq, True, "sequence")
+        assert calibration_values(decoded(odd), None, "auto") == (seq, True, "sequence")

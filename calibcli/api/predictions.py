@@ -26,7 +26,10 @@ class Predictions:
     """Rows as read, in input order, as numpy arrays of one entry per row: ``confidence``
     (float64, in [0, 1]), ``correct`` (bool), ``group`` (object: the row's group name as the
     reports name it, with ``by``; else None) and ``id`` (object: the row's id as written, else
-    None). ``by``, ``format``, ``files`` and the fields say how they were read.
+    None). ``by``, ``format``, ``files`` and the fields say how they were read, and
+    ``inspect_confidence`` the --inspect-confidence mode inspect-ai rows' confidences were taken
+    by (auto resolved per sample: ``answer-token``, ``sequence``, or ``auto`` for both; None
+    for rows of other formats), which :func:`~calibcli.fit` records.
 
     Give it to :func:`~calibcli.calibrate` and the other functions in place of the arrays;
     ``to_pandas()`` makes a DataFrame of the four columns."""
@@ -44,6 +47,7 @@ class Predictions:
     id_field: str | None = None
     keys: list[Any] | None = field(default=None, repr=False)  # each row's id as compare keys it
     where: list[str] | None = field(default=None, repr=False)  # "path:line" of each row
+    inspect_confidence: str | None = None
 
     def __len__(self) -> int:
         return int(self.confidence.shape[0])
@@ -127,6 +131,7 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
         options["id_field"],
         list(rows.keys),
         list(rows.where),
+        rows.inspect_confidence,
     )
 
 

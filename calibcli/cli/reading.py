@@ -200,8 +200,10 @@ def calibrator_reading(reading: Any, calibrators: Any) -> Any:
 
 def provenance_notes(data: Any, calibrators: Any) -> list[str]:
     """What a calibrator file records of the rows it was fitted on, checked against the rows
-    read: another multiple-choice normalisation is exit 2 (the map would score other numbers),
-    another confidence field a warning (it was asked for by name)."""
+    read: another multiple-choice normalisation, or inspect-ai confidences taken by another
+    mode, is exit 2 (the map would score other numbers), another confidence field a warning
+    (it was asked for by name). A file that records neither (fitted on other formats, or
+    written before the mode was recorded) is applied as it is."""
     if calibrators is None:
         return []
     fitted = calibrators.fitted_on
@@ -211,6 +213,7 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
             f"{calibrators.path}: the calibrator was fitted on --mc-norm {norm} scores; these "
             f"rows are read with --mc-norm {data.settings.mc_norm}: give --mc-norm {norm}"
         )
+    check_inspect_mode(calibrators, data)
     recorded = fitted.get("confidence_field")
     field = data.settings.confidence_field
     if data.fmt == "jsonl" and isinstance(recorded, str) and recorded != field:
@@ -219,6 +222,28 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
             "--confidence-field asked"
         ]
     return []
+
+
+def check_inspect_mode(calibrators: Any, data: Any) -> None:
+    """Exit 2 when inspect-ai rows took their confidences by another rule than the rows the
+    calibrator was fitted on (:func:`~calibcli.summaries.sources.same_rule`): a map of
+    whole-sequence probabilities would be applied to first-token ones."""
+    from calibcli.summaries import same_rule
+
+    mode = calibrators.fitted_on.get("inspect_confidence")
+    taken = data.inspect_confidence
+    given = data.settings.inspect_confidence
+    if not isinstance(mode, str) or taken is None or same_rule(mode, taken, given):
+        return
+    read = given
+    if given == "auto":  # auto takes a mode per sample: say which these took
+        modes = "answer-token and sequence" if taken == "auto" else taken
+        read = f"auto ({modes} on these samples)"
+    raise usage_error(
+        f"{calibrators.path}: the calibrator was fitted on --inspect-confidence {mode} "
+        f"confidences; these rows are read with --inspect-confidence {read}: give "
+        f"--inspect-confidence {mode}, or fit a calibrator on these rows"
+    )
 
 
 def recalibrate(

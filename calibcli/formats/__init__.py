@@ -48,7 +48,9 @@ from calibcli.formats.inspect_ai import (
     CONFIDENCES,
     inspect_prompt_row,
     inspect_sample_row,
+    inspect_sample_taken,
     inspect_scorers,
+    taken_mode,
 )
 from calibcli.formats.json_text import elements as json_elements
 from calibcli.formats.json_text import value_span
@@ -93,6 +95,7 @@ __all__ = [
     "has_path",
     "inspect_prompt_row",
     "inspect_sample_row",
+    "inspect_sample_taken",
     "inspect_scorers",
     "json_elements",
     "json_type",
@@ -110,6 +113,7 @@ __all__ = [
     "option_confidence",
     "perplexity_rows",
     "providing",
+    "taken_mode",
     "task_from_filename",
     "value_span",
     "vllm_rows",

@@ -72,6 +72,14 @@ def inspect_sample_row(
     ValueError when the sample errored, is unscored, or has no output logprobs, and for
     ``answer-token`` on a sample without the answer line.
     """
+    return inspect_sample_taken(sample, scorer=scorer, confidence=confidence)[0]
+
+
+def inspect_sample_taken(
+    sample: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "auto"
+) -> tuple[CalibrationRow, str]:
+    """:func:`inspect_sample_row`'s row and the mode its confidence was taken by
+    (:func:`taken_mode`)."""
     if confidence not in CONFIDENCES:
         raise ValueError(f"confidence must be one of {', '.join(CONFIDENCES)}, not {confidence!r}")
     if sample.get("error"):
@@ -84,7 +92,8 @@ def inspect_sample_row(
     found = None
     if confidence in ("auto", "answer-token"):
         found = answer_token(sample, content)
-    return CalibrationRow(token_confidence(logprobs, found, confidence), correct)
+    row = CalibrationRow(token_confidence(logprobs, found, confidence), correct)
+    return row, taken_mode(confidence, found)
 
 
 def token_confidence(logprobs: list[float], found: int | None, confidence: str) -> float:
@@ -109,6 +118,15 @@ def token_confidence(logprobs: list[float], found: int | None, confidence: str) 
         if confidence == "mean-token":
             log_p /= len(logprobs)
     return math.exp(log_p)
+
+
+def taken_mode(confidence: str, found: int | None) -> str:
+    """The mode a sample's confidence was taken by when read with ``confidence``, as
+    ``--inspect-confidence`` names it (``found``: the answer token's index, or None): ``auto``
+    resolves per sample to ``answer-token`` or ``sequence``; any other mode is itself."""
+    if confidence == "auto":
+        return "sequence" if found is None else "answer-token"
+    return confidence
 
 
 def answer_token(sample: Mapping[str, Any], content: list[Any]) -> int | None:

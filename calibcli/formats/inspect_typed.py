@@ -17,7 +17,13 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from calibcli.formats.inspect_ai import CONFIDENCES, _binary, answer_index, token_confidence
+from calibcli.formats.inspect_ai import (
+    CONFIDENCES,
+    _binary,
+    answer_index,
+    taken_mode,
+    token_confidence,
+)
 
 TYPED_FIELDS = ("id", "epoch", "error", "choices", "scores", "output")
 """The sample fields the structs read: the first four as any JSON value (``choices`` as a list
@@ -87,10 +93,11 @@ def fields_reader(struct: Any, names: tuple[str, ...]) -> Any:
 
 def calibration_values(
     sample: Any, scorer: str | None, confidence: str
-) -> tuple[float, bool] | None:
-    """``(confidence, correct)`` of a decoded sample as
-    :func:`~calibcli.formats.inspect_ai.inspect_sample_row` gives them, or None where that
-    function raises or reads the sample otherwise (a score of several values)."""
+) -> tuple[float, bool, str] | None:
+    """``(confidence, correct, mode)`` of a decoded sample as
+    :func:`~calibcli.formats.inspect_ai.inspect_sample_taken` gives them (``mode``: the one its
+    confidence was taken by), or None where that function raises or reads the sample otherwise
+    (a score of several values)."""
     if sample.error or confidence not in CONFIDENCES:
         return None
     scores = sample.scores
@@ -125,7 +132,7 @@ def calibration_values(
             options = sample.choices
             if isinstance(options, list) and options:
                 found = _answer(len(options), [t.token for t in content])
-        return token_confidence(logprobs, found, confidence), correct
+        return token_confidence(logprobs, found, confidence), correct, taken_mode(confidence, found)
     except ValueError:
         return None
 

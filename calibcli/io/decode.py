@@ -84,6 +84,14 @@ class BlockDecoder:
         self._decoder: Any = None  # msgspec, built on the first block of SMALL_BLOCK or more
         self._errors: tuple = ()
 
+    @property
+    def modes(self) -> set[str]:
+        """The modes the inspect-ai rows decoded so far took their confidences by (none for
+        other formats; see :class:`~calibcli.io.route.InspectRows`)."""
+        from calibcli.io.route import taken_modes
+
+        return taken_modes(self._convert)
+
     def _load_msgspec(self) -> None:
         import msgspec
 

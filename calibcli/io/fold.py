@@ -145,6 +145,13 @@ class SourceFold:
         seen.record(name, ids.hashes, lines)
         builder.ids.extend(ids, offset)
 
+    def taken_mode(self) -> str | None:
+        """The --inspect-confidence mode the source's rows took their confidences by, auto
+        resolved (None for other formats, or no rows yet)."""
+        from calibcli.summaries import joined_mode
+
+        return None if self.decoder is None else joined_mode(self.decoder.modes)
+
     def _decoder(self) -> Any:
         if self.decoder is None:
             self.decoder = self.plan.decoder(self.fmt, self.source)

@@ -79,6 +79,7 @@ class InspectDecoder(BlockDecoder):
         # an --id-field's, by the identifier itself
         quick_id = ident is not None and self.default_id
         scorer, confidence = self.scorer, self.confidence
+        modes = self.modes  # the converter's: typed and dict rows together
         values: list = []
         keys: list[str] | None = None if key is None else []
         where: list = []
@@ -94,6 +95,7 @@ class InspectDecoder(BlockDecoder):
                         epoch = 1 if sample.epoch is UNSET else sample.epoch
                         ids.append(("sample", kind, sample.id, epoch))
                         values.append(got)
+                        modes.add(got[2])
                         where.append(locator)
                         continue
                     if read is None:
@@ -101,6 +103,7 @@ class InspectDecoder(BlockDecoder):
                     taken = _keyed(read(sample), key, ident)
                     if taken is not None:
                         values.append(got)
+                        modes.add(got[2])
                         where.append(locator)
                         if keys is not None:
                             keys.append(taken[0])

@@ -98,7 +98,10 @@ def _work(job: Job, items_of: Any, results: Any, drain: Any = None) -> None:
         builder.begin_source()
         fold = SourceFold(job.plan, job.name, job.path, job.fmt)
         newlines = fold.fold(items_of(fold), builder)
-        builder.end_source(SourceInfo(job.path, "", fold.fmt, 0, job.start, job.stop))
+        mode = fold.taken_mode()
+        builder.end_source(
+            SourceInfo(job.path, "", fold.fmt, 0, job.start, job.stop, inspect_confidence=mode)
+        )
         # rows that carry their table travel without it (the parent folds them once)
         share = builder.share() if getattr(builder, "rows_hold_table", False) else None
         header, arrays = encode(share or builder.summary())

@@ -206,7 +206,9 @@ class Reader:
             builder.end_source(SourceInfo(source, content, skip.fmt, 0, skipped=skip.reason))
             return False
         content = file_content_id(source) if stream_hash is None else stream_hash.identity()
-        builder.end_source(SourceInfo(source, content, fold.fmt, 0))
+        builder.end_source(
+            SourceInfo(source, content, fold.fmt, 0, inspect_confidence=fold.taken_mode())
+        )
         return True
 
     def read_part(self, source: str, part: int, parts: int, builder: Any) -> bool:
@@ -279,7 +281,10 @@ class Reader:
                 SourceInfo(source, content, skip.fmt, 0, start, stop, skipped=skip.reason)
             )
             return False
-        builder.end_source(SourceInfo(source, content, fold.fmt, 0, start, stop))
+        mode = fold.taken_mode()
+        builder.end_source(
+            SourceInfo(source, content, fold.fmt, 0, start, stop, inspect_confidence=mode)
+        )
         return True
 
     def _sample_type(self) -> Any:

@@ -112,9 +112,10 @@ def read_keyed(
     from calibcli import formats
     from calibcli.io.folders import expand
     from calibcli.io.plan import answer_options, group_key
-    from calibcli.io.route import calibration_router
+    from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
     from calibcli.io.runs import choose_runs
+    from calibcli.summaries import joined_mode
 
     native = CalibrationRow(confidence_field, correct_field)
     router = calibration_router(
@@ -132,6 +133,7 @@ def read_keyed(
     where: list[str] = []
     seen: dict[Any, str] = {}
     found = None
+    modes: list[str | None] = []  # each inspect-ai file's (see calibcli.io.route.InspectRows)
     # a folder's files are read as the streaming readers read them: its results files, files of
     # other task kinds and older re-runs of a task are left out (the files named are not)
     from_folder = {f for f in expand(sources) if f not in sources}
@@ -192,6 +194,7 @@ def read_keyed(
                 except ValueError as exc:
                     raise InputError(name, line_no, str(exc)) from None
         found = found or source_fmt
+        modes.append(joined_mode(taken_modes(convert)))
     return KeyedRows(
         keys,
         np.asarray(conf, dtype=np.float64),
@@ -199,6 +202,7 @@ def read_keyed(
         groups,
         found or "jsonl",
         where,
+        joined_mode(modes),
     )
 
 

@@ -122,6 +122,9 @@ def calibration_router(
     def convert(fmt: str) -> Callable[[dict], list[tuple]]:
         from calibcli.formats import calibration_rows
 
+        if fmt == "inspect-ai":
+            return InspectRows(scorer, inspect_confidence)
+
         def rows(obj: dict) -> list[tuple]:
             found = calibration_rows(
                 fmt,
@@ -156,6 +159,30 @@ def calibration_router(
         convert=convert,
         check=check,
     )
+
+
+class InspectRows:
+    """The converter of inspect-ai samples to calibration rows, which keeps the modes their
+    confidences were taken by (``modes``; --inspect-confidence auto takes answer-token or
+    sequence per sample): a calibrator records them, and is applied to rows taken alike."""
+
+    def __init__(self, scorer: str | None, confidence: str) -> None:
+        self.scorer = scorer
+        self.confidence = confidence
+        self.modes: set[str] = set()
+
+    def __call__(self, obj: dict) -> list[tuple]:
+        from calibcli.formats import inspect_sample_taken
+
+        row, mode = inspect_sample_taken(obj, scorer=self.scorer, confidence=self.confidence)
+        self.modes.add(mode)
+        return [(float(row.confidence), bool(row.correct))]
+
+
+def taken_modes(convert: Any) -> set[str]:
+    """The modes the rows ``convert`` gave took their confidences by: an inspect-ai
+    converter's (:class:`InspectRows`), none for the other formats'."""
+    return convert.modes if isinstance(convert, InspectRows) else set()
 
 
 def perplexity_router(spec: Any) -> Router:

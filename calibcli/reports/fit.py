@@ -16,10 +16,14 @@ from calibcli.reports.report import (
 )
 
 
-def fitted_on(summary: Any, files: list[str], mc_norm: str) -> dict[str, Any]:
+def fitted_on(
+    summary: Any, files: list[str], mc_norm: str, inspect_confidence: str | None
+) -> dict[str, Any]:
     """What a calibrator file records of the rows it was fitted on: their count, files,
-    format and fields, and for lm-eval rows the multiple-choice normalisation of their
-    scores (a calibrator applied to rows read with another would map other numbers)."""
+    format and fields, for lm-eval rows the multiple-choice normalisation of their scores, and
+    for inspect-ai rows the --inspect-confidence mode their confidences were taken by
+    (``inspect_confidence``, auto resolved; None for no inspect-ai rows): a calibrator applied
+    to rows read another way would map other numbers."""
     found: dict[str, Any] = {
         "n": summary.n,
         "files": list(files),
@@ -29,6 +33,8 @@ def fitted_on(summary: Any, files: list[str], mc_norm: str) -> dict[str, Any]:
     }
     if summary.fmt == "lm-eval":
         found["mc_norm"] = mc_norm
+    if inspect_confidence is not None:  # the files of other formats record as they did
+        found["inspect_confidence"] = inspect_confidence
     return found
 
 

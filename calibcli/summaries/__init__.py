@@ -22,6 +22,8 @@ _LAZY = {
     "RowsView": "calibcli.summaries.calibration",
     "Source": "calibcli.summaries.calibration",
     "SummaryMismatch": "calibcli.summaries.ids",
+    "joined_mode": "calibcli.summaries.sources",
+    "same_rule": "calibcli.summaries.sources",
     "PerplexityBuilder": "calibcli.summaries.perplexity",
     "PerplexitySettings": "calibcli.summaries.perplexity",
     "PerplexitySummary": "calibcli.summaries.perplexity",

@@ -22,7 +22,14 @@ from calibcli.metrics import phase
 from calibcli.summaries.fingerprint import RowFingerprint, calibration_hashes
 from calibcli.summaries.ids import IdLog, RowIds, SummaryMismatch, merged_ids
 from calibcli.summaries.rows import ColumnBuffer, GroupIndex, RowColumns
-from calibcli.summaries.sources import Source, coalesce, overall_format, source_formats
+from calibcli.summaries.sources import (
+    Source,
+    coalesce,
+    inspect_mode,
+    joined_mode,
+    overall_format,
+    source_formats,
+)
 from calibcli.summaries.tables import BinTable
 
 if TYPE_CHECKING:
@@ -126,6 +133,12 @@ class CalibrationSummary:
     @property
     def formats(self) -> dict[str, str]:
         return source_formats(self.sources)
+
+    @property
+    def inspect_confidence(self) -> str | None:
+        """The --inspect-confidence mode the inspect-ai rows took their confidences by, auto
+        resolved (:func:`~calibcli.summaries.sources.inspect_mode`; None: not known)."""
+        return inspect_mode(self.sources)
 
     @property
     def stats(self) -> Any:
@@ -374,6 +387,7 @@ class CalibrationBuilder:
         self.fingerprint = RowFingerprint()
         self.sources: list[Source] = []
         self.rows_of_source = 0
+        self.shares_modes: list[str | None] = []  # of the workers' shares of the source
         self.ids = IdLog()
 
     def add_ids(self, hashes: Any, lines: Any) -> None:
@@ -397,6 +411,7 @@ class CalibrationBuilder:
         else:
             self.source_table = BinTable(self.settings.bins) if self.per_source else self.running
         self.rows_of_source = 0
+        self.shares_modes = []
         self._keyed_by_line = False
         self._key_start = (0, 0) if self.keys is None else self.keys.filled()
 
@@ -409,7 +424,10 @@ class CalibrationBuilder:
                 lines = self.keys.since(i, self._key_start[i])
                 lines[:] = line_keys(source.content, lines)
         table = self.source_table if self.per_source else None
-        self.sources.append(replace(source, rows=self.rows_of_source, table=table))
+        mode = joined_mode([source.inspect_confidence, *self.shares_modes])
+        self.sources.append(
+            replace(source, rows=self.rows_of_source, table=table, inspect_confidence=mode)
+        )
         self.source_table = None
 
     def reserve(self, rows: int) -> None:
@@ -493,6 +511,7 @@ class CalibrationBuilder:
                 if remap is not None:
                     self._ids().extend(remap[part.kept.right_groups], remap[part.kept.wrong_groups])
         self._claimed_ids = None
+        self.shares_modes += [s.inspect_confidence for s in part.sources]
         self.fingerprint = self.fingerprint.merge(part.fingerprint)
         self.rows_of_source += part.kept.n if self.rows_hold_table else part.n
 

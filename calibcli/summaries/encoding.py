@@ -326,6 +326,9 @@ def _get_totals(spec: Any, arrays: dict[str, np.ndarray]) -> TotalsTable:
 
 def _source(entry: Any, table: BinTable | None) -> Source:
     try:
+        mode = entry.get("inspect_confidence")  # absent: not recorded (an older summary)
+        if mode is not None and not isinstance(mode, str):
+            raise TypeError(mode)
         return Source(
             name=str(entry["name"]),
             content=str(entry["content"]),
@@ -335,8 +338,9 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             stop=None if entry["stop"] is None else int(entry["stop"]),
             skipped=entry["skipped"],
             table=table,
+            inspect_confidence=mode,
         )
-    except (KeyError, TypeError, ValueError):
+    except (AttributeError, KeyError, TypeError, ValueError):
         raise SummaryError("a damaged calibcli summary (a bad source entry)") from None
 
 

@@ -19,6 +19,8 @@ class KeyedRows:
     groups: list[str] | None
     fmt: str
     where: list[str]  # "path:line" of each row, for messages about a row
+    # the --inspect-confidence mode of the inspect-ai rows, auto resolved (None: none)
+    inspect_confidence: str | None = None
 
     @property
     def n(self) -> int:

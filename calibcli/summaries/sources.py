@@ -1,5 +1,6 @@
 """Where a summary's rows came from: its sources, each known by its content, with its format,
-byte range and row count, and the helpers that merge and describe them."""
+byte range and row count (and the inspect-ai confidence mode), and the helpers that merge and
+describe them."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ class Source:
     it; ``content`` does (a hash of the bytes, see :mod:`calibcli.io.content`). ``format`` is the
     format its rows were read as (None when it held none), ``skipped`` the reason it was left
     out. ``table`` is its own bin table, kept without ``--by`` for per-file figures.
+    ``inspect_confidence`` is the ``--inspect-confidence`` mode its inspect-ai rows took their
+    confidences by, ``auto`` resolved (:func:`joined_mode`); None for rows of other formats,
+    and where it was not recorded (a summary file written before it was).
     """
 
     name: str
@@ -28,6 +32,7 @@ class Source:
     stop: int | None = None
     skipped: str | None = None
     table: BinTable | None = None
+    inspect_confidence: str | None = None
 
     @property
     def display(self) -> str:
@@ -35,7 +40,7 @@ class Source:
         return "<stdin>" if self.name == "-" else self.name
 
     def describe(self) -> dict[str, Any]:
-        return {
+        found = {
             "name": self.name,
             "content": self.content,
             "format": self.format,
@@ -44,6 +49,40 @@ class Source:
             "stop": self.stop,
             "skipped": self.skipped,
         }
+        if self.inspect_confidence is not None:  # other formats' entries are as they were
+            found["inspect_confidence"] = self.inspect_confidence
+        return found
+
+
+def joined_mode(modes: Iterable[str | None]) -> str | None:
+    """The one ``--inspect-confidence`` value naming how inspect-ai rows taken by ``modes``
+    got their confidences (each the mode of a sample, :func:`calibcli.formats.taken_mode`, or
+    of rows already joined; None for no rows): their common mode, or ``auto`` where
+    answer-token and sequence rows meet (auto's own rule). None for no rows, or for modes that
+    no one reading mixes."""
+    found = {m for m in modes if m is not None}
+    if len(found) == 1:
+        return found.pop()
+    if len(found) > 1 and found <= {"auto", "answer-token", "sequence"}:
+        return "auto"
+    return None
+
+
+def same_rule(fitted: str, taken: str, given: str) -> bool:
+    """Whether rows read with ``--inspect-confidence given``, whose confidences were taken by
+    ``taken`` (:func:`joined_mode`), got them by the rule of the rows a calibrator was fitted
+    on, taken by ``fitted``: the same mode; or, when those were auto rows of both kinds, auto's
+    own rule (answer-token where a sample has the answer line, else sequence), which rows read
+    with ``auto`` keep, and rows read with ``answer-token`` too (each one has the line)."""
+    return taken == fitted or (fitted == "auto" and given in ("auto", "answer-token"))
+
+
+def inspect_mode(sources: Iterable[Source]) -> str | None:
+    """The ``--inspect-confidence`` mode the inspect-ai rows of ``sources`` took their
+    confidences by (:func:`joined_mode` of theirs); None without inspect-ai rows, or when a
+    source of them does not say (a summary file written before the mode was recorded)."""
+    modes = [s.inspect_confidence for s in sources if s.format == "inspect-ai" and s.rows]
+    return None if not modes or None in modes else joined_mode(modes)
 
 
 def overall_format(sources: Iterable[Source], forced: str | None = None) -> str:
@@ -83,6 +122,7 @@ def coalesce(sources: list[Source], merge_tables: Any) -> list[Source]:
                 stop=s.stop,
                 format=prev.format or s.format,
                 table=merge_tables(prev.table, s.table),
+                inspect_confidence=joined_mode([prev.inspect_confidence, s.inspect_confidence]),
             )
         else:
             out.append(s)

@@ -49,7 +49,7 @@ def fit(
     check_outputs(output=output, summary=summary)
     data = read_predictions(files, reading, bins=bins, keep_columns=True)
     require_rows(data, "fit")
-    provenance = fitted_on(data, files, reading.mc_norm.value)
+    provenance = fitted_on(data, files, reading.mc_norm.value, data.inspect_confidence)
     # lm-eval rows: temperature scales the choices' loglikelihoods (Guo et al. 2017), not the
     # confidence of the top choice
     choices = None
