@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Mapping
 from os import PathLike
 from typing import Any
 
+from calibcli.io.rows import READS_UTF8, wide_encoding
 from calibcli.io.sources import MAX_LINE_BYTES
 
 DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object", "evals-log", "parquet", "arrow")
@@ -103,9 +104,9 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
     if not line.startswith(b"{"):
         return None
     try:
-        value = json.loads(line)
-    except RecursionError:
-        return None  # the line reader names it: JSON nested too deeply
+        value = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError):
+        return None  # the line reader names the line: not UTF-8, or JSON nested too deeply
     except ValueError:
         return "json-object"
     if isinstance(value, Mapping) and _is_inspect_log(value):
@@ -187,6 +188,9 @@ def iter_document(
     if kind not in DOCUMENT_KINDS:
         raise ValueError(f"kind must be one of {', '.join(DOCUMENT_KINDS)}, not {kind!r}")
     data = _read_text(source, limit)
+    wide = wide_encoding(data)
+    if wide is not None:  # named, as a line in it would be, rather than failing as JSON
+        raise DocumentError(f"{wide} text; {READS_UTF8}", None)
     if kind == "json-object" and not with_text:
         from calibcli.io.inspect_log import inspect_samples
 
@@ -427,8 +431,12 @@ def _member_value(text: str, name: str) -> Any:
 
 
 def _member_text(archive: zipfile.ZipFile, info: zipfile.ZipInfo, f: Any, limit: int) -> str:
+    data = _member_bytes(archive, info, f, limit)
+    wide = wide_encoding(data)
+    if wide is not None:
+        raise DocumentError(f"{wide} text; {READS_UTF8}", info.filename)
     try:
-        return _member_bytes(archive, info, f, limit).decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise DocumentError("not valid UTF-8", info.filename) from None
 

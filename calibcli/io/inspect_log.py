@@ -44,7 +44,14 @@ def full_sample(raw: Any) -> Any:
 
     with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return msgspec.json.decode(raw)
-    return json.loads(bytes(raw))
+    return _loads(raw)
+
+
+def _loads(raw: Any) -> Any:
+    """A sample's JSON text read by ``json.loads``, as UTF-8 only: given bytes, json.loads
+    would also take UTF-8 holding encoded surrogates (UnicodeDecodeError, as for the whole
+    log's text)."""
+    return json.loads(bytes(raw).decode("utf-8"))
 
 
 def _decoded_samples(
@@ -83,7 +90,7 @@ def _decoded_samples(
                     if (value := getattr(kept, name)) is not unset
                 }
             if sample is None:
-                sample = json.loads(bytes(raw))
+                sample = _loads(raw)
         else:
             sample = full_sample(raw)
         if i == 0 and slim is not None:

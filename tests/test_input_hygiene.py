@@ -1,0 +1,174 @@
+"""Input that is not what it seems: a line in another encoding than UTF-8, an integer too long
+for Python to convert. Each is one error line naming the file and the line (or the row inside a
+document) with exit 2, whichever path reads it: the small-file path (json only), a block that
+msgspec decodes and then goes line by line, whole documents, ``apply`` and ``compare``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from harness import run
+
+INSPECT = Path(__file__).parent / "fixtures" / "inspect_ai" / "toy_arithmetic.json"
+# past SMALL_BLOCK (64 KiB): msgspec decodes the block, which then goes line by line
+MANY = 3000
+
+
+def one_error_line(result) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return lines[0]
+
+
+def cal_line(i: int) -> bytes:
+    return json.dumps({"id": i, "confidence": (i % 97) / 97, "correct": i % 3 != 0}).encode()
+
+
+def write_lines(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return path
+
+
+def calibrator(tmp_path: Path) -> Path:
+    rows = [cal_line(i) for i in range(200)]
+    fitted = write_lines(tmp_path / "fit.jsonl", rows)
+    out = tmp_path / "cal.json"
+    assert run(["fit", fitted, "--method", "histogram", "-o", out, "-q"]).exit_code == 0
+    return out
+
+
+# --------------------------------------------------------------------------- other encodings
+
+WIDE = [
+    ("utf-16-le", "UTF-16"),
+    ("utf-16-be", "UTF-16"),
+    ("utf-16", "UTF-16"),  # with its byte-order mark
+    ("utf-32-le", "UTF-32"),
+    ("utf-32-be", "UTF-32"),
+]
+
+
+@pytest.mark.parametrize("rows_before", [1, MANY])
+@pytest.mark.parametrize(("encoding", "named"), WIDE)
+def test_a_line_in_utf16_or_utf32_is_refused(tmp_path, encoding, named, rows_before):
+    wide = json.dumps({"confidence": 0.9, "correct": False}).encode(encoding)
+    lines = [cal_line(i) for i in range(rows_before)]
+    path = write_lines(tmp_path / "mixed.jsonl", [*lines, wide, cal_line(0)])
+    line = one_error_line(run(["calibrate", path, "--json"]))
+    assert line == f"Error: {path}:{rows_before + 1}: line is {named} text; calibcli reads UTF-8"
+
+
+@pytest.mark.parametrize(("encoding", "named"), WIDE)
+def test_a_perplexity_line_in_utf16_is_refused(tmp_path, encoding, named):
+    wide = json.dumps({"nll": 1.5, "tokens": 3}).encode(encoding)
+    path = write_lines(tmp_path / "p.jsonl", [b'{"nll": 1.0, "tokens": 2}', wide])
+    line = one_error_line(run(["perplexity", path, "--json"]))
+    assert line == f"Error: {path}:2: line is {named} text; calibcli reads UTF-8"
+
+
+@pytest.mark.parametrize("rows_before", [1, MANY])
+def test_utf8_with_encoded_surrogates_is_not_utf8(tmp_path, rows_before):
+    # ED A0 80 is U+D800 written as UTF-8 would write it, were surrogates characters. In a
+    # large block msgspec meets the line first: the field is --by's, so that msgspec decodes
+    # its text (it skips a field no rule reads without checking it)
+    bad = b'{"confidence": 0.5, "correct": true, "note": "\xed\xa0\x80"}'
+    lines = [b'{"confidence": 0.5, "correct": true, "note": "a"}'] * rows_before
+    path = write_lines(tmp_path / "s.jsonl", [*lines, bad])
+    line = one_error_line(run(["calibrate", path, "--by", "note", "--json"]))
+    assert line == f"Error: {path}:{rows_before + 1}: line is not valid UTF-8"
+
+
+def test_apply_refuses_a_utf16_line_and_writes_nothing(tmp_path):
+    cal = calibrator(tmp_path)
+    wide = json.dumps({"confidence": 0.9, "correct": False}).encode("utf-16-le")
+    path = write_lines(tmp_path / "mixed.jsonl", [cal_line(1), wide])
+    result = run(["apply", cal, path])
+    assert one_error_line(result) == f"Error: {path}:2: line is UTF-16 text; calibcli reads UTF-8"
+    assert result.stdout == ""
+    out = tmp_path / "out.jsonl"
+    one_error_line(run(["apply", cal, path, "-o", out]))
+    assert not out.exists()
+
+
+def test_compare_refuses_a_utf16_line(tmp_path):
+    base = write_lines(tmp_path / "base.jsonl", [cal_line(i) for i in range(40)])
+    lines = [cal_line(i) for i in range(40)]
+    lines[5] = lines[5].decode().encode("utf-16-le")
+    new = write_lines(tmp_path / "new.jsonl", lines)
+    line = one_error_line(run(["compare", base, new, "--json"]))
+    assert line == f"Error: {new}:6: line is UTF-16 text; calibcli reads UTF-8"
+
+
+ROWS = [{"confidence": 0.5, "correct": True}, {"confidence": 0.9, "correct": False}]
+
+
+@pytest.mark.parametrize("indent", [None, 1])
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-32-le"])
+def test_a_json_array_in_utf16_or_utf32_is_refused(tmp_path, encoding, indent):
+    path = tmp_path / "rows.json"
+    path.write_bytes(json.dumps(ROWS, indent=indent).encode(encoding))
+    line = one_error_line(run(["calibrate", path, "--json"]))
+    named = encoding[:6].upper()
+    assert line == f"Error: {path}: {named} text; calibcli reads UTF-8"
+
+
+@pytest.mark.parametrize("indent", [None, 1])
+def test_a_big_endian_json_array_is_refused_at_its_first_line(tmp_path, indent):
+    # its first byte is a zero, not "[": read as JSON Lines, whose first line is refused
+    path = tmp_path / "rows.json"
+    path.write_bytes(json.dumps(ROWS, indent=indent).encode("utf-16-be"))
+    line = one_error_line(run(["calibrate", path, "--json"]))
+    assert line == f"Error: {path}:1: line is UTF-16 text; calibcli reads UTF-8"
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_an_inspect_log_in_utf16_is_refused(tmp_path, indent):
+    log = json.loads(INSPECT.read_text(encoding="utf-8"))
+    path = tmp_path / "log.json"
+    path.write_bytes(json.dumps(log, indent=indent).encode("utf-16-le"))
+    line = one_error_line(run(["calibrate", path, "--scorer", "match", "--json"]))
+    assert line == f"Error: {path}: UTF-16 text; calibcli reads UTF-8"
+
+
+def eval_log(path: Path, sample: bytes) -> Path:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", json.dumps({"version": 2, "status": "success", "eval": {}}))
+        z.writestr("samples/1_epoch_1.json", sample)
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def test_an_eval_member_in_utf16_is_refused(tmp_path):
+    sample = json.loads(INSPECT.read_text(encoding="utf-8"))["samples"][0]
+    path = eval_log(tmp_path / "log.eval", json.dumps(sample).encode("utf-16-le"))
+    line = one_error_line(run(["calibrate", path, "--scorer", "match", "--json"]))
+    assert line == f"Error: {path}:samples/1_epoch_1.json: UTF-16 text; calibcli reads UTF-8"
+
+
+def test_what_the_input_rules_accept_is_still_read(tmp_path):
+    # a UTF-8 byte-order mark opening the file, Infinity and an overflowing literal as NLLs,
+    # CRLF line ends: all through the line-by-line path
+    rows = [
+        b'{"nll": Infinity, "tokens": 2}',
+        b'{"nll": 1e999, "tokens": 3}',
+        b'{"nll": 2.5, "tokens": 4}',
+    ]
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b"".join(r + b"\r\n" for r in rows))
+    body = json.loads(run(["perplexity", path, "--json", "-q"]).stdout)
+    assert body["sequences"] == 3 and body["total_tokens"] == 9
+    assert body["non_finite"]["total_nll"] == "inf"
+
+
+def test_non_ascii_text_in_utf8_is_read(tmp_path):
+    lines = [cal_line(i) for i in range(5)]
+    lines.append('{"confidence": 0.25, "correct": true, "q": "naïve 東京 😀"}'.encode())
+    path = write_lines(tmp_path / "u.jsonl", lines)
+    assert json.loads(run(["calibrate", path, "--json", "-q"]).stdout)["n"] == 6
