@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -172,3 +173,105 @@ def test_non_ascii_text_in_utf8_is_read(tmp_path):
     lines.append('{"confidence": 0.25, "correct": true, "q": "naïve 東京 😀"}'.encode())
     path = write_lines(tmp_path / "u.jsonl", lines)
     assert json.loads(run(["calibrate", path, "--json", "-q"]).stdout)["n"] == 6
+
+
+# --------------------------------------------------------------------------- long integers
+#
+# json.loads refuses an integer of more digits than sys.get_int_max_str_digits() (4,300 by
+# default) with Python's own advice; the message says instead which value and how long. On
+# msgspec's paths a field that nothing reads is skipped unconverted, so these tests put the
+# integer where it is read wherever msgspec meets it first.
+
+LONG = "1" + "0" * 4999  # 5,000 digits
+LIMIT = f"more than the {sys.get_int_max_str_digits():,} calibcli reads"
+
+
+def assert_named(line: str, where: str) -> None:
+    assert line == f"Error: {where} is an integer of 5,000 digits, {LIMIT}"
+    assert "set_int_max_str_digits" not in line
+
+
+def test_a_long_integer_in_a_calibration_row(tmp_path):
+    bad = f'{{"confidence": 0.5, "correct": true, "tokens": {LONG}}}'.encode()
+    path = write_lines(tmp_path / "c.jsonl", [cal_line(1), cal_line(2), bad])
+    line = one_error_line(run(["calibrate", path, "--json"]))
+    assert_named(line, f"{path}:3: tokens")
+
+
+def test_a_long_integer_in_a_large_block(tmp_path):
+    lines = [b'{"confidence": 0.5, "correct": true, "g": 1}'] * MANY
+    bad = f'{{"confidence": 0.5, "correct": true, "g": {LONG}}}'.encode()
+    path = write_lines(tmp_path / "c.jsonl", [*lines, bad])
+    line = one_error_line(run(["calibrate", path, "--by", "g", "--json"]))
+    assert_named(line, f"{path}:{MANY + 1}: g")
+
+
+@pytest.mark.parametrize("field", ["tokens", "nll"])
+def test_a_long_integer_in_a_perplexity_row(tmp_path, field):
+    row = {"nll": 1.5, "tokens": 3, field: 0}
+    bad = json.dumps(row).replace(": 0", f": {LONG}").encode()
+    path = write_lines(tmp_path / "p.jsonl", [b'{"nll": 1.0, "tokens": 2}', bad])
+    assert_named(one_error_line(run(["perplexity", path, "--json"])), f"{path}:2: {field}")
+
+
+@pytest.mark.parametrize("extra", [[], ["--by", "g"]])
+def test_a_long_integer_on_the_first_line(tmp_path, extra):
+    # the format sniffer reads the first line before any reader does
+    bad = f'{{"nll": {LONG}, "tokens": 3, "g": 1}}'.encode()
+    path = write_lines(tmp_path / "p.jsonl", [bad])
+    assert_named(one_error_line(run(["perplexity", path, "--json", *extra])), f"{path}:1: nll")
+
+
+def test_a_long_integer_nested_in_a_row(tmp_path):
+    bad = f'{{"confidence": 0.5, "correct": true, "meta": {{"xs": [1, 2, -{LONG}]}}}}'.encode()
+    path = write_lines(tmp_path / "c.jsonl", [cal_line(1), bad])
+    line = one_error_line(run(["calibrate", path, "--json"]))
+    assert_named(line, f"{path}:2: meta.xs.2")
+
+
+def test_a_long_integer_in_a_json_array(tmp_path):
+    path = tmp_path / "rows.json"
+    path.write_text(f'[{{"nll": 1.0, "tokens": 3}},\n {{"nll": 1.0, "tokens": {LONG}}}]\n')
+    assert_named(one_error_line(run(["perplexity", path, "--json"])), f"{path}:2: tokens")
+
+
+def test_a_long_integer_in_an_inspect_log(tmp_path):
+    log = json.loads(INSPECT.read_text(encoding="utf-8"))
+    log["samples"][2]["epoch"] = 0
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(log, indent=2).replace('"epoch": 0', f'"epoch": {LONG}'))
+    line = one_error_line(run(["calibrate", path, "--scorer", "match", "--json"]))
+    assert_named(line, f"{path}:samples[2]: epoch")
+
+
+def test_a_long_integer_in_an_eval_member(tmp_path):
+    sample = json.loads(INSPECT.read_text(encoding="utf-8"))["samples"][0]
+    sample["metadata"] = {"n": 0}
+    text = json.dumps(sample).replace('"n": 0', f'"n": {LONG}')
+    path = eval_log(tmp_path / "log.eval", text.encode())
+    line = one_error_line(run(["calibrate", path, "--scorer", "match", "--json"]))
+    assert_named(line, f"{path}:samples/1_epoch_1.json: metadata.n")
+
+
+def test_a_long_integer_in_an_openai_evals_log(tmp_path):
+    log = Path(__file__).parent / "fixtures" / "openai_evals" / "toy-mc.jsonl"
+    lines = log.read_bytes().splitlines()
+    lines[3] = lines[3].replace(b'"event_id": 1', f'"event_id": {LONG}'.encode())
+    path = write_lines(tmp_path / "evals.jsonl", lines)
+    assert_named(one_error_line(run(["calibrate", path, "--json"])), f"{path}:4: event_id")
+
+
+def test_apply_names_a_long_integer(tmp_path):
+    cal = calibrator(tmp_path)
+    bad = f'{{"confidence": {LONG}, "correct": true}}'.encode()
+    path = write_lines(tmp_path / "c.jsonl", [cal_line(1), bad])
+    result = run(["apply", cal, path])
+    assert_named(one_error_line(result), f"{path}:2: confidence")
+    assert result.stdout == ""
+
+
+def test_render_names_a_long_integer(tmp_path):
+    path = tmp_path / "report.json"
+    path.write_text(f'{{"schema_version": 1, "command": "calibrate", "n": {LONG}}}')
+    line = one_error_line(run(["render", path, "--html", tmp_path / "r.html"]))
+    assert line == f"Error: {path}: not a calibcli report: n is an integer of 5,000 digits, {LIMIT}"

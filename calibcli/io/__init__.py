@@ -305,6 +305,7 @@ ROW_RULES = {
     "check_correct": "calibcli.io.rows",
     "confidence_ok": "calibcli.io.rows",
     "group_name": "calibcli.io.rows",
+    "long_integer": "calibcli.io.strict_json",
     "id_key": "calibcli.io.ids",
     "show_id": "calibcli.io.ids",
 }

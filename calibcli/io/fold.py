@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError, RepeatedRowError
-from calibcli.io.rows import loads_line
+from calibcli.io.strict_json import loads_line
 
 _NON_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 """A byte that makes a line non-blank (what ``bytes.strip`` keeps, as in ``lines_of``)."""

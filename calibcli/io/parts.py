@@ -243,7 +243,7 @@ def _first_row(path: str) -> Any:
     """The first non-blank line of a JSON Lines file (plain or gzip), parsed; None otherwise."""
     import gzip
 
-    from calibcli.io.rows import loads_line
+    from calibcli.io.strict_json import loads_line
 
     if path == "-":
         return None

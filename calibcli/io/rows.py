@@ -23,12 +23,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from calibcli.io.strict_json import NOT_AN_OBJECT, TOO_DEEP, loads_line
+
 MAX_COUNT = 1 << 62
 """Largest token/byte/word count accepted: totals of many rows stay exact in int64."""
 
-NOT_AN_OBJECT = "line is not a JSON object"
-TOO_DEEP = "JSON nested too deeply"
-READS_UTF8 = "calibcli reads UTF-8"
 
 # --------------------------------------------------------------------------- rules
 #
@@ -108,51 +107,6 @@ def parse_line(line: bytes) -> dict:
     if not isinstance(obj, dict):
         raise ValueError(NOT_AN_OBJECT)
     return obj
-
-
-def loads_line(line: bytes) -> Any:
-    """The JSON value of one line of input, which is UTF-8 (a byte-order mark opening it is
-    dropped, as ``json.loads`` drops one); ValueError saying what is wrong with the line."""
-    try:
-        # decoded here, strictly: given bytes, json.loads reads a line opening with zero bytes
-        # as UTF-16 or UTF-32, and UTF-8 holding encoded surrogates
-        text = line.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValueError(not_utf8(line)) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        if wide_encoding(line) is not None:  # ASCII in UTF-16 is valid UTF-8, zero bytes and all
-            raise ValueError(not_utf8(line)) from None
-        raise ValueError(f"{NOT_AN_OBJECT} ({e.msg} at column {e.colno})") from None
-    except RecursionError:
-        raise ValueError(TOO_DEEP) from None
-
-
-def not_utf8(data: bytes) -> str:
-    """Why a line is not read as UTF-8: the encoding it is in when it looks like UTF-16 or
-    UTF-32 text, else that it is not valid UTF-8."""
-    wide = wide_encoding(data)
-    return "line is not valid UTF-8" if wide is None else f"line is {wide} text; {READS_UTF8}"
-
-
-def wide_encoding(data: bytes | bytearray | memoryview) -> str | None:
-    """``"UTF-16"`` or ``"UTF-32"`` when ``data`` opens as JSON text in that encoding would, else
-    None: a byte-order mark, or the zero bytes that an ASCII character holds there (JSON text in
-    UTF-8 holds no zero byte). The same test by which ``json.loads`` reads bytes as either."""
-    head = bytes(data[:4])
-    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
-        return "UTF-32"
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "UTF-16"
-    if len(head) < 2 or 0 not in head[:2]:
-        return None
-    if len(head) < 4:
-        return "UTF-16"
-    if head[0] == 0:  # 00 XX: big-endian UTF-16; 00 00: big-endian UTF-32
-        return "UTF-16" if head[1] else "UTF-32"
-    # XX 00 00 00: little-endian UTF-32; else little-endian UTF-16
-    return "UTF-16" if head[2] or head[3] else "UTF-32"
 
 
 def parse_row(name: str, line_no: int, line: bytes) -> dict:

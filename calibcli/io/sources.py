@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from calibcli.errors import InputError
-from calibcli.io.rows import READS_UTF8
+from calibcli.io.strict_json import READS_UTF8
 
 BLOCK_SIZE = 1 << 20
 """Bytes read per block (blocks are then cut back to the last newline)."""
