@@ -275,3 +275,84 @@ def test_render_names_a_long_integer(tmp_path):
     path.write_text(f'{{"schema_version": 1, "command": "calibrate", "n": {LONG}}}')
     line = one_error_line(run(["render", path, "--html", tmp_path / "r.html"]))
     assert line == f"Error: {path}: not a calibcli report: n is an integer of 5,000 digits, {LIMIT}"
+
+
+# --------------------------------------------------------------------------- odd file names
+#
+# A file name may hold a newline, a tab or an escape character; an error or warning naming it
+# stays one line, the name shown as its Python repr.
+
+ODD = ["a\nb.jsonl", "tab\there.jsonl", "esc\x1b[31m.jsonl", "sep\u2028x.jsonl"]
+
+
+def one_warning_per_line(stderr: str) -> list[str]:
+    lines = stderr.splitlines()
+    assert all(line.startswith(("warning: ", "detected format")) for line in lines), stderr
+    return lines
+
+
+@pytest.mark.parametrize("name", ODD)
+def test_an_error_naming_an_odd_file_is_one_line(tmp_path, name):
+    path = write_lines(tmp_path / name, [cal_line(1), b'{"confidence": 1.5, "correct": true}'])
+    line = one_error_line(run(["calibrate", path, "--json"]))
+    assert line == f"Error: {str(path)!r}:2: confidence 1.5 is outside [0, 1]"
+
+
+@pytest.mark.parametrize("name", ODD)
+def test_a_missing_odd_file_is_one_line(tmp_path, name):
+    path = tmp_path / name
+    line = one_error_line(run(["calibrate", path, "--json"]))
+    assert line.startswith(f"Error: {str(path)!r}: ")
+
+
+def test_a_repeated_row_names_both_odd_files(tmp_path):
+    rows = [cal_line(i) for i in range(5)]
+    first = write_lines(tmp_path / "a\nb.jsonl", rows)
+    second = write_lines(tmp_path / "c\nd.jsonl", [cal_line(7), cal_line(8), cal_line(0)])
+    line = one_error_line(run(["calibrate", first, second, "--id-field", "id", "--json"]))
+    assert line.startswith(f"Error: {str(second)!r}:3: the row of id 0 was read before, at ")
+    assert f"at {str(first)!r}:1: " in line
+
+
+def test_warnings_naming_odd_files_are_one_line_each(tmp_path):
+    rows = [cal_line(i) for i in range(60)]
+    first = write_lines(tmp_path / "a\nb.jsonl", rows)
+    second = write_lines(tmp_path / "c\td.jsonl", rows)
+    result = run(["calibrate", first, second, "--json"])
+    assert result.exit_code == 0, result.stderr
+    lines = one_warning_per_line(result.stderr)
+    assert f"warning: {str(second)!r} holds the same bytes as {str(first)!r}" in lines[0]
+
+
+def test_a_skipped_odd_file_and_the_detected_format_are_one_line_each(tmp_path):
+    fixtures = Path(__file__).parent / "fixtures" / "lm_eval"
+    mc = next(fixtures.glob("samples_toy_mc_science_*.jsonl"))
+    rolling = next(fixtures.glob("samples_toy_wikitext_*.jsonl"))
+    (tmp_path / "run\none").mkdir()
+    read = tmp_path / "run\none" / mc.name
+    skipped = tmp_path / "run\none" / rolling.name
+    read.write_bytes(mc.read_bytes())
+    skipped.write_bytes(rolling.read_bytes())
+    result = run(["calibrate", read, skipped, "--json"])
+    assert result.exit_code == 0, result.stderr
+    lines = one_warning_per_line(result.stderr)
+    assert any(line.startswith(f"warning: {str(skipped)!r}: ") for line in lines), lines
+    assert f"detected format: lm-eval ({str(read)!r})" in lines
+
+
+def test_an_output_path_with_a_newline_is_one_line(tmp_path):
+    # messages the readers do not build (an output, a report, a calibrator) are escaped as
+    # they are printed
+    rows = write_lines(tmp_path / "rows.jsonl", [cal_line(i) for i in range(5)])
+    out = tmp_path / "no\nsuch" / "report.json"
+    line = one_error_line(run(["calibrate", rows, "--json", "-o", out]))
+    assert line.startswith(f"Error: {tmp_path}/no\\nsuch/report.json: cannot write the report")
+
+
+def test_one_line_escapes_what_would_split_a_line():
+    from calibcli.errors import one_line, shown_name
+
+    assert one_line("plain: é 東京 \\n") == "plain: é 東京 \\n"
+    assert one_line("a\nb\r\tc\x1b[0m\x85\u2028\udcff") == "a\\nb\\r\\tc\\x1b[0m\\x85\\u2028\\udcff"
+    assert shown_name("runs/a.jsonl") == "runs/a.jsonl"
+    assert shown_name("runs/a\nb.jsonl") == "'runs/a\\nb.jsonl'"
