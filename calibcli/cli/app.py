@@ -18,6 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from calibcli.cli import github
+from calibcli.errors import one_line
 
 EXIT_CODES = """\b
 Exit codes:
@@ -97,7 +98,7 @@ class _OneLineErrors(TyperGroup):
                 exc.show()  # help for a bare "calibcli", or no context to name
             else:
                 message = f"{exc.format_message()} (see '{ctx.command_path} -h')"
-                typer.echo(f"Error: {message}", err=True)
+                say(f"Error: {message}")
                 github.error(message)
             sys.exit(exc.exit_code)
         except typer.Abort:
@@ -162,6 +163,13 @@ def usage_error(message: str) -> typer.Exit:
 
     Called while an InputError is being handled (``except InputError``), a GitHub annotation
     also points at its file and line (calibcli.cli.github)."""
-    typer.echo(f"Error: {message}", err=True)
+    say(f"Error: {message}")
     github.error(message, sys.exc_info()[1])
     return typer.Exit(2)
+
+
+def say(line: str) -> None:
+    """Print one line on stderr (an error, a warning, a verdict), escaped by
+    :func:`calibcli.errors.one_line`: whatever it quotes (a file name, a field or group name)
+    cannot split it in two or reach the terminal as a command."""
+    typer.echo(one_line(line), err=True)

@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from calibcli.cli import github
-from calibcli.cli.app import usage_error
+from calibcli.cli.app import say, usage_error
 
 
 @dataclass(frozen=True)
@@ -138,9 +138,9 @@ def emit(
     shown = as_shown(json.loads(report_text)) if needs_shown else None
     image, drawn = (None, None) if plot is None else picture(shown, plot)
     for warning in report.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        say(f"warning: {warning}")
     if drawn is not None:
-        typer.echo(f"warning: {drawn}", err=True)
+        say(f"warning: {drawn}")
     if sys.stdout is None:
         raise usage_error("cannot write to standard output: it is closed")
     text = report_text if document is None else document
@@ -182,7 +182,7 @@ def emit(
         staged.discard()
         raise
     for failure in report.failures:
-        typer.echo(f"gate failed: {failure}", err=True)
+        say(f"gate failed: {failure}")
     github.finished(report)  # annotations and step outputs under GitHub Actions
     if not report.passed:
         raise typer.Exit(1)

@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, one_line
 
 Annotations = Enum(
     "Annotations", [("auto", "auto"), ("github", "github"), ("none", "none")], type=str
@@ -180,7 +180,7 @@ def finished(report: Any) -> None:
                 f.write("".join(f"{k}={v}\n" for k, v in step_outputs(report).items()))
         except OSError as exc:  # the verdict stands: the exit code still says it
             message = f"cannot write the step outputs to {path}: {exc.strerror or exc}"
-            typer.echo(f"warning: {message}", err=True)
+            typer.echo(one_line(f"warning: {message}"), err=True)
             _emit(workflow_command("warning", message))
 
 

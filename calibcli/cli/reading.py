@@ -10,9 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import typer
-
-from calibcli.cli.app import usage_error
+from calibcli.cli.app import say, usage_error
+from calibcli.errors import shown_name
 
 
 def read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **options: Any) -> Any:
@@ -50,11 +49,11 @@ def announce_formats(found: Iterable[tuple[str, str | None]]) -> None:
         return
     if len(files) == 1:
         ((name, fmt),) = files.items()
-        typer.echo(f"detected format: {fmt} ({name})", err=True)
+        say(f"detected format: {fmt} ({shown_name(name)})")
         return
     counts = Counter(files.values())  # in the order the formats were first met
     parts = [f"{fmt} ({n:,} file{'' if n == 1 else 's'})" for fmt, n in counts.items()]
-    typer.echo(f"detected format{'s' if len(counts) > 1 else ''}: {', '.join(parts)}", err=True)
+    say(f"detected format{'s' if len(counts) > 1 else ''}: {', '.join(parts)}")
 
 
 def check_calibration_options(fmt: Any, plot: Path | None, labels: list[str] | None) -> None:

@@ -93,7 +93,7 @@ def _check_options(fmt: str, mc_norm: str, workers: Any, command: str, max_line_
 
 def _nothing_left(reader: Any, what: str) -> InputError:
     """Every source was skipped (or the rest held no rows): bad input, naming why."""
-    first = reader.warnings[0].removeprefix(f"{reader.skipped[0]}: ").removesuffix("; skipped")
+    first = reader.reasons[0].removesuffix("; skipped")
     more = len(reader.skipped) - 1
     others = f", and {more} other file(s) skipped too" if more else ""
     return InputError(reader.skipped[0], None, f"{first}{others}: no {what} left to read")
@@ -305,6 +305,7 @@ ROW_RULES = {
     "check_correct": "calibcli.io.rows",
     "confidence_ok": "calibcli.io.rows",
     "group_name": "calibcli.io.rows",
+    "long_integer": "calibcli.io.strict_json",
     "id_key": "calibcli.io.ids",
     "show_id": "calibcli.io.ids",
 }

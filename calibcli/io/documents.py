@@ -41,6 +41,7 @@ from os import PathLike
 from typing import Any
 
 from calibcli.io.sources import MAX_LINE_BYTES
+from calibcli.io.strict_json import READS_UTF8, long_integer, wide_encoding
 
 DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object", "evals-log", "parquet", "arrow")
 
@@ -103,11 +104,13 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
     if not line.startswith(b"{"):
         return None
     try:
-        value = json.loads(line)
-    except RecursionError:
-        return None  # the line reader names it: JSON nested too deeply
-    except ValueError:
+        value = json.loads(line.decode("utf-8"))
+    except json.JSONDecodeError:
         return "json-object"
+    except (ValueError, RecursionError):
+        # the line reader names the line: not UTF-8, an integer too long for int(), or JSON
+        # nested too deeply
+        return None
     if isinstance(value, Mapping) and _is_inspect_log(value):
         return "json-object"
     if isinstance(value, Mapping) and is_evals_spec(value):
@@ -187,6 +190,9 @@ def iter_document(
     if kind not in DOCUMENT_KINDS:
         raise ValueError(f"kind must be one of {', '.join(DOCUMENT_KINDS)}, not {kind!r}")
     data = _read_text(source, limit)
+    wide = wide_encoding(data)
+    if wide is not None:  # named, as a line in it would be, rather than failing as JSON
+        raise DocumentError(f"{wide} text; {READS_UTF8}", None)
     if kind == "json-object" and not with_text:
         from calibcli.io.inspect_log import inspect_samples
 
@@ -281,6 +287,8 @@ def _array_rows(text: str) -> Iterator[tuple[int, Any, int, int]]:
             value, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as e:
             raise DocumentError(f"invalid JSON in the array: {e.msg}", _line(text, e.pos)) from None
+        except ValueError:  # an integer longer than int() converts
+            raise DocumentError(long_integer(text, pos), line) from None
         yield line, value, pos, end
         pos = _skip_space(text, end)
         if text[pos : pos + 1] == ",":
@@ -301,6 +309,8 @@ def _load_whole(text: str) -> Any:
         raise DocumentError(
             f"neither one JSON document nor JSON lines: {e.msg}", _line(text, e.pos)
         ) from None
+    except ValueError:  # an integer longer than int() converts
+        raise DocumentError(long_integer(text), None) from None
 
 
 def _skip_space(text: str, pos: int) -> int:
@@ -348,6 +358,8 @@ def _evals_rows(text: str) -> Iterator[tuple[int, Any, str]]:
             event = json.loads(line)
         except json.JSONDecodeError as e:
             raise DocumentError(f"invalid JSON: {e.msg} (column {e.colno})", number) from None
+        except ValueError:  # an integer longer than int() converts
+            raise DocumentError(long_integer(line), number) from None
         if not isinstance(event, Mapping):
             raise DocumentError("line is not a JSON object", number)
         kind = event.get("type")
@@ -422,13 +434,17 @@ def _member_value(text: str, name: str) -> Any:
         raise DocumentError(f"invalid JSON: {e.msg} (line {e.lineno})", name) from None
     except RecursionError:
         raise DocumentError("JSON nested too deeply", name) from None
-    except ValueError as e:  # an integer of more than 4,300 digits
-        raise DocumentError(f"invalid JSON: {e}", name) from None
+    except ValueError:  # an integer longer than int() converts
+        raise DocumentError(long_integer(text), name) from None
 
 
 def _member_text(archive: zipfile.ZipFile, info: zipfile.ZipInfo, f: Any, limit: int) -> str:
+    data = _member_bytes(archive, info, f, limit)
+    wide = wide_encoding(data)
+    if wide is not None:
+        raise DocumentError(f"{wide} text; {READS_UTF8}", info.filename)
     try:
-        return _member_bytes(archive, info, f, limit).decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise DocumentError("not valid UTF-8", info.filename) from None
 

@@ -4,7 +4,6 @@ the same loop."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError, RepeatedRowError
+from calibcli.io.strict_json import loads_line
 
 _NON_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 """A byte that makes a line non-blank (what ``bytes.strip`` keeps, as in ``lines_of``)."""
@@ -44,8 +44,8 @@ def first_row(block: memoryview | bytes, first_line: int) -> tuple[int, Any] | N
     line = bytes(data[start : end if stop < 0 else stop])
     line_no = first_line + data.count(b"\n", 0, start)
     try:
-        return line_no, json.loads(line)
-    except (ValueError, RecursionError):
+        return line_no, loads_line(line)
+    except ValueError:  # the decoder names what is wrong with the line
         return line_no, None
 
 

@@ -39,12 +39,30 @@ def inspect_samples(
 
 def full_sample(raw: Any) -> Any:
     """One sample's JSON text (a ``msgspec.Raw``) decoded whole, as ``json.loads`` of the log
-    reads it: msgspec first, ``json.loads`` for what msgspec does not read (``1e400``)."""
+    reads it: msgspec first, ``json.loads`` for what msgspec does not read (``1e400``).
+    ValueError saying what is wrong with the sample's text (not UTF-8, an integer too long)."""
     import msgspec
 
     with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return msgspec.json.decode(raw)
-    return json.loads(bytes(raw))
+    return _loads(raw)
+
+
+def _loads(raw: Any) -> Any:
+    """A sample's JSON text read by ``json.loads``, as UTF-8 only (given bytes, json.loads
+    would also take UTF-8 holding encoded surrogates); ValueError as :func:`full_sample`."""
+    from calibcli.io.strict_json import long_integer
+
+    try:
+        text = bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not valid UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"invalid JSON: {e.msg} (column {e.colno})") from None
+    except ValueError:  # an integer longer than int() converts
+        raise ValueError(long_integer(text)) from None
 
 
 def _decoded_samples(
@@ -73,7 +91,7 @@ def _decoded_samples(
                 # for is decoded whole
                 yield f"samples[{i}] (id {ident}, epoch {epoch})", (kept, raw)
                 continue
-            sample = full_sample(raw)
+            sample = _whole(full_sample, raw, i)
         elif slimmed:
             with contextlib.suppress(*errors):
                 kept = slim_decode(raw)
@@ -83,11 +101,22 @@ def _decoded_samples(
                     if (value := getattr(kept, name)) is not unset
                 }
             if sample is None:
-                sample = json.loads(bytes(raw))
+                sample = _whole(_loads, raw, i)
         else:
-            sample = full_sample(raw)
+            sample = _whole(full_sample, raw, i)
         if i == 0 and slim is not None:
             slimmed = slim(sample)
         ident = sample.get("id") if isinstance(sample, Mapping) else None
         epoch = sample.get("epoch") if isinstance(sample, Mapping) else None
         yield f"samples[{i}] (id {ident}, epoch {epoch})", sample
+
+
+def _whole(decode: Callable[[Any], Any], raw: Any, i: int) -> Any:
+    """Sample ``i`` decoded whole by ``decode``; what is wrong with its text as a
+    DocumentError naming it."""
+    from calibcli.io.documents import DocumentError
+
+    try:
+        return decode(raw)
+    except ValueError as e:
+        raise DocumentError(str(e), f"samples[{i}]") from None

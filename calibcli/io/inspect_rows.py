@@ -87,7 +87,7 @@ class InspectDecoder(BlockDecoder):
         values_of = inspect_typed.calibration_values
         for locator, row in items:
             if type(row) is tuple:
-                sample, text = row
+                sample = row[0]
                 got = values_of(sample, scorer, confidence)
                 if got is not None:
                     kind = _ID_KINDS.get(type(sample.id)) if quick_id else None
@@ -110,8 +110,9 @@ class InspectDecoder(BlockDecoder):
                         if ids is not None:
                             ids.append(taken[1])
                         continue
-                row = full_sample(text)  # the dict path words what the struct cannot give
             try:
+                if type(row) is tuple:  # the dict path words what the struct cannot give
+                    row = full_sample(row[1])
                 taken = self._take(row, values, keys)
             except ValueError as e:
                 raise InputError(name, locator, str(e)) from None

@@ -242,7 +242,8 @@ def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
 def _first_row(path: str) -> Any:
     """The first non-blank line of a JSON Lines file (plain or gzip), parsed; None otherwise."""
     import gzip
-    import json
+
+    from calibcli.io.strict_json import loads_line
 
     if path == "-":
         return None
@@ -256,7 +257,7 @@ def _first_row(path: str) -> Any:
                 if not line:
                     return None
                 if line.strip():
-                    return json.loads(line)
+                    return loads_line(line)
     except (OSError, EOFError, ValueError, RecursionError):
         return None
     return None

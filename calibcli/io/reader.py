@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, shown_name
 from calibcli.io.content import StreamHash, file_content_id
 from calibcli.io.fold import SkipFile, SourceFold
 from calibcli.io.ids import SeenIds
@@ -181,9 +181,16 @@ class Reader:
         self._progress = progress
         self.warnings: list[str] = []
         self.skipped: list[str] = []
+        self.reasons: list[str] = []  # why each of them was skipped
         self.current: SourceFold | None = None  # the source being read (for the workers)
         self.seen = SeenIds()  # the ids read so far, over every source
         self.stream_hash: StreamHash | None = None
+
+    def skip(self, name: str, reason: str) -> None:
+        """Record a source skipped, and its warning ``name: reason``."""
+        self.skipped.append(name)
+        self.reasons.append(reason)
+        self.warnings.append(f"{shown_name(name)}: {reason}")
 
     def read(self, source: str, builder: Any) -> bool:
         """Fold one source (a path or ``-``) into ``builder``; False when it was skipped."""
@@ -200,8 +207,7 @@ class Reader:
             else:
                 self._read_document(source, kind, fold, builder)
         except SkipFile as skip:
-            self.skipped.append(name)
-            self.warnings.append(f"{name}: {skip.reason}")
+            self.skip(name, skip.reason)
             content = file_content_id(source) if stream_hash is None else stream_hash.identity()
             builder.end_source(SourceInfo(source, content, skip.fmt, 0, skipped=skip.reason))
             return False
@@ -275,8 +281,7 @@ class Reader:
                 if stop > start:  # the next range of the file starts where this one ends
                     _remember_newlines(_file_identity(f), stop, through)
         except SkipFile as skip:
-            self.skipped.append(name)
-            self.warnings.append(f"{name}: {skip.reason}")
+            self.skip(name, skip.reason)
             builder.end_source(
                 SourceInfo(source, content, skip.fmt, 0, start, stop, skipped=skip.reason)
             )

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, shown_name
 from calibcli.io.ids import default_id_field as _default_id_field
 from calibcli.io.ids import row_key as _row_key
 from calibcli.io.ids import show_id
@@ -148,7 +148,7 @@ def read_keyed(
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
         rows = records(source, **bounds, skip_results=source in from_folder)
         for name, line_no, row, _ in rows:
-            at = f"{name}:{line_no}"
+            at = f"{shown_name(name)}:{line_no}"
             field = id_field or "id"
             try:
                 if source_fmt is None:
@@ -290,7 +290,7 @@ def read_choices(
             offsets.append(len(values))
             gold.append(g)
             correct.append(right)
-            where.append(f"{name}:{line_no}")
+            where.append(f"{shown_name(name)}:{line_no}")
     return Choices(
         np.asarray(values, dtype=np.float64),
         np.asarray(offsets, dtype=np.intp),

@@ -23,11 +23,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from calibcli.io.strict_json import NOT_AN_OBJECT, TOO_DEEP, loads_line
+
 MAX_COUNT = 1 << 62
 """Largest token/byte/word count accepted: totals of many rows stay exact in int64."""
 
-NOT_AN_OBJECT = "line is not a JSON object"
-TOO_DEEP = "JSON nested too deeply"
 
 # --------------------------------------------------------------------------- rules
 #
@@ -102,15 +102,8 @@ def field(obj: dict, name: str) -> Any:
 
 
 def parse_line(line: bytes) -> dict:
-    """One JSON object from one physical line (accepts ``Infinity`` and ``1e999``)."""
-    try:
-        obj = json.loads(line)
-    except UnicodeDecodeError:
-        raise ValueError("line is not valid UTF-8") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{NOT_AN_OBJECT} ({e.msg} at column {e.colno})") from None
-    except RecursionError:
-        raise ValueError(TOO_DEEP) from None
+    """One JSON object from one physical line of UTF-8 (accepts ``Infinity`` and ``1e999``)."""
+    obj = loads_line(line)
     if not isinstance(obj, dict):
         raise ValueError(NOT_AN_OBJECT)
     return obj

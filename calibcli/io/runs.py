@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, shown_name
 from calibcli.io.content import file_content_id
 
 _RUN_NAME = re.compile(
@@ -76,7 +76,7 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
     if tasks:
         named = ", ".join(repr(t) for t in tasks[:SHOWN])
         more = f" and {len(tasks) - SHOWN} more" if len(tasks) > SHOWN else ""
-        files_shown = ", ".join(PurePath(f).name for f in left_out[:SHOWN])
+        files_shown = ", ".join(shown_name(PurePath(f).name) for f in left_out[:SHOWN])
         files_more = f" and {len(left_out) - SHOWN} more" if len(left_out) > SHOWN else ""
         warnings.append(
             f"re-runs of {len(tasks)} task(s) ({named}{more}) in one folder: reading each "
@@ -92,13 +92,15 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
             continue  # the reader says what is wrong with it
         real = os.path.realpath(f)
         if real in paths:
-            raise InputError(f, None, f"is given twice (also as {paths[real]}): {DOUBLE_INPUT}")
+            also = shown_name(paths[real])
+            raise InputError(f, None, f"is given twice (also as {also}): {DOUBLE_INPUT}")
         paths[real] = f
         content = file_content_id(f)
         if content and content in contents:
             warnings.append(
-                f"{f} holds the same bytes as {contents[content]}: their rows are counted "
-                "twice (pass --all-runs if that is meant, or give one of them)"
+                f"{shown_name(f)} holds the same bytes as {shown_name(contents[content])}: "
+                "their rows are counted twice (pass --all-runs if that is meant, or give one of "
+                "them)"
             )
         contents.setdefault(content, f)
     return Runs(kept, warnings)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from calibcli.errors import InputError
+from calibcli.io.strict_json import READS_UTF8
 
 BLOCK_SIZE = 1 << 20
 """Bytes read per block (blocks are then cut back to the last newline)."""
@@ -251,9 +252,7 @@ def blocks(
             bom = False
             encoding = _wide_encoding(buf[:4])
             if encoding is not None:
-                raise InputError(
-                    name, None, f"{encoding} text (byte order mark); calibcli reads UTF-8"
-                )
+                raise InputError(name, None, f"{encoding} text (byte order mark); {READS_UTF8}")
             if buf.startswith(_BOM):
                 buf[0 : filled - len(_BOM)] = buf[len(_BOM) : filled]
                 filled -= len(_BOM)

@@ -233,7 +233,9 @@ def read_header(data: bytes | memoryview) -> tuple[dict[str, Any], int]:
     if length > len(data) - _PREFIX.size:
         raise SummaryError("a truncated calibcli summary (the header is cut short)")
     try:
-        meta = json.loads(bytes(data[_PREFIX.size : end]))
+        # UTF-8 only (UnicodeDecodeError is a ValueError): json.loads of bytes would also
+        # read UTF-16 and UTF-32
+        meta = json.loads(bytes(data[_PREFIX.size : end]).decode("utf-8"))
     except (ValueError, RecursionError):
         raise SummaryError("a damaged calibcli summary (its header is not valid JSON)") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("arrays"), list):

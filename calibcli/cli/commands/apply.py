@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.cli.app import EXIT_CODES, app, usage_error
+from calibcli.cli.app import EXIT_CODES, app, say, usage_error
 from calibcli.cli.emit import check_outputs
 from calibcli.cli.options import (
     ByOpt,
@@ -71,10 +71,9 @@ def apply_calibrator(
     if confidence_field is None:
         confidence_field = recorded if isinstance(recorded, str) else "confidence"
     elif isinstance(recorded, str) and recorded != confidence_field and not quiet:
-        typer.echo(
+        say(
             f"warning: the calibrator was fitted on the field {recorded!r}; it maps "
-            f"{confidence_field!r} here, as --confidence-field asked",
-            err=True,
+            f"{confidence_field!r} here, as --confidence-field asked"
         )
     check_outputs(output=output)
 

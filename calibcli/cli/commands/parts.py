@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.cli.app import EXIT_CODES, app, usage_error
+from calibcli.cli.app import EXIT_CODES, app, say, usage_error
 from calibcli.cli.options import (
     BinsOpt,
     BytesField,
@@ -184,7 +184,7 @@ def summarize(
     with phases(reading.quiet):
         summary, warnings = to_part(data, table.value, resamples)
     for warning in warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        say(f"warning: {warning}")
     size = _write(output, summary)
     if not reading.quiet:
         typer.echo(f"{_described(summary)} -> {output} ({_size(size)})", err=True)

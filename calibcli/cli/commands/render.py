@@ -78,3 +78,8 @@ def _load(report: str, name: str) -> Any:
         ) from None
     except RecursionError:
         raise usage_error(f"{name}: not a calibcli report: JSON nested too deeply") from None
+    except ValueError:  # an integer longer than int() converts
+        from calibcli.io import long_integer
+
+        detail = long_integer(data.decode("utf-8-sig"))
+        raise usage_error(f"{name}: not a calibcli report: {detail}") from None
