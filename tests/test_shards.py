@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import run
+from harness import make_rows, run, write_jsonl
 
 import calibcli
 
@@ -269,6 +269,33 @@ def test_a_part_counted_twice_is_refused(data, tmp_path):
     one_line_error("merge", ab, bc, "-o", tmp_path / "x.cbs")
     one_line_error("calibrate", ab, bc)
     assert not (tmp_path / "x.cbs").exists()
+
+
+def test_a_summary_of_one_input_given_twice_measures_and_merges(tmp_path):
+    """A summary of two files with the same bytes (which it carries a warning about), or of a
+    file given twice with --all-runs, counts what it holds when measured or merged, while
+    another part holding the same input is still refused."""
+    x = write_jsonl(tmp_path / "x.jsonl", make_rows(300, seed=3))
+    y = tmp_path / "y.jsonl"
+    y.write_bytes(x.read_bytes())
+    os.link(x, tmp_path / "hard.jsonl")
+    both, pooled = tmp_path / "both.cbs", tmp_path / "pooled.cbs"
+    cli("summarize", x, y, "-o", both, "-q")
+    cli("summarize", x, tmp_path / "hard.jsonl", "--all-runs", "-o", pooled, "-q")
+    for summary, files in ((both, [x, y]), (pooled, [x, tmp_path / "hard.jsonl", "--all-runs"])):
+        want = report("calibrate", *files)
+        assert want["n"] == 600
+        assert_same_report(report("calibrate", summary), want)
+        merged = tmp_path / f"merged_{summary.name}"
+        cli("merge", summary, "-o", merged, "-q")
+        assert_same_report(report("calibrate", merged), want)
+    alone = tmp_path / "x.cbs"
+    cli("summarize", x, "-o", alone, "-q")
+    assert f"{y} holds the same bytes as {x}" in report("calibrate", both)["warnings"][0]
+    assert "both count" in one_line_error("merge", alone, both, "-o", tmp_path / "no.cbs")
+    assert "both count" in one_line_error("calibrate", both, alone)
+    assert "is read here" in one_line_error("calibrate", both, y)
+    assert not (tmp_path / "no.cbs").exists()
 
 
 def test_summary_files_are_written_whole_and_in_place(data, tmp_path):

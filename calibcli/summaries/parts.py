@@ -181,12 +181,14 @@ def _overlaps(a: Any, b: Any) -> bool:
 
 def check_disjoint(parts: list[Any], labels: list[str | None]) -> None:
     """SummaryMismatch when two parts counted the same bytes of one source (by content). A
-    label None stands for files read in this run (the message names the source instead)."""
+    label None stands for files read in this run (the message names the source instead).
+
+    Only sources of different parts are compared: the sources inside one part were judged when
+    it was made (the same content twice is a warning then, and pooled with --all-runs)."""
     seen: dict[str, list[tuple[Any, str | None]]] = {}
     for part, label in zip(parts, labels, strict=True):
-        for s in part.sources:
-            if s.skipped is not None or not s.rows:
-                continue
+        counted = [s for s in part.sources if s.skipped is None and s.rows]
+        for s in counted:
             for other, other_label in seen.get(s.content, ()):
                 if not _overlaps(s, other):
                     continue
@@ -202,6 +204,7 @@ def check_disjoint(parts: list[Any], labels: list[str | None]) -> None:
                     "content): a part merged twice, or one input summarized twice; merge each "
                     "part once"
                 )
+        for s in counted:
             seen.setdefault(s.content, []).append((s, label))
 
 
