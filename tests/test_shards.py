@@ -298,6 +298,40 @@ def test_a_summary_of_one_input_given_twice_measures_and_merges(tmp_path):
     assert not (tmp_path / "no.cbs").exists()
 
 
+def test_an_overlap_names_both_parts_and_the_bytes_both_counted(tmp_path):
+    """Two ranges of one file that overlap are refused naming the two parts (not another part
+    given), the source as the first part names it and the bytes that both ranges hold."""
+    g = write_jsonl(tmp_path / "g.jsonl", make_rows(300, seed=5))
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(g.read_bytes())
+    half, third, copied, other = (tmp_path / f"{n}.cbs" for n in ("half", "third", "c", "o"))
+    cli("summarize", g, "--part", "1/2", "-o", half, "-q")
+    cli("summarize", g, "--part", "2/3", "-o", third, "-q")
+    cli("summarize", copy, "--part", "2/3", "-o", copied, "-q")
+    cli("summarize", write_jsonl(tmp_path / "o.jsonl", make_rows(50, seed=6)), "-o", other, "-q")
+    (a,), (b,) = (read_summary(p)[0]["sources"] for p in (half, third))
+    assert a["start"] < b["start"] < a["stop"] < b["stop"]  # a half and the middle third
+    shared = f"bytes {b['start']:,}-{a['stop']:,}"
+    tail = "a part merged twice, or one input summarized twice; merge each part once\n"
+    out = tmp_path / "no.cbs"
+    for first, then in ((half, third), (third, half)):
+        assert one_line_error("merge", first, then, "-o", out) == (
+            f"Error: {first} and {then} both count {shared} of {g} (the same content): {tail}"
+        )
+    assert one_line_error("merge", half, copied, "-o", out) == (
+        f"Error: {half} and {copied} both count {shared} of {g} (as {copy} in {copied}: the "
+        f"same content): {tail}"
+    )
+    assert one_line_error("calibrate", other, half, third) == (
+        f"Error: {third}: {half} and {third} both count {shared} of {g} (the same content): {tail}"
+    )
+    assert one_line_error("calibrate", copy, other, third) == (
+        f"Error: {third}: {copy} is read here and its bytes {b['start']:,}-{b['stop']:,} are "
+        f"counted in {third} too: give the summary or the file, not both\n"
+    )
+    assert not out.exists()
+
+
 def test_summary_files_are_written_whole_and_in_place(data, tmp_path):
     """A summary file is written piece by piece: its bytes are the documented layout (the
     decoded summary encodes to the very same bytes), a symbolic link keeps pointing at the
