@@ -14,6 +14,9 @@ concurrent runs, or held open by the shell that exports ``$GITHUB_STEP_SUMMARY``
 with ``O_APPEND`` when staged (so a path that cannot be opened fails the run before anything is
 written) and receives its text in one write at commit, before the renames: of the steps of a
 commit it is the one that can fail (a full disk), and when it does nothing else is put in place.
+
+An output that is one of the run's inputs is refused before anything is read
+(:func:`check_apart`, which every command runs first): it would replace what the run reads.
 """
 
 from __future__ import annotations
