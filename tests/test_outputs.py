@@ -116,6 +116,113 @@ def test_bad_input_leaves_every_output_untouched(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl", "report.json", "summary.md"]
 
 
+# ------------------------------------------------------------------- outputs that are inputs
+
+
+@pytest.fixture
+def made(tmp_path, preds):
+    """The inputs every command reads, each made once: rows, another rows file, perplexity
+    rows, a calibrator, a summary part, a saved report, and a folder of rows."""
+    other = write_jsonl(tmp_path / "other.jsonl", ROWS[::-1])
+    ppl = write_jsonl(tmp_path / "ppl.jsonl", [{"nll": 2.0 + i, "tokens": 3 + i} for i in range(9)])
+    folder = tmp_path / "run"
+    folder.mkdir()
+    write_jsonl(folder / "rows.jsonl", ROWS)
+    files = {"preds": preds, "other": other, "ppl": ppl, "folder": folder}
+    files.update(cal=tmp_path / "cal.json", part=tmp_path / "part.cbs", report=tmp_path / "r.json")
+    for args in (
+        ["fit", preds, "--method", "platt", "-o", files["cal"]],
+        ["summarize", preds, "-o", files["part"]],
+        ["calibrate", preds, "-o", files["report"]],
+    ):
+        assert run([*args, "-q"]).exit_code == 0
+    return files
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# (command line, the output that is an input) with {name} for the files of ``made``
+SAME_FILE = [
+    ("calibrate {preds} -o {preds}", "{preds}"),
+    ("calibrate {preds} --summary {preds}", "{preds}"),
+    ("calibrate {preds} --calibrator {cal} -o {cal}", "{cal}"),
+    ("reliability {preds} --plot {preds}", "{preds}"),
+    ("threshold {preds} --target-accuracy 0.6 --fit {other} --html {other}", "{other}"),
+    ("fit {preds} --method platt -o {preds}", "{preds}"),
+    ("apply {cal} {preds} -o {preds}", "{preds}"),
+    ("apply {cal} {preds} -o {cal}", "{cal}"),
+    ("compare {preds} {other} -o {other}", "{other}"),
+    ("perplexity {ppl} -o {ppl}", "{ppl}"),
+    ("summarize {preds} -o {preds}", "{preds}"),
+    ("merge {part} -o {part}", "{part}"),
+    ("render {report} --html {report}", "{report}"),
+    ("calibrate {folder} -o {folder}/rows.jsonl", "{folder}/rows.jsonl"),
+]
+
+
+@pytest.mark.parametrize(("line", "output"), SAME_FILE, ids=[c[0].split()[0] for c in SAME_FILE])
+def test_an_output_that_is_an_input_is_refused_before_reading(made, tmp_path, line, output):
+    args = [a.format(**made) for a in line.split()]
+    output = output.format(**made)
+    before = _snapshot(tmp_path)
+    result = run(args)
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"Error: {output}: the output file is also an input; write the output elsewhere\n"
+    )
+    assert _snapshot(tmp_path) == before
+
+
+def test_another_name_of_an_input_is_the_input(made, tmp_path):
+    """A symbolic link, a hard link, another spelling and a pattern reach the same file."""
+    preds = made["preds"]
+    soft, hard = tmp_path / "soft.jsonl", tmp_path / "hard.jsonl"
+    soft.symlink_to(preds)
+    os.link(preds, hard)
+    before = _snapshot(tmp_path)
+    for given, written in (
+        (preds, soft),
+        (preds, hard),
+        (hard, f"{tmp_path}/./preds.jsonl"),
+        (f"{tmp_path}/p*.jsonl", preds),
+    ):
+        result = run(["calibrate", given, "-o", written])
+        assert result.exit_code == 2, result.stderr
+        assert result.stderr.startswith(f"Error: {Path(written)}: the output file is also an input")
+        assert len(result.stderr.splitlines()) == 1
+    assert _snapshot(tmp_path) == before
+
+
+def test_a_copy_of_an_input_or_a_stream_may_be_written(made, tmp_path):
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(made["preds"].read_bytes())
+    assert run(["calibrate", made["preds"], "-o", copy, "-q"]).exit_code == 0
+    assert json.loads(copy.read_text())["command"] == "calibrate"
+    result = run(["calibrate", "-", "-o", "/dev/null", "-q"], input=made["preds"].read_text())
+    assert result.exit_code == 0, result.stderr
+
+
+def test_every_file_option_is_an_input_or_an_output():
+    """The parameters check_apart compares cover every file a command names: a new one must be
+    added to INPUT_PARAMETERS or OUTPUT_PARAMETERS."""
+    import typer.main
+
+    from calibcli.cli import app
+    from calibcli.cli.staging import INPUT_PARAMETERS, OUTPUT_PARAMETERS
+
+    named = {"FILE", "FILE...", "PATH", "PART...", "CALIBRATOR", "BASE", "NEW", "REPORT"}
+    unknown = [
+        f"{name} {param.name}"
+        for name, command in typer.main.get_command(app).commands.items()
+        for param in command.params
+        if param.metavar in named and param.name not in INPUT_PARAMETERS + OUTPUT_PARAMETERS
+    ]
+    assert not unknown
+
+
 # --------------------------------------------------------------------------- stdout and stderr
 
 

@@ -4,6 +4,7 @@ row read twice is refused, unless --all-runs pools them on purpose."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -103,6 +104,26 @@ def test_the_same_file_twice_is_refused(tmp_path):
         assert result.exit_code == 2
         assert "is given twice" in result.stderr and "--all-runs" in result.stderr
     assert run(["calibrate", path, path, "--all-runs", "-q"]).exit_code == 0
+
+
+def test_a_hard_link_to_a_file_given_is_the_same_file_twice(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [{"confidence": 0.5, "correct": True}] * 4)
+    link = tmp_path / "hard.jsonl"
+    os.link(path, link)
+    result = run(["calibrate", path, link, "-q"])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {link}: is given twice (also as {path}): its rows would count twice (pass "
+        "--all-runs to pool them on purpose)"
+    ]
+    assert run(["calibrate", path, link, "--all-runs", "-q"]).exit_code == 0
+
+
+def test_standard_input_and_a_file_are_two_inputs(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [{"confidence": 0.5, "correct": True}] * 4)
+    result = run(["calibrate", "-", path, "--json", "-q"], input=path.read_text())
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["n"] == 8
 
 
 def test_two_files_with_the_same_bytes_are_named(tmp_path):

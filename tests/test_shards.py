@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import run
+from harness import make_rows, run, write_jsonl
 
 import calibcli
 
@@ -269,6 +269,67 @@ def test_a_part_counted_twice_is_refused(data, tmp_path):
     one_line_error("merge", ab, bc, "-o", tmp_path / "x.cbs")
     one_line_error("calibrate", ab, bc)
     assert not (tmp_path / "x.cbs").exists()
+
+
+def test_a_summary_of_one_input_given_twice_measures_and_merges(tmp_path):
+    """A summary of two files with the same bytes (which it carries a warning about), or of a
+    file given twice with --all-runs, counts what it holds when measured or merged, while
+    another part holding the same input is still refused."""
+    x = write_jsonl(tmp_path / "x.jsonl", make_rows(300, seed=3))
+    y = tmp_path / "y.jsonl"
+    y.write_bytes(x.read_bytes())
+    os.link(x, tmp_path / "hard.jsonl")
+    both, pooled = tmp_path / "both.cbs", tmp_path / "pooled.cbs"
+    cli("summarize", x, y, "-o", both, "-q")
+    cli("summarize", x, tmp_path / "hard.jsonl", "--all-runs", "-o", pooled, "-q")
+    for summary, files in ((both, [x, y]), (pooled, [x, tmp_path / "hard.jsonl", "--all-runs"])):
+        want = report("calibrate", *files)
+        assert want["n"] == 600
+        assert_same_report(report("calibrate", summary), want)
+        merged = tmp_path / f"merged_{summary.name}"
+        cli("merge", summary, "-o", merged, "-q")
+        assert_same_report(report("calibrate", merged), want)
+    alone = tmp_path / "x.cbs"
+    cli("summarize", x, "-o", alone, "-q")
+    assert f"{y} holds the same bytes as {x}" in report("calibrate", both)["warnings"][0]
+    assert "both count" in one_line_error("merge", alone, both, "-o", tmp_path / "no.cbs")
+    assert "both count" in one_line_error("calibrate", both, alone)
+    assert "is read here" in one_line_error("calibrate", both, y)
+    assert not (tmp_path / "no.cbs").exists()
+
+
+def test_an_overlap_names_both_parts_and_the_bytes_both_counted(tmp_path):
+    """Two ranges of one file that overlap are refused naming the two parts (not another part
+    given), the source as the first part names it and the bytes that both ranges hold."""
+    g = write_jsonl(tmp_path / "g.jsonl", make_rows(300, seed=5))
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(g.read_bytes())
+    half, third, copied, other = (tmp_path / f"{n}.cbs" for n in ("half", "third", "c", "o"))
+    cli("summarize", g, "--part", "1/2", "-o", half, "-q")
+    cli("summarize", g, "--part", "2/3", "-o", third, "-q")
+    cli("summarize", copy, "--part", "2/3", "-o", copied, "-q")
+    cli("summarize", write_jsonl(tmp_path / "o.jsonl", make_rows(50, seed=6)), "-o", other, "-q")
+    (a,), (b,) = (read_summary(p)[0]["sources"] for p in (half, third))
+    assert a["start"] < b["start"] < a["stop"] < b["stop"]  # a half and the middle third
+    shared = f"bytes {b['start']:,}-{a['stop']:,}"
+    tail = "a part merged twice, or one input summarized twice; merge each part once\n"
+    out = tmp_path / "no.cbs"
+    for first, then in ((half, third), (third, half)):
+        assert one_line_error("merge", first, then, "-o", out) == (
+            f"Error: {first} and {then} both count {shared} of {g} (the same content): {tail}"
+        )
+    assert one_line_error("merge", half, copied, "-o", out) == (
+        f"Error: {half} and {copied} both count {shared} of {g} (as {copy} in {copied}: the "
+        f"same content): {tail}"
+    )
+    assert one_line_error("calibrate", other, half, third) == (
+        f"Error: {third}: {half} and {third} both count {shared} of {g} (the same content): {tail}"
+    )
+    assert one_line_error("calibrate", copy, other, third) == (
+        f"Error: {third}: {copy} is read here and its bytes {b['start']:,}-{b['stop']:,} are "
+        f"counted in {third} too: give the summary or the file, not both\n"
+    )
+    assert not out.exists()
 
 
 def test_summary_files_are_written_whole_and_in_place(data, tmp_path):

@@ -9,6 +9,7 @@ the gate's exit code). Heavy modules (numpy, rich, matplotlib) are imported insi
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import sys
 from collections.abc import Iterator
@@ -112,15 +113,33 @@ class _OneLineErrors(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
+def _outputs_apart(command: Any) -> Any:
+    """The command, refusing (exit 2) before it runs an output file that is also one of its
+    inputs (calibcli.cli.staging.check_apart), so that nothing is read or written."""
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> Any:
+        from calibcli.cli.staging import OutputError, check_apart
+
+        try:
+            check_apart(kwargs)
+        except OutputError as exc:
+            raise usage_error(str(exc)) from None
+        return command(**kwargs)
+
+    return run
+
+
 class _CalibcliApp(typer.Typer):
-    """Every command registered gets the CI options (--annotations, --no-summary): they are
-    declared once, in calibcli.cli.github, and no command module repeats them."""
+    """Every command registered gets the CI options (--annotations, --no-summary), declared
+    once in calibcli.cli.github, and refuses an output that is one of its inputs: no command
+    module repeats either."""
 
     def command(self, *args: Any, **kwargs: Any) -> Any:
         register = super().command(*args, **kwargs)
 
         def decorator(function: Any) -> Any:
-            register(github.ci_options(function))
+            register(github.ci_options(_outputs_apart(function)))
             return function
 
         return decorator

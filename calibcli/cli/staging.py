@@ -14,6 +14,9 @@ concurrent runs, or held open by the shell that exports ``$GITHUB_STEP_SUMMARY``
 with ``O_APPEND`` when staged (so a path that cannot be opened fails the run before anything is
 written) and receives its text in one write at commit, before the renames: of the steps of a
 commit it is the one that can fail (a full disk), and when it does nothing else is put in place.
+
+An output that is one of the run's inputs is refused before anything is read
+(:func:`check_apart`, which every command runs first): it would replace what the run reads.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 class OutputError(Exception):
@@ -74,6 +78,49 @@ def check_writable(path: Path, what: str) -> None:
         raise OutputError(f"{path}: cannot write the {what}: folder {folder} is not writable")
     if target.exists() and not os.access(target, os.W_OK):
         raise OutputError(f"{path}: cannot write the {what}: permission denied")
+
+
+OUTPUT_PARAMETERS = ("output", "summary", "plot", "html")
+"""The parameters by which a command names a file it writes (-o, --summary, --plot, --html)."""
+INPUT_PARAMETERS = ("files", "parts", "base", "new", "report", "calibrator", "fit")
+"""The parameters by which a command names files it reads (folders and patterns included)."""
+
+
+def check_apart(arguments: dict[str, Any]) -> None:
+    """Raise OutputError when a command's arguments name one file as an output and an input:
+    the output would replace (or, for --summary, append to) what the run reads. Files are
+    compared as :func:`os.path.samefile` does, so another spelling, a symbolic or a hard link
+    count; only an output that exists as a regular file can be one (standard input and
+    streams are not). Checked before any input is read."""
+    written = []
+    for name in OUTPUT_PARAMETERS:
+        path = arguments.get(name)
+        try:
+            found = None if path is None else os.stat(path)
+        except OSError:
+            continue
+        if found is not None and stat.S_ISREG(found.st_mode):
+            written.append((path, found))
+    if not written:
+        return
+    from calibcli.io import named_files
+
+    given = []
+    for name in INPUT_PARAMETERS:
+        value = arguments.get(name)
+        values = value if isinstance(value, list) else [value]
+        given += [str(v) for v in values if v is not None and str(v) != "-"]
+    for source in named_files(given):
+        try:
+            found = os.stat(source)
+        except OSError:
+            continue  # reading it says what is wrong with it
+        for path, output in written:
+            if os.path.samestat(found, output):
+                also = "" if source == str(path) else f" ({source})"
+                raise OutputError(
+                    f"{path}: the output file is also an input{also}; write the output elsewhere"
+                )
 
 
 def _mode_for(target: Path) -> int:

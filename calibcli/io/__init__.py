@@ -44,6 +44,7 @@ __all__ = [
     "input_kind",
     "load_summary",
     "match_keys",
+    "named_files",
     "read_calibration",
     "read_choices",
     "read_compared",
@@ -336,6 +337,10 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.frames"), name)
+    if name == "named_files":  # the files behind folders and patterns given as inputs
+        import importlib
+
+        return importlib.import_module("calibcli.io.folders").named_files
     if name == "file_spans":  # byte ranges of a file for the engines' tasks
         import importlib
 

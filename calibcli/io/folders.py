@@ -60,3 +60,16 @@ def expand(sources: list[str]) -> list[str]:
             raise InputError(source, None, f"a folder with no input files ({endings}, or .gz)")
         out.extend(files)
     return out
+
+
+def named_files(sources: list[str]) -> list[str]:
+    """The files the sources stand for, as :func:`expand` finds them, each source on its own:
+    one that stands for none (a pattern matching nothing, an empty or unreadable folder)
+    stands for itself, and reading it says what is wrong."""
+    out: list[str] = []
+    for source in sources:
+        try:
+            out.extend(expand([source]))
+        except InputError:
+            out.append(source)
+    return out

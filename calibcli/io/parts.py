@@ -117,9 +117,10 @@ def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: i
     try:
         merged = merge_parts([p for _, p in parts], labels)
         if read_summary is not None:
-            check_disjoint([read_summary, merged], [None, ", ".join(labels)])
+            # each part on its own, so that a refusal names the one holding the file read here
+            check_disjoint([read_summary, *(p for _, p in parts)], [None, *labels])
     except SummaryMismatch as e:
-        raise InputError(labels[0], None, str(e)) from None
+        raise InputError(e.part or labels[0], None, str(e)) from None
     if merged.kind == "perplexity":
         if read_summary is None:
             return merged

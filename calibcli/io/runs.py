@@ -7,14 +7,15 @@ fails. So among the files given for one input (one side of a comparison), the fi
 in one folder with different timestamps in their names are re-runs: only the newest (by the
 timestamp in the name, never by modification time, which an artifact download changes) is
 read, with a warning naming the runs left out, unless ``all_runs``. The same file given twice
-(under any path) and standard input given twice are refused unless ``all_runs``; two files
-that hold the same bytes are read with a warning.
+(under any path, through a symbolic or a hard link) and standard input given twice are refused
+unless ``all_runs``; two files that hold the same bytes are read with a warning.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -85,16 +86,23 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
         )
     dropped = set(left_out)
     kept = [f for f in files if f not in dropped]
-    paths: dict[str, str] = {}
+    names: dict[tuple[int, int], str] = {}
     contents: dict[str, str] = {}
     for f in kept:
-        if f == "-" or not os.path.isfile(f):
+        if f == "-":
+            continue
+        try:
+            found = os.stat(f)
+        except OSError:
             continue  # the reader says what is wrong with it
-        real = os.path.realpath(f)
-        if real in paths:
-            also = shown_name(paths[real])
+        if not stat.S_ISREG(found.st_mode):
+            continue  # a stream or a device is read as it comes
+        # the file itself, whatever path names it: another spelling, a symbolic or a hard link
+        inode = (found.st_dev, found.st_ino)
+        if inode in names:
+            also = shown_name(names[inode])
             raise InputError(f, None, f"is given twice (also as {also}): {DOUBLE_INPUT}")
-        paths[real] = f
+        names[inode] = f
         content = file_content_id(f)
         if content and content in contents:
             warnings.append(

@@ -12,7 +12,12 @@ import numpy as np
 
 
 class SummaryMismatch(ValueError):
-    """Summaries that cannot be merged (other kinds or settings); the message says why."""
+    """Summaries that cannot be merged (other kinds or settings); the message says why, and
+    ``part``, when known, names the summary file it is about."""
+
+    def __init__(self, message: str, *, part: str | None = None) -> None:
+        super().__init__(message)
+        self.part = part
 
 
 @dataclass(frozen=True, eq=False)

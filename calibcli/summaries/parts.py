@@ -171,37 +171,61 @@ def canonical_key(summary: Any) -> tuple:
     return (first.name, first.start, first.content)
 
 
-def _overlaps(a: Any, b: Any) -> bool:
+def _overlap(a: Any, b: Any) -> tuple[int, int | None] | None:
+    """The bytes (start, stop; stop None: to the end) two sources both counted, None when they
+    hold other content or other ranges of it."""
     if not a.content or a.content != b.content:
-        return False
-    a_stop = float("inf") if a.stop is None else a.stop
-    b_stop = float("inf") if b.stop is None else b.stop
-    return a.start < b_stop and b.start < a_stop
+        return None
+    start = max(a.start, b.start)
+    stops = [s.stop for s in (a, b) if s.stop is not None]
+    stop = min(stops) if stops else None
+    return (start, stop) if stop is None or start < stop else None
+
+
+def _shared_bytes(start: int, stop: int | None) -> str:
+    """The shared bytes as a message names them: nothing when they are the whole file."""
+    if stop is None:
+        return "" if start == 0 else f"bytes {start:,} to the end"
+    return f"bytes {start:,}-{stop:,}"
+
+
+def _overlap_message(first: Any, first_label: str | None, then: Any, label: str | None) -> str:
+    """What :func:`check_disjoint` says about ``then`` (of the part ``label``) counting bytes
+    ``first`` (of the part named before it) counted too; a label None is the files read here."""
+    span = _shared_bytes(*_overlap(first, then))
+    if None in (first_label, label):
+        read, held_label = (first, label) if first_label is None else (then, first_label)
+        counted = "its rows are" if not span else f"its {span} are"
+        return (
+            f"{read.display} is read here and {counted} counted in {held_label} too: give the "
+            "summary or the file, not both"
+        )
+    named = "" if then.display == first.display else f"as {then.display} in {label}: "
+    return (
+        f"{first_label} and {label} both count {span + ' of ' if span else ''}{first.display} "
+        f"({named}the same content): a part merged twice, or one input summarized twice; "
+        "merge each part once"
+    )
 
 
 def check_disjoint(parts: list[Any], labels: list[str | None]) -> None:
-    """SummaryMismatch when two parts counted the same bytes of one source (by content). A
-    label None stands for files read in this run (the message names the source instead)."""
+    """SummaryMismatch when two parts counted the same bytes of one source (by content), naming
+    both parts, the source as the first of them names it, and the bytes both counted. A label
+    None stands for files read in this run (the message names the file read instead).
+
+    Only sources of different parts are compared: the sources inside one part were judged when
+    it was made (the same content twice is a warning then, and pooled with --all-runs)."""
     seen: dict[str, list[tuple[Any, str | None]]] = {}
     for part, label in zip(parts, labels, strict=True):
-        for s in part.sources:
-            if s.skipped is not None or not s.rows:
-                continue
+        counted = [s for s in part.sources if s.skipped is None and s.rows]
+        for s in counted:
             for other, other_label in seen.get(s.content, ()):
-                if not _overlaps(s, other):
-                    continue
-                span = "" if s.stop is None else f"bytes {s.start:,}-{s.stop:,} of "
-                if None in (label, other_label):
-                    part_label = label or other_label
+                if _overlap(other, s) is not None:
+                    blamed = label if label is not None else other_label
                     raise SummaryMismatch(
-                        f"{s.display} is read here and its rows are counted in {part_label} "
-                        "too: give the summary or the file, not both"
+                        _overlap_message(other, other_label, s, label), part=blamed
                     )
-                raise SummaryMismatch(
-                    f"{other_label} and {label} both count {span}{s.display} (the same "
-                    "content): a part merged twice, or one input summarized twice; merge each "
-                    "part once"
-                )
+        for s in counted:
             seen.setdefault(s.content, []).append((s, label))
 
 
