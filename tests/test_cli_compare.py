@@ -548,6 +548,32 @@ def test_gate_passes_the_other_way_round():
     assert "gate failed" not in result.stderr
 
 
+IDENTICAL = "NEW's rows are BASE's"
+
+
+def test_identical_sides_are_named_and_the_gate_still_decides(tmp_path):
+    """NEW holding BASE's rows (the same file, or a copy in another order) makes every
+    difference 0, so a gate passes whatever the model: one warning says so, on stderr and in
+    the report; the verdict is unchanged. A NEW that differs in one row carries no warning."""
+    lines = OVER.read_text(encoding="utf-8").splitlines(keepends=True)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("".join(lines[::-1]), encoding="utf-8")
+    gate = ["--max-increase", "ece=0.01", "--bootstrap", B]
+    for new in (OVER, copy):
+        body, result = report([OVER, new, *gate])
+        assert body["gate"]["passed"] is True
+        assert [w for w in body["warnings"] if IDENTICAL in w] == [body["warnings"][-1]]
+        assert result.stderr.count(IDENTICAL) == 1
+        table = run(["compare", OVER, new, *gate])
+        assert table.exit_code == 0 and table.stderr.count(IDENTICAL) == 1
+    row = json.loads(lines[0])
+    row["confidence"] = 1.0 - row["confidence"]
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(json.dumps(row) + "\n" + "".join(lines[1:]), encoding="utf-8")
+    body, result = report([OVER, changed, *gate])
+    assert not any(IDENTICAL in w for w in body["warnings"]) and IDENTICAL not in result.stderr
+
+
 def test_gate_on_estimate_reads_the_difference(paired_files, paired_replicates):
     """A margin between the ECE difference and the upper end of its interval: the estimate
     passes, the upper end (the default with a margin) fails."""

@@ -240,6 +240,15 @@ def check_matching(matched: PairedRows, base: str, new: str, allow_unmatched: bo
             )
 
 
+def _same_rows(matched: PairedRows) -> bool:
+    """Whether every matched pair holds the same confidence and correctness on both sides
+    (equal values), with at least one pair."""
+    import numpy as np
+
+    (b_conf, b_corr), (n_conf, n_corr) = matched.base, matched.new
+    return b_conf.shape[0] > 0 and np.array_equal(b_conf, n_conf) and np.array_equal(b_corr, n_corr)
+
+
 def compare_report(
     matched: PairedRows,
     settings: CompareSettings,
@@ -287,6 +296,15 @@ def compare_report(
                 "unmatched",
                 f"{matched.unmatched_base} BASE row(s) and {matched.unmatched_new} NEW row(s) "
                 "have no partner and were left out",
+            )
+        )
+    if settings.paired and _same_rows(matched):
+        notes.append(
+            Note(
+                "identical",
+                "NEW's rows are BASE's: every matched id has the same confidence and "
+                "correctness on both sides, so every difference is 0 (the same file or a copy "
+                "given twice?)",
             )
         )
     groups: dict[str, Comparison] | None = None
