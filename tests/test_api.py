@@ -395,6 +395,16 @@ def test_predictions_carry_their_own_groups(files):
         calibcli.calibrate(rows, by="subject")
 
 
+def test_gate_on_upper_needs_a_gate():
+    """As on the command line, an upper-end gate with no figure to gate is refused."""
+    with pytest.raises(InputError, match=r"--gate-on upper reads a --max-\* gate .* none is"):
+        calibcli.calibrate([0.9, 0.2], [1, 0], gate_on="upper")
+    with pytest.raises(InputError, match=r"--gate-on upper reads a --max-increase"):
+        calibcli.compare(
+            ([0.9, 0.2], [1, 0], [1, 2]), ([0.8, 0.3], [1, 0], [1, 2]), gate_on="upper"
+        )
+
+
 def test_lengths_and_shapes_are_checked():
     with pytest.raises(InputError, match=r"confidence and correct differ in length: 3 != 2"):
         calibcli.calibrate([0.1, 0.2, 0.3], [1, 0])

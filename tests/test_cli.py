@@ -103,6 +103,26 @@ def test_usage_errors_exit_2_without_traceback(args, tmp_path, monkeypatch):
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("args", "gates"),
+    [
+        (["calibrate", "x.jsonl"], "--max-* gate"),
+        (["calibrate", "x.jsonl", "--ci", "0.9", "--by", "subject"], "--max-* gate"),
+        (["compare", "x.jsonl", "y.jsonl"], "--max-increase/--max-decrease margin"),
+    ],
+)
+def test_gate_on_upper_without_a_gate_is_refused(args, gates, tmp_path, monkeypatch):
+    """``--gate-on upper`` with nothing to gate would exit 0 as if a gate had passed: it is
+    refused before any file is read (these do not exist)."""
+    monkeypatch.chdir(tmp_path)
+    result = run([*args, "--gate-on", "upper"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip() == (
+        f"Error: --gate-on upper reads a {gates} at the upper end of its interval, and none "
+        "is given: nothing would be checked (--ci LEVEL adds the intervals alone)"
+    )
+
+
 # --------------------------------------------------------------------------- perplexity
 
 

@@ -43,6 +43,12 @@ class Bootstrap:
     scheme: str = "multinomial"  # or "poisson": row weights keyed by row, mergeable
 
 
+UPPER_WITHOUT_GATE = (
+    "--gate-on upper reads a {gates} at the upper end of its interval, and none is given: "
+    "nothing would be checked (--ci LEVEL adds the intervals alone)"
+)
+
+
 def calibrate_options(
     *,
     grouped: bool,
@@ -61,6 +67,8 @@ def calibrate_options(
         raise ValueError("--gate-each needs --by FIELD")
     if gate_each and not limits:
         raise ValueError("--gate-each applies the --max-* gates to every group; give one")
+    if gate_on == "upper" and not limits:
+        raise ValueError(UPPER_WITHOUT_GATE.format(gates="--max-* gate"))
     if gate_on == "upper" and ci is None:
         ci = 0.95
     if ci is None and (bootstrap is not None or seed is not None):

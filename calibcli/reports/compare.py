@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from calibcli.reports import figures as registry
-from calibcli.reports.calibrate import bootstrap_workers
+from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
 from calibcli.reports.gate import Gate, evaluate, upper_bound_reason
 from calibcli.reports.report import SCHEMA_VERSION, Note, Section, finish
 
@@ -213,6 +213,8 @@ def compare_options(
     thresholds, options = margins(max_increase, max_decrease)
     if gate_each and not thresholds:
         raise ValueError("--gate-each applies --max-increase/--max-decrease to every group")
+    if gate_on == "upper" and not thresholds:
+        raise ValueError(UPPER_WITHOUT_GATE.format(gates="--max-increase/--max-decrease margin"))
     if gate_on is None:
         gate_on = "upper" if thresholds else "estimate"
     return Gate(thresholds, gate_on, gate_each, options=options)
