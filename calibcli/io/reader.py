@@ -193,7 +193,7 @@ class Reader:
         """Record a source skipped, and its warning ``name: reason``."""
         self.skipped.append(name)
         self.reasons.append(reason)
-        self.note(name, reason)
+        self.warnings.append(f"{shown_name(name)}: {reason}")
 
     def note(self, name: str, text: str) -> None:
         """Record the warning ``name: text`` about a source, once however often it is read
