@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Mapping
 from os import PathLike
 from typing import Any
 
+from calibcli.io.inspect_log import inspect_samples, note_status
 from calibcli.io.sources import MAX_LINE_BYTES
 from calibcli.io.strict_json import READS_UTF8, long_integer, wide_encoding
 
@@ -157,6 +158,7 @@ def iter_document(
     with_text: bool = False,
     slim: Callable[[Any], bool] | None = None,
     sample_type: Any = None,
+    notes: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[Any, ...]]:
     """Yield ``(locator, row)`` for each row of a whole document (see the module docstring).
 
@@ -174,6 +176,10 @@ def iter_document(
     it. With ``sample_type`` (a struct of :func:`calibcli.formats.inspect_typed.sample_type`)
     each of those samples is instead ``(struct, text)``: the sample decoded into the struct and
     its JSON text, or the whole sample as a dict where it does not fit the struct.
+
+    ``notes(text)``, when given, is called once before the first row of an inspect-ai log whose
+    run did not succeed (:func:`calibcli.io.inspect_log.status_note`): its rows are read all the
+    same, and may be a part of the run's.
     """
     limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
@@ -184,7 +190,7 @@ def iter_document(
             yield (where, row, None) if with_text else (where, row)
         return
     if kind == "eval-zip":
-        for name, sample, text in _eval_zip_rows(source, limit):
+        for name, sample, text in _eval_zip_rows(source, limit, notes):
             yield (name, sample, text) if with_text else (name, sample)
         return
     if kind not in DOCUMENT_KINDS:
@@ -194,9 +200,7 @@ def iter_document(
     if wide is not None:  # named, as a line in it would be, rather than failing as JSON
         raise DocumentError(f"{wide} text; {READS_UTF8}", None)
     if kind == "json-object" and not with_text:
-        from calibcli.io.inspect_log import inspect_samples
-
-        samples = inspect_samples(data, slim, sample_type)
+        samples = inspect_samples(data, slim, sample_type, notes)
         if samples is not None:
             yield from samples
             return
@@ -222,6 +226,8 @@ def iter_document(
         samples = value.get("samples")
         if not isinstance(samples, list) or not samples:
             raise DocumentError(_no_samples(value.get("status")))
+        if notes is not None:
+            note_status(value, len(samples), notes)
         spans = _sample_spans(text) if with_text else None
         for i, sample in enumerate(samples):
             ident = sample.get("id") if isinstance(sample, Mapping) else None
@@ -391,7 +397,9 @@ def _digits_key(digits: str) -> tuple[int, str]:
     return len(stripped), stripped
 
 
-def _eval_zip_rows(source: Source, limit: int) -> Iterator[tuple[str, Any, str]]:
+def _eval_zip_rows(
+    source: Source, limit: int, notes: Callable[[str], None] | None = None
+) -> Iterator[tuple[str, Any, str]]:
     with _open(source) as f:
         # zipfile seeks; a gzip stream cannot, so its (capped) content is held instead
         if isinstance(f, gzip.GzipFile):
@@ -418,9 +426,31 @@ def _eval_zip_rows(source: Source, limit: int) -> Iterator[tuple[str, Any, str]]
                 if not any(n.startswith("_journal/") for n in names):
                     raise DocumentError("a zip archive that is not an inspect-ai .eval log")
                 raise DocumentError(_no_samples(None))
+            if notes is not None:
+                header = _eval_header(archive, f, limit)
+                if header is not None:
+                    note_status(header, len(entries), notes)
             for _, _, info in sorted(entries, key=lambda e: (e[0], e[1])):
                 text = _member_text(archive, info, f, limit)
                 yield info.filename, _member_value(text, info.filename), text
+
+
+def _eval_header(archive: zipfile.ZipFile, f: Any, limit: int) -> Mapping[str, Any] | None:
+    """The top level of an ``.eval`` log without its samples: ``header.json``, written when the
+    run ends; else, for a log with a journal, ``_journal/start.json`` (its ``eval``) with the
+    status inspect-ai gives such a log, ``"started"``. None for neither, or for a header that
+    cannot be read: the samples are read as without it."""
+    names = set(archive.namelist())
+    name = "header.json" if "header.json" in names else "_journal/start.json"
+    if name not in names:
+        return None
+    try:
+        header = _member_json(archive, archive.getinfo(name), f, limit)
+    except DocumentError:
+        return None
+    if not isinstance(header, Mapping):
+        return None
+    return header if name == "header.json" else {**header, "status": "started"}
 
 
 def _member_json(archive: zipfile.ZipFile, info: zipfile.ZipInfo, f: Any, limit: int) -> Any:

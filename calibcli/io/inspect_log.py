@@ -1,7 +1,8 @@
 """inspect-ai ``.json`` logs decoded with msgspec: the log held once as bytes, each sample
 decoded from its own text when it is read, and with ``slim`` only the sample fields the
 inspect-ai row functions read (:mod:`calibcli.io.documents` falls back to ``json.loads`` of the
-whole text for anything msgspec does not read)."""
+whole text for anything msgspec does not read); and :func:`status_note`, the warning about a log
+whose run did not succeed (its samples may be a part of the run's)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,15 @@ from typing import Any
 
 SAMPLE_FIELDS = ("id", "epoch", "error", "scores", "output", "choices")
 """The fields of an inspect-ai sample that its row functions and ids read."""
+ERROR_CHARS = 100
+"""Most characters of a failed run's error message quoted in its note."""
 
 
 def inspect_samples(
-    data: bytes, slim: Callable[[Any], bool] | None = None, sample_type: Any = None
+    data: bytes,
+    slim: Callable[[Any], bool] | None = None,
+    sample_type: Any = None,
+    notes: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[str, Any]] | None:
     """The ``(locator, sample)`` pairs of an inspect-ai ``.json`` log as
     :func:`~calibcli.io.documents.iter_document` yields them from ``json.loads`` of the whole
@@ -23,18 +29,104 @@ def inspect_samples(
     not read: ``NaN``, a byte-order mark), which ``json.loads`` then reads. msgspec decodes the
     top level keeping each sample's JSON text as a view of ``data``, and each sample is decoded
     when it is yielded: the log is held once and the samples already read are not held at
-    all. ``slim`` and ``sample_type``: see :func:`~calibcli.io.documents.iter_document`."""
+    all. ``slim``, ``sample_type`` and ``notes``: see
+    :func:`~calibcli.io.documents.iter_document`."""
     import msgspec
 
-    # one decode of the whole log, so that each sample's Raw is a view of ``data`` itself
-    log = msgspec.defstruct("Log", [("eval", msgspec.Raw), ("samples", list[msgspec.Raw])])
+    # one decode of the whole log, so that each sample's Raw is a view of ``data`` itself; the
+    # run's status is read beside the samples, and what it needs only when the run failed
+    raw, empty = msgspec.Raw, msgspec.Raw()
+    fields = [("status", Any, None), ("error", raw, empty), ("results", raw, empty)]
+    log = msgspec.defstruct("Log", [("eval", raw), ("samples", list[raw]), *fields])
     try:
         top = msgspec.json.decode(data, type=log)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     if not (bytes(top.eval).startswith(b"{") and top.samples):
         return None
+    if notes is not None and top.status not in (None, "success"):
+        note_status(_status_fields(top), len(top.samples), notes)
     return _decoded_samples(top.samples, slim, sample_type)
+
+
+def note_status(log: Mapping[str, Any], samples: int, notes: Callable[[str], None]) -> None:
+    """``notes(status_note(log, samples))`` when there is a note."""
+    note = status_note(log, samples)
+    if note is not None:
+        notes(note)
+
+
+def status_note(log: Mapping[str, Any], samples: int) -> str | None:
+    """What to say of an inspect-ai log whose run did not succeed, holding ``samples``
+    samples: its ``status`` (``"error"``, ``"cancelled"``, ``"started"`` for a run still going
+    or stopped), the first line of its ``error.message``, and how many samples the run planned
+    as far as the log says (``results.total_samples``, else ``eval.dataset.samples``,
+    ``eval.config.limit`` and ``eval.config.epochs``). None for ``"success"`` or no status.
+    ``log`` is the log's top level, or the header of an ``.eval`` log."""
+    status = log.get("status")
+    if not isinstance(status, str) or status == "success":
+        return None
+    if status == "started":
+        what = "the inspect-ai log has status 'started' (its run was still going, or was stopped)"
+    else:
+        error = log.get("error")
+        message = error.get("message") if isinstance(error, Mapping) else None
+        first = message.strip().split("\n", 1)[0].strip() if isinstance(message, str) else ""
+        if len(first) > ERROR_CHARS:
+            first = first[: ERROR_CHARS - 3].rstrip() + "..."
+        what = f"the inspect-ai run ended with status {status!r}" + (f" ({first})" if first else "")
+    results = log.get("results")
+    total = _count(results.get("total_samples")) if isinstance(results, Mapping) else None
+    held = f"{samples} sample{'' if samples == 1 else 's'}"
+    if total and samples >= total:
+        return f"{what}: it holds all {total} samples the run planned"
+    if total:
+        return f"{what}: its {held} may be a part of the {total} it planned"
+    spec = log.get("eval")
+    dataset = spec.get("dataset") if isinstance(spec, Mapping) else None
+    config = spec.get("config") if isinstance(spec, Mapping) else None
+    config = config if isinstance(config, Mapping) else {}
+    planned = []
+    if isinstance(dataset, Mapping) and _count(dataset.get("samples")) is not None:
+        planned.append(f"a dataset of {dataset['samples']} samples")
+    limit = config.get("limit")
+    if _count(limit) is not None:
+        planned.append(f"limit {limit}")
+    elif isinstance(limit, list) and len(limit) == 2 and all(_count(n) is not None for n in limit):
+        planned.append(f"limit {limit[0]},{limit[1]}")  # a range, as inspect-ai's --limit 10,20
+    epochs = _count(config.get("epochs"))
+    if epochs is not None and epochs > 1:
+        planned.append(f"{epochs} epochs")
+    given = f" ({', '.join(planned)})" if planned else ""
+    return f"{what}: its {held} may be a part of those it planned{given}"
+
+
+def _count(value: Any) -> int | None:
+    """``value`` when it is a count (an int >= 0, not a bool), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _status_fields(top: Any) -> dict[str, Any]:
+    """The fields :func:`status_note` reads, decoded from the log's top level (``eval`` only
+    down to its dataset and config, ``results`` to its total); a field msgspec cannot decode
+    is left out."""
+    import msgspec
+
+    spec = msgspec.defstruct("Spec", [("dataset", Any, None), ("config", Any, None)])
+    results = msgspec.defstruct("Results", [("total_samples", Any, None)])
+    errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+    fields: dict[str, Any] = {"status": top.status}
+    with contextlib.suppress(*errors):
+        fields["error"] = msgspec.json.decode(top.error) if len(top.error) else None
+    with contextlib.suppress(*errors):
+        total = msgspec.json.decode(top.results, type=results).total_samples
+        fields["results"] = {"total_samples": total}
+    with contextlib.suppress(*errors):
+        decoded = msgspec.json.decode(top.eval, type=spec)
+        fields["eval"] = {"dataset": decoded.dataset, "config": decoded.config}
+    return fields
 
 
 def full_sample(raw: Any) -> Any:

@@ -58,10 +58,11 @@ def document_rows(
     max_document_bytes: int | None = None,
     slim: Callable[[Any], bool] | None = None,
     sample_type: Any = None,
+    notes: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[int | str, Any]]:
     """(locator, row) of a whole document (:func:`calibcli.io.documents.iter_document`, with
-    ``slim`` and ``sample_type``), its errors as :class:`InputError` naming the file and the
-    row; an lm-eval results file raises :class:`SkipFile`."""
+    ``slim``, ``sample_type`` and ``notes``), its errors as :class:`InputError` naming the file
+    and the row; an lm-eval results file raises :class:`SkipFile`."""
     import zlib
 
     from calibcli.io.documents import DocumentError, ResultsFile, iter_document
@@ -74,6 +75,7 @@ def document_rows(
             max_document_bytes=max_document_bytes,
             slim=slim,
             sample_type=sample_type,
+            notes=notes,
         )
     except ResultsFile:
         raise SkipFile("lm-eval", RESULTS_SKIPPED) from None
@@ -166,7 +168,8 @@ class Reader:
     (:mod:`calibcli.system`). ``progress(name,
     size)``, when given, makes a progress bar for a large file (an object with
     ``update(bytes)`` and ``close()``, or None). After reading, ``warnings`` says which sources
-    were skipped and why, one line each.
+    were skipped and why, and which were read with a note (an inspect-ai log of a run that did
+    not succeed), one line each.
     """
 
     def __init__(
@@ -191,6 +194,13 @@ class Reader:
         self.skipped.append(name)
         self.reasons.append(reason)
         self.warnings.append(f"{shown_name(name)}: {reason}")
+
+    def note(self, name: str, text: str) -> None:
+        """Record the warning ``name: text`` about a source, once however often it is read
+        (--all-runs pools a file given twice)."""
+        line = f"{shown_name(name)}: {text}"
+        if line not in self.warnings:
+            self.warnings.append(line)
 
     def read(self, source: str, builder: Any) -> bool:
         """Fold one source (a path or ``-``) into ``builder``; False when it was skipped."""
@@ -319,8 +329,14 @@ class Reader:
         return fmt == "inspect-ai" and skip is None
 
     def _read_document(self, source: str, kind: str, fold: SourceFold, builder: Any) -> None:
+        name = display_name(source)
         rows = document_rows(
-            source, kind, self.plan.max_document_bytes, self._slim, self._sample_type()
+            source,
+            kind,
+            self.plan.max_document_bytes,
+            self._slim,
+            self._sample_type(),
+            notes=lambda text: self.note(name, text),
         )
         while chunk := list(itertools.islice(rows, DOCUMENT_BATCH)):
             fold.fold_rows(chunk, builder)
