@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import reference
-from harness import run, write_jsonl
+from harness import make_rows, run, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"
@@ -572,6 +572,31 @@ def test_identical_sides_are_named_and_the_gate_still_decides(tmp_path):
     changed.write_text(json.dumps(row) + "\n" + "".join(lines[1:]), encoding="utf-8")
     body, result = report([OVER, changed, *gate])
     assert not any(IDENTICAL in w for w in body["warnings"]) and IDENTICAL not in result.stderr
+
+
+def test_an_undefined_difference_names_its_sides(tmp_path):
+    """A gate fails closed on a difference that is not a number, naming why: NLL infinite on
+    both sides (a wrong answer at confidence 1 on each: inf - inf), or AUROC with one class on
+    both sides."""
+    rows = make_rows(200, seed=3)
+    rows[0].update(confidence=1.0, correct=False)
+    base = write_jsonl(tmp_path / "base.jsonl", rows)
+    rows[5]["confidence"] = 0.5
+    new = write_jsonl(tmp_path / "new.jsonl", rows)
+    result = run(["compare", base, new, "--max-increase", "nll=0.1", "--bootstrap", B, "-q"])
+    assert result.exit_code == 1
+    assert "gate failed: nll_increase: nll is infinite on both sides, so the difference is " in (
+        result.stderr
+    )
+    right = [{"id": i, "confidence": 0.3 + 0.01 * i, "correct": True} for i in range(40)]
+    one = write_jsonl(tmp_path / "one.jsonl", right)
+    two = write_jsonl(tmp_path / "two.jsonl", right[::-1])
+    args = ["--max-decrease", "auroc=0.1", "--gate-on", "estimate", "-q"]
+    result = run(["compare", one, two, *args])
+    assert result.exit_code == 1
+    assert "gate failed: auroc_decrease: auroc is undefined on both sides; cannot" in (
+        result.stderr
+    )
 
 
 def test_gate_on_estimate_reads_the_difference(paired_files, paired_replicates):
