@@ -576,6 +576,35 @@ def test_fit_realised_when_no_threshold(tmp_path):
     }
 
 
+def test_fit_rows_missing_for_the_pool_or_a_group_are_named(tmp_path):
+    """An empty --fit input, or one without a group's rows, has no threshold to choose there:
+    the warning and the closed gate say which, the pooled input or the group."""
+    main = tmp_path / "main.jsonl"
+    write_jsonl(main, [{"confidence": c, "correct": y, "g": "a"} for c, y in ROWS])
+    with main.open("a", encoding="utf-8") as f:
+        f.writelines(json.dumps({"confidence": c, "correct": y, "g": "b"}) + "\n" for c, y in OTHER)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    gate = ["--target-accuracy", "0.75", "--min-coverage", "0.1"]
+    report, result = threshold_json(main, "--fit", empty, *gate)
+    assert result.exit_code == 1
+    assert "the --fit input holds no rows: there is no threshold" in report["warnings"]
+    assert gate_lines(result) == [
+        "gate failed: coverage: the --fit input holds no rows; cannot support --min-coverage 0.1"
+    ]
+    fit = dump(tmp_path / "fit.jsonl", ROWS, g="a")
+    report, result = threshold_json(main, "--fit", fit, *gate, "--by", "g", "--gate-each")
+    assert result.exit_code == 1
+    assert (
+        "group 'b': the --fit input holds no rows of this group: it has no threshold"
+        in (report["warnings"])
+    )
+    assert (
+        "gate failed: coverage in group 'b': the --fit input holds no rows of this group; "
+        "cannot support --min-coverage 0.1"
+    ) in gate_lines(result)
+
+
 # --------------------------------------------------------------------------- the gate
 
 

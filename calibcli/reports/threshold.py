@@ -169,8 +169,10 @@ def _table(curve: Any, settings: ThresholdSettings) -> dict[str, Any]:
     }
 
 
-def threshold_section(columns: Any, fit_columns: Any, settings: ThresholdSettings) -> Section:
-    """The threshold figures for one set of rows (pooled, or one --by group)."""
+def threshold_section(
+    columns: Any, fit_columns: Any, settings: ThresholdSettings, *, grouped: bool = False
+) -> Section:
+    """The threshold figures for one set of rows (pooled, or one --by group: ``grouped``)."""
     from calibcli.metrics import (
         RiskCoverage,
         aurc,
@@ -193,8 +195,11 @@ def threshold_section(columns: Any, fit_columns: Any, settings: ThresholdSetting
     curve = RiskCoverage.from_columns(columns)
     fit_curve = curve if fit_columns is None else RiskCoverage.from_columns(fit_columns)
     if fit_curve.total == 0:
-        notes.append(Note("empty_fit", "the --fit input holds no rows for these rows' group"))
-        closed = {"coverage": "the --fit input holds no rows"}
+        held = "the --fit input holds no rows" + (" of this group" if grouped else "")
+        general = "the --fit input holds no rows of these groups: they have no threshold"
+        text = f"{held}: {'it has no threshold' if grouped else 'there is no threshold'}"
+        notes.append(Note("empty_fit", text, general=general))
+        closed = {"coverage": held}
         section.update(guaranteed=None, plug_in=None)
     else:
         size = settings.grid_size
@@ -288,7 +293,7 @@ def threshold_report(
                 columns = None if part is None else part.columns
             if columns is None:
                 columns = PredictionColumns.concat([])
-        return threshold_section(view.columns, columns, settings)
+        return threshold_section(view.columns, columns, settings, grouped=group is not None)
 
     def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
         if recalibration is None:
