@@ -205,6 +205,77 @@ def test_a_copy_of_an_input_or_a_stream_may_be_written(made, tmp_path):
     assert result.exit_code == 0, result.stderr
 
 
+# (command line, the two options, the file both name) with {name} for the files of ``made``
+TWO_OUTPUTS = [
+    ("calibrate {preds}", "-o", "--html", "{out}/x.json"),
+    ("reliability {preds}", "--plot", "--html", "{out}/x.svg"),
+    ("calibrate {preds}", "-o", "--summary", "{report}"),
+    ("perplexity {ppl}", "-o", "--summary", "{out}/p.md"),
+    ("compare {preds} {other}", "--summary", "--plot", "{out}/c"),
+    ("threshold {preds} --target-accuracy 0.6", "-o", "--plot", "{report}"),
+    ("fit {preds} --method platt", "-o", "--summary", "{out}/f"),
+]
+
+
+@pytest.mark.parametrize(("line", "first", "second", "path"), TWO_OUTPUTS)
+def test_two_outputs_naming_one_file_are_refused_before_reading(
+    made, tmp_path, line, first, second, path
+):
+    """One output would replace the other (or the summary be appended to the report)."""
+    names = {**made, "out": tmp_path / "out"}
+    names["out"].mkdir()
+    path = path.format(**names)
+    args = [a.format(**names) for a in line.split()]
+    before = _snapshot(tmp_path)
+    result = run([*args, first, path, second, path])
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"Error: {path}: given to both {first} and {second}; "
+        "write each output to a file of its own\n"
+    )
+    assert _snapshot(tmp_path) == before
+
+
+def test_two_names_of_one_output_file_are_one_file(made, tmp_path):
+    """A symbolic or hard link, another spelling, and a link to a file not yet written reach
+    the same file; the message names the first option's path and the other one's."""
+    report = made["report"]
+    soft, hard, dangling = tmp_path / "soft.json", tmp_path / "hard.json", tmp_path / "later"
+    soft.symlink_to(report)
+    os.link(report, hard)
+    dangling.symlink_to(tmp_path / "new.html")
+    before = _snapshot(tmp_path)
+    for first, second in (
+        (report, soft),
+        (report, hard),
+        (report, f"{tmp_path}/run/../r.json"),
+        (dangling, tmp_path / "new.html"),
+    ):
+        result = run(["calibrate", made["preds"], "-o", first, "--html", second])
+        assert result.exit_code == 2, result.stderr
+        assert result.stderr == (
+            f"Error: {first}: given to both -o and --html (as {Path(second)}); "
+            "write each output to a file of its own\n"
+        )
+    assert _snapshot(tmp_path) == before
+    assert not (tmp_path / "new.html").exists()
+
+
+def test_outputs_in_other_files_or_streams_may_share_a_name(made, tmp_path):
+    """Distinct files are written; a stream named twice receives each output in turn."""
+    preds = made["preds"]
+    report, page = tmp_path / "a.json", tmp_path / "a.html"
+    assert run(["calibrate", preds, "-o", report, "--html", page, "-q"]).exit_code == 0
+    assert json.loads(report.read_text())["command"] == "calibrate"
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    result = run(["calibrate", preds, "-o", "/dev/null", "--summary", "/dev/null", "-q"])
+    assert result.exit_code == 0, result.stderr
+    both = cli("calibrate", preds, "--json", "-o", "/dev/stdout", "--html", "/dev/stdout")
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.count('"command": "calibrate"') == 2 and "<!DOCTYPE html>" in both.stdout
+
+
 def test_every_file_option_is_an_input_or_an_output():
     """The parameters check_apart compares cover every file a command names: a new one must be
     added to INPUT_PARAMETERS or OUTPUT_PARAMETERS."""

@@ -16,7 +16,8 @@ written) and receives its text in one write at commit, before the renames: of th
 commit it is the one that can fail (a full disk), and when it does nothing else is put in place.
 
 An output that is one of the run's inputs is refused before anything is read
-(:func:`check_apart`, which every command runs first): it would replace what the run reads.
+(:func:`check_apart`, which every command runs first): it would replace what the run reads. So
+are two outputs that are one file: one would replace, or be appended to, the other.
 """
 
 from __future__ import annotations
@@ -82,16 +83,21 @@ def check_writable(path: Path, what: str) -> None:
 
 OUTPUT_PARAMETERS = ("output", "summary", "plot", "html")
 """The parameters by which a command names a file it writes (-o, --summary, --plot, --html)."""
+OPTION_NAMES = {"output": "-o", "summary": "--summary", "plot": "--plot", "html": "--html"}
 INPUT_PARAMETERS = ("files", "parts", "base", "new", "report", "calibrator", "fit")
 """The parameters by which a command names files it reads (folders and patterns included)."""
 
 
 def check_apart(arguments: dict[str, Any]) -> None:
     """Raise OutputError when a command's arguments name one file as an output and an input:
-    the output would replace (or, for --summary, append to) what the run reads. Files are
-    compared as :func:`os.path.samefile` does, so another spelling, a symbolic or a hard link
-    count; only an output that exists as a regular file can be one (standard input and
-    streams are not). Checked before any input is read."""
+    the output would replace (or, for --summary, append to) what the run reads; or as two
+    outputs: one would replace the other, or be appended to it. Files are compared as
+    :func:`os.path.samefile` does, so another spelling, a symbolic or a hard link count (two
+    outputs that do not exist yet, by the paths they resolve to); only an output that exists
+    as a regular file can be an input (standard input and streams are not), and outputs
+    written through to a stream (``/dev/stdout`` twice) each add their text to it. Checked
+    before any input is read."""
+    _check_outputs_apart(arguments)
     written = []
     for name in OUTPUT_PARAMETERS:
         path = arguments.get(name)
@@ -121,6 +127,29 @@ def check_apart(arguments: dict[str, Any]) -> None:
                 raise OutputError(
                     f"{path}: the output file is also an input{also}; write the output elsewhere"
                 )
+
+
+def _check_outputs_apart(arguments: dict[str, Any]) -> None:
+    """Raise OutputError when two of the outputs in ``arguments`` are one file."""
+    seen: dict[object, tuple[str, Any]] = {}
+    for name in OUTPUT_PARAMETERS:
+        path = arguments.get(name)
+        if path is None or _is_special(_target(Path(path))):
+            continue
+        try:
+            found = os.stat(path)
+            key: object = (found.st_dev, found.st_ino)
+        except OSError:  # not there yet: where it would be created
+            key = os.path.realpath(path)
+        if key not in seen:
+            seen[key] = (name, path)
+            continue
+        first, earlier = seen[key]
+        also = "" if str(earlier) == str(path) else f" (as {path})"
+        raise OutputError(
+            f"{earlier}: given to both {OPTION_NAMES[first]} and {OPTION_NAMES[name]}{also}; "
+            "write each output to a file of its own"
+        )
 
 
 def _mode_for(target: Path) -> int:
