@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import run, write_jsonl
+from harness import make_rows, run, write_jsonl
 
 ROWS = [{"confidence": 0.05 + 0.9 * i / 59, "correct": i % 3 != 0} for i in range(60)]
 OLD = '{"old": true}\n'
@@ -331,6 +331,66 @@ def test_closed_stderr_still_gives_the_gate_exit_code(preds):
         preexec_fn=lambda: os.close(2),
     )
     assert result.returncode == 1
+
+
+@pytest.fixture(scope="module")
+def grouped(tmp_path_factory):
+    """Rows of 500 groups, a calibrator, a summary part and a saved report of them: each
+    output below is far larger than a pipe's buffer (64 kB), so writing it meets the closed
+    pipe."""
+    tmp_path = tmp_path_factory.mktemp("grouped")
+    rows = [{**row, "g": f"group{i % 500:03d}"} for i, row in enumerate(make_rows(5000))]
+    files = {"rows": write_jsonl(tmp_path / "g.jsonl", rows)}
+    files.update(cal=tmp_path / "cal.json", part=tmp_path / "g.cbs", report=tmp_path / "r.json")
+    for args in (
+        ["fit", files["rows"], "--method", "histogram", "--by", "g", "-o", files["cal"]],
+        ["summarize", files["rows"], "-o", files["part"]],
+        ["calibrate", files["rows"], "--by", "g", "-o", files["report"]],
+    ):
+        assert run([*args, "-q"]).exit_code == 0
+    return files
+
+
+# command lines with {name} for the files of ``grouped``; what the reader reads before it
+# leaves (the first bytes, or everything up to the output named /dev/stdout, so that the
+# product is read whole and that output meets the closed pipe); the exit code the run ends with
+READER_LEAVES = [
+    ("calibrate {rows} --by g --json", b"", 0),
+    ("reliability {rows} --bins 2000", b"", 0),
+    ("reliability {rows} --bins 2000 --json", b"", 0),
+    ("apply {cal} {rows} --by g", b"", 0),
+    ("calibrate {rows} --by g -o /dev/stdout", b'{"schema_version"', 0),
+    ("calibrate {rows} --by g --max-ece 0.0001 -o /dev/stdout", b'{"schema_version"', 1),
+    ("calibrate {rows} --by g --json --html /dev/stdout --summary /dev/stdout", b"<!DOCTYPE", 0),
+    ("render {report} --html /dev/stdout", b"", 0),
+    ("apply {cal} {rows} --by g -o /dev/stdout", b"", 0),
+    ("summarize {rows} -o /dev/stdout", b"", 0),
+    ("merge {part} -o /dev/stdout", b"", 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "until", "code"), READER_LEAVES, ids=[c[0] for c in READER_LEAVES]
+)
+def test_a_reader_leaving_stdout_is_no_error(grouped, tmp_path, line, until, code):
+    """`calibcli ... | head -c 10`: when the reader of stdout leaves, whatever was still to be
+    written there (the product, or an output named /dev/stdout) is dropped without a
+    traceback or an error line, and the exit code is the one the run would have had."""
+    args = [a.format(**grouped) for a in line.split()]
+    with open(tmp_path / "stderr.txt", "w+b") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "calibcli", *args], stdout=subprocess.PIPE, stderr=stderr
+        )
+        read = process.stdout.read(10)
+        while until not in read:
+            more = process.stdout.read1(65536)
+            assert more, f"{until!r} never came"
+            read += more
+        process.stdout.close()
+        assert process.wait(timeout=600) == code
+        stderr.seek(0)
+        said = stderr.read().decode()
+    assert "Traceback" not in said and "Error" not in said and "Exception" not in said, said
 
 
 @pytest.mark.parametrize("command", ["calibrate", "reliability"])

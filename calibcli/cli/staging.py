@@ -7,7 +7,9 @@ a folder that does not exist) leaves every existing file as it was. A symbolic l
 its target is replaced atomically and the link kept. A target that exists but is not a regular
 file (``/dev/null``, ``/dev/stdout``, a FIFO) cannot be replaced atomically, and replacing it
 would be wrong (as root, ``/dev/null`` would become a plain file): it is written through instead,
-after all the regular files are in place.
+after all the regular files are in place. A stream whose reader has left (``-o /dev/stdout |
+head``) is not a failed write: the rest of what it was to receive is dropped, as stdout's own
+output is, and the run ends as it would have.
 
 An output that is appended to (the Markdown summary) is never replaced: it may be shared by
 concurrent runs, or held open by the shell that exports ``$GITHUB_STEP_SUMMARY``. It is opened
@@ -219,8 +221,11 @@ class Staged:
             self._renames.clear()
             for target, payload, _ in self._through:
                 # appending: a stream's earlier output (stdout's report) must not be truncated
-                with open(target, "ab") as f:
-                    f.write(payload)
+                try:
+                    with open(target, "ab") as f:
+                        f.write(payload)
+                except BrokenPipeError:
+                    continue  # its reader left (`| head`): the rest is not wanted, no failure
         except OSError as exc:
             self.discard()
             raise OutputError(f"{exc.filename or target}: cannot write: {exc.strerror}") from None
@@ -249,7 +254,9 @@ class StreamTarget:
     """A file written as a stream and put in place only when complete (:meth:`commit`): a
     temporary file beside the target, renamed over it at the end; streams and devices are
     written through. Use as a context manager: leaving it by an exception discards the
-    temporary file and leaves the target as it was."""
+    temporary file and leaves the target as it was. A stream whose reader left raises
+    BrokenPipeError from :meth:`write` (or at the end): the command stops writing, and says
+    nothing, as it does when stdout's reader leaves."""
 
     def __init__(self, path: Path, what: str) -> None:
         self.path, self.what = Path(path), what
@@ -274,8 +281,12 @@ class StreamTarget:
         return self
 
     def write(self, data: bytes) -> None:
+        """Write ``data``; OutputError when it cannot be, and BrokenPipeError, left for the
+        command to stop writing without an error, when a stream's reader left (``| head``)."""
         try:
             self.file.write(data)
+        except BrokenPipeError:
+            raise
         except OSError as exc:
             raise OutputError(
                 f"{self.path}: cannot write the {self.what}: {exc.strerror}"
@@ -291,6 +302,9 @@ class StreamTarget:
             if kind is None and self._tmp is not None:
                 os.replace(self._tmp, self.target)
                 self._tmp = None
+        except BrokenPipeError:
+            if kind is None:  # what close flushed to a stream found its reader gone
+                raise
         except OSError as err:
             if kind is None:
                 raise OutputError(
