@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import run, write_jsonl
+from harness import make_rows, run, write_jsonl
 
 ROWS = [{"confidence": 0.05 + 0.9 * i / 59, "correct": i % 3 != 0} for i in range(60)]
 OLD = '{"old": true}\n'
@@ -205,6 +205,77 @@ def test_a_copy_of_an_input_or_a_stream_may_be_written(made, tmp_path):
     assert result.exit_code == 0, result.stderr
 
 
+# (command line, the two options, the file both name) with {name} for the files of ``made``
+TWO_OUTPUTS = [
+    ("calibrate {preds}", "-o", "--html", "{out}/x.json"),
+    ("reliability {preds}", "--plot", "--html", "{out}/x.svg"),
+    ("calibrate {preds}", "-o", "--summary", "{report}"),
+    ("perplexity {ppl}", "-o", "--summary", "{out}/p.md"),
+    ("compare {preds} {other}", "--summary", "--plot", "{out}/c"),
+    ("threshold {preds} --target-accuracy 0.6", "-o", "--plot", "{report}"),
+    ("fit {preds} --method platt", "-o", "--summary", "{out}/f"),
+]
+
+
+@pytest.mark.parametrize(("line", "first", "second", "path"), TWO_OUTPUTS)
+def test_two_outputs_naming_one_file_are_refused_before_reading(
+    made, tmp_path, line, first, second, path
+):
+    """One output would replace the other (or the summary be appended to the report)."""
+    names = {**made, "out": tmp_path / "out"}
+    names["out"].mkdir()
+    path = path.format(**names)
+    args = [a.format(**names) for a in line.split()]
+    before = _snapshot(tmp_path)
+    result = run([*args, first, path, second, path])
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"Error: {path}: given to both {first} and {second}; "
+        "write each output to a file of its own\n"
+    )
+    assert _snapshot(tmp_path) == before
+
+
+def test_two_names_of_one_output_file_are_one_file(made, tmp_path):
+    """A symbolic or hard link, another spelling, and a link to a file not yet written reach
+    the same file; the message names the first option's path and the other one's."""
+    report = made["report"]
+    soft, hard, dangling = tmp_path / "soft.json", tmp_path / "hard.json", tmp_path / "later"
+    soft.symlink_to(report)
+    os.link(report, hard)
+    dangling.symlink_to(tmp_path / "new.html")
+    before = _snapshot(tmp_path)
+    for first, second in (
+        (report, soft),
+        (report, hard),
+        (report, f"{tmp_path}/run/../r.json"),
+        (dangling, tmp_path / "new.html"),
+    ):
+        result = run(["calibrate", made["preds"], "-o", first, "--html", second])
+        assert result.exit_code == 2, result.stderr
+        assert result.stderr == (
+            f"Error: {first}: given to both -o and --html (as {Path(second)}); "
+            "write each output to a file of its own\n"
+        )
+    assert _snapshot(tmp_path) == before
+    assert not (tmp_path / "new.html").exists()
+
+
+def test_outputs_in_other_files_or_streams_may_share_a_name(made, tmp_path):
+    """Distinct files are written; a stream named twice receives each output in turn."""
+    preds = made["preds"]
+    report, page = tmp_path / "a.json", tmp_path / "a.html"
+    assert run(["calibrate", preds, "-o", report, "--html", page, "-q"]).exit_code == 0
+    assert json.loads(report.read_text())["command"] == "calibrate"
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    result = run(["calibrate", preds, "-o", "/dev/null", "--summary", "/dev/null", "-q"])
+    assert result.exit_code == 0, result.stderr
+    both = cli("calibrate", preds, "--json", "-o", "/dev/stdout", "--html", "/dev/stdout")
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.count('"command": "calibrate"') == 2 and "<!DOCTYPE html>" in both.stdout
+
+
 def test_every_file_option_is_an_input_or_an_output():
     """The parameters check_apart compares cover every file a command names: a new one must be
     added to INPUT_PARAMETERS or OUTPUT_PARAMETERS."""
@@ -260,6 +331,66 @@ def test_closed_stderr_still_gives_the_gate_exit_code(preds):
         preexec_fn=lambda: os.close(2),
     )
     assert result.returncode == 1
+
+
+@pytest.fixture(scope="module")
+def grouped(tmp_path_factory):
+    """Rows of 500 groups, a calibrator, a summary part and a saved report of them: each
+    output below is far larger than a pipe's buffer (64 kB), so writing it meets the closed
+    pipe."""
+    tmp_path = tmp_path_factory.mktemp("grouped")
+    rows = [{**row, "g": f"group{i % 500:03d}"} for i, row in enumerate(make_rows(5000))]
+    files = {"rows": write_jsonl(tmp_path / "g.jsonl", rows)}
+    files.update(cal=tmp_path / "cal.json", part=tmp_path / "g.cbs", report=tmp_path / "r.json")
+    for args in (
+        ["fit", files["rows"], "--method", "histogram", "--by", "g", "-o", files["cal"]],
+        ["summarize", files["rows"], "-o", files["part"]],
+        ["calibrate", files["rows"], "--by", "g", "-o", files["report"]],
+    ):
+        assert run([*args, "-q"]).exit_code == 0
+    return files
+
+
+# command lines with {name} for the files of ``grouped``; what the reader reads before it
+# leaves (the first bytes, or everything up to the output named /dev/stdout, so that the
+# product is read whole and that output meets the closed pipe); the exit code the run ends with
+READER_LEAVES = [
+    ("calibrate {rows} --by g --json", b"", 0),
+    ("reliability {rows} --bins 2000", b"", 0),
+    ("reliability {rows} --bins 2000 --json", b"", 0),
+    ("apply {cal} {rows} --by g", b"", 0),
+    ("calibrate {rows} --by g -o /dev/stdout", b'{"schema_version"', 0),
+    ("calibrate {rows} --by g --max-ece 0.0001 -o /dev/stdout", b'{"schema_version"', 1),
+    ("calibrate {rows} --by g --json --html /dev/stdout --summary /dev/stdout", b"<!DOCTYPE", 0),
+    ("render {report} --html /dev/stdout", b"", 0),
+    ("apply {cal} {rows} --by g -o /dev/stdout", b"", 0),
+    ("summarize {rows} -o /dev/stdout", b"", 0),
+    ("merge {part} -o /dev/stdout", b"", 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "until", "code"), READER_LEAVES, ids=[c[0] for c in READER_LEAVES]
+)
+def test_a_reader_leaving_stdout_is_no_error(grouped, tmp_path, line, until, code):
+    """`calibcli ... | head -c 10`: when the reader of stdout leaves, whatever was still to be
+    written there (the product, or an output named /dev/stdout) is dropped without a
+    traceback or an error line, and the exit code is the one the run would have had."""
+    args = [a.format(**grouped) for a in line.split()]
+    with open(tmp_path / "stderr.txt", "w+b") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "calibcli", *args], stdout=subprocess.PIPE, stderr=stderr
+        )
+        read = process.stdout.read(10)
+        while until not in read:
+            more = process.stdout.read1(65536)
+            assert more, f"{until!r} never came"
+            read += more
+        process.stdout.close()
+        assert process.wait(timeout=600) == code
+        stderr.seek(0)
+        said = stderr.read().decode()
+    assert "Traceback" not in said and "Error" not in said and "Exception" not in said, said
 
 
 @pytest.mark.parametrize("command", ["calibrate", "reliability"])

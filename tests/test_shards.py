@@ -300,7 +300,8 @@ def test_a_summary_of_one_input_given_twice_measures_and_merges(tmp_path):
 
 def test_an_overlap_names_both_parts_and_the_bytes_both_counted(tmp_path):
     """Two ranges of one file that overlap are refused naming the two parts (not another part
-    given), the source as the first part names it and the bytes that both ranges hold."""
+    given), the source as the first part names it and the bytes that both ranges hold; a
+    measuring command prints the line merge prints, each file named once."""
     g = write_jsonl(tmp_path / "g.jsonl", make_rows(300, seed=5))
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(g.read_bytes())
@@ -315,18 +316,18 @@ def test_an_overlap_names_both_parts_and_the_bytes_both_counted(tmp_path):
     tail = "a part merged twice, or one input summarized twice; merge each part once\n"
     out = tmp_path / "no.cbs"
     for first, then in ((half, third), (third, half)):
-        assert one_line_error("merge", first, then, "-o", out) == (
-            f"Error: {first} and {then} both count {shared} of {g} (the same content): {tail}"
-        )
+        line = f"Error: {first} and {then} both count {shared} of {g} (the same content): {tail}"
+        assert one_line_error("merge", first, then, "-o", out) == line
+        assert one_line_error("calibrate", first, then) == line  # each file named once
     assert one_line_error("merge", half, copied, "-o", out) == (
         f"Error: {half} and {copied} both count {shared} of {g} (as {copy} in {copied}: the "
         f"same content): {tail}"
     )
     assert one_line_error("calibrate", other, half, third) == (
-        f"Error: {third}: {half} and {third} both count {shared} of {g} (the same content): {tail}"
+        f"Error: {half} and {third} both count {shared} of {g} (the same content): {tail}"
     )
     assert one_line_error("calibrate", copy, other, third) == (
-        f"Error: {third}: {copy} is read here and its bytes {b['start']:,}-{b['stop']:,} are "
+        f"Error: {copy} is read here and its bytes {b['start']:,}-{b['stop']:,} are "
         f"counted in {third} too: give the summary or the file, not both\n"
     )
     assert not out.exists()

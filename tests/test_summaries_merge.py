@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import random
 
 import numpy as np
@@ -141,6 +142,27 @@ def test_merge_refuses_other_settings():
     b = summary_of([(0.5, True, "a")], CalibrationSettings(bins=15), False)
     with pytest.raises(SummaryMismatch, match=r"bins 10 != 15"):
         a.merge(b)
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_a_refusal_keeps_its_part_when_pickled(protocol):
+    """Worker processes (multiprocessing, Dask, Spark) send exceptions back pickled: the part a
+    refusal is about, and the one-line message of parts refused when measured, survive."""
+    from calibcli.errors import InputError
+    from calibcli.io.parts import PartsError
+    from calibcli.summaries import check_disjoint
+
+    part = part_of([(0.5, True, "a")], CalibrationSettings(bins=10), False, 0)
+    with pytest.raises(SummaryMismatch) as raised:
+        check_disjoint([part, part], ["a.cbs", "b.cbs"])
+    back = pickle.loads(pickle.dumps(raised.value, protocol=protocol))
+    assert type(back) is SummaryMismatch
+    assert (str(back), back.part) == (str(raised.value), "b.cbs")
+    assert pickle.loads(pickle.dumps(SummaryMismatch("m"), protocol=protocol)).part is None
+    refused = PartsError("b.cbs", None, "a.cbs and b.cbs both count x.jsonl")
+    back = pickle.loads(pickle.dumps(refused, protocol=protocol))
+    assert type(back) is PartsError and isinstance(back, InputError)
+    assert (str(back), back.path) == ("a.cbs and b.cbs both count x.jsonl", "b.cbs")
 
 
 @pytest.mark.parametrize(

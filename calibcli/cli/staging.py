@@ -7,7 +7,9 @@ a folder that does not exist) leaves every existing file as it was. A symbolic l
 its target is replaced atomically and the link kept. A target that exists but is not a regular
 file (``/dev/null``, ``/dev/stdout``, a FIFO) cannot be replaced atomically, and replacing it
 would be wrong (as root, ``/dev/null`` would become a plain file): it is written through instead,
-after all the regular files are in place.
+after all the regular files are in place. A stream whose reader has left (``-o /dev/stdout |
+head``) is not a failed write: the rest of what it was to receive is dropped, as stdout's own
+output is, and the run ends as it would have.
 
 An output that is appended to (the Markdown summary) is never replaced: it may be shared by
 concurrent runs, or held open by the shell that exports ``$GITHUB_STEP_SUMMARY``. It is opened
@@ -16,7 +18,8 @@ written) and receives its text in one write at commit, before the renames: of th
 commit it is the one that can fail (a full disk), and when it does nothing else is put in place.
 
 An output that is one of the run's inputs is refused before anything is read
-(:func:`check_apart`, which every command runs first): it would replace what the run reads.
+(:func:`check_apart`, which every command runs first): it would replace what the run reads. So
+are two outputs that are one file: one would replace, or be appended to, the other.
 """
 
 from __future__ import annotations
@@ -82,16 +85,21 @@ def check_writable(path: Path, what: str) -> None:
 
 OUTPUT_PARAMETERS = ("output", "summary", "plot", "html")
 """The parameters by which a command names a file it writes (-o, --summary, --plot, --html)."""
+OPTION_NAMES = {"output": "-o", "summary": "--summary", "plot": "--plot", "html": "--html"}
 INPUT_PARAMETERS = ("files", "parts", "base", "new", "report", "calibrator", "fit")
 """The parameters by which a command names files it reads (folders and patterns included)."""
 
 
 def check_apart(arguments: dict[str, Any]) -> None:
     """Raise OutputError when a command's arguments name one file as an output and an input:
-    the output would replace (or, for --summary, append to) what the run reads. Files are
-    compared as :func:`os.path.samefile` does, so another spelling, a symbolic or a hard link
-    count; only an output that exists as a regular file can be one (standard input and
-    streams are not). Checked before any input is read."""
+    the output would replace (or, for --summary, append to) what the run reads; or as two
+    outputs: one would replace the other, or be appended to it. Files are compared as
+    :func:`os.path.samefile` does, so another spelling, a symbolic or a hard link count (two
+    outputs that do not exist yet, by the paths they resolve to); only an output that exists
+    as a regular file can be an input (standard input and streams are not), and outputs
+    written through to a stream (``/dev/stdout`` twice) each add their text to it. Checked
+    before any input is read."""
+    _check_outputs_apart(arguments)
     written = []
     for name in OUTPUT_PARAMETERS:
         path = arguments.get(name)
@@ -121,6 +129,29 @@ def check_apart(arguments: dict[str, Any]) -> None:
                 raise OutputError(
                     f"{path}: the output file is also an input{also}; write the output elsewhere"
                 )
+
+
+def _check_outputs_apart(arguments: dict[str, Any]) -> None:
+    """Raise OutputError when two of the outputs in ``arguments`` are one file."""
+    seen: dict[object, tuple[str, Any]] = {}
+    for name in OUTPUT_PARAMETERS:
+        path = arguments.get(name)
+        if path is None or _is_special(_target(Path(path))):
+            continue
+        try:
+            found = os.stat(path)
+            key: object = (found.st_dev, found.st_ino)
+        except OSError:  # not there yet: where it would be created
+            key = os.path.realpath(path)
+        if key not in seen:
+            seen[key] = (name, path)
+            continue
+        first, earlier = seen[key]
+        also = "" if str(earlier) == str(path) else f" (as {path})"
+        raise OutputError(
+            f"{earlier}: given to both {OPTION_NAMES[first]} and {OPTION_NAMES[name]}{also}; "
+            "write each output to a file of its own"
+        )
 
 
 def _mode_for(target: Path) -> int:
@@ -190,8 +221,11 @@ class Staged:
             self._renames.clear()
             for target, payload, _ in self._through:
                 # appending: a stream's earlier output (stdout's report) must not be truncated
-                with open(target, "ab") as f:
-                    f.write(payload)
+                try:
+                    with open(target, "ab") as f:
+                        f.write(payload)
+                except BrokenPipeError:
+                    continue  # its reader left (`| head`): the rest is not wanted, no failure
         except OSError as exc:
             self.discard()
             raise OutputError(f"{exc.filename or target}: cannot write: {exc.strerror}") from None
@@ -220,7 +254,9 @@ class StreamTarget:
     """A file written as a stream and put in place only when complete (:meth:`commit`): a
     temporary file beside the target, renamed over it at the end; streams and devices are
     written through. Use as a context manager: leaving it by an exception discards the
-    temporary file and leaves the target as it was."""
+    temporary file and leaves the target as it was. A stream whose reader left raises
+    BrokenPipeError from :meth:`write` (or at the end): the command stops writing, and says
+    nothing, as it does when stdout's reader leaves."""
 
     def __init__(self, path: Path, what: str) -> None:
         self.path, self.what = Path(path), what
@@ -245,8 +281,12 @@ class StreamTarget:
         return self
 
     def write(self, data: bytes) -> None:
+        """Write ``data``; OutputError when it cannot be, and BrokenPipeError, left for the
+        command to stop writing without an error, when a stream's reader left (``| head``)."""
         try:
             self.file.write(data)
+        except BrokenPipeError:
+            raise
         except OSError as exc:
             raise OutputError(
                 f"{self.path}: cannot write the {self.what}: {exc.strerror}"
@@ -262,6 +302,9 @@ class StreamTarget:
             if kind is None and self._tmp is not None:
                 os.replace(self._tmp, self.target)
                 self._tmp = None
+        except BrokenPipeError:
+            if kind is None:  # what close flushed to a stream found its reader gone
+                raise
         except OSError as err:
             if kind is None:
                 raise OutputError(

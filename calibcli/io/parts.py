@@ -34,6 +34,19 @@ SETTING_OPTIONS = {
 """The option that sets each summary setting, for messages."""
 
 
+class PartsError(InputError):
+    """Summary files that cannot be counted together (two parts holding the same bytes, parts
+    of other kinds or settings). The message names the files itself, both parts or the file
+    read and the part counting it too, so it is shown as it is, without a file in front, as
+    ``merge`` shows it; ``path`` is the part it is about, where an annotation points."""
+
+    def __str__(self) -> str:
+        return self.detail
+
+    def __reduce__(self):  # picklable across worker processes, as its base is
+        return (PartsError, (self.path, self.line, self.detail))
+
+
 def is_summary_file(path: str) -> bool:
     """True when ``path`` is a regular file that starts like a summary file."""
     if path == "-":
@@ -120,7 +133,7 @@ def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: i
             # each part on its own, so that a refusal names the one holding the file read here
             check_disjoint([read_summary, *(p for _, p in parts)], [None, *labels])
     except SummaryMismatch as e:
-        raise InputError(e.part or labels[0], None, str(e)) from None
+        raise PartsError(e.part or labels[0], None, str(e)) from None
     if merged.kind == "perplexity":
         if read_summary is None:
             return merged

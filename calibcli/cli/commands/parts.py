@@ -186,7 +186,7 @@ def summarize(
     for warning in warnings:
         say(f"warning: {warning}")
     size = _write(output, summary)
-    if not reading.quiet:
+    if not reading.quiet and size is not None:
         typer.echo(f"{_described(summary)} -> {output} ({_size(size)})", err=True)
 
 
@@ -217,9 +217,10 @@ def _size(nbytes: int) -> str:
     return f"{nbytes / 1e6:.1f} MB" if nbytes >= 100_000 else f"{nbytes / 1e3:.1f} kB"
 
 
-def _write(path: Path, summary: Any) -> int:
+def _write(path: Path, summary: Any) -> int | None:
     """Write the summary file, piece by piece into a file put in place when complete (no copy
-    of the whole in memory); return its size in bytes."""
+    of the whole in memory); return its size in bytes, or None when it went to a stream whose
+    reader left (``-o /dev/stdout | head``): not an error, and nothing to say."""
     from calibcli.cli.staging import OutputError, StreamTarget
     from calibcli.summaries import pieces
 
@@ -231,6 +232,8 @@ def _write(path: Path, summary: Any) -> int:
                 size += len(piece)
     except OutputError as exc:
         raise usage_error(str(exc)) from None
+    except BrokenPipeError:
+        return None
     return size
 
 
@@ -269,6 +272,6 @@ def merge(
     except SummaryMismatch as exc:
         raise usage_error(str(exc)) from None
     size = _write(output, merged)
-    if not quiet:
+    if not quiet and size is not None:
         count = f"{len(parts)} part{'s' if len(parts) != 1 else ''}"
         typer.echo(f"{count}: {_described(merged)} -> {output} ({_size(size)})", err=True)
