@@ -213,3 +213,24 @@ def test_the_note_quotes_the_first_line_of_the_error_shortened():
     )
     assert status_note({"status": "success"}, 2) is None
     assert status_note({}, 2) is None
+
+
+@pytest.mark.parametrize("name", ["run.json", "run.eval"])
+def test_compare_names_a_side_whose_run_did_not_succeed(tmp_path, name):
+    """compare reads its sides by id on a reader of its own: a log of a failed run on either
+    side is named once, as calibrate names it, and the comparison is otherwise the same."""
+    suffix = Path(name).suffix
+    failed = write(tmp_path, name, log("cancelled", results=None))
+    ok = write(tmp_path, f"ok{suffix}", log("success"))
+    args = ["compare", "--scorer", "match", "--json", "--bootstrap", "200", "-q"]
+    said = f"{failed}: the inspect-ai run ended with status 'cancelled': {PLANNED}"
+    clean = run([*args, ok, ok])
+    assert clean.exit_code == 0, clean.stderr
+    for sides in ([failed, ok], [ok, failed], [failed, failed]):
+        result = run([*args, *sides])
+        assert result.exit_code == 0, result.stderr
+        body = json.loads(result.stdout)
+        assert body["warnings"][0] == said
+        assert body["warnings"][1:] == json.loads(clean.stdout)["warnings"]
+        assert body["figures"] == json.loads(clean.stdout)["figures"]
+        assert result.stderr.count("inspect-ai run ended") == 1

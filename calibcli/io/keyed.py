@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, shown_name
 from calibcli.io.ids import default_id_field, row_key, show_id
 from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids, hash_packed
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of
@@ -40,6 +40,7 @@ class KeyColumns:
     groups: list[str] | None
     fmt: str
     spans: list[tuple[str, bool, int, int]]  # (source, read as a folder's file, start, stop)
+    warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
 
     @property
     def n(self) -> int:
@@ -141,7 +142,8 @@ def read_key_columns(
     ids, conf, corr = side.columns()
     if keyed:
         _raise_repeat(reader, ids.first_repeat(), spans, side)
-    return KeyColumns(ids, conf, corr, side.groups, found or "jsonl", spans)
+    warnings = tuple(reader.warnings)
+    return KeyColumns(ids, conf, corr, side.groups, found or "jsonl", spans, warnings)
 
 
 def read_matched(
@@ -158,7 +160,8 @@ def read_matched(
     _raise_repeat(reader, side.first_repeat(), spans, side)
     row_of, conf, corr, new_n = side.row_of, side.conf_at, side.corr_at, side.count
     del side
-    return _aligned(base, row_of, conf, corr, new_n), found or "jsonl"
+    warnings = tuple(dict.fromkeys((*base.warnings, *reader.warnings)))
+    return replace(_aligned(base, row_of, conf, corr, new_n), warnings=warnings), found or "jsonl"
 
 
 def match_keys(base: Any, new: Any) -> Any:
@@ -201,15 +204,20 @@ def read_compared(
     :func:`read_key_columns` (same options, checks and errors), NEW matched to BASE as it is
     read (:func:`read_matched`), or both taken whole when ``unpaired``; the
     :class:`~calibcli.summaries.PairedRows` and the two formats found."""
-    from dataclasses import replace
-
     from calibcli.summaries import PairedRows
 
     if unpaired:
         sides = [read_key_columns([f], **options, keyed=False) for f in (base, new)]
         b, n = sides
         rows = PairedRows(
-            (b.confidence, b.correct), (n.confidence, n.correct), None, 0, 0, b.n, n.n
+            (b.confidence, b.correct),
+            (n.confidence, n.correct),
+            None,
+            0,
+            0,
+            b.n,
+            n.n,
+            tuple(dict.fromkeys((*b.warnings, *n.warnings))),
         )
         return rows, (b.fmt, n.fmt)
     # BASE's id hashes give way to their sorted index, and NEW's are never held as a column
@@ -353,17 +361,32 @@ class _Reader:
         self.by, self.keyed = by, keyed
         self.bounds = {"max_line_bytes": max_line, "max_document_bytes": max_document}
         self._decoders: dict[str, Any] = {}
+        self.warnings: list[str] = []  # what a file read says of itself (a failed inspect run)
+
+    def note(self, name: str, text: str) -> None:
+        """Record the warning ``name: text`` about a file, once however often it is read."""
+        line = f"{shown_name(name)}: {text}"
+        if line not in self.warnings:
+            self.warnings.append(line)
 
     def source(self, source: str, folder: bool, side: _Side) -> str | None:
         """Read one file; its format (None when a folder's file is skipped)."""
         from calibcli.io.parts import is_summary_file
         from calibcli.io.reader import whole_document_kind
+        from calibcli.io.sources import display_name
 
         state = _State(self, source)
         if is_summary_file(source) or whole_document_kind(source, self.bounds["max_line_bytes"]):
             from calibcli.io.records import records
 
-            for name, line_no, row, _ in records(source, **self.bounds, skip_results=folder):
+            shown = display_name(source)
+            rows = records(
+                source,
+                **self.bounds,
+                skip_results=folder,
+                notes=lambda text: self.note(shown, text),
+            )
+            for name, line_no, row, _ in rows:
                 if not state.row(name, line_no, row, folder, side):
                     break
             return state.fmt

@@ -8,7 +8,7 @@ Slower than the block decoders (one ``json.loads`` per line) but with the same s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,12 +30,14 @@ def records(
     max_line_bytes: int = MAX_LINE_BYTES,
     max_document_bytes: int | None = None,
     skip_results: bool = False,
+    notes: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
     """(display name, line number or locator, row, raw line) of each row of ``source``: each
     non-blank line of JSON Lines, or each row of a whole document (a JSON array, a
     pretty-printed object, an inspect-ai ``.eval`` zip; the raw line is then None). Lines
     and compressed documents are bounded as the block readers bound them. An lm-eval results
-    file is an error, or yields nothing with ``skip_results`` (a run folder's)."""
+    file is an error, or yields nothing with ``skip_results`` (a run folder's). ``notes``: see
+    :func:`~calibcli.io.documents.iter_document`."""
     from calibcli.io.parts import is_summary_file
     from calibcli.io.reader import whole_document_kind
 
@@ -48,7 +50,7 @@ def records(
         )
     kind = whole_document_kind(source, max_line_bytes)
     if kind is not None:
-        yield from _document_records(source, kind, max_document_bytes, skip_results)
+        yield from _document_records(source, kind, max_document_bytes, skip_results, notes)
         return
     from calibcli.io.rows import parse_row
 
@@ -68,14 +70,18 @@ def records(
 
 
 def _document_records(
-    source: str, kind: str, max_document_bytes: int | None, skip_results: bool = False
+    source: str,
+    kind: str,
+    max_document_bytes: int | None,
+    skip_results: bool = False,
+    notes: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[str, int | str, dict, None]]:
     from calibcli.io.reader import SkipFile, document_rows
     from calibcli.io.sources import display_name
 
     name = display_name(source)
     try:
-        for locator, row in document_rows(source, kind, max_document_bytes):
+        for locator, row in document_rows(source, kind, max_document_bytes, notes=notes):
             yield name, locator, row, None
     except SkipFile as skip:  # a results file holds no rows to compare, apply or fit
         if not skip_results:

@@ -293,7 +293,8 @@ def compare_report(
         **pooled.section.figures,
         **_sides(matched, settings),
     }
-    notes = list(pooled.section.notes)
+    notes = [Note("input", warning) for warning in matched.warnings]
+    notes += pooled.section.notes
     if not settings.paired:
         notes.append(
             Note(

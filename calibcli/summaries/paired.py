@@ -38,6 +38,7 @@ class PairedRows:
     unmatched_new: int
     base_rows: int
     new_rows: int
+    warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
 
 
 def match(base: KeyedRows, new: KeyedRows) -> PairedRows:
