@@ -98,6 +98,59 @@ def test_another_by_field_is_refused(tmp_path):
     assert run(["calibrate", path, "--calibrator", cal, "--by", "subject", "-q"]).exit_code == 0
 
 
+POOLED_FOR_C = (
+    "the calibrator holds no map for --by subject group 'c' (it was fitted on none of its "
+    "rows): its rows take the pooled map"
+)
+POOLED_FOR_ALL = (
+    "the calibrator holds a map per --by subject group; without --by every row takes its "
+    "pooled map: give --by subject for the groups' maps"
+)
+
+
+@pytest.mark.parametrize("command", ["calibrate", "reliability", "threshold"])
+def test_rows_taking_the_pooled_map_of_a_per_group_calibrator_are_named(tmp_path, command):
+    """A calibrator fitted per group maps a group it never saw, or rows read without --by, by
+    its pooled map: the figures are not those of the groups' maps, and the report says so."""
+    fit_rows = [dict(r, subject="ab"[i % 2]) for i, r in enumerate(rows(400, 3))]
+    scored = [dict(r, subject="abc"[i % 3]) for i, r in enumerate(rows(300, 4))]
+    dev = write_jsonl(tmp_path / "dev.jsonl", fit_rows)
+    test = write_jsonl(tmp_path / "test.jsonl", scored)
+    cal = tmp_path / "by.json"
+    assert run(["fit", dev, "--method", "platt", "--by", "subject", "-o", cal, "-q"]).exit_code == 0
+    extra = ["--target-accuracy", "0.6"] if command == "threshold" else []
+
+    def warnings(*args):
+        result = run([command, test, "--calibrator", cal, *extra, *args, "--json", "-q"])
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)["warnings"]
+
+    assert POOLED_FOR_C in warnings("--by", "subject")
+    assert POOLED_FOR_ALL in warnings()
+    seen = write_jsonl(tmp_path / "ab.jsonl", [r for r in scored if r["subject"] != "c"])
+    result = run([command, seen, "--calibrator", cal, *extra, "--by", "subject", "--json", "-q"])
+    assert not any("pooled map" in w for w in json.loads(result.stdout)["warnings"])
+
+
+def test_apply_names_rows_taking_the_pooled_map(tmp_path):
+    fit_rows = [dict(r, subject="ab"[i % 2]) for i, r in enumerate(rows(400, 3))]
+    scored = [dict(r, subject="abc"[i % 3]) for i, r in enumerate(rows(300, 4))]
+    dev = write_jsonl(tmp_path / "dev.jsonl", fit_rows)
+    test = write_jsonl(tmp_path / "test.jsonl", scored)
+    cal = tmp_path / "by.json"
+    assert run(["fit", dev, "--method", "platt", "--by", "subject", "-o", cal, "-q"]).exit_code == 0
+    done = "recalibrated 300 rows (platt)\n"
+    grouped = run(["apply", cal, test, "--by", "subject"])
+    assert grouped.exit_code == 0 and grouped.stderr == f"{done}warning: {POOLED_FOR_C}\n"
+    pooled = run(["apply", cal, test])
+    assert pooled.exit_code == 0 and pooled.stderr == f"{done}warning: {POOLED_FOR_ALL}\n"
+    seen = write_jsonl(tmp_path / "ab.jsonl", [r for r in scored if r["subject"] != "c"])
+    clean = run(["apply", cal, seen, "--by", "subject"])
+    assert clean.exit_code == 0 and clean.stderr == "recalibrated 200 rows (platt)\n"
+    # --quiet keeps apply's stderr empty, as for its other warning
+    assert run(["apply", cal, test, "-q"]).stderr == ""
+
+
 def in_sample(report) -> list[str]:
     return [w for w in report["warnings"] if "the rows the calibrator was fitted on" in w]
 

@@ -862,3 +862,33 @@ def test_calibrator_thresholds_are_on_recalibrated_confidences(tmp_path):
     ref = ltt_reference(mapped, 0.65, 0.2, exact=False)
     assert g_cooked["threshold"] == pytest.approx(ref["threshold"], rel=1e-12)
     assert g_cooked["accepted"] == ref["accepted"] and g_cooked["tests_run"] == ref["tests_run"]
+
+
+def test_calibrator_threshold_says_it_is_on_the_recalibrated_scale(tmp_path):
+    """Platt on overconfident rows lowers every confidence: the threshold chosen on the mapped
+    confidences, held against the raw ones, would accept nearly every row at the raw accuracy.
+    The report says which scale the threshold is on, in the JSON warnings and the headline."""
+    lines = (SAMPLE / "overconfident.jsonl").read_text(encoding="utf-8").splitlines(True)
+    fit_half, score_half = tmp_path / "fit.jsonl", tmp_path / "score.jsonl"
+    fit_half.write_text("".join(lines[:1000]), encoding="utf-8")
+    score_half.write_text("".join(lines[1000:]), encoding="utf-8")
+    cal = tmp_path / "platt.json"
+    assert run(["fit", fit_half, "--method", "platt", "-o", cal, "-q"]).exit_code == 0
+    args = [score_half, "--target-accuracy", "0.7", "--calibrator", cal]
+    report, _ = threshold_json(*args)
+    t = report["guaranteed"]["threshold"]
+    raw = [(r["confidence"], r["correct"]) for r in rows_of(score_half)]
+    # the trap: every raw confidence clears the recalibrated threshold, at the raw accuracy
+    assert all(c >= t for c, _ in raw) and sum(y for _, y in raw) / len(raw) < 0.7
+    scale = [w for w in report["warnings"] if "recalibrated scale" in w]
+    assert scale == [
+        f"the thresholds are on the recalibrated scale (platt, calibrator {cal}): a row is "
+        "accepted when its confidence mapped by the calibrator is >= the threshold; compare "
+        "the threshold with mapped confidences (calibcli apply), never with the raw ones"
+    ]
+    shown = run(["threshold", *args, "-q"])
+    assert "rows with recalibrated confidence >= threshold are accepted" in " ".join(
+        shown.stdout.split()
+    )
+    plain, _ = threshold_json(score_half, "--target-accuracy", "0.7")
+    assert not any("recalibrated scale" in w for w in plain["warnings"])

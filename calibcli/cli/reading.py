@@ -201,8 +201,10 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
     """What a calibrator file records of the rows it was fitted on, checked against the rows
     read: another multiple-choice normalisation, or inspect-ai confidences taken by another
     mode, is exit 2 (the map would score other numbers), another confidence field a warning
-    (it was asked for by name). A file that records neither (fitted on other formats, or
-    written before the mode was recorded) is applied as it is."""
+    (it was asked for by name), as are rows that take the pooled map of a file fitted per
+    --by group (read without --by, or of a group it holds no map for). A file that records
+    neither normalisation nor mode (fitted on other formats, or written before the mode was
+    recorded) is applied as it is."""
     if calibrators is None:
         return []
     fitted = calibrators.fitted_on
@@ -213,14 +215,18 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
             f"rows are read with --mc-norm {data.settings.mc_norm}: give --mc-norm {norm}"
         )
     check_inspect_mode(calibrators, data)
+    from calibcli.summaries import pooled_map_note
+
+    notes = []
     recorded = fitted.get("confidence_field")
     field = data.settings.confidence_field
     if data.fmt == "jsonl" and isinstance(recorded, str) and recorded != field:
-        return [
+        notes.append(
             f"the calibrator was fitted on the field {recorded!r}; it maps {field!r} here, as "
             "--confidence-field asked"
-        ]
-    return []
+        )
+    pooled = pooled_map_note(calibrators, data.settings.by, data.group_names)
+    return notes + ([pooled] if pooled else [])
 
 
 def check_inspect_mode(calibrators: Any, data: Any) -> None:

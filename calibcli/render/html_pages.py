@@ -186,8 +186,9 @@ def threshold(ids: b.Ids, body: dict[str, Any]) -> list[str]:
             else (" over every distinct confidence")
         )
     level = confidence(delta) if is_number(delta) else "n/a"
+    scored = "recalibrated confidence" if "recalibration" in body else "confidence"
     intro = (
-        "<p>Rows with confidence ≥ the threshold are accepted. The guaranteed threshold keeps "
+        f"<p>Rows with {scored} ≥ the threshold are accepted. The guaranteed threshold keeps "
         f"their accuracy ≥ {number(target, 3)} with probability ≥ {level} ({method}); the "
         "plug-in threshold reaches that accuracy on these rows, with no guarantee.</p>"
     )

@@ -297,9 +297,11 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
     """The chosen thresholds and summary figures, the risk–coverage table, a text curve."""
     method = {"ltt": "Learn then Test, fixed sequence", "sgr": "SGR bisection"}[report["method"]]
     method += _grid(report.get("grid"))
+    # a threshold chosen on recalibrated confidences is compared with the calibrator's output
+    scored = "recalibrated confidence" if "recalibration" in report else "confidence"
     head = Text(
         f"Automation threshold: accuracy >= {report['target_accuracy']:g} with probability "
-        f">= {confidence(report['delta'])} ({method}); rows with confidence >= threshold are "
+        f">= {confidence(report['delta'])} ({method}); rows with {scored} >= threshold are "
         "accepted"
     )
     figures = shown(THRESHOLD, report)

@@ -266,6 +266,19 @@ def _gated_coverage(section: dict[str, Any]) -> float | None:
     return chosen["realised"]["coverage"]
 
 
+def _mapped_scale(settings: dict[str, Any]) -> str:
+    """What a threshold chosen on recalibrated confidences means: it is compared with the
+    calibrator's output, so a raw confidence held against it accepts other rows (a map that
+    lowers confidences makes the raw threshold accept more, and less accurate, rows)."""
+    path = settings.get("calibrator")
+    which = f"{settings.get('method')}{f', calibrator {path}' if path else ''}"
+    return (
+        f"the thresholds are on the recalibrated scale ({which}): a row is accepted when its "
+        "confidence mapped by the calibrator is >= the threshold; compare the threshold with "
+        "mapped confidences (calibcli apply), never with the raw ones"
+    )
+
+
 def threshold_report(
     summary: Any,
     settings: ThresholdSettings,
@@ -333,6 +346,7 @@ def threshold_report(
             )
         )
     if recalibration is not None:
+        notes.append(Note("recalibration", _mapped_scale(recalibration.settings)))
         notes += [Note("recalibration", t) for t in recalibration.notes]
     return assemble(
         "threshold",

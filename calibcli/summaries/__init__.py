@@ -39,6 +39,7 @@ _LAZY = {
             "fit_data",
             "in_sample_note",
             "load",
+            "pooled_map_note",
             "recalibrated",
         ),
         "calibcli.summaries.recalibrate",

@@ -65,6 +65,32 @@ class CalibratorFile:
         return json.dumps(body, allow_nan=False) + "\n"
 
 
+def pooled_map_note(calibrators: CalibratorFile, by: str | None, groups: Any) -> str | None:
+    """A warning when rows of a calibrator fitted per --by group take its pooled map instead
+    of a group's: every row when the rows are read without --by, or the rows of ``groups``
+    (the --by group names read) the file holds no map for. None when every row takes its
+    group's map, or the file holds none."""
+    if not calibrators.groups:
+        return None
+    field = calibrators.by or "FIELD"
+    if by is None:
+        return (
+            f"the calibrator holds a map per --by {field} group; without --by every row takes "
+            f"its pooled map: give --by {field} for the groups' maps"
+        )
+    unseen = sorted({str(g) for g in groups or ()} - set(calibrators.groups))
+    if not unseen:
+        return None
+    shown = ", ".join(repr(n) for n in unseen[:10])
+    more = f" and {len(unseen) - 10} more" if len(unseen) > 10 else ""
+    one = len(unseen) == 1
+    return (
+        f"the calibrator holds no map for --by {by} {'group' if one else 'groups'} "
+        f"{shown}{more} (it was fitted on none of {'its' if one else 'their'} rows): "
+        f"{'its' if one else 'their'} rows take the pooled map"
+    )
+
+
 def fit_data(
     summary: Any, *, method: str, bins: int, fitted_on: dict[str, Any], by: str | None
 ) -> CalibratorFile:

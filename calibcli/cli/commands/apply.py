@@ -53,7 +53,7 @@ def apply_calibrator(
     from calibcli.cli.reading import recalibration_options
     from calibcli.cli.staging import OutputError, StreamTarget
     from calibcli.io import InputError, rewrite_confidences
-    from calibcli.summaries import MULTICLASS
+    from calibcli.summaries import MULTICLASS, pooled_map_note
 
     calibrators, _ = recalibration_options(calibrator, None, None)
     if calibrators.method == MULTICLASS:
@@ -77,7 +77,11 @@ def apply_calibrator(
         )
     check_outputs(output=output)
 
+    seen: set[str] = set()  # the --by groups met, for the warning on those without a map
+
     def mapping(group: str | None, confidences: Any) -> Any:
+        if group is not None:
+            seen.add(group)
         return calibrators.for_group(group).apply(confidences)
 
     if output is None and sys.stdout is None:
@@ -109,6 +113,9 @@ def apply_calibrator(
         raise usage_error(f"cannot write to standard output: {exc.strerror or exc}") from None
     if not quiet:
         typer.echo(f"recalibrated {count:,} rows ({calibrators.method})", err=True)
+    pooled = pooled_map_note(calibrators, by, seen)
+    if pooled and not quiet:
+        say(f"warning: {pooled}")
 
 
 def _gzip_writer(write: Callable[[bytes], None]) -> tuple[Callable[[bytes], None], Callable]:
