@@ -70,7 +70,7 @@ def apply_calibrator(
     recorded = calibrators.fitted_on.get("confidence_field")
     if confidence_field is None:
         confidence_field = recorded if isinstance(recorded, str) else "confidence"
-    elif isinstance(recorded, str) and recorded != confidence_field and not quiet:
+    elif isinstance(recorded, str) and recorded != confidence_field:  # shown under -q too
         say(
             f"warning: the calibrator was fitted on the field {recorded!r}; it maps "
             f"{confidence_field!r} here, as --confidence-field asked"
@@ -114,7 +114,7 @@ def apply_calibrator(
     if not quiet:
         typer.echo(f"recalibrated {count:,} rows ({calibrators.method})", err=True)
     pooled = pooled_map_note(calibrators, by, seen)
-    if pooled and not quiet:
+    if pooled:
         say(f"warning: {pooled}")
 
 
