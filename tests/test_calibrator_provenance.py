@@ -84,6 +84,53 @@ def test_another_mc_norm_is_refused(tmp_path):
     assert run(["calibrate", *mc, "--calibrator", cal, "--mc-norm", "chars", "-q"]).exit_code == 0
 
 
+OTHER_FORMAT = "the calibrator was fitted on {} rows; it maps {} here, whose confidences may be "
+
+
+@pytest.mark.parametrize("command", ["calibrate", "reliability", "threshold"])
+def test_rows_of_another_format_than_the_fit_rows_are_named(tmp_path, command):
+    """A map fitted on one format's confidences (a softmax over lm-eval choices) applied to
+    another's (a stated number in JSON Lines) may not fit them: a warning names both formats,
+    and the rows of the fit's format only; the figures are those of the map all the same."""
+    mc = sorted(str(p) for p in LM_EVAL.glob("samples_toy_mc_*.jsonl"))
+    native = write_jsonl(tmp_path / "native.jsonl", rows(300, 5))
+    on_lm_eval, on_native = tmp_path / "lm.json", tmp_path / "native.json"
+    assert run(["fit", *mc, "--method", "platt", "-o", on_lm_eval, "-q"]).exit_code == 0
+    assert run(["fit", native, "--method", "platt", "-o", on_native, "-q"]).exit_code == 0
+    extra = ["--target-accuracy", "0.6"] if command == "threshold" else []
+
+    def warnings(*args):
+        result = run([command, *args, *extra, "--json", "-q"])
+        assert result.exit_code == 0, result.stderr
+        return [w for w in json.loads(result.stdout)["warnings"] if "rows; it maps" in w]
+
+    assert warnings(native, "--calibrator", on_lm_eval) == [
+        OTHER_FORMAT.format("lm-eval", "jsonl rows") + "taken another way"
+    ]
+    assert warnings(*mc, "--calibrator", on_native) == [
+        OTHER_FORMAT.format("jsonl", "lm-eval rows") + "taken another way"
+    ]
+    assert warnings(native, *mc, "--calibrator", on_native) == [
+        OTHER_FORMAT.format("jsonl", "lm-eval rows") + "taken another way"
+    ]
+    assert warnings(*mc, "--calibrator", on_lm_eval) == []
+    assert warnings(native, "--calibrator", on_native) == []
+
+
+def test_apply_names_a_calibrator_fitted_on_another_format(tmp_path):
+    mc = sorted(str(p) for p in LM_EVAL.glob("samples_toy_mc_*.jsonl"))
+    native = write_jsonl(tmp_path / "native.jsonl", rows(300, 5))
+    cal = tmp_path / "lm.json"
+    assert run(["fit", *mc, "--method", "platt", "-o", cal, "-q"]).exit_code == 0
+    result = run(["apply", cal, native, "-q"])
+    assert result.exit_code == 0
+    assert result.stderr == (
+        "warning: "
+        + OTHER_FORMAT.format("lm-eval", "the JSON Lines rows' 'confidence'")
+        + "taken another way\n"
+    )
+
+
 def test_another_by_field_is_refused(tmp_path):
     data = [dict(r, subject="ab"[i % 2], topic="xy"[i % 2]) for i, r in enumerate(rows(400, 3))]
     path = write_jsonl(tmp_path / "d.jsonl", data)

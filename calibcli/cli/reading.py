@@ -201,7 +201,8 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
     """What a calibrator file records of the rows it was fitted on, checked against the rows
     read: another multiple-choice normalisation, or inspect-ai confidences taken by another
     mode, is exit 2 (the map would score other numbers), another confidence field a warning
-    (it was asked for by name), as are rows that take the pooled map of a file fitted per
+    (it was asked for by name), as are rows of another format than the rows it was fitted on
+    (recorded by every file), and rows that take the pooled map of a file fitted per
     --by group (read without --by, or of a group it holds no map for). A file that records
     neither normalisation nor mode (fitted on other formats, or written before the mode was
     recorded) is applied as it is."""
@@ -224,6 +225,15 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
         notes.append(
             f"the calibrator was fitted on the field {recorded!r}; it maps {field!r} here, as "
             "--confidence-field asked"
+        )
+    fitted_format = fitted.get("format")
+    others = sorted({f for f in data.formats.values() if f != fitted_format})
+    if isinstance(fitted_format, str) and fitted_format != "mixed" and others:
+        # another format takes its confidence another way (a softmax over choices, a token's
+        # probability, a stated number): the map may not fit these numbers
+        notes.append(
+            f"the calibrator was fitted on {fitted_format} rows; it maps {', '.join(others)} "
+            "rows here, whose confidences may be taken another way"
         )
     pooled = pooled_map_note(calibrators, data.settings.by, data.group_names)
     return notes + ([pooled] if pooled else [])

@@ -75,6 +75,12 @@ def apply_calibrator(
             f"warning: the calibrator was fitted on the field {recorded!r}; it maps "
             f"{confidence_field!r} here, as --confidence-field asked"
         )
+    fitted_format = calibrators.fitted_on.get("format")
+    if isinstance(fitted_format, str) and fitted_format not in ("jsonl", "mixed"):
+        say(
+            f"warning: the calibrator was fitted on {fitted_format} rows; it maps the JSON Lines "
+            f"rows' {confidence_field!r} here, whose confidences may be taken another way"
+        )
     check_outputs(output=output)
 
     seen: set[str] = set()  # the --by groups met, for the warning on those without a map
