@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 
 import numpy as np
@@ -337,10 +338,10 @@ def test_recalibrate_cross_fits_out_of_fold(halves):
     assert recal["method"] == "platt"
     assert recal["folds"] == 5
 
-    # the reader hands over right answers first, then wrong ones (each in file order), and
-    # the fold permutation runs over that order
+    # the fold permutation runs over the right answers' confidences in ascending order, then
+    # the wrong answers', whatever order the file holds them in
     c, y = columns(rows_of(path))
-    c = np.concatenate([c[y], c[~y]])
+    c = np.concatenate([np.sort(c[y]), np.sort(c[~y])])
     y = np.concatenate([y[y], y[~y]])
     n = c.shape[0]
     out = np.empty(n)
@@ -353,6 +354,31 @@ def test_recalibrate_cross_fits_out_of_fold(halves):
     assert_figures(report, out, y)
     assert_figures(recal["before"], c, y)
     assert recal["after"]["ece"] < 0.05 < recal["before"]["ece"]
+
+
+def test_cross_fitting_depends_on_the_rows_not_their_order_or_split(tmp_path):
+    """The folds are drawn over the rows in a canonical order, so the file, its lines
+    shuffled, its summary and its summary in two parts give the same figures, pooled and per
+    --by group."""
+    path = SAMPLE / "overconfident.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    random.Random(4).shuffle(lines)
+    shuffled = tmp_path / "shuffled.jsonl"
+    shuffled.write_text("".join(lines), encoding="utf-8")
+    for by in ([], ["--by", "subject"]):
+        whole, one, two = tmp_path / "whole.cbs", tmp_path / "1.cbs", tmp_path / "2.cbs"
+        for part, out in ((None, whole), ("1/2", one), ("2/2", two)):
+            cut = [] if part is None else ["--part", part]
+            made = run(["summarize", shuffled, *by, *cut, "-o", out, "-q"])
+            assert made.exit_code == 0, made.stderr
+        blocks = []
+        for inputs in ([path], [shuffled], [whole], [two, one]):
+            args = ["calibrate", *inputs, *by, "--recalibrate", "platt", "--folds", "5", "--json"]
+            result = run([*args, "-q"])
+            assert result.exit_code == 0, result.stderr
+            report = strict_json(result.stdout)
+            blocks.append(json.dumps([report["recalibration"], report.get("groups")]))
+        assert blocks[1:] == blocks[:1] * 3
 
 
 @pytest.mark.parametrize(

@@ -251,16 +251,26 @@ def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: in
     fitted on the other folds (per --by group when grouped). A --by group with fewer rows than
     ``folds`` cannot be cut into folds: its confidences are kept as they are, and a warning
     names it (the other groups are recalibrated). Raises ValueError when a fit fails, or when
-    the pooled rows (no --by) are fewer than ``folds``."""
+    the pooled rows (no --by) are fewer than ``folds``.
+
+    The folds are drawn over each class's confidences in ascending order (right answers
+    first), not in the order the rows were read: rows are interchangeable within a class at
+    one confidence, so the figures depend on the rows alone, the same from a file, its
+    shuffled lines, or any split of it into summary parts."""
+    import numpy as np
+
     from calibcli.metrics import cross_fit
 
     def crossed(columns: Any, where: str) -> tuple[Any, Any]:
         if columns.n == 0:
             return columns.conf_correct, columns.conf_wrong
         right = columns.conf_correct.shape[0]
+        by_right = np.argsort(columns.conf_correct, kind="stable")
+        by_wrong = np.argsort(columns.conf_wrong, kind="stable")
+        ordered = np.concatenate([columns.conf_correct[by_right], columns.conf_wrong[by_wrong]])
         try:
             out = cross_fit(
-                columns.confidences(),
+                ordered,
                 columns.correct(),
                 method=method,
                 folds=folds,
@@ -269,7 +279,10 @@ def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: in
             )
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
-        return out[:right], out[right:]
+        # each row's value back at its place among the summary's rows
+        mapped_right, mapped_wrong = np.empty(right), np.empty(out.shape[0] - right)
+        mapped_right[by_right], mapped_wrong[by_wrong] = out[:right], out[right:]
+        return mapped_right, mapped_wrong
 
     groups = summary.by_group()
     if groups is None:
