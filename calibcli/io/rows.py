@@ -444,7 +444,7 @@ class PerplexityRow:
             names = " or ".join(f'"{t}"' for t, _, _ in SUM_FIELDS)
             raise ValueError(f"missing field {names}")
         total, count, sign = found
-        value = field(obj, total)
+        given = value = field(obj, total)
         if sign < 0:
             if _is_number(value) and value > 0:
                 raise ValueError(
@@ -453,6 +453,8 @@ class PerplexityRow:
             value = -value if _is_number(value) else value
         nll = check_nll(value, total)
         tokens = check_count(field(obj, count), count)
+        if sign < 0 and not nll_tokens_ok(nll, tokens):  # named as given, not as its negation
+            raise ValueError(f"{total} {show(given)} < 0 with 0 {count}")
         check_nll_tokens(nll, tokens, total, count)
         return nll, tokens, *self._optional(obj), 0, 0, 0
 
