@@ -110,6 +110,22 @@ def test_bad_values_add_up_in_partition_order_whatever_the_merge_order():
     assert "column 'correct': 1 bad value; the first is 7 (row 2 of partition 1)" in message
 
 
+@pytest.mark.parametrize("column", ["nll", "tokens", "bytes"])
+def test_a_boolean_perplexity_column_is_refused_not_read_as_ones(column):
+    # as in JSON rows, true is neither one token nor an NLL of 1
+    spec, table = frame_spec("perplexity", ("nll", "tokens", "bytes", None), label="t")
+    data = {"nll": [1.0, 2.0], "tokens": [1, 2], "bytes": [4, 8]}
+    data[column] = [True, True]
+    result = frame_task(spec, table, 0, [pa.RecordBatch.from_pydict(data)])
+    with pytest.raises(InputError) as found:
+        finish(result, "the DataFrame")
+    what = "a number" if column == "nll" else "a count"
+    assert str(found.value).endswith(
+        f"column {column!r}: 2 bad values; the first is true (row 1 of partition 0): "
+        f"a boolean, not {what}"
+    )
+
+
 def test_byte_ranges_tile_each_file_with_absolute_paths(tmp_path, monkeypatch):
     (tmp_path / "a.jsonl").write_text('{"confidence": 0.25, "correct": true}\n' * 1000)
     monkeypatch.chdir(tmp_path)

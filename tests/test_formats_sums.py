@@ -53,6 +53,7 @@ def test_sums_keep_bytes_and_words(tmp_path):
         ({"nll_sum": -1.0, "n_tokens": 2}, "nll_sum -1.0 is negative"),
         ({"nll_sum": 1.0, "n_tokens": 1.5}, "n_tokens 1.5 is not a non-negative integer"),
         ({"nll_sum": 1.0, "n_tokens": 0}, "nll_sum 1.0 > 0 with 0 n_tokens"),
+        ({"sum_logprob": -3, "num_tokens": 0}, "sum_logprob -3 < 0 with 0 num_tokens"),
     ],
 )
 def test_sums_errors_name_the_field(tmp_path, row, message):

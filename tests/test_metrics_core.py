@@ -310,6 +310,10 @@ def test_perplexity_result_types_and_frozen():
         pytest.param([0.5, 0.25, 0.125], [1, 1, math.nan], 2, "nan", id="nan-tokens"),
         pytest.param([0.5, 0.75, 0.125], [1, 0, 1], 1, "0.75", id="positive-nll-zero-tokens"),
         pytest.param([0.5, math.inf], [1, 0], 1, "inf", id="inf-nll-zero-tokens"),
+        pytest.param(
+            [0.5, 0.25], np.array([1, 2**63], np.uint64), 1, str(2**63), id="tokens-past-int64"
+        ),
+        pytest.param([0.5, 0.25], [1, 1e20], 1, "1e+20", id="float-tokens-past-int64"),
     ],
 )
 def test_invalid_perplexity_input_names_position_and_value(nll, tokens, index, value):
@@ -319,6 +323,19 @@ def test_invalid_perplexity_input_names_position_and_value(nll, tokens, index, v
     with pytest.raises(ValueError) as exc:
         PerplexityResult.from_token_nll(nll, tokens)
     assert_names_position_and_value(exc, index, value)
+
+
+def test_token_total_is_exact_past_int64():
+    # five sequences of 2**62 tokens: an int64 sum wraps around to 2**62
+    tokens = np.full(5, 2**62, np.int64)
+    result = PerplexityResult.from_token_nll([2.0**62] * 5, tokens)
+    assert result.total_tokens == 5 * 2**62
+    assert result.mean_nll == 1.0 and result.perplexity == math.e
+
+
+def test_finite_nlls_summing_past_the_largest_double_give_infinite_perplexity():
+    result = PerplexityResult.from_token_nll([1e308, 1e308], [1, 1])
+    assert result.total_nll == math.inf and result.perplexity == math.inf
 
 
 def test_perplexity_mismatched_lengths():

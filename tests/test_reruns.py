@@ -3,6 +3,7 @@ row read twice is refused, unless --all-runs pools them on purpose."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -133,6 +134,23 @@ def test_two_files_with_the_same_bytes_are_named(tmp_path):
     body, _ = report(["calibrate", path, copy])
     assert body["n"] == 8
     assert any(f"{copy} holds the same bytes as {path}" in w for w in body["warnings"])
+
+
+def test_a_gzip_file_beside_the_file_it_compresses_is_named(tmp_path):
+    # a folder after `gzip -k p.jsonl` holds the rows twice
+    path = write_jsonl(tmp_path / "p.jsonl", [{"nll": 2.0, "tokens": 3}] * 4)
+    packed = tmp_path / "p.jsonl.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    other = write_jsonl(tmp_path / "q.jsonl", [{"nll": 1.0, "tokens": 5}] * 4)
+    body, _ = report(["perplexity", tmp_path])
+    assert body["sequences"] == 12
+    assert body["warnings"] == [
+        f"{packed} holds the same bytes as {path} once decompressed: their rows are counted "
+        "twice (pass --all-runs if that is meant, or give one of them)"
+    ]
+    # the same size and other bytes, or another file, say nothing
+    path.write_text(path.read_text().replace("2.0", "4.0"))
+    assert report(["perplexity", packed, path, other])[0]["warnings"] == []
 
 
 def test_standard_input_twice_is_refused():

@@ -144,6 +144,21 @@ def _floats(array: Any, column: str, problems: ColumnProblems, ok: Any, why: str
     return values, bad
 
 
+def _boolean(array: Any, column: str, problems: ColumnProblems, what: str, where: Any):
+    """Every row of a boolean column where numbers are wanted, recorded as bad (true is neither
+    one token nor an NLL of 1, as the JSON rows have it); None for a column of another type."""
+    import numpy as np
+    import pyarrow as pa
+
+    from calibcli.io.rows import show
+
+    if not pa.types.is_boolean(array.type):
+        return None
+    first = array[0].as_py()
+    problems.add(column, len(array), "null" if first is None else show(first), what, where(0))
+    return np.ones(len(array), bool)
+
+
 def _column(batch: Any, name: str) -> Any:
     return batch.column(batch.schema.get_field_index(name))
 
@@ -189,6 +204,9 @@ def _counts(batch: Any, name: str | None, problems: ColumnProblems, where: Any):
     if name is None:
         return None, None
     raw = _column(batch, name)
+    bad = _boolean(raw, name, problems, "a boolean, not a count", where)
+    if bad is not None:
+        return np.zeros(len(raw), np.int64), bad
     nulls = raw.is_null().to_numpy(zero_copy_only=False)
     if pa.types.is_integer(raw.type):  # exact beyond 2**53, unlike a detour through floats
         ints = pc.fill_null(pc.cast(raw, "int64"), 0).to_numpy(zero_copy_only=False)
@@ -212,7 +230,12 @@ def _perplexity_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, whe
     from calibcli.io.rows import nll_ok, nll_tokens_ok
 
     nll_name, tokens_name, bytes_name, words_name = spec.columns
-    nll, bad = _floats(_column(batch, nll_name), nll_name, problems, nll_ok, "negative", where)
+    raw = _column(batch, nll_name)
+    bad = _boolean(raw, nll_name, problems, "a boolean, not a number", where)
+    if bad is None:
+        nll, bad = _floats(raw, nll_name, problems, nll_ok, "negative", where)
+    else:
+        nll = np.zeros(len(raw))
     tokens, bad_tokens = _counts(batch, tokens_name, problems, where)
     bad |= bad_tokens
     with np.errstate(invalid="ignore"):

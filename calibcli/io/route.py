@@ -193,13 +193,16 @@ def perplexity_router(spec: Any) -> Router:
             single = spec.converter(fmt)
             return lambda obj: [single(obj)]
         from calibcli.formats import perplexity_rows
+        from calibcli.io.rows import check_counts
 
         def rows(obj: dict) -> list[tuple]:
             # the last value says "this row's NLL overflowed a double"; an infinite NLL here is
             # a -inf logprob (a zero-probability token): a finite sum past 1.8e308 needs
             # logprobs no API writes
             return [
-                (float(r.nll), r.tokens, r.bytes, r.words, r.nulls, r.sentinels, False)
+                check_counts(
+                    (float(r.nll), r.tokens, r.bytes, r.words, r.nulls, r.sentinels, False)
+                )
                 for r in perplexity_rows(fmt, obj)
             ]
 

@@ -264,6 +264,16 @@ def check_nll_tokens(nll: float, tokens: int, nll_field: str, tokens_field: str)
         raise ValueError(f"{nll_field} {show(nll)} > 0 with 0 {tokens_field}")
 
 
+def check_counts(values: tuple) -> tuple:
+    """The values of a perplexity row another format gave (nll, tokens, bytes, words, ...),
+    its counts held to the native rows' range: ValueError for one beyond MAX_COUNT, which
+    neither a block's int64 columns nor the exact totals hold."""
+    for kind, v in zip(("token", "byte", "word"), values[1:4], strict=True):
+        if v is not None and not count_ok(v):
+            raise ValueError(f"{kind} count {show(v)} is too large")
+    return values
+
+
 # --------------------------------------------------------------------------- row kinds
 
 
@@ -408,7 +418,7 @@ class PerplexityRow:
 
             def rolling(obj: dict) -> tuple:
                 nll, words, nbytes = lm_eval_rolling_row(obj)
-                return float(nll), None, nbytes, words, 0, 0, 0
+                return check_counts((float(nll), None, nbytes, words, 0, 0, 0))
 
             return rolling
         if fmt == "sums":
@@ -434,7 +444,7 @@ class PerplexityRow:
             names = " or ".join(f'"{t}"' for t, _, _ in SUM_FIELDS)
             raise ValueError(f"missing field {names}")
         total, count, sign = found
-        value = field(obj, total)
+        given = value = field(obj, total)
         if sign < 0:
             if _is_number(value) and value > 0:
                 raise ValueError(
@@ -443,6 +453,8 @@ class PerplexityRow:
             value = -value if _is_number(value) else value
         nll = check_nll(value, total)
         tokens = check_count(field(obj, count), count)
+        if sign < 0 and not nll_tokens_ok(nll, tokens):  # named as given, not as its negation
+            raise ValueError(f"{total} {show(given)} < 0 with 0 {count}")
         check_nll_tokens(nll, tokens, total, count)
         return nll, tokens, *self._optional(obj), 0, 0, 0
 

@@ -8,7 +8,9 @@ in one folder with different timestamps in their names are re-runs: only the new
 timestamp in the name, never by modification time, which an artifact download changes) is
 read, with a warning naming the runs left out, unless ``all_runs``. The same file given twice
 (under any path, through a symbolic or a hard link) and standard input given twice are refused
-unless ``all_runs``; two files that hold the same bytes are read with a warning.
+unless ``all_runs``; two files that hold the same bytes are read with a warning, and so are a
+gzip file and a plain one holding its decompressed bytes (``x.jsonl`` beside ``gzip -k``'s
+``x.jsonl.gz``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -111,4 +115,45 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
                 "them)"
             )
         contents.setdefault(content, f)
+    warnings += _decompressed_copies(list(names.values()))
     return Runs(kept, warnings)
+
+
+def _decompressed_copies(files: list[str]) -> list[str]:
+    """A warning for each gzip file whose decompressed bytes a plain file given also holds:
+    the gzip trailer's CRC-32 and size (of its last member) against the plain file's, computed
+    only for a plain file of that size."""
+    trailers: dict[str, tuple[int, int]] = {}
+    sizes: dict[int, list[str]] = {}
+    for f in files:
+        try:
+            with open(f, "rb") as stream:
+                if stream.read(2) == b"\x1f\x8b":
+                    stream.seek(-8, os.SEEK_END)
+                    trailers[f] = struct.unpack("<II", stream.read(8))
+                else:
+                    sizes.setdefault(os.fstat(stream.fileno()).st_size % (1 << 32), []).append(f)
+        except (OSError, struct.error):
+            continue  # the reader says what is wrong with it
+    warnings = []
+    for packed, (crc, size) in trailers.items():
+        for plain in sizes.get(size, []):
+            if _crc32(plain) == crc:
+                warnings.append(
+                    f"{shown_name(packed)} holds the same bytes as {shown_name(plain)} once "
+                    "decompressed: their rows are counted twice (pass --all-runs if that is "
+                    "meant, or give one of them)"
+                )
+                break
+    return warnings
+
+
+def _crc32(path: str) -> int | None:
+    crc = 0
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                crc = zlib.crc32(block, crc)
+    except OSError:
+        return None
+    return crc

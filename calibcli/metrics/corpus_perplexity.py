@@ -21,6 +21,8 @@ __all__ = ["PerplexityResult", "bits_per_unit", "perplexity"]
 
 LN2 = math.log(2.0)
 _MAX_EXP_ARG = 709.782712893384  # math.exp overflows above this
+_MAX_COUNT = 1 << 62  # the largest token count: int64 sums of its 31-bit halves stay exact
+_HALF = 31
 
 
 def _exp(x: float) -> float:
@@ -52,11 +54,20 @@ def _as_tokens(values: object) -> np.ndarray:
         if bad.any():
             i = first_bad(bad)
             raise ValueError(f"token_counts[{i}] = {arr[i].item()!r} is not a non-negative integer")
-        return arr.astype(np.int64)
-    if arr.size and arr.min() < 0:
+    elif arr.size and arr.min() < 0:
         i = first_bad(arr < 0)
         raise ValueError(f"token_counts[{i}] = {arr[i].item()!r} is not a non-negative integer")
+    big = arr > _MAX_COUNT  # also before the cast: a larger one would wrap around in int64
+    if big.any():
+        i = first_bad(big)
+        raise ValueError(f"token_counts[{i}] = {arr[i].item()!r} is larger than 2**62")
     return arr.astype(np.int64, copy=False)
+
+
+def _total(tokens: np.ndarray) -> int:
+    """Σ tokens, exact: the high and low 31-bit halves summed apart (an int64 sum of the counts
+    themselves wraps around past 2**63)."""
+    return (int(np.sum(tokens >> _HALF)) << _HALF) + int(np.sum(tokens & ((1 << _HALF) - 1)))
 
 
 def bits_per_unit(total_nll: float, units: int) -> tuple[float, float]:
@@ -113,10 +124,14 @@ class PerplexityResult:
         if bad.any():
             i = first_bad(bad)
             raise ValueError(f"sequence {i} has neg_log_probs = {nll[i].item()!r} but 0 tokens")
-        total = math.fsum(nll) if not np.isinf(nll).any() else math.inf
-        return cls.from_totals(total, int(tokens.sum()), nll.shape[0])
+        try:
+            total = math.fsum(nll) if not np.isinf(nll).any() else math.inf
+        except OverflowError:  # finite NLLs whose sum passes the largest double
+            total = math.inf
+        return cls.from_totals(total, _total(tokens), nll.shape[0])
 
 
 def perplexity(neg_log_probs: object, token_counts: object) -> float:
-    """Corpus perplexity exp(Σ NLL / Σ tokens); +inf if any NLL is +inf; NaN for zero tokens."""
+    """Corpus perplexity exp(Σ NLL / Σ tokens); +inf if any NLL is +inf or their sum passes the
+    largest double; NaN for zero tokens."""
     return PerplexityResult.from_token_nll(neg_log_probs, token_counts).perplexity
