@@ -267,7 +267,7 @@ def test_step_outputs_of_each_command(tmp_path, actions):
     assert th["passed"] == "false" and 0 < float(th["coverage"]) < 0.5
     assert 0.5 < float(th["threshold"]) < 1 and float(th["accuracy"]) >= 0.8
     none = outputs_for(["threshold", SAMPLE / "overconfident.jsonl", "--target-accuracy", "0.999"])
-    assert none["threshold"] == ""  # no threshold reaches the target: undefined, written empty
+    assert none["threshold"] == "NaN"  # no threshold reaches the target: undefined
     cmp = outputs_for(
         [
             "compare",
@@ -280,6 +280,31 @@ def test_step_outputs_of_each_command(tmp_path, actions):
     assert cmp["matched"] == "2000" and cmp["passed"] == "true"
     assert float(cmp["accuracy_difference"]) == 0.0  # the same answers, different confidences
     assert float(cmp["ece_difference"]) > 0.2
+
+
+def test_an_infinite_or_undefined_output_is_a_number_no_comparison_passes(tmp_path, actions):
+    """GitHub's expressions read an empty output as 0, so an empty perplexity would pass a
+    workflow's own `perplexity < 30`: an infinite figure is written Infinity, an undefined one
+    NaN, which compare as numbers (Infinity < 30 and NaN < 30 are false)."""
+    env, _, outputs = actions
+    infinite = tmp_path / "inf.jsonl"
+    infinite.write_text('{"nll": 1e999, "tokens": 3}\n{"nll": 2.0, "tokens": 4}\n')
+    result = run(["perplexity", infinite, "-q"], env=env)
+    assert result.exit_code == 0, result.stderr
+    values = outputs_of(outputs)
+    assert values["perplexity"] == values["bits_per_token"] == "Infinity"
+    assert values["tokens"] == "7"
+    outputs.write_text("")
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text(
+        '{"confidence": 1.0, "correct": false}\n{"confidence": 0.5, "correct": false}\n'
+    )
+    result = run(["calibrate", wrong, "-q"], env=env)
+    assert result.exit_code == 0, result.stderr
+    values = outputs_of(outputs)
+    assert values["nll"] == "Infinity"  # a wrong answer at confidence 1
+    assert values["auroc"] == "NaN"  # one class: undefined
+    assert float(values["ece"]) == 0.75
 
 
 def test_action_declares_every_output_calibcli_writes():

@@ -52,8 +52,11 @@ NoSummaryOpt = Annotated[
 
 # The step outputs each command writes to $GITHUB_OUTPUT besides ``passed`` (true|false, the
 # gate's verdict; true when no gate was asked for): output name -> the report's key, a dotted
-# path into the JSON report. Figures of the pooled rows; an undefined (null) figure is written
-# empty, and a key the report does not have (bits_per_byte without byte counts) is left out.
+# path into the JSON report. Figures of the pooled rows; an infinite figure is written
+# Infinity (or -Infinity) and an undefined one NaN, never empty: GitHub's expressions read an
+# empty value as 0, so `steps.x.outputs.perplexity < 30` would pass on an infinite perplexity,
+# while Infinity and NaN are numbers that fail it. A key the report does not have
+# (bits_per_byte without byte counts) is left out.
 OUTPUTS: dict[str, dict[str, str]] = {
     "perplexity": {
         "perplexity": "perplexity",
@@ -187,11 +190,12 @@ def finished(report: Any) -> None:
 def step_outputs(report: Any) -> dict[str, str]:
     """The report's headline figures (:data:`OUTPUTS`) and ``passed``, as output values."""
     body = report.body
+    infinite = body.get("non_finite") or {}  # path -> "inf" / "-inf" of a figure written null
     values: dict[str, str] = {"command": str(body.get("command", ""))}
     for name, key in OUTPUTS.get(values["command"], {}).items():
         found, value = _lookup(body, key)
         if found:
-            values[name] = _output_value(value)
+            values[name] = _output_value(value, infinite.get(key))
     values["passed"] = "true" if report.passed else "false"
     return values
 
@@ -205,9 +209,14 @@ def _lookup(body: dict[str, Any], key: str) -> tuple[bool, Any]:
     return True, value
 
 
-def _output_value(value: Any) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return ""
+def _output_value(value: Any, infinite: str | None = None) -> str:
+    """A figure as GitHub's expressions read numbers: ``Infinity``, ``-Infinity``, ``NaN``
+    (undefined) for what JSON writes as null (``infinite``: its ``non_finite`` mark)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        infinite = None if math.isnan(value) else "inf" if value > 0 else "-inf"
+        value = None
+    if value is None:
+        return {"inf": "Infinity", "-inf": "-Infinity"}.get(infinite or "", "NaN")
     if isinstance(value, bool):
         return "true" if value else "false"
     return repr(value) if isinstance(value, float) else str(value)
