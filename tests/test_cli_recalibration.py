@@ -356,6 +356,33 @@ def test_recalibrate_cross_fits_out_of_fold(halves):
     assert recal["after"]["ece"] < 0.05 < recal["before"]["ece"]
 
 
+CROSS_FIT_INTERVALS = (
+    "the intervals after --recalibrate resample the cross-fitted confidences with each fold's "
+    "map held fixed and leave out the variance of fitting the maps"
+)
+
+
+def test_cross_fitted_intervals_are_named_narrow_and_cannot_gate():
+    """The bootstrap after --recalibrate keeps each fold's map fixed, so its intervals miss
+    the maps' own variance: --ci says so, and a gate on their upper ends is refused before
+    any row is read, while a gate on the estimate runs."""
+    path = SAMPLE / "overconfident.jsonl"
+    base = ["calibrate", path, "--recalibrate", "platt", "--folds", "3"]
+    refused = run([*base, "--max-ece", "0.05", "--gate-on", "upper", "-q"])
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert refused.stderr == (
+        f"Error: {CROSS_FIT_INTERVALS}: their upper ends cannot gate; gate the estimate, or fit "
+        "on other rows (calibcli fit) and gate with --calibrator\n"
+    )
+    result = run([*base, "--ci", "0.9", "--bootstrap", "200", "--json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    said = f"{CROSS_FIT_INTERVALS}, so they are narrower than they should be"
+    assert said in strict_json(result.stdout)["warnings"]
+    plain = run([*base, "--max-ece", "0.05", "--json", "-q"])
+    assert plain.exit_code == 0, plain.stderr
+    assert not any("held fixed" in w for w in strict_json(plain.stdout)["warnings"])
+
+
 def test_cross_fitting_depends_on_the_rows_not_their_order_or_split(tmp_path):
     """The folds are drawn over the rows in a canonical order, so the file, its lines
     shuffled, its summary and its summary in two parts give the same figures, pooled and per

@@ -43,6 +43,11 @@ from calibcli.cli.reading import (
 from calibcli.cli.reading_options import Reading, reading_options
 from calibcli.reports import CALIBRATION
 
+CROSS_FIT_INTERVALS = (
+    "the intervals after --recalibrate resample the cross-fitted confidences with each fold's "
+    "map held fixed and leave out the variance of fitting the maps"
+)
+
 
 @app.command(epilog=EXIT_CODES)
 @gate_options(CALIBRATION)
@@ -101,6 +106,12 @@ def calibrate(
     except ValueError as exc:
         raise usage_error(str(exc)) from None
     calibrators, method = recalibration_options(calibrator, recalibrate_with, folds)
+    if method is not None and gate_on.value == "upper":
+        # the bootstrap resamples the out-of-fold confidences with each fold's map held fixed
+        raise usage_error(
+            CROSS_FIT_INTERVALS + ": their upper ends cannot gate; gate the "
+            "estimate, or fit on other rows (calibcli fit) and gate with --calibrator"
+        )
     reading = calibrator_reading(reading, calibrators)
     check_outputs(output=output, summary=summary, plot=plot, html=html)
     poisson = ci is not None and bootstrap_scheme is BootstrapScheme.poisson
@@ -145,6 +156,8 @@ def calibrate(
                     "rows again without the keys the Poisson weights are drawn from; use "
                     "--bootstrap-scheme multinomial"
                 )
+            if method is not None and boot is not None:
+                notes = [*notes, f"{CROSS_FIT_INTERVALS}, so they are narrower than they should be"]
             recalibration = Recalibration(data, settings, tuple(notes), options)
             result = calibrate_report(
                 after,
