@@ -126,6 +126,33 @@ def test_a_boolean_perplexity_column_is_refused_not_read_as_ones(column):
     )
 
 
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [([True, False], "true (row 1 of partition 0): a boolean"), (["0.5", "1"], '"0.5" (row 1')],
+)
+def test_a_boolean_or_text_confidence_column_is_refused_not_converted(values, said):
+    # as in JSON rows, true is not a confidence of 1 and "0.5" is text
+    spec, table = frame_spec("calibration", ("confidence", "correct"), label="t")
+    data = {"confidence": values, "correct": [True, False]}
+    result = frame_task(spec, table, 0, [pa.RecordBatch.from_pydict(data)])
+    with pytest.raises(InputError) as found:
+        finish(result, "the DataFrame")
+    assert f"column 'confidence': 2 bad values; the first is {said}" in str(found.value)
+    assert str(found.value).endswith("not a number")
+
+
+def test_a_text_count_column_is_refused_not_parsed():
+    spec, table = frame_spec("perplexity", ("nll", "tokens", None, None), label="t")
+    data = {"nll": [1.0, 2.0], "tokens": ["3", "4"]}
+    result = frame_task(spec, table, 0, [pa.RecordBatch.from_pydict(data)])
+    with pytest.raises(InputError) as found:
+        finish(result, "the DataFrame")
+    assert str(found.value).endswith(
+        "column 'tokens': 2 bad values; the first is \"3\" (row 1 of partition 0): a string, "
+        "not a count"
+    )
+
+
 def test_byte_ranges_tile_each_file_with_absolute_paths(tmp_path, monkeypatch):
     (tmp_path / "a.jsonl").write_text('{"confidence": 0.25, "correct": true}\n' * 1000)
     monkeypatch.chdir(tmp_path)

@@ -144,18 +144,27 @@ def _floats(array: Any, column: str, problems: ColumnProblems, ok: Any, why: str
     return values, bad
 
 
-def _boolean(array: Any, column: str, problems: ColumnProblems, what: str, where: Any):
-    """Every row of a boolean column where numbers are wanted, recorded as bad (true is neither
-    one token nor an NLL of 1, as the JSON rows have it); None for a column of another type."""
+def _not_numbers(array: Any, column: str, problems: ColumnProblems, wanted: str, where: Any):
+    """Every row of a boolean or text column where numbers are wanted, recorded as bad (true is
+    neither one token nor an NLL of 1, and "0.5" is text, as the JSON rows have them); None for
+    a column of another type."""
     import numpy as np
     import pyarrow as pa
 
     from calibcli.io.rows import show
 
-    if not pa.types.is_boolean(array.type):
+    kind = array.type
+    if pa.types.is_boolean(kind):
+        what = "a boolean"
+    elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        what = "a string"
+    else:
         return None
+    if len(array) == 0:
+        return np.zeros(0, bool)
     first = array[0].as_py()
-    problems.add(column, len(array), "null" if first is None else show(first), what, where(0))
+    shown = "null" if first is None else show(first)
+    problems.add(column, len(array), shown, f"{what}, not {wanted}", where(0))
     return np.ones(len(array), bool)
 
 
@@ -171,9 +180,11 @@ def _calibration_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, wh
     from calibcli.io.rows import confidence_ok, show
 
     conf_name, correct_name = spec.columns
-    conf, _ = _floats(
-        _column(batch, conf_name), conf_name, problems, confidence_ok, "outside [0, 1]", where
-    )
+    raw_conf = _column(batch, conf_name)
+    if _not_numbers(raw_conf, conf_name, problems, "a number", where) is None:
+        conf, _ = _floats(raw_conf, conf_name, problems, confidence_ok, "outside [0, 1]", where)
+    else:  # true is not a confidence of 1, as the JSON rows have it
+        conf = np.zeros(len(raw_conf))
     raw = _column(batch, correct_name)
     if pa.types.is_boolean(raw.type):
         flags = pc.fill_null(raw, False).to_numpy(zero_copy_only=False)
@@ -204,7 +215,7 @@ def _counts(batch: Any, name: str | None, problems: ColumnProblems, where: Any):
     if name is None:
         return None, None
     raw = _column(batch, name)
-    bad = _boolean(raw, name, problems, "a boolean, not a count", where)
+    bad = _not_numbers(raw, name, problems, "a count", where)
     if bad is not None:
         return np.zeros(len(raw), np.int64), bad
     nulls = raw.is_null().to_numpy(zero_copy_only=False)
@@ -231,7 +242,7 @@ def _perplexity_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, whe
 
     nll_name, tokens_name, bytes_name, words_name = spec.columns
     raw = _column(batch, nll_name)
-    bad = _boolean(raw, nll_name, problems, "a boolean, not a number", where)
+    bad = _not_numbers(raw, nll_name, problems, "a number", where)
     if bad is None:
         nll, bad = _floats(raw, nll_name, problems, nll_ok, "negative", where)
     else:
