@@ -56,3 +56,18 @@ def test_macro_is_the_harness_group_row_and_pooled_stays_micro(tmp_path):
 def test_no_macro_without_groups():
     report = json.loads(run(["perplexity", ROLLING, "--json"]).stdout)
     assert "macro" not in report
+
+
+def test_an_infinite_group_makes_the_macro_infinite_not_undefined(tmp_path):
+    """A weighted mean of non-negative figures with one infinite term is infinite: written
+    null as every infinity is, and marked inf in non_finite (the table shows inf, not n/a)."""
+    path = tmp_path / "rows.jsonl"
+    rows = [("a", "1e999", 3), ("b", "2.0", 4), ("b", "3.0", 4)]  # 1e999: an infinite NLL
+    path.write_text("".join(f'{{"nll": {nll}, "tokens": {t}, "g": "{g}"}}\n' for g, nll, t in rows))
+    report = json.loads(run(["perplexity", path, "--by", "g", "--json", "-q"]).stdout)
+    assert report["macro"] == {"weights": "sequences", "perplexity": None, "bits_per_token": None}
+    assert report["non_finite"]["macro.perplexity"] == "inf"
+    assert report["non_finite"]["macro.bits_per_token"] == "inf"
+    table = run(["perplexity", path, "--by", "g", "-q"]).stdout
+    (macro,) = [line for line in table.splitlines() if line.startswith("macro")]
+    assert macro.split()[3:5] == ["inf", "inf"]

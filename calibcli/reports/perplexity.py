@@ -130,7 +130,8 @@ MACRO_NOTE = (
 def macro_figures(groups: dict[str, Section]) -> dict[str, Any]:
     """The groups' figures averaged with each group weighted by its sequences, as lm-eval's
     group rows average their tasks (``aggregate_subtask_metrics``, weight_by_size): per key of
-    :data:`MACRO_KEYS` held by every group, null where a group's is undefined."""
+    :data:`MACRO_KEYS` held by every group, null where a group's is undefined, infinite where a
+    group's is infinite (and the others are numbers), as the weighted mean of those values is."""
     out: dict[str, Any] = {"weights": "sequences"}
     sections = [g.figures for g in groups.values()]
     sizes = [s["sequences"] for s in sections]
@@ -138,12 +139,13 @@ def macro_figures(groups: dict[str, Section]) -> dict[str, Any]:
         if not sections or not all(key in s for s in sections):
             continue
         values = [s[key] for s in sections]
-        usable = all(v is not None and math.isfinite(v) for v in values) and sum(sizes) > 0
-        out[key] = (
-            math.fsum(v * n for v, n in zip(values, sizes, strict=True)) / sum(sizes)
-            if usable
-            else None
-        )
+        usable = all(v is not None and not math.isnan(v) for v in values) and sum(sizes) > 0
+        if not usable:
+            out[key] = None
+        elif any(math.isinf(v) and n > 0 for v, n in zip(values, sizes, strict=True)):
+            out[key] = math.inf  # figures are >= 0: one infinite group makes the mean infinite
+        else:
+            out[key] = math.fsum(v * n for v, n in zip(values, sizes, strict=True)) / sum(sizes)
     return out
 
 
