@@ -165,13 +165,13 @@ def _gate_view(table: dict[str, Any], small: dict[str, str]) -> Section:
 
 def _undefined(key: str, row: dict[str, Any]) -> str:
     """Why a figure's difference is undefined: the side(s) where the figure is not a finite
-    number (infinite on both, the difference inf - inf is undefined too)."""
-    sides = [(side, row[side.lower()]) for side in ("BASE", "NEW")]
-    bad = [(side, v) for side, v in sides if v is None or not math.isfinite(v)]
-    where = "on both sides" if len(bad) == 2 else f"on {bad[0][0]}" if bad else ""
-    if bad and all(v is not None for _, v in bad):
+    number, at least one (infinite on both, the difference inf - inf is undefined too)."""
+    bad = [(side, row[side.lower()]) for side in ("BASE", "NEW")]
+    bad = [(side, v) for side, v in bad if v is None or not math.isfinite(v)]
+    where = "on both sides" if len(bad) == 2 else f"on {bad[0][0]}"
+    if all(v is not None for _, v in bad):
         return f"{key} is infinite {where}, so the difference is undefined"
-    return f"{key} is undefined {where}".rstrip()
+    return f"{key} is undefined {where}"
 
 
 def margins(increase: list[str], decrease: list[str]) -> tuple[dict[str, float], dict[str, str]]:

@@ -142,7 +142,7 @@ def macro_figures(groups: dict[str, Section]) -> dict[str, Any]:
         usable = all(v is not None and not math.isnan(v) for v in values) and sum(sizes) > 0
         if not usable:
             out[key] = None
-        elif any(math.isinf(v) and n > 0 for v, n in zip(values, sizes, strict=True)):
+        elif any(math.isinf(v) for v in values):
             out[key] = math.inf  # figures are >= 0: one infinite group makes the mean infinite
         else:
             out[key] = math.fsum(v * n for v, n in zip(values, sizes, strict=True)) / sum(sizes)
