@@ -83,3 +83,50 @@ def test_hf_evaluate_perplexities_are_refused():
         f"Error: {HF}:1: HF evaluate perplexity output cannot give a corpus perplexity "
         "(per-text perplexities without token counts)\n"
     )
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"nll_sum": 4.5, "n_tokens": 3, "sum_logprob": -4.5, "num_tokens": 3},
+        {"nll_sum": 4.5, "n_tokens": 3, "sum_logprob": -4.5},
+        {"nll_sum": 0, "n_tokens": 0, "sum_logprob": 0.0, "num_tokens": 0},
+    ],
+)
+def test_a_row_giving_both_names_that_agree_is_read_once(tmp_path, row):
+    path = write_jsonl(tmp_path / "s.jsonl", [row, {"nll_sum": 1.5, "n_tokens": 2}])
+    body, _ = perplexity(path)
+    assert (body["total_nll"], body["total_tokens"], body["sequences"]) == (
+        row["nll_sum"] + 1.5,
+        row["n_tokens"] + 2,
+        2,
+    )
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (
+            {"nll_sum": 4.5, "n_tokens": 3, "sum_logprob": -2.0, "num_tokens": 3},
+            "nll_sum 4.5 and sum_logprob -2.0 disagree (expected sum_logprob = -nll_sum)",
+        ),
+        (
+            {"nll_sum": 4.5, "n_tokens": 3, "sum_logprob": 4.5, "num_tokens": 3},
+            "nll_sum 4.5 and sum_logprob 4.5 disagree (expected sum_logprob = -nll_sum)",
+        ),
+        (
+            {"nll_sum": 4.5, "n_tokens": 3, "sum_logprob": "-4.5", "num_tokens": 3},
+            'nll_sum 4.5 and sum_logprob "-4.5" disagree (expected sum_logprob = -nll_sum)',
+        ),
+        (
+            {"nll_sum": 4.5, "n_tokens": 3, "sum_logprob": -4.5, "num_tokens": 4},
+            "n_tokens 3 and num_tokens 4 disagree",
+        ),
+    ],
+)
+def test_a_row_giving_both_names_that_disagree_is_refused(tmp_path, row, message):
+    # which of the two a tool meant cannot be told: neither is read
+    path = write_jsonl(tmp_path / "s.jsonl", [{"nll_sum": 1.0, "n_tokens": 1}, row])
+    result = run(["perplexity", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {path}:2: {message}\n"

@@ -215,6 +215,11 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _same_number(v: Any, x: float | int) -> bool:
+    """Whether a JSON value is a number equal to ``x`` (exactly: an int is not rounded)."""
+    return _is_number(v) and v == x
+
+
 def check_confidence(v: Any, name: str) -> float:
     if not _is_number(v):
         raise _not_a_number(name, v)
@@ -456,6 +461,18 @@ class PerplexityRow:
         if sign < 0 and not nll_tokens_ok(nll, tokens):  # named as given, not as its negation
             raise ValueError(f"{total} {show(given)} < 0 with 0 {count}")
         check_nll_tokens(nll, tokens, total, count)
+        for other, other_count, other_sign in SUM_FIELDS[SUM_FIELDS.index(found) + 1 :]:
+            # a row giving both names is read once; when the two disagree, neither is trusted
+            if other in obj and not _same_number(field(obj, other), other_sign * nll):
+                raise ValueError(
+                    f"{total} {show(given)} and {other} {show(obj[other])} disagree "
+                    f"(expected {other} = {'-' if other_sign < 0 else ''}{total})"
+                )
+            if other_count in obj and not _same_number(field(obj, other_count), tokens):
+                raise ValueError(
+                    f"{count} {show(obj[count])} and {other_count} {show(obj[other_count])} "
+                    "disagree"
+                )
         return nll, tokens, *self._optional(obj), 0, 0, 0
 
     @staticmethod
