@@ -212,3 +212,26 @@ def test_values_left_to_the_strict_decoder_give_the_reference_figures(tmp_path, 
     assert report["mean_confidence"] == pytest.approx(math.fsum(conf) / 2000, rel=1e-12)
     assert report["accuracy"] == pytest.approx(667 / 2000)
     assert np.isfinite(report["ece"])
+
+
+def test_an_integer_past_a_double_is_read_as_an_infinite_loglikelihood(tmp_path):
+    # a JSON integer no double holds reads as infinite, as a native row's does: past -1e308 it
+    # is a zero probability (the "-inf" lm-eval writes), past +1e308 it is refused as +inf
+    reports = []
+    for value in (-(10**400), "-inf"):
+        rows = [choice_row(i, [-1.0, -2.0, -3.0, -4.0], float(i % 2)) for i in range(40)]
+        rows[7]["filtered_resps"][0][0] = value
+        path = write_rows(tmp_path, rows)
+        result = CliRunner().invoke(app, ["calibrate", "--json", "--workers", "1", path])
+        assert result.exit_code == 0, result.stderr
+        reports.append(json.loads(result.stdout))
+    assert reports[0] == reports[1]
+    conf = [reference_confidence([-1.0, -2.0, -3.0, -4.0])] * 40
+    conf[7] = reference_confidence([-2.0, -3.0, -4.0])  # the first choice has probability 0
+    assert reports[0]["mean_confidence"] == pytest.approx(math.fsum(conf) / 40, rel=1e-14)
+
+    rows[7]["filtered_resps"][0][0] = 10**400
+    path = write_rows(tmp_path, rows)
+    result = CliRunner().invoke(app, ["calibrate", "--json", "--workers", "1", path])
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {path}:8: filtered_resps[0] loglikelihood is +inf\n"

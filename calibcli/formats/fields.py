@@ -112,6 +112,8 @@ def number(value: Any, what: str) -> float:
         x = float(value)
     except ValueError:
         raise ValueError(f"{what} is {json_type(value)}, expected a number") from None
+    except OverflowError:  # an integer past a double's range: infinite, as native rows read it
+        x = math.inf if value > 0 else -math.inf
     if x != x:
         raise ValueError(f"{what} is NaN")
     return x

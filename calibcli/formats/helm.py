@@ -23,7 +23,8 @@ from calibcli.formats.fields import CalibrationRow, PerplexityRow, json_type, nu
 
 
 def helm_stats(row: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
-    """``{name: (sum, count)}`` of an entry's statistics without a perturbation."""
+    """``{name: (sum, count)}`` of an entry's statistics without a perturbation. A sum written
+    as a JSON integer stays an int (exact: a count past 2**53 keeps its digits)."""
     stats = row.get("stats")
     if not isinstance(stats, list):
         raise ValueError(f"'stats' is {json_type(stats)}, expected a list of statistics")
@@ -34,10 +35,17 @@ def helm_stats(row: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
             raise ValueError(f"stats[{i}] has no name")
         if name.get("perturbation"):
             continue
-        total = number(stat.get("sum"), f"stats[{i}] ({name['name']}) sum")
+        total = stat.get("sum")
+        if not _whole(total):
+            total = number(total, f"stats[{i}] ({name['name']}) sum")
         count = number(stat.get("count"), f"stats[{i}] ({name['name']}) count")
         out[name["name"]] = (total, count)
     return out
+
+
+def _whole(value: Any) -> bool:
+    """Whether a JSON value is an integer (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _mean(stats: dict[str, tuple[float, float]], name: str, other: str) -> float:
@@ -46,7 +54,7 @@ def _mean(stats: dict[str, tuple[float, float]], name: str, other: str) -> float
     total, count = stats[name]
     if count <= 0:
         raise ValueError(f"the {name!r} statistic has count {count!r}")
-    return total / count
+    return number(total, name) / count
 
 
 def helm_calibration_row(row: Mapping[str, Any]) -> CalibrationRow:
@@ -73,7 +81,7 @@ def helm_perplexity_row(row: Mapping[str, Any]) -> PerplexityRow:
     other = "read it with `calibrate`" if "max_prob" in stats else "no log-probabilities"
     if "logprob" not in stats:
         raise ValueError(f"no 'logprob' statistic (a HELM run of another kind: {other})")
-    logprob = stats["logprob"][0]
+    logprob = number(stats["logprob"][0], "logprob")
     if logprob > 0:
         raise ValueError(f"logprob {logprob!r} is greater than 0, not a log-probability")
     counts = []
@@ -82,7 +90,8 @@ def helm_perplexity_row(row: Mapping[str, Any]) -> PerplexityRow:
             counts.append(None)
             continue
         value = stats[name][0]
-        if not (math.isfinite(value) and value >= 0 and value.is_integer()):
+        whole = _whole(value) or (math.isfinite(value) and value.is_integer())
+        if not (whole and value >= 0):
             raise ValueError(f"{name} {value!r} is not a non-negative whole number")
         counts.append(int(value))
     tokens, nbytes = counts
