@@ -71,3 +71,16 @@ def test_an_infinite_group_makes_the_macro_infinite_not_undefined(tmp_path):
     table = run(["perplexity", path, "--by", "g", "-q"]).stdout
     (macro,) = [line for line in table.splitlines() if line.startswith("macro")]
     assert macro.split()[3:5] == ["inf", "inf"]
+
+
+def test_groups_other_than_tasks_are_not_called_the_harness_group_row(tmp_path):
+    # lm-eval's group rows average tasks: grouped by another field, the macro row averages
+    # those groups, and a note naming it lm-eval's group row would mislead
+    a, b = two_tasks(tmp_path)
+    report = json.loads(run(["perplexity", tmp_path, "--by", "doc_id", "--json"]).stdout)
+    assert len(report["groups"]) == len({r["doc_id"] for r in a + b})
+    assert report["macro"]["weights"] == "sequences"
+    assert not any("lm-eval's group row" in w for w in report["warnings"])
+    table = run(["perplexity", tmp_path, "--by", "doc_id"])
+    assert "macro (by sequences)" in table.stdout
+    assert "lm-eval's group row" not in table.stderr

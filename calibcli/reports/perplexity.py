@@ -156,8 +156,13 @@ def perplexity_report(summary: Any, gate: Gate) -> Report:
     def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
         return {} if groups is None else {"macro": macro_figures(groups)}
 
-    # the note answers the question a harness user asks: why the group row differs
-    harness = summary.group_names is not None and summary.fmt == "lm-eval"
+    # the note answers the question a harness user asks: why the group row differs. lm-eval's
+    # group rows average tasks, so the macro row is theirs only when the groups are the tasks
+    harness = (
+        summary.group_names is not None
+        and summary.fmt == "lm-eval"
+        and summary.settings.by == "task"
+    )
     notes = [Note("macro", MACRO_NOTE)] if harness else []
     return assemble(
         "perplexity",
