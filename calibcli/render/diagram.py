@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from calibcli.render.digits import fixed
+
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
     from rich.measure import Measurement
@@ -258,7 +260,7 @@ def _compact(value: float) -> str:
 
 
 def _fmt(value: float, digits: int = 4) -> str:
-    return "n/a" if not math.isfinite(value) else f"{value:.{digits}f}"
+    return "n/a" if not math.isfinite(value) else fixed(value, digits)
 
 
 def _wrap_items(items: list[list[Run]], width: int, gap: str = "   ") -> list[list[Run]]:

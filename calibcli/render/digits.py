@@ -25,3 +25,15 @@ def distinct_decimals(values: Iterable[Any], least: int = 4) -> int:
         if all(a != b for a, b in pairwise(shown)):
             return digits
     return MOST
+
+
+LARGE = 1e15
+"""Past this magnitude a float is shown in scientific notation: its fixed-point digits would
+fill a table's column (a perplexity of exp(700) has 305) with no more meaning than its
+first ones."""
+
+
+def fixed(x: float, digits: int = 4) -> str:
+    """A float to ``digits`` decimals, or, at a magnitude of :data:`LARGE` or more, to
+    ``digits`` decimals of its scientific notation (``1.1188e+150``)."""
+    return f"{x:.{digits}e}" if abs(x) >= LARGE and math.isfinite(x) else f"{x:.{digits}f}"

@@ -425,7 +425,9 @@ def _rgb(colour: str) -> tuple[float, float, float]:
 
 
 def _num(value: float) -> str:
-    return f"{value:.4f}" if np.isfinite(value) else "n/a"
+    from calibcli.render.digits import fixed
+
+    return fixed(value) if np.isfinite(value) else "n/a"
 
 
 def coverage_image(

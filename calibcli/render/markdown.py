@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from calibcli.render.digits import fixed
 from calibcli.reports import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup, shown
 
 
@@ -21,7 +22,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:.4f}"
+        return fixed(value)
     return _text(str(value))
 
 

@@ -11,6 +11,8 @@ import math
 import re
 from typing import Any
 
+from calibcli.render.digits import fixed
+
 NA = "n/a"
 MINUS = "\u2212"  # a true minus sign: the page is read, not parsed (the JSON is for programs)
 # C0 and C1 control characters other than tab, line feed and carriage return: HTML cannot show
@@ -48,7 +50,7 @@ def number(value: Any, digits: int = 4) -> str:
             return "NaN"
         if math.isinf(value):
             return "inf" if value > 0 else f"{MINUS}inf"
-        shown = _signless_zero(f"{value:.{digits}f}")
+        shown = _signless_zero(fixed(value, digits))
     else:  # a hand-edited report may hold anything: show it, escaped
         return text(value)
     return shown.replace("-", MINUS)

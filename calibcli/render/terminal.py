@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from calibcli.render.digits import fixed
 from calibcli.reports import (
     CALIBRATION,
     PERPLEXITY,
@@ -52,7 +53,7 @@ def _f(x: Any, digits: int = 4) -> str:
         return NA
     if isinstance(x, int):
         return f"{x:,}"
-    return f"{x:.{digits}f}"
+    return fixed(x, digits)
 
 
 def _interval(pair: Any, digits: int = 4) -> str:
