@@ -254,6 +254,28 @@ def test_fit_by_group_and_apply(files, tmp_path):
     assert result.exit_code == 0, result.stderr
 
 
+def test_a_per_group_calibrator_warns_when_rows_take_its_pooled_map(files, recwarn):
+    # as the commands warn: every row without groups, or the rows of an unseen group, take
+    # the pooled map, which was fitted on other rows than the groups' maps
+    rows = calibcli.read_predictions(files["main"], by="subject")
+    calibrator = calibcli.fit(rows, method="platt")
+    pooled = calibrator.file.calibrator.apply(np.array([0.3, 0.8]))
+    with pytest.warns(UserWarning, match="without group= every row takes its pooled map"):
+        assert np.array_equal(calibrator.apply([0.3, 0.8]), pooled)
+    with pytest.warns(
+        UserWarning, match=r"no map for group\(s\) 'chemistry' \(it was fitted on none"
+    ):
+        mapped = calibrator.apply([0.3, 0.8], group=["chemistry", "law"])
+    assert mapped[0] == pooled[0]
+    assert mapped[1] == calibrator.file.groups["law"].apply(np.array([0.8]))[0]
+    recwarn.clear()
+    calibrator.apply([0.3, 0.8], group=["law", 1])  # each group has its map: no warning
+    assert not recwarn.list
+    one_map = calibcli.fit(rows.confidence, rows.correct, method="platt")
+    one_map.apply([0.3, 0.8])  # a pooled calibrator has nothing else to take
+    assert not recwarn.list
+
+
 # --------------------------------------------------------------------------- references
 
 TEN = (

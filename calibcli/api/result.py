@@ -129,13 +129,17 @@ class Calibrator:
     def apply(self, confidence: Any, group: Any = None) -> Any:
         """The confidences mapped (float64, in the order given): each row by its group's map
         when ``group`` names the rows' groups and the calibrator holds one for it, else by
-        the pooled map. InputError for confidences the commands would refuse."""
+        the pooled map. A calibrator fitted per group warns (``UserWarning``) when rows take
+        its pooled map: every row without ``group``, or the rows of groups it holds no map
+        for, as the commands warn. InputError for confidences the commands would refuse."""
         import numpy as np
 
         from calibcli.api.predictions import given
 
         rows = given(confidence, np.zeros(np.shape(confidence)[:1], bool), group=group)
         names = rows.groups
+        if self.file.groups and len(rows):
+            self._warn_pooled(None if names is None else dict.fromkeys(names))
         if names is None or not self.file.groups:
             return np.asarray(self.file.calibrator.apply(rows.confidence), np.float64)
         out = np.empty(len(rows), np.float64)
@@ -143,6 +147,28 @@ class Calibrator:
             mask = rows.group == name
             out[mask] = self.file.for_group(name).apply(rows.confidence[mask])
         return out
+
+    def _warn_pooled(self, names: dict | None) -> None:
+        """Warn that rows of a calibrator fitted per group take its pooled map: all of them
+        (``names`` None: no groups given), or those of the groups it holds no map for."""
+        import warnings
+
+        if names is None:
+            message = (
+                f"the calibrator holds a map per {self.by!r} group; without group= every row "
+                "takes its pooled map"
+            )
+        else:
+            unseen = [n for n in names if n not in self.file.groups]
+            if not unseen:
+                return
+            shown = ", ".join(repr(n) for n in unseen[:10])
+            more = f" and {len(unseen) - 10} more" if len(unseen) > 10 else ""
+            message = (
+                f"the calibrator holds no map for group(s) {shown}{more} (it was fitted on none "
+                "of their rows): their rows take the pooled map"
+            )
+        warnings.warn(message, UserWarning, stacklevel=3)
 
     def _repr_html_(self) -> str:
         return self.report._repr_html_()
