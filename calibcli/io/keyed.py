@@ -22,7 +22,7 @@ import numpy as np
 from calibcli.errors import InputError, shown_name
 from calibcli.io.ids import default_id_field, row_key, show_id
 from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids, hash_packed
-from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of
+from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, display_name, lines_of
 
 BLOCK_SIZE = 1 << 20
 _QUOTE, _MINUS, _BACKSLASH = 34, 45, 92
@@ -158,6 +158,8 @@ def read_matched(
     reader, spans, found = _read_side(sources, side, True, options)
     side.flush()
     _raise_repeat(reader, side.first_repeat(), spans, side)
+    if base.groups is not None and side.groups is not None:
+        _raise_regrouped(reader, spans, side, base, options["by"])
     row_of, conf, corr, new_n = side.row_of, side.conf_at, side.corr_at, side.count
     del side
     warnings = tuple(dict.fromkeys((*base.warnings, *reader.warnings)))
@@ -293,6 +295,34 @@ def _raise_repeat(
         side.kept.get(i) or reader.locate(spans, i) for i in repeat
     )
     raise InputError(name, at, f"duplicate id {show_id(key)} (first at {first_name}:{first_at})")
+
+
+def _raise_regrouped(
+    reader: _Reader, spans: list, side: _Matching, base: KeyColumns, by: str
+) -> None:
+    """InputError at the earliest NEW row whose --by group differs from that of the BASE row
+    holding its id: the matched rows are grouped by BASE's groups, so NEW's would be dropped
+    without a word (``--by model`` of two models' files, a field each side fills its own way)."""
+    rows = np.flatnonzero(side.row_of >= 0)
+    theirs = side.row_of[rows]
+    new_groups, base_groups = side.groups, base.groups
+    bad = [
+        (r, j)
+        for j, r in zip(rows.tolist(), theirs.tolist(), strict=True)
+        if new_groups[r] != base_groups[j]
+    ]
+    if not bad:
+        return
+    r, j = min(bad)
+    name, at, key = side.kept.get(r) or reader.locate(spans, r)
+    base_file = next(source for source, _, start, stop in base.spans if start <= j < stop)
+    raise InputError(
+        name,
+        at,
+        f"--by {by} is {new_groups[r]!r} here but {base_groups[j]!r} for id {show_id(key)} in "
+        f"{shown_name(display_name(base_file))}; compare groups matched rows, so both sides must "
+        "put an id in the same group",
+    )
 
 
 class _Matching(_Side):

@@ -1,0 +1,42 @@
+"""compare's cases where a figure, a group or a verdict could be wrong without a word: each
+pinned to what the rows say, worked out here."""
+
+from __future__ import annotations
+
+import json
+
+from harness import make_rows, run, write_jsonl
+
+B = "200"
+
+
+def test_an_id_in_another_by_group_on_new_is_an_error_naming_its_line(tmp_path):
+    # BASE puts ids 0-49 in "x" and 50-99 in "y"; NEW agrees except for id 60, which it puts
+    # in "z": grouping by BASE's groups alone would report NEW's row under "y" unsaid
+    rows = make_rows(100, seed=3)
+    base = [{**r, "g": "x" if r["id"] < 50 else "y"} for r in rows]
+    new = [{**r, "g": "z" if r["id"] == 60 else b["g"]} for r, b in zip(rows, base, strict=True)]
+    new = new[::-1]  # NEW's order differs: id 60 is on line 40
+    base_path = write_jsonl(tmp_path / "base.jsonl", base)
+    new_path = write_jsonl(tmp_path / "new.jsonl", new)
+    out = tmp_path / "report.json"
+    result = run(["compare", base_path, new_path, "--by", "g", "-q", "-o", out, "--bootstrap", B])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output
+    assert lines[0].startswith(f"Error: {new_path}:40: --by g is 'z' here but 'y' for id 60 in")
+    assert not out.exists()
+
+
+def test_new_rows_without_a_partner_may_be_in_any_group(tmp_path):
+    # the rows BASE lacks are left out (and counted), whatever their group
+    rows = make_rows(100, seed=4)
+    base = [{**r, "g": "x" if r["id"] % 2 else "y"} for r in rows]
+    new = [*base, {"id": 1000, "confidence": 0.5, "correct": True, "g": "w"}]
+    base_path = write_jsonl(tmp_path / "base.jsonl", base)
+    new_path = write_jsonl(tmp_path / "new.jsonl", new)
+    result = run(["compare", base_path, new_path, "--by", "g", "--json", "-q", "--bootstrap", B])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["unmatched_new"] == 1 and sorted(body["groups"]) == ["x", "y"]
+    assert [body["groups"][g]["n_base"] for g in ("x", "y")] == [50, 50]
