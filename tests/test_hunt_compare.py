@@ -40,3 +40,25 @@ def test_new_rows_without_a_partner_may_be_in_any_group(tmp_path):
     body = json.loads(result.stdout)
     assert body["unmatched_new"] == 1 and sorted(body["groups"]) == ["x", "y"]
     assert [body["groups"][g]["n_base"] for g in ("x", "y")] == [50, 50]
+
+
+def test_a_base_group_without_a_matched_row_fails_gate_each_closed(tmp_path):
+    # NEW lacks every row of BASE's group "y": 40 of 1,000 rows, under the 5% that needs
+    # --allow-unmatched, so the group would vanish and --gate-each pass on "x" alone
+    rows = make_rows(1000, seed=5)
+    base = [{**r, "g": "y" if r["id"] < 40 else "x"} for r in rows]
+    new = [r for r in base if r["g"] == "x"]
+    base_path = write_jsonl(tmp_path / "base.jsonl", base)
+    new_path = write_jsonl(tmp_path / "new.jsonl", new)
+    args = ["compare", base_path, new_path, "--by", "g", "--json", "-q", "--bootstrap", B]
+    result = run([*args, "--gate-each", "--max-increase", "ece=1"])
+    assert result.exit_code == 1, result.output
+    body = json.loads(result.stdout)
+    assert body["matched"] == 960 and body["unmatched_base"] == 40
+    assert body["groups"]["x"]["n_base"] == 960
+    assert body["groups"]["y"]["n_base"] == 0 and body["groups"]["y"]["figures"] is None
+    checks = {c.get("group"): c for c in body["gate"]["checks"]}
+    assert checks[None]["passed"] and checks["x"]["passed"]  # NEW is BASE on these rows
+    assert checks["y"]["passed"] is False and checks["y"]["reason"] == "no rows to compare"
+    assert body["gate"]["failed_groups"] == ["y"]
+    assert "group 'y': none of its BASE rows has a partner on NEW" in result.stderr

@@ -196,7 +196,12 @@ def _aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, 
         base_rows = (base.confidence[rows], base.correct[rows])
         new_rows = (conf[rows], corr[rows])
         groups = None if base.groups is None else [base.groups[i] for i in rows.tolist()]
-    return PairedRows(base_rows, new_rows, groups, base.n - pairs, new_n - pairs, base.n, new_n)
+    lost = (
+        () if groups is None or pairs == base.n else tuple(sorted(set(base.groups) - set(groups)))
+    )
+    return PairedRows(
+        base_rows, new_rows, groups, base.n - pairs, new_n - pairs, base.n, new_n, (), lost
+    )
 
 
 def read_compared(
