@@ -4,6 +4,7 @@ pinned to what the rows say, worked out here."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from harness import make_rows, run, write_jsonl
 
@@ -62,3 +63,53 @@ def test_a_base_group_without_a_matched_row_fails_gate_each_closed(tmp_path):
     assert checks["y"]["passed"] is False and checks["y"]["reason"] == "no rows to compare"
     assert body["gate"]["failed_groups"] == ["y"]
     assert "group 'y': none of its BASE rows has a partner on NEW" in result.stderr
+
+
+LM_EVAL = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
+
+
+def _lm_eval_copy(folder: Path, task: str, *, reverse: bool = False) -> Path:
+    """The fixture samples of ``task`` as ``folder/preds.jsonl`` (a name that names no task)."""
+    source = next(LM_EVAL.glob(f"samples_{task}_*.jsonl"))
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    folder.mkdir()
+    path = folder / "preds.jsonl"
+    path.write_text("".join(lines[::-1] if reverse else lines), encoding="utf-8")
+    return path
+
+
+def _doc_hashes(path: Path) -> dict:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return {r["doc_id"]: r["doc_hash"] for r in rows}
+
+
+def test_lm_eval_files_of_two_tasks_under_one_name_are_named(tmp_path):
+    # both files are preds.jsonl, so both rows' task is "preds" and doc_id 0 of the science
+    # task matches doc_id 0 of the trivia task: other questions, paired without a word
+    base = _lm_eval_copy(tmp_path / "base", "toy_mc_science")
+    new = _lm_eval_copy(tmp_path / "new", "toy_mc_trivia")
+    base_docs, new_docs = _doc_hashes(base), _doc_hashes(new)
+    shared = sorted(set(base_docs) & set(new_docs))
+    other = [d for d in shared if base_docs[d] != new_docs[d]]
+    assert len(other) == len(shared) > 1  # every shared doc_id is another question
+    args = ["compare", base, new, "--allow-unmatched", "--json", "-q", "--bootstrap", B]
+    result = run(args)
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["matched"] == len(shared)
+    want = (
+        f"{new}:1: id preds/0 holds another document here than in {base} (its doc_hash "
+        f"differs), as do {len(other) - 1} more of the {len(shared)} matched ids: are the two "
+        "files of the same task and dataset?"
+    )
+    assert want in body["warnings"]
+    assert f"warning: {want}" in result.stderr
+
+
+def test_lm_eval_files_of_one_task_under_one_name_are_not_named(tmp_path):
+    base = _lm_eval_copy(tmp_path / "base", "toy_mc_science")
+    new = _lm_eval_copy(tmp_path / "new", "toy_mc_science", reverse=True)
+    result = run(["compare", base, new, "--json", "-q", "--bootstrap", B])
+    assert result.exit_code == 0, result.output
+    assert "doc_hash" not in result.stderr
+    assert not any("doc_hash" in w for w in json.loads(result.stdout).get("warnings", []))

@@ -41,6 +41,7 @@ class KeyColumns:
     fmt: str
     spans: list[tuple[str, bool, int, int]]  # (source, read as a folder's file, start, stop)
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
+    docs: dict[int, str] | None = None  # row -> its lm-eval doc_hash, for the rows with one
 
     @property
     def n(self) -> int:
@@ -60,6 +61,7 @@ class _Side:
         self.canon: list[bytes] = []
         self.groups: list[str] | None = [] if grouped else None
         self.count = 0
+        self.docs: dict[int, str] = {}  # row -> doc_hash, for lm-eval rows that carry one
         # rows of inputs that cannot be read again (stdin, a pipe): row -> (name, line, key)
         self.kept: dict[int, tuple[str, Any, Any]] = {}
 
@@ -143,7 +145,7 @@ def read_key_columns(
     if keyed:
         _raise_repeat(reader, ids.first_repeat(), spans, side)
     warnings = tuple(reader.warnings)
-    return KeyColumns(ids, conf, corr, side.groups, found or "jsonl", spans, warnings)
+    return KeyColumns(ids, conf, corr, side.groups, found or "jsonl", spans, warnings, side.docs)
 
 
 def read_matched(
@@ -160,6 +162,8 @@ def read_matched(
     _raise_repeat(reader, side.first_repeat(), spans, side)
     if base.groups is not None and side.groups is not None:
         _raise_regrouped(reader, spans, side, base, options["by"])
+    if base.docs and side.docs:
+        _note_other_documents(reader, spans, side, base)
     row_of, conf, corr, new_n = side.row_of, side.conf_at, side.corr_at, side.count
     del side
     warnings = tuple(dict.fromkeys((*base.warnings, *reader.warnings)))
@@ -327,6 +331,32 @@ def _raise_regrouped(
         f"--by {by} is {new_groups[r]!r} here but {base_groups[j]!r} for id {show_id(key)} in "
         f"{shown_name(display_name(base_file))}; compare groups matched rows, so both sides must "
         "put an id in the same group",
+    )
+
+
+def _note_other_documents(reader: _Reader, spans: list, side: _Matching, base: KeyColumns) -> None:
+    """Warn, at the earliest NEW row, when matched lm-eval rows hold different documents
+    (their ``doc_hash`` differs): an lm-eval id is the task named by the file and ``doc_id``,
+    so two tasks' files given the same name (``preds.jsonl`` in two folders) match question 0
+    of one with question 0 of the other."""
+    rows = np.flatnonzero(side.row_of >= 0)
+    pairs = zip(rows.tolist(), side.row_of[rows].tolist(), strict=True)
+    other = [
+        (r, j)
+        for j, r in pairs
+        if j in base.docs and r in side.docs and base.docs[j] != side.docs[r]
+    ]
+    if not other:
+        return
+    r, j = min(other)
+    name, at, key = side.kept.get(r) or reader.locate(spans, r)
+    base_file = next(source for source, _, start, stop in base.spans if start <= j < stop)
+    more = f", as do {len(other) - 1:,} more" if len(other) > 1 else ""
+    reader.note(
+        f"{name}:{at}",
+        f"id {show_id(key)} holds another document here than in "
+        f"{shown_name(display_name(base_file))} (its doc_hash differs){more} of the "
+        f"{rows.shape[0]:,} matched ids: are the two files of the same task and dataset?",
     )
 
 
@@ -619,6 +649,9 @@ class _State:
             side.canon.append(canon)
             if self.once:
                 side.kept[side.count] = (name, line_no, key)
+            doc = row.get("doc_hash") if self.fmt == "lm-eval" else None
+            if isinstance(doc, str):
+                side.docs[side.count] = doc
         side.conf.append(float(c))
         side.corr.append(bool(y))
         side.count += 1
