@@ -113,3 +113,40 @@ def test_lm_eval_files_of_one_task_under_one_name_are_not_named(tmp_path):
     assert result.exit_code == 0, result.output
     assert "doc_hash" not in result.stderr
     assert not any("doc_hash" in w for w in json.loads(result.stdout).get("warnings", []))
+
+
+INSPECT = Path(__file__).resolve().parent / "fixtures" / "inspect_ai"
+
+
+def test_inspect_logs_of_two_tasks_are_named(tmp_path):
+    # another task's log numbers its samples 1, 2, ... too: its sample 1 asks another question
+    log = json.loads((INSPECT / "toy_arithmetic.json").read_text(encoding="utf-8"))
+    samples = log["samples"]
+    other = [s["id"] for s in samples if s["epoch"] == 1][2:]  # ids 1 and 2 ask the same
+    for s in samples:
+        if s["id"] in other:
+            s["input"] = f"Name a colour ({s['id']})"
+    new = tmp_path / "other_task.json"
+    new.write_text(json.dumps(log), encoding="utf-8")
+    base = INSPECT / "toy_arithmetic.json"
+    first = samples.index(next(s for s in samples if s["id"] == other[0]))
+    matched = len(samples)
+    result = run(["compare", base, new, "--scorer", "match", "--json", "-q", "--bootstrap", B])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["matched"] == matched
+    changed = sum(1 for s in samples if s["id"] in other)
+    want = (
+        f"{new}:samples[{first}] (id {other[0]}, epoch {samples[first]['epoch']}): id "
+        f"{other[0]} (epoch {samples[first]['epoch']}) holds another sample here than in {base} "
+        f"(its input or target differs), as do {changed - 1} more of the {matched} matched ids: "
+        "are the two files of the same task and dataset?"
+    )
+    assert want in body["warnings"]
+
+
+def test_one_inspect_log_as_json_and_as_eval_is_not_named(tmp_path):
+    base, new = INSPECT / "toy_arithmetic.json", INSPECT / "toy_arithmetic.eval"
+    result = run(["compare", base, new, "--scorer", "match", "--json", "-q", "--bootstrap", B])
+    assert result.exit_code == 0, result.output
+    assert "another sample" not in result.stderr

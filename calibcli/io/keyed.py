@@ -41,7 +41,7 @@ class KeyColumns:
     fmt: str
     spans: list[tuple[str, bool, int, int]]  # (source, read as a folder's file, start, stop)
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
-    docs: dict[int, str] | None = None  # row -> its lm-eval doc_hash, for the rows with one
+    docs: dict[int, tuple[str, str]] | None = None  # row -> what it asks (see _document)
 
     @property
     def n(self) -> int:
@@ -61,7 +61,7 @@ class _Side:
         self.canon: list[bytes] = []
         self.groups: list[str] | None = [] if grouped else None
         self.count = 0
-        self.docs: dict[int, str] = {}  # row -> doc_hash, for lm-eval rows that carry one
+        self.docs: dict[int, tuple[str, str]] = {}  # row -> what it asks (see _document)
         # rows of inputs that cannot be read again (stdin, a pipe): row -> (name, line, key)
         self.kept: dict[int, tuple[str, Any, Any]] = {}
 
@@ -335,16 +335,21 @@ def _raise_regrouped(
 
 
 def _note_other_documents(reader: _Reader, spans: list, side: _Matching, base: KeyColumns) -> None:
-    """Warn, at the earliest NEW row, when matched lm-eval rows hold different documents
-    (their ``doc_hash`` differs): an lm-eval id is the task named by the file and ``doc_id``,
-    so two tasks' files given the same name (``preds.jsonl`` in two folders) match question 0
-    of one with question 0 of the other."""
+    """Warn, at the earliest NEW row, when matched rows ask different questions (see
+    :func:`_document`): an lm-eval id is the task named by the file and ``doc_id``, so two
+    tasks' files given the same name (``preds.jsonl`` in two folders) match question 0 of one
+    with question 0 of the other; an inspect-ai id is the sample's ``id`` and epoch, numbered
+    1, 2, ... in many tasks' datasets alike."""
     rows = np.flatnonzero(side.row_of >= 0)
     pairs = zip(rows.tolist(), side.row_of[rows].tolist(), strict=True)
     other = [
         (r, j)
         for j, r in pairs
-        if j in base.docs and r in side.docs and base.docs[j] != side.docs[r]
+        if j in base.docs
+        and r in side.docs
+        # documents of one kind (the sides' formats may differ when --id-field matches them)
+        and base.docs[j][0] == side.docs[r][0]
+        and base.docs[j][1] != side.docs[r][1]
     ]
     if not other:
         return
@@ -352,10 +357,12 @@ def _note_other_documents(reader: _Reader, spans: list, side: _Matching, base: K
     name, at, key = side.kept.get(r) or reader.locate(spans, r)
     base_file = next(source for source, _, start, stop in base.spans if start <= j < stop)
     more = f", as do {len(other) - 1:,} more" if len(other) > 1 else ""
+    lm_eval = side.docs[r][0] == "lm-eval"
+    what, why = ("document", "doc_hash") if lm_eval else ("sample", "input or target")
     reader.note(
         f"{name}:{at}",
-        f"id {show_id(key)} holds another document here than in "
-        f"{shown_name(display_name(base_file))} (its doc_hash differs){more} of the "
+        f"id {show_id(key)} holds another {what} here than in "
+        f"{shown_name(display_name(base_file))} (its {why} differs){more} of the "
         f"{rows.shape[0]:,} matched ids: are the two files of the same task and dataset?",
     )
 
@@ -585,6 +592,23 @@ def _plain_ids(packed: bytes, lengths: np.ndarray) -> bool:
     return not np.any(data[starts[minus_zero] + 1] == 48)
 
 
+def _document(fmt: str | None, row: dict) -> tuple[str, str] | None:
+    """What a row asks, to tell matched rows of different questions apart: (the format, an
+    lm-eval row's ``doc_hash`` or a hash of an inspect-ai sample's ``input`` and ``target``);
+    None for other formats and rows without them."""
+    if fmt == "lm-eval":
+        doc = row.get("doc_hash")
+        return (fmt, doc) if isinstance(doc, str) else None
+    if fmt == "inspect-ai" and "input" in row:
+        import hashlib
+        import json
+
+        text = json.dumps([row["input"], row.get("target")], sort_keys=True, ensure_ascii=False)
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
+        return fmt, digest.hexdigest()
+    return None
+
+
 class _State:
     """One file's format and converter, found from its first row, and each row's checks."""
 
@@ -649,8 +673,8 @@ class _State:
             side.canon.append(canon)
             if self.once:
                 side.kept[side.count] = (name, line_no, key)
-            doc = row.get("doc_hash") if self.fmt == "lm-eval" else None
-            if isinstance(doc, str):
+            doc = _document(self.fmt, row)
+            if doc is not None:
                 side.docs[side.count] = doc
         side.conf.append(float(c))
         side.corr.append(bool(y))
