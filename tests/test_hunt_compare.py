@@ -150,3 +150,33 @@ def test_one_inspect_log_as_json_and_as_eval_is_not_named(tmp_path):
     result = run(["compare", base, new, "--scorer", "match", "--json", "-q", "--bootstrap", B])
     assert result.exit_code == 0, result.output
     assert "another sample" not in result.stderr
+
+
+def test_api_arrays_with_groups_on_new_are_checked_against_base():
+    import numpy as np
+    import pytest
+
+    import calibcli
+    from calibcli.errors import InputError
+
+    rows = make_rows(100, seed=6)
+    conf = np.array([r["confidence"] for r in rows])
+    corr = [r["correct"] for r in rows]
+    ids = list(range(100))
+    base_groups = ["x" if i < 50 else "y" for i in ids]
+    new_groups = ["x" if i < 50 else ("z" if i == 70 else "y") for i in ids]
+    # NEW's groups were ignored: id 70 counted in BASE's "y" though NEW puts it in "z"
+    with pytest.raises(InputError) as err:
+        calibcli.compare((conf, corr, ids, base_groups), (conf, corr, ids, new_groups))
+    assert "index 70: id 70 is in group 'z' but in 'y' on base" in str(err.value)
+    # groups on NEW alone were ignored too: the report had no groups
+    with pytest.raises(InputError, match="new has groups and base none"):
+        calibcli.compare((conf, corr, ids), (conf, corr, ids, new_groups))
+    # the same groups on both sides compare as BASE's alone
+    both = calibcli.compare((conf, corr, ids, base_groups), (conf**2, corr, ids, base_groups))
+    alone = calibcli.compare((conf, corr, ids, base_groups), (conf**2, corr, ids))
+    assert both.to_json() == alone.to_json()
+    assert {k: g["n_base"] for k, g in json.loads(both.to_json())["groups"].items()} == {
+        "x": 50,
+        "y": 50,
+    }

@@ -173,13 +173,37 @@ def read_matched(
 def match_keys(base: Any, new: Any) -> Any:
     """Two sides' rows with their ids as row keys (:class:`~calibcli.summaries.KeyedRows`,
     each side's keys distinct) matched as :func:`read_matched` matches them: each key's
-    canonical bytes hashed, NEW's looked up among BASE's."""
+    canonical bytes hashed, NEW's looked up among BASE's. The matched rows are grouped by
+    BASE's groups: ValueError when NEW has groups and BASE none, or puts a matched id in
+    another group."""
+    if new.groups is not None and base.groups is None:
+        raise ValueError(
+            "new has groups and base none: compare groups the matched rows by BASE's groups, "
+            "so give them on base too"
+        )
     index = IdIndex(IdHashes(*hash_ids([canonical_id(k) for k in base.keys])))
     at = index.rows_of(*hash_ids([canonical_id(k) for k in new.keys]))
     hit = at >= 0
     mine = at[hit]
     row_of = np.full(base.n, -1, index.order.dtype)
     row_of[mine] = np.flatnonzero(hit)
+    if new.groups is not None:
+        bad = next(
+            (
+                r
+                for r, j in zip(np.flatnonzero(hit).tolist(), mine.tolist(), strict=True)
+                if new.groups[r] != base.groups[j]
+            ),
+            None,
+        )
+        if bad is not None:
+            j = int(at[bad])
+            where = new.where[bad] if new.where else f"new: index {bad}"
+            raise ValueError(
+                f"{where}: id {show_id(new.keys[bad])} is in group {new.groups[bad]!r} "
+                f"but in {base.groups[j]!r} on base; compare groups matched rows, so both "
+                "sides must put an id in the same group"
+            )
     conf, corr = np.zeros(base.n), np.zeros(base.n, bool)
     conf[mine] = new.confidence[hit]
     corr[mine] = new.correct[hit]
