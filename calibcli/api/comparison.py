@@ -39,7 +39,8 @@ def compare(
     ``(confidence, correct, ids, group)`` of arrays. Rows are matched by id, in BASE's order
     (an id given twice on a side is an error, and so are more than 5% unmatched rows on
     either side unless ``allow_unmatched=True``); ``unpaired=True`` compares the sides whole.
-    With groups on BASE (``by``), every group of the matched rows is compared too.
+    With groups on BASE (``by``), every group of the matched rows is compared too; groups on
+    NEW must then put each matched id in BASE's group, and groups on NEW alone are an error.
 
     Every calibration figure of both sides, and the difference d = f(NEW) − f(BASE) with a
     paired percentile bootstrap interval: the same resampled questions on both sides
@@ -114,7 +115,8 @@ def compare(
                 (b.confidence, b.correct), (n.confidence, n.correct), None, 0, 0, len(b), len(n)
             )
         else:
-            matched = match_keys(*(_keyed(s, name) for s, name in zip(sides, names, strict=True)))
+            keyed = [_keyed(s, name) for s, name in zip(sides, names, strict=True)]
+            matched = usage(WHERE, match_keys, base=keyed[0], new=keyed[1])
     if not unpaired:
         usage(
             WHERE,

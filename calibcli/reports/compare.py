@@ -321,11 +321,21 @@ def compare_report(
                 "given twice?)",
             )
         )
+    for name in matched.unmatched_groups:
+        notes.append(
+            Note(
+                "unmatched",
+                f"group {name!r}: none of its BASE rows has a partner on NEW, so it has no "
+                "rows to compare",
+            )
+        )
     groups: dict[str, Comparison] | None = None
     if matched.groups is not None:
         names = np.asarray(matched.groups, dtype=object)
         groups = {}
-        for name in sorted(set(matched.groups)):
+        # a BASE group without a matched row is compared too, on no rows: its figures are
+        # null and --gate-each fails closed on it rather than leaving it unchecked
+        for name in sorted({*matched.groups, *matched.unmatched_groups}):
             rows = names == name
             base = (matched.base[0][rows], matched.base[1][rows])
             new = (matched.new[0][rows], matched.new[1][rows])

@@ -39,6 +39,8 @@ class PairedRows:
     base_rows: int
     new_rows: int
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
+    # BASE's --by groups none of whose rows has a partner (no matched row holds them)
+    unmatched_groups: tuple[str, ...] = ()
 
 
 def match(base: KeyedRows, new: KeyedRows) -> PairedRows:
