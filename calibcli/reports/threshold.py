@@ -324,6 +324,9 @@ def threshold_report(
         "fit": {"files": list(settings.fit_files)} if settings.fit_files else None,
     }
     notes = []
+    if fit is not None:  # the --fit input's own warnings (a file skipped, a run that failed)
+        said = set(summary.warnings)
+        notes += [Note("input", w) for w in dict.fromkeys(fit.warnings) if w not in said]
     overlap = None
     if fit is not None:  # by content: the same rows under another name, or dev inside dev+test
         from calibcli.summaries import in_sample_note
