@@ -46,3 +46,57 @@ def test_threshold_names_a_fit_log_whose_run_did_not_succeed(tmp_path, calibrate
     assert {k: v for k, v in body.items() if k not in drop} == {
         k: v for k, v in plain.items() if k not in drop
     }
+
+
+def _rows(path, *parts):
+    """Native rows: for each (confidence, right, wrong), that many right then wrong answers."""
+    lines = []
+    for c, right, wrong in parts:
+        lines += [{"confidence": c, "correct": True}] * right
+        lines += [{"confidence": c, "correct": False}] * wrong
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    return path
+
+
+def shown_thresholds(text):
+    """The guaranteed and plug-in thresholds as the text table shows them."""
+    labels = ("guaranteed threshold ", "plug-in threshold (no guarantee) ")
+    return [line.split()[-1] for line in text.splitlines() if line.startswith(labels)]
+
+
+def test_a_threshold_just_below_1_is_not_shown_as_1(tmp_path):
+    """A threshold of 0.9999996 rounded to 1.0000 would read as "accept only rows at
+    confidence 1": the text table, the Markdown summary, the HTML page and the warning show it
+    apart from 1. Walking every distinct confidence (--grid 0), the 100 right answers at
+    0.9999996 pass at A = 0.9 (p = 0.9^100) and the 100 wrong ones at 0.5 then fail, so both
+    thresholds are 0.9999996 on the fit rows; of the evaluated rows it accepts 10, 5 right."""
+    fit = _rows(tmp_path / "fit.jsonl", (0.9999996, 100, 0), (0.5, 0, 100))
+    evaluated = _rows(tmp_path / "eval.jsonl", (0.9999996, 5, 5), (0.5, 0, 10))
+    summary, html = tmp_path / "summary.md", tmp_path / "report.html"
+    args = ["threshold", evaluated, "--fit", fit, "--target-accuracy", "0.9", "--grid", "0"]
+    result = run([*args, "--summary", summary, "--html", html])
+    assert result.exit_code == 0, result.stderr
+    assert shown_thresholds(result.stdout) == ["0.9999996", "0.9999996"]
+    table = [line.split()[:3] for line in result.stdout.splitlines()]
+    assert ["0.9999996", "0.5000", "10"] in table  # the risk-coverage table's first row
+    warning = (
+        "warning: the guaranteed threshold 0.9999996 accepts 10 of the evaluated rows with "
+        "accuracy 0.5 (5 right), below the target 0.9 (1 on the fit rows)"
+    )
+    assert any(line.startswith(warning) for line in result.stderr.splitlines())
+    text = summary.read_text(encoding="utf-8")
+    assert "| guaranteed threshold | 0.9999996 |" in text
+    assert "| plug-in threshold (no guarantee) | 0.9999996 |" in text
+    page = html.read_text(encoding="utf-8")
+    assert page.count('<data value="0.9999996">0.9999996</data>') >= 2
+    assert '<data value="0.9999996">1.0000</data>' not in page
+    body = json.loads(run([*args, "--json", "-q"]).stdout)
+    assert body["guaranteed"]["threshold"] == body["plug_in"]["threshold"] == 0.9999996
+
+
+def test_a_threshold_of_4_decimals_is_shown_as_before(tmp_path):
+    """Thresholds that 4 decimals keep apart from 0 and 1 print as they did: 0.7182."""
+    rows = _rows(tmp_path / "rows.jsonl", (0.71818, 100, 0), (0.2, 0, 100))
+    result = run(["threshold", rows, "--target-accuracy", "0.9", "--grid", "0", "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert shown_thresholds(result.stdout) == ["0.7182", "0.7182"]

@@ -25,3 +25,10 @@ def distinct_decimals(values: Iterable[Any], least: int = 4) -> int:
         if all(a != b for a, b in pairwise(shown)):
             return digits
     return MOST
+
+
+def threshold_decimals(values: Iterable[Any], least: int = 4) -> int:
+    """The decimals for a column of thresholds: as :func:`distinct_decimals`, and as many as
+    keep each apart from 0 and 1. A threshold of 0.99998 rounded to ``1.0000`` reads as "accept
+    only rows at confidence 1", and one of 0.00004 as ``0.0000`` as "accept every row"."""
+    return distinct_decimals([0.0, 1.0, *values], least)

@@ -131,6 +131,10 @@ def _cell(report: dict[str, Any], figure: Figure) -> str:
     value = lookup(report, figure.key)
     if figure.kind == "bins" and value is not None:
         return f"{value} of {report.get('bins_used', report.get('bins'))}"
+    if figure.kind == "threshold":
+        from calibcli.render.digits import threshold_decimals
+
+        return _f(value, threshold_decimals([value]))
     return _f(value)
 
 
@@ -329,9 +333,9 @@ def _grid(size: int | None) -> str:
 
 def _curve_table(curve: dict[str, Any], delta: float) -> Table:
     """The risk–coverage rows; thresholds with as many decimals as tell them apart."""
-    from calibcli.render.digits import distinct_decimals
+    from calibcli.render.digits import threshold_decimals
 
-    digits = distinct_decimals(curve["threshold"])
+    digits = threshold_decimals(curve["threshold"])
     table = _table(
         "Risk-coverage",
         "threshold",

@@ -121,6 +121,13 @@ def _in_sample(choice: dict[str, Any], *, guaranteed: bool) -> dict[str, Any]:
     return {k: choice[k] for k in keys}
 
 
+def _threshold_text(threshold: float) -> str:
+    """A threshold in a warning: six significant digits, or all of them when six would round
+    it to 0 or 1 (0.9999996 is not the threshold 1, which accepts only rows at confidence 1)."""
+    text = f"{threshold:.6g}"
+    return repr(threshold) if float(text) in (0.0, 1.0) and float(text) != threshold else text
+
+
 def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple[Note, str] | None:
     """The warning and the gate's reason when the guaranteed threshold's accuracy on the
     evaluated rows falls below the target (None when it does not, or is undefined)."""
@@ -131,8 +138,9 @@ def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple
         return None
     right = seen["accepted"] - seen["errors"]
     fit = chosen["accuracy"]
+    shown = _threshold_text(chosen["threshold"])
     text = (
-        f"the guaranteed threshold {chosen['threshold']:.6g} accepts {seen['accepted']:,} of the "
+        f"the guaranteed threshold {shown} accepts {seen['accepted']:,} of the "
         f"evaluated rows with accuracy {accuracy:.4g} ({right:,} right), below the target "
         f"{target:g} ({fit:.4g} on the fit rows): on these rows it does not deliver the "
         "accuracy asked for"
