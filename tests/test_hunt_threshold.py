@@ -100,3 +100,43 @@ def test_a_threshold_of_4_decimals_is_shown_as_before(tmp_path):
     result = run(["threshold", rows, "--target-accuracy", "0.9", "--grid", "0", "-q"])
     assert result.exit_code == 0, result.stderr
     assert shown_thresholds(result.stdout) == ["0.7182", "0.7182"]
+
+
+def test_step_outputs_are_the_evaluated_rows_figures_with_fit(tmp_path):
+    """With --fit, the step outputs ``coverage`` and ``accuracy`` are the guaranteed
+    threshold's on the evaluated rows (what --min-coverage gates and the target is checked
+    on), not on the rows it was chosen on. Walking every distinct confidence at A = 0.8, the
+    fit rows' 100 right answers at 0.9 pass and their 100 wrong ones at 0.5 fail: the threshold
+    is 0.9 (coverage 0.5, accuracy 1 on the fit rows). Of the 30 evaluated rows it accepts the
+    10 at 0.9, 6 of them right: coverage 10/30, accuracy 6/10."""
+    fit = _rows(tmp_path / "fit.jsonl", (0.9, 100, 0), (0.5, 0, 100))
+    evaluated = _rows(tmp_path / "eval.jsonl", (0.9, 6, 4), (0.5, 10, 10))
+    outputs = tmp_path / "github_output"
+    outputs.write_text("")
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(outputs),
+    }
+    args = ["threshold", evaluated, "--target-accuracy", "0.8", "--grid", "0", "-q"]
+    result = run([*args, "--fit", fit], env=env)
+    assert result.exit_code == 0, result.stderr
+    said = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    assert said["threshold"] == "0.9"
+    assert said["coverage"] == repr(10 / 30) and said["accuracy"] == repr(6 / 10)
+    outputs.write_text("")  # without --fit, chosen and evaluated on the fit rows themselves
+    args[1] = fit
+    assert run(args, env=env).exit_code == 0
+    said = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    assert (said["threshold"], said["coverage"], said["accuracy"]) == ("0.9", "0.5", "1.0")
+
+
+def test_the_api_repr_shows_the_evaluated_rows_coverage():
+    """The same rows from Python: the one-line repr's coverage is the evaluated rows' 10/30,
+    beside their n, not the fit rows' 0.5."""
+    import calibcli
+
+    confidence, correct = [0.9] * 10 + [0.5] * 20, [1] * 6 + [0] * 4 + [1] * 10 + [0] * 10
+    held_out = ([0.9] * 100 + [0.5] * 100, [1] * 100 + [0] * 100)
+    result = calibcli.threshold(confidence, correct, target_accuracy=0.8, grid=0, fit=held_out)
+    assert repr(result).endswith(f"n=30, target_accuracy=0.8, threshold=0.9, coverage={1 / 3:.4f}>")
