@@ -140,3 +140,28 @@ def test_the_api_repr_shows_the_evaluated_rows_coverage():
     held_out = ([0.9] * 100 + [0.5] * 100, [1] * 100 + [0] * 100)
     result = calibcli.threshold(confidence, correct, target_accuracy=0.8, grid=0, fit=held_out)
     assert repr(result).endswith(f"n=30, target_accuracy=0.8, threshold=0.9, coverage={1 / 3:.4f}>")
+
+
+def test_threshold_names_fit_rows_of_another_format(tmp_path):
+    """A threshold chosen on inspect-ai rows and evaluated on JSON Lines rows (or the other way
+    round) is a cut on one kind of confidence held against another: a warning says so, as for
+    a calibrator applied to rows of another format. Rows of one format on both sides say
+    nothing."""
+    logged = write(tmp_path, "ok.json", log("success", held=20))
+    native = _rows(tmp_path / "native.jsonl", (0.9, 8, 2), (0.5, 5, 5))
+    said = (
+        "the threshold was chosen on {} rows (--fit) and is evaluated on {} rows, whose "
+        "confidences may be taken another way"
+    )
+    base = ["threshold", "--scorer", "match", "--target-accuracy", "0.5", "--json", "-q"]
+    for evaluated, fit, formats in [
+        (native, logged, ("inspect-ai", "jsonl")),
+        (logged, native, ("jsonl", "inspect-ai")),
+    ]:
+        result = run([*base, evaluated, "--fit", fit])
+        assert result.exit_code == 0, result.stderr
+        assert said.format(*formats) in json.loads(result.stdout)["warnings"]
+        assert f"warning: {said.format(*formats)}" in result.stderr.splitlines()
+    for same in (logged, native):
+        result = run([*base, same, "--fit", same])
+        assert "whose confidences may be taken another way" not in result.stdout + result.stderr

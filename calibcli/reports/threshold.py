@@ -287,6 +287,25 @@ def _mapped_scale(settings: dict[str, Any]) -> str:
     )
 
 
+def _other_rows(fit: Any, summary: Any) -> list[str]:
+    """A warning when the evaluated rows are of another format than the --fit rows the
+    threshold was chosen on: their confidences may be taken another way (a softmax over
+    choices, a token's probability, a stated number), and a threshold is a cut on one kind of
+    number; held against another kind it accepts other rows."""
+
+    def formats(data: Any) -> set[str]:
+        return {s.format for s in data.sources if s.format is not None and s.skipped is None}
+
+    out = []
+    chosen_on, others = formats(fit), sorted(formats(summary) - formats(fit))
+    if chosen_on and others:
+        out.append(
+            f"the threshold was chosen on {', '.join(sorted(chosen_on))} rows (--fit) and is "
+            f"evaluated on {', '.join(others)} rows, whose confidences may be taken another way"
+        )
+    return out
+
+
 def threshold_report(
     summary: Any,
     settings: ThresholdSettings,
@@ -346,6 +365,8 @@ def threshold_report(
             "the threshold was partly chosen on the rows it is evaluated on, so its coverage and "
             "accuracy here are optimistic; evaluate on rows held out from --fit",
         )
+    if fit is not None:
+        notes += [Note("fit_rows", text) for text in _other_rows(fit, summary)]
     if overlap is not None:
         notes.append(Note("in_sample", overlap))
     elif not settings.fit_files:
