@@ -165,3 +165,28 @@ def test_threshold_names_fit_rows_of_another_format(tmp_path):
     for same in (logged, native):
         result = run([*base, same, "--fit", same])
         assert "whose confidences may be taken another way" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("method", ["isotonic", "histogram"])
+def test_fit_on_one_class_says_the_map_learnt_the_class(tmp_path, method):
+    """isotonic and histogram fit rows of one class (temperature, platt and beta refuse
+    them): the map sends every confidence it was fitted on to 1 (all right) or 0 (all wrong),
+    which fit says, pooled and per --by group; rows of both classes say nothing."""
+    rows = [{"g": "a", "confidence": 0.3 + i / 100, "correct": True} for i in range(20)]
+    rows += [{"g": "b", "confidence": 0.3 + i / 100, "correct": i % 2 == 0} for i in range(20)]
+    one = tmp_path / "one.jsonl"
+    one.write_text("".join(json.dumps(r) + "\n" for r in rows[:20]), encoding="utf-8")
+    both = tmp_path / "both.jsonl"
+    both.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cal = tmp_path / "cal.json"
+    said = f"the {method} map sends the confidences it was fitted on to 1"
+    result = run(["fit", one, "--method", method, "-o", cal])
+    assert result.exit_code == 0, result.stderr
+    mapped = run(["apply", cal, one, "-q"]).stdout.splitlines()
+    assert [json.loads(line)["confidence"] for line in mapped] == [1.0] * 20
+    assert f"warning: all 20 answers are right: {said}" in result.stderr
+    grouped = run(["fit", both, "--by", "g", "--method", method, "-o", cal])
+    assert grouped.exit_code == 0, grouped.stderr
+    assert f"warning: group 'a': all 20 answers are right: {said}" in grouped.stderr
+    assert "group 'b'" not in grouped.stderr and "of the pooled rows" not in grouped.stderr
+    assert "learnt the class" not in run(["fit", both, "--method", method, "-o", cal]).stderr

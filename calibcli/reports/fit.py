@@ -8,8 +8,10 @@ from calibcli.reports.calibrate import calibrate_figures
 from calibcli.reports.recalibration import before_after
 from calibcli.reports.report import (
     SCHEMA_VERSION,
+    Note,
     Report,
     finish,
+    group_notes,
     input_formats,
     input_notes,
     strict,
@@ -70,4 +72,34 @@ def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) 
             }
             for name in calibrators.groups
         }
-    return finish(body, input_notes(summary), [], mark_infinite=True)
+    groups = summary.by_group()
+    pooled = " of the pooled rows" if groups is not None else ""
+    notes = _one_class(summary.pooled().columns, calibrators.method, pooled)
+    notes += group_notes(
+        {
+            str(name): _one_class(view.columns, calibrators.method)
+            for name, view in (groups or {}).items()
+        }
+    )
+    return finish(body, input_notes(summary) + notes, [], mark_infinite=True)
+
+
+def _one_class(columns: Any, method: str, rows: str = "") -> list[Note]:
+    """A warning when the rows a map was fitted on hold one class only (the methods that fit
+    such rows, isotonic and histogram): the map then sends every confidence it saw to that
+    class's 1 or 0, whatever the confidence was; it learnt the class, not a calibration."""
+    if columns is None:
+        return []
+    right, wrong = int(columns.conf_correct.shape[0]), int(columns.conf_wrong.shape[0])
+    if (right and wrong) or not (right or wrong):
+        return []
+    which, value = ("right", 1) if right else ("wrong", 0)
+    text = (
+        f"all {right + wrong:,} answers{rows} are {which}: the {method} map sends the "
+        f"confidences it was fitted on to {value}: it learnt the class, not a calibration"
+    )
+    general = (
+        f"every answer of these groups is right, or every one wrong: the {method} map sends the "
+        "confidences it was fitted on to 1 or 0: it learnt the class, not a calibration"
+    )
+    return [Note("one_class", text, detail=f"all {which}", general=general)]
