@@ -190,3 +190,22 @@ def test_fit_on_one_class_says_the_map_learnt_the_class(tmp_path, method):
     assert f"warning: group 'a': all 20 answers are right: {said}" in grouped.stderr
     assert "group 'b'" not in grouped.stderr and "of the pooled rows" not in grouped.stderr
     assert "learnt the class" not in run(["fit", both, "--method", method, "-o", cal]).stderr
+
+
+def test_standard_input_as_both_file_and_fit_is_refused(tmp_path):
+    """Standard input can be read once: given as FILE and as --fit, the second read found it
+    empty and the threshold was "none, the --fit input holds no rows" (exit 0); now exit 2."""
+    rows = _rows(tmp_path / "rows.jsonl", (0.9, 90, 10))
+    text = rows.read_text(encoding="utf-8")
+    args = ["threshold", "-", "--fit", "-", "--target-accuracy", "0.8", "--json", "-q"]
+    result = run(args, input=text)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "Error: standard input is given both as FILE and as --fit: it can be read once; save "
+        "one of them to a file"
+    ]
+    for sides in (["-", "--fit", rows], [rows, "--fit", "-"]):
+        assert (
+            run(["threshold", *sides, "--target-accuracy", "0.8", "-q"], input=text).exit_code == 0
+        )

@@ -88,6 +88,11 @@ def threshold(
     calibrators, _ = recalibration_options(calibrator, None, None)
     reading = calibrator_reading(reading, calibrators)
     check_outputs(output=output, summary=summary, plot=plot, html=html)
+    if fit and "-" in files and "-" in fit:  # the second read would find standard input empty
+        raise usage_error(
+            "standard input is given both as FILE and as --fit: it can be read once; save "
+            "one of them to a file"
+        )
     shape = {"bins": 10, "keep_columns": True, "plot": plot}
     data = read_predictions(files, reading, **shape)
     require_rows(data, "threshold")
