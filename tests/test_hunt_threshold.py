@@ -209,3 +209,33 @@ def test_standard_input_as_both_file_and_fit_is_refused(tmp_path):
         assert (
             run(["threshold", *sides, "--target-accuracy", "0.8", "-q"], input=text).exit_code == 0
         )
+
+
+def test_fit_says_a_decreasing_platt_map_reverses_the_ranking(tmp_path):
+    """Platt's fit, as scikit-learn's, may give a < 0 when higher confidences went with wrong
+    answers (here every row above 0.5 is wrong, every one below right): the map then sends a
+    higher confidence lower, which fit says, pooled and per --by group; a map with a > 0 says
+    nothing."""
+    rows = [{"g": "a", "confidence": 0.6 + i / 100, "correct": False} for i in range(20)]
+    rows += [{"g": "a", "confidence": 0.4 - i / 100, "correct": True} for i in range(20)]
+    rows += [{"g": "b", "confidence": 0.6 + i / 100, "correct": True} for i in range(30)]
+    rows += [{"g": "b", "confidence": 0.3 - i / 100, "correct": False} for i in range(30)]
+    anti, both = tmp_path / "anti.jsonl", tmp_path / "both.jsonl"
+    anti.write_text("".join(json.dumps(r) + "\n" for r in rows[:40]), encoding="utf-8")
+    both.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cal = tmp_path / "cal.json"
+    result = run(["fit", anti, "--method", "platt", "-o", cal])
+    assert result.exit_code == 0, result.stderr
+    a = json.loads(cal.read_text())["params"]["a"]
+    assert a < 0
+    lines = run(["apply", cal, anti, "-q"]).stdout.splitlines()
+    mapped_079, mapped_04 = (json.loads(line)["confidence"] for line in lines[19:21])
+    assert mapped_079 < mapped_04  # rows 20 and 21 are at 0.79 and 0.4
+    said = "it ranks every confidence the other way round"
+    assert f"warning: the platt map decreases (a = {a:.4g}): {said}" in result.stderr
+    grouped = run(["fit", both, "--by", "g", "--method", "platt", "-o", cal])
+    a = json.loads(cal.read_text())["groups"]["a"]["params"]["a"]
+    assert f"warning: group 'a': the platt map decreases (a = {a:.4g}): {said}" in grouped.stderr
+    assert "group 'b'" not in grouped.stderr and "pooled rows decreases" not in grouped.stderr
+    assert said not in run(["fit", both, "--method", "platt", "-o", cal]).stderr
+    assert json.loads(cal.read_text())["params"]["a"] > 0

@@ -75,9 +75,11 @@ def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) 
     groups = summary.by_group()
     pooled = " of the pooled rows" if groups is not None else ""
     notes = _one_class(summary.pooled().columns, calibrators.method, pooled)
+    notes += _decreasing(calibrators.calibrator, pooled)
     notes += group_notes(
         {
             str(name): _one_class(view.columns, calibrators.method)
+            + _decreasing(calibrators.groups.get(str(name)))
             for name, view in (groups or {}).items()
         }
     )
@@ -103,3 +105,22 @@ def _one_class(columns: Any, method: str, rows: str = "") -> list[Note]:
         "confidences it was fitted on to 1 or 0: it learnt the class, not a calibration"
     )
     return [Note("one_class", text, detail=f"all {which}", general=general)]
+
+
+def _decreasing(calibrator: Any, rows: str = "") -> list[Note]:
+    """A warning when a platt map decreases (a < 0, as scikit-learn's fit allows): it sends
+    higher confidences lower, so it ranks every row the other way round, wherever it is
+    applied; on the rows it was fitted on, higher confidences went with wrong answers (or
+    there were too few rows to tell)."""
+    a = getattr(calibrator, "a", None) if getattr(calibrator, "method", None) == "platt" else None
+    if a is None or not a < 0:
+        return []
+    text = (
+        f"the platt map{rows} decreases (a = {a:.4g}): it ranks every confidence the other way "
+        "round, as on the rows it was fitted on higher confidences went with wrong answers"
+    )
+    general = (
+        "the platt map of these groups decreases (a < 0): it ranks every confidence the other "
+        "way round, as on the rows it was fitted on higher confidences went with wrong answers"
+    )
+    return [Note("decreasing", text, detail=f"a = {a:.4g}", general=general)]
