@@ -239,3 +239,31 @@ def test_fit_says_a_decreasing_platt_map_reverses_the_ranking(tmp_path):
     assert "group 'b'" not in grouped.stderr and "pooled rows decreases" not in grouped.stderr
     assert said not in run(["fit", both, "--method", "platt", "-o", cal]).stderr
     assert json.loads(cal.read_text())["params"]["a"] > 0
+
+
+def test_fit_says_a_temperature_at_an_end_of_its_range_is_no_fitted_value(tmp_path):
+    """Temperature is searched in [1e-4, 1e4]; when the likelihood keeps improving beyond an
+    end, the end is returned. Rows whose confidences separate the classes (every row above
+    0.5 right, every one below wrong) drive T to 0, hence 1e-4; the same confidences with the
+    classes swapped drive 1/T below 0, hence T = 1e4. fit says so; rows of both kinds at
+    every confidence give a fitted T inside and say nothing."""
+    above = [0.6 + i / 100 for i in range(20)]
+    below = [0.4 - i / 100 for i in range(20)]
+    cal = tmp_path / "cal.json"
+    cases = [
+        ([(c, True) for c in above] + [(c, False) for c in below], 1e-4, "lower", "0.0001"),
+        ([(c, False) for c in above] + [(c, True) for c in below], 1e4, "upper", "10000"),
+    ]
+    for rows, t, end, shown in cases:
+        path = tmp_path / f"{end}.jsonl"
+        lines = [json.dumps({"confidence": c, "correct": y}) + "\n" for c, y in rows]
+        path.write_text("".join(lines), encoding="utf-8")
+        result = run(["fit", path, "--method", "temperature", "-o", cal])
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(cal.read_text())["params"]["temperature"] == t
+        said = f"warning: the temperature is the {end} end of its range, {shown}: the likelihood"
+        assert said in result.stderr
+    mixed = _rows(tmp_path / "mixed.jsonl", (0.8, 7, 3), (0.6, 5, 5), (0.3, 4, 6))
+    result = run(["fit", mixed, "--method", "temperature", "-o", cal])
+    assert 1e-4 < json.loads(cal.read_text())["params"]["temperature"] < 1e4
+    assert "end of its range" not in result.stderr

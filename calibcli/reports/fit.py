@@ -75,11 +75,12 @@ def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) 
     groups = summary.by_group()
     pooled = " of the pooled rows" if groups is not None else ""
     notes = _one_class(summary.pooled().columns, calibrators.method, pooled)
-    notes += _decreasing(calibrators.calibrator, pooled)
+    notes += _decreasing(calibrators.calibrator, pooled) + _at_bound(calibrators.calibrator, pooled)
     notes += group_notes(
         {
             str(name): _one_class(view.columns, calibrators.method)
             + _decreasing(calibrators.groups.get(str(name)))
+            + _at_bound(calibrators.groups.get(str(name)))
             for name, view in (groups or {}).items()
         }
     )
@@ -124,3 +125,28 @@ def _decreasing(calibrator: Any, rows: str = "") -> list[Note]:
         "way round, as on the rows it was fitted on higher confidences went with wrong answers"
     )
     return [Note("decreasing", text, detail=f"a = {a:.4g}", general=general)]
+
+
+def _at_bound(calibrator: Any, rows: str = "") -> list[Note]:
+    """A warning when a temperature is at an end of the range it is searched in: the
+    likelihood keeps improving beyond it, so the map is the range's end, not a fitted value;
+    at the upper end (the confidences carried no information, or inverted information) it
+    sends every confidence to about 0.5, at the lower end (they separated right from wrong
+    answers) to about 0 or 1: logit(0.5 + x) / 1e-4 is about 40,000·x."""
+    from calibcli.metrics import T_MAX, T_MIN
+
+    t = getattr(calibrator, "temperature", None)
+    if t not in (T_MIN, T_MAX):
+        return []
+    where = "upper" if t == T_MAX else "lower"
+    effect = "about 0.5" if t == T_MAX else "about 0 or 1 (all but those within 0.001 of 0.5)"
+    text = (
+        f"the temperature{rows} is the {where} end of its range, {t:g}: the likelihood keeps "
+        f"improving beyond it, so it is no fitted value; the map sends every confidence to "
+        f"{effect}"
+    )
+    general = (
+        "the temperature of these groups is an end of its range (1e-04 or 1e+04): the "
+        "likelihood keeps improving beyond it, so it is no fitted value"
+    )
+    return [Note("temperature_bound", text, detail=f"T = {t:g}", general=general)]
