@@ -74,10 +74,11 @@ OUTPUTS: dict[str, dict[str, str]] = {
         "auroc": "auroc",
     },
     "reliability": {"n": "n", "accuracy": "accuracy", "ece": "ece", "brier": "brier"},
-    "threshold": {
+    "threshold": {  # the guaranteed threshold's figures on the evaluated rows (with --fit
+        # realised there, not those of the rows it was chosen on)
         "threshold": "guaranteed.threshold",
-        "coverage": "guaranteed.coverage",
-        "accuracy": "guaranteed.accuracy",
+        "coverage": "coverage",
+        "accuracy": "guaranteed.realised.accuracy",
     },
     "compare": {
         "matched": "matched",

@@ -72,6 +72,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "recalibration": ("cross_fit", "cross_fit_multiclass_temperature", "fit", "fit_columns"),
     "multiclass": ("fit_multiclass_temperature",),
+    "calibrators": ("T_MAX", "T_MIN"),
     "methods": ("BIN_STRATEGIES", "RECALIBRATION_METHODS", "SELECTION_METHODS"),
     "selective": (
         "GRID_SIZE",
@@ -114,6 +115,8 @@ __all__ = [
     "GRID_SIZE",
     "POISSON_THRESHOLDS",
     "SCALAR_KEYS",
+    "T_MAX",
+    "T_MIN",
     "BinStats",
     "BootstrapResult",
     "CalibrationEstimates",

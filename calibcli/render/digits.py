@@ -27,6 +27,13 @@ def distinct_decimals(values: Iterable[Any], least: int = 4) -> int:
     return MOST
 
 
+def threshold_decimals(values: Iterable[Any], least: int = 4) -> int:
+    """The decimals for a column of thresholds: as :func:`distinct_decimals`, and as many as
+    keep each apart from 0 and 1. A threshold of 0.99998 rounded to ``1.0000`` reads as "accept
+    only rows at confidence 1", and one of 0.00004 as ``0.0000`` as "accept every row"."""
+    return distinct_decimals([0.0, 1.0, *values], least)
+
+
 LARGE = 1e15
 """Past this magnitude a float is shown in scientific notation: its fixed-point digits would
 fill a table's column (a perplexity of exp(700) has 305) with no more meaning than its

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from calibcli.render.digits import threshold_decimals
 from calibcli.render.markup import cell, interval, is_number, number, signed, text
 from calibcli.render.svg import reliability_bins, reliability_chart
 from calibcli.reports import RECALIBRATION, Figure, has, lookup
@@ -88,7 +89,8 @@ def value(section: dict[str, Any], figure: Figure, *, exact: bool = True) -> str
     x = lookup(section, figure.key)
     if figure.kind == "bins" and is_number(x):
         return f"{number(x)} of {number(bins_total(section))}"
-    return cell(x) if exact else number(x)
+    digits = threshold_decimals([x]) if figure.kind == "threshold" else 4
+    return cell(x, digits) if exact else number(x, digits)
 
 
 def figure_table(section: dict[str, Any], figures: Sequence[Figure], caption: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.render import html_blocks as b
-from calibcli.render.digits import distinct_decimals
+from calibcli.render.digits import threshold_decimals
 from calibcli.render.markup import cell, interval, is_number, number, signed, text
 from calibcli.render.svg import coverage_chart
 from calibcli.reports import (
@@ -139,12 +139,17 @@ def _thresholds_table(body: dict[str, Any]) -> str:
             continue
         keys = ("threshold", "accepted", "errors", "coverage", "accuracy")
         keys += ("accuracy_lower_bound", "p_value")
-        cells = [cell(c[k]) if k in c else "" for k in keys]
+        cells = [cell(c[k], _digits(k, c[k])) if k in c else "" for k in keys]
         if fit:
             seen = c.get("realised") if isinstance(c.get("realised"), dict) else {}
             cells += [cell(seen[k]) if k in seen else "" for k in seen_keys]
         rows.append((name, cells))
     return b.table("Chosen thresholds", headers, rows) if rows else ""
+
+
+def _digits(key: str, value: Any) -> int:
+    """The decimals of a chosen threshold's cell: a threshold is kept apart from 0 and 1."""
+    return threshold_decimals([value]) if key == "threshold" else 4
 
 
 def _curve_table(body: dict[str, Any]) -> str:
@@ -164,7 +169,7 @@ def _curve_table(body: dict[str, Any]) -> str:
     if is_number(delta):
         bound += f" ({confidence(delta, percent=True)})"
     headers = ["threshold", "coverage", "accepted", "errors", "accuracy", bound]
-    digits = distinct_decimals(curve["threshold"])  # bf16 ties 1e-8 apart stay apart
+    digits = threshold_decimals(curve["threshold"])  # bf16 ties 1e-8 apart stay apart
     rows = [
         (
             cell(curve["threshold"][i], digits),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibcli.render.digits import fixed
+from calibcli.render.digits import fixed, threshold_decimals
 from calibcli.reports import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup, shown
 
 
@@ -52,7 +52,11 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
     elif figures:
         lines += ["", "| metric | value |", "| --- | ---: |"]
     for figure in figures:
-        row = f"| {figure.label} | {_cell(lookup(body, figure.key))} |"
+        value = lookup(body, figure.key)
+        if figure.kind == "threshold" and isinstance(value, float):
+            row = f"| {figure.label} | {value:.{threshold_decimals([value])}f} |"
+        else:
+            row = f"| {figure.label} | {_cell(value)} |"
         lines.append(row + (f" {_interval(body, figure.key)} |" if with_ci else ""))
     lines += _before_after(body)
     lines += _comparison(body)

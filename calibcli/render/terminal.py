@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from calibcli.render.digits import fixed
+from calibcli.render.digits import fixed, threshold_decimals
 from calibcli.reports import (
     CALIBRATION,
     PERPLEXITY,
@@ -132,6 +132,8 @@ def _cell(report: dict[str, Any], figure: Figure) -> str:
     value = lookup(report, figure.key)
     if figure.kind == "bins" and value is not None:
         return f"{value} of {report.get('bins_used', report.get('bins'))}"
+    if figure.kind == "threshold":
+        return _f(value, threshold_decimals([value]))
     return _f(value)
 
 
@@ -330,9 +332,7 @@ def _grid(size: int | None) -> str:
 
 def _curve_table(curve: dict[str, Any], delta: float) -> Table:
     """The risk–coverage rows; thresholds with as many decimals as tell them apart."""
-    from calibcli.render.digits import distinct_decimals
-
-    digits = distinct_decimals(curve["threshold"])
+    digits = threshold_decimals(curve["threshold"])
     table = _table(
         "Risk-coverage",
         "threshold",

@@ -21,7 +21,8 @@ class Figure:
     ``key`` is its place in the JSON report (a dotted path for a nested value, e.g.
     ``brier_decomposition.reliability``); ``label`` its name in tables and summaries; ``kind``
     how it prints (``float``: 4 decimals, ``count``: an integer with thousands separators,
-    ``bins``: "k of M"). ``gate`` is the help text's noun for ``--max-KEY`` (None: no gate);
+    ``bins``: "k of M", ``threshold``: 4 decimals, more when needed to keep it apart from 0
+    and 1). ``gate`` is the help text's noun for ``--max-KEY`` (None: no gate);
     ``fails_closed`` makes that gate fail when too few bins are populated, since a binned estimate
     then rests on nothing. ``interval`` says the bootstrap (``--ci``) gives it an interval.
     ``column`` is its header in the per-group table (None: not shown there); ``summary`` whether
@@ -116,7 +117,7 @@ _FIT, _EVALUATED = "fit", "evaluated"
 THRESHOLD: tuple[Figure, ...] = (
     Figure("n", "N", kind="count", column="N", rows=_EVALUATED),
     Figure("fit_n", "N", kind="count", column="N", rows=_FIT),
-    Figure("guaranteed.threshold", "guaranteed threshold", column="threshold"),
+    Figure("guaranteed.threshold", "guaranteed threshold", kind="threshold", column="threshold"),
     Figure("guaranteed.coverage", "coverage", column="coverage", rows=_FIT),
     Figure("guaranteed.accuracy", "accuracy above it", column="accuracy", rows=_FIT),
     Figure("guaranteed.accuracy_lower_bound", "accuracy lower bound", rows=_FIT),
@@ -128,7 +129,9 @@ THRESHOLD: tuple[Figure, ...] = (
         column="lower bound",
         rows=_EVALUATED,
     ),
-    Figure("plug_in.threshold", "plug-in threshold (no guarantee)", column="plug-in"),
+    Figure(
+        "plug_in.threshold", "plug-in threshold (no guarantee)", kind="threshold", column="plug-in"
+    ),
     Figure("plug_in.coverage", "plug-in coverage", rows=_FIT),
     Figure("plug_in.realised.coverage", "plug-in coverage", rows=_EVALUATED),
     Figure("aurc", "AURC", column="AURC", rows=_EVALUATED),

@@ -8,8 +8,10 @@ from calibcli.reports.calibrate import calibrate_figures
 from calibcli.reports.recalibration import before_after
 from calibcli.reports.report import (
     SCHEMA_VERSION,
+    Note,
     Report,
     finish,
+    group_notes,
     input_formats,
     input_notes,
     strict,
@@ -70,4 +72,81 @@ def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) 
             }
             for name in calibrators.groups
         }
-    return finish(body, input_notes(summary), [], mark_infinite=True)
+    groups = summary.by_group()
+    pooled = " of the pooled rows" if groups is not None else ""
+    notes = _one_class(summary.pooled().columns, calibrators.method, pooled)
+    notes += _decreasing(calibrators.calibrator, pooled) + _at_bound(calibrators.calibrator, pooled)
+    notes += group_notes(
+        {
+            str(name): _one_class(view.columns, calibrators.method)
+            + _decreasing(calibrators.groups.get(str(name)))
+            + _at_bound(calibrators.groups.get(str(name)))
+            for name, view in (groups or {}).items()
+        }
+    )
+    return finish(body, input_notes(summary) + notes, [], mark_infinite=True)
+
+
+def _one_class(columns: Any, method: str, rows: str = "") -> list[Note]:
+    """A warning when the rows a map was fitted on hold one class only (the methods that fit
+    such rows, isotonic and histogram): the map then sends every confidence it saw to that
+    class's 1 or 0, whatever the confidence was; it learnt the class, not a calibration."""
+    if columns is None:
+        return []
+    right, wrong = int(columns.conf_correct.shape[0]), int(columns.conf_wrong.shape[0])
+    if (right and wrong) or not (right or wrong):
+        return []
+    which, value = ("right", 1) if right else ("wrong", 0)
+    text = (
+        f"all {right + wrong:,} answers{rows} are {which}: the {method} map sends the "
+        f"confidences it was fitted on to {value}: it learnt the class, not a calibration"
+    )
+    general = (
+        f"every answer of these groups is right, or every one wrong: the {method} map sends the "
+        "confidences it was fitted on to 1 or 0: it learnt the class, not a calibration"
+    )
+    return [Note("one_class", text, detail=f"all {which}", general=general)]
+
+
+def _decreasing(calibrator: Any, rows: str = "") -> list[Note]:
+    """A warning when a platt map decreases (a < 0, as scikit-learn's fit allows): it sends
+    higher confidences lower, so it ranks every row the other way round, wherever it is
+    applied; on the rows it was fitted on, higher confidences went with wrong answers (or
+    there were too few rows to tell)."""
+    a = getattr(calibrator, "a", None) if getattr(calibrator, "method", None) == "platt" else None
+    if a is None or not a < 0:
+        return []
+    text = (
+        f"the platt map{rows} decreases (a = {a:.4g}): it ranks every confidence the other way "
+        "round, as on the rows it was fitted on higher confidences went with wrong answers"
+    )
+    general = (
+        "the platt map of these groups decreases (a < 0): it ranks every confidence the other "
+        "way round, as on the rows it was fitted on higher confidences went with wrong answers"
+    )
+    return [Note("decreasing", text, detail=f"a = {a:.4g}", general=general)]
+
+
+def _at_bound(calibrator: Any, rows: str = "") -> list[Note]:
+    """A warning when a temperature is at an end of the range it is searched in: the
+    likelihood keeps improving beyond it, so the map is the range's end, not a fitted value;
+    at the upper end (the confidences carried no information, or inverted information) it
+    sends every confidence to about 0.5, at the lower end (they separated right from wrong
+    answers) to about 0 or 1: logit(0.5 + x) / 1e-4 is about 40,000·x."""
+    from calibcli.metrics import T_MAX, T_MIN
+
+    t = getattr(calibrator, "temperature", None)
+    if t not in (T_MIN, T_MAX):
+        return []
+    where = "upper" if t == T_MAX else "lower"
+    effect = "about 0.5" if t == T_MAX else "about 0 or 1 (all but those within 0.001 of 0.5)"
+    text = (
+        f"the temperature{rows} is the {where} end of its range, {t:g}: the likelihood keeps "
+        f"improving beyond it, so it is no fitted value; the map sends every confidence to "
+        f"{effect}"
+    )
+    general = (
+        "the temperature of these groups is an end of its range (1e-04 or 1e+04): the "
+        "likelihood keeps improving beyond it, so it is no fitted value"
+    )
+    return [Note("temperature_bound", text, detail=f"T = {t:g}", general=general)]

@@ -121,6 +121,13 @@ def _in_sample(choice: dict[str, Any], *, guaranteed: bool) -> dict[str, Any]:
     return {k: choice[k] for k in keys}
 
 
+def _threshold_text(threshold: float) -> str:
+    """A threshold in a warning: six significant digits, or all of them when six would round
+    it to 0 or 1 (0.9999996 is not the threshold 1, which accepts only rows at confidence 1)."""
+    text = f"{threshold:.6g}"
+    return repr(threshold) if float(text) in (0.0, 1.0) and float(text) != threshold else text
+
+
 def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple[Note, str] | None:
     """The warning and the gate's reason when the guaranteed threshold's accuracy on the
     evaluated rows falls below the target (None when it does not, or is undefined)."""
@@ -131,8 +138,9 @@ def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple
         return None
     right = seen["accepted"] - seen["errors"]
     fit = chosen["accuracy"]
+    shown = _threshold_text(chosen["threshold"])
     text = (
-        f"the guaranteed threshold {chosen['threshold']:.6g} accepts {seen['accepted']:,} of the "
+        f"the guaranteed threshold {shown} accepts {seen['accepted']:,} of the "
         f"evaluated rows with accuracy {accuracy:.4g} ({right:,} right), below the target "
         f"{target:g} ({fit:.4g} on the fit rows): on these rows it does not deliver the "
         "accuracy asked for"
@@ -279,6 +287,25 @@ def _mapped_scale(settings: dict[str, Any]) -> str:
     )
 
 
+def _other_rows(fit: Any, summary: Any) -> list[str]:
+    """A warning when the evaluated rows are of another format than the --fit rows the
+    threshold was chosen on: their confidences may be taken another way (a softmax over
+    choices, a token's probability, a stated number), and a threshold is a cut on one kind of
+    number; held against another kind it accepts other rows."""
+
+    def formats(data: Any) -> set[str]:
+        return {s.format for s in data.sources if s.format is not None and s.skipped is None}
+
+    out = []
+    chosen_on, others = formats(fit), sorted(formats(summary) - formats(fit))
+    if chosen_on and others:
+        out.append(
+            f"the threshold was chosen on {', '.join(sorted(chosen_on))} rows (--fit) and is "
+            f"evaluated on {', '.join(others)} rows, whose confidences may be taken another way"
+        )
+    return out
+
+
 def threshold_report(
     summary: Any,
     settings: ThresholdSettings,
@@ -324,6 +351,9 @@ def threshold_report(
         "fit": {"files": list(settings.fit_files)} if settings.fit_files else None,
     }
     notes = []
+    if fit is not None:  # the --fit input's own warnings (a file skipped, a run that failed)
+        said = set(summary.warnings)
+        notes += [Note("input", w) for w in dict.fromkeys(fit.warnings) if w not in said]
     overlap = None
     if fit is not None:  # by content: the same rows under another name, or dev inside dev+test
         from calibcli.summaries import in_sample_note
@@ -335,6 +365,8 @@ def threshold_report(
             "the threshold was partly chosen on the rows it is evaluated on, so its coverage and "
             "accuracy here are optimistic; evaluate on rows held out from --fit",
         )
+    if fit is not None:
+        notes += [Note("fit_rows", text) for text in _other_rows(fit, summary)]
     if overlap is not None:
         notes.append(Note("in_sample", overlap))
     elif not settings.fit_files:

@@ -3,6 +3,8 @@ finite-sample guarantee on their accuracy."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from calibcli.cli.app import EXIT_CODES, app, usage_error
 from calibcli.cli.emit import Plot, check_outputs, emit
 from calibcli.cli.options import (
@@ -86,6 +88,11 @@ def threshold(
     calibrators, _ = recalibration_options(calibrator, None, None)
     reading = calibrator_reading(reading, calibrators)
     check_outputs(output=output, summary=summary, plot=plot, html=html)
+    if fit and "-" in files and "-" in fit:  # the second read would find standard input empty
+        raise usage_error(
+            "standard input is given both as FILE and as --fit: it can be read once; save "
+            "one of them to a file"
+        )
     shape = {"bins": 10, "keep_columns": True, "plot": plot}
     data = read_predictions(files, reading, **shape)
     require_rows(data, "threshold")
@@ -99,7 +106,11 @@ def threshold(
         data, how, notes = recalibrate(data, calibrators, None, files=files, **options)
         recalibration = Recalibration(raw, how, tuple(notes), {"reorder_ok": False}, curves=False)
         if fit_data is not None:
-            fit_data, _, _ = recalibrate(fit_data, calibrators, None, files=fit, **options)
+            fit_data, _, fit_notes = recalibrate(fit_data, calibrators, None, files=fit, **options)
+            # what the calibrator says of the --fit rows (another format, a pooled map, rows
+            # it was fitted on) travels with their own warnings into the report
+            extra = [f"the --fit rows: {n}" for n in fit_notes if n not in notes]
+            fit_data = replace(fit_data, warnings=(*fit_data.warnings, *extra))
     settings = ThresholdSettings(
         target_accuracy=target_accuracy,
         delta=delta,
