@@ -328,11 +328,14 @@ def __getattr__(name: str) -> Any:
         "read_matched",
         "read_compared",
         "IdIndex",
-        "match_keys",
     ):
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.keyed"), name)
+    if name == "match_keys":
+        from calibcli.io.matching import match_keys
+
+        return match_keys
     if name in ("FrameSpec", "ColumnProblems", "frame_summary"):  # DataFrame partitions
         import importlib
 

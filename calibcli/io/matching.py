@@ -1,0 +1,164 @@
+"""Two sides' keyed rows matched by id, as ``compare`` pairs them (:mod:`calibcli.io.keyed` reads
+them), and what it checks of them once read: no id given twice, each matched id in one --by
+group on both sides, and matched rows that ask the same question (an lm-eval document, an
+inspect-ai sample)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calibcli.errors import InputError, shown_name
+from calibcli.io.ids import show_id
+from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids
+from calibcli.io.sources import display_name
+
+
+def raise_repeat(reader: Any, repeat: tuple[int, int] | None, spans: list, side: Any) -> None:
+    """InputError naming ``repeat``'s rows (the earliest row whose id an earlier row holds, and
+    that row), if there is one."""
+    if repeat is None:
+        return
+    (first_name, first_at, _), (name, at, key) = (
+        side.kept.get(i) or reader.locate(spans, i) for i in repeat
+    )
+    raise InputError(name, at, f"duplicate id {show_id(key)} (first at {first_name}:{first_at})")
+
+
+def raise_regrouped(reader: Any, spans: list, side: Any, base: Any, by: str) -> None:
+    """InputError at the earliest NEW row whose --by group differs from that of the BASE row
+    holding its id: the matched rows are grouped by BASE's groups, so NEW's would be dropped
+    without a word (``--by model`` of two models' files, a field each side fills its own way)."""
+    rows = np.flatnonzero(side.row_of >= 0)
+    theirs = side.row_of[rows]
+    new_groups, base_groups = side.groups, base.groups
+    bad = [
+        (r, j)
+        for j, r in zip(rows.tolist(), theirs.tolist(), strict=True)
+        if new_groups[r] != base_groups[j]
+    ]
+    if not bad:
+        return
+    r, j = min(bad)
+    name, at, key = side.kept.get(r) or reader.locate(spans, r)
+    base_file = next(source for source, _, start, stop in base.spans if start <= j < stop)
+    raise InputError(
+        name,
+        at,
+        f"--by {by} is {new_groups[r]!r} here but {base_groups[j]!r} for id {show_id(key)} in "
+        f"{shown_name(display_name(base_file))}; compare groups matched rows, so both sides must "
+        "put an id in the same group",
+    )
+
+
+def note_other_documents(reader: Any, spans: list, side: Any, base: Any) -> None:
+    """Warn, at the earliest NEW row, when matched rows ask different questions (see
+    :func:`document`): an lm-eval id is the task named by the file and ``doc_id``, so two
+    tasks' files given the same name (``preds.jsonl`` in two folders) match question 0 of one
+    with question 0 of the other; an inspect-ai id is the sample's ``id`` and epoch, numbered
+    1, 2, ... in many tasks' datasets alike."""
+    rows = np.flatnonzero(side.row_of >= 0)
+    pairs = zip(rows.tolist(), side.row_of[rows].tolist(), strict=True)
+    other = [
+        (r, j)
+        for j, r in pairs
+        if j in base.docs
+        and r in side.docs
+        # documents of one kind (the sides' formats may differ when --id-field matches them)
+        and base.docs[j][0] == side.docs[r][0]
+        and base.docs[j][1] != side.docs[r][1]
+    ]
+    if not other:
+        return
+    r, j = min(other)
+    name, at, key = side.kept.get(r) or reader.locate(spans, r)
+    base_file = next(source for source, _, start, stop in base.spans if start <= j < stop)
+    more = f", as do {len(other) - 1:,} more" if len(other) > 1 else ""
+    lm_eval = side.docs[r][0] == "lm-eval"
+    what, why = ("document", "doc_hash") if lm_eval else ("sample", "input or target")
+    reader.note(
+        f"{name}:{at}",
+        f"id {show_id(key)} holds another {what} here than in "
+        f"{shown_name(display_name(base_file))} (its {why} differs){more} of the "
+        f"{rows.shape[0]:,} matched ids: are the two files of the same task and dataset?",
+    )
+
+
+def document(fmt: str | None, row: dict) -> tuple[str, str] | None:
+    """What a row asks, to tell matched rows of different questions apart: (the format, an
+    lm-eval row's ``doc_hash`` or a hash of an inspect-ai sample's ``input`` and ``target``);
+    None for other formats and rows without them."""
+    if fmt == "lm-eval":
+        doc = row.get("doc_hash")
+        return (fmt, doc) if isinstance(doc, str) else None
+    if fmt == "inspect-ai" and "input" in row:
+        import hashlib
+        import json
+
+        text = json.dumps([row["input"], row.get("target")], sort_keys=True, ensure_ascii=False)
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
+        return fmt, digest.hexdigest()
+    return None
+
+
+def match_keys(base: Any, new: Any) -> Any:
+    """Two sides' rows with their ids as row keys (:class:`~calibcli.summaries.KeyedRows`, each
+    side's keys distinct) matched as :func:`~calibcli.io.keyed.read_matched` matches them: each
+    key's canonical bytes hashed, NEW's looked up among BASE's. The matched rows are grouped by
+    BASE's groups: ValueError when NEW has groups and BASE none, or puts a matched id in another
+    group."""
+    if new.groups is not None and base.groups is None:
+        raise ValueError(
+            "new has groups and base none: compare groups the matched rows by BASE's groups, "
+            "so give them on base too"
+        )
+    index = IdIndex(IdHashes(*hash_ids([canonical_id(k) for k in base.keys])))
+    at = index.rows_of(*hash_ids([canonical_id(k) for k in new.keys]))
+    hit = at >= 0
+    mine = at[hit]
+    row_of = np.full(base.n, -1, index.order.dtype)
+    row_of[mine] = np.flatnonzero(hit)
+    if new.groups is not None:
+        bad = next(
+            (
+                r
+                for r, j in zip(np.flatnonzero(hit).tolist(), mine.tolist(), strict=True)
+                if new.groups[r] != base.groups[j]
+            ),
+            None,
+        )
+        if bad is not None:
+            j = int(at[bad])
+            where = new.where[bad] if new.where else f"new: index {bad}"
+            raise ValueError(
+                f"{where}: id {show_id(new.keys[bad])} is in group {new.groups[bad]!r} "
+                f"but in {base.groups[j]!r} on base; compare groups matched rows, so both "
+                "sides must put an id in the same group"
+            )
+    conf, corr = np.zeros(base.n), np.zeros(base.n, bool)
+    conf[mine] = new.confidence[hit]
+    corr[mine] = new.correct[hit]
+    return aligned(base, row_of, conf, corr, new.n)
+
+
+def aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, new_n: int) -> Any:
+    """The rows both sides hold in BASE's order, from NEW's ``conf`` and ``corr`` written at
+    their BASE rows (``row_of`` -1 where NEW has none)."""
+    from calibcli.summaries import PairedRows
+
+    pairs = int(np.count_nonzero(row_of >= 0))
+    if pairs == base.n:  # every BASE row matched: the columns as they are
+        base_rows, new_rows = (base.confidence, base.correct), (conf, corr)
+        groups = base.groups
+    else:
+        rows = np.flatnonzero(row_of >= 0)
+        base_rows = (base.confidence[rows], base.correct[rows])
+        new_rows = (conf[rows], corr[rows])
+        groups = None if base.groups is None else [base.groups[i] for i in rows.tolist()]
+    lost = (
+        () if groups is None or pairs == base.n else tuple(sorted(set(base.groups) - set(groups)))
+    )
+    return PairedRows(
+        base_rows, new_rows, groups, base.n - pairs, new_n - pairs, base.n, new_n, (), lost
+    )
