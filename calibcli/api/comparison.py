@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from calibcli.api.predictions import ARRAYS, Predictions, given, option, usage, whole
@@ -117,6 +118,8 @@ def compare(
         else:
             keyed = [_keyed(s, name) for s, name in zip(sides, names, strict=True)]
             matched = usage(WHERE, match_keys, base=keyed[0], new=keyed[1])
+        # what the reading said of each side's files, as compare of the files says it
+        matched = replace(matched, warnings=tuple(dict.fromkeys((*b.warnings, *n.warnings))))
     if not unpaired:
         usage(
             WHERE,

@@ -48,6 +48,9 @@ class Predictions:
     keys: list[Any] | None = field(default=None, repr=False)  # each row's id as compare keys it
     where: list[str] | None = field(default=None, repr=False)  # "path:line" of each row
     inspect_confidence: str | None = None
+    # what the reading said of the files (older re-runs left out, a run that did not succeed):
+    # the functions' reports carry it, as the commands' do
+    warnings: tuple[str, ...] = field(default=(), repr=False)
 
     def __len__(self) -> int:
         return int(self.confidence.shape[0])
@@ -132,6 +135,7 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
         list(rows.keys),
         list(rows.where),
         rows.inspect_confidence,
+        rows.warnings,
     )
 
 
@@ -356,7 +360,7 @@ def summary_of(rows: Predictions, *, bins: int) -> Any:
         by=rows.by,
     )
     return CalibrationSummary.from_arrays(
-        rows.confidence, rows.correct, settings=settings, groups=rows.groups
+        rows.confidence, rows.correct, settings=settings, groups=rows.groups, warnings=rows.warnings
     )
 
 

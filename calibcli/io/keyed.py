@@ -241,7 +241,11 @@ def _read_side(
         options.get("max_document_bytes"),
     )
     from_folder = {f for f in expand(sources) if f not in sources}
-    newest = set(choose_runs(sorted(from_folder)).files)
+    runs = choose_runs(sorted(from_folder))
+    newest = set(runs.files)
+    # the older re-runs a folder holds are left out, as the other commands leave them out, and
+    # named as they name them
+    reader.warnings.extend(w for w in runs.warnings if w not in reader.warnings)
     spans: list[tuple[str, bool, int, int]] = []
     found = None
     try:

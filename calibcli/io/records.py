@@ -8,6 +8,7 @@ Slower than the block decoders (one ``json.loads`` per line) but with the same s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from calibcli.errors import InputError, shown_name
 from calibcli.io.ids import default_id_field as _default_id_field
 from calibcli.io.ids import row_key as _row_key
 from calibcli.io.ids import show_id
-from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of
+from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, display_name, lines_of
 from calibcli.summaries import KeyedRows
 
 BLOCK_SIZE = 1 << 20
@@ -143,7 +144,17 @@ def read_keyed(
     # a folder's files are read as the streaming readers read them: its results files, files of
     # other task kinds and older re-runs of a task are left out (the files named are not)
     from_folder = {f for f in expand(sources) if f not in sources}
-    newest = set(choose_runs(sorted(from_folder)).files)
+    runs = choose_runs(sorted(from_folder))
+    newest = set(runs.files)
+    # what the commands' readers say of the files: older re-runs left out, a run that did not
+    # succeed
+    warnings = list(runs.warnings)
+
+    def note(name: str, text: str) -> None:
+        line = f"{shown_name(name)}: {text}"
+        if line not in warnings:
+            warnings.append(line)
+
     for source in expand(sources):
         if source in from_folder and source not in newest:
             continue
@@ -152,7 +163,8 @@ def read_keyed(
         task = formats.task_from_filename(source) if source != "-" else None
         key_of = None
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
-        rows = records(source, **bounds, skip_results=source in from_folder)
+        notes = functools.partial(note, display_name(source))
+        rows = records(source, **bounds, skip_results=source in from_folder, notes=notes)
         for name, line_no, row, _ in rows:
             at = f"{shown_name(name)}:{line_no}"
             field = id_field or "id"
@@ -209,6 +221,7 @@ def read_keyed(
         found or "jsonl",
         where,
         joined_mode(modes),
+        tuple(warnings),
     )
 
 

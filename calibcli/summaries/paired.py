@@ -21,6 +21,7 @@ class KeyedRows:
     where: list[str]  # "path:line" of each row, for messages about a row
     # the --inspect-confidence mode of the inspect-ai rows, auto resolved (None: none)
     inspect_confidence: str | None = None
+    warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
 
     @property
     def n(self) -> int:
