@@ -186,6 +186,13 @@ def read_compared(
     :class:`~calibcli.summaries.PairedRows` and the two formats found."""
     from calibcli.summaries import PairedRows
 
+    if base == "-" and new == "-":  # NEW would find standard input read to its end by BASE
+        raise InputError(
+            "<stdin>",
+            None,
+            "standard input is given as both BASE and NEW: it can be read once; save one of "
+            "them to a file",
+        )
     if unpaired:
         sides = [read_key_columns([f], **options, keyed=False) for f in (base, new)]
         b, n = sides

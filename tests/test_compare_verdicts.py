@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from harness import make_rows, run, write_jsonl
 
 B = "200"
@@ -180,3 +181,19 @@ def test_api_arrays_with_groups_on_new_are_checked_against_base():
         "x": 50,
         "y": 50,
     }
+
+
+@pytest.mark.parametrize("flags", [[], ["--unpaired"]])
+def test_standard_input_as_both_sides_is_refused(flags):
+    # BASE reads standard input to its end, so NEW would find it empty: no row matched, or
+    # with --unpaired an empty side compared without an error
+    rows = "".join(
+        json.dumps({"id": i, "confidence": 0.5, "correct": i % 2 == 0}) + "\n" for i in range(40)
+    )
+    result = run(["compare", "-", "-", *flags], input=rows)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error: <stdin>: standard input is given as both BASE and NEW: it can be read once; "
+        "save one of them to a file\n"
+    )
