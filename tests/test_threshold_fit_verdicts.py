@@ -4,6 +4,7 @@ without a word."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from harness import run
@@ -267,3 +268,35 @@ def test_fit_says_a_temperature_at_an_end_of_its_range_is_no_fitted_value(tmp_pa
     result = run(["fit", mixed, "--method", "temperature", "-o", cal])
     assert 1e-4 < json.loads(cal.read_text())["params"]["temperature"] < 1e4
     assert "end of its range" not in result.stderr
+
+
+def test_threshold_names_inspect_confidences_taken_another_way(tmp_path):
+    """--inspect-confidence auto takes a multiple-choice sample's answer-token probability and
+    another sample's sequence probability: a threshold chosen on one kind and evaluated on the
+    other is named, and not once --inspect-confidence takes both one way. The logs are the
+    fixtures' (one scorer each, renamed alike so that one --scorer reads both)."""
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    arithmetic = json.loads((fixtures / "inspect_ai" / "toy_arithmetic.json").read_text())
+    for sample in arithmetic["samples"]:  # no choices: auto takes the sequence
+        sample["scores"] = {"match": sample["scores"]["match"]}
+    mc = json.loads((fixtures / "inspect_ai_schema" / "toy_mc.json").read_text())
+    for sample in mc["samples"]:  # "ANSWER: X" lines: auto takes the answer token
+        sample["scores"] = {"match": sample["scores"]["choice"]}
+    evaluated, fit = tmp_path / "arithmetic.json", tmp_path / "mc.json"
+    evaluated.write_text(json.dumps(arithmetic), encoding="utf-8")
+    fit.write_text(json.dumps(mc), encoding="utf-8")
+    said = (
+        "the threshold was chosen on inspect-ai confidences taken by answer-token (--fit) and "
+        "is evaluated on ones taken by sequence, another kind of number: give "
+        "--inspect-confidence to take both one way"
+    )
+    base = ["threshold", evaluated, "--fit", fit, "--target-accuracy", "0.5", "--json"]
+    result = run(base)
+    assert result.exit_code == 0, result.stderr
+    assert said in json.loads(result.stdout)["warnings"]
+    assert f"warning: {said}" in result.stderr.splitlines()
+    result = run([*base, "--inspect-confidence", "sequence"])
+    assert result.exit_code == 0, result.stderr
+    assert "another kind of number" not in result.stdout + result.stderr
+    result = run(["threshold", evaluated, "--fit", evaluated, "--target-accuracy", "0.5", "-q"])
+    assert "another kind of number" not in result.stdout + result.stderr

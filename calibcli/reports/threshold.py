@@ -303,6 +303,15 @@ def _other_rows(fit: Any, summary: Any) -> list[str]:
             f"the threshold was chosen on {', '.join(sorted(chosen_on))} rows (--fit) and is "
             f"evaluated on {', '.join(others)} rows, whose confidences may be taken another way"
         )
+    # inspect-ai rows of both: --inspect-confidence auto takes the answer token's probability
+    # where a sample has an answer line, else the sequence's, so the two may differ in kind
+    taken, evaluated = fit.inspect_confidence, summary.inspect_confidence
+    if taken is not None and evaluated is not None and taken != evaluated:
+        out.append(
+            f"the threshold was chosen on inspect-ai confidences taken by {taken} (--fit) and "
+            f"is evaluated on ones taken by {evaluated}, another kind of number: give "
+            "--inspect-confidence to take both one way"
+        )
     return out
 
 
