@@ -274,7 +274,7 @@ def _section_from_sums(
     lower, upper = wilson_interval(stats.sum_correct, stats.count)
     section: dict[str, Any] = {
         "n": int(stats.n),
-        "bins": bins,
+        "bins": int(stats.bins),  # the figures' bins: the summary's, whatever was asked
         "strategy": "uniform",
         "bins_used": int(stats.bins),
         **{k: num(v) for k, v in binned.items() if k in SCALARS},
@@ -429,6 +429,16 @@ def calibrate_report(
         extra = per_file(summary, min_bins)
     else:
         notes = [Note("recalibration", text) for text in recalibration.notes]
+    # a summary file without its table: its per-bin sums are for its own bins alone
+    held, missing = getattr(summary, "settings", None), getattr(summary, "missing", None)
+    if missing and getattr(summary, "kept", None) is None and held.bins != bins:
+        notes.append(
+            Note(
+                "summary_bins",
+                f"the binned figures use the summary's {held.bins} bins, not {bins}: it holds no "
+                f"table of distinct confidences to rebuild others from ({missing})",
+            )
+        )
 
     def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
         if recalibration is None:
