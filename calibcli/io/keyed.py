@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.errors import InputError, shown_name
+from calibcli.errors import InputError
 from calibcli.io.ids import default_id_field, row_key
 from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids, hash_packed
 from calibcli.io.matching import (
@@ -29,7 +29,7 @@ from calibcli.io.matching import (
     raise_regrouped,
     raise_repeat,
 )
-from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of
+from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of, note_once
 
 BLOCK_SIZE = 1 << 20
 _QUOTE, _MINUS, _BACKSLASH = 34, 45, 92
@@ -48,7 +48,7 @@ class KeyColumns:
     fmt: str
     spans: list[tuple[str, bool, int, int]]  # (source, read as a folder's file, start, stop)
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
-    docs: dict[int, tuple[str, str]] | None = None  # row -> what it asks (see _document)
+    docs: dict[int, tuple[str, str]] | None = None  # row -> what it asks (see matching.document)
 
     @property
     def n(self) -> int:
@@ -68,7 +68,7 @@ class _Side:
         self.canon: list[bytes] = []
         self.groups: list[str] | None = [] if grouped else None
         self.count = 0
-        self.docs: dict[int, tuple[str, str]] = {}  # row -> what it asks (see _document)
+        self.docs: dict[int, tuple[str, str]] = {}  # row -> what it asks (see matching.document)
         # rows of inputs that cannot be read again (stdin, a pipe): row -> (name, line, key)
         self.kept: dict[int, tuple[str, Any, Any]] = {}
 
@@ -342,10 +342,8 @@ class _Reader:
         self.warnings: list[str] = []  # what a file read says of itself (a failed inspect run)
 
     def note(self, name: str, text: str) -> None:
-        """Record the warning ``name: text`` about a file, once however often it is read."""
-        line = f"{shown_name(name)}: {text}"
-        if line not in self.warnings:
-            self.warnings.append(line)
+        """Record the warning ``name: text`` about a file (:func:`note_once`)."""
+        note_once(self.warnings, name, text)
 
     def source(self, source: str, folder: bool, side: _Side) -> str | None:
         """Read one file; its format (None when a folder's file is skipped)."""

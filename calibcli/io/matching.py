@@ -42,12 +42,11 @@ def raise_regrouped(reader: Any, spans: list, side: Any, base: Any, by: str) -> 
         return
     r, j = min(bad)
     name, at, key = side.kept.get(r) or reader.locate(spans, r)
-    base_file = next(source for source, _, start, stop in base.spans if start <= j < stop)
     raise InputError(
         name,
         at,
         f"--by {by} is {new_groups[r]!r} here but {base_groups[j]!r} for id {show_id(key)} in "
-        f"{shown_name(display_name(base_file))}; compare groups matched rows, so both sides must "
+        f"{_base_file(base, j)}; compare groups matched rows, so both sides must "
         "put an id in the same group",
     )
 
@@ -73,16 +72,21 @@ def note_other_documents(reader: Any, spans: list, side: Any, base: Any) -> None
         return
     r, j = min(other)
     name, at, key = side.kept.get(r) or reader.locate(spans, r)
-    base_file = next(source for source, _, start, stop in base.spans if start <= j < stop)
     more = f", as do {len(other) - 1:,} more" if len(other) > 1 else ""
     lm_eval = side.docs[r][0] == "lm-eval"
     what, why = ("document", "doc_hash") if lm_eval else ("sample", "input or target")
     reader.note(
         f"{name}:{at}",
         f"id {show_id(key)} holds another {what} here than in "
-        f"{shown_name(display_name(base_file))} (its {why} differs){more} of the "
+        f"{_base_file(base, j)} (its {why} differs){more} of the "
         f"{rows.shape[0]:,} matched ids: are the two files of the same task and dataset?",
     )
+
+
+def _base_file(base: Any, row: int) -> str:
+    """The name of the BASE file holding ``row``, as messages show it."""
+    source = next(source for source, _, start, stop in base.spans if start <= row < stop)
+    return shown_name(display_name(source))
 
 
 def document(fmt: str | None, row: dict) -> tuple[str, str] | None:

@@ -19,7 +19,7 @@ from calibcli.errors import InputError, shown_name
 from calibcli.io.content import StreamHash, file_content_id
 from calibcli.io.fold import SkipFile, SourceFold
 from calibcli.io.ids import SeenIds
-from calibcli.io.sources import Source, blocks, display_name
+from calibcli.io.sources import Source, blocks, display_name, note_once
 from calibcli.system import PARALLEL_MIN_BYTES, cpus, workers
 
 DOCUMENT_BATCH = 4096
@@ -196,11 +196,8 @@ class Reader:
         self.warnings.append(f"{shown_name(name)}: {reason}")
 
     def note(self, name: str, text: str) -> None:
-        """Record the warning ``name: text`` about a source, once however often it is read
-        (--all-runs pools a file given twice)."""
-        line = f"{shown_name(name)}: {text}"
-        if line not in self.warnings:
-            self.warnings.append(line)
+        """Record the warning ``name: text`` about a source (:func:`note_once`)."""
+        note_once(self.warnings, name, text)
 
     def read(self, source: str, builder: Any) -> bool:
         """Fold one source (a path or ``-``) into ``builder``; False when it was skipped."""

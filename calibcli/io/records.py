@@ -19,7 +19,14 @@ from calibcli.errors import InputError, shown_name
 from calibcli.io.ids import default_id_field as _default_id_field
 from calibcli.io.ids import row_key as _row_key
 from calibcli.io.ids import show_id
-from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, display_name, lines_of
+from calibcli.io.sources import (
+    MAX_LINE_BYTES,
+    Source,
+    blocks,
+    display_name,
+    lines_of,
+    note_once,
+)
 from calibcli.summaries import KeyedRows
 
 BLOCK_SIZE = 1 << 20
@@ -149,12 +156,6 @@ def read_keyed(
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed
     warnings = list(runs.warnings)
-
-    def note(name: str, text: str) -> None:
-        line = f"{shown_name(name)}: {text}"
-        if line not in warnings:
-            warnings.append(line)
-
     for source in expand(sources):
         if source in from_folder and source not in newest:
             continue
@@ -163,7 +164,7 @@ def read_keyed(
         task = formats.task_from_filename(source) if source != "-" else None
         key_of = None
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
-        notes = functools.partial(note, display_name(source))
+        notes = functools.partial(note_once, warnings, display_name(source))
         rows = records(source, **bounds, skip_results=source in from_folder, notes=notes)
         for name, line_no, row, _ in rows:
             at = f"{shown_name(name)}:{line_no}"

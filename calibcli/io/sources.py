@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, shown_name
 from calibcli.io.strict_json import READS_UTF8
 
 BLOCK_SIZE = 1 << 20
@@ -31,6 +31,14 @@ _WIDE_BOMS = (
     (b"\xff\xfe", "UTF-16"),
     (b"\xfe\xff", "UTF-16"),
 )
+
+
+def note_once(warnings: list[str], name: str, text: str) -> None:
+    """Add the warning ``name: text`` about a file to ``warnings``, once however often the file
+    is read (--all-runs pools a file given twice)."""
+    line = f"{shown_name(name)}: {text}"
+    if line not in warnings:
+        warnings.append(line)
 
 
 def display_name(source: str) -> str:
