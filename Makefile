@@ -114,6 +114,11 @@ bench-ab: $(STAMP)  ## A/B against an earlier commit, alternating: make bench-ab
 	@test -n "$(REF)" || { echo "give the earlier commit: make bench-ab REF=<commit>" >&2; exit 2; }
 	$(BIN)/python bench/ab.py --ref $(REF)
 
+.PHONY: bench-ab-bootstrap
+bench-ab-bootstrap: $(STAMP)  ## A/B of the bootstrap's cases (compare, calibrate --ci) against an earlier commit: make bench-ab-bootstrap REF=<commit>
+	@test -n "$(REF)" || { echo "give the earlier commit: make bench-ab-bootstrap REF=<commit>" >&2; exit 2; }
+	$(BIN)/python bench/ab.py --ref $(REF) --cases bootstrap
+
 .PHONY: bench-shards
 bench-shards: $(STAMP)  ## Time 8 shards summarized and merged against one pass; writes its BENCHMARKS.md section
 	$(BIN)/python bench/shards.py

@@ -16,6 +16,11 @@ It writes its section of BENCHMARKS.md between ``<!-- ab:start -->`` and ``<!-- 
 
     python bench/ab.py --ref 6ff82af                 # 5M rows, 3 rounds
     python bench/ab.py --ref 6ff82af --rows 1M --rounds 1 --output /tmp/ab.md
+
+``--cases bootstrap`` runs the bootstrap's cases instead (``make bench-ab-bootstrap``): compare
+and calibrate --ci, with and without --by, on 14k rows in 57 tasks by default (an MMLU-sized
+run), one worker; it writes its own section, between ``<!-- ab-bootstrap:start -->`` and
+``<!-- ab-bootstrap:end -->``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -47,6 +54,7 @@ from sections import write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 START, END = "<!-- ab:start -->", "<!-- ab:end -->"
+BOOT_START, BOOT_END = "<!-- ab-bootstrap:start -->", "<!-- ab-bootstrap:end -->"
 
 
 def cases(folder: Path, rows: int) -> list[tuple[str, list[str]]]:
@@ -71,6 +79,37 @@ def cases(folder: Path, rows: int) -> list[tuple[str, list[str]]]:
         ("calibrate --by task (57 groups)", ["calibrate", str(extra), "--by", "task", *quiet]),
         ("calibrate, 1,000 rows", ["calibrate", str(small), *quiet]),
         ("--help", ["--help"]),
+    ]
+
+
+def bootstrap_cases(folder: Path, rows: int) -> list[tuple[str, list[str]]]:
+    """(name, calibcli arguments) of the bootstrap's cases: BASE of 57 tasks, NEW the same
+    questions with each confidence moved by a normal step (sd 0.05, clipped to [0, 1])."""
+    base, new = folder / "base.jsonl", folder / "new.jsonl"
+    if not base.exists():
+        chunk = calibration_chunk(rows, True)
+        base.write_bytes(chunk)
+        rng = np.random.default_rng(2)
+        with open(new, "w") as out:
+            for line in chunk.decode().splitlines():
+                row = json.loads(line)
+                moved = row["confidence"] + float(rng.normal(0.0, 0.05))
+                row["confidence"] = min(1.0, max(0.0, moved))
+                out.write(json.dumps(row) + "\n")
+    one = ["--workers", "1", "--json", "-q"]
+    pair = ["compare", str(base), str(new)]
+    return [
+        ("compare, 1,000 resamples", [*pair, *one]),
+        ("compare --by task, 200 resamples", [*pair, "--by", "task", "--bootstrap", "200", *one]),
+        ("calibrate --ci 0.95, 1,000 resamples", ["calibrate", str(base), "--ci", "0.95", *one]),
+        (
+            "calibrate --ci 0.95 --by task, 200 resamples",
+            ["calibrate", str(base), "--ci", "0.95", "--by", "task", "--bootstrap", "200", *one],
+        ),
+        (
+            "calibrate --ci 0.95, poisson",
+            ["calibrate", str(base), "--ci", "0.95", "--bootstrap-scheme", "poisson", *one],
+        ),
     ]
 
 
@@ -127,11 +166,13 @@ def agreement(old: dict | None, new: dict | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ref", required=True, help="the earlier commit")
-    parser.add_argument("--rows", default="5M", help="rows per input (default 5M)")
+    parser.add_argument("--rows", help="rows per input (default 5M; bootstrap cases 14k)")
+    parser.add_argument("--cases", choices=("fast", "bootstrap"), default="fast")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds (default 3)")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"), help="report path")
     args = parser.parse_args(argv)
-    rows = parse_size(args.rows)
+    rows = parse_size(args.rows or ("14k" if args.cases == "bootstrap" else "5M"))
+    start, end = (START, END) if args.cases == "fast" else (BOOT_START, BOOT_END)
     ref = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", args.ref],
         capture_output=True,
@@ -156,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             trees = {"old": old_tree, "new": ROOT}
-            todo = cases(work, rows)
+            todo = (cases if args.cases == "fast" else bootstrap_cases)(work, rows)
             wall = {(t, n): [] for t in trees for n, _ in todo}
             cpu = {(t, n): [] for t in trees for n, _ in todo}
             rss = dict.fromkeys(wall, 0.0)
@@ -189,11 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     def cell(values: list[float]) -> str:
         return f"{statistics.median(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
 
+    what = "" if args.cases == "fast" else " (the bootstrap)"
+    target = "bench-ab" if args.cases == "fast" else "bench-ab-bootstrap"
+    flag = "" if args.cases == "fast" else " --cases bootstrap"
     lines = [
-        START,
-        f"## A/B: {head} against {ref}",
+        start,
+        f"## A/B{what}: {head} against {ref}",
         "",
-        f"Written by `make bench-ab REF={args.ref}` (`python bench/ab.py --ref {args.ref}`); see "
+        f"Written by `make {target} REF={args.ref}` "
+        f"(`python bench/ab.py --ref {args.ref}{flag}`); see "
         f"bench/ab.py for the method. {label(rows)} rows per input; {args.rounds} rounds after a "
         "warm-up, old and new alternating; median wall [min, max], median CPU (user + system, "
         "workers included), peak RSS.",
@@ -213,9 +258,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{cell(wall[n])} | {statistics.median(cpu[n]):.3f} | {rss[n]:.0f} | {ratio:.2f} | "
             f"{agree[name]} |"
         )
-    lines.append(END)
+    lines.append(end)
     section = "\n".join(lines) + "\n"
-    write_section(Path(args.output), section, START, END)
+    write_section(Path(args.output), section, start, end)
     print(section)
     return 0
 

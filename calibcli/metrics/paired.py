@@ -447,12 +447,12 @@ class _SideEvaluator:
         self.n = n
         self.engine = ReplicateEngine.from_layout(layout, n_wrong, edges, wanted)
 
-    def replicate(self, rng: np.random.Generator) -> np.ndarray:
-        """Scalars (``SCALAR_KEYS`` order, unwanted ones nan) of N rows drawn with replacement:
+    def weighing(self, rng: np.random.Generator) -> Callable:
+        """The engine's block filler of N rows drawn with replacement:
         ``rng.integers(0, N, size=N)`` in the side's row order, tallied, read in the engine's
-        layout."""
+        layout (:meth:`ReplicateEngine.evaluate_each` gives their scalars)."""
         counts = np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
-        return self.engine.evaluate(counts[self.order])
+        return self.engine.weighing(counts[self.order])
 
 
 def _side_generator(seed: int, replicate: int, side: int) -> np.random.Generator:
@@ -480,10 +480,9 @@ class _SideRunner:
 
     def run(self, seed: int, start: int, stop: int) -> np.ndarray:
         out = np.empty((stop - start, len(SCALAR_KEYS)))
-        for r in range(start, stop):
-            if self.paired:
-                rng = replicate_generator(seed, r)
-            else:
-                rng = _side_generator(seed, r, self.index)
-            out[r - start] = self.side.replicate(rng)
+        if self.paired:
+            rngs = (replicate_generator(seed, r) for r in range(start, stop))
+        else:
+            rngs = (_side_generator(seed, r, self.index) for r in range(start, stop))
+        self.side.engine.evaluate_each(map(self.side.weighing, rngs), out)
         return out

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -541,10 +541,12 @@ class _PoissonReplicates:
         out = np.full((stop - start, len(SCALAR_KEYS)), math.nan)
         counts = np.empty(self.keys.shape[0], dtype=np.uint8)
         drawer = _Drawer()
-        for r in range(start, stop):
+
+        def weighing(r: int) -> Callable | None:  # no rows: no defined scalar (row left nan)
             drawer.fill(self.keys, seed, r, counts)
-            if counts.any():  # a replicate of no rows has no defined scalar
-                out[r - start] = self.engine.evaluate(counts)
+            return self.engine.weighing(counts) if counts.any() else None
+
+        self.engine.evaluate_each(map(weighing, range(start, stop)), out)
         return out
 
 

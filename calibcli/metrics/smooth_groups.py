@@ -1,5 +1,8 @@
 """The smooth ECE of many groups at once: their bandwidth searches run side by side.
 
+:func:`smooth_ece_groups` takes each group's rows; :func:`search_bandwidths` takes sets of rows
+given by their grid histograms, as the bootstrap's replicates are.
+
 Each group's result is exactly what :func:`~calibcli.metrics.smooth.smooth_ece_split` returns
 for its rows (the same floats, bit for bit); only the number of numpy calls changes. Every
 search starts at σ = 1, then 1/2, then 1/4 or 3/4, ..., so at each of the bisection's steps
@@ -50,6 +53,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +86,7 @@ def smooth_ece_groups(
     bandwidths: list[float] = []
     # every chunk tries much the same bandwidths: their kernels (about 25 KB each on the
     # 1001-point grid) are kept for the whole call, not only in _sigma_inputs' small cache
-    kernels = _Kernels()
+    kernels = Kernels()
     for lo in range(0, len(groups), _CHUNK):
         chunk_values, chunk_bandwidths = _search_chunk(groups[lo : lo + _CHUNK], kernels)
         values += chunk_values
@@ -92,7 +96,7 @@ def smooth_ece_groups(
 
 def _search_chunk(
     groups: Sequence[tuple[np.ndarray, np.ndarray]],
-    kernels: _Kernels,
+    kernels: Kernels,
 ) -> tuple[list[float], list[float]]:
     """:func:`smooth_ece_groups` of up to ``_CHUNK`` groups."""
     values = [0.0] * len(groups)
@@ -109,7 +113,21 @@ def _search_chunk(
             rows.append(g)
     if not curves:
         return values, bandwidths
-    histograms = _coarse_histograms(parts, curves)
+    found = search_bandwidths(curves, _coarse_histograms(parts, curves), kernels)
+    for g, value, bandwidth in zip(rows, *found, strict=True):
+        values[g] = value
+        bandwidths[g] = bandwidth
+    return values, bandwidths
+
+
+def search_bandwidths(
+    curves: Sequence[Any], histograms: np.ndarray, kernels: Kernels
+) -> tuple[list[float], list[float]]:
+    """The smooth ECE and its bandwidth of sets of rows searched side by side, each set given by
+    its (2, 1001) grid histograms (density, residual; ``histograms`` is sets × 2 × 1001) and an
+    object whose ``error(σ)`` gives smECE_σ on the finer grids (σ ≤ 10/1024): for each set
+    exactly ``bandwidth_fixed_point(curve.error)``, as (value, bandwidth). Every set has rows.
+    """
     k = len(curves)
     # transformed part by part (each row on its own: the same floats in any order), so that
     # each part's spectra are one block
@@ -118,8 +136,6 @@ def _search_chunk(
     spectra = flat.reshape(2, k, flat.shape[1])
     del histograms, flat
     evaluate = _Evaluation(curves, spectra, size, kernels, stacked.reshape(2, k, _COARSE))
-    # each group's smECE at its upper end, as its numerator and its denominator (each nan
-    # until computed: only the final upper end's are needed)
     upper = np.ones(k)
     everyone = np.arange(k)
     upper_num, approx, upper_den = evaluate(everyone, upper)
@@ -148,15 +164,11 @@ def _search_chunk(
     unknown = np.flatnonzero(np.isnan(upper_den))
     if unknown.shape[0]:
         upper_den[unknown] = evaluate.density(unknown, upper[unknown])
-    upper_error = upper_num / upper_den
-    for g, value, bandwidth in zip(rows, upper_error.tolist(), upper.tolist(), strict=True):
-        values[g] = value
-        bandwidths[g] = bandwidth
-    return values, bandwidths
+    return (upper_num / upper_den).tolist(), upper.tolist()
 
 
-class _Kernels:
-    """What the evaluations on the 1001-point grid share across a whole call, for each σ tried:
+class Kernels:
+    """What the evaluations on the 1001-point grid share across searches, for each σ tried:
     its kernel spectrum, as a row of one table (an evaluation gathers each group's row), its
     number of evaluation points, and the weight of each grid point in the sum of the smoothed
     density over those points (a row of ``weights``, see :func:`_density_weights`)."""
@@ -237,10 +249,10 @@ class _Evaluation:
 
     def __init__(
         self,
-        curves: list[_SmoothedResiduals],
+        curves: Sequence[Any],
         spectra: np.ndarray,
         size: int,
-        kernels: _Kernels,
+        kernels: Kernels,
         histograms: np.ndarray,
     ) -> None:
         self.curves, self.size, self.kernels = curves, size, kernels
