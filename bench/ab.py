@@ -113,6 +113,20 @@ def bootstrap_cases(folder: Path, rows: int) -> list[tuple[str, list[str]]]:
     ]
 
 
+def check_tree(tree: Path, env: dict[str, str]) -> None:
+    """Stop unless ``python -m calibcli`` with ``tree`` on PYTHONPATH imports that tree's code
+    (an installed copy or a checkout in the working directory would shadow it)."""
+    where = subprocess.run(
+        [sys.executable, "-c", "import calibcli; print(calibcli.__file__)"],
+        env=dict(env, PYTHONPATH=str(tree)),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if not Path(where).resolve().is_relative_to(tree.resolve()):
+        raise SystemExit(f"PYTHONPATH={tree} runs calibcli from {where}, not from that tree")
+
+
 def report(tree: Path, args: list[str], env: dict[str, str]) -> dict | None:
     """The JSON report of one case under ``tree`` (None for --help)."""
     if "--json" not in args:
@@ -190,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="calibcli-ab-") as tmp:
         work = Path(tmp)
+        # python -c and -m put the working directory first on sys.path, ahead of PYTHONPATH:
+        # run from the checkout, both trees would run the checkout's code
+        os.chdir(work)
         old_tree = work / "old"
         subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(old_tree), ref],
@@ -197,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             trees = {"old": old_tree, "new": ROOT}
+            for tree in trees.values():
+                check_tree(tree, env)
             todo = (cases if args.cases == "fast" else bootstrap_cases)(work, rows)
             wall = {(t, n): [] for t in trees for n, _ in todo}
             cpu = {(t, n): [] for t in trees for n, _ in todo}

@@ -34,13 +34,13 @@ at most 4 MB of them), and each batch's searches run side by side
 (:func:`~calibcli.metrics.smooth_groups.search_bandwidths`, as the smooth ECE of many --by
 groups does): one inverse FFT and one interpolation for the batch's replicates at each step, and
 most steps decided by bounds without a transform. Each replicate gets the floats of its own
-bisection (:func:`calibcli.metrics.smooth.bandwidth_fixed_point`), whatever its batch; a
-compare --by of 57 groups of 245 rows, 200 resamples, took 21 s of CPU where one search at a time
-took 42 s. The kernel spectra and evaluation points depend only on the bandwidth, so they are
-computed once per process and reused by every replicate. The bisection only ever evaluates σ = 1
-and multiples of 1/1024, which use ten grid sizes in all (``BISECTION_GRID_SIZES``: 1001 points
-for σ >= 11/1024, finer ones below), so the atoms refine all ten grids and no bandwidth needs
-another pass over the rows.
+bisection (:func:`calibcli.metrics.smooth.bandwidth_fixed_point`), whatever its batch. A compare
+--by task of 57 tasks (14,000 questions, 200 resamples) took 27.8 s of CPU where one search at a
+time took 50.2 s (``make bench-ab-bootstrap``). The kernel spectra and evaluation points depend
+only on the bandwidth, so they are computed once per process and reused by every replicate. The
+bisection only ever evaluates σ = 1 and multiples of 1/1024, which use ten grid sizes in all
+(``BISECTION_GRID_SIZES``: 1001 points for σ >= 11/1024, finer ones below), so the atoms refine
+all ten grids and no bandwidth needs another pass over the rows.
 
 Measured on the project's 2-core machine while other jobs were running (so upper bounds),
 N = 1,000,000 rows with uniform confidences, 10 uniform bins, 1,000 resamples, all scalars:
@@ -51,7 +51,9 @@ N = 1,000,000 rows with uniform confidences, 10 uniform bins, 1,000 resamples, a
 
 Of the rest, about a third is drawing the counts (multinomial tally), the remainder the
 per-block passes. Memory: about 30 bytes per row held while the bootstrap runs (peak ~70 while
-setting up), plus small per-process scratch.
+setting up), plus per-process scratch: the waiting replicates' atom moments (at most 4 MB), a
+batch's spectra (about 5 MB) and the kernels tried (32 KB per bandwidth; 143 of them, 8 MB with
+their table's spare rows, in that compare --by).
 """
 
 from __future__ import annotations
