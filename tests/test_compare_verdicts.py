@@ -197,3 +197,26 @@ def test_standard_input_as_both_sides_is_refused(flags):
         "Error: <stdin>: standard input is given as both BASE and NEW: it can be read once; "
         "save one of them to a file\n"
     )
+
+
+def test_a_figure_given_two_margins_is_refused(tmp_path):
+    # the last margin would win without a word: a looser one given after a CI's own (a
+    # Makefile's flags, then a job's) would loosen the gate
+    rows = make_rows(60, seed=4)
+    base = write_jsonl(tmp_path / "base.jsonl", rows)
+    new = write_jsonl(tmp_path / "new.jsonl", rows)
+    out = tmp_path / "report.json"
+    gates = ["--max-increase", "ece=0.01", "--max-increase", "ece=0.5"]
+    result = run(["compare", base, new, *gates, "-o", out, "-q", "--bootstrap", B])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: --max-increase ece is given twice (ece=0.01, then ece=0.5): give each figure once\n"
+    )
+    assert not out.exists()
+    # the same margin twice, or two figures, say one thing each
+    for gates in (
+        ["--max-increase", "ece=0.01", "--max-increase", "ece=0.01"],
+        ["--max-increase", "ece=0.01", "--max-increase", "brier=0.5"],
+    ):
+        result = run(["compare", base, new, *gates, "-o", out, "-q", "--bootstrap", B])
+        assert result.exit_code == 0, result.output

@@ -498,7 +498,7 @@ MaxIncreaseOpt = _opt(
     "--max-increase",
     metavar="FIGURE=MARGIN",
     help="Gate: exit 1 when NEW's FIGURE (a lower-is-better one: ece, brier, nll, smece, mce, "
-    "rmsce, ...) exceeds BASE's by more than MARGIN (repeat for several).",
+    "rmsce, ...) exceeds BASE's by more than MARGIN (repeat for several figures, each once).",
 )
 MaxDecreaseOpt = _opt(
     list[str] | None,

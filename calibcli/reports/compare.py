@@ -196,6 +196,14 @@ def margins(increase: list[str], decrease: list[str]) -> tuple[dict[str, float],
                 margin = math.nan
             if not (math.isfinite(margin) and margin >= 0):
                 raise ValueError(f"--max-{way} {text}: the margin must be a finite number >= 0")
+            if thresholds.get(f"{key}_{way}", margin) != margin:
+                # the last would win silently, and a looser margin given after a CI's own
+                # would loosen its gate without a word
+                first = options[f"{key}_{way}"].split(" ", 1)[1]
+                raise ValueError(
+                    f"--max-{way} {key} is given twice ({first}, then {key}={value.strip()}): "
+                    "give each figure once"
+                )
             thresholds[f"{key}_{way}"] = margin
             options[f"{key}_{way}"] = f"--max-{way} {key}={value.strip()}"
     return thresholds, options
