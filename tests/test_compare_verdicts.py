@@ -220,3 +220,49 @@ def test_a_figure_given_two_margins_is_refused(tmp_path):
     ):
         result = run(["compare", base, new, *gates, "-o", out, "-q", "--bootstrap", B])
         assert result.exit_code == 0, result.output
+
+
+def _api_and_command(base, new, *flags, **reading):
+    """compare's JSON for two files, by the command and by calibcli.compare given the rows
+    read by read_predictions."""
+    import calibcli
+
+    args = ["compare", base, new, *flags, "--json", "-q", "--bootstrap", B]
+    result = run(args)
+    assert result.exit_code == 0, result.output
+    sides = [calibcli.read_predictions(path, **reading) for path in (base, new)]
+    options = {"allow_unmatched": True} if "--allow-unmatched" in flags else {}
+    api = calibcli.compare(*sides, bootstrap=int(B), **options)
+    return json.loads(result.stdout), json.loads(api.to_json())
+
+
+def test_api_rows_of_two_lm_eval_tasks_are_named_as_the_command_names_them(tmp_path):
+    # rows read by read_predictions keep what each asks: the function says what the command
+    # says of the two files (it said nothing: only the raw rows held the doc_hash)
+    base = _lm_eval_copy(tmp_path / "base", "toy_mc_science")
+    new = _lm_eval_copy(tmp_path / "new", "toy_mc_trivia")
+    command, api = _api_and_command(base, new, "--allow-unmatched")
+    assert any("(its doc_hash differs)" in w for w in command["warnings"])
+    assert api["warnings"] == command["warnings"]
+    assert api == command
+
+
+def test_api_rows_of_two_inspect_tasks_are_named_as_the_command_names_them(tmp_path):
+    log = json.loads((INSPECT / "toy_arithmetic.json").read_text(encoding="utf-8"))
+    for s in log["samples"]:
+        if s["id"] != 1:
+            s["input"] = f"Name a colour ({s['id']})"
+    new = tmp_path / "other_task.json"
+    new.write_text(json.dumps(log), encoding="utf-8")
+    base = INSPECT / "toy_arithmetic.json"
+    command, api = _api_and_command(base, new, "--scorer", "match", scorer="match")
+    assert any("(its input or target differs)" in w for w in command["warnings"])
+    assert api == command
+
+
+def test_api_rows_of_one_task_are_not_named(tmp_path):
+    base = _lm_eval_copy(tmp_path / "base", "toy_mc_science")
+    new = _lm_eval_copy(tmp_path / "new", "toy_mc_science", reverse=True)
+    command, api = _api_and_command(base, new)
+    assert api == command
+    assert not any("doc_hash" in w for w in api.get("warnings", []))

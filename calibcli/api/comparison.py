@@ -117,9 +117,11 @@ def compare(
             )
         else:
             keyed = [_keyed(s, name) for s, name in zip(sides, names, strict=True)]
-            matched = usage(WHERE, match_keys, base=keyed[0], new=keyed[1])
-        # what the reading said of each side's files, as compare of the files says it
-        matched = replace(matched, warnings=tuple(dict.fromkeys((*b.warnings, *n.warnings))))
+            matched = usage(WHERE, match_keys, base=keyed[0], new=keyed[1], base_name=names[0])
+        # what the reading said of each side's files, then of the matched rows, as compare of
+        # the files says it
+        said = (*b.warnings, *n.warnings, *matched.warnings)
+        matched = replace(matched, warnings=tuple(dict.fromkeys(said)))
     if not unpaired:
         usage(
             WHERE,
@@ -183,7 +185,13 @@ def _keyed(rows: Predictions, name: str) -> Any:
             "id_field=, give their ids, or compare them unpaired=True",
         )
     return KeyedRows(
-        rows.keys, rows.confidence, rows.correct, rows.groups, rows.format, rows.where or []
+        rows.keys,
+        rows.confidence,
+        rows.correct,
+        rows.groups,
+        rows.format,
+        rows.where or [],
+        docs=rows.documents,
     )
 
 

@@ -51,6 +51,8 @@ class Predictions:
     # what the reading said of the files (older re-runs left out, a run that did not succeed):
     # the functions' reports carry it, as the commands' do
     warnings: tuple[str, ...] = field(default=(), repr=False)
+    # row -> what an lm-eval or inspect-ai row asks: compare checks matched rows ask the same
+    documents: dict[int, tuple[str, str]] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return int(self.confidence.shape[0])
@@ -119,7 +121,7 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     from calibcli.io import read_keyed
 
     files, options = reading_arguments("read_predictions", paths, reading_options)
-    rows = read_keyed(files, **options, keyed=None)
+    rows = read_keyed(files, **options, keyed=None, documents=True)
     return Predictions(
         rows.confidence,
         rows.correct,
@@ -136,6 +138,7 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
         list(rows.where),
         rows.inspect_confidence,
         rows.warnings,
+        rows.docs,
     )
 
 

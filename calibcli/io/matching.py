@@ -5,6 +5,8 @@ inspect-ai sample)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -59,27 +61,45 @@ def note_other_documents(reader: Any, spans: list, side: Any, base: Any) -> None
     1, 2, ... in many tasks' datasets alike."""
     rows = np.flatnonzero(side.row_of >= 0)
     pairs = zip(rows.tolist(), side.row_of[rows].tolist(), strict=True)
+    found = other_documents(((r, j) for j, r in pairs), base.docs, side.docs)
+    if found is None:
+        return
+    r, j, count = found
+    name, at, key = side.kept.get(r) or reader.locate(spans, r)
+    text = other_documents_text(key, side.docs[r][0], _base_file(base, j), count, rows.shape[0])
+    reader.note(f"{name}:{at}", text)
+
+
+def other_documents(
+    pairs: Iterable[tuple[int, int]], base_docs: dict, new_docs: dict
+) -> tuple[int, int, int] | None:
+    """(NEW row, BASE row) of the earliest NEW row of the matched ``pairs`` (NEW row, BASE
+    row) whose two rows ask different questions (:func:`document`), and how many pairs do;
+    None when none does. Rows without a document, and documents of two kinds (the sides'
+    formats may differ when --id-field matches them), are not compared."""
     other = [
         (r, j)
-        for j, r in pairs
-        if j in base.docs
-        and r in side.docs
-        # documents of one kind (the sides' formats may differ when --id-field matches them)
-        and base.docs[j][0] == side.docs[r][0]
-        and base.docs[j][1] != side.docs[r][1]
+        for r, j in pairs
+        if j in base_docs
+        and r in new_docs
+        and base_docs[j][0] == new_docs[r][0]
+        and base_docs[j][1] != new_docs[r][1]
     ]
     if not other:
-        return
+        return None
     r, j = min(other)
-    name, at, key = side.kept.get(r) or reader.locate(spans, r)
-    more = f", as do {len(other) - 1:,} more" if len(other) > 1 else ""
-    lm_eval = side.docs[r][0] == "lm-eval"
-    what, why = ("document", "doc_hash") if lm_eval else ("sample", "input or target")
-    reader.note(
-        f"{name}:{at}",
-        f"id {show_id(key)} holds another {what} here than in "
-        f"{_base_file(base, j)} (its {why} differs){more} of the "
-        f"{rows.shape[0]:,} matched ids: are the two files of the same task and dataset?",
+    return r, j, len(other)
+
+
+def other_documents_text(key: Any, kind: str, base_file: str, count: int, matched: int) -> str:
+    """The warning about ``count`` of ``matched`` ids asking another question on NEW, the
+    first one ``key`` (documents of ``kind``: lm-eval or inspect-ai)."""
+    more = f", as do {count - 1:,} more" if count > 1 else ""
+    what, why = ("document", "doc_hash") if kind == "lm-eval" else ("sample", "input or target")
+    return (
+        f"id {show_id(key)} holds another {what} here than in {base_file} (its {why} "
+        f"differs){more} of the {matched:,} matched ids: are the two files of the same task "
+        "and dataset?"
     )
 
 
@@ -106,12 +126,13 @@ def document(fmt: str | None, row: dict) -> tuple[str, str] | None:
     return None
 
 
-def match_keys(base: Any, new: Any) -> Any:
+def match_keys(base: Any, new: Any, base_name: str = "base") -> Any:
     """Two sides' rows with their ids as row keys (:class:`~calibcli.summaries.KeyedRows`, each
     side's keys distinct) matched as :func:`~calibcli.io.keyed.read_matched` matches them: each
     key's canonical bytes hashed, NEW's looked up among BASE's. The matched rows are grouped by
     BASE's groups: ValueError when NEW has groups and BASE none, or puts a matched id in another
-    group."""
+    group. Where both sides keep what their rows ask (``docs``), matched rows asking different
+    questions are named in a warning, naming BASE's source ``base_name``."""
     if new.groups is not None and base.groups is None:
         raise ValueError(
             "new has groups and base none: compare groups the matched rows by BASE's groups, "
@@ -143,7 +164,20 @@ def match_keys(base: Any, new: Any) -> Any:
     conf, corr = np.zeros(base.n), np.zeros(base.n, bool)
     conf[mine] = new.confidence[hit]
     corr[mine] = new.correct[hit]
-    return aligned(base, row_of, conf, corr, new.n)
+    paired = aligned(base, row_of, conf, corr, new.n)
+    found = None
+    if base.docs and new.docs:
+        rows = np.flatnonzero(hit)
+        pairs = zip(rows.tolist(), mine.tolist(), strict=True)
+        found = other_documents(pairs, base.docs, new.docs)
+    if found is None:
+        return paired
+    r, j, count = found
+    where = new.where[r] if new.where else f"new: index {r}"
+    kind = new.docs[r][0]
+    base_file = shown_name(display_name(base_name))
+    text = other_documents_text(new.keys[r], kind, base_file, count, int(np.count_nonzero(hit)))
+    return replace(paired, warnings=(f"{where}: {text}",))
 
 
 def aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, new_n: int) -> Any:

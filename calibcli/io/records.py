@@ -112,6 +112,7 @@ def read_keyed(
     max_document_bytes: int | None = None,
     gold_field: str | None = None,
     choices: list[str] | tuple[str, ...] | None = None,
+    documents: bool = False,
 ) -> KeyedRows:
     """Read (id, confidence, correct) rows; an id appearing twice is an error naming both lines.
 
@@ -121,10 +122,13 @@ def read_keyed(
     for lm-eval rows, ``id`` and ``epoch`` for inspect-ai samples. With ``keyed=False`` no id
     is read: each row's key is its position. With ``keyed=None`` a row has an id where the
     reading gives it one: by ``id_field`` when given, else by its format's own id (lm-eval,
-    inspect-ai, ...); native rows without ``id_field`` are keyed by their position.
+    inspect-ai, ...); native rows without ``id_field`` are keyed by their position. With
+    ``documents``, what each lm-eval or inspect-ai row asks is kept too (``docs``), for
+    compare's check that matched rows ask the same question.
     """
     from calibcli import formats
     from calibcli.io.folders import expand
+    from calibcli.io.matching import document
     from calibcli.io.plan import answer_options, group_key
     from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
@@ -145,6 +149,7 @@ def read_keyed(
     corr: list[bool] = []
     groups: list[str] | None = [] if by is not None else None
     where: list[str] = []
+    docs: dict[int, tuple[str, str]] = {}
     seen: dict[Any, str] = {}
     found = None
     modes: list[str | None] = []  # each inspect-ai file's (see calibcli.io.route.InspectRows)
@@ -201,6 +206,10 @@ def read_keyed(
                     name, line_no, f"duplicate id {show_id(key)} (first at {seen[key]})"
                 )
             seen[key] = at
+            if documents:
+                doc = document(source_fmt, row)
+                if doc is not None:
+                    docs[len(keys)] = doc
             keys.append(key)
             conf.append(float(c))
             corr.append(bool(y))
@@ -223,6 +232,7 @@ def read_keyed(
         where,
         joined_mode(modes),
         tuple(warnings),
+        docs if documents else None,
     )
 
 

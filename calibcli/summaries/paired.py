@@ -22,6 +22,8 @@ class KeyedRows:
     # the --inspect-confidence mode of the inspect-ai rows, auto resolved (None: none)
     inspect_confidence: str | None = None
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
+    # row -> what it asks (lm-eval, inspect-ai; see calibcli.io.matching.document), if kept
+    docs: dict[int, tuple[str, str]] | None = None
 
     @property
     def n(self) -> int:
