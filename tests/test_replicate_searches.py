@@ -120,3 +120,25 @@ def test_paired_bootstrap_does_not_depend_on_the_workers():
     one = paired_bootstrap((conf, correct), (new, correct), samples=30, seed=2)
     two = paired_bootstrap((conf, correct), (new, correct), samples=30, seed=2, workers=2)
     assert one.intervals == two.intervals
+
+
+def test_threads_running_bootstraps_at_once_get_their_own_floats():
+    """The kernels the searches try are kept across engines, one set per thread: threads
+    adding bandwidths to one shared table at once mixed their rows up (or overran it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(11)
+    engines = []
+    for k in range(8):  # data no other test uses, so that the searches try bandwidths anew
+        conf = rng.random(300 + 50 * k)
+        columns = PredictionColumns.from_arrays(
+            conf, rng.random(conf.shape[0]) < conf ** (1 + k / 4)
+        )
+        engines.append(ReplicateEngine(columns, resolve_edges(columns, 10, "uniform")))
+    with ThreadPoolExecutor(8) as pool:
+        runs = [pool.submit(engine.run, seed, 0, 30) for seed, engine in enumerate(engines)]
+        got = [run.result() for run in runs]
+    for seed, (engine, rows) in enumerate(zip(engines, got, strict=True)):
+        want = one_at_a_time(engine, seed, 0, 30)
+        np.testing.assert_array_equal(rows[:, BANDWIDTH], want[:, 0])
+        np.testing.assert_array_equal(rows[:, SMECE], want[:, 1])

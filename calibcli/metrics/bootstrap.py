@@ -37,7 +37,7 @@ most steps decided by bounds without a transform. Each replicate gets the floats
 bisection (:func:`calibcli.metrics.smooth.bandwidth_fixed_point`), whatever its batch. A compare
 --by task of 57 tasks (14,000 questions, 200 resamples) took 27.8 s of CPU where one search at a
 time took 50.2 s (``make bench-ab-bootstrap``). The kernel spectra and evaluation points depend
-only on the bandwidth, so they are computed once per process and reused by every replicate. The
+only on the bandwidth, so they are computed once per thread and reused by every replicate. The
 bisection only ever evaluates σ = 1 and multiples of 1/1024, which use ten grid sizes in all
 (``BISECTION_GRID_SIZES``: 1001 points for σ >= 11/1024, finer ones below), so the atoms refine
 all ten grids and no bandwidth needs another pass over the rows.
@@ -59,6 +59,7 @@ their table's spare rows, in that compare --by).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -88,10 +89,10 @@ _RAW16_BLOCK = 1 << 16  # a block of exactly this many rows draws 16-bit indices
 _SEARCHED = 64  # replicates whose smooth-ECE searches run side by side
 _WAITING_BYTES = 4 << 20  # at most this much of their atom moments held meanwhile
 _COARSE = grid_size(1.0)  # the grid of every bandwidth from 11/1024 up (1001 points)
-# the kernels of the bandwidths the searches tried, shared by every engine of the process (the
-# searches of many --by groups try much the same ones): at most one per multiple of 1/1024,
-# 32 KB each
-_SEARCH_KERNELS = Kernels()
+# the kernels of the bandwidths the searches tried, shared by every engine a thread runs (the
+# searches of many --by groups try much the same ones; a thread's own, since a search adds to
+# them as it runs): at most one per multiple of 1/1024, 32 KB each
+_SEARCHES = threading.local()
 
 _INDEX = {key: i for i, key in enumerate(SCALAR_KEYS)}
 
@@ -413,7 +414,10 @@ class ReplicateEngine:
         """The smooth ECE and its bandwidth of the waiting replicates, into their rows of out."""
         curves = [_SmoothReplicate(self, moments) for _, moments in waiting]
         histograms = np.stack([curve._histograms(_COARSE) for curve in curves])
-        values, bandwidths = search_bandwidths(curves, histograms, _SEARCH_KERNELS)
+        kernels = getattr(_SEARCHES, "kernels", None)
+        if kernels is None:
+            kernels = _SEARCHES.kernels = Kernels()
+        values, bandwidths = search_bandwidths(curves, histograms, kernels)
         rows = [i for i, _ in waiting]
         out[rows, _INDEX["smece_bandwidth"]] = bandwidths
         out[rows, _INDEX["smece"]] = values
