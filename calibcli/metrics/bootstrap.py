@@ -51,9 +51,9 @@ N = 1,000,000 rows with uniform confidences, 10 uniform bins, 1,000 resamples, a
 
 Of the rest, about a third is drawing the counts (multinomial tally), the remainder the
 per-block passes. Memory: about 30 bytes per row held while the bootstrap runs (peak ~70 while
-setting up), plus per-process scratch: the waiting replicates' atom moments (at most 4 MB), a
-batch's spectra (about 5 MB) and the kernels tried (32 KB per bandwidth; 143 of them, 8 MB with
-their table's spare rows, in that compare --by).
+setting up), plus scratch: the waiting replicates' atom moments (at most 4 MB), a batch's
+spectra (about 5 MB) and, kept by each thread, the kernels tried (32 KB per bandwidth; 143 of
+them, 8 MB with their table's spare rows, in that compare --by).
 """
 
 from __future__ import annotations
