@@ -142,22 +142,26 @@ def match_keys(base: Any, new: Any, base_name: str = "base") -> Any:
     at = index.rows_of(*hash_ids([canonical_id(k) for k in new.keys]))
     hit = at >= 0
     mine = at[hit]
+    rows = np.flatnonzero(hit)  # NEW's matched rows; row rows[i] holds BASE's row mine[i]
     row_of = np.full(base.n, -1, index.order.dtype)
-    row_of[mine] = np.flatnonzero(hit)
+    row_of[mine] = rows
+
+    def where(r: int) -> str:
+        return new.where[r] if new.where else f"new: index {r}"
+
     if new.groups is not None:
         bad = next(
             (
-                r
-                for r, j in zip(np.flatnonzero(hit).tolist(), mine.tolist(), strict=True)
+                (r, j)
+                for r, j in zip(rows.tolist(), mine.tolist(), strict=True)
                 if new.groups[r] != base.groups[j]
             ),
             None,
         )
         if bad is not None:
-            j = int(at[bad])
-            where = new.where[bad] if new.where else f"new: index {bad}"
+            r, j = bad
             raise ValueError(
-                f"{where}: id {show_id(new.keys[bad])} is in group {new.groups[bad]!r} "
+                f"{where(r)}: id {show_id(new.keys[r])} is in group {new.groups[r]!r} "
                 f"but in {base.groups[j]!r} on base; compare groups matched rows, so both "
                 "sides must put an id in the same group"
             )
@@ -167,17 +171,14 @@ def match_keys(base: Any, new: Any, base_name: str = "base") -> Any:
     paired = aligned(base, row_of, conf, corr, new.n)
     found = None
     if base.docs and new.docs:
-        rows = np.flatnonzero(hit)
         pairs = zip(rows.tolist(), mine.tolist(), strict=True)
         found = other_documents(pairs, base.docs, new.docs)
     if found is None:
         return paired
-    r, j, count = found
-    where = new.where[r] if new.where else f"new: index {r}"
-    kind = new.docs[r][0]
+    r, _, count = found
     base_file = shown_name(display_name(base_name))
-    text = other_documents_text(new.keys[r], kind, base_file, count, int(np.count_nonzero(hit)))
-    return replace(paired, warnings=(f"{where}: {text}",))
+    text = other_documents_text(new.keys[r], new.docs[r][0], base_file, count, rows.shape[0])
+    return replace(paired, warnings=(f"{where(r)}: {text}",))
 
 
 def aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, new_n: int) -> Any:

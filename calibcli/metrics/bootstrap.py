@@ -52,8 +52,8 @@ N = 1,000,000 rows with uniform confidences, 10 uniform bins, 1,000 resamples, a
 Of the rest, about a third is drawing the counts (multinomial tally), the remainder the
 per-block passes. Memory: about 30 bytes per row held while the bootstrap runs (peak ~70 while
 setting up), plus scratch: the waiting replicates' atom moments (at most 4 MB), a batch's
-spectra (about 5 MB) and, kept by each thread, the kernels tried (32 KB per bandwidth; 143 of
-them, 8 MB with their table's spare rows, in that compare --by).
+spectra (about 5 MB) and, kept by each thread, the kernels tried (32 KB per bandwidth; a
+compare --by of 57 groups, 200 resamples, tried 143: 8 MB with their table's spare rows).
 """
 
 from __future__ import annotations
@@ -331,14 +331,9 @@ class ReplicateEngine:
         self.evaluate_each(draws, out)
         return out
 
-    def replicate(self, rng: np.random.Generator) -> np.ndarray:
-        """Scalars of one resample: N rows drawn uniformly with replacement (multinomial counts)."""
-        out = np.empty((1, len(SCALAR_KEYS)))
-        self.evaluate_each([self._drawer(rng)], out)
-        return out[0]
-
     def draw_counts(self, rng: np.random.Generator) -> np.ndarray:
-        """The row counts :meth:`replicate` would use with this generator (engine row layout)."""
+        """The row counts (engine row layout) of the resample this generator draws: N rows
+        drawn uniformly with replacement, as :meth:`run` draws replicate r with its generator."""
         draw = self._drawer(rng)
         counts = np.empty(self.n, dtype=np.int64)
         for b, block in enumerate(self.blocks):

@@ -136,6 +136,8 @@ def search_bandwidths(
     spectra = flat.reshape(2, k, flat.shape[1])
     del histograms, flat
     evaluate = _Evaluation(curves, spectra, size, kernels, stacked.reshape(2, k, _COARSE))
+    # each set's smECE at its upper end, as its numerator and its denominator (each nan until
+    # computed: only the final upper end's are needed)
     upper = np.ones(k)
     everyone = np.arange(k)
     upper_num, approx, upper_den = evaluate(everyone, upper)
