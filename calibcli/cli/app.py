@@ -67,7 +67,7 @@ def _interrupt_once() -> Iterator[None]:
             signal.signal(signal.SIGINT, previous)
 
 
-def _usage_error_type() -> type[Exception]:
+def usage_error_type() -> type[Exception]:
     """The vendored click's UsageError (typer does not export it; BadParameter derives from it)."""
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
@@ -86,7 +86,7 @@ class _OneLineErrors(TyperGroup):
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
-        usage_error = _usage_error_type()
+        usage_error = usage_error_type()
         try:
             with _interrupt_once():
                 code = super().main(*args, standalone_mode=False, **kwargs)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from calibcli.cli.app import usage_error_type
 from calibcli.io import (
     CALIBRATION_FORMATS,
     FORMATS,
@@ -74,20 +75,48 @@ def _checked(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
 _ci_level = _checked(checks.ci_level)
 
 
+def _gate_once(check: Callable[[Any], Any] | None = None) -> Callable[..., Any]:
+    """The callback of a gate option, which click collects as a list: each value checked as
+    :func:`_checked` does, and the list of the one value given returned (None when not given;
+    :func:`one` takes it out). A gate given twice with two values is refused: click would keep
+    the last without a word, so a looser gate appended after a CI's own would loosen it. The
+    same value twice is accepted."""
+
+    def callback(ctx: typer.Context, param: typer.CallbackParam, values: Any) -> Any:
+        if not values:
+            return None
+        try:
+            given = [v if check is None else check(v) for v in values]
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        distinct = list(dict.fromkeys(given))
+        if len(distinct) > 1:
+            first, then = (getattr(v, "value", v) for v in distinct[:2])
+            raise usage_error_type()(
+                f"{param.opts[0]} is given twice ({first}, then {then}): give each gate once", ctx
+            )
+        # a choice as its text: typer maps it back to the member after the callback
+        return [v.value if isinstance(v, Enum) else v for v in distinct]
+
+    return callback
+
+
+def one(values: list | None, default: Any = None) -> Any:
+    """The value of a gate option checked by :func:`_gate_once` (``default`` when not given)."""
+    return values[0] if values else default
+
+
 def _opt(kind: Any, *decls: str, **options: Any) -> Any:
     """An Annotated option type, so options shared by several commands are declared once."""
     return Annotated[kind, typer.Option(*decls, **options)]
 
 
-_finite_threshold = _checked(checks.finite_threshold)
-
-
 def _threshold(figure: Figure) -> Any:
     return _opt(
-        float | None,
+        list[float] | None,
         f"--max-{figure.key.replace('_', '-')}",
         metavar="X",
-        callback=_finite_threshold,
+        callback=_gate_once(checks.finite_threshold),
         help=f"Gate: exit 1 unless {figure.gate} <= X.",
     )
 
@@ -115,7 +144,7 @@ def gate_options(figures: tuple[Figure, ...]) -> Callable[[Callable], Callable]:
 
         @functools.wraps(command)
         def run(**kwargs: Any) -> Any:
-            given = {f.key: kwargs.pop(f"max_{f.key}") for f in gates}
+            given = {f.key: one(kwargs.pop(f"max_{f.key}")) for f in gates}
             limits = {k: v for k, v in given.items() if v is not None}
             return command(**kwargs, limits=limits)
 
@@ -385,8 +414,9 @@ BootstrapSchemeOpt = _opt(
     "file's content and line), so resamples of shards merge (summarize --bootstrap-samples).",
 )
 GateOnOpt = _opt(
-    GateOn,
+    list[GateOn] | None,
     "--gate-on",
+    callback=_gate_once(),
     help="Gate on the estimate, or on the upper end of the bootstrap interval (implies --ci 0.95 "
     "unless --ci is given).",
 )
@@ -463,10 +493,10 @@ SelectMethodOpt = _opt(
     help=_described(SELECTION_METHODS),
 )
 MinCoverageOpt = _opt(
-    float | None,
+    list[float] | None,
     "--min-coverage",
     metavar="C",
-    callback=_coverage,
+    callback=_gate_once(checks.coverage),
     help="Gate: exit 1 unless the guaranteed threshold accepts at least C of the rows.",
 )
 FullOpt = _opt(bool, "--full", help="Every distinct threshold in the JSON table (not ~20).")

@@ -28,6 +28,7 @@ from calibcli.cli.options import (
     StrategyOpt,
     SummaryOpt,
     gate_options,
+    one,
 )
 from calibcli.cli.progress import phases
 from calibcli.cli.reading import (
@@ -61,7 +62,7 @@ def calibrate(
     bootstrap: BootstrapOpt = None,
     bootstrap_scheme: BootstrapSchemeOpt = BootstrapScheme.multinomial,
     seed: SeedOpt = None,
-    gate_on: GateOnOpt = GateOn.estimate,
+    gate_on: GateOnOpt = (GateOn.estimate,),
     gate_each: GateEachOpt = False,
     plot: PlotOpt = None,
     html: HtmlOpt = None,
@@ -93,6 +94,7 @@ def calibrate(
         calibrate_report,
     )
 
+    gate_on = one(gate_on, GateOn.estimate)
     try:
         ci = calibrate_options(
             grouped=reading.by is not None,

@@ -26,6 +26,7 @@ from calibcli.cli.options import (
     SeedOpt,
     SummaryOpt,
     UnpairedOpt,
+    one,
 )
 from calibcli.cli.progress import phases
 from calibcli.cli.reading import announce_formats, one_blas_thread, worker_errors
@@ -79,7 +80,7 @@ def compare(
             id_field=id_field,
             max_increase=max_increase or [],
             max_decrease=max_decrease or [],
-            gate_on=None if gate_on is None else gate_on.value,
+            gate_on=None if gate_on is None else one(gate_on).value,
         )
     except ValueError as exc:
         raise usage_error(str(exc)) from None

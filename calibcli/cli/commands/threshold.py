@@ -24,6 +24,7 @@ from calibcli.cli.options import (
     SelectMethodOpt,
     SummaryOpt,
     TargetAccuracyOpt,
+    one,
 )
 from calibcli.cli.progress import phases
 from calibcli.cli.reading import (
@@ -75,6 +76,7 @@ def threshold(
         threshold_report,
     )
 
+    min_coverage = one(min_coverage)
     try:
         threshold_options(
             grouped=reading.by is not None,

@@ -1,0 +1,127 @@
+"""A gate given twice with two values is refused, on every command and every gate option.
+
+click keeps the last value of a single-valued option without a word, so a looser gate appended
+after a CI's own (a Makefile's flags, then a job's) would loosen it. The gates are found from the
+commands themselves: an option whose help starts with "Gate" decides the exit code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer.main
+from harness import make_rows, run, write_jsonl
+
+from calibcli.cli import app
+
+# two values each gate option accepts, the second looser than the first
+VALUES = {
+    "--gate-on": ("upper", "estimate"),
+    "--min-coverage": ("0.5", "0.1"),
+    "--max-increase": ("ece=0.01", "ece=0.5"),
+    "--max-decrease": ("auroc=0.01", "auroc=0.5"),
+}
+THRESHOLD = ("0.05", "0.5")  # every --max-FIGURE of calibrate and perplexity
+# --gate-on says which end a gate reads: it needs one
+READ_BY_GATE_ON = {
+    "calibrate": ["--max-ece", "0.5", "--bootstrap", "200"],
+    "compare": ["--max-increase", "ece=0.5"],
+}
+
+
+def _gates():
+    """(command, option) of every option whose help starts with "Gate"."""
+    found = []
+    for name, command in typer.main.get_command(app).commands.items():
+        for param in command.params:
+            if (getattr(param, "help", None) or "").startswith("Gate"):
+                found.append((name, param.opts[0]))
+    return found
+
+
+GATES = _gates()
+
+
+def test_the_gates_are_the_ones_expected():
+    # a new gate option is covered by the tests below once it is here
+    assert ("calibrate", "--max-ece") in GATES
+    assert ("calibrate", "--gate-on") in GATES and ("compare", "--gate-on") in GATES
+    assert ("perplexity", "--max-perplexity") in GATES
+    assert ("threshold", "--min-coverage") in GATES
+    assert ("compare", "--max-increase") in GATES
+    assert len(GATES) >= 11
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("gates")
+    rows = make_rows(60, seed=5)
+    calibration = write_jsonl(folder / "preds.jsonl", rows)
+    perplexity = write_jsonl(
+        folder / "nll.jsonl", [{"nll": 2.0 + i / 10, "tokens": 3} for i in range(10)]
+    )
+    return {"calibration": calibration, "perplexity": perplexity}
+
+
+def _args(command, inputs, out, option=None):
+    if option == "--gate-on":
+        return [*_args(command, inputs, out), *READ_BY_GATE_ON[command]]
+    if command == "perplexity":
+        return [command, inputs["perplexity"], "-o", out]
+    if command == "compare":
+        c = inputs["calibration"]
+        return [command, c, c, "-o", out, "-q", "--bootstrap", "200"]
+    if command == "threshold":
+        return [command, inputs["calibration"], "--target-accuracy", "0.6", "-o", out]
+    return [command, inputs["calibration"], "-o", out, "-q"]
+
+
+def _values(option):
+    return VALUES.get(option, THRESHOLD)
+
+
+@pytest.mark.parametrize(("command", "option"), GATES)
+def test_a_gate_given_twice_with_two_values_is_refused(tmp_path, inputs, command, option):
+    first, then = _values(option)
+    out = tmp_path / "report.json"
+    result = run([*_args(command, inputs, out, option), option, first, option, then])
+    assert result.exit_code == 2, result.output
+    if option in ("--max-increase", "--max-decrease"):
+        figure = first.split("=")[0]
+        message = f"Error: {option} {figure} is given twice ({first}, then {then}): "
+        message += "give each figure once\n"
+    else:
+        shown = [str(float(v)) if v[0].isdigit() else v for v in (first, then)]
+        message = f"Error: {option} is given twice ({shown[0]}, then {shown[1]}): "
+        message += f"give each gate once (see 'calibcli {command} -h')\n"
+    assert result.stderr == message
+    assert result.stdout == ""
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("command", "option"), GATES)
+def test_the_same_gate_twice_is_the_gate_once(tmp_path, inputs, command, option):
+    first, _ = _values(option)
+    once = tmp_path / "once.json"
+    twice = tmp_path / "twice.json"
+    a = run([*_args(command, inputs, once, option), option, first])
+    b = run([*_args(command, inputs, twice, option), option, first, option, first])
+    assert a.exit_code in (0, 1), a.output
+    assert (b.exit_code, b.stderr) == (a.exit_code, a.stderr)
+    assert twice.read_text() == once.read_text()
+
+
+def test_a_gate_not_given_keeps_its_default(tmp_path, inputs):
+    # calibrate gates on the estimate unless told otherwise; compare on the interval's end
+    out = tmp_path / "report.json"
+    result = run([*_args("calibrate", inputs, out), "--max-ece", "0.9"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["gate"]["bound"] == "estimate"
+
+
+def test_a_gate_value_is_still_checked(tmp_path, inputs):
+    out = tmp_path / "report.json"
+    result = run([*_args("calibrate", inputs, out), "--max-ece", "0.05", "--max-ece", "nan"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: Invalid value for '--max-ece': nan is not a finite")
+    assert not out.exists()
