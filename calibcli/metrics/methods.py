@@ -34,9 +34,12 @@ class Choice:
 
 @dataclass(frozen=True)
 class RecalibrationMethod(Choice):
-    """A recalibration map; ``two_class`` when fitting it needs both right and wrong answers."""
+    """A recalibration map; ``two_class`` when fitting it needs both right and wrong answers;
+    ``parameters`` the number its fit estimates (None: a map without a fixed number, fitted by
+    counting)."""
 
     two_class: bool
+    parameters: int | None = None
 
 
 RECALIBRATION_METHODS: tuple[RecalibrationMethod, ...] = (
@@ -44,11 +47,13 @@ RECALIBRATION_METHODS: tuple[RecalibrationMethod, ...] = (
         "temperature",
         "sigmoid(logit(c) / T): one temperature, the ranking kept (Guo et al. 2017).",
         two_class=True,
+        parameters=1,
     ),
     RecalibrationMethod(
         "platt",
         "sigmoid(a * logit(c) + b) on Platt's smoothed targets (Platt 1999).",
         two_class=True,
+        parameters=2,
     ),
     RecalibrationMethod(
         "isotonic",
@@ -64,6 +69,7 @@ RECALIBRATION_METHODS: tuple[RecalibrationMethod, ...] = (
         "beta",
         "sigmoid(a * ln c - b * ln(1 - c) + m), a, b >= 0 (Kull, Silva Filho & Flach 2017).",
         two_class=True,
+        parameters=3,
     ),
 )
 

@@ -75,10 +75,12 @@ def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) 
     groups = summary.by_group()
     pooled = " of the pooled rows" if groups is not None else ""
     notes = _one_class(summary.pooled().columns, calibrators.method, pooled)
+    notes += _few_of_a_class(summary.pooled().columns, calibrators.method, pooled)
     notes += _decreasing(calibrators.calibrator, pooled) + _at_bound(calibrators.calibrator, pooled)
     notes += group_notes(
         {
             str(name): _one_class(view.columns, calibrators.method)
+            + _few_of_a_class(view.columns, calibrators.method)
             + _decreasing(calibrators.groups.get(str(name)))
             + _at_bound(calibrators.groups.get(str(name)))
             for name, view in (groups or {}).items()
@@ -106,6 +108,41 @@ def _one_class(columns: Any, method: str, rows: str = "") -> list[Note]:
         "confidences it was fitted on to 1 or 0: it learnt the class, not a calibration"
     )
     return [Note("one_class", text, detail=f"all {which}", general=general)]
+
+
+EVENTS_PER_PARAMETER = 10
+"""Answers of the rarer class per fitted parameter below which ``fit`` warns: the usual least
+for a logistic fit whose coefficients hold beyond its rows (Peduzzi et al. 1996); 10 for a map
+fitted by counting."""
+
+
+def _few_of_a_class(columns: Any, method: str, rows: str = "") -> list[Note]:
+    """A warning when the rows a map was fitted on hold both classes but few of one: fewer
+    than :data:`EVENTS_PER_PARAMETER` answers of the rarer class per parameter the map fits.
+    Where the map sends a confidence then rests on those few answers, and may not hold on other
+    rows. The temperature over lm-eval choices learns from every row's gold choice, and is not
+    judged so."""
+    from calibcli.metrics.methods import RECALIBRATION_METHODS
+
+    known = {m.name: m for m in RECALIBRATION_METHODS}.get(method)
+    if columns is None or known is None:
+        return []
+    right, wrong = int(columns.conf_correct.shape[0]), int(columns.conf_wrong.shape[0])
+    rarer, which = (wrong, "wrong") if wrong <= right else (right, "right")
+    least = EVENTS_PER_PARAMETER * (known.parameters or 1)
+    if not rarer or rarer >= least:  # one class: _one_class says so, or the fit refuses it
+        return []
+    why = f" ({EVENTS_PER_PARAMETER} per parameter the map fits)" if known.parameters else ""
+    effect = f"the {method} map rests on them and may not hold on other rows"
+    text = (
+        f"only {rarer:,} of the {right + wrong:,} answers{rows} are {which}, fewer than "
+        f"{least}{why}: {effect}"
+    )
+    general = (
+        f"fewer than {least} answers of these groups are right, or fewer than {least} "
+        f"wrong{why}: {effect}"
+    )
+    return [Note("few_of_a_class", text, detail=f"{rarer} {which}", general=general)]
 
 
 def _decreasing(calibrator: Any, rows: str = "") -> list[Note]:
