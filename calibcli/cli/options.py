@@ -452,7 +452,6 @@ _fraction = _checked(checks.fraction)
 
 
 _delta = _checked(checks.delta)
-_coverage = _checked(checks.coverage)
 
 
 SelectMethod = _choices("SelectMethod", *(m.name for m in SELECTION_METHODS))
