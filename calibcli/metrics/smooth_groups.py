@@ -299,16 +299,16 @@ class _Evaluation:
 
     def _dots(self, groups: np.ndarray, kernel_rows: np.ndarray) -> np.ndarray:
         """h·w of each group's density and residual histograms h, and |h|·w of the residual
-        one, with its σ's weights w (:func:`_density_weights`): (3 × groups). σ by σ (a few
-        per step), with einsum's own loop: a BLAS call may wake threads that spin for longer
-        than this takes."""
+        one, with its σ's weights w (:func:`_density_weights`): (3 × groups). Each group's
+        weights are gathered beside its histograms, so that one einsum per product serves
+        every σ of the step (a step of many replicates holds as many σ), with einsum's own
+        loop: a BLAS call may wake threads that spin for longer than this takes. Only the
+        bounds read these sums, with a margin far above their rounding (see :data:`_MARGIN`),
+        so their order of summation is free."""
+        weights = np.take(self.kernels.weights, kernel_rows, axis=0)
         out = np.empty((3, groups.shape[0]))
-        for row in np.unique(kernel_rows).tolist():
-            at = np.flatnonzero(kernel_rows == row)
-            histograms = self.histograms[:, groups[at]]
-            weights = self.kernels.weights[row]
-            out[:2, at] = np.einsum("pgj,j->pg", histograms, weights)
-            out[2, at] = np.einsum("gj,j->g", self.spread[groups[at]], weights)
+        np.einsum("pgj,gj->pg", np.take(self.histograms, groups, axis=1), weights, out=out[:2])
+        np.einsum("gj,gj->g", np.take(self.spread, groups, axis=0), weights, out=out[2])
         return out
 
     def residual(self, active: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
