@@ -266,3 +266,32 @@ def test_api_rows_of_one_task_are_not_named(tmp_path):
     command, api = _api_and_command(base, new)
     assert api == command
     assert not any("doc_hash" in w for w in api.get("warnings", []))
+
+
+def test_an_infinite_nll_is_said_once_per_side_not_as_unexplained_nulls(tmp_path):
+    # NEW says 1.0 on a wrong answer: its NLL is infinite, and with it the difference and the
+    # interval's upper end; the nulls are explained by one warning, pooled and per group
+    rows = make_rows(60, seed=6)
+    base = [{**r, "g": "x" if r["id"] % 2 else "y"} for r in rows]
+    new = [dict(r) for r in base]
+    wrong = next(i for i, r in enumerate(new) if not r["correct"] and r["g"] == "x")
+    new[wrong]["confidence"] = 1.0
+    base_path = write_jsonl(tmp_path / "base.jsonl", base)
+    new_path = write_jsonl(tmp_path / "new.jsonl", new)
+    result = run(["compare", base_path, new_path, "--by", "g", "--json", "-q", "--bootstrap", B])
+    assert result.exit_code == 0, result.output
+    said = (
+        "a confidence of exactly 1 on a wrong answer (or 0 on a right one); written as null, as "
+        "are the difference and interval ends it leaves infinite or undefined"
+    )
+    report = json.loads(result.stdout)
+    assert report["warnings"] == [
+        f"nll is infinite on NEW: {said}",
+        f"group 'x': nll is infinite on NEW: {said}",
+    ]
+    assert report["figures"]["nll"]["new"] is None
+    assert report["figures"]["nll"]["difference"] is None
+    assert report["figures"]["nll"]["base"] is not None
+    assert report["non_finite"]["figures.nll.new"] == "inf"
+    assert report["groups"]["y"]["figures"]["nll"]["new"] is not None
+    assert "not finite numbers" not in result.stderr

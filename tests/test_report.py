@@ -39,6 +39,32 @@ def test_explained_nulls_get_no_generic_warning():
     assert done.body == {"nll": None, "ci": {"nll": [1.0, None]}, "warnings": ["nll is infinite"]}
 
 
+def test_a_note_explains_the_nulls_nested_in_its_figure_only():
+    # compare writes each figure as an object: figures.nll.{base,new,difference,interval}
+    note = report.Note("infinite", "nll is infinite on NEW", explains=("nll",))
+    body = {
+        "figures": {
+            "nll": {"new": math.inf, "difference": math.inf, "interval": [0.1, math.inf]},
+            "auroc": {"new": math.nan, "difference": math.nan},
+        }
+    }
+    done = report.finish(body, [note], [])
+    assert done.warnings == [
+        "nll is infinite on NEW",
+        "2 value(s) are not finite numbers and were written as null: figures.auroc.new, "
+        "figures.auroc.difference",
+    ]
+
+
+def test_many_unexplained_nulls_are_one_line_naming_ten():
+    body = {f"v{i:02d}": math.nan for i in range(23)}
+    done = report.finish(body, [], [])
+    named = ", ".join(f"v{i:02d}" for i in range(10))
+    assert done.warnings == [
+        f"23 value(s) are not finite numbers and were written as null: {named} and 13 more"
+    ]
+
+
 def test_floats_keep_full_precision():
     x = 0.1 + 0.2
     text = report.finish({"x": x}, [], []).to_json()

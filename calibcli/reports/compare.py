@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from calibcli.reports import figures as registry
 from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
 from calibcli.reports.gate import Gate, evaluate, upper_bound_reason
-from calibcli.reports.report import SCHEMA_VERSION, Note, Section, finish
+from calibcli.reports.report import SCHEMA_VERSION, Note, Section, finish, group_notes
 
 if TYPE_CHECKING:  # pragma: no cover
     from calibcli.summaries import PairedRows
@@ -100,6 +100,7 @@ def compare_section(
             "interval": [_num(lo), _num(hi)],
         }
     figures["figures"] = table
+    notes += _infinite_notes(result)
     if settings.paired:
         test = mcnemar_exact(base[1], new[1])
         figures["mcnemar"] = {
@@ -350,6 +351,10 @@ def compare_report(
             groups[name] = compare_section(base, new, settings, upper_gate=upper_gate)
         body["by"] = by
         body["groups"] = {name: g.section.figures for name, g in groups.items()}
+        # a group without rows is named by the unmatched note above
+        notes += group_notes(
+            {name: [n for n in g.section.notes if n.kind == INFINITE] for name, g in groups.items()}
+        )
     failures: list[str] = []
     tail: dict[str, Any] = {}
     if gate:
@@ -357,6 +362,39 @@ def compare_report(
         verdict = evaluate(gate, pooled.gate_view, views, level=settings.level)
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, notes, failures, tail=tail, mark_infinite=True)
+
+
+INFINITE = "infinite"
+
+
+def _infinite_notes(result: Any) -> list[Note]:
+    """A warning for each figure infinite on a side (nll: a confidence of exactly 1 on a wrong
+    answer, or 0 on a right one), explaining its nulls: the side's value, and the difference
+    and interval ends it leaves infinite or undefined."""
+    from calibcli.metrics import SCALAR_KEYS
+
+    notes = []
+    for key in SCALAR_KEYS:
+        sides = [
+            name
+            for name, values in (("BASE", result.base), ("NEW", result.new))
+            if math.isinf(values[key])
+        ]
+        if not sides:
+            continue
+        on = " and ".join(sides)
+        text = (
+            f"{key} is infinite on {on}: a confidence of exactly 1 on a wrong answer (or 0 on a "
+            "right one); written as null, as are the difference and interval ends it leaves "
+            "infinite or undefined"
+        )
+        general = (
+            f"{key} is infinite on BASE or NEW in these groups: a confidence of exactly 1 on a "
+            "wrong answer (or 0 on a right one); written as null, as are the difference and "
+            "interval ends it leaves infinite or undefined"
+        )
+        notes.append(Note(INFINITE, text, detail=on, explains=(key,), general=general))
+    return notes
 
 
 def _sides(matched: PairedRows, settings: CompareSettings) -> dict[str, Any]:

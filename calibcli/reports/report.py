@@ -236,12 +236,18 @@ def _entries(
     bad: list, wanted: Callable[[str], bool], infinite: bool
 ) -> Iterator[tuple[str, float]]:
     """The ``(path, value)`` entries of ``bad`` whose field name is ``wanted`` (``infinite``:
-    only the infinities)."""
+    only the infinities). A value nested in a figure's object (compare's
+    ``figures.nll.new``) goes by the figure's name too: it is wanted only when both are."""
     for item in bad:
         if type(item) is NonFiniteCells:
             yield from item.entries(wanted, infinite)
-        elif wanted(_leaf(item[0])) and (not infinite or math.isinf(item[1])):
+        elif _wanted(item[0], wanted) and (not infinite or math.isinf(item[1])):
             yield item
+
+
+def _wanted(path: str, wanted: Callable[[str], bool]) -> bool:
+    parent = path.rpartition(".")[0]
+    return wanted(_leaf(path)) and (not parent or wanted(_leaf(parent)))
 
 
 def finish(
@@ -261,9 +267,12 @@ def finish(
     unexplained = [p for p, _ in _entries(bad, lambda leaf: leaf not in explained, False)]
     warnings = [note.text for note in notes]
     if unexplained:
+        # named as many groups are: one line, whatever the number of nulls
+        named = ", ".join(unexplained[:GROUPS_NAMED])
+        if len(unexplained) > GROUPS_NAMED:
+            named += f" and {len(unexplained) - GROUPS_NAMED} more"
         warnings.append(
-            f"{len(unexplained)} value(s) are not finite numbers and were written as null: "
-            + ", ".join(unexplained)
+            f"{len(unexplained)} value(s) are not finite numbers and were written as null: {named}"
         )
     # the tail (the gate) repeats figures reported and explained above
     tail_out = strict(dict(tail), "", bad)
