@@ -2,7 +2,9 @@
 
 click keeps the last value of a single-valued option without a word, so a looser gate appended
 after a CI's own (a Makefile's flags, then a job's) would loosen it. The gates are found from the
-commands themselves: an option whose help starts with "Gate" decides the exit code."""
+commands themselves: an option whose help starts with "Gate" decides the exit code. So do two
+settings of one: --ci, whose level sets the gate under --gate-on upper, and
+--min-populated-bins, which closes the binned gates on too few populated bins."""
 
 from __future__ import annotations
 
@@ -20,7 +22,15 @@ VALUES = {
     "--min-coverage": ("0.5", "0.1"),
     "--max-increase": ("ece=0.01", "ece=0.5"),
     "--max-decrease": ("auroc=0.01", "auroc=0.5"),
+    "--ci": ("0.95", "0.5"),
+    "--min-populated-bins": ("3", "1"),
 }
+# what the error says to do, for the settings that are not gates themselves
+THEN = {
+    "--ci": "give it once: under --gate-on upper it sets the gate",
+    "--min-populated-bins": "give it once: it closes the binned gates on too few bins",
+}
+SETTINGS = [("calibrate", "--ci"), ("compare", "--ci"), ("calibrate", "--min-populated-bins")]
 THRESHOLD = ("0.05", "0.5")  # every --max-FIGURE of calibrate and perplexity
 # --gate-on says which end a gate reads: it needs one
 READ_BY_GATE_ON = {
@@ -39,7 +49,7 @@ def _gates():
     return found
 
 
-GATES = _gates()
+GATES = _gates() + SETTINGS
 
 
 def test_the_gates_are_the_ones_expected():
@@ -49,7 +59,7 @@ def test_the_gates_are_the_ones_expected():
     assert ("perplexity", "--max-perplexity") in GATES
     assert ("threshold", "--min-coverage") in GATES
     assert ("compare", "--max-increase") in GATES
-    assert len(GATES) >= 11
+    assert len(GATES) >= 14
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +101,9 @@ def test_a_gate_given_twice_with_two_values_is_refused(tmp_path, inputs, command
         message = f"Error: {option} {figure} is given twice ({first}, then {then}): "
         message += "give each figure once\n"
     else:
-        shown = [str(float(v)) if v[0].isdigit() else v for v in (first, then)]
+        shown = [str(float(v)) if "." in v or "max" in option else v for v in (first, then)]
         message = f"Error: {option} is given twice ({shown[0]}, then {shown[1]}): "
-        message += f"give each gate once (see 'calibcli {command} -h')\n"
+        message += f"{THEN.get(option, 'give each gate once')} (see 'calibcli {command} -h')\n"
     assert result.stderr == message
     assert result.stdout == ""
     assert not out.exists()

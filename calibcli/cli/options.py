@@ -72,15 +72,14 @@ def _checked(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return callback
 
 
-_ci_level = _checked(checks.ci_level)
-
-
-def _gate_once(check: Callable[[Any], Any] | None = None) -> Callable[..., Any]:
+def _gate_once(
+    check: Callable[[Any], Any] | None = None, then: str = "give each gate once"
+) -> Callable[..., Any]:
     """The callback of a gate option, which click collects as a list: each value checked as
     :func:`_checked` does, and the list of the one value given returned (None when not given;
     :func:`one` takes it out). A gate given twice with two values is refused: click would keep
-    the last without a word, so a looser gate appended after a CI's own would loosen it. The
-    same value twice is accepted."""
+    the last without a word, so a looser gate appended after a CI's own would loosen it
+    (``then`` says what to do). The same value twice is accepted."""
 
     def callback(ctx: typer.Context, param: typer.CallbackParam, values: Any) -> Any:
         if not values:
@@ -91,9 +90,9 @@ def _gate_once(check: Callable[[Any], Any] | None = None) -> Callable[..., Any]:
             raise typer.BadParameter(str(exc)) from None
         distinct = list(dict.fromkeys(given))
         if len(distinct) > 1:
-            first, then = (getattr(v, "value", v) for v in distinct[:2])
+            first, second = (getattr(v, "value", v) for v in distinct[:2])
             raise usage_error_type()(
-                f"{param.opts[0]} is given twice ({first}, then {then}): give each gate once", ctx
+                f"{param.opts[0]} is given twice ({first}, then {second}): {then}", ctx
             )
         # a choice as its text: typer maps it back to the member after the callback
         return [v.value if isinstance(v, Enum) else v for v in distinct]
@@ -375,18 +374,19 @@ LogprobsField = _opt(
 # calibrate
 StrategyOpt = _opt(Strategy, "--strategy", help=_described(BIN_STRATEGIES))
 MinBinsOpt = _opt(
-    int,
+    list[int],
     "--min-populated-bins",
     metavar="K",
     min=1,
+    callback=_gate_once(then="give it once: it closes the binned gates on too few bins"),
     help="Fewer populated bins than K (capped at --bins) prints a warning and makes a "
     "--max-ece/--max-mce/--max-rmsce gate fail closed.",
 )
 CiOpt = _opt(
-    float | None,
+    list[float] | None,
     "--ci",
     metavar="LEVEL",
-    callback=_ci_level,
+    callback=_gate_once(checks.ci_level, "give it once: under --gate-on upper it sets the gate"),
     help="Add percentile bootstrap intervals at LEVEL (e.g. 0.95) to every estimate.",
 )
 BootstrapOpt = _opt(

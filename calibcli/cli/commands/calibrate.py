@@ -57,7 +57,7 @@ def calibrate(
     files: Files,
     bins: BinsOpt = 10,
     strategy: StrategyOpt = Strategy.uniform,
-    min_populated_bins: MinBinsOpt = 3,
+    min_populated_bins: MinBinsOpt = (3,),
     ci: CiOpt = None,
     bootstrap: BootstrapOpt = None,
     bootstrap_scheme: BootstrapSchemeOpt = BootstrapScheme.multinomial,
@@ -95,6 +95,7 @@ def calibrate(
     )
 
     gate_on = one(gate_on, GateOn.estimate)
+    ci, min_populated_bins = one(ci), one(min_populated_bins)
     try:
         ci = calibrate_options(
             grouped=reading.by is not None,

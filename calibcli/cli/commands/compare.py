@@ -72,6 +72,7 @@ def compare(
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
 
     id_field = reading.id_field
+    ci = one(ci)
     try:
         gate = compare_options(
             grouped=reading.by is not None,
