@@ -2,9 +2,10 @@
 
 click keeps the last value of a single-valued option without a word, so a looser gate appended
 after a CI's own (a Makefile's flags, then a job's) would loosen it. The gates are found from the
-commands themselves: an option whose help starts with "Gate" decides the exit code. So do two
-settings of one: --ci, whose level sets the gate under --gate-on upper, and
---min-populated-bins, which closes the binned gates on too few populated bins."""
+commands themselves: an option whose help starts with "Gate" decides the exit code. So do the
+settings of one: --ci, whose level sets the gate under --gate-on upper, --min-populated-bins,
+which closes the binned gates on too few populated bins, and --bins (one bin's ECE never
+exceeds ten bins', by the triangle inequality)."""
 
 from __future__ import annotations
 
@@ -24,13 +25,21 @@ VALUES = {
     "--max-decrease": ("auroc=0.01", "auroc=0.5"),
     "--ci": ("0.95", "0.5"),
     "--min-populated-bins": ("3", "1"),
+    "--bins": ("10", "1"),
 }
 # what the error says to do, for the settings that are not gates themselves
 THEN = {
     "--ci": "give it once: under --gate-on upper it sets the gate",
     "--min-populated-bins": "give it once: it closes the binned gates on too few bins",
+    "--bins": "give it once: the binned figures a gate reads depend on it",
 }
-SETTINGS = [("calibrate", "--ci"), ("compare", "--ci"), ("calibrate", "--min-populated-bins")]
+SETTINGS = [
+    ("calibrate", "--ci"),
+    ("compare", "--ci"),
+    ("calibrate", "--min-populated-bins"),
+    ("calibrate", "--bins"),
+    ("compare", "--bins"),
+]
 THRESHOLD = ("0.05", "0.5")  # every --max-FIGURE of calibrate and perplexity
 # --gate-on says which end a gate reads: it needs one
 READ_BY_GATE_ON = {
@@ -59,7 +68,7 @@ def test_the_gates_are_the_ones_expected():
     assert ("perplexity", "--max-perplexity") in GATES
     assert ("threshold", "--min-coverage") in GATES
     assert ("compare", "--max-increase") in GATES
-    assert len(GATES) >= 14
+    assert len(GATES) >= 16
 
 
 @pytest.fixture(scope="module")

@@ -324,11 +324,12 @@ ConfidenceField = _opt(
 )
 CorrectField = _opt(str, "--correct-field", metavar=Name, help="Correctness field.")
 BinsOpt = _opt(
-    int,
+    list[int],
     "--bins",
     metavar="M",
     min=1,
     max=MAX_BINS,
+    callback=_gate_once(then="give it once: the binned figures a gate reads depend on it"),
     help=f"Number of confidence bins (1 to {MAX_BINS:,}).",
 )
 McNormOpt = _opt(

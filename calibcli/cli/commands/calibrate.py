@@ -55,7 +55,7 @@ CROSS_FIT_INTERVALS = (
 @reading_options
 def calibrate(
     files: Files,
-    bins: BinsOpt = 10,
+    bins: BinsOpt = (10,),
     strategy: StrategyOpt = Strategy.uniform,
     min_populated_bins: MinBinsOpt = (3,),
     ci: CiOpt = None,
@@ -86,6 +86,7 @@ def calibrate(
     With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
     shown beside the figures before it.
     """
+    bins = one(bins)
     from calibcli.reports import (
         Gate,
         Recalibration,

@@ -44,7 +44,7 @@ def compare(
     ci: CiOpt = None,
     bootstrap: BootstrapOpt = None,
     seed: SeedOpt = None,
-    bins: BinsOpt = 10,
+    bins: BinsOpt = (10,),
     gate_each: GateEachOpt = False,
     unpaired: UnpairedOpt = False,
     allow_unmatched: AllowUnmatchedOpt = False,
@@ -68,6 +68,7 @@ def compare(
     rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
     gate fails closed.
     """
+    bins = one(bins)
     from calibcli.io import InputError, default_id, read_compared
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
 

@@ -15,6 +15,7 @@ from calibcli.cli.options import (
     MethodOpt,
     OutputOpt,
     SummaryOpt,
+    one,
 )
 from calibcli.cli.progress import phases
 from calibcli.cli.reading import read_predictions, require_rows
@@ -26,7 +27,7 @@ from calibcli.cli.reading_options import Reading, reading_options
 def fit(
     files: Files,
     method: MethodOpt = ...,
-    bins: BinsOpt = 10,
+    bins: BinsOpt = (10,),
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     summary: SummaryOpt = None,
@@ -41,6 +42,7 @@ def fit(
     'calibcli calibrate|reliability|threshold --calibrator FILE' on other rows, or stream
     recalibrated rows with 'calibcli apply'.
     """
+    bins = one(bins)
     from calibcli.cli.emit import emit
     from calibcli.cli.reading import one_blas_thread, read_choices
     from calibcli.reports import fit_report, fitted_on

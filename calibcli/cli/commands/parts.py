@@ -23,6 +23,7 @@ from calibcli.cli.options import (
     NllField,
     TokensField,
     WordsField,
+    one,
 )
 from calibcli.cli.progress import phases
 from calibcli.cli.reading_options import Reading, reading_options
@@ -118,7 +119,7 @@ def summarize(
     kind: KindOpt = Kind.auto,
     part: PartOpt = None,
     table: TableOpt = TableMode.auto,
-    bins: BinsOpt = 10,
+    bins: BinsOpt = (10,),
     bootstrap_samples: BootstrapSamplesOpt = None,
     seed: BootstrapSeedOpt = None,
     nll_field: NllField = "nll",
@@ -135,6 +136,7 @@ def summarize(
     with 'calibcli merge'; measure one with calibrate, reliability, threshold, fit or perplexity
     like any input: the figures are those of reading every shard in one run.
     """
+    bins = one(bins)
     from calibcli.cli.emit import check_outputs
     from calibcli.cli.reading import read, read_predictions
 

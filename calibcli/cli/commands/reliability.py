@@ -14,6 +14,7 @@ from calibcli.cli.options import (
     OutputOpt,
     PlotOpt,
     SummaryOpt,
+    one,
 )
 from calibcli.cli.reading import (
     calibrator_reading,
@@ -31,7 +32,7 @@ from calibcli.cli.reading_options import Reading, reading_options
 @reading_options
 def reliability(
     files: Files,
-    bins: BinsOpt = 10,
+    bins: BinsOpt = (10,),
     plot: PlotOpt = None,
     html: HtmlOpt = None,
     label: LabelOpt = None,
@@ -48,6 +49,7 @@ def reliability(
     holds fewer than 30 predictions. With --calibrator the bins are those of the recalibrated
     confidences, with the headline figures before and after beside them.
     """
+    bins = one(bins)
     if calibrator is None:
         load_numpy_without_blas_threads()  # figures from the per-bin sums: no BLAS call
     from calibcli.reports import Recalibration, reliability_report
