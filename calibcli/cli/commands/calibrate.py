@@ -86,7 +86,6 @@ def calibrate(
     With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
     shown beside the figures before it.
     """
-    bins = one(bins)
     from calibcli.reports import (
         Gate,
         Recalibration,
@@ -96,7 +95,7 @@ def calibrate(
     )
 
     gate_on = one(gate_on, GateOn.estimate)
-    ci, min_populated_bins = one(ci), one(min_populated_bins)
+    bins, ci, min_populated_bins = one(bins), one(ci), one(min_populated_bins)
     try:
         ci = calibrate_options(
             grouped=reading.by is not None,

@@ -68,12 +68,11 @@ def compare(
     rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
     gate fails closed.
     """
-    bins = one(bins)
     from calibcli.io import InputError, default_id, read_compared
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
 
     id_field = reading.id_field
-    ci = one(ci)
+    ci, bins = one(ci), one(bins)
     try:
         gate = compare_options(
             grouped=reading.by is not None,

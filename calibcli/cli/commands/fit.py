@@ -42,12 +42,12 @@ def fit(
     'calibcli calibrate|reliability|threshold --calibrator FILE' on other rows, or stream
     recalibrated rows with 'calibcli apply'.
     """
-    bins = one(bins)
     from calibcli.cli.emit import emit
     from calibcli.cli.reading import one_blas_thread, read_choices
     from calibcli.reports import fit_report, fitted_on
     from calibcli.summaries import choices_data, fit_choices, fit_data
 
+    bins = one(bins)
     check_outputs(output=output, summary=summary)
     data = read_predictions(files, reading, bins=bins, keep_columns=True)
     require_rows(data, "fit")

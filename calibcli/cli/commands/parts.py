@@ -136,10 +136,10 @@ def summarize(
     with 'calibcli merge'; measure one with calibrate, reliability, threshold, fit or perplexity
     like any input: the figures are those of reading every shard in one run.
     """
-    bins = one(bins)
     from calibcli.cli.emit import check_outputs
     from calibcli.cli.reading import read, read_predictions
 
+    bins = one(bins)
     assert reading is not None
     where = _part(part)
     if where is not None and len(files) != 1:
