@@ -122,7 +122,7 @@ def _few_of_a_class(columns: Any, method: str, rows: str = "") -> list[Note]:
     Where the map sends a confidence then rests on those few answers, and may not hold on other
     rows. The temperature over lm-eval choices learns from every row's gold choice, and is not
     judged so."""
-    from calibcli.metrics.methods import RECALIBRATION_METHODS
+    from calibcli.metrics import RECALIBRATION_METHODS
 
     known = {m.name: m for m in RECALIBRATION_METHODS}.get(method)
     if columns is None or known is None:
