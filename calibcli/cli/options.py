@@ -80,29 +80,26 @@ def _gate_once(
     :func:`one` takes it out). A gate given twice with two values is refused: click would keep
     the last without a word, so a looser gate appended after a CI's own would loosen it
     (``then`` says what to do). The same value twice is accepted."""
+    checked = _checked(check or (lambda value: value))
 
     def callback(ctx: typer.Context, param: typer.CallbackParam, values: Any) -> Any:
         if not values:
             return None
-        try:
-            given = [v if check is None else check(v) for v in values]
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
+        # a choice as its text: typer maps it back to the member after the callback
+        given = [v.value if isinstance(v, Enum) else v for v in map(checked, values)]
         distinct = list(dict.fromkeys(given))
         if len(distinct) > 1:
-            first, second = (getattr(v, "value", v) for v in distinct[:2])
             raise usage_error_type()(
-                f"{param.opts[0]} is given twice ({first}, then {second}): {then}", ctx
+                f"{param.opts[0]} is given twice ({distinct[0]}, then {distinct[1]}): {then}", ctx
             )
-        # a choice as its text: typer maps it back to the member after the callback
-        return [v.value if isinstance(v, Enum) else v for v in distinct]
+        return distinct
 
     return callback
 
 
-def one(values: list | None, default: Any = None) -> Any:
-    """The value of a gate option checked by :func:`_gate_once` (``default`` when not given)."""
-    return values[0] if values else default
+def one(values: list | None) -> Any:
+    """The value of a gate option checked by :func:`_gate_once` (None when not given)."""
+    return values[0] if values else None
 
 
 def _opt(kind: Any, *decls: str, **options: Any) -> Any:

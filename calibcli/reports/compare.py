@@ -383,16 +383,12 @@ def _infinite_notes(result: Any) -> list[Note]:
         if not sides:
             continue
         on = " and ".join(sides)
-        text = (
-            f"{key} is infinite on {on}: a confidence of exactly 1 on a wrong answer (or 0 on a "
-            "right one); written as null, as are the difference and interval ends it leaves "
-            "infinite or undefined"
+        why = (
+            "a confidence of exactly 1 on a wrong answer (or 0 on a right one); written as null, "
+            "as are the difference and interval ends it leaves infinite or undefined"
         )
-        general = (
-            f"{key} is infinite on BASE or NEW in these groups: a confidence of exactly 1 on a "
-            "wrong answer (or 0 on a right one); written as null, as are the difference and "
-            "interval ends it leaves infinite or undefined"
-        )
+        text = f"{key} is infinite on {on}: {why}"
+        general = f"{key} is infinite on BASE or NEW in these groups: {why}"
         notes.append(Note(INFINITE, text, detail=on, explains=(key,), general=general))
     return notes
 

@@ -94,8 +94,8 @@ def calibrate(
         calibrate_report,
     )
 
-    gate_on = one(gate_on, GateOn.estimate)
-    bins, ci, min_populated_bins = one(bins), one(ci), one(min_populated_bins)
+    gate_on, bins, ci = one(gate_on), one(bins), one(ci)
+    min_populated_bins = one(min_populated_bins)
     try:
         ci = calibrate_options(
             grouped=reading.by is not None,
