@@ -4,8 +4,10 @@ click keeps the last value of a single-valued option without a word, so a looser
 after a CI's own (a Makefile's flags, then a job's) would loosen it. The gates are found from the
 commands themselves: an option whose help starts with "Gate" decides the exit code. So do the
 settings of one: --ci, whose level sets the gate under --gate-on upper, --min-populated-bins,
-which closes the binned gates on too few populated bins, and --bins (one bin's ECE never
-exceeds ten bins', by the triangle inequality)."""
+which closes the binned gates on too few populated bins, --bins (one bin's ECE never exceeds ten
+bins', by the triangle inequality) and --strategy, and the settings of the guaranteed threshold
+that threshold's --min-coverage reads: --target-accuracy, --delta, --method and --grid (an
+appended --target-accuracy 0.5 accepts more rows than a CI's 0.6)."""
 
 from __future__ import annotations
 
@@ -26,9 +28,20 @@ VALUES = {
     "--ci": ("0.95", "0.5"),
     "--min-populated-bins": ("3", "1"),
     "--bins": ("10", "1"),
+    "--strategy": ("uniform", "quantile"),
+    "--target-accuracy": ("0.6", "0.5"),
+    "--delta": ("0.05", "0.5"),
+    "--method": ("ltt", "sgr"),
+    "--grid": ("121", "0"),
 }
+GUARANTEED = "give it once: the guaranteed threshold a gate reads depends on it"
 # what the error says to do, for the settings that are not gates themselves
 THEN = {
+    "--strategy": "give it once: the binned figures a gate reads depend on it",
+    "--target-accuracy": GUARANTEED,
+    "--delta": GUARANTEED,
+    "--method": GUARANTEED,
+    "--grid": GUARANTEED,
     "--ci": "give it once: under --gate-on upper it sets the gate",
     "--min-populated-bins": "give it once: it closes the binned gates on too few bins",
     "--bins": "give it once: the binned figures a gate reads depend on it",
@@ -39,6 +52,11 @@ SETTINGS = [
     ("calibrate", "--min-populated-bins"),
     ("calibrate", "--bins"),
     ("compare", "--bins"),
+    ("calibrate", "--strategy"),
+    ("threshold", "--target-accuracy"),
+    ("threshold", "--delta"),
+    ("threshold", "--method"),
+    ("threshold", "--grid"),
 ]
 THRESHOLD = ("0.05", "0.5")  # every --max-FIGURE of calibrate and perplexity
 # --gate-on says which end a gate reads: it needs one
@@ -91,7 +109,8 @@ def _args(command, inputs, out, option=None):
         c = inputs["calibration"]
         return [command, c, c, "-o", out, "-q", "--bootstrap", "200"]
     if command == "threshold":
-        return [command, inputs["calibration"], "--target-accuracy", "0.6", "-o", out]
+        target = [] if option == "--target-accuracy" else ["--target-accuracy", "0.6"]
+        return [command, inputs["calibration"], *target, "-o", out]
     return [command, inputs["calibration"], "-o", out, "-q"]
 
 
@@ -144,3 +163,38 @@ def test_a_gate_value_is_still_checked(tmp_path, inputs):
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: Invalid value for '--max-ece': nan is not a finite")
     assert not out.exists()
+
+
+def test_the_settings_not_given_keep_their_defaults(tmp_path, inputs):
+    out = tmp_path / "report.json"
+    result = run(_args("threshold", inputs, out))
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert (report["target_accuracy"], report["delta"]) == (0.6, 0.05)
+    assert (report["method"], report["grid"]) == ("ltt", 121)
+    result = run(_args("calibrate", inputs, out))
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["strategy"] == "uniform"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "reason"),
+    [
+        ("--target-accuracy", "1.5", "1.5 is not strictly between 0 and 1"),
+        ("--delta", "1.5", "1.5 is not strictly between 0 and 1"),
+        ("--grid", "1", "1 is not 0 (every distinct confidence) or 2 to 1,000,000"),
+    ],
+)
+def test_a_threshold_setting_is_still_checked(tmp_path, inputs, option, value, reason):
+    out = tmp_path / "report.json"
+    args = [*_args("threshold", inputs, out, option), option, value, option, value]
+    result = run(args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: Invalid value for '{option}': {reason}")
+    assert not out.exists()
+
+
+def test_the_target_accuracy_is_still_required(tmp_path, inputs):
+    result = run(["threshold", inputs["calibration"]])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: Missing option '--target-accuracy'.")

@@ -320,13 +320,16 @@ ConfidenceField = _opt(
     help="Confidence field (default: confidence, or the field a --calibrator was fitted on).",
 )
 CorrectField = _opt(str, "--correct-field", metavar=Name, help="Correctness field.")
+# what to do, and why, when a setting that decides a gated figure is given twice
+_BINNED = "give it once: the binned figures a gate reads depend on it"
+_GUARANTEED = "give it once: the guaranteed threshold a gate reads depends on it"
 BinsOpt = _opt(
     list[int],
     "--bins",
     metavar="M",
     min=1,
     max=MAX_BINS,
-    callback=_gate_once(then="give it once: the binned figures a gate reads depend on it"),
+    callback=_gate_once(then=_BINNED),
     help=f"Number of confidence bins (1 to {MAX_BINS:,}).",
 )
 McNormOpt = _opt(
@@ -370,7 +373,12 @@ LogprobsField = _opt(
     str, "--logprobs-field", metavar=Name, help="Per-token logprobs list (logprobs format)."
 )
 # calibrate
-StrategyOpt = _opt(Strategy, "--strategy", help=_described(BIN_STRATEGIES))
+StrategyOpt = _opt(
+    list[Strategy],
+    "--strategy",
+    callback=_gate_once(then=_BINNED),
+    help=_described(BIN_STRATEGIES),
+)
 MinBinsOpt = _opt(
     list[int],
     "--min-populated-bins",
@@ -446,37 +454,28 @@ MethodOpt = _opt(
 
 
 # threshold
-_fraction = _checked(checks.fraction)
-
-
-_delta = _checked(checks.delta)
-
-
 SelectMethod = _choices("SelectMethod", *(m.name for m in SELECTION_METHODS))
 TargetAccuracyOpt = _opt(
-    float,
+    list[float],
     "--target-accuracy",
     metavar="A",
-    callback=_fraction,
+    callback=_gate_once(checks.fraction, _GUARANTEED),
     show_default=False,
     help="Accuracy the accepted rows must reach (in (0, 1)).",
 )
 DeltaOpt = _opt(
-    float,
+    list[float],
     "--delta",
     metavar="D",
-    callback=_delta,
+    callback=_gate_once(checks.delta, _GUARANTEED),
     help="Allowed probability that the guarantee fails (the threshold holds with 1 - D); "
     f"at least {MIN_DELTA:g}.",
 )
-_grid = _checked(checks.grid)
-
-
 GridOpt = _opt(
-    int | None,
+    list[int] | None,
     "--grid",
     metavar="N",
-    callback=_grid,
+    callback=_gate_once(checks.grid, _GUARANTEED),
     show_default=False,
     help="Learn then Test tests N thresholds fixed before the data, from the highest down: "
     "evenly spaced on log(1 - t) from t = 1 - 1e-6 to t = 0, so they are fine near 1, where "
@@ -485,8 +484,9 @@ GridOpt = _opt(
     "one early error among the few rows at the top ends the walk.",
 )
 SelectMethodOpt = _opt(
-    SelectMethod,
+    list[SelectMethod],
     "--method",
+    callback=_gate_once(then=_GUARANTEED),
     help=_described(SELECTION_METHODS),
 )
 MinCoverageOpt = _opt(

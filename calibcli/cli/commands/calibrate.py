@@ -56,7 +56,7 @@ CROSS_FIT_INTERVALS = (
 def calibrate(
     files: Files,
     bins: BinsOpt = (10,),
-    strategy: StrategyOpt = Strategy.uniform,
+    strategy: StrategyOpt = (Strategy.uniform,),
     min_populated_bins: MinBinsOpt = (3,),
     ci: CiOpt = None,
     bootstrap: BootstrapOpt = None,
@@ -95,7 +95,7 @@ def calibrate(
     )
 
     gate_on, bins, ci = one(gate_on), one(bins), one(ci)
-    min_populated_bins = one(min_populated_bins)
+    min_populated_bins, strategy = one(min_populated_bins), one(strategy)
     try:
         ci = calibrate_options(
             grouped=reading.by is not None,

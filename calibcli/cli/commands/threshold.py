@@ -43,8 +43,8 @@ from calibcli.cli.reading_options import Reading, reading_options
 def threshold(
     files: Files,
     target_accuracy: TargetAccuracyOpt = ...,
-    delta: DeltaOpt = 0.05,
-    method: SelectMethodOpt = SelectMethod.ltt,
+    delta: DeltaOpt = (0.05,),
+    method: SelectMethodOpt = (SelectMethod.ltt,),
     grid: GridOpt = None,
     fit: FitOpt = None,
     min_coverage: MinCoverageOpt = None,
@@ -76,7 +76,8 @@ def threshold(
         threshold_report,
     )
 
-    min_coverage = one(min_coverage)
+    min_coverage, grid = one(min_coverage), one(grid)
+    target_accuracy, delta, method = one(target_accuracy), one(delta), one(method)
     try:
         threshold_options(
             grouped=reading.by is not None,
