@@ -7,7 +7,9 @@ settings of one: --ci, whose level sets the gate under --gate-on upper, --min-po
 which closes the binned gates on too few populated bins, --bins (one bin's ECE never exceeds ten
 bins', by the triangle inequality) and --strategy, and the settings of the guaranteed threshold
 that threshold's --min-coverage reads: --target-accuracy, --delta, --method and --grid (an
-appended --target-accuracy 0.5 accepts more rows than a CI's 0.6)."""
+appended --target-accuracy 0.5 accepts more rows than a CI's 0.6). The bootstrap's settings
+(--bootstrap, --seed, --bootstrap-scheme) decide the interval a gate on its upper end reads, and
+--calibrator, --recalibrate and --folds the recalibrated figures the gates then read."""
 
 from __future__ import annotations
 
@@ -33,8 +35,17 @@ VALUES = {
     "--delta": ("0.05", "0.5"),
     "--method": ("ltt", "sgr"),
     "--grid": ("121", "0"),
+    "--bootstrap": ("300", "200"),
+    "--seed": ("0", "1"),
+    "--bootstrap-scheme": ("multinomial", "poisson"),
+    "--recalibrate": ("platt", "isotonic"),
+    "--folds": ("5", "2"),
 }
 GUARANTEED = "give it once: the guaranteed threshold a gate reads depends on it"
+RESAMPLED = "give it once: the interval a gate on its upper end reads depends on it"
+RECALIBRATED = (
+    "give it once: the figures, and the gates that read them, are those after recalibration"
+)
 # what the error says to do, for the settings that are not gates themselves
 THEN = {
     "--strategy": "give it once: the binned figures a gate reads depend on it",
@@ -42,6 +53,12 @@ THEN = {
     "--delta": GUARANTEED,
     "--method": GUARANTEED,
     "--grid": GUARANTEED,
+    "--bootstrap": RESAMPLED,
+    "--seed": RESAMPLED,
+    "--bootstrap-scheme": RESAMPLED,
+    "--calibrator": RECALIBRATED,
+    "--recalibrate": RECALIBRATED,
+    "--folds": RECALIBRATED,
     "--ci": "give it once: under --gate-on upper it sets the gate",
     "--min-populated-bins": "give it once: it closes the binned gates on too few bins",
     "--bins": "give it once: the binned figures a gate reads depend on it",
@@ -57,12 +74,29 @@ SETTINGS = [
     ("threshold", "--delta"),
     ("threshold", "--method"),
     ("threshold", "--grid"),
+    ("calibrate", "--bootstrap"),
+    ("calibrate", "--seed"),
+    ("calibrate", "--bootstrap-scheme"),
+    ("compare", "--bootstrap"),
+    ("compare", "--seed"),
+    ("calibrate", "--calibrator"),
+    ("reliability", "--calibrator"),
+    ("threshold", "--calibrator"),
+    ("calibrate", "--recalibrate"),
+    ("calibrate", "--folds"),
 ]
 THRESHOLD = ("0.05", "0.5")  # every --max-FIGURE of calibrate and perplexity
 # --gate-on says which end a gate reads: it needs one
 READ_BY_GATE_ON = {
     "calibrate": ["--max-ece", "0.5", "--bootstrap", "200"],
     "compare": ["--max-increase", "ece=0.5"],
+}
+# what else a setting needs on calibrate to be read at all
+NEEDS = {
+    "--bootstrap": ["--ci", "0.9"],
+    "--seed": ["--ci", "0.9", "--bootstrap", "200"],
+    "--bootstrap-scheme": ["--ci", "0.9", "--bootstrap", "200"],
+    "--folds": ["--recalibrate", "platt"],
 }
 
 
@@ -97,7 +131,12 @@ def inputs(tmp_path_factory):
     perplexity = write_jsonl(
         folder / "nll.jsonl", [{"nll": 2.0 + i / 10, "tokens": 3} for i in range(10)]
     )
-    return {"calibration": calibration, "perplexity": perplexity}
+    made = {"calibration": calibration, "perplexity": perplexity}
+    for method in ("platt", "temperature"):
+        made[method] = folder / f"{method}.json"
+        fitted = run(["fit", calibration, "--method", method, "-o", made[method], "-q"])
+        assert fitted.exit_code == 0, fitted.output
+    return made
 
 
 def _args(command, inputs, out, option=None):
@@ -107,20 +146,24 @@ def _args(command, inputs, out, option=None):
         return [command, inputs["perplexity"], "-o", out]
     if command == "compare":
         c = inputs["calibration"]
-        return [command, c, c, "-o", out, "-q", "--bootstrap", "200"]
+        resamples = [] if option == "--bootstrap" else ["--bootstrap", "200"]
+        return [command, c, c, "-o", out, "-q", *resamples]
     if command == "threshold":
         target = [] if option == "--target-accuracy" else ["--target-accuracy", "0.6"]
         return [command, inputs["calibration"], *target, "-o", out]
-    return [command, inputs["calibration"], "-o", out, "-q"]
+    needs = NEEDS.get(option, []) if command == "calibrate" else []
+    return [command, inputs["calibration"], "-o", out, "-q", *needs]
 
 
-def _values(option):
+def _values(option, inputs):
+    if option == "--calibrator":
+        return str(inputs["platt"]), str(inputs["temperature"])
     return VALUES.get(option, THRESHOLD)
 
 
 @pytest.mark.parametrize(("command", "option"), GATES)
 def test_a_gate_given_twice_with_two_values_is_refused(tmp_path, inputs, command, option):
-    first, then = _values(option)
+    first, then = _values(option, inputs)
     out = tmp_path / "report.json"
     result = run([*_args(command, inputs, out, option), option, first, option, then])
     assert result.exit_code == 2, result.output
@@ -129,7 +172,9 @@ def test_a_gate_given_twice_with_two_values_is_refused(tmp_path, inputs, command
         message = f"Error: {option} {figure} is given twice ({first}, then {then}): "
         message += "give each figure once\n"
     else:
-        shown = [str(float(v)) if "." in v or "max" in option else v for v in (first, then)]
+        shown = [first, then]
+        if option != "--calibrator":
+            shown = [str(float(v)) if "." in v or "max" in option else v for v in shown]
         message = f"Error: {option} is given twice ({shown[0]}, then {shown[1]}): "
         message += f"{THEN.get(option, 'give each gate once')} (see 'calibcli {command} -h')\n"
     assert result.stderr == message
@@ -139,7 +184,7 @@ def test_a_gate_given_twice_with_two_values_is_refused(tmp_path, inputs, command
 
 @pytest.mark.parametrize(("command", "option"), GATES)
 def test_the_same_gate_twice_is_the_gate_once(tmp_path, inputs, command, option):
-    first, _ = _values(option)
+    first, _ = _values(option, inputs)
     once = tmp_path / "once.json"
     twice = tmp_path / "twice.json"
     a = run([*_args(command, inputs, once, option), option, first])

@@ -323,6 +323,10 @@ CorrectField = _opt(str, "--correct-field", metavar=Name, help="Correctness fiel
 # what to do, and why, when a setting that decides a gated figure is given twice
 _BINNED = "give it once: the binned figures a gate reads depend on it"
 _GUARANTEED = "give it once: the guaranteed threshold a gate reads depends on it"
+_RESAMPLED = "give it once: the interval a gate on its upper end reads depends on it"
+_RECALIBRATED = (
+    "give it once: the figures, and the gates that read them, are those after recalibration"
+)
 BinsOpt = _opt(
     list[int],
     "--bins",
@@ -396,25 +400,28 @@ CiOpt = _opt(
     help="Add percentile bootstrap intervals at LEVEL (e.g. 0.95) to every estimate.",
 )
 BootstrapOpt = _opt(
-    int | None,
+    list[int] | None,
     "--bootstrap",
     metavar="N",
     min=MIN_BOOTSTRAP,
     show_default=False,
+    callback=_gate_once(then=_RESAMPLED),
     help=f"Bootstrap resamples for --ci (at least {MIN_BOOTSTRAP}; default 1000).",
 )
 SeedOpt = _opt(
-    int | None,
+    list[int] | None,
     "--seed",
     metavar="S",
     min=0,
     show_default=False,
+    callback=_gate_once(then=_RESAMPLED),
     help="Bootstrap seed for --ci (default 0).",
 )
 BootstrapScheme = _choices("BootstrapScheme", "multinomial", "poisson")
 BootstrapSchemeOpt = _opt(
-    BootstrapScheme,
+    list[BootstrapScheme],
     "--bootstrap-scheme",
+    callback=_gate_once(then=_RESAMPLED),
     help="How --ci resamples: multinomial draws N rows with replacement; poisson weights each "
     "row by a Poisson(1) count drawn from a hash of (seed, resample, the row's id or its "
     "file's content and line), so resamples of shards merge (summarize --bootstrap-samples).",
@@ -428,23 +435,26 @@ GateOnOpt = _opt(
 )
 # recalibration
 CalibratorOpt = _opt(
-    Path | None,
+    list[Path] | None,
     "--calibrator",
     metavar="PATH",
+    callback=_gate_once(then=_RECALIBRATED),
     help="Recalibrate with a calibrator from 'calibcli fit' first, and show before/after.",
 )
 RecalibrateOpt = _opt(
-    Method | None,
+    list[Method] | None,
     "--recalibrate",
+    callback=_gate_once(then=_RECALIBRATED),
     help="Cross-fit this recalibration on the input itself (see --folds) and show before/after.",
 )
 FoldsOpt = _opt(
-    int | None,
+    list[int] | None,
     "--folds",
     metavar="K",
     min=2,
     max=MAX_FOLDS,
     show_default=False,
+    callback=_gate_once(then=_RECALIBRATED),
     help=f"Folds for --recalibrate (2 to {MAX_FOLDS}; default 5): each fold is mapped by a "
     "calibrator fitted on the others. A --by group with fewer rows keeps its confidences.",
 )

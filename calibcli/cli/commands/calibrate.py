@@ -60,7 +60,7 @@ def calibrate(
     min_populated_bins: MinBinsOpt = (3,),
     ci: CiOpt = None,
     bootstrap: BootstrapOpt = None,
-    bootstrap_scheme: BootstrapSchemeOpt = BootstrapScheme.multinomial,
+    bootstrap_scheme: BootstrapSchemeOpt = (BootstrapScheme.multinomial,),
     seed: SeedOpt = None,
     gate_on: GateOnOpt = (GateOn.estimate,),
     gate_each: GateEachOpt = False,
@@ -96,6 +96,8 @@ def calibrate(
 
     gate_on, bins, ci = one(gate_on), one(bins), one(ci)
     min_populated_bins, strategy = one(min_populated_bins), one(strategy)
+    bootstrap, bootstrap_scheme, seed = one(bootstrap), one(bootstrap_scheme), one(seed)
+    calibrator, recalibrate_with, folds = one(calibrator), one(recalibrate_with), one(folds)
     try:
         ci = calibrate_options(
             grouped=reading.by is not None,

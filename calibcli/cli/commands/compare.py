@@ -72,7 +72,7 @@ def compare(
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
 
     id_field = reading.id_field
-    ci, bins = one(ci), one(bins)
+    ci, bins, bootstrap, seed = one(ci), one(bins), one(bootstrap), one(seed)
     try:
         gate = compare_options(
             grouped=reading.by is not None,

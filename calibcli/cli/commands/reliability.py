@@ -49,7 +49,7 @@ def reliability(
     holds fewer than 30 predictions. With --calibrator the bins are those of the recalibrated
     confidences, with the headline figures before and after beside them.
     """
-    bins = one(bins)
+    bins, calibrator = one(bins), one(calibrator)
     if calibrator is None:
         load_numpy_without_blas_threads()  # figures from the per-bin sums: no BLAS call
     from calibcli.reports import Recalibration, reliability_report

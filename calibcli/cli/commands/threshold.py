@@ -78,6 +78,7 @@ def threshold(
 
     min_coverage, grid = one(min_coverage), one(grid)
     target_accuracy, delta, method = one(target_accuracy), one(delta), one(method)
+    calibrator = one(calibrator)
     try:
         threshold_options(
             grouped=reading.by is not None,
