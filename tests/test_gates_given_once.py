@@ -243,3 +243,15 @@ def test_the_target_accuracy_is_still_required(tmp_path, inputs):
     result = run(["threshold", inputs["calibration"]])
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: Missing option '--target-accuracy'.")
+
+
+@pytest.mark.parametrize("command", ["calibrate", "reliability", "threshold"])
+def test_one_calibrator_named_two_ways_is_given_once(tmp_path, inputs, command):
+    platt = inputs["platt"]
+    other_name = platt.parent / ".." / platt.parent.name / platt.name  # the same file
+    once, twice = tmp_path / "once.json", tmp_path / "twice.json"
+    a = run([*_args(command, inputs, once), "--calibrator", platt])
+    b = run([*_args(command, inputs, twice), "--calibrator", platt, "--calibrator", other_name])
+    assert a.exit_code == 0, a.output
+    assert (b.exit_code, b.stderr) == (a.exit_code, a.stderr)
+    assert twice.read_text() == once.read_text()

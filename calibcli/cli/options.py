@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -79,7 +80,8 @@ def _gate_once(
     :func:`_checked` does, and the list of the one value given returned (None when not given;
     :func:`one` takes it out). A gate given twice with two values is refused: click would keep
     the last without a word, so a looser gate appended after a CI's own would loosen it
-    (``then`` says what to do). The same value twice is accepted."""
+    (``then`` says what to do). The same value twice is accepted, and so is one file named
+    two ways (``cal.json`` and ``./cal.json``)."""
     checked = _checked(check or (lambda value: value))
 
     def callback(ctx: typer.Context, param: typer.CallbackParam, values: Any) -> Any:
@@ -87,7 +89,10 @@ def _gate_once(
             return None
         # a choice as its text: typer maps it back to the member after the callback
         given = [v.value if isinstance(v, Enum) else v for v in map(checked, values)]
-        distinct = list(dict.fromkeys(given))
+        first: dict[Any, Any] = {}  # each value as first given, by what it is
+        for value in given:
+            first.setdefault(_same(value), value)
+        distinct = list(first.values())
         if len(distinct) > 1:
             raise usage_error_type()(
                 f"{param.opts[0]} is given twice ({distinct[0]}, then {distinct[1]}): {then}", ctx
@@ -95,6 +100,11 @@ def _gate_once(
         return distinct
 
     return callback
+
+
+def _same(value: Any) -> Any:
+    """What two values of one option are compared by: a path by the file it names."""
+    return os.path.realpath(value) if isinstance(value, Path) else value
 
 
 def one(values: list | None) -> Any:
