@@ -295,3 +295,22 @@ def test_an_infinite_nll_is_said_once_per_side_not_as_unexplained_nulls(tmp_path
     assert report["non_finite"]["figures.nll.new"] == "inf"
     assert report["groups"]["y"]["figures"]["nll"]["new"] is not None
     assert "not finite numbers" not in result.stderr
+
+
+def test_a_group_named_like_a_figure_keeps_its_own_nulls_said():
+    # a note on the figure nll explains the nulls in nll's objects (figures.nll.new), pooled
+    # and per group, but not a null of another figure in a group that happens to be named nll
+    from calibcli.reports.report import Note, finish
+
+    inf, nan = float("inf"), float("nan")
+    body = {
+        "figures": {"nll": {"base": 0.5, "new": inf}},
+        "groups": {
+            "nll": {"ece": nan, "figures": {"nll": {"new": inf}}},
+            "law": {"ece": nan},
+        },
+    }
+    report = finish(body, [Note("INFINITE", "nll is infinite on NEW", explains=("nll",))], [])
+    assert report.warnings[1:] == [
+        "2 value(s) are not finite numbers and were written as null: groups.nll.ece, groups.law.ece"
+    ]

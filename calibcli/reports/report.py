@@ -246,8 +246,13 @@ def _entries(
 
 
 def _wanted(path: str, wanted: Callable[[str], bool]) -> bool:
+    """Whether the value at ``path`` is wanted: by its field name, and by its figure's name
+    too when it sits in a figure's object (``figures.nll.new``, pooled or in a group), not
+    by the name of the group holding it (a group called ``nll``: ``groups.nll.ece``)."""
     parent = path.rpartition(".")[0]
-    return wanted(_leaf(path)) and (not parent or wanted(_leaf(parent)))
+    if not wanted(_leaf(path)):
+        return False
+    return _leaf(parent.rpartition(".")[0]) != "figures" or wanted(_leaf(parent))
 
 
 def finish(
