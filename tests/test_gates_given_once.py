@@ -41,6 +41,7 @@ VALUES = {
     "--recalibrate": ("platt", "isotonic"),
     "--folds": ("5", "2"),
 }
+BINNED = "give it once: the binned figures a gate reads depend on it"
 GUARANTEED = "give it once: the guaranteed threshold a gate reads depends on it"
 RESAMPLED = "give it once: the interval a gate on its upper end reads depends on it"
 RECALIBRATED = (
@@ -48,7 +49,7 @@ RECALIBRATED = (
 )
 # what the error says to do, for the settings that are not gates themselves
 THEN = {
-    "--strategy": "give it once: the binned figures a gate reads depend on it",
+    "--strategy": BINNED,
     "--target-accuracy": GUARANTEED,
     "--delta": GUARANTEED,
     "--method": GUARANTEED,
@@ -61,7 +62,7 @@ THEN = {
     "--folds": RECALIBRATED,
     "--ci": "give it once: under --gate-on upper it sets the gate",
     "--min-populated-bins": "give it once: it closes the binned gates on too few bins",
-    "--bins": "give it once: the binned figures a gate reads depend on it",
+    "--bins": BINNED,
 }
 SETTINGS = [
     ("calibrate", "--ci"),
