@@ -76,12 +76,12 @@ def _checked(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
 def _gate_once(
     check: Callable[[Any], Any] | None = None, then: str = "give each gate once"
 ) -> Callable[..., Any]:
-    """The callback of a gate option, which click collects as a list: each value checked as
-    :func:`_checked` does, and the list of the one value given returned (None when not given;
-    :func:`one` takes it out). A gate given twice with two values is refused: click would keep
-    the last without a word, so a looser gate appended after a CI's own would loosen it
-    (``then`` says what to do). The same value twice is accepted, and so is one file named
-    two ways (``cal.json`` and ``./cal.json``)."""
+    """The callback of a gate option, or of a setting that decides what a gate reads, which
+    click collects as a list: each value checked as :func:`_checked` does, and the list of the
+    one value given returned (None when not given; :func:`one` takes it out). Two values are
+    refused: click would keep the last without a word, so a looser gate appended after a CI's
+    own would loosen it (``then`` says what to do). The same value twice is accepted, and so is
+    one file named two ways (``cal.json`` and ``dir/../cal.json``)."""
     checked = _checked(check or (lambda value: value))
 
     def callback(ctx: typer.Context, param: typer.CallbackParam, values: Any) -> Any:

@@ -373,6 +373,10 @@ def _infinite_notes(result: Any) -> list[Note]:
     and interval ends it leaves infinite or undefined."""
     from calibcli.metrics import SCALAR_KEYS
 
+    why = (
+        "a confidence of exactly 1 on a wrong answer (or 0 on a right one); written as null, "
+        "as are the difference and interval ends it leaves infinite or undefined"
+    )
     notes = []
     for key in SCALAR_KEYS:
         sides = [
@@ -383,10 +387,6 @@ def _infinite_notes(result: Any) -> list[Note]:
         if not sides:
             continue
         on = " and ".join(sides)
-        why = (
-            "a confidence of exactly 1 on a wrong answer (or 0 on a right one); written as null, "
-            "as are the difference and interval ends it leaves infinite or undefined"
-        )
         text = f"{key} is infinite on {on}: {why}"
         general = f"{key} is infinite on BASE or NEW in these groups: {why}"
         notes.append(Note(INFINITE, text, detail=on, explains=(key,), general=general))
