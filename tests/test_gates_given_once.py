@@ -25,6 +25,8 @@ from calibcli.cli import app
 VALUES = {
     "--gate-on": ("upper", "estimate"),
     "--min-coverage": ("0.5", "0.1"),
+    "--min-rows": ("1000", "1"),
+    "--min-tokens": ("1000", "1"),
     "--max-increase": ("ece=0.01", "ece=0.5"),
     "--max-decrease": ("auroc=0.01", "auroc=0.5"),
     "--ci": ("0.95", "0.5"),

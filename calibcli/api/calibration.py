@@ -25,6 +25,7 @@ def calibrate(
     gate_on: str = "estimate",
     gate_each: bool = False,
     workers: int | None = None,
+    min_rows: int | None = None,
     **limits: float,
 ) -> Any:
     """Calibration figures of predictions: ``calibcli calibrate``'s report, as a
@@ -40,7 +41,8 @@ def calibrate(
     resamples, default 1,000; ``seed``, default 0; ``workers`` processes). Gates:
     ``max_ece=0.05`` (and ``max_brier``, ``max_mce``, ``max_rmsce``, ``max_smece``, ...)
     make ``result.passed`` False when the figure exceeds it (on the upper end of its interval
-    with ``gate_on="upper"``; ``gate_each=True`` checks every group too).
+    with ``gate_on="upper"``), and ``min_rows=1000`` when fewer rows are given;
+    ``gate_each=True`` checks every group too.
 
     With N rows of confidence c_i and outcome y_i (1 right, 0 wrong), and bin k holding n_k
     rows of mean confidence c̄_k and accuracy ā_k, gap_k = |ā_k − c̄_k|:
@@ -66,6 +68,7 @@ def calibrate(
         bootstrap_for,
         calibrate_options,
         calibrate_report,
+        floor_options,
         gateable,
     )
     from calibcli.reports import options as checks
@@ -84,12 +87,14 @@ def calibrate(
         workers = whole(WHERE, "workers", workers, 1)
     gate_on = one_of(WHERE, "gate_on", gate_on, ("estimate", "upper"))
     thresholds = gate_limits(limits, [f.key for f in gateable(CALIBRATION)])
+    floors = {} if min_rows is None else {"n": whole(WHERE, "min_rows", min_rows, 1)}
     ci = usage(
         WHERE,
         calibrate_options,
         grouped=rows.by is not None,
         gate_each=bool(gate_each),
         limits=thresholds,
+        floors=floors,
         gate_on=gate_on,
         ci=ci,
         bootstrap=bootstrap,
@@ -102,7 +107,13 @@ def calibrate(
         strategy=strategy,
         min_bins=min_bins,
         bootstrap=bootstrap_for(ci, bootstrap, seed, workers, "multinomial"),
-        gate=Gate(thresholds, gate_on, bool(gate_each)),
+        gate=Gate(
+            thresholds,
+            gate_on,
+            bool(gate_each),
+            minimums=floors,
+            options=floor_options(CALIBRATION, floors),
+        ),
         reorder_ok=True,  # the summary's kept rows are its own copies
     )
     return Result(report, rows.files)

@@ -24,9 +24,10 @@ from calibcli.errors import one_line
 EXIT_CODES = """\b
 Exit codes:
   0  ran, and every requested threshold holds
-  1  a gate failed: a --max-* threshold is exceeded, --min-coverage is not reached,
-     NEW is worse than BASE by more than a --max-increase/--max-decrease margin, or the
-     data cannot support the check (too few populated bins, no rows, zero tokens)
+  1  a gate failed: a --max-* threshold is exceeded, a --min-* floor (rows, tokens,
+     coverage) is not reached, NEW is worse than BASE by more than a
+     --max-increase/--max-decrease margin, or the data cannot support the check (too few
+     populated bins, no rows, zero tokens)
   2  usage error or invalid input: one line on stderr, "Error: FILE:LINE: what is wrong";
      no report is written and an existing -o file is left untouched
   3  internal error (a bug): the traceback is printed

@@ -29,6 +29,7 @@ from calibcli.reports import (
     RECALIBRATION_METHODS,
     SELECTION_METHODS,
     Figure,
+    floored,
     gateable,
 )
 from calibcli.reports import options as checks
@@ -127,32 +128,48 @@ def _threshold(figure: Figure) -> Any:
     )
 
 
-def gate_options(figures: tuple[Figure, ...]) -> Callable[[Callable], Callable]:
-    """Give a command one ``--max-KEY`` option per gateable figure of the registry.
+def _floor(figure: Figure) -> Any:
+    return _opt(
+        list[int] | None,
+        f"--min-{figure.floor}",
+        metavar="N",
+        min=1,
+        callback=_gate_once(),
+        help=f"Gate: exit 1 unless at least N {figure.floor} are read (a truncated or limited "
+        "run fails it).",
+    )
 
-    The command declares a ``limits`` parameter instead and receives ``{key: threshold}`` for the
-    thresholds given, in registry order (the order of the gate's checks).
+
+def gate_options(figures: tuple[Figure, ...]) -> Callable[[Callable], Callable]:
+    """Give a command one ``--max-KEY`` option per gateable figure of the registry, and one
+    ``--min-FLOOR`` option per count with a floor.
+
+    The command declares ``limits`` and ``floors`` parameters instead and receives
+    ``{key: threshold}`` for the thresholds given, in registry order (the order of the gate's
+    checks), and ``{key: N}`` for the floors given.
     """
-    gates = gateable(figures)
+    gates, floors = gateable(figures), floored(figures)
 
     def decorate(command: Callable) -> Callable:
         signature = inspect.signature(command, eval_str=True)
-        params = [p for name, p in signature.parameters.items() if name != "limits"]
+        given = ("limits", "floors")
+        params = [p for name, p in signature.parameters.items() if name not in given]
+        added = [(f"max_{f.key}", _threshold(f)) for f in gates]
+        added += [(f"min_{f.floor}", _floor(f)) for f in floors]
         params += [
-            inspect.Parameter(
-                f"max_{f.key}",
-                inspect.Parameter.KEYWORD_ONLY,
-                default=None,
-                annotation=_threshold(f),
-            )
-            for f in gates
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+            for name, kind in added
         ]
 
         @functools.wraps(command)
         def run(**kwargs: Any) -> Any:
-            given = {f.key: one(kwargs.pop(f"max_{f.key}")) for f in gates}
-            limits = {k: v for k, v in given.items() if v is not None}
-            return command(**kwargs, limits=limits)
+            limits = {f.key: one(kwargs.pop(f"max_{f.key}")) for f in gates}
+            least = {f.key: one(kwargs.pop(f"min_{f.floor}")) for f in floors}
+            return command(
+                **kwargs,
+                limits={k: v for k, v in limits.items() if v is not None},
+                floors={k: v for k, v in least.items() if v is not None},
+            )
 
         run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
         return run
@@ -194,7 +211,9 @@ ByOpt = _opt(
     help="Also report per group of FIELD (a dotted path such as doc.subject; 'task' for lm-eval "
     "files); groups are sorted and the pooled figures stay at the top level.",
 )
-GateEachOpt = _opt(bool, "--gate-each", help="Apply the --max-* gates to every --by group too.")
+GateEachOpt = _opt(
+    bool, "--gate-each", help="Apply the --max-* and --min-* gates to every --by group too."
+)
 MinCoverageGateEachOpt = _opt(
     bool, "--gate-each", help="Apply the --min-coverage gate to every --by group too."
 )

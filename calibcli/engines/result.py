@@ -67,14 +67,32 @@ class EngineSummary:
         ci: float | None = None,
         limits: dict[str, float] | None = None,
         gate_on: str = "estimate",
+        floors: dict[str, int] | None = None,
     ) -> dict[str, Any]:
         """The report ``calibcli calibrate --json`` prints (``perplexity --json`` for
         perplexity rows), as a dict. ``ci`` asks for the Poisson bootstrap's intervals, which
         need the summary made with ``bootstrap_samples`` (``--bootstrap-scheme poisson``);
-        ``limits`` are the ``--max-*`` gates (figure -> largest value allowed)."""
-        from calibcli.reports import Bootstrap, Gate, calibrate_report, perplexity_report
+        ``limits`` are the ``--max-*`` gates (figure -> largest value allowed), ``floors``
+        the ``--min-rows``/``--min-tokens`` gates (count -> least value: ``{"n": 1000}``,
+        ``{"total_tokens": ...}`` or ``{"sequences": ...}``)."""
+        from calibcli.reports import (
+            CALIBRATION,
+            PERPLEXITY,
+            Bootstrap,
+            Gate,
+            calibrate_report,
+            floor_options,
+            perplexity_report,
+        )
 
-        gate = Gate(dict(limits or {}), gate_on)
+        floors = dict(floors or {})
+        figures = PERPLEXITY if self.kind == "perplexity" else CALIBRATION
+        gate = Gate(
+            dict(limits or {}),
+            gate_on,
+            minimums=floors,
+            options=floor_options(figures, floors),
+        )
         data = self.measured()
         if self.kind == "perplexity":
             return json.loads(perplexity_report(data, gate).to_json())

@@ -49,6 +49,11 @@ UPPER_WITHOUT_GATE = (
 )
 
 
+GATE_EACH_WITHOUT_GATE = (
+    "--gate-each applies the --max-* and --min-* gates to every group; give one"
+)
+
+
 def calibrate_options(
     *,
     grouped: bool,
@@ -58,6 +63,7 @@ def calibrate_options(
     ci: float | None,
     bootstrap: int | None,
     seed: int | None,
+    floors: dict[str, int] | None = None,
 ) -> float | None:
     """The interval level a calibrate run uses, once its options were checked together before
     any row is read: a gate on the upper end asks for 95% intervals unless ``ci`` says
@@ -65,8 +71,8 @@ def calibrate_options(
     keywords carry the same names)."""
     if gate_each and not grouped:
         raise ValueError("--gate-each needs --by FIELD")
-    if gate_each and not limits:
-        raise ValueError("--gate-each applies the --max-* gates to every group; give one")
+    if gate_each and not (limits or floors):
+        raise ValueError(GATE_EACH_WITHOUT_GATE)
     if gate_on == "upper" and not limits:
         raise ValueError(UPPER_WITHOUT_GATE.format(gates="--max-* gate"))
     if gate_on == "upper" and ci is None:

@@ -31,7 +31,9 @@ class Figure:
     where lower is better, ``--max-decrease`` those where higher is better). ``rows`` says, for a
     threshold chosen on other rows (``--fit``), which rows the figure comes from: ``"fit"``
     (the rows the threshold was chosen on; shown only when they are other rows) or
-    ``"evaluated"`` (the rows of FILE...); :func:`shown` names them in its labels.
+    ``"evaluated"`` (the rows of FILE...); :func:`shown` names them in its labels. ``floor``
+    names the ``--min-FLOOR N`` option of a count (``rows``, ``tokens``): a gate that fails
+    unless the count is at least N, the size below which a CI job will not trust the figures.
     """
 
     key: str
@@ -45,6 +47,7 @@ class Figure:
     level: int = 0
     better: str | None = None  # "lower" or "higher": which way a change is an improvement
     rows: str | None = None  # "fit" or "evaluated": the rows a threshold figure comes from
+    floor: str | None = None  # the noun of a --min-NOUN gate on this count (rows, tokens)
 
     @property
     def top_level(self) -> bool:
@@ -57,7 +60,7 @@ def _decomposition(term: str, label: str) -> Figure:
 
 
 CALIBRATION: tuple[Figure, ...] = (
-    Figure("n", "N", kind="count", column="N"),
+    Figure("n", "N", kind="count", column="N", floor="rows"),
     Figure("accuracy", "accuracy", interval=True, column="accuracy", better="higher"),
     Figure("mean_confidence", "mean confidence", interval=True, column="confidence"),
     Figure(
@@ -95,8 +98,8 @@ PERPLEXITY: tuple[Figure, ...] = (
     ),
     Figure("mean_nll", "mean NLL (nats/token)"),
     Figure("bits_per_token", "bits per token", column="bits/token"),
-    Figure("total_tokens", "tokens", kind="count", column="tokens"),
-    Figure("sequences", "sequences", kind="count", column="sequences"),
+    Figure("total_tokens", "tokens", kind="count", column="tokens", floor="tokens"),
+    Figure("sequences", "sequences", kind="count", column="sequences", floor="rows"),
     Figure("total_nll", "total NLL (nats)", summary=False),
     Figure("total_bytes", "bytes", kind="count", summary=False),
     Figure("bits_per_byte", "bits per byte", column="bits/byte"),
@@ -159,6 +162,22 @@ BY_COMMAND: dict[str, tuple[Figure, ...]] = {
 def gateable(figures: tuple[Figure, ...]) -> tuple[Figure, ...]:
     """The figures a ``--max-KEY`` option can gate, in report order."""
     return tuple(f for f in figures if f.gate is not None)
+
+
+def floored(figures: tuple[Figure, ...]) -> tuple[Figure, ...]:
+    """The counts a ``--min-FLOOR`` option can gate, in report order."""
+    return tuple(f for f in figures if f.floor is not None)
+
+
+def floor_options(figures: tuple[Figure, ...], floors: Mapping[str, int]) -> dict[str, str]:
+    """Each ``{key: N}`` floor as the option that gave it (``--min-rows 1000``), the words a
+    gate's messages use; ValueError for a key no floor gates."""
+    nouns = {f.key: f.floor for f in floored(figures)}
+    for key in floors:
+        if key not in nouns:
+            known = ", ".join(repr(k) for k in nouns)
+            raise ValueError(f"no floor gates {key!r}: the counts with one are {known}")
+    return {key: f"--min-{nouns[key]} {least}" for key, least in floors.items()}
 
 
 def interval_keys(figures: tuple[Figure, ...]) -> tuple[str, ...]:

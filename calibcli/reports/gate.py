@@ -78,7 +78,8 @@ class Gate:
     bound: str = "estimate"  # "estimate" or "upper" (upper end of the bootstrap interval)
     each: bool = False  # also check every --by group
     minimums: dict[str, float] = field(default_factory=dict)  # figure -> least value (--min-*)
-    # figure -> the option as the user wrote it, for messages (default "--max-FIGURE X")
+    # figure -> the option as the user wrote it, for messages (default "--max-FIGURE X", or
+    # "--min-FIGURE X" for a minimum)
     options: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -94,6 +95,8 @@ class Verdict:
 
 
 def _fmt(x: float | None) -> str:
+    if isinstance(x, int):  # a count, whole
+        return str(x)
     return "null" if x is None else f"{x:.6g}"
 
 
@@ -143,15 +146,14 @@ def _checks(
         if reason is None and (value is None or math.isnan(value)):
             reason = f"{metric} is undefined on this data"
         check["value"] = value
+        option = gate.options.get(metric, f"--min-{metric} {least:g}")
         if reason is not None:
             check.update(passed=False, reason=reason)
-            failures.append(f"{metric}{where}: {reason}; cannot support --min-{metric} {least:g}")
+            failures.append(f"{metric}{where}: {reason}; cannot support {option}")
         else:
             check["passed"] = bool(value >= least)
             if not check["passed"]:
-                failures.append(
-                    f"{metric}{where} = {_fmt(value)} is below --min-{metric} {least:g}"
-                )
+                failures.append(f"{metric}{where} = {_fmt(value)} is below {option}")
         checks.append(check)
     return checks, failures
 

@@ -74,6 +74,7 @@ def calibrate(
     recalibrate_with: RecalibrateOpt = None,
     folds: FoldsOpt = None,
     limits: dict[str, float] | None = None,
+    floors: dict[str, int] | None = None,
     reading: Reading | None = None,
 ) -> None:
     """Calibration: ECE, Brier (decomposed), MCE, RMSCE, smooth ECE, NLL, AUROC and more.
@@ -82,16 +83,19 @@ def calibrate(
     --min-populated-bins bins are populated, and when the median populated bin holds fewer than
     30 predictions (binned estimates are then noisy: prefer smece or rmsce_debiased and
     --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do, and so
-    do fewer than 30 rows under --gate-on upper (too few for a bootstrap interval's end).
+    do fewer than 30 rows under --gate-on upper (too few for a bootstrap interval's end) and
+    fewer rows than --min-rows.
     With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
     shown beside the figures before it.
     """
     from calibcli.reports import (
+        CALIBRATION,
         Gate,
         Recalibration,
         bootstrap_for,
         calibrate_options,
         calibrate_report,
+        floor_options,
     )
 
     gate_on, bins, ci = one(gate_on), one(bins), one(ci)
@@ -103,6 +107,7 @@ def calibrate(
             grouped=reading.by is not None,
             gate_each=gate_each,
             limits=limits,
+            floors=floors,
             gate_on=gate_on.value,
             ci=ci,
             bootstrap=bootstrap,
@@ -141,7 +146,14 @@ def calibrate(
             require_rows(data, what)
     boot = bootstrap_for(ci, bootstrap, seed, reading.workers, bootstrap_scheme.value)
     options = {"bins": bins, "strategy": strategy.value, "min_bins": min_populated_bins}
-    gate = Gate(limits or {}, gate_on.value, gate_each)
+    floors = floors or {}
+    gate = Gate(
+        limits or {},
+        gate_on.value,
+        gate_each,
+        minimums=floors,
+        options=floor_options(CALIBRATION, floors),
+    )
     with one_blas_thread(), worker_errors(), phases(reading.quiet):
         if calibrators is None and method is None:
             # reorder_ok: the reader's fresh buffers; nothing else needs their row order

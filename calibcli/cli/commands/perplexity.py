@@ -55,21 +55,22 @@ def perplexity(
     max_line_mb: MaxLineMbOpt = MAX_LINE_MB,
     max_document_mb: MaxDocumentMbOpt = None,
     limits: dict[str, float] | None = None,
+    floors: dict[str, int] | None = None,
 ) -> None:
     """Corpus perplexity: exp(total NLL / total tokens), pooled over every sequence.
 
     Rows: {"nll": summed NLL in nats, "tokens": count}; optional "bytes" and "words" add bits per
     byte, byte perplexity and word perplexity. A --max-perplexity gate fails closed on no rows,
-    zero tokens, or input without token counts.
+    zero tokens, or input without token counts, and --min-tokens on fewer tokens.
     """
     load_numpy_without_blas_threads()  # exact integer sums: no BLAS call
     from calibcli.io import read_perplexity
-    from calibcli.reports import Gate, perplexity_report
+    from calibcli.reports import GATE_EACH_WITHOUT_GATE, Gate, floor_options, perplexity_report
 
     if gate_each and by is None:
         raise usage_error("--gate-each needs --by FIELD")
-    if gate_each and not limits:
-        raise usage_error("--gate-each applies the --max-* gates to every group; give one")
+    if gate_each and not (limits or floors):
+        raise usage_error(GATE_EACH_WITHOUT_GATE)
     check_outputs(output=output, summary=summary)
     data = read(
         read_perplexity,
@@ -88,5 +89,12 @@ def perplexity(
         id_field=id_field,
         all_runs=all_runs,
     )
-    result = perplexity_report(data, Gate(limits or {}, each=gate_each))
+    floors = floors or {}
+    gate = Gate(
+        limits or {},
+        each=gate_each,
+        minimums=floors,
+        options=floor_options(PERPLEXITY, floors),
+    )
+    result = perplexity_report(data, gate)
     emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
