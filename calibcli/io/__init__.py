@@ -114,7 +114,7 @@ def _read(
     from calibcli.io.folders import expand
     from calibcli.io.parts import adopt_settings, combine, is_summary_file, load
     from calibcli.io.reader import Reader
-    from calibcli.io.runs import choose_runs
+    from calibcli.io.runs import choose_runs, limited_runs
     from calibcli.summaries import load_parts
 
     sources = expand(list(sources))
@@ -131,16 +131,20 @@ def _read(
         runs = choose_runs(list(sources), all_runs=plan.all_runs)
         reader = Reader(plan, workers=workers, progress=progress)
         builder = plan.builder()
+        read = []  # the files whose rows were read (not skipped)
         if part is not None or span is not None:
             if len(sources) != 1 or parts:
                 raise ValueError("part and span cut one plain file: give exactly one")
             if part is not None:
-                reader.read_part(sources[0], part[0], part[1], builder)
+                done = reader.read_part(sources[0], part[0], part[1], builder)
             else:
-                reader.read_span(sources[0], span[0], span[1], builder)
+                done = reader.read_span(sources[0], span[0], span[1], builder)
+            read += sources if done else []
         for source in runs.files if part is None and span is None else ():
-            reader.read(source, builder)
-        summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
+            if reader.read(source, builder):
+                read.append(source)
+        warnings = [*runs.warnings, *reader.warnings, *limited_runs(read)]
+        summary = builder.summary(warnings=warnings)
         if reader.skipped and summary.n == 0 and not parts:
             raise _nothing_left(reader, what)
     if parts:

@@ -224,7 +224,7 @@ def _read_side(
     from calibcli.io.plan import answer_options
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow
-    from calibcli.io.runs import choose_runs
+    from calibcli.io.runs import choose_runs, limited_runs
 
     native = CalibrationRow(
         options.get("confidence_field", "confidence"), options.get("correct_field", "correct")
@@ -270,6 +270,9 @@ def _read_side(
         if keyed:  # a repeated id on an earlier row is the first error
             raise_repeat(reader, side.first_repeat(), spans, side)
         raise
+    # a run that evaluated a part of a task: said as the other commands say it
+    limited = limited_runs([source for source, _, start, stop in spans if stop > start])
+    reader.warnings.extend(w for w in limited if w not in reader.warnings)
     return reader, spans, found
 
 

@@ -132,7 +132,7 @@ def read_keyed(
     from calibcli.io.plan import answer_options, group_key
     from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
-    from calibcli.io.runs import choose_runs
+    from calibcli.io.runs import choose_runs, limited_runs
     from calibcli.summaries import joined_mode
 
     native = CalibrationRow(confidence_field, correct_field)
@@ -161,6 +161,7 @@ def read_keyed(
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed
     warnings = list(runs.warnings)
+    read: list[str] = []  # the files whose rows were read
     for source in expand(sources):
         if source in from_folder and source not in newest:
             continue
@@ -169,6 +170,7 @@ def read_keyed(
         task = formats.task_from_filename(source) if source != "-" else None
         key_of = None
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
+        before = len(keys)
         notes = functools.partial(note_once, warnings, display_name(source))
         rows = records(source, **bounds, skip_results=source in from_folder, notes=notes)
         for name, line_no, row, _ in rows:
@@ -223,6 +225,9 @@ def read_keyed(
                     raise InputError(name, line_no, str(exc)) from None
         found = found or source_fmt
         modes.append(joined_mode(taken_modes(convert)))
+        if len(keys) > before:
+            read.append(source)
+    warnings += [w for w in limited_runs(read) if w not in warnings]
     return KeyedRows(
         keys,
         np.asarray(conf, dtype=np.float64),

@@ -11,6 +11,12 @@ read, with a warning naming the runs left out, unless ``all_runs``. The same fil
 unless ``all_runs``; two files that hold the same bytes are read with a warning, and so are a
 gzip file and a plain one holding its decompressed bytes (``x.jsonl`` beside ``gzip -k``'s
 ``x.jsonl.gz``).
+
+A run may also have evaluated only a part of a task's documents (lm-eval's ``--limit``): its
+samples file then holds that part, and nothing in the rows says so. The run's results file
+(``results_<timestamp>.json`` beside the samples files, the same timestamp) records, per task,
+the documents the task has and those evaluated (``n-samples``: ``original``, ``effective``);
+:func:`limited_runs` turns a shortfall among the files read into one warning per run.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ import stat
 import struct
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import PurePath
+from typing import Any
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.content import file_content_id
@@ -32,6 +40,7 @@ _RUN_NAME = re.compile(
 )
 DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purpose)"
 SHOWN = 5  # tasks and files named in the warning; the rest are counted
+RESULTS_BYTES = 64 << 20  # a results file larger than this is not read for its counts
 
 
 @dataclass(frozen=True)
@@ -157,3 +166,96 @@ def _crc32(path: str) -> int | None:
     except OSError:
         return None
     return crc
+
+
+def limited_runs(files: list[str]) -> list[str]:
+    """One warning per lm-eval run whose results file records that, among the tasks of
+    ``files`` (the samples files read), some were evaluated on fewer documents than the task
+    has: under ``--limit`` the rows are a part of the task (its first documents), and their
+    figures are that part's. No warning without a results file of the same run beside the
+    samples file, or when every document was evaluated."""
+    short: dict[str, list[tuple[str, int, int]]] = {}
+    limits: dict[str, Any] = {}
+    for f in files:
+        match = None if f == "-" else _RUN_NAME.match(PurePath(f).name)
+        if match is None:
+            continue
+        results = os.path.join(os.path.dirname(f), f"results_{match['stamp']}.json")
+        found = _run_counts(results)
+        if found is None:
+            continue
+        counts, limit = found
+        task = counts.get(match["task"])
+        if task is None or task[1] >= task[0]:
+            continue
+        entry = (match["task"], task[0], task[1])
+        if entry not in short.setdefault(results, []):
+            short[results].append(entry)
+        limits[results] = limit
+    return [_limited_warning(results, tasks, limits[results]) for results, tasks in short.items()]
+
+
+def _limited_warning(results: str, tasks: list[tuple[str, int, int]], limit: Any) -> str:
+    given = f" (--limit {limit:g})" if limit is not None else ""
+    if len(tasks) == 1:
+        ((task, original, effective),) = tasks
+        return (
+            f"{shown_name(results)}: lm-eval evaluated only {effective:,} of the {original:,} "
+            f"documents of task {task!r}{given}: the figures are those of this part, not of the "
+            "whole task"
+        )
+    shown = ", ".join(f"{t!r} {e:,} of {o:,}" for t, o, e in tasks[:SHOWN])
+    more = f" and {len(tasks) - SHOWN} more" if len(tasks) > SHOWN else ""
+    return (
+        f"{shown_name(results)}: lm-eval evaluated only a part of the documents of "
+        f"{len(tasks)} tasks read{given}: {shown}{more}: the figures are those of these parts, "
+        "not of the whole tasks"
+    )
+
+
+def _run_counts(path: str) -> tuple[dict[str, tuple[int, int]], Any] | None:
+    """The (original, effective) documents of each task a results file records, and the
+    ``--limit`` it was run with (None when not given or not a number); None when there is
+    no readable results file."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode) or found.st_size > RESULTS_BYTES:
+        return None
+    return _counts_of(os.path.realpath(path), found.st_mtime_ns, found.st_size)
+
+
+@lru_cache(maxsize=16)
+def _counts_of(path: str, _mtime: int, _size: int) -> tuple[dict[str, tuple[int, int]], Any] | None:
+    # cached by the file's identity: the samples files of one run (57 for MMLU) share it
+    import msgspec
+
+    results = msgspec.defstruct(
+        "Results",
+        [("n_samples", Any, None), ("config", Any, None)],
+        rename={"n_samples": "n-samples"},
+    )
+    try:
+        with open(path, "rb") as f:
+            top = msgspec.json.decode(f.read(RESULTS_BYTES + 1), type=results)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if not isinstance(top.n_samples, dict):
+        return None
+    counts = {}
+    for task, entry in top.n_samples.items():
+        if isinstance(entry, dict):
+            original, effective = _count(entry.get("original")), _count(entry.get("effective"))
+            if original is not None and effective is not None:
+                counts[task] = (original, effective)
+    limit = top.config.get("limit") if isinstance(top.config, dict) else None
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+        limit = None
+    return counts, limit
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
