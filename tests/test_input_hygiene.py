@@ -6,6 +6,7 @@ msgspec decodes and then goes line by line, whole documents, ``apply`` and ``com
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import sys
@@ -166,6 +167,30 @@ def test_what_the_input_rules_accept_is_still_read(tmp_path):
     body = json.loads(run(["perplexity", path, "--json", "-q"]).stdout)
     assert body["sequences"] == 3 and body["total_tokens"] == 9
     assert body["non_finite"]["total_nll"] == "inf"
+
+
+@pytest.mark.parametrize("kind", ["inspect-ai log", "JSON array", "pretty object", "gzipped"])
+def test_a_document_opened_by_a_byte_order_mark_is_read_as_a_document(tmp_path, kind):
+    """Windows tools write UTF-8 with a byte-order mark; a pretty-printed document after one is
+    still a document, not JSON Lines whose first line is '{'."""
+    if kind == "inspect-ai log":
+        text = INSPECT.read_bytes()
+        args, n = ["--scorer", "match"], len(json.loads(text)["samples"])
+    elif kind == "JSON array":
+        text = b'[\n  {"confidence": 0.5,\n   "correct": true},\n'
+        text += b'  {"confidence": 0.25, "correct": false}\n]\n'
+        args, n = [], 2
+    else:
+        text = b'{\n  "confidence": 0.5,\n  "correct": true\n}\n'
+        args, n = [], 1
+    path = tmp_path / "doc.json"
+    path.write_bytes(b"\xef\xbb\xbf" + text)
+    if kind == "gzipped":
+        path = tmp_path / "doc.json.gz"
+        path.write_bytes(gzip.compress(b"\xef\xbb\xbf" + text))
+    result = run(["calibrate", path, *args, "--json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["n"] == n
 
 
 def test_non_ascii_text_in_utf8_is_read(tmp_path):

@@ -58,6 +58,7 @@ _ZSTD_METHOD = 93  # the zip compression method number of Zstandard
 # ASCII digits only: str.isdigit and \d also accept "²" and other digits int() refuses.
 _SAMPLE_ENTRY = re.compile(r"^samples/(?P<id>[^/]+)_epoch_(?P<epoch>[0-9]+)\.json$")
 _WHITESPACE = b" \t\r\n"
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark
 
 Source = str | PathLike[str] | bytes
 
@@ -83,9 +84,10 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
     name: zip magic -> ``"eval-zip"``; first non-space byte ``[`` -> ``"json-array"`` (calibcli's
     rows are objects, so a JSONL file never starts with ``[``); ``{`` -> ``"json-object"`` when
     the first line alone is not complete JSON (a pretty-printed object) or is a whole inspect-ai
-    log on one line, else ``None``. Gzip is decompressed first; an empty file is ``None``, and so
-    is a first line longer than ``max_line_bytes`` or content that cannot be read or
-    decompressed: the line reader then reports what is wrong, with the line.
+    log on one line, else ``None``, after a UTF-8 byte-order mark if there is one. Gzip is
+    decompressed first; an empty file is ``None``, and so is a first line longer than
+    ``max_line_bytes`` or content that cannot be read or decompressed: the line reader then
+    reports what is wrong, with the line.
     """
     from calibcli.io.tables import table_kind
 
@@ -97,7 +99,8 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
             table = table_kind(head)
             if table is not None:
                 return None if isinstance(source, bytes) or _gzipped(source) else table
-            line = _first_line(f, head, max_line_bytes)
+            # a UTF-8 byte-order mark is not the text's: the readers skip it
+            line = _first_line(f, head.removeprefix(_BOM), max_line_bytes)
     except (OSError, EOFError, zlib.error):
         return None
     if line is None or line.startswith(b"["):
