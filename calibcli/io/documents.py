@@ -84,10 +84,9 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
     name: zip magic -> ``"eval-zip"``; first non-space byte ``[`` -> ``"json-array"`` (calibcli's
     rows are objects, so a JSONL file never starts with ``[``); ``{`` -> ``"json-object"`` when
     the first line alone is not complete JSON (a pretty-printed object) or is a whole inspect-ai
-    log on one line, else ``None``, after a UTF-8 byte-order mark if there is one. Gzip is
-    decompressed first; an empty file is ``None``, and so is a first line longer than
-    ``max_line_bytes`` or content that cannot be read or decompressed: the line reader then
-    reports what is wrong, with the line.
+    log on one line, else ``None`` (a UTF-8 byte-order mark skipped). Gzip is decompressed
+    first; an empty file is ``None``, and so is a first line longer than ``max_line_bytes`` or
+    content that cannot be read or decompressed: the line reader then reports what is wrong.
     """
     from calibcli.io.tables import table_kind
 
