@@ -1,9 +1,11 @@
-"""An lm-eval run that evaluated only a part of a task's documents (``--limit``) is said.
+"""A run that evaluated only a part of its documents (``--limit``) is said.
 
-The harness writes the part and nothing in its rows says so; its results file beside them
-records each task's documents (``n-samples``: ``original``) and those evaluated
-(``effective``). The expected counts here come from the harness's own results files and from
-counting the fixture's lines, never from calibcli's output.
+lm-eval writes the part and nothing in its rows says so; its results file beside them records
+each task's documents (``n-samples``: ``original``) and those evaluated (``effective``). An
+inspect-ai log records its dataset's size (``eval.dataset.samples``) and the samples the run
+took from it (``eval.dataset.sample_ids``). The expected counts here come from the harnesses'
+own files (the inspect-ai log was written by inspect-ai under ``limit=8``) and from counting the
+fixture's lines, never from calibcli's output.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from harness import run
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures" / "lm_eval"
+INSPECT = HERE / "fixtures" / "inspect_ai"
 STAMP = "2026-11-29T18-50-52.260809"
 RESULTS = f"results_{STAMP}.json"
 TASKS = ("toy_mc_science", "toy_mc_trivia", "toy_wikitext")
@@ -206,3 +209,75 @@ def test_a_real_run_under_limit_20():
         "those of these parts, not of the whole tasks"
     ]
     assert body["n"] == 2 * results["config"]["limit"]
+
+
+# --------------------------------------------------------------------------- inspect-ai
+
+
+def inspect_part(path: Path) -> str:
+    """The warning of an inspect-ai log of a limited run, from what the log itself records."""
+    spec = json.loads((INSPECT / "toy_arithmetic_limit8.json").read_text())["eval"]
+    dataset = spec["dataset"]
+    return (
+        f"{path}: the inspect-ai run evaluated only {len(dataset['sample_ids'])} of the "
+        f"{dataset['samples']} samples of its dataset (limit {spec['config']['limit']}): the "
+        "figures are those of this part, not of the whole dataset"
+    )
+
+
+@pytest.mark.parametrize("name", ["toy_arithmetic_limit8.json", "toy_arithmetic_limit8.eval"])
+def test_an_inspect_run_under_limit_is_said(name):
+    path = INSPECT / name
+    body, stderr = report(["calibrate", path, "--scorer", "match"])
+    assert body["n"] == 8
+    said = inspect_part(path)
+    assert [w for w in body["warnings"] if "inspect-ai run" in w] == [said]
+    assert f"warning: {said}\n" in stderr
+
+
+def test_the_whole_inspect_run_is_not_said():
+    body, _ = report(["calibrate", INSPECT / "toy_arithmetic.json", "--scorer", "match"])
+    assert body["n"] == 20 and not [w for w in body["warnings"] if "inspect-ai run" in w]
+
+
+def test_an_inspect_log_json_loads_reads_says_it_too(tmp_path):
+    """A byte-order mark sends the log to the whole-text reader instead of msgspec's."""
+    path = tmp_path / "limited.json"
+    path.write_bytes(b"\xef\xbb\xbf" + (INSPECT / "toy_arithmetic_limit8.json").read_bytes())
+    body, _ = report(["calibrate", path, "--scorer", "match"])
+    assert [w for w in body["warnings"] if "inspect-ai run" in w] == [inspect_part(path)]
+
+
+@pytest.mark.parametrize(
+    ("config", "how"),
+    [({"limit": [2, 6]}, " (limit 2,6)"), ({"sample_id": [3, 5]}, " (sample_id)"), ({}, "")],
+)
+def test_how_an_inspect_run_chose_its_part_is_named(tmp_path, config, how):
+    """inspect-ai's --limit 2,6 and --sample-id 3,5 take a range or a list of the samples."""
+    log = json.loads((INSPECT / "toy_arithmetic_limit8.json").read_text())
+    log["eval"]["config"].pop("limit")
+    log["eval"]["config"].update(config)
+    path = tmp_path / "part.json"
+    path.write_text(json.dumps(log))
+    body, _ = report(["calibrate", path, "--scorer", "match"])
+    (warning,) = [w for w in body["warnings"] if "inspect-ai run" in w]
+    assert f"only 8 of the 20 samples of its dataset{how}: the figures" in warning
+
+
+def test_compare_and_the_python_api_say_it_of_an_inspect_run():
+    import calibcli
+
+    limited_log = INSPECT / "toy_arithmetic_limit8.json"
+    said = inspect_part(limited_log)
+    assert said in calibcli.read_predictions(str(limited_log), scorer="match").warnings
+    body, _ = report(
+        [
+            "compare",
+            INSPECT / "toy_arithmetic.json",
+            limited_log,
+            "--scorer",
+            "match",
+            "--allow-unmatched",
+        ]
+    )
+    assert said in body["warnings"]

@@ -1,8 +1,9 @@
 """inspect-ai ``.json`` logs decoded with msgspec: the log held once as bytes, each sample
 decoded from its own text when it is read, and with ``slim`` only the sample fields the
 inspect-ai row functions read (:mod:`calibcli.io.documents` falls back to ``json.loads`` of the
-whole text for anything msgspec does not read); and :func:`status_note`, the warning about a log
-whose run did not succeed (its samples may be a part of the run's)."""
+whole text for anything msgspec does not read); :func:`status_note`, the warning about a log
+whose run did not succeed (its samples may be a part of the run's); and :func:`part_note`, the
+one about a run that evaluated a part of its dataset (``limit``)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def inspect_samples(
     import msgspec
 
     # one decode of the whole log, so that each sample's Raw is a view of ``data`` itself; the
-    # run's status is read beside the samples, and what it needs only when the run failed
+    # run's status is read beside the samples, and its spec's dataset and config after
     raw, empty = msgspec.Raw, msgspec.Raw()
     fields = [("status", Any, None), ("error", raw, empty), ("results", raw, empty)]
     log = msgspec.defstruct("Log", [("eval", raw), ("samples", list[raw]), *fields])
@@ -44,16 +45,38 @@ def inspect_samples(
         return None
     if not (bytes(top.eval).startswith(b"{") and top.samples):
         return None
-    if notes is not None and top.status not in (None, "success"):
+    if notes is not None:
         note_status(_status_fields(top), len(top.samples), notes)
     return _decoded_samples(top.samples, slim, sample_type)
 
 
 def note_status(log: Mapping[str, Any], samples: int, notes: Callable[[str], None]) -> None:
-    """``notes(status_note(log, samples))`` when there is a note."""
-    note = status_note(log, samples)
-    if note is not None:
-        notes(note)
+    """``notes`` of what a log says of its samples: that its run did not succeed
+    (:func:`status_note`), that it evaluated a part of its dataset (:func:`part_note`)."""
+    for note in (status_note(log, samples), part_note(log)):
+        if note is not None:
+            notes(note)
+
+
+def part_note(log: Mapping[str, Any]) -> str | None:
+    """What to say of an inspect-ai log whose run evaluated a part of its dataset (``--limit``,
+    ``--sample-id``): its ``eval.dataset.sample_ids`` lists fewer samples than the dataset's
+    ``eval.dataset.samples``. None when it evaluated them all, or the log does not say."""
+    spec = log.get("eval")
+    dataset = spec.get("dataset") if isinstance(spec, Mapping) else None
+    if not isinstance(dataset, Mapping):
+        return None
+    total, ids = _count(dataset.get("samples")), dataset.get("sample_ids")
+    if total is None or not isinstance(ids, list) or len(ids) >= total:
+        return None
+    config = spec.get("config")
+    config = config if isinstance(config, Mapping) else {}
+    limit = _limit(config)
+    how = f" ({limit})" if limit else " (sample_id)" if config.get("sample_id") else ""
+    return (
+        f"the inspect-ai run evaluated only {len(ids):,} of the {total:,} samples of its "
+        f"dataset{how}: the figures are those of this part, not of the whole dataset"
+    )
 
 
 def status_note(log: Mapping[str, Any], samples: int) -> str | None:
@@ -89,16 +112,25 @@ def status_note(log: Mapping[str, Any], samples: int) -> str | None:
     planned = []
     if isinstance(dataset, Mapping) and _count(dataset.get("samples")) is not None:
         planned.append(f"a dataset of {dataset['samples']} samples")
-    limit = config.get("limit")
-    if _count(limit) is not None:
-        planned.append(f"limit {limit}")
-    elif isinstance(limit, list) and len(limit) == 2 and all(_count(n) is not None for n in limit):
-        planned.append(f"limit {limit[0]},{limit[1]}")  # a range, as inspect-ai's --limit 10,20
+    limit = _limit(config)
+    if limit:
+        planned.append(limit)
     epochs = _count(config.get("epochs"))
     if epochs is not None and epochs > 1:
         planned.append(f"{epochs} epochs")
     given = f" ({', '.join(planned)})" if planned else ""
     return f"{what}: its {held} may be a part of those it planned{given}"
+
+
+def _limit(config: Mapping[str, Any]) -> str | None:
+    """A run's ``config.limit`` as said: ``limit 8``, or ``limit 10,20`` for a range (as
+    inspect-ai's ``--limit 10,20``); None when there is none."""
+    limit = config.get("limit")
+    if _count(limit) is not None:
+        return f"limit {limit}"
+    if isinstance(limit, list) and len(limit) == 2 and all(_count(n) is not None for n in limit):
+        return f"limit {limit[0]},{limit[1]}"
+    return None
 
 
 def _count(value: Any) -> int | None:
