@@ -147,3 +147,51 @@ def test_an_engine_summary_takes_floors(tmp_path):
     assert summary.report(floors={"n": 7})["gate"]["passed"] is True
     with pytest.raises(ValueError, match="no floor gates 'tokens': the counts with one are 'n'"):
         summary.report(floors={"tokens": 7})
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def keyed(n, start=0, **extra):
+    return [
+        {"id": f"q{i}", "confidence": 0.6 + 0.3 * (i % 2), "correct": i % 3 != 0, **extra}
+        for i in range(start, start + n)
+    ]
+
+
+def test_compare_counts_the_matched_pairs(tmp_path):
+    """40 questions on BASE, 38 of them on NEW: 38 pairs are compared."""
+    base = write_jsonl(tmp_path / "base.jsonl", keyed(40))
+    new = write_jsonl(tmp_path / "new.jsonl", keyed(38))
+    args = ["compare", base, new, "--min-rows", "39"]
+    body, failed = report(args, 1)
+    assert body["matched"] == 38
+    assert body["gate"]["checks"] == [
+        {"metric": "rows", "minimum": 39, "value": 38, "passed": False}
+    ]
+    assert failed == ["gate failed: rows = 38 is below --min-rows 39"]
+    report(["compare", base, new, "--min-rows", "38"], 0)
+
+
+def test_compare_unpaired_counts_the_smaller_side(tmp_path):
+    base = write_jsonl(tmp_path / "base.jsonl", keyed(40))
+    new = write_jsonl(tmp_path / "new.jsonl", keyed(25, start=100))
+    _, failed = report(["compare", base, new, "--unpaired", "--min-rows", "26"], 1)
+    assert failed == ["gate failed: rows = 25 is below --min-rows 26"]
+
+
+def test_compare_holds_each_group_to_it(tmp_path):
+    rows = keyed(30, subject="algebra") + keyed(12, start=30, subject="law")
+    base = write_jsonl(tmp_path / "base.jsonl", rows)
+    new = write_jsonl(tmp_path / "new.jsonl", rows)
+    args = ["compare", base, new, "--by", "subject", "--min-rows", "20", "--gate-each"]
+    body, failed = report(args, 1)
+    assert body["gate"]["failed_groups"] == ["law"]
+    assert failed == ["gate failed: rows in group 'law' = 12 is below --min-rows 20"]
+
+
+def test_compare_in_python_takes_min_rows(tmp_path):
+    base = write_jsonl(tmp_path / "base.jsonl", keyed(40))
+    result = calibcli.compare(str(base), str(base), min_rows=41)
+    assert result.passed is False and result.failures == ["rows = 40 is below --min-rows 41"]
+    assert calibcli.compare(str(base), str(base), min_rows=40).passed is True

@@ -28,6 +28,7 @@ def compare(
     unpaired: bool = False,
     allow_unmatched: bool = False,
     workers: int | None = None,
+    min_rows: int | None = None,
     **reading_options: Any,
 ) -> Any:
     """Is NEW better or worse calibrated than BASE on the same questions? ``calibcli
@@ -52,7 +53,8 @@ def compare(
     AUROC. ``max_increase={"ece": 0.01}`` (a figure where lower is better) and
     ``max_decrease={"auroc": 0.01}`` make ``result.passed`` False when NEW may be worse by
     more than the margin: the upper end of d's interval beyond it by default
-    (``gate_on="estimate"``: d itself); ``gate_each=True`` gates every group too.
+    (``gate_on="estimate"``: d itself), and ``min_rows=1000`` when fewer rows are compared
+    (matched pairs; the smaller side unpaired); ``gate_each=True`` gates every group too.
 
     ``base`` and ``new`` may also be two paths: each file is read as the command reads it (in
     columns, NEW matched to BASE as it is read), with the reading options of
@@ -101,6 +103,7 @@ def compare(
         max_increase=_margins(max_increase, "max_increase"),
         max_decrease=_margins(max_decrease, "max_decrease"),
         gate_on=gate_on,
+        min_rows=None if min_rows is None else whole(WHERE, "min_rows", min_rows, 1),
     )
     if sides is None:
         names = tuple(files)

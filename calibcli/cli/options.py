@@ -211,6 +211,15 @@ ByOpt = _opt(
     help="Also report per group of FIELD (a dotted path such as doc.subject; 'task' for lm-eval "
     "files); groups are sorted and the pooled figures stay at the top level.",
 )
+CompareMinRowsOpt = _opt(
+    list[int] | None,
+    "--min-rows",
+    metavar="N",
+    min=1,
+    callback=_gate_once(),
+    help="Gate: exit 1 unless at least N rows are compared (the matched pairs; the smaller side "
+    "with --unpaired).",
+)
 GateEachOpt = _opt(
     bool, "--gate-each", help="Apply the --max-* and --min-* gates to every --by group too."
 )

@@ -79,7 +79,7 @@ def compare_section(
         notes.append(Note("empty", "no rows to compare; every difference is null"))
         figures.update(figures=None, mcnemar=None, auroc_test=None)
         closed = {f"{key}_{way}": "no rows to compare" for key in SCALAR_KEYS for way in _WAYS}
-        return Comparison(Section(figures, notes, closed), Section({}, closed=closed))
+        return Comparison(Section(figures, notes, closed), Section({"rows": 0}, closed=closed))
     run = paired_bootstrap if settings.paired else unpaired_bootstrap
     result = run(
         base,
@@ -140,17 +140,18 @@ def compare_section(
             why = upper_bound_reason(key, rows, classes)
             if why is not None:
                 small.update({f"{key}_{way}": why for way in _WAYS})
-    return Comparison(Section(figures, notes), _gate_view(table, small))
+    return Comparison(Section(figures, notes), _gate_view(table, small, min(n_base, n_new)))
 
 
 _WAYS = ("increase", "decrease")
 
 
-def _gate_view(table: dict[str, Any], small: dict[str, str]) -> Section:
+def _gate_view(table: dict[str, Any], small: dict[str, str], rows: int) -> Section:
     """What the gate reads: for each figure, how much worse NEW is than BASE
-    (``ece_increase`` = the difference, ``auroc_decrease`` = minus it) with its interval;
-    ``small`` closes the checks the sample is too small for."""
-    view: dict[str, Any] = {"ci": {}}
+    (``ece_increase`` = the difference, ``auroc_decrease`` = minus it) with its interval, and
+    the ``rows`` compared (--min-rows: the matched pairs, the smaller side unpaired); ``small``
+    closes the checks the sample is too small for."""
+    view: dict[str, Any] = {"ci": {}, "rows": rows}
     closed: dict[str, str] = dict(small)
     for key, row in table.items():
         d, (lo, hi) = row["difference"], row["interval"]
@@ -219,6 +220,7 @@ def compare_options(
     max_increase: list[str],
     max_decrease: list[str],
     gate_on: str | None,
+    min_rows: int | None = None,
 ) -> Gate:
     """Check compare's options together before any row is read and make its gate: the margins
     parsed (:func:`margins`), on the upper end of the difference's interval unless ``gate_on``
@@ -231,13 +233,18 @@ def compare_options(
     if unpaired and id_field is not None:
         raise ValueError("--id-field matches rows; --unpaired does not")
     thresholds, options = margins(max_increase, max_decrease)
-    if gate_each and not thresholds:
-        raise ValueError("--gate-each applies --max-increase/--max-decrease to every group")
+    if gate_each and not thresholds and min_rows is None:
+        raise ValueError(
+            "--gate-each applies --max-increase/--max-decrease and --min-rows to every group"
+        )
     if gate_on == "upper" and not thresholds:
         raise ValueError(UPPER_WITHOUT_GATE.format(gates="--max-increase/--max-decrease margin"))
     if gate_on is None:
         gate_on = "upper" if thresholds else "estimate"
-    return Gate(thresholds, gate_on, gate_each, options=options)
+    floors = {} if min_rows is None else {"rows": min_rows}
+    if min_rows is not None:
+        options["rows"] = f"--min-rows {min_rows}"
+    return Gate(thresholds, gate_on, gate_each, minimums=floors, options=options)
 
 
 def check_matching(matched: PairedRows, base: str, new: str, allow_unmatched: bool) -> None:

@@ -14,6 +14,7 @@ from calibcli.cli.options import (
     BootstrapOpt,
     CalibrationFormat,
     CiOpt,
+    CompareMinRowsOpt,
     GateEachOpt,
     GateOnOpt,
     HtmlOpt,
@@ -40,6 +41,7 @@ def compare(
     new: Annotated[str, typer.Argument(metavar="NEW", help="The new predictions.")],
     max_increase: MaxIncreaseOpt = None,
     max_decrease: MaxDecreaseOpt = None,
+    min_rows: CompareMinRowsOpt = None,
     gate_on: GateOnOpt = None,
     ci: CiOpt = None,
     bootstrap: BootstrapOpt = None,
@@ -66,7 +68,7 @@ def compare(
     --max-decrease auroc=0.01) gate on the upper end of the difference's interval by default:
     exit 1 when NEW may be worse than BASE by more than the margin. That end needs 30 matched
     rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
-    gate fails closed.
+    gate fails closed. --min-rows N fails unless N rows are compared.
     """
     from calibcli.io import InputError, default_id, read_compared
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
@@ -82,6 +84,7 @@ def compare(
             max_increase=max_increase or [],
             max_decrease=max_decrease or [],
             gate_on=None if gate_on is None else one(gate_on).value,
+            min_rows=one(min_rows),
         )
     except ValueError as exc:
         raise usage_error(str(exc)) from None
