@@ -281,3 +281,71 @@ def test_compare_and_the_python_api_say_it_of_an_inspect_run():
         ]
     )
     assert said in body["warnings"]
+
+
+# --------------------------------------------------------------------------- cut short
+
+
+def cut_folder(tmp_path: Path, keep: int) -> Path:
+    """The fixture run with the trivia samples file cut after ``keep`` whole lines (a copy
+    stopped short), its results file as the harness wrote it."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    for task in TASKS:
+        shutil.copy(FIXTURES / f"samples_{task}_{STAMP}.jsonl", folder)
+    shutil.copy(FIXTURES / RESULTS, folder)
+    trivia = folder / f"samples_toy_mc_trivia_{STAMP}.jsonl"
+    trivia.write_text("".join(trivia.read_text().splitlines(True)[:keep]))
+    return folder
+
+
+def cut_said(folder: Path, keep: int) -> str:
+    return (
+        f"{folder / f'samples_toy_mc_trivia_{STAMP}.jsonl'}: holds {keep} rows of task "
+        f"'toy_mc_trivia', but its run evaluated {documents('toy_mc_trivia')} documents "
+        f"({RESULTS}): the file is cut short, and the figures are those of the rows it holds"
+    )
+
+
+def cut(warnings) -> list[str]:
+    return [w for w in warnings if "cut short" in w]
+
+
+def test_a_samples_file_cut_short_is_said(tmp_path):
+    folder = cut_folder(tmp_path, 25)
+    body, _ = report(["calibrate", folder])
+    assert body["n"] == documents("toy_mc_science") + 25
+    assert cut(body["warnings"]) == [cut_said(folder, 25)]
+    assert limited(body["warnings"]) == []  # the run itself evaluated every document
+
+
+def test_a_whole_samples_file_is_not_said(tmp_path):
+    folder = cut_folder(tmp_path, documents("toy_mc_trivia"))
+    for command in ("calibrate", "perplexity"):
+        body, _ = report([command, folder])
+        assert cut(body["warnings"]) == []
+
+
+def test_every_reader_says_a_file_cut_short(tmp_path):
+    import calibcli
+    from calibcli.io import read_calibration
+
+    folder = cut_folder(tmp_path, 25)
+    trivia = str(folder / f"samples_toy_mc_trivia_{STAMP}.jsonl")
+    said = cut_said(folder, 25)
+    assert cut(calibcli.read_predictions(trivia).warnings) == [said]
+    assert cut(read_calibration([trivia], workers=2, block_size=4096).warnings) == [said]
+    whole = FIXTURES / f"samples_toy_mc_trivia_{STAMP}.jsonl"
+    body, _ = report(["compare", whole, folder, "--allow-unmatched"])
+    assert cut(body["warnings"]) == [said]
+
+
+def test_a_range_of_a_file_is_not_counted_against_its_run(tmp_path):
+    """summarize --part reads a range of a file: its rows are a part by design."""
+    folder = cut_folder(tmp_path, documents("toy_mc_trivia"))
+    trivia = folder / f"samples_toy_mc_trivia_{STAMP}.jsonl"
+    part = tmp_path / "part.cbs"
+    result = run(["summarize", trivia, "--part", "1/2", "-o", part])
+    assert result.exit_code == 0, result.output
+    body, _ = report(["calibrate", part])
+    assert body["n"] < documents("toy_mc_trivia") and cut(body["warnings"]) == []

@@ -131,20 +131,25 @@ def _read(
         runs = choose_runs(list(sources), all_runs=plan.all_runs)
         reader = Reader(plan, workers=workers, progress=progress)
         builder = plan.builder()
-        read = []  # the files whose rows were read (not skipped)
         if part is not None or span is not None:
             if len(sources) != 1 or parts:
                 raise ValueError("part and span cut one plain file: give exactly one")
             if part is not None:
-                done = reader.read_part(sources[0], part[0], part[1], builder)
+                reader.read_part(sources[0], part[0], part[1], builder)
             else:
-                done = reader.read_span(sources[0], span[0], span[1], builder)
-            read += sources if done else []
+                reader.read_span(sources[0], span[0], span[1], builder)
         for source in runs.files if part is None and span is None else ():
-            if reader.read(source, builder):
-                read.append(source)
-        warnings = [*runs.warnings, *reader.warnings, *limited_runs(read)]
-        summary = builder.summary(warnings=warnings)
+            reader.read(source, builder)
+        summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
+        # the rows read from each file (None for a range of one), for what its run recorded
+        read = [
+            (s.name, s.rows if s.start == 0 and s.stop is None else None)
+            for s in summary.sources
+            if s.skipped is None
+        ]
+        summary = replace(
+            summary, warnings=tuple(dict.fromkeys([*summary.warnings, *limited_runs(read)]))
+        )
         if reader.skipped and summary.n == 0 and not parts:
             raise _nothing_left(reader, what)
     if parts:

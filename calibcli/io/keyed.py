@@ -271,7 +271,8 @@ def _read_side(
             raise_repeat(reader, side.first_repeat(), spans, side)
         raise
     # a run that evaluated a part of a task: said as the other commands say it
-    limited = limited_runs([source for source, _, start, stop in spans if stop > start])
+    read = [(source, stop - start) for source, _, start, stop in spans if stop > start]
+    limited = limited_runs(read)
     reader.warnings.extend(w for w in limited if w not in reader.warnings)
     return reader, spans, found
 

@@ -161,7 +161,7 @@ def read_keyed(
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed
     warnings = list(runs.warnings)
-    read: list[str] = []  # the files whose rows were read
+    read: list[tuple[str, int]] = []  # the files whose rows were read, and how many
     for source in expand(sources):
         if source in from_folder and source not in newest:
             continue
@@ -226,7 +226,7 @@ def read_keyed(
         found = found or source_fmt
         modes.append(joined_mode(taken_modes(convert)))
         if len(keys) > before:
-            read.append(source)
+            read.append((source, len(keys) - before))
     warnings += [w for w in limited_runs(read) if w not in warnings]
     return KeyedRows(
         keys,

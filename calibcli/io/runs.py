@@ -16,7 +16,8 @@ A run may also have evaluated only a part of a task's documents (lm-eval's ``--l
 samples file then holds that part, and nothing in the rows says so. The run's results file
 (``results_<timestamp>.json`` beside the samples files, the same timestamp) records, per task,
 the documents the task has and those evaluated (``n-samples``: ``original``, ``effective``);
-:func:`limited_runs` turns a shortfall among the files read into one warning per run.
+:func:`limited_runs` turns a shortfall among the files read into one warning per run, and a
+samples file holding fewer rows than its run evaluated (a file cut short) into one of its own.
 """
 
 from __future__ import annotations
@@ -168,15 +169,18 @@ def _crc32(path: str) -> int | None:
     return crc
 
 
-def limited_runs(files: list[str]) -> list[str]:
-    """One warning per lm-eval run whose results file records that, among the tasks of
-    ``files`` (the samples files read), some were evaluated on fewer documents than the task
-    has: under ``--limit`` the rows are a part of the task (its first documents), and their
-    figures are that part's. No warning without a results file of the same run beside the
-    samples file, or when every document was evaluated."""
+def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:
+    """What the results files of lm-eval runs say of the samples files ``read`` (each with the
+    rows read from it, None when only a range of it was read): one warning per run of which
+    some tasks read were evaluated on fewer documents than the task has (under ``--limit`` the
+    rows are a part of the task, its first documents, and their figures are that part's), and
+    one per file holding fewer rows than its run evaluated documents (one row per document:
+    the file was cut short). Nothing without a results file of the same run beside the
+    samples file."""
     short: dict[str, list[tuple[str, int, int]]] = {}
     limits: dict[str, Any] = {}
-    for f in files:
+    cut: list[str] = []
+    for f, rows in read:
         match = None if f == "-" else _RUN_NAME.match(PurePath(f).name)
         if match is None:
             continue
@@ -186,13 +190,24 @@ def limited_runs(files: list[str]) -> list[str]:
             continue
         counts, limit = found
         task = counts.get(match["task"])
-        if task is None or task[1] >= task[0]:
+        if task is None:
+            continue
+        if rows is not None and rows < task[1]:
+            cut.append(
+                f"{shown_name(f)}: holds {rows:,} rows of task {match['task']!r}, but its run "
+                f"evaluated {task[1]:,} documents ({shown_name(PurePath(results).name)}): the "
+                "file is cut short, and the figures are those of the rows it holds"
+            )
+        if task[1] >= task[0]:
             continue
         entry = (match["task"], task[0], task[1])
         if entry not in short.setdefault(results, []):
             short[results].append(entry)
         limits[results] = limit
-    return [_limited_warning(results, tasks, limits[results]) for results, tasks in short.items()]
+    limited = [
+        _limited_warning(results, tasks, limits[results]) for results, tasks in short.items()
+    ]
+    return [*limited, *dict.fromkeys(cut)]
 
 
 def _limited_warning(results: str, tasks: list[tuple[str, int, int]], limit: Any) -> str:
