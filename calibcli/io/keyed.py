@@ -270,7 +270,8 @@ def _read_side(
         if keyed:  # a repeated id on an earlier row is the first error
             raise_repeat(reader, side.first_repeat(), spans, side)
         raise
-    # a run that evaluated a part of a task: said as the other commands say it
+    # what the runs' results files say of the files read (a part of a task, a file cut short),
+    # as the other commands say it
     read = [(source, stop - start) for source, _, start, stop in spans if stop > start]
     limited = limited_runs(read)
     reader.warnings.extend(w for w in limited if w not in reader.warnings)
