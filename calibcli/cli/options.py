@@ -128,15 +128,18 @@ def _threshold(figure: Figure) -> Any:
     )
 
 
-def _floor(figure: Figure) -> Any:
+def _floor_option(noun: str, help: str) -> Any:
+    """A ``--min-NOUN N`` gate option (a whole number of at least 1, given once)."""
     return _opt(
-        list[int] | None,
-        f"--min-{figure.floor}",
-        metavar="N",
-        min=1,
-        callback=_gate_once(),
-        help=f"Gate: exit 1 unless at least N {figure.floor} are read (a truncated or limited "
-        "run fails it).",
+        list[int] | None, f"--min-{noun}", metavar="N", min=1, callback=_gate_once(), help=help
+    )
+
+
+def _floor(figure: Figure) -> Any:
+    return _floor_option(
+        figure.floor,
+        f"Gate: exit 1 unless at least N {figure.floor} are read (a truncated or limited run "
+        "fails it).",
     )
 
 
@@ -211,14 +214,10 @@ ByOpt = _opt(
     help="Also report per group of FIELD (a dotted path such as doc.subject; 'task' for lm-eval "
     "files); groups are sorted and the pooled figures stay at the top level.",
 )
-CompareMinRowsOpt = _opt(
-    list[int] | None,
-    "--min-rows",
-    metavar="N",
-    min=1,
-    callback=_gate_once(),
-    help="Gate: exit 1 unless at least N rows are compared (the matched pairs; the smaller side "
-    "with --unpaired).",
+CompareMinRowsOpt = _floor_option(
+    "rows",
+    "Gate: exit 1 unless at least N rows are compared (the matched pairs; the smaller side with "
+    "--unpaired).",
 )
 GateEachOpt = _opt(
     bool, "--gate-each", help="Apply the --max-* and --min-* gates to every --by group too."

@@ -66,7 +66,7 @@ def part_note(log: Mapping[str, Any]) -> str | None:
     dataset = spec.get("dataset") if isinstance(spec, Mapping) else None
     if not isinstance(dataset, Mapping):
         return None
-    total, ids = _count(dataset.get("samples")), dataset.get("sample_ids")
+    total, ids = whole_count(dataset.get("samples")), dataset.get("sample_ids")
     if total is None or not isinstance(ids, list) or len(ids) >= total:
         return None
     config = spec.get("config")
@@ -99,7 +99,7 @@ def status_note(log: Mapping[str, Any], samples: int) -> str | None:
             first = first[: ERROR_CHARS - 3].rstrip() + "..."
         what = f"the inspect-ai run ended with status {status!r}" + (f" ({first})" if first else "")
     results = log.get("results")
-    total = _count(results.get("total_samples")) if isinstance(results, Mapping) else None
+    total = whole_count(results.get("total_samples")) if isinstance(results, Mapping) else None
     held = f"{samples} sample{'' if samples == 1 else 's'}"
     if total and samples >= total:
         return f"{what}: it holds all {total} samples the run planned"
@@ -110,12 +110,12 @@ def status_note(log: Mapping[str, Any], samples: int) -> str | None:
     config = spec.get("config") if isinstance(spec, Mapping) else None
     config = config if isinstance(config, Mapping) else {}
     planned = []
-    if isinstance(dataset, Mapping) and _count(dataset.get("samples")) is not None:
+    if isinstance(dataset, Mapping) and whole_count(dataset.get("samples")) is not None:
         planned.append(f"a dataset of {dataset['samples']} samples")
     limit = _limit(config)
     if limit:
         planned.append(limit)
-    epochs = _count(config.get("epochs"))
+    epochs = whole_count(config.get("epochs"))
     if epochs is not None and epochs > 1:
         planned.append(f"{epochs} epochs")
     given = f" ({', '.join(planned)})" if planned else ""
@@ -126,15 +126,20 @@ def _limit(config: Mapping[str, Any]) -> str | None:
     """A run's ``config.limit`` as said: ``limit 8``, or ``limit 10,20`` for a range (as
     inspect-ai's ``--limit 10,20``); None when there is none."""
     limit = config.get("limit")
-    if _count(limit) is not None:
+    if whole_count(limit) is not None:
         return f"limit {limit}"
-    if isinstance(limit, list) and len(limit) == 2 and all(_count(n) is not None for n in limit):
+    if (
+        isinstance(limit, list)
+        and len(limit) == 2
+        and all(whole_count(n) is not None for n in limit)
+    ):
         return f"limit {limit[0]},{limit[1]}"
     return None
 
 
-def _count(value: Any) -> int | None:
-    """``value`` when it is a count (an int >= 0, not a bool), else None."""
+def whole_count(value: Any) -> int | None:
+    """``value`` when it is a count (an int >= 0, not a bool), else None: how a count a log or
+    a results file records is read."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return None

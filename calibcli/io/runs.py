@@ -34,6 +34,7 @@ from typing import Any
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.content import file_content_id
+from calibcli.io.inspect_log import whole_count
 
 _RUN_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
@@ -261,16 +262,10 @@ def _counts_of(path: str, _mtime: int, _size: int) -> tuple[dict[str, tuple[int,
     counts = {}
     for task, entry in top.n_samples.items():
         if isinstance(entry, dict):
-            original, effective = _count(entry.get("original")), _count(entry.get("effective"))
+            original, effective = (whole_count(entry.get(k)) for k in ("original", "effective"))
             if original is not None and effective is not None:
                 counts[task] = (original, effective)
     limit = top.config.get("limit") if isinstance(top.config, dict) else None
     if isinstance(limit, bool) or not isinstance(limit, (int, float)):
         limit = None
     return counts, limit
-
-
-def _count(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
