@@ -103,6 +103,17 @@ def test_usage_errors_exit_2_without_traceback(args, tmp_path, monkeypatch):
     assert result.stdout == ""
 
 
+def test_a_missing_choice_option_is_one_line_naming_the_choices(tmp_path, monkeypatch):
+    # click lays the choices out one per line; the error stays one line, with no escapes shown
+    monkeypatch.chdir(tmp_path)
+    result = run(["fit", "x.jsonl"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (
+        "Error: Missing option '--method'. Choose from: temperature, platt, isotonic, "
+        "histogram, beta (see 'calibcli fit -h')\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "gates"),
     [

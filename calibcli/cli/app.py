@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -99,7 +100,9 @@ class _OneLineErrors(TyperGroup):
             if type(exc).__name__ == "NoArgsIsHelpError" or ctx is None:
                 exc.show()  # help for a bare "calibcli", or no context to name
             else:
-                message = f"{exc.format_message()} (see '{ctx.command_path} -h')"
+                # click lays a list of choices out one per line ("Choose from:\n\ta,\n\tb")
+                shown = re.sub(r"([:,])\n\t", r"\1 ", exc.format_message())
+                message = f"{shown} (see '{ctx.command_path} -h')"
                 say(f"Error: {message}")
                 github.error(message)
             sys.exit(exc.exit_code)
