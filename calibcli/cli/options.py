@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -16,7 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.cli.app import usage_error_type
+from calibcli.cli.given_once import gate_once as _gate_once
+from calibcli.cli.given_once import one as one  # the commands take it with the options
 from calibcli.io import (
     CALIBRATION_FORMATS,
     FORMATS,
@@ -59,58 +59,14 @@ def _described(choices: Any) -> str:
     return "; ".join(f"{c.name}: {c.help.rstrip('.')}" for c in choices) + "."
 
 
-def _checked(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """An option callback of a shared value check (:mod:`calibcli.reports.options`): its
-    ValueError becomes typer's "Invalid value for '--option'"; an option not given passes."""
-
-    def callback(value: Any) -> Any:
-        if value is None:
-            return value
-        try:
-            return check(value)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
-
-    return callback
+# An option that decides which rows are read, or how a value is taken from them, decides every
+# figure and gate as much as a gate does: given twice, it is refused as a gate is.
+READ_ONCE = "give it once: the rows read, and every figure and gate on them, depend on it"
 
 
-def _gate_once(
-    check: Callable[[Any], Any] | None = None, then: str = "give each gate once"
-) -> Callable[..., Any]:
-    """The callback of a gate option, or of a setting that decides what a gate reads, which
-    click collects as a list: each value checked as :func:`_checked` does, and the list of the
-    one value given returned (None when not given; :func:`one` takes it out). Two values are
-    refused: click would keep the last without a word, so a looser gate appended after a CI's
-    own would loosen it (``then`` says what to do). The same value twice is accepted, and so is
-    one file named two ways (``cal.json`` and ``dir/../cal.json``)."""
-    checked = _checked(check or (lambda value: value))
-
-    def callback(ctx: typer.Context, param: typer.CallbackParam, values: Any) -> Any:
-        if not values:
-            return None
-        # a choice as its text: typer maps it back to the member after the callback
-        given = [v.value if isinstance(v, Enum) else v for v in map(checked, values)]
-        first: dict[Any, Any] = {}  # each value as first given, by what it is
-        for value in given:
-            first.setdefault(_same(value), value)
-        distinct = list(first.values())
-        if len(distinct) > 1:
-            raise usage_error_type()(
-                f"{param.opts[0]} is given twice ({distinct[0]}, then {distinct[1]}): {then}", ctx
-            )
-        return distinct
-
-    return callback
-
-
-def _same(value: Any) -> Any:
-    """What two values of one option are compared by: a path by the file it names."""
-    return os.path.realpath(value) if isinstance(value, Path) else value
-
-
-def one(values: list | None) -> Any:
-    """The value of a gate option checked by :func:`_gate_once` (None when not given)."""
-    return values[0] if values else None
+def once(kind: Any, *decls: str, check: Any = None, then: str = READ_ONCE, **options: Any) -> Any:
+    """An option given once (:func:`_gate_once`), whose value a command takes with :func:`one`."""
+    return _opt(list[kind] | None, *decls, callback=_gate_once(check, then), **options)
 
 
 def _opt(kind: Any, *decls: str, **options: Any) -> Any:
@@ -191,24 +147,24 @@ Files = Annotated[
     ),
 ]
 Name = "NAME"
-FormatOpt = _opt(
+FormatOpt = once(
     Format, "--format", help="Input format; auto detects it per file from its first row."
 )
-AnyFormatOpt = _opt(
+AnyFormatOpt = once(
     AnyFormat, "--format", help="Input format; auto detects it per file from its first row."
 )
-CalibrationFormatOpt = _opt(
+CalibrationFormatOpt = once(
     CalibrationFormat, "--format", help="Input format; auto detects it per file from its first row."
 )
-ScorerOpt = _opt(
-    str | None,
+ScorerOpt = once(
+    str,
     "--scorer",
     metavar=Name,
     help="inspect-ai logs: the scorer whose value grades each sample (needed when there are "
     "several; NAME.KEY for one value of a scorer that logs several).",
 )
-ByOpt = _opt(
-    str | None,
+ByOpt = once(
+    str,
     "--by",
     metavar="FIELD",
     help="Also report per group of FIELD (a dotted path such as doc.subject; 'task' for lm-eval "
@@ -265,7 +221,7 @@ WorkersOpt = _opt(
     "of 20 million resampled rows and more). Results never depend on it.",
 )
 InspectConfidence = _choices("InspectConfidence", *INSPECT_CONFIDENCES)
-InspectConfidenceOpt = _opt(
+InspectConfidenceOpt = once(
     InspectConfidence,
     "--inspect-confidence",
     help="inspect-ai logs: an answer's confidence from its output's token logprobs: the "
@@ -273,8 +229,8 @@ InspectConfidenceOpt = _opt(
     "'ANSWER: X' (answer-token), of the whole completion (sequence), of its first token, or the "
     "geometric mean per token; auto: answer-token where a sample has that line, else sequence.",
 )
-GoldFieldOpt = _opt(
-    str | None,
+GoldFieldOpt = once(
+    str,
     "--gold-field",
     metavar="FIELD",
     show_default=False,
@@ -292,11 +248,11 @@ def _choice_list(value: str | None) -> str | None:
     return value
 
 
-ChoicesOpt = _opt(
-    str | None,
+ChoicesOpt = once(
+    str,
     "--choices",
     metavar="A,B,...",
-    callback=_choice_list,
+    check=_choice_list,
     show_default=False,
     help="The answer options recognised as answer tokens in token logprobs (OpenAI responses, "
     "OpenAI evals logs), comma-separated (default A,B,C,D,E).",
@@ -349,14 +305,14 @@ SummaryOpt = _opt(
     parser=_summary_path,
     help="Append a Markdown summary to PATH (for CI job summaries, e.g. $GITHUB_STEP_SUMMARY).",
 )
-ConfidenceField = _opt(
-    str | None,
+ConfidenceField = once(
+    str,
     "--confidence-field",
     metavar=Name,
     show_default=False,
     help="Confidence field (default: confidence, or the field a --calibrator was fitted on).",
 )
-CorrectField = _opt(str, "--correct-field", metavar=Name, help="Correctness field.")
+CorrectField = once(str, "--correct-field", metavar=Name, help="Correctness field.")
 # what to do, and why, when a setting that decides a gated figure is given twice
 _BINNED = "give it once: the binned figures a gate reads depend on it"
 _GUARANTEED = "give it once: the guaranteed threshold a gate reads depends on it"
@@ -373,7 +329,7 @@ BinsOpt = _opt(
     callback=_gate_once(then=_BINNED),
     help=f"Number of confidence bins (1 to {MAX_BINS:,}).",
 )
-McNormOpt = _opt(
+McNormOpt = once(
     McNorm,
     "--mc-norm",
     help="lm-eval multiple choice: raw, per-character or per-byte normalised loglikelihoods.",
@@ -406,11 +362,11 @@ LabelOpt = _opt(
     list[str] | None, "--label", metavar=Name, help="Name of a --plot series (repeat, in order)."
 )
 # perplexity
-NllField = _opt(str, "--nll-field", metavar=Name, help="Summed NLL of a sequence, in nats.")
-TokensField = _opt(str, "--tokens-field", metavar=Name, help="Token count of a sequence.")
-BytesField = _opt(str, "--bytes-field", metavar=Name, help="UTF-8 byte count (optional).")
-WordsField = _opt(str, "--words-field", metavar=Name, help="Word count (optional).")
-LogprobsField = _opt(
+NllField = once(str, "--nll-field", metavar=Name, help="Summed NLL of a sequence, in nats.")
+TokensField = once(str, "--tokens-field", metavar=Name, help="Token count of a sequence.")
+BytesField = once(str, "--bytes-field", metavar=Name, help="UTF-8 byte count (optional).")
+WordsField = once(str, "--words-field", metavar=Name, help="Word count (optional).")
+LogprobsField = once(
     str, "--logprobs-field", metavar=Name, help="Per-token logprobs list (logprobs format)."
 )
 # calibrate
@@ -495,8 +451,11 @@ FoldsOpt = _opt(
     help=f"Folds for --recalibrate (2 to {MAX_FOLDS}; default 5): each fold is mapped by a "
     "calibrator fitted on the others. A --by group with fewer rows keeps its confidences.",
 )
-MethodOpt = _opt(
-    Method, "--method", help="Recalibration method. " + _described(RECALIBRATION_METHODS)
+MethodOpt = once(
+    Method,
+    "--method",
+    then="give it once: the calibrator fitted depends on it",
+    help="Recalibration method. " + _described(RECALIBRATION_METHODS),
 )
 
 
@@ -552,8 +511,8 @@ FitOpt = _opt(
     "coverage and accuracy on FILE...",
 )
 # compare
-IdFieldOpt = _opt(
-    str | None,
+IdFieldOpt = once(
+    str,
     "--id-field",
     metavar="FIELD",
     show_default=False,

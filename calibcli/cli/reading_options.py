@@ -37,6 +37,7 @@ from calibcli.cli.options import (
     WorkersOpt,
     document_bytes,
     line_bytes,
+    one,
 )
 
 # ----- the options of every command that reads confidence/correct rows, declared once
@@ -67,11 +68,11 @@ class Reading:
 
 _READING_OPTIONS = (
     ("confidence_field", ConfidenceField, None),
-    ("correct_field", CorrectField, "correct"),
-    ("fmt", CalibrationFormatOpt, CalibrationFormat.auto),
-    ("mc_norm", McNormOpt, McNorm.none),
+    ("correct_field", CorrectField, ("correct",)),
+    ("fmt", CalibrationFormatOpt, (CalibrationFormat.auto,)),
+    ("mc_norm", McNormOpt, (McNorm.none,)),
     ("scorer", ScorerOpt, None),
-    ("inspect_confidence", InspectConfidenceOpt, InspectConfidence.auto),
+    ("inspect_confidence", InspectConfidenceOpt, (InspectConfidence.auto,)),
     ("gold_field", GoldFieldOpt, None),
     ("choices", ChoicesOpt, None),
     ("by", ByOpt, None),
@@ -118,7 +119,7 @@ def reading_options(command: Callable) -> Callable:
 
     @functools.wraps(command)
     def run(**kwargs: Any) -> Any:
-        given = {name: kwargs.pop(name) for name, _, _ in _READING_OPTIONS}
+        given = {name: _value(kwargs.pop(name)) for name, _, _ in _READING_OPTIONS}
         reading = Reading(
             fmt=given["fmt"],
             quiet=given["quiet"],
@@ -141,3 +142,8 @@ def reading_options(command: Callable) -> Callable:
 
     run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     return run
+
+
+def _value(given: Any) -> Any:
+    """An option's value: that of an option given once (a list to click), else as given."""
+    return one(given) if isinstance(given, (list, tuple)) else given

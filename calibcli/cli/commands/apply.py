@@ -15,6 +15,7 @@ from calibcli.cli.options import (
     ConfidenceField,
     Files,
     QuietOpt,
+    one,
 )
 
 
@@ -49,6 +50,8 @@ def apply_calibrator(
     stream (exit 2). With -o the file appears only once every row was written.
     """
     import sys
+
+    confidence_field, by = one(confidence_field), one(by)
 
     from calibcli.cli.reading import recalibration_options
     from calibcli.cli.staging import OutputError, StreamTarget

@@ -47,7 +47,7 @@ def fit(
     from calibcli.reports import fit_report, fitted_on
     from calibcli.summaries import choices_data, fit_choices, fit_data
 
-    bins = one(bins)
+    bins, method = one(bins), one(method)
     check_outputs(output=output, summary=summary)
     data = read_predictions(files, reading, bins=bins, keep_columns=True)
     require_rows(data, "fit")

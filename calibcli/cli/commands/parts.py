@@ -23,6 +23,7 @@ from calibcli.cli.options import (
     NllField,
     TokensField,
     WordsField,
+    once,
     one,
 )
 from calibcli.cli.progress import phases
@@ -59,56 +60,50 @@ SummaryOutput = Annotated[
         help="The summary file to write (replaced only once it is complete).",
     ),
 ]
-KindOpt = Annotated[
+KindOpt = once(
     Kind,
-    typer.Option(
-        "--kind",
-        help="The rows to summarize: calibration (confidence, correct) or perplexity (NLL, "
-        "tokens); auto decides from the first row of the first file.",
-    ),
-]
-PartOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--part",
-        metavar="k/K",
-        help="Summarize the k-th of K ranges of one plain JSON Lines file, cut at line starts "
-        "(not for gzip, whole JSON documents or stdin). Lines keep their numbers in the file.",
-    ),
-]
-TableOpt = Annotated[
+    "--kind",
+    help="The rows to summarize: calibration (confidence, correct) or perplexity (NLL, "
+    "tokens); auto decides from the first row of the first file.",
+)
+PartOpt = once(
+    str,
+    "--part",
+    metavar="k/K",
+    help="Summarize the k-th of K ranges of one plain JSON Lines file, cut at line starts "
+    "(not for gzip, whole JSON documents or stdin). Lines keep their numbers in the file.",
+)
+TableOpt = once(
     TableMode,
-    typer.Option(
-        "--table",
-        help="The table of distinct confidences, which the figures needing every row read "
-        "(AUROC, AURC, thresholds, equal-mass bins, fits, --ci): auto keeps it up to 2,097,152 "
-        "distinct values and drops it with a warning above; always; never.",
-    ),
-]
+    "--table",
+    then="give it once: the figures the summary can give depend on it",
+    help="The table of distinct confidences, which the figures needing every row read "
+    "(AUROC, AURC, thresholds, equal-mass bins, fits, --ci): auto keeps it up to 2,097,152 "
+    "distinct values and drops it with a warning above; always; never.",
+)
 
 
-BootstrapSamplesOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--bootstrap-samples",
-        metavar="N",
-        min=200,
-        show_default=False,
-        help="Also keep N Poisson bootstrap resamples' sums (uniform bins), which merge: "
-        "calibrate --ci L --bootstrap-scheme poisson then gives intervals from the summary. "
-        "About 500 bytes a resample per group.",
-    ),
-]
-BootstrapSeedOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--seed",
-        metavar="S",
-        min=0,
-        show_default=False,
-        help="The seed of --bootstrap-samples (default 0).",
-    ),
-]
+_RESAMPLES = "give it once: the resamples kept, and the intervals from them, depend on it"
+BootstrapSamplesOpt = once(
+    int,
+    "--bootstrap-samples",
+    metavar="N",
+    min=200,
+    show_default=False,
+    then=_RESAMPLES,
+    help="Also keep N Poisson bootstrap resamples' sums (uniform bins), which merge: "
+    "calibrate --ci L --bootstrap-scheme poisson then gives intervals from the summary. "
+    "About 500 bytes a resample per group.",
+)
+BootstrapSeedOpt = once(
+    int,
+    "--seed",
+    metavar="S",
+    min=0,
+    show_default=False,
+    then=_RESAMPLES,
+    help="The seed of --bootstrap-samples (default 0).",
+)
 
 
 @app.command(epilog=EXIT_CODES)
@@ -116,17 +111,17 @@ BootstrapSeedOpt = Annotated[
 def summarize(
     files: Files,
     output: SummaryOutput,
-    kind: KindOpt = Kind.auto,
+    kind: KindOpt = (Kind.auto,),
     part: PartOpt = None,
-    table: TableOpt = TableMode.auto,
+    table: TableOpt = (TableMode.auto,),
     bins: BinsOpt = (10,),
     bootstrap_samples: BootstrapSamplesOpt = None,
     seed: BootstrapSeedOpt = None,
-    nll_field: NllField = "nll",
-    tokens_field: TokensField = "tokens",
-    bytes_field: BytesField = "bytes",
-    words_field: WordsField = "words",
-    logprobs_field: LogprobsField = "logprobs",
+    nll_field: NllField = ("nll",),
+    tokens_field: TokensField = ("tokens",),
+    bytes_field: BytesField = ("bytes",),
+    words_field: WordsField = ("words",),
+    logprobs_field: LogprobsField = ("logprobs",),
     reading: Reading | None = None,
 ) -> None:
     """Summarize inputs into a file that merges: a shard's figures without its rows.
@@ -139,18 +134,19 @@ def summarize(
     from calibcli.cli.emit import check_outputs
     from calibcli.cli.reading import read, read_predictions
 
-    bins = one(bins)
+    bins, kind, part, table = one(bins), one(kind), one(part), one(table)
+    bootstrap_samples, seed = one(bootstrap_samples), one(seed)
     assert reading is not None
     where = _part(part)
     if where is not None and len(files) != 1:
         raise usage_error("--part cuts one file into ranges: give exactly one file")
     check_outputs(output=output)
     fields = {
-        "nll_field": nll_field,
-        "tokens_field": tokens_field,
-        "bytes_field": bytes_field,
-        "words_field": words_field,
-        "logprobs_field": logprobs_field,
+        "nll_field": one(nll_field),
+        "tokens_field": one(tokens_field),
+        "bytes_field": one(bytes_field),
+        "words_field": one(words_field),
+        "logprobs_field": one(logprobs_field),
     }
     chosen = kind.value if kind is not Kind.auto else _kind(files, reading, fields)
     if seed is not None and bootstrap_samples is None:

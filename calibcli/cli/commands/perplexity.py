@@ -28,6 +28,7 @@ from calibcli.cli.options import (
     document_bytes,
     gate_options,
     line_bytes,
+    one,
 )
 from calibcli.cli.reading import load_numpy_without_blas_threads, read
 from calibcli.reports import PERPLEXITY
@@ -37,12 +38,12 @@ from calibcli.reports import PERPLEXITY
 @gate_options(PERPLEXITY)
 def perplexity(
     files: Files,
-    nll_field: NllField = "nll",
-    tokens_field: TokensField = "tokens",
-    bytes_field: BytesField = "bytes",
-    words_field: WordsField = "words",
-    logprobs_field: LogprobsField = "logprobs",
-    fmt: FormatOpt = Format.auto,
+    nll_field: NllField = ("nll",),
+    tokens_field: TokensField = ("tokens",),
+    bytes_field: BytesField = ("bytes",),
+    words_field: WordsField = ("words",),
+    logprobs_field: LogprobsField = ("logprobs",),
+    fmt: FormatOpt = (Format.auto,),
     by: ByOpt = None,
     id_field: IdFieldOpt = None,
     all_runs: AllRunsOpt = False,
@@ -67,6 +68,9 @@ def perplexity(
     from calibcli.io import read_perplexity
     from calibcli.reports import GATE_EACH_WITHOUT_GATE, Gate, floor_options, perplexity_report
 
+    fields = nll_field, tokens_field, bytes_field, words_field, logprobs_field
+    nll_field, tokens_field, bytes_field, words_field, logprobs_field = map(one, fields)
+    fmt, by, id_field = one(fmt), one(by), one(id_field)
     if gate_each and by is None:
         raise usage_error("--gate-each needs --by FIELD")
     if gate_each and not (limits or floors):
