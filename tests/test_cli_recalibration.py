@@ -325,6 +325,98 @@ def test_scoring_the_fitting_rows_warns_in_sample(halves, tmp_path):
     assert strict_json(other.stdout)["warnings"] == []
 
 
+IN_SAMPLE = (
+    "the calibrator was fitted on rows scored here, so the figures after it are in-sample "
+    "(score held-out rows)"
+)
+
+
+def in_sample_checks(report):
+    return [c for c in report["gate"]["checks"] if c.get("reason") == IN_SAMPLE]
+
+
+@pytest.mark.parametrize("method", ["histogram", "platt"])
+def test_a_gate_on_the_rows_a_calibrator_was_fitted_on_fails_closed(halves, tmp_path, method):
+    # histogram binning scored on its own rows at its own bins has an ECE of 0 by construction:
+    # a gate on it would pass whatever the model, so it fails closed, whatever the value
+    fit_path, _ = halves
+    cal = fit_file(tmp_path, fit_path, method)
+    args = ["calibrate", fit_path, "--calibrator", cal, "--json"]
+    result = run([*args, "--max-ece", "0.5", "--max-brier", "0.9"])
+    assert result.exit_code == 1, result.stderr
+    report = strict_json(result.stdout)
+    assert report["ece"] < 0.5 and report["brier"] < 0.9  # the values would have passed
+    assert report["gate"]["passed"] is False
+    assert [c["metric"] for c in in_sample_checks(report)] == ["ece", "brier"]
+    failures = [line for line in result.stderr.splitlines() if line.startswith("gate failed")]
+    assert failures == [
+        f"gate failed: ece: {IN_SAMPLE}; cannot support --max-ece 0.5",
+        f"gate failed: brier: {IN_SAMPLE}; cannot support --max-brier 0.9",
+    ]
+    # the figures are still shown, with the warning that says why
+    assert any("in-sample" in w for w in report["warnings"])
+
+
+def test_held_out_rows_and_floors_keep_their_gates(halves, tmp_path):
+    fit_path, score_path = halves
+    cal = fit_file(tmp_path, fit_path, "platt")
+    held_out = run(["calibrate", score_path, "--calibrator", cal, "--max-ece", "0.5", "--json"])
+    assert held_out.exit_code == 0, held_out.stderr
+    assert in_sample_checks(strict_json(held_out.stdout)) == []
+    # the number of rows is no figure after the calibrator: --min-rows still reads it
+    floor = run(["calibrate", fit_path, "--calibrator", cal, "--min-rows", "1000", "--json"])
+    assert floor.exit_code == 0, floor.stderr
+    (check,) = strict_json(floor.stdout)["gate"]["checks"]
+    assert check == {"metric": "n", "minimum": 1000, "value": 1000, "passed": True}
+
+
+def test_scoring_a_file_holding_the_fitting_rows_fails_closed(halves, tmp_path):
+    # the fitting rows inside a larger file (dev + test concatenated) are found by content
+    fit_path, score_path = halves
+    cal = fit_file(tmp_path, fit_path, "platt")
+    both = tmp_path / "both.jsonl"
+    both.write_text(score_path.read_text() + fit_path.read_text())
+    result = run(["calibrate", both, "--calibrator", cal, "--max-ece", "0.5", "--json"])
+    assert result.exit_code == 1
+    assert [c["metric"] for c in in_sample_checks(strict_json(result.stdout))] == ["ece"]
+
+
+def test_a_calibrator_without_a_fingerprint_is_judged_by_its_files(halves, tmp_path):
+    fit_path, score_path = halves
+    cal = fit_file(tmp_path, fit_path, "platt")
+    doc = strict_json(cal.read_text())
+    del doc["fingerprint"]  # as files written before the fingerprint was recorded
+    cal.write_text(json.dumps(doc))
+    same = run(["calibrate", fit_path, "--calibrator", cal, "--max-ece", "0.5", "--json"])
+    assert same.exit_code == 1
+    assert [c["metric"] for c in in_sample_checks(strict_json(same.stdout))] == ["ece"]
+    other = run(["calibrate", score_path, "--calibrator", cal, "--max-ece", "0.5"])
+    assert other.exit_code == 0, other.stderr
+
+
+def test_every_group_s_gate_fails_closed_in_sample(halves, tmp_path):
+    fit_path, _ = halves
+    rows = rows_of(fit_path)
+    grouped = write_jsonl(
+        tmp_path / "grouped.jsonl", [{**r, "task": "ab"[i % 2]} for i, r in enumerate(rows)]
+    )
+    cal = fit_file(tmp_path, grouped, "platt", "--by", "task")
+    args = ["calibrate", grouped, "--by", "task", "--gate-each", "--max-ece", "0.5", "--json"]
+    result = run([*args, "--calibrator", cal])
+    assert result.exit_code == 1
+    report = strict_json(result.stdout)
+    closed = [(c["metric"], c.get("group")) for c in in_sample_checks(report)]
+    assert closed == [("ece", None), ("ece", "a"), ("ece", "b")]
+    assert report["gate"]["failed_groups"] == ["a", "b"]
+
+
+def test_cross_fitting_is_out_of_fold_and_keeps_its_gate(halves):
+    fit_path, _ = halves
+    result = run(["calibrate", fit_path, "--recalibrate", "platt", "--max-ece", "0.5", "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert in_sample_checks(strict_json(result.stdout)) == []
+
+
 # --------------------------------------------------------------------------- cross-fitting
 
 
@@ -548,3 +640,20 @@ def test_plot_with_a_calibrator_draws(command, halves, tmp_path):
     result = run([command, score_path, "--calibrator", cal, "--plot", png])
     assert result.exit_code == 0, result.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_threshold_s_coverage_gate_fails_closed_in_sample(halves, tmp_path):
+    fit_path, score_path = halves
+    cal = fit_file(tmp_path, fit_path, "platt")
+    gate = ["--target-accuracy", "0.6", "--min-coverage", "0.01", "--json"]
+    same = run(["threshold", fit_path, "--calibrator", cal, *gate])
+    assert same.exit_code == 1
+    (check,) = strict_json(same.stdout)["gate"]["checks"]
+    assert check["metric"] == "coverage" and check["reason"] == IN_SAMPLE
+    assert f"gate failed: coverage: {IN_SAMPLE}; cannot support --min-coverage 0.01" in (
+        same.stderr.splitlines()
+    )
+    # the calibrator and the threshold both from the dev rows, evaluated on held-out rows
+    held_out = run(["threshold", score_path, "--fit", fit_path, "--calibrator", cal, *gate])
+    assert held_out.exit_code == 0, held_out.stderr
+    assert in_sample_checks(strict_json(held_out.stdout)) == []

@@ -452,11 +452,13 @@ def calibrate_report(
         after = {"groups": {k: g.figures for k, g in (groups or {}).items()}, **pooled.figures}
         return recalibration_block(recalibration, after if groups is not None else pooled.figures)
 
+    closed = recalibration.closed(gate.thresholds) if recalibration and gate else None
     return assemble(
         "calibrate",
         summary,
         build,
         gate=gate,
+        closed=closed,
         level=bootstrap.level if bootstrap else None,
         after=bootstrap_settings,
         extra=extra,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,13 +14,28 @@ class Recalibration:
     """A recalibration to show beside a report of the recalibrated rows: the summary of the
     rows as read (``before``), the report's ``recalibration`` settings (method, calibrator file
     or folds), warnings about it, how the figures before and after are binned, and whether the
-    pooled before/after carry their reliability bins (what ``--plot`` draws as two curves)."""
+    pooled before/after carry their reliability bins (what ``--plot`` draws as two curves).
+    ``in_sample`` says when the rows scored hold rows the calibrator was fitted on: the gates on
+    the figures after it then fail closed, whatever their values."""
 
     before: Any  # CalibrationSummary
     settings: dict[str, Any]
     notes: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)  # bins, strategy, min_bins, reorder_ok
     curves: bool = True
+    in_sample: str | None = None
+
+    def closed(self, figures: Iterable[str]) -> dict[str, str] | None:
+        """The gate checks on ``figures`` (after recalibration) that fail closed: all of them
+        when the rows scored hold rows the calibrator was fitted on, since the figures after it
+        are then in-sample and flatter it; None otherwise."""
+        return dict.fromkeys(figures, IN_SAMPLE_GATE) if self.in_sample else None
+
+
+IN_SAMPLE_GATE = (
+    "the calibrator was fitted on rows scored here, so the figures after it are in-sample "
+    "(score held-out rows)"
+)
 
 
 def _pick(section: dict[str, Any], curves: bool) -> dict[str, Any]:

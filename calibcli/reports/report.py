@@ -431,6 +431,7 @@ def assemble(
     closing: Callable[[Section, dict[str, Section] | None], dict[str, Any]] | None = None,
     notes: list[Note] = (),
     build_groups: Callable[[dict[str, Any]], dict[str, Section] | None] | None = None,
+    closed: dict[str, str] | None = None,
 ) -> Report:
     """A report from sections: the pooled one (``build(view, None)``), one per --by group
     (``build(view, name)``), the gate.
@@ -440,7 +441,9 @@ def assemble(
     settings after its intervals); then ``extra``, ``groups``, ``closing(pooled, groups)``,
     ``warnings`` (the input's, the sections', then ``notes``) and ``gate``.
     ``build_groups(views)``, when given, builds every group's section at once (the same
-    sections ``build`` would), or returns None to leave them to ``build``.
+    sections ``build`` would), or returns None to leave them to ``build``. ``closed`` maps
+    figures to the reason every section's gate check on them fails closed (a section's own
+    reason comes first).
     """
     views = summary.by_group()  # first: the pooled section may sort the rows in place
     pooled = build(summary.pooled(), None)
@@ -479,6 +482,15 @@ def assemble(
     failures: list[str] = []
     tail: dict[str, Any] = {}
     if gate:
+        if closed:
+            pooled = _closed(pooled, closed)
+            if gate.each and groups is not None:
+                groups = {name: _closed(g, closed) for name, g in groups.items()}
         verdict = evaluate(gate, pooled, groups, level=level)
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, all_notes, failures, tail=tail, mark_infinite=True)
+
+
+def _closed(section: Any, closed: dict[str, str]) -> Section:
+    """The section as a gate reads it, ``closed``'s figures failing closed too."""
+    return Section(section.figures, closed={**closed, **section.closed})

@@ -394,6 +394,8 @@ def threshold_report(
         summary,
         build,
         gate=gate,
+        # the coverage after a calibrator fitted on the rows evaluated is in-sample
+        closed=recalibration.closed(gate.minimums) if recalibration and gate else None,
         after=lambda _: head,
         closing=closing,
         notes=notes,

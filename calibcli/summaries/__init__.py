@@ -41,6 +41,7 @@ _LAZY = {
             "load",
             "pooled_map_note",
             "recalibrated",
+            "scored_in_sample",
         ),
         "calibcli.summaries.recalibrate",
     ),

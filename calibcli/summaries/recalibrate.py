@@ -343,26 +343,8 @@ def recalibrated(
             "calibrator": str(calibrators.path) if calibrators.path else None,
             "fitted_on": calibrators.fitted_on,
         }
-        notes = []
-        if calibrators.fingerprint is not None:
-            shared = in_sample_note(
-                calibrators.fingerprint,
-                summary.fingerprint,
-                "the rows the calibrator was fitted on",
-                "the figures after recalibration are in-sample for them and flatter the map; "
-                "score held-out rows, or use --recalibrate METHOD --folds K",
-            )
-            notes += [shared] if shared else []
-        else:  # a calibrator file that records no fingerprint: compare the files by path
-            fitted = {_same_file(f) for f in calibrators.fitted_on.get("files") or []}
-            overlap = sorted(f for f in files if _same_file(f) in fitted and f != "-")
-            if overlap:
-                notes.append(
-                    f"the calibrator was fitted on {', '.join(overlap)}, which is scored here "
-                    "too: the figures after recalibration are in-sample and flatter it; score "
-                    "held-out rows, or use --recalibrate METHOD --folds K"
-                )
-        return after, settings, notes
+        shared = scored_in_sample(calibrators, summary, files)
+        return after, settings, [shared] if shared else []
     if choices is not None and method == "temperature":
         after = cross_fit_choices(choices, folds=folds, seed=FOLD_SEED, bins=bins)
         method = MULTICLASS
@@ -370,6 +352,30 @@ def recalibrated(
         after = cross_fit_data(summary, method=method, folds=folds, seed=FOLD_SEED, bins=bins)
     settings = {"method": method, "mode": "cross-fitted", "folds": folds, "seed": FOLD_SEED}
     return after, settings, []
+
+
+def scored_in_sample(calibrators: CalibratorFile, summary: Any, files: list[str]) -> str | None:
+    """The warning that the rows scored hold rows the calibrator was fitted on, or None: by
+    content (the fingerprint the file records, :func:`in_sample_note`), else, for a file that
+    records none, by the files named. The figures after such a calibrator are in-sample and
+    flatter it, so a gate on them cannot pass on its word."""
+    if calibrators.fingerprint is not None:
+        return in_sample_note(
+            calibrators.fingerprint,
+            summary.fingerprint,
+            "the rows the calibrator was fitted on",
+            "the figures after recalibration are in-sample for them and flatter the map; "
+            "score held-out rows, or use --recalibrate METHOD --folds K",
+        )
+    fitted = {_same_file(f) for f in calibrators.fitted_on.get("files") or []}
+    overlap = sorted(f for f in files if _same_file(f) in fitted and f != "-")
+    if not overlap:
+        return None
+    return (
+        f"the calibrator was fitted on {', '.join(overlap)}, which is scored here too: the "
+        "figures after recalibration are in-sample and flatter it; score held-out rows, or use "
+        "--recalibrate METHOD --folds K"
+    )
 
 
 IN_SAMPLE_SHARE = 0.1

@@ -86,7 +86,8 @@ def calibrate(
     do fewer than 30 rows under --gate-on upper (too few for a bootstrap interval's end) and
     fewer rows than --min-rows.
     With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
-    shown beside the figures before it.
+    shown beside the figures before it; a --max-* gate fails closed when the calibrator was
+    fitted on rows scored here (its figures are in-sample).
     """
     from calibcli.reports import (
         CALIBRATION,
@@ -97,6 +98,7 @@ def calibrate(
         calibrate_report,
         floor_options,
     )
+    from calibcli.summaries import scored_in_sample
 
     gate_on, bins, ci = one(gate_on), one(bins), one(ci)
     min_populated_bins, strategy = one(min_populated_bins), one(strategy)
@@ -175,7 +177,9 @@ def calibrate(
                 )
             if method is not None and boot is not None:
                 notes = [*notes, f"{CROSS_FIT_INTERVALS}, so they are narrower than they should be"]
-            recalibration = Recalibration(data, settings, tuple(notes), options)
+            # the gates fail closed on figures after a calibrator fitted on these rows
+            shared = None if calibrators is None else scored_in_sample(calibrators, data, files)
+            recalibration = Recalibration(data, settings, tuple(notes), options, in_sample=shared)
             result = calibrate_report(
                 after,
                 bootstrap=boot,

@@ -75,6 +75,7 @@ def threshold(
         threshold_options,
         threshold_report,
     )
+    from calibcli.summaries import scored_in_sample
 
     min_coverage, grid = one(min_coverage), one(grid)
     target_accuracy, delta, method = one(target_accuracy), one(delta), one(method)
@@ -108,7 +109,14 @@ def threshold(
         options = {"folds": 5, "bins": 10}
         raw = data
         data, how, notes = recalibrate(data, calibrators, None, files=files, **options)
-        recalibration = Recalibration(raw, how, tuple(notes), {"reorder_ok": False}, curves=False)
+        recalibration = Recalibration(
+            raw,
+            how,
+            tuple(notes),
+            {"reorder_ok": False},
+            curves=False,
+            in_sample=scored_in_sample(calibrators, raw, files),
+        )
         if fit_data is not None:
             fit_data, _, fit_notes = recalibrate(fit_data, calibrators, None, files=fit, **options)
             # what the calibrator says of the --fit rows (another format, a pooled map, rows
