@@ -64,6 +64,7 @@ from calibcli.formats.lm_eval import (
     lm_eval_output_type,
     lm_eval_rolling_row,
     lm_eval_row_kind,
+    model_args_from_filename,
     model_from_filename,
     task_from_filename,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "lm_eval_row_kind",
     "logprobs_row",
     "lookup",
+    "model_args_from_filename",
     "model_from_filename",
     "openai_body",
     "openai_rows",

@@ -114,6 +114,25 @@ def model_from_filename(path: str | PurePath) -> str | None:
     return None
 
 
+def model_args_from_filename(path: str | PurePath) -> str | None:
+    """The model arguments an lm-eval samples file named the pre-v0.4.3 way was run with, as
+    its name writes them (``pretrained=EleutherAI__pythia-2.8b`` of
+    ``pretrained=EleutherAI__pythia-2.8b_winogrande.jsonl``; ``""`` for ``_<task>.jsonl``, a
+    run without them); None for any other name. Files of one task with other arguments are runs
+    of other models (or of one model loaded another way).
+
+    >>> model_args_from_filename("_winogrande.jsonl")
+    ''
+    """
+    name = _stem(path)
+    if _SAMPLES_NAME.match(name):
+        return None
+    match = _ARGS_NAME.match(name)
+    if match:
+        return match["args"]
+    return "" if name.startswith("_") and len(name) > 1 else None
+
+
 # --------------------------------------------------------------------------- lm-eval rows
 
 

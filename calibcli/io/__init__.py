@@ -154,7 +154,22 @@ def _read(
             raise _nothing_left(reader, what)
     if parts:
         summary = combine(summary, parts, plan, rebin)
-    return summary
+    return _one_model(summary, plan.settings.by)
+
+
+def _one_model(summary: Any, by: str | None) -> Any:
+    """The summary, said to mix models (:func:`calibcli.io.runs.pooled_models`) when its
+    lm-eval rows are several models' and --by model does not keep them apart."""
+    from dataclasses import replace
+
+    from calibcli.io.runs import pooled_models
+
+    read = [s.name for s in summary.sources if s.format == "lm-eval" and s.skipped is None]
+    mixed = pooled_models(read, by)
+    if mixed is None:
+        return summary
+    warnings = tuple(dict.fromkeys([*summary.warnings, mixed]))  # a summary file may hold it
+    return replace(summary, warnings=warnings, mixed=mixed)
 
 
 def read_calibration(

@@ -49,6 +49,7 @@ class KeyColumns:
     spans: list[tuple[str, bool, int, int]]  # (source, read as a folder's file, start, stop)
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
     docs: dict[int, tuple[str, str]] | None = None  # row -> what it asks (see matching.document)
+    mixed: str | None = None  # why the rows are several models' (io.runs.pooled_models)
 
     @property
     def n(self) -> int:
@@ -152,7 +153,8 @@ def read_key_columns(
     if keyed:
         raise_repeat(reader, ids.first_repeat(), spans, side)
     warnings = tuple(reader.warnings)
-    return KeyColumns(ids, conf, corr, side.groups, found or "jsonl", spans, warnings, side.docs)
+    fmt = found or "jsonl"
+    return KeyColumns(ids, conf, corr, side.groups, fmt, spans, warnings, side.docs, reader.mixed)
 
 
 def read_matched(
@@ -174,7 +176,9 @@ def read_matched(
     row_of, conf, corr, new_n = side.row_of, side.conf_at, side.corr_at, side.count
     del side
     warnings = tuple(dict.fromkeys((*base.warnings, *reader.warnings)))
-    return replace(aligned(base, row_of, conf, corr, new_n), warnings=warnings), found or "jsonl"
+    paired = aligned(base, row_of, conf, corr, new_n)
+    paired = replace(paired, warnings=warnings, mixed=base.mixed or reader.mixed)
+    return paired, found or "jsonl"
 
 
 def read_compared(
@@ -205,6 +209,7 @@ def read_compared(
             b.n,
             n.n,
             tuple(dict.fromkeys((*b.warnings, *n.warnings))),
+            mixed=b.mixed or n.mixed,
         )
         return rows, (b.fmt, n.fmt)
     # BASE's id hashes give way to their sorted index, and NEW's are never held as a column
@@ -224,7 +229,7 @@ def _read_side(
     from calibcli.io.plan import answer_options
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow
-    from calibcli.io.runs import choose_runs, limited_runs
+    from calibcli.io.runs import choose_runs, limited_runs, pooled_models
 
     native = CalibrationRow(
         options.get("confidence_field", "confidence"), options.get("correct_field", "correct")
@@ -262,7 +267,10 @@ def _read_side(
             start = side.count
             folder = source in from_folder
             try:
-                found = reader.source(source, folder, side) or found
+                fmt = reader.source(source, folder, side)
+                found = fmt or found
+                if fmt == "lm-eval":
+                    reader.lm_eval.append(source)
             finally:
                 side.flush()
                 spans.append((source, folder, start, side.count))
@@ -275,6 +283,9 @@ def _read_side(
     read = [(source, stop - start) for source, _, start, stop in spans if stop > start]
     limited = limited_runs(read)
     reader.warnings.extend(w for w in limited if w not in reader.warnings)
+    reader.mixed = pooled_models(reader.lm_eval, options.get("by"))
+    if reader.mixed is not None:
+        reader.warnings.append(reader.mixed)
     return reader, spans, found
 
 
@@ -345,6 +356,8 @@ class _Reader:
         self.bounds = {"max_line_bytes": max_line, "max_document_bytes": max_document}
         self._decoders: dict[str, Any] = {}
         self.warnings: list[str] = []  # what a file read says of itself (a failed inspect run)
+        self.lm_eval: list[str] = []  # the files read as lm-eval rows
+        self.mixed: str | None = None
 
     def note(self, name: str, text: str) -> None:
         """Record the warning ``name: text`` about a file (:func:`note_once`)."""

@@ -132,7 +132,7 @@ def read_keyed(
     from calibcli.io.plan import answer_options, group_key
     from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
-    from calibcli.io.runs import choose_runs, limited_runs
+    from calibcli.io.runs import choose_runs, limited_runs, pooled_models
     from calibcli.summaries import joined_mode
 
     native = CalibrationRow(confidence_field, correct_field)
@@ -162,6 +162,7 @@ def read_keyed(
     # succeed
     warnings = list(runs.warnings)
     read: list[tuple[str, int]] = []  # the files whose rows were read, and how many
+    models: list[str] = []  # the files read as lm-eval rows
     for source in expand(sources):
         if source in from_folder and source not in newest:
             continue
@@ -227,7 +228,11 @@ def read_keyed(
         modes.append(joined_mode(taken_modes(convert)))
         if len(keys) > before:
             read.append((source, len(keys) - before))
+            if source_fmt == "lm-eval":
+                models.append(source)
     warnings += [w for w in limited_runs(read) if w not in warnings]
+    mixed = pooled_models(models, by)
+    warnings += [mixed] if mixed else []
     return KeyedRows(
         keys,
         np.asarray(conf, dtype=np.float64),

@@ -186,10 +186,10 @@ def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:
         if match is None:
             continue
         results = os.path.join(os.path.dirname(f), f"results_{match['stamp']}.json")
-        found = _run_counts(results)
+        found = _run_record(results)
         if found is None:
             continue
-        counts, limit = found
+        counts, limit = found.counts, found.limit
         task = counts.get(match["task"])
         if task is None:
             continue
@@ -211,6 +211,60 @@ def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:
     return [*limited, *dict.fromkeys(cut)]
 
 
+def pooled_models(files: list[str], by: str | None) -> str | None:
+    """Why the rows of the lm-eval samples ``files`` are not one model's, or None: the models
+    they were run with, where a file's name (model arguments, before v0.4.3) or its run's
+    results file (``model_name``) says, differ. Pooled, the rows mix the models' calibration,
+    and nothing else tells it: their ids differ, being other models' files of a task. None
+    with ``by`` ``model``, which keeps them apart."""
+    if by == "model":
+        return None
+    models: dict[str, list[str]] = {}
+    for f in dict.fromkeys(files):
+        model = _model_of(f)
+        if model is not None:
+            models.setdefault(model, []).append(f)
+    if len(models) < 2:
+        return None
+    shown = ", ".join(
+        f"{_model_shown(model)} ({_files_shown(found)})"
+        for model, found in sorted(models.items())[:SHOWN]
+    )
+    more = f" and {len(models) - SHOWN} more" if len(models) > SHOWN else ""
+    return (
+        f"rows of {len(models)} models are pooled: {shown}{more}, as lm-eval's file names and "
+        "results files name them: the figures mix the models, and a gate on them fails; read "
+        "one model's files at a time (calibcli compare sets two side by side)"
+    )
+
+
+def _model_of(path: str) -> str | None:
+    """The model an lm-eval samples file was run with: its model arguments as its name writes
+    them (before v0.4.3), else the ``model_name`` of its run's results file; None when neither
+    says."""
+    from calibcli import formats
+
+    if path == "-":
+        return None
+    args = formats.model_args_from_filename(path)
+    if args is not None:
+        return args
+    match = _RUN_NAME.match(PurePath(path).name)
+    if match is None:
+        return None
+    found = _run_record(os.path.join(os.path.dirname(path), f"results_{match['stamp']}.json"))
+    return None if found is None else found.model
+
+
+def _model_shown(model: str) -> str:
+    return repr(model) if model else "a run without model arguments"
+
+
+def _files_shown(files: list[str]) -> str:
+    first = shown_name(PurePath(files[0]).name)
+    return first if len(files) == 1 else f"{first} and {len(files) - 1} more"
+
+
 def _limited_warning(results: str, tasks: list[tuple[str, int, int]], limit: Any) -> str:
     given = f" (--limit {limit:g})" if limit is not None else ""
     if len(tasks) == 1:
@@ -229,27 +283,37 @@ def _limited_warning(results: str, tasks: list[tuple[str, int, int]], limit: Any
     )
 
 
-def _run_counts(path: str) -> tuple[dict[str, tuple[int, int]], Any] | None:
-    """The (original, effective) documents of each task a results file records, and the
-    ``--limit`` it was run with (None when not given or not a number); None when there is
-    no readable results file."""
+@dataclass(frozen=True)
+class _Run:
+    """What a results file records of its run: the (original, effective) documents of each
+    task, the ``--limit`` it was run with (None when not given or not a number) and the model
+    (None when it names none)."""
+
+    counts: dict[str, tuple[int, int]]
+    limit: Any
+    model: str | None
+
+
+def _run_record(path: str) -> _Run | None:
+    """What the results file at ``path`` records of its run; None when there is no readable
+    results file."""
     try:
         found = os.stat(path)
     except OSError:
         return None
     if not stat.S_ISREG(found.st_mode) or found.st_size > RESULTS_BYTES:
         return None
-    return _counts_of(os.path.realpath(path), found.st_mtime_ns, found.st_size)
+    return _record_of(os.path.realpath(path), found.st_mtime_ns, found.st_size)
 
 
 @lru_cache(maxsize=16)
-def _counts_of(path: str, _mtime: int, _size: int) -> tuple[dict[str, tuple[int, int]], Any] | None:
+def _record_of(path: str, _mtime: int, _size: int) -> _Run | None:
     # cached by the file's identity: the samples files of one run (57 for MMLU) share it
     import msgspec
 
     results = msgspec.defstruct(
         "Results",
-        [("n_samples", Any, None), ("config", Any, None)],
+        [("n_samples", Any, None), ("config", Any, None), ("model_name", Any, None)],
         rename={"n_samples": "n-samples"},
     )
     try:
@@ -257,15 +321,17 @@ def _counts_of(path: str, _mtime: int, _size: int) -> tuple[dict[str, tuple[int,
             top = msgspec.json.decode(f.read(RESULTS_BYTES + 1), type=results)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    if not isinstance(top.n_samples, dict):
-        return None
-    counts = {}
-    for task, entry in top.n_samples.items():
+    config = top.config if isinstance(top.config, dict) else {}
+    model = top.model_name if isinstance(top.model_name, str) and top.model_name else None
+    if model is None and isinstance(config.get("model_args"), str) and config["model_args"]:
+        model = config["model_args"]
+    counts: dict[str, tuple[int, int]] = {}
+    for task, entry in (top.n_samples if isinstance(top.n_samples, dict) else {}).items():
         if isinstance(entry, dict):
             original, effective = (whole_count(entry.get(k)) for k in ("original", "effective"))
             if original is not None and effective is not None:
                 counts[task] = (original, effective)
-    limit = top.config.get("limit") if isinstance(top.config, dict) else None
+    limit = config.get("limit")
     if isinstance(limit, bool) or not isinstance(limit, (int, float)):
         limit = None
-    return counts, limit
+    return _Run(counts, limit, model)

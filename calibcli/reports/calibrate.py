@@ -384,8 +384,9 @@ def calibrate_report(
     With ``recalibration`` (:class:`~calibcli.reports.recalibration.Recalibration`) the
     summary holds the recalibrated rows and the report shows the figures before and after.
     """
-    from calibcli.reports.recalibration import recalibration_block
+    from calibcli.reports.recalibration import carried, recalibration_block
 
+    summary = carried(summary, recalibration)
     min_bins = min(min_bins, bins)
     views = summary.by_group()
     upper_gate = bool(gate) and gate.bound == "upper"

@@ -19,7 +19,16 @@ from typing import TYPE_CHECKING, Any
 from calibcli.reports import figures as registry
 from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
 from calibcli.reports.gate import Gate, evaluate, upper_bound_reason
-from calibcli.reports.report import SCHEMA_VERSION, Note, Section, finish, group_notes
+from calibcli.reports.report import (
+    MIXED,
+    SCHEMA_VERSION,
+    Note,
+    Section,
+    every_check,
+    finish,
+    group_notes,
+    with_closed,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from calibcli.summaries import PairedRows
@@ -365,8 +374,13 @@ def compare_report(
     failures: list[str] = []
     tail: dict[str, Any] = {}
     if gate:
+        pooled_view = pooled.gate_view
         views = None if groups is None else {k: g.gate_view for k, g in groups.items()}
-        verdict = evaluate(gate, pooled.gate_view, views, level=settings.level)
+        if matched.mixed:  # a side's rows are several models': no check can read them
+            closed = every_check(gate, MIXED)
+            pooled_view = with_closed(pooled_view, closed)
+            views = None if views is None else {k: with_closed(v, closed) for k, v in views.items()}
+        verdict = evaluate(gate, pooled_view, views, level=settings.level)
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, notes, failures, tail=tail, mark_infinite=True)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from calibcli.reports import figures as registry
@@ -30,6 +30,15 @@ class Recalibration:
         when the rows scored hold rows the calibrator was fitted on, since the figures after it
         are then in-sample and flatter it; None otherwise."""
         return dict.fromkeys(figures, IN_SAMPLE_GATE) if self.in_sample else None
+
+
+def carried(summary: Any, recalibration: Recalibration | None) -> Any:
+    """The recalibrated rows' summary, mixing models where the rows before did: a map changes
+    the confidences, not whose rows they are."""
+    mixed = None if recalibration is None else getattr(recalibration.before, "mixed", None)
+    if mixed is None or getattr(summary, "mixed", None) is not None:
+        return summary
+    return replace(summary, mixed=mixed)
 
 
 IN_SAMPLE_GATE = (

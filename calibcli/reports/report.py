@@ -419,6 +419,15 @@ def input_notes(summary: Any) -> list[Note]:
     return [Note("input", text) for text in summary.warnings]
 
 
+MIXED = "the rows are several models' (see the warning); read one model's files at a time"
+"""Why a gate fails closed on rows that mix models (a summary's ``mixed``)."""
+
+
+def every_check(gate: Any, reason: str) -> dict[str, str]:
+    """Every figure ``gate`` checks, failing closed for ``reason``."""
+    return dict.fromkeys([*gate.thresholds, *gate.minimums], reason)
+
+
 def assemble(
     command: str,
     summary: Any,
@@ -443,7 +452,7 @@ def assemble(
     ``build_groups(views)``, when given, builds every group's section at once (the same
     sections ``build`` would), or returns None to leave them to ``build``. ``closed`` maps
     figures to the reason every section's gate check on them fails closed (a section's own
-    reason comes first).
+    reason comes first); every check fails closed on a summary whose rows mix models.
     """
     views = summary.by_group()  # first: the pooled section may sort the rows in place
     pooled = build(summary.pooled(), None)
@@ -481,16 +490,18 @@ def assemble(
     all_notes += list(notes)
     failures: list[str] = []
     tail: dict[str, Any] = {}
+    if gate and getattr(summary, "mixed", None):
+        closed = {**(closed or {}), **every_check(gate, MIXED)}
     if gate:
         if closed:
-            pooled = _closed(pooled, closed)
+            pooled = with_closed(pooled, closed)
             if gate.each and groups is not None:
-                groups = {name: _closed(g, closed) for name, g in groups.items()}
+                groups = {name: with_closed(g, closed) for name, g in groups.items()}
         verdict = evaluate(gate, pooled, groups, level=level)
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, all_notes, failures, tail=tail, mark_infinite=True)
 
 
-def _closed(section: Any, closed: dict[str, str]) -> Section:
+def with_closed(section: Any, closed: dict[str, str]) -> Section:
     """The section as a gate reads it, ``closed``'s figures failing closed too."""
     return Section(section.figures, closed={**closed, **section.closed})

@@ -328,8 +328,15 @@ def threshold_report(
     the ``fit`` summary's rows of the same group). With ``recalibration``
     (:class:`~calibcli.reports.recalibration.Recalibration`) the summaries hold recalibrated
     rows and the report shows the figures before and after."""
-    from calibcli.metrics import PredictionColumns
+    from dataclasses import replace
 
+    from calibcli.metrics import PredictionColumns
+    from calibcli.reports.recalibration import carried
+
+    summary = carried(summary, recalibration)
+    mixed = getattr(fit, "mixed", None)
+    if mixed is not None and getattr(summary, "mixed", None) is None:
+        summary = replace(summary, mixed=mixed)  # a threshold chosen on several models' rows
     fit_groups = None if fit is None else fit.by_group()
 
     def build(view: Any, group: str | None) -> Section:

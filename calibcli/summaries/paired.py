@@ -44,6 +44,7 @@ class PairedRows:
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
     # BASE's --by groups none of whose rows has a partner (no matched row holds them)
     unmatched_groups: tuple[str, ...] = ()
+    mixed: str | None = None  # why a side's rows are several models': every gate fails closed
 
 
 def match(base: KeyedRows, new: KeyedRows) -> PairedRows:

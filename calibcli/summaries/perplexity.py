@@ -92,6 +92,7 @@ class PerplexitySummary:
     warnings: tuple[str, ...] = ()
     present: tuple[bool | None, bool | None, bool | None] = (None, None, None)
     row_ids: RowIds | None = None
+    mixed: str | None = None  # why the rows are not one model's: every gate on them fails
 
     kind = "perplexity"
 

@@ -181,7 +181,8 @@ def summarize(
     resamples = None if bootstrap_samples is None else (bootstrap_samples, seed or 0)
     with phases(reading.quiet):
         summary, warnings = to_part(data, table.value, resamples)
-    for warning in warnings:
+    # what reading said (re-runs left out, models pooled, ...) is kept in the file and said here
+    for warning in dict.fromkeys([*data.warnings, *warnings]):
         say(f"warning: {warning}")
     size = _write(output, summary)
     if not reading.quiet and size is not None:
