@@ -26,9 +26,8 @@ needs_realworld = pytest.mark.skipif(not REALWORLD.is_dir(), reason="no ../share
 
 MIXED = "the rows are several models' (see the warning); read one model's files at a time"
 ADVICE = (
-    "as lm-eval's file names and results files name them: the figures mix the models, and a "
-    "gate on them fails; read one model's files at a time (calibcli compare sets two side by "
-    "side)"
+    "as their runs name them: the figures mix the models, and a gate on them fails; read one "
+    "model's files at a time (calibcli compare sets two side by side)"
 )
 OLD_WARNING = (
     "rows of 2 models are pooled: 'pretrained=org__model-b' "
@@ -200,3 +199,39 @@ def test_realworld_re_runs_of_one_model_are_not_said():
     folder = REALWORLD / "lmeval-pr3936-qwen3-8b-negotiationtom"
     report = report_of(run(["calibrate", folder, "--all-runs", "--json"]))
     assert not [w for w in report["warnings"] if "models are pooled" in w]
+
+
+INSPECT = HERE / "fixtures" / "inspect_ai"
+
+
+def inspect_log_of(tmp_path, name, model):
+    """The committed real inspect-ai .json log, its run's model set as given."""
+    log = json.loads((INSPECT / "toy_arithmetic.json").read_text())
+    log["eval"]["model"] = model
+    path = tmp_path / name
+    path.write_text(json.dumps(log))
+    return path
+
+
+def test_inspect_logs_of_two_models_are_said(tmp_path):
+    # the .eval log's own header names its model: the .json log beside it says the same
+    recorded = json.loads((INSPECT / "toy_arithmetic.json").read_text())["eval"]["model"]
+    other = inspect_log_of(tmp_path, "other.json", "mockllm/other")
+    args = ["calibrate", INSPECT / "toy_arithmetic.eval", other, "--scorer", "match"]
+    # the two logs hold the same sample ids: pooling them is asked for with --all-runs
+    result = run([*args, "--all-runs", "--max-brier", "0.99", "--json"])
+    assert result.exit_code == 1
+    report = report_of(result)
+    assert (
+        f"rows of 2 models are pooled: {recorded!r} (toy_arithmetic.eval), 'mockllm/other' "
+        f"(other.json), {ADVICE}"
+    ) in report["warnings"]
+    assert closed_checks(report) == [("brier", None)]
+
+
+def test_inspect_logs_of_one_model_are_not_said(tmp_path):
+    same = inspect_log_of(tmp_path, "same.json", "mockllm/model")
+    args = ["calibrate", INSPECT / "toy_arithmetic.eval", same, "--scorer", "match"]
+    report = report_of(run([*args, "--all-runs", "--max-brier", "0.99", "--json"]))
+    assert not [w for w in report["warnings"] if "models are pooled" in w]
+    assert report["gate"]["passed"] is True

@@ -164,7 +164,7 @@ def _one_model(summary: Any, by: str | None) -> Any:
 
     from calibcli.io.runs import pooled_models
 
-    read = [s.name for s in summary.sources if s.format == "lm-eval" and s.skipped is None]
+    read = [(s.name, s.format) for s in summary.sources if s.skipped is None]
     mixed = pooled_models(read, by)
     if mixed is None:
         return summary

@@ -429,7 +429,7 @@ def _eval_zip_rows(
                     raise DocumentError("a zip archive that is not an inspect-ai .eval log")
                 raise DocumentError(_no_samples(None))
             if notes is not None:
-                header = _eval_header(archive, f, limit)
+                header = eval_header(archive, f, limit)
                 if header is not None:
                     note_status(header, len(entries), notes)
             for _, _, info in sorted(entries, key=lambda e: (e[0], e[1])):
@@ -437,7 +437,7 @@ def _eval_zip_rows(
                 yield info.filename, _member_value(text, info.filename), text
 
 
-def _eval_header(archive: zipfile.ZipFile, f: Any, limit: int) -> Mapping[str, Any] | None:
+def eval_header(archive: zipfile.ZipFile, f: Any, limit: int) -> Mapping[str, Any] | None:
     """The top level of an ``.eval`` log without its samples: ``header.json``, written when the
     run ends; else, for a log with a journal, ``_journal/start.json`` (its ``eval``) with the
     status inspect-ai gives such a log, ``"started"``. None for neither, or for a header that

@@ -8,6 +8,7 @@ one about a run that evaluated a part of its dataset (``limit``)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -249,3 +250,42 @@ def _whole(decode: Callable[[Any], Any], raw: Any, i: int) -> Any:
         return decode(raw)
     except ValueError as e:
         raise DocumentError(str(e), f"samples[{i}]") from None
+
+
+def log_model(path: str) -> str | None:
+    """The model an inspect-ai log's run used (``eval.model``): from an ``.eval`` log's header
+    or a ``.json`` log's ``eval``; None when the log does not say or cannot be read (its
+    samples are read, and their errors named, as without it)."""
+    import os
+
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return _model_of(os.path.realpath(path), found.st_mtime_ns, found.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _model_of(path: str, _mtime: int, size: int) -> str | None:
+    # cached by the file's identity, as lm-eval's results files are
+    import zipfile
+
+    import msgspec
+
+    from calibcli.io.documents import MAX_DOCUMENT_BYTES, eval_header
+
+    spec: Any = None
+    try:
+        if path.endswith(".eval"):
+            with open(path, "rb") as f, zipfile.ZipFile(f) as archive:
+                header = eval_header(archive, f, MAX_DOCUMENT_BYTES)
+            spec = header.get("eval") if header is not None else None
+        elif path.endswith(".json") and size <= MAX_DOCUMENT_BYTES:
+            model = msgspec.defstruct("Spec", [("model", Any, None)])
+            log = msgspec.defstruct("Log", [("eval", model, None)])
+            with open(path, "rb") as f:
+                spec = {"model": msgspec.json.decode(f.read(), type=log).eval.model}
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError, RecursionError, AttributeError):
+        return None
+    model = spec.get("model") if isinstance(spec, Mapping) else None
+    return model if isinstance(model, str) and model else None

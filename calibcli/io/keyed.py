@@ -269,8 +269,7 @@ def _read_side(
             try:
                 fmt = reader.source(source, folder, side)
                 found = fmt or found
-                if fmt == "lm-eval":
-                    reader.lm_eval.append(source)
+                reader.formats.append((source, fmt))
             finally:
                 side.flush()
                 spans.append((source, folder, start, side.count))
@@ -283,7 +282,7 @@ def _read_side(
     read = [(source, stop - start) for source, _, start, stop in spans if stop > start]
     limited = limited_runs(read)
     reader.warnings.extend(w for w in limited if w not in reader.warnings)
-    reader.mixed = pooled_models(reader.lm_eval, options.get("by"))
+    reader.mixed = pooled_models(reader.formats, options.get("by"))
     if reader.mixed is not None:
         reader.warnings.append(reader.mixed)
     return reader, spans, found
@@ -356,7 +355,7 @@ class _Reader:
         self.bounds = {"max_line_bytes": max_line, "max_document_bytes": max_document}
         self._decoders: dict[str, Any] = {}
         self.warnings: list[str] = []  # what a file read says of itself (a failed inspect run)
-        self.lm_eval: list[str] = []  # the files read as lm-eval rows
+        self.formats: list[tuple[str, str | None]] = []  # each file read, with its format
         self.mixed: str | None = None
 
     def note(self, name: str, text: str) -> None:

@@ -162,7 +162,7 @@ def read_keyed(
     # succeed
     warnings = list(runs.warnings)
     read: list[tuple[str, int]] = []  # the files whose rows were read, and how many
-    models: list[str] = []  # the files read as lm-eval rows
+    models: list[tuple[str, str]] = []  # the files read, with their formats
     for source in expand(sources):
         if source in from_folder and source not in newest:
             continue
@@ -228,8 +228,7 @@ def read_keyed(
         modes.append(joined_mode(taken_modes(convert)))
         if len(keys) > before:
             read.append((source, len(keys) - before))
-            if source_fmt == "lm-eval":
-                models.append(source)
+            models.append((source, source_fmt))
     warnings += [w for w in limited_runs(read) if w not in warnings]
     mixed = pooled_models(models, by)
     warnings += [mixed] if mixed else []

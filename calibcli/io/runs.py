@@ -34,7 +34,7 @@ from typing import Any
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.content import file_content_id
-from calibcli.io.inspect_log import whole_count
+from calibcli.io.inspect_log import log_model, whole_count
 
 _RUN_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
@@ -211,17 +211,19 @@ def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:
     return [*limited, *dict.fromkeys(cut)]
 
 
-def pooled_models(files: list[str], by: str | None) -> str | None:
-    """Why the rows of the lm-eval samples ``files`` are not one model's, or None: the models
-    they were run with, where a file's name (model arguments, before v0.4.3) or its run's
-    results file (``model_name``) says, differ. Pooled, the rows mix the models' calibration,
-    and nothing else tells it: their ids differ, being other models' files of a task. None
-    with ``by`` ``model``, which keeps them apart."""
-    if by == "model":
+def pooled_models(files: list[tuple[str, str | None]], by: str | None) -> str | None:
+    """Why the rows of ``files`` (each with the format it was read in) are not one model's, or
+    None: the models their runs used differ, where a run says: an lm-eval samples file's name
+    (model arguments, before v0.4.3) or its run's results file (``model_name``), an inspect-ai
+    log's ``eval.model``. Pooled, the rows mix the models' calibration, and nothing else tells
+    it: other models' files of a task hold other ids. None with ``by`` ``model``, which keeps
+    them apart, and for one file."""
+    runs = [(f, fmt) for f, fmt in dict.fromkeys(files) if fmt in _MODEL_OF and f != "-"]
+    if by == "model" or len(runs) < 2:
         return None
     models: dict[str, list[str]] = {}
-    for f in dict.fromkeys(files):
-        model = _model_of(f)
+    for f, fmt in runs:
+        model = _MODEL_OF[fmt](f)
         if model is not None:
             models.setdefault(model, []).append(f)
     if len(models) < 2:
@@ -232,20 +234,18 @@ def pooled_models(files: list[str], by: str | None) -> str | None:
     )
     more = f" and {len(models) - SHOWN} more" if len(models) > SHOWN else ""
     return (
-        f"rows of {len(models)} models are pooled: {shown}{more}, as lm-eval's file names and "
-        "results files name them: the figures mix the models, and a gate on them fails; read "
-        "one model's files at a time (calibcli compare sets two side by side)"
+        f"rows of {len(models)} models are pooled: {shown}{more}, as their runs name them: the "
+        "figures mix the models, and a gate on them fails; read one model's files at a time "
+        "(calibcli compare sets two side by side)"
     )
 
 
-def _model_of(path: str) -> str | None:
+def _lm_eval_model(path: str) -> str | None:
     """The model an lm-eval samples file was run with: its model arguments as its name writes
     them (before v0.4.3), else the ``model_name`` of its run's results file; None when neither
     says."""
     from calibcli import formats
 
-    if path == "-":
-        return None
     args = formats.model_args_from_filename(path)
     if args is not None:
         return args
@@ -254,6 +254,9 @@ def _model_of(path: str) -> str | None:
         return None
     found = _run_record(os.path.join(os.path.dirname(path), f"results_{match['stamp']}.json"))
     return None if found is None else found.model
+
+
+_MODEL_OF = {"lm-eval": _lm_eval_model, "inspect-ai": log_model}
 
 
 def _model_shown(model: str) -> str:
