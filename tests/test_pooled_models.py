@@ -47,6 +47,16 @@ def closed_checks(report):
     ]
 
 
+def pooled(result, warning, closed):
+    """The report of a run whose gates failed closed (``closed``) on several models' rows,
+    its warnings holding ``warning``."""
+    assert result.exit_code == 1, result.stderr
+    report = report_of(result)
+    assert warning in report["warnings"]
+    assert closed_checks(report) == closed
+    return report
+
+
 def test_two_models_files_of_one_task_are_said_and_fail_every_gate():
     gates = ["--max-ece", "0.99", "--max-brier", "0.99", "--min-rows", "1"]
     result = run(["calibrate", OLD, "--json", *gates])
@@ -102,14 +112,11 @@ def two_runs(tmp_path, first_model, second_model, tasks=("toy_mc_science", "toy_
 
 def test_the_results_files_model_names_tell_two_models_apart(tmp_path):
     files = two_runs(tmp_path, "org/alpha", "org/beta")
-    result = run(["calibrate", *files, "--json", "--max-ece", "0.99"])
-    assert result.exit_code == 1
-    report = report_of(result)
-    assert (
+    warning = (
         f"rows of 2 models are pooled: 'org/alpha' (samples_toy_mc_science_{STAMP}.jsonl), "
         f"'org/beta' (samples_toy_mc_trivia_{STAMP}.jsonl), {ADVICE}"
-    ) in report["warnings"]
-    assert closed_checks(report) == [("ece", None)]
+    )
+    pooled(run(["calibrate", *files, "--json", "--max-ece", "0.99"]), warning, [("ece", None)])
 
 
 def test_one_model_s_two_runs_are_not_said(tmp_path):
@@ -219,14 +226,12 @@ def test_inspect_logs_of_two_models_are_said(tmp_path):
     other = inspect_log_of(tmp_path, "other.json", "mockllm/other")
     args = ["calibrate", INSPECT / "toy_arithmetic.eval", other, "--scorer", "match"]
     # the two logs hold the same sample ids: pooling them is asked for with --all-runs
-    result = run([*args, "--all-runs", "--max-brier", "0.99", "--json"])
-    assert result.exit_code == 1
-    report = report_of(result)
-    assert (
+    warning = (
         f"rows of 2 models are pooled: {recorded!r} (toy_arithmetic.eval), 'mockllm/other' "
         f"(other.json), {ADVICE}"
-    ) in report["warnings"]
-    assert closed_checks(report) == [("brier", None)]
+    )
+    result = run([*args, "--all-runs", "--max-brier", "0.99", "--json"])
+    pooled(result, warning, [("brier", None)])
 
 
 def test_inspect_logs_of_one_model_are_not_said(tmp_path):
