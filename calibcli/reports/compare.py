@@ -377,9 +377,7 @@ def compare_report(
         pooled_view = pooled.gate_view
         views = None if groups is None else {k: g.gate_view for k, g in groups.items()}
         if matched.mixed:  # a side's rows are several models': no check can read them
-            closed = every_check(gate, MIXED)
-            pooled_view = with_closed(pooled_view, closed)
-            views = None if views is None else {k: with_closed(v, closed) for k, v in views.items()}
+            pooled_view, views = with_closed(every_check(gate, MIXED), pooled_view, views)
         verdict = evaluate(gate, pooled_view, views, level=settings.level)
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, notes, failures, tail=tail, mark_infinite=True)

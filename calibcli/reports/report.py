@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -494,14 +494,19 @@ def assemble(
         closed = {**(closed or {}), **every_check(gate, MIXED)}
     if gate:
         if closed:
-            pooled = with_closed(pooled, closed)
-            if gate.each and groups is not None:
-                groups = {name: with_closed(g, closed) for name, g in groups.items()}
+            pooled, groups = with_closed(closed, pooled, groups if gate.each else None)
         verdict = evaluate(gate, pooled, groups, level=level)
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, all_notes, failures, tail=tail, mark_infinite=True)
 
 
-def with_closed(section: Any, closed: dict[str, str]) -> Section:
-    """The section as a gate reads it, ``closed``'s figures failing closed too."""
-    return Section(section.figures, closed={**closed, **section.closed})
+def with_closed(
+    closed: dict[str, str], pooled: Any, groups: Mapping[str, Any] | None
+) -> tuple[Section, dict[str, Section] | None]:
+    """The pooled and group sections as a gate reads them, ``closed``'s figures failing
+    closed too (after each section's own reasons)."""
+
+    def one(section: Any) -> Section:
+        return Section(section.figures, closed={**closed, **section.closed})
+
+    return one(pooled), None if groups is None else {k: one(g) for k, g in groups.items()}
