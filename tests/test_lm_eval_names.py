@@ -161,7 +161,7 @@ def test_realworld_2023_folder_given_as_a_folder():
     # the unnamed run's files name no model
     result = run(["calibrate", str(folder), "--by", "model"])
     assert result.exit_code == 2
-    assert "/_mathqa.jsonl:1: the file name names no model" in result.stderr
+    assert "/_mathqa.jsonl:1: the file's run names no model" in result.stderr
 
 
 @needs_realworld

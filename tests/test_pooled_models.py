@@ -240,3 +240,32 @@ def test_inspect_logs_of_one_model_are_not_said(tmp_path):
     report = report_of(run([*args, "--all-runs", "--max-brier", "0.99", "--json"]))
     assert not [w for w in report["warnings"] if "models are pooled" in w]
     assert report["gate"]["passed"] is True
+
+
+def test_by_model_groups_inspect_logs_by_their_runs_model(tmp_path):
+    other = inspect_log_of(tmp_path, "other.json", "mockllm/other")
+    args = ["calibrate", INSPECT / "toy_arithmetic.eval", other, "--scorer", "match", "--all-runs"]
+    result = run([*args, "--by", "model", "--gate-each", "--max-brier", "0.99", "--json"])
+    report = report_of(result)
+    assert sorted(report["groups"]) == ["mockllm/model", "mockllm/other"]
+    assert [g["n"] for g in report["groups"].values()] == [20, 20]  # each log's 20 samples
+    assert not [w for w in report["warnings"] if "models are pooled" in w]
+    assert result.exit_code == 0, result.stderr
+
+
+def test_by_model_reads_the_results_files_model_name(tmp_path):
+    files = two_runs(tmp_path, "org/alpha", "org/beta")
+    report = report_of(run(["calibrate", *files, "--by", "model", "--json"]))
+    assert {name: g["n"] for name, g in report["groups"].items()} == {
+        "org/alpha": 48,  # toy_mc_science's rows
+        "org/beta": 40,  # toy_mc_trivia's
+    }
+    # a run that names its model nowhere cannot be grouped by it
+    (tmp_path / "b" / f"results_{STAMP}.json").unlink()
+    result = run(["calibrate", *files, "--by", "model"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"Error: {files[1]}:1: the file's run names no model (lm-eval: model_args in a name "
+        "before v0.4.3, an org__name folder or the model_name of the results file beside it; "
+        "inspect-ai: the log's eval.model); use --by FIELD"
+    )

@@ -129,21 +129,25 @@ class ReadPlan:
 
 STDIN_TASK = "stdin has no file name to take the lm-eval task from; use --by FIELD"
 NO_MODEL = (
-    "the file name names no model (model_args in a name before v0.4.3, or an org__name folder); "
+    "the file's run names no model (lm-eval: model_args in a name before v0.4.3, an org__name "
+    "folder or the model_name of the results file beside it; inspect-ai: the log's eval.model); "
     "use --by FIELD"
 )
 
 
 def group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | None:
     """Row -> group value for ``by``. lm-eval's ``task`` comes from the file name; on stdin,
-    from the row's own ``task`` field when it has one (the harness does not write it). lm-eval's
-    ``model`` comes from the file name or its folder where they name one."""
+    from the row's own ``task`` field when it has one (the harness does not write it). The
+    ``model`` of lm-eval and inspect-ai rows is the one their run names
+    (:func:`calibcli.io.runs.named_model`)."""
     if by is None:
         return None
     from calibcli import formats
 
-    if fmt == "lm-eval" and by == "model" and source != "-":
-        model = formats.model_from_filename(source)
+    if fmt in ("lm-eval", "inspect-ai") and by == "model" and source != "-":
+        from calibcli.io.runs import named_model
+
+        model = named_model(source, fmt)
         if model is not None:
             return lambda row: model
 

@@ -247,8 +247,11 @@ def _lm_eval_model(path: str) -> str | None:
     from calibcli import formats
 
     args = formats.model_args_from_filename(path)
-    if args is not None:
-        return args
+    return args if args is not None else _results_model(path)
+
+
+def _results_model(path: str) -> str | None:
+    """The ``model_name`` of the results file of an lm-eval samples file's run, or None."""
     match = _RUN_NAME.match(PurePath(path).name)
     if match is None:
         return None
@@ -257,6 +260,18 @@ def _lm_eval_model(path: str) -> str | None:
 
 
 _MODEL_OF = {"lm-eval": _lm_eval_model, "inspect-ai": log_model}
+
+
+def named_model(path: str, fmt: str) -> str | None:
+    """The model a file's run names, as ``--by model`` groups by it: an lm-eval file's model
+    from its name (the ``pretrained`` argument before v0.4.3, the ``org__name`` folder of
+    v0.4.3+) or else from its run's results file (``model_name``); an inspect-ai log's
+    ``eval.model``. None when its run names none."""
+    from calibcli import formats
+
+    if fmt == "lm-eval":
+        return formats.model_from_filename(path) or _results_model(path)
+    return log_model(path) if fmt == "inspect-ai" else None
 
 
 def _model_shown(model: str) -> str:
