@@ -269,3 +269,68 @@ def test_by_model_reads_the_results_files_model_name(tmp_path):
         "before v0.4.3, an org__name folder or the model_name of the results file beside it; "
         "inspect-ai: the log's eval.model); use --by FIELD"
     )
+
+
+def epochs_log(tmp_path, name="epochs.json"):
+    """The committed real inspect-ai .json log as a run of two epochs would write it: each
+    sample twice, epochs 1 and 2, and ``eval.config.epochs`` 2."""
+    log = json.loads((INSPECT / "toy_arithmetic.json").read_text())
+    log["eval"]["config"]["epochs"] = 2
+    log["samples"] = [{**s, "epoch": e} for s in log["samples"] for e in (1, 2)]
+    path = tmp_path / name
+    path.write_text(json.dumps(log))
+    return path
+
+
+REPEATS = (
+    "the rows repeat their questions (see the warning), so the upper end of a bootstrap over "
+    "rows is too low; gate the estimate"
+)
+
+
+def test_epochs_close_the_gates_on_an_interval_s_upper_end(tmp_path):
+    log = epochs_log(tmp_path)
+    args = ["calibrate", log, "--scorer", "match", "--max-brier", "0.99", "--json"]
+    upper = run([*args, "--gate-on", "upper", "--bootstrap", "200"])
+    assert upper.exit_code == 1
+    report = report_of(upper)
+    assert report["n"] == 40  # 20 samples, 2 epochs each
+    assert (
+        "inspect-ai runs scored each sample several times: epochs.json (2 epochs): the rows "
+        "repeat each question, so a bootstrap over rows gives intervals too narrow, and a gate "
+        "on their upper end fails; gate the estimate"
+    ) in report["warnings"]
+    assert [c.get("reason") for c in report["gate"]["checks"]] == [REPEATS]
+    # the estimate is every answer's figure: its gate reads it
+    estimate = run(args)
+    assert estimate.exit_code == 0, estimate.stderr
+    assert report_of(estimate)["gate"]["passed"] is True
+
+
+def test_compare_of_runs_with_epochs_gates_the_estimate_only(tmp_path):
+    base, new = epochs_log(tmp_path, "base.json"), epochs_log(tmp_path, "new.json")
+    args = ["compare", base, new, "--scorer", "match", "--max-increase", "brier=0.5", "--json"]
+    upper = run(args)  # compare gates on the upper end by default
+    assert upper.exit_code == 1
+    assert [c.get("reason") for c in report_of(upper)["gate"]["checks"]] == [REPEATS]
+    estimate = run([*args, "--gate-on", "estimate"])
+    assert estimate.exit_code == 0, estimate.stderr
+
+
+def test_one_epoch_is_not_said(tmp_path):
+    result = run(["calibrate", INSPECT / "toy_arithmetic.eval", "--scorer", "match", "--json"])
+    assert not [w for w in report_of(result)["warnings"] if "several times" in w]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["reliability", OLD, "--json"],
+        ["threshold", OLD, "--target-accuracy", "0.5", "--json"],
+        ["fit", OLD, "--method", "platt", "--json"],
+    ],
+)
+def test_commands_without_a_gate_say_it_and_exit_0(args):
+    result = run(args)
+    assert result.exit_code == 0, result.stderr
+    assert f"warning: {OLD_WARNING}" in result.stderr.splitlines()

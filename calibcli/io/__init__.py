@@ -154,22 +154,26 @@ def _read(
             raise _nothing_left(reader, what)
     if parts:
         summary = combine(summary, parts, plan, rebin)
-    return _one_model(summary, plan.settings.by)
+    return _one_sample(summary, plan.settings.by)
 
 
-def _one_model(summary: Any, by: str | None) -> Any:
-    """The summary, said to mix models (:func:`calibcli.io.runs.pooled_models`) when its
-    lm-eval rows are several models' and --by model does not keep them apart."""
+def _one_sample(summary: Any, by: str | None) -> Any:
+    """The summary, said to mix models (:func:`calibcli.io.runs.pooled_models`) when its rows
+    are several models' and --by model does not keep them apart, and to repeat its questions
+    (:func:`calibcli.io.runs.repeated_samples`) when a run scored each sample several times."""
     from dataclasses import replace
 
-    from calibcli.io.runs import pooled_models
+    from calibcli.io.runs import pooled_models, repeated_samples
 
     read = [(s.name, s.format) for s in summary.sources if s.skipped is None]
     mixed = pooled_models(read, by)
-    if mixed is None:
+    repeats = repeated_samples(read) if summary.kind == "calibration" else None
+    said = [w for w in (mixed, repeats) if w is not None]
+    if not said:
         return summary
-    warnings = tuple(dict.fromkeys([*summary.warnings, mixed]))  # a summary file may hold it
-    return replace(summary, warnings=warnings, mixed=mixed)
+    warnings = tuple(dict.fromkeys([*summary.warnings, *said]))  # a summary file may hold them
+    summary = replace(summary, warnings=warnings, mixed=mixed)
+    return replace(summary, repeats=repeats) if repeats is not None else summary
 
 
 def read_calibration(

@@ -253,21 +253,31 @@ def _whole(decode: Callable[[Any], Any], raw: Any, i: int) -> Any:
 
 
 def log_model(path: str) -> str | None:
-    """The model an inspect-ai log's run used (``eval.model``): from an ``.eval`` log's header
-    or a ``.json`` log's ``eval``; None when the log does not say or cannot be read (its
-    samples are read, and their errors named, as without it)."""
+    """The model an inspect-ai log's run used (``eval.model``); None when the log does not say
+    or cannot be read (its samples are read, and their errors named, as without it)."""
+    return _log_run(path)[0]
+
+
+def log_epochs(path: str) -> int | None:
+    """How many times an inspect-ai log's run scored each sample (``eval.config.epochs``);
+    None when the log does not say or cannot be read."""
+    return _log_run(path)[1]
+
+
+def _log_run(path: str) -> tuple[str | None, int | None]:
     import os
 
     try:
         found = os.stat(path)
     except OSError:
-        return None
-    return _model_of(os.path.realpath(path), found.st_mtime_ns, found.st_size)
+        return None, None
+    return _run_of(os.path.realpath(path), found.st_mtime_ns, found.st_size)
 
 
 @functools.lru_cache(maxsize=64)
-def _model_of(path: str, _mtime: int, size: int) -> str | None:
-    # cached by the file's identity, as lm-eval's results files are
+def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None]:
+    """(model, epochs) of an inspect-ai log: from an ``.eval`` log's header or a ``.json``
+    log's ``eval``. Cached by the file's identity, as lm-eval's results files are."""
     import zipfile
 
     import msgspec
@@ -281,11 +291,14 @@ def _model_of(path: str, _mtime: int, size: int) -> str | None:
                 header = eval_header(archive, f, MAX_DOCUMENT_BYTES)
             spec = header.get("eval") if header is not None else None
         elif path.endswith(".json") and size <= MAX_DOCUMENT_BYTES:
-            model = msgspec.defstruct("Spec", [("model", Any, None)])
-            log = msgspec.defstruct("Log", [("eval", model, None)])
+            fields = msgspec.defstruct("Spec", [("model", Any, None), ("config", Any, None)])
+            log = msgspec.defstruct("Log", [("eval", fields, None)])
             with open(path, "rb") as f:
-                spec = {"model": msgspec.json.decode(f.read(), type=log).eval.model}
+                found = msgspec.json.decode(f.read(), type=log).eval
+            spec = {"model": found.model, "config": found.config}
     except (OSError, zipfile.BadZipFile, ValueError, EOFError, RecursionError, AttributeError):
-        return None
-    model = spec.get("model") if isinstance(spec, Mapping) else None
-    return model if isinstance(model, str) and model else None
+        return None, None
+    spec = spec if isinstance(spec, Mapping) else {}
+    model, config = spec.get("model"), spec.get("config")
+    epochs = whole_count(config.get("epochs")) if isinstance(config, Mapping) else None
+    return model if isinstance(model, str) and model else None, epochs

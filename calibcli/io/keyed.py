@@ -29,6 +29,7 @@ from calibcli.io.matching import (
     raise_regrouped,
     raise_repeat,
 )
+from calibcli.io.runs import either
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of, note_once
 
 BLOCK_SIZE = 1 << 20
@@ -49,7 +50,7 @@ class KeyColumns:
     spans: list[tuple[str, bool, int, int]]  # (source, read as a folder's file, start, stop)
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
     docs: dict[int, tuple[str, str]] | None = None  # row -> what it asks (see matching.document)
-    mixed: str | None = None  # why the rows are several models' (io.runs.pooled_models)
+    checks: Any = None  # what the runs say of the rows (io.runs.RunChecks)
 
     @property
     def n(self) -> int:
@@ -154,7 +155,7 @@ def read_key_columns(
         raise_repeat(reader, ids.first_repeat(), spans, side)
     warnings = tuple(reader.warnings)
     fmt = found or "jsonl"
-    return KeyColumns(ids, conf, corr, side.groups, fmt, spans, warnings, side.docs, reader.mixed)
+    return KeyColumns(ids, conf, corr, side.groups, fmt, spans, warnings, side.docs, reader.checks)
 
 
 def read_matched(
@@ -177,7 +178,7 @@ def read_matched(
     del side
     warnings = tuple(dict.fromkeys((*base.warnings, *reader.warnings)))
     paired = aligned(base, row_of, conf, corr, new_n)
-    paired = replace(paired, warnings=warnings, mixed=base.mixed or reader.mixed)
+    paired = replace(paired, warnings=warnings, **either(base.checks, reader.checks))
     return paired, found or "jsonl"
 
 
@@ -209,7 +210,7 @@ def read_compared(
             b.n,
             n.n,
             tuple(dict.fromkeys((*b.warnings, *n.warnings))),
-            mixed=b.mixed or n.mixed,
+            **either(b.checks, n.checks),
         )
         return rows, (b.fmt, n.fmt)
     # BASE's id hashes give way to their sorted index, and NEW's are never held as a column
@@ -229,7 +230,7 @@ def _read_side(
     from calibcli.io.plan import answer_options
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow
-    from calibcli.io.runs import choose_runs, limited_runs, pooled_models
+    from calibcli.io.runs import choose_runs, run_checks
 
     native = CalibrationRow(
         options.get("confidence_field", "confidence"), options.get("correct_field", "correct")
@@ -280,11 +281,8 @@ def _read_side(
     # what the runs' results files say of the files read (a part of a task, a file cut short),
     # as the other commands say it
     read = [(source, stop - start) for source, _, start, stop in spans if stop > start]
-    limited = limited_runs(read)
-    reader.warnings.extend(w for w in limited if w not in reader.warnings)
-    reader.mixed = pooled_models(reader.formats, options.get("by"))
-    if reader.mixed is not None:
-        reader.warnings.append(reader.mixed)
+    reader.checks = run_checks(read, reader.formats, options.get("by"))
+    reader.warnings.extend(w for w in reader.checks.warnings if w not in reader.warnings)
     return reader, spans, found
 
 
@@ -356,7 +354,7 @@ class _Reader:
         self._decoders: dict[str, Any] = {}
         self.warnings: list[str] = []  # what a file read says of itself (a failed inspect run)
         self.formats: list[tuple[str, str | None]] = []  # each file read, with its format
-        self.mixed: str | None = None
+        self.checks: Any = None  # what the runs say of the rows read (io.runs.RunChecks)
 
     def note(self, name: str, text: str) -> None:
         """Record the warning ``name: text`` about a file (:func:`note_once`)."""

@@ -132,7 +132,7 @@ def read_keyed(
     from calibcli.io.plan import answer_options, group_key
     from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
-    from calibcli.io.runs import choose_runs, limited_runs, pooled_models
+    from calibcli.io.runs import choose_runs, run_checks
     from calibcli.summaries import joined_mode
 
     native = CalibrationRow(confidence_field, correct_field)
@@ -229,9 +229,7 @@ def read_keyed(
         if len(keys) > before:
             read.append((source, len(keys) - before))
             models.append((source, source_fmt))
-    warnings += [w for w in limited_runs(read) if w not in warnings]
-    mixed = pooled_models(models, by)
-    warnings += [mixed] if mixed else []
+    warnings += [w for w in run_checks(read, models, by).warnings if w not in warnings]
     return KeyedRows(
         keys,
         np.asarray(conf, dtype=np.float64),

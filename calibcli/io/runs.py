@@ -34,7 +34,7 @@ from typing import Any
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.content import file_content_id
-from calibcli.io.inspect_log import log_model, whole_count
+from calibcli.io.inspect_log import log_epochs, log_model, whole_count
 
 _RUN_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
@@ -209,6 +209,54 @@ def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:
         _limited_warning(results, tasks, limits[results]) for results, tasks in short.items()
     ]
     return [*limited, *dict.fromkeys(cut)]
+
+
+@dataclass(frozen=True)
+class RunChecks:
+    """What the runs of the files read say of their rows: the warnings, and why every gate
+    fails closed on them (``mixed``, :func:`pooled_models`) or the gates on an interval's
+    upper end do (``repeats``, :func:`repeated_samples`)."""
+
+    warnings: tuple[str, ...] = ()
+    mixed: str | None = None
+    repeats: str | None = None
+
+
+def either(*checks: RunChecks | None) -> dict[str, str | None]:
+    """``mixed`` and ``repeats`` of a comparison's rows: what either side's runs say."""
+    found = [c for c in checks if c is not None]
+    return {
+        key: next((getattr(c, key) for c in found if getattr(c, key)), None)
+        for key in ("mixed", "repeats")
+    }
+
+
+def run_checks(
+    read: list[tuple[str, int | None]], formats: list[tuple[str, str | None]], by: str | None
+) -> RunChecks:
+    """:func:`limited_runs` of the files ``read`` (with their rows), :func:`pooled_models` and
+    :func:`repeated_samples` of the files read with rows (with their formats)."""
+    mixed, repeats = pooled_models(formats, by), repeated_samples(formats)
+    said = [*limited_runs(read), *(w for w in (mixed, repeats) if w is not None)]
+    return RunChecks(tuple(said), mixed, repeats)
+
+
+def repeated_samples(files: list[tuple[str, str | None]]) -> str | None:
+    """Why the rows of ``files`` (each with its format) repeat their questions, or None: an
+    inspect-ai run with ``epochs`` > 1 scored each sample that many times, one row each. The
+    figures are those of every answer, but a bootstrap over rows takes the epochs of a question
+    for independent answers, and its interval is too narrow."""
+    logs = [(f, log_epochs(f)) for f, fmt in dict.fromkeys(files) if fmt == "inspect-ai"]
+    repeated = [(f, k) for f, k in logs if f != "-" and k is not None and k > 1]
+    if not repeated:
+        return None
+    shown = ", ".join(f"{_files_shown([f])} ({k} epochs)" for f, k in repeated[:SHOWN])
+    more = f" and {len(repeated) - SHOWN} more" if len(repeated) > SHOWN else ""
+    return (
+        f"inspect-ai runs scored each sample several times: {shown}{more}: the rows repeat "
+        "each question, so a bootstrap over rows gives intervals too narrow, and a gate on "
+        "their upper end fails; gate the estimate"
+    )
 
 
 def pooled_models(files: list[tuple[str, str | None]], by: str | None) -> str | None:

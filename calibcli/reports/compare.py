@@ -20,13 +20,12 @@ from calibcli.reports import figures as registry
 from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
 from calibcli.reports.gate import Gate, evaluate, upper_bound_reason
 from calibcli.reports.report import (
-    MIXED,
     SCHEMA_VERSION,
     Note,
     Section,
-    every_check,
     finish,
     group_notes,
+    run_closed,
     with_closed,
 )
 
@@ -376,8 +375,9 @@ def compare_report(
     if gate:
         pooled_view = pooled.gate_view
         views = None if groups is None else {k: g.gate_view for k, g in groups.items()}
-        if matched.mixed:  # a side's rows are several models': no check can read them
-            pooled_view, views = with_closed(every_check(gate, MIXED), pooled_view, views)
+        said = run_closed(gate, matched.mixed, matched.repeats)  # what the sides' runs say
+        if said:
+            pooled_view, views = with_closed(said, pooled_view, views)
         verdict = evaluate(gate, pooled_view, views, level=settings.level)
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, notes, failures, tail=tail, mark_infinite=True)

@@ -33,12 +33,17 @@ class Recalibration:
 
 
 def carried(summary: Any, recalibration: Recalibration | None) -> Any:
-    """The recalibrated rows' summary, mixing models where the rows before did: a map changes
-    the confidences, not whose rows they are."""
-    mixed = None if recalibration is None else getattr(recalibration.before, "mixed", None)
-    if mixed is None or getattr(summary, "mixed", None) is not None:
+    """The recalibrated rows' summary, mixing models and repeating questions where the rows
+    before did: a map changes the confidences, not whose rows they are."""
+    if recalibration is None:
         return summary
-    return replace(summary, mixed=mixed)
+    said = {
+        key: getattr(recalibration.before, key, None)
+        for key in ("mixed", "repeats")
+        if getattr(summary, key, None) is None
+    }
+    said = {key: value for key, value in said.items() if value is not None}
+    return replace(summary, **said) if said else summary
 
 
 IN_SAMPLE_GATE = (

@@ -423,9 +423,30 @@ MIXED = "the rows are several models' (see the warning); read one model's files 
 """Why a gate fails closed on rows that mix models (a summary's ``mixed``)."""
 
 
+REPEATS = (
+    "the rows repeat their questions (see the warning), so the upper end of a bootstrap over "
+    "rows is too low; gate the estimate"
+)
+"""Why a gate on an interval's upper end fails closed on rows that repeat their questions (a
+summary's ``repeats``): the bootstrap takes them for independent answers."""
+
+
 def every_check(gate: Any, reason: str) -> dict[str, str]:
     """Every figure ``gate`` checks, failing closed for ``reason``."""
     return dict.fromkeys([*gate.thresholds, *gate.minimums], reason)
+
+
+def run_closed(gate: Any, mixed: str | None, repeats: str | None) -> dict[str, str]:
+    """The checks of ``gate`` that fail closed on what the runs say of the rows: every one
+    on several models' rows, those on an interval's upper end on rows that repeat their
+    questions."""
+    if not gate:
+        return {}
+    if mixed:
+        return every_check(gate, MIXED)
+    if repeats and gate.bound == "upper":
+        return dict.fromkeys(gate.thresholds, REPEATS)
+    return {}
 
 
 def assemble(
@@ -490,8 +511,9 @@ def assemble(
     all_notes += list(notes)
     failures: list[str] = []
     tail: dict[str, Any] = {}
-    if gate and getattr(summary, "mixed", None):
-        closed = {**(closed or {}), **every_check(gate, MIXED)}
+    said = run_closed(gate, getattr(summary, "mixed", None), getattr(summary, "repeats", None))
+    if gate and said:
+        closed = {**(closed or {}), **said}
     if gate:
         if closed:
             pooled, groups = with_closed(closed, pooled, groups if gate.each else None)

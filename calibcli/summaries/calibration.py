@@ -114,6 +114,7 @@ class CalibrationSummary:
     missing: str | None = None
     bootstrap: Any = None  # calibcli.metrics.PoissonState: replicate sums keyed by row
     mixed: str | None = None  # why the rows are not one model's: every gate on them fails
+    repeats: str | None = None  # why they repeat questions: an upper-end gate on them fails
     _views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     kind = "calibration"

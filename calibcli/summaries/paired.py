@@ -45,6 +45,7 @@ class PairedRows:
     # BASE's --by groups none of whose rows has a partner (no matched row holds them)
     unmatched_groups: tuple[str, ...] = ()
     mixed: str | None = None  # why a side's rows are several models': every gate fails closed
+    repeats: str | None = None  # why they repeat questions: an upper-end gate fails closed
 
 
 def match(base: KeyedRows, new: KeyedRows) -> PairedRows:
