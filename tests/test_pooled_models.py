@@ -334,3 +334,23 @@ def test_commands_without_a_gate_say_it_and_exit_0(args):
     result = run(args)
     assert result.exit_code == 0, result.stderr
     assert f"warning: {OLD_WARNING}" in result.stderr.splitlines()
+
+
+def test_a_json_log_s_eval_is_read_from_its_head_or_else_whole(tmp_path, monkeypatch):
+    # inspect-ai writes eval before the samples: the head of the file holds it, and the
+    # samples are not read again; a log whose eval ends past the head is read whole
+    from calibcli.io import inspect_log
+
+    log = str(epochs_log(tmp_path))
+
+    def whole(data):
+        raise AssertionError("read whole")
+
+    monkeypatch.setattr(inspect_log, "_whole_eval", whole)
+    inspect_log._run_of.cache_clear()
+    assert (inspect_log.log_model(log), inspect_log.log_epochs(log)) == ("mockllm/model", 2)
+    monkeypatch.undo()
+    monkeypatch.setattr(inspect_log, "HEAD_BYTES", 64)
+    inspect_log._run_of.cache_clear()
+    assert (inspect_log.log_model(log), inspect_log.log_epochs(log)) == ("mockllm/model", 2)
+    inspect_log._run_of.cache_clear()

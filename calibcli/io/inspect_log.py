@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -280,8 +281,6 @@ def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None]:
     log's ``eval``. Cached by the file's identity, as lm-eval's results files are."""
     import zipfile
 
-    import msgspec
-
     from calibcli.io.documents import MAX_DOCUMENT_BYTES, eval_header
 
     spec: Any = None
@@ -291,14 +290,53 @@ def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None]:
                 header = eval_header(archive, f, MAX_DOCUMENT_BYTES)
             spec = header.get("eval") if header is not None else None
         elif path.endswith(".json") and size <= MAX_DOCUMENT_BYTES:
-            fields = msgspec.defstruct("Spec", [("model", Any, None), ("config", Any, None)])
-            log = msgspec.defstruct("Log", [("eval", fields, None)])
             with open(path, "rb") as f:
-                found = msgspec.json.decode(f.read(), type=log).eval
-            spec = {"model": found.model, "config": found.config}
+                spec = _head_eval(f.read(HEAD_BYTES))
+                if spec is None:  # not within the head: the whole log, its samples skipped
+                    f.seek(0)
+                    spec = _whole_eval(f.read())
     except (OSError, zipfile.BadZipFile, ValueError, EOFError, RecursionError, AttributeError):
         return None, None
     spec = spec if isinstance(spec, Mapping) else {}
     model, config = spec.get("model"), spec.get("config")
     epochs = whole_count(config.get("epochs")) if isinstance(config, Mapping) else None
     return model if isinstance(model, str) and model else None, epochs
+
+
+HEAD_BYTES = 1 << 20
+"""The start of a ``.json`` log searched for its ``eval``: inspect-ai writes it before the
+samples, after ``version`` and ``status``."""
+
+
+def _head_eval(head: bytes) -> Any:
+    """The ``eval`` object of a ``.json`` log from the start of its text, when the members
+    before it and it itself end within ``head``; else None. Only the top level's members are
+    decoded, in order, so the samples after ``eval`` are never read."""
+    text = head.decode("utf-8", "ignore")
+    decoder, skip = json.JSONDecoder(), re.compile(r"[ \t\n\r]*")
+    pos = skip.match(text).end()
+    if not text.startswith("{", pos):
+        return None
+    try:
+        while True:
+            key, pos = decoder.raw_decode(text, skip.match(text, pos + 1).end())
+            pos = skip.match(text, pos).end()
+            if not isinstance(key, str) or not text.startswith(":", pos):
+                return None
+            value, pos = decoder.raw_decode(text, skip.match(text, pos + 1).end())
+            if key == "eval":
+                return value
+            pos = skip.match(text, pos).end()
+            if not text.startswith(",", pos):
+                return None
+    except (ValueError, RecursionError):
+        return None
+
+
+def _whole_eval(data: bytes) -> Any:
+    """The ``model`` and ``config`` of a ``.json`` log's ``eval``, its samples skipped."""
+    import msgspec
+
+    fields = msgspec.defstruct("Spec", [("model", Any, None), ("config", Any, None)])
+    found = msgspec.json.decode(data, type=msgspec.defstruct("Log", [("eval", fields, None)]))
+    return None if found.eval is None else {"model": found.eval.model, "config": found.eval.config}
