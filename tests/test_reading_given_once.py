@@ -208,7 +208,8 @@ def test_a_second_by_group_is_refused_not_taken(tmp_path, inputs):
     # the case that motivates the rule: a CI's own --by, then an appended one
     out = tmp_path / "report.json"
     c = inputs["calibration"]
-    result = run(["calibrate", c, "--by", "task", "--gate-each", "--max-ece", "0.9", "--by", "id"])
+    args = ["calibrate", c, "-o", out, "--by", "task", "--gate-each", "--max-ece", "0.9"]
+    result = run([*args, "--by", "id"])
     assert result.exit_code == 2
     assert "--by is given twice (task, then id)" in result.stderr
     assert not out.exists()

@@ -172,8 +172,9 @@ def _one_sample(summary: Any, by: str | None) -> Any:
     if not said:
         return summary
     warnings = tuple(dict.fromkeys([*summary.warnings, *said]))  # a summary file may hold them
-    summary = replace(summary, warnings=warnings, mixed=mixed)
-    return replace(summary, repeats=repeats) if repeats is not None else summary
+    # a perplexity summary has no repeats: no interval of it is gated
+    more = {} if repeats is None else {"repeats": repeats}
+    return replace(summary, warnings=warnings, mixed=mixed, **more)
 
 
 def read_calibration(

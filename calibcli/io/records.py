@@ -162,7 +162,7 @@ def read_keyed(
     # succeed
     warnings = list(runs.warnings)
     read: list[tuple[str, int]] = []  # the files whose rows were read, and how many
-    models: list[tuple[str, str]] = []  # the files read, with their formats
+    read_as: list[tuple[str, str]] = []  # the files read, with their formats
     for source in expand(sources):
         if source in from_folder and source not in newest:
             continue
@@ -228,8 +228,8 @@ def read_keyed(
         modes.append(joined_mode(taken_modes(convert)))
         if len(keys) > before:
             read.append((source, len(keys) - before))
-            models.append((source, source_fmt))
-    warnings += [w for w in run_checks(read, models, by).warnings if w not in warnings]
+            read_as.append((source, source_fmt))
+    warnings += [w for w in run_checks(read, read_as, by).warnings if w not in warnings]
     return KeyedRows(
         keys,
         np.asarray(conf, dtype=np.float64),

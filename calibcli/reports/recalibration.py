@@ -35,14 +35,12 @@ class Recalibration:
 def carried(summary: Any, recalibration: Recalibration | None) -> Any:
     """The recalibrated rows' summary, mixing models and repeating questions where the rows
     before did: a map changes the confidences, not whose rows they are."""
-    if recalibration is None:
-        return summary
+    before = None if recalibration is None else recalibration.before
     said = {
-        key: getattr(recalibration.before, key, None)
+        key: getattr(before, key)
         for key in ("mixed", "repeats")
-        if getattr(summary, key, None) is None
+        if getattr(before, key, None) is not None and getattr(summary, key, None) is None
     }
-    said = {key: value for key, value in said.items() if value is not None}
     return replace(summary, **said) if said else summary
 
 

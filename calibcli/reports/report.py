@@ -431,11 +431,6 @@ REPEATS = (
 summary's ``repeats``): the bootstrap takes them for independent answers."""
 
 
-def every_check(gate: Any, reason: str) -> dict[str, str]:
-    """Every figure ``gate`` checks, failing closed for ``reason``."""
-    return dict.fromkeys([*gate.thresholds, *gate.minimums], reason)
-
-
 def run_closed(gate: Any, mixed: str | None, repeats: str | None) -> dict[str, str]:
     """The checks of ``gate`` that fail closed on what the runs say of the rows: every one
     on several models' rows, those on an interval's upper end on rows that repeat their
@@ -443,7 +438,7 @@ def run_closed(gate: Any, mixed: str | None, repeats: str | None) -> dict[str, s
     if not gate:
         return {}
     if mixed:
-        return every_check(gate, MIXED)
+        return dict.fromkeys([*gate.thresholds, *gate.minimums], MIXED)
     if repeats and gate.bound == "upper":
         return dict.fromkeys(gate.thresholds, REPEATS)
     return {}
