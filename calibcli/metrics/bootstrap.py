@@ -11,6 +11,9 @@ neighbours, including ±inf, are returned as they are). Replicates where a scala
 (nan, e.g. AUROC of a resample with no wrong answer) are left out of that scalar's interval; a
 scalar with no defined replicate gets (nan, nan).
 
+With ``clusters`` labelling each row's question (an inspect-ai run's epochs), replicate r draws
+whole questions instead (:mod:`calibcli.metrics.clusters`).
+
 Formulation (no per-row Python work, no N×B matrices). Everything that does not depend on the
 weights is computed once: both classes sorted by confidence (wrong answers first), so every bin
 and every smooth-ECE grid cell is a contiguous run of rows; the runs sharing class, bin and cell
@@ -118,6 +121,7 @@ def bootstrap_intervals(
     workers: int = 1,
     keys: Iterable[str] | None = None,
     progress: ProgressHook | None = None,
+    clusters: tuple[object, object] | None = None,
 ) -> BootstrapResult:
     """Percentile bootstrap interval of every scalar in :meth:`CalibrationEstimates.scalars`.
 
@@ -126,8 +130,10 @@ def bootstrap_intervals(
     restricts the intervals to those scalars (default: all of ``SCALAR_KEYS``); the binned ones
     cost little, and leaving out smece/smece_bandwidth, nll or auroc skips their work.
     ``progress(phase, done, total)`` hears the resamples done (:mod:`calibcli.metrics.progress`;
-    default: the installed hook, if any). See the module docstring for the resampling scheme
-    and its cost.
+    default: the installed hook, if any). ``clusters`` = (right labels, wrong labels), integers
+    aligned with ``columns.conf_correct`` and ``columns.conf_wrong``, names each row's question:
+    the questions are resampled whole. See the module docstring for the resampling scheme and
+    its cost.
     """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
@@ -143,7 +149,9 @@ def bootstrap_intervals(
     if columns.n == 0:
         nan = (math.nan, math.nan)
         return BootstrapResult(float(level), samples, seed, dict.fromkeys(wanted, nan))
-    engine = ReplicateEngine(columns, edges, frozenset(wanted))
+    from calibcli.metrics.clusters import clustered_engine
+
+    engine = clustered_engine(columns, edges, frozenset(wanted), clusters)
     replicates = run_replicates(engine, seed, samples, workers, progress=progress)
     q_lo, q_hi = (1.0 - level) / 2.0, (1.0 + level) / 2.0
     intervals = {}
@@ -232,6 +240,9 @@ class ReplicateEngine:
         self, conf: np.ndarray, n_wrong: int, edges: np.ndarray, wanted: frozenset[str] | None
     ) -> None:
         self.wanted = frozenset(SCALAR_KEYS) if wanted is None else wanted
+        # each row's question (engine layout) and their number, when questions are drawn whole
+        self.cluster_of: np.ndarray | None = None
+        self.clusters = 0
         wrong, right = conf[:n_wrong], conf[n_wrong:]
         self.n_wrong = n_wrong
         n = self.n = conf.shape[0]
@@ -347,7 +358,18 @@ class ReplicateEngine:
         ∝ block size), then that many uniform draws inside each block. A full block has 2**16
         rows, so its draws are the 16-bit quarters of the generator's raw 64-bit output —
         exactly uniform, four per word — and the tally stays in cache.
+
+        With questions (:mod:`~calibcli.metrics.clusters`), C of them are drawn with
+        replacement at once and each row takes its question's count.
         """
+        if self.cluster_of is not None:
+            c, cluster_of = self.clusters, self.cluster_of
+            drawn = np.bincount(rng.integers(0, c, size=c), minlength=c)
+
+            def take(b: int, block: _Block, out: np.ndarray) -> None:
+                np.take(drawn, cluster_of[block.lo : block.hi], out=out)
+
+            return take
         n, sizes = self.n, self.block_sizes
         per_block = rng.multinomial(n, sizes / n) if sizes.shape[0] > 1 else [n]
         bits = rng.bit_generator

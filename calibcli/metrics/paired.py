@@ -26,7 +26,11 @@ Resampling recipe (both bootstraps, reproducible in a plain loop). For replicate
   ``idx[i]`` on both sides;
 * unpaired: side s (0 = BASE, 1 = NEW) draws ``.integers(0, N_s, size=N_s)`` from
   ``default_rng(SeedSequence(seed, spawn_key=(r, s)))``, i.e. the two children of replicate r's
-  seed sequence, so the sides' streams differ and neither depends on the other's size.
+  seed sequence, so the sides' streams differ and neither depends on the other's size;
+* paired, with ``clusters`` naming each row's question (an inspect-ai run's epochs: one row per
+  answer): the C distinct labels numbered in increasing order, ``q = ...integers(0, C,
+  size=C)`` from the same generator, and every row of question q is drawn as often as q (the
+  same on both sides). When every label is distinct the rows are drawn as above.
 
 Each side's scalars are computed on the resample with the production bootstrap evaluator
 (row weights = how often each row was drawn), bins fixed at that side's full-sample edges (as in
@@ -53,6 +57,7 @@ from calibcli.metrics.bootstrap import (
     run_replicates,
     sorted_quantile,
 )
+from calibcli.metrics.clusters import cluster_numbers
 from calibcli.metrics.core import PredictionColumns
 from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates
 from calibcli.metrics.progress import ProgressHook, current_progress, phase
@@ -278,6 +283,7 @@ def paired_bootstrap(
     strategy: str = "uniform",
     keys: Iterable[str] | None = None,
     workers: int = 1,
+    clusters: object | None = None,
 ) -> PairedBootstrapResult:
     """Percentile interval of NEW − BASE for each scalar, resampling questions in pairs.
 
@@ -285,9 +291,11 @@ def paired_bootstrap(
     order. Replicate r draws ``idx = replicate_generator(seed, r).integers(0, N, size=N)`` and
     applies it to both sides (see the module docstring). ``keys`` restricts the figures
     (default: all of ``SCALAR_KEYS``); leaving out smece/smece_bandwidth saves most of the work.
+    ``clusters`` (integers, one per row) names each row's question when a question has several
+    rows: the questions are drawn whole (see the module docstring).
     """
     return _bootstrap_difference(
-        base, new, True, samples, seed, level, bins, strategy, keys, workers
+        base, new, True, samples, seed, level, bins, strategy, keys, workers, clusters
     )
 
 
@@ -357,6 +365,7 @@ def _bootstrap_difference(
     strategy: str,
     keys: Iterable[str] | None,
     workers: int,
+    clusters: object | None = None,
 ) -> PairedBootstrapResult:
     _check_options(samples, seed, workers, level)
     wanted = _wanted_keys(keys)
@@ -366,6 +375,12 @@ def _bootstrap_difference(
             f"paired rows must align: base has {sides[0][0].shape[0]} rows, "
             f"new {sides[1][0].shape[0]}"
         )
+    questions = None
+    if clusters is not None:
+        numbers, count = cluster_numbers(clusters)
+        if numbers.shape[0] != sides[0][0].shape[0]:
+            raise ValueError(f"clusters hold {numbers.shape[0]} labels, not {sides[0][0].shape[0]}")
+        questions = None if count == numbers.shape[0] else (numbers, count)
     # One side at a time: its point values, its engine and its replicates, the engine freed
     # before the other side's is built (a paired replicate's draws are a function of (seed, r)
     # alone, so the NEW side draws them again rather than both engines being held at once)
@@ -378,12 +393,13 @@ def _bootstrap_difference(
             scalars = calibration_estimates(columns, bins=bins, strategy=strategy).scalars()
             points.append({key: scalars[key] for key in wanted})
             del columns, scalars  # the evaluator makes its own layout of the rows
-            runner = _SideRunner(_SideEvaluator(conf, corr, edges, frozenset(wanted)), paired, s)
+            side = _SideEvaluator(conf, corr, edges, frozenset(wanted), questions)
+            runner = _SideRunner(side, paired, s)
             watch = None if hook is None else _half(advance, s, int(samples))
             side_replicates.append(
                 run_replicates(runner, int(seed), int(samples), int(workers), progress=watch)
             )
-            del runner
+            del runner, side
     with np.errstate(invalid="ignore"):  # inf − inf is undefined: nan, left out
         replicates = np.subtract(side_replicates[1], side_replicates[0])
     del side_replicates
@@ -423,7 +439,12 @@ class _SideEvaluator:
     """
 
     def __init__(
-        self, conf: np.ndarray, corr: np.ndarray, edges: np.ndarray, wanted: frozenset[str]
+        self,
+        conf: np.ndarray,
+        corr: np.ndarray,
+        edges: np.ndarray,
+        wanted: frozenset[str],
+        questions: tuple[np.ndarray, int] | None = None,
     ) -> None:
         # The engine's layout is built here, one class at a time, into the array the engine
         # keeps; row numbers are 32-bit where they fit (the order is held for the whole run)
@@ -445,12 +466,18 @@ class _SideEvaluator:
             at = stop
         self.order = order
         self.n = n
+        self.questions = questions  # (each row's question number, their count)
         self.engine = ReplicateEngine.from_layout(layout, n_wrong, edges, wanted)
 
     def weighing(self, rng: np.random.Generator) -> Callable:
         """The engine's block filler of N rows drawn with replacement:
         ``rng.integers(0, N, size=N)`` in the side's row order, tallied, read in the engine's
-        layout (:meth:`ReplicateEngine.evaluate_each` gives their scalars)."""
+        layout (:meth:`ReplicateEngine.evaluate_each` gives their scalars); with questions,
+        C questions drawn, each row counted as often as its question."""
+        if self.questions is not None:
+            numbers, c = self.questions
+            counts = np.bincount(rng.integers(0, c, size=c), minlength=c)[numbers]
+            return self.engine.weighing(counts[self.order])
         counts = np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
         return self.engine.weighing(counts[self.order])
 

@@ -14,7 +14,11 @@ classes) to its calibrator class; a new method is an entry there and a class in
 
 Cross-fitting: fold k holds the rows ``np.array_split(np.random.default_rng(seed).permutation(N),
 folds)[k]`` (sizes differ by at most one); each row is mapped by a calibrator fitted on the rows
-of all other folds. 2 <= folds <= N.
+of all other folds. 2 <= folds <= N. Rows labelled with their questions (``clusters``: an
+inspect-ai run's epochs) are held out a question at a time: the C distinct labels, numbered in
+increasing order, are cut into folds as the rows would be (``permutation(C)``), and each row
+takes its question's fold, so no held-out answer has its question's other answers in training.
+When every label is distinct the folds are the rows' as above.
 
 Temperature, platt and beta need both right and wrong answers and raise ValueError on a single
 class; isotonic and histogram fit one class (every row maps to its accuracy, 0 or 1).
@@ -39,6 +43,7 @@ from calibcli.metrics.calibrators import (
     PlattCalibrator,
     TemperatureCalibrator,
 )
+from calibcli.metrics.clusters import cluster_numbers
 from calibcli.metrics.methods import RECALIBRATION_METHODS, RecalibrationMethod
 from calibcli.metrics.multiclass import (
     MulticlassTemperatureCalibrator,
@@ -185,15 +190,25 @@ def cross_fit(
     seed: int = 0,
     bins: int = 10,
     progress: ProgressHook | None = None,
+    clusters: object | None = None,
 ) -> np.ndarray:
     """Out-of-fold recalibrated confidences: row i mapped by a calibrator fitted on the rows of
-    every fold but its own (folds from :func:`fold_assignment`). Raises ValueError for
-    folds < 2, folds > N, and for a training split the method cannot fit (naming the fold).
-    ``progress`` (default: the installed hook) hears the folds fitted."""
+    every fold but its own (folds from :func:`fold_assignment`; of questions with ``clusters``,
+    one integer label per row, see the module docstring). Raises ValueError for folds < 2,
+    folds > N (or the questions), and for a training split the method cannot fit (naming the
+    fold). ``progress`` (default: the installed hook) hears the folds fitted."""
     recalibrator = _check_method(method)
     bins = check_bins(bins)
     c, y = validate_predictions(confidences, correct)
     fold = fold_assignment(c.shape[0], folds=folds, seed=seed)
+    if clusters is not None:
+        numbers, count = cluster_numbers(clusters)
+        if numbers.shape[0] != c.shape[0]:
+            raise ValueError(f"clusters hold {numbers.shape[0]} labels, not {c.shape[0]}")
+        if count < c.shape[0]:
+            if count < folds:
+                raise ValueError(f"folds = {folds} exceeds the number of questions ({count})")
+            fold = fold_assignment(count, folds=folds, seed=seed)[numbers]
     out = np.empty(c.shape[0], dtype=np.float64)
     with phase("cross-fitting folds", int(folds), progress) as advance:
         for k in range(int(folds)):
