@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from harness import run
+from test_epochs import epochs_log
 
 HERE = Path(__file__).resolve().parent
 OLD = HERE / "fixtures" / "lm_eval_old_names"
@@ -124,6 +125,24 @@ def test_one_model_s_two_runs_are_not_said(tmp_path):
     report = report_of(run(["calibrate", *files, "--json", "--max-ece", "0.99"]))
     assert report["gate"]["passed"] is True
     assert not [w for w in report["warnings"] if "models are pooled" in w]
+
+
+def test_shards_summarized_apart_and_read_away_from_their_runs_are_said(tmp_path):
+    # each machine summarizes its own model's run; read together where the runs' folders are
+    # not, the summaries still know each run's model (they record it)
+    parts = []
+    for f in two_runs(tmp_path, "org/alpha", "org/beta"):
+        part = tmp_path / f"{f.parent.name}.cbs"
+        made = run(["summarize", f, "-o", part])
+        assert made.exit_code == 0, made.stderr
+        parts.append(part)
+    for folder in "ab":
+        shutil.rmtree(tmp_path / folder)
+    warning = (
+        f"rows of 2 models are pooled: 'org/alpha' (samples_toy_mc_science_{STAMP}.jsonl), "
+        f"'org/beta' (samples_toy_mc_trivia_{STAMP}.jsonl), {ADVICE}"
+    )
+    pooled(run(["calibrate", *parts, "--json", "--max-ece", "0.99"]), warning, [("ece", None)])
 
 
 def test_a_run_without_a_results_file_names_no_model(tmp_path):
@@ -269,57 +288,6 @@ def test_by_model_reads_the_results_files_model_name(tmp_path):
         "before v0.4.3, an org__name folder or the model_name of the results file beside it; "
         "inspect-ai: the log's eval.model); use --by FIELD"
     )
-
-
-def epochs_log(tmp_path, name="epochs.json"):
-    """The committed real inspect-ai .json log as a run of two epochs would write it: each
-    sample twice, epochs 1 and 2, and ``eval.config.epochs`` 2."""
-    log = json.loads((INSPECT / "toy_arithmetic.json").read_text())
-    log["eval"]["config"]["epochs"] = 2
-    log["samples"] = [{**s, "epoch": e} for s in log["samples"] for e in (1, 2)]
-    path = tmp_path / name
-    path.write_text(json.dumps(log))
-    return path
-
-
-REPEATS = (
-    "the rows repeat their questions (see the warning), so the upper end of a bootstrap over "
-    "rows is too low; gate the estimate"
-)
-
-
-def test_epochs_close_the_gates_on_an_interval_s_upper_end(tmp_path):
-    log = epochs_log(tmp_path)
-    args = ["calibrate", log, "--scorer", "match", "--max-brier", "0.99", "--json"]
-    upper = run([*args, "--gate-on", "upper", "--bootstrap", "200"])
-    assert upper.exit_code == 1
-    report = report_of(upper)
-    assert report["n"] == 40  # 20 samples, 2 epochs each
-    assert (
-        "inspect-ai runs scored each sample several times: epochs.json (2 epochs): the rows "
-        "repeat each question, so a bootstrap over rows gives intervals too narrow, and a gate "
-        "on their upper end fails; gate the estimate"
-    ) in report["warnings"]
-    assert [c.get("reason") for c in report["gate"]["checks"]] == [REPEATS]
-    # the estimate is every answer's figure: its gate reads it
-    estimate = run(args)
-    assert estimate.exit_code == 0, estimate.stderr
-    assert report_of(estimate)["gate"]["passed"] is True
-
-
-def test_compare_of_runs_with_epochs_gates_the_estimate_only(tmp_path):
-    base, new = epochs_log(tmp_path, "base.json"), epochs_log(tmp_path, "new.json")
-    args = ["compare", base, new, "--scorer", "match", "--max-increase", "brier=0.5", "--json"]
-    upper = run(args)  # compare gates on the upper end by default
-    assert upper.exit_code == 1
-    assert [c.get("reason") for c in report_of(upper)["gate"]["checks"]] == [REPEATS]
-    estimate = run([*args, "--gate-on", "estimate"])
-    assert estimate.exit_code == 0, estimate.stderr
-
-
-def test_one_epoch_is_not_said(tmp_path):
-    result = run(["calibrate", INSPECT / "toy_arithmetic.eval", "--scorer", "match", "--json"])
-    assert not [w for w in report_of(result)["warnings"] if "several times" in w]
 
 
 @pytest.mark.parametrize(

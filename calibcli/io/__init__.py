@@ -114,7 +114,7 @@ def _read(
     from calibcli.io.folders import expand
     from calibcli.io.parts import adopt_settings, combine, is_summary_file, load
     from calibcli.io.reader import Reader
-    from calibcli.io.runs import choose_runs, limited_runs
+    from calibcli.io.runs import choose_runs, limited_runs, repeating
     from calibcli.summaries import load_parts
 
     sources = expand(list(sources))
@@ -129,6 +129,10 @@ def _read(
     summary = None
     if sources or not parts:
         runs = choose_runs(list(sources), all_runs=plan.all_runs)
+        if plan.kind == "calibration" and plan.keep_rows and repeating(runs.files):
+            # each question's rows (an inspect-ai run's epochs) are keyed alike, so that a
+            # bootstrap draws them together
+            plan = replace(plan, row_keys=True)
         reader = Reader(plan, workers=workers, progress=progress)
         builder = plan.builder()
         if part is not None or span is not None:
@@ -158,23 +162,35 @@ def _read(
 
 
 def _one_sample(summary: Any, by: str | None) -> Any:
-    """The summary, said to mix models (:func:`calibcli.io.runs.pooled_models`) when its rows
-    are several models' and --by model does not keep them apart, and to repeat its questions
-    (:func:`calibcli.io.runs.repeated_samples`) when a run scored each sample several times."""
+    """The summary with what each source's run records (:func:`calibcli.io.runs.recorded`),
+    said to mix models (:func:`calibcli.io.runs.pooled_models`) when its rows are several
+    models' and --by model does not keep them apart, and to repeat its questions when a run
+    scored each sample several times. A summary file's own say is replaced by what its
+    sources' records say now."""
     from dataclasses import replace
 
-    from calibcli.io.runs import pooled_models, repeated_samples
+    from calibcli.io.runs import REPEATED, recorded, source_checks
 
-    read = [(s.name, s.format) for s in summary.sources if s.skipped is None]
-    mixed = pooled_models(read, by)
-    repeats = repeated_samples(read) if summary.kind == "calibration" else None
+    sources = tuple(recorded(s) for s in summary.sources)
+    # rows kept with their questions' keys (or not kept: no bootstrap over rows can run) are
+    # drawn a question at a time; kept rows without keys (a summary file's) are not, though
+    # its Poisson sums are
+    kept = getattr(summary, "kept", None)
+    whole = kept is None or kept.keyed
+    sums = getattr(summary, "bootstrap", None) is not None
+    mixed, repeats = source_checks(sources, by, whole, sums)
+    if summary.kind != "calibration":
+        repeats = None  # a perplexity summary has no repeats: no interval of it is gated
     said = [w for w in (mixed, repeats) if w is not None]
-    if not said:
-        return summary
-    warnings = tuple(dict.fromkeys([*summary.warnings, *said]))  # a summary file may hold them
-    # a perplexity summary has no repeats: no interval of it is gated
-    more = {} if repeats is None else {"repeats": repeats}
-    return replace(summary, warnings=warnings, mixed=mixed, **more)
+    kept_said = [w for w in summary.warnings if not w.startswith(REPEATED) or w in said]
+    more = {} if summary.kind != "calibration" else {"repeats": None if whole else repeats}
+    return replace(
+        summary,
+        sources=sources,
+        warnings=tuple(dict.fromkeys([*kept_said, *said])),
+        mixed=mixed,
+        **more,
+    )
 
 
 def read_calibration(

@@ -104,7 +104,7 @@ class SourceFold:
         holds each row's line (an int64 array), or its locator in a whole document (a list)."""
         import numpy as np
 
-        from calibcli.io.ids import id_hashes, show_id
+        from calibcli.io.ids import id_hashes, question_hashes, show_id
 
         hashes = id_hashes(ids)
         locators = None
@@ -125,7 +125,9 @@ class SourceFold:
                 f": {DOUBLE_READ}",
             )
         seen.record(name, hashes, lines, locators)
-        builder.add_ids(hashes, lines)
+        # rows keyed for the bootstrap are keyed by their question (epochs of a sample share it)
+        keyed = getattr(builder, "row_keys", False)
+        builder.add_ids(hashes, lines, question_hashes(ids, hashes) if keyed else None)
 
     def absorb_ids(self, ids: Any, offset: int, builder: Any) -> None:
         """Check and record the ids of a worker's share of this source (``ids``: its summary's

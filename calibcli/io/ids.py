@@ -119,6 +119,22 @@ def id_hashes(keys: Any) -> Any:
     return hash_texts(list(map(repr, keys)))
 
 
+def question_of(key: Any) -> Any:
+    """The question a row's id names: an inspect-ai sample's id with its epoch taken as 1 (the
+    epochs of one sample share it, and a run of one epoch keeps its ids); any other id as it is."""
+    if type(key) is tuple and key[0] == "sample" and key[3] != 1:
+        return (*key[:3], 1)
+    return key
+
+
+def question_hashes(ids: Any, hashes: Any) -> Any:
+    """The hash of each row's question (:func:`question_of`): ``hashes``, the ids' own, unless
+    an inspect-ai sample of another epoch than 1 is among them."""
+    if hasattr(ids, "hashes") or all(question_of(key) is key for key in ids):
+        return hashes
+    return id_hashes([question_of(key) for key in ids])
+
+
 def hash_texts(texts: list[str]) -> Any:
     """The 64-bit blake2b hash of each text's UTF-8 bytes (``backslashreplace``), as
     :func:`id_hash` hashes an id's repr: one encoding of the joined texts, then hashlib's C

@@ -265,6 +265,23 @@ def log_epochs(path: str) -> int | None:
     return _log_run(path)[1]
 
 
+def head_epochs(path: str) -> int | None:
+    """``eval.config.epochs`` of an inspect-ai log, found without reading its samples: from an
+    ``.eval`` log's header, or a ``.json`` log's ``eval`` ending within the file's first MiB
+    (where inspect-ai writes it); None otherwise, also for any other file."""
+    if path.endswith(".eval"):
+        return log_epochs(path)
+    if not path.endswith(".json"):
+        return None
+    try:
+        with open(path, "rb") as f:
+            spec = _head_eval(f.read(HEAD_BYTES))
+    except OSError:
+        return None
+    config = spec.get("config") if isinstance(spec, Mapping) else None
+    return whole_count(config.get("epochs")) if isinstance(config, Mapping) else None
+
+
 def _log_run(path: str) -> tuple[str | None, int | None]:
     import os
 

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError
-from calibcli.io.ids import default_id_field, row_key
-from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids, hash_packed
+from calibcli.io.ids import default_id_field, question_of, row_key
+from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids, hash_packed, plain_ids
 from calibcli.io.matching import (
     aligned,
     document,
@@ -29,12 +29,10 @@ from calibcli.io.matching import (
     raise_regrouped,
     raise_repeat,
 )
-from calibcli.io.runs import either
+from calibcli.io.runs import either, repeating
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of, note_once
 
 BLOCK_SIZE = 1 << 20
-_QUOTE, _MINUS, _BACKSLASH = 34, 45, 92
-_NUMBER_MAX = 19  # digits of a whole-number id hashed as its text (longer ones: json.loads)
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +49,7 @@ class KeyColumns:
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
     docs: dict[int, tuple[str, str]] | None = None  # row -> what it asks (see matching.document)
     checks: Any = None  # what the runs say of the rows (io.runs.RunChecks)
+    questions: np.ndarray | None = None  # each row's question's hash, when a run repeats them
 
     @property
     def n(self) -> int:
@@ -73,17 +72,24 @@ class _Side:
         self.docs: dict[int, tuple[str, str]] = {}  # row -> what it asks (see matching.document)
         # rows of inputs that cannot be read again (stdin, a pipe): row -> (name, line, key)
         self.kept: dict[int, tuple[str, Any, Any]] = {}
+        # each block's question hashes (the epochs of a sample share one), when asked for
+        self.questions: list[np.ndarray] | None = None
+        self.asked: list[bytes] = []
 
     def flush(self) -> None:
         if not self.conf:
             return
         hashes = hash_ids(self.canon) if self.keyed else None
+        if self.questions is not None:
+            self.questions.append(hash_ids(self.asked)[0])
         conf = np.asarray(self.conf, np.float64)
         self._append(conf, np.asarray(self.corr, bool), hashes)
-        self.conf, self.corr, self.canon = [], [], []
+        self.conf, self.corr, self.canon, self.asked = [], [], [], []
 
     def add_block(self, conf: np.ndarray, corr: np.ndarray, hashes: tuple) -> None:
         self.flush()
+        if self.questions is not None:  # a plain row's question is its id
+            self.questions.append(hashes[0])
         self._append(conf, corr, hashes)
         self.count += conf.shape[0]
 
@@ -148,14 +154,21 @@ def read_key_columns(
         gold_field=gold_field,
         choices=choices,
     )
+    from calibcli.io.folders import expand
+
     side = _Side(keyed, by is not None)
+    if keyed and repeating(expand(sources)):
+        side.questions = []  # the paired bootstrap draws each question's rows together
     reader, spans, found = _read_side(sources, side, keyed, options)
     ids, conf, corr = side.columns()
     if keyed:
         raise_repeat(reader, ids.first_repeat(), spans, side)
     warnings = tuple(reader.warnings)
     fmt = found or "jsonl"
-    return KeyColumns(ids, conf, corr, side.groups, fmt, spans, warnings, side.docs, reader.checks)
+    asked = None if side.questions is None else _join(side.questions, np.uint64)
+    return KeyColumns(
+        ids, conf, corr, side.groups, fmt, spans, warnings, side.docs, reader.checks, asked
+    )
 
 
 def read_matched(
@@ -281,7 +294,9 @@ def _read_side(
     # what the runs' results files say of the files read (a part of a task, a file cut short),
     # as the other commands say it
     read = [(source, stop - start) for source, _, start, stop in spans if stop > start]
-    reader.checks = run_checks(read, reader.formats, options.get("by"))
+    # rows matched to BASE's are drawn a BASE question at a time (NEW's epochs match BASE's)
+    whole = side.questions is not None or isinstance(side, _Matching)
+    reader.checks = run_checks(read, reader.formats, options.get("by"), whole)
     reader.warnings.extend(w for w in reader.checks.warnings if w not in reader.warnings)
     return reader, spans, found
 
@@ -455,7 +470,7 @@ class _Reader:
         raws = [r.i for r in rows]
         lengths = np.fromiter(map(len, raws), np.int64, n)
         packed = b"".join(raws)
-        if not _plain_ids(packed, lengths):
+        if not plain_ids(packed, lengths):
             return False
         corr = np.frombuffer(bytes([r.y for r in rows]), np.bool_)
         side.add_block(conf, corr, hash_packed(packed, lengths))
@@ -487,28 +502,6 @@ def _line_end(view: memoryview, lines: int) -> int:
     for _ in range(lines + 1):
         at = obj.find(b"\n", at + 1, len(view))
     return at + 1 if at >= 0 else len(view)
-
-
-def _plain_ids(packed: bytes, lengths: np.ndarray) -> bool:
-    """Whether every raw id is its own canonical text: a string without escapes, or a whole
-    number of at most 19 digits without a fraction, an exponent or a minus zero."""
-    data = np.frombuffer(packed, np.uint8)
-    starts = np.cumsum(lengths) - lengths
-    head = data[starts]
-    strings = head == _QUOTE
-    if packed.find(b"\\") >= 0 and np.any(strings):
-        return False
-    numbers = ~strings
-    if not numbers.any():
-        return True
-    digits = (head == _MINUS) | ((head >= 48) & (head <= 57))
-    if not np.all(digits[numbers]) or np.any(lengths[numbers] > _NUMBER_MAX):
-        return False
-    odd = (data == 46) | (data == 101) | (data == 69) | (data == _BACKSLASH)  # . e E \
-    if np.any(np.add.reduceat(odd, starts)[numbers]):
-        return False
-    minus_zero = numbers & (head == _MINUS) & (lengths == 2)
-    return not np.any(data[starts[minus_zero] + 1] == 48)
 
 
 class _State:
@@ -566,6 +559,8 @@ class _State:
                 key = self.key(row)
                 field = reader.id_field or default_id_field(self.fmt)
                 canon = canonical_id(key)
+                if side.questions is not None:
+                    side.asked.append(canonical_id(question_of(key)))
         except ValueError as exc:
             text = str(exc)
             if text.startswith("is "):

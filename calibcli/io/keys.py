@@ -194,3 +194,29 @@ class IdIndex:
         rows = self.order[at]
         rows[~hit] = -1
         return rows
+
+
+_QUOTE, _MINUS, _BACKSLASH = 34, 45, 92
+_NUMBER_MAX = 19  # digits of a whole-number id hashed as its text (longer ones: json.loads)
+
+
+def plain_ids(packed: bytes, lengths: np.ndarray) -> bool:
+    """Whether every raw id is its own canonical text: a string without escapes, or a whole
+    number of at most 19 digits without a fraction, an exponent or a minus zero."""
+    data = np.frombuffer(packed, np.uint8)
+    starts = np.cumsum(lengths) - lengths
+    head = data[starts]
+    strings = head == _QUOTE
+    if packed.find(b"\\") >= 0 and np.any(strings):
+        return False
+    numbers = ~strings
+    if not numbers.any():
+        return True
+    digits = (head == _MINUS) | ((head >= 48) & (head <= 57))
+    if not np.all(digits[numbers]) or np.any(lengths[numbers] > _NUMBER_MAX):
+        return False
+    odd = (data == 46) | (data == 101) | (data == 69) | (data == _BACKSLASH)  # . e E \
+    if np.any(np.add.reduceat(odd, starts)[numbers]):
+        return False
+    minus_zero = numbers & (head == _MINUS) & (lengths == 2)
+    return not np.any(data[starts[minus_zero] + 1] == 48)

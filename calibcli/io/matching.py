@@ -187,6 +187,8 @@ def aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, n
     from calibcli.summaries import PairedRows
 
     pairs = int(np.count_nonzero(row_of >= 0))
+    # BASE's questions, by which the pairs are drawn (None: one row each)
+    questions = getattr(base, "questions", None)
     if pairs == base.n:  # every BASE row matched: the columns as they are
         base_rows, new_rows = (base.confidence, base.correct), (conf, corr)
         groups = base.groups
@@ -195,9 +197,19 @@ def aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, n
         base_rows = (base.confidence[rows], base.correct[rows])
         new_rows = (conf[rows], corr[rows])
         groups = None if base.groups is None else [base.groups[i] for i in rows.tolist()]
+        questions = None if questions is None else questions[rows]
     lost = (
         () if groups is None or pairs == base.n else tuple(sorted(set(base.groups) - set(groups)))
     )
     return PairedRows(
-        base_rows, new_rows, groups, base.n - pairs, new_n - pairs, base.n, new_n, (), lost
+        base_rows,
+        new_rows,
+        groups,
+        base.n - pairs,
+        new_n - pairs,
+        base.n,
+        new_n,
+        (),
+        lost,
+        questions=questions,
     )

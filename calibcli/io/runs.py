@@ -27,14 +27,14 @@ import re
 import stat
 import struct
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.content import file_content_id
-from calibcli.io.inspect_log import log_epochs, log_model, whole_count
+from calibcli.io.inspect_log import head_epochs, log_epochs, log_model, whole_count
 
 _RUN_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
@@ -232,46 +232,114 @@ def either(*checks: RunChecks | None) -> dict[str, str | None]:
 
 
 def run_checks(
-    read: list[tuple[str, int | None]], formats: list[tuple[str, str | None]], by: str | None
+    read: list[tuple[str, int | None]],
+    formats: list[tuple[str, str | None]],
+    by: str | None,
+    whole: bool = False,
 ) -> RunChecks:
     """:func:`limited_runs` of the files ``read`` (with their rows), :func:`pooled_models` and
-    :func:`repeated_samples` of the files read with rows (with their formats)."""
-    mixed, repeats = pooled_models(formats, by), repeated_samples(formats)
+    :func:`repeated_samples` of the files read with rows (with their formats); ``whole``: a
+    bootstrap of these rows draws each question's rows together, so their repeating questions
+    close no gate."""
+    mixed, repeats = pooled_models(formats, by), repeated_samples(formats, whole)
     said = [*limited_runs(read), *(w for w in (mixed, repeats) if w is not None)]
-    return RunChecks(tuple(said), mixed, repeats)
+    return RunChecks(tuple(said), mixed, None if whole else repeats)
 
 
-def repeated_samples(files: list[tuple[str, str | None]]) -> str | None:
-    """Why the rows of ``files`` (each with its format) repeat their questions, or None: an
-    inspect-ai run with ``epochs`` > 1 scored each sample that many times, one row each. The
-    figures are those of every answer, but a bootstrap over rows takes the epochs of a question
-    for independent answers, and its interval is too narrow."""
-    logs = [(f, log_epochs(f)) for f, fmt in dict.fromkeys(files) if fmt == "inspect-ai"]
-    repeated = [(f, k) for f, k in logs if f != "-" and k is not None and k > 1]
+def repeated_samples(files: list[tuple[str, str | None]], whole: bool = False) -> str | None:
+    """Why the rows of ``files`` (each with its format) repeat their questions, or None
+    (:func:`_repeated`, each inspect-ai log's epochs read from the log)."""
+    return _repeated([(f, log_epochs(f)) for f, fmt in files if fmt == "inspect-ai"], whole)
+
+
+REPEATED = "inspect-ai runs scored each sample several times: "
+"""How the warning about rows that repeat their questions opens."""
+
+
+def _repeated(logs: list[tuple[str, int | None]], whole: bool, sums: bool = False) -> str | None:
+    """Why the rows of inspect-ai ``logs`` (each with its run's epochs) repeat their questions,
+    or None: a run with ``epochs`` > 1 scored each sample that many times, one row each. The
+    figures are those of every answer. A bootstrap that draws each question's rows together
+    (``whole``: the rows were keyed by question) gives honest intervals; one over rows takes
+    the epochs of a question for independent answers, and its interval is too narrow.
+    ``sums``: a summary's Poisson sums are keyed by question though its rows are not."""
+    repeated = [(f, k) for f, k in dict.fromkeys(logs) if f != "-" and k is not None and k > 1]
     if not repeated:
         return None
     shown = ", ".join(f"{_files_shown([f])} ({k} epochs)" for f, k in repeated[:SHOWN])
     more = f" and {len(repeated) - SHOWN} more" if len(repeated) > SHOWN else ""
-    return (
-        f"inspect-ai runs scored each sample several times: {shown}{more}: the rows repeat "
-        "each question, so a bootstrap over rows gives intervals too narrow, and a gate on "
-        "their upper end fails; gate the estimate"
+    said = f"{REPEATED}{shown}{more}: "
+    if whole:
+        return said + (
+            "the figures weigh every answer, and the bootstrap draws each question's answers "
+            "together"
+        )
+    if sums:
+        return said + (
+            "the figures weigh every answer; the summary's Poisson sums draw each question's "
+            "answers together, but its rows do not, so a gate on an interval's upper end needs "
+            "--bootstrap-scheme poisson"
+        )
+    return said + (
+        "the rows repeat each question, so a bootstrap over rows gives intervals too narrow, "
+        "and a gate on their upper end fails; gate the estimate"
     )
+
+
+def recorded(source: Any) -> Any:
+    """A summary's ``source`` (:class:`~calibcli.summaries.Source`) with what its run records
+    looked up where it was not recorded: an lm-eval run's model, an inspect-ai log's model and
+    epochs (so that a summary file read where its files are not still knows them)."""
+    fmt = source.format
+    if source.skipped is not None or fmt not in _MODEL_OF or source.name == "-":
+        return source
+    model = source.model if source.model is not None else _MODEL_OF[fmt](source.name)
+    epochs = source.epochs
+    if epochs is None and fmt == "inspect-ai":
+        epochs = log_epochs(source.name)
+    if (model, epochs) == (source.model, source.epochs):
+        return source
+    return replace(source, model=model, epochs=epochs)
+
+
+def source_checks(
+    sources: Any, by: str | None, whole: bool, sums: bool
+) -> tuple[str | None, str | None]:
+    """(:func:`pooled_models`, :func:`_repeated`) of a summary's sources, from what each
+    source records (:func:`recorded`)."""
+    read = [s for s in sources if s.skipped is None and s.name != "-"]
+    named = [(s.name, s.model) for s in read if s.format in _MODEL_OF]
+    logs = [(s.name, s.epochs) for s in read if s.format == "inspect-ai"]
+    return _pooled(named, by), _repeated(logs, whole, sums)
+
+
+def repeating(files: list[str]) -> bool:
+    """Whether an inspect-ai log among ``files`` says, before its rows are read, that its run
+    scored each sample several times (:func:`~calibcli.io.inspect_log.head_epochs`): its rows
+    are then keyed by question."""
+    return any((head_epochs(f) or 0) > 1 for f in files if f != "-")
 
 
 def pooled_models(files: list[tuple[str, str | None]], by: str | None) -> str | None:
     """Why the rows of ``files`` (each with the format it was read in) are not one model's, or
-    None: the models their runs used differ, where a run says: an lm-eval samples file's name
-    (model arguments, before v0.4.3) or its run's results file (``model_name``), an inspect-ai
-    log's ``eval.model``. Pooled, the rows mix the models' calibration, and nothing else tells
-    it: other models' files of a task hold other ids. None with ``by`` ``model``, which keeps
-    them apart, and for one file."""
+    None (:func:`_pooled`, each file's model as its run names it)."""
     runs = [(f, fmt) for f, fmt in dict.fromkeys(files) if fmt in _MODEL_OF and f != "-"]
     if by == "model" or len(runs) < 2:
         return None
+    return _pooled([(f, _MODEL_OF[fmt](f)) for f, fmt in runs], by)
+
+
+def _pooled(named: list[tuple[str, str | None]], by: str | None) -> str | None:
+    """Why the rows of the files ``named`` (each with the model its run used, None where it
+    names none) are not one model's, or None: the models their runs used differ, where a run
+    says: an lm-eval samples file's name (model arguments, before v0.4.3) or its run's results
+    file (``model_name``), an inspect-ai log's ``eval.model``. Pooled, the rows mix the models'
+    calibration, and nothing else tells it: other models' files of a task hold other ids. None
+    with ``by`` ``model``, which keeps them apart."""
+    if by == "model":
+        return None
     models: dict[str, list[str]] = {}
-    for f, fmt in runs:
-        model = _MODEL_OF[fmt](f)
+    for f, model in dict.fromkeys(named):
         if model is not None:
             models.setdefault(model, []).append(f)
     if len(models) < 2:

@@ -231,8 +231,14 @@ def _intervals(
     if bootstrap.scheme == "multinomial":
         from calibcli.metrics import bootstrap_intervals
 
+        # keyed rows are keyed by question: the epochs of a sample are drawn together
         result = bootstrap_intervals(
-            columns, bins=bins, strategy=strategy, workers=workers, **options
+            columns,
+            bins=bins,
+            strategy=strategy,
+            workers=workers,
+            clusters=view.keys,
+            **options,
         ).intervals
     elif view.keys is not None:
         from calibcli.metrics import poisson_intervals

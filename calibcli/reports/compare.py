@@ -67,10 +67,12 @@ def compare_section(
     settings: CompareSettings,
     *,
     upper_gate: bool = False,
+    questions: Any = None,
 ) -> Comparison:
     """Figures, differences, intervals and tests for aligned (paired) or independent rows.
     ``upper_gate``: a gate reads the worse ends of the intervals, so too few rows (or, for
-    accuracy and AUROC, too few right or wrong answers on a side) close it."""
+    accuracy and AUROC, too few right or wrong answers on a side) close it. ``questions``
+    labels each pair's question: the paired bootstrap draws each question's pairs together."""
     from calibcli.metrics import (
         SCALAR_KEYS,
         delong_test,
@@ -89,9 +91,11 @@ def compare_section(
         closed = {f"{key}_{way}": "no rows to compare" for key in SCALAR_KEYS for way in _WAYS}
         return Comparison(Section(figures, notes, closed), Section({"rows": 0}, closed=closed))
     run = paired_bootstrap if settings.paired else unpaired_bootstrap
+    drawn = {} if questions is None else {"clusters": questions}
     result = run(
         base,
         new,
+        **drawn,
         samples=settings.samples,
         seed=settings.seed,
         level=settings.level,
@@ -300,7 +304,10 @@ def compare_report(
     import numpy as np
 
     upper_gate = bool(gate) and gate.bound == "upper"
-    pooled = compare_section(matched.base, matched.new, settings, upper_gate=upper_gate)
+    questions = matched.questions if settings.paired else None
+    pooled = compare_section(
+        matched.base, matched.new, settings, upper_gate=upper_gate, questions=questions
+    )
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "command": "compare",
@@ -363,7 +370,10 @@ def compare_report(
             rows = names == name
             base = (matched.base[0][rows], matched.base[1][rows])
             new = (matched.new[0][rows], matched.new[1][rows])
-            groups[name] = compare_section(base, new, settings, upper_gate=upper_gate)
+            asked = None if questions is None else questions[rows]
+            groups[name] = compare_section(
+                base, new, settings, upper_gate=upper_gate, questions=asked
+            )
         body["by"] = by
         body["groups"] = {name: g.section.figures for name, g in groups.items()}
         # a group without rows is named by the unmatched note above

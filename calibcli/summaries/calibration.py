@@ -392,11 +392,12 @@ class CalibrationBuilder:
         self.shares_modes: list[str | None] = []  # of the workers' shares of the source
         self.ids = IdLog()
 
-    def add_ids(self, hashes: Any, lines: Any) -> None:
-        """Record the ids of the rows of the block about to be added (checked by the reader)."""
+    def add_ids(self, hashes: Any, lines: Any, questions: Any = None) -> None:
+        """Record the ids of the rows of the block about to be added (checked by the reader);
+        their ``questions``' hashes (None: the ids') key them with ``row_keys``."""
         self.ids.add(hashes, lines)
         if self.row_keys:
-            self._pending_keys = np.asarray(hashes, np.uint64)
+            self._pending_keys = np.asarray(hashes if questions is None else questions, np.uint64)
 
     def add_lines(self, lines: np.ndarray) -> None:
         """The lines (or hashed locators, uint64) of the rows of the block about to be added,

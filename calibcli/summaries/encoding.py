@@ -328,9 +328,12 @@ def _get_totals(spec: Any, arrays: dict[str, np.ndarray]) -> TotalsTable:
 
 def _source(entry: Any, table: BinTable | None) -> Source:
     try:
-        mode = entry.get("inspect_confidence")  # absent: not recorded (an older summary)
-        if mode is not None and not isinstance(mode, str):
+        # absent: not recorded (an older summary)
+        mode, model, epochs = (entry.get(k) for k in ("inspect_confidence", "model", "epochs"))
+        if any(v is not None and not isinstance(v, str) for v in (mode, model)):
             raise TypeError(mode)
+        if epochs is not None and (type(epochs) is not int or epochs < 1):
+            raise TypeError(epochs)
         return Source(
             name=str(entry["name"]),
             content=str(entry["content"]),
@@ -341,6 +344,8 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             skipped=entry["skipped"],
             table=table,
             inspect_confidence=mode,
+            model=model,
+            epochs=epochs,
         )
     except (AttributeError, KeyError, TypeError, ValueError):
         raise SummaryError("a damaged calibcli summary (a bad source entry)") from None

@@ -46,6 +46,9 @@ class PairedRows:
     unmatched_groups: tuple[str, ...] = ()
     mixed: str | None = None  # why a side's rows are several models': every gate fails closed
     repeats: str | None = None  # why they repeat questions: an upper-end gate fails closed
+    # each pair's question (uint64 hashes) when a question has several pairs: the paired
+    # bootstrap draws them together (None: one pair per question)
+    questions: Any = None
 
 
 def match(base: KeyedRows, new: KeyedRows) -> PairedRows:

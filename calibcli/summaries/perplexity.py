@@ -223,8 +223,9 @@ class PerplexityBuilder:
         self.rows_of_source = 0
         self.ids = IdLog()
 
-    def add_ids(self, hashes: Any, lines: Any) -> None:
-        """Record the ids of the rows of the block about to be added (checked by the reader)."""
+    def add_ids(self, hashes: Any, lines: Any, questions: Any = None) -> None:
+        """Record the ids of the rows of the block about to be added (checked by the reader);
+        ``questions`` is for calibration rows keyed for the bootstrap."""
         self.ids.add(hashes, lines)
 
     def begin_source(self) -> None:

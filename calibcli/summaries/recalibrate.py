@@ -261,13 +261,17 @@ def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: in
 
     from calibcli.metrics import cross_fit
 
-    def crossed(columns: Any, where: str) -> tuple[Any, Any]:
+    def crossed(view: Any, where: str) -> tuple[Any, Any]:
+        columns = view.columns
         if columns.n == 0:
             return columns.conf_correct, columns.conf_wrong
         right = columns.conf_correct.shape[0]
         by_right = np.argsort(columns.conf_correct, kind="stable")
         by_wrong = np.argsort(columns.conf_wrong, kind="stable")
         ordered = np.concatenate([columns.conf_correct[by_right], columns.conf_wrong[by_wrong]])
+        # keyed rows are keyed by question: a sample's epochs are held out together
+        keys = view.keys
+        asked = None if keys is None else np.concatenate([keys[0][by_right], keys[1][by_wrong]])
         try:
             out = cross_fit(
                 ordered,
@@ -276,6 +280,7 @@ def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: in
                 folds=folds,
                 seed=seed,
                 bins=bins,
+                clusters=asked,
             )
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
@@ -287,12 +292,12 @@ def cross_fit_data(summary: Any, *, method: str, folds: int, seed: int, bins: in
     groups = summary.by_group()
     if groups is None:
         pooled = summary.pooled()
-        return _regrouped(summary, [crossed(pooled.columns, "--recalibrate")], keys=[pooled.keys])
+        return _regrouped(summary, [crossed(pooled, "--recalibrate")], keys=[pooled.keys])
     small = [str(name) for name, view in groups.items() if 0 < view.columns.n < folds]
     parts = [
         (view.columns.conf_correct, view.columns.conf_wrong)
         if str(name) in small
-        else crossed(view.columns, f"--recalibrate, group {name!r}")
+        else crossed(view, f"--recalibrate, group {name!r}")
         for name, view in groups.items()
     ]
     notes = (_too_small(small, folds),) if small else ()

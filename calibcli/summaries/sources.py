@@ -21,7 +21,10 @@ class Source:
     out. ``table`` is its own bin table, kept without ``--by`` for per-file figures.
     ``inspect_confidence`` is the ``--inspect-confidence`` mode its inspect-ai rows took their
     confidences by, ``auto`` resolved (:func:`joined_mode`); None for rows of other formats,
-    and where it was not recorded (a summary file written before it was).
+    and where it was not recorded (a summary file written before it was). ``model`` and
+    ``epochs`` are what its run recorded (an lm-eval run's model, an inspect-ai log's
+    ``eval.model`` and ``eval.config.epochs``), kept so that a summary read away from the
+    files still knows them; None where the run names none or they were not recorded.
     """
 
     name: str
@@ -33,6 +36,8 @@ class Source:
     skipped: str | None = None
     table: BinTable | None = None
     inspect_confidence: str | None = None
+    model: str | None = None
+    epochs: int | None = None
 
     @property
     def display(self) -> str:
@@ -49,8 +54,10 @@ class Source:
             "stop": self.stop,
             "skipped": self.skipped,
         }
-        if self.inspect_confidence is not None:  # other formats' entries are as they were
-            found["inspect_confidence"] = self.inspect_confidence
+        # other formats' entries are as they were
+        for key in ("inspect_confidence", "model", "epochs"):
+            if getattr(self, key) is not None:
+                found[key] = getattr(self, key)
         return found
 
 

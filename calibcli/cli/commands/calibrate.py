@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from calibcli.cli.app import EXIT_CODES, app, usage_error
 from calibcli.cli.emit import Plot, check_outputs, emit
 from calibcli.cli.options import (
@@ -138,6 +140,9 @@ def calibrate(
     )
     if poisson:
         bootstrap, seed = poisson_settings(data, bootstrap, seed, strategy.value, gate_on, limits)
+        # its weights are keyed by question (the rows' keys, or a summary's sums), so rows
+        # that repeat their questions leave its intervals honest
+        data = replace(data, repeats=None)
     for needed, what in (
         (strategy is not Strategy.uniform, f"--strategy {strategy.value}"),
         (ci is not None and not poisson, "--ci"),
