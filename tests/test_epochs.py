@@ -268,6 +268,30 @@ def test_unpaired_compare_of_epochs_still_closes_an_upper_gate(tmp_path):
     assert estimate.exit_code == 0, estimate.stderr
 
 
+# --------------------------------------------------------------------------- from Python
+
+
+def test_the_api_draws_epochs_together_and_closes_what_it_cannot(tmp_path, monkeypatch):
+    import calibcli
+
+    rows = calibcli.read_predictions(epochs_log(tmp_path), scorer="match")
+    assert DRAWN in rows.warnings
+    calls = captured(monkeypatch, "bootstrap_intervals")
+    upper = {"ci": 0.95, "bootstrap": 200, "gate_on": "upper"}
+    report = json.loads(calibcli.calibrate(rows, **upper, max_brier=0.99).to_json())
+    assert report["gate"]["passed"] is True
+    right, wrong = calls[0][1]["clusters"]
+    columns = calls[0][0][0]
+    one_question_per_label(
+        np.concatenate([columns.conf_correct, columns.conf_wrong]), np.concatenate([right, wrong])
+    )
+    margin = {"max_increase": {"brier": 0.5}, "bootstrap": 200}
+    paired = json.loads(calibcli.compare(rows, rows, **margin).to_json())
+    assert "reason" not in paired["gate"]["checks"][0]
+    unpaired = json.loads(calibcli.compare(rows, rows, **margin, unpaired=True).to_json())
+    assert [c.get("reason") for c in unpaired["gate"]["checks"]] == [REPEATS]
+
+
 def test_a_log_whose_epochs_are_found_only_after_reading_closes_an_upper_gate(
     tmp_path, monkeypatch
 ):

@@ -322,3 +322,13 @@ def test_a_json_log_s_eval_is_read_from_its_head_or_else_whole(tmp_path, monkeyp
     inspect_log._run_of.cache_clear()
     assert (inspect_log.log_model(log), inspect_log.log_epochs(log)) == ("mockllm/model", 2)
     inspect_log._run_of.cache_clear()
+
+
+def test_the_api_closes_the_gates_on_two_models_rows(tmp_path):
+    import calibcli
+
+    rows = calibcli.read_predictions(two_runs(tmp_path, "org/alpha", "org/beta"))
+    report = json.loads(calibcli.calibrate(rows, max_ece=0.99).to_json())
+    assert [c.get("reason") for c in report["gate"]["checks"]] == [MIXED]
+    chosen = json.loads(calibcli.threshold(rows, target_accuracy=0.2, min_coverage=0.1).to_json())
+    assert [c.get("reason") for c in chosen["gate"]["checks"]] == [MIXED]

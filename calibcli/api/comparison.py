@@ -124,7 +124,15 @@ def compare(
         # what the reading said of each side's files, then of the matched rows, as compare of
         # the files says it
         said = (*b.warnings, *n.warnings, *matched.warnings)
-        matched = replace(matched, warnings=tuple(dict.fromkeys(said)))
+        # what the runs say closes gates as compare of the files closes them: several models
+        # on a side, and rows of one question resampled one by one (unpaired)
+        repeated = unpaired and (b.questions is not None or n.questions is not None)
+        matched = replace(
+            matched,
+            warnings=tuple(dict.fromkeys(said)),
+            mixed=b.mixed or n.mixed,
+            repeats="the rows repeat their questions" if repeated else None,
+        )
     if not unpaired:
         usage(
             WHERE,
@@ -195,6 +203,8 @@ def _keyed(rows: Predictions, name: str) -> Any:
         rows.format,
         rows.where or [],
         docs=rows.documents,
+        mixed=rows.mixed,
+        questions=rows.questions,
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -53,6 +53,11 @@ class Predictions:
     warnings: tuple[str, ...] = field(default=(), repr=False)
     # row -> what an lm-eval or inspect-ai row asks: compare checks matched rows ask the same
     documents: dict[int, tuple[str, str]] | None = field(default=None, repr=False)
+    # what the runs say, as the commands say it: several models' rows (every gate fails
+    # closed), and each row's question (uint64) where an inspect-ai sample has several epochs,
+    # which the bootstrap and cross-fitting draw and hold out together
+    mixed: str | None = field(default=None, repr=False)
+    questions: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return int(self.confidence.shape[0])
@@ -121,7 +126,7 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     from calibcli.io import read_keyed
 
     files, options = reading_arguments("read_predictions", paths, reading_options)
-    rows = read_keyed(files, **options, keyed=None, documents=True)
+    rows = read_keyed(files, **options, keyed=None, documents=True, questions=True)
     return Predictions(
         rows.confidence,
         rows.correct,
@@ -139,6 +144,8 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
         rows.inspect_confidence,
         rows.warnings,
         rows.docs,
+        rows.mixed,
+        rows.questions,
     )
 
 
@@ -362,9 +369,13 @@ def summary_of(rows: Predictions, *, bins: int) -> Any:
         mc_norm=rows.mc_norm,
         by=rows.by,
     )
-    return CalibrationSummary.from_arrays(
+    summary = CalibrationSummary.from_arrays(
         rows.confidence, rows.correct, settings=settings, groups=rows.groups, warnings=rows.warnings
     )
+    kept, asked = summary.kept, rows.questions
+    if asked is not None:  # the kept rows, right answers first, keyed by their questions
+        kept = replace(kept, right_keys=asked[rows.correct], wrong_keys=asked[~rows.correct])
+    return replace(summary, kept=kept, mixed=rows.mixed)
 
 
 # --------------------------------------------------------------------------- option values

@@ -113,6 +113,7 @@ def read_keyed(
     gold_field: str | None = None,
     choices: list[str] | tuple[str, ...] | None = None,
     documents: bool = False,
+    questions: bool = False,
 ) -> KeyedRows:
     """Read (id, confidence, correct) rows; an id appearing twice is an error naming both lines.
 
@@ -124,10 +125,14 @@ def read_keyed(
     reading gives it one: by ``id_field`` when given, else by its format's own id (lm-eval,
     inspect-ai, ...); native rows without ``id_field`` are keyed by their position. With
     ``documents``, what each lm-eval or inspect-ai row asks is kept too (``docs``), for
-    compare's check that matched rows ask the same question.
+    compare's check that matched rows ask the same question. With ``questions``, rows that
+    share a question (an inspect-ai sample's epochs) are labelled with its hash
+    (``questions``), so that a bootstrap draws them together; what the runs say closes gates
+    (``mixed``, ``repeats``) as the commands close them.
     """
     from calibcli import formats
     from calibcli.io.folders import expand
+    from calibcli.io.ids import question_hashes
     from calibcli.io.matching import document
     from calibcli.io.plan import answer_options, group_key
     from calibcli.io.route import calibration_router, taken_modes
@@ -229,7 +234,9 @@ def read_keyed(
         if len(keys) > before:
             read.append((source, len(keys) - before))
             read_as.append((source, source_fmt))
-    warnings += [w for w in run_checks(read, read_as, by).warnings if w not in warnings]
+    asked = question_hashes(keys, None) if questions else None
+    checks = run_checks(read, read_as, by, whole=questions)
+    warnings += [w for w in checks.warnings if w not in warnings]
     return KeyedRows(
         keys,
         np.asarray(conf, dtype=np.float64),
@@ -240,6 +247,9 @@ def read_keyed(
         joined_mode(modes),
         tuple(warnings),
         docs if documents else None,
+        checks.mixed,
+        checks.repeats,
+        asked,
     )
 
 

@@ -24,6 +24,10 @@ class KeyedRows:
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
     # row -> what it asks (lm-eval, inspect-ai; see calibcli.io.matching.document), if kept
     docs: dict[int, tuple[str, str]] | None = None
+    mixed: str | None = None  # why the rows are several models': every gate fails closed
+    repeats: str | None = None  # why they repeat questions: an upper-end gate fails closed
+    # each row's question (uint64 hashes) when a question has several rows (None: one each)
+    questions: Any = None
 
     @property
     def n(self) -> int:
