@@ -184,6 +184,31 @@ def test_one_epoch_is_not_said():
     assert not [w for w in report_of(result)["warnings"] if "several times" in w]
 
 
+# --------------------------------------------------------------------------- threshold
+
+REPEATED_COVERAGE = (
+    "the threshold was chosen on rows that repeat their questions (see the warning), so its "
+    "guarantee is too optimistic; choose it with --fit on a run of one epoch"
+)
+
+
+def test_a_threshold_chosen_on_epochs_closes_min_coverage(tmp_path):
+    # the guarantee's bound counts every row as an independent question: two copies of each
+    # answer make it look twice as sure
+    args = ["threshold", epochs_log(tmp_path), "--scorer", "match", "--target-accuracy", "0.4"]
+    result = run([*args, "--min-coverage", "0.1", "--json"])
+    assert result.exit_code == 1
+    report = report_of(result)
+    assert [c.get("reason") for c in report["gate"]["checks"]] == [REPEATED_COVERAGE]
+    assert any(w.startswith("the guarantee counts each row") for w in report["warnings"])
+
+
+def test_a_threshold_chosen_on_one_epoch_reads_the_epochs_rows(tmp_path):
+    args = ["threshold", epochs_log(tmp_path), "--fit", INSPECT / "toy_arithmetic.json"]
+    result = run([*args, "--scorer", "match", "--target-accuracy", "0.4", "--min-coverage", "0.1"])
+    assert result.exit_code == 0, result.stderr
+
+
 # --------------------------------------------------------------------------- summary files
 
 

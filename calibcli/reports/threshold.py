@@ -25,6 +25,18 @@ from typing import Any
 from calibcli.reports.figures import confidence
 from calibcli.reports.report import Note, Report, Section, assemble
 
+REPEATED_GUARANTEE = (
+    "the guarantee counts each row it was chosen on as a question of its own, but an inspect-ai "
+    "run scored each sample several times (see the warning): it is too optimistic, and "
+    "--min-coverage fails closed; choose the threshold with --fit on a run of one epoch"
+)
+"""Why the guaranteed threshold of rows that repeat their questions is not one."""
+REPEATED_COVERAGE = (
+    "the threshold was chosen on rows that repeat their questions (see the warning), so its "
+    "guarantee is too optimistic; choose it with --fit on a run of one epoch"
+)
+"""Why --min-coverage fails closed on a threshold chosen on such rows."""
+
 COVERAGES = (0.1, 0.5, 0.9)  # selective accuracy is reported at these coverages
 TABLE_ROWS = 20  # rows of the risk–coverage table at round coverages (all with --full)
 CURVE_POINTS = 400  # points of the accuracy–coverage curve in the report (what --plot draws)
@@ -332,6 +344,7 @@ def threshold_report(
 
     from calibcli.metrics import PredictionColumns
     from calibcli.reports.recalibration import carried
+    from calibcli.summaries import repeated_questions
 
     summary = carried(summary, recalibration)
     mixed = getattr(fit, "mixed", None)
@@ -396,13 +409,17 @@ def threshold_report(
     if recalibration is not None:
         notes.append(Note("recalibration", _mapped_scale(recalibration.settings)))
         notes += [Note("recalibration", t) for t in recalibration.notes]
+    # the coverage after a calibrator fitted on the rows evaluated is in-sample
+    closed = recalibration.closed(gate.minimums) if recalibration and gate else {}
+    if repeated_questions((fit if fit is not None else summary).sources):
+        notes.append(Note("repeats", REPEATED_GUARANTEE))
+        closed = {"coverage": REPEATED_COVERAGE, **(closed or {})}
     return assemble(
         "threshold",
         summary,
         build,
         gate=gate,
-        # the coverage after a calibrator fitted on the rows evaluated is in-sample
-        closed=recalibration.closed(gate.minimums) if recalibration and gate else None,
+        closed=closed or None,
         after=lambda _: head,
         closing=closing,
         notes=notes,

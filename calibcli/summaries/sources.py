@@ -92,6 +92,12 @@ def inspect_mode(sources: Iterable[Source]) -> str | None:
     return None if not modes or None in modes else joined_mode(modes)
 
 
+def repeated_questions(sources: Iterable[Source]) -> bool:
+    """Whether a run read scored each sample several times (a source's recorded epochs > 1):
+    its rows are then not one answer per question."""
+    return any((s.epochs or 0) > 1 for s in sources if s.skipped is None)
+
+
 def overall_format(sources: Iterable[Source], forced: str | None = None) -> str:
     """The report's format: the one every source with rows is in, else ``mixed``."""
     found = {s.format for s in sources if s.format is not None}
