@@ -275,6 +275,11 @@ def test_compare_draws_each_sample_s_epochs_together(tmp_path, monkeypatch):
     report = report_of(result)
     assert report["matched"] == 40
     assert "reason" not in report["gate"]["checks"][0]  # the gate reads the interval
+    assert (
+        "the matched rows repeat their questions (an inspect-ai sample's epochs): the intervals "
+        "draw each question's rows together, but McNemar's and DeLong's p-values take every row "
+        "for a question of its own, so they are too small"
+    ) in report["warnings"]
     (b, n), kwargs = calls[0][0], calls[0][1]
     labels = np.asarray(kwargs["clusters"])
     one_question_per_label(b[0], labels)

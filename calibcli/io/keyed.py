@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError
+from calibcli.io.folders import expand
 from calibcli.io.ids import default_id_field, question_of, row_key
 from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids, hash_packed, plain_ids
 from calibcli.io.matching import (
@@ -154,8 +155,6 @@ def read_key_columns(
         gold_field=gold_field,
         choices=choices,
     )
-    from calibcli.io.folders import expand
-
     side = _Side(keyed, by is not None)
     if keyed and repeating(expand(sources)):
         side.questions = []  # the paired bootstrap draws each question's rows together
@@ -239,7 +238,6 @@ def _read_side(
 ) -> tuple[_Reader, list, str | None]:
     """Read every file of ``sources`` into ``side``: the reader, each file's rows and the
     format found. On an error, a repeated id on an earlier row is raised first."""
-    from calibcli.io.folders import expand
     from calibcli.io.plan import answer_options
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow

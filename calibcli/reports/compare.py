@@ -343,6 +343,15 @@ def compare_report(
                 "have no partner and were left out",
             )
         )
+    if questions is not None:
+        notes.append(
+            Note(
+                "repeats",
+                "the matched rows repeat their questions (an inspect-ai sample's epochs): the "
+                "intervals draw each question's rows together, but McNemar's and DeLong's "
+                "p-values take every row for a question of its own, so they are too small",
+            )
+        )
     if settings.paired and _same_rows(matched):
         notes.append(
             Note(
