@@ -320,6 +320,8 @@ def test_the_api_draws_epochs_together_and_closes_what_it_cannot(tmp_path, monke
     assert "reason" not in paired["gate"]["checks"][0]
     unpaired = json.loads(calibcli.compare(rows, rows, **margin, unpaired=True).to_json())
     assert [c.get("reason") for c in unpaired["gate"]["checks"]] == [REPEATS]
+    chosen = calibcli.threshold(rows, target_accuracy=0.4, min_coverage=0.1).to_json()
+    assert [c.get("reason") for c in json.loads(chosen)["gate"]["checks"]] == [REPEATED_COVERAGE]
 
 
 def test_a_log_whose_epochs_are_found_only_after_reading_closes_an_upper_gate(

@@ -359,7 +359,7 @@ def _keys(name: str, ids: list[Any]) -> list[Any]:
 def summary_of(rows: Predictions, *, bins: int) -> Any:
     """The :class:`~calibcli.summaries.CalibrationSummary` the readers build of these rows,
     every row kept in the order given."""
-    from calibcli.summaries import CalibrationSettings, CalibrationSummary
+    from calibcli.summaries import CalibrationSettings, CalibrationSummary, Source
 
     settings = CalibrationSettings(
         bins=bins,
@@ -373,9 +373,14 @@ def summary_of(rows: Predictions, *, bins: int) -> Any:
         rows.confidence, rows.correct, settings=settings, groups=rows.groups, warnings=rows.warnings
     )
     kept, asked = summary.kept, rows.questions
-    if asked is not None:  # the kept rows, right answers first, keyed by their questions
-        kept = replace(kept, right_keys=asked[rows.correct], wrong_keys=asked[~rows.correct])
-    return replace(summary, kept=kept, mixed=rows.mixed)
+    if asked is None:
+        return replace(summary, mixed=rows.mixed)
+    # the kept rows, right answers first, keyed by their questions; and the most rows of a
+    # question recorded as the rows' epochs, as a run read from files records its own
+    kept = replace(kept, right_keys=asked[rows.correct], wrong_keys=asked[~rows.correct])
+    epochs = int(np.unique(asked, return_counts=True)[1].max())
+    read = Source("<arrays>", "", rows.format, len(rows), epochs=epochs)
+    return replace(summary, kept=kept, mixed=rows.mixed, sources=(read,))
 
 
 # --------------------------------------------------------------------------- option values
