@@ -1,9 +1,10 @@
-"""The cluster bootstrap and cross-fitting: rows that answer one question (an inspect-ai run's
-epochs) are drawn, and held out, whole. Checked against a plain loop that draws the questions
-as the docstrings say and computes each replicate's figures on the rows repeated by their
-counts (calibration_estimates on repeated rows is itself checked against loops and
-scikit-learn in test_estimators.py), and against the row bootstrap and row folds of one row per
-question when a question's rows are copies."""
+"""The cluster bootstrap, cross-fitting and McNemar's test for rows that answer one question (an
+inspect-ai run's epochs): drawn, held out and tested by question. Checked against a plain loop
+that draws the questions as the docstrings say and computes each replicate's figures on the rows
+repeated by their counts (calibration_estimates on repeated rows is itself checked against
+loops and scikit-learn in test_estimators.py), against the row bootstrap and row folds of one
+row per question when a question's rows are copies, and against Durkalski et al.'s statistic
+written with exact fractions."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from calibcli.metrics.bootstrap import bootstrap_intervals, replicate_generator
 from calibcli.metrics.core import PredictionColumns, bin_edges
 from calibcli.metrics.estimators import calibration_estimates
-from calibcli.metrics.paired import paired_bootstrap
+from calibcli.metrics.paired import mcnemar_clustered, paired_bootstrap
 from calibcli.metrics.recalibration import cross_fit
 
 KEYS = ("accuracy", "mean_confidence", "ece", "brier", "mce", "rmsce", "ece_1bin", "nll")
@@ -197,3 +198,53 @@ def test_cross_fit_needs_as_many_questions_as_folds():
     conf, correct, labels = epochs(3, 4, seed=13)
     with pytest.raises(ValueError, match=r"folds = 5 exceeds the number of questions \(3\)"):
         cross_fit(conf, correct, method="isotonic", folds=5, clusters=labels)
+
+
+# --------------------------------------------------------------------------- McNemar
+
+
+def durkalski(base, new, labels):
+    """Durkalski et al. (2003), written from the paper's definition with exact fractions:
+    (Σ_k (b_k − c_k)/n_k)² / Σ_k ((b_k − c_k)/n_k)² over the clusters k."""
+    from fractions import Fraction
+
+    per = {}
+    for b, n, label in zip(base, new, labels, strict=True):
+        rows, way = per.get(label, (0, 0))
+        per[label] = (rows + 1, way + (1 if b and not n else -1 if n and not b else 0))
+    shares = [Fraction(way, rows) for rows, way in per.values()]
+    spread = sum(s * s for s in shares)
+    return (sum(shares) ** 2 / spread) if spread else Fraction(0)
+
+
+def test_clustered_mcnemar_follows_its_definition():
+    rng = np.random.default_rng(21)
+    labels = rng.integers(0, 40, 200)  # 40 clusters of unequal sizes
+    base = rng.random(200) < 0.6
+    new = np.where(rng.random(200) < 0.3, ~base, base)
+    got = mcnemar_clustered(base, new, labels)
+    expected = durkalski(base.tolist(), new.tolist(), labels.tolist())
+    assert got.statistic == pytest.approx(float(expected), rel=1e-12)
+    assert got.p_value == pytest.approx(math.erfc(math.sqrt(float(expected) / 2)), rel=1e-12)
+    assert (got.b, got.c, got.clusters) == (
+        int(np.sum(base & ~new)),
+        int(np.sum(~base & new)),
+        len(set(labels.tolist())),
+    )
+
+
+def test_one_row_per_cluster_is_mcnemar_s_chi_square_and_copies_change_nothing():
+    base = np.array([1, 1, 1, 0, 0, 1, 0, 1, 1, 0], bool)
+    new = np.array([0, 0, 1, 1, 0, 0, 1, 1, 0, 0], bool)
+    b, c = 4, 2  # right→wrong, wrong→right
+    once = mcnemar_clustered(base, new, np.arange(10))
+    assert once.statistic == pytest.approx((b - c) ** 2 / (b + c))
+    copies = mcnemar_clustered(np.repeat(base, 3), np.repeat(new, 3), np.repeat(np.arange(10), 3))
+    assert (copies.b, copies.c, copies.clusters) == (12, 6, 10)
+    assert copies.statistic == pytest.approx(once.statistic, rel=1e-12)
+    assert copies.p_value == pytest.approx(once.p_value, rel=1e-12)
+
+
+def test_clustered_mcnemar_without_a_leaning_cluster_is_p_one():
+    same = mcnemar_clustered([1, 0, 1], [1, 0, 1], [5, 5, 6])
+    assert (same.statistic, same.p_value, same.discordant) == (0.0, 1.0, 0)

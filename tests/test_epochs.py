@@ -32,6 +32,12 @@ REPEATS = (
     "the rows repeat their questions (see the warning), so the upper end of a bootstrap over "
     "rows is too low; gate the estimate"
 )
+# the samples of the committed log its match scorer marks right ("C")
+RIGHT_ON_BASE = {
+    s["id"]
+    for s in json.loads((INSPECT / "toy_arithmetic.json").read_text())["samples"]
+    if s["scores"]["match"]["value"] == "C"
+}
 KEYS = ("accuracy", "mean_confidence", "ece", "brier", "mce", "rmsce", "nll", "auroc")
 
 
@@ -277,15 +283,37 @@ def test_compare_draws_each_sample_s_epochs_together(tmp_path, monkeypatch):
     assert "reason" not in report["gate"]["checks"][0]  # the gate reads the interval
     assert (
         "the matched rows repeat their questions (an inspect-ai sample's epochs): the intervals "
-        "draw each question's rows together, but McNemar's and DeLong's p-values take every row "
-        "for a question of its own, so they are too small"
+        "draw each question's rows together and McNemar's test is Durkalski et al.'s for "
+        "clustered pairs, but DeLong's p-value takes every row for a question of its own, so it "
+        "is too small"
     ) in report["warnings"]
+    # McNemar by question: each sample's two copies lean one way, so the statistic is the
+    # chi-square of one row per sample, (b - c)^2 / (b + c) over the flipped samples
+    flipped = {3, 6, 9, 12}
+    b_q = sum(1 for q in flipped if q in RIGHT_ON_BASE)
+    c_q = len(flipped) - b_q
+    assert report["mcnemar"]["clustered"] == {
+        "test": "durkalski",
+        "questions": 20,
+        "statistic": pytest.approx((b_q - c_q) ** 2 / (b_q + c_q)),
+    }
     (b, n), kwargs = calls[0][0], calls[0][1]
     labels = np.asarray(kwargs["clusters"])
     one_question_per_label(b[0], labels)
     expected = reference([b, n], labels, 200, 5)
     got = {key: report["figures"][key]["interval"] for key in KEYS}
     assert_intervals(got, expected)
+
+
+def test_the_table_and_the_html_name_the_clustered_test(tmp_path):
+    base = epochs_log(tmp_path, "base.json")
+    new = epochs_log(tmp_path, "new.json", flip={3, 6, 9, 12})
+    page = tmp_path / "compare.html"
+    result = run(["compare", base, new, "--scorer", "match", "--html", page])
+    assert result.exit_code == 0, result.stderr
+    name = "McNemar's test for clustered pairs (Durkalski et al. 2003)"
+    assert f"accuracy: {name} p = " in result.stdout
+    assert "McNemar&#x27;s test for clustered pairs (Durkalski et al. 2003)" in page.read_text()
 
 
 def test_unpaired_compare_of_epochs_still_closes_an_upper_gate(tmp_path):

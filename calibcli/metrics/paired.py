@@ -9,6 +9,12 @@ Every figure is reported as NEW − BASE.
   p = min(1, 2·P[Binom(b + c, ½) <= min(b, c)]), p = 1 when b + c = 0. Exact integer arithmetic
   (the float is that rational number correctly rounded) up to 100,000 discordant rows; above
   that, Loader's (2000) saddle-point form of the binomial probability (relative error < 1e-11).
+* :func:`mcnemar_clustered`: the same question when rows come in clusters (an inspect-ai
+  sample's epochs), by Durkalski, Palesch, Lipsitz & Rust (2003): with b_k and c_k the
+  discordant rows of cluster k and n_k its rows, X² = (Σ_k (b_k − c_k)/n_k)² /
+  Σ_k ((b_k − c_k)/n_k)², against χ² with one degree of freedom (p = erfc(√(X²/2))); p = 1
+  when no cluster has more rows one way than the other. With one row per cluster X² is
+  McNemar's asymptotic (b − c)²/(b + c).
 * :func:`delong_test`: DeLong, DeLong & Clarke-Pearson (1988) test of AUROC_NEW − AUROC_BASE when
   both sides share the same correctness (the same positives and negatives), in the O(N log N)
   midrank form of Sun & Xu (2014). Ties count ½.
@@ -64,11 +70,13 @@ from calibcli.metrics.progress import ProgressHook, current_progress, phase
 from calibcli.metrics.validation import as_correct, validate_predictions
 
 __all__ = [
+    "ClusteredMcNemarResult",
     "DeLongResult",
     "McNemarResult",
     "PairedBootstrapResult",
     "delong_test",
     "identical_correctness",
+    "mcnemar_clustered",
     "mcnemar_exact",
     "paired_bootstrap",
     "unpaired_bootstrap",
@@ -125,6 +133,40 @@ def mcnemar_exact(base_correct: object, new_correct: object) -> McNemarResult:
     return McNemarResult(
         b, c, b + c, binomial_half_two_sided(b + c, min(b, c), exact_limit=EXACT_MCNEMAR_LIMIT)
     )
+
+
+@dataclass(frozen=True)
+class ClusteredMcNemarResult:
+    """Durkalski's McNemar test for clustered pairs: ``b``, ``c`` and ``discordant`` counted
+    over rows as :class:`McNemarResult`, the ``clusters``, the ``statistic`` X² and its
+    ``p_value``."""
+
+    b: int
+    c: int
+    discordant: int
+    clusters: int
+    statistic: float
+    p_value: float
+
+
+def mcnemar_clustered(
+    base_correct: object, new_correct: object, clusters: object
+) -> ClusteredMcNemarResult:
+    """McNemar's test that BASE and NEW have the same accuracy when the rows come in
+    ``clusters`` (integer labels, one per row): Durkalski et al.'s statistic (module
+    docstring)."""
+    base, new = _correct_pair(base_correct, new_correct)
+    numbers, count = cluster_numbers(clusters)
+    if numbers.shape[0] != base.shape[0]:
+        raise ValueError(f"clusters hold {numbers.shape[0]} labels, not {base.shape[0]}")
+    way = (base & ~new).astype(np.int64) - (~base & new)  # +1 right→wrong, −1 wrong→right
+    rows = np.bincount(numbers, minlength=count)
+    share = np.bincount(numbers, weights=way, minlength=count) / np.maximum(rows, 1)
+    spread = float(np.dot(share, share))
+    statistic = float(share.sum()) ** 2 / spread if spread > 0 else 0.0
+    b, c = int(np.count_nonzero(way > 0)), int(np.count_nonzero(way < 0))
+    p = math.erfc(math.sqrt(statistic / 2.0)) if spread > 0 else 1.0
+    return ClusteredMcNemarResult(b, c, b + c, count, statistic, p)
 
 
 # --------------------------------------------------------------------------- DeLong

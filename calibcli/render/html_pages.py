@@ -23,6 +23,7 @@ from calibcli.reports import (
     Figure,
     confidence,
     lookup,
+    mcnemar_name,
     shown,
 )
 
@@ -256,7 +257,7 @@ def _tests(body: dict[str, Any]) -> str:
     m = body.get("mcnemar")
     if isinstance(m, dict):
         lines.append(
-            f"Accuracy: McNemar's exact test p = {number(m.get('p_value'))} "
+            f"Accuracy: {text(mcnemar_name(m))} p = {number(m.get('p_value'))} "
             f"({number(m.get('right_to_wrong'))} right → wrong, "
             f"{number(m.get('wrong_to_right'))} wrong → right)."
         )

@@ -11,7 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from calibcli.render.digits import fixed, threshold_decimals
-from calibcli.reports import BY_COMMAND, CALIBRATION, RECALIBRATION, has, lookup, shown
+from calibcli.reports import (
+    BY_COMMAND,
+    CALIBRATION,
+    RECALIBRATION,
+    has,
+    lookup,
+    mcnemar_name,
+    shown,
+)
 
 
 def _cell(value: Any) -> str:
@@ -111,7 +119,7 @@ def _comparison(body: dict[str, Any]) -> list[str]:
     if mcnemar:
         lines += [
             "",
-            f"Accuracy: McNemar's exact test p = {mcnemar['p_value']:.4g} "
+            f"Accuracy: {mcnemar_name(mcnemar)} p = {mcnemar['p_value']:.4g} "
             f"({mcnemar['right_to_wrong']} right → wrong, "
             f"{mcnemar['wrong_to_right']} wrong → right).",
         ]

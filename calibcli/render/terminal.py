@@ -27,6 +27,7 @@ from calibcli.reports import (
     confidence,
     has,
     lookup,
+    mcnemar_name,
     shown,
 )
 
@@ -460,7 +461,7 @@ def _compare_tests(report: dict[str, Any]) -> list[str]:
     mcnemar = report.get("mcnemar")
     if mcnemar:
         lines.append(
-            f"accuracy: McNemar's exact test p = {mcnemar['p_value']:.4g} "
+            f"accuracy: {mcnemar_name(mcnemar)} p = {mcnemar['p_value']:.4g} "
             f"({mcnemar['right_to_wrong']:,} right->wrong, {mcnemar['wrong_to_right']:,} "
             "wrong->right)"
         )

@@ -57,6 +57,14 @@ class Comparison:
     gate_view: Section
 
 
+def mcnemar_name(block: dict[str, Any]) -> str:
+    """How a report's ``mcnemar`` block names its test: the exact one, or Durkalski et al.'s for
+    pairs in clusters (rows that repeat their questions)."""
+    if block.get("clustered"):
+        return "McNemar's test for clustered pairs (Durkalski et al. 2003)"
+    return "McNemar's exact test"
+
+
 def _num(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
@@ -77,6 +85,7 @@ def compare_section(
         SCALAR_KEYS,
         delong_test,
         identical_correctness,
+        mcnemar_clustered,
         mcnemar_exact,
         paired_bootstrap,
         unpaired_bootstrap,
@@ -114,13 +123,22 @@ def compare_section(
     figures["figures"] = table
     notes += _infinite_notes(result)
     if settings.paired:
-        test = mcnemar_exact(base[1], new[1])
+        if questions is None:
+            test = mcnemar_exact(base[1], new[1])
+        else:  # the rows of a question are not independent pairs: Durkalski's test
+            test = mcnemar_clustered(base[1], new[1], questions)
         figures["mcnemar"] = {
             "right_to_wrong": test.b,
             "wrong_to_right": test.c,
             "discordant": test.discordant,
             "p_value": test.p_value,
         }
+        if questions is not None:
+            figures["mcnemar"]["clustered"] = {
+                "test": "durkalski",
+                "questions": test.clusters,
+                "statistic": test.statistic,
+            }
         if identical_correctness(base[1], new[1]):
             try:
                 d = delong_test(base[0], new[0], base[1])
@@ -348,8 +366,9 @@ def compare_report(
             Note(
                 "repeats",
                 "the matched rows repeat their questions (an inspect-ai sample's epochs): the "
-                "intervals draw each question's rows together, but McNemar's and DeLong's "
-                "p-values take every row for a question of its own, so they are too small",
+                "intervals draw each question's rows together and McNemar's test is Durkalski "
+                "et al.'s for clustered pairs, but DeLong's p-value takes every row for a "
+                "question of its own, so it is too small",
             )
         )
     if settings.paired and _same_rows(matched):

@@ -60,8 +60,9 @@ def compare(
 ) -> None:
     """Compare two prediction files on the same questions: every calibration figure of BASE and
     NEW, the difference NEW - BASE with a paired bootstrap interval (the same resampled
-    questions for both), McNemar's exact test of accuracy and, when both sides agree on every
-    answer's correctness, DeLong's test of AUROC.
+    questions for both), McNemar's exact test of accuracy (Durkalski et al.'s for clustered
+    pairs when an inspect-ai run's epochs repeat the questions) and, when both sides agree on
+    every answer's correctness, DeLong's test of AUROC.
 
     Rows are matched by --id-field; duplicate ids are an error, and so are more than 5%
     unmatched rows on either side unless --allow-unmatched. --max-increase ece=0.01 (and
