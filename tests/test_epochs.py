@@ -361,9 +361,9 @@ def test_a_log_whose_epochs_are_found_only_after_reading_closes_an_upper_gate(
     from calibcli.io import inspect_log
 
     monkeypatch.setattr(inspect_log, "HEAD_BYTES", 64)
-    inspect_log._run_of.cache_clear()
+    inspect_log.forget_runs()
     args = ["calibrate", epochs_log(tmp_path), "--scorer", "match", "--gate-on", "upper"]
     result = run([*args, "--max-brier", "0.99", "--bootstrap", "200", "--json"])
-    inspect_log._run_of.cache_clear()
+    inspect_log.forget_runs()
     assert result.exit_code == 1
     assert [c.get("reason") for c in report_of(result)["gate"]["checks"]] == [REPEATS]

@@ -111,13 +111,16 @@ def two_runs(tmp_path, first_model, second_model, tasks=("toy_mc_science", "toy_
     return files
 
 
+ALPHA_BETA = (
+    f"rows of 2 models are pooled: 'org/alpha' (samples_toy_mc_science_{STAMP}.jsonl), "
+    f"'org/beta' (samples_toy_mc_trivia_{STAMP}.jsonl), {ADVICE}"
+)
+"""The warning on the rows of :func:`two_runs` of models org/alpha and org/beta."""
+
+
 def test_the_results_files_model_names_tell_two_models_apart(tmp_path):
     files = two_runs(tmp_path, "org/alpha", "org/beta")
-    warning = (
-        f"rows of 2 models are pooled: 'org/alpha' (samples_toy_mc_science_{STAMP}.jsonl), "
-        f"'org/beta' (samples_toy_mc_trivia_{STAMP}.jsonl), {ADVICE}"
-    )
-    pooled(run(["calibrate", *files, "--json", "--max-ece", "0.99"]), warning, [("ece", None)])
+    pooled(run(["calibrate", *files, "--json", "--max-ece", "0.99"]), ALPHA_BETA, [("ece", None)])
 
 
 def test_one_model_s_two_runs_are_not_said(tmp_path):
@@ -138,11 +141,7 @@ def test_shards_summarized_apart_and_read_away_from_their_runs_are_said(tmp_path
         parts.append(part)
     for folder in "ab":
         shutil.rmtree(tmp_path / folder)
-    warning = (
-        f"rows of 2 models are pooled: 'org/alpha' (samples_toy_mc_science_{STAMP}.jsonl), "
-        f"'org/beta' (samples_toy_mc_trivia_{STAMP}.jsonl), {ADVICE}"
-    )
-    pooled(run(["calibrate", *parts, "--json", "--max-ece", "0.99"]), warning, [("ece", None)])
+    pooled(run(["calibrate", *parts, "--json", "--max-ece", "0.99"]), ALPHA_BETA, [("ece", None)])
 
 
 def test_a_run_without_a_results_file_names_no_model(tmp_path):
@@ -315,13 +314,13 @@ def test_a_json_log_s_eval_is_read_from_its_head_or_else_whole(tmp_path, monkeyp
         raise AssertionError("read whole")
 
     monkeypatch.setattr(inspect_log, "_whole_eval", whole)
-    inspect_log._run_of.cache_clear()
+    inspect_log.forget_runs()
     assert (inspect_log.log_model(log), inspect_log.log_epochs(log)) == ("mockllm/model", 2)
     monkeypatch.undo()
     monkeypatch.setattr(inspect_log, "HEAD_BYTES", 64)
-    inspect_log._run_of.cache_clear()
+    inspect_log.forget_runs()
     assert (inspect_log.log_model(log), inspect_log.log_epochs(log)) == ("mockllm/model", 2)
-    inspect_log._run_of.cache_clear()
+    inspect_log.forget_runs()
 
 
 def test_the_api_closes_the_gates_on_two_models_rows(tmp_path):

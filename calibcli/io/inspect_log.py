@@ -273,23 +273,48 @@ def head_epochs(path: str) -> int | None:
         return log_epochs(path)
     if not path.endswith(".json"):
         return None
-    try:
-        with open(path, "rb") as f:
-            spec = _head_eval(f.read(HEAD_BYTES))
-    except OSError:
-        return None
-    config = spec.get("config") if isinstance(spec, Mapping) else None
-    return whole_count(config.get("epochs")) if isinstance(config, Mapping) else None
+    found = _identity(path)
+    return None if found is None else _run_spec(_head_spec(*found))[1]
 
 
-def _log_run(path: str) -> tuple[str | None, int | None]:
+def _identity(path: str) -> tuple[str, int, int] | None:
+    """(real path, mtime, size) of a file, by which what is read of it is cached."""
     import os
 
     try:
         found = os.stat(path)
     except OSError:
-        return None, None
-    return _run_of(os.path.realpath(path), found.st_mtime_ns, found.st_size)
+        return None
+    return os.path.realpath(path), found.st_mtime_ns, found.st_size
+
+
+@functools.lru_cache(maxsize=64)
+def _head_spec(path: str, _mtime: int, _size: int) -> Any:
+    """A ``.json`` log's ``eval`` from its first MiB (:func:`_head_eval`), read once per file."""
+    try:
+        with open(path, "rb") as f:
+            return _head_eval(f.read(HEAD_BYTES))
+    except OSError:
+        return None
+
+
+def _run_spec(spec: Any) -> tuple[str | None, int | None]:
+    """(model, epochs) of a log's ``eval`` object (None for what it does not say)."""
+    spec = spec if isinstance(spec, Mapping) else {}
+    model, config = spec.get("model"), spec.get("config")
+    epochs = whole_count(config.get("epochs")) if isinstance(config, Mapping) else None
+    return model if isinstance(model, str) and model else None, epochs
+
+
+def forget_runs() -> None:
+    """Forget what was read of the logs (their heads and runs), as after they changed."""
+    _head_spec.cache_clear()
+    _run_of.cache_clear()
+
+
+def _log_run(path: str) -> tuple[str | None, int | None]:
+    found = _identity(path)
+    return (None, None) if found is None else _run_of(*found)
 
 
 @functools.lru_cache(maxsize=64)
@@ -307,17 +332,13 @@ def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None]:
                 header = eval_header(archive, f, MAX_DOCUMENT_BYTES)
             spec = header.get("eval") if header is not None else None
         elif path.endswith(".json") and size <= MAX_DOCUMENT_BYTES:
-            with open(path, "rb") as f:
-                spec = _head_eval(f.read(HEAD_BYTES))
-                if spec is None:  # not within the head: the whole log, its samples skipped
-                    f.seek(0)
+            spec = _head_spec(path, _mtime, size)
+            if spec is None:  # not within the head: the whole log, its samples skipped
+                with open(path, "rb") as f:
                     spec = _whole_eval(f.read())
     except (OSError, zipfile.BadZipFile, ValueError, EOFError, RecursionError, AttributeError):
         return None, None
-    spec = spec if isinstance(spec, Mapping) else {}
-    model, config = spec.get("model"), spec.get("config")
-    epochs = whole_count(config.get("epochs")) if isinstance(config, Mapping) else None
-    return model if isinstance(model, str) and model else None, epochs
+    return _run_spec(spec)
 
 
 HEAD_BYTES = 1 << 20
