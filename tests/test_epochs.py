@@ -41,17 +41,21 @@ RIGHT_ON_BASE = {
 KEYS = ("accuracy", "mean_confidence", "ece", "brier", "mce", "rmsce", "nll", "auroc")
 
 
-def epochs_log(tmp_path, name="epochs.json", flip=()):
+def epochs_log(tmp_path, name="epochs.json", flip=(), copies=1, epochs=2):
     """The committed real inspect-ai .json log as a run of two epochs writes it; the samples
-    whose id is in ``flip`` scored the other way (a second model's answers)."""
+    whose id is in ``flip`` scored the other way (a second model's answers). ``copies`` > 1
+    asks each of the log's 20 samples that many times under new ids (sample i's copy k has id
+    i + 100 k), a task of 20 ``copies`` questions."""
     log = json.loads((INSPECT / "toy_arithmetic.json").read_text())
-    log["eval"]["config"]["epochs"] = 2
+    log["eval"]["config"]["epochs"] = epochs
     samples = []
     for s in log["samples"]:
         if s["id"] in flip:
             match = s["scores"]["match"]
             s["scores"]["match"] = {**match, "value": "I" if match["value"] == "C" else "C"}
-        samples += [{**s, "epoch": e} for e in (1, 2)]
+    for k in range(copies):
+        for s in log["samples"]:
+            samples += [{**s, "id": s["id"] + 100 * k, "epoch": e} for e in range(1, epochs + 1)]
     log["samples"] = samples
     path = tmp_path / name
     path.write_text(json.dumps(log))
@@ -76,16 +80,17 @@ def captured(monkeypatch, name):
     return calls
 
 
-def one_question_per_label(conf, labels):
+def one_question_per_label(conf, labels, copies=1):
     """Each label names one question (its rows' confidences are one sample's copies), and each
-    question one label: the 20 samples, two rows each."""
+    question one label: the 20 samples, two rows each (``copies``: each sample asked that many
+    times under other ids, each its own question)."""
     by_label, by_conf = {}, {}
     for c, label in zip(conf.tolist(), labels.tolist(), strict=True):
         by_label.setdefault(label, set()).add(c)
         by_conf.setdefault(c, set()).add(label)
     assert all(len(v) == 1 for v in by_label.values())
-    assert all(len(v) == 1 for v in by_conf.values())
-    assert sorted(np.unique(labels, return_counts=True)[1].tolist()) == [2] * 20
+    assert all(len(v) == copies for v in by_conf.values())
+    assert sorted(np.unique(labels, return_counts=True)[1].tolist()) == [2] * 20 * copies
 
 
 def reference(sides, labels, samples, seed, level=0.95):
@@ -142,7 +147,8 @@ def test_calibrate_draws_each_sample_s_epochs_together(tmp_path, monkeypatch):
 
 
 def test_an_upper_end_gate_reads_the_intervals_drawn_by_question(tmp_path):
-    args = ["calibrate", epochs_log(tmp_path), "--scorer", "match", "--gate-on", "upper"]
+    log = epochs_log(tmp_path, copies=2)  # 40 questions, 80 rows
+    args = ["calibrate", log, "--scorer", "match", "--gate-on", "upper"]
     passed = run([*args, "--max-brier", "0.99", "--bootstrap", "200", "--json"])
     assert passed.exit_code == 0, passed.stderr
     check = report_of(passed)["gate"]["checks"][0]
@@ -218,9 +224,9 @@ def test_a_threshold_chosen_on_one_epoch_reads_the_epochs_rows(tmp_path):
 # --------------------------------------------------------------------------- summary files
 
 
-def summary_away(tmp_path, *options):
+def summary_away(tmp_path, *options, copies=1):
     """A summary of the epochs log, read where the log is not."""
-    log = epochs_log(tmp_path)
+    log = epochs_log(tmp_path, copies=copies)
     out = tmp_path / "away" / "epochs.cbs"
     out.parent.mkdir()
     made = run(["summarize", log, "--scorer", "match", *options, "-o", out])
@@ -230,7 +236,7 @@ def summary_away(tmp_path, *options):
 
 
 def test_a_summary_s_rows_without_keys_close_an_upper_gate_away_from_the_log(tmp_path):
-    summary = summary_away(tmp_path)
+    summary = summary_away(tmp_path, copies=2)
     args = ["calibrate", summary, "--gate-on", "upper", "--max-brier", "0.99", "--json"]
     result = run([*args, "--bootstrap", "200"])
     assert result.exit_code == 1
@@ -245,7 +251,7 @@ def test_a_summary_s_rows_without_keys_close_an_upper_gate_away_from_the_log(tmp
 
 
 def test_a_summary_s_poisson_sums_are_drawn_by_question_away_from_the_log(tmp_path):
-    summary = summary_away(tmp_path, "--bootstrap-samples", "200")
+    summary = summary_away(tmp_path, "--bootstrap-samples", "200", copies=2)
     args = ["calibrate", summary, "--gate-on", "upper", "--max-brier", "0.99", "--json"]
     sums = run([*args, "--bootstrap-scheme", "poisson"])
     assert sums.exit_code == 0, sums.stderr
@@ -273,13 +279,13 @@ def test_a_summary_records_its_runs_model_and_epochs(tmp_path):
 
 def test_compare_draws_each_sample_s_epochs_together(tmp_path, monkeypatch):
     calls = captured(monkeypatch, "paired_bootstrap")
-    base = epochs_log(tmp_path, "base.json")
-    new = epochs_log(tmp_path, "new.json", flip={3, 6, 9, 12})
+    base = epochs_log(tmp_path, "base.json", copies=2)
+    new = epochs_log(tmp_path, "new.json", flip={3, 6, 9, 12}, copies=2)
     args = ["compare", base, new, "--scorer", "match", "--bootstrap", "200", "--seed", "5"]
     result = run([*args, "--max-increase", "brier=0.5", "--json"])
     assert result.exit_code in (0, 1), result.stderr
     report = report_of(result)
-    assert report["matched"] == 40
+    assert report["matched"] == 80
     assert "reason" not in report["gate"]["checks"][0]  # the gate reads the interval
     assert (
         "the matched rows repeat their questions (an inspect-ai sample's epochs): the intervals "
@@ -289,17 +295,17 @@ def test_compare_draws_each_sample_s_epochs_together(tmp_path, monkeypatch):
     ) in report["warnings"]
     # McNemar by question: each sample's two copies lean one way, so the statistic is the
     # chi-square of one row per sample, (b - c)^2 / (b + c) over the flipped samples
-    flipped = {3, 6, 9, 12}
-    b_q = sum(1 for q in flipped if q in RIGHT_ON_BASE)
-    c_q = len(flipped) - b_q
+    flipped = {3, 6, 9, 12}  # and their copies 103, 106, ...
+    b_q = 2 * sum(1 for q in flipped if q in RIGHT_ON_BASE)
+    c_q = 2 * len(flipped) - b_q
     assert report["mcnemar"]["clustered"] == {
         "test": "durkalski",
-        "questions": 20,
+        "questions": 40,
         "statistic": pytest.approx((b_q - c_q) ** 2 / (b_q + c_q)),
     }
     (b, n), kwargs = calls[0][0], calls[0][1]
     labels = np.asarray(kwargs["clusters"])
-    one_question_per_label(b[0], labels)
+    one_question_per_label(b[0], labels, copies=2)
     expected = reference([b, n], labels, 200, 5)
     got = {key: report["figures"][key]["interval"] for key in KEYS}
     assert_intervals(got, expected)
@@ -332,7 +338,7 @@ def test_unpaired_compare_of_epochs_still_closes_an_upper_gate(tmp_path):
 def test_the_api_draws_epochs_together_and_closes_what_it_cannot(tmp_path, monkeypatch):
     import calibcli
 
-    rows = calibcli.read_predictions(epochs_log(tmp_path), scorer="match")
+    rows = calibcli.read_predictions(epochs_log(tmp_path, copies=2), scorer="match")
     assert DRAWN in rows.warnings
     calls = captured(monkeypatch, "bootstrap_intervals")
     upper = {"ci": 0.95, "bootstrap": 200, "gate_on": "upper"}
@@ -340,9 +346,8 @@ def test_the_api_draws_epochs_together_and_closes_what_it_cannot(tmp_path, monke
     assert report["gate"]["passed"] is True
     right, wrong = calls[0][1]["clusters"]
     columns = calls[0][0][0]
-    one_question_per_label(
-        np.concatenate([columns.conf_correct, columns.conf_wrong]), np.concatenate([right, wrong])
-    )
+    conf = np.concatenate([columns.conf_correct, columns.conf_wrong])
+    one_question_per_label(conf, np.concatenate([right, wrong]), copies=2)
     margin = {"max_increase": {"brier": 0.5}, "bootstrap": 200}
     paired = json.loads(calibcli.compare(rows, rows, **margin).to_json())
     assert "reason" not in paired["gate"]["checks"][0]
@@ -362,7 +367,8 @@ def test_a_log_whose_epochs_are_found_only_after_reading_closes_an_upper_gate(
 
     monkeypatch.setattr(inspect_log, "HEAD_BYTES", 64)
     inspect_log.forget_runs()
-    args = ["calibrate", epochs_log(tmp_path), "--scorer", "match", "--gate-on", "upper"]
+    log = epochs_log(tmp_path, copies=2)
+    args = ["calibrate", log, "--scorer", "match", "--gate-on", "upper"]
     result = run([*args, "--max-brier", "0.99", "--bootstrap", "200", "--json"])
     inspect_log.forget_runs()
     assert result.exit_code == 1

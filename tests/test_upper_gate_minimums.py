@@ -132,3 +132,24 @@ def test_compare_with_enough_of_each_class_is_read(tmp_path):
     report, result = compare(base, new, "--max-decrease", "auroc=0.01")
     assert result.exit_code == 0, result.stderr
     assert report["gate"]["checks"][0]["passed"] is True
+
+
+@pytest.mark.parametrize("n", [8, 29])
+def test_a_summary_s_poisson_sums_need_the_rows_too(tmp_path, n):
+    """A summary file without its table gives the intervals from its Poisson replicate sums;
+    those resample n rows as much as rows do, and the rule holds for them as well."""
+    rng = random.Random(n)
+    rows = [{"confidence": round(rng.random(), 3), "correct": rng.random() < 0.5} for _ in range(n)]
+    path = write_jsonl(tmp_path / "rows.jsonl", rows)
+    summary = tmp_path / "rows.cbs"
+    made = run(["summarize", path, "--table", "never", "--bootstrap-samples", "200", "-o", summary])
+    assert made.exit_code == 0, made.stderr
+    upper = ("--gate-on", "upper", "--bootstrap-scheme", "poisson")
+    report, result = calibrate(summary, "--max-brier", "0.9", *upper)
+    assert result.exit_code == 1
+    check = report["gate"]["checks"][0]
+    assert check["upper"] is not None  # the sums gave an interval, which cannot be read
+    assert check["reason"] == (
+        f"only {n} rows: the upper end of a bootstrap interval needs at least 30 to show how "
+        "brier varies"
+    )

@@ -91,11 +91,15 @@ def _floor_option(noun: str, help: str) -> Any:
     )
 
 
+# rows of answers that repeat their questions are counted in questions
+_ONCE = "; rows that repeat their questions, an inspect-ai run's epochs, count once per question"
+
+
 def _floor(figure: Figure) -> Any:
     return _floor_option(
         figure.floor,
         f"Gate: exit 1 unless at least N {figure.floor} are read (a truncated or limited run "
-        "fails it).",
+        f"fails it{_ONCE if figure.key == 'n' else ''}).",
     )
 
 
@@ -173,7 +177,7 @@ ByOpt = once(
 CompareMinRowsOpt = _floor_option(
     "rows",
     "Gate: exit 1 unless at least N rows are compared (the matched pairs; the smaller side with "
-    "--unpaired).",
+    "--unpaired; pairs that repeat their questions count once per question).",
 )
 GateEachOpt = _opt(
     bool, "--gate-each", help="Apply the --max-* and --min-* gates to every --by group too."

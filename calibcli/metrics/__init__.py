@@ -59,6 +59,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "smooth_ece_from_grids",
         "stored_grid_sizes",
     ),
+    "clusters": ("QuestionCounts", "question_counts"),
     "poisson": ("POISSON_THRESHOLDS", "PoissonState", "poisson_intervals", "replicate_weights"),
     "paired": (
         "DeLongResult",
@@ -131,6 +132,7 @@ __all__ = [
     "PoissonState",
     "PredictionColumns",
     "ProgressHook",
+    "QuestionCounts",
     "RiskCoverage",
     "SmoothECE",
     "StatsAccumulator",
@@ -173,6 +175,7 @@ __all__ = [
     "points_at",
     "poisson_intervals",
     "quantile_edges",
+    "question_counts",
     "reliability_diagram",
     "replicate_weights",
     "reporting_progress",

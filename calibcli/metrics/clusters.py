@@ -11,13 +11,15 @@ every label is distinct the rows are drawn one by one, exactly as without labels
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from calibcli.metrics.bootstrap import ReplicateEngine
 from calibcli.metrics.core import PredictionColumns
 from calibcli.metrics.validation import as_vector
 
-__all__ = ["cluster_numbers", "clustered_engine"]
+__all__ = ["QuestionCounts", "cluster_numbers", "clustered_engine", "question_counts"]
 
 
 def cluster_numbers(labels: object, name: str = "clusters") -> tuple[np.ndarray, int]:
@@ -28,6 +30,26 @@ def cluster_numbers(labels: object, name: str = "clusters") -> tuple[np.ndarray,
     distinct, numbers = np.unique(arr, return_inverse=True)
     index = np.int32 if distinct.shape[0] < 2**31 else np.intp
     return numbers.reshape(-1).astype(index, copy=False), int(distinct.shape[0])
+
+
+@dataclass(frozen=True)
+class QuestionCounts:
+    """The distinct questions some labelled rows answer: all of them, those with at least one
+    right answer among their rows, and those with at least one wrong answer (a question
+    answered both ways counts in both)."""
+
+    questions: int
+    right: int
+    wrong: int
+
+
+def question_counts(right: object, wrong: object) -> QuestionCounts:
+    """How many distinct questions the ``right`` rows' labels and the ``wrong`` rows' labels
+    name: what a bootstrap drawing whole questions can vary."""
+    r = np.unique(as_vector(right, "right clusters"))
+    w = np.unique(as_vector(wrong, "wrong clusters"))
+    both = np.union1d(r, w).shape[0] if r.size and w.size else r.shape[0] + w.shape[0]
+    return QuestionCounts(int(both), int(r.shape[0]), int(w.shape[0]))
 
 
 def clustered_engine(

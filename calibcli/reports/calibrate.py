@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibcli.reports import figures as registry
-from calibcli.reports.gate import Gate, upper_bound_reason
+from calibcli.reports.gate import Gate, floor_reason, upper_bound_reason
 from calibcli.reports.reliability import (
     bin_notes,
     empty_notes,
@@ -110,11 +110,15 @@ def calibration_section(
     reorder_ok: bool = False,
     smooth: bool = True,
     upper_gate: bool = False,
+    floor: int | None = None,
+    repeats: int | None = None,
 ) -> Section:
     """Every calibration estimator for one set of rows (``view``: the rows' exact per-bin
     ``stats`` and kept ``columns``), with bootstrap intervals when asked. ``upper_gate``: a gate
     reads the upper ends of the intervals, so too few rows close it
-    (:func:`~calibcli.reports.gate.upper_bound_reason`).
+    (:func:`~calibcli.reports.gate.upper_bound_reason`). ``repeats``: the rows' runs scored
+    each question up to that many times (their epochs), so those floors, and ``floor`` (the
+    least number of rows a gate asks), count questions (:func:`_gate_counts`).
 
     ``reorder_ok`` (the columns may be sorted in place) is passed to
     :func:`calibration_estimates`, but never with a bootstrap: its resamples are drawn
@@ -124,9 +128,11 @@ def calibration_section(
 
     columns = view.columns
     if columns is None and view.n and getattr(view, "moments", None) is not None:
-        return _section_from_sums(
+        section = _section_from_sums(
             view, bins=bins, min_bins=min_bins, smooth=smooth, bootstrap=bootstrap
         )
+        closed = _gate_counts(view, upper_gate=upper_gate, floor=floor, repeats=repeats)
+        return Section(section.figures, section.notes, {**closed, **section.closed})
     n = 0 if columns is None else int(columns.n)
     if n == 0:
         stats = BinStats.empty(bins)
@@ -171,13 +177,49 @@ def calibration_section(
             f"(minimum {min_bins})"
         )
         closed = dict.fromkeys(BINNED_GATES, reason)
+    counted = _gate_counts(view, upper_gate=upper_gate, floor=floor, repeats=repeats)
+    return Section(order(section), notes, {**counted, **closed})
+
+
+def _gate_counts(
+    view: Any, *, upper_gate: bool, floor: int | None, repeats: int | None
+) -> dict[str, str]:
+    """The gates that fail closed on too few rows (``upper_gate``: too few for an interval's
+    upper end), or, when the rows repeat their questions (``repeats``: the most rows a question
+    holds), too few questions: the bootstrap draws whole questions, and ``floor`` (the least
+    rows a gate asks, --min-rows) counts each once. With the rows' question keys the counts are
+    exact; without them (a summary file's rows) each question is taken to hold ``repeats``
+    rows, which gives as few questions as the rows can hold."""
+    if not upper_gate and (floor is None or not repeats):
+        return {}
+    n = int(view.stats.n)
+    columns = view.columns
+    if columns is not None:
+        right = int(columns.conf_correct.shape[0])
+    else:
+        right = round(float(view.stats.sum_correct.sum()))
+    counts, exact = (n, right, n - right), True
+    if repeats:
+        if view.keys is not None:
+            from calibcli.metrics import question_counts
+
+            q = question_counts(*view.keys)
+            counts = (q.questions, q.right, q.wrong)
+        else:
+            counts, exact = tuple(-(-k // repeats) for k in counts), False
+    closed: dict[str, str] = {}
     if upper_gate:
-        classes = (("", int(columns.conf_correct.shape[0]), int(columns.conf_wrong.shape[0])),)
         for key in CALIBRATION_GATES:
-            why = upper_bound_reason(key, n, classes)
+            why = upper_bound_reason(
+                key, counts[0], (("", counts[1], counts[2]),), questions=bool(repeats)
+            )
             if why is not None:
                 closed[key] = why
-    return Section(order(section), notes, closed)
+    if floor is not None and repeats:
+        why = floor_reason(n, counts[0], floor, exact=exact)
+        if why is not None:
+            closed["n"] = why
+    return closed
 
 
 def row_notes(nll: float, auroc: float, smooth: bool) -> list[Note]:
@@ -391,6 +433,7 @@ def calibrate_report(
     summary holds the recalibrated rows and the report shows the figures before and after.
     """
     from calibcli.reports.recalibration import carried, recalibration_block
+    from calibcli.summaries import most_epochs
 
     summary = carried(summary, recalibration)
     min_bins = min(min_bins, bins)
@@ -400,6 +443,9 @@ def calibrate_report(
     # it in every group: the user asked for those values
     smooth_each = bool(gate) and gate.each and "smece" in gate.thresholds
     many = views is not None and len(views) > SMOOTH_GROUPS and not smooth_each
+    # rows of a run that scored each question several times: the gates count questions
+    repeats = most_epochs(getattr(summary, "sources", ()))
+    floor = gate.minimums.get("n") if gate else None
 
     def build(view: Any, group: str | None) -> Section:
         return calibration_section(
@@ -411,10 +457,12 @@ def calibrate_report(
             reorder_ok=reorder_ok,
             smooth=group is None or not many,
             upper_gate=upper_gate,
+            floor=floor,
+            repeats=repeats,
         )
 
     def build_groups(views: dict[str, Any]) -> dict[str, Section] | None:
-        if upper_gate:
+        if upper_gate or (repeats and floor is not None):
             return None
         return _group_sections(
             views,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from calibcli.reports import figures as registry
 from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
-from calibcli.reports.gate import Gate, evaluate, upper_bound_reason
+from calibcli.reports.gate import Gate, evaluate, floor_reason, upper_bound_reason
 from calibcli.reports.report import (
     SCHEMA_VERSION,
     Note,
@@ -76,11 +76,13 @@ def compare_section(
     *,
     upper_gate: bool = False,
     questions: Any = None,
+    floor: int | None = None,
 ) -> Comparison:
     """Figures, differences, intervals and tests for aligned (paired) or independent rows.
     ``upper_gate``: a gate reads the worse ends of the intervals, so too few rows (or, for
     accuracy and AUROC, too few right or wrong answers on a side) close it. ``questions``
-    labels each pair's question: the paired bootstrap draws each question's pairs together."""
+    labels each pair's question: the paired bootstrap draws each question's pairs together,
+    so those floors count questions, and so does ``floor`` (--min-rows)."""
     from calibcli.metrics import (
         SCALAR_KEYS,
         delong_test,
@@ -157,20 +159,55 @@ def compare_section(
                 "reason": "the two sides differ in which answers are right, so DeLong's "
                 "test (shared outcomes) does not apply; see the bootstrap interval",
             }
-    small: dict[str, str] = {}
-    if upper_gate:
-        import numpy as np
+    small = _too_few(base, new, questions, upper_gate=upper_gate, floor=floor)
+    return Comparison(Section(figures, notes), _gate_view(table, small, min(n_base, n_new)))
 
-        rows = min(n_base, n_new)  # paired: both sides hold the matched rows
+
+def _too_few(
+    base: tuple[Any, Any],
+    new: tuple[Any, Any],
+    questions: Any,
+    *,
+    upper_gate: bool,
+    floor: int | None,
+) -> dict[str, str]:
+    """The gate's checks that fail closed on too few rows: an interval's upper end (too few
+    rows, or right or wrong answers on a side) and, on pairs labelled by ``questions``, the
+    same counted in questions, which the bootstrap draws whole, and ``floor`` (--min-rows)."""
+    import numpy as np
+
+    from calibcli.metrics import SCALAR_KEYS, question_counts
+
+    small: dict[str, str] = {}
+    if not upper_gate and (floor is None or questions is None):
+        return small
+    n_base, n_new = int(base[0].shape[0]), int(new[0].shape[0])
+    rows = min(n_base, n_new)  # paired: both sides hold the matched rows
+    sides = (("BASE", base[1], n_base), ("NEW", new[1], n_new))
+    if questions is None:
         classes = tuple(
-            (name, int(np.count_nonzero(side[1])), n - int(np.count_nonzero(side[1])))
-            for name, side, n in (("BASE", base, n_base), ("NEW", new, n_new))
+            (name, int(np.count_nonzero(right)), n - int(np.count_nonzero(right)))
+            for name, right, n in sides
         )
+        counted = rows
+    else:
+        labels = np.asarray(questions)
+        masks = [np.asarray(right, bool) for _, right, _ in sides]
+        counts = [question_counts(labels[m], labels[~m]) for m in masks]
+        classes = tuple(
+            (name, q.right, q.wrong) for (name, _, _), q in zip(sides, counts, strict=True)
+        )
+        counted = counts[0].questions
+    if upper_gate:
         for key in SCALAR_KEYS:
-            why = upper_bound_reason(key, rows, classes)
+            why = upper_bound_reason(key, counted, classes, questions=questions is not None)
             if why is not None:
                 small.update({f"{key}_{way}": why for way in _WAYS})
-    return Comparison(Section(figures, notes), _gate_view(table, small, min(n_base, n_new)))
+    if floor is not None and questions is not None:
+        why = floor_reason(rows, counted, floor)
+        if why is not None:
+            small["rows"] = why
+    return small
 
 
 _WAYS = ("increase", "decrease")
@@ -323,8 +360,14 @@ def compare_report(
 
     upper_gate = bool(gate) and gate.bound == "upper"
     questions = matched.questions if settings.paired else None
+    floor = gate.minimums.get("rows") if gate else None
     pooled = compare_section(
-        matched.base, matched.new, settings, upper_gate=upper_gate, questions=questions
+        matched.base,
+        matched.new,
+        settings,
+        upper_gate=upper_gate,
+        questions=questions,
+        floor=floor,
     )
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -400,7 +443,7 @@ def compare_report(
             new = (matched.new[0][rows], matched.new[1][rows])
             asked = None if questions is None else questions[rows]
             groups[name] = compare_section(
-                base, new, settings, upper_gate=upper_gate, questions=asked
+                base, new, settings, upper_gate=upper_gate, questions=asked, floor=floor
             )
         body["by"] = by
         body["groups"] = {name: g.section.figures for name, g in groups.items()}

@@ -40,27 +40,53 @@ and the NLL vary with the confidences alone, so a large sample of one class boun
 
 
 def upper_bound_reason(
-    figure: str, rows: int, classes: tuple[tuple[str, int, int], ...] = ()
+    figure: str,
+    rows: int,
+    classes: tuple[tuple[str, int, int], ...] = (),
+    *,
+    questions: bool = False,
 ) -> str | None:
     """Why the upper end of a bootstrap interval of ``figure`` cannot support a gate, or None.
 
     ``rows`` are the rows resampled (matched pairs in a paired comparison, the smaller side in
     an unpaired one); ``classes`` the (name, right, wrong) counts of each side's rows (the
-    name is "" for a single sample)."""
+    name is "" for a single sample). With ``questions`` the rows repeat their questions and
+    the bootstrap draws whole questions, so the counts are of questions: ``rows`` the distinct
+    questions, ``classes`` those with a right answer and those with a wrong one."""
     if rows < MIN_UPPER_ROWS:
+        unit = "question" if questions else "row"
+        drawn = " (the bootstrap draws each with all its rows)" if questions else ""
         return (
-            f"only {rows:,} row{'s' if rows != 1 else ''}: the upper end of a bootstrap "
-            f"interval needs at least {MIN_UPPER_ROWS} to show how {figure} varies"
+            f"only {rows:,} {unit}{'s' if rows != 1 else ''}{drawn}: the upper end of a "
+            f"bootstrap interval needs at least {MIN_UPPER_ROWS} to show how {figure} varies"
         )
     if figure in BOTH_CLASSES:
         for name, right, wrong in classes:
             if min(right, wrong) < MIN_UPPER_CLASS:
                 who = f"{name} has only" if name else "only"
+                counted = (
+                    f"{right:,} questions with a right answer and {wrong:,} with a wrong one"
+                    if questions
+                    else f"{right:,} right and {wrong:,} wrong answers"
+                )
                 return (
-                    f"{who} {right:,} right and {wrong:,} wrong answers: the upper end of a "
-                    f"bootstrap interval of {figure} needs at least {MIN_UPPER_CLASS} of each"
+                    f"{who} {counted}: the upper end of a bootstrap interval of {figure} "
+                    f"needs at least {MIN_UPPER_CLASS} of each"
                 )
     return None
+
+
+def floor_reason(rows: int, questions: int, least: int, *, exact: bool = True) -> str | None:
+    """Why a floor on the rows (``--min-rows least``) fails closed on rows that repeat their
+    questions, or None: each question counts once, and ``rows`` rows hold ``questions`` of
+    them (``exact=False``: at least that many, all that is known without their keys)."""
+    if questions >= least:
+        return None
+    held = f"{questions:,}" if exact else f"as few as {questions:,}"
+    return (
+        f"the {rows:,} rows repeat their questions (see the warning) and hold {held}, fewer "
+        f"than {least:,}; each question counts once"
+    )
 
 
 class Gated(Protocol):

@@ -23,6 +23,7 @@ _LAZY = {
     "Source": "calibcli.summaries.calibration",
     "SummaryMismatch": "calibcli.summaries.ids",
     "joined_mode": "calibcli.summaries.sources",
+    "most_epochs": "calibcli.summaries.sources",
     "repeated_questions": "calibcli.summaries.sources",
     "same_rule": "calibcli.summaries.sources",
     "PerplexityBuilder": "calibcli.summaries.perplexity",

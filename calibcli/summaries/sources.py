@@ -95,7 +95,14 @@ def inspect_mode(sources: Iterable[Source]) -> str | None:
 def repeated_questions(sources: Iterable[Source]) -> bool:
     """Whether a run read scored each sample several times (a source's recorded epochs > 1):
     its rows are then not one answer per question."""
-    return any((s.epochs or 0) > 1 for s in sources if s.skipped is None)
+    return most_epochs(sources) is not None
+
+
+def most_epochs(sources: Iterable[Source]) -> int | None:
+    """The most times a run read scored each sample (its recorded epochs), when above 1: no
+    question holds more rows than that. None when every run scored each sample once."""
+    most = max((s.epochs or 0 for s in sources if s.skipped is None), default=0)
+    return most if most > 1 else None
 
 
 def overall_format(sources: Iterable[Source], forced: str | None = None) -> str:
