@@ -198,22 +198,6 @@ def test_one_epoch_is_not_said():
 
 # --------------------------------------------------------------------------- threshold
 
-REPEATED_COVERAGE = (
-    "the threshold was chosen on rows that repeat their questions (see the warning), so its "
-    "guarantee is too optimistic; choose it with --fit on a run of one epoch"
-)
-
-
-def test_a_threshold_chosen_on_epochs_closes_min_coverage(tmp_path):
-    # the guarantee's bound counts every row as an independent question: two copies of each
-    # answer make it look twice as sure
-    args = ["threshold", epochs_log(tmp_path), "--scorer", "match", "--target-accuracy", "0.4"]
-    result = run([*args, "--min-coverage", "0.1", "--json"])
-    assert result.exit_code == 1
-    report = report_of(result)
-    assert [c.get("reason") for c in report["gate"]["checks"]] == [REPEATED_COVERAGE]
-    assert any(w.startswith("the guarantee counts each row") for w in report["warnings"])
-
 
 def test_a_threshold_chosen_on_one_epoch_reads_the_epochs_rows(tmp_path):
     args = ["threshold", epochs_log(tmp_path), "--fit", INSPECT / "toy_arithmetic.json"]
@@ -353,8 +337,8 @@ def test_the_api_draws_epochs_together_and_closes_what_it_cannot(tmp_path, monke
     assert "reason" not in paired["gate"]["checks"][0]
     unpaired = json.loads(calibcli.compare(rows, rows, **margin, unpaired=True).to_json())
     assert [c.get("reason") for c in unpaired["gate"]["checks"]] == [REPEATS]
-    chosen = calibcli.threshold(rows, target_accuracy=0.4, min_coverage=0.1).to_json()
-    assert [c.get("reason") for c in json.loads(chosen)["gate"]["checks"]] == [REPEATED_COVERAGE]
+    chosen = json.loads(calibcli.threshold(rows, target_accuracy=0.4, min_coverage=0.1).to_json())
+    assert chosen["guaranteed"]["one_per_question"] == {"questions": 40, "rows": 80, "seed": 0}
 
 
 def test_a_log_whose_epochs_are_found_only_after_reading_closes_an_upper_gate(

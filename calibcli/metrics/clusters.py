@@ -19,7 +19,13 @@ from calibcli.metrics.bootstrap import ReplicateEngine
 from calibcli.metrics.core import PredictionColumns
 from calibcli.metrics.validation import as_vector
 
-__all__ = ["QuestionCounts", "cluster_numbers", "clustered_engine", "question_counts"]
+__all__ = [
+    "QuestionCounts",
+    "cluster_numbers",
+    "clustered_engine",
+    "one_per_question",
+    "question_counts",
+]
 
 
 def cluster_numbers(labels: object, name: str = "clusters") -> tuple[np.ndarray, int]:
@@ -50,6 +56,31 @@ def question_counts(right: object, wrong: object) -> QuestionCounts:
     w = np.unique(as_vector(wrong, "wrong clusters"))
     both = np.union1d(r, w).shape[0] if r.size and w.size else r.shape[0] + w.shape[0]
     return QuestionCounts(int(both), int(r.shape[0]), int(w.shape[0]))
+
+
+def one_per_question(
+    right: object, wrong: object, *, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """One row of each question, drawn at random: boolean masks over the ``right`` rows' and
+    the ``wrong`` rows' labels (their rows as given) keeping exactly one row per distinct label.
+
+    Each row gets a uniform draw from ``numpy.random.default_rng(seed)``, the wrong rows' first
+    and then the right rows', and each question keeps its row with the smallest draw (ties, of
+    probability zero, go to the earlier row). Since the draws ignore which rows are right, the
+    row kept is a uniformly random one of its question's rows whatever their answers: for
+    answers whose order is exchangeable (a run's epochs), one answer to that question, and the
+    kept rows are independent across questions, as a single answer per question would be."""
+    r = as_vector(right, "right clusters")
+    w = as_vector(wrong, "wrong clusters")
+    numbers, count = cluster_numbers(np.concatenate([w, r]))
+    draws = np.random.default_rng(seed).random(numbers.shape[0])
+    order = np.lexsort((draws, numbers))  # by question, then by draw
+    first = np.ones(order.shape[0], bool)
+    first[1:] = numbers[order[1:]] != numbers[order[:-1]]
+    keep = np.zeros(numbers.shape[0], bool)
+    keep[order[first]] = True
+    assert int(keep.sum()) == count
+    return keep[w.shape[0] :], keep[: w.shape[0]]
 
 
 def clustered_engine(

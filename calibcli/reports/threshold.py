@@ -14,6 +14,10 @@ threshold was chosen on: the --fit rows, or the evaluated rows themselves withou
 the guaranteed threshold's accuracy on the evaluated rows falls below the target, the report
 warns and a --min-coverage gate fails closed: the coverage is not reached at the accuracy
 asked for.
+
+On rows that repeat their questions (an inspect-ai run's epochs) the guaranteed threshold is
+chosen on one answer per question, drawn at random (``one_per_question`` in its block), since its
+test needs independent answers; everything else weighs every answer.
 """
 
 from __future__ import annotations
@@ -27,15 +31,23 @@ from calibcli.reports.report import Note, Report, Section, assemble
 
 REPEATED_GUARANTEE = (
     "the guarantee counts each row it was chosen on as a question of its own, but an inspect-ai "
-    "run scored each sample several times (see the warning): it is too optimistic, and "
-    "--min-coverage fails closed; choose the threshold with --fit on a run of one epoch"
+    "run scored each sample several times (see the warning) and these rows do not say their "
+    "questions: it is too optimistic, and --min-coverage fails closed; choose the threshold on "
+    "the run's log, which does, or with --fit on a run of one epoch"
 )
-"""Why the guaranteed threshold of rows that repeat their questions is not one."""
+"""Why the guaranteed threshold of rows that repeat questions they do not name is not one."""
 REPEATED_COVERAGE = (
     "the threshold was chosen on rows that repeat their questions (see the warning), so its "
     "guarantee is too optimistic; choose it with --fit on a run of one epoch"
 )
 """Why --min-coverage fails closed on a threshold chosen on such rows."""
+ONE_PER_QUESTION = (
+    "an inspect-ai run scored each sample several times (see the warning), so the guaranteed "
+    "threshold was chosen on one answer per question, drawn at random (seed 0): its guarantee "
+    "holds for one answer to a new question; its realised figures, the plug-in threshold and "
+    "the curve weigh every answer"
+)
+"""How the guaranteed threshold of rows that repeat their questions was chosen."""
 
 COVERAGES = (0.1, 0.5, 0.9)  # selective accuracy is reported at these coverages
 TABLE_ROWS = 20  # rows of the risk–coverage table at round coverages (all with --full)
@@ -190,9 +202,17 @@ def _table(curve: Any, settings: ThresholdSettings) -> dict[str, Any]:
 
 
 def threshold_section(
-    columns: Any, fit_columns: Any, settings: ThresholdSettings, *, grouped: bool = False
+    columns: Any,
+    fit_columns: Any,
+    settings: ThresholdSettings,
+    *,
+    grouped: bool = False,
+    fit_keys: Any = None,
 ) -> Section:
-    """The threshold figures for one set of rows (pooled, or one --by group: ``grouped``)."""
+    """The threshold figures for one set of rows (pooled, or one --by group: ``grouped``).
+    ``fit_keys``: the rows the threshold is chosen on repeat their questions, and these are
+    their (right, wrong) question keys; the guaranteed threshold is chosen on one answer per
+    question (:func:`_one_per_question`)."""
     from calibcli.metrics import (
         RiskCoverage,
         aurc,
@@ -223,8 +243,12 @@ def threshold_section(
         section.update(guaranteed=None, plug_in=None)
     else:
         size = settings.grid_size
+        chooser, one = fit_curve, None
+        if fit_keys is not None:
+            rows = columns if fit_columns is None else fit_columns
+            chooser, one = _one_per_question(rows, fit_keys)
         chosen = select_threshold(
-            fit_curve,
+            chooser,
             target_accuracy=settings.target_accuracy,
             delta=settings.delta,
             method=settings.method,
@@ -232,6 +256,8 @@ def threshold_section(
         )
         plug = plug_in_threshold(fit_curve, target_accuracy=settings.target_accuracy)
         section["guaranteed"] = _choice(chosen, guaranteed=True)
+        if one is not None:
+            section["guaranteed"]["one_per_question"] = one
         section["plug_in"] = _choice(plug, guaranteed=False)
         if fit_columns is not None:
             section["fit_n"] = int(fit_curve.total)
@@ -242,6 +268,11 @@ def threshold_section(
             for key in ("guaranteed", "plug_in"):
                 block = section[key]
                 block["realised"] = _in_sample(block, guaranteed=key == "guaranteed")
+            if one is not None:  # chosen on some of the rows: read on every one of them
+                block = section["guaranteed"]
+                bound = block["accuracy_lower_bound"]
+                realised = {**_realised(curve, chosen.threshold), "accuracy_lower_bound": bound}
+                block["realised"] = realised
         closed = {}
         if chosen.threshold is None:
             reason = (
@@ -263,6 +294,18 @@ def threshold_section(
     section["curve"] = _table(curve, settings)
     section["coverage_curve"] = _coverage_curve(curve)
     return Section(section, notes, closed)
+
+
+def _one_per_question(columns: Any, keys: Any) -> tuple[Any, dict[str, Any]]:
+    """The risk–coverage curve of one answer per question of ``columns`` (their (right, wrong)
+    question ``keys``), drawn at random with seed 0
+    (:func:`calibcli.metrics.one_per_question`), and what the report says of it."""
+    from calibcli.metrics import PredictionColumns, RiskCoverage, one_per_question
+
+    right, wrong = one_per_question(*keys, seed=0)
+    kept = PredictionColumns(columns.conf_correct[right], columns.conf_wrong[wrong])
+    said = {"questions": int(kept.n), "rows": int(columns.n), "seed": 0}
+    return RiskCoverage.from_columns(kept), said
 
 
 def _coverage_curve(curve: Any) -> dict[str, Any]:
@@ -352,17 +395,27 @@ def threshold_report(
         summary = replace(summary, mixed=mixed)  # a threshold chosen on several models' rows
     fit_groups = None if fit is None else fit.by_group()
 
+    # rows that repeat their questions, with the questions' keys, choose the guaranteed
+    # threshold on one answer per question; without the keys its gate fails closed
+    chooser = fit if fit is not None else summary
+    kept = getattr(chooser, "kept", None)
+    repeated = repeated_questions(chooser.sources)
+    drawn = repeated and kept is not None and kept.keyed
+
     def build(view: Any, group: str | None) -> Section:
-        columns = None
+        columns, chosen_on = None, view
         if fit is not None:
             if group is None or fit_groups is None:
-                columns = fit.pooled().columns
+                chosen_on = fit.pooled()
             else:
-                part = fit_groups.get(group)
-                columns = None if part is None else part.columns
+                chosen_on = fit_groups.get(group)
+            columns = None if chosen_on is None else chosen_on.columns
             if columns is None:
                 columns = PredictionColumns.concat([])
-        return threshold_section(view.columns, columns, settings, grouped=group is not None)
+        keys = chosen_on.keys if drawn and chosen_on is not None else None
+        return threshold_section(
+            view.columns, columns, settings, grouped=group is not None, fit_keys=keys
+        )
 
     def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
         if recalibration is None:
@@ -411,7 +464,9 @@ def threshold_report(
         notes += [Note("recalibration", t) for t in recalibration.notes]
     # the coverage after a calibrator fitted on the rows evaluated is in-sample
     closed = recalibration.closed(gate.minimums) if recalibration and gate else {}
-    if repeated_questions((fit if fit is not None else summary).sources):
+    if drawn:
+        notes.append(Note("repeats", ONE_PER_QUESTION))
+    elif repeated:
         notes.append(Note("repeats", REPEATED_GUARANTEE))
         closed = {"coverage": REPEATED_COVERAGE, **(closed or {})}
     return assemble(
