@@ -357,3 +357,20 @@ def test_a_log_whose_epochs_are_found_only_after_reading_closes_an_upper_gate(
     inspect_log.forget_runs()
     assert result.exit_code == 1
     assert [c.get("reason") for c in report_of(result)["gate"]["checks"]] == [REPEATS]
+
+
+def test_the_api_s_unpaired_warning_is_the_command_s(tmp_path):
+    import calibcli
+
+    log = epochs_log(tmp_path, copies=2)
+    rows = calibcli.read_predictions(log, scorer="match")
+    api = json.loads(calibcli.compare(rows, rows, unpaired=True, bootstrap=200).to_json())
+    args = ["compare", log, log, "--scorer", "match", "--unpaired", "--bootstrap", "200"]
+    command = report_of(run([*args, "--json"]))
+    said = [w for w in api["warnings"] if "several times" in w]
+    assert said == [w for w in command["warnings"] if "several times" in w]
+    assert said == [
+        "inspect-ai runs scored each sample several times: epochs.json (2 epochs): the rows "
+        "repeat each question, so a bootstrap over rows gives intervals too narrow, and a gate "
+        "on their upper end fails; gate the estimate"
+    ]

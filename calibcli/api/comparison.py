@@ -127,6 +127,10 @@ def compare(
         # what the runs say closes gates as compare of the files closes them: several models
         # on a side, and rows of one question resampled one by one (unpaired)
         repeated = unpaired and (b.questions is not None or n.questions is not None)
+        if repeated:
+            from calibcli.io import resampled_by_row
+
+            said = tuple(resampled_by_row(w) for w in said)
         matched = replace(
             matched,
             warnings=tuple(dict.fromkeys(said)),

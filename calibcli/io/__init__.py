@@ -53,6 +53,7 @@ __all__ = [
     "read_matched",
     "read_perplexity",
     "records",
+    "resampled_by_row",
 ]
 
 from calibcli.formats import BY_NAME as _FORMATS
@@ -359,6 +360,10 @@ ROW_RULES = {
 
 def __getattr__(name: str) -> Any:
     # row-by-row reading (compare, apply, choices) loads on first use
+    if name == "resampled_by_row":
+        from calibcli.io.runs import resampled_by_row
+
+        return resampled_by_row
     if name == "rewrite_confidences":
         import importlib
 

@@ -270,20 +270,29 @@ def _repeated(logs: list[tuple[str, int | None]], whole: bool, sums: bool = Fals
     more = f" and {len(repeated) - SHOWN} more" if len(repeated) > SHOWN else ""
     said = f"{REPEATED}{shown}{more}: "
     if whole:
-        return said + (
-            "the figures weigh every answer, and the bootstrap draws each question's answers "
-            "together"
-        )
+        return said + _DRAWN
     if sums:
         return said + (
             "the figures weigh every answer; the summary's Poisson sums draw each question's "
             "answers together, but its rows do not, so a gate on an interval's upper end needs "
             "--bootstrap-scheme poisson"
         )
-    return said + (
-        "the rows repeat each question, so a bootstrap over rows gives intervals too narrow, "
-        "and a gate on their upper end fails; gate the estimate"
-    )
+    return said + _BY_ROW
+
+
+_DRAWN = "the figures weigh every answer, and the bootstrap draws each question's answers together"
+_BY_ROW = (
+    "the rows repeat each question, so a bootstrap over rows gives intervals too narrow, and a "
+    "gate on their upper end fails; gate the estimate"
+)
+
+
+def resampled_by_row(warning: str) -> str:
+    """The warning about rows that repeat their questions, read keyed by question, as it reads
+    of the same rows resampled one by one (compare --unpaired); any other warning as it is."""
+    if warning.startswith(REPEATED) and warning.endswith(_DRAWN):
+        return warning[: -len(_DRAWN)] + _BY_ROW
+    return warning
 
 
 def recorded(source: Any) -> Any:
