@@ -10,6 +10,7 @@ from calibcli.reports import figures as registry
 from calibcli.reports.gate import Gate, floor_reason, upper_bound_reason
 from calibcli.reports.reliability import (
     bin_notes,
+    bin_wilson,
     empty_notes,
     per_file,
     reliability_fields,
@@ -129,7 +130,7 @@ def calibration_section(
     columns = view.columns
     if columns is None and view.n and getattr(view, "moments", None) is not None:
         section = _section_from_sums(
-            view, bins=bins, min_bins=min_bins, smooth=smooth, bootstrap=bootstrap
+            view, bins=bins, min_bins=min_bins, smooth=smooth, bootstrap=bootstrap, repeats=repeats
         )
         closed = _gate_counts(view, upper_gate=upper_gate, floor=floor, repeats=repeats)
         return Section(section.figures, section.notes, {**closed, **section.closed})
@@ -163,7 +164,7 @@ def calibration_section(
         "bins_used": int(est.bins_used),
         **{name: num(getattr(est, name)) for name in SCALARS},
         "brier_decomposition": {k: num(v) for k, v in est.decomposition.items()},
-        "reliability": reliability_fields(est.stats, est.accuracy_ci_lower, est.accuracy_ci_upper),
+        "reliability": reliability_fields(est.stats, *_accuracy_ci(est, repeats)),
     }
     notes = bin_notes(est.stats, min_bins) + row_notes(section["nll"], section["auroc"], smooth)
     if bootstrap is not None:
@@ -179,6 +180,14 @@ def calibration_section(
         closed = dict.fromkeys(BINNED_GATES, reason)
     counted = _gate_counts(view, upper_gate=upper_gate, floor=floor, repeats=repeats)
     return Section(order(section), notes, {**counted, **closed})
+
+
+def _accuracy_ci(est: Any, repeats: int | None) -> tuple[Any, Any]:
+    """Each bin's Wilson interval of the estimates, counted in questions on rows that repeat
+    them (:func:`~calibcli.reports.reliability.wilson`)."""
+    if repeats:
+        return wilson(est.stats, repeats)
+    return est.accuracy_ci_lower, est.accuracy_ci_upper
 
 
 def _gate_counts(
@@ -315,17 +324,23 @@ ROW_FIGURES = ("auroc",)
 
 
 def _section_from_sums(
-    view: Any, *, bins: int, min_bins: int, smooth: bool, bootstrap: Bootstrap | None
+    view: Any,
+    *,
+    bins: int,
+    min_bins: int,
+    smooth: bool,
+    bootstrap: Bootstrap | None,
+    repeats: int | None = None,
 ) -> Section:
     """The figures of rows known by their sums alone (a summary file without its table of
     distinct confidences): the binned ones from the exact per-bin statistics, the NLL and the
     smooth ECE from the summary's row sums; AUROC null with the reason."""
-    from calibcli.metrics import binned_scalars, wilson_interval
+    from calibcli.metrics import binned_scalars
 
     stats = view.stats
     binned = binned_scalars(stats)
     smece, bandwidth = view.moments.smooth_ece() if smooth else (math.nan, math.nan)
-    lower, upper = wilson_interval(stats.sum_correct, stats.count)
+    lower, upper = bin_wilson(stats.sum_correct, stats.count, repeats)
     section: dict[str, Any] = {
         "n": int(stats.n),
         "bins": int(stats.bins),  # the figures' bins: the summary's, whatever was asked
@@ -387,22 +402,35 @@ def calibrate_figures(
 ) -> dict[str, Any]:
     """The pooled section's figures (as computed, infinities kept) and, under ``--by``, each
     group's under ``groups``: what a recalibration shows of the rows before it."""
+    from calibcli.summaries import most_epochs
+
     min_bins = min(min_bins, bins)
     views = summary.by_group()  # first: the pooled section may sort the rows in place
     many = views is not None and len(views) > SMOOTH_GROUPS
-    options = {"bins": bins, "strategy": strategy, "min_bins": min_bins, "bootstrap": None}
+    repeats = most_epochs(getattr(summary, "sources", ()))
+    options = {
+        "bins": bins,
+        "strategy": strategy,
+        "min_bins": min_bins,
+        "bootstrap": None,
+        "repeats": repeats,
+    }
     out = dict(calibration_section(summary.pooled(), reorder_ok=reorder_ok, **options).figures)
     if views is not None:
         if not all(type(name) is str for name in views):
             views = {str(name): view for name, view in views.items()}
-        batch = _group_sections(
-            views,
-            bins=bins,
-            strategy=strategy,
-            min_bins=min_bins,
-            bootstrap=None,
-            reorder_ok=reorder_ok,
-            smooth=not many,
+        batch = (
+            None
+            if repeats
+            else _group_sections(
+                views,
+                bins=bins,
+                strategy=strategy,
+                min_bins=min_bins,
+                bootstrap=None,
+                reorder_ok=reorder_ok,
+                smooth=not many,
+            )
         )
         if batch is None:
             batch = {
@@ -462,7 +490,7 @@ def calibrate_report(
         )
 
     def build_groups(views: dict[str, Any]) -> dict[str, Section] | None:
-        if upper_gate or (repeats and floor is not None):
+        if upper_gate or repeats:  # the batched groups count every row as a question
             return None
         return _group_sections(
             views,

@@ -78,10 +78,22 @@ def count_notes(
     return notes
 
 
-def wilson(stats: Any) -> tuple[Any, Any]:
+def wilson(stats: Any, repeats: int | None = None) -> tuple[Any, Any]:
+    """Each bin's 95% Wilson interval for its accuracy. On rows that repeat their questions
+    (``repeats``: no question holds more rows than that) a bin's rows are not independent
+    answers: it counts as count / repeats answers with correct / repeats right, as if each
+    question had put all its rows in one bin, the widest interval the rows can need (exact when
+    a question's rows agree, as copies do)."""
+    return bin_wilson(stats.sum_correct, stats.count, repeats)
+
+
+def bin_wilson(correct: Any, count: Any, repeats: int | None = None) -> tuple[Any, Any]:
+    """:func:`wilson` of per-bin ``correct`` and ``count`` arrays."""
     from calibcli.metrics import wilson_interval
 
-    return wilson_interval(stats.sum_correct, stats.count)
+    if repeats:
+        return wilson_interval(correct / repeats, count / repeats)
+    return wilson_interval(correct, count)
 
 
 def empty_notes(n: int) -> list[Note]:
@@ -90,9 +102,9 @@ def empty_notes(n: int) -> list[Note]:
     return [Note("empty", "no rows were read; every estimate is null")]
 
 
-def reliability_section(view: Any, min_bins: int) -> Section:
+def reliability_section(view: Any, min_bins: int, repeats: int | None = None) -> Section:
     """The reliability report's figures for one set of rows (pooled, one group or one file);
-    ``view`` has the rows' per-bin ``stats``."""
+    ``view`` has the rows' per-bin ``stats``; ``repeats`` as for :func:`wilson`."""
     stats = view.stats
     section = {
         "n": int(stats.n),
@@ -102,7 +114,7 @@ def reliability_section(view: Any, min_bins: int) -> Section:
         "mean_confidence": float(stats.total_mean_confidence) if stats.n else None,
         "ece": float(stats.ece()) if stats.n else None,
         "brier": float(stats.brier()) if stats.n else None,
-        "reliability": reliability_fields(stats, *wilson(stats)),
+        "reliability": reliability_fields(stats, *wilson(stats, repeats)),
     }
     notes = empty_notes(stats.n) + bin_notes(stats, min_bins)
     return Section(section, notes)
@@ -121,10 +133,20 @@ def per_file(summary: Any, min_bins: int) -> dict[str, Any]:
         return {}
     return {
         "per_file": {
-            name: reliability_section(SimpleNamespace(stats=stats), min_bins).figures
+            name: reliability_section(
+                SimpleNamespace(stats=stats), min_bins, _file_repeats(summary, name)
+            ).figures
             for name, stats in sources.items()
         }
     }
+
+
+def _file_repeats(summary: Any, display: str) -> int | None:
+    """The most times the runs of the sources shown as ``display`` scored each sample, when
+    above 1 (see :func:`wilson`)."""
+    from calibcli.summaries import most_epochs
+
+    return most_epochs(s for s in summary.sources if s.display == display)
 
 
 def reliability_report(
@@ -136,7 +158,10 @@ def reliability_report(
     """The reliability report: per-bin table with Wilson intervals, format, per-file sections
     and groups. With ``recalibration`` (:class:`~calibcli.reports.recalibration.Recalibration`)
     ``summary`` holds the recalibrated rows and the report shows the figures before and after."""
+    from calibcli.summaries import most_epochs
+
     min_bins = min(min_bins, int(summary.pooled().stats.bins))
+    repeats = most_epochs(getattr(summary, "sources", ()))
     extra = per_file(summary, min_bins) if recalibration is None else {}
     notes = []
     if recalibration is not None:
@@ -156,7 +181,7 @@ def reliability_report(
     return assemble(
         "reliability",
         summary,
-        lambda view, group: reliability_section(view, min_bins),
+        lambda view, group: reliability_section(view, min_bins, repeats),
         extra=extra,
         closing=closing,
         notes=notes,
