@@ -416,22 +416,17 @@ def calibrate_figures(
         "repeats": repeats,
     }
     out = dict(calibration_section(summary.pooled(), reorder_ok=reorder_ok, **options).figures)
+    options_of_groups = {
+        "bins": bins,
+        "strategy": strategy,
+        "min_bins": min_bins,
+        "reorder_ok": reorder_ok,
+        "smooth": not many,
+    }
     if views is not None:
         if not all(type(name) is str for name in views):
             views = {str(name): view for name, view in views.items()}
-        batch = (
-            None
-            if repeats
-            else _group_sections(
-                views,
-                bins=bins,
-                strategy=strategy,
-                min_bins=min_bins,
-                bootstrap=None,
-                reorder_ok=reorder_ok,
-                smooth=not many,
-            )
-        )
+        batch = _group_sections(views, bootstrap=None, repeats=repeats, **options_of_groups)
         if batch is None:
             batch = {
                 name: calibration_section(view, reorder_ok=reorder_ok, smooth=not many, **options)
@@ -490,7 +485,7 @@ def calibrate_report(
         )
 
     def build_groups(views: dict[str, Any]) -> dict[str, Section] | None:
-        if upper_gate or repeats:  # the batched groups count every row as a question
+        if upper_gate:
             return None
         return _group_sections(
             views,
@@ -500,6 +495,7 @@ def calibrate_report(
             bootstrap=bootstrap,
             reorder_ok=reorder_ok,
             smooth=not many,
+            repeats=repeats,
         )
 
     def bootstrap_settings(pooled: Section) -> dict[str, Any]:
@@ -552,12 +548,17 @@ def calibrate_report(
 
 
 def _group_sections(
-    views: dict[str, Any], *, bootstrap: Bootstrap | None, **options: Any
+    views: dict[str, Any],
+    *,
+    bootstrap: Bootstrap | None,
+    repeats: int | None = None,
+    **options: Any,
 ) -> dict[str, Section] | None:
-    """Every group's section in one vectorised pass, when the groups allow it (else None)."""
+    """Every group's section in one vectorised pass, when the groups allow it (else None):
+    not on rows that repeat their questions (``repeats``), whose bins count questions."""
     from calibcli.reports.calibrate_groups import batchable, group_sections
 
-    if not batchable(
+    if repeats or not batchable(
         views, bins=options["bins"], strategy=options["strategy"], bootstrap=bootstrap
     ):
         return None
