@@ -73,6 +73,9 @@ def test_the_guarantee_of_copies_is_the_one_epoch_run_s(tmp_path):
     assert seen["accuracy_lower_bound"] == expected["accuracy_lower_bound"]  # the test's bound
     assert twice["plug_in"]["accepted"] == 2 * once["plug_in"]["accepted"]  # every answer
     assert twice["n"] == 120
+    # the curve's bounds, read on one answer per question at the same thresholds
+    assert twice["curve"]["threshold"] == once["curve"]["threshold"]
+    assert twice["curve"]["accuracy_lower_bound"] == once["curve"]["accuracy_lower_bound"]
     assert any(w.startswith("an inspect-ai run scored each sample") for w in twice["warnings"])
 
 
@@ -108,12 +111,19 @@ def test_each_group_is_drawn_by_question(tmp_path):
     assert group["guaranteed"]["one_per_question"] == pooled["one_per_question"]
 
 
-def test_a_summary_s_rows_without_keys_still_close_min_coverage(tmp_path):
+def summary_away(tmp_path):
+    """A summary of a run of 60 questions at 2 epochs, read where the log is not: its rows do
+    not say their questions."""
     log = epochs_log(tmp_path, copies=3)
     summary = tmp_path / "epochs.cbs"
     made = run(["summarize", log, "--scorer", "match", "-o", summary])
     assert made.exit_code == 0, made.stderr
     log.unlink()
+    return summary
+
+
+def test_a_summary_s_rows_without_keys_still_close_min_coverage(tmp_path):
+    summary = summary_away(tmp_path)
     args = ["threshold", summary, "--target-accuracy", "0.5", "--min-coverage", "0.1", "--json"]
     result = run(args)
     assert result.exit_code == 1
@@ -127,3 +137,31 @@ def test_one_epoch_is_chosen_on_every_row(tmp_path):
     report = threshold(INSPECT / "toy_arithmetic.json")
     assert "one_per_question" not in report["guaranteed"]
     assert json.dumps(report).count("one answer per question") == 0
+
+
+def test_the_bounds_on_evaluated_epochs_read_one_answer_per_question(tmp_path):
+    fit = epochs_log(tmp_path, "fit.json", copies=3, epochs=1)
+    once = threshold(epochs_log(tmp_path, "once.json", copies=3, epochs=1), "--fit", fit)
+    twice = threshold(epochs_log(tmp_path, "twice.json", copies=3), "--fit", fit)
+    seen, seen_once = twice["guaranteed"]["realised"], once["guaranteed"]["realised"]
+    assert seen["accepted"] == 2 * seen_once["accepted"]
+    assert seen_once["accuracy_lower_bound"] is not None
+    assert seen["accuracy_lower_bound"] == seen_once["accuracy_lower_bound"]
+    assert twice["curve"]["accuracy_lower_bound"] == once["curve"]["accuracy_lower_bound"]
+    assert "one_per_question" not in twice["guaranteed"]  # chosen on a run of one epoch
+    assert (
+        "the evaluated rows repeat their questions (see the warning), so the accuracy lower "
+        "bounds of the realised figures and of the curve are read on one answer per question, "
+        "drawn at random (seed 0); the other figures weigh every answer"
+    ) in twice["warnings"]
+
+
+def test_the_bounds_on_evaluated_rows_without_keys_are_null(tmp_path):
+    summary = summary_away(tmp_path)
+    fit = epochs_log(tmp_path, "fit.json", copies=3, epochs=1)
+    args = ["threshold", summary, "--fit", fit, "--scorer", "match", "--target-accuracy", "0.7"]
+    report = report_of(run([*args, "--delta", "0.2", "--json"]))
+    assert report["guaranteed"]["realised"]["accuracy_lower_bound"] is None
+    assert set(report["curve"]["accuracy_lower_bound"]) == {None}
+    assert report["guaranteed"]["accuracy_lower_bound"] is not None  # the --fit rows' bound
+    assert any("do not say which" in w for w in report["warnings"])

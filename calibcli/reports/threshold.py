@@ -43,11 +43,23 @@ REPEATED_COVERAGE = (
 """Why --min-coverage fails closed on a threshold chosen on such rows."""
 ONE_PER_QUESTION = (
     "an inspect-ai run scored each sample several times (see the warning), so the guaranteed "
-    "threshold was chosen on one answer per question, drawn at random (seed 0): its guarantee "
-    "holds for one answer to a new question; its realised figures, the plug-in threshold and "
-    "the curve weigh every answer"
+    "threshold was chosen, and every accuracy lower bound read, on one answer per question, "
+    "drawn at random (seed 0): the guarantee holds for one answer to a new question; the other "
+    "figures weigh every answer"
 )
 """How the guaranteed threshold of rows that repeat their questions was chosen."""
+EVALUATED_PER_QUESTION = (
+    "the evaluated rows repeat their questions (see the warning), so the accuracy lower bounds "
+    "of the realised figures and of the curve are read on one answer per question, drawn at "
+    "random (seed 0); the other figures weigh every answer"
+)
+"""How the bounds on evaluated rows that repeat their questions are read."""
+EVALUATED_UNKEYED = (
+    "the evaluated rows repeat their questions (see the warning) and do not say which: the "
+    "accuracy lower bounds of the realised figures and of the curve, which need independent "
+    "answers, are null"
+)
+"""Why those bounds are null on such rows that do not name their questions."""
 
 COVERAGES = (0.1, 0.5, 0.9)  # selective accuracy is reported at these coverages
 TABLE_ROWS = 20  # rows of the risk–coverage table at round coverages (all with --full)
@@ -180,7 +192,10 @@ def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple
     return Note("below_target", text, detail=f"{accuracy:.4g}", general=general), reason
 
 
-def _table(curve: Any, settings: ThresholdSettings) -> dict[str, Any]:
+def _table(curve: Any, settings: ThresholdSettings, bounds_on: Any = None) -> dict[str, Any]:
+    """The risk–coverage table of ``curve``; its accuracy lower bounds are read on
+    ``bounds_on`` at the same thresholds when given (one answer per question of rows that
+    repeat them), null for rows that repeat questions they do not name (``bounds_on`` False)."""
     import numpy as np
 
     from calibcli.metrics import curve_lower_bounds, display_rows
@@ -190,15 +205,33 @@ def _table(curve: Any, settings: ThresholdSettings) -> dict[str, Any]:
     else:
         rows = display_rows(curve, rows=TABLE_ROWS)
     accepted, errors = curve.accepted[rows], curve.errors[rows]
-    lower = curve_lower_bounds(curve, rows, delta=settings.delta)
+    if bounds_on is None:
+        lower = np.atleast_1d(curve_lower_bounds(curve, rows, delta=settings.delta)).tolist()
+    else:
+        at = curve.thresholds[rows].tolist()
+        lower = [_bound_at(bounds_on or None, t, settings.delta) for t in at]
     return {
         "threshold": curve.thresholds[rows].tolist(),
         "accepted": accepted.tolist(),
         "errors": errors.tolist(),
         "coverage": (accepted / curve.total).tolist(),
         "accuracy": ((accepted - errors) / accepted).tolist(),
-        "accuracy_lower_bound": np.atleast_1d(lower).tolist(),
+        "accuracy_lower_bound": lower,
     }
+
+
+def _bound_at(curve: Any, threshold: float | None, delta: float) -> float | None:
+    """The one-sided Clopper–Pearson lower bound on the accuracy of ``curve``'s rows with
+    confidence >= ``threshold`` (None: no curve, no threshold or no such row)."""
+    from calibcli.metrics import accuracy_lower_bound, points_at
+
+    if curve is None or threshold is None:
+        return None
+    j = points_at(curve.thresholds, threshold)
+    accepted = int(curve.accepted[j]) if j >= 0 else 0
+    if not accepted:
+        return None
+    return float(accuracy_lower_bound(accepted - int(curve.errors[j]), accepted, delta=delta))
 
 
 def threshold_section(
@@ -208,11 +241,15 @@ def threshold_section(
     *,
     grouped: bool = False,
     fit_keys: Any = None,
+    eval_keys: Any = None,
+    eval_repeats: bool = False,
 ) -> Section:
     """The threshold figures for one set of rows (pooled, or one --by group: ``grouped``).
     ``fit_keys``: the rows the threshold is chosen on repeat their questions, and these are
     their (right, wrong) question keys; the guaranteed threshold is chosen on one answer per
-    question (:func:`_one_per_question`)."""
+    question (:func:`_one_per_question`). ``eval_repeats``: the evaluated rows repeat their
+    questions, and the bounds on them are read on one answer per question of ``eval_keys``
+    (null without them)."""
     from calibcli.metrics import (
         RiskCoverage,
         aurc,
@@ -234,6 +271,10 @@ def threshold_section(
         return Section(section, notes, {"coverage": "no rows were read"})
     curve = RiskCoverage.from_columns(columns)
     fit_curve = curve if fit_columns is None else RiskCoverage.from_columns(fit_columns)
+    # what the evaluated rows' bounds are read on: every row, one answer per question, or
+    # nothing (False) when the rows repeat questions they do not name
+    drawn = _one_per_question(columns, eval_keys) if eval_repeats and eval_keys else None
+    bounds_on = (drawn[0] if drawn else False) if eval_repeats else None
     if fit_curve.total == 0:
         held = "the --fit input holds no rows" + (" of this group" if grouped else "")
         general = "the --fit input holds no rows of these groups: they have no threshold"
@@ -245,8 +286,11 @@ def threshold_section(
         size = settings.grid_size
         chooser, one = fit_curve, None
         if fit_keys is not None:
-            rows = columns if fit_columns is None else fit_columns
-            chooser, one = _one_per_question(rows, fit_keys)
+            if fit_columns is None and drawn is not None:
+                chooser, one = drawn  # chosen on the evaluated rows: their own draw
+            else:
+                rows = columns if fit_columns is None else fit_columns
+                chooser, one = _one_per_question(rows, fit_keys)
         chosen = select_threshold(
             chooser,
             target_accuracy=settings.target_accuracy,
@@ -262,6 +306,9 @@ def threshold_section(
         if fit_columns is not None:
             section["fit_n"] = int(fit_curve.total)
             realised = _realised(curve, chosen.threshold, settings.delta)
+            if eval_repeats:
+                bound = _bound_at(bounds_on or None, chosen.threshold, settings.delta)
+                realised["accuracy_lower_bound"] = bound
             section["guaranteed"]["realised"] = realised
             section["plug_in"]["realised"] = _realised(curve, plug.threshold)
         else:
@@ -291,9 +338,19 @@ def threshold_section(
     section["selective_accuracy"] = {
         f"{round(c * 100)}": selective_accuracy(curve, c) for c in COVERAGES
     }
-    section["curve"] = _table(curve, settings)
+    section["curve"] = _table(curve, settings, bounds_on)
     section["coverage_curve"] = _coverage_curve(curve)
     return Section(section, notes, closed)
+
+
+def _repeats(summary: Any) -> tuple[bool, bool]:
+    """Whether ``summary``'s rows repeat their questions (a run's epochs), and whether they
+    are kept with their questions' keys."""
+    from calibcli.summaries import repeated_questions
+
+    kept = getattr(summary, "kept", None)
+    repeated = repeated_questions(summary.sources)
+    return repeated, repeated and kept is not None and kept.keyed
 
 
 def _one_per_question(columns: Any, keys: Any) -> tuple[Any, dict[str, Any]]:
@@ -387,7 +444,6 @@ def threshold_report(
 
     from calibcli.metrics import PredictionColumns
     from calibcli.reports.recalibration import carried
-    from calibcli.summaries import repeated_questions
 
     summary = carried(summary, recalibration)
     mixed = getattr(fit, "mixed", None)
@@ -398,9 +454,8 @@ def threshold_report(
     # rows that repeat their questions, with the questions' keys, choose the guaranteed
     # threshold on one answer per question; without the keys its gate fails closed
     chooser = fit if fit is not None else summary
-    kept = getattr(chooser, "kept", None)
-    repeated = repeated_questions(chooser.sources)
-    drawn = repeated and kept is not None and kept.keyed
+    repeated, drawn = _repeats(chooser)
+    eval_repeated, eval_keyed = _repeats(summary)
 
     def build(view: Any, group: str | None) -> Section:
         columns, chosen_on = None, view
@@ -414,7 +469,13 @@ def threshold_report(
                 columns = PredictionColumns.concat([])
         keys = chosen_on.keys if drawn and chosen_on is not None else None
         return threshold_section(
-            view.columns, columns, settings, grouped=group is not None, fit_keys=keys
+            view.columns,
+            columns,
+            settings,
+            grouped=group is not None,
+            fit_keys=keys,
+            eval_keys=view.keys if eval_keyed else None,
+            eval_repeats=eval_repeated,
         )
 
     def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
@@ -469,6 +530,10 @@ def threshold_report(
     elif repeated:
         notes.append(Note("repeats", REPEATED_GUARANTEE))
         closed = {"coverage": REPEATED_COVERAGE, **(closed or {})}
+    if eval_repeated and not eval_keyed:
+        notes.append(Note("repeats", EVALUATED_UNKEYED))
+    elif eval_repeated and fit is not None:
+        notes.append(Note("repeats", EVALUATED_PER_QUESTION))
     return assemble(
         "threshold",
         summary,
