@@ -273,9 +273,8 @@ def test_compare_draws_each_sample_s_epochs_together(tmp_path, monkeypatch):
     assert "reason" not in report["gate"]["checks"][0]  # the gate reads the interval
     assert (
         "the matched rows repeat their questions (an inspect-ai sample's epochs): the intervals "
-        "draw each question's rows together and McNemar's test is Durkalski et al.'s for "
-        "clustered pairs, but DeLong's p-value takes every row for a question of its own, so it "
-        "is too small"
+        "draw each question's rows together, McNemar's test is Durkalski et al.'s for clustered "
+        "pairs and DeLong's takes Obuchowski's covariance for clustered rows"
     ) in report["warnings"]
     # McNemar by question: each sample's two copies lean one way, so the statistic is the
     # chi-square of one row per sample, (b - c)^2 / (b + c) over the flipped samples

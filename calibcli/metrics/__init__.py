@@ -61,6 +61,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "stored_grid_sizes",
     ),
     "clusters": ("QuestionCounts", "one_per_question", "question_counts"),
+    "clustered_auroc": ("ClusteredDeLongResult", "delong_clustered"),
     "poisson": ("POISSON_THRESHOLDS", "PoissonState", "poisson_intervals", "replicate_weights"),
     "paired": (
         "DeLongResult",
@@ -125,6 +126,7 @@ __all__ = [
     "BootstrapResult",
     "CalibrationEstimates",
     "CalibrationReport",
+    "ClusteredDeLongResult",
     "ClusteredMcNemarResult",
     "DeLongResult",
     "McNemarResult",
@@ -156,6 +158,7 @@ __all__ = [
     "current_progress",
     "curve_lower_bounds",
     "debiased_rms_calibration_error",
+    "delong_clustered",
     "delong_test",
     "display_rows",
     "e_aurc",

@@ -248,14 +248,7 @@ def delong_test(base_conf: object, new_conf: object, correct: object) -> DeLongR
     Var(difference) = S00 + S11 − 2·S01, z = (AUROC_NEW − AUROC_BASE)/sqrt(Var),
     p = erfc(|z|/√2). Needs at least two right and two wrong answers (else ValueError).
     """
-    try:
-        base, corr = validate_predictions(base_conf, correct)
-    except ValueError as err:
-        raise ValueError(f"base_conf: {err}") from None
-    try:
-        new, _ = validate_predictions(new_conf, corr)
-    except ValueError as err:
-        raise ValueError(f"new_conf: {err}") from None
+    base, new, corr = scored_pair(base_conf, new_conf, correct)
     m = int(np.count_nonzero(corr))
     n = corr.shape[0] - m
     if m < 2 or n < 2:
@@ -274,18 +267,36 @@ def delong_test(base_conf: object, new_conf: object, correct: object) -> DeLongR
     s += _covariance_in_place(v01) / n
     del v01
     difference = auc_new - auc_base
+    se, z, p, degenerate = difference_test(difference, s)
+    cov = ((float(s[0, 0]), float(s[0, 1])), (float(s[1, 0]), float(s[1, 1])))
+    return DeLongResult(auc_base, auc_new, difference, cov, se, z, p, degenerate, m, n)
+
+
+def scored_pair(
+    base_conf: object, new_conf: object, correct: object
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Two scores of the same rows and their outcomes, validated (errors name the side)."""
+    try:
+        base, corr = validate_predictions(base_conf, correct)
+    except ValueError as err:
+        raise ValueError(f"base_conf: {err}") from None
+    try:
+        new, _ = validate_predictions(new_conf, corr)
+    except ValueError as err:
+        raise ValueError(f"new_conf: {err}") from None
+    return base, new, corr
+
+
+def difference_test(difference: float, s: np.ndarray) -> tuple[float, float, float, bool]:
+    """(standard error, z, p, degenerate) of ``difference`` = AUROC_NEW − AUROC_BASE given
+    their 2×2 covariance ``s``: Var = S00 + S11 − 2·S01, z = difference/sqrt(Var), p =
+    erfc(|z|/√2); with Var = 0, z = 0 and p = 1 when the difference is 0, else both nan."""
     variance = float(s[0, 0] + s[1, 1] - 2.0 * s[0, 1])
     if variance > 0.0:
         se = math.sqrt(variance)
         z = difference / se
-        p = math.erfc(abs(z) / math.sqrt(2.0))
-        degenerate = False
-    else:
-        se = 0.0
-        z, p = (0.0, 1.0) if difference == 0.0 else (math.nan, math.nan)
-        degenerate = True
-    cov = ((float(s[0, 0]), float(s[0, 1])), (float(s[1, 0]), float(s[1, 1])))
-    return DeLongResult(auc_base, auc_new, difference, cov, se, z, p, degenerate, m, n)
+        return se, z, math.erfc(abs(z) / math.sqrt(2.0)), False
+    return 0.0, *((0.0, 1.0) if difference == 0.0 else (math.nan, math.nan)), True
 
 
 # --------------------------------------------------------------------------- bootstrap

@@ -21,6 +21,7 @@ from calibcli.reports import (
     RELIABILITY,
     THRESHOLD,
     Figure,
+    auroc_test_name,
     confidence,
     lookup,
     mcnemar_name,
@@ -264,7 +265,8 @@ def _tests(body: dict[str, Any]) -> str:
     t = body.get("auroc_test")
     if isinstance(t, dict) and t.get("test") == "delong":
         lines.append(
-            f"AUROC: DeLong's test p = {number(t.get('p_value'))} (z = {number(t.get('z'), 3)}, "
+            f"AUROC: {text(auroc_test_name(t))} p = {number(t.get('p_value'))} "
+            f"(z = {number(t.get('z'), 3)}, "
             f"difference {signed(t.get('difference'))}, standard error "
             f"{number(t.get('standard_error'))}; the same answers are right on both sides)."
         )

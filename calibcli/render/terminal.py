@@ -24,6 +24,7 @@ from calibcli.reports import (
     RELIABILITY,
     THRESHOLD,
     Figure,
+    auroc_test_name,
     confidence,
     has,
     lookup,
@@ -468,7 +469,7 @@ def _compare_tests(report: dict[str, Any]) -> list[str]:
     test = report.get("auroc_test") or {}
     if test.get("test") == "delong":
         lines.append(
-            f"AUROC: DeLong's test p = {_f(test['p_value'])} (z = {_f(test['z'], 3)}; "
+            f"AUROC: {auroc_test_name(test)} p = {_f(test['p_value'])} (z = {_f(test['z'], 3)}; "
             "the same answers are right on both sides)"
         )
     elif test.get("test") == "bootstrap":

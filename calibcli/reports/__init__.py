@@ -23,6 +23,7 @@ _LAZY = {
     "ThresholdSettings": "calibcli.reports.threshold",
     "threshold_options": "calibcli.reports.threshold",
     "compare_report": "calibcli.reports.compare",
+    "auroc_test_name": "calibcli.reports.compare",
     "mcnemar_name": "calibcli.reports.compare",
     "CompareSettings": "calibcli.reports.compare",
     "check_matching": "calibcli.reports.compare",

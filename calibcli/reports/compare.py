@@ -65,6 +65,14 @@ def mcnemar_name(block: dict[str, Any]) -> str:
     return "McNemar's exact test"
 
 
+def auroc_test_name(block: dict[str, Any]) -> str:
+    """How a report's ``auroc_test`` block names its test: DeLong's, or with Obuchowski's
+    covariance for rows in clusters (rows that repeat their questions)."""
+    if block.get("clustered"):
+        return "DeLong's test for clustered rows (Obuchowski 1997)"
+    return "DeLong's test"
+
+
 def _num(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
@@ -85,6 +93,7 @@ def compare_section(
     so those floors count questions, and so does ``floor`` (--min-rows)."""
     from calibcli.metrics import (
         SCALAR_KEYS,
+        delong_clustered,
         delong_test,
         identical_correctness,
         mcnemar_clustered,
@@ -143,7 +152,10 @@ def compare_section(
             }
         if identical_correctness(base[1], new[1]):
             try:
-                d = delong_test(base[0], new[0], base[1])
+                if questions is None:
+                    d = delong_test(base[0], new[0], base[1])
+                else:  # the rows of a question are not independent: Obuchowski's covariance
+                    d = delong_clustered(base[0], new[0], base[1], questions)
                 figures["auroc_test"] = {
                     "test": "delong",
                     "difference": _num(d.difference),
@@ -151,6 +163,11 @@ def compare_section(
                     "z": _num(d.z),
                     "p_value": _num(d.p_value),
                 }
+                if questions is not None:
+                    figures["auroc_test"]["clustered"] = {
+                        "test": "obuchowski",
+                        "questions": d.questions,
+                    }
             except ValueError as exc:  # a single class: AUROC is undefined on both sides
                 figures["auroc_test"] = {"test": None, "reason": str(exc)}
         else:
@@ -409,9 +426,9 @@ def compare_report(
             Note(
                 "repeats",
                 "the matched rows repeat their questions (an inspect-ai sample's epochs): the "
-                "intervals draw each question's rows together and McNemar's test is Durkalski "
-                "et al.'s for clustered pairs, but DeLong's p-value takes every row for a "
-                "question of its own, so it is too small",
+                "intervals draw each question's rows together, McNemar's test is Durkalski "
+                "et al.'s for clustered pairs and DeLong's takes Obuchowski's covariance for "
+                "clustered rows",
             )
         )
     if settings.paired and _same_rows(matched):

@@ -62,7 +62,8 @@ def compare(
     NEW, the difference NEW - BASE with a paired bootstrap interval (the same resampled
     questions for both), McNemar's exact test of accuracy (Durkalski et al.'s for clustered
     pairs when an inspect-ai run's epochs repeat the questions) and, when both sides agree on
-    every answer's correctness, DeLong's test of AUROC.
+    every answer's correctness, DeLong's test of AUROC (with Obuchowski's covariance for
+    clustered rows on epochs).
 
     Rows are matched by --id-field; duplicate ids are an error, and so are more than 5%
     unmatched rows on either side unless --allow-unmatched. --max-increase ece=0.01 (and
