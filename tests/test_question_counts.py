@@ -133,3 +133,18 @@ def test_the_api_counts_questions_as_the_command_does(tmp_path):
     assert "only 20 questions" in reasons(json.loads(upper.to_json()))[0]
     floor = calibcli.calibrate(rows, min_rows=21)
     assert "hold 20, fewer than 21" in reasons(json.loads(floor.to_json()))[0]
+
+
+def test_fit_counts_the_rarer_class_in_questions(tmp_path):
+    # 40 questions at 2 epochs: 16 questions answered wrong, 32 wrong answers; platt fits two
+    # parameters, so it needs 20 of each class: enough answers, too few questions
+    log = epochs_log(tmp_path, copies=2)
+    fitted = run(["fit", log, "--scorer", "match", "--method", "platt", "-o", tmp_path / "c.json"])
+    assert fitted.exit_code == 0, fitted.stderr
+    assert (
+        "warning: only 16 of the 40 questions have a wrong answer, fewer than 20 (10 per "
+        "parameter the map fits): the platt map rests on them and may not hold on other rows"
+    ) in fitted.stderr
+    once = epochs_log(tmp_path, "once.json", copies=4, epochs=1)  # 32 wrong questions
+    quiet = run(["fit", once, "--scorer", "match", "--method", "platt", "-o", tmp_path / "d.json"])
+    assert "fewer than 20" not in quiet.stderr

@@ -72,15 +72,18 @@ def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) 
             }
             for name in calibrators.groups
         }
+    from calibcli.summaries import most_epochs
+
     groups = summary.by_group()
     pooled = " of the pooled rows" if groups is not None else ""
+    repeats = most_epochs(summary.sources)  # rows that repeat their questions count questions
     notes = _one_class(summary.pooled().columns, calibrators.method, pooled)
-    notes += _few_of_a_class(summary.pooled().columns, calibrators.method, pooled)
+    notes += _few_of_a_class(summary.pooled(), calibrators.method, pooled, repeats)
     notes += _decreasing(calibrators.calibrator, pooled) + _at_bound(calibrators.calibrator, pooled)
     notes += group_notes(
         {
             str(name): _one_class(view.columns, calibrators.method)
-            + _few_of_a_class(view.columns, calibrators.method)
+            + _few_of_a_class(view, calibrators.method, repeats=repeats)
             + _decreasing(calibrators.groups.get(str(name)))
             + _at_bound(calibrators.groups.get(str(name)))
             for name, view in (groups or {}).items()
@@ -116,31 +119,52 @@ for a logistic fit whose coefficients hold beyond its rows (Peduzzi et al. 1996)
 fitted by counting."""
 
 
-def _few_of_a_class(columns: Any, method: str, rows: str = "") -> list[Note]:
+def _few_of_a_class(
+    view: Any, method: str, rows: str = "", repeats: int | None = None
+) -> list[Note]:
     """A warning when the rows a map was fitted on hold both classes but few of one: fewer
     than :data:`EVENTS_PER_PARAMETER` answers of the rarer class per parameter the map fits.
     Where the map sends a confidence then rests on those few answers, and may not hold on other
     rows. The temperature over lm-eval choices learns from every row's gold choice, and is not
-    judged so."""
+    judged so. On rows that repeat their questions (``repeats``: the most rows a question
+    holds) the answers of one question are not independent, so the classes are counted in
+    questions: exactly with the rows' keys, else as few as the rows can be."""
     from calibcli.metrics import RECALIBRATION_METHODS
 
     known = {m.name: m for m in RECALIBRATION_METHODS}.get(method)
+    columns = view.columns
     if columns is None or known is None:
         return []
     right, wrong = int(columns.conf_correct.shape[0]), int(columns.conf_wrong.shape[0])
+    total, unit, exact = right + wrong, "answers", True
+    if repeats:
+        unit = "questions"
+        if view.keys is not None:
+            from calibcli.metrics import question_counts
+
+            q = question_counts(*view.keys)
+            total, right, wrong = q.questions, q.right, q.wrong
+        else:
+            total, right, wrong = (-(-k // repeats) for k in (total, right, wrong))
+            exact = False
     rarer, which = (wrong, "wrong") if wrong <= right else (right, "right")
     least = EVENTS_PER_PARAMETER * (known.parameters or 1)
     if not rarer or rarer >= least:  # one class: _one_class says so, or the fit refuses it
         return []
     why = f" ({EVENTS_PER_PARAMETER} per parameter the map fits)" if known.parameters else ""
     effect = f"the {method} map rests on them and may not hold on other rows"
-    text = (
-        f"only {rarer:,} of the {right + wrong:,} answers{rows} are {which}, fewer than "
-        f"{least}{why}: {effect}"
-    )
+    if unit == "answers":
+        counted = f"only {rarer:,} of the {total:,} answers{rows} are {which}"
+    else:
+        some = f"only {rarer:,}" if exact else f"as few as {rarer:,}"
+        counted = f"{some} of the {total:,} questions{rows} have a {which} answer"
+    text = f"{counted}, fewer than {least}{why}: {effect}"
     general = (
         f"fewer than {least} answers of these groups are right, or fewer than {least} "
         f"wrong{why}: {effect}"
+        if unit == "answers"
+        else f"fewer than {least} questions of these groups have a right answer, or fewer than "
+        f"{least} a wrong one{why}: {effect}"
     )
     return [Note("few_of_a_class", text, detail=f"{rarer} {which}", general=general)]
 
