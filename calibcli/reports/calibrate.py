@@ -416,17 +416,10 @@ def calibrate_figures(
         "repeats": repeats,
     }
     out = dict(calibration_section(summary.pooled(), reorder_ok=reorder_ok, **options).figures)
-    options_of_groups = {
-        "bins": bins,
-        "strategy": strategy,
-        "min_bins": min_bins,
-        "reorder_ok": reorder_ok,
-        "smooth": not many,
-    }
     if views is not None:
         if not all(type(name) is str for name in views):
             views = {str(name): view for name, view in views.items()}
-        batch = _group_sections(views, bootstrap=None, repeats=repeats, **options_of_groups)
+        batch = _group_sections(views, reorder_ok=reorder_ok, smooth=not many, **options)
         if batch is None:
             batch = {
                 name: calibration_section(view, reorder_ok=reorder_ok, smooth=not many, **options)

@@ -16,8 +16,9 @@ warns and a --min-coverage gate fails closed: the coverage is not reached at the
 asked for.
 
 On rows that repeat their questions (an inspect-ai run's epochs) the guaranteed threshold is
-chosen on one answer per question, drawn at random (``one_per_question`` in its block), since its
-test needs independent answers; everything else weighs every answer.
+chosen, and every accuracy lower bound read, on one answer per question drawn at random
+(``one_per_question`` in the guaranteed block), since the binomial tests and bounds need
+independent answers; every other figure weighs every answer.
 """
 
 from __future__ import annotations
