@@ -272,9 +272,10 @@ def test_compare_draws_each_sample_s_epochs_together(tmp_path, monkeypatch):
     assert report["matched"] == 80
     assert "reason" not in report["gate"]["checks"][0]  # the gate reads the interval
     assert (
-        "the matched rows repeat their questions (an inspect-ai sample's epochs): the intervals "
-        "draw each question's rows together, McNemar's test is Durkalski et al.'s for clustered "
-        "pairs and DeLong's takes Obuchowski's covariance for clustered rows"
+        "the matched rows repeat their questions (an inspect-ai sample's epochs, a HELM "
+        "instance's train trials): the intervals draw each question's rows together, McNemar's "
+        "test is Durkalski et al.'s for clustered pairs and DeLong's takes Obuchowski's "
+        "covariance for clustered rows"
     ) in report["warnings"]
     # McNemar by question: each sample's two copies lean one way, so the statistic is the
     # chi-square of one row per sample, (b - c)^2 / (b + c) over the flipped samples

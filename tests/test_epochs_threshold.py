@@ -24,7 +24,7 @@ CHOICE = ("threshold", "accepted", "errors", "coverage", "accuracy", "accuracy_l
 TESTED = (*CHOICE, "p_value", "test_level", "tests_run")
 REPEATED_COVERAGE = (
     "the threshold was chosen on rows that repeat their questions (see the warning), so its "
-    "guarantee is too optimistic; choose it with --fit on a run of one epoch"
+    "guarantee is too optimistic; choose it with --fit on a run that scores each question once"
 )
 
 
@@ -76,7 +76,7 @@ def test_the_guarantee_of_copies_is_the_one_epoch_run_s(tmp_path):
     # the curve's bounds, read on one answer per question at the same thresholds
     assert twice["curve"]["threshold"] == once["curve"]["threshold"]
     assert twice["curve"]["accuracy_lower_bound"] == once["curve"]["accuracy_lower_bound"]
-    assert any(w.startswith("an inspect-ai run scored each sample") for w in twice["warnings"])
+    assert any(w.startswith("a run scored each question several times") for w in twice["warnings"])
 
 
 def test_min_coverage_reads_the_threshold_drawn_by_question(tmp_path):

@@ -92,7 +92,10 @@ def _floor_option(noun: str, help: str) -> Any:
 
 
 # rows of answers that repeat their questions are counted in questions
-_ONCE = "; rows that repeat their questions, an inspect-ai run's epochs, count once per question"
+_ONCE = (
+    "; rows that repeat their questions (an inspect-ai run's epochs, a HELM run's train "
+    "trials) count once per question"
+)
 
 
 def _floor(figure: Figure) -> Any:

@@ -120,16 +120,21 @@ def id_hashes(keys: Any) -> Any:
 
 
 def question_of(key: Any) -> Any:
-    """The question a row's id names: an inspect-ai sample's id with its epoch taken as 1 (the
-    epochs of one sample share it, and a run of one epoch keeps its ids); any other id as it is."""
-    if type(key) is tuple and key[0] == "sample" and key[3] != 1:
-        return (*key[:3], 1)
+    """The question a row's id names: an inspect-ai sample's id with its epoch taken as 1, a
+    HELM instance's with its train trial taken as 0 (the epochs or trials of one question share
+    it, and a run of one keeps its ids); any other id as it is."""
+    if type(key) is tuple:
+        if key[0] == "sample" and key[3] != 1:
+            return (*key[:3], 1)
+        if key[0] == "instance" and key[3] != 0:
+            return (*key[:3], 0, *key[4:])
     return key
 
 
 def question_hashes(ids: Any, hashes: Any) -> Any:
     """The hash of each row's question (:func:`question_of`): ``hashes``, the ids' own, unless
-    an inspect-ai sample of another epoch than 1 is among them."""
+    an inspect-ai sample of another epoch than 1 (or a HELM instance of another train trial
+    than 0) is among them."""
     if hasattr(ids, "hashes") or all(question_of(key) is key for key in ids):
         return hashes
     return id_hashes([question_of(key) for key in ids])

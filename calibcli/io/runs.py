@@ -34,6 +34,7 @@ from typing import Any
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.content import file_content_id
+from calibcli.io.helm_run import helm_trials
 from calibcli.io.inspect_log import head_epochs, log_epochs, log_model, whole_count
 
 _RUN_NAME = re.compile(
@@ -248,27 +249,48 @@ def run_checks(
 
 def repeated_samples(files: list[tuple[str, str | None]], whole: bool = False) -> str | None:
     """Why the rows of ``files`` (each with its format) repeat their questions, or None
-    (:func:`_repeated`, each inspect-ai log's epochs read from the log)."""
-    return _repeated([(f, log_epochs(f)) for f, fmt in files if fmt == "inspect-ai"], whole)
+    (:func:`_repeated`, each inspect-ai log's epochs and each HELM file's train trials read
+    from the file)."""
+    logs = [(f, _REPEATS_OF[fmt](f), fmt) for f, fmt in files if fmt in _REPEATS_OF]
+    return _repeated(logs, whole)
 
 
-REPEATED = "inspect-ai runs scored each sample several times: "
-"""How the warning about rows that repeat their questions opens."""
+_REPEATS_OF = {"inspect-ai": log_epochs, "helm": helm_trials}
+# how each format's runs repeat a question, and how the warning names it
+_REPEATS_NAMED = {"inspect-ai": ("sample", "epochs"), "helm": ("instance", "train trials")}
+
+REPEATED = (
+    "inspect-ai runs scored each sample several times: ",
+    "HELM runs scored each instance several times: ",
+    "runs scored each question several times: ",
+)
+"""How the warning about rows that repeat their questions opens: an inspect-ai run's epochs,
+a HELM run's train trials, or both."""
 
 
-def _repeated(logs: list[tuple[str, int | None]], whole: bool, sums: bool = False) -> str | None:
-    """Why the rows of inspect-ai ``logs`` (each with its run's epochs) repeat their questions,
-    or None: a run with ``epochs`` > 1 scored each sample that many times, one row each. The
-    figures are those of every answer. A bootstrap that draws each question's rows together
-    (``whole``: the rows were keyed by question) gives honest intervals; one over rows takes
-    the epochs of a question for independent answers, and its interval is too narrow.
-    ``sums``: a summary's Poisson sums are keyed by question though its rows are not."""
-    repeated = [(f, k) for f, k in dict.fromkeys(logs) if f != "-" and k is not None and k > 1]
+def _repeated(
+    logs: list[tuple[str, int | None, str]], whole: bool, sums: bool = False
+) -> str | None:
+    """Why the rows of ``logs`` (each file with how many times its run scored each question,
+    and its format) repeat their questions, or None: an inspect-ai run with ``epochs`` > 1
+    scored each sample that many times, a HELM run with several train trials each instance,
+    one row each. The figures are those of every answer. A bootstrap that draws each
+    question's rows together (``whole``: the rows were keyed by question) gives honest
+    intervals; one over rows takes a question's rows for independent answers, and its interval
+    is too narrow. ``sums``: a summary's Poisson sums are keyed by question though its rows
+    are not."""
+    repeated = [
+        (f, k, fmt) for f, k, fmt in dict.fromkeys(logs) if f != "-" and k is not None and k > 1
+    ]
     if not repeated:
         return None
-    shown = ", ".join(f"{_files_shown([f])} ({k} epochs)" for f, k in repeated[:SHOWN])
+    shown = ", ".join(
+        f"{_files_shown([f])} ({k} {_REPEATS_NAMED[fmt][1]})" for f, k, fmt in repeated[:SHOWN]
+    )
     more = f" and {len(repeated) - SHOWN} more" if len(repeated) > SHOWN else ""
-    said = f"{REPEATED}{shown}{more}: "
+    kinds = {fmt for _, _, fmt in repeated}
+    opening = REPEATED[2] if len(kinds) > 1 else REPEATED[0 if "inspect-ai" in kinds else 1]
+    said = f"{opening}{shown}{more}: "
     if whole:
         return said + _DRAWN
     if sums:
@@ -300,12 +322,15 @@ def recorded(source: Any) -> Any:
     looked up where it was not recorded: an lm-eval run's model, an inspect-ai log's model and
     epochs (so that a summary file read where its files are not still knows them)."""
     fmt = source.format
-    if source.skipped is not None or fmt not in _MODEL_OF or source.name == "-":
+    known = fmt in _MODEL_OF or fmt in _REPEATS_OF
+    if source.skipped is not None or not known or source.name == "-":
         return source
-    model = source.model if source.model is not None else _MODEL_OF[fmt](source.name)
+    model = source.model
+    if model is None and fmt in _MODEL_OF:
+        model = _MODEL_OF[fmt](source.name)
     epochs = source.epochs
-    if epochs is None and fmt == "inspect-ai":
-        epochs = log_epochs(source.name)
+    if epochs is None and fmt in _REPEATS_OF:
+        epochs = _REPEATS_OF[fmt](source.name)
     if (model, epochs) == (source.model, source.epochs):
         return source
     return replace(source, model=model, epochs=epochs)
@@ -318,15 +343,16 @@ def source_checks(
     source records (:func:`recorded`)."""
     read = [s for s in sources if s.skipped is None and s.name != "-"]
     named = [(s.name, s.model) for s in read if s.format in _MODEL_OF]
-    logs = [(s.name, s.epochs) for s in read if s.format == "inspect-ai"]
+    logs = [(s.name, s.epochs, s.format) for s in read if s.format in _REPEATS_OF]
     return _pooled(named, by), _repeated(logs, whole, sums)
 
 
 def repeating(files: list[str]) -> bool:
-    """Whether an inspect-ai log among ``files`` says, before its rows are read, that its run
-    scored each sample several times (:func:`~calibcli.io.inspect_log.head_epochs`): its rows
-    are then keyed by question."""
-    return any((head_epochs(f) or 0) > 1 for f in files if f != "-")
+    """Whether a file among ``files`` says, before its rows are read, that its run scored each
+    question several times: an inspect-ai log's epochs
+    (:func:`~calibcli.io.inspect_log.head_epochs`), a HELM file's train trials
+    (:func:`~calibcli.io.helm_run.helm_trials`). Its rows are then keyed by question."""
+    return any((head_epochs(f) or 0) > 1 or (helm_trials(f) or 0) > 1 for f in files if f != "-")
 
 
 def pooled_models(files: list[tuple[str, str | None]], by: str | None) -> str | None:

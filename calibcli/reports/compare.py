@@ -425,7 +425,8 @@ def compare_report(
         notes.append(
             Note(
                 "repeats",
-                "the matched rows repeat their questions (an inspect-ai sample's epochs): the "
+                "the matched rows repeat their questions (an inspect-ai sample's epochs, a HELM "
+                "instance's train trials): the "
                 "intervals draw each question's rows together, McNemar's test is Durkalski "
                 "et al.'s for clustered pairs and DeLong's takes Obuchowski's covariance for "
                 "clustered rows",

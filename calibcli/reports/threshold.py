@@ -15,10 +15,10 @@ the guaranteed threshold's accuracy on the evaluated rows falls below the target
 warns and a --min-coverage gate fails closed: the coverage is not reached at the accuracy
 asked for.
 
-On rows that repeat their questions (an inspect-ai run's epochs) the guaranteed threshold is
-chosen, and every accuracy lower bound read, on one answer per question drawn at random
-(``one_per_question`` in the guaranteed block), since the binomial tests and bounds need
-independent answers; every other figure weighs every answer.
+On rows that repeat their questions (an inspect-ai run's epochs, a HELM run's train trials)
+the guaranteed threshold is chosen, and every accuracy lower bound read, on one answer per
+question drawn at random (``one_per_question`` in the guaranteed block), since the binomial
+tests and bounds need independent answers; every other figure weighs every answer.
 """
 
 from __future__ import annotations
@@ -31,19 +31,19 @@ from calibcli.reports.figures import confidence
 from calibcli.reports.report import Note, Report, Section, assemble
 
 REPEATED_GUARANTEE = (
-    "the guarantee counts each row it was chosen on as a question of its own, but an inspect-ai "
-    "run scored each sample several times (see the warning) and these rows do not say their "
-    "questions: it is too optimistic, and --min-coverage fails closed; choose the threshold on "
-    "the run's log, which does, or with --fit on a run of one epoch"
+    "the guarantee counts each row it was chosen on as a question of its own, but a run scored "
+    "each question several times (see the warning) and these rows do not say their questions: "
+    "it is too optimistic, and --min-coverage fails closed; choose the threshold on the run's "
+    "own file, which does, or with --fit on a run that scores each question once"
 )
 """Why the guaranteed threshold of rows that repeat questions they do not name is not one."""
 REPEATED_COVERAGE = (
     "the threshold was chosen on rows that repeat their questions (see the warning), so its "
-    "guarantee is too optimistic; choose it with --fit on a run of one epoch"
+    "guarantee is too optimistic; choose it with --fit on a run that scores each question once"
 )
 """Why --min-coverage fails closed on a threshold chosen on such rows."""
 ONE_PER_QUESTION = (
-    "an inspect-ai run scored each sample several times (see the warning), so the guaranteed "
+    "a run scored each question several times (see the warning), so the guaranteed "
     "threshold was chosen, and every accuracy lower bound read, on one answer per question, "
     "drawn at random (seed 0): the guarantee holds for one answer to a new question; the other "
     "figures weigh every answer"

@@ -60,10 +60,10 @@ def compare(
 ) -> None:
     """Compare two prediction files on the same questions: every calibration figure of BASE and
     NEW, the difference NEW - BASE with a paired bootstrap interval (the same resampled
-    questions for both), McNemar's exact test of accuracy (Durkalski et al.'s for clustered
-    pairs when an inspect-ai run's epochs repeat the questions) and, when both sides agree on
-    every answer's correctness, DeLong's test of AUROC (with Obuchowski's covariance for
-    clustered rows on epochs).
+    questions for both), McNemar's exact test of accuracy and, when both sides agree on every
+    answer's correctness, DeLong's test of AUROC. When a run repeats the questions (inspect-ai
+    epochs, HELM train trials) the bootstrap draws whole questions and the tests are those for
+    clustered rows (Durkalski et al.'s McNemar test, Obuchowski's covariance for DeLong's).
 
     Rows are matched by --id-field; duplicate ids are an error, and so are more than 5%
     unmatched rows on either side unless --allow-unmatched. --max-increase ece=0.01 (and

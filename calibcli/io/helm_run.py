@@ -1,0 +1,62 @@
+"""How many train trials a HELM run scored each instance with, read from its
+``per_instance_stats.json`` before its rows are.
+
+HELM runs each instance once per train trial (``--num-train-trials``: an independent draw of
+in-context examples each time) and writes one ``PerInstanceStats`` per (instance, trial), with
+``train_trial_index`` counting from 0. The trials of an instance are answers to one question,
+as an inspect-ai run's epochs are. A ``.json`` file (HELM's name, gzip-compressed or not) is
+searched only when its first 64 KiB hold the key ``"train_trial_index"`` (no other format
+writes it); its trials are then the highest index found in the whole text, plus one.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import re
+
+from calibcli.io.inspect_log import _identity
+
+HEAD_BYTES = 1 << 16
+_KEY = b'"train_trial_index"'
+_TRIAL = re.compile(rb'"train_trial_index"\s*:\s*(\d+)')
+_BLOCK = 1 << 22  # bytes searched at a time
+_OVERLAP = 64  # kept from the end of a block, so an index cut by the block's end is found
+
+
+def helm_trials(path: str) -> int | None:
+    """The train trials of a HELM ``per_instance_stats.json`` (its highest
+    ``train_trial_index`` + 1); None for one trial, for any other file, and when the file
+    cannot be read (the reader says why)."""
+    if path == "-" or not path.endswith((".json", ".json.gz")):
+        return None
+    found = _identity(path)
+    return None if found is None else _trials(*found)
+
+
+@functools.lru_cache(maxsize=64)
+def _trials(path: str, _mtime: int, _size: int) -> int | None:
+    try:
+        with open(path, "rb") as raw:
+            packed = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            stream = gzip.GzipFile(fileobj=raw) if packed else raw
+            head = stream.read(HEAD_BYTES)
+            if _KEY not in head:
+                return None
+            most, tail = -1, b""
+            block = head
+            while block:
+                text = tail + block
+                for match in _TRIAL.finditer(text):
+                    most = max(most, int(match[1]))
+                tail = text[-_OVERLAP:]
+                block = stream.read(_BLOCK)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
+    return most + 1 if most >= 1 else None
+
+
+def forget_trials() -> None:
+    """Forget what was read of the files, as after they changed."""
+    _trials.cache_clear()
