@@ -256,8 +256,8 @@ def repeated_samples(files: list[tuple[str, str | None]], whole: bool = False) -
 
 
 _REPEATS_OF = {"inspect-ai": log_epochs, "helm": helm_trials}
-# how each format's runs repeat a question, and how the warning names it
-_REPEATS_NAMED = {"inspect-ai": ("sample", "epochs"), "helm": ("instance", "train trials")}
+# how the warning names each format's repeats of a question
+_REPEATS_NAMED = {"inspect-ai": "epochs", "helm": "train trials"}
 
 REPEATED = (
     "inspect-ai runs scored each sample several times: ",
@@ -285,7 +285,7 @@ def _repeated(
     if not repeated:
         return None
     shown = ", ".join(
-        f"{_files_shown([f])} ({k} {_REPEATS_NAMED[fmt][1]})" for f, k, fmt in repeated[:SHOWN]
+        f"{_files_shown([f])} ({k} {_REPEATS_NAMED[fmt]})" for f, k, fmt in repeated[:SHOWN]
     )
     more = f" and {len(repeated) - SHOWN} more" if len(repeated) > SHOWN else ""
     kinds = {fmt for _, _, fmt in repeated}
@@ -320,7 +320,8 @@ def resampled_by_row(warning: str) -> str:
 def recorded(source: Any) -> Any:
     """A summary's ``source`` (:class:`~calibcli.summaries.Source`) with what its run records
     looked up where it was not recorded: an lm-eval run's model, an inspect-ai log's model and
-    epochs (so that a summary file read where its files are not still knows them)."""
+    epochs, a HELM file's train trials (recorded as its epochs), so that a summary file read
+    where its files are not still knows them."""
     fmt = source.format
     known = fmt in _MODEL_OF or fmt in _REPEATS_OF
     if source.skipped is not None or not known or source.name == "-":

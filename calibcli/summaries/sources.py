@@ -23,8 +23,9 @@ class Source:
     confidences by, ``auto`` resolved (:func:`joined_mode`); None for rows of other formats,
     and where it was not recorded (a summary file written before it was). ``model`` and
     ``epochs`` are what its run recorded (an lm-eval run's model, an inspect-ai log's
-    ``eval.model`` and ``eval.config.epochs``), kept so that a summary read away from the
-    files still knows them; None where the run names none or they were not recorded.
+    ``eval.model`` and ``eval.config.epochs``, a HELM file's train trials as its epochs), kept
+    so that a summary read away from the files still knows them; None where the run names
+    none or they were not recorded.
     """
 
     name: str
