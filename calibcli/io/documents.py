@@ -3,7 +3,7 @@
 - ``"eval-zip"``: an inspect-ai ``.eval`` log, a zip holding ``header.json`` and one
   ``samples/<id>_epoch_<n>.json`` per sample (entries deflate- or zstd-compressed).
 - ``"json-array"``: one JSON array of row objects (lm-eval v0.4.0-v0.4.2 ``samples_*.json``,
-  a vLLM or API dump saved with ``json.dump``).
+  a vLLM or API dump saved with ``json.dump``, HELM's ``per_instance_stats.json``).
 - ``"json-object"``: one JSON object spread over lines: an inspect-ai ``.json`` log (its rows
   are ``samples``) or any other object (one row: itself, e.g. a saved OpenAI response).
 - ``"parquet"``, ``"arrow"``: a Parquet or Arrow IPC file, one row per table row, read batch
@@ -22,9 +22,8 @@ epoch 1)"``). Errors are :class:`DocumentError` carrying the locator; the reader
 Limits, so that no input can exhaust memory: sniffing reads at most the first non-blank line,
 and gives up (JSON Lines, whose reader reports the over-long line) past ``max_line_bytes``; a
 gzip-compressed document and each ``.eval`` member may decompress to at most
-:data:`MAX_DOCUMENT_BYTES` (a plain file is read whole: its size is what it holds). Every
-archive error (an unsupported or encrypted member, corrupt data) is a :class:`DocumentError`
-naming the member.
+:data:`MAX_DOCUMENT_BYTES` (a plain file is read whole: its size is what it holds). Archive
+errors (an unsupported or encrypted member, corrupt data) are named DocumentErrors.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ from collections.abc import Callable, Iterator, Mapping
 from os import PathLike
 from typing import Any
 
+from calibcli.io.helm_run import unperturbed
 from calibcli.io.inspect_log import inspect_samples, note_status
 from calibcli.io.sources import MAX_LINE_BYTES
 from calibcli.io.strict_json import READS_UTF8, long_integer, wide_encoding
@@ -179,9 +179,9 @@ def iter_document(
     each of those samples is instead ``(struct, text)``: the sample decoded into the struct and
     its JSON text, or the whole sample as a dict where it does not fit the struct.
 
-    ``notes(text)``, when given, is called once before the first row of an inspect-ai log whose
-    run did not succeed (:func:`calibcli.io.inspect_log.status_note`): its rows are read all the
-    same, and may be a part of the run's.
+    ``notes(text)``, when given, is told of an inspect-ai log whose run did not succeed, before
+    its first row (:func:`~calibcli.io.inspect_log.status_note`; its rows are read all the same),
+    and of a HELM run's perturbed entries, left out (:func:`~calibcli.io.helm_run.unperturbed`).
     """
     limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
@@ -213,7 +213,7 @@ def iter_document(
             yield (line, row, raw) if with_text else (line, row)
         return
     if kind == "json-array":
-        for line, value, start, end in _array_rows(text):
+        for line, value, start, end in unperturbed(_array_rows(text), notes):
             yield (line, value, text[start:end]) if with_text else (line, value)
         return
     value = _load_whole(text)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import gzip
 import re
+from collections.abc import Callable, Iterator, Mapping
 
 from calibcli.io.inspect_log import _identity
 
@@ -60,3 +61,29 @@ def _trials(path: str, _mtime: int, _size: int) -> int | None:
 def forget_trials() -> None:
     """Forget what was read of the files, as after they changed."""
     _trials.cache_clear()
+
+
+def unperturbed(entries: Iterator[tuple], notes: Callable[[str], None] | None) -> Iterator[tuple]:
+    """The elements of a JSON array (``(line, value, ...)`` tuples) without HELM's perturbed
+    entries: a ``PerInstanceStats`` with an entry-level ``perturbation`` is an instance
+    rewritten for HELM's robustness or fairness figures (typos, dialect, ...), whose statistics
+    HELM names with that perturbation and reports apart. ``notes`` is told once, after the
+    last element, how many were left out of each perturbation."""
+    left: dict[str, int] = {}
+    for entry in entries:
+        value = entry[1]
+        moved = value.get("perturbation") if isinstance(value, Mapping) else None
+        if moved and "instance_id" in value and "stats" in value:
+            name = moved.get("name") if isinstance(moved, Mapping) else None
+            key = name if isinstance(name, str) and name else "unnamed"
+            left[key] = left.get(key, 0) + 1
+            continue
+        yield entry
+    if left and notes is not None:
+        total = sum(left.values())
+        named = ", ".join(f"{name} {count:,}" for name, count in left.items())
+        notes(
+            f"{total:,} perturbed HELM entr{'y' if total == 1 else 'ies'} left out ({named}): "
+            "HELM reports perturbed instances apart (robustness, fairness); the figures are "
+            "the unperturbed instances'"
+        )
