@@ -17,6 +17,16 @@ _WINDOW = 4 << 10
 _WINDOWS = 16
 
 
+def file_version(path: str) -> tuple[str, int, int] | None:
+    """(real path, mtime, size) of a file, by which what is read of it may be cached (None
+    when it cannot be found): a change to the file, or another path to it, is seen."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return os.path.realpath(path), found.st_mtime_ns, found.st_size
+
+
 def file_content_id(path: str) -> str:
     """``"sampled:<hex>"``, the identity of a regular file's content (see the module
     docstring); ``""`` when the file cannot be read (the reader reports why)."""

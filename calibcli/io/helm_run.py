@@ -16,7 +16,7 @@ import gzip
 import re
 from collections.abc import Callable, Iterator, Mapping
 
-from calibcli.io.inspect_log import _identity
+from calibcli.io.content import file_version
 
 HEAD_BYTES = 1 << 16
 _KEY = b'"train_trial_index"'
@@ -31,7 +31,7 @@ def helm_trials(path: str) -> int | None:
     cannot be read (the reader says why)."""
     if path == "-" or not path.endswith((".json", ".json.gz")):
         return None
-    found = _identity(path)
+    found = file_version(path)
     return None if found is None else _trials(*found)
 
 

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from calibcli.io.content import file_version
+
 SAMPLE_FIELDS = ("id", "epoch", "error", "scores", "output", "choices")
 """The fields of an inspect-ai sample that its row functions and ids read."""
 ERROR_CHARS = 100
@@ -273,19 +275,8 @@ def head_epochs(path: str) -> int | None:
         return log_epochs(path)
     if not path.endswith(".json"):
         return None
-    found = _identity(path)
+    found = file_version(path)
     return None if found is None else _run_spec(_head_spec(*found))[1]
-
-
-def _identity(path: str) -> tuple[str, int, int] | None:
-    """(real path, mtime, size) of a file, by which what is read of it is cached."""
-    import os
-
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return os.path.realpath(path), found.st_mtime_ns, found.st_size
 
 
 @functools.lru_cache(maxsize=64)
@@ -313,7 +304,7 @@ def forget_runs() -> None:
 
 
 def _log_run(path: str) -> tuple[str | None, int | None]:
-    found = _identity(path)
+    found = file_version(path)
     return (None, None) if found is None else _run_of(*found)
 
 

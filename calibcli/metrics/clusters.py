@@ -54,6 +54,7 @@ def question_counts(right: object, wrong: object) -> QuestionCounts:
     name: what a bootstrap drawing whole questions can vary."""
     r = np.unique(as_vector(right, "right clusters"))
     w = np.unique(as_vector(wrong, "wrong clusters"))
+    # an empty side's dtype (int64) would promote 64-bit keys to float in the union
     both = np.union1d(r, w).shape[0] if r.size and w.size else r.shape[0] + w.shape[0]
     return QuestionCounts(int(both), int(r.shape[0]), int(w.shape[0]))
 
