@@ -166,7 +166,9 @@ def calibration_section(
         "brier_decomposition": {k: num(v) for k, v in est.decomposition.items()},
         "reliability": reliability_fields(est.stats, *_accuracy_ci(est, repeats)),
     }
-    notes = bin_notes(est.stats, min_bins) + row_notes(section["nll"], section["auroc"], smooth)
+    notes = bin_notes(est.stats, min_bins, repeats) + row_notes(
+        section["nll"], section["auroc"], smooth
+    )
     if bootstrap is not None:
         intervals, more = _intervals(view, columns, bootstrap, bins, strategy, n)
         section["ci"] = intervals
@@ -355,7 +357,7 @@ def _section_from_sums(
         "brier_decomposition": {k: num(v) for k, v in stats.decomposition().items()},
         "reliability": reliability_fields(stats, lower, upper),
     }
-    notes = bin_notes(stats, min_bins)
+    notes = bin_notes(stats, min_bins, repeats)
     notes.append(
         Note(
             "needs_rows",

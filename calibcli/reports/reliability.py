@@ -35,18 +35,25 @@ def reliability_fields(stats: Any, lower: Any = None, upper: Any = None) -> dict
     return out
 
 
-def bin_notes(stats: Any, min_bins: int) -> list[Note]:
-    """The populated-bins and small-sample warnings (advisory; the gate handles the minimum)."""
+def bin_notes(stats: Any, min_bins: int, repeats: int | None = None) -> list[Note]:
+    """The populated-bins and small-sample warnings (advisory; the gate handles the minimum).
+    On rows that repeat their questions (``repeats`` as for :func:`wilson`) the small-sample
+    warning counts a bin's rows over ``repeats``, the fewest questions they can be."""
     import numpy as np
 
     populated = int(stats.populated_bins)
     counts = np.asarray(stats.count)
     median = float(np.median(counts[counts > 0])) if stats.n and populated else None
-    return count_notes(int(stats.n), populated, int(stats.bins), median, min_bins)
+    return count_notes(int(stats.n), populated, int(stats.bins), median, min_bins, repeats)
 
 
 def count_notes(
-    n: int, populated: int, bins: int, median: float | None, min_bins: int
+    n: int,
+    populated: int,
+    bins: int,
+    median: float | None,
+    min_bins: int,
+    repeats: int | None = None,
 ) -> list[Note]:
     """:func:`bin_notes` from the counts it reads: rows, populated bins, bins and the median
     count of the populated bins (None without rows)."""
@@ -61,18 +68,26 @@ def count_notes(
                 general=f"fewer than {min_bins} bins are populated; ECE rests on too few bins",
             )
         )
-    if median is not None and median < SMALL_BIN_COUNT:
+    if median is None:
+        return notes
+    held = f"{median:g} predictions"
+    if repeats:
+        # the bins are no bigger than their questions let them be: a question's answers may
+        # all fall in one bin (the rule of each bin's interval too)
+        median = median / repeats
+        held += f", as few as {median:g} questions (a run scored each up to {repeats} times)"
+    if median < SMALL_BIN_COUNT:
+        unit = "questions" if repeats else "predictions"
         notes.append(
             Note(
                 "small_bins",
-                f"the median populated bin holds {median:g} predictions (fewer than "
-                f"{SMALL_BIN_COUNT}); binned estimates (ece, mce, rmsce) are noisy and biased "
-                "upward at this size: prefer smece or rmsce_debiased, and gate with "
-                "--gate-on upper",
+                f"the median populated bin holds {held} (fewer than {SMALL_BIN_COUNT}); binned "
+                "estimates (ece, mce, rmsce) are noisy and biased upward at this size: prefer "
+                "smece or rmsce_debiased, and gate with --gate-on upper",
                 f"{median:g}",
-                general=f"the median populated bin holds fewer than {SMALL_BIN_COUNT} "
-                "predictions; binned estimates (ece, mce, rmsce) are noisy and biased upward "
-                "at this size: prefer smece or rmsce_debiased, and gate with --gate-on upper",
+                general=f"the median populated bin holds fewer than {SMALL_BIN_COUNT} {unit}; "
+                "binned estimates (ece, mce, rmsce) are noisy and biased upward at this size: "
+                "prefer smece or rmsce_debiased, and gate with --gate-on upper",
             )
         )
     return notes
@@ -116,7 +131,7 @@ def reliability_section(view: Any, min_bins: int, repeats: int | None = None) ->
         "brier": float(stats.brier()) if stats.n else None,
         "reliability": reliability_fields(stats, *wilson(stats, repeats)),
     }
-    notes = empty_notes(stats.n) + bin_notes(stats, min_bins)
+    notes = empty_notes(stats.n) + bin_notes(stats, min_bins, repeats)
     return Section(section, notes)
 
 
