@@ -102,7 +102,7 @@ READING_OPTIONS = (
 
 def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     """Read (confidence, correct) rows from files as ``calibcli compare`` reads them: every
-    format the commands read (JSON Lines, lm-eval, inspect-ai, HELM, OpenAI, Parquet, ...,
+    format the commands read (JSON Lines, lm-eval, inspect-ai, HELM, OpenAI, CSV, Parquet, ...,
     detected per file), each row checked by the same rules with the same one-line errors
     (:class:`~calibcli.errors.InputError`, ``path:line: what is wrong``).
 

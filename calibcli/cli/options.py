@@ -149,7 +149,8 @@ Files = Annotated[
         metavar="FILE...",
         show_default=False,
         help="Input files, pooled: JSON Lines, a JSON array or object, inspect-ai .eval logs, "
-        "any of them gzip-compressed, Parquet and Arrow tables (calibcli[parquet]); a folder "
+        "CSV and TSV tables with a header row, any of them gzip-compressed, Parquet and "
+        "Arrow tables (calibcli[parquet]); a folder "
         "reads its input files; '-' reads standard input (JSON Lines).",
     ),
 ]

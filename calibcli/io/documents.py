@@ -6,8 +6,8 @@
   a vLLM or API dump saved with ``json.dump``, HELM's ``per_instance_stats.json``).
 - ``"json-object"``: one JSON object spread over lines: an inspect-ai ``.json`` log (its rows
   are ``samples``) or any other object (one row: itself, e.g. a saved OpenAI response).
-- ``"parquet"``, ``"arrow"``: a Parquet or Arrow IPC file, one row per table row, read batch
-  by batch (:mod:`calibcli.io.tables`).
+- ``"parquet"``, ``"arrow"``, ``"csv"``, ``"tsv"``: a table, one row per table row, read a
+  batch or a record at a time (:mod:`calibcli.io.tables`, :mod:`calibcli.io.delimited`).
 - ``"evals-log"``: an OpenAI evals record log, JSON Lines opening with ``{"spec": ...}``: its
   rows are the ``match`` events, each joined with the last ``sampling`` event of the same sample
   before it (under ``"sampling"``), so that a row holds both the verdict and the logprobs.
@@ -43,8 +43,9 @@ from calibcli.io.helm_run import unperturbed
 from calibcli.io.inspect_log import inspect_samples, note_status
 from calibcli.io.sources import MAX_LINE_BYTES
 from calibcli.io.strict_json import READS_UTF8, long_integer, wide_encoding
+from calibcli.io.tables import TABLE_KINDS, table_rows
 
-DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object", "evals-log", "parquet", "arrow")
+DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object", "evals-log", *TABLE_KINDS)
 
 MAX_DOCUMENT_BYTES = 256 << 20
 """Most bytes a gzip-compressed document, or one member of an ``.eval`` zip, may decompress to
@@ -91,7 +92,7 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
     from calibcli.io.tables import table_kind
 
     try:
-        with _open(source) as f:
+        with open_content(source) as f:
             head = f.read(6)
             if head.startswith(_ZIP_MAGIC):
                 return "eval-zip"
@@ -185,9 +186,7 @@ def iter_document(
     """
     limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
-    if kind in ("parquet", "arrow"):
-        from calibcli.io.tables import table_rows
-
+    if kind in TABLE_KINDS:
         for where, row in table_rows(str(source), kind):
             yield (where, row, None) if with_text else (where, row)
         return
@@ -402,7 +401,7 @@ def _digits_key(digits: str) -> tuple[int, str]:
 def _eval_zip_rows(
     source: Source, limit: int, notes: Callable[[str], None] | None = None
 ) -> Iterator[tuple[str, Any, str]]:
-    with _open(source) as f:
+    with open_content(source) as f:
         # zipfile seeks; a gzip stream cannot, so its (capped) content is held instead
         if isinstance(f, gzip.GzipFile):
             f = io.BytesIO(_capped(f, limit))
@@ -569,7 +568,7 @@ def _capped(stream: Any, limit: int, where: int | str = 1) -> bytes:
 
 def _read_text(source: Source, limit: int) -> bytes:
     """The whole content; a gzip-compressed one only up to ``limit`` bytes decompressed."""
-    with _open(source) as f:
+    with open_content(source) as f:
         if isinstance(f, gzip.GzipFile):
             return _capped(f, limit)
         if isinstance(f, io.BufferedReader):
@@ -585,7 +584,7 @@ def _gzipped(source: Source) -> bool:
         return f.read(2) == _GZIP_MAGIC
 
 
-def _open(source: Source) -> Any:
+def open_content(source: Source) -> Any:
     """A binary reader over the content, gunzipped (as a stream) when it starts with the gzip
     magic."""
     if isinstance(source, bytes):

@@ -21,7 +21,7 @@ import os
 from calibcli.errors import InputError
 
 #: The endings of the files a folder contributes (with or without ``.gz``).
-SUFFIXES = (".jsonl", ".json", ".eval", ".parquet", ".arrow", ".feather", ".cbs")
+SUFFIXES = (".jsonl", ".json", ".eval", ".parquet", ".arrow", ".feather", ".csv", ".tsv", ".cbs")
 
 
 def is_input_file(name: str) -> bool:

@@ -43,8 +43,11 @@ def whole_document_kind(source: str, max_line_bytes: int | None = None) -> str |
     try:
         if not stat.S_ISREG(os.stat(source).st_mode):
             return None
+        from calibcli.io.delimited import delimited_kind
         from calibcli.io.documents import document_kind
 
+        if (table := delimited_kind(source)) is not None:  # its name says: text has no magic
+            return table
         if max_line_bytes is None:
             return document_kind(source)
         return document_kind(source, max_line_bytes=max_line_bytes)

@@ -103,9 +103,10 @@ class _Rewriter:
     def source(self, source: str) -> None:
         from calibcli.io.documents import document_records
         from calibcli.io.reader import whole_document_kind
+        from calibcli.io.tables import TABLE_KINDS
 
         kind = whole_document_kind(source)
-        if kind in ("parquet", "arrow"):
+        if kind in TABLE_KINDS:
             raise InputError(
                 source, None, f"apply writes JSON Lines: a {kind} table is read, not rewritten"
             )

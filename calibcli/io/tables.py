@@ -16,7 +16,8 @@ from typing import Any
 
 PARQUET_MAGIC = b"PAR1"
 ARROW_MAGIC = b"ARROW1"
-TABLE_KINDS = ("parquet", "arrow")
+TABLE_KINDS = ("parquet", "arrow", "csv", "tsv")
+"""Tables: Parquet and Arrow read here, CSV and TSV by :mod:`calibcli.io.delimited`."""
 
 BATCH_ROWS = 65_536
 """Rows converted to objects at a time."""
@@ -60,10 +61,18 @@ def _batches(path: str, kind: str) -> Iterator[Any]:
             yield reader.get_batch(i)
 
 
-def table_rows(path: str, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def table_rows(path: str, kind: str) -> Iterator[tuple[str | int, dict[str, Any]]]:
     """``(locator, row)`` of each row of a Parquet or Arrow IPC file, batch by batch; a file
-    pyarrow cannot read raises :class:`~calibcli.io.documents.DocumentError` with its reason."""
+    pyarrow cannot read raises :class:`~calibcli.io.documents.DocumentError` with its reason.
+    A CSV or TSV file's rows are located by line (:func:`~calibcli.io.delimited.delimited_rows`).
+    """
     from calibcli.io.documents import DocumentError
+
+    if kind in ("csv", "tsv"):
+        from calibcli.io.delimited import delimited_rows
+
+        yield from delimited_rows(path, kind)
+        return
 
     number = 0
     batches = _batches(path, kind)
