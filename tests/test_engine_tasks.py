@@ -377,3 +377,27 @@ def test_dask_files_path_gives_the_same_bytes_whether_a_task_reads_a_group_or_a_
         payloads.append(result.to_bytes())
     assert payloads[0] == payloads[1]
     assert result.n == 5900
+
+
+def test_a_csv_file_is_one_job_read_whole_and_gives_the_cli_report(tmp_path):
+    # a table is never cut into byte ranges (a record may hold line breaks, and every range
+    # but the first would lack the header): the engines' tasks read it whole
+    from calibcli.engines import file_task
+
+    rng = np.random.default_rng(11)
+    path = tmp_path / "rows.csv"
+    path.write_text(
+        "confidence,correct\n"
+        + "".join(
+            f"{float(c)!r},{str(bool(k)).lower()}\n"
+            for c, k in zip(rng.random(3000), rng.random(3000) < 0.6, strict=True)
+        )
+    )
+    jobs = file_jobs([str(path)], "auto", 4096)  # the file is ~60 KB: 15 ranges were it JSONL
+    assert [job.span for job in jobs] == [None]
+    report = finish(merge_all([file_task(job) for job in jobs])).report()
+    assert_same(report, cli_json("calibrate", str(path)))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("confidence,correct\n0.5,true\n1.5,true\n")
+    (job,) = file_jobs([str(bad)], "auto", 16)
+    assert file_task(job).error[1:] == (str(bad), 3, "confidence 1.5 is outside [0, 1]")
