@@ -227,3 +227,17 @@ def test_a_cell_is_the_json_value_it_spells(text, value):
 def test_a_nan_cell_is_a_float_nan():
     got = cell("NaN")
     assert isinstance(got, float) and got != got
+
+
+def test_a_line_past_the_bound_is_refused_at_its_line(tmp_path, monkeypatch):
+    from calibcli.io import sources
+
+    monkeypatch.setattr(sources, "MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.chdir(tmp_path)
+    long_id = "q" * (1 << 20)
+    (tmp_path / "p.csv").write_text(f"id,confidence,correct\nq1,0.5,true\n{long_id},0.5,true\n")
+    result = run(["calibrate", "p.csv"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Error: p.csv:3: line longer than 1 MiB, the most a table's line may hold"
+    )

@@ -112,7 +112,8 @@ def delimited_rows(path: str, kind: str) -> Iterator[tuple[int, dict[str, Any]]]
 
 class _Lines:
     """The file's lines as text, each decoded on its own so that a byte that is not UTF-8 is
-    named at its line; ``count`` is the number of lines read so far."""
+    named at its line, and none longer than the line reader's default bound; ``count`` is the
+    number of lines read so far."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
@@ -120,10 +121,17 @@ class _Lines:
 
     def __iter__(self) -> Iterator[str]:
         from calibcli.io.documents import DocumentError
+        from calibcli.io.sources import MAX_LINE_BYTES
         from calibcli.io.strict_json import READS_UTF8, wide_encoding
 
-        for data in self.raw:
+        while data := self.raw.readline(MAX_LINE_BYTES + 1):
             self.count += 1
+            if len(data) > MAX_LINE_BYTES:  # found without holding more of it
+                raise DocumentError(
+                    f"line longer than {MAX_LINE_BYTES >> 20} MiB, the most a table's line may "
+                    "hold",
+                    self.count,
+                )
             if self.count == 1:
                 wide = wide_encoding(data)
                 if wide is not None:
