@@ -241,3 +241,16 @@ def test_a_line_past_the_bound_is_refused_at_its_line(tmp_path, monkeypatch):
     assert result.stderr.strip() == (
         "Error: p.csv:3: line longer than 1 MiB, the most a table's line may hold"
     )
+
+
+def test_a_table_under_another_name_is_refused_with_a_hint(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = "id,confidence,correct\nq1,0.9,true\n"
+    (tmp_path / "p.txt").write_text(text)
+    hint = "; a CSV or TSV table is read from a file named .csv or .tsv"
+    for args, name in ((["p.txt"], "p.txt"), (["-"], "<stdin>")):
+        result = run(["calibrate", *args], input=text)
+        assert result.exit_code == 2
+        assert result.stderr.strip() == (
+            f"Error: {name}:1: line is not a JSON object (Expecting value at column 1){hint}"
+        )

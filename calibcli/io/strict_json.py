@@ -34,11 +34,22 @@ def loads_line(line: bytes) -> Any:
     except json.JSONDecodeError as e:
         if wide_encoding(line) is not None:  # ASCII in UTF-16 is valid UTF-8, zero bytes and all
             raise ValueError(not_utf8(line)) from None
-        raise ValueError(f"{NOT_AN_OBJECT} ({e.msg} at column {e.colno})") from None
+        raise ValueError(
+            f"{NOT_AN_OBJECT} ({e.msg} at column {e.colno}){_table_hint(text)}"
+        ) from None
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
     except ValueError:  # int() refuses an integer longer than sys.get_int_max_str_digits()
         raise ValueError(long_integer(text)) from None
+
+
+def _table_hint(text: str) -> str:
+    """A hint for a line that reads as a table's header or record (``id,confidence,correct``):
+    such text is read as a table only from a file named so."""
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "[", "") or not any(d in stripped for d in (",", "\t", ";")):
+        return ""
+    return "; a CSV or TSV table is read from a file named .csv or .tsv"
 
 
 def not_utf8(data: bytes) -> str:
