@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import json
 import math
 
 import pytest
 from harness import make_rows, run, write_jsonl
 
-from calibcli.io.delimited import cell
+from calibcli.io.delimited import cell, cell_span
 
 
 def report(*args):
@@ -184,14 +185,112 @@ def test_compare_matches_the_rows_of_two_tables_by_id(tmp_path):
     assert json.dumps(tables).replace(".csv", ".jsonl") == json.dumps(lines)
 
 
-def test_apply_refuses_a_table(tmp_path):
+def fitted(tmp_path, method="platt", by=()):
+    rows = make_rows(400, seed=9)
+    for i, row in enumerate(rows):
+        row["subject"] = "law" if i % 2 else "art"
+    path = tmp_path / "cal.json"
+    args = ["fit", write_jsonl(tmp_path / "dev.jsonl", rows), "--method", method, "-o", path]
+    result = run([*args, *by, "-q"])
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+TABLE = (
+    "id,subject,confidence,correct\r\n"
+    "q1,law,0.9,true\r\n"
+    '"q,2",art, 0.2,False\r\n'
+    "\r\n"
+    'q3,"his\r\ntory ""x""","0.7",1\r\n'
+    "q4,law,1e-1,0"  # no line break after the last record
+)
+
+
+@pytest.mark.parametrize("by", [(), ("--by", "subject")])
+def test_apply_writes_a_table_back_with_the_confidence_cells_replaced(tmp_path, by):
+    calibrator = fitted(tmp_path, by=by)
     table = tmp_path / "p.csv"
-    table.write_text("id,confidence,correct\nq1,0.9,true\nq2,0.2,false\n")
-    fitted = run(["fit", table, "--method", "temperature", "-o", tmp_path / "cal.json", "-q"])
-    assert fitted.exit_code == 0, fitted.stderr
-    result = run(["apply", tmp_path / "cal.json", table])
+    table.write_text(TABLE, encoding="utf-8", newline="")
+    result = run(["apply", calibrator, table, *by, "-q"])
+    assert result.exit_code == 0, result.stderr
+    # the expected confidences: apply on the same rows as JSON Lines
+    with open(table, newline="", encoding="utf-8") as f:
+        records = list(csv.DictReader(f, skipinitialspace=True))
+    rows = [{**r, "confidence": float(r["confidence"])} for r in records]
+    lines = run(["apply", calibrator, write_jsonl(tmp_path / "p.jsonl", rows), *by, "-q"])
+    assert lines.exit_code == 0, lines.stderr
+    mapped = [json.loads(line)["confidence"] for line in lines.stdout.splitlines()]
+    # every other character kept; the header as written; each record ends with a newline
+    expected = (
+        "id,subject,confidence,correct\n"
+        f"q1,law,{mapped[0]!r},true\n"
+        f'"q,2",art,{mapped[1]!r},False\n'
+        f'q3,"his\r\ntory ""x""",{mapped[2]!r},1\n'
+        f"q4,law,{mapped[3]!r},0\n"
+    )
+    assert result.stdout_bytes.decode("utf-8") == expected  # stdout would turn \r\n into \n
+    assert mapped != [0.9, 0.2, 0.7, 0.1]
+
+
+def test_apply_of_tables_writes_one_header_and_refuses_other_columns_or_json(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    calibrator = fitted(tmp_path)
+    (tmp_path / "a.csv").write_text("id,confidence\na1,0.5\n")
+    (tmp_path / "b.csv").write_text("id,confidence\nb1,0.25\n")
+    (tmp_path / "c.csv").write_text("id,p\nc1,0.25\n")
+    write_jsonl(tmp_path / "d.jsonl", [{"id": "d1", "confidence": 0.5}])
+    both = run(["apply", calibrator, "a.csv", "b.csv", "-q"])
+    assert both.exit_code == 0, both.stderr
+    assert both.stdout.splitlines()[0] == "id,confidence"
+    assert [line.split(",")[0] for line in both.stdout.splitlines()] == ["id", "a1", "b1"]
+    for files, message in (
+        (["a.csv", "c.csv"], "c.csv:1: its header names other columns than a.csv's"),
+        (
+            ["a.csv", "d.jsonl"],
+            "d.jsonl: apply writes the rows of a.csv as a table, and this file's as JSON Lines: "
+            "rewrite tables and other files in separate runs",
+        ),
+    ):
+        result = run(["apply", calibrator, *files, "-o", "out.csv"])
+        assert result.exit_code == 2
+        assert result.stderr.strip() == f"Error: {message}"
+        assert not (tmp_path / "out.csv").exists()
+
+
+def test_apply_names_a_bad_record_by_its_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    calibrator = fitted(tmp_path)
+    (tmp_path / "p.csv").write_text('id,confidence\n"a\n1",0.5\nq2,1.5\n')
+    result = run(["apply", calibrator, "p.csv"])
     assert result.exit_code == 2
-    assert "apply writes JSON Lines: a csv table is read, not rewritten" in result.stderr
+    assert result.stderr.strip() == "Error: p.csv:4: confidence 1.5 is outside [0, 1]"
+
+
+def parsed(text):
+    """The cells of one record as the csv module reads them (an empty text: one empty cell)."""
+    records = list(csv.reader(io.StringIO(text, newline=""), skipinitialspace=True))
+    assert len(records) <= 1, text
+    return records[0] if records else [""]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_cell_s_span_holds_what_the_csv_module_reads_there(seed):
+    import random
+
+    rng = random.Random(seed)
+    alphabet = ["a", "1", ".", " ", ",", '"', "\n", ";", "x"]
+    for _ in range(200):
+        cells = ["".join(rng.choices(alphabet, k=rng.randrange(0, 6))) for _ in range(4)]
+        buffer = io.StringIO()
+        csv.writer(buffer).writerow(cells)  # quoting a cell with a line break in it
+        text = buffer.getvalue().removesuffix("\r\n")
+        read = parsed(text)
+        for column in range(4):
+            start, end = cell_span(text, column, ",")
+            assert parsed(text[start:end]) == [read[column]], (text, column)
+            replaced = text[:start] + "0.5" + text[end:]
+            after = parsed(replaced)
+            assert after == [*read[:column], "0.5", *read[column + 1 :]], (text, column)
 
 
 @pytest.mark.parametrize(
@@ -254,3 +353,19 @@ def test_a_table_under_another_name_is_refused_with_a_hint(tmp_path, monkeypatch
         assert result.stderr.strip() == (
             f"Error: {name}:1: line is not a JSON object (Expecting value at column 1){hint}"
         )
+
+
+@pytest.mark.parametrize(
+    ("text", "column", "cells"),
+    [
+        ('a, "b,c",d', 1, ["a", "b,c", "d"]),  # a quoted cell after a space
+        ('a,b"c,d', 2, ["a", 'b"c', "d"]),  # a quote inside an unquoted cell is a character
+        ('"",,"x"', 1, ["", "", "x"]),
+        ("a;b", 0, ["a;b"]),
+    ],
+)
+def test_a_cell_s_span_in_written_by_hand_records(text, column, cells):
+    assert parsed(text) == cells
+    start, end = cell_span(text, column, ",")
+    assert parsed(text[start:end]) == [cells[column]]
+    assert parsed(text[:start] + "9" + text[end:]) == [*cells[:column], "9", *cells[column + 1 :]]

@@ -76,38 +76,104 @@ def delimited_rows(path: str, kind: str) -> Iterator[tuple[int, dict[str, Any]]]
     lines are skipped. Raises :class:`~calibcli.io.documents.DocumentError` for text that is
     not UTF-8, a header naming a column twice, a record of another number of cells than the
     header, or a malformed quote, each at its line."""
-    from calibcli.io.documents import DocumentError, open_content
+    for line, row, _ in Table(path, kind).records():
+        yield line, row
 
-    with open_content(path) as raw:
-        lines = _Lines(raw)
-        header_line = next((got for got in lines if got.strip()), None)
-        if header_line is None:
-            return
-        header_at = lines.count
-        delimiter = "\t" if kind == "tsv" else _delimiter(header_line)
-        records = csv.reader(
-            _chain(header_line, lines), delimiter=delimiter, skipinitialspace=True, strict=True
-        )
-        line = header_at  # the line the next record starts on
-        try:
-            header = next(records)
-            seen: set[str] = set()
-            for name in header:
-                if name in seen:
-                    raise DocumentError(f"the header names column {name!r} twice", header_at)
-                seen.add(name)
-            line = lines.count + 1
-            for values in records:
-                if values:
-                    if len(values) != len(header):
-                        raise DocumentError(
-                            f"{len(values)} cells where the header names {len(header)} columns",
-                            line,
-                        )
-                    yield line, dict(zip(header, map(cell, values), strict=True))
+
+class Table:
+    """A CSV or TSV file read record by record; once :meth:`records` has read the header,
+    ``header`` holds its names, ``header_text`` its line as written and ``delimiter`` the
+    delimiter."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        self.path, self.kind = path, kind
+        self.header: list[str] = []
+        self.header_text = ""
+        self.delimiter = "\t" if kind == "tsv" else ","
+
+    def records(
+        self, with_text: bool = False, on_header: Any = None
+    ) -> Iterator[tuple[int, dict[str, Any], str | None]]:
+        """``(line, row, text)`` of each record (``text``: the record's lines as written, its
+        last line break dropped, with ``with_text``; else None). ``on_header(line)`` is called
+        once the header is read, before the first record."""
+        from calibcli.io.documents import DocumentError, open_content
+
+        with open_content(self.path) as raw:
+            lines = _Lines(raw, with_text)
+            header_line = next((got for got in lines if got.strip()), None)
+            if header_line is None:
+                return
+            header_at = lines.count
+            if self.kind == "csv":
+                self.delimiter = _delimiter(header_line)
+            records = csv.reader(
+                _chain(header_line, lines),
+                delimiter=self.delimiter,
+                skipinitialspace=True,
+                strict=True,
+            )
+            line = header_at  # the line the next record starts on
+            try:
+                self.header = header = next(records)
+                self.header_text = _unterminated(header_line)
+                seen: set[str] = set()
+                for name in header:
+                    if name in seen:
+                        raise DocumentError(f"the header names column {name!r} twice", header_at)
+                    seen.add(name)
+                if on_header is not None:
+                    on_header(header_at)
+                lines.taken.clear()
                 line = lines.count + 1
-        except csv.Error as e:
-            raise DocumentError(f"malformed {kind.upper()}: {e}", line) from None
+                for values in records:
+                    if values:
+                        if len(values) != len(header):
+                            raise DocumentError(
+                                f"{len(values)} cells where the header names {len(header)} columns",
+                                line,
+                            )
+                        row = dict(zip(header, map(cell, values), strict=True))
+                        text = _unterminated("".join(lines.taken)) if with_text else None
+                        yield line, row, text
+                    lines.taken.clear()
+                    line = lines.count + 1
+            except csv.Error as e:
+                raise DocumentError(f"malformed {self.kind.upper()}: {e}", line) from None
+
+
+def cell_span(text: str, column: int, delimiter: str) -> tuple[int, int]:
+    """Where cell ``column`` (0-based) of a record's text is, from just after the delimiter
+    before it to the delimiter after it, as the reader splits the record: a cell that opens
+    with a quote (after spaces) runs to its closing quote (a doubled quote is one quote);
+    elsewhere a quote is an ordinary character. The record has at least ``column + 1`` cells."""
+    start, at, n = 0, 0, len(text)
+    for _ in range(column + 1):
+        start = at
+        while at < n and text[at] == " ":
+            at += 1
+        if at < n and text[at] == '"':
+            at += 1
+            while at < n:
+                if text[at] == '"':
+                    if at + 1 < n and text[at + 1] == '"':
+                        at += 2
+                        continue
+                    at += 1
+                    break
+                at += 1
+        found = text.find(delimiter, at)
+        at = n if found < 0 else found
+        end = at
+        at += 1
+    return start, end
+
+
+def _unterminated(text: str) -> str:
+    """A line's text without its line break."""
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text[:-1] if text.endswith("\n") else text
 
 
 class _Lines:
@@ -115,9 +181,11 @@ class _Lines:
     named at its line, and none longer than the line reader's default bound; ``count`` is the
     number of lines read so far."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, keep: bool = False) -> None:
         self.raw = raw
         self.count = 0
+        self.keep = keep
+        self.taken: list[str] = []  # with ``keep``, the lines read since it was last cleared
 
     def __iter__(self) -> Iterator[str]:
         from calibcli.io.documents import DocumentError
@@ -138,9 +206,12 @@ class _Lines:
                     raise DocumentError(f"{wide} text; {READS_UTF8}", None)
                 data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not the text's
             try:
-                yield data.decode("utf-8")
+                text = data.decode("utf-8")
             except UnicodeDecodeError:
                 raise DocumentError(f"the text is not UTF-8; {READS_UTF8}", self.count) from None
+            if self.keep:
+                self.taken.append(text)
+            yield text
 
 
 def _chain(first: str, rest: Any) -> Iterator[str]:

@@ -35,11 +35,33 @@ def rewrite_confidences(
     prove safe and whole documents row by row; either way the output goes to ``write`` in
     chunks of ``BATCH`` rows, so a bad row leaves the same rows written before it."""
     rewriter = _Rewriter(field, by, mapping, _Batches(write))
+    tables = _tables(files)
     for source in files:
-        rewriter.source(source)
+        if source in tables:
+            rewriter.table(source, tables[source])
+        else:
+            rewriter.source(source)
     rewriter.flush()
     rewriter.out.close()
     return rewriter.count
+
+
+def _tables(files: list[str]) -> dict[str, str]:
+    """The CSV and TSV files among ``files`` and their kinds; InputError when they come with
+    files of other kinds, since the output is one table or JSON Lines, not both."""
+    from calibcli.io.reader import whole_document_kind
+
+    kinds = {source: whole_document_kind(source) for source in files}
+    tables = {source: kind for source, kind in kinds.items() if kind in ("csv", "tsv")}
+    if tables and len(tables) < len(files):
+        other = next(source for source in files if source not in tables)
+        raise InputError(
+            other,
+            None,
+            f"apply writes the rows of {next(iter(tables))} as a table, and this file's as JSON "
+            "Lines: rewrite tables and other files in separate runs",
+        )
+    return tables
 
 
 class _Batches:
@@ -96,9 +118,11 @@ class _Rewriter:
         self.splice = _Splicer()
         self._decode = msgspec.json.Decoder().decode
         self._decode_errors = (msgspec.DecodeError, RecursionError)
-        # rows waiting for their mapping: (text, row, key path, group) and the confidences
-        self._batch: list[tuple[Any, dict, list[str | int], str | None]] = []
+        # rows waiting for their mapping: (text, row, key path or a table's (column,
+        # delimiter), group) and the confidences
+        self._batch: list[tuple[Any, dict, Any, str | None]] = []
         self._confidences: list[float] = []
+        self.columns: tuple[list[str], str] | None = None  # the first table's header and name
 
     def source(self, source: str) -> None:
         from calibcli.io.documents import document_records
@@ -115,6 +139,32 @@ class _Rewriter:
                 self.row(name, locator, row, text)
             return
         self._lines(source)
+
+    def table(self, source: str, kind: str) -> None:
+        """The records of a CSV or TSV file: the header written once (the first table's; every
+        other table must name the same columns), then each record with its confidence cell
+        replaced and every other character kept."""
+        from calibcli.io.delimited import Table
+        from calibcli.io.sources import display_name
+
+        name = display_name(source)
+        table = Table(source, kind)
+
+        def header(line: int) -> None:
+            if self.columns is None:
+                self.flush()
+                self.columns = (table.header, name)
+                self.out.add(table.header_text.encode("utf-8") + b"\n", 1)
+            elif table.header != self.columns[0]:
+                raise InputError(
+                    name, line, f"its header names other columns than {self.columns[1]}'s"
+                )
+
+        for line, row, text in table.records(with_text=True, on_header=header):
+            # the field is a column (a dotted name too, matched whole as lookup matches it);
+            # a row without it is refused by check() before its cell is wanted
+            column = table.header.index(self.field) if self.field in row else -1
+            self.row(name, line, row, text, (column, table.delimiter))
 
     def _lines(self, source: str) -> None:
         """The rows of JSON Lines, as :func:`calibcli.io.records.records` reads them (same
@@ -169,9 +219,12 @@ class _Rewriter:
             raise InputError(name, line_no, str(exc)) from None
         return c, group
 
-    def row(self, name: str, line_no: int | str, row: Any, text: bytes | str) -> None:
+    def row(
+        self, name: str, line_no: int | str, row: Any, text: bytes | str, cell: Any = None
+    ) -> None:
+        """One row waiting for its mapping; ``cell``: a table record's (column, delimiter)."""
         c, group = self.check(name, line_no, row)
-        self._batch.append((text, row, _key_path(row, self.field), group))
+        self._batch.append((text, row, _key_path(row, self.field) if cell is None else cell, group))
         self._confidences.append(c)
         self.count += 1
         if len(self._batch) >= BATCH:
@@ -261,9 +314,14 @@ class _Splicer:
             self._keys[key] = pattern
         return pattern
 
-    def __call__(self, text: bytes | str, row: dict, path: list[str | int], value: float) -> bytes:
+    def __call__(self, text: bytes | str, row: dict, path: Any, value: float) -> bytes:
         # float repr is json.dumps' text for a finite float, at a fraction of its cost
         new = repr(value) if math.isfinite(value) else json.dumps(value)
+        if type(path) is tuple:  # a table's record: its (column, delimiter)
+            from calibcli.io.delimited import cell_span
+
+            start, end = cell_span(text, *path)
+            return (text[:start] + new + text[end:]).encode("utf-8")
         if isinstance(text, bytes):
             leaf = path[-1]
             if isinstance(leaf, str) and b"\\u" not in text and b"\\/" not in text:

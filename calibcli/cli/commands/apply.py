@@ -42,7 +42,8 @@ def apply_calibrator(
 ) -> None:
     """Stream rows back out with the confidence recalibrated: the same field (a dotted path
     reaches into nested objects) rewritten in place, every other value kept exactly as it was
-    written (1e5 stays 1e5), one JSON object per line.
+    written (1e5 stays 1e5), one JSON object per line; a CSV or TSV table comes back as a
+    table, its confidence cell replaced and every other character kept.
 
     Native rows only: lm-eval rows carry choice loglikelihoods, not a confidence to rewrite (use
     calibrate --calibrator on them). With --by, each group's rows use the group's calibrator
