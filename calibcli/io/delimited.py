@@ -25,6 +25,7 @@ spreadsheet's "Unicode text" export writes, is refused by name.
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -108,7 +109,7 @@ class Table:
             if self.kind == "csv":
                 self.delimiter = _delimiter(header_line)
             records = csv.reader(
-                _chain(header_line, lines),
+                itertools.chain((header_line,), lines),
                 delimiter=self.delimiter,
                 skipinitialspace=True,
                 strict=True,
@@ -212,11 +213,6 @@ class _Lines:
             if self.keep:
                 self.taken.append(text)
             yield text
-
-
-def _chain(first: str, rest: Any) -> Iterator[str]:
-    yield first
-    yield from rest
 
 
 def _delimiter(header: str) -> str:
