@@ -1,5 +1,6 @@
-"""Columnar inputs: Parquet files and Arrow IPC files (``.arrow``, ``.feather``), read with
-pyarrow (the ``calibcli[parquet]`` extra, imported only when such a file is read).
+"""Tables: Parquet files and Arrow IPC files (``.arrow``, ``.feather``), read with pyarrow (the
+``calibcli[parquet]`` extra, imported only when such a file is read); :func:`table_rows` hands
+CSV and TSV files to :mod:`calibcli.io.delimited`.
 
 A table is read record batch by record batch (a Parquet file row group by row group), and each
 batch becomes row objects (``RecordBatch.to_pylist``) that the row functions read exactly as
