@@ -264,6 +264,10 @@ def test_apply_names_a_bad_record_by_its_line(tmp_path, monkeypatch):
     result = run(["apply", calibrator, "p.csv"])
     assert result.exit_code == 2
     assert result.stderr.strip() == "Error: p.csv:4: confidence 1.5 is outside [0, 1]"
+    (tmp_path / "l.csv").write_bytes(b"id,confidence\nq1,0.5\nd\xe9j\xe0,0.5\n")
+    result = run(["apply", calibrator, "l.csv"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "Error: l.csv:3: the text is not UTF-8; calibcli reads UTF-8"
 
 
 def parsed(text):

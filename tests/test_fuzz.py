@@ -240,3 +240,59 @@ def test_commands_never_crash_on_documents(tmp_path_factory, command, doc, other
     if command in ("apply", "perplexity") and extra == ["--scorer", "m"]:
         extra = []
     check(run([*args, *inputs, *extra]))
+
+
+# --------------------------------------------------------------------------- tables
+
+cell_texts = st.one_of(
+    st.sampled_from(["", "0.5", "1", "0", "true", "False", "nan", "inf", "1.5", "-1", "007"]),
+    st.sampled_from(["1e999", "9" * 5000, '"', '""', '"a,b"', " 0.25", "a\nb", "\r", "\x00"]),
+    st.text(max_size=6),
+    numbers.map(repr),
+)
+headers = st.lists(st.sampled_from(FIELDS), min_size=0, max_size=5)
+
+
+@st.composite
+def tables(draw):
+    """A CSV file's text: a header of calibcli's field names (a name twice, sometimes), then
+    records of cells (quoted or not, of any count), joined by commas, tabs or semicolons."""
+    delimiter = draw(st.sampled_from([",", "\t", ";"]))
+    header = draw(headers)
+    records = draw(st.lists(st.lists(cell_texts, max_size=6), max_size=8))
+
+    def cell(text: str) -> str:
+        return '"' + text.replace('"', '""') + '"' if draw(st.booleans()) else text
+
+    lines = [delimiter.join(header)] + [delimiter.join(map(cell, r)) for r in records]
+    return draw(st.sampled_from(["\n", "\r\n"])).join(lines) + draw(st.sampled_from(["", "\n"]))
+
+
+table_inputs = st.one_of(
+    st.binary(max_size=64),
+    tables().map(lambda t: t.encode("utf-8", "surrogatepass")),
+    tables().map(lambda t: t.encode("utf-16")),
+)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(args=invocations(), data=table_inputs, name=st.sampled_from(["in.csv", "in.tsv"]))
+def test_commands_never_crash_on_tables(tmp_path_factory, args, data, name):
+    path = tmp_path_factory.mktemp("fuzz") / name
+    path.write_bytes(data)
+    check(run([*args, path]))
+
+
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
+@given(data=table_inputs)
+def test_apply_never_crashes_on_tables(tmp_path_factory, data):
+    folder = tmp_path_factory.mktemp("fuzz")
+    calibrator = folder / "cal.json"
+    made = run(
+        ["fit", "--method", "platt", "-o", calibrator, "-q", "-"],
+        input='{"confidence": 0.2, "correct": false}\n{"confidence": 0.8, "correct": true}\n' * 20,
+    )
+    assert made.exit_code == 0, made.stderr
+    path = folder / "in.csv"
+    path.write_bytes(data)
+    check(run(["apply", calibrator, path, "-o", folder / "out.csv"]))

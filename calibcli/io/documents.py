@@ -243,16 +243,17 @@ def iter_document(
     yield (1, value, text.strip()) if with_text else (1, value)
 
 
-def document_records(source: str, kind: str) -> Iterator[tuple[str, int | str, Any, str]]:
-    """``(display name, locator, row, row text)`` of each row of a whole document, its errors as
-    :class:`~calibcli.errors.InputError` naming the file and the row (an lm-eval results file
-    included: it holds no rows)."""
+def document_records(
+    source: str, kind: str, records: Iterator[Any] | None = None
+) -> Iterator[tuple[str, int | str, Any, str]]:
+    """``(name, locator, row, row text)`` of each row of a document (or of ``records``), errors
+    as :class:`~calibcli.errors.InputError` naming file and row (a results file holds none)."""
     from calibcli.errors import InputError
     from calibcli.io.sources import display_name
 
     name = display_name(source)
     try:
-        for locator, row, text in iter_document(source, kind=kind, with_text=True):
+        for locator, row, text in records or iter_document(source, kind=kind, with_text=True):
             yield name, locator, row, text
     except DocumentError as e:
         raise InputError(name, e.locator, str(e)) from None

@@ -145,10 +145,12 @@ class _Rewriter:
         other table must name the same columns), then each record with its confidence cell
         replaced and every other character kept."""
         from calibcli.io.delimited import Table
+        from calibcli.io.documents import document_records
         from calibcli.io.sources import display_name
 
-        name = display_name(source)
         table = Table(source, kind)
+
+        name = display_name(source)
 
         def header(line: int) -> None:
             if self.columns is None:
@@ -160,7 +162,8 @@ class _Rewriter:
                     name, line, f"its header names other columns than {self.columns[1]}'s"
                 )
 
-        for line, row, text in table.records(with_text=True, on_header=header):
+        records = table.records(with_text=True, on_header=header)
+        for _, line, row, text in document_records(source, kind, records):
             # the field is a column (a dotted name too, matched whole as lookup matches it);
             # a row without it is refused by check() before its cell is wanted
             column = table.header.index(self.field) if self.field in row else -1
