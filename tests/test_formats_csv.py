@@ -373,3 +373,19 @@ def test_a_cell_s_span_in_written_by_hand_records(text, column, cells):
     start, end = cell_span(text, column, ",")
     assert parsed(text[start:end]) == [cells[column]]
     assert parsed(text[:start] + "9" + text[end:]) == [*cells[:column], "9", *cells[column + 1 :]]
+
+
+def test_compare_of_a_table_that_matches_nothing_says_how_its_ids_read(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rows = [{"id": i, "confidence": 0.5, "correct": i % 2 == 0} for i in range(40)]
+    write_table(tmp_path / "a.csv", rows)  # ids 0, 1, ...: numbers
+    write_jsonl(tmp_path / "b.jsonl", [{**r, "id": str(r["id"])} for r in rows])
+    result = run(["compare", "a.csv", "b.jsonl"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Error: no row of a.csv matches a row of b.jsonl by id; check --id-field, or use "
+        "--unpaired; a table's id 12 reads as the number 12, which matches 12 in JSON, not "
+        '"12"'
+    )
+    write_jsonl(tmp_path / "c.jsonl", rows)  # numbers too: every row matches
+    assert run(["compare", "a.csv", "c.jsonl", "--json", "-q"]).exit_code == 0

@@ -39,6 +39,7 @@ __all__ = [
     "InputError",
     "PerplexityData",
     "default_id",
+    "delimited_kind",
     "file_spans",
     "frame_summary",
     "input_kind",
@@ -394,6 +395,10 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module("calibcli.io.folders").named_files
+    if name == "delimited_kind":  # whether a file's name makes it a CSV or TSV table
+        from calibcli.io.delimited import delimited_kind
+
+        return delimited_kind
     if name == "file_spans":  # byte ranges of a file for the engines' tasks
         import importlib
 

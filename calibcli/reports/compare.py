@@ -331,15 +331,23 @@ def compare_options(
     return Gate(thresholds, gate_on, gate_each, minimums=floors, options=options)
 
 
-def check_matching(matched: PairedRows, base: str, new: str, allow_unmatched: bool) -> None:
+# a table's cells are typed as JSON spells them: its id 12 is a number
+TABLE_IDS = '; a table\'s id 12 reads as the number 12, which matches 12 in JSON, not "12"'
+
+
+def check_matching(
+    matched: PairedRows, base: str, new: str, allow_unmatched: bool, tables: bool = False
+) -> None:
     """ValueError when no row of ``base`` matches one of ``new`` by id, or when more than
     :data:`MAX_UNMATCHED_SHARE` of a side's rows have no partner and ``allow_unmatched`` is
-    not given (``base`` and ``new`` name the sides)."""
+    not given (``base`` and ``new`` name the sides; ``tables``: a side is a CSV or TSV table,
+    and the error says how a table's ids read)."""
     from pathlib import Path
 
     if matched.base[0].shape[0] == 0:
         raise ValueError(
             f"no row of {base} matches a row of {new} by id; check --id-field, or use --unpaired"
+            + (TABLE_IDS if tables else "")
         )
     for name, unmatched, total in (
         (base, matched.unmatched_base, matched.base_rows),

@@ -72,7 +72,7 @@ def compare(
     rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
     gate fails closed. --min-rows N fails unless N rows are compared.
     """
-    from calibcli.io import InputError, default_id, read_compared
+    from calibcli.io import InputError, default_id, delimited_kind, read_compared
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
 
     id_field = reading.id_field
@@ -115,7 +115,8 @@ def compare(
         raise usage_error(str(exc)) from None
     if not unpaired:
         try:
-            check_matching(matched, base, new, allow_unmatched)
+            tables = any(delimited_kind(side) for side in (base, new))
+            check_matching(matched, base, new, allow_unmatched, tables)
         except ValueError as exc:
             raise usage_error(str(exc)) from None
     _return_freed_memory()
