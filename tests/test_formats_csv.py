@@ -389,3 +389,14 @@ def test_compare_of_a_table_that_matches_nothing_says_how_its_ids_read(tmp_path,
     )
     write_jsonl(tmp_path / "c.jsonl", rows)  # numbers too: every row matches
     assert run(["compare", "a.csv", "c.jsonl", "--json", "-q"]).exit_code == 0
+
+
+def test_apply_keeps_a_header_whose_quoted_name_holds_a_line_break(tmp_path):
+    calibrator = fitted(tmp_path)
+    table = tmp_path / "p.csv"
+    table.write_text('"question\nid",confidence\nq1,0.5\n')
+    result = run(["apply", calibrator, table, "-q"])
+    assert result.exit_code == 0, result.stderr
+    header, rest = result.stdout.split("\nq1,", 1)
+    assert header == '"question\nid",confidence'
+    assert parsed(header) == ["question\nid", "confidence"]

@@ -106,6 +106,7 @@ class Table:
             if header_line is None:
                 return
             header_at = lines.count
+            kept = len(lines.taken) - 1  # where the header's lines start among those kept
             if self.kind == "csv":
                 self.delimiter = _delimiter(header_line)
             records = csv.reader(
@@ -117,7 +118,8 @@ class Table:
             line = header_at  # the line the next record starts on
             try:
                 self.header = header = next(records)
-                self.header_text = _unterminated(header_line)
+                # a quoted name may hold a line break: the header is every line it took
+                self.header_text = _unterminated("".join(lines.taken[kept:]) or header_line)
                 seen: set[str] = set()
                 for name in header:
                     if name in seen:
