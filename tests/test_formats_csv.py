@@ -397,6 +397,6 @@ def test_apply_keeps_a_header_whose_quoted_name_holds_a_line_break(tmp_path):
     table.write_text('"question\nid",confidence\nq1,0.5\n')
     result = run(["apply", calibrator, table, "-q"])
     assert result.exit_code == 0, result.stderr
-    header, rest = result.stdout.split("\nq1,", 1)
+    header, _ = result.stdout.split("\nq1,", 1)
     assert header == '"question\nid",confidence'
     assert parsed(header) == ["question\nid", "confidence"]
