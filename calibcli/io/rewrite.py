@@ -1,7 +1,8 @@
 """Rows written back out with one value changed: ``calibcli apply``'s rewriting of
 confidences. Every byte of a row but the new value's is kept (a value's original text, key
 order, spacing, other keys), so a tool downstream reads the same row with one number changed.
-Rows stream batch by batch; a bad row is an InputError naming its line."""
+A CSV or TSV table is written back as a table, each record's confidence cell replaced and every
+other character kept. Rows stream batch by batch; a bad row is an InputError naming its line."""
 
 from __future__ import annotations
 
