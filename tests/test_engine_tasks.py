@@ -393,7 +393,7 @@ def test_a_csv_file_is_one_job_read_whole_and_gives_the_cli_report(tmp_path):
             for c, k in zip(rng.random(3000), rng.random(3000) < 0.6, strict=True)
         )
     )
-    jobs = file_jobs([str(path)], "auto", 4096)  # the file is ~60 KB: 15 ranges were it JSONL
+    jobs = file_jobs([str(path)], "auto", 4096)  # 74 KB: 19 ranges were it JSON Lines
     assert [job.span for job in jobs] == [None]
     report = finish(merge_all([file_task(job) for job in jobs])).report()
     assert_same(report, cli_json("calibrate", str(path)))

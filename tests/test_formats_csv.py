@@ -26,10 +26,10 @@ def report(*args):
     return json.loads(result.stdout)
 
 
-def write_table(path, rows, delimiter=",", **options):
+def write_table(path, rows, delimiter=","):
     fields = list(rows[0])
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fields, delimiter=delimiter, **options)
+        writer = csv.DictWriter(f, fields, delimiter=delimiter)
         writer.writeheader()
         for row in rows:
             writer.writerow({k: spelled(v) for k, v in row.items()})

@@ -36,20 +36,20 @@ def rewrite_confidences(
     prove safe and whole documents row by row; either way the output goes to ``write`` in
     chunks of ``BATCH`` rows, so a bad row leaves the same rows written before it."""
     rewriter = _Rewriter(field, by, mapping, _Batches(write))
-    tables = _tables(files)
+    kinds = _kinds(files)
     for source in files:
-        if source in tables:
-            rewriter.table(source, tables[source])
+        if kinds[source] in ("csv", "tsv"):
+            rewriter.table(source, kinds[source])
         else:
-            rewriter.source(source)
+            rewriter.source(source, kinds[source])
     rewriter.flush()
     rewriter.out.close()
     return rewriter.count
 
 
-def _tables(files: list[str]) -> dict[str, str]:
-    """The CSV and TSV files among ``files`` and their kinds; InputError when they come with
-    files of other kinds, since the output is one table or JSON Lines, not both."""
+def _kinds(files: list[str]) -> dict[str, str | None]:
+    """Each file's whole-document kind (None for JSON Lines); InputError when CSV or TSV tables
+    come with files of other kinds, since the output is one table or JSON Lines, not both."""
     from calibcli.io.reader import whole_document_kind
 
     kinds = {source: whole_document_kind(source) for source in files}
@@ -62,7 +62,7 @@ def _tables(files: list[str]) -> dict[str, str]:
             f"apply writes the rows of {next(iter(tables))} as a table, and this file's as JSON "
             "Lines: rewrite tables and other files in separate runs",
         )
-    return tables
+    return kinds
 
 
 class _Batches:
@@ -125,12 +125,11 @@ class _Rewriter:
         self._confidences: list[float] = []
         self.columns: tuple[list[str], str] | None = None  # the first table's header and name
 
-    def source(self, source: str) -> None:
+    def source(self, source: str, kind: str | None) -> None:
+        """The rows of a JSON Lines file (``kind`` None) or of a whole document."""
         from calibcli.io.documents import document_records
-        from calibcli.io.reader import whole_document_kind
         from calibcli.io.tables import TABLE_KINDS
 
-        kind = whole_document_kind(source)
         if kind in TABLE_KINDS:
             raise InputError(
                 source, None, f"apply writes JSON Lines: a {kind} table is read, not rewritten"
