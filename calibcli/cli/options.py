@@ -149,7 +149,8 @@ Files = Annotated[
         metavar="FILE...",
         show_default=False,
         help="Input files, pooled: JSON Lines, a JSON array or object, inspect-ai .eval logs, "
-        "CSV and TSV tables with a header row, any of them gzip-compressed, Parquet and "
+        "CSV and TSV tables with a header row, any of them compressed (gzip, Zstandard, xz, "
+        "bzip2), Parquet and "
         "Arrow tables (calibcli[parquet]); a folder "
         "reads its input files; '-' reads standard input (JSON Lines).",
     ),
@@ -287,7 +288,8 @@ MaxDocumentMbOpt = _opt(
     metavar="N",
     min=1,
     show_default=False,
-    help="Largest compressed whole document read (a gzipped JSON file, an .eval log's member), "
+    help="Largest compressed whole document read (a compressed JSON file, an .eval log's "
+    "member), "
     "in MiB once decompressed (default 256); a larger one is an error (exit 2) found while "
     "inflating it.",
 )

@@ -54,8 +54,11 @@ _PRETRAINED = re.compile(r"^(?:pretrained|model|path|engine)(?:=|__)(?P<name>.+)
 
 def _stem(path: str | PurePath) -> str:
     name = PurePath(path).name
-    for suffix in (".gz", ".jsonl", ".json"):
-        name = name.removesuffix(suffix)
+    for suffixes in ((".gz", ".zst", ".xz", ".bz2"), (".jsonl", ".json")):  # compressed or not
+        for suffix in suffixes:
+            if name.endswith(suffix):
+                name = name.removesuffix(suffix)
+                break
     return name
 
 
@@ -68,9 +71,10 @@ def task_from_filename(path: str | PurePath) -> str:
       ``pretrained=EleutherAI__pythia-2.8b_winogrande.jsonl``; see :func:`model_from_filename`);
     - ``_<task>.jsonl`` (the same, run without model arguments).
 
-    ``.gz`` is ignored. Any other name gives its stem, less a leading ``samples_``. A model
-    name holding a single ``_`` (``org__flan_t5``) cannot be told from the task in the older
-    layouts: the task then starts at that ``_``.
+    A compression suffix (``.gz``, ``.zst``, ``.xz``, ``.bz2``) is ignored. Any other name gives
+    its stem, less a leading ``samples_``. A model name holding a single ``_``
+    (``org__flan_t5``) cannot be told from the task in the older layouts: the task then starts
+    at that ``_``.
 
     >>> task_from_filename("out/samples_arc_easy_2024-06-01T12-30-05.123456.jsonl")
     'arc_easy'

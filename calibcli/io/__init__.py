@@ -1,5 +1,5 @@
-"""Reading: files, ``-`` (stdin), ``.gz`` and whole documents, folded block by block into a
-summary (:mod:`calibcli.summaries`).
+"""Reading: files, ``-`` (stdin), compressed files and whole documents, folded block by block into
+a summary (:mod:`calibcli.summaries`).
 
 The public API is this module's: :func:`read_calibration` and :func:`read_perplexity` return a
 :class:`~calibcli.summaries.CalibrationSummary` / :class:`~calibcli.summaries.PerplexitySummary`;
@@ -7,15 +7,16 @@ bad input raises :class:`~calibcli.errors.InputError`, whose message is one line
 ``path:line: what is wrong`` (or ``path: reason`` for a file that cannot be read). Lines are
 1-based physical lines of the (decompressed) input.
 
-Inside the package, one job per module: :mod:`~calibcli.io.sources` (files, stdin, gzip ->
-newline-aligned blocks), :mod:`~calibcli.io.documents` (whole-document inputs),
+Inside the package, one job per module: :mod:`~calibcli.io.sources` (files, stdin, compressed ->
+newline-aligned blocks), :mod:`~calibcli.io.compression` (gzip, Zstandard, xz and bzip2, by their
+magic numbers), :mod:`~calibcli.io.documents` (whole-document inputs),
 :mod:`~calibcli.io.rows` (what a valid row is, every message), :mod:`~calibcli.io.route` (each
-file's format, skipped files, converters of other formats), :mod:`~calibcli.io.decode` (block
--> columns), :mod:`~calibcli.io.plan` (what reading a kind of rows needs),
-:mod:`~calibcli.io.fold` (one source's blocks -> a summary builder), :mod:`~calibcli.io.reader`
-(the loop), :mod:`~calibcli.io.parallel` (worker processes), :mod:`~calibcli.io.content` (what
-identifies an input) and :mod:`~calibcli.io.records` (row-by-row reading). Memory stays flat
-whatever the input's size, except the kept rows (8 bytes per row).
+file's format, skipped files, converters of other formats), :mod:`~calibcli.io.decode` (block ->
+columns), :mod:`~calibcli.io.plan` (what reading a kind of rows needs), :mod:`~calibcli.io.fold`
+(one source's blocks -> a summary builder), :mod:`~calibcli.io.reader` (the loop),
+:mod:`~calibcli.io.parallel` (worker processes), :mod:`~calibcli.io.content` (what identifies an
+input) and :mod:`~calibcli.io.records` (row-by-row reading). Memory stays flat whatever the
+input's size, except the kept rows (8 bytes per row).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "IdIndex",
     "InputError",
     "PerplexityData",
+    "compressing",
     "default_id",
     "delimited_kind",
     "file_spans",
@@ -55,6 +57,7 @@ __all__ = [
     "read_perplexity",
     "records",
     "resampled_by_row",
+    "suffix_codec",
 ]
 
 from calibcli.formats import BY_NAME as _FORMATS
@@ -399,6 +402,10 @@ def __getattr__(name: str) -> Any:
         from calibcli.io.delimited import delimited_kind
 
         return delimited_kind
+    if name in ("compressing", "suffix_codec"):  # compressed output, by the file's suffix
+        import importlib
+
+        return getattr(importlib.import_module("calibcli.io.compression"), name)
     if name == "file_spans":  # byte ranges of a file for the engines' tasks
         import importlib
 

@@ -1,13 +1,13 @@
-"""Delimited text tables: CSV (``.csv``) and TSV (``.tsv``) files with a header row, gzipped or
+"""Delimited text tables: CSV (``.csv``) and TSV (``.tsv``) files with a header row, compressed or
 not, as spreadsheets and ``pandas.DataFrame.to_csv`` write them.
 
-A file is one when its name ends so (``.csv.gz`` too): the name decides, since a header line
-(``id,confidence,correct``) looks like no JSON. Each record becomes a row object keyed by the
-header's names, which the row functions read as a decoded JSON row: the same field options (a
-header ``doc.subject`` is matched whole, as a dotted key is), the same checks and messages, the
-same figures as the JSON Lines the table was written from. Records stream: memory holds one at
-a time. A record is located by the line it starts on, the header being line 1, so errors read
-``preds.csv:4: confidence 1.5 is outside [0, 1]``.
+A file is one when its name ends so (``.csv.gz``, ``.tsv.zst`` too): the name decides, since a
+header line (``id,confidence,correct``) looks like no JSON. Each record becomes a row object
+keyed by the header's names, which the row functions read as a decoded JSON row: the same field
+options (a header ``doc.subject`` is matched whole, as a dotted key is), the same checks and
+messages, the same figures as the JSON Lines the table was written from. Records stream: memory
+holds one at a time. A record is located by the line it starts on, the header being line 1, so
+errors read ``preds.csv:4: confidence 1.5 is outside [0, 1]``.
 
 Text has no types, so each cell is read as the JSON value it spells (:func:`cell`): an empty
 cell is null; ``true``/``false`` in any case (pandas writes ``True``) a boolean; an integer
@@ -30,8 +30,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from calibcli.io.compression import without_suffix
+
 KINDS = {".csv": "csv", ".tsv": "tsv"}
-"""The file endings read as delimited tables (with or without ``.gz``), and their kinds."""
+"""The file endings read as delimited tables (compressed too, ``.csv.gz``), and their kinds."""
 
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][+-]?[0-9]+)?")
@@ -43,7 +45,7 @@ _WORD_START = frozenset("tTfFnNiI+-")  # true, false, nan, inf, infinity (signed
 
 def delimited_kind(name: str) -> str | None:
     """``"csv"`` or ``"tsv"`` when a file of this name is a delimited table, else None."""
-    lowered = name.lower().removesuffix(".gz")
+    lowered = without_suffix(name.lower())
     for ending, kind in KINDS.items():
         if lowered.endswith(ending):
             return kind

@@ -28,7 +28,6 @@ errors (an unsupported or encrypted member, corrupt data) are named DocumentErro
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import re
@@ -39,6 +38,7 @@ from collections.abc import Callable, Iterator, Mapping
 from os import PathLike
 from typing import Any
 
+from calibcli.io.compression import MAGIC_BYTES, ZSTD, codec_of, decompressed, read_errors
 from calibcli.io.helm_run import unperturbed
 from calibcli.io.inspect_log import inspect_samples, note_status
 from calibcli.io.sources import MAX_LINE_BYTES
@@ -54,7 +54,6 @@ SNIFF_BLOCK = 1 << 20
 """Bytes read at a time while sniffing past leading blank lines."""
 
 _ZIP_MAGIC = b"PK\x03\x04"
-_GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_METHOD = 93  # the zip compression method number of Zstandard
 # ASCII digits only: str.isdigit and \d also accept "²" and other digits int() refuses.
 _SAMPLE_ENTRY = re.compile(r"^samples/(?P<id>[^/]+)_epoch_(?P<epoch>[0-9]+)\.json$")
@@ -98,10 +97,10 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
                 return "eval-zip"
             table = table_kind(head)
             if table is not None:
-                return None if isinstance(source, bytes) or _gzipped(source) else table
+                return None if isinstance(source, bytes) or _compressed(source) else table
             # a UTF-8 byte-order mark is not the text's: the readers skip it
             line = _first_line(f, head.removeprefix(_BOM), max_line_bytes)
-    except (OSError, EOFError, zlib.error):
+    except read_errors():
         return None
     if line is None or line.startswith(b"["):
         return None if line is None else "json-array"
@@ -261,7 +260,7 @@ def document_records(
         raise InputError(name, None, "the document is not valid UTF-8") from None
     except RecursionError:
         raise InputError(name, None, "JSON nested too deeply") from None
-    except (OSError, EOFError, zlib.error) as e:
+    except read_errors() as e:
         raise InputError(name, None, f"cannot read: {e}") from None
 
 
@@ -403,8 +402,8 @@ def _eval_zip_rows(
     source: Source, limit: int, notes: Callable[[str], None] | None = None
 ) -> Iterator[tuple[str, Any, str]]:
     with open_content(source) as f:
-        # zipfile seeks; a gzip stream cannot, so its (capped) content is held instead
-        if isinstance(f, gzip.GzipFile):
+        # zipfile seeks; a decompressed stream cannot, so its (capped) content is held instead
+        if not _plain(f):
             f = io.BytesIO(_capped(f, limit))
         try:
             archive = zipfile.ZipFile(f)
@@ -492,7 +491,7 @@ def _member_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, f: Any, limit
         raise DocumentError("the member is encrypted; calibcli reads unencrypted logs", name)
     try:
         if info.compress_type == _ZSTD_METHOD and not hasattr(zipfile, "ZIP_ZSTANDARD"):
-            return _zstd_decompress(_raw_member(info, f), name, limit)
+            return _zstd_decompress(_raw_member(info, f), info, limit)
         with archive.open(info) as member:
             data = member.read(limit + 1)
     except NotImplementedError:
@@ -501,6 +500,8 @@ def _member_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, f: Any, limit
             "deflate, bzip2, lzma and zstd members)",
             name,
         ) from None
+    except DocumentError:
+        raise
     except RuntimeError as e:  # zipfile's "encrypted, password required"
         raise DocumentError(f"cannot read the member: {e}", name) from None
     except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError) as e:
@@ -525,30 +526,25 @@ def _raw_member(info: zipfile.ZipInfo, f: Any) -> bytes:
     return blob
 
 
-def _zstd_decompress(blob: bytes, where: str, limit: int) -> bytes:
+def _zstd_decompress(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """A Zstandard member's content, checked against its CRC-32 (zipfile checks the others)."""
+    where = info.filename
     try:
-        from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
-
-        reader: Any = zstd.ZstdFile(io.BytesIO(blob))
-        errors: tuple[type[BaseException], ...] = (zstd.ZstdError, EOFError)
+        with decompressed(io.BytesIO(blob), ZSTD) as reader:
+            data = _capped(reader, limit, where)
     except ImportError:
-        try:
-            import zstandard  # type: ignore[import-not-found]
-        except ImportError:
-            raise DocumentError(
-                "this .eval log is Zstandard-compressed; reading it needs Python 3.14 or the "
-                "'zstandard' package (pip install zstandard)",
-                where,
-            ) from None
-        reader = zstandard.ZstdDecompressor().stream_reader(
-            io.BytesIO(blob), read_across_frames=True
-        )
-        errors = (zstandard.ZstdError,)
-    try:
-        with reader:
-            return _capped(reader, limit, where)
-    except errors as e:
+        raise DocumentError(
+            "this .eval log is Zstandard-compressed; reading it needs Python 3.14 or the "
+            "'backports.zstd' package (pip install backports.zstd)",
+            where,
+        ) from None
+    except DocumentError:
+        raise
+    except read_errors() as e:
         raise DocumentError(f"cannot decompress the member: {e}", where) from None
+    if zlib.crc32(data) != info.CRC:
+        raise DocumentError("the member's CRC-32 does not match: the archive is damaged", where)
+    return data
 
 
 def _capped(stream: Any, limit: int, where: int | str = 1) -> bytes:
@@ -568,9 +564,9 @@ def _capped(stream: Any, limit: int, where: int | str = 1) -> bytes:
 
 
 def _read_text(source: Source, limit: int) -> bytes:
-    """The whole content; a gzip-compressed one only up to ``limit`` bytes decompressed."""
+    """The whole content; a compressed one only up to ``limit`` bytes decompressed."""
     with open_content(source) as f:
-        if isinstance(f, gzip.GzipFile):
+        if not _plain(f):
             return _capped(f, limit)
         if isinstance(f, io.BufferedReader):
             # the file's own reader: one buffer of the file's size (a buffered read(), after
@@ -580,21 +576,21 @@ def _read_text(source: Source, limit: int) -> bytes:
         return f.read()
 
 
-def _gzipped(source: Source) -> bool:
+def _plain(f: Any) -> bool:
+    return isinstance(f, (io.BufferedReader, io.BytesIO))
+
+
+def _compressed(source: Source) -> bool:
     with open(source, "rb") as f:  # type: ignore[arg-type]
-        return f.read(2) == _GZIP_MAGIC
+        return codec_of(f.read(MAGIC_BYTES)) is not None
 
 
 def open_content(source: Source) -> Any:
-    """A binary reader over the content, gunzipped (as a stream) when it starts with the gzip
-    magic."""
-    if isinstance(source, bytes):
-        raw: Any = io.BytesIO(source)
-        gzipped = source.startswith(_GZIP_MAGIC)
-        return gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
-    raw = open(source, "rb")  # noqa: SIM115 - returned open, closed by the caller
-    if raw.read(2) != _GZIP_MAGIC:
-        raw.seek(0)
-        return raw
-    raw.close()
-    return gzip.open(source, "rb")
+    """A binary reader over the content, decompressed (as a stream) when it starts with a
+    compression format's magic number (:mod:`calibcli.io.compression`)."""
+    from calibcli.io.compression import open_path
+
+    if not isinstance(source, bytes):
+        return open_path(str(source))
+    codec = codec_of(source[:MAGIC_BYTES])
+    return io.BytesIO(source) if codec is None else decompressed(io.BytesIO(source), codec)

@@ -19,8 +19,11 @@ import glob
 import os
 
 from calibcli.errors import InputError
+from calibcli.io.compression import SUFFIXES as COMPRESSED
+from calibcli.io.compression import without_suffix
 
-#: The endings of the files a folder contributes (with or without ``.gz``).
+#: The endings of the files a folder contributes (with or without a compression suffix,
+#: :data:`calibcli.io.compression.SUFFIXES`).
 SUFFIXES = (".jsonl", ".json", ".eval", ".parquet", ".arrow", ".feather", ".csv", ".tsv", ".cbs")
 
 
@@ -28,7 +31,7 @@ def is_input_file(name: str) -> bool:
     """Whether a file of this name, inside a folder given as an input, is read."""
     if name.startswith("."):
         return False
-    return name.removesuffix(".gz").endswith(SUFFIXES)
+    return without_suffix(name).endswith(SUFFIXES)
 
 
 def expand(sources: list[str]) -> list[str]:
@@ -57,7 +60,10 @@ def expand(sources: list[str]) -> list[str]:
         ]
         if not files:
             endings = ", ".join(SUFFIXES)
-            raise InputError(source, None, f"a folder with no input files ({endings}, or .gz)")
+            packed = ", ".join(COMPRESSED)
+            raise InputError(
+                source, None, f"a folder with no input files ({endings}, or those {packed})"
+            )
         out.extend(files)
     return out
 

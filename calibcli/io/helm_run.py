@@ -4,7 +4,7 @@
 HELM runs each instance once per train trial (``--num-train-trials``: an independent draw of
 in-context examples each time) and writes one ``PerInstanceStats`` per (instance, trial), with
 ``train_trial_index`` counting from 0. The trials of an instance are answers to one question,
-as an inspect-ai run's epochs are. A ``.json`` file (HELM's name, gzip-compressed or not) is
+as an inspect-ai run's epochs are. A ``.json`` file (HELM's name, compressed or not) is
 searched only when its first 64 KiB hold the key ``"train_trial_index"`` (no other format
 writes it); its trials are then the highest index found in the whole text, plus one.
 """
@@ -12,10 +12,10 @@ writes it); its trials are then the highest index found in the whole text, plus 
 from __future__ import annotations
 
 import functools
-import gzip
 import re
 from collections.abc import Callable, Iterator, Mapping
 
+from calibcli.io.compression import open_path, read_errors, without_suffix
 from calibcli.io.content import file_version
 
 HEAD_BYTES = 1 << 16
@@ -29,7 +29,7 @@ def helm_trials(path: str) -> int | None:
     """The train trials of a HELM ``per_instance_stats.json`` (its highest
     ``train_trial_index`` + 1); None for one trial, for any other file, and when the file
     cannot be read (the reader says why)."""
-    if path == "-" or not path.endswith((".json", ".json.gz")):
+    if path == "-" or not without_suffix(path).endswith(".json"):
         return None
     found = file_version(path)
     return None if found is None else _trials(*found)
@@ -38,10 +38,7 @@ def helm_trials(path: str) -> int | None:
 @functools.lru_cache(maxsize=64)
 def _trials(path: str, _mtime: int, _size: int) -> int | None:
     try:
-        with open(path, "rb") as raw:
-            packed = raw.read(2) == b"\x1f\x8b"
-            raw.seek(0)
-            stream = gzip.GzipFile(fileobj=raw) if packed else raw
+        with open_path(path) as stream:
             head = stream.read(HEAD_BYTES)
             if _KEY not in head:
                 return None
@@ -53,7 +50,7 @@ def _trials(path: str, _mtime: int, _size: int) -> int | None:
                     most = max(most, int(match[1]))
                 tail = text[-_OVERLAP:]
                 block = stream.read(_BLOCK)
-    except (OSError, EOFError, gzip.BadGzipFile):
+    except read_errors():
         return None
     return most + 1 if most >= 1 else None
 

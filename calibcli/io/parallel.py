@@ -7,8 +7,8 @@ differs:
 
 * a regular uncompressed file is cut at line starts into byte ranges; each worker opens the file
   and reads its range itself, and this process reads the first (no bytes cross a pipe);
-* a stream (gzip, stdin) cannot be split by position: this process reads (and decompresses) it,
-  keeps some blocks and sends the others to one worker, in a fixed pattern.
+* a stream (compressed, stdin) cannot be split by position: this process reads (and
+  decompresses) it, keeps some blocks and sends the others to one worker, in a fixed pattern.
 
 The shares are merged in input order, so the kept rows are in input order; the tables are exact
 sums, so every figure is the same bits as a single-process read. The first bad line in input
@@ -65,7 +65,7 @@ def read(reader: Any, src: Source, builder: Any, parts: int) -> bool:
     plan, fold, bar = reader.plan, reader.current, reader.bar(src)
     seen = None if reader.stream_hash is None else reader.stream_hash.update
     try:
-        if src.size is not None and not src.gzip:
+        if src.size is not None and src.codec is None:
             _read_ranges(ctx, plan, src, fold, builder, parts, bar)
         else:
             _read_stream(ctx, plan, src, fold, builder, bar, seen)
@@ -341,9 +341,9 @@ def _read_stream(
     proc.start()
     blocks_out_recv.close()
     results_send.close()
-    # Decompression runs in a thread of this process: it keeps one block in three from gzip,
-    # one in two from a plain stream.
-    period = 3 if src.gzip else 2
+    # Decompression runs in this process (gzip's in a thread of it): it keeps one block in three
+    # from a compressed stream, one in two from a plain one.
+    period = 3 if src.codec else 2
     sender = _Sender(blocks_out)
     turn = 0
 
@@ -367,7 +367,7 @@ def _read_stream(
                     stream,
                     src.name,
                     plan.block_size,
-                    what="cannot decompress" if src.gzip else "cannot read",
+                    what="cannot decompress" if src.codec else "cannot read",
                     max_line_bytes=plan.max_line_bytes,
                 ),
                 builder,

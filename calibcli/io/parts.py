@@ -217,7 +217,7 @@ def rebinned(summary: Any, bins: int, *, keep_rows: bool) -> Any:
 
 def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
     """The kind of rows (``calibration`` or ``perplexity``) the inputs hold: a summary file's,
-    else the first row's of the first file (JSON Lines, plain or gzip); ``calibration`` when
+    else the first row's of the first file (JSON Lines, plain or compressed); ``calibration`` when
     that cannot be told (stdin, whole documents, blank or unreadable files). ``fields`` are the
     field options (``confidence_field`` ... ``logprobs_field``)."""
     from calibcli import formats
@@ -254,24 +254,21 @@ def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
 
 
 def _first_row(path: str) -> Any:
-    """The first non-blank line of a JSON Lines file (plain or gzip), parsed; None otherwise."""
-    import gzip
-
+    """The first non-blank line of a JSON Lines file (plain or compressed), parsed; None
+    otherwise."""
+    from calibcli.io.compression import open_path, read_errors
     from calibcli.io.strict_json import loads_line
 
     if path == "-":
         return None
     try:
-        with open(path, "rb") as raw:
-            head = raw.read(2)
-        opener = gzip.open if head == b"\x1f\x8b" else open
-        with opener(path, "rb") as f:
+        with open_path(path) as f:
             for _ in range(1000):
                 line = f.readline(1 << 24)
                 if not line:
                     return None
                 if line.strip():
                     return loads_line(line)
-    except (OSError, EOFError, ValueError, RecursionError):
+    except (*read_errors(), ValueError, RecursionError):
         return None
     return None

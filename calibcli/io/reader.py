@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from calibcli.errors import InputError, shown_name
+from calibcli.io.compression import MAGIC_BYTES, codec_of
 from calibcli.io.content import StreamHash, file_content_id
 from calibcli.io.fold import SkipFile, SourceFold
 from calibcli.io.ids import SeenIds
@@ -66,8 +67,7 @@ def document_rows(
     """(locator, row) of a whole document (:func:`calibcli.io.documents.iter_document`, with
     ``slim``, ``sample_type`` and ``notes``), its errors as :class:`InputError` naming the file
     and the row; an lm-eval results file raises :class:`SkipFile`."""
-    import zlib
-
+    from calibcli.io.compression import read_errors
     from calibcli.io.documents import DocumentError, ResultsFile, iter_document
 
     name = display_name(source)
@@ -88,7 +88,7 @@ def document_rows(
         raise InputError(name, None, "the document is not valid UTF-8") from None
     except RecursionError:
         raise InputError(name, None, "JSON nested too deeply") from None
-    except (OSError, EOFError, zlib.error) as e:
+    except read_errors() as e:
         raise InputError(name, None, f"cannot read: {e}") from None
 
 
@@ -145,8 +145,8 @@ def _line_start(f: Any, pos: int, size: int) -> int:
 
 def file_spans(path: str, blocksize: int) -> list[tuple[int, int]] | None:
     """Byte ranges of ``blocksize`` bytes tiling a plain JSON Lines file (the lines starting in
-    each are read by :meth:`Reader.read_span`); None for a file read whole: stdin, gzip, a
-    whole document, a table or a summary file, or one no larger than ``blocksize``."""
+    each are read by :meth:`Reader.read_span`); None for a file read whole: stdin, a compressed
+    file, a whole document, a table or a summary file, or one no larger than ``blocksize``."""
     from calibcli.io.parts import is_summary_file
 
     try:
@@ -154,10 +154,10 @@ def file_spans(path: str, blocksize: int) -> list[tuple[int, int]] | None:
             return None
         size = os.path.getsize(path)
         with open(path, "rb") as f:
-            head = f.read(2)
+            head = f.read(MAGIC_BYTES)
     except OSError:
         return None  # the reader says what is wrong with it
-    if size <= blocksize or head == b"\x1f\x8b" or whole_document_kind(path) is not None:
+    if size <= blocksize or codec_of(head) or whole_document_kind(path) is not None:
         return None
     return [(lo, min(lo + blocksize, size)) for lo in range(0, size, blocksize)]
 
@@ -256,8 +256,8 @@ class Reader:
         src.probe()
         try:
             kind = whole_document_kind(source, self.plan.max_line_bytes)
-            if src.gzip or src.size is None or kind is not None:
-                found = "a gzip stream" if src.gzip else "a whole JSON document"
+            if src.codec or src.size is None or kind is not None:
+                found = f"a {src.codec.name} stream" if src.codec else "a whole JSON document"
                 raise InputError(
                     name, None, f"{what} cuts plain JSON Lines at line starts; this is {found}"
                 )
@@ -392,6 +392,6 @@ class Reader:
             stream,
             src.name,
             self.plan.block_size,
-            what="cannot decompress" if src.gzip else "cannot read",
+            what="cannot decompress" if src.codec else "cannot read",
             max_line_bytes=self.plan.max_line_bytes,
         )

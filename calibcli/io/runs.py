@@ -9,8 +9,9 @@ timestamp in the name, never by modification time, which an artifact download ch
 read, with a warning naming the runs left out, unless ``all_runs``. The same file given twice
 (under any path, through a symbolic or a hard link) and standard input given twice are refused
 unless ``all_runs``; two files that hold the same bytes are read with a warning, and so are a
-gzip file and a plain one holding its decompressed bytes (``x.jsonl`` beside ``gzip -k``'s
-``x.jsonl.gz``).
+compressed file and a plain one holding its decompressed bytes (``x.jsonl`` beside ``gzip -k``'s
+``x.jsonl.gz``: any gzip file, by its trailer; a Zstandard, xz or bzip2 file named as the plain
+one plus its suffix, by decompressing it).
 
 A run may also have evaluated only a part of a task's documents (lm-eval's ``--limit``): its
 samples file then holds that part, and nothing in the rows says so. The run's results file
@@ -33,13 +34,21 @@ from pathlib import PurePath
 from typing import Any
 
 from calibcli.errors import InputError, shown_name
+from calibcli.io.compression import (
+    GZIP,
+    MAGIC_BYTES,
+    codec_of,
+    open_path,
+    read_errors,
+    without_suffix,
+)
 from calibcli.io.content import file_content_id
 from calibcli.io.helm_run import helm_trials
 from calibcli.io.inspect_log import head_epochs, log_epochs, log_model, whole_count
 
 _RUN_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
-    r"\.jsonl?(?:\.gz)?$"
+    r"\.jsonl?(?:\.gz|\.zst|\.xz|\.bz2)?$"
 )
 DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purpose)"
 SHOWN = 5  # tasks and files named in the warning; the rest are counted
@@ -132,41 +141,53 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
 
 
 def _decompressed_copies(files: list[str]) -> list[str]:
-    """A warning for each gzip file whose decompressed bytes a plain file given also holds:
-    the gzip trailer's CRC-32 and size (of its last member) against the plain file's, computed
-    only for a plain file of that size."""
+    """A warning for each compressed file whose decompressed bytes a plain file given also
+    holds: for gzip, the trailer's CRC-32 and size (of its last member) against the plain
+    file's, computed only for a plain file of that size; for the other formats, which record
+    neither, the content's CRC-32 against that of the plain file named as the compressed one
+    less its suffix."""
     trailers: dict[str, tuple[int, int]] = {}
     sizes: dict[int, list[str]] = {}
+    others: list[str] = []
     for f in files:
         try:
             with open(f, "rb") as stream:
-                if stream.read(2) == b"\x1f\x8b":
+                codec = codec_of(stream.read(MAGIC_BYTES))
+                if codec is GZIP:
                     stream.seek(-8, os.SEEK_END)
                     trailers[f] = struct.unpack("<II", stream.read(8))
+                elif codec is not None:
+                    others.append(f)
                 else:
                     sizes.setdefault(os.fstat(stream.fileno()).st_size % (1 << 32), []).append(f)
         except (OSError, struct.error):
             continue  # the reader says what is wrong with it
-    warnings = []
+    copies = []
     for packed, (crc, size) in trailers.items():
-        for plain in sizes.get(size, []):
-            if _crc32(plain) == crc:
-                warnings.append(
-                    f"{shown_name(packed)} holds the same bytes as {shown_name(plain)} once "
-                    "decompressed: their rows are counted twice (pass --all-runs if that is "
-                    "meant, or give one of them)"
-                )
-                break
-    return warnings
+        copies += [(packed, plain) for plain in sizes.get(size, []) if _crc32(plain) == crc][:1]
+    plain_files = {f for group in sizes.values() for f in group}
+    for packed in others:
+        plain = without_suffix(packed)
+        if plain in plain_files:
+            crc = _crc32(packed, decompress=True)
+            if crc is not None and crc == _crc32(plain):
+                copies.append((packed, plain))
+    return [
+        f"{shown_name(packed)} holds the same bytes as {shown_name(plain)} once decompressed: "
+        "their rows are counted twice (pass --all-runs if that is meant, or give one of them)"
+        for packed, plain in copies
+    ]
 
 
-def _crc32(path: str) -> int | None:
+def _crc32(path: str, decompress: bool = False) -> int | None:
+    """The CRC-32 of a file's bytes, or of its content decompressed; None if it cannot be
+    read (the reader says why)."""
     crc = 0
     try:
-        with open(path, "rb") as f:
+        with open_path(path) if decompress else open(path, "rb") as f:
             while block := f.read(1 << 20):
                 crc = zlib.crc32(block, crc)
-    except OSError:
+    except read_errors():
         return None
     return crc
 

@@ -1,8 +1,9 @@
-"""Input sources: files, ``-`` (stdin) and gzip, read as newline-aligned blocks of bytes.
+"""Input sources: files and ``-`` (stdin), plain or compressed, read as newline-aligned blocks
+of bytes.
 
 Bytes are read in blocks of about 1 MB cut at a newline into one reused buffer, so memory does
-not grow with the input. gzip is recognised by its magic bytes, not by the name, and is
-decompressed by python-isal in a background thread where it is installed, else by :mod:`gzip`.
+not grow with the input. A compressed input (gzip, Zstandard, xz, bzip2) is recognised by its
+magic bytes, not by the name, and decompressed as a stream (:mod:`calibcli.io.compression`).
 Lines are 1-based physical lines of the (decompressed) input.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from calibcli.errors import InputError, shown_name
+from calibcli.io.compression import GZIP, MAGIC_BYTES, Codec, codec_of, decompressed, read_errors
 from calibcli.io.strict_json import READS_UTF8
 
 BLOCK_SIZE = 1 << 20
@@ -21,7 +23,6 @@ BLOCK_SIZE = 1 << 20
 MAX_LINE_BYTES = 64 << 20
 """Longest line read by default (64 MiB): a longer one is an error, found without holding it."""
 STDIN_NAME = "<stdin>"
-_GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 # Byte-order marks of the encodings calibcli does not read, longest first (UTF-32LE's opens
 # with UTF-16LE's).
@@ -66,19 +67,6 @@ def _reason(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _read_errors() -> tuple[type[BaseException], ...]:
-    import zlib
-
-    errors: list[type[BaseException]] = [OSError, EOFError, ValueError, zlib.error]
-    try:
-        from isal import isal_zlib
-
-        errors.append(isal_zlib.error)
-    except ImportError:  # pragma: no cover - isal missing
-        pass
-    return tuple(errors)
-
-
 class _Chain:
     """A read()-only stream that first returns ``head`` then the rest of ``stream``."""
 
@@ -111,41 +99,31 @@ class _Chain:
         pass
 
 
-def _gunzip(fileobj: Any) -> Any:
-    try:
-        from isal import igzip_threaded
-
-        return igzip_threaded.open(fileobj, "rb", threads=1)
-    except ImportError:  # pragma: no cover - isal missing
-        import gzip
-
-        return gzip.GzipFile(fileobj=fileobj, mode="rb")
-
-
 class Source:
-    """One input: a path or ``-``; knows its display name, size and whether it is gzip."""
+    """One input: a path or ``-``; knows its display name, size and compression (``codec``,
+    None for plain bytes)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.name = display_name(source)
-        self.size: int | None = None  # bytes of a regular file (compressed size for gzip)
-        self.gzip = False
+        self.size: int | None = None  # bytes of a regular file (compressed size if compressed)
+        self.codec: Codec | None = None
         self.isize: int | None = None  # gzip trailer: uncompressed size modulo 2**32
         self.raw: Any = None
         self._head = b""  # bytes already read from a stream that cannot seek back
 
     def probe(self) -> None:
-        """Open the input and look at its first bytes (gzip?) without starting to decompress;
-        raises InputError when it cannot be opened."""
+        """Open the input and look at its first bytes (compressed?) without starting to
+        decompress; raises InputError when it cannot be opened."""
         if self.source == "-":
             if sys.stdin is None:  # started with file descriptor 0 closed
                 raise InputError(self.name, None, "cannot read: standard input is closed")
             try:
                 self.raw = sys.stdin.buffer
-                self._head = self.raw.read(2)
+                self._head = self.raw.read(MAGIC_BYTES)
             except (AttributeError, OSError, ValueError) as e:  # no stdin, or closed
                 raise InputError(self.name, None, f"cannot read: {_reason(e)}") from None
-            self.gzip = self._head == _GZIP_MAGIC
+            self.codec = codec_of(self._head)
             return
         try:
             raw = open(self.source, "rb")  # noqa: SIM115 - closed by close()
@@ -156,12 +134,12 @@ class Source:
                 raw.close()
                 raise IsADirectoryError(21, "Is a directory")
             self.size = st.st_size if stat.S_ISREG(st.st_mode) else None
-            magic = raw.read(2)
-            self.gzip = magic == _GZIP_MAGIC
+            magic = raw.read(MAGIC_BYTES)
+            self.codec = codec_of(magic)
             if self.size is None:  # a pipe or FIFO: keep what was read
                 self._head = magic
             else:
-                if self.gzip and self.size >= 18:
+                if self.codec is GZIP and self.size >= 18:
                     raw.seek(-4, os.SEEK_END)
                     self.isize = int.from_bytes(raw.read(4), "little")
                 raw.seek(0)
@@ -172,7 +150,7 @@ class Source:
     def stream(self) -> Any:
         """The (decompressed) byte stream, after :meth:`probe`."""
         raw = self.raw if not self._head else _Chain(self._head, self.raw)
-        return _gunzip(raw) if self.gzip else raw
+        return raw if self.codec is None else decompressed(raw, self.codec, threaded=True)
 
     def close(self) -> None:
         if self.raw is not None and self.source != "-":
@@ -184,8 +162,10 @@ class Source:
             return limit
         if self.size is None:
             return None
-        if not self.gzip:
+        if self.codec is None:
             return self.size
+        if self.codec is not GZIP:  # no size recorded: a typical text ratio
+            return 4 * self.size
         isize = self.isize or 0
         return isize if isize >= self.size else 4 * self.size
 
@@ -227,7 +207,7 @@ def blocks(
     """
     import numpy as np
 
-    errors = _read_errors()
+    errors = (*read_errors(), ValueError)
     # No single read holds a whole line longer than the cap, so such a line always arrives in
     # pieces and is caught while it is carried from one read to the next.
     block_size = max(1, min(block_size, max_line_bytes))

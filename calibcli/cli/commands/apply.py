@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,8 +33,8 @@ def apply_calibrator(
             "--output",
             metavar="PATH",
             readable=False,
-            help="Write the rows to PATH (put in place only when complete; gzip-compressed when "
-            "PATH ends in .gz) instead of stdout.",
+            help="Write the rows to PATH (put in place only when complete; compressed when PATH "
+            "ends in .gz, .zst, .xz or .bz2) instead of stdout.",
         ),
     ] = None,
     quiet: QuietOpt = False,
@@ -56,7 +55,7 @@ def apply_calibrator(
 
     from calibcli.cli.reading import recalibration_options
     from calibcli.cli.staging import OutputError, StreamTarget
-    from calibcli.io import InputError, rewrite_confidences
+    from calibcli.io import InputError, compressing, rewrite_confidences, suffix_codec
     from calibcli.summaries import MULTICLASS, pooled_map_note
 
     calibrators, _ = recalibration_options(calibrator, None, None)
@@ -104,11 +103,12 @@ def apply_calibrator(
             sys.stdout.flush()
         else:
             with StreamTarget(output, "rows") as target:
-                write = target.write
-                if output.name.endswith(".gz"):
-                    write, finish = _gzip_writer(target.write)
+                write, finish = target.write, None
+                codec = suffix_codec(output.name)
+                if codec is not None:
+                    write, finish = compressing(target.write, codec)
                 count = rewrite_confidences(files, confidence_field, by, mapping, write)
-                if output.name.endswith(".gz"):
+                if finish is not None:
                     finish()
     except InputError as exc:
         raise usage_error(str(exc)) from None
@@ -126,19 +126,3 @@ def apply_calibrator(
     pooled = pooled_map_note(calibrators, by, seen)
     if pooled:
         say(f"warning: {pooled}")
-
-
-def _gzip_writer(write: Callable[[bytes], None]) -> tuple[Callable[[bytes], None], Callable]:
-    """``write`` wrapped in a streaming gzip compressor, and the function that ends the
-    stream."""
-    import zlib
-
-    compressor = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: the gzip container
-
-    def compressed(data: bytes) -> None:
-        write(compressor.compress(data))
-
-    def finish() -> None:
-        write(compressor.flush())
-
-    return compressed, finish

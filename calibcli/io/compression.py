@@ -1,0 +1,246 @@
+"""Compressed inputs and outputs: gzip, Zstandard, xz and bzip2.
+
+An input is compressed when its first bytes are one of the formats' magic numbers; the name
+does not decide (``preds.jsonl`` holding gzip bytes is read, and so is a pipe). A name's
+compression suffix (``.gz``, ``.zst``, ``.xz``, ``.bz2``) is looked through wherever a name
+matters: a folder's input files, ``.csv.zst`` tables, lm-eval file names. Output is compressed
+by the suffix of the file written (``apply -o rows.jsonl.zst``).
+
+Every decompressor streams with bounded memory and refuses a truncated stream (an incomplete
+last frame, block or member) rather than ending the rows early: gzip by python-isal in a
+background thread where it is installed, else :mod:`gzip`; Zstandard by :mod:`compression.zstd`
+(Python 3.14) or its backport, which read concatenated frames and skip skippable ones; xz by
+:mod:`lzma`; bzip2 by :mod:`bz2`. Concatenated streams (``cat a.gz b.gz``) read as one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Codec:
+    """One compression format: its name in messages, its file suffix, and its magic numbers
+    (a stream starts with one of them)."""
+
+    name: str
+    suffix: str
+    magics: tuple[bytes, ...]
+
+
+GZIP = Codec("gzip", ".gz", (b"\x1f\x8b",))
+# A Zstandard frame, or a skippable frame (magic 0x184D2A50..5F, little-endian).
+ZSTD = Codec(
+    "Zstandard",
+    ".zst",
+    (b"\x28\xb5\x2f\xfd", *(bytes([k, 0x2A, 0x4D, 0x18]) for k in range(0x50, 0x60))),
+)
+XZ = Codec("xz", ".xz", (b"\xfd7zXZ\x00",))
+# "BZh", the block size 1-9, then the first block's magic (the digits of pi) or, for an empty
+# stream, the end-of-stream magic (those of sqrt(pi)): ten bytes, so no text header matches.
+BZIP2 = Codec(
+    "bzip2",
+    ".bz2",
+    tuple(
+        b"BZh" + level + magic
+        for level in (bytes([digit]) for digit in b"123456789")
+        for magic in (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
+    ),
+)
+CODECS = (GZIP, ZSTD, XZ, BZIP2)
+"""Every format read, in the order their magic numbers are tried."""
+SUFFIXES = tuple(codec.suffix for codec in CODECS)
+"""The compression suffixes a name may end with: ``.gz``, ``.zst``, ``.xz``, ``.bz2``."""
+TRUNCATED = "Compressed file ended before the end-of-stream marker was reached"
+"""The error of a stream that ends inside a frame, block or member (as the standard library
+words it for every format)."""
+_CHUNK = 1 << 16  # compressed bytes read at a time
+
+MAGIC_BYTES = max(len(magic) for codec in CODECS for magic in codec.magics)
+"""Bytes to read from the start of an input to know its codec (:func:`codec_of`)."""
+
+
+def codec_of(head: bytes | bytearray) -> Codec | None:
+    """The format whose magic number ``head`` (an input's first :data:`MAGIC_BYTES` bytes, or
+    all of a shorter one) starts with; None for uncompressed content."""
+    for codec in CODECS:
+        if bytes(head).startswith(codec.magics):
+            return codec
+    return None
+
+
+def without_suffix(name: str) -> str:
+    """``name`` less one compression suffix, in any case (``x.CSV.GZ`` -> ``x.CSV``)."""
+    lowered = name.lower()
+    for suffix in SUFFIXES:
+        if lowered.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def suffix_codec(name: str) -> Codec | None:
+    """The format a file of this name is written in (by its suffix, in any case); None for
+    uncompressed."""
+    lowered = name.lower()
+    for codec in CODECS:
+        if lowered.endswith(codec.suffix):
+            return codec
+    return None
+
+
+def _zstd() -> Any:
+    try:
+        from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
+    except ImportError:
+        from backports import zstd  # type: ignore[import-not-found,no-redef]
+    return zstd
+
+
+def decompressed(fileobj: Any, codec: Codec, *, threaded: bool = False) -> Any:
+    """A binary reader (``read``, ``readinto``) of ``fileobj``'s content decompressed.
+    ``threaded`` decompresses gzip in a background thread where python-isal is installed."""
+    if codec is GZIP:
+        if threaded:
+            try:
+                from isal import igzip_threaded
+
+                return igzip_threaded.open(fileobj, "rb", threads=1)
+            except ImportError:  # pragma: no cover - isal missing
+                pass
+        import gzip
+
+        return gzip.GzipFile(fileobj=fileobj, mode="rb")
+    if codec is ZSTD:
+        return _zstd().ZstdFile(fileobj, "rb")
+    if codec is XZ:
+        import lzma
+
+        return io.BufferedReader(_Streams(fileobj, lzma.LZMADecompressor), _CHUNK)
+    import bz2
+
+    return io.BufferedReader(_Streams(fileobj, bz2.BZ2Decompressor), _CHUNK)
+
+
+class _Streams(io.RawIOBase):
+    """The content of one or more concatenated xz or bzip2 streams. Unlike the standard
+    library's readers, bytes after a stream that start no stream are an error, not ignored:
+    rows appended uncompressed to a compressed file would otherwise be dropped unread."""
+
+    def __init__(self, fileobj: Any, factory: Callable[[], Any]) -> None:
+        self._fp = fileobj
+        self._factory = factory
+        self._decompressor = factory()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        with memoryview(b) as view, view.cast("B") as out:
+            while True:
+                d = self._decompressor
+                if d.eof:
+                    rest = d.unused_data or self._fp.read(_CHUNK)
+                    if not rest:
+                        return 0
+                    self._decompressor = d = self._factory()  # the next stream
+                    data = d.decompress(rest, len(out))
+                elif d.needs_input:
+                    raw = self._fp.read(_CHUNK)
+                    if not raw:
+                        raise EOFError(TRUNCATED)
+                    data = d.decompress(raw, len(out))
+                else:
+                    data = d.decompress(b"", len(out))
+                if data:
+                    out[: len(data)] = data
+                    return len(data)
+
+
+def read_errors() -> tuple[type[BaseException], ...]:
+    """What reading a file, or decompressing one, may raise (a damaged or truncated stream
+    gives ``EOFError`` or one of the formats' own errors)."""
+    import lzma
+    import zlib
+
+    errors: list[type[BaseException]] = [OSError, EOFError, zlib.error, lzma.LZMAError]
+    with contextlib.suppress(ImportError):  # neither Python 3.14 nor the backport: no Zstandard
+        errors.append(_zstd().ZstdError)
+    try:
+        from isal import isal_zlib
+
+        errors.append(isal_zlib.error)
+    except ImportError:  # pragma: no cover - isal missing
+        pass
+    return tuple(errors)
+
+
+def open_path(path: str) -> Any:
+    """A binary reader of a file's content, decompressed when it is compressed; the caller
+    closes it."""
+    raw = open(path, "rb")  # noqa: SIM115 - returned open, closed by the caller
+    try:
+        codec = codec_of(raw.read(MAGIC_BYTES))
+        raw.seek(0)
+    except BaseException:
+        raw.close()
+        raise
+    return raw if codec is None else _Owning(decompressed(raw, codec), raw)
+
+
+class _Owning:
+    """A decompressing reader that also closes the file under it."""
+
+    def __init__(self, stream: Any, raw: Any) -> None:
+        self._stream = stream
+        self._raw = raw
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self._stream.close()
+        finally:
+            self._raw.close()
+
+
+def compressing(
+    write: Callable[[bytes], None], codec: Codec
+) -> tuple[Callable[[bytes], None], Callable[[], None]]:
+    """``write`` wrapped in a streaming compressor of ``codec``, and the function that ends
+    the stream (to call once, after the last write)."""
+    compressor: Any
+    if codec is GZIP:
+        import zlib
+
+        compressor = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: the gzip container
+    elif codec is ZSTD:
+        compressor = _zstd().ZstdCompressor()
+    elif codec is XZ:
+        import lzma
+
+        compressor = lzma.LZMACompressor()
+    else:
+        import bz2
+
+        compressor = bz2.BZ2Compressor()
+
+    def compressed(data: bytes) -> None:
+        out = compressor.compress(data)
+        if out:
+            write(out)
+
+    def finish() -> None:
+        write(compressor.flush())
+
+    return compressed, finish
