@@ -296,3 +296,56 @@ def test_apply_never_crashes_on_tables(tmp_path_factory, data):
     path = folder / "in.csv"
     path.write_bytes(data)
     check(run(["apply", calibrator, path, "-o", folder / "out.csv"]))
+
+
+# --------------------------------------------------------------------------- compressed
+
+
+def _packers():
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+
+    return {
+        b"": lambda data: data,
+        b"gz": gzip.compress,
+        b"zst": zstandard.ZstdCompressor().compress,
+        b"xz": lzma.compress,
+        b"bz2": bz2.compress,
+    }
+
+
+PACKERS = _packers()
+MAGICS = [b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"\xfd7zXZ\x00", b"BZh91AY&SY", b"\x50\x2a\x4d\x18"]
+
+
+@st.composite
+def compressed(draw):
+    """Rows or hostile bytes compressed in any format, possibly concatenated, cut anywhere,
+    followed by other bytes, or a magic number before bytes that are no stream."""
+    if draw(st.integers(0, 4)) == 0:
+        return draw(st.sampled_from(MAGICS)) + draw(st.binary(max_size=48))
+    streams = draw(
+        st.lists(st.tuples(st.sampled_from(sorted(PACKERS)), byte_inputs), min_size=1, max_size=3)
+    )
+    data = b"".join(PACKERS[kind](payload) for kind, payload in streams)
+    cut = draw(st.integers(0, len(data)))
+    return data[: cut if draw(st.booleans()) else len(data)] + draw(st.binary(max_size=8))
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    args=invocations(),
+    data=compressed(),
+    name=st.sampled_from(["in.jsonl", "in.jsonl.zst", "in.csv.xz", "in.json.bz2"]),
+    on_stdin=st.booleans(),
+)
+def test_commands_never_crash_on_compressed_input(tmp_path_factory, args, data, name, on_stdin):
+    if on_stdin:
+        check(run([*args, "-"], input=data))
+    else:
+        path = tmp_path_factory.mktemp("fuzz") / name
+        path.write_bytes(data)
+        check(run([*args, path]))
