@@ -568,7 +568,7 @@ def _read_text(source: Source, limit: int) -> bytes:
     with open_content(source) as f:
         if not _plain(f):
             return _capped(f, limit)
-        if isinstance(f, io.BufferedReader):
+        if isinstance(f, io.BufferedReader):  # a plain file (_plain)
             # the file's own reader: one buffer of the file's size (a buffered read(), after
             # the bytes sniffed, joins two copies)
             f.raw.seek(0)
@@ -577,7 +577,8 @@ def _read_text(source: Source, limit: int) -> bytes:
 
 
 def _plain(f: Any) -> bool:
-    return isinstance(f, (io.BufferedReader, io.BytesIO))
+    """Whether ``f`` (from :func:`open_content`) reads bytes as stored: a file, or bytes given."""
+    return isinstance(f, io.BytesIO) or isinstance(getattr(f, "raw", None), io.FileIO)
 
 
 def _compressed(source: Source) -> bool:
