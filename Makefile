@@ -89,6 +89,10 @@ bench-paths: $(STAMP)  ## Time calibrate --by beside DuckDB's GROUP BY; writes i
 bench-formats: $(STAMP)  ## Time lm-eval rows beside a naive json loop and an inspect-ai log's memory; writes its BENCHMARKS.md section
 	$(BIN)/python bench/formats.py $(if $(BEFORE),--before $(BEFORE))
 
+.PHONY: bench-inputs
+bench-inputs: $(STAMP)  ## Time one set of rows in every input format (JSON Lines plain and compressed, CSV, Parquet); writes its BENCHMARKS.md section
+	$(BIN)/python bench/inputs.py
+
 .PHONY: bench-compare
 bench-compare: $(STAMP)  ## Time compare's reading and matching beside calibrate's reading, and its memory per pair; writes its BENCHMARKS.md section
 	$(BIN)/python bench/compare.py $(if $(ROWS),--rows $(ROWS)) $(if $(SLOPE),--slope-rows $(SLOPE)) $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(REF),--ref $(REF))
