@@ -401,3 +401,43 @@ def test_a_csv_file_is_one_job_read_whole_and_gives_the_cli_report(tmp_path):
     bad.write_text("confidence,correct\n0.5,true\n1.5,true\n")
     (job,) = file_jobs([str(bad)], "auto", 16)
     assert file_task(job).error[1:] == (str(bad), 3, "confidence 1.5 is outside [0, 1]")
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst", ".xz", ".bz2"])
+def test_a_compressed_file_is_one_job_read_whole_and_gives_the_cli_report(tmp_path, suffix):
+    # a compressed stream cannot be cut by position: one job reads it whole, and a truncated
+    # one is that job's error, not fewer rows
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+
+    pack = {
+        ".gz": gzip.compress,
+        ".zst": zstandard.ZstdCompressor().compress,
+        ".xz": lzma.compress,
+        ".bz2": bz2.compress,
+    }[suffix]
+    from calibcli.engines import file_task
+
+    rng = np.random.default_rng(12)
+    text = "".join(
+        f'{{"confidence": {float(c)!r}, "correct": {str(bool(k)).lower()}}}\n'
+        for c, k in zip(rng.random(3000), rng.random(3000) < 0.6, strict=True)
+    ).encode()
+    path = tmp_path / f"rows.jsonl{suffix}"
+    path.write_bytes(pack(text))
+    jobs = file_jobs([str(path)], "auto", 4096)
+    assert [job.span for job in jobs] == [None]
+    report = finish(merge_all([file_task(job) for job in jobs])).report()
+    assert_same(report, cli_json("calibrate", str(path)))
+    plain = tmp_path / "rows.jsonl"
+    plain.write_bytes(text)
+    assert_same(report, cli_json("calibrate", str(plain)))
+    cut = tmp_path / f"cut.jsonl{suffix}"
+    cut.write_bytes(pack(text)[: len(pack(text)) // 2])
+    (job,) = file_jobs([str(cut)], "auto", 4096)
+    error = file_task(job).error
+    assert error[1:3] == (str(cut), None)
+    assert error[3].endswith("Compressed file ended before the end-of-stream marker was reached")
