@@ -349,3 +349,48 @@ def test_commands_never_crash_on_compressed_input(tmp_path_factory, args, data, 
         path = tmp_path_factory.mktemp("fuzz") / name
         path.write_bytes(data)
         check(run([*args, path]))
+
+
+def _table_records(path, with_text):
+    """``(line, row)`` of each record, then the error as ``(message, line)``, if any."""
+    from calibcli.io.delimited import Table
+    from calibcli.io.documents import DocumentError
+
+    out = []
+    try:
+        for line, row, _ in Table(str(path), "csv").records(with_text=with_text):
+            out.append((line, row))
+    except DocumentError as e:
+        out.append((str(e), e.locator))
+    except (OSError, EOFError, ValueError) as e:  # a compressed table that does not decompress
+        out.append((type(e).__name__, str(e)))
+    return out
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(data=table_inputs, block=st.sampled_from([1, 2, 7, 64, 1 << 20]))
+def test_a_table_reads_the_same_in_blocks_as_line_by_line(tmp_path_factory, data, block):
+    """The reading commands take a table's lines a block at a time, apply line by line: the
+    same records at the same lines, and the same first error, wherever the blocks end."""
+    import math
+    from unittest import mock
+
+    from calibcli.io import delimited
+
+    path = tmp_path_factory.mktemp("fuzz") / "in.csv"
+    path.write_bytes(data)
+    with mock.patch.object(delimited, "_BLOCK", block):
+        blocks = _table_records(path, with_text=False)
+    lines = _table_records(path, with_text=True)
+
+    def same(a, b):  # NaN cells equal themselves
+        return a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
+
+    assert len(blocks) == len(lines)
+    for (at_a, row_a), (at_b, row_b) in zip(blocks, lines, strict=True):
+        assert at_a == at_b
+        if isinstance(row_a, dict):
+            assert row_a.keys() == row_b.keys()
+            assert all(same(row_a[k], row_b[k]) for k in row_a)
+        else:
+            assert row_a == row_b

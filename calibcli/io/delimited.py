@@ -25,14 +25,17 @@ spreadsheet's "Unicode text" export writes, is refused by name.
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from calibcli.io import sources
 from calibcli.io.compression import without_suffix
 
 KINDS = {".csv": "csv", ".tsv": "tsv"}
+_BLOCK = 1 << 20  # bytes decoded at a time
 """The file endings read as delimited tables (compressed too, ``.csv.gz``), and their kinds."""
 
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
@@ -103,12 +106,17 @@ class Table:
         from calibcli.io.documents import DocumentError, open_content
 
         with open_content(self.path) as raw:
-            lines = _Lines(raw, with_text)
-            header_line = next((got for got in lines if got.strip()), None)
-            if header_line is None:
+            # apply keeps each record's text, line by line; reading only needs the cells
+            taken = _Lines(raw) if with_text else None
+            lines: Iterator[str] = iter(taken) if taken is not None else _block_lines(raw)
+            header_at = 0  # the header's first line
+            for header_line in lines:
+                header_at += 1
+                if header_line.strip():
+                    break
+            else:
                 return
-            header_at = lines.count
-            kept = len(lines.taken) - 1  # where the header's lines start among those kept
+            kept = 0 if taken is None else len(taken.taken) - 1  # the header's first line
             if self.kind == "csv":
                 self.delimiter = _delimiter(header_line)
             records = csv.reader(
@@ -117,11 +125,15 @@ class Table:
                 skipinitialspace=True,
                 strict=True,
             )
-            line = header_at  # the line the next record starts on
+            # records.line_num counts the lines the reader took, the header's first included:
+            # the next record starts on the line after them
+            line = header_at
             try:
                 self.header = header = next(records)
                 # a quoted name may hold a line break: the header is every line it took
-                self.header_text = _unterminated("".join(lines.taken[kept:]) or header_line)
+                self.header_text = _unterminated(
+                    "".join(taken.taken[kept:]) if taken is not None else header_line
+                )
                 seen: set[str] = set()
                 for name in header:
                     if name in seen:
@@ -129,20 +141,26 @@ class Table:
                     seen.add(name)
                 if on_header is not None:
                     on_header(header_at)
-                lines.taken.clear()
-                line = lines.count + 1
+                if taken is not None:
+                    taken.taken.clear()
+                line = header_at + records.line_num
+                width = len(header)
                 for values in records:
                     if values:
-                        if len(values) != len(header):
+                        if len(values) != width:
                             raise DocumentError(
-                                f"{len(values)} cells where the header names {len(header)} columns",
+                                f"{len(values)} cells where the header names {width} columns",
                                 line,
                             )
                         row = dict(zip(header, map(cell, values), strict=True))
-                        text = _unterminated("".join(lines.taken)) if with_text else None
-                        yield line, row, text
-                    lines.taken.clear()
-                    line = lines.count + 1
+                        if taken is None:
+                            yield line, row, None
+                        else:
+                            yield line, row, _unterminated("".join(taken.taken))
+                            taken.taken.clear()
+                    elif taken is not None:
+                        taken.taken.clear()
+                    line = header_at + records.line_num
             except csv.Error as e:
                 raise DocumentError(f"malformed {self.kind.upper()}: {e}", line) from None
 
@@ -182,41 +200,94 @@ def _unterminated(text: str) -> str:
 
 
 class _Lines:
-    """The file's lines as text, each decoded on its own so that a byte that is not UTF-8 is
-    named at its line, and none longer than the line reader's default bound; ``count`` is the
-    number of lines read so far."""
+    """The file's lines as text, one ``readline`` at a time, each kept in ``taken`` until the
+    caller clears it (apply writes each record's text back)."""
 
-    def __init__(self, raw: Any, keep: bool = False) -> None:
+    def __init__(self, raw: Any) -> None:
         self.raw = raw
-        self.count = 0
-        self.keep = keep
-        self.taken: list[str] = []  # with ``keep``, the lines read since it was last cleared
+        self.taken: list[str] = []
 
     def __iter__(self) -> Iterator[str]:
-        from calibcli.io.documents import DocumentError
-        from calibcli.io.sources import MAX_LINE_BYTES
-        from calibcli.io.strict_json import READS_UTF8, wide_encoding
-
-        while data := self.raw.readline(MAX_LINE_BYTES + 1):
-            self.count += 1
-            if len(data) > MAX_LINE_BYTES:  # found without holding more of it
-                raise DocumentError(
-                    f"line longer than {MAX_LINE_BYTES >> 20} MiB, the most a table's line may "
-                    "hold",
-                    self.count,
-                )
-            if self.count == 1:
-                wide = wide_encoding(data)
-                if wide is not None:
-                    raise DocumentError(f"{wide} text; {READS_UTF8}", None)
-                data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not the text's
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                raise DocumentError(f"the text is not UTF-8; {READS_UTF8}", self.count) from None
-            if self.keep:
-                self.taken.append(text)
+        count, bound = 0, sources.MAX_LINE_BYTES
+        while data := self.raw.readline(bound + 1):
+            count += 1
+            too_long = len(data) > bound
+            text = _text(_first_bytes(data) if count == 1 else data, count, too_long)
+            self.taken.append(text)
             yield text
+
+
+def _block_lines(raw: Any) -> Iterator[str]:
+    """The file's lines as text, decoded a block of about 1 MB at a time and split by the
+    ``io`` module: no Python code runs per line. The errors are those of :class:`_Lines`, at
+    the same lines, and only once every line before the bad one has been given."""
+
+    bound = sources.MAX_LINE_BYTES
+
+    def blocks() -> Iterator[io.StringIO]:
+        count = 0  # lines given so far
+        carry = b""  # a line not yet ended
+        first = True
+        while data := raw.read(max(_BLOCK, 4) if first else _BLOCK):  # a mark's 4 bytes first
+            if first:
+                first = False
+                data = _first_bytes(data)
+            data = carry + data if carry else data
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                carry = data
+                if len(carry) > bound:
+                    _text(carry, count + 1, True)
+                continue
+            block, carry = data[:cut], data[cut:]
+            if block.find(b"\n") + 1 > bound:  # a carried line ended over the bound
+                _text(block, count + 1, True)
+            try:
+                text = block.decode("utf-8")
+            except UnicodeDecodeError as e:
+                start = block.rfind(b"\n", 0, e.start) + 1  # the bad line's first byte
+                yield io.StringIO(block[:start].decode("utf-8"), newline="\n")
+                _text(
+                    block[start : block.find(b"\n", start) + 1],
+                    count + 1 + block.count(b"\n", 0, start),
+                    False,
+                )
+            count += block.count(b"\n")
+            yield io.StringIO(text, newline="\n")
+        if carry:
+            yield io.StringIO(_text(carry, count + 1, False), newline="\n")
+
+    return itertools.chain.from_iterable(blocks())
+
+
+def _first_bytes(data: bytes) -> bytes:
+    """The file's first bytes, less a UTF-8 byte-order mark; a UTF-16 or UTF-32 one is an
+    error."""
+    from calibcli.io.documents import DocumentError
+    from calibcli.io.strict_json import READS_UTF8, wide_encoding
+
+    wide = wide_encoding(data)
+    if wide is not None:
+        raise DocumentError(f"{wide} text; {READS_UTF8}", None)
+    return data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not the text's
+
+
+def _text(data: bytes, line: int, too_long: bool) -> str:
+    """One line's bytes as text; DocumentError at ``line`` for one over the bound or one that
+    is not UTF-8."""
+    from calibcli.io.documents import DocumentError
+    from calibcli.io.strict_json import READS_UTF8
+
+    if too_long:  # found without holding more of it
+        raise DocumentError(
+            f"line longer than {sources.MAX_LINE_BYTES >> 20} MiB, the most a table's line "
+            "may hold",
+            line,
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DocumentError(f"the text is not UTF-8; {READS_UTF8}", line) from None
 
 
 def _delimiter(header: str) -> str:
