@@ -128,3 +128,46 @@ def test_calibration_message_is_the_same_on_every_path(tmp_path, monkeypatch, ba
     lines = [json.dumps(good)] * 400 + [json.dumps({**bad, "g": "b"})] + [json.dumps(good)] * 9
     path, seen = _paths(tmp_path, monkeypatch, lines, read_calibration, "g")
     assert set(seen.values()) == {f"{path}:401: {message}"}
+
+
+# --------------------------------------------------------------------------- bulk checks
+
+cell_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.integers(-(2**70), 2**70),
+    any_float,
+    st.sampled_from([0.0, -0.0, 1.0, 0.5, 5e-324, "0.5", "true", [], {}]),
+)
+dict_rows = st.lists(
+    st.one_of(
+        st.fixed_dictionaries({"confidence": cell_values, "correct": cell_values}),
+        st.fixed_dictionaries({"confidence": any_float.filter(lambda x: 0 <= x <= 1)}),
+        st.just([0.5, True]),
+    ),
+    max_size=12,
+)
+
+
+@given(rows=dict_rows)
+def test_bulk_columns_are_the_row_by_row_values_or_none(rows):
+    """Parsed rows (a table's records) are checked in bulk, and row by row only when one
+    breaks a rule: the bulk columns, when given, are exactly the values check() gives each
+    row, and they are given whenever check() accepts every row."""
+    from calibcli.io.rows import CalibrationRow
+
+    spec = CalibrationRow()
+    bulk = spec.dict_columns(rows)
+    try:
+        expected = [spec.check(row) for row in rows]
+    except (ValueError, TypeError):
+        assert bulk is None
+        return
+    assert bulk is not None
+    conf, corr = bulk
+    assert conf.dtype == np.float64 and corr.dtype == np.bool_
+    assert [(float(c), bool(y)) for c, y in zip(conf, corr, strict=True)] == expected
+    assert all(
+        math.copysign(1, c) == math.copysign(1, e) for c, (e, _) in zip(conf, expected, strict=True)
+    )

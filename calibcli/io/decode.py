@@ -213,6 +213,13 @@ class BlockDecoder:
         """Decode rows already parsed, ``(locator, row)`` pairs of a whole document: returns
         ``(columns, keys, locators)``; InputError names the row's locator."""
         self.ids = None if self.ident is None else []
+        # native rows are checked in bulk, then row by row only when one breaks a rule
+        bulk = getattr(self.spec, "dict_columns", None)
+        plain = self.key is None and self.ident is None and not self.many
+        if bulk is not None and plain and self._convert == self.spec.check:
+            cols = bulk([row for _, row in items])
+            if cols is not None:
+                return cols, None, [locator for locator, _ in items]
         values: list = []
         keys: list[str] | None = None if self.key is None else []
         where: list = []
