@@ -191,7 +191,7 @@ def summarize_files(
 ) -> Any:
     """A lazy summary of files read in the workers by calibcli's own readers, one job per
     file or, with ``blocksize``, per that many bytes of a plain JSON Lines file (lines
-    starting in each range; gzip, whole documents and tables are read whole). The merge
+    starting in each range; compressed files, whole documents and tables are read whole). The merge
     tree's first level takes at most ``split_every`` consecutive jobs, a file's ranges
     together (:func:`calibcli.engines.job_groups`); when there are enough such groups to keep
     every worker thread busy, one task reads a group and merges its parts where it read them,

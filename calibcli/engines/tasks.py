@@ -127,10 +127,10 @@ def empty_task(spec: FrameSpec, table: str) -> TaskResult:
 
 
 def file_jobs(paths: list[str], kind: str, blocksize: int | None, **options: Any) -> list[FileJob]:
-    """One job per file, or per ``blocksize`` bytes of a plain JSON Lines file (gzip, whole
-    documents, tables and summary files are read whole). Relative paths are taken from the
-    driver's working directory (and named by their absolute paths). ``kind`` ``auto`` reads
-    the first file as ``calibcli summarize`` does."""
+    """One job per file, or per ``blocksize`` bytes of a plain JSON Lines file (compressed
+    files, whole documents, tables and summary files are read whole). Relative paths are taken
+    from the driver's working directory (and named by their absolute paths). ``kind`` ``auto``
+    reads the first file as ``calibcli summarize`` does."""
     from calibcli.io import file_spans, input_kind
 
     if blocksize is not None and (type(blocksize) is not int or blocksize < 1):

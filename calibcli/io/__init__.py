@@ -242,7 +242,7 @@ def read_calibration(
     CPUs or more for an input of 32 MB or more, else one); no figure depends on it.
     ``progress(name, size)``, when given, makes a progress bar for a source (an object with
     ``update(bytes)`` and ``close()``, or None). A line longer than ``max_line_bytes`` (default
-    64 MiB) is invalid input, and so is a compressed whole document (a gzipped JSON file, an
+    64 MiB) is invalid input, and so is a compressed whole document (a compressed JSON file, an
     ``.eval`` log's member) larger than ``max_document_bytes`` once inflated (default 256 MiB).
     Raises :class:`InputError` for unreadable or invalid input and ValueError for invalid
     options.

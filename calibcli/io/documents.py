@@ -17,11 +17,12 @@ yields ``(locator, row)`` pairs for the row functions of :mod:`calibcli.formats`
 the 1-based line where an array element starts (an ``int``, like a JSONL line number) or a
 string naming the row inside the document (``"samples/3_epoch_1.json"``, ``"samples[2] (id 3,
 epoch 1)"``). Errors are :class:`DocumentError` carrying the locator; the reader prints
-``f"{path}:{error.locator}: {error}"``. Gzip-compressed documents (``.json.gz``) are read too.
+``f"{path}:{error.locator}: {error}"``. Compressed documents (``.json.gz``, ``.json.zst``) are
+read too.
 
 Limits, so that no input can exhaust memory: sniffing reads at most the first non-blank line,
 and gives up (JSON Lines, whose reader reports the over-long line) past ``max_line_bytes``; a
-gzip-compressed document and each ``.eval`` member may decompress to at most
+compressed document and each ``.eval`` member may decompress to at most
 :data:`MAX_DOCUMENT_BYTES` (a plain file is read whole: its size is what it holds). Archive
 errors (an unsupported or encrypted member, corrupt data) are named DocumentErrors.
 """
@@ -48,7 +49,7 @@ from calibcli.io.tables import TABLE_KINDS, table_rows
 DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object", "evals-log", *TABLE_KINDS)
 
 MAX_DOCUMENT_BYTES = 256 << 20
-"""Most bytes a gzip-compressed document, or one member of an ``.eval`` zip, may decompress to
+"""Most bytes a compressed document, or one member of an ``.eval`` zip, may decompress to
 (256 MiB): a few kilobytes of compressed zeros must not become gigabytes in memory."""
 SNIFF_BLOCK = 1 << 20
 """Bytes read at a time while sniffing past leading blank lines."""

@@ -3,7 +3,7 @@
 temperature scaling (each row's choices).
 
 Slower than the block decoders (one ``json.loads`` per line) but with the same sources (files,
-``-``, ``.gz``), the same row rules and the same one-line errors, ``path:line: what is wrong``.
+``-``, compressed), the same row rules and the same one-line errors, ``path:line: what is wrong``.
 """
 
 from __future__ import annotations

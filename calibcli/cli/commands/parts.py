@@ -71,7 +71,8 @@ PartOpt = once(
     "--part",
     metavar="k/K",
     help="Summarize the k-th of K ranges of one plain JSON Lines file, cut at line starts "
-    "(not for gzip, whole JSON documents or stdin). Lines keep their numbers in the file.",
+    "(not for compressed files, whole JSON documents or stdin). Lines keep their numbers in the "
+    "file.",
 )
 TableOpt = once(
     TableMode,
