@@ -6,11 +6,13 @@ compression suffix (``.gz``, ``.zst``, ``.xz``, ``.bz2``) is looked through wher
 matters: a folder's input files, ``.csv.zst`` tables, lm-eval file names. Output is compressed
 by the suffix of the file written (``apply -o rows.jsonl.zst``).
 
-Every decompressor streams with bounded memory and refuses a truncated stream (an incomplete
-last frame, block or member) rather than ending the rows early: gzip by python-isal in a
-background thread where it is installed, else :mod:`gzip`; Zstandard by :mod:`compression.zstd`
-(Python 3.14) or its backport, which read concatenated frames and skip skippable ones; xz by
-:mod:`lzma`; bzip2 by :mod:`bz2`. Concatenated streams (``cat a.gz b.gz``) read as one.
+Every decompressor streams with bounded memory, reads concatenated streams (``cat a.gz b.gz``)
+as one, and refuses rather than ends the rows early: a truncated stream (an incomplete last
+frame, block or member), and bytes after a stream that start none. gzip is read by python-isal
+in a background thread where it is installed, else by :mod:`gzip`; Zstandard by
+:mod:`compression.zstd` (Python 3.14) or its backport, which skip skippable frames; xz and
+bzip2 by the decompressors of :mod:`lzma` and :mod:`bz2` under a reader of this module, since
+the standard library's file readers ignore what follows the last stream.
 """
 
 from __future__ import annotations
