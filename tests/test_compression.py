@@ -334,3 +334,35 @@ def test_a_compressed_file_of_other_rows_beside_a_plain_one_is_not_said(tmp_path
     result = run(["calibrate", plain, packed, "--json"])
     assert result.exit_code == 0, result.stderr
     assert "same bytes" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["calibrate"],
+        ["reliability"],
+        ["threshold", "--target-accuracy", "0.9"],
+        ["fit", "--method", "platt", "-o", "cal.json"],
+        ["summarize", "-o", "part.cbs"],
+        ["compare", "BASE"],
+        ["apply", "CAL", "-o", "out.jsonl"],
+    ],
+)
+@pytest.mark.parametrize("suffix", [".zst", ".bz2"])
+def test_every_command_refuses_a_truncated_stream_alike(
+    tmp_path, plain, monkeypatch, command, suffix
+):
+    """Whichever reader a command takes a file through (the block decoder, the row-by-row
+    reader of compare and apply), a truncated stream is the same one line, and nothing is
+    written."""
+    monkeypatch.chdir(tmp_path)
+    whole = pack(suffix, plain.read_bytes())
+    cut = tmp_path / f"cut.jsonl{suffix}"
+    cut.write_bytes(whole[: len(whole) // 2])
+    fitted = run(["fit", plain, "--method", "platt", "-o", tmp_path / "CAL", "-q"])
+    assert fitted.exit_code == 0, fitted.stderr
+    args = [str(plain) if a == "BASE" else a for a in command]
+    args = [*args[:2], str(cut), *args[2:]] if command[0] in ("compare", "apply") else [*args, cut]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert refused(*args) == f"Error: {cut}: cannot decompress: {TRUNCATED}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

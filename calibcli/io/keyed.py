@@ -402,7 +402,11 @@ class _Reader:
             stream = src.stream()
             try:
                 each = blocks(
-                    stream, src.name, BLOCK_SIZE, max_line_bytes=self.bounds["max_line_bytes"]
+                    stream,
+                    src.name,
+                    BLOCK_SIZE,
+                    what=src.what,
+                    max_line_bytes=self.bounds["max_line_bytes"],
                 )
                 for first, view, _, expected in each:
                     if state.fast and expected > 0 and self._block(view, expected, side):

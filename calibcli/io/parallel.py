@@ -367,7 +367,7 @@ def _read_stream(
                     stream,
                     src.name,
                     plan.block_size,
-                    what="cannot decompress" if src.codec else "cannot read",
+                    what=src.what,
                     max_line_bytes=plan.max_line_bytes,
                 ),
                 builder,

@@ -392,6 +392,6 @@ class Reader:
             stream,
             src.name,
             self.plan.block_size,
-            what="cannot decompress" if src.codec else "cannot read",
+            what=src.what,
             max_line_bytes=self.plan.max_line_bytes,
         )

@@ -67,7 +67,9 @@ def records(
     try:
         stream = src.stream()
         try:
-            lines = blocks(stream, src.name, BLOCK_SIZE, max_line_bytes=max_line_bytes)
+            lines = blocks(
+                stream, src.name, BLOCK_SIZE, what=src.what, max_line_bytes=max_line_bytes
+            )
             for first, view, _, _ in lines:
                 for line_no, line in lines_of(view, first):
                     yield src.name, line_no, parse_row(src.name, line_no, line), line

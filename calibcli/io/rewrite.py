@@ -179,7 +179,7 @@ class _Rewriter:
         try:
             stream = src.stream()
             try:
-                for first, view, _, expected in blocks(stream, src.name, BLOCK_SIZE):
+                for first, view, _, expected in blocks(stream, src.name, BLOCK_SIZE, what=src.what):
                     data = bytes(view)
                     block = None
                     if self.splicer is not None:

@@ -147,6 +147,12 @@ class Source:
             raise InputError(self.name, None, _reason(e)) from None
         self.raw = raw
 
+    @property
+    def what(self) -> str:
+        """What a failure to read the stream is called: decompressing it, for a compressed
+        one."""
+        return "cannot decompress" if self.codec else "cannot read"
+
     def stream(self) -> Any:
         """The (decompressed) byte stream, after :meth:`probe`."""
         raw = self.raw if not self._head else _Chain(self._head, self.raw)
