@@ -349,3 +349,34 @@ def test_a_range_of_a_file_is_not_counted_against_its_run(tmp_path):
     assert result.exit_code == 0, result.output
     body, _ = report(["calibrate", part])
     assert body["n"] < documents("toy_mc_trivia") and cut(body["warnings"]) == []
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst", ".xz", ".bz2"])
+def test_a_compressed_run_folder_is_said_alike(tmp_path, suffix):
+    """A run folder kept compressed (every file, the results file too): the same warning,
+    naming the compressed results file."""
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+
+    pack = {
+        ".gz": gzip.compress,
+        ".zst": zstandard.ZstdCompressor().compress,
+        ".xz": lzma.compress,
+        ".bz2": bz2.compress,
+    }[suffix]
+    folder = limited_folder(tmp_path, 10)
+    for path in list(folder.iterdir()):
+        path.with_name(path.name + suffix).write_bytes(pack(path.read_bytes()))
+        path.unlink()
+    body, _ = report(["calibrate", folder])
+    assert body["n"] == 20
+    science, trivia = documents("toy_mc_science"), documents("toy_mc_trivia")
+    said = (
+        f"{folder / RESULTS}{suffix}: lm-eval evaluated only a part of the documents of 2 tasks "
+        f"read (--limit 10): 'toy_mc_science' 10 of {science}, 'toy_mc_trivia' 10 of {trivia}: "
+        "the figures are those of these parts, not of the whole tasks"
+    )
+    assert limited(body["warnings"]) == [said]

@@ -37,6 +37,7 @@ from calibcli.errors import InputError, shown_name
 from calibcli.io.compression import (
     GZIP,
     MAGIC_BYTES,
+    SUFFIXES,
     codec_of,
     open_path,
     read_errors,
@@ -207,7 +208,7 @@ def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:
         match = None if f == "-" else _RUN_NAME.match(PurePath(f).name)
         if match is None:
             continue
-        results = os.path.join(os.path.dirname(f), f"results_{match['stamp']}.json")
+        results = _results_file(f, match["stamp"])
         found = _run_record(results)
         if found is None:
             continue
@@ -428,7 +429,7 @@ def _results_model(path: str) -> str | None:
     match = _RUN_NAME.match(PurePath(path).name)
     if match is None:
         return None
-    found = _run_record(os.path.join(os.path.dirname(path), f"results_{match['stamp']}.json"))
+    found = _run_record(_results_file(path, match["stamp"]))
     return None if found is None else found.model
 
 
@@ -485,6 +486,16 @@ class _Run:
     model: str | None
 
 
+def _results_file(samples: str, stamp: str) -> str:
+    """The results file of the run that wrote a samples file: ``results_<stamp>.json`` beside
+    it, or that name compressed as a folder of compressed files holds it."""
+    plain = os.path.join(os.path.dirname(samples), f"results_{stamp}.json")
+    for suffix in ("", *SUFFIXES):
+        if os.path.isfile(plain + suffix):
+            return plain + suffix
+    return plain
+
+
 def _run_record(path: str) -> _Run | None:
     """What the results file at ``path`` records of its run; None when there is no readable
     results file."""
@@ -508,9 +519,9 @@ def _record_of(path: str, _mtime: int, _size: int) -> _Run | None:
         rename={"n_samples": "n-samples"},
     )
     try:
-        with open(path, "rb") as f:
+        with open_path(path) as f:
             top = msgspec.json.decode(f.read(RESULTS_BYTES + 1), type=results)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+    except (*read_errors(), msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     config = top.config if isinstance(top.config, dict) else {}
     model = top.model_name if isinstance(top.model_name, str) and top.model_name else None
