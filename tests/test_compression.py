@@ -366,3 +366,25 @@ def test_every_command_refuses_a_truncated_stream_alike(
     before = sorted(p.name for p in tmp_path.iterdir())
     assert refused(*args) == f"Error: {cut}: cannot decompress: {TRUNCATED}"
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_a_compressed_inspect_log_of_several_epochs_is_drawn_by_question(tmp_path, suffix):
+    """The run's epochs come from the log's ``eval``, read before its samples: compressed, the
+    log must still say them, or the bootstrap would draw each answer on its own and give a
+    narrower interval (a gate on its upper end could pass by mistake)."""
+    from test_epochs import epochs_log
+
+    log = epochs_log(tmp_path)  # 20 questions, 2 epochs
+    packed = tmp_path / f"epochs.json{suffix}"
+    packed.write_bytes(pack(suffix, log.read_bytes()))
+    args = ("--scorer", "match", "--ci", "0.95", "--bootstrap", "200")
+    expected, got = report("calibrate", log, *args), report("calibrate", packed, *args)
+    said = (
+        "inspect-ai runs scored each sample several times: {} (2 epochs): the figures weigh "
+        "every answer, and the bootstrap draws each question's answers together"
+    )
+    assert expected["warnings"][0] == said.format(log.name)
+    assert got.pop("warnings")[0] == said.format(packed.name)
+    expected.pop("warnings")
+    assert got == expected

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from calibcli.io.compression import open_path, read_errors, without_suffix
 from calibcli.io.content import file_version
 
 SAMPLE_FIELDS = ("id", "epoch", "error", "scores", "output", "choices")
@@ -270,10 +271,10 @@ def log_epochs(path: str) -> int | None:
 def head_epochs(path: str) -> int | None:
     """``eval.config.epochs`` of an inspect-ai log, found without reading its samples: from an
     ``.eval`` log's header, or a ``.json`` log's ``eval`` ending within the file's first MiB
-    (where inspect-ai writes it); None otherwise, also for any other file."""
+    (where inspect-ai writes it), compressed or not; None otherwise, also for any other file."""
     if path.endswith(".eval"):
         return log_epochs(path)
-    if not path.endswith(".json"):
+    if not without_suffix(path).endswith(".json"):
         return None
     found = file_version(path)
     return None if found is None else _run_spec(_head_spec(*found))[1]
@@ -281,11 +282,12 @@ def head_epochs(path: str) -> int | None:
 
 @functools.lru_cache(maxsize=64)
 def _head_spec(path: str, _mtime: int, _size: int) -> Any:
-    """A ``.json`` log's ``eval`` from its first MiB (:func:`_head_eval`), read once per file."""
+    """A ``.json`` log's ``eval`` from its first MiB (:func:`_head_eval`), read once per file
+    (decompressed, for a compressed log)."""
     try:
-        with open(path, "rb") as f:
+        with open_path(path) as f:
             return _head_eval(f.read(HEAD_BYTES))
-    except OSError:
+    except read_errors():
         return None
 
 
@@ -311,7 +313,8 @@ def _log_run(path: str) -> tuple[str | None, int | None]:
 @functools.lru_cache(maxsize=64)
 def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None]:
     """(model, epochs) of an inspect-ai log: from an ``.eval`` log's header or a ``.json``
-    log's ``eval``. Cached by the file's identity, as lm-eval's results files are."""
+    log's ``eval`` (compressed or not). Cached by the file's identity, as lm-eval's results
+    files are."""
     import zipfile
 
     from calibcli.io.documents import MAX_DOCUMENT_BYTES, eval_header
@@ -322,12 +325,13 @@ def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None]:
             with open(path, "rb") as f, zipfile.ZipFile(f) as archive:
                 header = eval_header(archive, f, MAX_DOCUMENT_BYTES)
             spec = header.get("eval") if header is not None else None
-        elif path.endswith(".json") and size <= MAX_DOCUMENT_BYTES:
+        elif without_suffix(path).endswith(".json") and size <= MAX_DOCUMENT_BYTES:
             spec = _head_spec(path, _mtime, size)
             if spec is None:  # not within the head: the whole log, its samples skipped
-                with open(path, "rb") as f:
-                    spec = _whole_eval(f.read())
-    except (OSError, zipfile.BadZipFile, ValueError, EOFError, RecursionError, AttributeError):
+                with open_path(path) as f:
+                    text = f.read(MAX_DOCUMENT_BYTES + 1)  # decompressed: no more than that
+                spec = _whole_eval(text) if len(text) <= MAX_DOCUMENT_BYTES else None
+    except (*read_errors(), zipfile.BadZipFile, ValueError, RecursionError, AttributeError):
         return None, None
     return _run_spec(spec)
 
