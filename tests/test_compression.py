@@ -388,3 +388,13 @@ def test_a_compressed_inspect_log_of_several_epochs_is_drawn_by_question(tmp_pat
     assert got.pop("warnings")[0] == said.format(packed.name)
     expected.pop("warnings")
     assert got == expected
+
+
+def test_lm_eval_names_look_through_every_suffix_the_readers_know():
+    """The formats stage lists the compression suffixes itself (it imports nothing from the
+    reading stage): it must know every one the readers decompress."""
+    from calibcli.io.compression import SUFFIXES as KNOWN
+
+    for suffix in KNOWN:
+        name = f"samples_arc_easy_2024-06-01T12-30-05.123456.jsonl{suffix}"
+        assert task_from_filename(name) == "arc_easy", suffix
