@@ -56,3 +56,22 @@ def read_pty(leader: int) -> str:
         chunks.append(data)
     os.close(leader)
     return b"".join(chunks).decode("utf-8", "replace")
+
+
+def pack(suffix: str, data: bytes) -> bytes:
+    """``data`` compressed in the format a file suffix names (``.gz``, ``.zst``, ``.xz``,
+    ``.bz2``), by libraries other than the ones calibcli reads with where one exists
+    (``zstandard`` for Zstandard)."""
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+
+    packers = {
+        ".gz": gzip.compress,
+        ".zst": zstandard.ZstdCompressor().compress,
+        ".xz": lzma.compress,
+        ".bz2": bz2.compress,
+    }
+    return packers[suffix](data)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from harness import make_rows, run, write_jsonl
+from harness import make_rows, pack, run, write_jsonl
 
 from calibcli.formats import task_from_filename
 from calibcli.io import file_spans
@@ -33,7 +33,7 @@ HELM = HERE / "fixtures" / "helm" / "mmlu" / "per_instance_stats.json"
 
 
 def zstd_pack(data: bytes) -> bytes:
-    return zstandard.ZstdCompressor().compress(data)
+    return pack(".zst", data)
 
 
 def zstd_unpack(data: bytes) -> bytes:
@@ -41,19 +41,15 @@ def zstd_unpack(data: bytes) -> bytes:
     return reader.read()
 
 
-# suffix -> (compress, decompress), none of them calibcli's code
-CODECS = {
-    ".gz": (gzip.compress, gzip.decompress),
-    ".zst": (zstd_pack, zstd_unpack),
-    ".xz": (lzma.compress, lzma.decompress),
-    ".bz2": (bz2.compress, bz2.decompress),
+# suffix -> decompress, none of them calibcli's code (harness.pack compresses)
+UNPACK = {
+    ".gz": gzip.decompress,
+    ".zst": zstd_unpack,
+    ".xz": lzma.decompress,
+    ".bz2": bz2.decompress,
 }
-SUFFIXES = list(CODECS)
+SUFFIXES = list(UNPACK)
 TRUNCATED = "Compressed file ended before the end-of-stream marker was reached"
-
-
-def pack(suffix: str, data: bytes) -> bytes:
-    return CODECS[suffix][0](data)
 
 
 def report(*args, input=None):
@@ -288,7 +284,7 @@ def test_apply_writes_the_format_its_output_s_suffix_names(tmp_path, plain, suff
     out = tmp_path / f"applied.jsonl{suffix}"
     result = run(["apply", cal, plain, "-q", "-o", out])
     assert result.exit_code == 0, result.stderr
-    assert CODECS[suffix.lower()][1](out.read_bytes()) == reference.read_bytes()
+    assert UNPACK[suffix.lower()](out.read_bytes()) == reference.read_bytes()
 
 
 def test_a_zstandard_member_of_an_eval_log_is_checked_against_its_crc(tmp_path):

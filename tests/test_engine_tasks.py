@@ -407,18 +407,8 @@ def test_a_csv_file_is_one_job_read_whole_and_gives_the_cli_report(tmp_path):
 def test_a_compressed_file_is_one_job_read_whole_and_gives_the_cli_report(tmp_path, suffix):
     # a compressed stream cannot be cut by position: one job reads it whole, and a truncated
     # one is that job's error, not fewer rows
-    import bz2
-    import gzip
-    import lzma
+    from harness import pack
 
-    import zstandard
-
-    pack = {
-        ".gz": gzip.compress,
-        ".zst": zstandard.ZstdCompressor().compress,
-        ".xz": lzma.compress,
-        ".bz2": bz2.compress,
-    }[suffix]
     from calibcli.engines import file_task
 
     rng = np.random.default_rng(12)
@@ -427,7 +417,7 @@ def test_a_compressed_file_is_one_job_read_whole_and_gives_the_cli_report(tmp_pa
         for c, k in zip(rng.random(3000), rng.random(3000) < 0.6, strict=True)
     ).encode()
     path = tmp_path / f"rows.jsonl{suffix}"
-    path.write_bytes(pack(text))
+    path.write_bytes(pack(suffix, text))
     jobs = file_jobs([str(path)], "auto", 4096)
     assert [job.span for job in jobs] == [None]
     report = finish(merge_all([file_task(job) for job in jobs])).report()
@@ -436,7 +426,8 @@ def test_a_compressed_file_is_one_job_read_whole_and_gives_the_cli_report(tmp_pa
     plain.write_bytes(text)
     assert_same(report, cli_json("calibrate", str(plain)))
     cut = tmp_path / f"cut.jsonl{suffix}"
-    cut.write_bytes(pack(text)[: len(pack(text)) // 2])
+    whole = pack(suffix, text)
+    cut.write_bytes(whole[: len(whole) // 2])
     (job,) = file_jobs([str(cut)], "auto", 4096)
     error = file_task(job).error
     assert error[1:3] == (str(cut), None)

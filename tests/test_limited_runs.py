@@ -355,21 +355,11 @@ def test_a_range_of_a_file_is_not_counted_against_its_run(tmp_path):
 def test_a_compressed_run_folder_is_said_alike(tmp_path, suffix):
     """A run folder kept compressed (every file, the results file too): the same warning,
     naming the compressed results file."""
-    import bz2
-    import gzip
-    import lzma
+    from harness import pack
 
-    import zstandard
-
-    pack = {
-        ".gz": gzip.compress,
-        ".zst": zstandard.ZstdCompressor().compress,
-        ".xz": lzma.compress,
-        ".bz2": bz2.compress,
-    }[suffix]
     folder = limited_folder(tmp_path, 10)
     for path in list(folder.iterdir()):
-        path.with_name(path.name + suffix).write_bytes(pack(path.read_bytes()))
+        path.with_name(path.name + suffix).write_bytes(pack(suffix, path.read_bytes()))
         path.unlink()
     body, _ = report(["calibrate", folder])
     assert body["n"] == 20
