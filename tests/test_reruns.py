@@ -178,12 +178,17 @@ def test_rows_with_one_id_in_files_without_timestamps_are_refused(tmp_path):
 
 
 def test_native_rows_with_an_id_field(tmp_path):
-    rows = [{"id": k % 3, "confidence": 0.5, "correct": True} for k in range(4)]
+    rows = [{"id": k, "confidence": 0.5, "correct": True} for k in (0, 1, 2, 1)]
     path = write_jsonl(tmp_path / "p.jsonl", rows)
-    assert run(["calibrate", path, "-q"]).exit_code == 0  # native rows are not identified
+    # native rows are not identified: only a repeat of the first row's id is watched for
+    assert run(["calibrate", path, "-q"]).exit_code == 0
     result = run(["calibrate", path, "--id-field", "id", "-q"])
     assert result.exit_code == 2
-    assert f"{path}:4: the row of id 0 was read before, at {path}:1" in result.stderr
+    assert f"{path}:4: the row of id 1 was read before, at {path}:2" in result.stderr
+    write_jsonl(path, [*rows[:3], rows[0]])
+    result = run(["calibrate", path, "-q"])
+    assert result.exit_code == 2
+    assert f"{path}:4: the row of id 0 repeats the id of the file's first row" in result.stderr
 
 
 def test_compare_sides_may_be_two_runs(tmp_path):

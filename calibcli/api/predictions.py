@@ -97,6 +97,7 @@ READING_OPTIONS = (
     "id_field",
     "max_line_mb",
     "max_document_mb",
+    "all_runs",
 )
 
 
@@ -112,7 +113,8 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     ``inspect_confidence``, ``gold_field``, ``choices``, ``by`` (a dotted field: each row's
     group), ``id_field`` (each row's id; lm-eval, inspect-ai and the other formats with ids
     of their own are identified without it), ``max_line_mb``, ``max_document_mb``. An id
-    read twice is an error.
+    read twice is an error, and so is a native row carrying its file's first row's ``id``
+    (a run appended to its file again) unless ``all_runs=True``.
 
     Returns :class:`Predictions`: numpy arrays, and ``to_pandas()`` for a DataFrame.
 
@@ -190,8 +192,15 @@ def reading_arguments(
         "max_document_bytes": megabytes.get("max_document_mb"),
         "gold_field": fields.get("gold_field"),
         "choices": choices,
+        "all_runs": _flag(where, "all_runs", got.get("all_runs", False)),
         **bounds,
     }
+
+
+def _flag(where: str, name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{where}(): {name} must be True or False, not {value!r}")
+    return value
 
 
 def _paths(paths: Any) -> list[str]:

@@ -32,8 +32,9 @@ class SkipFile(Exception):
         self.reason = reason
 
 
-def first_row(block: memoryview | bytes, first_line: int) -> tuple[int, Any] | None:
-    """(line, parsed object or None if unparseable) of the first non-blank line, if any."""
+def first_row(block: memoryview | bytes, first_line: int) -> tuple[int, Any, bytes] | None:
+    """(line, parsed object or None if unparseable, the line's bytes) of the first non-blank
+    line, if any."""
     data = block.obj if isinstance(block, memoryview) else block
     end = len(block)
     found = _NON_BLANK.search(data, 0, end)
@@ -44,9 +45,20 @@ def first_row(block: memoryview | bytes, first_line: int) -> tuple[int, Any] | N
     line = bytes(data[start : end if stop < 0 else stop])
     line_no = first_line + data.count(b"\n", 0, start)
     try:
-        return line_no, loads_line(line)
+        return line_no, loads_line(line), line
     except ValueError:  # the decoder names what is wrong with the line
-        return line_no, None
+        return line_no, None, line
+
+
+def first_row_end(block: memoryview | bytes) -> int:
+    """The offset just past the line of a block's first non-blank line (its end, with none)."""
+    data = block.obj if isinstance(block, memoryview) else block
+    end = len(block)
+    found = _NON_BLANK.search(data, 0, end)
+    if found is None:
+        return end
+    stop = data.find(b"\n", found.start(), end)
+    return end if stop < 0 else stop + 1
 
 
 class SourceFold:
@@ -61,12 +73,18 @@ class SourceFold:
         source: str,
         fmt: str | None = None,
         seen: Any = None,
+        first_id: Any = None,
+        head_known: bool = False,
     ) -> None:
         self.plan = plan
         self.name = name
         self.source = source
         self.fmt = fmt
         self.decoder: Any = None
+        # the file's first row's id, watched for in the rows after it (a FirstId); taken from
+        # the first row resolved unless the file's head was read apart (``head_known``)
+        self.first_id = first_id
+        self._head_known = head_known or first_id is not None
         # the ids read so far (a SeenIds), shared by the sources of one reading
         if seen is None:
             from calibcli.io.ids import SeenIds
@@ -80,9 +98,24 @@ class SourceFold:
         found = first_row(block, first_line)
         if found is None:
             return False
-        line_no, row = found
+        line_no, row, raw = found
         self.resolve_row(row, line_no)
+        if not self._head_known:
+            self._head_known = True
+            self.first_id = self.watch(row, line_no, raw)
         return True
+
+    def watch(self, row: Any, where: int | str, raw: bytes | None) -> Any:
+        """The :class:`~calibcli.io.first_id.FirstId` of a file whose first row is ``row``, or
+        None: rows without ids of their own (native rows, sums, logprobs, ...) read without
+        ``--id-field`` or ``--all-runs`` are watched (an id field checks every id)."""
+        from calibcli.io.first_id import FirstId
+        from calibcli.io.ids import OWN_IDS
+
+        plan = self.plan
+        if self.fmt in OWN_IDS or plan.id_field is not None or plan.all_runs:
+            return None
+        return FirstId.of(row, where, raw, plan.settings.by)
 
     def resolve_row(self, row: Any, where: int | str) -> None:
         """Set the format from the source's first row (``where``: its line or locator)."""
@@ -161,10 +194,21 @@ class SourceFold:
 
     def fold_rows(self, chunk: list[tuple[Any, Any]], builder: Any) -> None:
         """Fold rows of a whole document, ``(locator, row)`` pairs."""
+        start = 0  # where the rows after the document's first start
         if self.fmt is None:
             self.resolve_row(chunk[0][1], chunk[0][0])
+            if not self._head_known:
+                self._head_known, start = True, 1
+                self.first_id = self.watch(chunk[0][1], chunk[0][0], None)
         decoder = self._decoder()
-        cols, keys, where = decoder.rows(chunk, self.name)
+        watch = self.first_id
+        repeat = None if watch is None else watch.find_rows(chunk, self.name, start)
+        try:
+            cols, keys, where = decoder.rows(chunk, self.name)
+        except InputError as e:
+            raise _earlier(repeat, e) from None
+        if repeat is not None:
+            raise repeat
         name = self.name
         if decoder.ids:
             self.check_ids(decoder.ids, list(where), builder)
@@ -212,9 +256,16 @@ class SourceFold:
             # one holds a row there is no empty line to skip
             physical = nl + (len(block) > 0 and block[len(block) - 1] != 10)
             decoder = self._decoder()
-            cols, keys, lines = decoder.block(
-                block, first_line, name, expected, consecutive=expected == physical
-            )
+            watch = self.first_id
+            repeat = None if watch is None else watch.find(block, first_line, name)
+            try:
+                cols, keys, lines = decoder.block(
+                    block, first_line, name, expected, consecutive=expected == physical
+                )
+            except InputError as e:
+                raise _earlier(repeat, e) from None
+            if repeat is not None:
+                raise repeat
             if decoder.ids:
                 n = len(decoder.ids)
                 self.check_ids(
@@ -244,3 +295,10 @@ class SourceFold:
             if progress is not None:
                 progress()
         return newlines
+
+
+def _earlier(repeat: InputError | None, error: InputError) -> InputError:
+    """Of a block's repeated first id and its decoding error, the one on the earlier line."""
+    if repeat is None or not isinstance(repeat.line, int) or not isinstance(error.line, int):
+        return error
+    return repeat if repeat.line < error.line else error

@@ -11,6 +11,10 @@ from functools import partial
 from operator import methodcaller
 from typing import Any
 
+OWN_IDS = ("lm-eval", "inspect-ai", "helm", "openai-evals")
+"""The formats whose rows carry ids of their own (:func:`row_key`); other rows have an id only
+when ``--id-field`` names one."""
+
 
 def id_key(value: Any) -> Any:
     """A hashable id that keeps JSON types apart (1 and "1" are different ids)."""
@@ -80,7 +84,7 @@ def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], 
     id field (they are never identified, so the fast path stays fast)."""
     from calibcli import formats
 
-    if id_field is None and fmt not in ("lm-eval", "inspect-ai", "helm", "openai-evals"):
+    if id_field is None and fmt not in OWN_IDS:
         return None
     task = formats.task_from_filename(source) if source != "-" else None
     model = formats.model_from_filename(source) if source != "-" else None

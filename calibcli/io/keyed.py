@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError
+from calibcli.io.first_id import watched
 from calibcli.io.folders import expand
-from calibcli.io.ids import default_id_field, question_of, row_key
+from calibcli.io.ids import OWN_IDS, default_id_field, question_of, row_key
 from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids, hash_packed, plain_ids
 from calibcli.io.matching import (
     aligned,
@@ -138,9 +139,11 @@ def read_key_columns(
     max_document_bytes: int | None = None,
     gold_field: str | None = None,
     choices: list[str] | tuple[str, ...] | None = None,
+    all_runs: bool = False,
 ) -> KeyColumns:
     """:func:`~calibcli.io.records.read_keyed`'s rows (the same files, formats, checks and
-    errors, the first in reading order raised, a repeated id included) as columns."""
+    errors, the first in reading order raised, a repeated id included; ``all_runs`` as
+    there) as columns."""
     options = dict(
         id_field=id_field,
         confidence_field=confidence_field,
@@ -154,6 +157,7 @@ def read_key_columns(
         max_document_bytes=max_document_bytes,
         gold_field=gold_field,
         choices=choices,
+        all_runs=all_runs,
     )
     side = _Side(keyed, by is not None)
     if keyed and repeating(expand(sources)):
@@ -264,6 +268,7 @@ def _read_side(
         options.get("max_line_bytes", MAX_LINE_BYTES),
         options.get("max_document_bytes"),
     )
+    reader.watch = not keyed and not options.get("all_runs", False)
     from_folder = {f for f in expand(sources) if f not in sources}
     runs = choose_runs(sorted(from_folder))
     newest = set(runs.files)
@@ -368,6 +373,7 @@ class _Reader:
         self.warnings: list[str] = []  # what a file read says of itself (a failed inspect run)
         self.formats: list[tuple[str, str | None]] = []  # each file read, with its format
         self.checks: Any = None  # what the runs say of the rows read (io.runs.RunChecks)
+        self.watch = False  # native rows read without ids: each file's first id watched for
 
     def note(self, name: str, text: str) -> None:
         """Record the warning ``name: text`` about a file (:func:`note_once`)."""
@@ -523,6 +529,7 @@ class _State:
         self.once = source == "-" or not os.path.isfile(source)  # cannot be read again
         self._fast_ok = reader_ok and (field is None or "." not in field) and not self.once
         self.fast = False
+        self.first: Any = None  # the file's first row's id (a FirstId), when watched
 
     def route(self, row: dict) -> str | None:
         """Set the format from the first row; the reason to skip the file, or None."""
@@ -556,6 +563,8 @@ class _State:
             if len(values) != 1:
                 raise ValueError(f"a {self.fmt} row holding {len(values)} predictions")
             c, y = values[0]
+            if reader.watch and self.fmt not in OWN_IDS and reader.id_field is None:
+                self.first = watched(self.first, name, line_no, row, reader.by)
             canon = None
             if reader.keyed:
                 key = self.key(row)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibcli.errors import InputError
-from calibcli.io.fold import SourceFold
+from calibcli.io.fold import SourceFold, first_row_end
 from calibcli.io.sources import Source, blocks
 
 PIPE_CHUNK = 1 << 20
@@ -49,6 +49,7 @@ class Job:
     fmt: str
     start: int = 0
     stop: int | None = None
+    first_id: Any = None  # the file's first row's id, watched for (calibcli.io.first_id)
 
 
 def read(reader: Any, src: Source, builder: Any, parts: int) -> bool:
@@ -96,7 +97,9 @@ def _work(job: Job, items_of: Any, results: Any, drain: Any = None) -> None:
     try:
         builder = job.plan.builder()
         builder.begin_source()
-        fold = SourceFold(job.plan, job.name, job.path, job.fmt)
+        fold = SourceFold(
+            job.plan, job.name, job.path, job.fmt, first_id=job.first_id, head_known=True
+        )
         newlines = fold.fold(items_of(fold), builder)
         mode = fold.taken_mode()
         builder.end_source(
@@ -137,7 +140,7 @@ def _range_worker(job: Job, results: Any) -> None:
 def _stream_worker(job: Job, blocks_in: Any, results: Any) -> None:
     def received(fold: SourceFold):
         while (header := blocks_in.recv()) is not None:
-            fold.fmt, first_line, newlines, expected = header
+            fold.fmt, fold.first_id, first_line, newlines, expected = header
             yield first_line, blocks_in.recv_bytes(), newlines, expected
 
     def drain() -> None:
@@ -211,12 +214,13 @@ def _flush_std_streams() -> None:
             stream.flush()
 
 
-def _split_points(path: str, size: int, parts: int) -> list[int]:
-    """Byte offsets [0, b1, ..., size] cutting a file into ``parts`` ranges at line starts."""
+def _split_points(path: str, size: int, parts: int, floor: int = 0) -> list[int]:
+    """Byte offsets [0, b1, ..., size] cutting a file into ``parts`` ranges at line starts,
+    the first range holding at least the bytes before ``floor``."""
     bounds = [0]
     with open(path, "rb") as f:
         for k in range(1, parts):
-            pos = max(size * k // parts, bounds[-1])
+            pos = min(max(size * k // parts, bounds[-1], floor), size)
             if pos == 0:
                 bounds.append(0)
                 continue
@@ -243,23 +247,27 @@ def _read_ranges(
     path, size = src.source, src.size
     assert size is not None
     src.close()  # each process opens the file itself
+    floor = 0  # past the first row: this process reads it, so no worker counts it a repeat
     if fold.fmt is None:  # resolved here, so that every worker decodes the same format
         with open(path, "rb") as f:
             for first_line, block, _, _ in blocks(
                 f, src.name, plan.block_size, max_line_bytes=plan.max_line_bytes
             ):
                 if fold.resolve(block, first_line):
+                    floor += first_row_end(block)
                     break
+                floor += len(block)
         if fold.fmt is None:
             return  # only blank lines
-    bounds = _split_points(path, size, parts)
+    bounds = _split_points(path, size, parts, floor)
+    watch = None if fold.first_id is None else fold.first_id.elsewhere()
     _flush_std_streams()
     workers = []
     finished = False
     try:
         for k in range(1, parts):
             recv, send = ctx.Pipe(duplex=False)
-            job = Job(plan, src.name, path, fold.fmt, bounds[k], bounds[k + 1])
+            job = Job(plan, src.name, path, fold.fmt, bounds[k], bounds[k + 1], watch)
             proc = ctx.Process(target=_range_worker, args=(job, send), daemon=True)
             proc.start()
             send.close()
@@ -354,7 +362,7 @@ def _read_stream(
             return False
         if results.poll():
             return None  # the worker found a bad line: nothing after it matters
-        sender.send((fold.fmt, first_line, newlines, expected), block)
+        sender.send((fold.fmt, fold.first_id, first_line, newlines, expected), block)
         return True
 
     errors: list[InputError] = []

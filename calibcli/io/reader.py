@@ -269,11 +269,13 @@ class Reader:
         from calibcli.summaries import Source as SourceInfo
 
         name = display_name(source)
-        fold = SourceFold(self.plan, name, source, seen=self.seen)
+        fold = SourceFold(self.plan, name, source, seen=self.seen, head_known=start > 0)
         builder.begin_source()
         content = file_content_id(source)
         try:
             with open(source, "rb") as f:
+                if start > 0:  # the file's first row is watched for, as a whole reading does
+                    fold.first_id = _head_watch(f, fold, self.plan)
                 first_line = 1 + _newlines_before(f, start)
                 f.seek(start)
                 through = fold.fold(
@@ -395,3 +397,19 @@ class Reader:
             what=src.what,
             max_line_bytes=self.plan.max_line_bytes,
         )
+
+
+def _head_watch(f: Any, fold: SourceFold, plan: Any) -> Any:
+    """The watch for a file's first row (:meth:`SourceFold.watch`), read from the start of
+    ``f`` for a range that starts after it: a fold of its own resolves the format from that
+    row."""
+    head = SourceFold(plan, fold.name, fold.source)
+    for first_line, block, _, _ in blocks(
+        f, fold.name, plan.block_size, strip_bom=True, max_line_bytes=plan.max_line_bytes
+    ):
+        try:
+            if head.resolve(block, first_line):
+                return head.first_id
+        except (InputError, SkipFile):
+            return None  # the range's own rows say what is wrong
+    return None

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError, shown_name
+from calibcli.io.first_id import watched
 from calibcli.io.ids import default_id_field as _default_id_field
 from calibcli.io.ids import row_key as _row_key
 from calibcli.io.ids import show_id
@@ -116,6 +117,7 @@ def read_keyed(
     choices: list[str] | tuple[str, ...] | None = None,
     documents: bool = False,
     questions: bool = False,
+    all_runs: bool = False,
 ) -> KeyedRows:
     """Read (id, confidence, correct) rows; an id appearing twice is an error naming both lines.
 
@@ -130,7 +132,9 @@ def read_keyed(
     compare's check that matched rows ask the same question. With ``questions``, rows that
     share a question (an inspect-ai sample's epochs) are labelled with its hash
     (``questions``), so that a bootstrap draws them together; what the runs say closes gates
-    (``mixed``, ``repeats``) as the commands close them.
+    (``mixed``, ``repeats``) as the commands close them. A native row read without an id
+    that carries its file's first row's ``id`` is an error unless ``all_runs``
+    (:mod:`calibcli.io.first_id`).
     """
     from calibcli import formats
     from calibcli.io.folders import expand
@@ -175,6 +179,7 @@ def read_keyed(
             continue
         source_fmt = None
         convert = None
+        watch = None  # the file's first row's id (a FirstId, False when it has none)
         task = formats.task_from_filename(source) if source != "-" else None
         key_of = None
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
@@ -210,6 +215,8 @@ def read_keyed(
                     text = f'id field "{field}" {text}'
                 raise InputError(name, line_no, text) from None
             if key is None:
+                if source_fmt == "jsonl" and not all_runs and id_field is None:
+                    watch = watched(watch, name, line_no, row, by)
                 key = ("row", len(keys))
             elif key in seen:
                 raise InputError(

@@ -108,6 +108,7 @@ def compare(
         "max_document_bytes": reading.max_document_bytes,
         "gold_field": reading.gold_field,
         "choices": reading.choices,
+        "all_runs": reading.all_runs,
     }
     try:
         matched, found = read_compared(base, new, unpaired=unpaired, **keyed)
