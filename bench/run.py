@@ -101,17 +101,23 @@ def perplexity_chunk(rows: int, seed: int = 1) -> bytes:
 
 
 def write_repeated(path: Path, chunk: bytes, chunk_rows: int, rows: int) -> Path:
-    """``rows`` rows: the chunk repeated, the last copy cut at a line boundary."""
+    """``rows`` rows: the chunk repeated, the last copy cut at a line boundary. Rows with ids
+    (``"id": "q..."``) get other ids in each copy (``"1q..."``, ...), as rows of one run have:
+    a copy repeating the first row's id would be read as a run appended again, and refused."""
     with open(path, "wb") as f:
-        left = rows
-        while left >= chunk_rows:
-            f.write(chunk)
+        left, copy = rows, 0
+        while left > 0:
+            part = chunk
+            if copy:
+                part = chunk.replace(b'{"id": "q', b'{"id": "%dq' % copy)
+            if left < chunk_rows:
+                cut = 0
+                for _ in range(left):
+                    cut = part.index(b"\n", cut) + 1
+                part = part[:cut]
+            f.write(part)
             left -= chunk_rows
-        if left:
-            cut = 0
-            for _ in range(left):
-                cut = chunk.index(b"\n", cut) + 1
-            f.write(chunk[:cut])
+            copy += 1
     return path
 
 
