@@ -10,6 +10,8 @@ import json
 import random
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from calibcli.errors import InputError
 from calibcli.io.first_id import FirstId
@@ -359,3 +361,90 @@ def test_the_api_reads_as_the_commands_read(tmp_path):
     with pytest.raises(InputError):
         calibcli.compare(base, path, unpaired=True)
     assert calibcli.compare(base, path, unpaired=True, all_runs=True)["n_new"] == 60
+
+
+# --------------------------------------------------------------------------- every way of reading
+
+SPECIALS = st.sampled_from(
+    [
+        ("first", None),  # the first row's id again: a repeat
+        ("string", None),  # the string "0": another id
+        ("float", None),  # 0.0: another id, as --id-field tells them
+        ("nested", None),  # {"meta": {"id": 0}}: not the row's id
+        ("quoted", None),  # a string holding '"id": 0': not the row's id
+        ("longer", None),  # a number whose text opens with the first id's: 71 for 7
+        ("blank", None),  # an empty line
+    ]
+)
+
+
+def _line(kind, i, rng, first):
+    c, y = rng.random(), "true" if rng.random() < 0.5 else "false"
+    ident = {
+        "first": f"{first}",
+        "string": f'"{first}"',
+        "float": f"{first}.0",
+        # a number whose text opens with the first id's: 71 for 7, 0.5 for 0
+        "longer": f"{first}{i}" if first else f"0.{i}",
+    }.get(kind, str(100_000 + i))
+    extra = {
+        "nested": f', "meta": {{"id": {first}}}',
+        "quoted": f', "note": "\\"id\\": {first}"',
+    }.get(kind, "")
+    return f'{{"id": {ident}, "confidence": {c!r}, "correct": {y}{extra}}}'
+
+
+def _repeat_lines(lines):
+    """The lines of the rows after the first that carry its id, found by parsing every line:
+    the reference the byte search is held to."""
+    rows = [(k, json.loads(text)) for k, text in enumerate(lines, 1) if text]
+    (_, first), rest = rows[0], rows[1:]
+    return [
+        k for k, row in rest if type(row["id"]) is type(first["id"]) and row["id"] == first["id"]
+    ]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    specials=st.lists(st.tuples(st.integers(1, 3_999), SPECIALS), max_size=12),
+    seed=st.integers(0, 2**16),
+    first=st.sampled_from([0, 1, 7]),
+    repeat_at=st.one_of(st.none(), st.integers(1, 3_999)),
+)
+def test_every_reading_finds_the_first_repeat_the_rows_hold(
+    tmp_path_factory, specials, seed, first, repeat_at
+):
+    """4,000 rows (about 180 KB: blocks of 64 KiB, read by one process, two, and in two parts)
+    with the first row's id, other ids written alike and blank lines put anywhere: every
+    reading refuses the first row that repeats the first row's id, or none."""
+    from calibcli.io import read_calibration
+
+    rng = random.Random(seed)
+    kinds = dict((at, kind) for at, (kind, _) in specials)
+    if repeat_at is not None:  # a repeat in either process's share, or part
+        kinds[repeat_at] = "first"
+    lines = [f'{{"id": {first}, "confidence": 0.5, "correct": true}}']
+    for i in range(1, 4_000):
+        kind = kinds.get(i)
+        lines.append("" if kind == "blank" else _line(kind, i, rng, first))
+    path = tmp_path_factory.mktemp("rows") / "rows.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    repeats = _repeat_lines(lines)
+    expected = repeats[0] if repeats else None
+    for workers in (1, 2):
+        if expected is None:
+            summary = read_calibration([str(path)], workers=workers, block_size=64 << 10)
+            assert summary.rows == sum(1 for text in lines if text)
+            continue
+        with pytest.raises(InputError) as found:
+            read_calibration([str(path)], workers=workers, block_size=64 << 10)
+        assert (found.value.path, found.value.line) == (str(path), expected)
+    errors = []
+    for k in (1, 2):
+        try:
+            read_calibration([str(path)], workers=1, block_size=64 << 10, part=(k, 2))
+        except InputError as e:
+            errors.append(e.line)
+    # each part refuses the first repeat among its own lines
+    assert errors == [] if expected is None else errors[0] == expected
+    assert set(errors) <= set(repeats)
