@@ -246,6 +246,20 @@ def test_whole_documents_compare_each_row(tmp_path):
     assert result.exit_code == 0
 
 
+def test_a_parquet_table_names_rows(tmp_path):
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (calibcli[parquet])")
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is not installed")
+    run_rows = rows_of(25)
+    path = tmp_path / "preds.parquet"
+    pq.write_table(pa.Table.from_pylist(run_rows + run_rows), path)
+    result = run(["calibrate", path, "-q"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"Error: {path}: row 26: the row of id 'q0' repeats the id of the file's first row "
+        f"(row 1): {TAIL}"
+    )
+
+
 def test_an_earlier_bad_row_is_reported_first(tmp_path):
     run_rows = rows_of(10)
     path = tmp_path / "preds.jsonl"

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, shown_name
 from calibcli.io.ids import id_key, show_id
 from calibcli.io.strict_json import loads_line
 
@@ -104,12 +104,14 @@ class FirstId:
         return self.by is None or _group(row, self.by) == self.group
 
     def error(self, name: str, line: int | str) -> InputError:
-        where = self.line if isinstance(self.line, int) else repr(self.line)
+        """The error for a row at ``line`` (or a table's locator) that repeats the first."""
+        place = self.line
+        where = f"line {place}" if isinstance(place, int) else shown_name(place).strip()
         return InputError(
             name,
             line,
             f"the row of id {show_id(id_key(self.value))} repeats the id of the file's first "
-            f"row (line {where}): {REPEATED_FIRST}",
+            f"row ({where}): {REPEATED_FIRST}",
         )
 
     def find(self, block: Any, first_line: int, name: str) -> InputError | None:
