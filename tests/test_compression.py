@@ -323,6 +323,25 @@ def test_a_compressed_copy_beside_its_plain_file_is_said(tmp_path, plain, suffix
     )
 
 
+def test_two_compressed_copies_of_one_file_are_said(tmp_path, plain):
+    """``rows.jsonl.gz`` and ``rows.jsonl.zst`` of the same bytes, without the plain file: the
+    contents are compared when the names less their suffixes agree."""
+    gz, zst = tmp_path / "rows.jsonl.gz", tmp_path / "rows.jsonl.zst"
+    gz.write_bytes(pack(".gz", plain.read_bytes()))
+    zst.write_bytes(pack(".zst", plain.read_bytes()))
+    xz = tmp_path / "rows.jsonl.xz"  # the same name, other rows: not a copy
+    xz.write_bytes(pack(".xz", b"".join(plain.read_bytes().splitlines(keepends=True)[:10])))
+    result = run(["calibrate", gz, zst, xz, "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["n"] == 6010
+    assert result.stderr == (
+        f"warning: {zst} holds the same bytes as {gz} once decompressed: their rows are "
+        "counted twice (pass --all-runs if that is meant, or give one of them)\n"
+    )
+    result = run(["calibrate", gz, zst, "--all-runs", "--json"])
+    assert result.exit_code == 0 and result.stderr == ""
+
+
 def test_a_compressed_file_of_other_rows_beside_a_plain_one_is_not_said(tmp_path, plain):
     other = write_jsonl(tmp_path / "other.jsonl", make_rows(3000, seed=6))
     packed = tmp_path / "rows.jsonl.zst"

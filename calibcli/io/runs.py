@@ -146,7 +146,8 @@ def _decompressed_copies(files: list[str]) -> list[str]:
     holds: for gzip, the trailer's CRC-32 and size (of its last member) against the plain
     file's, computed only for a plain file of that size; for the other formats, which record
     neither, the content's CRC-32 against that of the plain file named as the compressed one
-    less its suffix."""
+    less its suffix. Two compressed files of one name less their suffixes (``rows.jsonl.gz``,
+    ``rows.jsonl.zst``) are compared by their contents' CRC-32 too."""
     trailers: dict[str, tuple[int, int]] = {}
     sizes: dict[int, list[str]] = {}
     others: list[str] = []
@@ -173,11 +174,33 @@ def _decompressed_copies(files: list[str]) -> list[str]:
             crc = _crc32(packed, decompress=True)
             if crc is not None and crc == _crc32(plain):
                 copies.append((packed, plain))
+    copies += _packed_copies([*trailers, *others], {packed for packed, _ in copies})
     return [
         f"{shown_name(packed)} holds the same bytes as {shown_name(plain)} once decompressed: "
         "their rows are counted twice (pass --all-runs if that is meant, or give one of them)"
         for packed, plain in copies
     ]
+
+
+def _packed_copies(packed: list[str], said: set[str]) -> list[tuple[str, str]]:
+    """(later, earlier) for each two compressed files of one name less their suffixes whose
+    contents are the same bytes (``said``: files already said to copy a plain one)."""
+    stems: dict[str, list[str]] = {}
+    for f in packed:
+        if f not in said:
+            stems.setdefault(without_suffix(f), []).append(f)
+    copies = []
+    for group in stems.values():
+        if len(group) < 2:
+            continue
+        seen: dict[int, str] = {}
+        for f in sorted(group, key=packed.index):
+            crc = _crc32(f, decompress=True)
+            if crc is not None and crc in seen:
+                copies.append((f, seen[crc]))
+            elif crc is not None:
+                seen[crc] = f
+    return copies
 
 
 def _crc32(path: str, decompress: bool = False) -> int | None:
