@@ -340,6 +340,8 @@ def test_two_compressed_copies_of_one_file_are_said(tmp_path, plain):
     )
     result = run(["calibrate", gz, zst, "--all-runs", "--json"])
     assert result.exit_code == 0 and result.stderr == ""
+    result = run(["calibrate", zst, gz, "--json"])  # the later one given is the copy
+    assert f"warning: {gz} holds the same bytes as {zst} once decompressed" in result.stderr
 
 
 def test_a_compressed_file_of_other_rows_beside_a_plain_one_is_not_said(tmp_path, plain):

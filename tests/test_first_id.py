@@ -381,13 +381,13 @@ def test_the_api_reads_as_the_commands_read(tmp_path):
 
 SPECIALS = st.sampled_from(
     [
-        ("first", None),  # the first row's id again: a repeat
-        ("string", None),  # the string "0": another id
-        ("float", None),  # 0.0: another id, as --id-field tells them
-        ("nested", None),  # {"meta": {"id": 0}}: not the row's id
-        ("quoted", None),  # a string holding '"id": 0': not the row's id
-        ("longer", None),  # a number whose text opens with the first id's: 71 for 7
-        ("blank", None),  # an empty line
+        "first",  # the first row's id again: a repeat
+        "string",  # the string "7" for the number 7: another id
+        "float",  # 7.0: another id, as --id-field tells them
+        "nested",  # {"meta": {"id": 7}}: not the row's id
+        "quoted",  # a string holding '"id": 7': not the row's id
+        "longer",  # a number whose text opens with the first id's: 71 for 7
+        "blank",  # an empty line
     ]
 )
 
@@ -434,7 +434,7 @@ def test_every_reading_finds_the_first_repeat_the_rows_hold(
     from calibcli.io import read_calibration
 
     rng = random.Random(seed)
-    kinds = dict((at, kind) for at, (kind, _) in specials)
+    kinds = dict(specials)
     if repeat_at is not None:  # a repeat in either process's share, or part
         kinds[repeat_at] = "first"
     lines = [f'{{"id": {first}, "confidence": 0.5, "correct": true}}']

@@ -174,7 +174,8 @@ def _decompressed_copies(files: list[str]) -> list[str]:
             crc = _crc32(packed, decompress=True)
             if crc is not None and crc == _crc32(plain):
                 copies.append((packed, plain))
-    copies += _packed_copies([*trailers, *others], {packed for packed, _ in copies})
+    packed = [f for f in files if f in trailers or f in others]  # in the order given
+    copies += _packed_copies(packed, {copy for copy, _ in copies})
     return [
         f"{shown_name(packed)} holds the same bytes as {shown_name(plain)} once decompressed: "
         "their rows are counted twice (pass --all-runs if that is meant, or give one of them)"
@@ -194,7 +195,7 @@ def _packed_copies(packed: list[str], said: set[str]) -> list[tuple[str, str]]:
         if len(group) < 2:
             continue
         seen: dict[int, str] = {}
-        for f in sorted(group, key=packed.index):
+        for f in group:
             crc = _crc32(f, decompress=True)
             if crc is not None and crc in seen:
                 copies.append((f, seen[crc]))
