@@ -51,7 +51,6 @@ class FirstId:
     value: Any
     line: int | str
     needle: bytes | None
-    number: bool
     skip: int | str | None
     by: str | None = None
     group: str | None = None
@@ -78,7 +77,7 @@ class FirstId:
             needle = _needle(raw, value)
             if needle is None:
                 return None
-        return cls(value, line, needle, not isinstance(value, str), line, by, group)
+        return cls(value, line, needle, line, by, group)
 
     def elsewhere(self) -> FirstId:
         """This watch for rows that cannot hold the first row (a worker's later share, whose
@@ -125,12 +124,13 @@ class FirstId:
         if not isinstance(data, (bytes, bytearray)):
             data = bytes(block)
         end = len(block)
+        number = not isinstance(self.value, str)  # a needle a longer number may open
         at = data.find(needle, 0, end)
         while at >= 0:
             after = at + len(needle)
             stop = data.find(b"\n", after, end)
             stop = end if stop < 0 else stop
-            if not (self.number and after < end and data[after] in _NUMBER_GOES_ON):
+            if not (number and after < end and data[after] in _NUMBER_GOES_ON):
                 start = data.rfind(b"\n", 0, at) + 1
                 line = first_line + data.count(b"\n", 0, start)
                 if line != self.skip and self._holds(bytes(data[start:stop])):

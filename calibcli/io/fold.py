@@ -36,13 +36,11 @@ def first_row(block: memoryview | bytes, first_line: int) -> tuple[int, Any, byt
     """(line, parsed object or None if unparseable, the line's bytes) of the first non-blank
     line, if any."""
     data = block.obj if isinstance(block, memoryview) else block
-    end = len(block)
-    found = _NON_BLANK.search(data, 0, end)
+    found = _first_line(data, len(block))
     if found is None:
         return None
-    start = data.rfind(b"\n", 0, found.start()) + 1
-    stop = data.find(b"\n", found.start(), end)
-    line = bytes(data[start : end if stop < 0 else stop])
+    start, stop = found
+    line = bytes(data[start:stop])
     line_no = first_line + data.count(b"\n", 0, start)
     try:
         return line_no, loads_line(line), line
@@ -54,11 +52,17 @@ def first_row_end(block: memoryview | bytes) -> int:
     """The offset just past the line of a block's first non-blank line (its end, with none)."""
     data = block.obj if isinstance(block, memoryview) else block
     end = len(block)
+    found = _first_line(data, end)
+    return end if found is None or found[1] == end else found[1] + 1
+
+
+def _first_line(data: Any, end: int) -> tuple[int, int] | None:
+    """[start, stop) of the first non-blank line of ``data[:end]``, its newline left out."""
     found = _NON_BLANK.search(data, 0, end)
     if found is None:
-        return end
+        return None
     stop = data.find(b"\n", found.start(), end)
-    return end if stop < 0 else stop + 1
+    return data.rfind(b"\n", 0, found.start()) + 1, end if stop < 0 else stop
 
 
 class SourceFold:

@@ -399,13 +399,19 @@ class Reader:
         )
 
 
+HEAD_BYTES = 64 << 10
+"""Bytes read at a time to find a file's first row for a range that starts after it."""
+
+
 def _head_watch(f: Any, fold: SourceFold, plan: Any) -> Any:
     """The watch for a file's first row (:meth:`SourceFold.watch`), read from the start of
     ``f`` for a range that starts after it: a fold of its own resolves the format from that
     row."""
     head = SourceFold(plan, fold.name, fold.source)
+    # a small block: only the first row is wanted (a longer line is carried into the next one),
+    # and every range of a file read apart reads its head again
     for first_line, block, _, _ in blocks(
-        f, fold.name, plan.block_size, strip_bom=True, max_line_bytes=plan.max_line_bytes
+        f, fold.name, HEAD_BYTES, strip_bom=True, max_line_bytes=plan.max_line_bytes
     ):
         try:
             if head.resolve(block, first_line):

@@ -17,9 +17,9 @@ import numpy as np
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.first_id import watched
+from calibcli.io.ids import OWN_IDS, show_id
 from calibcli.io.ids import default_id_field as _default_id_field
 from calibcli.io.ids import row_key as _row_key
-from calibcli.io.ids import show_id
 from calibcli.io.sources import (
     MAX_LINE_BYTES,
     Source,
@@ -215,7 +215,7 @@ def read_keyed(
                     text = f'id field "{field}" {text}'
                 raise InputError(name, line_no, text) from None
             if key is None:
-                if source_fmt == "jsonl" and not all_runs and id_field is None:
+                if source_fmt not in OWN_IDS and not all_runs and id_field is None:
                     watch = watched(watch, name, line_no, row, by)
                 key = ("row", len(keys))
             elif key in seen:
