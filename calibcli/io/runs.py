@@ -440,12 +440,16 @@ def _pooled(named: list[tuple[str, str | None]], by: str | None) -> str | None:
 
 def _lm_eval_model(path: str) -> str | None:
     """The model an lm-eval samples file was run with: its model arguments as its name writes
-    them (before v0.4.3), else the ``model_name`` of its run's results file; None when neither
-    says."""
+    them (before v0.4.3), else the ``model_name`` of its run's results file, else the
+    ``org__name`` folder v0.4.3+ writes a model's files into (as ``--by model`` reads it);
+    None when none says."""
     from calibcli import formats
 
     args = formats.model_args_from_filename(path)
-    return args if args is not None else _results_model(path)
+    if args is not None:
+        return args
+    found = _results_model(path)
+    return found if found is not None else formats.model_from_filename(path)
 
 
 def _results_model(path: str) -> str | None:
