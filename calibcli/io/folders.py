@@ -22,16 +22,29 @@ from calibcli.errors import InputError
 from calibcli.io.compression import SUFFIXES as COMPRESSED
 from calibcli.io.compression import without_suffix
 
-#: The endings of the files a folder contributes (with or without a compression suffix,
-#: :data:`calibcli.io.compression.SUFFIXES`).
-SUFFIXES = (".jsonl", ".json", ".eval", ".parquet", ".arrow", ".feather", ".csv", ".tsv", ".cbs")
+#: The endings of the files a folder contributes, in any case (with or without a compression
+#: suffix, :data:`calibcli.io.compression.SUFFIXES`). ``.ndjson`` is JSON Lines by another name.
+SUFFIXES = (
+    ".jsonl",
+    ".ndjson",
+    ".json",
+    ".eval",
+    ".parquet",
+    ".arrow",
+    ".feather",
+    ".csv",
+    ".tsv",
+    ".cbs",
+)
 
 
 def is_input_file(name: str) -> bool:
-    """Whether a file of this name, inside a folder given as an input, is read."""
+    """Whether a file of this name, inside a folder given as an input, is read: a name
+    written in capitals (``ROWS.JSONL``, as some systems write them) is read as any other,
+    since a file given by name is read whatever its case."""
     if name.startswith("."):
         return False
-    return without_suffix(name).endswith(SUFFIXES)
+    return without_suffix(name.lower()).endswith(SUFFIXES)
 
 
 def expand(sources: list[str]) -> list[str]:

@@ -29,7 +29,7 @@ def helm_trials(path: str) -> int | None:
     """The train trials of a HELM ``per_instance_stats.json`` (its highest
     ``train_trial_index`` + 1); None for one trial, for any other file, and when the file
     cannot be read (the reader says why)."""
-    if path == "-" or not without_suffix(path).endswith(".json"):
+    if path == "-" or not without_suffix(path.lower()).endswith(".json"):
         return None
     found = file_version(path)
     return None if found is None else _trials(*found)

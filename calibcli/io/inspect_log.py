@@ -272,9 +272,9 @@ def head_epochs(path: str) -> int | None:
     """``eval.config.epochs`` of an inspect-ai log, found without reading its samples: from an
     ``.eval`` log's header, or a ``.json`` log's ``eval`` ending within the file's first MiB
     (where inspect-ai writes it), compressed or not; None otherwise, also for any other file."""
-    if path.endswith(".eval"):
+    if path.lower().endswith(".eval"):
         return log_epochs(path)
-    if not without_suffix(path).endswith(".json"):
+    if not without_suffix(path.lower()).endswith(".json"):
         return None
     found = file_version(path)
     return None if found is None else _run_spec(_head_spec(*found))[1]
@@ -321,11 +321,11 @@ def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None]:
 
     spec: Any = None
     try:
-        if path.endswith(".eval"):
+        if path.lower().endswith(".eval"):
             with open(path, "rb") as f, zipfile.ZipFile(f) as archive:
                 header = eval_header(archive, f, MAX_DOCUMENT_BYTES)
             spec = header.get("eval") if header is not None else None
-        elif without_suffix(path).endswith(".json") and size <= MAX_DOCUMENT_BYTES:
+        elif without_suffix(path.lower()).endswith(".json") and size <= MAX_DOCUMENT_BYTES:
             spec = _head_spec(path, _mtime, size)
             if spec is None:  # not within the head: the whole log, its samples skipped
                 with open_path(path) as f:
