@@ -310,20 +310,23 @@ def test_a_zstandard_member_of_an_eval_log_is_checked_against_its_crc(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", SUFFIXES)
-def test_a_compressed_copy_beside_its_plain_file_is_said(tmp_path, plain, suffix):
+def test_a_compressed_copy_beside_its_plain_file_is_refused(tmp_path, plain, suffix):
     """``zstd -k rows.jsonl`` leaves both files; given both, every row counts twice."""
     packed = tmp_path / f"rows.jsonl{suffix}"
     packed.write_bytes(pack(suffix, plain.read_bytes()))
     result = run(["calibrate", plain, packed, "--json"])
-    assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["n"] == 6000
+    assert result.exit_code == 2
+    assert result.stdout == ""
     assert result.stderr == (
-        f"warning: {packed} holds the same bytes as {plain} once decompressed: their rows are "
-        "counted twice (pass --all-runs if that is meant, or give one of them)\n"
+        f"Error: {packed}: holds the same bytes as {plain} once decompressed: its rows would "
+        "count twice (pass --all-runs to pool them on purpose, or give one of them)\n"
     )
+    pooled = run(["calibrate", plain, packed, "--all-runs", "--json"])
+    assert pooled.exit_code == 0 and pooled.stderr == ""
+    assert json.loads(pooled.stdout)["n"] == 6000
 
 
-def test_two_compressed_copies_of_one_file_are_said(tmp_path, plain):
+def test_two_compressed_copies_of_one_file_are_refused(tmp_path, plain):
     """``rows.jsonl.gz`` and ``rows.jsonl.zst`` of the same bytes, without the plain file: the
     contents are compared when the names less their suffixes agree."""
     gz, zst = tmp_path / "rows.jsonl.gz", tmp_path / "rows.jsonl.zst"
@@ -332,16 +335,18 @@ def test_two_compressed_copies_of_one_file_are_said(tmp_path, plain):
     xz = tmp_path / "rows.jsonl.xz"  # the same name, other rows: not a copy
     xz.write_bytes(pack(".xz", b"".join(plain.read_bytes().splitlines(keepends=True)[:10])))
     result = run(["calibrate", gz, zst, xz, "--json"])
-    assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["n"] == 6010
+    assert result.exit_code == 2
     assert result.stderr == (
-        f"warning: {zst} holds the same bytes as {gz} once decompressed: their rows are "
-        "counted twice (pass --all-runs if that is meant, or give one of them)\n"
+        f"Error: {zst}: holds the same bytes as {gz} once decompressed: its rows would count "
+        "twice (pass --all-runs to pool them on purpose, or give one of them)\n"
     )
-    result = run(["calibrate", gz, zst, "--all-runs", "--json"])
+    result = run(["calibrate", gz, zst, xz, "--all-runs", "--json"])
+    assert result.exit_code == 0 and result.stderr == ""
+    assert json.loads(result.stdout)["n"] == 6010
+    result = run(["calibrate", gz, xz, "--json"])
     assert result.exit_code == 0 and result.stderr == ""
     result = run(["calibrate", zst, gz, "--json"])  # the later one given is the copy
-    assert f"warning: {gz} holds the same bytes as {zst} once decompressed" in result.stderr
+    assert f"Error: {gz}: holds the same bytes as {zst} once decompressed" in result.stderr
 
 
 def test_a_compressed_file_of_other_rows_beside_a_plain_one_is_not_said(tmp_path, plain):

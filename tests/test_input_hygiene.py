@@ -354,14 +354,12 @@ def test_a_repeated_row_names_both_odd_files(tmp_path):
     assert f"at {str(first)!r}:1: " in line
 
 
-def test_warnings_naming_odd_files_are_one_line_each(tmp_path):
+def test_a_copy_refused_names_both_odd_files_on_one_line(tmp_path):
     rows = [cal_line(i) for i in range(60)]
     first = write_lines(tmp_path / "a\nb.jsonl", rows)
     second = write_lines(tmp_path / "c\td.jsonl", rows)
-    result = run(["calibrate", first, second, "--json"])
-    assert result.exit_code == 0, result.stderr
-    lines = one_warning_per_line(result.stderr)
-    assert f"warning: {str(second)!r} holds the same bytes as {str(first)!r}" in lines[0]
+    line = one_error_line(run(["calibrate", first, second, "--json"]))
+    assert line.startswith(f"Error: {str(second)!r}: holds the same bytes as {str(first)!r}: ")
 
 
 def test_a_skipped_odd_file_and_the_detected_format_are_one_line_each(tmp_path):

@@ -127,27 +127,35 @@ def test_standard_input_and_a_file_are_two_inputs(tmp_path):
     assert json.loads(result.stdout)["n"] == 8
 
 
-def test_two_files_with_the_same_bytes_are_named(tmp_path):
+def test_two_files_with_the_same_bytes_are_refused(tmp_path):
+    # the same rows twice narrow every interval and meet --min-rows with the copy
     path = write_jsonl(tmp_path / "p.jsonl", [{"confidence": 0.5, "correct": True}] * 4)
     copy = tmp_path / "copy.jsonl"
     shutil.copy(path, copy)
-    body, _ = report(["calibrate", path, copy])
+    result = run(["calibrate", path, copy, "--min-rows", "8", "-q"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (
+        f"Error: {copy}: holds the same bytes as {path}: its rows would count twice (pass "
+        "--all-runs to pool them on purpose, or give one of them)\n"
+    )
+    body, _ = report(["calibrate", path, copy, "--all-runs"])
     assert body["n"] == 8
-    assert any(f"{copy} holds the same bytes as {path}" in w for w in body["warnings"])
 
 
-def test_a_gzip_file_beside_the_file_it_compresses_is_named(tmp_path):
+def test_a_gzip_file_beside_the_file_it_compresses_is_refused(tmp_path):
     # a folder after `gzip -k p.jsonl` holds the rows twice
     path = write_jsonl(tmp_path / "p.jsonl", [{"nll": 2.0, "tokens": 3}] * 4)
     packed = tmp_path / "p.jsonl.gz"
     packed.write_bytes(gzip.compress(path.read_bytes()))
     other = write_jsonl(tmp_path / "q.jsonl", [{"nll": 1.0, "tokens": 5}] * 4)
-    body, _ = report(["perplexity", tmp_path])
+    result = run(["perplexity", tmp_path, "-q"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: {packed}: holds the same bytes as {path} once decompressed: its rows would "
+        "count twice (pass --all-runs to pool them on purpose, or give one of them)\n"
+    )
+    body, _ = report(["perplexity", tmp_path, "--all-runs"])
     assert body["sequences"] == 12
-    assert body["warnings"] == [
-        f"{packed} holds the same bytes as {path} once decompressed: their rows are counted "
-        "twice (pass --all-runs if that is meant, or give one of them)"
-    ]
     # the same size and other bytes, or another file, say nothing
     path.write_text(path.read_text().replace("2.0", "4.0"))
     assert report(["perplexity", packed, path, other])[0]["warnings"] == []

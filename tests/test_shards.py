@@ -272,17 +272,22 @@ def test_a_part_counted_twice_is_refused(data, tmp_path):
 
 
 def test_a_summary_of_one_input_given_twice_measures_and_merges(tmp_path):
-    """A summary of two files with the same bytes (which it carries a warning about), or of a
-    file given twice with --all-runs, counts what it holds when measured or merged, while
-    another part holding the same input is still refused."""
+    """A summary of two files with the same bytes, or of a file given twice, made with
+    --all-runs, counts what it holds when measured or merged, while another part holding the
+    same input is still refused; without --all-runs the copy is refused."""
     x = write_jsonl(tmp_path / "x.jsonl", make_rows(300, seed=3))
     y = tmp_path / "y.jsonl"
     y.write_bytes(x.read_bytes())
     os.link(x, tmp_path / "hard.jsonl")
     both, pooled = tmp_path / "both.cbs", tmp_path / "pooled.cbs"
-    cli("summarize", x, y, "-o", both, "-q")
+    assert "holds the same bytes" in one_line_error("summarize", x, y, "-o", both)
+    assert not both.exists()
+    cli("summarize", x, y, "--all-runs", "-o", both, "-q")
     cli("summarize", x, tmp_path / "hard.jsonl", "--all-runs", "-o", pooled, "-q")
-    for summary, files in ((both, [x, y]), (pooled, [x, tmp_path / "hard.jsonl", "--all-runs"])):
+    for summary, files in (
+        (both, [x, y, "--all-runs"]),
+        (pooled, [x, tmp_path / "hard.jsonl", "--all-runs"]),
+    ):
         want = report("calibrate", *files)
         assert want["n"] == 600
         assert_same_report(report("calibrate", summary), want)
@@ -291,7 +296,6 @@ def test_a_summary_of_one_input_given_twice_measures_and_merges(tmp_path):
         assert_same_report(report("calibrate", merged), want)
     alone = tmp_path / "x.cbs"
     cli("summarize", x, "-o", alone, "-q")
-    assert f"{y} holds the same bytes as {x}" in report("calibrate", both)["warnings"][0]
     assert "both count" in one_line_error("merge", alone, both, "-o", tmp_path / "no.cbs")
     assert "both count" in one_line_error("calibrate", both, alone)
     assert "is read here" in one_line_error("calibrate", both, y)

@@ -534,8 +534,9 @@ AllRunsOpt = _opt(
     bool,
     "--all-runs",
     help="Pool every run given: re-runs of an lm-eval task (other timestamps in the file names; "
-    "by default only the newest is read), the same file twice, rows whose id was read before, "
-    "native rows after the first that carry its id (a run appended to its file again).",
+    "by default only the newest is read), the same file twice, two files of the same bytes "
+    "(a copy, or a compressed copy), rows whose id was read before, native rows after the "
+    "first that carry its id (a run appended to its file again).",
 )
 MaxIncreaseOpt = _opt(
     list[str] | None,

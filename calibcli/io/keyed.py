@@ -270,7 +270,7 @@ def _read_side(
     )
     reader.watch = not keyed and not options.get("all_runs", False)
     from_folder = {f for f in expand(sources) if f not in sources}
-    runs = choose_runs(sorted(from_folder))
+    runs = choose_runs(sorted(from_folder), all_runs=options.get("all_runs", False))
     newest = set(runs.files)
     # the older re-runs a folder holds are left out, as the other commands leave them out, and
     # named as they name them

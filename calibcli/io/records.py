@@ -167,7 +167,7 @@ def read_keyed(
     # a folder's files are read as the streaming readers read them: its results files, files of
     # other task kinds and older re-runs of a task are left out (the files named are not)
     from_folder = {f for f in expand(sources) if f not in sources}
-    runs = choose_runs(sorted(from_folder))
+    runs = choose_runs(sorted(from_folder), all_runs=all_runs)
     newest = set(runs.files)
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed

@@ -8,10 +8,11 @@ in one folder with different timestamps in their names are re-runs: only the new
 timestamp in the name, never by modification time, which an artifact download changes) is
 read, with a warning naming the runs left out, unless ``all_runs``. The same file given twice
 (under any path, through a symbolic or a hard link) and standard input given twice are refused
-unless ``all_runs``; two files that hold the same bytes are read with a warning, and so are a
-compressed file and a plain one holding its decompressed bytes (``x.jsonl`` beside ``gzip -k``'s
-``x.jsonl.gz``: any gzip file, by its trailer; a Zstandard, xz or bzip2 file named as the plain
-one plus its suffix, by decompressing it).
+unless ``all_runs``, and so are two files that hold the same bytes, a compressed file and a
+plain one holding its decompressed bytes (``x.jsonl`` beside ``gzip -k``'s ``x.jsonl.gz``: any
+gzip file, by its trailer; a Zstandard, xz or bzip2 file named as the plain one plus its suffix,
+by decompressing it), and two compressions of one file: the same rows twice would narrow every
+interval and meet ``--min-rows`` with the copy.
 
 A run may also have evaluated only a part of a task's documents (lm-eval's ``--limit``): its
 samples file then holds that part, and nothing in the rows says so. The run's results file
@@ -52,6 +53,7 @@ _RUN_NAME = re.compile(
     r"\.jsonl?(?:\.gz|\.zst|\.xz|\.bz2)?$"
 )
 DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purpose)"
+COPY = "its rows would count twice (pass --all-runs to pool them on purpose, or give one of them)"
 SHOWN = 5  # tasks and files named in the warning; the rest are counted
 RESULTS_BYTES = 64 << 20  # a results file larger than this is not read for its counts
 
@@ -131,20 +133,22 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
         names[inode] = f
         content = file_content_id(f)
         if content and content in contents:
-            warnings.append(
-                f"{shown_name(f)} holds the same bytes as {shown_name(contents[content])}: "
-                "their rows are counted twice (pass --all-runs if that is meant, or give one of "
-                "them)"
-            )
+            also = shown_name(contents[content])
+            raise InputError(f, None, f"holds the same bytes as {also}: {COPY}")
         contents.setdefault(content, f)
-    warnings += _decompressed_copies(list(names.values()))
+    copy = _decompressed_copies(list(names.values()))
+    if copy is not None:
+        packed, plain = copy
+        also = shown_name(plain)
+        raise InputError(packed, None, f"holds the same bytes as {also} once decompressed: {COPY}")
     return Runs(kept, warnings)
 
 
-def _decompressed_copies(files: list[str]) -> list[str]:
-    """A warning for each compressed file whose decompressed bytes a plain file given also
-    holds: for gzip, the trailer's CRC-32 and size (of its last member) against the plain
-    file's, computed only for a plain file of that size; for the other formats, which record
+def _decompressed_copies(files: list[str]) -> tuple[str, str] | None:
+    """The first (compressed file, plain or earlier compressed file) whose decompressed
+    bytes the other holds too, or None: for gzip, the trailer's CRC-32 and size (of its last
+    member) against the plain file's, computed only for a plain file of that size; for the
+    other formats, which record
     neither, the content's CRC-32 against that of the plain file named as the compressed one
     less its suffix. Two compressed files of one name less their suffixes (``rows.jsonl.gz``,
     ``rows.jsonl.zst``) are compared by their contents' CRC-32 too."""
@@ -176,11 +180,7 @@ def _decompressed_copies(files: list[str]) -> list[str]:
                 copies.append((packed, plain))
     packed = [f for f in files if f in trailers or f in others]  # in the order given
     copies += _packed_copies(packed, {copy for copy, _ in copies})
-    return [
-        f"{shown_name(packed)} holds the same bytes as {shown_name(plain)} once decompressed: "
-        "their rows are counted twice (pass --all-runs if that is meant, or give one of them)"
-        for packed, plain in copies
-    ]
+    return copies[0] if copies else None
 
 
 def _packed_copies(packed: list[str], said: set[str]) -> list[tuple[str, str]]:
