@@ -25,7 +25,7 @@ def detected(result):
 @pytest.fixture
 def lm_eval_copies(tmp_path):
     """Twelve lm-eval multiple-choice files (copies of the two fixture tasks under other
-    task names)."""
+    task names: read with --all-runs, which pools files of the same bytes)."""
     out = []
     for i in range(12):
         source = SCIENCE if i % 2 else TRIVIA
@@ -36,7 +36,7 @@ def lm_eval_copies(tmp_path):
 
 
 def test_one_line_counts_the_files_of_each_format(lm_eval_copies):
-    args = ["calibrate", *lm_eval_copies, EVAL_LOG, "--scorer", "match", "--json"]
+    args = ["calibrate", *lm_eval_copies, EVAL_LOG, "--scorer", "match", "--json", "--all-runs"]
     result = run(args)
     assert result.exit_code == 0, result.stderr
     assert detected(result) == ["detected formats: lm-eval (12 files), inspect-ai (1 file)"]

@@ -95,7 +95,7 @@ def no_runtime_warnings(fn):
 
 def test_total_nll_overflow_is_named_and_fails_the_gate_closed(tmp_path):
     a = write_jsonl(tmp_path / "a.jsonl", [{"nll": 1e308, "tokens": 1}])
-    b = write_jsonl(tmp_path / "b.jsonl", [{"nll": 1e308, "tokens": 1}])
+    b = write_jsonl(tmp_path / "b.jsonl", [{"nll": 1e308, "tokens": 2}])
     result = no_runtime_warnings(
         lambda: run(["perplexity", a, b, "--json", "--max-perplexity", "2"])
     )
