@@ -314,8 +314,11 @@ def _correct_rule() -> tuple[Callable, Callable]:
 def _column(name: str, values: Any, rule: Callable[[], tuple[Callable, Callable]]) -> np.ndarray:
     """One column checked: the rule on the whole array when it holds numbers, then the row
     rule (which words the message) on the first row it refuses, or on every row of an array
-    of other values (booleans as confidences, floats as correctness: refused as in a file)."""
-    arr = np.asarray(values)
+    of other values (booleans as confidences, floats as correctness: refused as in a file).
+    float32 and float16 values are read as written, as a file of them reads them."""
+    from calibcli.io import written_floats
+
+    arr = written_floats(np.asarray(values))
     if arr.ndim != 1:
         raise InputError(
             name, None, f"expected one value per row, not an array of shape {arr.shape}"

@@ -359,6 +359,7 @@ ROW_RULES = {
     "long_integer": "calibcli.io.strict_json",
     "id_key": "calibcli.io.ids",
     "show_id": "calibcli.io.ids",
+    "written_floats": "calibcli.io.narrow",
 }
 
 

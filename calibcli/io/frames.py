@@ -3,7 +3,8 @@
 This is what a Spark or Dask task runs on its share of a DataFrame (:mod:`calibcli.spark`,
 :mod:`calibcli.dask`): the columns are checked with the rules of :mod:`calibcli.io.rows` and
 folded by the builders the file readers use, so a partition's summary is the one its rows
-would give as JSON Lines. Bad values are not raised here: they are counted per column, with
+would give as JSON Lines (float32 and float16 values read as JSON writes them:
+:mod:`calibcli.io.narrow`). Bad values are not raised here: they are counted per column, with
 the first one and where it is (:class:`ColumnProblems`), so that the engine can add up the
 counts of every partition and the driver names the column, the total and the first bad value
 in partition order. pyarrow is imported only when a partition is folded.
@@ -282,6 +283,7 @@ def _id_hashes(batch: Any, name: str) -> list[int]:
 def frame_summary(batches: Iterable[Any], spec: FrameSpec, partition: int) -> tuple[Any, Any]:
     """(summary, :class:`ColumnProblems`) of one partition's record batches: the summary with
     its rows kept (calibration), None once a bad value was found (the rest is only checked)."""
+    from calibcli.io.narrow import written_columns
     from calibcli.summaries import Source
 
     problems = ColumnProblems()
@@ -306,6 +308,8 @@ def frame_summary(batches: Iterable[Any], spec: FrameSpec, partition: int) -> tu
         n = batch.num_rows
         if not n:
             continue
+        # float32 and float16 values read as their JSON rows have them (0.7, not 0.69999998...)
+        batch = written_columns(batch)
 
         def where(i: int, start: int = offset) -> tuple[int, int]:
             return (partition, start + i)

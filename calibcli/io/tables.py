@@ -5,9 +5,11 @@ CSV and TSV files to :mod:`calibcli.io.delimited`.
 A table is read record batch by record batch (a Parquet file row group by row group), and each
 batch becomes row objects (``RecordBatch.to_pylist``) that the row functions read exactly as
 decoded JSON rows: the same field options (a dotted path reaches into a struct column), the
-same checks and messages, the same figures as the JSON Lines the table was written from. Memory
-holds one batch at a time. A row is located by its 1-based number in the table: errors read
-``file.parquet: row 1234: confidence 1.5 is outside [0, 1]``.
+same checks and messages, the same figures as the JSON Lines the table was written from (a
+float32 or float16 value is read as its shortest decimal spelling, as a JSON or CSV writer puts
+it: :mod:`calibcli.io.narrow`). Memory holds one batch at a time. A row is located by its
+1-based number in the table: errors read ``file.parquet: row 1234: confidence 1.5 is outside
+[0, 1]``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def table_rows(path: str, kind: str) -> Iterator[tuple[str | int, dict[str, Any]
     A CSV or TSV file's rows are located by line (:func:`~calibcli.io.delimited.delimited_rows`).
     """
     from calibcli.io.documents import DocumentError
+    from calibcli.io.narrow import written_columns
 
     if kind in ("csv", "tsv"):
         from calibcli.io.delimited import delimited_rows
@@ -88,6 +91,6 @@ def table_rows(path: str, kind: str) -> Iterator[tuple[str | int, dict[str, Any]
             raise DocumentError(f"cannot read the {kind} file: {reason}", where) from None
         if batch is None:
             return
-        for row in batch.to_pylist():
+        for row in written_columns(batch).to_pylist():
             number += 1
             yield locator(number), row
