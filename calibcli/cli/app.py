@@ -29,8 +29,8 @@ Exit codes:
      coverage) is not reached, NEW is worse than BASE by more than a
      --max-increase/--max-decrease margin, or the data cannot support the check (too few
      populated bins, no rows, zero tokens, several models' rows, a calibrator's own rows,
-     or, for an interval's upper end, samples scored several times that the bootstrap
-     cannot draw by question)
+     a summary missing pieces of a file read with --part, or, for an interval's upper
+     end, samples scored several times that the bootstrap cannot draw by question)
   2  usage error or invalid input: one line on stderr, "Error: FILE:LINE: what is wrong";
      no report is written and an existing -o file is left untouched
   3  internal error (a bug): the traceback is printed

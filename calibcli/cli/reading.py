@@ -108,6 +108,7 @@ def read_predictions(
         choices=reading.choices,
         row_keys=row_keys,
         part=part,
+        given=reading.given,
     )
 
 
@@ -185,16 +186,26 @@ def calibrator_reading(reading: Any, calibrators: Any) -> Any:
 
     if calibrators is None:
         return reading
-    if None not in (calibrators.by, reading.by) and calibrators.by != reading.by:
-        raise usage_error(
-            f"{calibrators.path}: the calibrator was fitted per --by {calibrators.by} group, "
-            f"not per --by {reading.by}: give --by {calibrators.by}, or no --by for its pooled "
-            "map"
-        )
+    check_groups(calibrators, reading.by)
     recorded = calibrators.fitted_on.get("confidence_field")
     if isinstance(recorded, str) and not reading.confidence_given:
         reading = replace(reading, confidence_field=recorded)
     return reading
+
+
+def check_groups(calibrators: Any, by: str | None, summarized: bool = False) -> None:
+    """Exit 2 when a calibrator fitted per --by group maps rows grouped by another field
+    (``summarized``: the field a summary file's rows were grouped by, which cannot change)."""
+    if None in (calibrators.by, by) or calibrators.by == by:
+        return
+    grouped, remedy = f"per --by {by}", f"give --by {calibrators.by}, or no --by for its pooled map"
+    if summarized:
+        grouped = f"per --by {by}, as the summary file's rows are grouped"
+        remedy = f"fit one per --by {by} group, or summarize the files with --by {calibrators.by}"
+    raise usage_error(
+        f"{calibrators.path}: the calibrator was fitted per --by {calibrators.by} group, not "
+        f"{grouped}: {remedy}"
+    )
 
 
 def provenance_notes(data: Any, calibrators: Any) -> list[str]:
@@ -208,6 +219,8 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
     recorded) is applied as it is."""
     if calibrators is None:
         return []
+    # rows grouped otherwise than --by asked: by a summary file's own --by, taken over
+    check_groups(calibrators, data.settings.by, summarized=True)
     fitted = calibrators.fitted_on
     norm = fitted.get("mc_norm")
     if data.fmt == "lm-eval" and isinstance(norm, str) and norm != data.settings.mc_norm:

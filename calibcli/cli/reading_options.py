@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import typer
+
 from calibcli.cli.options import (
     MAX_LINE_MB,
     AllRunsOpt,
@@ -64,6 +66,9 @@ class Reading:
     confidence_given: bool = True  # False: --confidence-field was left to its default
     gold_field: str | None = None
     choices: list[str] | None = None
+    # the command's options given on the command line (parameter names, ``bins`` among them),
+    # as against left at their defaults: a summary file's settings are taken for the others
+    given: frozenset[str] | None = None
 
 
 _READING_OPTIONS = (
@@ -116,9 +121,13 @@ def reading_options(command: Callable) -> Callable:
         )
         for name, kind, default in _READING_OPTIONS
     ]
+    params.append(
+        inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+    )
 
     @functools.wraps(command)
     def run(**kwargs: Any) -> Any:
+        named = given_options(kwargs.pop(_CONTEXT))
         given = {name: _value(kwargs.pop(name)) for name, _, _ in _READING_OPTIONS}
         reading = Reading(
             fmt=given["fmt"],
@@ -137,11 +146,29 @@ def reading_options(command: Callable) -> Callable:
             inspect_confidence=given["inspect_confidence"],
             gold_field=given["gold_field"],
             choices=None if given["choices"] is None else given["choices"].split(","),
+            given=named,
         )
         return command(**kwargs, reading=reading)
 
     run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     return run
+
+
+_CONTEXT = "reading_context"  # the parameter typer gives the click context by
+
+
+def given_options(ctx: Any) -> frozenset[str]:
+    """The names of a command's parameters given on the command line (or by an environment
+    variable), as against left at their defaults: an option given at its default value is
+    given too."""
+    return frozenset(
+        name
+        for name in ctx.params
+        if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in _DEFAULTS
+    )
+
+
+_DEFAULTS = ("DEFAULT", "DEFAULT_MAP")
 
 
 def _value(given: Any) -> Any:

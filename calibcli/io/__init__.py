@@ -21,7 +21,7 @@ input's size, except the kept rows (8 bytes per row).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from calibcli.errors import InputError
@@ -58,6 +58,7 @@ __all__ = [
     "records",
     "resampled_by_row",
     "suffix_codec",
+    "summary_sources",
 ]
 
 from calibcli.formats import BY_NAME as _FORMATS
@@ -113,6 +114,7 @@ def _read(
     what: str,
     part: tuple[int, int] | None = None,
     span: tuple[int, int] | None = None,
+    given: Collection[str] = frozenset(),
 ) -> Any:
     from dataclasses import replace
 
@@ -127,9 +129,9 @@ def _read(
     parts = list(zip(labels, load_parts(labels, load), strict=True))
     rebin = None
     if parts:
-        settings, rebin = adopt_settings(plan.settings, plan.kind, parts)
+        settings, rebin = adopt_settings(plan.settings, plan.kind, parts, given)
         # bins other than the files' are rebuilt from every row, so the rows are kept
-        plan = replace(plan, settings=settings, keep_rows=plan.keep_rows or rebin is not None)
+        plan = replace(plan.adopting(settings), keep_rows=plan.keep_rows or rebin is not None)
         sources = [s for s in sources if not any(s == label for label, _ in parts)]
     summary = None
     if sources or not parts:
@@ -162,8 +164,22 @@ def _read(
         if reader.skipped and summary.n == 0 and not parts:
             raise _nothing_left(reader, what)
     if parts:
-        summary = combine(summary, parts, plan, rebin)
+        summary = _partial(combine(summary, parts, plan, rebin))
     return _one_sample(summary, plan.settings.by)
+
+
+def _partial(summary: Any) -> Any:
+    """A summary read from summary files, said to be of part of an input, every gate on it
+    failing closed, when pieces of a file read with ``--part`` are missing from it."""
+    from dataclasses import replace
+
+    from calibcli.summaries import partial_inputs, partial_reason
+
+    said = partial_inputs(summary.sources)
+    if not said:
+        return summary
+    warnings = tuple(dict.fromkeys([*summary.warnings, *said]))
+    return replace(summary, warnings=warnings, partial=partial_reason(summary.sources))
 
 
 def _one_sample(summary: Any, by: str | None) -> Any:
@@ -223,6 +239,7 @@ def read_calibration(
     gold_field: str | None = None,
     choices: list[str] | tuple[str, ...] | None = None,
     span: tuple[int, int] | None = None,
+    given: Collection[str] | None = None,
 ) -> Any:
     """Read (confidence, correct) rows from files or ``-`` into a
     :class:`~calibcli.summaries.CalibrationSummary`.
@@ -264,13 +281,17 @@ def read_calibration(
     stop)`` the lines of one that start in that byte range (ranges that tile a file read each
     line once, with its number in the file). ``row_keys`` keys
     every kept row for the Poisson bootstrap (an id's hash, or the source's content and the
-    row's line); a source is then read in one process.
+    row's line); a source is then read in one process. ``given`` names the settings the
+    caller was given (``bins``, ``confidence_field``, ``mc_norm``, ...; None: those not at this
+    function's defaults): a summary file's settings are taken for the others, and one given
+    at another value than the file's is invalid input.
     """
     from calibcli.io.plan import ReadPlan, answer_options
     from calibcli.io.sources import BLOCK_SIZE
     from calibcli.summaries import CalibrationSettings
 
     _check_options(fmt, mc_norm, workers, "calibration", max_line_bytes)
+    options = answer_options(choices)
     settings = CalibrationSettings(
         bins=bins,
         confidence_field=confidence_field,
@@ -280,6 +301,9 @@ def read_calibration(
         by=by,
         scorer=scorer,
         inspect_confidence=inspect_confidence,
+        choices=None if options is None else ",".join(options),
+        gold_field=gold_field,
+        id_field=id_field,
     )
     plan = ReadPlan(
         "calibration",
@@ -292,10 +316,12 @@ def read_calibration(
         id_field=id_field,
         all_runs=all_runs,
         gold_field=gold_field,
-        options=answer_options(choices),
+        options=options,
         row_keys=row_keys and keep_columns,
     )
-    return _read(plan, list(sources), workers, progress, "calibration rows", part, span)
+    if given is None:
+        given = _not_default(read_calibration, settings)
+    return _read(plan, list(sources), workers, progress, "calibration rows", part, span, given)
 
 
 def read_perplexity(
@@ -317,6 +343,7 @@ def read_perplexity(
     all_runs: bool = False,
     part: tuple[int, int] | None = None,
     span: tuple[int, int] | None = None,
+    given: Collection[str] | None = None,
 ) -> Any:
     """Read per-sequence NLL rows (or lm-eval rolling rows, per-token logprobs, OpenAI responses
     with logprobs, vLLM prompt logprobs) into a :class:`~calibcli.summaries.PerplexitySummary`.
@@ -326,8 +353,8 @@ def read_perplexity(
     and the NLL an exact sum of doubles read back as the nearest double (+inf beyond the
     largest, flagged ``nll_overflow``). The format is detected per file (``fmt`` ``auto``) or
     forced; lm-eval files of tasks other than ``loglikelihood_rolling`` are skipped with a
-    warning. ``workers``, ``progress``, ``max_line_bytes``, summary files, ``part`` and ``span``
-    as for :func:`read_calibration`.
+    warning. ``workers``, ``progress``, ``max_line_bytes``, summary files, ``part``, ``span`` and
+    ``given`` as for :func:`read_calibration`.
     Raises :class:`InputError` on bad input.
     """
     from calibcli.io.plan import ReadPlan
@@ -336,7 +363,7 @@ def read_perplexity(
 
     _check_options(fmt, "none", workers, "perplexity", max_line_bytes)
     settings = PerplexitySettings(
-        nll_field, tokens_field, bytes_field, words_field, logprobs_field, fmt, by
+        nll_field, tokens_field, bytes_field, words_field, logprobs_field, fmt, by, id_field
     )
     plan = ReadPlan(
         "perplexity",
@@ -348,7 +375,21 @@ def read_perplexity(
         id_field=id_field,
         all_runs=all_runs,
     )
-    return _read(plan, list(sources), workers, progress, "perplexity rows", part, span)
+    if given is None:
+        given = _not_default(read_perplexity, settings)
+    return _read(plan, list(sources), workers, progress, "perplexity rows", part, span, given)
+
+
+def _not_default(reader: Callable[..., Any], settings: Any) -> frozenset[str]:
+    """The settings whose value is not the reader's default for them: what a caller that does
+    not say which options it was given is taken to have given."""
+    import inspect
+    from dataclasses import fields
+
+    defaults = inspect.signature(reader).parameters
+    return frozenset(
+        f.name for f in fields(settings) if getattr(settings, f.name) != defaults[f.name].default
+    )
 
 
 ROW_RULES = {
@@ -411,7 +452,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module("calibcli.io.reader").file_spans
-    if name in ("input_kind", "load_summary"):  # summary files (summarize, merge)
+    if name in ("input_kind", "load_summary", "summary_sources"):  # summary files
         import importlib
 
         parts = importlib.import_module("calibcli.io.parts")

@@ -61,6 +61,7 @@ class FrameSpec:
                 # what the command line records for rows read without --inspect-confidence,
                 # so a written part is read back by it without a settings mismatch
                 inspect_confidence="auto",
+                id_field=self.key,  # the ids' column, as --id-field names it
             )
         from calibcli.summaries import PerplexitySettings
 
@@ -71,6 +72,7 @@ class FrameSpec:
             bytes_field=nbytes or "bytes",
             words_field=words or "words",
             by=self.by,
+            id_field=self.key,
         )
 
 

@@ -1,16 +1,19 @@
 """Summary files (``calibcli summarize`` / ``merge`` output) as inputs beside plain files.
 
 A summary file is recognised by its first bytes, whatever its name. Its settings govern how
-its rows were read: a command's reading options left at their defaults take the file's, and an
-option set to another value is refused (the rows cannot be read again). ``--bins`` may differ
+its rows were read: a command's reading options not given take the file's, one given at the
+file's value is read as it is, and one given at another value is refused (the rows cannot be
+read again), whether or not that value is the option's default. ``--bins`` may differ
 when the file holds its table of distinct confidences (the bins are rebuilt from it, exactly);
 not otherwise. Plain files read in the same run are read with the file's settings and merged
-with it; a source counted both ways is refused, as merging refuses it.
+with it; a source counted both ways is refused, as merging refuses it, and so are the same rows
+reached by another route (:mod:`calibcli.summaries.copies`) unless ``--all-runs`` pools them.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import fields, replace
 from typing import Any
 
@@ -30,6 +33,9 @@ SETTING_OPTIONS = {
     "bytes_field": "--bytes-field",
     "words_field": "--words-field",
     "logprobs_field": "--logprobs-field",
+    "choices": "--choices",
+    "gold_field": "--gold-field",
+    "id_field": "--id-field",
 }
 """The option that sets each summary setting, for messages."""
 
@@ -77,12 +83,21 @@ def load(path: str) -> Any:
         raise InputError(path, None, f"cannot read: {e.strerror or e}") from None
 
 
+def summary_sources(path: str) -> list[str] | None:
+    """The names of the files a summary file read rows of, each once, as they were given to
+    it; None when ``path`` is not a summary file."""
+    if not is_summary_file(path):
+        return None
+    return list(dict.fromkeys(s.name for s in load(path).sources if s.skipped is None))
+
+
 def adopt_settings(
-    settings: Any, kind: str, parts: list[tuple[str, Any]]
+    settings: Any, kind: str, parts: list[tuple[str, Any]], given: Collection[str]
 ) -> tuple[Any, int | None]:
-    """The settings to read with beside these summary files: theirs, where ``settings`` holds
-    a default; InputError where an option asks for another value. Also the bins asked for when
-    they differ from the files' (the caller rebuilds them from the files' tables), else None."""
+    """The settings to read with beside these summary files: theirs, where ``given`` does not
+    name the setting (its option was not given); InputError where a given option asks for
+    another value. Also the bins asked for when they differ from the files' (the caller
+    rebuilds them from the files' tables), else None."""
     label, first = parts[0]
     if first.kind != kind:
         what = (
@@ -91,18 +106,17 @@ def adopt_settings(
             else ("perplexity")
         )
         raise InputError(label, None, f"a {first.kind} summary; measure it with {what}")
-    defaults = type(settings)()
     adopted: dict[str, Any] = {}
     rebin = None
     for f in fields(settings):
         mine, theirs = getattr(settings, f.name), getattr(first.settings, f.name)
         if mine == theirs:
             continue
-        if f.name == "bins" and mine != defaults.bins:
-            rebin, adopted["bins"] = mine, theirs
-            continue
-        if mine == getattr(defaults, f.name):
+        if f.name not in given:
             adopted[f.name] = theirs
+            continue
+        if f.name == "bins":
+            rebin, adopted["bins"] = mine, theirs
             continue
         option = SETTING_OPTIONS.get(f.name, f.name)
         was = f"without {option}" if theirs is None else f"with {option} {_shown(theirs)}"
@@ -124,14 +138,28 @@ def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: i
     of the summary files, as the command's reading ``plan`` asks: kept rows, when it keeps
     them, from the files' tables of distinct confidences (when one lacks its table the rows
     are not kept and ``missing`` says why); bins rebuilt for ``rebin`` bins when given."""
-    from calibcli.summaries import SummaryMismatch, check_disjoint, merge_parts, to_part
+    from calibcli.summaries import (
+        SummaryMismatch,
+        check_copies,
+        check_disjoint,
+        check_read_copies,
+        merge_parts,
+        to_part,
+    )
 
     labels = [label for label, _ in parts]
     try:
         merged = merge_parts([p for _, p in parts], labels)
+        # the same rows reached by other routes (compressed, stdin, reordered) are copies too,
+        # unless --all-runs pools them on purpose
+        if not plan.all_runs:
+            remedy = "give each summary once (pass --all-runs to pool them on purpose)"
+            check_copies([p for _, p in parts], labels, remedy)
         if read_summary is not None:
             # each part on its own, so that a refusal names the one holding the file read here
             check_disjoint([read_summary, *(p for _, p in parts)], [None, *labels])
+            if not plan.all_runs:
+                check_read_copies(read_summary, [p for _, p in parts], labels, merged)
     except SummaryMismatch as e:
         raise PartsError(e.part or labels[0], None, str(e)) from None
     if merged.kind == "perplexity":

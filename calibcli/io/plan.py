@@ -31,6 +31,23 @@ class ReadPlan:
     gold_field: str | None = None  # the gold label of answers scored from token logprobs
     options: tuple[str, ...] | None = None  # their answer options (None: the letters A to E)
 
+    def adopting(self, settings: Any) -> ReadPlan:
+        """The plan reading with ``settings`` (a summary file's, read beside it), the reading
+        options they record (ids, and the answer options and gold label of calibration rows)
+        included."""
+        from dataclasses import replace
+
+        if self.kind != "calibration":
+            return replace(self, settings=settings, id_field=settings.id_field)
+        choices = None if settings.choices is None else tuple(settings.choices.split(","))
+        return replace(
+            self,
+            settings=settings,
+            id_field=settings.id_field,
+            gold_field=settings.gold_field,
+            options=choices,
+        )
+
     @property
     def forced(self) -> str | None:
         """The format given (None: detected per file)."""

@@ -236,7 +236,9 @@ class Reader:
 
         size = self._cuttable(source, "--part")
         bounds = _split_points(source, size, parts)
-        return self._read_range(source, bounds[part - 1], bounds[part], builder)
+        # the whole file's size and the piece, by which pieces missing from a merge are known
+        cut = {"size": size, "part": (part, part, parts)}
+        return self._read_range(source, bounds[part - 1], bounds[part], builder, cut)
 
     def read_span(self, source: str, start: int, stop: int, builder: Any) -> bool:
         """Fold the lines of one plain file that start in bytes [``start``, ``stop``): ranges
@@ -265,7 +267,9 @@ class Reader:
             src.close()
         return src.size
 
-    def _read_range(self, source: str, start: int, stop: int, builder: Any) -> bool:
+    def _read_range(
+        self, source: str, start: int, stop: int, builder: Any, cut: dict[str, Any] | None = None
+    ) -> bool:
         from calibcli.summaries import Source as SourceInfo
 
         name = display_name(source)
@@ -295,12 +299,16 @@ class Reader:
         except SkipFile as skip:
             self.skip(name, skip.reason)
             builder.end_source(
-                SourceInfo(source, content, skip.fmt, 0, start, stop, skipped=skip.reason)
+                SourceInfo(
+                    source, content, skip.fmt, 0, start, stop, skipped=skip.reason, **(cut or {})
+                )
             )
             return False
         mode = fold.taken_mode()
         builder.end_source(
-            SourceInfo(source, content, fold.fmt, 0, start, stop, inspect_confidence=mode)
+            SourceInfo(
+                source, content, fold.fmt, 0, start, stop, inspect_confidence=mode, **(cut or {})
+            )
         )
         return True
 

@@ -431,14 +431,20 @@ REPEATS = (
 summary's ``repeats``): the bootstrap takes them for independent answers."""
 
 
-def run_closed(gate: Any, mixed: str | None, repeats: str | None) -> dict[str, str]:
+def run_closed(
+    gate: Any, mixed: str | None, repeats: str | None, partial: str | None = None
+) -> dict[str, str]:
     """The checks of ``gate`` that fail closed on what the runs say of the rows: every one
-    on several models' rows, those on an interval's upper end on rows that repeat their
+    on several models' rows, and on rows of only part of an input (``partial``, the reason:
+    pieces of a file missing from a merge; the rows counted are not the file's, so a floor
+    on them fails too), those on an interval's upper end on rows that repeat their
     questions."""
     if not gate:
         return {}
     if mixed:
         return dict.fromkeys([*gate.thresholds, *gate.minimums], MIXED)
+    if partial:
+        return dict.fromkeys([*gate.thresholds, *gate.minimums], partial)
     if repeats and gate.bound == "upper":
         return dict.fromkeys(gate.thresholds, REPEATS)
     return {}
@@ -506,7 +512,12 @@ def assemble(
     all_notes += list(notes)
     failures: list[str] = []
     tail: dict[str, Any] = {}
-    said = run_closed(gate, getattr(summary, "mixed", None), getattr(summary, "repeats", None))
+    said = run_closed(
+        gate,
+        getattr(summary, "mixed", None),
+        getattr(summary, "repeats", None),
+        getattr(summary, "partial", None),
+    )
     if gate and said:
         closed = {**(closed or {}), **said}
     if gate:

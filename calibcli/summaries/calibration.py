@@ -13,7 +13,7 @@ one.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from calibcli.metrics import phase
 from calibcli.summaries.fingerprint import RowFingerprint, calibration_hashes
 from calibcli.summaries.ids import IdLog, RowIds, SummaryMismatch, merged_ids
 from calibcli.summaries.rows import ColumnBuffer, GroupIndex, RowColumns
+from calibcli.summaries.settings import settings_dict, settings_differences
 from calibcli.summaries.sources import (
     Source,
     coalesce,
@@ -49,6 +50,9 @@ class CalibrationSettings:
     by: str | None = None
     scorer: str | None = None
     inspect_confidence: str = "sequence"
+    choices: str | None = None  # --choices, comma-joined: OpenAI multiple-choice rows' options
+    gold_field: str | None = None  # --gold-field: their gold label
+    id_field: str | None = None  # --id-field: the field identifying rows
 
     def __post_init__(self) -> None:
         from calibcli.metrics import check_bins
@@ -56,15 +60,10 @@ class CalibrationSettings:
         check_bins(self.bins)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return settings_dict(self)
 
     def differences(self, other: CalibrationSettings) -> list[str]:
-        """``name: mine != theirs`` for each setting that differs."""
-        return [
-            f"{f.name} {getattr(self, f.name)!r} != {getattr(other, f.name)!r}"
-            for f in fields(self)
-            if getattr(self, f.name) != getattr(other, f.name)
-        ]
+        return settings_differences(self, other)
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,6 +114,7 @@ class CalibrationSummary:
     bootstrap: Any = None  # calibcli.metrics.PoissonState: replicate sums keyed by row
     mixed: str | None = None  # why the rows are not one model's: every gate on them fails
     repeats: str | None = None  # why they repeat questions: an upper-end gate on them fails
+    partial: str | None = None  # why they are part of an input's: every gate on them fails
     _views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     kind = "calibration"

@@ -334,6 +334,7 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             raise TypeError(mode)
         if epochs is not None and (type(epochs) is not int or epochs < 1):
             raise TypeError(epochs)
+        size, part = _cut(entry.get("size"), entry.get("part"))
         return Source(
             name=str(entry["name"]),
             content=str(entry["content"]),
@@ -346,9 +347,25 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             inspect_confidence=mode,
             model=model,
             epochs=epochs,
+            size=size,
+            part=part,
         )
     except (AttributeError, KeyError, TypeError, ValueError):
         raise SummaryError("a damaged calibcli summary (a bad source entry)") from None
+
+
+def _cut(size: Any, part: Any) -> tuple[int | None, tuple[int, int, int] | None]:
+    """A source entry's ``size`` and ``part`` (a range read with ``--part``; absent in other
+    entries and in summaries written before they were recorded); TypeError when bad."""
+    if size is not None and (type(size) is not int or size < 0):
+        raise TypeError(size)
+    if part is None:
+        return size, None
+    if not isinstance(part, list) or len(part) != 3 or any(type(k) is not int for k in part):
+        raise TypeError(part)
+    if not 1 <= part[0] <= part[1] <= part[2]:
+        raise TypeError(part)
+    return size, (part[0], part[1], part[2])
 
 
 def _row_ids(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> RowIds | None:

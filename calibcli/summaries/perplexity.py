@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from calibcli.errors import InputError
 from calibcli.summaries.ids import IdLog, RowIds, SummaryMismatch, merged_ids
 from calibcli.summaries.rows import GroupIndex
+from calibcli.summaries.settings import settings_dict, settings_differences
 from calibcli.summaries.sources import Source, coalesce, overall_format, source_formats
 from calibcli.summaries.tables import TotalsTable
 
@@ -36,16 +37,13 @@ class PerplexitySettings:
     logprobs_field: str = "logprobs"
     fmt: str = "auto"
     by: str | None = None
+    id_field: str | None = None  # --id-field: the field identifying rows
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return settings_dict(self)
 
     def differences(self, other: PerplexitySettings) -> list[str]:
-        return [
-            f"{f.name} {getattr(self, f.name)!r} != {getattr(other, f.name)!r}"
-            for f in fields(self)
-            if getattr(self, f.name) != getattr(other, f.name)
-        ]
+        return settings_differences(self, other)
 
 
 @dataclass(frozen=True)
@@ -93,6 +91,7 @@ class PerplexitySummary:
     present: tuple[bool | None, bool | None, bool | None] = (None, None, None)
     row_ids: RowIds | None = None
     mixed: str | None = None  # why the rows are not one model's: every gate on them fails
+    partial: str | None = None  # why they are part of an input's: every gate on them fails
 
     kind = "perplexity"
 

@@ -25,7 +25,10 @@ class Source:
     ``epochs`` are what its run recorded (an lm-eval run's model, an inspect-ai log's
     ``eval.model`` and ``eval.config.epochs``, a HELM file's train trials as its epochs), kept
     so that a summary read away from the files still knows them; None where the run names
-    none or they were not recorded.
+    none or they were not recorded. A range read with ``--part k/K`` records ``size``, the
+    whole input's bytes, and ``part``, the first and last of the K pieces it holds (k, k, K; a
+    run of adjacent pieces once merged), so that pieces left out of a merge are known; both
+    are None for a whole input, another range, or a summary written before they were recorded.
     """
 
     name: str
@@ -39,6 +42,8 @@ class Source:
     inspect_confidence: str | None = None
     model: str | None = None
     epochs: int | None = None
+    size: int | None = None
+    part: tuple[int, int, int] | None = None
 
     @property
     def display(self) -> str:
@@ -56,9 +61,11 @@ class Source:
             "skipped": self.skipped,
         }
         # other formats' entries are as they were
-        for key in ("inspect_confidence", "model", "epochs"):
+        for key in ("inspect_confidence", "model", "epochs", "size"):
             if getattr(self, key) is not None:
                 found[key] = getattr(self, key)
+        if self.part is not None:
+            found["part"] = list(self.part)
         return found
 
 
@@ -144,7 +151,92 @@ def coalesce(sources: list[Source], merge_tables: Any) -> list[Source]:
                 format=prev.format or s.format,
                 table=merge_tables(prev.table, s.table),
                 inspect_confidence=joined_mode([prev.inspect_confidence, s.inspect_confidence]),
+                size=prev.size if prev.size == s.size else None,
+                part=_joined_pieces(prev.part, s.part),
             )
         else:
             out.append(s)
     return out
+
+
+def _joined_pieces(
+    first: tuple[int, int, int] | None, then: tuple[int, int, int] | None
+) -> tuple[int, int, int] | None:
+    """The pieces of ``--part`` two adjacent ranges hold together; None unless both were cut
+    into the same number of pieces, ``then`` holding the ones after ``first``'s."""
+    if first is None or then is None or first[2] != then[2] or then[0] != first[1] + 1:
+        return None
+    return (first[0], then[1], first[2])
+
+
+def _missing_pieces(held: list[tuple[int, int, int]]) -> tuple[list[int], int] | None:
+    """(the pieces of ``--part k/K`` not held, K) when every range says it was cut into the
+    same K pieces, else None."""
+    if not held or len({p[2] for p in held}) != 1:
+        return None
+    count = held[0][2]
+    have = {k for first, last, _ in held for k in range(first, last + 1)}
+    return [k for k in range(1, count + 1) if k not in have], count
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _unread(ranges: list[Source]) -> str | None:
+    """What ``ranges`` of one input (read with ``--part``, the same size recorded) leave
+    unread, as a message says it; None when they hold every byte."""
+    size, gaps, at = ranges[0].size, [], 0
+    for s in sorted(ranges, key=lambda s: s.start):
+        if s.start > at:
+            gaps.append(f"{at:,}-{s.start:,}")
+        at = max(at, s.stop)
+    if at < size:
+        gaps.append(f"{at:,}-{size:,}")
+    if not gaps:
+        return None
+    bytes_ = f"bytes {_listed(gaps)} of {size:,}"
+    missing = _missing_pieces([s.part for s in ranges if s.part is not None])
+    if missing is None or not missing[0] or any(s.part is None for s in ranges):
+        return f"leave {bytes_} unread"
+    pieces, count = missing
+    shown = _listed([f"{k}/{count}" for k in pieces])
+    return f"cover {count - len(pieces)} of its {count} pieces (--part {shown} missing: {bytes_})"
+
+
+def _partial(sources: Iterable[Source]) -> list[tuple[str, str]]:
+    """(name, what its ranges leave unread) of each input read with ``--part`` whose ranges
+    here do not hold all of it."""
+    by_content: dict[str, list[Source]] = {}
+    for s in sources:
+        if s.skipped is None and s.stop is not None and s.size is not None and s.content:
+            by_content.setdefault(s.content, []).append(s)
+    found = []
+    for ranges in by_content.values():
+        if all(s.size == ranges[0].size for s in ranges):
+            unread = _unread(ranges)
+            if unread is not None:
+                found.append((ranges[0].display, unread))
+    return found
+
+
+def partial_inputs(sources: Iterable[Source]) -> list[str]:
+    """What to say of each input read with ``--part`` whose ranges here leave some of its
+    bytes unread (a piece whose summary was not merged): the figures are then of part of the
+    file, and every gate on them fails closed. Inputs read whole, and ranges that do not
+    record the whole input's size (another reading, a summary written before it was
+    recorded), are not judged."""
+    return [
+        f"the parts of {name} {unread}: the figures are of part of the file, and every gate "
+        "on them fails"
+        for name, unread in _partial(sources)
+    ]
+
+
+def partial_reason(sources: Iterable[Source]) -> str | None:
+    """Why every gate fails closed on rows read from ``sources`` (:func:`partial_inputs`):
+    they are only part of an input's; None when every input is whole."""
+    names = [name for name, _ in _partial(sources)]
+    if not names:
+        return None
+    return f"the summary covers only part of {_listed(names)} (see the warning)"

@@ -138,6 +138,7 @@ def calibrate(
         labels=label,
         row_keys=poisson,
     )
+    bins = data.settings.bins  # a summary file's, unless --bins was given
     if poisson:
         bootstrap, seed = poisson_settings(data, bootstrap, seed, strategy.value, gate_on, limits)
         # its weights are keyed by question (the rows' keys, or a summary's sums), so rows

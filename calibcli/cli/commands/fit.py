@@ -51,7 +51,13 @@ def fit(
     check_outputs(output=output, summary=summary)
     data = read_predictions(files, reading, bins=bins, keep_columns=True)
     require_rows(data, "fit")
-    provenance = fitted_on(data, files, reading.mc_norm.value, data.inspect_confidence)
+    bins = data.settings.bins  # a summary file's, unless --bins was given
+    # the settings the rows were read with: a summary file's own where its options were not
+    # given, so the file records what fitting its sources directly would
+    by = data.settings.by
+    provenance = fitted_on(
+        data, fitted_files(files), data.settings.mc_norm, data.inspect_confidence
+    )
     # lm-eval rows: temperature scales the choices' loglikelihoods (Guo et al. 2017), not the
     # confidence of the top choice
     choices = None
@@ -61,10 +67,10 @@ def fit(
         with one_blas_thread(), phases(reading.quiet):
             if choices is None:
                 calibrators = fit_data(
-                    data, method=method.value, bins=bins, fitted_on=provenance, by=reading.by
+                    data, method=method.value, bins=bins, fitted_on=provenance, by=by
                 )
             else:
-                calibrators = fit_choices(choices, fitted_on=provenance, by=reading.by)
+                calibrators = fit_choices(choices, fitted_on=provenance, by=by)
     except ValueError as exc:
         raise usage_error(f"cannot fit {method.value}: {exc}") from None
     with one_blas_thread():
@@ -77,7 +83,18 @@ def fit(
         output=output,
         summary=summary,
         files=files,
-        by=reading.by,
+        by=by,
         document=calibrators.to_json(),
     )
     raise typer.Exit(0)
+
+
+def fitted_files(files: list[str]) -> list[str]:
+    """The files a calibrator records it was fitted on: those given, a summary file named by
+    the files it summarized (those it read rows of), as fitting them directly names them."""
+    from calibcli.io import summary_sources
+
+    named: list[str] = []
+    for name in files:
+        named += summary_sources(name) or [name]
+    return named

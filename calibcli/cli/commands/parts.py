@@ -8,6 +8,7 @@ perplexity (:mod:`calibcli.io.parts`); what it holds is described in
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -175,13 +176,19 @@ def summarize(
             "id_field": reading.id_field,
             "all_runs": reading.all_runs,
             "part": where,
+            "given": reading.given,
         }
         data = read(read_perplexity, files, reading.fmt, reading.quiet, **fields, **options)
-    from calibcli.summaries import to_part
+    from calibcli.summaries import partial_inputs, to_part
 
     resamples = None if bootstrap_samples is None else (bootstrap_samples, seed or 0)
     with phases(reading.quiet):
         summary, warnings = to_part(data, table.value, resamples)
+    # pieces missing from summary files read here are said, not kept: a reader of this file
+    # judges its pieces again, once the others are merged in
+    said = partial_inputs(summary.sources)
+    if said:
+        summary = replace(summary, warnings=tuple(w for w in summary.warnings if w not in said))
     # what reading said (re-runs left out, models pooled, ...) is kept in the file and said here
     for warning in dict.fromkeys([*data.warnings, *warnings]):
         say(f"warning: {warning}")
@@ -254,24 +261,39 @@ def merge(
     """Merge summary files into one: the summary of all their rows.
 
     Associative and order-free: any grouping and order of the same parts gives the same file.
-    Refuses (exit 2, naming both parts) parts of other kinds, settings or versions, and two
-    parts that counted the same bytes of one input.
+    Pieces of a file read with --part k/K may be merged a few at a time: until all K are in,
+    a warning names the missing ones, and every gate on the file's figures fails.
+    Refuses (exit 2, naming both parts) parts of other kinds, settings or versions, two
+    parts that counted the same bytes of one input, and two parts of 30 rows or more holding
+    the same rows read from other files (plain and compressed, stdin, reordered).
     """
     from calibcli.cli.emit import check_outputs
     from calibcli.errors import InputError
     from calibcli.io import load_summary as load
-    from calibcli.summaries import SummaryMismatch, load_parts, merge_parts
+    from calibcli.summaries import (
+        SummaryMismatch,
+        check_copies,
+        load_parts,
+        merge_parts,
+        partial_inputs,
+    )
 
     check_outputs(output=output)
     labels = [str(p) for p in parts]
     try:
         with phases(quiet):
-            merged = merge_parts(load_parts(labels, load), labels)
+            loaded = load_parts(labels, load)
+            merged = merge_parts(loaded, labels)
+            check_copies(loaded, labels, "merge each part once")
     except InputError as exc:
         raise usage_error(str(exc)) from None
     except SummaryMismatch as exc:
         raise usage_error(str(exc)) from None
     size = _write(output, merged)
+    # pieces of a file missing (a failed job): merged all the same, so that the others may be
+    # merged in later, and said, as every command reading the file says it
+    for warning in partial_inputs(merged.sources):
+        say(f"warning: {output}: {warning}")
     if not quiet and size is not None:
         count = f"{len(parts)} part{'s' if len(parts) != 1 else ''}"
         typer.echo(f"{count}: {_described(merged)} -> {output} ({_size(size)})", err=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import typer
+
 from calibcli.cli.app import EXIT_CODES, app, usage_error
 from calibcli.cli.emit import check_outputs, emit
 from calibcli.cli.options import (
@@ -57,6 +59,7 @@ def perplexity(
     max_document_mb: MaxDocumentMbOpt = None,
     limits: dict[str, float] | None = None,
     floors: dict[str, int] | None = None,
+    reading_context: typer.Context = None,
 ) -> None:
     """Corpus perplexity: exp(total NLL / total tokens), pooled over every sequence.
 
@@ -65,6 +68,7 @@ def perplexity(
     zero tokens, or input without token counts, and --min-tokens on fewer tokens.
     """
     load_numpy_without_blas_threads()  # exact integer sums: no BLAS call
+    from calibcli.cli.reading_options import given_options
     from calibcli.io import read_perplexity
     from calibcli.reports import GATE_EACH_WITHOUT_GATE, Gate, floor_options, perplexity_report
 
@@ -92,6 +96,7 @@ def perplexity(
         max_document_bytes=document_bytes(max_document_mb),
         id_field=id_field,
         all_runs=all_runs,
+        given=given_options(reading_context),
     )
     floors = floors or {}
     gate = Gate(

@@ -65,6 +65,7 @@ def reliability(
         plot=plot,
         labels=label,
     )
+    bins = data.settings.bins  # a summary file's, unless --bins was given
     if calibrators is None:
         result = reliability_report(data)
     else:

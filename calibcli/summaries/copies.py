@@ -1,0 +1,83 @@
+"""Inputs that hold the same rows though no source of theirs shares bytes with the other's: one
+input summarized twice by other routes (plain and compressed, from a file and from standard
+input, its rows in another order), which the sources' content hashes cannot tell.
+
+A calibration summary keeps a fingerprint of its rows (:mod:`calibcli.summaries.fingerprint`),
+whose row count and hash sum are an exact multiset hash: the same rows give the same fingerprint
+whatever their order and the bytes that held them. It is one fingerprint per summary, not one per
+source, so a part is compared whole: a copy of one source among several of a part is not seen.
+Below ``FLOOR`` rows on either side, equal rows may be two inputs' by chance (three rows of 0.5)
+and nothing is said. A perplexity summary keeps no fingerprint and is not compared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from calibcli.summaries.ids import SummaryMismatch
+
+FLOOR = 30
+"""Rows each side must hold for equal rows to be taken for a copy."""
+
+_SAME = "the same confidences and outcomes, in any order"
+
+
+def _counted(summary: Any) -> list[Any]:
+    return [s for s in summary.sources if s.skipped is None and s.rows]
+
+
+def same_rows(a: Any, b: Any) -> bool:
+    """Whether summaries ``a`` and ``b`` hold the same multiset of rows, at least ``FLOOR`` each.
+    Never for byte ranges of one input (the parts share a source's content: whether they
+    overlap is told by their ranges) nor for summaries without a fingerprint."""
+    fa, fb = getattr(a, "fingerprint", None), getattr(b, "fingerprint", None)
+    if fa is None or fb is None or min(fa.rows, fb.rows) < FLOOR:
+        return False
+    if {s.content for s in _counted(a)} & {s.content for s in _counted(b)}:
+        return False
+    return fa.same_rows(fb)
+
+
+def _named(summary: Any) -> str:
+    """How a message names a summary's sources: the first one, and how many more."""
+    shown = list(dict.fromkeys(s.display for s in _counted(summary)))
+    if not shown:
+        return "no file"
+    return shown[0] if len(shown) == 1 else f"{shown[0]} and {len(shown) - 1} more"
+
+
+def check_copies(parts: list[Any], labels: list[str], remedy: str) -> None:
+    """SummaryMismatch when two parts hold the same rows (:func:`same_rows`), naming both
+    parts and the sources each read; ``remedy`` ends the message."""
+    for j, later in enumerate(parts):
+        for i in range(j):
+            if same_rows(parts[i], later):
+                raise SummaryMismatch(
+                    f"{labels[i]} and {labels[j]} both hold the same "
+                    f"{later.fingerprint.rows:,} rows, read from {_named(parts[i])} and "
+                    f"{_named(later)} ({_SAME}): one input summarized twice, by other routes; "
+                    f"{remedy}",
+                    part=labels[j],
+                )
+
+
+def check_read_copies(read: Any, parts: list[Any], labels: list[str], merged: Any) -> None:
+    """SummaryMismatch when the rows of the files read here (``read``) are the rows of a
+    summary file given beside them (:func:`same_rows`), or of all of them (``merged``)."""
+    found = next((k for k, p in enumerate(parts) if same_rows(read, p)), None)
+    summary = "the summary"
+    if found is not None:
+        held = labels[found]
+    elif len(parts) > 1 and same_rows(read, merged):
+        held, summary = " and ".join(labels), "the summaries"
+    else:
+        return
+    many = len({s.display for s in _counted(read)}) > 1
+    files = f"{_named(read)} are" if many else f"{_named(read)} is"
+    their, file = ("their", "the files") if many else ("its", "the file")
+    raise SummaryMismatch(
+        f"{files} read here and {their} {read.fingerprint.rows:,} rows are counted in {held} "
+        f"too ({_SAME}): give {summary} or {file}, not both (pass --all-runs to pool them on "
+        "purpose)",
+        part=labels[found if found is not None else 0],
+    )
