@@ -129,6 +129,7 @@ def reading_options(command: Callable) -> Callable:
     def run(**kwargs: Any) -> Any:
         named = given_options(kwargs.pop(_CONTEXT))
         given = {name: _value(kwargs.pop(name)) for name, _, _ in _READING_OPTIONS}
+        _named_fields(given)
         reading = Reading(
             fmt=given["fmt"],
             quiet=given["quiet"],
@@ -155,6 +156,22 @@ def reading_options(command: Callable) -> Callable:
 
 
 _CONTEXT = "reading_context"  # the parameter typer gives the click context by
+
+_FIELDS = {
+    "confidence_field": "--confidence-field",
+    "correct_field": "--correct-field",
+    "gold_field": "--gold-field",
+    "by": "--by",
+    "id_field": "--id-field",
+}
+
+
+def _named_fields(given: dict[str, Any]) -> None:
+    """A usage error for a field option given an empty name (``--confidence-field ""``, as an
+    unset shell variable gives it), which would read no field or the default one."""
+    for name, option in _FIELDS.items():
+        if given[name] == "":
+            raise typer.BadParameter("a field name cannot be empty", param_hint=f"'{option}'")
 
 
 def given_options(ctx: Any) -> frozenset[str]:
