@@ -17,6 +17,12 @@ _NON_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 """A byte that makes a line non-blank (what ``bytes.strip`` keeps, as in ``lines_of``)."""
 
 
+RESULTS_SKIPPED = (
+    "lm-eval results file: aggregate figures, no per-document rows (the samples_* files beside "
+    "it hold them); skipped"
+)
+
+
 DOUBLE_READ = (
     "re-runs of a task, or the same rows in two files, would count twice (pass --all-runs "
     "to pool them on purpose)"
@@ -130,6 +136,9 @@ class SourceFold:
         try:
             fmt, skip = self.plan.router.route(row, forced)
         except ValueError as e:
+            if forced is None and "results" in row and "configs" in row:
+                # an lm-eval results file saved on one line: skipped, as one pretty-printed is
+                raise SkipFile("lm-eval", RESULTS_SKIPPED) from None
             raise InputError(self.name, where, str(e)) from None
         if skip is not None:
             raise SkipFile(fmt, skip)

@@ -18,7 +18,7 @@ from typing import Any
 from calibcli.errors import InputError, shown_name
 from calibcli.io.compression import MAGIC_BYTES, codec_of
 from calibcli.io.content import StreamHash, file_content_id
-from calibcli.io.fold import SkipFile, SourceFold
+from calibcli.io.fold import RESULTS_SKIPPED, SkipFile, SourceFold
 from calibcli.io.ids import SeenIds
 from calibcli.io.sources import Source, blocks, display_name, note_once
 from calibcli.system import PARALLEL_MIN_BYTES, cpus, workers
@@ -27,12 +27,6 @@ DOCUMENT_BATCH = 4096
 """Rows of a whole document decoded and folded at a time."""
 
 _cpus = cpus  # the machine's CPUs (a module name, so a test can pretend another machine)
-
-
-RESULTS_SKIPPED = (
-    "lm-eval results file: aggregate figures, no per-document rows (the samples_* files beside "
-    "it hold them); skipped"
-)
 
 
 def whole_document_kind(source: str, max_line_bytes: int | None = None) -> str | None:
