@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, shown_name
 
 __all__ = [
     "CALIBRATION_FORMATS",
@@ -158,14 +158,19 @@ def _read(
             for s in summary.sources
             if s.skipped is None
         ]
-        summary = replace(
-            summary, warnings=tuple(dict.fromkeys([*summary.warnings, *limited_runs(read)]))
-        )
+        # a file of no rows beside others (a shard whose job wrote nothing) is said: the rows
+        # counted are the others' alone
+        empty = [f"{shown_name(name)}: {NO_ROWS}" for name, rows in read if rows == 0]
+        said = [*summary.warnings, *limited_runs(read), *(empty if len(read) > 1 else [])]
+        summary = replace(summary, warnings=tuple(dict.fromkeys(said)))
         if reader.skipped and summary.n == 0 and not parts:
             raise _nothing_left(reader, what)
     if parts:
         summary = _partial(combine(summary, parts, plan, rebin))
     return _one_sample(summary, plan.settings.by)
+
+
+NO_ROWS = "holds no rows (an empty file, or blank lines only): the figures are the other files'"
 
 
 def _partial(summary: Any) -> Any:
