@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 import numpy as np
 import pytest
@@ -172,50 +171,6 @@ def test_dask_reads_a_float32_column_as_written():
     ddf = dd.from_pandas(frame("float32"), npartitions=3)
     (result,) = dask.compute(summarize(ddf), scheduler="sync")
     assert_by_hand(result.report())
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from conftest import require_program
-
-    require_program("java", "Spark runs on a JVM (Java 17)")
-    _engine("pyspark", "spark")
-    import sys
-
-    from pyspark.sql import SparkSession
-
-    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
-    before = {k: os.environ.get(k) for k in names}
-    # the Python workers run this interpreter, which has calibcli installed
-    os.environ.update(dict.fromkeys(names, sys.executable))
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("calibcli-narrow-floats")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
-    for name, value in before.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
-def test_spark_reads_a_float_column_as_written(spark):
-    from pyspark.sql import types as T
-
-    from calibcli.spark import summarize
-
-    schema = T.StructType(
-        [T.StructField("confidence", T.FloatType()), T.StructField("correct", T.BooleanType())]
-    )
-    rows = [(float(c), bool(y)) for c, y in frame().itertuples(index=False)]
-    df = spark.createDataFrame(rows, schema).repartition(3)
-    assert_by_hand(summarize(df).report())
 
 
 # ----- the conversion itself, against numpy's shortest spelling of each value

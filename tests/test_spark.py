@@ -194,3 +194,18 @@ def test_a_bad_line_in_a_file_keeps_its_file_and_line(spark, tmp_path):
 @pytest.mark.parametrize("example", readme_examples("spark"))
 def test_readme_example_runs_as_printed(spark, workdir, example, capsys):
     run_readme_example(example, workdir, capsys)
+
+
+def test_a_float32_column_is_read_as_written(spark):
+    """A FloatType column reaches the partition task as Arrow float32: its values are read as
+    their shortest spelling (0.7, not 0.699999988), so the figures are the hand-computed ones
+    of the rows as CSV gives them."""
+    from pyspark.sql import types as T
+    from test_narrow_floats import assert_by_hand, frame
+
+    schema = T.StructType(
+        [T.StructField("confidence", T.FloatType()), T.StructField("correct", T.BooleanType())]
+    )
+    rows = [(float(c), bool(y)) for c, y in frame().itertuples(index=False)]
+    df = spark.createDataFrame(rows, schema).repartition(3)
+    assert_by_hand(summarize(df).report())
