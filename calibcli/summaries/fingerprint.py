@@ -92,6 +92,13 @@ class RowFingerprint:
             return float(k)
         return (k - 1) / ((float(self.sample[-1]) + 1.0) / 2.0**64)
 
+    def tells_rows_apart(self) -> bool:
+        """Whether a value shared with other rows says that a row is shared: not when these
+        rows repeat their values so much (coarse confidences: two decimals, a few verbal
+        levels) that other rows share them by chance, taken as fewer distinct values than half
+        the rows."""
+        return self.distinct() >= 0.5 * self.rows
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON form: rows, the hash sum in hex, the sample as base64 of little-endian
         uint64s."""

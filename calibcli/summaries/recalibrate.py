@@ -373,7 +373,9 @@ def scored_in_sample(calibrators: CalibratorFile, summary: Any, files: list[str]
             "the figures after recalibration are in-sample for them and flatter the map; "
             "score held-out rows, or use --recalibrate METHOD --folds K",
         )
-        if note is not None or telling(fingerprint, summary.fingerprint):
+        if note is not None or (
+            fingerprint.tells_rows_apart() and summary.fingerprint.tells_rows_apart()
+        ):
             return note
     # no fingerprint recorded, or values too coarse for one to tell: the files named decide
     fitted = {_same_file(f) for f in calibrators.fitted_on.get("files") or []}
@@ -388,42 +390,28 @@ def scored_in_sample(calibrators: CalibratorFile, summary: Any, files: list[str]
 
 
 IN_SAMPLE_SHARE = 0.1
-"""A share of rows, of either set, found in the other, from which the overlap is named."""
-
-
-def telling(fitted: Any, scored: Any) -> bool:
-    """Whether two fingerprints' shared values say that they share rows: not when either set
-    repeats its values so much (coarse confidences: two decimals, a few verbal levels) that
-    held-out rows share them too. Equal multisets of rows are told apart whatever the values
-    (:func:`in_sample_note`)."""
-    return all(f.distinct() >= 0.5 * f.rows for f in (fitted, scored))
+"""A share of fitted rows found among the scored rows from which the overlap is named."""
 
 
 def in_sample_note(fitted: Any, scored: Any, what: str, consequence: str) -> str | None:
-    """A warning when the rows scored share rows with the rows ``fitted`` (a fingerprint)
-    describes, decided by content (the rows' values), not by file names. Either way round
-    counts: the fitted rows inside the rows scored (dev + test scored together), and the rows
-    scored inside the fitted rows (a slice of them scored as a test). None when neither set
-    shares more than ``IN_SAMPLE_SHARE`` of its distinct values with the other, and when the
-    values cannot tell (:func:`telling`) unless both hold the same rows exactly."""
+    """A warning when the rows scored contain rows that ``fitted`` (a fingerprint) describes,
+    decided by content (the rows' values), not by file names: the same rows exactly (in any
+    order), or more than ``IN_SAMPLE_SHARE`` of the fitted rows' distinct values among the
+    rows scored (dev + test scored together). None otherwise, and when either set repeats its
+    values so much that shared values say nothing
+    (:meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_rows_apart`)."""
     if not fitted.rows or not scored.rows:
         return None
     if fitted.same_rows(scored):
         return f"the {scored.rows:,} rows scored here are {what}: {consequence}"
-    if not telling(fitted, scored):
+    if not (fitted.tells_rows_apart() and scored.tells_rows_apart()):
         return None
-    inside = fitted.contained_share(scored)
-    held = scored.contained_share(fitted)
-    if max(inside, held) <= IN_SAMPLE_SHARE:
+    share = fitted.contained_share(scored)
+    if share <= IN_SAMPLE_SHARE:
         return None
-    if inside >= held:
-        return (
-            f"about {inside:.0%} of {what} ({fitted.rows:,}) are among the {scored.rows:,} "
-            f"rows scored here: {consequence}"
-        )
     return (
-        f"about {held:.0%} of the {scored.rows:,} rows scored here are among {what} "
-        f"({fitted.rows:,}): {consequence}"
+        f"about {share:.0%} of {what} ({fitted.rows:,}) are among the {scored.rows:,} rows "
+        f"scored here: {consequence}"
     )
 
 
