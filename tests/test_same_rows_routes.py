@@ -166,3 +166,47 @@ def test_ranges_of_one_file_holding_equal_rows_merge(tmp_path):
     result = run(["merge", *halves, "-o", merged, "-q"])
     assert result.exit_code == 0, result.stderr
     assert json.loads(calibrate(merged).stdout)["n"] == 80
+
+
+def coarse_shard(prefix):
+    """40 rows of one confidence, 0.9, 36 of them right: the rows of any shard of that size and
+    accuracy, whatever its questions."""
+    rows = [{"id": f"{prefix}{i}", "confidence": 0.9, "correct": i < 36} for i in range(40)]
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def test_coarse_shards_of_other_questions_merge(tmp_path):
+    # equal values say nothing of equal rows when every row repeats one value
+    a = summarize(tmp_path, "a", coarse_shard("a"), "plain")
+    b = summarize(tmp_path, "b", coarse_shard("b"), "plain")
+    merged = tmp_path / "m.cbs"
+    result = run(["merge", a, b, "-o", merged, "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(calibrate(merged).stdout)["n"] == 80
+
+
+def test_shards_with_ids_are_told_apart_by_their_ids(tmp_path):
+    # the same confidences and outcomes under other ids: other questions; under the same ids:
+    # the rows counted twice, refused by the ids
+    text = rows_text()
+    other_ids = "".join(
+        json.dumps({**json.loads(line), "id": f"b{i}"}) + "\n"
+        for i, line in enumerate(text.splitlines())
+    )
+    same_ids = "".join(
+        json.dumps({**json.loads(line), "id": f"a{i}"}) + "\n"
+        for i, line in enumerate(text.splitlines())
+    )
+    parts = {}
+    for name, body in (("a", same_ids), ("b", other_ids), ("c", same_ids)):
+        source = write(tmp_path / f"{name}.jsonl{'.gz' if name == 'c' else ''}", body)
+        parts[name] = tmp_path / f"{name}.cbs"
+        made = run(["summarize", source, "--id-field", "id", "-q", "-o", parts[name]])
+        assert made.exit_code == 0, made.stderr
+    merged = tmp_path / "ab.cbs"
+    result = run(["merge", parts["a"], parts["b"], "-o", merged, "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(calibrate(merged).stdout)["n"] == 80
+    result = run(["merge", parts["a"], parts["c"], "-o", tmp_path / "ac.cbs", "-q"])
+    assert result.exit_code == 2
+    assert "a row is in two of the parts (the same id)" in error_line(result)

@@ -4,10 +4,11 @@ input, its rows in another order), which the sources' content hashes cannot tell
 
 A calibration summary keeps a fingerprint of its rows (:mod:`calibcli.summaries.fingerprint`),
 whose row count and hash sum are an exact multiset hash: the same rows give the same fingerprint
-whatever their order and the bytes that held them. It is one fingerprint per summary, not one per
-source, so a part is compared whole: a copy of one source among several of a part is not seen.
-Below ``FLOOR`` rows on either side, equal rows may be two inputs' by chance (three rows of 0.5)
-and nothing is said. A perplexity summary keeps no fingerprint and is not compared.
+whatever their order and the bytes that held them. It is one fingerprint per summary, not one
+per source, so a part is compared whole: a copy of one source among several of a part is not
+seen. Below ``FLOOR`` rows on either side, or with values repeated so much that other rows share
+them (a few verbal levels), equal rows may be two inputs' by chance and nothing is said. A
+perplexity summary keeps no fingerprint and is not compared.
 """
 
 from __future__ import annotations
@@ -29,9 +30,16 @@ def _counted(summary: Any) -> list[Any]:
 def same_rows(a: Any, b: Any) -> bool:
     """Whether summaries ``a`` and ``b`` hold the same multiset of rows, at least ``FLOOR`` each.
     Never for byte ranges of one input (the parts share a source's content: whether they
-    overlap is told by their ranges) nor for summaries without a fingerprint."""
+    overlap is told by their ranges), for summaries without a fingerprint, for rows whose
+    values repeat so much that two shards of other rows may hold the same multiset (coarse
+    confidences, :meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_rows_apart`), nor
+    for two summaries that both record their rows' ids (the ids tell whether rows repeat)."""
     fa, fb = getattr(a, "fingerprint", None), getattr(b, "fingerprint", None)
     if fa is None or fb is None or min(fa.rows, fb.rows) < FLOOR:
+        return False
+    if not (fa.tells_rows_apart() and fb.tells_rows_apart()):
+        return False
+    if getattr(a, "row_ids", None) is not None and getattr(b, "row_ids", None) is not None:
         return False
     if {s.content for s in _counted(a)} & {s.content for s in _counted(b)}:
         return False
