@@ -170,7 +170,7 @@ def _read(
     return _one_sample(summary, plan.settings.by)
 
 
-NO_ROWS = "holds no rows (an empty file, or blank lines only): the figures are the other files'"
+NO_ROWS = "holds no rows: the figures are the other files'"
 
 
 def _partial(summary: Any) -> Any:

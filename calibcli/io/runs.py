@@ -53,7 +53,7 @@ _RUN_NAME = re.compile(
     r"\.jsonl?(?:\.gz|\.zst|\.xz|\.bz2)?$"
 )
 DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purpose)"
-COPY = "its rows would count twice (pass --all-runs to pool them on purpose, or give one of them)"
+COPY = DOUBLE_INPUT.removesuffix(")") + ", or give one of them)"  # a copy may go
 SHOWN = 5  # tasks and files named in the warning; the rest are counted
 RESULTS_BYTES = 64 << 20  # a results file larger than this is not read for its counts
 
@@ -131,12 +131,14 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
             also = shown_name(names[inode])
             raise InputError(f, None, f"is given twice (also as {also}): {DOUBLE_INPUT}")
         names[inode] = f
+        if _blank(f, found.st_size):
+            continue  # no rows to count twice: two empty shards are not copies
         content = file_content_id(f)
         if content and content in contents:
             also = shown_name(contents[content])
             raise InputError(f, None, f"holds the same bytes as {also}: {COPY}")
         contents.setdefault(content, f)
-    copy = _decompressed_copies(list(names.values()))
+    copy = _decompressed_copies([f for f in names.values() if f in contents.values()])
     if copy is not None:
         packed, plain = copy
         also = shown_name(plain)
@@ -144,14 +146,30 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
     return Runs(kept, warnings)
 
 
+BLANK_BYTES = 4096
+"""Files up to this size are looked at for holding nothing but white space."""
+
+
+def _blank(path: str, size: int) -> bool:
+    """Whether a file holds no rows: empty, or white space only (looked at up to
+    ``BLANK_BYTES``)."""
+    if size > BLANK_BYTES:
+        return False
+    try:
+        with open(path, "rb") as f:
+            return not f.read().strip()
+    except OSError:
+        return False  # the reader says what is wrong with it
+
+
 def _decompressed_copies(files: list[str]) -> tuple[str, str] | None:
-    """The first (compressed file, plain or earlier compressed file) whose decompressed
-    bytes the other holds too, or None: for gzip, the trailer's CRC-32 and size (of its last
-    member) against the plain file's, computed only for a plain file of that size; for the
-    other formats, which record
-    neither, the content's CRC-32 against that of the plain file named as the compressed one
-    less its suffix. Two compressed files of one name less their suffixes (``rows.jsonl.gz``,
-    ``rows.jsonl.zst``) are compared by their contents' CRC-32 too."""
+    """The first (compressed file, plain or earlier compressed file) whose decompressed bytes
+    the other holds too, or None: for gzip, the trailer's CRC-32 and size (of its last member)
+    against the plain file's, computed only for a plain file of that size and never for an empty
+    one; for the other formats, which record neither, the content's CRC-32 against that of the
+    plain file named as the compressed one less its suffix. Two compressed files of one name
+    less their suffixes (``rows.jsonl.gz``, ``rows.jsonl.zst``) are compared by their contents'
+    CRC-32 too."""
     trailers: dict[str, tuple[int, int]] = {}
     sizes: dict[int, list[str]] = {}
     others: list[str] = []
@@ -170,7 +188,8 @@ def _decompressed_copies(files: list[str]) -> tuple[str, str] | None:
             continue  # the reader says what is wrong with it
     copies = []
     for packed, (crc, size) in trailers.items():
-        copies += [(packed, plain) for plain in sizes.get(size, []) if _crc32(plain) == crc][:1]
+        if size:  # an empty stream's copy holds no rows to count twice
+            copies += [(packed, plain) for plain in sizes.get(size, []) if _crc32(plain) == crc][:1]
     plain_files = {f for group in sizes.values() for f in group}
     for packed in others:
         plain = without_suffix(packed)
@@ -206,15 +225,15 @@ def _packed_copies(packed: list[str], said: set[str]) -> list[tuple[str, str]]:
 
 def _crc32(path: str, decompress: bool = False) -> int | None:
     """The CRC-32 of a file's bytes, or of its content decompressed; None if it cannot be
-    read (the reader says why)."""
-    crc = 0
+    read (the reader says why) or holds no bytes (no rows to count twice)."""
+    crc, size = 0, 0
     try:
         with open_path(path) if decompress else open(path, "rb") as f:
             while block := f.read(1 << 20):
-                crc = zlib.crc32(block, crc)
+                crc, size = zlib.crc32(block, crc), size + len(block)
     except read_errors():
         return None
-    return crc
+    return crc if size else None
 
 
 def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:
