@@ -293,7 +293,7 @@ def test_reading_a_summary_with_other_choices_is_refused(chat_pieces):
         assert json.loads(result.stdout)["n"] == 2
 
 
-def test_merge_refuses_another_gold_field_or_id_field(tmp_path, rows_file):
+def test_merge_refuses_another_gold_field_and_not_a_missing_id_field(tmp_path, rows_file):
     def summary(name, *options):
         out = tmp_path / name
         assert (
@@ -305,12 +305,15 @@ def test_merge_refuses_another_gold_field_or_id_field(tmp_path, rows_file):
     plain = summary("p1.cbs")
     gold = summary("p2.cbs", "--gold-field", "answer")
     ids = summary("p3.cbs", "--id-field", "id")
-    for other, setting in ((gold, "gold_field"), (ids, "id_field")):
-        result = run(["merge", plain, other, "-o", tmp_path / "x.cbs"])
-        assert result.exit_code == 2
-        assert setting in result.stderr
+    result = run(["merge", plain, gold, "-o", tmp_path / "x.cbs"])
+    assert result.exit_code == 2
+    assert "gold_field" in result.stderr
+    # rows read without ids (or by a calibcli that did not record them) merge with rows read
+    # with them, as they always did: the ids only add a check
+    result = run(["merge", plain, ids, "-o", tmp_path / "y.cbs"])
+    assert result.exit_code == 0, result.stderr
     result = run(["calibrate", plain, "--id-field", "id", "-q"])
-    assert result.exit_code == 2 and "without --id-field" in result.stderr
+    assert result.exit_code == 0, result.stderr
     result = run(["calibrate", ids, "--id-field", "other", "-q"])
     assert result.exit_code == 2 and "with --id-field id" in result.stderr
 

@@ -98,6 +98,8 @@ def adopt_settings(
     name the setting (its option was not given); InputError where a given option asks for
     another value. Also the bins asked for when they differ from the files' (the caller
     rebuilds them from the files' tables), else None."""
+    from calibcli.summaries import agree
+
     label, first = parts[0]
     if first.kind != kind:
         what = (
@@ -110,7 +112,7 @@ def adopt_settings(
     rebin = None
     for f in fields(settings):
         mine, theirs = getattr(settings, f.name), getattr(first.settings, f.name)
-        if mine == theirs:
+        if mine == theirs or (f.name in given and agree(f.name, mine, theirs)):
             continue
         if f.name not in given:
             adopted[f.name] = theirs

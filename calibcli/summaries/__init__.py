@@ -28,6 +28,7 @@ _LAZY = {
     "most_epochs": "calibcli.summaries.sources",
     "partial_inputs": "calibcli.summaries.sources",
     "partial_reason": "calibcli.summaries.sources",
+    "agree": "calibcli.summaries.settings",
     "repeated_questions": "calibcli.summaries.sources",
     "same_rule": "calibcli.summaries.sources",
     "PerplexityBuilder": "calibcli.summaries.perplexity",

@@ -20,10 +20,21 @@ def settings_dict(settings: Any) -> dict[str, Any]:
     }
 
 
+ANY_IDS = ("id_field",)
+"""Settings whose None agrees with any value: rows read without ``--id-field`` (or a summary
+written before it was recorded, with it or not) merge with rows read with it, as they did
+before it was recorded; the ids only add a check."""
+
+
+def agree(name: str, mine: Any, theirs: Any) -> bool:
+    """Whether two values of the setting ``name`` may be counted together."""
+    return mine == theirs or (name in ANY_IDS and None in (mine, theirs))
+
+
 def settings_differences(mine: Any, theirs: Any) -> list[str]:
-    """``name: mine != theirs`` for each setting that differs."""
+    """``name: mine != theirs`` for each setting that differs (:func:`agree`)."""
     return [
         f"{f.name} {getattr(mine, f.name)!r} != {getattr(theirs, f.name)!r}"
         for f in fields(mine)
-        if getattr(mine, f.name) != getattr(theirs, f.name)
+        if not agree(f.name, getattr(mine, f.name), getattr(theirs, f.name))
     ]
