@@ -129,7 +129,7 @@ def reading_options(command: Callable) -> Callable:
     def run(**kwargs: Any) -> Any:
         named = given_options(kwargs.pop(_CONTEXT))
         given = {name: _value(kwargs.pop(name)) for name, _, _ in _READING_OPTIONS}
-        _named_fields(given)
+        named_fields({option: given[name] for name, option in _FIELDS.items()})
         reading = Reading(
             fmt=given["fmt"],
             quiet=given["quiet"],
@@ -166,11 +166,12 @@ _FIELDS = {
 }
 
 
-def _named_fields(given: dict[str, Any]) -> None:
-    """A usage error for a field option given an empty name (``--confidence-field ""``, as an
-    unset shell variable gives it), which would read no field or the default one."""
-    for name, option in _FIELDS.items():
-        if given[name] == "":
+def named_fields(values: dict[str, Any]) -> None:
+    """A usage error for a field option (``values``: option -> value) given an empty name
+    (``--confidence-field ""``, as an unset shell variable gives it), which would read no
+    field, or the default one."""
+    for option, value in values.items():
+        if value == "":
             raise typer.BadParameter("a field name cannot be empty", param_hint=f"'{option}'")
 
 

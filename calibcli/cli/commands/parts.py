@@ -28,7 +28,7 @@ from calibcli.cli.options import (
     one,
 )
 from calibcli.cli.progress import phases
-from calibcli.cli.reading_options import Reading, reading_options
+from calibcli.cli.reading_options import Reading, named_fields, reading_options
 
 
 class Kind(str, Enum):
@@ -150,6 +150,7 @@ def summarize(
         "words_field": one(words_field),
         "logprobs_field": one(logprobs_field),
     }
+    named_fields({"--" + name.replace("_", "-"): value for name, value in fields.items()})
     chosen = kind.value if kind is not Kind.auto else _kind(files, reading, fields)
     if seed is not None and bootstrap_samples is None:
         raise usage_error("--seed seeds --bootstrap-samples; give --bootstrap-samples N too")

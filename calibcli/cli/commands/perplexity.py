@@ -68,13 +68,24 @@ def perplexity(
     zero tokens, or input without token counts, and --min-tokens on fewer tokens.
     """
     load_numpy_without_blas_threads()  # exact integer sums: no BLAS call
-    from calibcli.cli.reading_options import given_options
+    from calibcli.cli.reading_options import given_options, named_fields
     from calibcli.io import read_perplexity
     from calibcli.reports import GATE_EACH_WITHOUT_GATE, Gate, floor_options, perplexity_report
 
     fields = nll_field, tokens_field, bytes_field, words_field, logprobs_field
     nll_field, tokens_field, bytes_field, words_field, logprobs_field = map(one, fields)
     fmt, by, id_field = one(fmt), one(by), one(id_field)
+    named_fields(
+        {
+            "--nll-field": nll_field,
+            "--tokens-field": tokens_field,
+            "--bytes-field": bytes_field,
+            "--words-field": words_field,
+            "--logprobs-field": logprobs_field,
+            "--by": by,
+            "--id-field": id_field,
+        }
+    )
     if gate_each and by is None:
         raise usage_error("--gate-each needs --by FIELD")
     if gate_each and not (limits or floors):
