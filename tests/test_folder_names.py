@@ -1,6 +1,6 @@
 """A folder given as an input reads its files of the kinds calibcli reads whatever the case of
 their names (``ROWS.JSONL``, ``LOG.JSON``), and ``.ndjson`` files, which are JSON Lines by
-another name; hidden files and other kinds are still left out. A log named in capitals is read
+another name; hidden files and other kinds are left out. A log named in capitals is read
 as the same log named in small letters: its epochs are found, and the bootstrap draws each
 question with all its rows. Row counts are written from the files each folder holds."""
 
@@ -30,7 +30,7 @@ def test_a_folder_reads_its_files_whatever_their_case(tmp_path):
     (folder / "c.ndjson").write_text(row(0.9, True))
     (folder / "D.NDJSON.GZ").write_bytes(gzip.compress(row(0.6, False).encode()))
     (folder / "E.CSV").write_text("confidence,correct\n0.5,true\n")
-    (folder / ".hidden.jsonl").write_text(row(0.1, True))  # left out, as before
+    (folder / ".hidden.jsonl").write_text(row(0.1, True))  # hidden: left out
     (folder / "notes.txt").write_text(row(0.1, True))  # another kind: left out
     result = run(["calibrate", folder, "--json", "-q"])
     assert result.exit_code == 0, result.stderr

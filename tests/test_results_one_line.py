@@ -1,7 +1,6 @@
 """An lm-eval results file saved on one line (re-saved with ``json.dump``) is what one
 pretty-printed is: a run folder's file of aggregate figures, skipped with a warning, and the
-folder's samples files are read. It was refused as a bad first row, so the folder could not be
-read at all."""
+folder's samples files are read; named alone, it leaves no rows to read."""
 
 from __future__ import annotations
 

@@ -34,6 +34,7 @@ from calibcli.formats.detect import (
     ROW_FORMATS,
     detect_format,
     detect_row_format,
+    is_results_row,
 )
 from calibcli.formats.fields import (
     SENTINEL_LOGPROB,
@@ -98,6 +99,7 @@ __all__ = [
     "inspect_sample_row",
     "inspect_sample_taken",
     "inspect_scorers",
+    "is_results_row",
     "json_elements",
     "json_type",
     "lm_eval_choice_row",

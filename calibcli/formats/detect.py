@@ -18,6 +18,12 @@ ROW_FORMATS: dict[str, str] = {f.name: f.summary for f in REGISTRY}
 FORMAT_PROVIDES: dict[str, tuple[str, ...]] = {f.name: f.provides for f in REGISTRY}
 
 
+def is_results_row(row: Mapping[str, Any]) -> bool:
+    """Whether a decoded object is an lm-eval results file (its ``results`` and ``configs``),
+    which holds aggregate figures and no per-document rows."""
+    return "results" in row and "configs" in row
+
+
 def _fields(
     confidence_field: str,
     correct_field: str,
@@ -108,7 +114,7 @@ def detect_row_format(
             return fmt.name
     if any(has_field(row, f) for f in (confidence_field, correct_field, nll_field)):
         return "jsonl"
-    if "results" in row and "configs" in row:
+    if is_results_row(row):
         raise ValueError(
             "an lm-eval results file (aggregate figures, no per-document rows): pass the "
             "samples_<task>_<date>.jsonl files written beside it with --log_samples"

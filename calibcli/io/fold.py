@@ -136,7 +136,9 @@ class SourceFold:
         try:
             fmt, skip = self.plan.router.route(row, forced)
         except ValueError as e:
-            if forced is None and "results" in row and "configs" in row:
+            from calibcli.formats import is_results_row
+
+            if forced is None and is_results_row(row):
                 # an lm-eval results file saved on one line: skipped, as one pretty-printed is
                 raise SkipFile("lm-eval", RESULTS_SKIPPED) from None
             raise InputError(self.name, where, str(e)) from None
