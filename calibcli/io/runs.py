@@ -53,7 +53,8 @@ _RUN_NAME = re.compile(
     r"\.jsonl?(?:\.gz|\.zst|\.xz|\.bz2)?$"
 )
 DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purpose)"
-COPY = DOUBLE_INPUT.removesuffix(")") + ", or give one of them)"  # a copy may go
+# a copy, unlike a file given twice, may also be left out
+COPY = DOUBLE_INPUT.removesuffix(")") + ", or give one of them)"
 SHOWN = 5  # tasks and files named in the warning; the rest are counted
 RESULTS_BYTES = 64 << 20  # a results file larger than this is not read for its counts
 
@@ -138,7 +139,8 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
             also = shown_name(contents[content])
             raise InputError(f, None, f"holds the same bytes as {also}: {COPY}")
         contents.setdefault(content, f)
-    copy = _decompressed_copies([f for f in names.values() if f in contents.values()])
+    holding = set(contents.values())  # the files not blank
+    copy = _decompressed_copies([f for f in names.values() if f in holding])
     if copy is not None:
         packed, plain = copy
         also = shown_name(plain)
