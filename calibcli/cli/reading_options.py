@@ -63,12 +63,16 @@ class Reading:
     inspect_confidence: Any = InspectConfidence.auto
     id_field: str | None = None
     all_runs: bool = False
-    confidence_given: bool = True  # False: --confidence-field was left to its default
     gold_field: str | None = None
     choices: list[str] | None = None
     # the command's options given on the command line (parameter names, ``bins`` among them),
     # as against left at their defaults: a summary file's settings are taken for the others
     given: frozenset[str] | None = None
+
+    @property
+    def confidence_given(self) -> bool:
+        """Whether --confidence-field was given (True when what was given is not known)."""
+        return self.given is None or "confidence_field" in self.given
 
 
 _READING_OPTIONS = (
@@ -134,7 +138,6 @@ def reading_options(command: Callable) -> Callable:
             fmt=given["fmt"],
             quiet=given["quiet"],
             confidence_field=given["confidence_field"] or "confidence",
-            confidence_given=given["confidence_field"] is not None,
             correct_field=given["correct_field"],
             mc_norm=given["mc_norm"],
             by=given["by"],

@@ -132,19 +132,19 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
             also = shown_name(names[inode])
             raise InputError(f, None, f"is given twice (also as {also}): {DOUBLE_INPUT}")
         names[inode] = f
-        if _blank(f, found.st_size):
-            continue  # no rows to count twice: two empty shards are not copies
         content = file_content_id(f)
-        if content and content in contents:
+        # files of no rows have no rows to count twice: two empty shards are not copies (looked
+        # at only when the bytes agree, so other files are not opened again)
+        if content and content in contents and not _blank(f, found.st_size):
             also = shown_name(contents[content])
             raise InputError(f, None, f"holds the same bytes as {also}: {COPY}")
         contents.setdefault(content, f)
-    holding = set(contents.values())  # the files not blank
-    copy = _decompressed_copies([f for f in names.values() if f in holding])
-    if copy is not None:
-        packed, plain = copy
-        also = shown_name(plain)
-        raise InputError(packed, None, f"holds the same bytes as {also} once decompressed: {COPY}")
+    for packed, plain in _decompressed_copies(list(names.values())):
+        if not _blank(plain, os.stat(plain).st_size):
+            also = shown_name(plain)
+            raise InputError(
+                packed, None, f"holds the same bytes as {also} once decompressed: {COPY}"
+            )
     return Runs(kept, warnings)
 
 
@@ -164,14 +164,13 @@ def _blank(path: str, size: int) -> bool:
         return False  # the reader says what is wrong with it
 
 
-def _decompressed_copies(files: list[str]) -> tuple[str, str] | None:
-    """The first (compressed file, plain or earlier compressed file) whose decompressed bytes
-    the other holds too, or None: for gzip, the trailer's CRC-32 and size (of its last member)
-    against the plain file's, computed only for a plain file of that size and never for an empty
-    one; for the other formats, which record neither, the content's CRC-32 against that of the
-    plain file named as the compressed one less its suffix. Two compressed files of one name
-    less their suffixes (``rows.jsonl.gz``, ``rows.jsonl.zst``) are compared by their contents'
-    CRC-32 too."""
+def _decompressed_copies(files: list[str]) -> list[tuple[str, str]]:
+    """Each (compressed file, plain or earlier compressed file) whose decompressed bytes the
+    other holds too: for gzip, the trailer's CRC-32 and size (of its last member) against the
+    plain file's, computed only for a plain file of that size and never for an empty one; for
+    the other formats, which record neither, the content's CRC-32 against that of the plain file
+    named as the compressed one less its suffix. Two compressed files of one name less their
+    suffixes (``rows.jsonl.gz``, ``rows.jsonl.zst``) are compared by their contents' CRC-32 too."""
     trailers: dict[str, tuple[int, int]] = {}
     sizes: dict[int, list[str]] = {}
     others: list[str] = []
@@ -201,7 +200,7 @@ def _decompressed_copies(files: list[str]) -> tuple[str, str] | None:
                 copies.append((packed, plain))
     packed = [f for f in files if f in trailers or f in others]  # in the order given
     copies += _packed_copies(packed, {copy for copy, _ in copies})
-    return copies[0] if copies else None
+    return copies
 
 
 def _packed_copies(packed: list[str], said: set[str]) -> list[tuple[str, str]]:
