@@ -142,6 +142,22 @@ def test_threshold_reliability_and_fit_carry_the_warning(tmp_path, pieces):
     assert "--part 3/3 missing" in fit.stderr
 
 
+def test_a_threshold_chosen_on_a_merge_missing_a_piece_fails_closed(tmp_path, rows_file, pieces):
+    # the rows evaluated are whole; the --fit rows the threshold is chosen on lack piece 3/3
+    merged, _ = _merge(tmp_path, "p12.cbs", pieces[1], pieces[2])
+    every, _ = _merge(tmp_path, "all.cbs", pieces[1], pieces[2], pieces[3])
+    chosen = ["--target-accuracy", "0.1", "--delta", "0.5", "--min-coverage", "0.01"]
+    whole = run(["threshold", rows_file, "--fit", every, *chosen, "--json"])
+    assert whole.exit_code == 0, whole.stdout  # every piece: the gate is judged
+    result = run(["threshold", rows_file, "--fit", merged, *chosen, "--json"])
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    [check] = report["gate"]["checks"]
+    assert check["passed"] is False
+    assert check["reason"].startswith("the --fit rows: the summary covers only part of")
+    assert any("--part 3/3 missing" in w for w in report["warnings"])
+
+
 def test_perplexity_rows_path(tmp_path):
     path = tmp_path / "ppl.jsonl"
     nll = [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]

@@ -450,6 +450,10 @@ def threshold_report(
     mixed = getattr(fit, "mixed", None)
     if mixed is not None and getattr(summary, "mixed", None) is None:
         summary = replace(summary, mixed=mixed)  # a threshold chosen on several models' rows
+    partial = getattr(fit, "partial", None)
+    if partial is not None and getattr(summary, "partial", None) is None:
+        # a threshold chosen on a merge missing pieces of its input is not the one asked for
+        summary = replace(summary, partial=f"the --fit rows: {partial}")
     fit_groups = None if fit is None else fit.by_group()
 
     # rows that repeat their questions, with the questions' keys, choose the guaranteed
