@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 pd = pytest.importorskip("pandas", reason="pandas is not installed")
 pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (calibcli[parquet])")
 pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is not installed")
+feather = pytest.importorskip("pyarrow.feather", reason="pyarrow is not installed")
 
 from calibcli.io.narrow import written_columns, written_floats  # noqa: E402
 
@@ -129,6 +130,52 @@ def test_list_and_struct_columns_and_nulls_are_read_as_written():
     assert written_columns(batch.slice(1)).to_pylist() == expected[1:]
     wide = pa.RecordBatch.from_arrays([pa.array([0.1, 0.7])], names=["c"])
     assert written_columns(wide) is wide  # a table without narrow floats is left as it is
+
+
+def test_fixed_size_list_and_dictionary_columns_are_read_as_written():
+    pairs = pa.array([[0.7, 0.3], None, [0.1, None]], pa.list_(pa.float32(), 2))
+    repeated = pa.array([0.7, 0.7, None], pa.float16()).dictionary_encode()
+    nested = pa.array([[[0.9]], None, [[0.6], None]], pa.list_(pa.list_(pa.float32(), 1)))
+    batch = pa.RecordBatch.from_arrays([pairs, repeated, nested], names=["p", "d", "n"])
+    expected = [
+        {"p": [0.7, 0.3], "d": 0.7, "n": [[0.9]]},
+        {"p": None, "d": 0.7, "n": None},
+        {"p": [0.1, None], "d": None, "n": [[0.6], None]},
+    ]
+    assert written_columns(batch).to_pylist() == expected
+    assert written_columns(batch.slice(1)).to_pylist() == expected[1:]
+
+
+def test_a_dictionary_column_of_float32_gives_the_csv_report(tmp_path):
+    csv = tmp_path / "rows.csv"
+    frame().to_csv(csv, index=False)
+    narrow = frame("float32")
+    table = tmp_path / "rows.arrow"  # an Arrow file keeps the column's dictionary type
+    confidence = pa.array(narrow["confidence"].to_numpy()).dictionary_encode()
+    feather.write_feather(pa.table({"confidence": confidence, "correct": narrow["correct"]}), table)
+    assert pa.types.is_dictionary(feather.read_table(table).schema.field("confidence").type)
+    code_csv, out_csv = report(csv)
+    code_table, out_table = report(table)
+    assert code_csv == code_table == 0
+    assert out_table == out_csv
+    assert_by_hand(json.loads(out_table))
+
+
+def test_a_fixed_size_list_of_float32_logprobs_gives_the_jsonl_report(tmp_path):
+    tokens = np.array([[-0.7, -0.1, -2.3], [-0.3, -1.9, -0.2]], np.float32)
+    jsonl = write_jsonl(
+        tmp_path / "l.jsonl", [{"logprobs": [float(str(v)) for v in t]} for t in tokens]
+    )
+    table = tmp_path / "l.parquet"
+    column = pa.FixedSizeListArray.from_arrays(pa.array(tokens.reshape(-1)), 3)
+    pq.write_table(pa.table({"logprobs": column}), table)
+    assert pa.types.is_fixed_size_list(pq.read_schema(table).field("logprobs").type)
+    text = run(["perplexity", str(jsonl), "--format", "logprobs", "--json", "-q"])
+    got = run(["perplexity", str(table), "--format", "logprobs", "--json", "-q"])
+    assert got.exit_code == 0, got.stderr
+    assert got.stdout == text.stdout
+    # by hand: 0.7 + 0.1 + 2.3 + 0.3 + 1.9 + 0.2 = 5.5 nats over 6 tokens
+    assert json.loads(got.stdout)["total_nll"] == pytest.approx(5.5, rel=1e-15)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

@@ -52,12 +52,16 @@ def written_floats(values: np.ndarray) -> np.ndarray:
 
 
 def _narrow(kind: Any) -> bool:
-    """Whether an Arrow type holds float32 or float16 values, as itself or inside lists and
-    structs (the nestings :func:`_written_array` reads)."""
+    """Whether an Arrow type holds float32 or float16 values, as itself or inside lists (of
+    any size), structs and dictionaries (the nestings :func:`_written_array` reads)."""
     import pyarrow as pa
 
     if pa.types.is_float32(kind) or pa.types.is_float16(kind):
         return True
+    if pa.types.is_dictionary(kind):
+        return _narrow(kind.value_type)
+    if pa.types.is_fixed_size_list(kind):
+        return _narrow(kind.value_type)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_struct(kind):
         return any(_narrow(kind.field(i).type) for i in range(kind.num_fields))
     return False
@@ -65,12 +69,17 @@ def _narrow(kind: Any) -> bool:
 
 def _written_array(array: Any) -> Any:
     """An Arrow array with its float32 and float16 values read as written (as float64): plain
-    columns, and those inside lists and structs (a token's logprob, a dotted path's leaf)."""
+    columns, and those inside lists, structs and dictionaries (a token's logprob, a dotted
+    path's leaf, a column of repeated confidences)."""
     import pyarrow as pa
 
     kind = array.type
     if not _narrow(kind):
         return array
+    if pa.types.is_dictionary(kind):  # each row's value, as a plain column reads it
+        return _written_array(array.dictionary_decode())
+    if pa.types.is_fixed_size_list(kind):  # read as the list it is (values under a null too)
+        return _written_array(array.cast(pa.list_(kind.value_field)))
     mask = array.is_null() if array.null_count else None
     if pa.types.is_float32(kind) or pa.types.is_float16(kind):
         values = array.to_numpy(zero_copy_only=False)  # a null as NaN, masked again here
