@@ -152,6 +152,8 @@ def _read(
         for source in runs.files if part is None and span is None else ():
             reader.read(source, builder)
         summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
+        if not plan.all_runs:
+            _same_rows_twice(summary.sources)
         # the rows read from each file (None for a range of one), for what its run recorded
         read = [
             (s.name, s.rows if s.start == 0 and s.stop is None else None)
@@ -171,6 +173,20 @@ def _read(
 
 
 NO_ROWS = "holds no rows: the figures are the other files'"
+
+
+def _same_rows_twice(sources: Any) -> None:
+    """InputError when two files read here hold the same rows in other bytes (the rows of one
+    in another order, or written again), which the byte checks of the runs cannot see: they
+    would count twice (:func:`calibcli.summaries.same_sources`)."""
+    from calibcli.io.runs import COPY
+    from calibcli.summaries import SAME_ROWS, same_sources
+
+    twice = same_sources(sources)
+    if twice is not None:
+        first, later = twice  # named as messages name a source (standard input as <stdin>)
+        also = shown_name(first.display)
+        raise InputError(later.display, None, f"holds the rows of {also} ({SAME_ROWS}): {COPY}")
 
 
 def _partial(summary: Any) -> Any:

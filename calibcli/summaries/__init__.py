@@ -24,6 +24,8 @@ _LAZY = {
     "SummaryMismatch": "calibcli.summaries.ids",
     "check_copies": "calibcli.summaries.copies",
     "check_read_copies": "calibcli.summaries.copies",
+    "same_sources": "calibcli.summaries.copies",
+    "SAME_ROWS": "calibcli.summaries.copies",
     "joined_mode": "calibcli.summaries.sources",
     "most_epochs": "calibcli.summaries.sources",
     "partial_inputs": "calibcli.summaries.sources",

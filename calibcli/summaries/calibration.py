@@ -417,6 +417,7 @@ class CalibrationBuilder:
         self.shares_modes = []
         self._keyed_by_line = False
         self._key_start = (0, 0) if self.keys is None else self.keys.filled()
+        self.source_print = RowFingerprint()  # the source's own, merged into the summary's
 
     def end_source(self, source: Source) -> None:
         """Record the source just read (its row count, and its own table with ``per_source``)."""
@@ -428,9 +429,11 @@ class CalibrationBuilder:
                 lines[:] = line_keys(source.content, lines)
         table = self.source_table if self.per_source else None
         mode = joined_mode([source.inspect_confidence, *self.shares_modes])
+        rows, made = self.rows_of_source, self.source_print
         self.sources.append(
-            replace(source, rows=self.rows_of_source, table=table, inspect_confidence=mode)
+            replace(source, rows=rows, table=table, inspect_confidence=mode, fingerprint=made)
         )
+        self.fingerprint = self.fingerprint.merge(made)
         self.source_table = None
 
     def reserve(self, rows: int) -> None:
@@ -470,7 +473,7 @@ class CalibrationBuilder:
                 if self.keys is None:
                     self.keys = ColumnBuffer(1 << 16, "uint64")
                 self.keys.extend(keys[corr], keys[~corr])
-        self.fingerprint.add(calibration_hashes(conf, corr))
+        self.source_print.add(calibration_hashes(conf, corr))
         self.rows_of_source += conf.shape[0]
 
     def _ids(self) -> ColumnBuffer:
@@ -515,7 +518,7 @@ class CalibrationBuilder:
                     self._ids().extend(remap[part.kept.right_groups], remap[part.kept.wrong_groups])
         self._claimed_ids = None
         self.shares_modes += [s.inspect_confidence for s in part.sources]
-        self.fingerprint = self.fingerprint.merge(part.fingerprint)
+        self.source_print = self.source_print.merge(part.fingerprint)
         self.rows_of_source += part.kept.n if self.rows_hold_table else part.n
 
     _claimed_ids: list[np.ndarray] | None = None

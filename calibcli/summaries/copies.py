@@ -8,7 +8,8 @@ whatever their order and the bytes that held them. It is one fingerprint per sum
 per source, so a part is compared whole: a copy of one source among several of a part is not
 seen. Below ``FLOOR`` rows on either side, or with values repeated so much that other rows share
 them (a few verbal levels), equal rows may be two inputs' by chance and nothing is said. A
-perplexity summary keeps no fingerprint and is not compared.
+perplexity summary keeps no fingerprint and is not compared. Files read together are compared
+source by source (:func:`same_sources`), each source's rows making their own fingerprint.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from calibcli.summaries.ids import SummaryMismatch
 FLOOR = 30
 """Rows each side must hold for equal rows to be taken for a copy."""
 
-_SAME = "the same confidences and outcomes, in any order"
+SAME_ROWS = "the same confidences and outcomes, in any order"
 
 
 def _counted(summary: Any) -> list[Any]:
@@ -63,7 +64,7 @@ def check_copies(parts: list[Any], labels: list[str], remedy: str) -> None:
                 raise SummaryMismatch(
                     f"{labels[i]} and {labels[j]} both hold the same "
                     f"{later.fingerprint.rows:,} rows, read from {_named(parts[i])} and "
-                    f"{_named(later)} ({_SAME}): one input summarized twice, by other routes; "
+                    f"{_named(later)} ({SAME_ROWS}): one input summarized twice, by other routes; "
                     f"{remedy}",
                     part=labels[j],
                 )
@@ -85,7 +86,27 @@ def check_read_copies(read: Any, parts: list[Any], labels: list[str], merged: An
     their, file = ("their", "the files") if many else ("its", "the file")
     raise SummaryMismatch(
         f"{files} read here and {their} {read.fingerprint.rows:,} rows are counted in {held} "
-        f"too ({_SAME}): give {summary} or {file}, not both (pass --all-runs to pool them on "
+        f"too ({SAME_ROWS}): give {summary} or {file}, not both (pass --all-runs to pool them on "
         "purpose)",
         part=labels[found if found is not None else 0],
     )
+
+
+def same_sources(sources: Any) -> tuple[Any, Any] | None:
+    """The first two sources read here that hold the same rows in other bytes (a file and a
+    copy of its rows in another order, or re-encoded), by the fingerprint each source's rows
+    made as they were read; None when there are none. As for parts (:func:`same_rows`), only
+    sources of at least ``FLOOR`` rows whose values tell rows apart are compared: a source
+    without a fingerprint (a summary file's), and byte ranges of one input, never are."""
+    seen: dict[tuple[int, int], Any] = {}
+    for source in sources:
+        made = source.fingerprint
+        if source.skipped is not None or made is None or made.rows < FLOOR:
+            continue
+        if not made.tells_rows_apart():
+            continue
+        earlier = seen.setdefault((made.rows, made.total), source)
+        other = earlier is not source and earlier.content != source.content
+        if other and earlier.fingerprint.same_rows(made):
+            return earlier, source
+    return None

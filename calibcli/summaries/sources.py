@@ -29,6 +29,9 @@ class Source:
     whole input's bytes, and ``part``, the first and last of the K pieces it holds (k, k, K; a
     run of adjacent pieces once merged), so that pieces left out of a merge are known; both
     are None for a whole input, another range, or a summary written before they were recorded.
+    ``fingerprint`` is the row fingerprint of the calibration rows read from it in this
+    process, to tell two inputs of the same rows (:func:`same_sources`); a summary file does
+    not keep it.
     """
 
     name: str
@@ -44,6 +47,7 @@ class Source:
     epochs: int | None = None
     size: int | None = None
     part: tuple[int, int, int] | None = None
+    fingerprint: Any = None  # RowFingerprint of the calibration rows read from it, here only
 
     @property
     def display(self) -> str:
