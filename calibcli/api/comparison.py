@@ -24,6 +24,7 @@ def compare(
     bootstrap: int | None = None,
     seed: int | None = None,
     bins: int = 10,
+    min_populated_bins: int = 3,
     gate_each: bool = False,
     unpaired: bool = False,
     allow_unmatched: bool = False,
@@ -55,6 +56,8 @@ def compare(
     more than the margin: the upper end of d's interval beyond it by default
     (``gate_on="estimate"``: d itself), and ``min_rows=1000`` when fewer rows are compared
     (matched pairs; the smaller side unpaired); ``gate_each=True`` gates every group too.
+    The ECE, MCE and RMSCE checks fail closed when a side populates fewer than
+    ``min_populated_bins`` (default 3) of the ``bins``.
 
     ``base`` and ``new`` may also be two paths: each file is read as the command reads it (in
     columns, NEW matched to BASE as it is read), with the reading options of
@@ -89,6 +92,7 @@ def compare(
     if workers is not None:
         workers = whole(WHERE, "workers", workers, 1)
     bins = whole(WHERE, "bins", bins, 1, checks.MAX_BINS)
+    min_bins = whole(WHERE, "min_populated_bins", min_populated_bins, 1)
     if gate_on is not None and gate_on not in ("estimate", "upper"):
         raise InputError(WHERE, None, f"gate_on: {gate_on!r} is not one of 'estimate', 'upper'")
     by = options["by"] if sides is None else sides[0].by
@@ -153,6 +157,7 @@ def compare(
         bins=bins,
         paired=not unpaired,
         workers=workers,
+        min_bins=min_bins,
     )
     report = compare_report(
         matched,

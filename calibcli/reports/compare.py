@@ -20,6 +20,7 @@ from calibcli.reports import figures as registry
 from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
 from calibcli.reports.gate import Gate, evaluate, floor_reason, upper_bound_reason
 from calibcli.reports.report import (
+    DEFAULT_MIN_POPULATED_BINS,
     SCHEMA_VERSION,
     Note,
     Section,
@@ -47,6 +48,7 @@ class CompareSettings:
     bins: int = 10
     paired: bool = True
     workers: int | None = None
+    min_bins: int = DEFAULT_MIN_POPULATED_BINS  # fewer on a side close its binned gates
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,43 @@ def compare_section(
                 "test (shared outcomes) does not apply; see the bootstrap interval",
             }
     small = _too_few(base, new, questions, upper_gate=upper_gate, floor=floor)
-    return Comparison(Section(figures, notes), _gate_view(table, small, min(n_base, n_new)))
+    sparse, said = _few_bins(base, new, settings)
+    notes += said
+    gate_view = _gate_view(table, {**small, **sparse}, min(n_base, n_new))
+    return Comparison(Section(figures, notes), gate_view)
+
+
+def _few_bins(
+    base: tuple[Any, Any], new: tuple[Any, Any], settings: CompareSettings
+) -> tuple[dict[str, str], list[Note]]:
+    """The binned figures' checks (ECE, MCE, RMSCE: those ``calibrate`` closes) that fail
+    closed because a side populates fewer than ``settings.min_bins`` bins (capped at the
+    bins), with the warning that says so: a difference of estimates resting on one or two bins
+    says nothing of calibration, though it may be small."""
+    from calibcli.reports.calibrate import BINNED_GATES
+    from calibcli.summaries import side_stats
+
+    least = min(settings.min_bins, settings.bins)
+    closed: dict[str, str] = {}
+    notes: list[Note] = []
+    for name, rows in (("BASE", base), ("NEW", new)):
+        populated = int(side_stats(rows, settings.bins).populated_bins)
+        if populated >= least:
+            continue
+        why = f"only {populated} of {settings.bins} bins are populated on {name} (minimum {least})"
+        notes.append(
+            Note(
+                "few_bins",
+                f"{why}; its ECE, MCE and RMSCE rest on too few bins",
+                f"{name}: {populated} of {settings.bins}",
+                general=f"fewer than {least} bins are populated on a side; its ECE, MCE and "
+                "RMSCE rest on too few bins",
+            )
+        )
+        for key in sorted(BINNED_GATES):
+            for way in _WAYS:
+                closed.setdefault(f"{key}_{way}", why)
+    return closed, notes
 
 
 def _too_few(

@@ -22,6 +22,7 @@ from calibcli.cli.options import (
     LabelOpt,
     MaxDecreaseOpt,
     MaxIncreaseOpt,
+    MinBinsOpt,
     OutputOpt,
     PlotOpt,
     SeedOpt,
@@ -47,6 +48,7 @@ def compare(
     bootstrap: BootstrapOpt = None,
     seed: SeedOpt = None,
     bins: BinsOpt = (10,),
+    min_populated_bins: MinBinsOpt = (3,),
     gate_each: GateEachOpt = False,
     unpaired: UnpairedOpt = False,
     allow_unmatched: AllowUnmatchedOpt = False,
@@ -70,7 +72,8 @@ def compare(
     --max-decrease auroc=0.01) gate on the upper end of the difference's interval by default:
     exit 1 when NEW may be worse than BASE by more than the margin. That end needs 30 matched
     rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
-    gate fails closed. --min-rows N fails unless N rows are compared.
+    gate fails closed, as the ECE, MCE and RMSCE checks do when a side populates fewer than
+    --min-populated-bins bins. --min-rows N fails unless N rows are compared.
     """
     from calibcli.io import InputError, default_id, delimited_kind, read_compared
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
@@ -130,6 +133,7 @@ def compare(
         bins=bins,
         paired=not unpaired,
         workers=reading.workers,
+        min_bins=one(min_populated_bins),
     )
     with one_blas_thread(), worker_errors(), phases(reading.quiet):
         result = compare_report(
