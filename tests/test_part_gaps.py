@@ -309,7 +309,9 @@ def test_reading_a_summary_with_other_choices_is_refused(chat_pieces):
         assert json.loads(result.stdout)["n"] == 2
 
 
-def test_merge_refuses_another_gold_field_and_not_a_missing_id_field(tmp_path, rows_file):
+def test_merge_refuses_another_gold_field_and_not_a_missing_id_field_but_reading_does(
+    tmp_path, rows_file
+):
     def summary(name, *options):
         out = tmp_path / name
         assert (
@@ -328,8 +330,16 @@ def test_merge_refuses_another_gold_field_and_not_a_missing_id_field(tmp_path, r
     # with them, as they always did: the ids only add a check
     result = run(["merge", plain, ids, "-o", tmp_path / "y.cbs"])
     assert result.exit_code == 0, result.stderr
-    result = run(["calibrate", plain, "--id-field", "id", "-q"])
-    assert result.exit_code == 0, result.stderr
+    # but --id-field given to read them asks for a check their rows cannot have: refused
+    for unknown in (plain, tmp_path / "y.cbs"):
+        result = run(["calibrate", unknown, "--id-field", "id", "-q"])
+        assert result.exit_code == 2
+        assert result.stderr.strip() == (
+            f"Error: {unknown}: its rows were read without --id-field, so their ids are not "
+            "known: --id-field id cannot check them for repeats (summarize the inputs with "
+            "--id-field id, or drop it)"
+        )
+    assert run(["calibrate", ids, "--id-field", "id", "-q"]).exit_code == 0
     result = run(["calibrate", ids, "--id-field", "other", "-q"])
     assert result.exit_code == 2 and "with --id-field id" in result.stderr
 

@@ -128,7 +128,29 @@ def adopt_settings(
             f"its rows were read {was}, not {option} {_shown(mine)}: they cannot be read again "
             f"from a summary (drop {option}, or summarize the inputs again)",
         )
+    _ids_known(settings, parts, given)
     return replace(settings, **adopted), rebin
+
+
+def _ids_known(settings: Any, parts: list[tuple[str, Any]], given: Collection[str]) -> None:
+    """InputError when ``--id-field`` is given beside a summary file that holds rows without
+    ids (all of them, or those of a part merged in without ids): they cannot be checked for
+    repeats (among its parts, or against the files read beside it), so the check the option
+    asks for would pass them unchecked. A summary written with the ids of all its rows
+    (whatever settings it records) is read."""
+    name = getattr(settings, "id_field", None)
+    if "id_field" not in given or name is None:
+        return
+    for label, part in parts:
+        ids = getattr(part, "row_ids", None)
+        if part.n and (ids is None or ids.hashes.shape[0] < part.n):  # some rows without
+            raise InputError(
+                label,
+                None,
+                f"its rows were read without --id-field, so their ids are not known: --id-field "
+                f"{_shown(name)} cannot check them for repeats (summarize the inputs with "
+                f"--id-field {_shown(name)}, or drop it)",
+            )
 
 
 def _shown(value: Any) -> str:
