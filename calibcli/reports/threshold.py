@@ -512,6 +512,7 @@ def threshold_report(
             "the rows the threshold was chosen on",
             "the threshold was partly chosen on the rows it is evaluated on, so its coverage and "
             "accuracy here are optimistic; evaluate on rows held out from --fit",
+            kept=getattr(summary, "kept", None),
         )
     if fit is not None:
         notes += [Note("fit_rows", text) for text in _other_rows(fit, summary)]
