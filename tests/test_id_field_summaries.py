@@ -56,7 +56,7 @@ def test_summaries_without_ids_read_with_id_field_are_refused(tmp_path, files):
 
 
 def test_perplexity_summaries_too(tmp_path, files):
-    a, b = files
+    a, _ = files
     pa = tmp_path / "pa.cbs"
     assert run(["summarize", a, "--kind", "perplexity", "-o", pa, "-q"]).exit_code == 0
     result = run(["perplexity", pa, "--id-field", "id", "-q"])

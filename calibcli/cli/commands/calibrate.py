@@ -119,6 +119,8 @@ def calibrate(
         )
     except ValueError as exc:
         raise usage_error(str(exc)) from None
+    if ci is None and "bootstrap_scheme" in (reading.given or ()):
+        raise usage_error("--bootstrap-scheme sets up --ci intervals; give --ci LEVEL too")
     calibrators, method = recalibration_options(calibrator, recalibrate_with, folds)
     if method is not None and gate_on.value == "upper":
         # the bootstrap resamples the out-of-fold confidences with each fold's map held fixed
