@@ -74,6 +74,8 @@ class BlockDecoder:
         self.typed = ident is None and (
             (convert is None and key is None) or self.group_field is not None
         )
+        if not spec.flat:  # a dotted field name: rows decode into dicts that field() reads
+            self.typed, self.group_field = False, None
         self._names: dict[str, str] = {}  # string group value -> name, see group_names
         # string group value -> its code, an index into _code_names (see _group_keys); None
         # once more than GROUP_NAMES_KEPT were met
@@ -343,12 +345,31 @@ every block."""
 
 
 def _counts_present(spec: Any, block: memoryview | bytes) -> tuple[bool, ...]:
-    """Whether the block holds each optional count field's key (perplexity rows: bytes, words;
-    calibration rows have none). A block in which a key never occurs has no row carrying the
-    field: its column is not read."""
+    """Whether the block may hold each optional count field's key (perplexity rows: bytes,
+    words; calibration rows have none). A block in which a key never occurs has no row
+    carrying the field: its column is not read. A column read for nothing holds -1 ("absent")
+    in every row, so a wrong yes costs time, never a figure."""
     if spec.kind != "perplexity":
         return ()
-    return tuple(_contains(block, spec.count_keys[kind]) for kind in ("bytes", "words"))
+    return tuple(_holds_key(block, spec.count_keys[kind]) for kind in ("bytes", "words"))
+
+
+def _holds_key(block: memoryview | bytes, key: bytes) -> bool:
+    """Whether a block may hold the JSON key ``key`` (quoted, in UTF-8 as a file writes it).
+
+    A key may also be spelled with escapes (``"\\u0062ytes"``, ``"gr\\u00f6\\u00dfe"``),
+    which msgspec decodes to the same name. Only a block free of the escapes that could spell
+    it rules the key out: ``\\u`` for most names, any backslash for a name holding a
+    character with a short escape (``"``, ``\\``, ``/``, a control character)."""
+    return _contains(block, key) or _contains(block, _escape_of(key))
+
+
+def _escape_of(key: bytes) -> bytes:
+    """What every escaped spelling of a quoted JSON key holds (see :func:`_holds_key`):
+    ``\\u``, or only a backslash when the name holds a character with a short escape: ``/``
+    (``\\/``), or a quote, a backslash or a control character, which the key's own spelling
+    already escapes."""
+    return b"\\" if b"\\" in key or b"/" in key else b"\\u"
 
 
 def _calibration_columns(spec: Any, rows: list, present: tuple) -> tuple:
@@ -399,9 +420,6 @@ _STRUCT_COLUMNS = {"calibration": _calibration_columns, "perplexity": _perplexit
 def _contains(block: memoryview | bytes, key: bytes) -> bool:
     """Whether ``key`` occurs in the block (a view from :func:`~calibcli.io.sources.blocks`
     starts at offset 0 of its buffer, so the buffer's own ``find`` searches it without a copy).
-
-    A key written with JSON escapes (``"\\u0062ytes"``) is not found: such a field is then read
-    as absent.
 
     A byte of the key that the block lacks rules the key out: each such test is one ``memchr``,
     while the search for the whole key stops at every quote, the commonest byte of JSON."""

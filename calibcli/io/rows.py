@@ -286,6 +286,9 @@ class CalibrationRow:
     """A calibration row: ``confidence`` a number in [0, 1], ``correct`` true/false or 0/1."""
 
     kind = "calibration"
+    # both fields are required: a row lacking a dotted name's whole key fails the typed struct
+    # and is read line by line, where field() follows the path
+    flat = True
 
     def __init__(self, confidence_field: str = "confidence", correct_field: str = "correct"):
         self.confidence_field = confidence_field
@@ -392,9 +395,16 @@ class PerplexityRow:
         self.count_fields = dict(
             zip(PERPLEXITY_COUNTS, (tokens_field, bytes_field, words_field), strict=True)
         )
-        # the keys as written in JSON, to scan a block for them
-        self.count_keys = {k: json.dumps(v).encode() for k, v in self.count_fields.items()}
+        # the keys as a UTF-8 file writes them (non-ASCII letters as they are), to scan a
+        # block for them; a key spelled with escapes is left to the decoder (see decode.py)
+        self.count_keys = {
+            k: json.dumps(v, ensure_ascii=False).encode("utf-8", "surrogatepass")
+            for k, v in self.count_fields.items()
+        }
         self.logprobs_field = logprobs_field
+        # a dotted name may reach into nested objects, which the typed struct (its keys read
+        # whole) cannot: such rows decode into dicts and field() reads them
+        self.flat = not any("." in name for name in (nll_field, *self.count_fields.values()))
 
     def struct_fields(self) -> tuple[list, dict]:
         """msgspec struct fields (name, type[, default]) and their JSON names. The optional
@@ -433,7 +443,16 @@ class PerplexityRow:
         out = []
         for kind in ("bytes", "words"):
             name = self.count_fields[kind]
-            out.append(check_count(obj[name], name) if name in obj else None)
+            if name in obj:
+                out.append(check_count(obj[name], name))
+                continue
+            if "." in name:  # a dotted path into nested objects, as field() reads it
+                from calibcli.formats import has_path, lookup
+
+                if has_path(obj, name):
+                    out.append(check_count(lookup(obj, name), name))
+                    continue
+            out.append(None)
         return tuple(out)
 
     def converter(self, fmt: str) -> Callable[[dict], tuple]:
