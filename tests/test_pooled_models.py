@@ -173,7 +173,9 @@ def test_compare_fails_closed_when_a_side_mixes_models(tmp_path):
         OLD / "pretrained__org__model-a,dtype__float16_toy_qa.jsonl",
         new / "pretrained__org__model-a,dtype__float16_toy_qb.jsonl",
     )
+    # the toy rows populate few bins, whose own reason would close the check first
     args = ["compare", base, new, "--max-increase", "ece=0.9", "--gate-on", "estimate"]
+    args += ["--min-populated-bins", "1"]
     result = run([*args, "--allow-unmatched", "--json"])
     assert result.exit_code == 1
     report = report_of(result)
