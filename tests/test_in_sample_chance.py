@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from harness import run, write_jsonl
 
+from calibcli.summaries import chance_share
 from calibcli.summaries.fingerprint import RowFingerprint, calibration_hashes
-from calibcli.summaries.recalibrate import CHANCE_WEIGHT, chance_share
+from calibcli.summaries.in_sample import CHANCE_WEIGHT
 
 N = 2000
 
@@ -106,3 +107,61 @@ def test_rows_that_never_repeat_have_no_chance_share_and_one_value_all_of_it():
     assert chance_share(N, N) == 0.0
     assert chance_share(0, 0) == 0.0
     assert chance_share(1, 10**9) == pytest.approx(1.0)
+
+
+# --------------------------------------------------------------------------- a slice scored
+
+
+@pytest.mark.parametrize("size", [100, 1000])
+def test_a_slice_of_the_fitting_rows_scored_as_a_test_is_found(tmp_path, fitted, size):
+    # 1,000 rows hold half the fitted rows' values: found as the fitted rows among them; 100
+    # hold a twentieth, found only as rows scored that are all among the fitted ones
+    rows, fit_path, cal = fitted
+    path = write_jsonl(tmp_path / "slice.jsonl", rows[-size:])
+    code, body = calibrate(path, cal)
+    assert code == 1
+    assert body["gate"]["checks"][0]["passed"] is False
+    said = [w for w in body["warnings"] if "are among" in w]
+    assert said
+    if size == 100:
+        assert said[0].startswith("about 100% of the 100 rows scored here are among the rows")
+    chosen = run(["threshold", path, "--fit", fit_path, "--target-accuracy", "0.7", "--json"])
+    assert any("are among" in w for w in json.loads(chosen.stdout)["warnings"])
+
+
+def test_held_out_rows_as_few_as_a_slice_keep_their_gate(tmp_path, fitted):
+    _, _, cal = fitted
+    for n, seed in [(100, 4), (300, 8)]:
+        code, body = calibrate(write_jsonl(tmp_path / "held.jsonl", draw(n, seed=seed)), cal)
+        assert code == 0
+        assert not [w for w in body["warnings"] if "are among" in w]
+
+
+def make_fit(tmp_path, rows):
+    fit_path = write_jsonl(tmp_path / "fit.jsonl", rows)
+    cal = tmp_path / "cal.json"
+    assert run(["fit", fit_path, "--method", "platt", "-o", cal, "-q"]).exit_code == 0
+    return cal
+
+
+def test_a_slice_of_exact_values_is_found_by_its_rows(tmp_path):
+    # 600 fitted rows of distinct values; 30 of them scored are a twentieth of the fitted
+    # rows, but every row scored is a fitted one
+    rows = [{"confidence": (i + 0.5) / 600, "correct": i % 3 != 0} for i in range(600)]
+    cal = make_fit(tmp_path, rows)
+    code, body = calibrate(write_jsonl(tmp_path / "s.jsonl", rows[::20]), cal)
+    assert code == 1
+    assert any(
+        w.startswith("about 100% of the 30 rows scored here are among") for w in body["warnings"]
+    )
+
+
+def test_too_few_rows_scored_to_look_up_say_nothing_by_content(tmp_path):
+    # 200 fitted rows: the sketch holds them all and each row scored is looked up; 19 rows
+    # are too few to judge, and are under a tenth of the fitted rows
+    rows = [{"confidence": (i + 0.5) / 200, "correct": i % 3 != 0} for i in range(200)]
+    cal = make_fit(tmp_path, rows)
+    _, body = calibrate(write_jsonl(tmp_path / "t.jsonl", rows[:19]), cal)
+    assert not [w for w in body["warnings"] if "are among" in w]
+    _, body = calibrate(write_jsonl(tmp_path / "u.jsonl", rows[:20]), cal)
+    assert any("of the 20 rows scored here are among" in w for w in body["warnings"])

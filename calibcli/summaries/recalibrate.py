@@ -15,7 +15,6 @@ typer here: the commands call these and turn ValueError into exit 2.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -365,6 +364,8 @@ def scored_in_sample(calibrators: CalibratorFile, summary: Any, files: list[str]
     content (the fingerprint the file records, :func:`in_sample_note`), else, for a file that
     records none, by the files named. The figures after such a calibrator are in-sample and
     flatter it, so a gate on them cannot pass on its word."""
+    from calibcli.summaries.in_sample import in_sample_note
+
     fingerprint = calibrators.fingerprint
     if fingerprint is not None:
         note = in_sample_note(
@@ -388,90 +389,6 @@ def scored_in_sample(calibrators: CalibratorFile, summary: Any, files: list[str]
         f"the calibrator was fitted on {', '.join(overlap)}, which is scored here too: the "
         "figures after recalibration are in-sample and flatter it; score held-out rows, or use "
         "--recalibrate METHOD --folds K"
-    )
-
-
-IN_SAMPLE_SHARE = 0.1
-"""A share of fitted rows found among the scored rows from which the overlap is named, on rows
-whose values never repeat; on rows that repeat some, it is that share of the fitted rows beyond
-``CHANCE_WEIGHT`` times the share found by chance (:func:`chance_share`)."""
-CHANCE_WEIGHT = 1.5
-"""How far the chance share is raised: it is estimated as if every value were as likely as
-every other, which falls short of the chance of values drawn unevenly (a model's confidences
-crowd some values), by about 15% for four-decimal confidences drawn from Beta(5, 2)."""
-
-
-def chance_share(distinct: float, rows: int) -> float:
-    """About the share of another set's distinct values found by chance among ``rows`` rows
-    holding ``distinct`` distinct values, both drawn alike, as if from K equally likely values:
-    n rows of K values hold K (1 - exp(-x)) distinct (x = n / K), so x is solved from
-    distinct / n = (1 - exp(-x)) / x, and a value is among them with chance 1 - exp(-x)
-    (0 for rows that never repeat a value, 1 for rows of one value)."""
-    if rows <= 0 or distinct >= rows:
-        return 0.0
-    ratio = max(distinct, 1.0) / rows
-    lo, hi = 0.0, 1.0
-    while (1.0 - math.exp(-hi)) / hi > ratio:  # (1 - e^-x) / x falls from 1 as x grows
-        hi *= 2.0
-        if hi > 1e6:
-            return 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2.0
-        if mid == 0.0 or (1.0 - math.exp(-mid)) / mid > ratio:
-            lo = mid
-        else:
-            hi = mid
-    return 1.0 - math.exp(-(lo + hi) / 2.0)
-
-
-def _found(fitted: Any, scored: Any, kept: Any) -> tuple[float, float]:
-    """The share of the fitted rows' distinct values found among the scored rows, and the
-    share chance would find (:func:`chance_share`). With the scored rows at hand (``kept``,
-    every row of ``scored``) both are exact for the fitted rows' sample: each sampled value is
-    looked up among the rows' own hashes, and the distinct values are counted; else both are
-    the sketches' estimates."""
-    import numpy as np
-
-    from calibcli.summaries.fingerprint import calibration_hashes
-
-    if kept is None or kept.n != scored.rows or not fitted.sample.shape[0]:
-        return fitted.contained_share(scored), chance_share(scored.distinct(), scored.rows)
-    hashes = np.unique(
-        np.concatenate(
-            [
-                calibration_hashes(kept.right, np.ones(kept.right.shape[0], bool)),
-                calibration_hashes(kept.wrong, np.zeros(kept.wrong.shape[0], bool)),
-            ]
-        )
-    )
-    share = float(np.isin(fitted.sample, hashes).mean())
-    return share, chance_share(float(hashes.shape[0]), scored.rows)
-
-
-def in_sample_note(
-    fitted: Any, scored: Any, what: str, consequence: str, kept: Any = None
-) -> str | None:
-    """A warning when the rows scored contain rows that ``fitted`` (a fingerprint) describes,
-    decided by content (the rows' values), not by file names: the same rows exactly (in any
-    order), or more of the fitted rows' distinct values among the rows scored (dev + test
-    scored together) than ``IN_SAMPLE_SHARE`` of those chance would not find
-    (:func:`chance_share`), measured on the scored rows themselves when ``kept`` holds them
-    (:func:`_found`). None otherwise, and when either set repeats its values so much that
-    shared values say nothing
-    (:meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_rows_apart`)."""
-    if not fitted.rows or not scored.rows:
-        return None
-    if fitted.same_rows(scored):
-        return f"the {scored.rows:,} rows scored here are {what}: {consequence}"
-    if not (fitted.tells_rows_apart() and scored.tells_rows_apart()):
-        return None
-    share, chance = _found(fitted, scored, kept)
-    chance = min(1.0, CHANCE_WEIGHT * chance)
-    if share <= chance + (1.0 - chance) * IN_SAMPLE_SHARE:
-        return None
-    return (
-        f"about {share:.0%} of {what} ({fitted.rows:,}) are among the {scored.rows:,} rows "
-        f"scored here: {consequence}"
     )
 
 
