@@ -127,7 +127,7 @@ def compare(
             matched = usage(WHERE, match_keys, base=keyed[0], new=keyed[1], base_name=names[0])
         # what the reading said of each side's files, then of the matched rows, as compare of
         # the files says it
-        said = (*b.warnings, *n.warnings, *matched.warnings)
+        said = (*_compared(b.warnings), *_compared(n.warnings), *matched.warnings)
         # what the runs say closes gates as compare of the files closes them: several models
         # on a side, and rows of one question resampled one by one (unpaired)
         repeated = unpaired and (b.questions is not None or n.questions is not None)
@@ -204,6 +204,7 @@ def _keyed(rows: Predictions, name: str) -> Any:
             f"compare matches rows by id, and the rows of {name} have none: read them with "
             "id_field=, give their ids, or compare them unpaired=True",
         )
+    _distinct(rows, name)
     return KeyedRows(
         rows.keys,
         rows.confidence,
@@ -215,6 +216,31 @@ def _keyed(rows: Predictions, name: str) -> Any:
         mixed=rows.mixed,
         questions=rows.questions,
     )
+
+
+def _compared(warnings: tuple[str, ...]) -> tuple[str, ...]:
+    """What compare of the files says of them among what the reading said: compare's reader
+    leaves a folder's results files, files of other task kinds and files of no rows out
+    without a word, so its report names none of them."""
+    from calibcli.io import NO_ROWS
+
+    return tuple(w for w in warnings if not w.endswith(("; skipped", f": {NO_ROWS}")))
+
+
+def _distinct(rows: Predictions, name: str) -> None:
+    """Refuse an id held by two rows, as compare of the files refuses it: rows read with
+    ``all_runs=True`` pool re-runs (and two models' files of one task share doc_ids), which
+    calibrate takes as they are but no pairing can match."""
+    from calibcli.io import show_id
+
+    first: dict[Any, int] = {}
+    for i, key in enumerate(rows.keys):
+        j = first.setdefault(key, i)
+        if j != i:
+            at = rows.where or []
+            later = at[i] if at else f"{name}: index {i}"
+            earlier = at[j] if at else f"index {j}"
+            raise InputError(later, None, f"duplicate id {show_id(key)} (first at {earlier})")
 
 
 def _margins(given: dict[str, float] | None, name: str) -> list[str]:

@@ -114,7 +114,12 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     group), ``id_field`` (each row's id; lm-eval, inspect-ai and the other formats with ids
     of their own are identified without it), ``max_line_mb``, ``max_document_mb``. An id
     read twice is an error, and so is a native row carrying its file's first row's ``id``
-    (a run appended to its file again) unless ``all_runs=True``.
+    (a run appended to its file again), unless ``all_runs=True``: every re-run of a task in a
+    folder is then read and pooled, as ``calibrate --all-runs`` pools them (:func:`compare`
+    refuses rows whose ids repeat, as the command does). Two models' lm-eval files of one
+    task hold the same doc_ids without a row read twice (their figures mix the models, and
+    every gate on them fails closed). What the reading says of the files (a folder's files
+    skipped, older re-runs left out) is in ``warnings``, as the commands say it.
 
     Returns :class:`Predictions`: numpy arrays, and ``to_pandas()`` for a DataFrame.
 

@@ -40,13 +40,14 @@ def records(
     max_document_bytes: int | None = None,
     skip_results: bool = False,
     notes: Callable[[str], None] | None = None,
+    skipped: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
     """(display name, line number or locator, row, raw line) of each row of ``source``: each
     non-blank line of JSON Lines, or each row of a whole document (a JSON array, a
     pretty-printed object, an inspect-ai ``.eval`` zip; the raw line is then None). Lines
     and compressed documents are bounded as the block readers bound them. An lm-eval results
-    file is an error, or yields nothing with ``skip_results`` (a run folder's). ``notes``: see
-    :func:`~calibcli.io.documents.iter_document`."""
+    file is an error, or yields nothing with ``skip_results`` (a run folder's), ``skipped``
+    then called with why. ``notes``: see :func:`~calibcli.io.documents.iter_document`."""
     from calibcli.io.parts import is_summary_file
     from calibcli.io.reader import whole_document_kind
 
@@ -59,7 +60,7 @@ def records(
         )
     kind = whole_document_kind(source, max_line_bytes)
     if kind is not None:
-        yield from _document_records(source, kind, max_document_bytes, skip_results, notes)
+        yield from _document_records(source, kind, max_document_bytes, skip_results, notes, skipped)
         return
     from calibcli.io.rows import parse_row
 
@@ -86,6 +87,7 @@ def _document_records(
     max_document_bytes: int | None,
     skip_results: bool = False,
     notes: Callable[[str], None] | None = None,
+    skipped: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[str, int | str, dict, None]]:
     from calibcli.io.reader import SkipFile, document_rows
     from calibcli.io.sources import display_name
@@ -97,6 +99,8 @@ def _document_records(
     except SkipFile as skip:  # a results file holds no rows to compare, apply or fit
         if not skip_results:
             raise InputError(name, None, skip.reason.removesuffix("; skipped")) from None
+        if skipped is not None:
+            skipped(skip.reason)
 
 
 def read_keyed(
@@ -119,7 +123,8 @@ def read_keyed(
     questions: bool = False,
     all_runs: bool = False,
 ) -> KeyedRows:
-    """Read (id, confidence, correct) rows; an id appearing twice is an error naming both lines.
+    """Read (id, confidence, correct) rows; an id appearing twice is an error naming both lines
+    (with ``keyed=None``, as the other commands refuse a row read twice: see below).
 
     The format of each file is detected (or forced) as the streaming readers do it, and every
     row is checked and converted by the same code. ``id_field`` is a dotted path; None means
@@ -127,7 +132,13 @@ def read_keyed(
     for lm-eval rows, ``id`` and ``epoch`` for inspect-ai samples. With ``keyed=False`` no id
     is read: each row's key is its position. With ``keyed=None`` a row has an id where the
     reading gives it one: by ``id_field`` when given, else by its format's own id (lm-eval,
-    inspect-ai, ...); native rows without ``id_field`` are keyed by their position. With
+    inspect-ai, ...); native rows without ``id_field`` are keyed by their position. Such ids
+    are checked as ``calibrate`` checks them: two models' lm-eval files of one task (their
+    model named by the path) hold the same doc_ids without a row read twice, and with
+    ``all_runs`` rows read twice are pooled on purpose, ids unchecked; every row keeps its id
+    as compare keys it, so compare of such rows refuses the repeated ids. A folder's files
+    that are skipped (results files, tasks without probabilities) are said in ``warnings``
+    as the other commands say them, and so is a file of no rows read beside others. With
     ``documents``, what each lm-eval or inspect-ai row asks is kept too (``docs``), for
     compare's check that matched rows ask the same question. With ``questions``, rows that
     share a question (an inspect-ai sample's epochs) are labelled with its hash
@@ -137,13 +148,14 @@ def read_keyed(
     (:mod:`calibcli.io.first_id`).
     """
     from calibcli import formats
+    from calibcli.io import NO_ROWS
     from calibcli.io.folders import expand
     from calibcli.io.ids import question_hashes
     from calibcli.io.matching import document
     from calibcli.io.plan import answer_options, group_key
     from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
-    from calibcli.io.runs import choose_runs, run_checks
+    from calibcli.io.runs import REPEATED, choose_runs, run_checks
     from calibcli.summaries import joined_mode
 
     native = CalibrationRow(confidence_field, correct_field)
@@ -172,7 +184,8 @@ def read_keyed(
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed
     warnings = list(runs.warnings)
-    read: list[tuple[str, int]] = []  # the files whose rows were read, and how many
+    read: list[tuple[str, int]] = []  # the files read (not skipped), and their rows
+    left_out: list[tuple[str, str]] = []  # the files skipped, and why
     read_as: list[tuple[str, str]] = []  # the files read, with their formats
     for source in expand(sources):
         if source in from_folder and source not in newest:
@@ -181,18 +194,23 @@ def read_keyed(
         convert = None
         watch = None  # the file's first row's id (a FirstId, False when it has none)
         task = formats.task_from_filename(source) if source != "-" else None
+        # whose rows these are, where a row read twice is known as calibrate knows it
+        model = None if keyed or task is None else formats.model_from_filename(source)
         key_of = None
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
         before = len(keys)
         notes = functools.partial(note_once, warnings, display_name(source))
-        rows = records(source, **bounds, skip_results=source in from_folder, notes=notes)
+        skipped: list[str] = []  # why a folder's file was left out, said as a warning
+        folder = source in from_folder
+        rows = records(source, **bounds, skip_results=folder, notes=notes, skipped=skipped.append)
         for name, line_no, row, _ in rows:
             at = f"{shown_name(name)}:{line_no}"
             field = id_field or "id"
             try:
                 if source_fmt is None:
-                    source_fmt, skip = router.route(row, None if fmt == "auto" else fmt)
-                    if skip is not None and source in from_folder:
+                    source_fmt, skip = _route(router, row, fmt, folder)
+                    if skip is not None and folder:
+                        skipped.append(skip)
                         break
                     if skip is not None:
                         raise ValueError(f"{skip}: nothing to compare")
@@ -218,11 +236,13 @@ def read_keyed(
                 if source_fmt not in OWN_IDS and not all_runs and id_field is None:
                     watch = watched(watch, name, line_no, row, by)
                 key = ("row", len(keys))
-            elif key in seen:
-                raise InputError(
-                    name, line_no, f"duplicate id {show_id(key)} (first at {seen[key]})"
-                )
-            seen[key] = at
+            elif not (all_runs and keyed is None):
+                known = (model, key) if model is not None and source_fmt == "lm-eval" else key
+                if known in seen:
+                    raise InputError(
+                        name, line_no, f"duplicate id {show_id(key)} (first at {seen[known]})"
+                    )
+                seen[known] = at
             if documents:
                 doc = document(source_fmt, row)
                 if doc is not None:
@@ -240,12 +260,29 @@ def read_keyed(
                     raise InputError(name, line_no, str(exc)) from None
         found = found or source_fmt
         modes.append(joined_mode(taken_modes(convert)))
+        if skipped:
+            note_once(warnings, display_name(source), skipped[0])
+            left_out.append((display_name(source), skipped[0]))
+            continue
+        read.append((source, len(keys) - before))
         if len(keys) > before:
-            read.append((source, len(keys) - before))
             read_as.append((source, source_fmt))
+    if left_out and not keys:  # as the other commands refuse it
+        from types import SimpleNamespace
+
+        from calibcli.io import _nothing_left
+
+        names, reasons = (list(column) for column in zip(*left_out, strict=True))
+        raise _nothing_left(SimpleNamespace(skipped=names, reasons=reasons), "calibration rows")
     asked = question_hashes(keys, None) if questions else None
     checks = run_checks(read, read_as, by, whole=questions)
-    warnings += [w for w in checks.warnings if w not in warnings]
+    # as the other commands say them: what the runs' results files say of the files, a file of
+    # no rows beside others, then whose rows these are
+    last = [w for w in checks.warnings if w == checks.mixed or w.startswith(REPEATED)]
+    said = [w for w in checks.warnings if w not in last]
+    if len(read) > 1:
+        said += [f"{shown_name(display_name(s))}: {NO_ROWS}" for s, n in read if n == 0]
+    warnings += [w for w in dict.fromkeys([*said, *last]) if w not in warnings]
     return KeyedRows(
         keys,
         np.asarray(conf, dtype=np.float64),
@@ -260,6 +297,20 @@ def read_keyed(
         checks.repeats,
         asked,
     )
+
+
+def _route(router: Any, row: dict, fmt: str, folder: bool) -> tuple[str, str | None]:
+    """The row's format and why its file is skipped (None when read): an lm-eval results file
+    written on one line among a folder's files is skipped, as the other commands skip it."""
+    from calibcli.formats import is_results_row
+    from calibcli.io.fold import RESULTS_SKIPPED
+
+    try:
+        return router.route(row, None if fmt == "auto" else fmt)
+    except ValueError:
+        if folder and fmt == "auto" and is_results_row(row):
+            return "lm-eval", RESULTS_SKIPPED
+        raise
 
 
 @dataclass(frozen=True)
