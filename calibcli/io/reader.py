@@ -29,6 +29,16 @@ DOCUMENT_BATCH = 4096
 _cpus = cpus  # the machine's CPUs (a module name, so a test can pretend another machine)
 
 
+_KINDS_SHOWN = {
+    "csv": "a CSV table",
+    "tsv": "a TSV table",
+    "parquet": "a Parquet table",
+    "arrow": "an Arrow table",
+    "eval-zip": "an inspect-ai .eval log",
+}
+"""How the --part refusal names a file that is not JSON Lines; other kinds are JSON documents."""
+
+
 def whole_document_kind(source: str, max_line_bytes: int | None = None) -> str | None:
     """The whole-document kind of a regular file (None for JSON Lines, stdin and pipes,
     which are never sniffed: that would consume their first line); the sniff reads no more
@@ -253,7 +263,11 @@ class Reader:
         try:
             kind = whole_document_kind(source, self.plan.max_line_bytes)
             if src.codec or src.size is None or kind is not None:
-                found = f"a {src.codec.name} stream" if src.codec else "a whole JSON document"
+                found = (
+                    f"a {src.codec.name} stream"
+                    if src.codec
+                    else _KINDS_SHOWN.get(kind, "a whole JSON document")
+                )
                 raise InputError(
                     name, None, f"{what} cuts plain JSON Lines at line starts; this is {found}"
                 )
