@@ -74,11 +74,25 @@ def _opt(kind: Any, *decls: str, **options: Any) -> Any:
     return Annotated[kind, typer.Option(*decls, **options)]
 
 
+def _number(text: Any) -> float:
+    """A number as a gate reads it: Python's float() spelling without its digit separators
+    (``0_05`` is 5.0 to float(), a slip for 0.05 that would loosen a gate a hundredfold)."""
+    if not isinstance(text, str):  # a default, already a number
+        return float(text)
+    if "_" in text:
+        raise typer.BadParameter(f"{text!r} is not a number")
+    try:
+        return float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number") from None
+
+
 def _threshold(figure: Figure) -> Any:
     return _opt(
         list[float] | None,
         f"--max-{figure.key.replace('_', '-')}",
         metavar="X",
+        parser=_number,
         callback=_gate_once(checks.finite_threshold),
         help=f"Gate: exit 1 unless {figure.gate} <= X.",
     )
@@ -399,6 +413,7 @@ CiOpt = _opt(
     list[float] | None,
     "--ci",
     metavar="LEVEL",
+    parser=_number,
     callback=_gate_once(checks.ci_level, "give it once: under --gate-on upper it sets the gate"),
     help="Add percentile bootstrap intervals at LEVEL (e.g. 0.95) to every estimate.",
 )
@@ -475,6 +490,7 @@ TargetAccuracyOpt = _opt(
     list[float],
     "--target-accuracy",
     metavar="A",
+    parser=_number,
     callback=_gate_once(checks.fraction, _GUARANTEED),
     show_default=False,
     help="Accuracy the accepted rows must reach (in (0, 1)).",
@@ -483,6 +499,7 @@ DeltaOpt = _opt(
     list[float],
     "--delta",
     metavar="D",
+    parser=_number,
     callback=_gate_once(checks.delta, _GUARANTEED),
     help="Allowed probability that the guarantee fails (the threshold holds with 1 - D); "
     f"at least {MIN_DELTA:g}.",
@@ -509,6 +526,7 @@ MinCoverageOpt = _opt(
     list[float] | None,
     "--min-coverage",
     metavar="C",
+    parser=_number,
     callback=_gate_once(checks.coverage),
     help="Gate: exit 1 unless the guaranteed threshold accepts at least C of the rows.",
 )

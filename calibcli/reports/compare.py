@@ -314,8 +314,8 @@ def margins(increase: list[str], decrease: list[str]) -> tuple[dict[str, float],
                 raise ValueError(
                     f"--max-{way} takes FIGURE=MARGIN with FIGURE one of {names}, got {text!r}"
                 )
-            try:
-                margin = float(value)
+            try:  # digit separators refused: 0_05 would be a margin of 5
+                margin = float(value) if "_" not in value else math.nan
             except ValueError:
                 margin = math.nan
             if not (math.isfinite(margin) and margin >= 0):
