@@ -5,6 +5,15 @@ From Python (notebooks, scripts): :func:`read_predictions`, :func:`calibrate`,
 :mod:`calibcli.api`). They load on first use, so ``import calibcli`` stays light.
 """
 
+from calibcli.system import same_digits_on_every_cpu
+
+# The functions give the command's figures to the last digit: numpy and its OpenBLAS, when
+# they load after this, load as the command line loads them (on a CPU with AVX-512, without
+# numpy's own exp and log loops and with OpenBLAS's AVX2 kernels). Loaded before, they are as
+# they are, and the functions say so (calibcli.api).
+same_digits_on_every_cpu()
+del same_digits_on_every_cpu
+
 API = (
     "Calibrator",
     "Predictions",

@@ -75,6 +75,25 @@ def same_digits_on_every_cpu() -> None:
     os.environ.setdefault("OPENBLAS_CORETYPE", _OPENBLAS_CORE)
 
 
+def numpy_has_avx512_loops() -> bool:
+    """Whether numpy is loaded with AVX-512 loops that :func:`same_digits_on_every_cpu` would
+    have left out (it loaded before that could act, or the user asked for them): its exp, log
+    and log1p, and so the log loss and the smooth ECE, may then differ in their last digits
+    from the command line's, and OpenBLAS, loaded with it, picked its own kernels too. Looks
+    at a numpy already loaded and never loads one (False when none is)."""
+    import sys
+
+    core = sys.modules.get("numpy._core._multiarray_umath") or sys.modules.get(
+        "numpy.core._multiarray_umath"
+    )
+    if core is None:
+        return False
+    # a target named in the variable but not dispatched by this build stays on, unused
+    features = getattr(core, "__cpu_features__", {})
+    dispatched = set(getattr(core, "__cpu_dispatch__", ())) & set(_AVX512_TARGETS.split())
+    return any(features.get(name) for name in dispatched)
+
+
 def _has_avx512() -> bool:
     """Whether the CPU reports AVX-512 (Linux: /proc/cpuinfo; elsewhere, False: numpy's
     macOS and Windows wheels are not the ones found to differ)."""

@@ -10,6 +10,9 @@ options, and which Jupyter shows as the HTML report's tables (``fit`` returns th
 
 The functions build the summary the readers build (:mod:`calibcli.summaries`) and call the
 report functions the commands call (:mod:`calibcli.reports`), so the two cannot drift apart.
+Their figures are the command's to the last digit when numpy loads after ``import calibcli``
+(:func:`calibcli.system.same_digits_on_every_cpu`); when it loaded before, with AVX-512 loops
+the command line leaves out, a RuntimeWarning says that they may differ in the last digit.
 Loaded lazily: ``import calibcli`` and ``import calibcli.api`` load no numpy.
 """
 
@@ -34,10 +37,33 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
+DIGITS = (
+    "numpy was loaded before calibcli, with AVX-512 exp and log loops (and OpenBLAS kernels) "
+    "that the command line leaves out: nll, smece and fitted maps may differ from its figures "
+    "in the last digit; import calibcli before numpy, pandas or anything else that loads numpy "
+    "for the command's digits"
+)
+_said: list[bool] = []  # DIGITS is said once a process
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
+        _warn_digits()
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'calibcli.api' has no attribute {name!r}")
+
+
+def _warn_digits() -> None:
+    """Warn (RuntimeWarning, once) when numpy was loaded with the AVX-512 loops that the
+    command line leaves out, so the functions' figures may differ from its in the last digit."""
+    from calibcli.system import numpy_has_avx512_loops
+
+    if not _said and numpy_has_avx512_loops():
+        import warnings
+
+        _said.append(True)
+        # the caller of calibcli.NAME (through calibcli's __getattr__ and this one)
+        warnings.warn(DIGITS, RuntimeWarning, stacklevel=4)
 
 
 def __dir__() -> list[str]:
