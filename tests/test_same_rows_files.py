@@ -110,15 +110,65 @@ def test_the_api_refuses_them_whether_or_not_workers_share_a_file(pair):
     assert read_calibration([str(a), str(b)], all_runs=True).n == 2 * N
 
 
-def test_each_source_keeps_its_own_fingerprint_and_the_summary_their_merge(tmp_path, pair):
+def test_each_source_keeps_its_rows_multiset_hash_and_the_summary_their_sum(tmp_path, pair):
     a, _ = pair
     other = jsonl(tmp_path / "o.jsonl", rows(shift=0.25 / (N + 1)))
     both = read_calibration([str(a), str(other)])
-    first, second = (s.fingerprint for s in both.sources)
-    assert (first.rows, second.rows) == (N, N)
-    merged = first.merge(second)
-    assert merged.same_rows(both.fingerprint)
-    alone = read_calibration([str(a)]).fingerprint
-    assert alone.same_rows(first)
-    shared = read_calibration([str(a)], workers=2).sources[0].fingerprint
-    assert shared.same_rows(first)  # a worker's share merges into its source's fingerprint
+    (first, apart_a), (second, apart_b) = (s.rows_hash for s in both.sources)
+    assert apart_a and apart_b  # 40 distinct confidences each
+    assert (first + second) % (1 << 64) == both.fingerprint.total
+    assert read_calibration([str(a)]).fingerprint.total == first
+    # a worker's share adds into its source's hash
+    assert read_calibration([str(a)], workers=2).sources[0].rows_hash == (first, True)
+
+
+# --------------------------------------------------------------------------- inside summaries
+
+
+def summarize(tmp_path, name, *files, extra=()):
+    out = tmp_path / name
+    result = run(["summarize", *map(str, files), "-o", str(out), "-q", *extra])
+    assert result.exit_code == 0, result.stderr
+    return out
+
+
+def test_a_copy_of_one_source_inside_a_summary_of_several_is_refused(tmp_path, pair):
+    a, b = pair
+    other = jsonl(tmp_path / "o.jsonl", rows(shift=0.25 / (N + 1)))
+    first = summarize(tmp_path, "first.cbs", a, other)  # two sources: the parts differ whole
+    second = summarize(tmp_path, "second.cbs", b)
+    result = run(["merge", str(first), str(second), "-o", str(tmp_path / "m.cbs")])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"Error: {b} (in {second}) holds the rows of {a} (in {first}) (the same confidences "
+        "and outcomes, in any order): one input counted twice, by other routes; merge each "
+        "part once"
+    )
+    assert not (tmp_path / "m.cbs").exists()
+    result = run(["calibrate", str(first), str(second), "-q"])
+    assert result.exit_code == 2
+    assert "pass --all-runs to pool them on purpose" in result.stderr
+    assert run(["calibrate", str(first), str(second), "--all-runs", "-q"]).exit_code == 0
+    # the file itself beside the summary holding its rows by another route
+    result = run(["calibrate", str(first), str(b), "-q"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: {b} holds the rows of {a} (in {first})")
+
+
+def test_copies_pooled_on_purpose_inside_one_part_are_left_as_they_are(tmp_path, pair):
+    a, b = pair
+    pooled = summarize(tmp_path, "pooled.cbs", a, b, extra=["--all-runs"])
+    other = summarize(tmp_path, "other.cbs", jsonl(tmp_path / "o.jsonl", rows(shift=0.01)))
+    result = run(["merge", str(pooled), str(other), "-o", str(tmp_path / "m.cbs")])
+    assert result.exit_code == 0, result.stderr
+    body = run(["calibrate", str(tmp_path / "m.cbs"), "--json", "-q"])
+    assert json.loads(body.stdout)["n"] == 3 * N
+
+
+def test_the_rows_hash_is_kept_in_the_summary_file(tmp_path, pair):
+    from calibcli.summaries import from_bytes
+
+    a, _ = pair
+    made = summarize(tmp_path, "a.cbs", a)
+    [source] = from_bytes(made.read_bytes()).sources
+    assert source.rows_hash == read_calibration([str(a)]).sources[0].rows_hash

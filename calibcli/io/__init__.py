@@ -152,8 +152,8 @@ def _read(
         for source in runs.files if part is None and span is None else ():
             reader.read(source, builder)
         summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
-        if not plan.all_runs:
-            _same_rows_twice(summary.sources)
+        if not plan.all_runs and getattr(summary, "row_ids", None) is None:
+            _same_rows_twice(summary.sources)  # rows with ids are told apart by them
         # the rows read from each file (None for a range of one), for what its run recorded
         read = [
             (s.name, s.rows if s.start == 0 and s.stop is None else None)

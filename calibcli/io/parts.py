@@ -167,6 +167,7 @@ def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: i
         check_copies,
         check_disjoint,
         check_read_copies,
+        check_source_copies,
         merge_parts,
         to_part,
     )
@@ -184,6 +185,10 @@ def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: i
             check_disjoint([read_summary, *(p for _, p in parts)], [None, *labels])
             if not plan.all_runs:
                 check_read_copies(read_summary, [p for _, p in parts], labels, merged)
+        if not plan.all_runs:  # one source's rows inside another part, by another route
+            read = [] if read_summary is None else [(None, read_summary)]
+            remedy = "give each input once (pass --all-runs to pool them on purpose)"
+            check_source_copies([*parts, *read], remedy)
     except SummaryMismatch as e:
         raise PartsError(e.part or labels[0], None, str(e)) from None
     if merged.kind == "perplexity":

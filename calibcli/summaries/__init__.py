@@ -25,6 +25,7 @@ _LAZY = {
     "check_copies": "calibcli.summaries.copies",
     "check_read_copies": "calibcli.summaries.copies",
     "same_sources": "calibcli.summaries.copies",
+    "check_source_copies": "calibcli.summaries.copies",
     "SAME_ROWS": "calibcli.summaries.copies",
     "joined_mode": "calibcli.summaries.sources",
     "most_epochs": "calibcli.summaries.sources",

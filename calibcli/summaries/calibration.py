@@ -431,7 +431,7 @@ class CalibrationBuilder:
         mode = joined_mode([source.inspect_confidence, *self.shares_modes])
         rows, made = self.rows_of_source, self.source_print
         self.sources.append(
-            replace(source, rows=rows, table=table, inspect_confidence=mode, fingerprint=made)
+            replace(source, rows=rows, table=table, inspect_confidence=mode, rows_hash=made.key())
         )
         self.fingerprint = self.fingerprint.merge(made)
         self.source_table = None

@@ -4,12 +4,13 @@ input, its rows in another order), which the sources' content hashes cannot tell
 
 A calibration summary keeps a fingerprint of its rows (:mod:`calibcli.summaries.fingerprint`),
 whose row count and hash sum are an exact multiset hash: the same rows give the same fingerprint
-whatever their order and the bytes that held them. It is one fingerprint per summary, not one
-per source, so a part is compared whole: a copy of one source among several of a part is not
-seen. Below ``FLOOR`` rows on either side, or with values repeated so much that other rows share
-them (a few verbal levels), equal rows may be two inputs' by chance and nothing is said. A
-perplexity summary keeps no fingerprint and is not compared. Files read together are compared
-source by source (:func:`same_sources`), each source's rows making their own fingerprint.
+whatever their order and the bytes that held them. It is one fingerprint per summary; each
+source also keeps its rows' multiset hash
+(:attr:`~calibcli.summaries.sources.Source.rows_hash`), so a copy of one source among several of
+a part is seen too (:func:`check_source_copies`). Below ``FLOOR`` rows on either side, or with
+values repeated so much that other rows share them (a few verbal levels), equal rows may be two
+inputs' by chance and nothing is said. A perplexity summary keeps no fingerprint and is not
+compared. Files read together are compared source by source (:func:`same_sources`).
 """
 
 from __future__ import annotations
@@ -92,21 +93,54 @@ def check_read_copies(read: Any, parts: list[Any], labels: list[str], merged: An
     )
 
 
-def same_sources(sources: Any) -> tuple[Any, Any] | None:
-    """The first two sources read here that hold the same rows in other bytes (a file and a
-    copy of its rows in another order, or re-encoded), by the fingerprint each source's rows
-    made as they were read; None when there are none. As for parts (:func:`same_rows`), only
-    sources of at least ``FLOOR`` rows whose values tell rows apart are compared: a source
-    without a fingerprint (a summary file's), and byte ranges of one input, never are."""
-    seen: dict[tuple[int, int], Any] = {}
-    for source in sources:
-        made = source.fingerprint
-        if source.skipped is not None or made is None or made.rows < FLOOR:
+def same_sources(
+    sources: Any, parts: Any = None, with_ids: Any = frozenset()
+) -> tuple[Any, Any] | None:
+    """The first two sources that hold the same rows in other bytes (a file and a copy of its
+    rows in another order, or written again), by each source's multiset hash
+    (:attr:`~calibcli.summaries.sources.Source.rows_hash`); None when there are none. With
+    ``parts`` (one label per source) only sources of different parts are compared: a part made
+    with --all-runs pools copies on purpose. As for parts (:func:`same_rows`), only sources of
+    at least ``FLOOR`` rows whose values tell rows apart are compared, never two byte ranges of
+    one input, and never two sources of parts in ``with_ids`` (parts whose rows record their
+    ids, which tell whether a row repeats)."""
+    seen: dict[tuple[int, int], list[tuple[Any, Any]]] = {}
+    labels = parts if parts is not None else range(len(sources))
+    for source, label in zip(sources, labels, strict=True):
+        held = source.rows_hash
+        if source.skipped is not None or held is None or not held[1] or source.rows < FLOOR:
             continue
-        if not made.tells_rows_apart():
-            continue
-        earlier = seen.setdefault((made.rows, made.total), source)
-        other = earlier is not source and earlier.content != source.content
-        if other and earlier.fingerprint.same_rows(made):
-            return earlier, source
+        found = seen.setdefault((source.rows, held[0]), [])
+        for earlier, where in found:
+            told = where in with_ids and label in with_ids
+            if where != label and earlier.content != source.content and not told:
+                return earlier, source
+        found.append((source, label))
     return None
+
+
+def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> None:
+    """SummaryMismatch when a source of one part holds the rows of a source of another
+    (:func:`same_sources`): ``groups`` are (label, summary) pairs, the label None for the
+    files read here. Names both sources and the parts that hold them."""
+    sources, labels = [], []
+    for label, summary in groups:
+        for source in summary.sources:
+            sources.append(source)
+            labels.append(label)
+    with_ids = {label for label, summary in groups if summary.row_ids is not None}
+    twice = same_sources(sources, labels, with_ids)
+    if twice is None:
+        return
+    first, later = twice
+    where = {id(s): label for s, label in zip(sources, labels, strict=True)}
+
+    def named(source: Any) -> str:
+        label = where[id(source)]
+        return source.display if label is None else f"{source.display} (in {label})"
+
+    raise SummaryMismatch(
+        f"{named(later)} holds the rows of {named(first)} ({SAME_ROWS}): one input counted "
+        f"twice, by other routes; {remedy}",
+        part=where[id(later)] or where[id(first)],
+    )

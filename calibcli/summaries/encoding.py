@@ -140,7 +140,7 @@ def encode(summary: CalibrationSummary | PerplexitySummary) -> tuple[bytes, list
     }
     sources = []
     for i, s in enumerate(summary.sources):
-        entry = s.describe()
+        entry = s.recorded()
         if isinstance(summary, CalibrationSummary):
             entry["table"] = (
                 None if s.table is None else _bin_table(arrays, f"sources.{i}.table", s.table)
@@ -335,6 +335,7 @@ def _source(entry: Any, table: BinTable | None) -> Source:
         if epochs is not None and (type(epochs) is not int or epochs < 1):
             raise TypeError(epochs)
         size, part = _cut(entry.get("size"), entry.get("part"))
+        rows_hash = _rows_hash(entry.get("rows_hash"))
         return Source(
             name=str(entry["name"]),
             content=str(entry["content"]),
@@ -349,9 +350,21 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             epochs=epochs,
             size=size,
             part=part,
+            rows_hash=rows_hash,
         )
     except (AttributeError, KeyError, TypeError, ValueError):
         raise SummaryError("a damaged calibcli summary (a bad source entry)") from None
+
+
+def _rows_hash(value: Any) -> tuple[int, bool] | None:
+    """A source entry's ``rows_hash`` (``[sum in hex, apart]``; absent in summaries written
+    before it was recorded); TypeError or ValueError when bad."""
+    if value is None:
+        return None
+    total, apart = value
+    if not isinstance(total, str) or len(total) != 16 or type(apart) is not bool:
+        raise TypeError(value)
+    return int(total, 16), apart
 
 
 def _cut(size: Any, part: Any) -> tuple[int | None, tuple[int, int, int] | None]:

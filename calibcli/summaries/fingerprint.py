@@ -115,6 +115,11 @@ class RowFingerprint:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a row fingerprint ({exc})") from None
 
+    def key(self) -> tuple[int, bool] | None:
+        """The multiset hash and whether the values tell rows apart (what a source keeps of
+        its rows, :attr:`~calibcli.summaries.sources.Source.rows_hash`); None without rows."""
+        return (self.total, self.tells_rows_apart()) if self.rows else None
+
     def same_rows(self, other: RowFingerprint) -> bool:
         """True when both hold the same multiset of rows (up to a hash collision)."""
         return (

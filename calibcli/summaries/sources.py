@@ -29,9 +29,11 @@ class Source:
     whole input's bytes, and ``part``, the first and last of the K pieces it holds (k, k, K; a
     run of adjacent pieces once merged), so that pieces left out of a merge are known; both
     are None for a whole input, another range, or a summary written before they were recorded.
-    ``fingerprint`` is the row fingerprint of the calibration rows read from it in this
-    process, to tell two inputs of the same rows (:func:`same_sources`); a summary file does
-    not keep it.
+    ``rows_hash`` is the multiset hash of the calibration rows read from it (the sum of their
+    hashes modulo 2**64, :class:`~calibcli.summaries.fingerprint.RowFingerprint`) and whether
+    their values tell rows apart, to tell two inputs of the same rows in other bytes
+    (:func:`~calibcli.summaries.copies.same_sources`); None for other rows, and where it was
+    not recorded (a summary file written before it was).
     """
 
     name: str
@@ -47,7 +49,7 @@ class Source:
     epochs: int | None = None
     size: int | None = None
     part: tuple[int, int, int] | None = None
-    fingerprint: Any = None  # RowFingerprint of the calibration rows read from it, here only
+    rows_hash: tuple[int, bool] | None = None
 
     @property
     def display(self) -> str:
@@ -70,6 +72,14 @@ class Source:
                 found[key] = getattr(self, key)
         if self.part is not None:
             found["part"] = list(self.part)
+        return found
+
+    def recorded(self) -> dict[str, Any]:
+        """:meth:`describe` with what a summary file keeps beside it: ``rows_hash`` as
+        ``[sum in hex, apart]``."""
+        found = self.describe()
+        if self.rows_hash is not None:
+            found["rows_hash"] = [f"{self.rows_hash[0]:016x}", self.rows_hash[1]]
         return found
 
 

@@ -274,6 +274,7 @@ def merge(
     from calibcli.summaries import (
         SummaryMismatch,
         check_copies,
+        check_source_copies,
         load_parts,
         merge_parts,
         partial_inputs,
@@ -286,6 +287,7 @@ def merge(
             loaded = load_parts(labels, load)
             merged = merge_parts(loaded, labels)
             check_copies(loaded, labels, "merge each part once")
+            check_source_copies(list(zip(labels, loaded, strict=True)), "merge each part once")
     except InputError as exc:
         raise usage_error(str(exc)) from None
     except SummaryMismatch as exc:
