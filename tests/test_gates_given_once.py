@@ -70,6 +70,7 @@ SETTINGS = [
     ("calibrate", "--ci"),
     ("compare", "--ci"),
     ("calibrate", "--min-populated-bins"),
+    ("compare", "--min-populated-bins"),
     ("calibrate", "--bins"),
     ("compare", "--bins"),
     ("calibrate", "--strategy"),
