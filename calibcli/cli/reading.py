@@ -146,6 +146,30 @@ def poisson_settings(
     return state.samples, state.seed
 
 
+def grouping(files: list[str], by: str | None) -> str | None:
+    """The field the rows are grouped by: ``--by`` when given, else that of the first summary
+    file among ``files`` (whose setting an option not given takes), so that --gate-each on a
+    summary made with --by is checked before anything is read."""
+    if by is not None:
+        return by
+    from calibcli.io import load_summary
+
+    for path in files:
+        if path != "-" and _is_summary(path):
+            return getattr(load_summary(path).settings, "by", None)
+    return None
+
+
+def _is_summary(path: str) -> bool:
+    from calibcli.summaries import MAGIC
+
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False  # a folder, or a file the reader reports
+
+
 def require_rows(data: Any, what: str) -> None:
     """Exit 2 when ``what`` (an option or a command) needs every row's confidence and the
     summary files read hold only sums of them (no table of distinct confidences)."""

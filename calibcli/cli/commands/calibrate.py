@@ -35,6 +35,7 @@ from calibcli.cli.options import (
 from calibcli.cli.progress import phases
 from calibcli.cli.reading import (
     calibrator_reading,
+    grouping,
     one_blas_thread,
     poisson_settings,
     read_predictions,
@@ -108,7 +109,7 @@ def calibrate(
     calibrator, recalibrate_with, folds = one(calibrator), one(recalibrate_with), one(folds)
     try:
         ci = calibrate_options(
-            grouped=reading.by is not None,
+            grouped=(reading.by if not gate_each else grouping(files, reading.by)) is not None,
             gate_each=gate_each,
             limits=limits,
             floors=floors,

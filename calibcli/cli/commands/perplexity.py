@@ -32,7 +32,7 @@ from calibcli.cli.options import (
     line_bytes,
     one,
 )
-from calibcli.cli.reading import load_numpy_without_blas_threads, read
+from calibcli.cli.reading import grouping, load_numpy_without_blas_threads, read
 from calibcli.reports import PERPLEXITY
 
 
@@ -86,7 +86,7 @@ def perplexity(
             "--id-field": id_field,
         }
     )
-    if gate_each and by is None:
+    if gate_each and grouping(files, by) is None:
         raise usage_error("--gate-each needs --by FIELD")
     if gate_each and not (limits or floors):
         raise usage_error(GATE_EACH_WITHOUT_GATE)

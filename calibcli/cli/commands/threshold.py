@@ -29,6 +29,7 @@ from calibcli.cli.options import (
 from calibcli.cli.progress import phases
 from calibcli.cli.reading import (
     calibrator_reading,
+    grouping,
     one_blas_thread,
     read_predictions,
     recalibrate,
@@ -82,7 +83,7 @@ def threshold(
     calibrator = one(calibrator)
     try:
         threshold_options(
-            grouped=reading.by is not None,
+            grouped=(reading.by if not gate_each else grouping(files, reading.by)) is not None,
             gate_each=gate_each,
             min_coverage=min_coverage,
             grid=grid,
