@@ -65,16 +65,18 @@ def _merged(table: str, *results: Any) -> Any:
     return merge_all(list(results), table)
 
 
-def _finish(label: str | None, result: Any) -> Any:
-    return finish(result, label) if label is not None else finish(result)
+def _finish(label: str | None, result: Any, **judged: Any) -> Any:
+    """The driver's summary (``judged``: :func:`calibcli.engines.finish`'s ``by`` and
+    ``all_runs``)."""
+    return finish(result, label, **judged) if label is not None else finish(result, **judged)
 
 
 # ----- the driver
 
 
-def _tree(tasks: list[Any], table: str, split_every: int, label: str | None) -> Any:
+def _tree(tasks: list[Any], table: str, split_every: int, label: str | None, **judged: Any) -> Any:
     """The merge tree over ``tasks``: groups of ``split_every`` consecutive results, level by
-    level, ending in the driver's summary."""
+    level, ending in the driver's summary (``judged`` as :func:`_finish` takes it)."""
     from dask import delayed
 
     merge = partial(_merged, table)
@@ -84,7 +86,7 @@ def _tree(tasks: list[Any], table: str, split_every: int, label: str | None) -> 
             delayed(merge, pure=True)(*level[i : i + split_every])
             for i in range(0, len(level), split_every)
         ]
-    return delayed(partial(_finish, label), pure=True)(level[0])
+    return delayed(partial(_finish, label, **judged), pure=True)(level[0])
 
 
 def _check_columns(ddf: Any, spec: Any) -> None:
@@ -117,10 +119,11 @@ def _run(ddf: Any, spec: Any, table: str, split_every: int) -> Any:
     _check_columns(ddf, spec)
     parts = ddf[spec.needed()].to_delayed()
     if not parts:
-        return delayed(partial(_finish, spec.label), pure=True)(empty_task(spec, table))
+        empty = empty_task(spec, table)
+        return delayed(partial(_finish, spec.label, by=spec.by), pure=True)(empty)
     work = partial(_partition, spec, table)
     tasks = [delayed(work, pure=True)(i, part) for i, part in enumerate(parts)]
-    return _tree(tasks, table, split_every, spec.label)
+    return _tree(tasks, table, split_every, spec.label, by=spec.by)
 
 
 def summarize(
@@ -217,7 +220,8 @@ def summarize_files(
             else delayed(file_task, pure=True)(group[0])
             for group in groups
         ]
-    return _tree(first, table, split_every, None)
+    judged = {"by": options.get("by"), "all_runs": bool(options.get("all_runs", False))}
+    return _tree(first, table, split_every, None, **judged)
 
 
 def _cores() -> int:

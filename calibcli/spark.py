@@ -118,13 +118,14 @@ def _check_columns(df: Any, spec: Any) -> None:
 def _run(df: Any, spec: Any, table: str, depth: int) -> EngineSummary:
     _check_columns(df, spec)
     if df.rdd.getNumPartitions() == 0:
-        return finish(empty_task(spec, table), spec.label)
+        return finish(empty_task(spec, table), spec.label, by=spec.by)
     results = (
         df.select(*spec.needed())
         .mapInArrow(partial(_partition, spec, table), "result binary")
         .rdd.map(_result)
     )
-    return finish(results.treeReduce(partial(merge_tasks, table=table), depth), spec.label)
+    merged = results.treeReduce(partial(merge_tasks, table=table), depth)
+    return finish(merged, spec.label, by=spec.by)
 
 
 def summarize(
@@ -229,4 +230,8 @@ def summarize_files(
         # distinct confidences, past the cap, is already dropped)
         results = results.coalesce(tasks)
     merged = results.mapPartitions(partial(_merged, table))
-    return finish(merged.treeReduce(partial(merge_tasks, table=table), depth))
+    return finish(
+        merged.treeReduce(partial(merge_tasks, table=table), depth),
+        by=options.get("by"),
+        all_runs=bool(options.get("all_runs", False)),
+    )

@@ -209,3 +209,30 @@ def test_a_float32_column_is_read_as_written(spark):
     rows = [(float(c), bool(y)) for c, y in frame().itertuples(index=False)]
     df = spark.createDataFrame(rows, schema).repartition(3)
     assert_by_hand(summarize(df).report())
+
+
+def test_the_rows_of_a_file_in_another_order_are_refused(spark, tmp_path):
+    """Two files of the same 100 rows, one reversed, read in two tasks: refused as the command
+    line refuses them (their rows would count twice), pooled with all_runs."""
+    rows = [{"confidence": (i + 0.5) / 100, "correct": i % 3 == 0} for i in range(100)]
+    first, again = tmp_path / "h.jsonl", tmp_path / "h_reversed.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    again.write_text("".join(json.dumps(r) + "\n" for r in rows[::-1]))
+    with pytest.raises(InputError, match=r"h_reversed\.jsonl: holds the rows of .*h\.jsonl"):
+        summarize_files(spark, [str(first), str(again)])
+    assert summarize_files(spark, [str(first), str(again)], all_runs=True).n == 200
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_a_repeated_id_is_refused_whatever_the_partitions(spark, partitions):
+    rows = [(f"i{i}", (i + 0.5) / 300, i % 2 == 0) for i in range(300)]
+    rows[250] = ("i10", *rows[250][1:])
+    df = spark.createDataFrame(rows, "id STRING, confidence DOUBLE, correct BOOLEAN")
+    df = df.coalesce(1) if partitions == 1 else df.repartition(2)
+    with pytest.raises(InputError) as found:
+        summarize(df, key="id")
+    text = str(found.value)
+    assert "column 'id': " in text and "each row's id must be its own" in text
+    if partitions == 1:  # the rows in their order: the repeat is row 251, its id row 11's
+        assert "the first is 'i10' (row 251 of partition 0): the id of the row at row 11" in text
+    assert text.count("spark-dataframe") == 1  # the DataFrame named once

@@ -123,10 +123,16 @@ class EngineSummary:
 
 
 @held_memory
-def finish(result: Any, label: str = "the input") -> EngineSummary:
+def finish(
+    result: Any, label: str = "the input", *, by: str | None = None, all_runs: bool = False
+) -> EngineSummary:
     """The driver's summary of the merged task results; the input's error when a task found
     one: :class:`~calibcli.errors.InputError` naming the file and line, or, for a DataFrame,
-    each bad column with its count of bad values and the first one."""
+    each bad column with its count of bad values and the first one. The summary is judged as
+    the command line judges a reading of all the inputs at once (:func:`calibcli.io.whole_read`:
+    the same rows in two files refused unless ``all_runs``, an empty file said, missing pieces
+    of a ``--part`` file and rows of several models failing every gate), so its report and the
+    part it writes are the command's."""
     if result.error is not None:
         _, path, line, detail = result.error
         raise InputError(path, line, detail)
@@ -134,6 +140,7 @@ def finish(result: Any, label: str = "the input") -> EngineSummary:
         raise InputError(label, None, result.problems.message())
     if result.mismatch is not None:
         raise InputError(label, None, result.mismatch)
+    from calibcli.io import whole_read
     from calibcli.summaries import from_bytes
 
-    return EngineSummary(from_bytes(result.payload))
+    return EngineSummary(whole_read(from_bytes(result.payload), by=by, all_runs=all_runs))

@@ -182,7 +182,15 @@ def job_groups(jobs: list[FileJob], size: int) -> list[list[FileJob]]:
 
 
 def _read_job(job: FileJob) -> Any:
-    """The summary of a job's rows (calibration rows kept); InputError for bad input."""
+    """The summary of a job's rows (calibration rows kept); InputError for bad input. What
+    its reading says of missing pieces of a ``--part`` file is left to the driver, which
+    judges every part's pieces together (:func:`calibcli.io.whole_read`)."""
+    from calibcli.io import without_partial
+
+    return without_partial(_read_rows(job))
+
+
+def _read_rows(job: FileJob) -> Any:
     from calibcli.io import read_calibration, read_perplexity
 
     options = dict(job.options)
@@ -262,7 +270,7 @@ def _group_part(summaries: list[Any], table: str, bootstrap: tuple[int, int] | N
     try:
         merged = merge_parts(parts, [_label(p) for p in parts])
     except SummaryMismatch as e:
-        return TaskResult(mismatch=str(e))
+        return _mismatch(parts, e)
     rows = merged.kept
     groups = 1 if merged.group_names is None else len(merged.group_names)
     distinct = DistinctTable.from_rows(
@@ -270,6 +278,15 @@ def _group_part(summaries: list[Any], table: str, bootstrap: tuple[int, int] | N
     )
     part = replace(merged, kept=None, distinct=distinct, _views={})
     return TaskResult(payload=to_bytes(capped(part, table)))
+
+
+def _mismatch(parts: list[Any], e: Exception) -> TaskResult:
+    """Parts that cannot be merged: a DataFrame's row whose id another row has, named by
+    where both rows are (:func:`calibcli.io.repeated_frame_id`), else why the merge refused
+    them."""
+    from calibcli.io import repeated_frame_id
+
+    return TaskResult(mismatch=repeated_frame_id(parts) or str(e))
 
 
 def _label(part: Any) -> str:
@@ -299,7 +316,7 @@ def merge_tasks(a: TaskResult, b: TaskResult, table: str = "auto") -> TaskResult
     try:
         merged = merge_parts(parts, [_label(p) for p in parts])
     except SummaryMismatch as e:
-        return TaskResult(mismatch=str(e))
+        return _mismatch(parts, e)
     return TaskResult(payload=to_bytes(capped(merged, table)))
 
 
@@ -324,7 +341,7 @@ def merge_all(results: list[TaskResult], table: str = "auto") -> TaskResult:
     try:
         merged = merge_parts(parts, [_label(p) for p in parts])
     except SummaryMismatch as e:
-        return TaskResult(mismatch=str(e))
+        return _mismatch(parts, e)
     return TaskResult(payload=to_bytes(_dropped(merged) if over else capped(merged, table)))
 
 

@@ -59,6 +59,8 @@ __all__ = [
     "resampled_by_row",
     "suffix_codec",
     "summary_sources",
+    "whole_read",
+    "without_partial",
 ]
 
 from calibcli.formats import BY_NAME as _FORMATS
@@ -154,16 +156,8 @@ def _read(
         summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
         if not plan.all_runs and getattr(summary, "row_ids", None) is None:
             _same_rows_twice(summary.sources)  # rows with ids are told apart by them
-        # the rows read from each file (None for a range of one), for what its run recorded
-        read = [
-            (s.name, s.rows if s.start == 0 and s.stop is None else None)
-            for s in summary.sources
-            if s.skipped is None
-        ]
-        # a file of no rows beside others (a shard whose job wrote nothing) is said: the rows
-        # counted are the others' alone
-        empty = [f"{shown_name(name)}: {NO_ROWS}" for name, rows in read if rows == 0]
-        said = [*summary.warnings, *limited_runs(read), *(empty if len(read) > 1 else [])]
+        read = _files_read(summary.sources)
+        said = [*summary.warnings, *limited_runs(read), *_no_rows(read)]
         summary = replace(summary, warnings=tuple(dict.fromkeys(said)))
         if reader.skipped and summary.n == 0 and not parts:
             raise _nothing_left(reader, what)
@@ -173,6 +167,55 @@ def _read(
 
 
 NO_ROWS = "holds no rows: the figures are the other files'"
+
+
+def _files_read(sources: Any) -> list[tuple[str, int | None]]:
+    """The rows read from each file (None for a range of one), for what its run recorded."""
+    return [
+        (s.name, s.rows if s.start == 0 and s.stop is None else None)
+        for s in sources
+        if s.skipped is None
+    ]
+
+
+def _no_rows(read: list[tuple[str, int | None]]) -> list[str]:
+    """What to say of a file of no rows beside others (a shard whose job wrote nothing): the
+    rows counted are the others' alone."""
+    if len(read) < 2:
+        return []
+    return [f"{shown_name(name)}: {NO_ROWS}" for name, rows in read if rows == 0]
+
+
+def whole_read(summary: Any, *, by: str | None = None, all_runs: bool = False) -> Any:
+    """A summary merged from parts read apart (an engine's tasks, each reading a file or a
+    DataFrame partition), judged as a reading of all its inputs at once is: the same rows in
+    two files by other bytes refused unless ``all_runs`` (:func:`_same_rows_twice`), a file of
+    no rows beside others said, pieces of a ``--part`` file missing said and every gate failing
+    closed (:func:`_partial`), rows of several models said and every gate failing closed
+    (:func:`_one_sample`). The parts' own say of missing pieces is left to this judgement
+    (:func:`without_partial`)."""
+    from dataclasses import replace
+
+    if not all_runs and getattr(summary, "row_ids", None) is None:
+        _same_rows_twice(summary.sources)  # rows with ids are told apart by them
+    said = [*summary.warnings, *_no_rows(_files_read(summary.sources))]
+    summary = replace(summary, warnings=tuple(dict.fromkeys(said)))
+    return _one_sample(_partial(summary), by)
+
+
+def without_partial(summary: Any) -> Any:
+    """The summary without its say of missing pieces of a ``--part`` file: a part merged with
+    others is judged again once they are in (:func:`whole_read`), as ``summarize`` leaves it to
+    the reader of the file it writes."""
+    from dataclasses import replace
+
+    from calibcli.summaries import partial_inputs
+
+    said = set(partial_inputs(summary.sources))
+    if not said and summary.partial is None:
+        return summary
+    warnings = tuple(w for w in summary.warnings if w not in said)
+    return replace(summary, warnings=warnings, partial=None)
 
 
 def _same_rows_twice(sources: Any) -> None:
@@ -453,7 +496,7 @@ def __getattr__(name: str) -> Any:
         from calibcli.io.matching import match_keys
 
         return match_keys
-    if name in ("FrameSpec", "ColumnProblems", "frame_summary"):  # DataFrame partitions
+    if name in ("FrameSpec", "ColumnProblems", "frame_summary", "repeated_frame_id"):
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.frames"), name)

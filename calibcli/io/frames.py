@@ -276,10 +276,106 @@ def _group_names(batch: Any, name: str) -> list[str]:
     return [group_name(v) for v in _column(batch, name).to_pylist()]
 
 
-def _id_hashes(batch: Any, name: str) -> list[int]:
-    from calibcli.io.ids import id_hash, id_key
+ROW_BITS = 32
+"""A DataFrame row's id is recorded with its place, ``partition << ROW_BITS | row`` (a line
+number where a file's rows have one), so that a repeat found where two parts merge names both
+rows (:func:`repeated_frame_id`)."""
 
-    return [id_hash(id_key(v)) for v in _column(batch, name).to_pylist()]
+OWN_ID = "each row's id must be its own (a row given twice, or ids that are not unique)"
+
+
+class _Ids:
+    """A partition's ids as its rows arrive: a null id, or an id an earlier row of the
+    partition has, recorded as a bad value of the key column, with the first such row."""
+
+    def __init__(self, name: str, partition: int) -> None:
+        from calibcli.io.ids import SeenIds
+
+        self.name, self.partition, self.seen = name, partition, SeenIds()
+        self.first: tuple[str, str, tuple[int, int]] | None = None  # (value, why, where)
+        self.read: list[Any] = []  # the hashes of the ids read
+
+    def hashes(self, batch: Any, offset: int, problems: ColumnProblems, where: Any) -> Any:
+        """The hashes of a batch's ids (as ``--id-field`` hashes them) and their places."""
+        import numpy as np
+
+        from calibcli.io.ids import id_hash, id_key, show_id
+        from calibcli.io.rows import show
+
+        values = _column(batch, self.name).to_pylist()
+        hashes = np.zeros(len(values), np.uint64)
+        ok = np.ones(len(values), bool)
+        keys: list[Any] = [None] * len(values)
+        for i, v in enumerate(values):
+            if v is None:
+                ok[i] = False
+                problems.add(self.name, 1, "null", "a null: every row needs its id", where(i))
+                continue
+            try:
+                keys[i] = id_key(v)
+            except ValueError as e:
+                ok[i] = False
+                problems.add(self.name, 1, show(v), f"an id that {e}", where(i))
+                continue
+            hashes[i] = id_hash(keys[i])
+        rows = np.arange(offset, offset + len(values), dtype=np.int64)
+        places = (np.int64(self.partition) << np.int64(ROW_BITS)) | rows
+        new, at = hashes[ok], places[ok]
+        i = self.seen.first_repeat(new) if self.first is None else None
+        if i is not None:
+            _, earlier = self.seen.where(int(new[i]), (self.name, new, at, None))
+            j = int(np.flatnonzero(ok)[i])
+            why = f"the id of the row at {_place(earlier)} too: {OWN_ID}"
+            self.first = (show_id(keys[j]), why, where(j))
+        self.seen.record(self.name, new, at)
+        self.read.append(new)
+        return hashes, places
+
+    def end(self, problems: ColumnProblems) -> None:
+        """Record the partition's rows whose id an earlier row has, the first named."""
+        import numpy as np
+
+        if self.first is not None:
+            read = np.concatenate(self.read)
+            repeats = read.shape[0] - np.unique(read).shape[0]
+            value, why, where = self.first
+            problems.add(self.name, repeats, value, why, where)
+
+
+def repeated_frame_id(parts: list[Any]) -> str | None:
+    """What to say of DataFrame parts that cannot be merged because a row of one has the id
+    of a row of another (the rows' places are recorded with their ids, :data:`ROW_BITS`):
+    both rows, by partition and row. None when the parts are not a DataFrame's, or their ids
+    do not repeat."""
+    import numpy as np
+
+    frames = all(
+        p.sources and all(s.content.startswith("dataframe:") for s in p.sources) for p in parts
+    )
+    ids = [p.row_ids for p in parts if p.row_ids is not None]
+    if not frames or not ids:
+        return None
+    hashes = np.concatenate([i.hashes for i in ids])
+    places = np.concatenate([i.lines for i in ids])
+    order = np.lexsort((places, hashes))
+    ordered = hashes[order]
+    same = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if not same.shape[0]:
+        return None
+    later = order[same + 1]
+    k = int(np.argmin(places[later]))  # the first row, in partition order, repeating an id
+    repeat = int(later[k])
+    first = int(order[np.searchsorted(ordered, hashes[repeat])])
+    name = parts[0].settings.id_field
+    return (
+        f"column {name!r}: the row at {_place(int(places[repeat]))} has the id of the row at "
+        f"{_place(int(places[first]))}: {OWN_ID}"
+    )
+
+
+def _place(line: int) -> str:
+    """A row's place recorded with its id (:data:`ROW_BITS`), as messages name it."""
+    return f"row {(line & (2**ROW_BITS - 1)) + 1} of partition {line >> ROW_BITS}"
 
 
 def frame_summary(batches: Iterable[Any], spec: FrameSpec, partition: int) -> tuple[Any, Any]:
@@ -305,6 +401,7 @@ def frame_summary(batches: Iterable[Any], spec: FrameSpec, partition: int) -> tu
         row = PerplexityRow(nll, tokens, nbytes or "bytes", words or "words")
         builder = PerplexityBuilder(settings, row, grouped=grouped)
     builder.begin_source()
+    ids = _Ids(spec.key, partition) if spec.key is not None else None
     offset = 0
     for batch in batches:
         n = batch.num_rows
@@ -320,12 +417,15 @@ def frame_summary(batches: Iterable[Any], spec: FrameSpec, partition: int) -> tu
             cols: tuple = _calibration_block(batch, spec, problems, where)
         else:
             cols = _perplexity_block(batch, spec, problems, where)
+        hashes = None if ids is None else ids.hashes(batch, offset, problems, where)
         if not problems:
             keys = _group_names(batch, spec.by) if grouped else None
-            if spec.key is not None:
-                builder.add_ids(_id_hashes(batch, spec.key), list(range(offset, offset + n)))
+            if hashes is not None:
+                builder.add_ids(*hashes)
             builder.add(cols, keys, lambda i, start=offset: (spec.label, start + i + 1))
         offset += n
+    if ids is not None:
+        ids.end(problems)
     if problems:
         return None, problems
     builder.end_source(Source(spec.label, spec.content, "jsonl", 0, partition, partition + 1))
