@@ -1,21 +1,32 @@
 """Writing what a run produces to the files the user named: the JSON report, the Markdown
-summary and the picture.
+summary, the picture and the HTML page.
 
-Every output is *staged* first — written in full to a temporary file beside its target — and the
-targets are replaced only once everything is staged, so a run that fails (bad input, a full disk,
-a folder that does not exist) leaves every existing file as it was. A symbolic link is followed:
-its target is replaced atomically and the link kept. A target that exists but is not a regular
-file (``/dev/null``, ``/dev/stdout``, a FIFO) cannot be replaced atomically, and replacing it
-would be wrong (as root, ``/dev/null`` would become a plain file): it is written through instead,
-after all the regular files are in place. A stream whose reader has left (``-o /dev/stdout |
-head``) is not a failed write: the rest of what it was to receive is dropped, as stdout's own
-output is, and the run ends as it would have.
+Every output is *staged* first: written in full to a temporary file beside its target, flushed
+and fsynced (:mod:`calibcli.io.atomic`). No target changes before everything is staged, and the
+targets then change in an order chosen so that a run that exits 2 (bad input, a full disk, a
+folder that does not exist, a path through a file) leaves every existing regular file as it was:
+
+1. Targets that exist but are not regular files (``/dev/null``, ``/dev/stdout``, ``/dev/full``,
+   a FIFO) cannot be staged, and replacing them would be wrong (as root, ``/dev/null`` would
+   become a plain file): they are written through, first, so that when one fails no file has
+   been touched. What a stream received before a later output failed cannot be taken back.
+2. The appended outputs (the Markdown summary) receive their text, one write each. One that
+   fails (a full disk) is cut back to its length before, so it is left as it was, and no other
+   file is put in place.
+3. The staged files are renamed over their targets. A rename within a folder needs no space;
+   should one fail all the same, the appended text is cut back, and the files renamed before
+   it stay renamed.
+
+A symbolic link is followed: its target is replaced atomically and the link kept. A stream
+whose reader has left (``-o /dev/stdout | head``) is not a failed write: the rest of what it was
+to receive is dropped, as stdout's own output is, and the run ends as it would have.
 
 An output that is appended to (the Markdown summary) is never replaced: it may be shared by
 concurrent runs, or held open by the shell that exports ``$GITHUB_STEP_SUMMARY``. It is opened
 with ``O_APPEND`` when staged (so a path that cannot be opened fails the run before anything is
-written) and receives its text in one write at commit, before the renames: of the steps of a
-commit it is the one that can fail (a full disk), and when it does nothing else is put in place.
+written). Cutting it back removes only this run's text: it is not cut when it no longer ends
+where this run's write ended (another run appended since), and a summary the commit created is
+removed.
 
 An output that is one of the run's inputs is refused before anything is read
 (:func:`check_apart`, which every command runs first): it would replace what the run reads. So
@@ -26,60 +37,60 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from calibcli.io import AtomicFile, is_special, mode_for, target_of, temporary_beside
 
 
 class OutputError(Exception):
     """An output path that cannot be written; the message names the path and the reason."""
 
 
-_STREAM_FOLDERS = ("/dev/", "/proc/")
 _APPEND = (
     os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 )  # /dev/stdout and /proc/self/fd/N name open streams
 
 
-def _target(path: Path) -> Path:
-    """The file a write to ``path`` lands in: symbolic links are followed, except to an open
-    stream (``/dev/stdout`` leads to whatever file stdout is, which must be written through,
-    not replaced)."""
-    if str(path).startswith(_STREAM_FOLDERS) or not os.path.islink(path):
-        return Path(path)
-    real = os.path.realpath(path)
-    return Path(path) if real.startswith(_STREAM_FOLDERS) else Path(real)
-
-
-def _is_special(path: Path) -> bool:
-    """True when ``path`` exists and is not a regular file (a device, a FIFO, a socket), or is
-    an open stream's name."""
-    if str(path).startswith(_STREAM_FOLDERS) and os.path.exists(path):
-        return True
+def _folder_problem(folder: Path) -> str | None:
+    """Why files cannot be created in ``folder`` (it does not exist, it or a folder above it
+    is a file, it is not writable), or None."""
     try:
-        mode = os.stat(path).st_mode
+        found = os.stat(folder)
     except FileNotFoundError:
-        return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+        return f"folder {folder} does not exist"
+    except NotADirectoryError:  # a file on the way: name it
+        for above in folder.parents:
+            try:
+                if not stat.S_ISDIR(os.stat(above).st_mode):
+                    return f"{above} is not a folder"
+            except OSError:
+                continue
+        return f"folder {folder} does not exist"
+    except OSError as exc:
+        return f"folder {folder}: {exc.strerror or exc}"
+    if not stat.S_ISDIR(found.st_mode):
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"folder {folder} is not writable"
+    return None
 
 
 def check_writable(path: Path, what: str) -> None:
     """Raise OutputError unless ``path`` can be written: its folder exists and is writable, and
     the path itself is not a folder. Checked before any input is read."""
-    target = _target(Path(path))
-    if target.is_dir():
+    target = target_of(Path(path))
+    if os.path.isdir(target):
         raise OutputError(f"{path}: cannot write the {what}: it is a directory")
-    if _is_special(target):
+    if is_special(target):
         if not os.access(target, os.W_OK):
             raise OutputError(f"{path}: cannot write the {what}: permission denied")
         return
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise OutputError(f"{path}: cannot write the {what}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputError(f"{path}: cannot write the {what}: folder {folder} is not writable")
-    if target.exists() and not os.access(target, os.W_OK):
+    problem = _folder_problem(target.parent if str(target.parent) else Path("."))
+    if problem is not None:
+        raise OutputError(f"{path}: cannot write the {what}: {problem}")
+    if os.path.exists(target) and not os.access(target, os.W_OK):
         raise OutputError(f"{path}: cannot write the {what}: permission denied")
 
 
@@ -136,7 +147,7 @@ def _check_outputs_apart(arguments: dict[str, Any]) -> None:
     seen: dict[object, tuple[str, Any]] = {}
     for name in OUTPUT_PARAMETERS:
         path = arguments.get(name)
-        if path is None or _is_special(_target(Path(path))):
+        if path is None or is_special(target_of(Path(path))):
             continue
         try:
             found = os.stat(path)
@@ -154,13 +165,19 @@ def _check_outputs_apart(arguments: dict[str, Any]) -> None:
         )
 
 
-def _mode_for(target: Path) -> int:
-    try:
-        return target.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+@dataclass
+class _Append:
+    """Text staged to be appended to a file at commit (``fd``: the file opened when staged,
+    None when it did not exist then)."""
+
+    fd: int | None
+    payload: bytes
+    target: Path
+    path: Path
+    what: str
+    created: bool = False
+    before: int = 0  # the file's length before this run's write
+    end: int = 0  # and where this run's write ended
 
 
 @dataclass
@@ -168,148 +185,153 @@ class Staged:
     """Outputs written to temporary files, waiting for :meth:`commit` (or :meth:`discard`)."""
 
     _renames: list[tuple[str, Path]] = field(default_factory=list)
-    _through: list[tuple[Path, bytes, bool]] = field(default_factory=list)  # written through
-    _appends: list[tuple[int | None, bytes, Path, Path, str]] = field(default_factory=list)
+    _through: list[tuple[Path, bytes, Path, str]] = field(default_factory=list)  # streams
+    _appends: list[_Append] = field(default_factory=list)
 
     def add(self, path: Path, data: bytes | str, what: str, *, append: bool = False) -> None:
         """Stage ``data`` for ``path`` (appended to what the file holds with ``append``)."""
         payload = data.encode("utf-8") if isinstance(data, str) else data
-        target = _target(Path(path))
+        target = target_of(Path(path))
         try:
-            if _is_special(target):
-                self._through.append((target, payload, append))
+            if is_special(target):
+                self._through.append((target, payload, Path(path), what))
                 return
             if append:
                 try:
                     handle: int | None = os.open(target, _APPEND)
                 except FileNotFoundError:  # created at commit: a failed run leaves no file
                     handle = None
-                self._appends.append((handle, payload, target, Path(path), what))
+                self._appends.append(_Append(handle, payload, target, Path(path), what))
                 return
-            folder = target.parent if str(target.parent) else Path(".")
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+            fd, tmp = temporary_beside(target)
             self._renames.append((tmp, target))
             with os.fdopen(fd, "wb") as f:
                 f.write(payload)
                 f.flush()
                 os.fsync(f.fileno())
-            os.chmod(tmp, _mode_for(target))
+            os.chmod(tmp, mode_for(target))
         except OSError as exc:
             self.discard()
-            raise OutputError(f"{path}: cannot write the {what}: {exc.strerror or exc}") from None
+            raise OutputError(_failed(path, what, exc)) from None
 
     def commit(self) -> None:
-        """Put every staged output in place: appends first (one write each), then atomic
-        renames, then write-through targets."""
-        while self._appends:
-            fd, payload, target, path, what = self._appends.pop(0)
+        """Put every staged output in place: streams and devices written through, then the
+        appends (one write each), then the renames; when a step fails, every regular target
+        is left as it was (the module's docstring says the order and why)."""
+        for target, payload, path, what in self._through:
             try:
-                if fd is None:
-                    fd = os.open(target, _APPEND | os.O_CREAT, 0o666)
-                try:
-                    _write_all(fd, payload)
-                finally:
-                    os.close(fd)
+                with open(target, "ab") as f:
+                    f.write(payload)
+            except BrokenPipeError:
+                continue  # its reader left (`| head`): the rest is not wanted, no failure
             except OSError as exc:
                 self.discard()
-                raise OutputError(
-                    f"{path}: cannot write the {what}: {exc.strerror or exc}"
-                ) from None
+                raise OutputError(_failed(path, what, exc)) from None
+        self._through.clear()
+        done: list[_Append] = []
+        while self._appends:
+            entry = self._appends.pop(0)
+            try:
+                _append(entry)
+                done.append(entry)
+            except OSError as exc:
+                _cut_back([entry, *done])
+                self.discard()
+                raise OutputError(_failed(entry.path, entry.what, exc)) from None
         try:
-            for tmp, target in self._renames:
+            while self._renames:
+                tmp, target = self._renames[0]
                 os.replace(tmp, target)
-            self._renames.clear()
-            for target, payload, _ in self._through:
-                # appending: a stream's earlier output (stdout's report) must not be truncated
-                try:
-                    with open(target, "ab") as f:
-                        f.write(payload)
-                except BrokenPipeError:
-                    continue  # its reader left (`| head`): the rest is not wanted, no failure
+                self._renames.pop(0)
         except OSError as exc:
+            _cut_back(done)
             self.discard()
-            raise OutputError(f"{exc.filename or target}: cannot write: {exc.strerror}") from None
+            raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
 
     def discard(self) -> None:
         """Remove the temporary files of what was staged and not committed."""
         for tmp, _ in self._renames:
             Path(tmp).unlink(missing_ok=True)
-        for fd, *_ in self._appends:
-            if fd is not None:
-                os.close(fd)
+        for entry in self._appends:
+            if entry.fd is not None:
+                os.close(entry.fd)
         self._renames.clear()
         self._through.clear()
         self._appends.clear()
 
 
-def _write_all(fd: int, payload: bytes) -> None:
-    """Write ``payload`` to ``fd``: one write(2) for any text a summary holds (a regular file
-    takes it whole), looping only if the kernel accepts part of it."""
-    view = memoryview(payload)
-    while view:
-        view = view[os.write(fd, view) :]
+def _failed(path: Path | str, what: str, exc: OSError) -> str:
+    return f"{path}: cannot write the {what}: {exc.strerror or exc}"
 
 
-class StreamTarget:
-    """A file written as a stream and put in place only when complete (:meth:`commit`): a
-    temporary file beside the target, renamed over it at the end; streams and devices are
-    written through. Use as a context manager: leaving it by an exception discards the
-    temporary file and leaves the target as it was. A stream whose reader left raises
-    BrokenPipeError from :meth:`write` (or at the end): the command stops writing, and says
-    nothing, as it does when stdout's reader leaves."""
+def _append(entry: _Append) -> None:
+    """Append ``entry``'s text to its file, noting where it went (for :func:`_cut_back`)."""
+    if entry.fd is None:
+        try:
+            entry.fd = os.open(entry.target, _APPEND | os.O_CREAT | os.O_EXCL, 0o666)
+            entry.created = True
+        except FileExistsError:  # another run created it since it was staged
+            entry.fd = os.open(entry.target, _APPEND)
+    fd, entry.fd = entry.fd, None
+    try:
+        entry.before = entry.end = os.fstat(fd).st_size
+        view = memoryview(entry.payload)
+        while view:  # one write(2) for any text a summary holds: a regular file takes it whole
+            view = view[os.write(fd, view) :]
+            entry.end = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def _cut_back(entries: list[_Append]) -> None:
+    """Take this run's text out of the appended files again: a file that ends where this run's
+    write ended is cut to its length before it (a file it created is removed); one another run
+    appended to since is left with both texts."""
+    for entry in entries:
+        try:
+            if os.stat(entry.target).st_size != entry.end:
+                continue
+            if entry.created:
+                os.unlink(entry.target)
+            else:
+                os.truncate(entry.target, entry.before)
+        except OSError:
+            continue  # nothing more can be done: the run's error is the one to say
+
+
+class StreamTarget(AtomicFile):
+    """A file written as a stream and put in place only when complete
+    (:class:`calibcli.io.AtomicFile`), its errors OutputError naming the path and what it is.
+    Use as a context manager: leaving it by an exception discards the temporary file and
+    leaves the target as it was. A stream whose reader left raises BrokenPipeError from
+    :meth:`write` (or at the end): the command stops writing, and says nothing, as it does
+    when stdout's reader leaves."""
 
     def __init__(self, path: Path, what: str) -> None:
-        self.path, self.what = Path(path), what
-        self.target = _target(self.path)
-        self.file = None
-        self._tmp: str | None = None
+        super().__init__(path)
+        self.what = what
 
     def __enter__(self) -> StreamTarget:
         try:
-            if _is_special(self.target):
-                self.file = open(self.target, "ab")
-            else:
-                folder = self.target.parent if str(self.target.parent) else Path(".")
-                fd, self._tmp = tempfile.mkstemp(
-                    dir=folder, prefix=f".{self.target.name}.", suffix=".tmp"
-                )
-                self.file = os.fdopen(fd, "wb")
+            super().__enter__()
         except OSError as exc:
-            raise OutputError(
-                f"{self.path}: cannot write the {self.what}: {exc.strerror}"
-            ) from None
+            raise OutputError(_failed(self.path, self.what, exc)) from None
         return self
 
     def write(self, data: bytes) -> None:
         """Write ``data``; OutputError when it cannot be, and BrokenPipeError, left for the
         command to stop writing without an error, when a stream's reader left (``| head``)."""
         try:
-            self.file.write(data)
+            super().write(data)
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise OutputError(
-                f"{self.path}: cannot write the {self.what}: {exc.strerror}"
-            ) from None
+            raise OutputError(_failed(self.path, self.what, exc)) from None
 
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
         try:
-            if kind is None and self._tmp is not None:
-                self.file.flush()
-                os.fsync(self.file.fileno())
-                os.chmod(self._tmp, _mode_for(self.target))
-            self.file.close()
-            if kind is None and self._tmp is not None:
-                os.replace(self._tmp, self.target)
-                self._tmp = None
-        except BrokenPipeError:
-            if kind is None:  # what close flushed to a stream found its reader gone
-                raise
+            super().__exit__(kind, exc, tb)
+        except BrokenPipeError:  # what close flushed to a stream found its reader gone
+            raise
         except OSError as err:
-            if kind is None:
-                raise OutputError(
-                    f"{self.path}: cannot write the {self.what}: {err.strerror}"
-                ) from None
-        finally:
-            if self._tmp is not None:
-                Path(self._tmp).unlink(missing_ok=True)
+            raise OutputError(_failed(self.path, self.what, err)) from None

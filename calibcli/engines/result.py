@@ -45,8 +45,12 @@ class EngineSummary:
         return to_bytes(self.summary)
 
     def write(self, path: str | os.PathLike) -> None:
-        """Write the part to ``path`` (a file the CLI reads as an input, and merges)."""
-        with open(path, "wb") as f:
+        """Write the part to ``path`` (a file the CLI reads as an input, and merges), put in
+        place only once written in full, as ``calibcli summarize -o`` writes it: a write that
+        fails leaves an existing file as it was."""
+        from calibcli.io import AtomicFile
+
+        with AtomicFile(path) as f:
             f.write(self.to_bytes())
 
     def measured(self) -> Any:

@@ -15,8 +15,9 @@ file's format, skipped files, converters of other formats), :mod:`~calibcli.io.d
 columns), :mod:`~calibcli.io.plan` (what reading a kind of rows needs), :mod:`~calibcli.io.fold`
 (one source's blocks -> a summary builder), :mod:`~calibcli.io.reader` (the loop),
 :mod:`~calibcli.io.parallel` (worker processes), :mod:`~calibcli.io.content` (what identifies an
-input) and :mod:`~calibcli.io.records` (row-by-row reading). Memory stays flat whatever the
-input's size, except the kept rows (8 bytes per row).
+input), :mod:`~calibcli.io.records` (row-by-row reading) and, for what the commands and engines
+write, :mod:`~calibcli.io.atomic` (files put in place only once written in full). Memory stays
+flat whatever the input's size, except the kept rows (8 bytes per row).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MC_NORMS",
     "PERPLEXITY_FORMATS",
+    "AtomicFile",
     "CalibrationData",
     "ColumnProblems",
     "FrameSpec",
@@ -521,6 +523,10 @@ def __getattr__(name: str) -> Any:
 
         parts = importlib.import_module("calibcli.io.parts")
         return getattr(parts, "load" if name == "load_summary" else name)
+    if name in ("AtomicFile", "is_special", "mode_for", "target_of", "temporary_beside"):
+        import importlib  # files put in place only once written in full
+
+        return getattr(importlib.import_module("calibcli.io.atomic"), name)
     if name in ROW_RULES:  # one row's checks, ids and group names, for rows given as arrays
         import importlib
 

@@ -8,6 +8,7 @@ several calibcli steps share one summary file) with the other outputs (:mod:`cal
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from calibcli.render.digits import fixed, threshold_decimals
@@ -34,10 +35,32 @@ def _cell(value: Any) -> str:
     return _text(str(value))
 
 
+_ACTIVE = re.compile(r"[\\`*\[\]<>|~&$]|(?<![^\W_])_")
+"""Characters that start inline Markdown (emphasis, code, links, HTML, entities, math on
+GitHub) or end a table cell: escaped with a backslash in text from the data. An underscore
+after a letter or digit cannot open emphasis, and stays as it is (``ece_increase``)."""
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line: a line break would end a table row or a blockquote, and the next
+    line could start any block (a heading, a list, a table)."""
+    return " ".join(text.splitlines())
+
+
 def _text(text: str) -> str:
-    """Text inside a table cell: a ``|`` would end the cell and a line break the table (group
-    names and reasons come from the data)."""
-    return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").splitlines())
+    """Text from the data (group names, file names, reasons, warnings) as literal Markdown
+    inside a line: on one line, every character that Markdown reads as syntax escaped, so
+    that it can neither start a block nor end a table cell."""
+    return _ACTIVE.sub(lambda found: "\\" + found.group(), _one_line(text))
+
+
+def _code(text: str) -> str:
+    """``text`` as a code span (file names in the heading): on one line, fenced with more
+    backticks than any run of them in it, padded when it starts or ends with one."""
+    text = _one_line(text)
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _interval(body: dict[str, Any], key: str) -> str:
@@ -50,7 +73,7 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
     command = body["command"]
     gate = body.get("gate")
     verdict = "" if gate is None else (" — gate passed" if gate["passed"] else " — gate FAILED")
-    lines = [f"### calibcli {command}: {', '.join(f'`{s}`' for s in sources)}{verdict}"]
+    lines = [f"### calibcli {command}: {', '.join(map(_code, sources))}{verdict}"]
     figures = [
         f for f in shown(BY_COMMAND.get(command, ()), body) if f.summary and has(body, f.key)
     ]
@@ -82,7 +105,7 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
         if gate["bound"] == "upper":
             lines += ["", "Gated on the upper end of the bootstrap interval."]
     if body.get("warnings"):
-        lines += [""] + [f"> warning: {w}" for w in body["warnings"]]
+        lines += [""] + [f"> warning: {_text(w)}" for w in body["warnings"]]
     return "\n".join(lines) + "\n\n"
 
 
@@ -93,7 +116,8 @@ def _before_after(body: dict[str, Any]) -> list[str]:
         return []
     method = block.get("method") or body.get("method")
     mode = block.get("mode") or "in-sample"
-    lines = ["", f"Recalibration: {method} ({mode})", "", "| metric | before | after |"]
+    lines = ["", f"Recalibration: {_text(f'{method} ({mode})')}", ""]
+    lines.append("| metric | before | after |")
     lines.append("| --- | ---: | ---: |")
     for figure in RECALIBRATION:
         before, after = block["before"].get(figure.key), block["after"].get(figure.key)
