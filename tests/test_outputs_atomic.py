@@ -7,6 +7,7 @@ in place only once written in full."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 from pathlib import Path
@@ -304,3 +305,23 @@ def test_a_commonmark_renderer_shows_the_data_as_written():
     plain = ["".join(c.content for c in kids if c.type in ("text", "softbreak")) for kids in texts]
     assert "ece (x|y ## H _a_ *b*)" in plain
     assert "warning: w *a* - <b>x</b> [l](u) `c` & $m$ __i__ a__b" in plain
+
+
+def test_a_calibrator_saved_from_python_is_put_in_place_only_in_full(tmp_path, monkeypatch):
+    import calibcli
+
+    rows = ([0.2, 0.4, 0.6, 0.8] * 10, [False, True, True, True] * 10)
+    calibrator = calibcli.fit(*rows, method="platt")
+    path = tmp_path / "cal.json"
+    calibrator.save(path)
+    assert json.loads(path.read_text()) == json.loads(calibrator.to_json())
+    path.write_text("old")
+
+    def fail(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", fail)
+    with pytest.raises(OSError):
+        calibrator.save(path)
+    assert path.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.json"]

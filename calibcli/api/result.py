@@ -121,10 +121,12 @@ class Calibrator:
 
     def save(self, path: Any) -> None:
         """Write the calibrator file to ``path`` (for ``--calibrator`` and ``calibcli
-        apply``)."""
-        from pathlib import Path
+        apply``), put in place only once written in full, as ``calibcli fit -o`` writes it: a
+        write that fails leaves an existing file as it was."""
+        from calibcli.io import AtomicFile
 
-        Path(path).write_text(self.to_json(), encoding="utf-8")
+        with AtomicFile(path) as f:
+            f.write(self.to_json().encode("utf-8"))
 
     def apply(self, confidence: Any, group: Any = None) -> Any:
         """The confidences mapped (float64, in the order given): each row by its group's map
