@@ -30,6 +30,7 @@ def test_a_side_of_one_bin_fails_the_binned_checks_closed(sides):
     base, new = sides
     args = ["compare", base, new, "--gate-on", "estimate", "--json"]
     margins = ["--max-increase", "ece=0.5", "--max-increase", "mce=0.5"]
+    margins += ["--max-increase", "rmsce_debiased=0.5", "--max-increase", "ece_1bin=0.5"]
     result = run([*args, *margins, "--max-increase", "brier=0.5"])
     assert result.exit_code == 1
     body = json.loads(result.stdout)
@@ -40,8 +41,10 @@ def test_a_side_of_one_bin_fails_the_binned_checks_closed(sides):
     assert checks["ece_increase"]["reason"] == why
     assert checks["mce_increase"]["reason"] == why
     assert checks["ece_increase"]["passed"] is checks["mce_increase"]["passed"] is False
+    assert checks["rmsce_debiased_increase"]["reason"] == why
+    assert checks["ece_1bin_increase"]["passed"] is True  # one bin by definition
     assert checks["brier_increase"]["passed"] is True  # not a binned figure
-    assert f"{why}; its ECE, MCE and RMSCE rest on too few bins" in body["warnings"]
+    assert f"{why}; its binned figures (ECE, MCE, RMSCE) rest on too few bins" in body["warnings"]
 
 
 def test_the_minimum_is_an_option_and_capped_at_the_bins(sides):

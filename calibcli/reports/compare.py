@@ -188,7 +188,7 @@ def compare_section(
 def _few_bins(
     base: tuple[Any, Any], new: tuple[Any, Any], settings: CompareSettings
 ) -> tuple[dict[str, str], list[Note]]:
-    """The binned figures' checks (ECE, MCE, RMSCE: those ``calibrate`` closes) that fail
+    """The binned figures' checks (ECE, MCE, RMSCE and its debiased form) that fail
     closed because a side populates fewer than ``settings.min_bins`` bins (capped at the
     bins), with the warning that says so: a difference of estimates resting on one or two bins
     says nothing of calibration, though it may be small."""
@@ -206,10 +206,10 @@ def _few_bins(
         notes.append(
             Note(
                 "few_bins",
-                f"{why}; its ECE, MCE and RMSCE rest on too few bins",
+                f"{why}; its binned figures (ECE, MCE, RMSCE) rest on too few bins",
                 f"{name}: {populated} of {settings.bins}",
-                general=f"fewer than {least} bins are populated on a side; its ECE, MCE and "
-                "RMSCE rest on too few bins",
+                general=f"fewer than {least} bins are populated on a side; its binned figures "
+                "(ECE, MCE, RMSCE) rest on too few bins",
             )
         )
         for key in sorted(BINNED_GATES):

@@ -75,7 +75,7 @@ CALIBRATION: tuple[Figure, ...] = (
     _decomposition("within_bin_covariance", "within-bin covariance"),
     Figure("mce", "MCE", gate="MCE", fails_closed=True, interval=True, better="lower"),
     Figure("rmsce", "RMSCE", gate="RMSCE", fails_closed=True, interval=True, better="lower"),
-    Figure("rmsce_debiased", "RMSCE (debiased)", interval=True, better="lower"),
+    Figure("rmsce_debiased", "RMSCE (debiased)", fails_closed=True, interval=True, better="lower"),
     Figure("smece", "smECE", gate="smooth ECE", interval=True, column="smECE", better="lower"),
     Figure("smece_bandwidth", "smECE bandwidth", interval=True, summary=False, level=1),
     Figure("ece_1bin", "ECE (1 bin)", interval=True, better="lower"),
