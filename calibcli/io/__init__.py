@@ -122,12 +122,13 @@ def _read(
 ) -> Any:
     from dataclasses import replace
 
-    from calibcli.io.folders import expand
+    from calibcli.io.folders import expand, hidden_files
     from calibcli.io.parts import adopt_settings, combine, is_summary_file, load
     from calibcli.io.reader import Reader
     from calibcli.io.runs import choose_runs, limited_runs, repeating
     from calibcli.summaries import load_parts
 
+    hidden = hidden_files(list(sources))
     sources = expand(list(sources))
     labels = [s for s in sources if is_summary_file(s)]
     parts = list(zip(labels, load_parts(labels, load), strict=True))
@@ -165,6 +166,8 @@ def _read(
             raise _nothing_left(reader, what)
     if parts:
         summary = _partial(combine(summary, parts, plan, rebin))
+    if hidden:  # a folder's files left out for their names, said first
+        summary = replace(summary, warnings=tuple(dict.fromkeys([*hidden, *summary.warnings])))
     return _one_sample(summary, plan.settings.by)
 
 

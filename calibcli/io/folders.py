@@ -18,7 +18,7 @@ from __future__ import annotations
 import glob
 import os
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, shown_name
 from calibcli.io.compression import SUFFIXES as COMPRESSED
 from calibcli.io.compression import without_suffix
 
@@ -45,6 +45,41 @@ def is_input_file(name: str) -> bool:
     if name.startswith("."):
         return False
     return without_suffix(name.lower()).endswith(SUFFIXES)
+
+
+HIDDEN_SHOWN = 3
+"""Hidden files named in a folder's warning; the rest are counted."""
+
+
+def hidden_files(sources: list[str]) -> list[str]:
+    """A warning for each folder among ``sources`` holding hidden files of the kinds read
+    (``.x.jsonl``): they are left out, as editors' and file systems' own files (``._x.jsonl``,
+    a swap file) are not rows, but a run's file named so by mistake is said, not dropped
+    without a word."""
+    said = []
+    for source in sources:
+        if source == "-" or not os.path.isdir(source):
+            continue
+        try:
+            names = sorted(os.listdir(source))
+        except OSError:
+            continue  # expand() reports the folder
+        hidden = [
+            n
+            for n in names
+            if n.startswith(".")
+            and is_input_file(n[1:])
+            and os.path.isfile(os.path.join(source, n))
+        ]
+        if hidden:
+            shown = ", ".join(hidden[:HIDDEN_SHOWN])
+            more = f" and {len(hidden) - HIDDEN_SHOWN} more" if len(hidden) > HIDDEN_SHOWN else ""
+            files = "file" if len(hidden) == 1 else "files"
+            said.append(
+                f"{shown_name(source)}: {len(hidden)} hidden {files} left out ({shown}{more}): "
+                "a folder does not read names that start with a dot; name a file to read it"
+            )
+    return said
 
 
 def expand(sources: list[str]) -> list[str]:

@@ -149,7 +149,7 @@ def read_keyed(
     """
     from calibcli import formats
     from calibcli.io import NO_ROWS
-    from calibcli.io.folders import expand
+    from calibcli.io.folders import expand, hidden_files
     from calibcli.io.ids import question_hashes
     from calibcli.io.matching import document
     from calibcli.io.plan import answer_options, group_key
@@ -183,7 +183,7 @@ def read_keyed(
     newest = set(runs.files)
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed
-    warnings = list(runs.warnings)
+    warnings = [*hidden_files(list(sources)), *runs.warnings]
     read: list[tuple[str, int]] = []  # the files read (not skipped), and their rows
     left_out: list[tuple[str, str]] = []  # the files skipped, and why
     read_as: list[tuple[str, str]] = []  # the files read, with their formats
