@@ -121,7 +121,7 @@ def decompressed(fileobj: Any, codec: Codec, *, threaded: bool = False) -> Any:
     if codec is XZ:
         import lzma
 
-        return io.BufferedReader(_Streams(fileobj, lzma.LZMADecompressor), _CHUNK)
+        return io.BufferedReader(_Streams(fileobj, lzma.LZMADecompressor, padding=True), _CHUNK)
     import bz2
 
     return io.BufferedReader(_Streams(fileobj, bz2.BZ2Decompressor), _CHUNK)
@@ -130,12 +130,15 @@ def decompressed(fileobj: Any, codec: Codec, *, threaded: bool = False) -> Any:
 class _Streams(io.RawIOBase):
     """The content of one or more concatenated xz or bzip2 streams. Unlike the standard
     library's readers, bytes after a stream that start no stream are an error, not ignored:
-    rows appended uncompressed to a compressed file would otherwise be dropped unread."""
+    rows appended uncompressed to a compressed file would otherwise be dropped unread. With
+    ``padding`` (xz), NUL bytes between and after streams are the format's stream padding,
+    skipped as ``xz`` skips them."""
 
-    def __init__(self, fileobj: Any, factory: Callable[[], Any]) -> None:
+    def __init__(self, fileobj: Any, factory: Callable[[], Any], padding: bool = False) -> None:
         self._fp = fileobj
         self._factory = factory
         self._decompressor = factory()
+        self._padding = padding
 
     def readable(self) -> bool:
         return True
@@ -146,6 +149,10 @@ class _Streams(io.RawIOBase):
                 d = self._decompressor
                 if d.eof:
                     rest = d.unused_data or self._fp.read(_CHUNK)
+                    while self._padding and rest and not rest.strip(b"\0"):
+                        rest = self._fp.read(_CHUNK)  # padding only so far: read on
+                    if self._padding:
+                        rest = rest.lstrip(b"\0")
                     if not rest:
                         return 0
                     self._decompressor = d = self._factory()  # the next stream
