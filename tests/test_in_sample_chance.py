@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from harness import run, write_jsonl
 
-from calibcli.summaries import chance_share
+from calibcli.summaries import chance_share, in_sample_note
 from calibcli.summaries.fingerprint import RowFingerprint, calibration_hashes
 from calibcli.summaries.in_sample import CHANCE_WEIGHT
 
@@ -165,3 +165,31 @@ def test_too_few_rows_scored_to_look_up_say_nothing_by_content(tmp_path):
     assert not [w for w in body["warnings"] if "are among" in w]
     _, body = calibrate(write_jsonl(tmp_path / "u.jsonl", rows[:20]), cal)
     assert any("of the 20 rows scored here are among" in w for w in body["warnings"])
+
+
+# --------------------------------------------------------------------------- sketches alone
+
+
+def beta_rows(rng, n, decimals=4):
+    conf = np.round(rng.beta(5, 2, n), decimals)
+    return conf, rng.random(n) < conf
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_from_the_sketches_alone_a_few_shared_values_are_not_taken_for_overlap(seed):
+    # 300 fitted rows beside 2,000 held-out ones: the scored sketch knows whether a fitted
+    # value is among the scored rows for only a few dozen fitted values
+    rng = np.random.default_rng(1000 * seed + 2304)
+    fitted, scored = beta_rows(rng, 300), beta_rows(rng, 2000)
+    note = in_sample_note(fingerprint_of(*fitted), fingerprint_of(*scored), "fitted", "x")
+    assert note is None
+    # the fitted rows inside the scored ones are found all the same
+    inside = (np.concatenate([fitted[0], scored[0]]), np.concatenate([fitted[1], scored[1]]))
+    note = in_sample_note(fingerprint_of(*fitted), fingerprint_of(*inside), "fitted", "x")
+    assert note is not None and note.startswith("about 100% of fitted (300)")
+
+
+def fingerprint_of(conf, correct):
+    f = RowFingerprint()
+    f.add(calibration_hashes(np.asarray(conf, np.float64), np.asarray(correct, bool)))
+    return f

@@ -72,18 +72,23 @@ class RowFingerprint:
         """Estimated share of this set's distinct rows that ``other`` holds too (0 to 1):
         among the smallest distinct hashes of the union that this set holds, the share that
         ``other`` holds (the bottom-k containment estimate)."""
+        return self.containment(other)[0]
+
+    def containment(self, other: RowFingerprint) -> tuple[float, int]:
+        """:meth:`contained_share`, and how many of this set's hashes it rests on (those
+        whose presence in ``other`` is known: a few when ``other`` is much larger)."""
         if not self.sample.shape[0]:
-            return 0.0
+            return 0.0, 0
         union = np.unique(np.concatenate([self.sample, other.sample]))[:SAMPLE]
         mine = np.intersect1d(union, self.sample, assume_unique=True)
         if not mine.shape[0]:
-            return 0.0
+            return 0.0, 0
         # a hash above other's largest kept one may be in other without being sampled
         known = mine if other.sample.shape[0] < SAMPLE else mine[mine <= other.sample[-1]]
         if not known.shape[0]:
-            return 0.0
+            return 0.0, 0
         shared = np.intersect1d(known, other.sample, assume_unique=True)
-        return shared.shape[0] / known.shape[0]
+        return shared.shape[0] / known.shape[0], int(known.shape[0])
 
     def distinct(self) -> float:
         """The number of distinct rows: exact below ``SAMPLE``, else the bottom-k estimate."""

@@ -57,7 +57,9 @@ fitting rows to be named: the share is measured on the few rows scored whose has
 the fitted sketch's largest (about 512 x scored / fitted of them), so a wide margin keeps chance
 from naming held-out rows."""
 SLICE_LOOKED = 20
-"""Rows scored looked up in the fitted sketch below which the slice direction says nothing."""
+"""Values looked up below which a share says nothing: rows scored looked up in the fitted
+sketch, or, from the sketches alone, fitted values whose presence among the rows scored is
+known."""
 
 
 def _hashes(kept: Any) -> np.ndarray:
@@ -67,23 +69,38 @@ def _hashes(kept: Any) -> np.ndarray:
     return np.unique(np.concatenate([right, wrong]))
 
 
-def _beyond(share: float, chance: float, margin: float) -> bool:
-    """Whether ``share`` exceeds ``margin`` of what ``CHANCE_WEIGHT`` times ``chance`` leaves."""
+NOISE_Z = 3.0
+"""Standard errors a share measured on a sample of values must clear besides the margin."""
+
+
+def _beyond(share: float, chance: float, margin: float, sampled: int | None = None) -> bool:
+    """Whether ``share`` exceeds ``margin`` of what ``CHANCE_WEIGHT`` times ``chance`` leaves,
+    by ``NOISE_Z`` standard errors when it was measured on ``sampled`` values drawn from more
+    (a sketch's): a share of a few dozen values swings by several points."""
     chance = min(1.0, CHANCE_WEIGHT * chance)
-    return share > chance + (1.0 - chance) * margin
+    noise = 0.0 if not sampled else NOISE_Z * math.sqrt(share * (1.0 - share) / sampled)
+    return share > chance + (1.0 - chance) * margin + noise
 
 
 def _fitted_among_scored(fitted: Any, scored: Any, hashes: np.ndarray | None) -> float | None:
     """The share of the fitted rows' distinct values found among the rows scored, when it is
     beyond chance (else None): each value of the fitted sketch looked up among the rows'
-    own hashes when they are at hand, else the sketches' estimate."""
+    own hashes when they are at hand, else the sketches' estimate, which says nothing when it
+    rests on fewer than ``SLICE_LOOKED`` values (a small fitted set beside a large one)."""
     if hashes is None:
-        share = fitted.contained_share(scored)
+        share, looked = fitted.containment(scored)
+        # the scored rows' sketch holds them all (exact), or only some: then a fitted value's
+        # presence is known for a few, and those few are a sample
+        sampled = looked if scored.sample.shape[0] >= SAMPLE else None
+        if sampled is not None and looked < SLICE_LOOKED:
+            return None
         chance = chance_share(scored.distinct(), scored.rows)
     else:
         share = float(np.isin(fitted.sample, hashes).mean()) if fitted.sample.shape[0] else 0.0
         chance = chance_share(float(hashes.shape[0]), scored.rows)
-    return share if _beyond(share, chance, IN_SAMPLE_SHARE) else None
+        full = fitted.sample.shape[0] >= SAMPLE  # a sample of the fitted values, not all
+        sampled = fitted.sample.shape[0] if full else None
+    return share if _beyond(share, chance, IN_SAMPLE_SHARE, sampled) else None
 
 
 def _scored_among_fitted(fitted: Any, hashes: np.ndarray | None) -> float | None:
@@ -93,13 +110,15 @@ def _scored_among_fitted(fitted: Any, hashes: np.ndarray | None) -> float | None
     without the rows scored, None."""
     if hashes is None or not fitted.sample.shape[0]:
         return None
-    if fitted.sample.shape[0] >= SAMPLE:
+    sampled = fitted.sample.shape[0] >= SAMPLE
+    if sampled:
         hashes = hashes[hashes <= fitted.sample[-1]]
     if hashes.shape[0] < SLICE_LOOKED:
         return None
     share = float(np.isin(hashes, fitted.sample).mean())
     chance = chance_share(fitted.distinct(), fitted.rows)
-    return share if _beyond(share, chance, SLICE_SHARE) else None
+    looked = hashes.shape[0] if sampled else None
+    return share if _beyond(share, chance, SLICE_SHARE, looked) else None
 
 
 def in_sample_note(
