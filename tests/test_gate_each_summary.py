@@ -47,3 +47,15 @@ def test_without_groups_gate_each_still_needs_by(tmp_path):
         result = run(["calibrate", source, "--gate-each", "--max-ece", "0.5"])
         assert result.exit_code == 2
         assert result.stderr.strip().startswith("Error: --gate-each needs --by FIELD")
+
+
+def test_a_grouped_summary_in_a_folder_or_a_pattern_is_looked_into(tmp_path, grouped):
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    grouped.rename(folder / "by.cbs")
+    for source in (folder, f"{folder}/*.cbs"):
+        result = run(["calibrate", source, "--gate-each", "--max-ece", "0.5", "--json"])
+        direct = run(["calibrate", SAMPLE, "--by", "subject", "--gate-each", "--max-ece", "0.5"])
+        assert result.exit_code == direct.exit_code
+        groups = [c.get("group") for c in json.loads(result.stdout)["gate"]["checks"]]
+        assert sorted(g for g in groups if g) == subjects()

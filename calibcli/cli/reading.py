@@ -148,26 +148,17 @@ def poisson_settings(
 
 def grouping(files: list[str], by: str | None) -> str | None:
     """The field the rows are grouped by: ``--by`` when given, else that of the first summary
-    file among ``files`` (whose setting an option not given takes), so that --gate-each on a
-    summary made with --by is checked before anything is read."""
+    file among ``files`` (folders and patterns looked into, as the readers look), whose
+    setting an option not given takes, so that --gate-each on a summary made with --by is
+    checked before anything is read."""
     if by is not None:
         return by
-    from calibcli.io import load_summary
+    from calibcli.io import is_summary_file, load_summary, named_files
 
-    for path in files:
-        if path != "-" and _is_summary(path):
+    for path in named_files(list(files)):  # a source standing for nothing stands for itself
+        if is_summary_file(path):
             return getattr(load_summary(path).settings, "by", None)
     return None
-
-
-def _is_summary(path: str) -> bool:
-    from calibcli.summaries import MAGIC
-
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False  # a folder, or a file the reader reports
 
 
 def require_rows(data: Any, what: str) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "file_spans",
     "frame_summary",
     "input_kind",
+    "is_summary_file",
     "load_summary",
     "match_keys",
     "named_files",
@@ -521,7 +522,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module("calibcli.io.reader").file_spans
-    if name in ("input_kind", "load_summary", "summary_sources"):  # summary files
+    if name in ("input_kind", "is_summary_file", "load_summary", "summary_sources"):
         import importlib
 
         parts = importlib.import_module("calibcli.io.parts")
