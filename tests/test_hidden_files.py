@@ -67,3 +67,14 @@ def test_no_warning_without_hidden_inputs(tmp_path):
     (d / ".gitignore").write_text("*\n")
     body = json.loads(run(["calibrate", d, "--json", "-q"]).stdout)
     assert not [w for w in body["warnings"] if "hidden" in w]
+
+
+def test_a_folder_matched_by_a_pattern_is_looked_into_and_mac_metadata_is_not_said(tmp_path):
+    d = tmp_path / "runs" / "one"
+    d.mkdir(parents=True)
+    write_jsonl(d / "a.jsonl", rows(20))
+    write_jsonl(d / ".b.jsonl", rows(30, 0.25))
+    (d / "._a.jsonl").write_bytes(b"\x00\x05\x16\x07")  # macOS metadata beside a.jsonl
+    body = json.loads(run(["calibrate", f"{tmp_path}/runs/*", "--json", "-q"]).stdout)
+    assert body["n"] == 20
+    assert body["warnings"][0] == WARNING.format(d=d)

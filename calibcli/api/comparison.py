@@ -56,7 +56,7 @@ def compare(
     more than the margin: the upper end of d's interval beyond it by default
     (``gate_on="estimate"``: d itself), and ``min_rows=1000`` when fewer rows are compared
     (matched pairs; the smaller side unpaired); ``gate_each=True`` gates every group too.
-    The ECE, MCE and RMSCE checks fail closed when a side populates fewer than
+    The binned checks (ECE, MCE, RMSCE) fail closed when a side populates fewer than
     ``min_populated_bins`` (default 3) of the ``bins``.
 
     ``base`` and ``new`` may also be two paths: each file is read as the command reads it (in

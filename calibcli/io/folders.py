@@ -52,14 +52,12 @@ HIDDEN_SHOWN = 3
 
 
 def hidden_files(sources: list[str]) -> list[str]:
-    """A warning for each folder among ``sources`` holding hidden files of the kinds read
-    (``.x.jsonl``): they are left out, as editors' and file systems' own files (``._x.jsonl``,
-    a swap file) are not rows, but a run's file named so by mistake is said, not dropped
-    without a word."""
+    """A warning for each folder among ``sources`` (or matched by their patterns) holding
+    hidden files of the kinds read (``.x.jsonl``): they are left out, as editors' and file
+    systems' own files are not rows, but a run's file named so by mistake is said, not
+    dropped without a word. macOS's ``._x.jsonl`` (a copied file's metadata) is not said."""
     said = []
-    for source in sources:
-        if source == "-" or not os.path.isdir(source):
-            continue
+    for source in _folders(sources):
         try:
             names = sorted(os.listdir(source))
         except OSError:
@@ -68,6 +66,7 @@ def hidden_files(sources: list[str]) -> list[str]:
             n
             for n in names
             if n.startswith(".")
+            and not n.startswith("._")  # macOS's metadata beside a file copied from it
             and is_input_file(n[1:])
             and os.path.isfile(os.path.join(source, n))
         ]
@@ -80,6 +79,18 @@ def hidden_files(sources: list[str]) -> list[str]:
                 "a folder does not read names that start with a dot; name a file to read it"
             )
     return said
+
+
+def _folders(sources: list[str]) -> list[str]:
+    """The folders among the sources, and among the paths their patterns match (as
+    :func:`expand` reads them)."""
+    out = []
+    for source in sources:
+        if source != "-" and not os.path.exists(source) and any(c in source for c in "*?["):
+            out += [m for m in sorted(glob.glob(source)) if os.path.isdir(m)]
+        elif source != "-" and os.path.isdir(source):
+            out.append(source)
+    return out
 
 
 def expand(sources: list[str]) -> list[str]:

@@ -72,7 +72,7 @@ def compare(
     --max-decrease auroc=0.01) gate on the upper end of the difference's interval by default:
     exit 1 when NEW may be worse than BASE by more than the margin. That end needs 30 matched
     rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
-    gate fails closed, as the ECE, MCE and RMSCE checks do when a side populates fewer than
+    gate fails closed, as the binned checks (ECE, MCE, RMSCE) do when a side populates fewer than
     --min-populated-bins bins. --min-rows N fails unless N rows are compared.
     """
     from calibcli.io import InputError, default_id, delimited_kind, read_compared
