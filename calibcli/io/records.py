@@ -181,6 +181,9 @@ def read_keyed(
     from_folder = {f for f in expand(sources) if f not in sources}
     runs = choose_runs(sorted(from_folder), all_runs=all_runs)
     newest = set(runs.files)
+    if not all_runs:  # the runs' checks on every file: one given twice, byte copies
+        choose_runs(list(expand(sources)), all_runs=False)
+    made: list[Any] = []  # each file's rows' multiset hash, for the same rows in other bytes
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed
     warnings = [*hidden_files(list(sources)), *runs.warnings]
@@ -267,6 +270,7 @@ def read_keyed(
         read.append((source, len(keys) - before))
         if len(keys) > before:
             read_as.append((source, source_fmt))
+            made.append(_rows_made(source, conf[before:], corr[before:]))
     if left_out and not keys:  # as the other commands refuse it
         from types import SimpleNamespace
 
@@ -274,6 +278,10 @@ def read_keyed(
 
         names, reasons = (list(column) for column in zip(*left_out, strict=True))
         raise _nothing_left(SimpleNamespace(skipped=names, reasons=reasons), "calibration rows")
+    if not all_runs and id_field is None:  # rows with ids are told apart by them
+        from calibcli.io import _same_rows_twice
+
+        _same_rows_twice(made)
     asked = question_hashes(keys, None) if questions else None
     checks = run_checks(read, read_as, by, whole=questions)
     # as the other commands say them: what the runs' results files say of the files, a file of
@@ -405,4 +413,19 @@ def read_choices(
         np.asarray(correct, dtype=bool),
         groups,
         where,
+    )
+
+
+def _rows_made(source: str, conf: list[float], correct: list[bool]) -> Any:
+    """What the copy check reads of a file's rows (as a reading's Source records it): their
+    count and multiset hash."""
+    from types import SimpleNamespace
+
+    from calibcli.summaries import RowFingerprint, calibration_hashes
+
+    made = RowFingerprint()
+    made.add(calibration_hashes(np.asarray(conf, np.float64), np.asarray(correct, bool)))
+    name = display_name(source)
+    return SimpleNamespace(
+        name=name, display=name, content=name, rows=made.rows, rows_hash=made.key(), skipped=None
     )

@@ -55,6 +55,8 @@ _LAZY = {
         "calibcli.summaries.recalibrate",
     ),
     "in_sample_note": "calibcli.summaries.in_sample",
+    "RowFingerprint": "calibcli.summaries.fingerprint",
+    "calibration_hashes": "calibcli.summaries.fingerprint",
     "chance_share": "calibcli.summaries.in_sample",
     "encode": "calibcli.summaries.encoding",
     "read_header": "calibcli.summaries.encoding",
