@@ -158,8 +158,7 @@ def _read(
         for source in runs.files if part is None and span is None else ():
             reader.read(source, builder)
         summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
-        if not plan.all_runs and getattr(summary, "row_ids", None) is None:
-            _same_rows_twice(summary.sources)  # rows with ids are told apart by them
+        _refuse_same_rows(summary, plan.all_runs)
         read = _files_read(summary.sources)
         said = [*summary.warnings, *limited_runs(read), *_no_rows(read)]
         summary = replace(summary, warnings=tuple(dict.fromkeys(said)))
@@ -202,8 +201,7 @@ def whole_read(summary: Any, *, by: str | None = None, all_runs: bool = False) -
     (:func:`without_partial`)."""
     from dataclasses import replace
 
-    if not all_runs and getattr(summary, "row_ids", None) is None:
-        _same_rows_twice(summary.sources)  # rows with ids are told apart by them
+    _refuse_same_rows(summary, all_runs)
     said = [*summary.warnings, *_no_rows(_files_read(summary.sources))]
     summary = replace(summary, warnings=tuple(dict.fromkeys(said)))
     return _one_sample(_partial(summary), by)
@@ -222,6 +220,13 @@ def without_partial(summary: Any) -> Any:
         return summary
     warnings = tuple(w for w in summary.warnings if w not in said)
     return replace(summary, warnings=warnings, partial=None)
+
+
+def _refuse_same_rows(summary: Any, all_runs: bool) -> None:
+    """:func:`_same_rows_twice` on a reading's sources, unless ``all_runs`` pools them on
+    purpose or the rows carry ids, which tell whether a row repeats."""
+    if not all_runs and getattr(summary, "row_ids", None) is None:
+        _same_rows_twice(summary.sources)
 
 
 def _same_rows_twice(sources: Any) -> None:

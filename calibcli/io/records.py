@@ -178,11 +178,12 @@ def read_keyed(
     modes: list[str | None] = []  # each inspect-ai file's (see calibcli.io.route.InspectRows)
     # a folder's files are read as the streaming readers read them: its results files, files of
     # other task kinds and older re-runs of a task are left out (the files named are not)
-    from_folder = {f for f in expand(sources) if f not in sources}
+    expanded = expand(sources)  # each folder listed once
+    from_folder = {f for f in expanded if f not in sources}
     runs = choose_runs(sorted(from_folder), all_runs=all_runs)
     newest = set(runs.files)
     if not all_runs:  # the runs' checks on every file: one given twice, byte copies
-        choose_runs(list(expand(sources)), all_runs=False)
+        choose_runs(list(expanded), all_runs=False)
     made: list[Any] = []  # each file's rows' multiset hash, for the same rows in other bytes
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed
@@ -190,7 +191,7 @@ def read_keyed(
     read: list[tuple[str, int]] = []  # the files read (not skipped), and their rows
     left_out: list[tuple[str, str]] = []  # the files skipped, and why
     read_as: list[tuple[str, str]] = []  # the files read, with their formats
-    for source in expand(sources):
+    for source in expanded:
         if source in from_folder and source not in newest:
             continue
         source_fmt = None
