@@ -66,6 +66,37 @@ def test_a_base_group_without_a_matched_row_fails_gate_each_closed(tmp_path):
     assert "group 'y': none of its BASE rows has a partner on NEW" in result.stderr
 
 
+def test_a_group_only_new_holds_is_named(tmp_path):
+    # NEW evaluated a task BASE did not: its 30 rows have no partner, so --allow-unmatched
+    # compares the rest; the task is named rather than merely counted among the rows left out
+    rows = make_rows(200, seed=7)
+    base = [{**r, "g": "x" if r["id"] % 2 else "y"} for r in rows]
+    extra = [{"id": 1000 + i, "confidence": 0.9, "correct": False, "g": "w"} for i in range(30)]
+    base_path = write_jsonl(tmp_path / "base.jsonl", base)
+    new_path = write_jsonl(tmp_path / "new.jsonl", [*base, *extra])
+    args = ["compare", base_path, new_path, "--by", "g", "--json", "-q", "--bootstrap", B]
+    result = run([*args, "--allow-unmatched"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["unmatched_new"] == 30 and sorted(body["groups"]) == ["x", "y"]
+    said = "group 'w': only NEW holds it (none of its rows has a partner on BASE)"
+    assert said in result.stderr
+    assert any(said in w for w in body["warnings"])
+    # the API's arrays say it too
+    import calibcli
+
+    def side(rows):
+        return (
+            [r["confidence"] for r in rows],
+            [r["correct"] for r in rows],
+            [r["id"] for r in rows],
+            [r["g"] for r in rows],
+        )
+
+    report = calibcli.compare(side(base), side([*base, *extra]), allow_unmatched=True)
+    assert any(said in w for w in json.loads(report.to_json())["warnings"])
+
+
 LM_EVAL = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
 
 

@@ -191,9 +191,10 @@ def read_matched(
     if base.docs and side.docs:
         note_other_documents(reader, spans, side, base)
     row_of, conf, corr, new_n = side.row_of, side.conf_at, side.corr_at, side.count
+    groups = None if side.groups is None else set(side.groups)  # NEW's, to name its own
     del side
     warnings = tuple(dict.fromkeys((*base.warnings, *reader.warnings)))
-    paired = aligned(base, row_of, conf, corr, new_n)
+    paired = aligned(base, row_of, conf, corr, new_n, groups)
     paired = replace(paired, warnings=warnings, **either(base.checks, reader.checks))
     return paired, found or "jsonl"
 
@@ -349,12 +350,8 @@ class _Matching(_Side):
 
     def first_repeat(self) -> tuple[int, int] | None:
         self.flush()
-        rows, hi, lo = (
-            _join(part, dtype)
-            for part, dtype in zip(
-                self.stray, (self.row_of.dtype, np.uint64, np.uint64), strict=True
-            )
-        )
+        kinds = (self.row_of.dtype, np.uint64, np.uint64)
+        rows, hi, lo = (_join(part, kind) for part, kind in zip(self.stray, kinds, strict=True))
         stray = IdHashes(hi, lo).first_repeat()
         if stray is not None:
             stray = (int(rows[stray[0]]), int(rows[stray[1]]))

@@ -168,7 +168,7 @@ def match_keys(base: Any, new: Any, base_name: str = "base") -> Any:
     conf, corr = np.zeros(base.n), np.zeros(base.n, bool)
     conf[mine] = new.confidence[hit]
     corr[mine] = new.correct[hit]
-    paired = aligned(base, row_of, conf, corr, new.n)
+    paired = aligned(base, row_of, conf, corr, new.n, new.groups)
     found = None
     if base.docs and new.docs:
         pairs = zip(rows.tolist(), mine.tolist(), strict=True)
@@ -181,9 +181,17 @@ def match_keys(base: Any, new: Any, base_name: str = "base") -> Any:
     return replace(paired, warnings=(f"{where(r)}: {text}",))
 
 
-def aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, new_n: int) -> Any:
+def aligned(
+    base: Any,
+    row_of: np.ndarray,
+    conf: np.ndarray,
+    corr: np.ndarray,
+    new_n: int,
+    new_groups: Iterable[str] | None = None,
+) -> Any:
     """The rows both sides hold in BASE's order, from NEW's ``conf`` and ``corr`` written at
-    their BASE rows (``row_of`` -1 where NEW has none)."""
+    their BASE rows (``row_of`` -1 where NEW has none); ``new_groups``, NEW's --by group of each
+    of its rows, names the groups only NEW holds."""
     from calibcli.summaries import PairedRows
 
     pairs = int(np.count_nonzero(row_of >= 0))
@@ -201,6 +209,9 @@ def aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, n
     lost = (
         () if groups is None or pairs == base.n else tuple(sorted(set(base.groups) - set(groups)))
     )
+    only_new = ()
+    if base.groups is not None and new_groups is not None:
+        only_new = tuple(sorted(set(new_groups) - set(base.groups)))
     return PairedRows(
         base_rows,
         new_rows,
@@ -212,4 +223,5 @@ def aligned(base: Any, row_of: np.ndarray, conf: np.ndarray, corr: np.ndarray, n
         (),
         lost,
         questions=questions,
+        new_only_groups=only_new,
     )

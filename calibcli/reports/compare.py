@@ -495,12 +495,21 @@ def compare_report(
                 "rows to compare",
             )
         )
+    for name in matched.new_only_groups:
+        notes.append(
+            Note(
+                "unmatched",
+                f"group {name!r}: only NEW holds it (none of its rows has a partner on BASE), "
+                "so it is not compared",
+            )
+        )
     groups: dict[str, Comparison] | None = None
     if matched.groups is not None:
         names = np.asarray(matched.groups, dtype=object)
         groups = {}
         # a BASE group without a matched row is compared too, on no rows: its figures are
-        # null and --gate-each fails closed on it rather than leaving it unchecked
+        # null and --gate-each fails closed on it rather than leaving it unchecked (a group
+        # only NEW holds has nothing to have got worse against, and is named above)
         for name in sorted({*matched.groups, *matched.unmatched_groups}):
             rows = names == name
             base = (matched.base[0][rows], matched.base[1][rows])

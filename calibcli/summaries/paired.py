@@ -48,6 +48,8 @@ class PairedRows:
     warnings: tuple[str, ...] = ()  # about the files read ("name: what"), one line each
     # BASE's --by groups none of whose rows has a partner (no matched row holds them)
     unmatched_groups: tuple[str, ...] = ()
+    # NEW's --by groups that BASE does not hold (none of their rows has a partner)
+    new_only_groups: tuple[str, ...] = ()
     mixed: str | None = None  # why a side's rows are several models': every gate fails closed
     repeats: str | None = None  # why they repeat questions: an upper-end gate fails closed
     # each pair's question (uint64 hashes) when a question has several pairs: the paired
