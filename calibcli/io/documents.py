@@ -40,7 +40,7 @@ from os import PathLike
 from typing import Any
 
 from calibcli.io.compression import MAGIC_BYTES, ZSTD, codec_of, decompressed, read_errors
-from calibcli.io.helm_run import unperturbed
+from calibcli.io.helm_run import helm_split, unperturbed
 from calibcli.io.inspect_log import inspect_samples, note_status
 from calibcli.io.sources import MAX_LINE_BYTES
 from calibcli.io.strict_json import READS_UTF8, long_integer, wide_encoding
@@ -98,7 +98,7 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
                 return "eval-zip"
             table = table_kind(head)
             if table is not None:
-                return None if isinstance(source, bytes) or _compressed(source) else table
+                return None if isinstance(source, bytes) else table
             # a UTF-8 byte-order mark is not the text's: the readers skip it
             line = _first_line(f, head.removeprefix(_BOM), max_line_bytes)
     except read_errors():
@@ -187,7 +187,7 @@ def iter_document(
     limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
     if kind in TABLE_KINDS:
-        for where, row in table_rows(str(source), kind):
+        for where, row in table_rows(str(source), kind, limit):
             yield (where, row, None) if with_text else (where, row)
         return
     if kind == "eval-zip":
@@ -212,7 +212,8 @@ def iter_document(
             yield (line, row, raw) if with_text else (line, row)
         return
     if kind == "json-array":
-        for line, value, start, end in unperturbed(_array_rows(text), notes):
+        rows = unperturbed(_array_rows(text), notes, helm_split(text))
+        for line, value, start, end in rows:
             yield (line, value, text[start:end]) if with_text else (line, value)
         return
     value = _load_whole(text)
@@ -580,11 +581,6 @@ def _read_text(source: Source, limit: int) -> bytes:
 def _plain(f: Any) -> bool:
     """Whether ``f`` (from :func:`open_content`) reads bytes as stored: a file, or bytes given."""
     return isinstance(f, io.BytesIO) or isinstance(getattr(f, "raw", None), io.FileIO)
-
-
-def _compressed(source: Source) -> bool:
-    with open(source, "rb") as f:  # type: ignore[arg-type]
-        return codec_of(f.read(MAGIC_BYTES)) is not None
 
 
 def open_content(source: Source) -> Any:

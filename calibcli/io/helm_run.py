@@ -60,13 +60,51 @@ def forget_trials() -> None:
     _trials.cache_clear()
 
 
-def unperturbed(entries: Iterator[tuple], notes: Callable[[str], None] | None) -> Iterator[tuple]:
+def helm_split(text: str) -> str | None:
+    """The evaluation split whose entries a HELM ``per_instance_stats.json`` (its whole
+    ``text``) is read for: None when its statistics name one split or none (every entry is
+    read), ``"test"`` when they name several, as HELM reports each split apart and its
+    leaderboards the test split's. DocumentError when they name several and none is ``test``."""
+    if _KEY.decode() not in text[:HEAD_BYTES]:
+        return None
+    splits = set(_SPLIT.findall(text))
+    if len(splits) < 2:
+        return None
+    if "test" not in splits:
+        from calibcli.io.documents import DocumentError
+
+        named = ", ".join(repr(s) for s in sorted(splits))
+        raise DocumentError(
+            f"the HELM entries are of the splits {named}, which HELM reports apart, and none is "
+            "'test'; keep one split's entries in a file of its own",
+            None,
+        )
+    return "test"
+
+
+_SPLIT = re.compile(r'"split"\s*:\s*"([^"\\]*)"')
+
+
+def _split_of(value: Mapping) -> str | None:
+    """The split an entry's statistics name (the first that names one)."""
+    for stat in value.get("stats") or ():
+        name = stat.get("name") if isinstance(stat, Mapping) else None
+        if isinstance(name, Mapping) and isinstance(name.get("split"), str):
+            return name["split"]
+    return None
+
+
+def unperturbed(
+    entries: Iterator[tuple], notes: Callable[[str], None] | None, split: str | None = None
+) -> Iterator[tuple]:
     """The elements of a JSON array (``(line, value, ...)`` tuples) without HELM's perturbed
     entries: a ``PerInstanceStats`` with an entry-level ``perturbation`` is an instance
     rewritten for HELM's robustness or fairness figures (typos, dialect, ...), whose statistics
-    HELM names with that perturbation and reports apart. ``notes`` is told once, after the
-    last element, how many were left out of each perturbation."""
+    HELM names with that perturbation and reports apart. With ``split`` (:func:`helm_split`),
+    the entries of other splits are left out too. ``notes`` is told once, after the last
+    element, how many were left out of each perturbation and each split."""
     left: dict[str, int] = {}
+    other: dict[str, int] = {}
     for entry in entries:
         value = entry[1]
         moved = value.get("perturbation") if isinstance(value, Mapping) else None
@@ -75,7 +113,19 @@ def unperturbed(entries: Iterator[tuple], notes: Callable[[str], None] | None) -
             key = name if isinstance(name, str) and name else "unnamed"
             left[key] = left.get(key, 0) + 1
             continue
+        if split is not None and isinstance(value, Mapping) and "instance_id" in value:
+            found = _split_of(value)
+            if found is not None and found != split:
+                other[found] = other.get(found, 0) + 1
+                continue
         yield entry
+    if other and notes is not None:
+        total = sum(other.values())
+        named = ", ".join(f"{name!r} {count:,}" for name, count in sorted(other.items()))
+        notes(
+            f"{total:,} HELM entr{'y' if total == 1 else 'ies'} of other splits left out "
+            f"({named}): HELM reports each split apart; the figures are the {split!r} split's"
+        )
     if left and notes is not None:
         total = sum(left.values())
         named = ", ".join(f"{name} {count:,}" for name, count in left.items())
