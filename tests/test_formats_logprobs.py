@@ -217,6 +217,21 @@ def test_vllm_errors(change, message):
         vllm_rows({**VLLM, **change})
 
 
+def test_vllm_null_after_the_first_position_is_a_missing_score():
+    # vLLM leaves only the prompt's first token unscored; a null at position 2 is a missing
+    # token, which was skipped and counted: the perplexity was of 2 tokens instead of 3
+    prompt = {
+        **VLLM,
+        "prompt_logprobs": [*VLLM["prompt_logprobs"][:2], None, *VLLM["prompt_logprobs"][3:]],
+    }
+    with pytest.raises(ValueError, match=re.escape("prompt_logprobs[2] is null: vLLM scores")):
+        vllm_rows(prompt)
+    out = VLLM["outputs"][0]
+    generated = {**VLLM, "outputs": [{**out, "logprobs": [None, *out["logprobs"][1:]]}]}
+    with pytest.raises(ValueError, match=re.escape("outputs[0].logprobs[0] is null: vLLM")):
+        vllm_rows(generated, part="outputs")
+
+
 def test_vllm_minus_inf_and_sentinels():
     row = vllm_rows(
         {

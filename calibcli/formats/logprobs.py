@@ -129,7 +129,7 @@ def vllm_rows(obj: Mapping[str, Any], *, part: str = "prompt") -> list[Perplexit
     ``part="prompt"`` (one row): ``prompt_logprobs[i]`` maps token ids (JSON keys, so strings)
     to ``{"logprob", "rank", "decoded_token"}``; the token scored at position ``i`` is
     ``prompt_token_ids[i]``, looked up by its id, not the rank-1 entry. The leading null (the
-    first token has no context) and any other null position count in ``nulls``. Without
+    first token has no context) counts in ``nulls``; a null elsewhere is an error. Without
     ``prompt_token_ids`` each position must hold exactly one entry (``prompt_logprobs=0``). The
     fields are read at the top level (``LLM.generate`` outputs) or, for a response of vLLM's
     OpenAI-compatible server, in each of ``choices[]`` (one row per choice).
@@ -175,6 +175,13 @@ def _scored_by_id(obj: Any, field: str, ids_field: str, prefix: str) -> Perplexi
     for i, candidates in enumerate(positions):
         what = f"{prefix}{field}[{i}]"
         if candidates is None:
+            # vLLM leaves only the prompt's first token unscored (it has no context): a null
+            # elsewhere is a token whose score is missing, not one to leave out unsaid
+            if i > 0 or field != "prompt_logprobs":
+                raise ValueError(
+                    f"{what} is null: vLLM scores every position but the prompt's first, so "
+                    "a token's log-probability is missing"
+                )
             nulls += 1
             continue
         if not isinstance(candidates, Mapping):
