@@ -238,3 +238,21 @@ def test_zip_that_is_not_an_eval_log():
         z.writestr("readme.txt", "hello")
     with pytest.raises(documents.DocumentError, match=re.escape("not an inspect-ai .eval log")):
         list(documents.iter_document(buffer.getvalue()))
+
+
+def test_a_first_sample_that_ended_in_an_error_says_so(tmp_path):
+    # an errored sample logs no scores; as the log's first sample it was taken for a row of
+    # no known format ("closest is inspect-ai, lacking 'scores'") rather than named
+    from harness import run
+
+    log = json.loads(JSON.read_text())
+    first = log["samples"][0]
+    first.pop("scores", None)
+    first["error"] = {"message": "RuntimeError: boom", "traceback": "..."}
+    path = tmp_path / "errored.json"
+    path.write_text(json.dumps(log))
+    result = run(["calibrate", str(path), "--scorer", "match"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {path}:samples[0]")
+    assert lines[0].endswith("the sample ended in an error: RuntimeError: boom")

@@ -155,6 +155,10 @@ def unknown_format(row: Mapping[str, Any], fields: Mapping[str, str]) -> str:
             f"cannot detect the input format (keys: {_keys(row, 4)}): no known format's fields; "
             "see --format and the --*-field options"
         )
+    if best[2] == "inspect-ai":  # a sample that ended in an error logs no scores: say why
+        from calibcli.formats.inspect_ai import check_sample_error
+
+        check_sample_error(row)
     lacking = ", ".join(repr(k) for k in best[3][:3])
     return (
         f"cannot detect the input format: closest is {best[2]}, lacking {lacking}; see --format "

@@ -75,6 +75,14 @@ def inspect_sample_row(
     return inspect_sample_taken(sample, scorer=scorer, confidence=confidence)[0]
 
 
+def check_sample_error(sample: Mapping[str, Any]) -> None:
+    """ValueError quoting the error a sample ended in (inspect-ai logs it in ``error``)."""
+    if sample.get("error"):
+        error = sample["error"]
+        message = error.get("message", "") if isinstance(error, Mapping) else error
+        raise ValueError(f"the sample ended in an error: {str(message)[:200]}")
+
+
 def inspect_sample_taken(
     sample: Mapping[str, Any], *, scorer: str | None = None, confidence: str = "auto"
 ) -> tuple[CalibrationRow, str]:
@@ -82,10 +90,7 @@ def inspect_sample_taken(
     (:func:`taken_mode`)."""
     if confidence not in CONFIDENCES:
         raise ValueError(f"confidence must be one of {', '.join(CONFIDENCES)}, not {confidence!r}")
-    if sample.get("error"):
-        error = sample["error"]
-        message = error.get("message", "") if isinstance(error, Mapping) else error
-        raise ValueError(f"the sample ended in an error: {str(message)[:200]}")
+    check_sample_error(sample)
     correct = _correct(sample, scorer)
     content = _output_content(sample)
     logprobs = _logprobs(content)
@@ -165,10 +170,7 @@ def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:
     logprob, a position the model does not score, is skipped and counted), bytes the sum of
     each token's ``bytes`` when every token carries them. ValueError when the sample errored or
     logged no prompt logprobs."""
-    if sample.get("error"):
-        error = sample["error"]
-        message = error.get("message", "") if isinstance(error, Mapping) else error
-        raise ValueError(f"the sample ended in an error: {str(message)[:200]}")
+    check_sample_error(sample)
     output = sample.get("output")
     choices = output.get("choices") if isinstance(output, Mapping) else None
     first = choices[0] if isinstance(choices, list) and choices else None
