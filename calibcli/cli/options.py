@@ -302,8 +302,8 @@ MaxDocumentMbOpt = _opt(
     metavar="N",
     min=1,
     show_default=False,
-    help="Largest compressed whole document read (a compressed JSON file, an .eval log's "
-    "member), "
+    help="Largest compressed whole document read (a compressed JSON file, Parquet or Arrow "
+    "table, an .eval log's member), "
     "in MiB once decompressed (default 256); a larger one is an error (exit 2) found while "
     "inflating it.",
 )
