@@ -117,8 +117,9 @@ def poisson_settings(
 ) -> tuple[int | None, int | None]:
     """The resamples and seed of --bootstrap-scheme poisson. Rows read from files carry their
     keys and take any; a summary file's replicate sums fix them (another --bootstrap or --seed
-    is exit 2), hold uniform bins only and no interval for auroc or smece, so a gate on the
-    upper end of smece's is exit 2."""
+    is exit 2), hold its own bins only (sums binned as it was made: other --bins would take
+    the intervals of its bins beside the figures of theirs, so they are exit 2), uniform bins
+    only and no interval for auroc or smece, so a gate on the upper end of smece's is exit 2."""
     if data.kept is not None and data.kept.keyed:
         return samples, seed
     state = data.bootstrap
@@ -127,7 +128,11 @@ def poisson_settings(
             "--bootstrap-scheme poisson needs the rows' keys, and a summary file given holds no "
             "bootstrap state: summarize with --bootstrap-samples N"
         )
-    held = ((samples, state.samples, "--bootstrap"), (seed, state.seed, "--seed"))
+    held = (
+        (samples, state.samples, "--bootstrap"),
+        (seed, state.seed, "--seed"),
+        (data.settings.bins, state.bins, "--bins"),  # a summary's, unless --bins was given
+    )
     for given, kept, option in held:
         if given is not None and given != kept:
             raise usage_error(

@@ -75,9 +75,10 @@ class EngineSummary:
     ) -> dict[str, Any]:
         """The report ``calibcli calibrate --json`` prints (``perplexity --json`` for
         perplexity rows), as a dict. ``ci`` asks for the Poisson bootstrap's intervals, which
-        need the summary made with ``bootstrap_samples`` (``--bootstrap-scheme poisson``);
-        ``limits`` are the ``--max-*`` gates (figure -> largest value allowed), ``floors``
-        the ``--min-rows``/``--min-tokens`` gates (count -> least value: ``{"n": 1000}``,
+        need the summary made with ``bootstrap_samples`` (``--bootstrap-scheme poisson``) and
+        hold its uniform bins only (another ``strategy`` is a ValueError); ``limits`` are the
+        ``--max-*`` gates (figure -> largest value allowed), ``floors`` the
+        ``--min-rows``/``--min-tokens`` gates (count -> least value: ``{"n": 1000}``,
         ``{"total_tokens": ...}`` or ``{"sequences": ...}``)."""
         from calibcli.reports import (
             CALIBRATION,
@@ -112,6 +113,11 @@ class EngineSummary:
                 raise ValueError(
                     "ci needs the Poisson bootstrap's replicate sums: summarize with "
                     "bootstrap_samples=N and key=<id column>"
+                )
+            if strategy != "uniform":
+                raise ValueError(
+                    f"ci with strategy {strategy!r}: the Poisson bootstrap's replicate sums "
+                    "hold uniform bins only"
                 )
             boot = Bootstrap(ci, state.samples, state.seed, None, "poisson")
         result = calibrate_report(

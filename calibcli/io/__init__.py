@@ -139,6 +139,9 @@ def _read(
         # bins other than the files' are rebuilt from every row, so the rows are kept
         plan = replace(plan.adopting(settings), keep_rows=plan.keep_rows or rebin is not None)
         sources = [s for s in sources if not any(s == label for label, _ in parts)]
+    if (part is not None or span is not None) and (len(sources) != 1 or parts):
+        # a summary file among them too: given alone it is merged below, never cut
+        raise ValueError("part and span cut one plain file: give exactly one")
     summary = None
     if sources or not parts:
         runs = choose_runs(list(sources), all_runs=plan.all_runs)
@@ -149,8 +152,6 @@ def _read(
         reader = Reader(plan, workers=workers, progress=progress)
         builder = plan.builder()
         if part is not None or span is not None:
-            if len(sources) != 1 or parts:
-                raise ValueError("part and span cut one plain file: give exactly one")
             if part is not None:
                 reader.read_part(sources[0], part[0], part[1], builder)
             else:

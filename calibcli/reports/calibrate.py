@@ -307,7 +307,15 @@ def _intervals(
             **options,
         ).intervals
     else:
-        result = view.bootstrap.intervals(bootstrap.level)
+        state = view.bootstrap
+        if state.bins != bins or strategy != "uniform":
+            # its sums are binned as the summary was: other bins would take these bins'
+            # intervals beside the figures of theirs
+            raise ValueError(
+                f"a summary's Poisson replicate sums hold {state.bins} uniform bins, not "
+                f"{bins} {strategy} bins: measure it with its own bins, or summarize again"
+            )
+        result = state.intervals(bootstrap.level)
         notes.append(
             Note(
                 "summary_intervals",

@@ -7,6 +7,7 @@ perplexity (:mod:`calibcli.io.parts`); what it holds is described in
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 from enum import Enum
@@ -50,6 +51,28 @@ def _part(value: str | None) -> tuple[int, int] | None:
     if not found or not 1 <= int(found[1]) <= int(found[2]):
         raise typer.BadParameter(f"{value!r} is not k/K with 1 <= k <= K, e.g. 3/8")
     return int(found[1]), int(found[2])
+
+
+def _one_plain_file(files: list[str]) -> None:
+    """Exit 2 unless the inputs of --part stand for exactly one plain file: a folder or a
+    pattern counts as the files it stands for, and a summary file holds no lines to cut."""
+    from calibcli.errors import shown_name
+    from calibcli.io import is_summary_file, named_files
+
+    named = named_files(list(files))  # a source standing for nothing stands for itself
+    if len(files) == 1 and len(named) != 1:
+        held = "this folder holds" if os.path.isdir(files[0]) else "this pattern matches"
+        raise usage_error(
+            f"{shown_name(files[0])}: --part cuts one file into ranges, and {held} "
+            f"{len(named):,} files: give exactly one file"
+        )
+    if len(named) != 1:
+        raise usage_error("--part cuts one file into ranges: give exactly one file")
+    if is_summary_file(named[0]):
+        raise usage_error(
+            f"{shown_name(named[0])}: --part cuts a file's lines into ranges, and a calibcli "
+            "summary file holds sums, not lines: give the file it summarized"
+        )
 
 
 SummaryOutput = Annotated[
@@ -140,8 +163,8 @@ def summarize(
     bootstrap_samples, seed = one(bootstrap_samples), one(seed)
     assert reading is not None
     where = _part(part)
-    if where is not None and len(files) != 1:
-        raise usage_error("--part cuts one file into ranges: give exactly one file")
+    if where is not None:
+        _one_plain_file(files)
     check_outputs(output=output)
     fields = {
         "nll_field": one(nll_field),
