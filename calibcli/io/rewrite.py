@@ -2,7 +2,14 @@
 confidences. Every byte of a row but the new value's is kept (a value's original text, key
 order, spacing, other keys), so a tool downstream reads the same row with one number changed.
 A CSV or TSV table is written back as a table, each record's confidence cell replaced and every
-other character kept. Rows stream batch by batch; a bad row is an InputError naming its line."""
+other character kept. Rows stream batch by batch; a bad row is an InputError naming its line.
+
+The files are those the other commands would read (folders and patterns expanded, older
+re-runs of a task left out), and rows are rewritten once, as the other commands count them
+once: the same file twice, two files of the same bytes (plain or compressed), a later row
+carrying the file's first row's id (a run appended to its file again) and two files of the same
+confidences in another order are refused unless ``all_runs``. The last is told from each file's
+multiset hash once it is read, so it stops the output after that file's rows."""
 
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from calibcli.errors import InputError
+from calibcli.errors import InputError, shown_name
 from calibcli.formats import by_value, json_type, lookup
 from calibcli.io.rows import check_confidence, group_name, parse_row
 
@@ -21,37 +28,68 @@ BATCH = 8192  # rows mapped in one vectorised call
 _NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 
+SUMMARY = "a summary holds counts, no rows to rewrite: give apply the rows it was summarized from"
+# the same confidences in another order: apply reads no outcome, so the copy is told by them
+SAME_CONFIDENCES = "the same confidences, in any order"
+
+
 def rewrite_confidences(
     files: list[str],
     field: str,
     by: str | None,
     mapping: Callable[[str | None, Any], Any],
     write: Callable[[bytes], None],
+    *,
+    all_runs: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> int:
     """Write every row of ``files`` with its confidence (``field``, a dotted path) replaced by
     ``mapping(group, confidences)`` of its ``by`` group (None without ``by``), every other byte
-    of the row kept; returns the row count. InputError on a bad row.
+    of the row kept; returns the row count. InputError on a bad row, and on rows given twice
+    unless ``all_runs`` (see the module docstring). ``warn`` is given what is said of the files
+    (hidden files of a folder, older re-runs left out) before any row is written.
 
     JSON Lines are rewritten a block at a time (:mod:`calibcli.io.splice`), the lines it cannot
     prove safe and whole documents row by row; either way the output goes to ``write`` in
     chunks of ``BATCH`` rows, so a bad row leaves the same rows written before it."""
-    rewriter = _Rewriter(field, by, mapping, _Batches(write))
+    files, said = _inputs(files, all_runs)
     kinds = _kinds(files)
+    for line in said if warn is not None else ():
+        warn(line)
+    rewriter = _Rewriter(field, by, mapping, _Batches(write), all_runs)
     for source in files:
+        rewriter.begin()
         if kinds[source] in ("csv", "tsv"):
             rewriter.table(source, kinds[source])
         else:
             rewriter.source(source, kinds[source])
-    rewriter.flush()
+        rewriter.end(source)
     rewriter.out.close()
     return rewriter.count
 
 
+def _inputs(files: list[str], all_runs: bool) -> tuple[list[str], list[str]]:
+    """The files to rewrite, as the other commands read them (:func:`calibcli.io.folders.expand`,
+    :func:`calibcli.io.runs.choose_runs`), and what to say of them; InputError for a file given
+    twice or a copy unless ``all_runs``."""
+    from calibcli.io.folders import expand, hidden_files
+    from calibcli.io.runs import choose_runs
+
+    hidden = hidden_files(list(files))
+    runs = choose_runs(expand(list(files)), all_runs=all_runs)
+    return runs.files, [*hidden, *runs.warnings]
+
+
 def _kinds(files: list[str]) -> dict[str, str | None]:
-    """Each file's whole-document kind (None for JSON Lines); InputError when CSV or TSV tables
-    come with files of other kinds, since the output is one table or JSON Lines, not both."""
+    """Each file's whole-document kind (None for JSON Lines); InputError for a summary file,
+    and when CSV or TSV tables come with files of other kinds, since the output is one table
+    or JSON Lines, not both."""
+    from calibcli.io.parts import is_summary_file
     from calibcli.io.reader import whole_document_kind
 
+    summary = next((source for source in files if is_summary_file(source)), None)
+    if summary is not None:
+        raise InputError(summary, None, SUMMARY)
     kinds = {source: whole_document_kind(source) for source in files}
     tables = {source: kind for source, kind in kinds.items() if kind in ("csv", "tsv")}
     if tables and len(tables) < len(files):
@@ -108,13 +146,19 @@ class _Rewriter:
         by: str | None,
         mapping: Callable[[str | None, Any], Any],
         out: _Batches,
+        all_runs: bool = False,
     ) -> None:
         import msgspec
 
         from calibcli.io.splice import BlockSplicer, splices
 
         self.field, self.by, self.mapping, self.out = field, by, mapping, out
+        self.all_runs = all_runs
         self.count = 0
+        # each file read's rows (their count and multiset hash, as a reading's Source records
+        # them), and the current file's, for the same rows in other bytes
+        self.made: list[Any] = []
+        self.rows: Any = None
         self.splicer = BlockSplicer(field, by) if splices(field, by) else None
         self.splice = _Splicer()
         self._decode = msgspec.json.Decoder().decode
@@ -124,6 +168,63 @@ class _Rewriter:
         self._batch: list[tuple[Any, dict, Any, str | None]] = []
         self._confidences: list[float] = []
         self.columns: tuple[list[str], str] | None = None  # the first table's header and name
+
+    def begin(self) -> None:
+        """Start a file's rows."""
+        from calibcli.summaries import RowFingerprint
+
+        self.rows = RowFingerprint()
+
+    def end(self, source: str) -> None:
+        """Write the file's rows still waiting; InputError when an earlier file held the same
+        confidences in other bytes, unless ``all_runs``."""
+        from types import SimpleNamespace
+
+        from calibcli.io.runs import COPY
+        from calibcli.io.sources import display_name
+        from calibcli.summaries import same_sources
+
+        self.flush()
+        name = display_name(source)
+        self.made.append(
+            SimpleNamespace(
+                name=name,
+                display=name,
+                content=name,
+                rows=self.rows.rows,
+                rows_hash=self.rows.key(),
+                skipped=None,
+            )
+        )
+        twice = None if self.all_runs else same_sources(self.made)
+        if twice is not None:
+            first, later = twice
+            also = shown_name(first.display)
+            raise InputError(
+                later.display, None, f"holds the rows of {also} ({SAME_CONFIDENCES}): {COPY}"
+            )
+
+    def _hashed(self, confidences: Any) -> None:
+        """Fold rows' confidences into the file's multiset hash (the outcome bit left clear:
+        apply reads none)."""
+        import numpy as np
+
+        from calibcli.summaries import calibration_hashes
+
+        zeros = np.zeros(confidences.shape[0], dtype=bool)
+        self.rows.add(calibration_hashes(confidences, zeros))
+
+    def _watch(self, watch: Any, name: str, where: int | str, row: Any) -> Any:
+        """The file's first row's id, watched for in the rows after it as the other commands
+        watch for it (:func:`calibcli.io.first_id.watched`); False when not watched."""
+        from calibcli.io.first_id import watched
+
+        if watch is False or not isinstance(row, dict):
+            return watch
+        try:
+            return watched(watch, name, where, row, self.by)
+        except InputError as exc:
+            raise _written_twice(exc) from None
 
     def source(self, source: str, kind: str | None) -> None:
         """The rows of a JSON Lines file (``kind`` None) or of a whole document."""
@@ -135,7 +236,9 @@ class _Rewriter:
                 source, None, f"apply writes JSON Lines: a {kind} table is read, not rewritten"
             )
         if kind is not None:
+            watch = False if self.all_runs else None
             for name, locator, row, text in document_records(source, kind):
+                watch = self._watch(watch, name, locator, row)
                 self.row(name, locator, row, text)
             return
         self._lines(source)
@@ -163,7 +266,9 @@ class _Rewriter:
                 )
 
         records = table.records(with_text=True, on_header=header)
+        watch = False if self.all_runs else None
         for _, line, row, text in document_records(source, kind, records):
+            watch = self._watch(watch, name, line, row)
             # the field is a column (a dotted name too, matched whole as lookup matches it);
             # a row without it is refused by check() before its cell is wanted
             column = table.header.index(self.field) if self.field in row else -1
@@ -171,21 +276,32 @@ class _Rewriter:
 
     def _lines(self, source: str) -> None:
         """The rows of JSON Lines, as :func:`calibcli.io.records.records` reads them (same
-        sources, same errors)."""
+        sources, same errors); a later row carrying the first row's id is refused unless
+        ``all_runs``, found in each block by :meth:`~calibcli.io.first_id.FirstId.find`."""
+        from calibcli.io.first_id import FirstId
+        from calibcli.io.fold import first_row
         from calibcli.io.sources import BLOCK_SIZE, Source, blocks, lines_of
 
         src = Source(source)
         src.probe()
+        watch: Any = False if self.all_runs else None
         try:
             stream = src.stream()
             try:
                 for first, view, _, expected in blocks(stream, src.name, BLOCK_SIZE, what=src.what):
                     data = bytes(view)
+                    if watch is None:
+                        head = first_row(data, first)
+                        if head is not None:
+                            watch = FirstId.of(head[1], head[0], head[2], self.by) or False
+                    repeat = watch.find(data, first, src.name) if watch else None
                     block = None
-                    if self.splicer is not None:
+                    if self.splicer is not None and repeat is None:
                         block = self.splicer.block(data, first, expected)
                     if block is None:
                         for line_no, line in lines_of(data, first):
+                            if repeat is not None and line_no == repeat.line:
+                                raise _written_twice(repeat)  # the rows before it are written
                             self.row(src.name, line_no, self.decode(src.name, line_no, line), line)
                     else:
                         self._block(src.name, block)
@@ -243,6 +359,7 @@ class _Rewriter:
             return
         batch = self._batch
         conf = np.fromiter(self._confidences, dtype=np.float64, count=len(self._confidences))
+        self._hashed(conf)
         groups = None if self.by is None else [g for *_, g in batch]
         mapped = map_groups(self.mapping, conf, groups)
         lines = [
@@ -264,6 +381,7 @@ class _Rewriter:
             if block.groups is not None:
                 block.groups[i] = group
             rows[i] = (line, row, _key_path(row, self.field))
+        self._hashed(block.conf)
         mapped = map_groups(self.mapping, block.conf, block.groups)
         values = mapped.tolist()
         lines = {i: self.splice(*spot, values[i]) for i, spot in rows.items()}
@@ -271,6 +389,15 @@ class _Rewriter:
         if n:
             self.out.add(block.output(mapped, lines), n)
         self.count += n
+
+
+def _written_twice(error: InputError) -> InputError:
+    """A row repeating its file's first row's id, said as the other commands say it, less
+    their remedy of an id field, which apply does not take."""
+    from calibcli.io.first_id import REPEATED_FIRST
+
+    remedy = REPEATED_FIRST.split(" (pass ")[0] + " (pass --all-runs to pool the rows on purpose)"
+    return InputError(error.path, error.line, error.detail.replace(REPEATED_FIRST, remedy))
 
 
 def _key_path(row: dict, dotted: str) -> list[str | int]:

@@ -12,10 +12,34 @@ from calibcli.cli.emit import check_outputs
 from calibcli.cli.options import (
     ByOpt,
     ConfidenceField,
-    Files,
     QuietOpt,
     one,
 )
+
+# apply's own: the kinds it rewrites, and what --all-runs lets it write twice
+Files = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="FILE...",
+        show_default=False,
+        help="Input files, rewritten in order to one output: JSON Lines, a JSON array or "
+        "object, CSV and TSV tables with a header row (their rows come back as one table, so "
+        "not with files of other kinds), any of them compressed (gzip, Zstandard, xz, bzip2); "
+        "a folder or a quoted pattern reads its input files in name order; '-' reads standard "
+        "input (JSON Lines). Parquet and Arrow tables and summary files are read by the other "
+        "commands, not rewritten.",
+    ),
+]
+AllRuns = Annotated[
+    bool,
+    typer.Option(
+        "--all-runs",
+        help="Rewrite every run given: re-runs of an lm-eval task (other timestamps in the file "
+        "names; by default only the newest is read), the same file twice, two files of the "
+        "same bytes (a copy, or a compressed copy) or of the same confidences in another "
+        "order, rows after the first that carry its id (a run appended to its file again).",
+    ),
+]
 
 
 @app.command(name="apply", epilog=EXIT_CODES)
@@ -37,6 +61,7 @@ def apply_calibrator(
             "ends in .gz, .zst, .xz or .bz2) instead of stdout.",
         ),
     ] = None,
+    all_runs: AllRuns = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Stream rows back out with the confidence recalibrated: the same field (a dotted path
@@ -46,8 +71,11 @@ def apply_calibrator(
 
     Native rows only: lm-eval rows carry choice loglikelihoods, not a confidence to rewrite (use
     calibrate --calibrator on them). With --by, each group's rows use the group's calibrator
-    when the file holds one. Rows stream to stdout as they are read; an input error stops the
-    stream (exit 2). With -o the file appears only once every row was written.
+    when the file holds one. Rows are written once, as the other commands count them once (see
+    --all-runs). Rows stream to stdout as they are read; an input error stops the stream (exit
+    2), and so does a file found, once read, to hold an earlier file's confidences in another
+    order. With -o the file appears only once every row was written, and not at all on an
+    error.
     """
     import sys
 
@@ -93,12 +121,13 @@ def apply_calibrator(
             seen.add(group)
         return calibrators.for_group(group).apply(confidences)
 
+    reading = {"all_runs": all_runs, "warn": lambda line: say(f"warning: {line}")}
     if output is None and sys.stdout is None:
         raise usage_error("cannot write to standard output: it is closed")
     try:
         if output is None:
             count = rewrite_confidences(
-                files, confidence_field, by, mapping, sys.stdout.buffer.write
+                files, confidence_field, by, mapping, sys.stdout.buffer.write, **reading
             )
             sys.stdout.flush()
         else:
@@ -107,7 +136,7 @@ def apply_calibrator(
                 codec = suffix_codec(output.name)
                 if codec is not None:
                     write, finish = compressing(target.write, codec)
-                count = rewrite_confidences(files, confidence_field, by, mapping, write)
+                count = rewrite_confidences(files, confidence_field, by, mapping, write, **reading)
                 if finish is not None:
                     finish()
     except InputError as exc:
