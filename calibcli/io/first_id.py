@@ -85,14 +85,13 @@ class FirstId:
         return replace(self, skip=None)
 
     def is_first(self, value: Any) -> bool:
-        """Whether ``value`` is the first row's id, as ``--id-field`` tells ids apart: the same
-        type and the same value written alike (the number 1 is not the string "1", nor 1.0)."""
+        """Whether ``value`` is the first row's id written alike: the same type and the same
+        value (the number 1 is not the string "1", nor 1.0, which ``--id-field`` takes as 1:
+        the byte search finds the first row's text only, and a document's rows are held to
+        the same rule)."""
         if value != self.value or isinstance(value, bool):
             return False
-        try:
-            return repr(id_key(value)) == repr(id_key(self.value))
-        except ValueError:
-            return False
+        return type(value) is type(self.value) and repr(value) == repr(self.value)
 
     def repeats(self, row: Any) -> bool:
         """Whether ``row`` carries the first row's id (and, read with ``by``, its group)."""

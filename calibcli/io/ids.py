@@ -1,7 +1,8 @@
 """Row ids: what identifies a row across files (compare's matching) and within one reading
 (rows read twice). A native row has an id only when ``--id-field`` names one; an lm-eval row's
 id is its task (from the file name) and ``doc_id``; an inspect-ai sample's its ``id`` and
-``epoch``. Ids keep JSON types apart: the number 1 and the string "1" are different ids."""
+``epoch``. Ids keep JSON types apart: the number 1 and the string "1" are different ids; equal
+numbers are one id (1, 1.0 and 1e0); a null id is refused."""
 
 from __future__ import annotations
 
@@ -17,13 +18,19 @@ when ``--id-field`` names one."""
 
 
 def id_key(value: Any) -> Any:
-    """A hashable id that keeps JSON types apart (1 and "1" are different ids)."""
-    if isinstance(value, bool) or value is None:
+    """A hashable id that keeps JSON types apart (1 and "1" are different ids) and folds equal
+    numbers into one (5, 5.0 and 5e0 are one id, keyed as the integer 5), as compare's
+    canonical bytes (:func:`~calibcli.io.keys.canonical_value`) do; a null id is refused."""
+    if isinstance(value, bool):
         return ("literal", value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
         return ("number", value)
+    if isinstance(value, float):
+        return ("number", int(value) if value.is_integer() else value)
     if isinstance(value, str):
         return ("string", value)
+    if value is None:
+        raise ValueError("is null, not a string or number")
     kind = "an object" if isinstance(value, dict) else "a list"
     raise ValueError(f"is {kind}, not a string or number")
 
@@ -163,16 +170,17 @@ def _digests(parts: list[bytes]) -> Any:
     return np.frombuffer(b"".join(map(methodcaller("digest"), map(digest, parts))), "<u8")
 
 
-# id_key's kinds of the values whose ids KeyColumn builds without a call
-_KINDS = {int: "number", float: "number", str: "string"}
+# id_key's kinds of the values whose ids KeyColumn builds without a call (a float is keyed by
+# ``other``, which folds a whole number into its integer as id_key does)
+_KINDS = {int: "number", str: "string"}
 
 
 class KeyColumn:
     """The ids of a block's rows that share a prefix, such as lm-eval's ``("task", name)``:
-    ``(*prefix, kind, value)`` with the kind of an int or float value ``"number"`` and of a
-    string ``"string"`` (:func:`id_key`'s); other values are given to ``other``. The tuples are
-    built only when one is asked for (a message); :meth:`hashes` hashes their reprs from the
-    values' own."""
+    ``(*prefix, kind, value)`` with the kind of an int value ``"number"`` and of a string
+    ``"string"`` (:func:`id_key`'s); other values (floats among them) are given to ``other``.
+    The tuples are built only when one is asked for (a message); :meth:`hashes` hashes their
+    reprs from the values' own."""
 
     def __init__(self, prefix: tuple, values: list, other: Callable[[Any], Any]) -> None:
         self.prefix = prefix

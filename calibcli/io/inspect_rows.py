@@ -22,9 +22,10 @@ from calibcli.errors import InputError
 from calibcli.io.decode import BlockDecoder
 from calibcli.io.rows import group_name
 
-# id_key's kinds of the ids taken without a call (an int or float id is a number, a string a
-# string); a boolean, null or any other id is keyed by the identifier itself
-_ID_KINDS = {int: "number", float: "number", str: "string"}
+# id_key's kinds of the ids taken without a call (an int id is a number, a string a string); a
+# float (a whole one is folded into its integer), boolean, null or any other id is keyed by the
+# identifier itself
+_ID_KINDS = {int: "number", str: "string"}
 
 
 def read_fields(by: str | None, id_field: str | None) -> tuple[str, ...]:

@@ -23,9 +23,9 @@ from calibcli.io.decode import SMALL_BLOCK, BlockDecoder
 from calibcli.io.ids import KeyColumn
 from calibcli.io.rows import group_name
 
-# the doc_id types whose ids KeyColumn builds itself (id_key's number and string); any other
-# doc_id is keyed by the identifier itself
-_ID_TYPES = {int, float, str}
+# the doc_id types whose ids KeyColumn builds itself (id_key's integer and string); any other
+# doc_id (a float, whose whole number is folded into its integer) is keyed by the identifier
+_ID_TYPES = {int, str}
 _DOC_ID = attrgetter("doc_id")
 
 
@@ -147,7 +147,7 @@ class LmEvalBlockDecoder(BlockDecoder):
 
     def _ids(self, docs: list) -> Any:
         """Each row's id as ``ident`` gives it, or None when one cannot be given (the dict
-        path then words the error). The ids of int, float and string doc_ids are a
+        path then words the error). The ids of int and string doc_ids are a
         :class:`~calibcli.io.ids.KeyColumn` of the first row's prefix (checked to be the
         identifier's own), their tuples built only for a message."""
         ident = self.ident
