@@ -59,6 +59,9 @@ from calibcli.formats.lm_eval import (
     GENERATIVE_WARNING,
     MC_NORMS,
     ROW_KINDS,
+    FileGold,
+    GoldReadingError,
+    gold_readings,
     lm_eval_choice_row,
     lm_eval_choice_scores,
     lm_eval_gold,
@@ -87,13 +90,16 @@ __all__ = [
     "SENTINEL_LOGPROB",
     "SUM_FIELDS",
     "CalibrationRow",
+    "FileGold",
     "Format",
+    "GoldReadingError",
     "PerplexityRow",
     "by_value",
     "calibration_rows",
     "detect_format",
     "detect_row_format",
     "gold_option",
+    "gold_readings",
     "has_path",
     "inspect_prompt_row",
     "inspect_sample_row",
@@ -133,11 +139,13 @@ def calibration_rows(
     confidence: str = "auto",
     gold_field: str | None = None,
     options: tuple[str, ...] | None = None,
+    target_delimiter: str = " ",
 ) -> list[CalibrationRow]:
     """The (confidence, correct) rows of one decoded value of a non-native format that
     carries them (``lm-eval``, ``inspect-ai``, ``openai`` with ``gold_field``, ``openai-evals``,
     ``helm``). ``options`` are the answer options recognised in token logprobs (default the
-    letters A to E). ValueError for a format without them."""
+    letters A to E); ``target_delimiter`` is the lm-eval task's (see
+    :func:`lm_eval_choice_scores`). ValueError for a format without them."""
     entry = BY_NAME.get(fmt)
     if entry is None or entry.calibration is None:
         raise ValueError(_no_rows(fmt, "calibration"))
@@ -148,6 +156,7 @@ def calibration_rows(
         confidence=confidence,
         gold_field=gold_field,
         options=options,
+        target_delimiter=target_delimiter,
     )
 
 

@@ -448,28 +448,116 @@ def _rolling_pair(pair: Any, field: str) -> tuple[float, int]:
     return ll, count
 
 
-def lm_eval_gold(row: Mapping[str, Any], scores: list[float], correct: bool) -> int:
-    """Index of the gold choice of a multiple-choice row: the logged ``target`` when it is a
-    choice index (the harness logs it as a number or a digit string) or the text of one choice
-    (a task whose doc_to_target is the answer text); else, for a row scored correct, the
-    highest-scoring choice (the first on ties, as the harness's argmax). ValueError when none
-    of these tells."""
+class GoldReadingError(ValueError):
+    """A row's gold choice that its logged target names two ways (see :func:`lm_eval_gold`)."""
+
+
+def gold_readings(row: Mapping[str, Any], n: int) -> dict[str, int]:
+    """The choices a multiple-choice row's logged ``target`` names, by reading: ``"index"``
+    (a JSON integer, or a digit string as the harness logs an index, within the ``n``
+    choices) and ``"text"`` (the one choice whose continuation, spaces aside, is the target).
+    A digit string may be both when the choices are digits too ("2" of ``["1", "2", "3"]``:
+    choice 2 by index, choice 1 by text)."""
     target = row.get("target")
-    if isinstance(target, str) and target.strip().isdigit():
-        target = int(target.strip())
-    if isinstance(target, int) and not isinstance(target, bool) and 0 <= target < len(scores):
-        return target
+    out = {}
+    index = target.strip() if isinstance(target, str) else target
+    if isinstance(index, str) and is_index(index):
+        index = int(index)
+    if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < n:
+        out["index"] = index
     if isinstance(target, str):
         try:
-            conts = [str(c) for _, c in _continuations(row)[: len(scores)]]
+            conts = [str(c) for _, c in _continuations(row)[:n]]
         except ValueError:
             conts = []
         matches = [i for i, c in enumerate(conts) if c.strip() == target.strip()]
         if len(matches) == 1:
-            return matches[0]
+            out["text"] = matches[0]
+    return out
+
+
+def _agreeing(readings: dict[str, int], scores: list[float], correct: bool) -> list[str]:
+    """The readings whose gold choice agrees with the row's verdict: the harness scores a row
+    right when its top choice (the first on ties) is the gold one."""
+    top = scores.index(max(scores))
+    return [name for name, gold in readings.items() if (gold == top) == correct]
+
+
+def lm_eval_gold(
+    row: Mapping[str, Any], scores: list[float], correct: bool, *, reading: str | None = None
+) -> int:
+    """Index of the gold choice of a multiple-choice row: the choice its logged ``target``
+    names (see :func:`gold_readings`); else, for a row scored right, the highest-scoring
+    choice (the first on ties, as the harness's argmax). ValueError when none of these tells.
+
+    When the target names one choice by index and another by text, the row's verdict
+    (``correct``) picks the reading it agrees with; when it agrees with both (a row scored
+    wrong whose top choice is neither), ``reading`` (``"index"`` or ``"text"``, the one the
+    other rows of its file tell: :class:`FileGold`) does. GoldReadingError when the verdict
+    agrees with neither, or with both and ``reading`` is not given."""
+    readings = gold_readings(row, len(scores))
+    choices = set(readings.values())
+    if len(choices) == 1:
+        return choices.pop()
+    if len(choices) == 2:
+        agree = _agreeing(readings, scores, correct)
+        if len(agree) == 2 and reading in readings:
+            agree = [reading]
+        if len(agree) == 1:
+            return readings[agree[0]]
+        verdict = "right" if correct else "wrong"
+        raise GoldReadingError(
+            f"'target' {row.get('target')!r} is choice {readings['index']} by index and choice "
+            f"{readings['text']} by text, and the row, scored {verdict}, agrees with "
+            f"{'both' if agree else 'neither'}"
+        )
     if correct:
         return scores.index(max(scores))
     raise ValueError(
-        f"the gold choice is not logged ('target' is {json_type(target)}, not a choice index) "
-        "and the row is scored wrong, so it cannot be inferred"
+        f"the gold choice is not logged ('target' is {json_type(row.get('target'))}, not a "
+        "choice index) and the row is scored wrong, so it cannot be inferred"
     )
+
+
+class FileGold:
+    """The gold choices of one samples file's multiple-choice rows, added in file order.
+
+    A row whose target names two choices (by index and by text) that its verdict does not tell
+    apart waits: the harness logs one task's targets one way, so :meth:`settle` gives it the
+    reading the file's rows tell (a row tells the one of its readings, naming different
+    choices, that alone agrees with its verdict)."""
+
+    def __init__(self) -> None:
+        self.told: dict[str, int] = {}
+        self.waiting: list[tuple[int, dict[str, int]]] = []
+
+    def add(self, row: Mapping[str, Any], scores: list[float], correct: bool, at: int) -> int:
+        """The gold choice of the row at position ``at`` (see :func:`lm_eval_gold`), or -1
+        while it waits for :meth:`settle`."""
+        readings = gold_readings(row, len(scores))
+        if len(set(readings.values())) == len(readings):  # not two readings of one choice
+            agree = _agreeing(readings, scores, correct)
+            if len(agree) == 1:
+                self.told[agree[0]] = self.told.get(agree[0], 0) + 1
+            elif len(agree) == 2:
+                self.waiting.append((at, readings))
+                return -1
+        return lm_eval_gold(row, scores, correct)
+
+    def settle(self) -> tuple[dict[int, int], str | None]:
+        """The waiting rows' gold choices by position, in the reading the file's rows tell;
+        when they tell none, or both, no gold choice and why."""
+        if not self.waiting:
+            return {}, None
+        if len(self.told) == 1:
+            (reading,) = self.told
+            return {at: readings[reading] for at, readings in self.waiting}, None
+        if self.told:
+            told = ", ".join(f"{n} {name}" for name, n in sorted(self.told.items()))
+            told = f"its other rows tell both readings ({told})"
+        else:
+            told = "no row of it tells which the task logs"
+        return {}, (
+            "its digit 'target' is one choice by index and another by text, and the row is "
+            f"scored wrong under both, as {len(self.waiting)} rows of the file are; {told}"
+        )

@@ -80,8 +80,12 @@ def _sums(row: Mapping[str, Any], f: Fields) -> bool:
     return any(total in row and count in row for total, count, _ in SUM_FIELDS)
 
 
-def _lm_eval_choices(row: Mapping[str, Any], *, mc_norm: str = "none", **_: Any):
-    return [CalibrationRow(*lm_eval_choice_row(row, mc_norm=mc_norm))]
+def _lm_eval_choices(
+    row: Mapping[str, Any], *, mc_norm: str = "none", target_delimiter: str = " ", **_: Any
+):
+    return [
+        CalibrationRow(*lm_eval_choice_row(row, mc_norm=mc_norm, target_delimiter=target_delimiter))
+    ]
 
 
 def _lm_eval_rolling(row: Mapping[str, Any], **_: Any):

@@ -532,9 +532,8 @@ class _State:
         """Set the format from the first row; the reason to skip the file, or None."""
         reader = self.reader
         self.fmt, skip = reader.router.route(row, None if reader.fmt == "auto" else reader.fmt)
-        self.convert = (
-            reader.native.check if self.fmt == "jsonl" else reader.router.converter(self.fmt)
-        )
+        make = reader.router.converter
+        self.convert = reader.native.check if self.fmt == "jsonl" else make(self.fmt, self.source)
         self.fast = self._fast_ok and self.fmt == "jsonl"
         return skip
 

@@ -49,7 +49,8 @@ class LmEvalBlockDecoder(BlockDecoder):
     ``"multiple_choice"`` or ``"loglikelihood_rolling"``) with a typed path for whole blocks.
 
     ``group`` is the one group of every row of the source (``--by task`` or ``--by model`` from
-    the file name), computed by calling ``key``; ``ident`` keys each row by its ``doc_id``."""
+    the file name), computed by calling ``key``; ``ident`` keys each row by its ``doc_id``;
+    ``target_delimiter`` is the task's, which length normalisation takes off each choice."""
 
     def __init__(
         self,
@@ -57,6 +58,7 @@ class LmEvalBlockDecoder(BlockDecoder):
         *,
         kind: str,
         mc_norm: str,
+        target_delimiter: str = " ",
         convert: Callable[[dict], list[tuple]],
         key: Callable[[dict], Any] | None,
         ident: Callable[[dict], Any] | None,
@@ -65,6 +67,7 @@ class LmEvalBlockDecoder(BlockDecoder):
         super().__init__(spec, convert=convert, key=key, many=True, ident=ident)
         self.kind = kind
         self.mc_norm = mc_norm
+        self.target_delimiter = target_delimiter
         self.constant_key = constant_key
         self._typed_decoder: Any = None
         self._number_decoder: Any = None
@@ -121,12 +124,12 @@ class LmEvalBlockDecoder(BlockDecoder):
 
         from calibcli.formats import lm_eval_columns as typed
 
-        norm = self.mc_norm
+        norm, delimiter = self.mc_norm, self.target_delimiter
         if self.kind == "multiple_choice":
             self._typed_decoder = typed.choice_decoder(norm)
-            self._typed_columns = lambda rows: typed.choice_columns(rows, norm)
+            self._typed_columns = lambda rows: typed.choice_columns(rows, norm, delimiter)
             self._number_decoder = typed.choice_number_decoder(norm)
-            self._number_columns = lambda rows: typed.choice_number_columns(rows, norm)
+            self._number_columns = lambda rows: typed.choice_number_columns(rows, norm, delimiter)
         else:
             self._typed_decoder = typed.rolling_decoder()
             self._typed_columns = typed.rolling_columns

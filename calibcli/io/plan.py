@@ -97,15 +97,17 @@ class ReadPlan:
             return BlockDecoder(
                 self.spec, convert=self.spec.check, key=key, ident=ident, group_field=field
             )
-        convert = self.router.converter(fmt)
+        convert = self.router.converter(fmt, source)
         if fmt == "lm-eval" and self.id_field is None:
             from calibcli.io.lm_eval_blocks import LmEvalBlockDecoder
+            from calibcli.io.task_config import target_delimiter
 
             # lm-eval rows take a typed path by whole blocks; the group is the file's own
             return LmEvalBlockDecoder(
                 self.spec,
                 kind=self.router.lm_eval_kind,
                 mc_norm=getattr(self.settings, "mc_norm", "none"),
+                target_delimiter=target_delimiter(source),
                 convert=convert,
                 key=key,
                 ident=ident,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -219,7 +219,9 @@ def read_keyed(
                     if skip is not None:
                         raise ValueError(f"{skip}: nothing to compare")
                     convert = (
-                        native.check if source_fmt == "jsonl" else router.converter(source_fmt)
+                        native.check
+                        if source_fmt == "jsonl"
+                        else router.converter(source_fmt, source)
                     )
                 values = convert(row)
                 if source_fmt == "jsonl":
@@ -326,7 +328,8 @@ def _route(router: Any, row: dict, fmt: str, folder: bool) -> tuple[str, str | N
 class Choices:
     """lm-eval multiple-choice rows with their choices' scores, for temperature scaling over the
     choices: row r's scores are ``values[offsets[r]:offsets[r + 1]]``; ``gold[r]`` is its gold
-    index (-1 where it is not logged), ``correct[r]`` the harness's own verdict."""
+    index (-1 where it is not logged, or not known: ``unknown`` then says why, by the row's
+    ``where``), ``correct[r]`` the harness's own verdict."""
 
     values: np.ndarray
     offsets: np.ndarray
@@ -334,6 +337,7 @@ class Choices:
     correct: np.ndarray
     groups: list[str] | None
     where: list[str]
+    unknown: dict[str, str] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -355,6 +359,7 @@ class Choices:
             self.correct[rows],
             None,
             [self.where[r] for r in rows],
+            self.unknown,
         )
 
 
@@ -367,11 +372,14 @@ def read_choices(
     max_document_bytes: int | None = None,
 ) -> Choices:
     """Read lm-eval multiple-choice rows with every choice's score (length-normalised with
-    ``mc_norm``). Other formats are an error: their rows carry one confidence, not choices."""
+    ``mc_norm``, less each file's task's ``target_delimiter``), and their gold choices
+    (:class:`~calibcli.formats.FileGold`: a target read two ways takes the reading its file's
+    rows tell). Other formats are an error: their rows carry one confidence, not choices."""
     from calibcli import formats
     from calibcli.io.folders import expand
     from calibcli.io.plan import group_key
     from calibcli.io.rows import group_name
+    from calibcli.io.task_config import target_delimiter
 
     values: list[float] = []
     offsets = [0]
@@ -379,9 +387,12 @@ def read_choices(
     correct: list[bool] = []
     groups: list[str] | None = [] if by is not None else None
     where: list[str] = []
+    unknown: dict[str, str] = {}
     for source in expand(sources):
         key_of = None if by is None else group_key("lm-eval", by, source)
         checked = False
+        delimiter = target_delimiter(source)
+        file_gold = formats.FileGold()
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
         for name, line_no, row, _ in records(source, **bounds):
             try:
@@ -393,9 +404,14 @@ def read_choices(
                             "choices needs each choice's loglikelihood"
                         )
                     checked = True
-                scores, right = formats.lm_eval_choice_scores(row, mc_norm=mc_norm)
+                scores, right = formats.lm_eval_choice_scores(
+                    row, mc_norm=mc_norm, target_delimiter=delimiter
+                )
                 try:
-                    g = formats.lm_eval_gold(row, scores, right)
+                    g = file_gold.add(row, scores, right, len(gold))
+                except formats.GoldReadingError as exc:
+                    g = -1
+                    unknown[f"{shown_name(name)}:{line_no}"] = str(exc)
                 except ValueError:
                     g = -1
                 if key_of is not None:
@@ -407,6 +423,11 @@ def read_choices(
             gold.append(g)
             correct.append(right)
             where.append(f"{shown_name(name)}:{line_no}")
+        settled, why = file_gold.settle()
+        for at, g in settled.items():
+            gold[at] = g
+        if why is not None:
+            unknown.update((where[at], why) for at, _ in file_gold.waiting)
     return Choices(
         np.asarray(values, dtype=np.float64),
         np.asarray(offsets, dtype=np.intp),
@@ -414,6 +435,7 @@ def read_choices(
         np.asarray(correct, dtype=bool),
         groups,
         where,
+        unknown,
     )
 
 

@@ -28,7 +28,8 @@ class Router:
     """Routing for one command: ``command`` is ``"calibration"`` or ``"perplexity"``.
 
     ``fields`` are the configured field names passed to format detection; ``convert(fmt)``
-    builds the converter of a non-native format (a list of value tuples per row).
+    builds the converter of a non-native format (a list of value tuples per row), and
+    ``convert(fmt, target_delimiter)`` that of an lm-eval file of multiple-choice rows.
     """
 
     def __init__(
@@ -38,7 +39,7 @@ class Router:
         fields: dict[str, str],
         lm_eval_kind: str,
         wanted: str,
-        convert: Callable[[str], Callable[[dict], list[tuple]]],
+        convert: Callable[..., Callable[[dict], list[tuple]]],
         check: Callable[[str, Mapping[str, Any]], None] | None = None,
     ) -> None:
         self.command = command
@@ -69,11 +70,17 @@ class Router:
             self._check(fmt, row)
         return fmt, None
 
-    def converter(self, fmt: str) -> Callable[[dict], list[tuple]]:
-        """Row -> list of value tuples for a non-native format."""
-        convert = self._convert(fmt)
+    def converter(self, fmt: str, source: str | None = None) -> Callable[[dict], list[tuple]]:
+        """Row -> list of value tuples for a non-native format; the rows of an lm-eval
+        multiple-choice file (``source``) with its task's ``target_delimiter``."""
         if fmt != "lm-eval":
-            return convert
+            return self._convert(fmt)
+        if self.lm_eval_kind == "multiple_choice" and source is not None:
+            from calibcli.io.task_config import target_delimiter
+
+            convert = self._convert(fmt, target_delimiter(source))
+        else:
+            convert = self._convert(fmt)
         expected = self.lm_eval_kind
 
         def one_task(row: dict) -> list[tuple]:
@@ -119,7 +126,7 @@ def calibration_router(
     ``gold_field`` and ``options`` serve multiple-choice answers scored from token logprobs
     (OpenAI responses, OpenAI evals logs)."""
 
-    def convert(fmt: str) -> Callable[[dict], list[tuple]]:
+    def convert(fmt: str, delimiter: str = " ") -> Callable[[dict], list[tuple]]:
         from calibcli.formats import calibration_rows
 
         if fmt == "inspect-ai":
@@ -134,6 +141,7 @@ def calibration_router(
                 confidence=inspect_confidence,
                 gold_field=gold_field,
                 options=options,
+                target_delimiter=delimiter,
             )
             return [(float(c), bool(y)) for c, y in found]
 

@@ -410,9 +410,13 @@ def _with_gold(choices: Any, where: str) -> Any:
     missing = choices.gold < 0
     if missing.any():
         first = choices.where[int(missing.argmax())]
+        why = choices.unknown.get(
+            first,
+            "the gold choice is not logged (its 'target' is not a choice index and the row "
+            "is scored wrong)",
+        )
         raise ValueError(
-            f"{where}: {first}: the gold choice is not logged (its 'target' is not a choice "
-            "index and the row is scored wrong), so temperature over the choices cannot be fitted"
+            f"{where}: {first}: {why}, so temperature over the choices cannot be fitted"
         )
     return choices
 

@@ -1,0 +1,61 @@
+"""What the results file of an lm-eval run records of a task's configuration that changes how
+its samples read: the ``target_delimiter`` the harness puts between the context and each choice.
+
+Length normalisation (``--mc-norm chars|bytes``) divides each choice's loglikelihood by the
+length of the choice's text, which the samples file logs only as the continuation,
+``target_delimiter + choice``. The delimiter is " " unless the task's configuration sets another
+(``""`` for tasks whose choices carry their own leading space); the run's
+``results_<timestamp>.json`` beside the samples file records it under ``configs[task]``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from functools import lru_cache
+from pathlib import PurePath
+from typing import Any
+
+from calibcli.io.compression import open_path, read_errors
+from calibcli.io.runs import _RUN_NAME, RESULTS_BYTES, _results_file
+
+#: The harness's default ``target_delimiter``, taken when no results file records the task's.
+DEFAULT_DELIMITER = " "
+
+
+def target_delimiter(samples: str) -> str:
+    """The ``target_delimiter`` of the task of an lm-eval samples file, as the results file of
+    its run (beside it, the same timestamp) records it; :data:`DEFAULT_DELIMITER` when there is
+    no such file, or it records no text for the task (and for standard input, and the older
+    file names, which carry no timestamp)."""
+    match = None if samples == "-" else _RUN_NAME.match(PurePath(samples).name)
+    if match is None:
+        return DEFAULT_DELIMITER
+    path = _results_file(samples, match["stamp"])
+    try:
+        found = os.stat(path)
+    except OSError:
+        return DEFAULT_DELIMITER
+    if not stat.S_ISREG(found.st_mode) or found.st_size > RESULTS_BYTES:
+        return DEFAULT_DELIMITER
+    delimiters = _delimiters(os.path.realpath(path), found.st_mtime_ns, found.st_size)
+    return delimiters.get(match["task"], DEFAULT_DELIMITER)
+
+
+@lru_cache(maxsize=16)
+def _delimiters(path: str, _mtime: int, _size: int) -> dict[str, str]:
+    # cached by the file's identity: the samples files of one run share it
+    import msgspec
+
+    results = msgspec.defstruct("Configs", [("configs", Any, None)])
+    try:
+        with open_path(path) as f:
+            top = msgspec.json.decode(f.read(RESULTS_BYTES + 1), type=results)
+    except (*read_errors(), msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return {}
+    configs = top.configs if isinstance(top.configs, dict) else {}
+    return {
+        task: config["target_delimiter"]
+        for task, config in configs.items()
+        if isinstance(config, dict) and isinstance(config.get("target_delimiter"), str)
+    }
