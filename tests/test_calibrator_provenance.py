@@ -438,3 +438,251 @@ def test_the_python_api_records_the_mode(tmp_path):
     assert native.inspect_confidence is None
     fitted_on = json.loads(calibcli.fit(native, method="platt").to_json())["fitted_on"]
     assert "inspect_confidence" not in fitted_on
+
+
+# --------------------------------------------------------------------------- how rows were read
+
+
+def graded(n: int, seed: int) -> list[dict]:
+    """Rows with two notions of a right answer: ``correct`` and ``em`` (which differ)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        c = rng.random()
+        out.append({"confidence": c, "correct": rng.random() < c, "em": rng.random() < c / 2})
+    return out
+
+
+def test_a_jsonl_calibrator_records_no_other_keys(tmp_path):
+    dev = write_jsonl(tmp_path / "dev.jsonl", graded(300, 1))
+    cal = tmp_path / "cal.json"
+    assert (
+        run(["fit", dev, "--method", "platt", "--correct-field", "em", "-o", cal, "-q"]).exit_code
+        == 0
+    )
+    fitted = json.loads(cal.read_text())["fitted_on"]
+    assert list(fitted) == ["n", "files", "format", "confidence_field", "correct_field"]
+    assert fitted["correct_field"] == "em"
+
+
+@pytest.mark.parametrize("command", ["calibrate", "threshold"])
+def test_rows_graded_by_another_correct_field_are_named(tmp_path, command):
+    dev = write_jsonl(tmp_path / "dev.jsonl", graded(300, 1))
+    test = write_jsonl(tmp_path / "test.jsonl", graded(300, 2))
+    cal = tmp_path / "cal.json"
+    assert (
+        run(["fit", dev, "--method", "platt", "--correct-field", "em", "-o", cal, "-q"]).exit_code
+        == 0
+    )
+    extra = ["--target-accuracy", "0.5"] if command == "threshold" else []
+    other = run([command, test, "--calibrator", cal, *extra, "--json", "-q"])
+    assert other.exit_code == 0, other.stderr
+    said = [w for w in json.loads(other.stdout)["warnings"] if "--correct-field" in w]
+    assert said == [
+        "the calibrator was fitted on rows graded by --correct-field em; these rows are graded "
+        "by --correct-field correct: its figures judge the map by another notion of a right "
+        "answer"
+    ]
+    same = run(
+        [command, test, "--calibrator", cal, "--correct-field", "em", *extra, "--json", "-q"]
+    )
+    assert same.exit_code == 0, same.stderr
+    assert not [w for w in json.loads(same.stdout)["warnings"] if "--correct-field" in w]
+
+
+def test_samples_graded_by_another_scorer_are_named(tmp_path):
+    cal = tmp_path / "cal.json"
+    fitted = run(["fit", ARITHMETIC, "--scorer", "match", "--method", "platt", "-o", cal, "-q"])
+    assert fitted.exit_code == 0, fitted.stderr
+    assert json.loads(cal.read_text())["fitted_on"]["scorer"] == "match"
+    other = run(["calibrate", ARITHMETIC, "--scorer", "exact_number", "--calibrator", cal, "-q"])
+    assert other.exit_code == 0
+    assert (
+        "graded by --scorer match; these rows are graded by --scorer exact_number" in other.stderr
+    )
+    same = run(["calibrate", ARITHMETIC, "--scorer", "match", "--calibrator", cal, "-q"])
+    assert same.exit_code == 0 and "--scorer" not in same.stderr
+
+
+def response(top: dict[str, float], **fields) -> dict:
+    """An OpenAI chat completion answering one letter, with the top logprobs ``top``."""
+    chosen = max(top, key=top.get)
+    entries = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in top.items()]
+    token = {"token": chosen, "logprob": top[chosen], "top_logprobs": entries}
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": chosen},
+        "logprobs": {"content": [token]},
+        "finish_reason": "stop",
+    }
+    return {"object": "chat.completion", "model": "m", "choices": [choice], **fields}
+
+
+def responses(n: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        top = {x: math.log(rng.uniform(0.05, 1.0)) for x in "ABC"}
+        top["D"] = math.log(0.01)  # never chosen, so every answer is an option of A,B,C
+        out.append(response(top, answer=rng.choice("ABC"), key=rng.choice("ABC")))
+    return out
+
+
+@pytest.fixture
+def openai_files(tmp_path):
+    dev = write_jsonl(tmp_path / "dev.jsonl", responses(200, 1))
+    test = write_jsonl(tmp_path / "test.jsonl", responses(200, 2))
+    cal = tmp_path / "cal.json"
+    fitted = run(["fit", dev, "--gold-field", "answer", "--method", "platt", "-o", cal, "-q"])
+    assert fitted.exit_code == 0, fitted.stderr
+    return dev, test, cal
+
+
+def test_openai_records_the_gold_field_and_the_options(openai_files):
+    _, _, cal = openai_files
+    fitted = json.loads(cal.read_text())["fitted_on"]
+    assert fitted["gold_field"] == "answer"
+    assert fitted["choices"] == ["A", "B", "C", "D", "E"]  # the default options
+
+
+def test_confidences_over_other_choices_are_refused(openai_files):
+    _, test, cal = openai_files
+    args = ["calibrate", test, "--gold-field", "answer", "--calibrator", cal, "-q"]
+    refused = run([*args, "--choices", "A,B,C"])
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        f"Error: {cal}: the calibrator was fitted on confidences renormalised over --choices "
+        "A,B,C,D,E; these rows are read with --choices A,B,C: give --choices A,B,C,D,E"
+    ]
+    # the options it was fitted over, named or by default: the same numbers, so no word
+    for same in (["--choices", "A,B,C,D,E"], []):
+        given = run([*args, *same, "--json"])
+        assert given.exit_code == 0, given.stderr
+        body = json.loads(given.stdout)
+        assert not [w for w in body["warnings"] if "calibrator" in w]
+        # each confidence is the chosen letter's probability over A to E (E never appears)
+        expected = []
+        for r in responses(200, 2):
+            top = r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+            p = {t["token"]: math.exp(t["logprob"]) for t in top}
+            expected.append(max(p.values()) / sum(p.values()))
+        mean = body["recalibration"]["before"]["mean_confidence"]
+        assert mean == pytest.approx(sum(expected) / len(expected), abs=1e-9)
+
+
+def test_responses_graded_by_another_gold_field_are_named(openai_files):
+    _, test, cal = openai_files
+    other = run(["calibrate", test, "--gold-field", "key", "--calibrator", cal, "-q"])
+    assert other.exit_code == 0
+    assert "graded by --gold-field answer; these rows are graded by --gold-field key" in (
+        other.stderr
+    )
+
+
+def test_a_calibrator_without_the_options_is_applied_as_before(openai_files, tmp_path):
+    _, test, cal = openai_files
+    body = json.loads(cal.read_text())
+    for key in ("choices", "gold_field"):
+        del body["fitted_on"][key]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(body))
+    args = ["calibrate", test, "--gold-field", "key", "--choices", "A,B,C", "--calibrator", old]
+    given = run([*args, "--json", "-q"])
+    assert given.exit_code == 0, given.stderr
+    assert not [w for w in json.loads(given.stdout)["warnings"] if "calibrator was" in w]
+
+
+TASK = "samples_toy_mc_{}_2026-11-29T18-50-52.260809.jsonl"
+RESULTS = "results_2026-11-29T18-50-52.260809.json"
+
+
+@pytest.fixture
+def two_models(tmp_path):
+    """The lm-eval fixture's run as written (model wxrd1574), and the same files as a run of
+    another model (its results file names other-model-7b), each with half of the science
+    rows (the first run the first half), with a calibrator fitted on the first run's science
+    rows."""
+    runs = {}
+    science = (LM_EVAL / TASK.format("science")).read_text().splitlines(keepends=True)
+    for folder, model in (("a", None), ("b", "other-model-7b")):
+        (tmp_path / folder).mkdir()
+        half = science[:24] if model is None else science[24:]
+        (tmp_path / folder / TASK.format("science")).write_text("".join(half))
+        name = TASK.format("trivia")
+        (tmp_path / folder / name).write_bytes((LM_EVAL / name).read_bytes())
+        results = json.loads((LM_EVAL / RESULTS).read_text())
+        if model is not None:
+            results["model_name"] = model
+        (tmp_path / folder / RESULTS).write_text(json.dumps(results))
+        runs[folder] = tmp_path / folder
+    cal = tmp_path / "cal.json"
+    fitted = run(["fit", runs["a"] / TASK.format("science"), "--method", "temperature", "-o", cal])
+    assert fitted.exit_code == 0, fitted.stderr
+    return runs, cal
+
+
+def test_lm_eval_records_the_model_and_task(two_models):
+    _, cal = two_models
+    fitted = json.loads(cal.read_text())["fitted_on"]
+    assert fitted["models"] == ["wxrd1574"]
+    assert fitted["tasks"] == ["toy_mc_science"]
+
+
+def test_another_models_rows_fail_every_gate_closed(two_models):
+    runs, cal = two_models
+    test = runs["b"] / TASK.format("trivia")
+    result = run(["calibrate", test, "--calibrator", cal, "--max-ece", "0.9", "--json", "-q"])
+    assert result.exit_code == 1
+    body = json.loads(result.stdout)
+    assert body["gate"]["checks"][0]["reason"] == (
+        "the calibrator was fitted on another model's rows (see the warning): a map of one "
+        "model's confidences says nothing of another's"
+    )
+    assert body["ece"] < 0.9  # the figure alone would pass
+    said = [w for w in body["warnings"] if w.startswith("the calibrator was fitted on rows of")]
+    assert said == [
+        "the calibrator was fitted on rows of task 'toy_mc_science'; it maps rows of task "
+        "'toy_mc_trivia' here, and a map may not carry over to another task",
+        "the calibrator was fitted on rows of model 'wxrd1574'; these rows are of model "
+        "'other-model-7b', as their runs name them: a map of one model's confidences says "
+        "nothing of another's, so every gate on the figures after it fails",
+    ]
+
+
+def test_another_models_rows_fail_the_threshold_gate_closed(two_models):
+    runs, cal = two_models
+    test = runs["b"] / TASK.format("science")  # the same task, held-out rows
+    gated = ["--method", "sgr", "--target-accuracy", "0.5", "--delta", "0.5"]
+    gated += ["--min-coverage", "0.01"]
+    result = run(["threshold", test, "--calibrator", cal, *gated, "--json", "-q"])
+    assert result.exit_code == 1
+    body = json.loads(result.stdout)
+    (check,) = body["gate"]["checks"]
+    assert check["value"] >= 0.01  # the coverage alone would pass
+    assert check["reason"].startswith("the calibrator was fitted on another model's rows")
+    assert not [w for w in body["warnings"] if "task" in w and "calibrator" in w]
+
+
+def test_another_task_of_the_same_model_is_a_warning_only(two_models):
+    runs, cal = two_models
+    test = runs["a"] / TASK.format("trivia")
+    result = run(["calibrate", test, "--calibrator", cal, "--max-ece", "0.9", "--json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    said = [w for w in json.loads(result.stdout)["warnings"] if "calibrator was fitted" in w]
+    assert said == [
+        "the calibrator was fitted on rows of task 'toy_mc_science'; it maps rows of task "
+        "'toy_mc_trivia' here, and a map may not carry over to another task"
+    ]
+
+
+def test_a_calibrator_without_models_is_applied_as_before(two_models, tmp_path):
+    runs, cal = two_models
+    body = json.loads(cal.read_text())
+    for key in ("models", "tasks"):
+        del body["fitted_on"][key]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(body))
+    test = runs["b"] / TASK.format("trivia")
+    result = run(["calibrate", test, "--calibrator", old, "--max-ece", "0.9", "--json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert not [w for w in json.loads(result.stdout)["warnings"] if "calibrator was" in w]

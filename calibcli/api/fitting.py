@@ -53,7 +53,7 @@ def fit(
     bins = whole(WHERE, "bins", bins, 1, checks.MAX_BINS)
     summary = summary_of(rows, bins=bins)
     files = list(rows.files) or [ARRAYS]
-    provenance = fitted_on(summary, files, rows.mc_norm, rows.inspect_confidence)
+    provenance = fitted_on(summary, files, rows.mc_norm, rows.inspect_confidence, rows.read_as)
     # lm-eval rows: temperature scales the choices' loglikelihoods, read again from the files
     choices = None
     if rows.format == "lm-eval" and method == "temperature" and rows.files:

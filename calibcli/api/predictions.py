@@ -58,6 +58,9 @@ class Predictions:
     # which the bootstrap and cross-fitting draw and hold out together
     mixed: str | None = field(default=None, repr=False)
     questions: np.ndarray | None = field(default=None, repr=False)
+    # how the rows were read, as a calibrator fitted on them records it (scorer, gold field,
+    # answer options, the models and tasks their runs name)
+    read_as: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return int(self.confidence.shape[0])
@@ -130,10 +133,11 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     >>> rows.group[:2].tolist()
     ['law', 'history']
     """
-    from calibcli.io import read_keyed
+    from calibcli.io import files_read_as, read_keyed
 
     files, options = reading_arguments("read_predictions", paths, reading_options)
     rows = read_keyed(files, **options, keyed=None, documents=True, questions=True)
+    asked = {k: options[k] for k in ("scorer", "gold_field", "choices")}
     return Predictions(
         rows.confidence,
         rows.correct,
@@ -153,6 +157,7 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
         rows.docs,
         rows.mixed,
         rows.questions,
+        files_read_as(rows.read_as, **asked),
     )
 
 

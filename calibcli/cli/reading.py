@@ -234,9 +234,12 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
     mode, is exit 2 (the map would score other numbers), another confidence field a warning
     (it was asked for by name), as are rows of another format than the rows it was fitted on
     (recorded by every file), and rows that take the pooled map of a file fitted per
-    --by group (read without --by, or of a group it holds no map for). A file that records
-    neither normalisation nor mode (fitted on other formats, or written before the mode was
-    recorded) is applied as it is."""
+    --by group (read without --by, or of a group it holds no map for). OpenAI confidences
+    renormalised over other --choices are exit 2 too; rows graded another way (another
+    correct field, inspect-ai scorer or OpenAI gold field), of another task or of another
+    model (:func:`other_model`, whose gates fail closed) are warnings. A file that records
+    none of these (fitted on other formats, or written before they were recorded) is applied
+    as it is."""
     if calibrators is None:
         return []
     # rows grouped otherwise than --by asked: by a summary file's own --by, taken over
@@ -249,8 +252,11 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
             f"rows are read with --mc-norm {data.settings.mc_norm}: give --mc-norm {norm}"
         )
     check_inspect_mode(calibrators, data)
+    from calibcli.io import read_as
     from calibcli.summaries import pooled_map_note
 
+    scored = read_as(data)
+    check_choices(calibrators, scored)
     notes = []
     recorded = fitted.get("confidence_field")
     field = data.settings.confidence_field
@@ -268,8 +274,83 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
             f"the calibrator was fitted on {fitted_format} rows; it maps {', '.join(others)} "
             "rows here, whose confidences may be taken another way"
         )
+    notes += graded_otherwise(fitted, data)
+    tasks = sorted(set(scored.get("tasks", ())) - set(fitted.get("tasks") or ()))
+    if fitted.get("tasks") and tasks:  # transfer across tasks is a use, but a stated one
+        notes.append(
+            f"the calibrator was fitted on rows of task {_listed(fitted['tasks'])}; it maps "
+            f"rows of task {_listed(tasks)} here, and a map may not carry over to another task"
+        )
+    model = other_model(calibrators, data, scored)
     pooled = pooled_map_note(calibrators, data.settings.by, data.group_names)
-    return notes + ([pooled] if pooled else [])
+    return notes + [n for n in (model, pooled) if n]
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def other_model(calibrators: Any, data: Any, scored: dict[str, Any] | None = None) -> str | None:
+    """Why the rows scored are another model's than the rows the calibrator was fitted on, as
+    their runs name them (``scored``: :func:`calibcli.io.read_as` of them), or None: a map of
+    one model's confidences says nothing of another's, so every gate on the figures after it
+    fails closed. Rows whose runs name no model, and a file that records none, say nothing."""
+    if calibrators is None:
+        return None
+    if scored is None:
+        from calibcli.io import read_as
+
+        scored = read_as(data)
+    fitted = calibrators.fitted_on.get("models")
+    others = sorted(set(scored.get("models", ())) - set(fitted or ()))
+    if not isinstance(fitted, list) or not fitted or not others:
+        return None
+    return (
+        f"the calibrator was fitted on rows of model {_listed(fitted)}; these rows are of model "
+        f"{_listed(others)}, as their runs name them: a map of one model's confidences says "
+        "nothing of another's, so every gate on the figures after it fails"
+    )
+
+
+def graded_otherwise(fitted: dict[str, Any], data: Any) -> list[str]:
+    """Warnings for rows graded another way than the rows the calibrator was fitted on: JSON
+    Lines rows by another --correct-field, inspect-ai samples by another --scorer, OpenAI
+    responses against another --gold-field. The map was asked for by name, so it is applied;
+    its figures then judge it against another notion of a right answer."""
+    formats = set(data.formats.values())
+    settings = data.settings
+    compared = (
+        ("jsonl", "correct_field", "--correct-field"),
+        ("inspect-ai", "scorer", "--scorer"),
+        ("openai", "gold_field", "--gold-field"),
+    )
+    notes = []
+    for fmt, key, option in compared:
+        recorded, given = fitted.get(key), getattr(settings, key)
+        if fmt == "jsonl" and fitted.get("format") not in ("jsonl", "mixed"):
+            continue  # a correct field recorded of other formats' rows graded none of them
+        if fmt not in formats or not isinstance(recorded, str) or not isinstance(given, str):
+            continue
+        if recorded != given:
+            notes.append(
+                f"the calibrator was fitted on rows graded by {option} {recorded}; these rows "
+                f"are graded by {option} {given}: its figures judge the map by another notion "
+                "of a right answer"
+            )
+    return notes
+
+
+def check_choices(calibrators: Any, scored: dict[str, Any]) -> None:
+    """Exit 2 when OpenAI confidences were renormalised over other answer options than those
+    of the rows the calibrator was fitted on: the map would score other numbers."""
+    fitted, given = calibrators.fitted_on.get("choices"), scored.get("choices")
+    if not isinstance(fitted, list) or given is None or list(fitted) == list(given):
+        return
+    raise usage_error(
+        f"{calibrators.path}: the calibrator was fitted on confidences renormalised over "
+        f"--choices {','.join(fitted)}; these rows are read with --choices {','.join(given)}: "
+        f"give --choices {','.join(fitted)}"
+    )
 
 
 def check_inspect_mode(calibrators: Any, data: Any) -> None:

@@ -45,12 +45,14 @@ __all__ = [
     "default_id",
     "delimited_kind",
     "file_spans",
+    "files_read_as",
     "frame_summary",
     "input_kind",
     "is_summary_file",
     "load_summary",
     "match_keys",
     "named_files",
+    "read_as",
     "read_calibration",
     "read_choices",
     "read_compared",
@@ -504,6 +506,10 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.keyed"), name)
+    if name in ("read_as", "files_read_as"):  # how rows were read, as a calibrator records it
+        import importlib
+
+        return getattr(importlib.import_module("calibcli.io.provenance"), name)
     if name == "match_keys":
         from calibcli.io.matching import match_keys
 

@@ -307,6 +307,7 @@ def read_keyed(
         checks.mixed,
         checks.repeats,
         asked,
+        tuple(read_as),
     )
 
 

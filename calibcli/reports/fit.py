@@ -19,13 +19,19 @@ from calibcli.reports.report import (
 
 
 def fitted_on(
-    summary: Any, files: list[str], mc_norm: str, inspect_confidence: str | None
+    summary: Any,
+    files: list[str],
+    mc_norm: str,
+    inspect_confidence: str | None,
+    read_as: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What a calibrator file records of the rows it was fitted on: their count, files,
     format and fields, for lm-eval rows the multiple-choice normalisation of their scores, and
     for inspect-ai rows the --inspect-confidence mode their confidences were taken by
     (``inspect_confidence``, auto resolved; None for no inspect-ai rows): a calibrator applied
-    to rows read another way would map other numbers."""
+    to rows read another way would map other numbers. ``read_as`` adds what the reader knows
+    of them (:func:`calibcli.io.provenance.read_as`: scorer, gold field, answer options, the
+    models and tasks their runs name), after the keys every file records."""
     found: dict[str, Any] = {
         "n": summary.n,
         "files": list(files),
@@ -37,7 +43,7 @@ def fitted_on(
         found["mc_norm"] = mc_norm
     if inspect_confidence is not None:  # the files of other formats record as they did
         found["inspect_confidence"] = inspect_confidence
-    return found
+    return {**found, **(read_as or {})}
 
 
 def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) -> Report:

@@ -15,7 +15,8 @@ class Recalibration:
     rows as read (``before``), the report's ``recalibration`` settings (method, calibrator file
     or folds), warnings about it, how the figures before and after are binned, and whether the
     pooled before/after carry their reliability bins (what ``--plot`` draws as two curves).
-    ``in_sample`` says when the rows scored hold rows the calibrator was fitted on: the gates on
+    ``in_sample`` says when the rows scored hold rows the calibrator was fitted on, and
+    ``other_model`` when they are another model's than those it was fitted on: the gates on
     the figures after it then fail closed, whatever their values."""
 
     before: Any  # CalibrationSummary
@@ -24,12 +25,16 @@ class Recalibration:
     options: dict[str, Any] = field(default_factory=dict)  # bins, strategy, min_bins, reorder_ok
     curves: bool = True
     in_sample: str | None = None
+    other_model: str | None = None
 
     def closed(self, figures: Iterable[str]) -> dict[str, str] | None:
         """The gate checks on ``figures`` (after recalibration) that fail closed: all of them
         when the rows scored hold rows the calibrator was fitted on, since the figures after it
-        are then in-sample and flatter it; None otherwise."""
-        return dict.fromkeys(figures, IN_SAMPLE_GATE) if self.in_sample else None
+        are then in-sample and flatter it, or are another model's, whose confidences it was not
+        fitted to; None otherwise."""
+        if self.in_sample:
+            return dict.fromkeys(figures, IN_SAMPLE_GATE)
+        return dict.fromkeys(figures, OTHER_MODEL_GATE) if self.other_model else None
 
 
 def carried(summary: Any, recalibration: Recalibration | None) -> Any:
@@ -47,6 +52,10 @@ def carried(summary: Any, recalibration: Recalibration | None) -> Any:
 IN_SAMPLE_GATE = (
     "the calibrator was fitted on rows scored here, so the figures after it are in-sample "
     "(score held-out rows)"
+)
+OTHER_MODEL_GATE = (
+    "the calibrator was fitted on another model's rows (see the warning): a map of one model's "
+    "confidences says nothing of another's"
 )
 
 

@@ -28,6 +28,7 @@ class KeyedRows:
     repeats: str | None = None  # why they repeat questions: an upper-end gate fails closed
     # each row's question (uint64 hashes) when a question has several rows (None: one each)
     questions: Any = None
+    read_as: tuple[tuple[str, str], ...] = ()  # each file read, with its format
 
     @property
     def n(self) -> int:

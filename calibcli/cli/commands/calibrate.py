@@ -37,6 +37,7 @@ from calibcli.cli.reading import (
     calibrator_reading,
     grouping,
     one_blas_thread,
+    other_model,
     poisson_settings,
     read_predictions,
     recalibrate,
@@ -188,7 +189,14 @@ def calibrate(
                 notes = [*notes, f"{CROSS_FIT_INTERVALS}, so they are narrower than they should be"]
             # the gates fail closed on figures after a calibrator fitted on these rows
             shared = None if calibrators is None else scored_in_sample(calibrators, data, files)
-            recalibration = Recalibration(data, settings, tuple(notes), options, in_sample=shared)
+            recalibration = Recalibration(
+                data,
+                settings,
+                tuple(notes),
+                options,
+                in_sample=shared,
+                other_model=other_model(calibrators, data),  # its gates fail closed too
+            )
             result = calibrate_report(
                 after,
                 bootstrap=boot,

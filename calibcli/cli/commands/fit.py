@@ -55,8 +55,10 @@ def fit(
     # the settings the rows were read with: a summary file's own where its options were not
     # given, so the file records what fitting its sources directly would
     by = data.settings.by
+    from calibcli.io import read_as
+
     provenance = fitted_on(
-        data, fitted_files(files), data.settings.mc_norm, data.inspect_confidence
+        data, fitted_files(files), data.settings.mc_norm, data.inspect_confidence, read_as(data)
     )
     # lm-eval rows: temperature scales the choices' loglikelihoods (Guo et al. 2017), not the
     # confidence of the top choice

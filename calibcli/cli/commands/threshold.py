@@ -31,6 +31,7 @@ from calibcli.cli.reading import (
     calibrator_reading,
     grouping,
     one_blas_thread,
+    other_model,
     read_predictions,
     recalibrate,
     recalibration_options,
@@ -117,6 +118,7 @@ def threshold(
             {"reorder_ok": False},
             curves=False,
             in_sample=scored_in_sample(calibrators, raw, files),
+            other_model=other_model(calibrators, raw),
         )
         if fit_data is not None:
             fit_data, _, fit_notes = recalibrate(fit_data, calibrators, None, files=fit, **options)
