@@ -113,6 +113,32 @@ def fit_data(
     return CalibratorFile(method, pooled, fitted_on, by, groups, rows)
 
 
+# what each key of a calibrator's fitted_on holds, where it records it: the checks applying
+# it read them, so a key of another type would be a check skipped without a word
+_FITTED_TEXT = ("format", "confidence_field", "correct_field", "mc_norm", "inspect_confidence")
+_FITTED_TEXT_OR_NULL = ("scorer", "gold_field")
+_FITTED_NAMES = ("files", "choices", "models", "tasks")
+
+
+def _fitted_on_problem(fitted_on: Any) -> str | None:
+    """What is wrong with a calibrator file's ``fitted_on`` (None: nothing)."""
+    if not isinstance(fitted_on, dict):
+        return '"fitted_on" is not an object'
+    n = fitted_on.get("n", 0)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        return f"fitted_on.n is {n!r}, not a row count"
+    for key in (*_FITTED_TEXT, *_FITTED_TEXT_OR_NULL):
+        value = fitted_on.get(key)
+        nullable = value is None and key in _FITTED_TEXT_OR_NULL
+        if key in fitted_on and not isinstance(value, str) and not nullable:
+            return f"fitted_on.{key} is {value!r}, not a name"
+    for key in _FITTED_NAMES:
+        value = fitted_on.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"fitted_on.{key} is {value!r}, not a list of names"
+    return None
+
+
 def load(path: str | Path) -> CalibratorFile:
     """Read and validate a calibrator file; ValueError with one line naming what is wrong."""
     from calibcli.metrics import calibrator_from_dict as from_dict
@@ -167,8 +193,15 @@ def load(path: str | Path) -> CalibratorFile:
             ) from None
         if isinstance(group.get("n"), int):
             rows[name] = group["n"]
-    fitted_on = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
-    by = body.get("by") if isinstance(body.get("by"), str) else None
+    fitted_on = body.get("fitted_on", {})
+    problem = _fitted_on_problem(fitted_on)
+    if problem is not None:
+        raise bad(problem)
+    by = body.get("by")
+    if by is not None and not isinstance(by, str):
+        raise bad('"by" is not a field name or null')
+    if by is None and groups:  # the maps would be taken whatever --by asks
+        raise bad('"groups" holds maps but "by" names no field')
     fingerprint = None
     if "fingerprint" in body:
         from calibcli.summaries.fingerprint import RowFingerprint
