@@ -345,3 +345,26 @@ def test_a_group_named_like_a_figure_keeps_its_own_nulls_said():
     assert report.warnings[1:] == [
         "2 value(s) are not finite numbers and were written as null: groups.nll.ece, groups.law.ece"
     ]
+
+
+@pytest.mark.parametrize("flags", [[], ["--unpaired"]])
+def test_the_files_a_folder_skips_are_named(tmp_path, flags):
+    # a run folder holds its results file and a perplexity task beside the multiple-choice
+    # ones: compare skips both, and says so as calibrate does
+    sides = []
+    for side in ("base", "new"):
+        folder = tmp_path / side
+        folder.mkdir()
+        for source in LM_EVAL.glob("*_2026-11-29T18-50-52.260809.json*"):
+            (folder / source.name).write_bytes(source.read_bytes())
+        sides.append(folder)
+    result = run(["compare", *sides, "--json", "-q", "--bootstrap", B, *flags])
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    said: list[str] = []
+    for folder in sides:
+        got = run(["calibrate", folder, "--json", "-q"])
+        skipped = [w for w in json.loads(got.stdout)["warnings"] if "skipped" in w]
+        assert len(skipped) == 2  # the results file and the perplexity task
+        said += skipped
+    assert [w for w in body["warnings"] if "skipped" in w] == said

@@ -33,6 +33,7 @@ from calibcli.io.matching import (
 )
 from calibcli.io.runs import either, repeating
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of, note_once
+from calibcli.io.sources import display_name as shown_source
 
 BLOCK_SIZE = 1 << 20
 
@@ -392,6 +393,7 @@ class _Reader:
                 **self.bounds,
                 skip_results=folder,
                 notes=lambda text: self.note(shown, text),
+                skipped=lambda why: self.note(shown, why),
             )
             for name, line_no, row, _ in rows:
                 if not state.row(name, line_no, row, folder, side):
@@ -549,7 +551,8 @@ class _State:
         try:
             if self.fmt is None:
                 skip = self.route(row)
-                if skip is not None and folder:
+                if skip is not None and folder:  # said, as the other commands say it
+                    reader.note(shown_source(self.source), skip)
                     return False
                 if skip is not None:
                     raise ValueError(f"{skip}: nothing to compare")
