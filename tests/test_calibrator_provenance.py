@@ -645,7 +645,8 @@ def test_another_models_rows_fail_every_gate_closed(two_models):
         "'toy_mc_trivia' here, and a map may not carry over to another task",
         "the calibrator was fitted on rows of model 'wxrd1574'; these rows are of model "
         "'other-model-7b', as their runs name them: a map of one model's confidences says "
-        "nothing of another's, so every gate on the figures after it fails",
+        "nothing of another's, so every gate on the figures after it fails; fit a calibrator "
+        "on this model's rows",
     ]
 
 

@@ -94,8 +94,8 @@ class Result:
 class Calibrator:
     """A recalibration map fitted by :func:`calibcli.fit`: the calibrator file that ``calibcli
     fit -o`` writes (``to_json()``, the command's ``--json`` output; ``save(path)``), the
-    fit's report (``report``, a :class:`Result`) and ``apply(confidence)``. Give it to
-    ``calibrate(..., calibrator=...)``, or its saved file to ``--calibrator``."""
+    fit's report (``report``, a :class:`Result`) and ``apply(confidence)``. Give its saved
+    file to ``--calibrator`` or ``calibcli apply``."""
 
     def __init__(self, calibrators: Any, report: Any, sources: tuple[str, ...] = ()) -> None:
         self.file = calibrators  # calibcli.summaries.CalibratorFile
@@ -133,11 +133,24 @@ class Calibrator:
         when ``group`` names the rows' groups and the calibrator holds one for it, else by
         the pooled map. A calibrator fitted per group warns (``UserWarning``) when rows take
         its pooled map: every row without ``group``, or the rows of groups it holds no map
-        for, as the commands warn. InputError for confidences the commands would refuse."""
+        for, as the commands warn. InputError for confidences the commands would refuse.
+
+        ``confidence`` may be :class:`~calibcli.Predictions` (their own groups are taken): how
+        they were read is then checked against what the calibrator records, as
+        ``--calibrator`` checks it. Other ``mc_norm`` scores or ``choices`` are an InputError
+        (the map would score other numbers); rows graded another way, of another task or of
+        another model are a UserWarning (a map of one model's confidences says nothing of
+        another's: gate nothing on the figures after it)."""
         import numpy as np
 
-        from calibcli.api.predictions import given
+        from calibcli.api.predictions import Predictions, given
 
+        if isinstance(confidence, Predictions):
+            if group is not None:
+                raise TypeError("apply() takes the groups of Predictions: give no group")
+            self._check_read(confidence)
+            group = confidence.group if confidence.by is not None else None
+            confidence = confidence.confidence
         rows = given(confidence, np.zeros(np.shape(confidence)[:1], bool), group=group)
         names = rows.groups
         if self.file.groups and len(rows):
@@ -149,6 +162,34 @@ class Calibrator:
             mask = rows.group == name
             out[mask] = self.file.for_group(name).apply(rows.confidence[mask])
         return out
+
+    def _check_read(self, rows: Any) -> None:
+        """Check how ``rows`` (Predictions) were read against the calibrator's records."""
+        import warnings
+
+        from calibcli.errors import InputError
+        from calibcli.io import graded_otherwise, other_choices, other_model, other_task
+
+        fitted, scored = self.file.fitted_on, rows.read_as
+        norm = fitted.get("mc_norm")
+        refused = other_choices(fitted, scored, "choices=")
+        if rows.format == "lm-eval" and isinstance(norm, str) and norm != rows.mc_norm:
+            refused = (
+                f"the calibrator was fitted on mc_norm={norm} scores; these rows are read with "
+                f"mc_norm={rows.mc_norm}: give mc_norm={norm!r}"
+            )
+        if refused is not None:
+            raise InputError("apply", None, refused)
+        given = {
+            "correct_field": rows.correct_field,
+            "scorer": scored.get("scorer"),
+            "gold_field": scored.get("gold_field"),
+        }
+        said = graded_otherwise(fitted, {rows.format}, given)
+        model = other_model(fitted, scored, gated=False)
+        said += [t for t in (other_task(fitted, scored), model) if t]
+        for text in said:
+            warnings.warn(text, UserWarning, stacklevel=3)
 
     def _warn_pooled(self, names: dict | None) -> None:
         """Warn that rows of a calibrator fitted per group take its pooled map: all of them

@@ -252,11 +252,13 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
             f"rows are read with --mc-norm {data.settings.mc_norm}: give --mc-norm {norm}"
         )
     check_inspect_mode(calibrators, data)
-    from calibcli.io import read_as
+    from calibcli.io import graded_otherwise, other_choices, other_task, read_as
     from calibcli.summaries import pooled_map_note
 
     scored = read_as(data)
-    check_choices(calibrators, scored)
+    refused = other_choices(fitted, scored)
+    if refused is not None:
+        raise usage_error(f"{calibrators.path}: {refused}")
     notes = []
     recorded = fitted.get("confidence_field")
     field = data.settings.confidence_field
@@ -274,83 +276,25 @@ def provenance_notes(data: Any, calibrators: Any) -> list[str]:
             f"the calibrator was fitted on {fitted_format} rows; it maps {', '.join(others)} "
             "rows here, whose confidences may be taken another way"
         )
-    notes += graded_otherwise(fitted, data)
-    tasks = sorted(set(scored.get("tasks", ())) - set(fitted.get("tasks") or ()))
-    if fitted.get("tasks") and tasks:  # transfer across tasks is a use, but a stated one
-        notes.append(
-            f"the calibrator was fitted on rows of task {_listed(fitted['tasks'])}; it maps "
-            f"rows of task {_listed(tasks)} here, and a map may not carry over to another task"
-        )
+    given = {k: getattr(data.settings, k) for k in ("correct_field", "scorer", "gold_field")}
+    notes += graded_otherwise(fitted, set(data.formats.values()), given)
+    task = other_task(fitted, scored)
+    notes += [task] if task else []
     model = other_model(calibrators, data, scored)
     pooled = pooled_map_note(calibrators, data.settings.by, data.group_names)
     return notes + [n for n in (model, pooled) if n]
 
 
-def _listed(names: list[str]) -> str:
-    return ", ".join(repr(n) for n in names)
-
-
 def other_model(calibrators: Any, data: Any, scored: dict[str, Any] | None = None) -> str | None:
-    """Why the rows scored are another model's than the rows the calibrator was fitted on, as
-    their runs name them (``scored``: :func:`calibcli.io.read_as` of them), or None: a map of
-    one model's confidences says nothing of another's, so every gate on the figures after it
-    fails closed. Rows whose runs name no model, and a file that records none, say nothing."""
+    """Why the rows scored are another model's than the rows the calibrator was fitted on
+    (:func:`calibcli.io.other_model`; ``scored``: :func:`calibcli.io.read_as` of them), or None:
+    every gate on the figures after it then fails closed."""
+    from calibcli.io import other_model as why
+    from calibcli.io import read_as
+
     if calibrators is None:
         return None
-    if scored is None:
-        from calibcli.io import read_as
-
-        scored = read_as(data)
-    fitted = calibrators.fitted_on.get("models")
-    others = sorted(set(scored.get("models", ())) - set(fitted or ()))
-    if not isinstance(fitted, list) or not fitted or not others:
-        return None
-    return (
-        f"the calibrator was fitted on rows of model {_listed(fitted)}; these rows are of model "
-        f"{_listed(others)}, as their runs name them: a map of one model's confidences says "
-        "nothing of another's, so every gate on the figures after it fails"
-    )
-
-
-def graded_otherwise(fitted: dict[str, Any], data: Any) -> list[str]:
-    """Warnings for rows graded another way than the rows the calibrator was fitted on: JSON
-    Lines rows by another --correct-field, inspect-ai samples by another --scorer, OpenAI
-    responses against another --gold-field. The map was asked for by name, so it is applied;
-    its figures then judge it against another notion of a right answer."""
-    formats = set(data.formats.values())
-    settings = data.settings
-    compared = (
-        ("jsonl", "correct_field", "--correct-field"),
-        ("inspect-ai", "scorer", "--scorer"),
-        ("openai", "gold_field", "--gold-field"),
-    )
-    notes = []
-    for fmt, key, option in compared:
-        recorded, given = fitted.get(key), getattr(settings, key)
-        if fmt == "jsonl" and fitted.get("format") not in ("jsonl", "mixed"):
-            continue  # a correct field recorded of other formats' rows graded none of them
-        if fmt not in formats or not isinstance(recorded, str) or not isinstance(given, str):
-            continue
-        if recorded != given:
-            notes.append(
-                f"the calibrator was fitted on rows graded by {option} {recorded}; these rows "
-                f"are graded by {option} {given}: its figures judge the map by another notion "
-                "of a right answer"
-            )
-    return notes
-
-
-def check_choices(calibrators: Any, scored: dict[str, Any]) -> None:
-    """Exit 2 when OpenAI confidences were renormalised over other answer options than those
-    of the rows the calibrator was fitted on: the map would score other numbers."""
-    fitted, given = calibrators.fitted_on.get("choices"), scored.get("choices")
-    if not isinstance(fitted, list) or given is None or list(fitted) == list(given):
-        return
-    raise usage_error(
-        f"{calibrators.path}: the calibrator was fitted on confidences renormalised over "
-        f"--choices {','.join(fitted)}; these rows are read with --choices {','.join(given)}: "
-        f"give --choices {','.join(fitted)}"
-    )
+    return why(calibrators.fitted_on, read_as(data) if scored is None else scored)
 
 
 def check_inspect_mode(calibrators: Any, data: Any) -> None:

@@ -47,11 +47,15 @@ __all__ = [
     "file_spans",
     "files_read_as",
     "frame_summary",
+    "graded_otherwise",
     "input_kind",
     "is_summary_file",
     "load_summary",
     "match_keys",
     "named_files",
+    "other_choices",
+    "other_model",
+    "other_task",
     "read_as",
     "read_calibration",
     "read_choices",
@@ -482,6 +486,16 @@ ROW_RULES = {
 }
 
 
+_PROVENANCE = (
+    "read_as",
+    "files_read_as",
+    "other_choices",
+    "other_model",
+    "other_task",
+    "graded_otherwise",
+)
+
+
 def __getattr__(name: str) -> Any:
     # row-by-row reading (compare, apply, choices) loads on first use
     if name == "resampled_by_row":
@@ -506,7 +520,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.keyed"), name)
-    if name in ("read_as", "files_read_as"):  # how rows were read, as a calibrator records it
+    if name in _PROVENANCE:  # how rows were read, as a calibrator records it
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.provenance"), name)

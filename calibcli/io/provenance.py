@@ -83,3 +83,81 @@ def run_names(sources: Any) -> tuple[list[str], list[str]]:
         if source.format == "lm-eval":
             tasks.add(task_from_filename(source.name))
     return sorted(models), sorted(tasks)
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def other_choices(
+    fitted: dict[str, Any], scored: dict[str, Any], option: str = "--choices "
+) -> str | None:
+    """Why confidences renormalised over other answer options than those of the rows a
+    calibrator was fitted on (``fitted``: its ``fitted_on``; ``scored``: :func:`read_as` of
+    the rows scored) cannot take its map, or None: it would score other numbers. ``option``
+    spells the setting (the Python API's ``choices=``)."""
+    made, given = fitted.get("choices"), scored.get("choices")
+    if not isinstance(made, list) or given is None or list(made) == list(given):
+        return None
+    return (
+        f"the calibrator was fitted on confidences renormalised over {option}{','.join(made)}; "
+        f"these rows are read with {option}{','.join(given)}: give {option}{','.join(made)}"
+    )
+
+
+def other_model(fitted: dict[str, Any], scored: dict[str, Any], gated: bool = True) -> str | None:
+    """Why the rows scored are another model's than the rows a calibrator was fitted on, as
+    their runs name them, or None (rows whose runs name no model, and a file that records
+    none, say nothing). Names are compared as written, as the check on pooled models compares
+    them: one model named two ways is two models here. ``gated``: the commands' gates on the
+    figures after the map then fail, and the text says so."""
+    made = fitted.get("models")
+    others = sorted(set(scored.get("models", ())) - set(made or ()))
+    if not isinstance(made, list) or not made or not others:
+        return None
+    then = "so every gate on the figures after it fails" if gated else "gate nothing on them"
+    return (
+        f"the calibrator was fitted on rows of model {_listed(made)}; these rows are of model "
+        f"{_listed(others)}, as their runs name them: a map of one model's confidences says "
+        f"nothing of another's, {then}; fit a calibrator on this model's rows"
+    )
+
+
+def other_task(fitted: dict[str, Any], scored: dict[str, Any]) -> str | None:
+    """A warning when the rows scored are of lm-eval tasks the calibrator was not fitted on
+    (transfer across tasks is a use, but a stated one), or None."""
+    tasks = sorted(set(scored.get("tasks", ())) - set(fitted.get("tasks") or ()))
+    if not fitted.get("tasks") or not tasks:
+        return None
+    return (
+        f"the calibrator was fitted on rows of task {_listed(fitted['tasks'])}; it maps rows "
+        f"of task {_listed(tasks)} here, and a map may not carry over to another task"
+    )
+
+
+def graded_otherwise(fitted: dict[str, Any], formats: set[str], given: dict[str, Any]) -> list[str]:
+    """Warnings for rows graded another way than the rows a calibrator was fitted on: JSON
+    Lines rows by another --correct-field, inspect-ai samples by another --scorer, OpenAI
+    responses against another --gold-field (``given``: each of ``correct_field``, ``scorer``
+    and ``gold_field`` as the rows were read; ``formats``: theirs). The map was asked for by
+    name, so it is applied; its figures then judge it against another notion of a right
+    answer."""
+    compared = (
+        ("jsonl", "correct_field", "--correct-field"),
+        ("inspect-ai", "scorer", "--scorer"),
+        ("openai", "gold_field", "--gold-field"),
+    )
+    notes = []
+    for fmt, key, option in compared:
+        recorded, read = fitted.get(key), given.get(key)
+        if fmt == "jsonl" and fitted.get("format") not in ("jsonl", "mixed"):
+            continue  # a correct field recorded of other formats' rows graded none of them
+        if fmt not in formats or not isinstance(recorded, str) or not isinstance(read, str):
+            continue
+        if recorded != read:
+            notes.append(
+                f"the calibrator was fitted on rows graded by {option} {recorded}; these rows "
+                f"are graded by {option} {read}: its figures judge the map by another notion "
+                "of a right answer"
+            )
+    return notes
