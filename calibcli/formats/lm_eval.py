@@ -465,7 +465,9 @@ def gold_readings(row: Mapping[str, Any], n: int) -> dict[str, int]:
         index = int(index)
     if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < n:
         out["index"] = index
-    if isinstance(target, str):
+    # a target read as an index is looked for among the choices' texts only when one of them
+    # could be it: most tasks' choices are not digits, and the look-up costs a row's arguments
+    if isinstance(target, str) and ("index" not in out or _may_name(row, target.strip())):
         try:
             conts = [str(c) for _, c in _continuations(row)[:n]]
         except ValueError:
@@ -476,6 +478,17 @@ def gold_readings(row: Mapping[str, Any], n: int) -> dict[str, int]:
     return out
 
 
+def _may_name(row: Mapping[str, Any], text: str) -> bool:
+    """Whether a continuation of the row may be ``text``, spaces aside (True where the logged
+    arguments are not the samples file's mapping, which :func:`_continuations` reads)."""
+    args = row.get("arguments")
+    if not isinstance(args, Mapping):
+        return True
+    return any(
+        not isinstance(v, Mapping) or str(v.get("arg_1")).strip() == text for v in args.values()
+    )
+
+
 def _agreeing(readings: dict[str, int], scores: list[float], correct: bool) -> list[str]:
     """The readings whose gold choice agrees with the row's verdict: the harness scores a row
     right when its top choice (the first on ties) is the gold one."""
@@ -484,7 +497,12 @@ def _agreeing(readings: dict[str, int], scores: list[float], correct: bool) -> l
 
 
 def lm_eval_gold(
-    row: Mapping[str, Any], scores: list[float], correct: bool, *, reading: str | None = None
+    row: Mapping[str, Any],
+    scores: list[float],
+    correct: bool,
+    *,
+    reading: str | None = None,
+    readings: dict[str, int] | None = None,
 ) -> int:
     """Index of the gold choice of a multiple-choice row: the choice its logged ``target``
     names (see :func:`gold_readings`); else, for a row scored right, the highest-scoring
@@ -494,8 +512,10 @@ def lm_eval_gold(
     (``correct``) picks the reading it agrees with; when it agrees with both (a row scored
     wrong whose top choice is neither), ``reading`` (``"index"`` or ``"text"``, the one the
     other rows of its file tell: :class:`FileGold`) does. GoldReadingError when the verdict
-    agrees with neither, or with both and ``reading`` is not given."""
-    readings = gold_readings(row, len(scores))
+    agrees with neither, or with both and ``reading`` is not given. ``readings``: the row's
+    :func:`gold_readings`, when the caller has them."""
+    if readings is None:
+        readings = gold_readings(row, len(scores))
     choices = set(readings.values())
     if len(choices) == 1:
         return choices.pop()
@@ -542,7 +562,7 @@ class FileGold:
             elif len(agree) == 2:
                 self.waiting.append((at, readings))
                 return -1
-        return lm_eval_gold(row, scores, correct)
+        return lm_eval_gold(row, scores, correct, readings=readings)
 
     def settle(self) -> tuple[dict[int, int], str | None]:
         """The waiting rows' gold choices by position, in the reading the file's rows tell;
