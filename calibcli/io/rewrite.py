@@ -9,7 +9,9 @@ re-runs of a task left out), and rows are rewritten once, as the other commands 
 once: the same file twice, two files of the same bytes (plain or compressed), a later row
 carrying the file's first row's id (a run appended to its file again) and two files of the same
 confidences in another order are refused unless ``all_runs``. The last is told from each file's
-multiset hash once it is read, so it stops the output after that file's rows."""
+multiset hash once it is read: the output then stops where it is, so on standard output the
+rows written a batch at a time before it (some of the copy's among them) are out already; a
+file given with -o is not written at all."""
 
 from __future__ import annotations
 

@@ -74,8 +74,8 @@ def apply_calibrator(
     when the file holds one. Rows are written once, as the other commands count them once (see
     --all-runs). Rows stream to stdout as they are read; an input error stops the stream (exit
     2), and so does a file found, once read, to hold an earlier file's confidences in another
-    order. With -o the file appears only once every row was written, and not at all on an
-    error.
+    order (rows written before, a batch at a time, stay written). With -o the file appears
+    only once every row was written, and not at all on an error.
     """
     import sys
 
