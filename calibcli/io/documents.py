@@ -343,7 +343,7 @@ def _no_samples(status: Any) -> str:
     )
 
 
-def _too_large(limit: int) -> str:
+def too_large(limit: int) -> str:
     return (
         f"decompresses to more than {limit / (1 << 20):g} MiB, calibcli's limit for one "
         "compressed document or archive member"
@@ -509,7 +509,7 @@ def _member_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, f: Any, limit
     except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError) as e:
         raise DocumentError(f"cannot decompress the member: {e}", name) from None
     if len(data) > limit:
-        raise DocumentError(_too_large(limit), name)
+        raise DocumentError(too_large(limit), name)
     return data
 
 
@@ -559,7 +559,7 @@ def _capped(stream: Any, limit: int, where: int | str = 1) -> bytes:
             return b"".join(parts)
         parts.append(part)
         size += len(part)
-    raise DocumentError(_too_large(limit), where)
+    raise DocumentError(too_large(limit), where)
 
 
 # --------------------------------------------------------------------------- opening

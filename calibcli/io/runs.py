@@ -48,7 +48,7 @@ from calibcli.io.content import file_content_id
 from calibcli.io.helm_run import helm_trials
 from calibcli.io.inspect_log import head_epochs, log_epochs, log_model, whole_count
 
-_RUN_NAME = re.compile(
+RUN_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
     r"\.jsonl?(?:\.gz|\.zst|\.xz|\.bz2)?$"
 )
@@ -69,7 +69,7 @@ class Runs:
 
 def _run_of(path: str) -> tuple[str, str, str] | None:
     """(folder, task, timestamp) of an lm-eval samples file name, else None."""
-    match = _RUN_NAME.match(PurePath(path).name)
+    match = RUN_NAME.match(PurePath(path).name)
     if match is None:
         return None
     folder = os.path.realpath(os.path.dirname(path) or ".")
@@ -249,10 +249,10 @@ def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:
     limits: dict[str, Any] = {}
     cut: list[str] = []
     for f, rows in read:
-        match = None if f == "-" else _RUN_NAME.match(PurePath(f).name)
+        match = None if f == "-" else RUN_NAME.match(PurePath(f).name)
         if match is None:
             continue
-        results = _results_file(f, match["stamp"])
+        results = results_file(f, match["stamp"])
         found = _run_record(results)
         if found is None:
             continue
@@ -474,10 +474,10 @@ def _lm_eval_model(path: str) -> str | None:
 
 def _results_model(path: str) -> str | None:
     """The ``model_name`` of the results file of an lm-eval samples file's run, or None."""
-    match = _RUN_NAME.match(PurePath(path).name)
+    match = RUN_NAME.match(PurePath(path).name)
     if match is None:
         return None
-    found = _run_record(_results_file(path, match["stamp"]))
+    found = _run_record(results_file(path, match["stamp"]))
     return None if found is None else found.model
 
 
@@ -534,7 +534,7 @@ class _Run:
     model: str | None
 
 
-def _results_file(samples: str, stamp: str) -> str:
+def results_file(samples: str, stamp: str) -> str:
     """The results file of the run that wrote a samples file: ``results_<stamp>.json`` beside
     it, or that name compressed as a folder of compressed files holds it."""
     plain = os.path.join(os.path.dirname(samples), f"results_{stamp}.json")

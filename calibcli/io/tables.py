@@ -84,7 +84,7 @@ def _content(path: str, limit: int | None, pa: Any) -> Any:
     """A pyarrow file over the table's bytes: the file memory-mapped, or a compressed file's
     content decompressed into memory (a DocumentError past ``limit`` bytes)."""
     from calibcli.io.compression import MAGIC_BYTES, codec_of, open_path
-    from calibcli.io.documents import MAX_DOCUMENT_BYTES, DocumentError, _too_large
+    from calibcli.io.documents import MAX_DOCUMENT_BYTES, DocumentError, too_large
 
     with open(path, "rb") as f:
         if codec_of(f.read(MAGIC_BYTES)) is None:
@@ -95,7 +95,7 @@ def _content(path: str, limit: int | None, pa: Any) -> Any:
         while part := stream.read(min(1 << 20, cap + 1 - len(data))):
             data += part
             if len(data) > cap:
-                raise DocumentError(_too_large(cap), None)
+                raise DocumentError(too_large(cap), None)
     return pa.BufferReader(pa.py_buffer(data))
 
 

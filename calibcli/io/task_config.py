@@ -17,7 +17,7 @@ from pathlib import PurePath
 from typing import Any
 
 from calibcli.io.compression import open_path, read_errors
-from calibcli.io.runs import _RUN_NAME, RESULTS_BYTES, _results_file
+from calibcli.io.runs import RESULTS_BYTES, RUN_NAME, results_file
 
 #: The harness's default ``target_delimiter``, taken when no results file records the task's.
 DEFAULT_DELIMITER = " "
@@ -28,10 +28,10 @@ def target_delimiter(samples: str) -> str:
     its run (beside it, the same timestamp) records it; :data:`DEFAULT_DELIMITER` when there is
     no such file, or it records no text for the task (and for standard input, and the older
     file names, which carry no timestamp)."""
-    match = None if samples == "-" else _RUN_NAME.match(PurePath(samples).name)
+    match = None if samples == "-" else RUN_NAME.match(PurePath(samples).name)
     if match is None:
         return DEFAULT_DELIMITER
-    path = _results_file(samples, match["stamp"])
+    path = results_file(samples, match["stamp"])
     try:
         found = os.stat(path)
     except OSError:
