@@ -340,18 +340,6 @@ class CalibrationRow:
             return None
         return c, y.astype(np.bool_)
 
-    def converter(self, fmt: str, *, mc_norm: str = "none") -> Callable[[dict], tuple]:
-        """Row -> values for an input format (``jsonl`` or ``lm-eval``)."""
-        if fmt == "jsonl":
-            return self.check
-        from calibcli.formats import lm_eval_choice_row
-
-        def convert(obj: dict) -> tuple:
-            c, y = lm_eval_choice_row(obj, mc_norm=mc_norm)
-            return float(c), bool(y)
-
-        return convert
-
     @staticmethod
     def columns_ok(cols: tuple) -> bool:
         """Whether every row of decoded columns keeps the rules (the types are already checked)."""
