@@ -55,10 +55,16 @@ def test_two_models_folders_fail_every_gate(tmp_path):
 def test_by_model_keeps_the_folders_apart(tmp_path):
     a, b = model_folders(tmp_path, "org__mA", "org__mB")
     result = run(["calibrate", a, b, "--by", "model", "--max-ece", "0.99", "--json"])
-    assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert sorted(report["groups"]) == ["org/mA", "org/mB"]
     assert not [w for w in report["warnings"] if "models are pooled" in w]
+    # the gate reads the pooled figures alone, which mix the two models' groups: it fails
+    # closed; with --gate-each each model's group is gated too, and it passes
+    assert result.exit_code == 1, result.stderr
+    (check,) = report["gate"]["checks"]
+    assert check["passed"] is False and "pool several models' rows" in check["reason"]
+    each = run(["calibrate", a, b, "--by", "model", "--max-ece", "0.99", "--gate-each", "-q"])
+    assert each.exit_code == 0, each.stderr
 
 
 def test_one_model_s_folders_are_not_said(tmp_path):

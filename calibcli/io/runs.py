@@ -426,7 +426,7 @@ def pooled_models(files: list[tuple[str, str | None]], by: str | None) -> str | 
     """Why the rows of ``files`` (each with the format it was read in) are not one model's, or
     None (:func:`_pooled`, each file's model as its run names it)."""
     runs = [(f, fmt) for f, fmt in dict.fromkeys(files) if fmt in _MODEL_OF and f != "-"]
-    if by == "model" or len(runs) < 2:
+    if len(runs) < 2:
         return None
     return _pooled([(f, _MODEL_OF[fmt](f)) for f, fmt in runs], by)
 
@@ -436,10 +436,9 @@ def _pooled(named: list[tuple[str, str | None]], by: str | None) -> str | None:
     names none) are not one model's, or None: the models their runs used differ, where a run
     says: an lm-eval samples file's name (model arguments, before v0.4.3) or its run's results
     file (``model_name``), an inspect-ai log's ``eval.model``. Pooled, the rows mix the models'
-    calibration, and nothing else tells it: other models' files of a task hold other ids. None
-    with ``by`` ``model``, which keeps them apart."""
-    if by == "model":
-        return None
+    calibration, and nothing else tells it: other models' files of a task hold other ids. With
+    ``by`` ``model`` each group is one model's, and the reason is the pooled figures' alone
+    (:data:`BY_MODEL` starts it; the reports close the pooled checks only)."""
     models: dict[str, list[str]] = {}
     for f, model in dict.fromkeys(named):
         if model is not None:
@@ -451,11 +450,21 @@ def _pooled(named: list[tuple[str, str | None]], by: str | None) -> str | None:
         for model, found in sorted(models.items())[:SHOWN]
     )
     more = f" and {len(models) - SHOWN} more" if len(models) > SHOWN else ""
+    if by == "model":
+        return (
+            f"{BY_MODEL} {len(models)} models: {shown}{more}, as their runs name them: they mix "
+            "the models, and a gate on them alone fails; --gate-each gates each model's group"
+        )
     return (
         f"rows of {len(models)} models are pooled: {shown}{more}, as their runs name them: the "
         "figures mix the models, and a gate on them fails; read one model's files at a time "
         "(calibcli compare sets two side by side)"
     )
+
+
+#: How the reason begins when --by model keeps the models apart in groups: only the figures
+#: over every group mix them
+BY_MODEL = "the figures over all groups pool the rows of"
 
 
 def _lm_eval_model(path: str) -> str | None:

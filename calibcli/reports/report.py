@@ -421,6 +421,11 @@ def input_notes(summary: Any) -> list[Note]:
 
 MIXED = "the rows are several models' (see the warning); read one model's files at a time"
 """Why a gate fails closed on rows that mix models (a summary's ``mixed``)."""
+POOLED_MODELS = (
+    "the figures over all groups pool several models' rows (see the warning); gate each --by "
+    "model group with --gate-each"
+)
+"""Why a pooled gate fails closed when --by model keeps the models apart in groups."""
 
 
 REPEATS = (
@@ -512,9 +517,13 @@ def assemble(
     all_notes += list(notes)
     failures: list[str] = []
     tail: dict[str, Any] = {}
+    mixed = getattr(summary, "mixed", None)
+    by_model = mixed is not None and getattr(getattr(summary, "settings", None), "by", None) == (
+        "model"
+    )
     said = run_closed(
         gate,
-        getattr(summary, "mixed", None),
+        None if by_model else mixed,
         getattr(summary, "repeats", None),
         getattr(summary, "partial", None),
     )
@@ -523,6 +532,10 @@ def assemble(
     if gate:
         if closed:
             pooled, groups = with_closed(closed, pooled, groups if gate.each else None)
+        if by_model and not gate.each:  # the pooled figures mix the models' groups, and
+            # nothing else is gated: with --gate-each each model's group is checked too
+            checks = dict.fromkeys([*gate.thresholds, *gate.minimums], POOLED_MODELS)
+            pooled, _ = with_closed(checks, pooled, None)
         verdict = evaluate(gate, pooled, groups, level=level)
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, all_notes, failures, tail=tail, mark_infinite=True)
