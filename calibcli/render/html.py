@@ -26,7 +26,15 @@ from calibcli.render.markup import text
 
 SCHEMA_VERSION = 1  # the report schema this renderer reads
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-_NON_FINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+# the marks a report writes ("inf", "-inf"), and JSON's own spellings of them
+_NON_FINITE = {
+    "inf": math.inf,
+    "-inf": -math.inf,
+    "nan": math.nan,
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+    "NaN": math.nan,
+}
 
 # Okabe & Ito's colour-blind-safe palette (as the --plot images use), lighter in dark mode;
 # print is black on white whatever the screen's scheme.
@@ -114,8 +122,9 @@ class NotAReport(ValueError):
 
 def restore_non_finite(body: dict[str, Any]) -> dict[str, Any]:
     """The body with each null that its ``non_finite`` map names (a dotted path, list items as
-    ``key[i]`` or ``key.i``, -> "Infinity", "-Infinity" or "NaN") put back as that float, so it
-    shows as inf, −inf or NaN instead of n/a."""
+    ``key[i]`` or ``key.i``, -> "inf" or "-inf" as a report writes them, or JSON's
+    "Infinity", "-Infinity", "NaN") put back as that float, so it shows as inf, −inf or NaN
+    instead of n/a."""
     marks = body.get("non_finite")
     if not isinstance(marks, dict) or not marks:
         return body
