@@ -34,6 +34,7 @@ _LAZY = {
     "agree": "calibcli.summaries.settings",
     "repeated_questions": "calibcli.summaries.sources",
     "same_rule": "calibcli.summaries.sources",
+    "COUNTS": "calibcli.summaries.perplexity",
     "PerplexityBuilder": "calibcli.summaries.perplexity",
     "PerplexitySettings": "calibcli.summaries.perplexity",
     "PerplexitySummary": "calibcli.summaries.perplexity",

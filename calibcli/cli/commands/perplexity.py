@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from calibcli.cli.app import EXIT_CODES, app, usage_error
@@ -109,6 +111,8 @@ def perplexity(
         all_runs=all_runs,
         given=given_options(reading_context),
     )
+    named = {"bytes": bytes_field, "words": words_field}
+    data = _absent_fields(data, {k: v for k, v in named.items() if v != k})
     floors = floors or {}
     gate = Gate(
         limits or {},
@@ -118,3 +122,19 @@ def perplexity(
     )
     result = perplexity_report(data, gate)
     emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
+
+
+def _absent_fields(data: Any, named: dict[str, str]) -> Any:
+    """The data with a warning for each count field named by its option (``named``: count ->
+    field, for the fields not of their default name) that no row holds: a misspelt field
+    would leave its figures out without a word."""
+    from dataclasses import replace
+
+    from calibcli.summaries import COUNTS
+
+    said = [
+        f"--{count}-field {field}: no row holds it, so the figures per {count[:-1]} are not given"
+        for count, field in named.items()
+        if data.n and data.present[COUNTS.index(count)] is False
+    ]
+    return replace(data, warnings=(*data.warnings, *said)) if said else data
