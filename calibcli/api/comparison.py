@@ -220,11 +220,11 @@ def _keyed(rows: Predictions, name: str) -> Any:
 
 def _compared(warnings: tuple[str, ...]) -> tuple[str, ...]:
     """What compare of the files says of them among what the reading said: compare's reader
-    leaves a folder's results files, files of other task kinds and files of no rows out
-    without a word, so its report names none of them."""
+    names the files a folder skips (results files, files of other task kinds) but leaves
+    files of no rows out without a word, so its report names none of those."""
     from calibcli.io import NO_ROWS
 
-    return tuple(w for w in warnings if not w.endswith(("; skipped", f": {NO_ROWS}")))
+    return tuple(w for w in warnings if not w.endswith(f": {NO_ROWS}"))
 
 
 def _distinct(rows: Predictions, name: str) -> None:
