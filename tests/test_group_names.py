@@ -20,10 +20,14 @@ def test_strings_named_at_once_equal_each_named_alone():
 
 
 def test_values_of_other_types_keep_their_own_names():
-    # 1, 1.0 and True are one key of a set but three groups; "1" is a fourth
-    values = ["x", 1, 1.0, True, "1", None, -0.0, 0.0, 0, False, 2.5]
+    # 1 and True are one key of a set but two groups; "1" is a third; 1.0 is the number 1
+    # (equal numbers are one group, as they are one id), and -0.0, 0.0 and 0 are 0
+    values = ["x", 1, 1.0, True, "1", None, -0.0, 0.0, 0, False, 2.5, 1e0, 2.0**53]
     assert group_names(values, {}) == [group_name(v) for v in values]
-    assert group_names(values, {})[1:5] == ["1", "1.0", "true", '"1"']
+    assert group_names(values, {})[1:5] == ["1", "1", "true", '"1"']
+    assert group_names(values, {})[6:9] == ["0", "0", "0"]
+    # beyond 2**53 a float is written as JSON writes it (integers there are not all floats)
+    assert group_names(values, {})[10:] == ["2.5", "1", "9007199254740992.0"]
 
 
 def test_an_object_or_a_list_sends_the_block_to_the_row_by_row_path():

@@ -125,15 +125,23 @@ def group_name(value: Any) -> str:
     """Group key of a ``--by`` value, keeping the JSON type: distinct values, distinct names.
 
     Numbers, booleans and null are written as JSON text (``1``, ``1.5``, ``true``, ``null``,
-    ``NaN``, ``Infinity``). A string is written as it is (``physics``) unless it would read as one
-    of those or opens with a double quote; then it is written as a JSON string, in quotes: the
-    number 1 is ``1`` and the string "1" is ``"1"``; null is ``null`` and "null" is ``"null"``.
+    ``NaN``, ``Infinity``); equal numbers are one group, as they are one id: ``1``, ``1.0`` and
+    ``1e0`` are ``1`` (whole numbers below 2**53). A string is written as it is (``physics``)
+    unless it would read as one of those or opens with a double quote; then it is written as a
+    JSON string, in quotes: the number 1 is ``1`` and the string "1" is ``"1"``; null is
+    ``null`` and "null" is ``"null"``.
     """
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False) if _looks_typed(value) else value
-    if isinstance(value, float) and not math.isfinite(value):
-        return show(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return show(value)
+        if value.is_integer() and abs(value) < _WHOLE:
+            return str(int(value))
     return json.dumps(value)
+
+
+_WHOLE = 2.0**53  # whole floats below it are the integers they equal, exactly
 
 
 GROUP_NAMES_KEPT = 1 << 20
@@ -151,7 +159,7 @@ def group_names(values: list, names: dict[str, str]) -> list[str] | None:
     for v in values:
         if type(v) in (dict, list):
             return None
-        if type(v) is not str:  # 1, 1.0, True and -0.0 vs 0.0: equal keys, other names
+        if type(v) is not str:  # 1 and True: equal keys, other names
             out.append(group_name(v))
             continue
         out.append(_remembered(v, names))
@@ -173,7 +181,7 @@ def _remembered(value: str, names: dict[str, str]) -> str:
 def _string_names(values: list, names: dict[str, str]) -> list[str] | None:
     """:func:`group_names` of values that are all strings, each distinct one named once (a
     set of them, then a lookup per row in C); None when any value is not a string. Only
-    strings: 1, 1.0 and True are one key of a set but three names, and a string never equals
+    strings: 1 and True are one key of a set but two names, and a string never equals
     a value of another type, so a set of strings only comes from strings."""
     try:
         distinct = set(values)
