@@ -438,7 +438,7 @@ def _pooled(named: list[tuple[str, str | None]], by: str | None) -> str | None:
     file (``model_name``), an inspect-ai log's ``eval.model``. Pooled, the rows mix the models'
     calibration, and nothing else tells it: other models' files of a task hold other ids. With
     ``by`` ``model`` each group is one model's, and the reason is the pooled figures' alone
-    (:data:`BY_MODEL` starts it; the reports close the pooled checks only)."""
+    (the reports close the pooled checks only)."""
     models: dict[str, list[str]] = {}
     for f, model in dict.fromkeys(named):
         if model is not None:
@@ -452,19 +452,15 @@ def _pooled(named: list[tuple[str, str | None]], by: str | None) -> str | None:
     more = f" and {len(models) - SHOWN} more" if len(models) > SHOWN else ""
     if by == "model":
         return (
-            f"{BY_MODEL} {len(models)} models: {shown}{more}, as their runs name them: they mix "
-            "the models, and a gate on them alone fails; --gate-each gates each model's group"
+            f"the figures over all groups pool the rows of {len(models)} models: {shown}{more}, "
+            "as their runs name them: they mix the models, and a gate on them alone fails; "
+            "--gate-each gates each model's group"
         )
     return (
         f"rows of {len(models)} models are pooled: {shown}{more}, as their runs name them: the "
         "figures mix the models, and a gate on them fails; read one model's files at a time "
         "(calibcli compare sets two side by side)"
     )
-
-
-#: How the reason begins when --by model keeps the models apart in groups: only the figures
-#: over every group mix them
-BY_MODEL = "the figures over all groups pool the rows of"
 
 
 def _lm_eval_model(path: str) -> str | None:
@@ -553,16 +549,22 @@ def results_file(samples: str, stamp: str) -> str:
     return plain
 
 
-def _run_record(path: str) -> _Run | None:
-    """What the results file at ``path`` records of its run; None when there is no readable
-    results file."""
+def results_version(path: str) -> tuple[str, int, int] | None:
+    """(real path, mtime, size) of a results file at ``path``, its contents' cache key; None
+    when there is none, or it is not a regular file of at most ``RESULTS_BYTES``."""
     try:
         found = os.stat(path)
     except OSError:
         return None
     if not stat.S_ISREG(found.st_mode) or found.st_size > RESULTS_BYTES:
         return None
-    return _record_of(os.path.realpath(path), found.st_mtime_ns, found.st_size)
+    return os.path.realpath(path), found.st_mtime_ns, found.st_size
+
+
+def _run_record(path: str) -> _Run | None:
+    """What the results file at ``path`` records of its run; None without a readable one."""
+    version = results_version(path)
+    return None if version is None else _record_of(*version)
 
 
 @lru_cache(maxsize=16)

@@ -10,14 +10,12 @@ length of the choice's text, which the samples file logs only as the continuatio
 
 from __future__ import annotations
 
-import os
-import stat
 from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
 
 from calibcli.io.compression import open_path, read_errors
-from calibcli.io.runs import RESULTS_BYTES, RUN_NAME, results_file
+from calibcli.io.runs import RESULTS_BYTES, RUN_NAME, results_file, results_version
 
 #: The harness's default ``target_delimiter``, taken when no results file records the task's.
 DEFAULT_DELIMITER = " "
@@ -31,15 +29,10 @@ def target_delimiter(samples: str) -> str:
     match = None if samples == "-" else RUN_NAME.match(PurePath(samples).name)
     if match is None:
         return DEFAULT_DELIMITER
-    path = results_file(samples, match["stamp"])
-    try:
-        found = os.stat(path)
-    except OSError:
+    version = results_version(results_file(samples, match["stamp"]))
+    if version is None:
         return DEFAULT_DELIMITER
-    if not stat.S_ISREG(found.st_mode) or found.st_size > RESULTS_BYTES:
-        return DEFAULT_DELIMITER
-    delimiters = _delimiters(os.path.realpath(path), found.st_mtime_ns, found.st_size)
-    return delimiters.get(match["task"], DEFAULT_DELIMITER)
+    return _delimiters(*version).get(match["task"], DEFAULT_DELIMITER)
 
 
 @lru_cache(maxsize=16)
