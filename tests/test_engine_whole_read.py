@@ -46,10 +46,14 @@ def test_two_models_folders_fail_every_gate(tmp_path):
     report = computed(summarize_files([str(a), str(b)])).report(limits=GATE)
     assert not report["gate"]["passed"]
     assert report["warnings"][0].startswith("rows of 2 models are pooled: 'org/mA' (")
-    # one model's rows, or the models kept apart, pass
+    # one model's rows pass, and so do the models kept apart when each group is gated; the
+    # pooled figures alone, which mix the models' groups, fail closed
     assert computed(summarize_files([str(a)])).report(limits=GATE)["gate"]["passed"]
-    apart = computed(summarize_files([str(a), str(b)], by="model")).report(limits=GATE)
-    assert apart["gate"]["passed"]
+    apart = computed(summarize_files([str(a), str(b)], by="model"))
+    assert apart.report(limits=GATE, gate_each=True)["gate"]["passed"]
+    pooled = apart.report(limits=GATE)
+    assert not pooled["gate"]["passed"]
+    assert "pool several models' rows" in pooled["gate"]["checks"][0]["reason"]
 
 
 def test_the_rows_of_a_file_in_another_order_are_refused(tmp_path):

@@ -72,6 +72,7 @@ class EngineSummary:
         limits: dict[str, float] | None = None,
         gate_on: str = "estimate",
         floors: dict[str, int] | None = None,
+        gate_each: bool = False,
     ) -> dict[str, Any]:
         """The report ``calibcli calibrate --json`` prints (``perplexity --json`` for
         perplexity rows), as a dict. ``ci`` asks for the Poisson bootstrap's intervals, which
@@ -79,7 +80,8 @@ class EngineSummary:
         hold its uniform bins only (another ``strategy`` is a ValueError); ``limits`` are the
         ``--max-*`` gates (figure -> largest value allowed), ``floors`` the
         ``--min-rows``/``--min-tokens`` gates (count -> least value: ``{"n": 1000}``,
-        ``{"total_tokens": ...}`` or ``{"sequences": ...}``)."""
+        ``{"total_tokens": ...}`` or ``{"sequences": ...}``), and ``gate_each`` applies them
+        to every group too (``--gate-each``)."""
         from calibcli.reports import (
             CALIBRATION,
             PERPLEXITY,
@@ -95,6 +97,7 @@ class EngineSummary:
         gate = Gate(
             dict(limits or {}),
             gate_on,
+            gate_each,
             minimums=floors,
             options=floor_options(figures, floors),
         )
