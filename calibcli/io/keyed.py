@@ -381,13 +381,12 @@ class _Reader:
         """Read one file; its format (None when a folder's file is skipped)."""
         from calibcli.io.parts import is_summary_file
         from calibcli.io.reader import whole_document_kind
-        from calibcli.io.sources import display_name
 
         state = _State(self, source)
         if is_summary_file(source) or whole_document_kind(source, self.bounds["max_line_bytes"]):
             from calibcli.io.records import records
 
-            shown = display_name(source)
+            shown = shown_source(source)
             rows = records(
                 source,
                 **self.bounds,
