@@ -301,3 +301,58 @@ def test_temperature_over_the_choices_takes_the_task_s_delimiter(tmp_path):
     t = fitted_temperature(samples, "--mc-norm", "chars")
     assert t == pytest.approx(ref_temperature(values, gold), rel=1e-6)
     assert 0.05 < t < 20  # an optimum inside the range, where the lengths tell
+
+
+# ------------------------------------------------------------- a delimiter no results file records
+
+ASSUMED = "no results file of its run records the task's target_delimiter"
+
+
+@pytest.mark.parametrize("mc_norm", ["chars", "bytes"])
+def test_a_delimiter_taken_without_a_record_is_said(tmp_path, mc_norm):
+    """The default is taken as before (the figures by hand, one space off each choice), and the
+    warning names the file: a task that sets its own delimiter would read otherwise."""
+    rows = spaced_rows(40, 19)
+    samples = write_run(tmp_path, "toy_delim", rows)
+    conf, _ = by_hand(rows, mc_norm, strip=True)
+    got = json_out(["calibrate", samples, "--mc-norm", mc_norm])
+    assert got["mean_confidence"] == pytest.approx(conf, rel=1e-12)
+    said = [w for w in got["warnings"] if ASSUMED in w]
+    assert len(said) == 1 and said[0].startswith(f"{samples}: ")
+    assert f"--mc-norm {mc_norm} takes the harness's default, a space" in said[0]
+    result = run(["compare", samples, samples, "--mc-norm", mc_norm, "-q", "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert sum(ASSUMED in w for w in json.loads(result.stdout)["warnings"]) == 1
+
+
+def test_standard_input_has_no_results_file(tmp_path):
+    rows = spaced_rows(20, 23)
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    result = run(["calibrate", "-", "--mc-norm", "chars", "--json", "-q"], input=text)
+    assert result.exit_code == 0, result.stderr
+    assert [w for w in json.loads(result.stdout)["warnings"] if ASSUMED in w] == [
+        f"<stdin>: {ASSUMED}; --mc-norm chars takes the harness's default, a space, off each "
+        "choice's text (keep the samples file beside its run's results_<timestamp>.json)"
+    ]
+
+
+def test_a_results_file_that_records_no_delimiter_for_the_task_is_said(tmp_path):
+    rows = spaced_rows(20, 29)
+    samples = write_run(tmp_path, "toy_delim", rows, delimiter=" ")
+    results = tmp_path / f"results_{STAMP}.json"
+    record = json.loads(results.read_text(encoding="utf-8"))
+    del record["configs"]["toy_delim"]["target_delimiter"]
+    results.write_text(json.dumps(record), encoding="utf-8")
+    got = json_out(["calibrate", samples, "--mc-norm", "chars"])
+    assert sum(ASSUMED in w for w in got["warnings"]) == 1
+
+
+@pytest.mark.parametrize("args", [["--mc-norm", "none"], ["--mc-norm", "chars"]])
+def test_nothing_is_said_where_no_delimiter_is_assumed(tmp_path, args):
+    """Without length normalisation the delimiter is not used; with a results file recording
+    it (a space, as here), it is not assumed."""
+    rows = spaced_rows(20, 31)
+    recorded = " " if args[1] == "chars" else None
+    samples = write_run(tmp_path, "toy_delim", rows, delimiter=recorded)
+    got = json_out(["calibrate", samples, *args])
+    assert not [w for w in got["warnings"] if ASSUMED in w]

@@ -133,6 +133,7 @@ def _read(
     from calibcli.io.parts import adopt_settings, combine, is_summary_file, load
     from calibcli.io.reader import Reader
     from calibcli.io.runs import choose_runs, limited_runs, repeating
+    from calibcli.io.task_config import assumed_delimiters
     from calibcli.summaries import load_parts
 
     hidden = hidden_files(list(sources))
@@ -167,7 +168,10 @@ def _read(
         summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
         _refuse_same_rows(summary, plan.all_runs)
         read = _files_read(summary.sources)
-        said = [*summary.warnings, *limited_runs(read), *_no_rows(read)]
+        mc_norm = getattr(plan.settings, "mc_norm", "none")
+        read_as = [(s.name, s.format) for s in summary.sources if s.skipped is None]
+        assumed = assumed_delimiters(read_as, mc_norm)
+        said = [*summary.warnings, *limited_runs(read), *_no_rows(read), *assumed]
         summary = replace(summary, warnings=tuple(dict.fromkeys(said)))
         if reader.skipped and summary.n == 0 and not parts:
             raise _nothing_left(reader, what)

@@ -31,9 +31,10 @@ from calibcli.io.matching import (
     raise_regrouped,
     raise_repeat,
 )
-from calibcli.io.runs import either, repeating
+from calibcli.io.runs import choose_runs, either, repeating, run_checks
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of, note_once
 from calibcli.io.sources import display_name as shown_source
+from calibcli.io.task_config import assumed_delimiters
 
 BLOCK_SIZE = 1 << 20
 
@@ -247,7 +248,6 @@ def _read_side(
     from calibcli.io.plan import answer_options
     from calibcli.io.route import calibration_router
     from calibcli.io.rows import CalibrationRow
-    from calibcli.io.runs import choose_runs, run_checks
 
     native = CalibrationRow(
         options.get("confidence_field", "confidence"), options.get("correct_field", "correct")
@@ -302,7 +302,9 @@ def _read_side(
     # rows matched to BASE's are drawn a BASE question at a time (NEW's epochs match BASE's)
     whole = side.questions is not None or isinstance(side, _Matching)
     reader.checks = run_checks(read, reader.formats, options.get("by"), whole)
-    reader.warnings.extend(w for w in reader.checks.warnings if w not in reader.warnings)
+    assumed = assumed_delimiters(reader.formats, options.get("mc_norm", "none"))
+    said = [*reader.checks.warnings, *assumed]
+    reader.warnings.extend(w for w in said if w not in reader.warnings)
     return reader, spans, found
 
 

@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
 
+from calibcli.errors import shown_name
 from calibcli.io.compression import open_path, read_errors
 from calibcli.io.runs import RESULTS_BYTES, RUN_NAME, results_file, results_version
 
@@ -26,13 +27,38 @@ def target_delimiter(samples: str) -> str:
     its run (beside it, the same timestamp) records it; :data:`DEFAULT_DELIMITER` when there is
     no such file, or it records no text for the task (and for standard input, and the older
     file names, which carry no timestamp)."""
+    recorded = recorded_delimiter(samples)
+    return DEFAULT_DELIMITER if recorded is None else recorded
+
+
+def recorded_delimiter(samples: str) -> str | None:
+    """The ``target_delimiter`` the results file of an lm-eval samples file's run records for
+    its task, or None where none is recorded (:func:`target_delimiter` then takes the
+    default)."""
     match = None if samples == "-" else RUN_NAME.match(PurePath(samples).name)
     if match is None:
-        return DEFAULT_DELIMITER
+        return None
     version = results_version(results_file(samples, match["stamp"]))
     if version is None:
-        return DEFAULT_DELIMITER
-    return _delimiters(*version).get(match["task"], DEFAULT_DELIMITER)
+        return None
+    return _delimiters(*version).get(match["task"])
+
+
+def assumed_delimiters(files: Any, mc_norm: str) -> list[str]:
+    """A warning for each lm-eval file of ``files`` (pairs of a source read and its format)
+    whose choices were length-normalised (``mc_norm`` chars or bytes) less a delimiter no
+    results file of its run records: the harness's default is then taken, which a task that
+    sets its own (``""``, or a newline) does not use, and each length would be off by it."""
+    if mc_norm not in ("chars", "bytes"):
+        return []
+    return [
+        f"{shown_name('<stdin>' if name == '-' else name)}: no results file of its run records "
+        f"the task's target_delimiter; --mc-norm {mc_norm} takes the harness's default, a "
+        "space, off each choice's text (keep the samples file beside its run's "
+        "results_<timestamp>.json)"
+        for name, fmt in dict.fromkeys(files)
+        if fmt == "lm-eval" and recorded_delimiter(name) is None
+    ]
 
 
 @lru_cache(maxsize=16)
