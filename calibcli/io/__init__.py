@@ -237,21 +237,22 @@ def _refuse_same_rows(summary: Any, all_runs: bool) -> None:
     """:func:`_same_rows_twice` on a reading's sources, unless ``all_runs`` pools them on
     purpose or the rows carry ids, which tell whether a row repeats."""
     if not all_runs and getattr(summary, "row_ids", None) is None:
-        _same_rows_twice(summary.sources)
+        _same_rows_twice(summary.sources, summary.kind)
 
 
-def _same_rows_twice(sources: Any) -> None:
+def _same_rows_twice(sources: Any, kind: str = "calibration") -> None:
     """InputError when two files read here hold the same rows in other bytes (the rows of one
     in another order, or written again), which the byte checks of the runs cannot see: they
     would count twice (:func:`calibcli.summaries.same_sources`)."""
     from calibcli.io.runs import COPY
-    from calibcli.summaries import SAME_ROWS, same_sources
+    from calibcli.summaries import same_rows_text, same_sources
 
     twice = same_sources(sources)
     if twice is not None:
         first, later = twice  # named as messages name a source (standard input as <stdin>)
         also = shown_name(first.display)
-        raise InputError(later.display, None, f"holds the rows of {also} ({SAME_ROWS}): {COPY}")
+        held = f"holds the rows of {also} ({same_rows_text(kind)}): {COPY}"
+        raise InputError(later.display, None, held)
 
 
 def _partial(summary: Any) -> Any:

@@ -27,6 +27,7 @@ _LAZY = {
     "same_sources": "calibcli.summaries.copies",
     "check_source_copies": "calibcli.summaries.copies",
     "SAME_ROWS": "calibcli.summaries.copies",
+    "same_rows_text": "calibcli.summaries.copies",
     "joined_mode": "calibcli.summaries.sources",
     "most_epochs": "calibcli.summaries.sources",
     "partial_inputs": "calibcli.summaries.sources",

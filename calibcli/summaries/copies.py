@@ -25,6 +25,11 @@ FLOOR = 30
 SAME_ROWS = "the same confidences and outcomes, in any order"
 
 
+def same_rows_text(kind: str) -> str:
+    """How a message says two inputs hold the same rows, for a summary of ``kind``."""
+    return "the same NLLs and token counts, in any order" if kind == "perplexity" else SAME_ROWS
+
+
 def _counted(summary: Any) -> list[Any]:
     return [s for s in summary.sources if s.skipped is None and s.rows]
 
@@ -129,6 +134,7 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
             sources.append(source)
             labels.append(label)
     with_ids = {label for label, summary in groups if summary.row_ids is not None}
+    kind = groups[0][1].kind if groups else "calibration"
     twice = same_sources(sources, labels, with_ids)
     if twice is None:
         return
@@ -140,7 +146,7 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
         return source.display if label is None else f"{source.display} (in {label})"
 
     raise SummaryMismatch(
-        f"{named(later)} holds the rows of {named(first)} ({SAME_ROWS}): one input counted "
-        f"twice, by other routes; {remedy}",
+        f"{named(later)} holds the rows of {named(first)} ({same_rows_text(kind)}): one input "
+        f"counted twice, by other routes; {remedy}",
         part=where[id(later)] or where[id(first)],
     )

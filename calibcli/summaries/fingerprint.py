@@ -41,6 +41,24 @@ def calibration_hashes(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
     return mix(bits | (correct.astype(np.uint64) << np.uint64(63)))
 
 
+def perplexity_hashes(nll: np.ndarray, tokens: np.ndarray | None) -> np.ndarray:
+    """A perplexity row's hash: its NLL's bits, mixed, then mixed again with its token count
+    (none for rows that carry no count)."""
+    bits = mix(np.ascontiguousarray(nll, np.float64).view(np.uint64))
+    if tokens is None:
+        return bits
+    return mix(bits ^ np.asarray(tokens).astype(np.uint64))
+
+
+def joined_key(keys: list[tuple[int, bool]]) -> tuple[int, bool] | None:
+    """The multiset hash of the rows of several pieces of one source, from each piece's
+    :meth:`RowFingerprint.key` (the hash sums add; values tell rows apart where every piece's
+    do); None when no piece held rows."""
+    if not keys:
+        return None
+    return sum(k[0] for k in keys) & _MASK, all(k[1] for k in keys)
+
+
 @dataclass
 class RowFingerprint:
     """Rows, their hash sum modulo 2**64, and the smallest distinct hashes (sorted)."""

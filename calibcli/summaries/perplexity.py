@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError
+from calibcli.summaries.fingerprint import RowFingerprint, joined_key, perplexity_hashes
 from calibcli.summaries.ids import IdLog, RowIds, SummaryMismatch, merged_ids
 from calibcli.summaries.rows import GroupIndex
 from calibcli.summaries.settings import settings_dict, settings_differences
@@ -221,6 +222,9 @@ class PerplexityBuilder:
         self.sources: list[Source] = []
         self.rows_of_source = 0
         self.ids = IdLog()
+        # the multiset hash of each source's rows, by which a copy in other bytes is known
+        self.source_print = RowFingerprint()
+        self.share_keys: list[tuple[int, bool]] = []
 
     def add_ids(self, hashes: Any, lines: Any, questions: Any = None) -> None:
         """Record the ids of the rows of the block about to be added (checked by the reader);
@@ -229,9 +233,13 @@ class PerplexityBuilder:
 
     def begin_source(self) -> None:
         self.rows_of_source = 0
+        self.source_print = RowFingerprint()
+        self.share_keys = []
 
     def end_source(self, source: Source) -> None:
-        self.sources.append(replace(source, rows=self.rows_of_source))
+        made = self.source_print.key()
+        held = joined_key([*self.share_keys, *([made] if made else [])])
+        self.sources.append(replace(source, rows=self.rows_of_source, rows_hash=held))
 
     def reserve(self, rows: int) -> None:
         pass
@@ -269,6 +277,7 @@ class PerplexityBuilder:
             ids = self.index.of(keys)
             groups = len(self.index)
         self.table.add(cols, infinite, ids, groups)
+        self.source_print.add(perplexity_hashes(nll, cols[1]))
         self.rows_of_source += n
 
     def absorb(self, part: PerplexitySummary, path: str, first_line: int | None) -> None:
@@ -286,6 +295,7 @@ class PerplexityBuilder:
         if self.index is not None:
             remap = self.index.remap(part.group_names or ())
         self.table.merge(part.table, remap)
+        self.share_keys += [s.rows_hash for s in part.sources if s.rows_hash is not None]
         self.rows_of_source += part.n
 
     def summary(self, *, warnings: Iterable[str] = ()) -> PerplexitySummary:

@@ -29,11 +29,12 @@ class Source:
     whole input's bytes, and ``part``, the first and last of the K pieces it holds (k, k, K; a
     run of adjacent pieces once merged), so that pieces left out of a merge are known; both
     are None for a whole input, another range, or a summary written before they were recorded.
-    ``rows_hash`` is the multiset hash of the calibration rows read from it (the sum of their
-    hashes modulo 2**64, :class:`~calibcli.summaries.fingerprint.RowFingerprint`) and whether
-    their values tell rows apart, to tell two inputs of the same rows in other bytes
-    (:func:`~calibcli.summaries.copies.same_sources`); None for other rows, and where it was
-    not recorded (a summary file written before it was).
+    ``rows_hash`` is the multiset hash of the rows read from it (of each row's confidence and
+    outcome, or NLL and token count: the sum of their hashes modulo 2**64,
+    :class:`~calibcli.summaries.fingerprint.RowFingerprint`) and whether their values tell rows
+    apart, to tell two inputs of the same rows in other bytes
+    (:func:`~calibcli.summaries.copies.same_sources`); None where it held no rows or it was not
+    recorded (a summary file written before it was).
     """
 
     name: str
