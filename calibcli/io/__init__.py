@@ -245,7 +245,7 @@ def _same_rows_twice(sources: Any, kind: str = "calibration") -> None:
     in another order, or written again), which the byte checks of the runs cannot see: they
     would count twice (:func:`calibcli.summaries.same_sources`)."""
     from calibcli.io.runs import COPY
-    from calibcli.summaries import same_rows_text, same_sources
+    from calibcli.summaries import listed, same_rows_text, same_sources, union_of_others
 
     twice = same_sources(sources)
     if twice is not None:
@@ -253,6 +253,12 @@ def _same_rows_twice(sources: Any, kind: str = "calibration") -> None:
         also = shown_name(first.display)
         held = f"holds the rows of {also} ({same_rows_text(kind)}): {COPY}"
         raise InputError(later.display, None, held)
+    whole = union_of_others(sources)
+    if whole is not None:  # a file beside the shards it was split into
+        union, others = whole
+        also = listed([shown_name(s.display) for s in others])
+        held = f"holds the rows of {also} together ({same_rows_text(kind)}): {COPY}"
+        raise InputError(union.display, None, held)
 
 
 def _partial(summary: Any) -> Any:

@@ -4,7 +4,8 @@ row that carries the file's first row's ``id``.
 A native row has no id unless ``--id-field`` names one, and checking every id costs a hash and
 8 bytes a row. But the commonest way rows come to count twice, a run appended to its file again
 (``>> preds.jsonl`` run twice, ``cat`` of two runs), repeats every question of the run, the
-first row's among them. So when the first row carries a string or number ``id``, every later
+first row's among them. So when the first row carries a string or number ``id`` (a vLLM
+output's ``request_id``), every later
 row of the file is watched for it, at the cost of one byte search a block: the first row's
 ``"id": <value>`` text is searched for, and a line holding it is parsed to confirm that its own
 top-level ``id`` is that value (the same JSON type: the number 1 and the string "1" differ). A
@@ -54,6 +55,7 @@ class FirstId:
     skip: int | str | None
     by: str | None = None
     group: str | None = None
+    field: str = "id"  # the key that holds it: "id", or a vLLM output's "request_id"
 
     @classmethod
     def of(
@@ -64,7 +66,8 @@ class FirstId:
         no group, or ``raw`` does not hold the id written as JSON writes it."""
         if not isinstance(row, dict):
             return None
-        value = row.get("id")
+        field = id_field_of(row)
+        value = row.get(field)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             return None
         group = None
@@ -74,10 +77,10 @@ class FirstId:
                 return None  # the decoder words what is wrong with the row
         needle = None
         if raw is not None:
-            needle = _needle(raw, value)
+            needle = _needle(raw, value, field)
             if needle is None:
                 return None
-        return cls(value, line, needle, line, by, group)
+        return cls(value, line, needle, line, by, group, field)
 
     def elsewhere(self) -> FirstId:
         """This watch for rows that cannot hold the first row (a worker's later share, whose
@@ -95,9 +98,9 @@ class FirstId:
 
     def repeats(self, row: Any) -> bool:
         """Whether ``row`` carries the first row's id (and, read with ``by``, its group)."""
-        if not isinstance(row, dict) or row.get("id") != self.value:
+        if not isinstance(row, dict) or row.get(self.field) != self.value:
             return False
-        if not self.is_first(row["id"]):
+        if not self.is_first(row[self.field]):
             return False
         return self.by is None or _group(row, self.by) == self.group
 
@@ -155,18 +158,25 @@ class FirstId:
         on one line share its locator: the first row is skipped by position)."""
         value = self.value
         for locator, row in itertools.islice(items, start, None):
-            if isinstance(row, dict) and row.get("id") == value and self.repeats(row):
+            if isinstance(row, dict) and row.get(self.field) == value and self.repeats(row):
                 return self.error(name, locator)
         return None
 
 
-def _needle(raw: bytes, value: Any) -> bytes | None:
-    """The text of the first row's ``"id": value`` (spaces as written) in its line, for the
-    spellings JSON writers use (UTF-8 as is, or escaped to ASCII); None when neither is
+def id_field_of(row: dict) -> str:
+    """The key of a row's own identifier: ``id``, or ``request_id`` for a vLLM output (which
+    names its request so and holds no ``id``)."""
+    return "request_id" if "id" not in row and "prompt_logprobs" in row else "id"
+
+
+def _needle(raw: bytes, value: Any, field: str = "id") -> bytes | None:
+    """The text of the first row's ``"<field>": value`` (spaces as written) in its line, for
+    the spellings JSON writers use (UTF-8 as is, or escaped to ASCII); None when neither is
     found."""
     spellings = [json.dumps(value, ensure_ascii=False), json.dumps(value)]
+    key = json.dumps(field).encode("utf-8")
     for text in dict.fromkeys(spellings):
-        found = re.search(rb'"id"[ \t]*:[ \t]*' + re.escape(text.encode("utf-8")), raw)
+        found = re.search(re.escape(key) + rb"[ \t]*:[ \t]*" + re.escape(text.encode("utf-8")), raw)
         if found is not None:
             return found.group(0)
     return None
@@ -178,7 +188,7 @@ def watched(watch: Any, name: str, line_no: Any, row: dict, by: str | None) -> A
     InputError when ``row``, a later one, carries that id."""
     if watch is None:
         return FirstId.of(row, line_no, by=by) or False
-    if watch and row.get("id") == watch.value and watch.repeats(row):
+    if watch and row.get(watch.field) == watch.value and watch.repeats(row):
         raise watch.error(name, line_no)
     return watch
 

@@ -28,6 +28,8 @@ _LAZY = {
     "check_source_copies": "calibcli.summaries.copies",
     "SAME_ROWS": "calibcli.summaries.copies",
     "same_rows_text": "calibcli.summaries.copies",
+    "union_of_others": "calibcli.summaries.copies",
+    "listed": "calibcli.summaries.copies",
     "joined_mode": "calibcli.summaries.sources",
     "most_epochs": "calibcli.summaries.sources",
     "partial_inputs": "calibcli.summaries.sources",

@@ -8,9 +8,12 @@ whatever their order and the bytes that held them. It is one fingerprint per sum
 source also keeps its rows' multiset hash
 (:attr:`~calibcli.summaries.sources.Source.rows_hash`), so a copy of one source among several of
 a part is seen too (:func:`check_source_copies`). Below ``FLOOR`` rows on either side, or with
-values repeated so much that other rows share them (a few verbal levels), equal rows may be two
-inputs' by chance and nothing is said. A perplexity summary keeps no fingerprint and is not
-compared. Files read together are compared source by source (:func:`same_sources`).
+values repeated so much that other rows share them (fewer than 64 distinct rows, and fewer than
+half the rows: a few verbal levels), equal rows may be two inputs' by chance and nothing is
+said. A perplexity summary keeps no fingerprint of its own, only its sources' hashes (of each
+row's NLL and token count). Files read together are compared source by source
+(:func:`same_sources`), and each against all the others together (:func:`union_of_others`: a
+file holding the rows of its shards).
 """
 
 from __future__ import annotations
@@ -38,13 +41,13 @@ def same_rows(a: Any, b: Any) -> bool:
     """Whether summaries ``a`` and ``b`` hold the same multiset of rows, at least ``FLOOR`` each.
     Never for byte ranges of one input (the parts share a source's content: whether they
     overlap is told by their ranges), for summaries without a fingerprint, for rows whose
-    values repeat so much that two shards of other rows may hold the same multiset (coarse
-    confidences, :meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_rows_apart`), nor
+    values repeat so much that two shards of other rows may hold the same multiset (a few
+    levels, :meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_copies_apart`), nor
     for two summaries that both record their rows' ids (the ids tell whether rows repeat)."""
     fa, fb = getattr(a, "fingerprint", None), getattr(b, "fingerprint", None)
     if fa is None or fb is None or min(fa.rows, fb.rows) < FLOOR:
         return False
-    if not (fa.tells_rows_apart() and fb.tells_rows_apart()):
+    if not (fa.tells_copies_apart() and fb.tells_copies_apart()):
         return False
     if getattr(a, "row_ids", None) is not None and getattr(b, "row_ids", None) is not None:
         return False
@@ -124,6 +127,35 @@ def same_sources(
     return None
 
 
+def union_of_others(sources: Any) -> tuple[Any, list[Any]] | None:
+    """The first input whose rows are those of all the other inputs together (a file beside
+    the shards it was split into, or joined from), by the multiset hashes of their rows
+    (:attr:`~calibcli.summaries.sources.Source.rows_hash`, which add up), with those others; None
+    when there is none. Byte ranges of one input count as that input. Looked for only among
+    three inputs or more, for an input of at least ``FLOOR`` rows whose values tell a copy, and
+    only when every other input's hash is known."""
+    inputs: dict[str, list[Any]] = {}
+    for source in sources:
+        if source.skipped is None and source.rows:
+            inputs.setdefault(source.content, []).append(source)
+    if len(inputs) < 3:
+        return None
+    held: dict[str, tuple[int, int, bool]] = {}
+    for content, pieces in inputs.items():
+        if any(p.rows_hash is None for p in pieces):
+            return None
+        total = sum(p.rows_hash[0] for p in pieces) % (1 << 64)
+        held[content] = (sum(p.rows for p in pieces), total, all(p.rows_hash[1] for p in pieces))
+    rows = sum(r for r, _, _ in held.values())
+    total = sum(t for _, t, _ in held.values()) % (1 << 64)
+    for content, (mine, hashed, apart) in held.items():
+        # the others' rows and hash: everything's less this input's
+        if apart and mine >= FLOOR and 2 * mine == rows and (2 * hashed - total) % (1 << 64) == 0:
+            others = [ps[0] for c, ps in inputs.items() if c != content]
+            return inputs[content][0], others
+    return None
+
+
 def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> None:
     """SummaryMismatch when a source of one part holds the rows of a source of another
     (:func:`same_sources`): ``groups`` are (label, summary) pairs, the label None for the
@@ -135,18 +167,34 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
             labels.append(label)
     with_ids = {label for label, summary in groups if summary.row_ids is not None}
     kind = groups[0][1].kind if groups else "calibration"
-    twice = same_sources(sources, labels, with_ids)
-    if twice is None:
-        return
-    first, later = twice
     where = {id(s): label for s, label in zip(sources, labels, strict=True)}
 
     def named(source: Any) -> str:
         label = where[id(source)]
         return source.display if label is None else f"{source.display} (in {label})"
 
-    raise SummaryMismatch(
-        f"{named(later)} holds the rows of {named(first)} ({same_rows_text(kind)}): one input "
-        f"counted twice, by other routes; {remedy}",
-        part=where[id(later)] or where[id(first)],
-    )
+    twice = same_sources(sources, labels, with_ids)
+    if twice is not None:
+        first, later = twice
+        raise SummaryMismatch(
+            f"{named(later)} holds the rows of {named(first)} ({same_rows_text(kind)}): one "
+            f"input counted twice, by other routes; {remedy}",
+            part=where[id(later)] or where[id(first)],
+        )
+    whole = None if with_ids else union_of_others(sources)
+    # a part that pooled a file and its shards did so on purpose (--all-runs)
+    if whole is not None and where[id(whole[0])] not in {where[id(s)] for s in whole[1]}:
+        union, others = whole
+        raise SummaryMismatch(
+            f"{named(union)} holds the rows of {listed([named(s) for s in others])} together "
+            f"({same_rows_text(kind)}): one input counted twice, by other routes; {remedy}",
+            part=where[id(union)] or where[id(others[0])],
+        )
+
+
+def listed(names: list[str], shown: int = 3) -> str:
+    """Names in a message: the first ``shown``, and how many more."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    if len(names) <= shown:
+        return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{', '.join(names[:shown])}{more}"

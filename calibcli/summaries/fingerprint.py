@@ -19,6 +19,9 @@ import numpy as np
 
 SAMPLE = 512
 """Distinct hashes kept (4 KB)."""
+COPY_DISTINCT = 64
+"""Distinct rows from which two inputs holding the same multiset of rows are taken for copies,
+however coarse their values (:meth:`RowFingerprint.tells_copies_apart`)."""
 _MASK = (1 << 64) - 1
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -122,6 +125,16 @@ class RowFingerprint:
         the rows."""
         return self.distinct() >= 0.5 * self.rows
 
+    def tells_copies_apart(self) -> bool:
+        """Whether the same multiset of rows in another input says that it is a copy: when the
+        values tell rows apart (:meth:`tells_rows_apart`), and also when they hold
+        ``COPY_DISTINCT`` distinct rows or more, however often each repeats. Two inputs of
+        other rows then hold the same multiset only by a chance below 0.4 ** 64 (each distinct
+        row's count must agree, and the likeliest count of a Poisson count is at most ~0.37
+        likely, or the row's count is large and its likeliest value rarer still), where a few
+        verbal levels or one confidence for every row agree often."""
+        return self.tells_rows_apart() or self.distinct() >= COPY_DISTINCT
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON form: rows, the hash sum in hex, the sample as base64 of little-endian
         uint64s."""
@@ -139,9 +152,10 @@ class RowFingerprint:
             raise ValueError(f"not a row fingerprint ({exc})") from None
 
     def key(self) -> tuple[int, bool] | None:
-        """The multiset hash and whether the values tell rows apart (what a source keeps of
-        its rows, :attr:`~calibcli.summaries.sources.Source.rows_hash`); None without rows."""
-        return (self.total, self.tells_rows_apart()) if self.rows else None
+        """The multiset hash and whether equal hashes tell a copy (:meth:`tells_copies_apart`:
+        what a source keeps of its rows, :attr:`~calibcli.summaries.sources.Source.rows_hash`);
+        None without rows."""
+        return (self.total, self.tells_copies_apart()) if self.rows else None
 
     def same_rows(self, other: RowFingerprint) -> bool:
         """True when both hold the same multiset of rows (up to a hash collision)."""
