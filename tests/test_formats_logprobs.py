@@ -88,7 +88,7 @@ def test_failed_batch_lines_are_errors(line, message):
 def test_missing_byte_list_leaves_bytes_unknown():
     response = {
         "choices": [
-            {"logprobs": {"content": [{"token": "a", "logprob": -1.0, "bytes": None}]}},
+            {"logprobs": {"content": [{"token": "a", "logprob": -1.0}]}},
         ]
     }
     assert openai_rows(response) == [PerplexityRow(1.0, 1, None, None, 0, 0)]

@@ -166,10 +166,11 @@ def answer_index(options: int, texts: list[Any]) -> int | None:
 
 def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:
     """The perplexity row of one sample of a perplexity eval: NLL = -sum of
-    ``output.choices[0].prompt_logprobs.content[j].logprob`` over the prompt's tokens (a null
-    logprob, a position the model does not score, is skipped and counted), bytes the sum of
-    each token's ``bytes`` when every token carries them. ValueError when the sample errored or
-    logged no prompt logprobs."""
+    ``output.choices[0].prompt_logprobs.content[j].logprob`` over the prompt's tokens (the first
+    token's null logprob, a position no model scores, is skipped and counted), bytes the sum of
+    each scored token's ``bytes`` when every one carries them. ValueError when the sample
+    errored or logged no prompt logprobs, and for a token without a logprob or with a null one
+    after the first position (a missing score)."""
     check_sample_error(sample)
     output = sample.get("output")
     choices = output.get("choices") if isinstance(output, Mapping) else None
@@ -188,7 +189,17 @@ def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:
         what = f"output.choices[0].prompt_logprobs.content[{j}]"
         if not isinstance(token, Mapping):
             raise ValueError(f"{what} is {json_type(token)}, expected an object")
-        if token.get("logprob") is None:
+        if "logprob" not in token:
+            raise ValueError(f"{what} has no logprob: a token's log-probability is missing")
+        if token["logprob"] is None:
+            # only the prompt's first token goes unscored (it has no context), as in vLLM's
+            # prompt_logprobs: a null elsewhere is a token whose score is missing, and skipping
+            # it would give the perplexity of fewer tokens than the prompt holds
+            if j > 0:
+                raise ValueError(
+                    f"{what}.logprob is null: only the prompt's first token goes unscored, so "
+                    "a token's log-probability is missing"
+                )
             nulls += 1
             continue
         values.append(token_logprob(token.get("logprob"), f"{what}.logprob"))

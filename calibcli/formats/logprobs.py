@@ -3,8 +3,10 @@
 Every function returns :class:`~calibcli.formats.fields.PerplexityRow` values (nats) and raises
 ValueError naming the offending position. Conventions shared by all of them:
 
-- ``null`` entries (the unscored first token of OpenAI ``echo`` or vLLM ``prompt_logprobs``)
-  are skipped and counted in ``nulls``;
+- ``null`` entries are skipped and counted in ``nulls``: anywhere in a plain list
+  (:func:`logprobs_row`), only at the first position in OpenAI and vLLM output, where the
+  first token has no context and goes unscored (OpenAI ``echo``, vLLM ``prompt_logprobs``); a
+  null after it is a missing score and raises ValueError;
 - ``-inf`` is a zero-probability token (the NLL becomes ``inf``);
 - finite values <= -9999 are API sentinels for "not in the top-k": counted in ``sentinels`` and
   summed as given, so the caller can warn that the NLL is inflated by them.
@@ -53,7 +55,9 @@ def openai_rows(obj: Mapping[str, Any]) -> list[PerplexityRow]:
 
     ``bytes`` is the sum of ``len(content[j].bytes)`` for chat logprobs when every token carries
     its byte list, else ``None`` (legacy completions log no bytes). A batch line with an error
-    or a status other than 200, or a choice without logprobs, raises ValueError.
+    or a status other than 200, a choice without logprobs, a legacy ``token_logprobs`` null
+    after the first position (a missing score) or a chat token whose ``bytes`` is null raise
+    ValueError.
     """
     body = openai_body(obj)
     choices = body.get("choices")
@@ -102,6 +106,14 @@ def _openai_choice(choice: Any, i: int) -> PerplexityRow:
                 raise ValueError(f"{what} is {json_type(token)}, expected an object with logprob")
             values.append(token_logprob(token["logprob"], f"{what}.logprob"))
             raw = token.get("bytes")
+            if raw is None and "bytes" in token:
+                # the API writes null for a token without a byte representation: the sequence's
+                # byte count is unknown, which the pooling (bytes on every row or on none) could
+                # only call a missing field, so the token is named here
+                raise ValueError(
+                    f"{what}.bytes is null: the token's bytes, and so the sequence's byte "
+                    "count, are unknown"
+                )
             if isinstance(raw, list) and nbytes is not None:
                 nbytes += len(raw)
             else:
@@ -112,7 +124,7 @@ def _openai_choice(choice: Any, i: int) -> PerplexityRow:
         what = f"{where}.logprobs.token_logprobs"
         if not isinstance(values, list):
             raise ValueError(f"{what} is {json_type(values)}, expected a list")
-        kept, nulls = _kept(values, what)
+        kept, nulls = _kept(values, what, first_only=True)
         return sum_logprobs(kept, nulls, None)
     raise ValueError(
         f"{where}.logprobs has neither 'content' (chat completions) nor 'token_logprobs' "
@@ -211,11 +223,18 @@ def _scored_by_id(obj: Any, field: str, ids_field: str, prefix: str) -> Perplexi
 # --------------------------------------------------------------------------- helpers
 
 
-def _kept(values: list, field: str) -> tuple[list[float], int]:
+def _kept(values: list, field: str, *, first_only: bool = False) -> tuple[list[float], int]:
+    """The numbers of ``values`` and how many nulls were skipped; with ``first_only`` a null
+    after position 0 (the unscored first token of an echoed prompt) raises ValueError."""
     kept: list[float] = []
     nulls = 0
     for i, v in enumerate(values):
         if v is None:
+            if first_only and i > 0:
+                raise ValueError(
+                    f"{field}[{i}] is null: only an echoed prompt's first token goes unscored, "
+                    "so a token's log-probability is missing"
+                )
             nulls += 1
         elif isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ValueError(f"{field}[{i}] is {json_type(v)}, expected a number or null")
