@@ -275,6 +275,14 @@ def _partial(summary: Any) -> Any:
     return replace(summary, warnings=warnings, partial=partial_reason(summary.sources))
 
 
+_SEQUENCES_REPEATED = (
+    "the figures are those of every scored sequence: exact repeats leave the perplexity as it "
+    "is, but the sequences and tokens count each repeat, so --min-rows and --min-tokens count "
+    "each question once"
+)
+"""How the warning about perplexity rows that repeat their questions ends."""
+
+
 def _one_sample(summary: Any, by: str | None) -> Any:
     """The summary with what each source's run records (:func:`calibcli.io.runs.recorded`),
     said to mix models (:func:`calibcli.io.runs.pooled_models`) when its rows are several
@@ -292,9 +300,8 @@ def _one_sample(summary: Any, by: str | None) -> Any:
     kept = getattr(summary, "kept", None)
     whole = kept is None or kept.keyed
     sums = getattr(summary, "bootstrap", None) is not None
-    mixed, repeats = source_checks(sources, by, whole, sums)
-    if summary.kind != "calibration":
-        repeats = None  # a perplexity summary has no repeats: no interval of it is gated
+    tail = "" if summary.kind == "calibration" else _SEQUENCES_REPEATED
+    mixed, repeats = source_checks(sources, by, whole, sums, tail)
     said = [w for w in (mixed, repeats) if w is not None]
     kept_said = [w for w in summary.warnings if not w.startswith(REPEATED) or w in said]
     more = {} if summary.kind != "calibration" else {"repeats": None if whole else repeats}

@@ -274,6 +274,7 @@ def rebinned(summary: Any, bins: int, *, keep_rows: bool) -> Any:
 
 def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
     """The kind of rows (``calibration`` or ``perplexity``) the inputs hold: a summary file's,
+    else ``perplexity`` for an inspect-ai log that scores prompts (:func:`_scores_prompts`),
     else the first row's of the first file (JSON Lines, plain or compressed); ``calibration`` when
     that cannot be told (stdin, whole documents, blank or unreadable files). ``fields`` are the
     field options (``confidence_field`` ... ``logprobs_field``)."""
@@ -284,6 +285,8 @@ def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
             return load(path).kind
     if fmt != "auto" and len(formats.FORMAT_PROVIDES[fmt]) == 1:
         return formats.FORMAT_PROVIDES[fmt][0]
+    if fmt in ("auto", "inspect-ai") and files and _scores_prompts(files[0]):
+        return "perplexity"
     row = _first_row(files[0]) if files else None
     if not isinstance(row, dict):
         return "calibration"
@@ -308,6 +311,34 @@ def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
             continue
         return "perplexity"
     return "calibration"
+
+
+def _scores_prompts(path: str) -> bool:
+    """Whether ``path`` is an inspect-ai log (``.json`` or ``.eval``) whose first sample reads
+    as a perplexity row (its prompt's logprobs) and holds no binary score, the one outcome a
+    calibration row is read from: a perplexity eval's log (its scorer gives a number)."""
+    from calibcli import formats
+    from calibcli.io.compression import read_errors
+    from calibcli.io.documents import document_kind, iter_document
+
+    if path == "-" or document_kind(path) not in ("json-object", "eval-zip"):
+        return False
+    samples = iter_document(path)
+    try:
+        _, sample = next(samples)
+        formats.inspect_prompt_row(sample)
+    except (StopIteration, ValueError, RecursionError, *read_errors()):
+        return False
+    finally:
+        samples.close()
+    scores = sample.get("scores")
+    values = [s.get("value") for s in scores.values() if isinstance(s, dict)]
+    # each value as the inspect-ai reader takes an outcome (calibcli.formats.inspect_ai):
+    # 'C'/'I'/'N', true/false or 0/1, or one of a scorer's several values
+    flat = [x for v in values for x in (v.values() if isinstance(v, dict) else [v])]
+    return not any(
+        x in ("C", "I", "N") or (isinstance(x, (bool, int, float)) and x in (0, 1)) for x in flat
+    )
 
 
 def _first_row(path: str) -> Any:

@@ -335,7 +335,7 @@ a HELM run's train trials, or both."""
 
 
 def _repeated(
-    logs: list[tuple[str, int | None, str]], whole: bool, sums: bool = False
+    logs: list[tuple[str, int | None, str]], whole: bool, sums: bool = False, tail: str = ""
 ) -> str | None:
     """Why the rows of ``logs`` (each file with how many times its run scored each question,
     and its format) repeat their questions, or None: an inspect-ai run with ``epochs`` > 1
@@ -344,7 +344,7 @@ def _repeated(
     question's rows together (``whole``: the rows were keyed by question) gives honest
     intervals; one over rows takes a question's rows for independent answers, and its interval
     is too narrow. ``sums``: a summary's Poisson sums are keyed by question though its rows
-    are not."""
+    are not. ``tail``: what is said instead of the figures' and intervals' (perplexity's)."""
     repeated = [
         (f, k, fmt) for f, k, fmt in dict.fromkeys(logs) if f != "-" and k is not None and k > 1
     ]
@@ -357,8 +357,8 @@ def _repeated(
     kinds = {fmt for _, _, fmt in repeated}
     opening = REPEATED[2] if len(kinds) > 1 else REPEATED[0 if "inspect-ai" in kinds else 1]
     said = f"{opening}{shown}{more}: "
-    if whole:
-        return said + _DRAWN
+    if tail or whole:
+        return said + (tail or _DRAWN)
     if sums:
         return said + (
             "the figures weigh every answer; the summary's Poisson sums draw each question's "
@@ -404,14 +404,14 @@ def recorded(source: Any) -> Any:
 
 
 def source_checks(
-    sources: Any, by: str | None, whole: bool, sums: bool
+    sources: Any, by: str | None, whole: bool, sums: bool, tail: str = ""
 ) -> tuple[str | None, str | None]:
     """(:func:`pooled_models`, :func:`_repeated`) of a summary's sources, from what each
-    source records (:func:`recorded`)."""
+    source records (:func:`recorded`), ``tail`` as :func:`_repeated` takes it."""
     read = [s for s in sources if s.skipped is None and s.name != "-"]
     named = [(s.name, s.model) for s in read if s.format in _MODEL_OF]
     logs = [(s.name, s.epochs, s.format) for s in read if s.format in _REPEATS_OF]
-    return _pooled(named, by), _repeated(logs, whole, sums)
+    return _pooled(named, by), _repeated(logs, whole, sums, tail)
 
 
 def repeating(files: list[str]) -> bool:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
-from calibcli.reports.gate import Gate
+from calibcli.reports.gate import Gate, floor_reason
 from calibcli.reports.report import Note, Report, Section, assemble
 
 _PPL_KEYS = ("perplexity", "byte_perplexity", "word_perplexity")
@@ -149,6 +150,47 @@ def macro_figures(groups: dict[str, Section]) -> dict[str, Any]:
     return out
 
 
+def repeat_floors(summary: Any, gate: Gate | None) -> Callable[[Any, str | None], dict[str, str]]:
+    """Why the floors of ``gate`` on the sequences (--min-rows) and the tokens (--min-tokens)
+    of a view (pooled when its group is None) fail closed when the runs read scored each
+    question several times (their recorded epochs or train trials): each question counts
+    once. The rows carry no question keys, so the questions are a lower bound: each run's rows
+    over its epochs, rounded up (a group's over the most epochs of any run, as its rows are
+    not known by run); the tokens likewise, over the most epochs, a question's repeats
+    scoring the same tokens."""
+    from calibcli.summaries import most_epochs
+
+    sources = [s for s in getattr(summary, "sources", ()) if s.skipped is None]
+    most = most_epochs(sources)
+    floors = gate.minimums if gate and most else {}
+    rows_of: dict[int, int] = {}  # epochs -> the rows of the runs scored that many times
+    for s in sources:
+        k = s.epochs if s.epochs and s.epochs > 1 else 1
+        rows_of[k] = rows_of.get(k, 0) + s.rows
+
+    def closed(view: Any, group: str | None) -> dict[str, str]:
+        out: dict[str, str] = {}
+        n, tokens = int(view.sequences), view.total_tokens
+        least = floors.get("sequences")
+        if least is not None:
+            questions = -(-n // most)
+            if group is None and sum(rows_of.values()) == n:
+                questions = sum(-(-rows // k) for k, rows in rows_of.items())
+            why = floor_reason(n, questions, least, exact=False)
+            if why is not None:
+                out["sequences"] = why
+        least = floors.get("total_tokens")
+        if least is not None and tokens is not None and -(-tokens // most) < least:
+            out["total_tokens"] = (
+                f"the {tokens:,} tokens are of rows that repeat their questions (see the "
+                f"warning) and hold as few as {-(-tokens // most):,} tokens of distinct "
+                f"questions, fewer than {least:,}; each question's tokens count once"
+            )
+        return out
+
+    return closed
+
+
 def perplexity_report(summary: Any, gate: Gate) -> Report:
     """The perplexity report: token figures, bytes and words, logprob counts, groups (and,
     beside the pooled figures, their macro average as lm-eval's group rows show it), gate."""
@@ -164,10 +206,16 @@ def perplexity_report(summary: Any, gate: Gate) -> Report:
         and summary.settings.by == "task"
     )
     notes = [Note("macro", MACRO_NOTE)] if harness else []
+    repeats = repeat_floors(summary, gate)
+
+    def build(view: Any, group: str | None) -> Section:
+        section = perplexity_section(view)
+        return Section(section.figures, section.notes, {**repeats(view, group), **section.closed})
+
     return assemble(
         "perplexity",
         summary,
-        lambda view, group: perplexity_section(view),
+        build,
         gate=gate,
         closing=closing,
         notes=notes,
