@@ -79,9 +79,12 @@ def read_predictions(
     labels: list[str] | None = None,
     row_keys: bool = False,
     part: tuple[int, int] | None = None,
+    resamples: tuple[int, int] | None = None,
 ) -> Any:
     """Check the options, then read calibration rows into a summary (``row_keys``: key every
-    row for the Poisson bootstrap; ``part``: ``summarize --part k/K``'s share of one file)."""
+    row for the Poisson bootstrap; ``part``: ``summarize --part k/K``'s share of one file;
+    ``resamples``: ``summarize --bootstrap-samples N --seed S``, which summary files given
+    must hold)."""
     from calibcli.io import read_calibration
 
     check_calibration_options(reading.fmt, plot, labels)
@@ -107,6 +110,7 @@ def read_predictions(
         gold_field=reading.gold_field,
         choices=reading.choices,
         row_keys=row_keys,
+        resamples=resamples,
         part=part,
         given=reading.given,
     )

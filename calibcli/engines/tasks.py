@@ -200,6 +200,7 @@ def _read_rows(job: FileJob) -> Any:
             keep_columns=True,
             per_source=options.get("by") is None,
             row_keys=job.bootstrap is not None,
+            resamples=job.bootstrap,
             span=job.span,
             workers=1,
             **options,

@@ -336,6 +336,7 @@ def read_calibration(
     all_runs: bool = False,
     part: tuple[int, int] | None = None,
     row_keys: bool = False,
+    resamples: tuple[int, int] | None = None,
     gold_field: str | None = None,
     choices: list[str] | tuple[str, ...] | None = None,
     span: tuple[int, int] | None = None,
@@ -379,12 +380,13 @@ def read_calibration(
     rows are merged with the others (:mod:`calibcli.io.parts`). ``part=(k, K)`` reads only
     the k-th of K ranges of one plain JSON Lines file, cut at line starts; ``span=(start,
     stop)`` the lines of one that start in that byte range (ranges that tile a file read each
-    line once, with its number in the file). ``row_keys`` keys
-    every kept row for the Poisson bootstrap (an id's hash, or the source's content and the
-    row's line); a source is then read in one process. ``given`` names the settings the
-    caller was given (``bins``, ``confidence_field``, ``mc_norm``, ...; None: those not at this
-    function's defaults): a summary file's settings are taken for the others, and one given
-    at another value than the file's is invalid input.
+    line once, with its number in the file). ``row_keys`` keys every kept row for the Poisson
+    bootstrap (an id's hash, or the source's content and the row's line), a source then read in
+    one process; ``resamples=(samples, seed)``, its resamples, which summary files read must
+    hold (their rows are not there to resample). ``given`` names the settings the caller was
+    given (``bins``, ``confidence_field``, ``mc_norm``, ...; None: those not at this function's
+    defaults): a summary file's settings are taken for the others, and one given at another
+    value than the file's is invalid input.
     """
     from calibcli.io.plan import ReadPlan, answer_options
     from calibcli.io.sources import BLOCK_SIZE
@@ -418,6 +420,7 @@ def read_calibration(
         gold_field=gold_field,
         options=options,
         row_keys=row_keys and keep_columns,
+        resamples=resamples,
     )
     if given is None:
         given = _not_default(read_calibration, settings)

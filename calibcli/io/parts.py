@@ -161,7 +161,9 @@ def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: i
     """The summary of the plain files read (``read_summary``, None when there were none) and
     of the summary files, as the command's reading ``plan`` asks: kept rows, when it keeps
     them, from the files' tables of distinct confidences (when one lacks its table the rows
-    are not kept and ``missing`` says why); bins rebuilt for ``rebin`` bins when given."""
+    are not kept and ``missing`` says why); bins rebuilt for ``rebin`` bins when given. The
+    Poisson bootstrap state is the one merging the files with a summary of the plain files
+    gives; ``plan.resamples`` asks for one, which every summary file must then hold."""
     from calibcli.summaries import (
         SummaryMismatch,
         check_copies,
@@ -191,6 +193,8 @@ def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: i
             check_source_copies([*parts, *read], remedy)
     except SummaryMismatch as e:
         raise PartsError(e.part or labels[0], None, str(e)) from None
+    if plan.resamples is not None and merged.kind == "calibration":
+        _check_resamples(parts, plan.resamples, rebin)
     if merged.kind == "perplexity":
         if read_summary is None:
             return merged
@@ -219,11 +223,48 @@ def combine(read_summary: Any, parts: list[tuple[str, Any]], plan: Any, rebin: i
 
     inputs = [merged] if read_summary is None else [read_summary, merged]
     out = _merge(merge_calibration, inputs, labels)
+    if read_summary is not None and read_summary.bootstrap is not None:
+        # the state merging the parts with the plain files' part gives: the same sums added
+        # in the same order, so the same bits
+        from calibcli.summaries import merged_bootstrap
+
+        state = merged_bootstrap([read_summary, *(p for _, p in parts)], out.group_names)
+        out = replace(out, bootstrap=state, _views={})
     if out.kept is not None or not plan.keep_rows:  # nothing reads them from here on
         out = replace(out, distinct=None, moments=None, missing=None, _views={})
     if rebin is not None:
         out = rebinned(out, rebin, keep_rows=plan.keep_rows)
     return out
+
+
+def _check_resamples(
+    parts: list[tuple[str, Any]], resamples: tuple[int, int], rebin: int | None
+) -> None:
+    """InputError naming a summary file whose bootstrap state is not the one asked for (its
+    ``resamples``, in the bins read): one without cannot get it, its rows are not there to
+    resample; one with other resamples, seed or bins cannot be merged with it."""
+    from calibcli.summaries import bootstrap_difference
+
+    samples, seed = resamples
+    for label, part in parts:
+        state = part.bootstrap
+        if state is None:
+            raise InputError(
+                label,
+                None,
+                f"it holds no bootstrap state and its rows are not there to resample: "
+                f"{samples:,} resamples cannot be drawn from it (summarize its inputs with "
+                f"--bootstrap-samples {samples}, or leave --bootstrap-samples out)",
+            )
+        bins = part.settings.bins if rebin is None else rebin
+        differs = bootstrap_difference(state, bins, samples, seed)
+        if differs is not None:
+            raise InputError(
+                label,
+                None,
+                f"cannot merge its bootstrap state with the {samples:,} resamples of seed "
+                f"{seed} in {bins} bins asked for: {differs}",
+            )
 
 
 def _with_bootstrap(summary: Any, like: Any) -> Any:

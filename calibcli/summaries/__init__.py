@@ -91,6 +91,8 @@ _LAZY = {
         (
             "TABLE_MODES",
             "bootstrap_state",
+            "bootstrap_difference",
+            "merged_bootstrap",
             "check_disjoint",
             "load_parts",
             "merge_parts",

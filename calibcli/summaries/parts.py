@@ -38,8 +38,11 @@ def to_part(
     summary: Any, table: str = "auto", bootstrap: tuple[int, int] | None = None
 ) -> tuple[Any, list[str]]:
     """The part of a summary read with its rows kept (a perplexity summary is a part as it
-    is), and the warnings making it raised. ``bootstrap=(samples, seed)`` adds the Poisson
-    bootstrap's replicate sums (the rows must have been read with their keys)."""
+    is), and the warnings making it raised. The Poisson bootstrap's replicate sums of summary
+    files read (their merged state) are kept, as merging keeps them; ``bootstrap=(samples,
+    seed)`` adds them from the rows' keys when there is no such state (the rows must have been
+    read with their keys, and summary files read with that state: see ``resamples`` of
+    :func:`calibcli.io.read_calibration`)."""
     if summary.kind != "calibration":
         return summary, []
     from calibcli.summaries.distinct import DistinctTable
@@ -66,10 +69,25 @@ def to_part(
             )
             warnings.append(f"the table of distinct confidences was dropped: {missing}")
             distinct = None
-    state = None
-    if bootstrap is not None:
+    state = summary.bootstrap
+    if state is not None and state.bins != summary.settings.bins:
+        # summary files rebinned (--bins): their sums are of other bins, which nothing reads
+        warnings.append(
+            f"the bootstrap state was dropped: its sums are of {state.bins} bins, not "
+            f"{summary.settings.bins} (summarize the inputs again with --bins "
+            f"{summary.settings.bins} to keep one)"
+        )
+        state = None
+    if bootstrap is not None and state is None:
         samples, seed = bootstrap
         state = bootstrap_state(summary, summary.settings.bins, samples, seed)
+        if state is None:
+            raise ValueError("the Poisson bootstrap's sums need the rows read with their keys")
+    elif bootstrap is not None and (state.samples, state.seed) != tuple(bootstrap):
+        raise ValueError(
+            f"a bootstrap state of {state.samples} resamples (seed {state.seed}) is not the "
+            f"{bootstrap[0]} (seed {bootstrap[1]}) asked for"
+        )
     part = replace(
         summary,
         kept=None,
@@ -130,23 +148,58 @@ def merge_row_state(summaries: list[Any], index: Any, grouped: bool) -> tuple[An
     missing = next((s.missing for s in summaries if s.missing is not None), None)
     if missing is None and any(s.distinct is not None for s in summaries) and distinct is None:
         missing = "a part it was merged with holds no table of distinct confidences"
-    bootstrap = None
-    if all(s.bootstrap is not None for s in summaries):
-        from calibcli.metrics import PoissonState
-
-        first = summaries[0].bootstrap
-        bootstrap = PoissonState.empty(
-            bins=first.bins, samples=first.samples, seed=first.seed, groups=groups
-        )
-        identity = np.arange(groups)
-        with phase("merging bootstrap sums", len(summaries)) as advance:
-            for done, (s, m) in enumerate(zip(summaries, maps, strict=True), 1):
-                try:
-                    bootstrap = bootstrap.merged(s.bootstrap, identity, m, groups)
-                except ValueError as e:
-                    raise SummaryMismatch(f"cannot merge their bootstrap states: {e}") from None
-                advance(done)
+    bootstrap = _merged_bootstrap(summaries, maps, groups)
     return distinct, moments, missing, bootstrap
+
+
+def merged_bootstrap(summaries: list[Any], group_names: tuple[str, ...] | None) -> Any:
+    """The Poisson bootstrap state of summaries (each holding one) merged as :func:`merge_parts`
+    merges parts, in their canonical order, their groups numbered as ``group_names`` (the merged
+    summary's; None: no groups) number them: the same sums, added in the same order."""
+    summaries = sorted(summaries, key=canonical_key)
+    if group_names is None:
+        return _merged_bootstrap(summaries, [np.zeros(1, np.intp)] * len(summaries), 1)
+    from calibcli.summaries.rows import GroupIndex
+
+    index = GroupIndex(group_names)
+    maps = [index.remap(s.group_names) for s in summaries]
+    return _merged_bootstrap(summaries, maps, len(index))
+
+
+def bootstrap_difference(state: Any, bins: int, samples: int, seed: int) -> str | None:
+    """Why a bootstrap state cannot be merged with the one of ``samples`` resamples of
+    ``seed`` in ``bins`` bins, in the words merging two such parts uses; None when it can."""
+    if (state.bins, state.samples, state.seed) == (bins, samples, seed):
+        return None
+    from calibcli.metrics import PoissonState
+
+    try:  # raises, before adding any sum, when they differ
+        state.merged(PoissonState.empty(bins=bins, samples=samples, seed=seed, groups=1))
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def _merged_bootstrap(summaries: list[Any], maps: list[np.ndarray], groups: int) -> Any:
+    """The summaries' bootstrap states added in order, group g of the i-th at ``maps[i][g]``;
+    None unless every summary holds one."""
+    if not all(s.bootstrap is not None for s in summaries):
+        return None
+    from calibcli.metrics import PoissonState
+
+    first = summaries[0].bootstrap
+    bootstrap = PoissonState.empty(
+        bins=first.bins, samples=first.samples, seed=first.seed, groups=groups
+    )
+    identity = np.arange(groups)
+    with phase("merging bootstrap sums", len(summaries)) as advance:
+        for done, (s, m) in enumerate(zip(summaries, maps, strict=True), 1):
+            try:
+                bootstrap = bootstrap.merged(s.bootstrap, identity, m, groups)
+            except ValueError as e:
+                raise SummaryMismatch(f"cannot merge their bootstrap states: {e}") from None
+            advance(done)
+    return bootstrap
 
 
 # --------------------------------------------------------------------------- merging parts

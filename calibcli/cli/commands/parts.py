@@ -179,15 +179,18 @@ def summarize(
         raise usage_error("--seed seeds --bootstrap-samples; give --bootstrap-samples N too")
     if bootstrap_samples is not None and chosen != "calibration":
         raise usage_error("--bootstrap-samples resamples calibration rows; these are perplexity")
+    resamples = None if bootstrap_samples is None else (bootstrap_samples, seed or 0)
     if chosen == "calibration":
-        # the commands' own reading, every reading option included
+        # the commands' own reading, every reading option included; summary files keep their
+        # bootstrap state, which must then be the one asked for
         data = read_predictions(
             files,
             reading,
             bins=bins,
             keep_columns=True,
-            row_keys=bootstrap_samples is not None,
+            row_keys=resamples is not None,
             part=where,
+            resamples=resamples,
         )
     else:
         from calibcli.io import read_perplexity
@@ -205,7 +208,6 @@ def summarize(
         data = read(read_perplexity, files, reading.fmt, reading.quiet, **fields, **options)
     from calibcli.summaries import partial_inputs, to_part
 
-    resamples = None if bootstrap_samples is None else (bootstrap_samples, seed or 0)
     with phases(reading.quiet):
         summary, warnings = to_part(data, table.value, resamples)
     # pieces missing from summary files read here are said, not kept: a reader of this file
