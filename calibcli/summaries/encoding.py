@@ -37,10 +37,8 @@ from calibcli.summaries.calibration import (
     Source,
 )
 from calibcli.summaries.exact import ExactSums
-from calibcli.summaries.fingerprint import RowFingerprint
 from calibcli.summaries.ids import RowIds
 from calibcli.summaries.perplexity import PerplexitySettings, PerplexitySummary
-from calibcli.summaries.rows import RowColumns
 from calibcli.summaries.tables import BinTable, TotalsTable
 
 FORMAT_VERSION = 2
@@ -397,7 +395,15 @@ def _row_ids(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> RowIds | No
 def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_rows: bool = False):
     """A summary from a decoded header and its arrays (by name). ``table_in_rows``: a
     worker's share whose kept rows carry its table (:meth:`CalibrationBuilder.share`), sent
-    with an empty table."""
+    with an empty table. The records of the rows' count are checked to agree
+    (:mod:`calibcli.summaries.row_records`)."""
+    from calibcli.summaries.row_records import (
+        check_calibration,
+        check_perplexity,
+        read_fingerprint,
+        read_kept_rows,
+    )
+
     kind = meta.get("kind")
     groups = meta.get("groups")
     if groups is not None and (
@@ -425,9 +431,11 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_ro
         table = _get_totals(meta.get("table"), arrays)
         if names is not None and table.groups != len(names):
             raise SummaryError("a damaged calibcli summary (groups and totals disagree)")
-        return PerplexitySummary(
+        summary = PerplexitySummary(
             settings, table, names, sources, warnings, present, _row_ids(meta, arrays)
         )
+        check_perplexity(summary)
+        return summary
     table = _get_bin_table(meta.get("table"), arrays)
     groups = table.groups
     if table_in_rows and names is not None and meta.get("rows") is not None and not groups:
@@ -438,41 +446,30 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_ro
         _source(e, None if e.get("table") is None else _get_bin_table(e["table"], arrays))
         for e in meta.get("sources") or ()
     )
-    rows = None
-    spec = meta.get("rows")
-    if spec is not None:
-        right, wrong = arrays[spec["right"]], arrays[spec["wrong"]]
-        right_ids = wrong_ids = None
-        if "right_groups" in spec:
-            right_ids = arrays[spec["right_groups"]].astype(np.intp)
-            wrong_ids = arrays[spec["wrong_groups"]].astype(np.intp)
-        rows = RowColumns(right, wrong, right_ids, wrong_ids)
+    rows = read_kept_rows(meta.get("rows"), arrays, groups)
     distinct, moments = _get_distinct(meta, arrays), _get_moments(meta, arrays)
     for part, what in ((distinct, "table of distinct confidences"), (moments, "row sums")):
         if part is not None and part.groups != groups:
             raise SummaryError(f"a damaged calibcli summary (its {what} and groups disagree)")
     missing = meta.get("missing")
     bootstrap = _get_bootstrap(meta, arrays, groups)
-    fp = meta.get("fingerprint") or {}
-    fingerprint = RowFingerprint(
-        int(fp.get("rows", 0)),
-        int(fp.get("total", "0"), 16),
-        arrays.get(fp.get("sample", ""), np.zeros(0, np.uint64)).astype(np.uint64),
-    )
-    return CalibrationSummary(
+    summary = CalibrationSummary(
         settings,
         table,
         names,
         rows,
         sources,
         warnings,
-        fingerprint,
+        read_fingerprint(meta.get("fingerprint"), arrays),
         _row_ids(meta, arrays),
         distinct,
         moments,
         None if missing is None else str(missing),
         bootstrap,
     )
+    known = "rows" in (meta.get("fingerprint") or {})
+    check_calibration(summary, fingerprint_known=known, table_in_rows=table_in_rows)
+    return summary
 
 
 def _get_bootstrap(meta: dict[str, Any], arrays: dict[str, np.ndarray], groups: int) -> Any:
