@@ -105,3 +105,24 @@ def _has_avx512() -> bool:
     except OSError:
         return False
     return False
+
+
+DIGITS = (
+    "numpy was loaded before calibcli, with AVX-512 exp and log loops (and OpenBLAS kernels) "
+    "that the command line leaves out: nll, smece and fitted maps may differ from its figures "
+    "in the last digit; import calibcli before numpy, pandas or anything else that loads numpy "
+    "for the command's digits"
+)
+_said: list[bool] = []  # DIGITS is said once a process
+
+
+def warn_other_digits(stacklevel: int = 2) -> None:
+    """Warn (RuntimeWarning, once a process) when numpy was loaded with the AVX-512 loops that
+    the command line leaves out (:func:`numpy_has_avx512_loops`): figures computed here (the
+    Python functions', an engine's report) may then differ from the command's in the last
+    digit. ``stacklevel`` as :func:`warnings.warn` takes it, counted from the caller."""
+    if not _said and numpy_has_avx512_loops():
+        import warnings
+
+        _said.append(True)
+        warnings.warn(DIGITS, RuntimeWarning, stacklevel=stacklevel + 1)

@@ -37,15 +37,6 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-DIGITS = (
-    "numpy was loaded before calibcli, with AVX-512 exp and log loops (and OpenBLAS kernels) "
-    "that the command line leaves out: nll, smece and fitted maps may differ from its figures "
-    "in the last digit; import calibcli before numpy, pandas or anything else that loads numpy "
-    "for the command's digits"
-)
-_said: list[bool] = []  # DIGITS is said once a process
-
-
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         _warn_digits()
@@ -56,14 +47,10 @@ def __getattr__(name: str) -> Any:
 def _warn_digits() -> None:
     """Warn (RuntimeWarning, once) when numpy was loaded with the AVX-512 loops that the
     command line leaves out, so the functions' figures may differ from its in the last digit."""
-    from calibcli.system import numpy_has_avx512_loops
+    from calibcli.system import warn_other_digits
 
-    if not _said and numpy_has_avx512_loops():
-        import warnings
-
-        _said.append(True)
-        # the caller of calibcli.NAME (through calibcli's __getattr__ and this one)
-        warnings.warn(DIGITS, RuntimeWarning, stacklevel=4)
+    # the caller of calibcli.NAME (through calibcli's __getattr__ and this one)
+    warn_other_digits(stacklevel=4)
 
 
 def __dir__() -> list[str]:

@@ -6,6 +6,13 @@ a summary file given as an input (its rows rebuilt from the table of distinct co
 it holds one; without it, the figures that need every row are null with the reason).
 :meth:`EngineSummary.write` writes the part, which ``calibcli calibrate``, ``merge`` and the
 other commands read like the output of ``calibcli summarize``.
+
+The report's log loss and smooth ECE take logs and exponentials of every row, whose last bits
+depend on how numpy loaded: ``import calibcli`` before numpy leaves numpy's AVX-512 exp and log
+loops (and OpenBLAS's AVX-512 kernels) out, as the command line does, and the report is then the
+command's to the bit. A driver that loaded numpy first (pandas, Dask's DataFrames and a Spark
+session all do) is warned, as the Python functions warn, that those figures may differ in the
+last digit.
 """
 
 from __future__ import annotations
@@ -82,6 +89,28 @@ class EngineSummary:
         ``--min-rows``/``--min-tokens`` gates (count -> least value: ``{"n": 1000}``,
         ``{"total_tokens": ...}`` or ``{"sequences": ...}``), and ``gate_each`` applies them
         to every group too (``--gate-each``)."""
+        from threadpoolctl import threadpool_limits
+
+        from calibcli.system import warn_other_digits
+
+        warn_other_digits()
+        # one BLAS thread, as the command line measures: a product split between threads sums
+        # its terms in another order
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._report(
+                strategy, min_populated_bins, ci, limits, gate_on, floors, gate_each
+            )
+
+    def _report(
+        self,
+        strategy: str,
+        min_populated_bins: int,
+        ci: float | None,
+        limits: dict[str, float] | None,
+        gate_on: str,
+        floors: dict[str, int] | None,
+        gate_each: bool,
+    ) -> dict[str, Any]:
         from calibcli.reports import (
             CALIBRATION,
             PERPLEXITY,
