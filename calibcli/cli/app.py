@@ -198,3 +198,11 @@ def say(line: str) -> None:
     :func:`calibcli.errors.one_line`: whatever it quotes (a file name, a field or group name)
     cannot split it in two or reach the terminal as a command."""
     typer.echo(one_line(line), err=True)
+
+
+def warn(text: str) -> None:
+    """Print ``warning: text`` on stderr (:func:`say`) and, under GitHub Actions, annotate it,
+    as a report's warnings are: for what a command says outside its report (summarize, merge,
+    apply, and the picture's note)."""
+    say(f"warning: {text}")
+    github.warned(text)

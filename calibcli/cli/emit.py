@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from calibcli.cli import github
-from calibcli.cli.app import say, usage_error
+from calibcli.cli.app import say, usage_error, warn
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def emit(
     for warning in report.warnings:
         say(f"warning: {warning}")
     if drawn is not None:
-        say(f"warning: {drawn}")
+        warn(drawn)
     if sys.stdout is None:
         raise usage_error("cannot write to standard output: it is closed")
     text = report_text if document is None else document

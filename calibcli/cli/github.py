@@ -142,6 +142,13 @@ def error(message: str, cause: BaseException | None = None) -> None:
         _emit(workflow_command("error", message, title="calibcli"))
 
 
+def warned(message: str) -> None:
+    """Annotate a warning said outside a report (titled as a report's are not: by its text
+    alone). Nothing outside GitHub Actions."""
+    if active():
+        _emit(workflow_command("warning", message))
+
+
 def input_error_command(exc: InputError) -> str:
     """``::error file=F,line=L::detail``. Standard input has no file to point at, and a
     locator inside a whole document (``samples/3_epoch_1.json``) is no line number: those stay

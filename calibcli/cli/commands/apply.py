@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.cli.app import EXIT_CODES, app, say, usage_error
+from calibcli.cli.app import EXIT_CODES, app, usage_error, warn
 from calibcli.cli.emit import check_outputs
 from calibcli.cli.options import (
     ByOpt,
@@ -102,14 +102,14 @@ def apply_calibrator(
     if confidence_field is None:
         confidence_field = recorded if isinstance(recorded, str) else "confidence"
     elif isinstance(recorded, str) and recorded != confidence_field:  # shown under -q too
-        say(
-            f"warning: the calibrator was fitted on the field {recorded!r}; it maps "
+        warn(
+            f"the calibrator was fitted on the field {recorded!r}; it maps "
             f"{confidence_field!r} here, as --confidence-field asked"
         )
     fitted_format = calibrators.fitted_on.get("format")
     if isinstance(fitted_format, str) and fitted_format not in ("jsonl", "mixed"):
-        say(
-            f"warning: the calibrator was fitted on {fitted_format} rows; it maps the JSON Lines "
+        warn(
+            f"the calibrator was fitted on {fitted_format} rows; it maps the JSON Lines "
             f"rows' {confidence_field!r} here, whose confidences may be taken another way"
         )
     check_outputs(output=output)
@@ -121,7 +121,7 @@ def apply_calibrator(
             seen.add(group)
         return calibrators.for_group(group).apply(confidences)
 
-    reading = {"all_runs": all_runs, "warn": lambda line: say(f"warning: {line}")}
+    reading = {"all_runs": all_runs, "warn": warn}
     if output is None and sys.stdout is None:
         raise usage_error("cannot write to standard output: it is closed")
     try:
@@ -154,4 +154,4 @@ def apply_calibrator(
         typer.echo(f"recalibrated {count:,} rows ({calibrators.method})", err=True)
     pooled = pooled_map_note(calibrators, by, seen)
     if pooled:
-        say(f"warning: {pooled}")
+        warn(pooled)

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calibcli.cli.app import EXIT_CODES, app, say, usage_error
+from calibcli.cli.app import EXIT_CODES, app, usage_error, warn
 from calibcli.cli.options import (
     BinsOpt,
     BytesField,
@@ -217,7 +217,7 @@ def summarize(
         summary = replace(summary, warnings=tuple(w for w in summary.warnings if w not in said))
     # what reading said (re-runs left out, models pooled, ...) is kept in the file and said here
     for warning in dict.fromkeys([*data.warnings, *warnings]):
-        say(f"warning: {warning}")
+        warn(warning)
     size = _write(output, summary)
     if not reading.quiet and size is not None:
         typer.echo(f"{_described(summary)} -> {output} ({_size(size)})", err=True)
@@ -321,7 +321,7 @@ def merge(
     # pieces of a file missing (a failed job): merged all the same, so that the others may be
     # merged in later, and said, as every command reading the file says it
     for warning in partial_inputs(merged.sources):
-        say(f"warning: {output}: {warning}")
+        warn(f"{output}: {warning}")
     if not quiet and size is not None:
         count = f"{len(parts)} part{'s' if len(parts) != 1 else ''}"
         typer.echo(f"{count}: {_described(merged)} -> {output} ({_size(size)})", err=True)
