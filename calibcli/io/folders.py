@@ -10,7 +10,10 @@ a task are left out but the newest.
 
 A pattern lets one argument stand for several files where a command takes one per side
 (``compare 'runA/*.jsonl' 'runB/*.jsonl'``) and where no shell expands it. It is expanded only
-when no file has that very name, in name order; one that matches nothing is an error.
+when no file has that very name, in name order; one that matches nothing is an error. ``**``
+matches any number of subfolders (``'runs/**/*.jsonl'``), as Python's recursive glob and the
+shells' ``globstar`` read it; a pattern holding ``**`` stands for the files it matches, not for
+the folders (which would bring their files twice).
 """
 
 from __future__ import annotations
@@ -81,13 +84,21 @@ def hidden_files(sources: list[str]) -> list[str]:
     return said
 
 
+def _matches(pattern: str) -> list[str]:
+    """The paths a pattern matches, sorted by name (``**``: any depth, files only)."""
+    matched = sorted(glob.glob(pattern, recursive=True))
+    if "**" in pattern:
+        matched = [m for m in matched if not os.path.isdir(m)]
+    return matched
+
+
 def _folders(sources: list[str]) -> list[str]:
     """The folders among the sources, and among the paths their patterns match (as
     :func:`expand` reads them)."""
     out = []
     for source in sources:
         if source != "-" and not os.path.exists(source) and any(c in source for c in "*?["):
-            out += [m for m in sorted(glob.glob(source)) if os.path.isdir(m)]
+            out += [m for m in _matches(source) if os.path.isdir(m)]
         elif source != "-" and os.path.isdir(source):
             out.append(source)
     return out
@@ -100,7 +111,7 @@ def expand(sources: list[str]) -> list[str]:
     out: list[str] = []
     for source in sources:
         if source != "-" and not os.path.exists(source) and any(c in source for c in "*?["):
-            matched = sorted(glob.glob(source))
+            matched = _matches(source)
             if not matched:
                 raise InputError(source, None, "no file matches this pattern")
             out.extend(expand(matched))
