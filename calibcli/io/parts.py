@@ -316,11 +316,18 @@ def rebinned(summary: Any, bins: int, *, keep_rows: bool) -> Any:
 def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
     """The kind of rows (``calibration`` or ``perplexity``) the inputs hold: a summary file's,
     else ``perplexity`` for an inspect-ai log that scores prompts (:func:`_scores_prompts`),
-    else the first row's of the first file (JSON Lines, plain or compressed); ``calibration`` when
-    that cannot be told (stdin, whole documents, blank or unreadable files). ``fields`` are the
-    field options (``confidence_field`` ... ``logprobs_field``)."""
+    else the first row's of the first file that holds one (JSON Lines, plain or compressed;
+    folders and patterns stand for their files, and a blank file, such as a shard whose job
+    wrote nothing, decides nothing); ``calibration`` when that cannot be told (stdin, whole
+    documents, unreadable files). ``fields`` are the field options (``confidence_field`` ...
+    ``logprobs_field``)."""
     from calibcli import formats
+    from calibcli.io.folders import expand
 
+    try:
+        files = expand(list(files))
+    except InputError:
+        pass  # the reading says what is wrong with them
     for path in files:
         if is_summary_file(path):
             return load(path).kind
@@ -328,7 +335,7 @@ def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
         return formats.FORMAT_PROVIDES[fmt][0]
     if fmt in ("auto", "inspect-ai") and files and _scores_prompts(files[0]):
         return "perplexity"
-    row = _first_row(files[0]) if files else None
+    row = next((r for r in map(_first_row, files[:FIRST_FILES]) if r is not None), None)
     if not isinstance(row, dict):
         return "calibration"
     detect = {k: v for k, v in fields.items() if k != "bytes_field" and k != "words_field"}
@@ -380,6 +387,10 @@ def _scores_prompts(path: str) -> bool:
     return not any(
         x in ("C", "I", "N") or (isinstance(x, (bool, int, float)) and x in (0, 1)) for x in flat
     )
+
+
+FIRST_FILES = 64
+"""Files looked at, in order, for a first row that tells the kind."""
 
 
 def _first_row(path: str) -> Any:

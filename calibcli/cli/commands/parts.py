@@ -88,7 +88,8 @@ KindOpt = once(
     Kind,
     "--kind",
     help="The rows to summarize: calibration (confidence, correct) or perplexity (NLL, "
-    "tokens); auto decides from the first row of the first file.",
+    "tokens); auto decides from the first row of the first file that holds one (a folder's "
+    "files in name order).",
 )
 PartOpt = once(
     str,
@@ -225,7 +226,7 @@ def summarize(
 
 def _kind(files: list[str], reading: Reading, fields: dict[str, str]) -> str:
     """--kind auto: the kind of a summary file given, else of the first row of the first
-    file; calibration when that cannot be told."""
+    file that holds one; calibration when that cannot be told."""
     from calibcli.io import input_kind
 
     return input_kind(
