@@ -113,6 +113,8 @@ def apply_calibrator(
             f"rows' {confidence_field!r} here, whose confidences may be taken another way"
         )
     check_outputs(output=output)
+    if output is not None:
+        _check_output_kind(files, output)
 
     seen: set[str] = set()  # the --by groups met, for the warning on those without a map
 
@@ -155,3 +157,36 @@ def apply_calibrator(
     pooled = pooled_map_note(calibrators, by, seen)
     if pooled:
         warn(pooled)
+
+
+# what an output's name says it holds, less a compression suffix
+_JSON_ENDINGS = (".jsonl", ".ndjson", ".json")
+
+
+def _check_output_kind(files: list[str], output: Path) -> None:
+    """Exit 2 when ``-o`` names a kind of file other than the rows written: apply writes each
+    row as its input holds it (a table's rows as a table, JSON rows as JSON), so a CSV
+    written to ``out.jsonl`` (or JSON Lines to ``out.csv``) would not read back. An output
+    named otherwise (``out.txt``) is written as it comes."""
+    from calibcli.io import InputError, delimited_kind
+    from calibcli.io.compression import without_suffix
+    from calibcli.io.folders import expand
+
+    try:
+        inputs = expand(list(files))
+    except InputError:
+        return  # the reading says what is wrong with them
+    tables = {delimited_kind(f) for f in inputs if f != "-"} - {None}
+    wanted = delimited_kind(output.name)
+    named_json = without_suffix(output.name.lower()).endswith(_JSON_ENDINGS)
+    if tables and (named_json or (wanted is not None and wanted not in tables)):
+        kind = "/".join(sorted(tables)).upper()
+        raise usage_error(
+            f"{output}: the rows are written as their input holds them, a {kind} table; name "
+            f"the output .{sorted(tables)[0]}"
+        )
+    if not tables and wanted is not None:
+        raise usage_error(
+            f"{output}: the rows are written as their input holds them, JSON; name the output "
+            ".jsonl"
+        )
