@@ -12,6 +12,7 @@ reached by another route (:mod:`calibcli.summaries.copies`) unless ``--all-runs`
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Collection
 from dataclasses import fields, replace
@@ -324,10 +325,8 @@ def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
     from calibcli import formats
     from calibcli.io.folders import expand
 
-    try:
+    with contextlib.suppress(InputError):  # the reading says what is wrong with them
         files = expand(list(files))
-    except InputError:
-        pass  # the reading says what is wrong with them
     for path in files:
         if is_summary_file(path):
             return load(path).kind
