@@ -168,17 +168,13 @@ def _check_output_kind(files: list[str], output: Path) -> None:
     row as its input holds it (a table's rows as a table, JSON rows as JSON), so a CSV
     written to ``out.jsonl`` (or JSON Lines to ``out.csv``) would not read back. An output
     named otherwise (``out.txt``) is written as it comes."""
-    from calibcli.io import InputError, delimited_kind
-    from calibcli.io.compression import without_suffix
-    from calibcli.io.folders import expand
+    from calibcli.io import delimited_kind, named_files, suffix_codec
 
-    try:
-        inputs = expand(list(files))
-    except InputError:
-        return  # the reading says what is wrong with them
-    tables = {delimited_kind(f) for f in inputs if f != "-"} - {None}
+    tables = {delimited_kind(f) for f in named_files(list(files)) if f != "-"} - {None}
     wanted = delimited_kind(output.name)
-    named_json = without_suffix(output.name.lower()).endswith(_JSON_ENDINGS)
+    name = output.name.lower()
+    codec = suffix_codec(name)
+    named_json = (name[: -len(codec.suffix)] if codec else name).endswith(_JSON_ENDINGS)
     if tables and (named_json or (wanted is not None and wanted not in tables)):
         kind = "/".join(sorted(tables)).upper()
         raise usage_error(
