@@ -32,7 +32,41 @@ def read(read: Callable[..., Any], files: list[str], fmt: Any, quiet: bool, **op
     if fmt.value == "auto" and not quiet:
         read_files = [(s.display, s.format) for s in data.sources if s.skipped is None]
         announce_formats(read_files)
-    return data
+    return unused(data, read, options)
+
+
+def unused(data: Any, reader: Callable[..., Any], options: dict[str, Any]) -> Any:
+    """The data with :func:`unused_warnings` of the files it read (``options``: as given to
+    ``reader``, ``given`` among them)."""
+    from dataclasses import replace
+
+    formats = [s.format for s in data.sources if s.skipped is None and s.format is not None]
+    said = [w for w in unused_warnings(reader, options, formats) if w not in data.warnings]
+    return replace(data, warnings=(*data.warnings, *said)) if said else data
+
+
+def unused_warnings(
+    reader: Callable[..., Any], options: dict[str, Any], formats: list[str]
+) -> list[str]:
+    """A warning for each reading option given at another value than its default
+    (``options``: as given to ``reader``, ``given`` naming those given) that the rows of none
+    of ``formats`` (the files read) use (:func:`calibcli.formats.unused_options`): a
+    misspelt or misplaced option would otherwise leave the figures those of the rows read
+    without it, without a word. None when what was given is not known."""
+    import inspect
+
+    from calibcli.io import unused_options
+
+    named = options.get("given")
+    if named is None:
+        return []
+    defaults = inspect.signature(reader).parameters
+    given = {  # in the reader's order, so that the warnings come in the same order each run
+        name: value
+        for name, value in options.items()
+        if name in named and name in defaults and value != defaults[name].default
+    }
+    return unused_options(given, formats)
 
 
 def announce_formats(found: Iterable[tuple[str, str | None]]) -> None:

@@ -73,7 +73,15 @@ from calibcli.formats.lm_eval import (
     task_from_filename,
 )
 from calibcli.formats.logprobs import logprobs_row, openai_body, openai_rows, vllm_rows
-from calibcli.formats.registry import BY_NAME, NAMES, REGISTRY, SUM_FIELDS, Format, providing
+from calibcli.formats.registry import (
+    BY_NAME,
+    NAMES,
+    REGISTRY,
+    SUM_FIELDS,
+    Format,
+    providing,
+    unused_options,
+)
 
 __all__ = [
     "BY_NAME",
@@ -125,6 +133,7 @@ __all__ = [
     "providing",
     "taken_mode",
     "task_from_filename",
+    "unused_options",
     "value_span",
     "vllm_rows",
 ]

@@ -54,10 +54,11 @@ def openai_rows(obj: Mapping[str, Any]) -> list[PerplexityRow]:
     row, in the order of ``choices``; pooled totals are the same as one row per response.
 
     ``bytes`` is the sum of ``len(content[j].bytes)`` for chat logprobs when every token carries
-    its byte list, else ``None`` (legacy completions log no bytes). A batch line with an error
-    or a status other than 200, a choice without logprobs, a legacy ``token_logprobs`` null
-    after the first position (a missing score) or a chat token whose ``bytes`` is null raise
-    ValueError.
+    its byte list, else ``None`` (legacy completions log no bytes); the perplexity reader takes
+    the counts --bytes-field and --words-field name beside a one-choice response, bytes that
+    must agree with the tokens'. A batch line with an error or a status other than 200, a
+    choice without logprobs, a legacy ``token_logprobs`` null after the first position (a
+    missing score) or a chat token whose ``bytes`` is null raise ValueError.
     """
     body = openai_body(obj)
     choices = body.get("choices")
@@ -150,7 +151,8 @@ def vllm_rows(obj: Mapping[str, Any], *, part: str = "prompt") -> list[Perplexit
     ``outputs[k].token_ids[j]`` the same way.
 
     ``bytes`` is ``None``: ``decoded_token`` is not a faithful byte count for tokens that split
-    a UTF-8 character.
+    a UTF-8 character. (The perplexity reader takes bytes and words from the fields
+    --bytes-field and --words-field name beside a one-sequence output.)
     """
     if part == "prompt":
         if "prompt_logprobs" not in obj and isinstance(obj.get("choices"), list):

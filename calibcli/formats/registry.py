@@ -4,14 +4,16 @@
 An entry says what the format holds (``provides``: calibration and/or perplexity rows), how a
 file's first row is recognised (``detect``, tried in ``priority`` order), how one decoded JSON
 value becomes rows (``calibration`` / ``perplexity``; the native format is read by the typed
-fast path instead), and how its rows are identified across files (``default_id``). A new
+fast path instead), how its rows are identified across files (``default_id``), and which
+reading options its rows read (``reads``), with what they take instead of those they do not
+(``takes``, by :data:`OPTION_TOPICS`), so that an option no file read uses is said. A new
 format is one entry here plus its row functions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from calibcli.formats.choices import LETTERS, evals_match_row, openai_choice_row
@@ -39,6 +41,13 @@ class Format:
     # the top-level keys that make a row of this format (alternatives), for naming the closest
     # format when none is detected
     keys: Callable[[Fields], tuple[tuple[str, ...], ...]] = lambda f: ()
+    # the reading options (parameter names) its rows read, and for each topic of
+    # :data:`OPTION_TOPICS` whose options they do not all read, what its rows take instead
+    reads: tuple[str, ...] = ()
+    takes: Mapping[str, str] = field(default_factory=dict)
+    # whether its perplexity rows take the bytes and words counts named by --bytes-field and
+    # --words-field from the row (the other formats carry their own counts, or none)
+    counts: bool = False
 
 
 def has_field(row: Mapping[str, Any], name: str) -> bool:
@@ -126,6 +135,18 @@ REGISTRY: tuple[Format, ...] = (
             (f["confidence_field"], f["correct_field"]),
             (f["nll_field"], f["tokens_field"]),
         ),
+        reads=(
+            "confidence_field",
+            "correct_field",
+            "nll_field",
+            "tokens_field",
+        ),
+        takes={
+            "confidence": "take their confidence from --confidence-field",
+            "correct": "take their correctness from --correct-field",
+            "nll": "take their NLL and tokens from --nll-field and --tokens-field",
+        },
+        counts=True,
     ),
     Format(
         "lm-eval",
@@ -137,6 +158,12 @@ REGISTRY: tuple[Format, ...] = (
         _lm_eval_rolling,
         default_id="task + doc_id",
         keys=lambda f: (("doc_id", "filtered_resps"),),
+        reads=("mc_norm",),
+        takes={
+            "confidence": "take their confidence from the choices' loglikelihoods",
+            "correct": "take their correctness from the document's gold choice",
+            "nll": "take their NLL from the harness's rolling loglikelihood",
+        },
     ),
     Format(
         "logprobs",
@@ -149,6 +176,9 @@ REGISTRY: tuple[Format, ...] = (
         ),
         perplexity=_logprobs,
         keys=lambda f: ((f["logprobs_field"],),),
+        reads=("logprobs_field",),
+        takes={"nll": "take their NLL and tokens from --logprobs-field"},
+        counts=True,
     ),
     Format(
         "openai",
@@ -159,6 +189,13 @@ REGISTRY: tuple[Format, ...] = (
         _openai_choices,
         lambda row, **_: openai_rows(row),
         keys=lambda f: (("id", "object", "choices"), ("custom_id", "response")),
+        reads=("gold_field", "choices"),
+        takes={
+            "confidence": "take their confidence from the answer token's logprobs over --choices",
+            "correct": "take their correctness from --gold-field",
+            "nll": "take their NLL from the response's token logprobs",
+        },
+        counts=True,
     ),
     Format(
         "vllm",
@@ -168,6 +205,8 @@ REGISTRY: tuple[Format, ...] = (
         _vllm,
         perplexity=lambda row, **_: vllm_rows(row),
         keys=lambda f: (("prompt_token_ids", "prompt_logprobs"),),
+        takes={"nll": "take their NLL from the prompt's logprobs"},
+        counts=True,
     ),
     Format(
         "inspect-ai",
@@ -179,6 +218,13 @@ REGISTRY: tuple[Format, ...] = (
         lambda row, **_: [inspect_prompt_row(row)],
         default_id="id + epoch",
         keys=lambda f: (("id", "epoch", "scores", "output"),),
+        reads=("scorer", "inspect_confidence"),
+        takes={
+            "confidence": "take their confidence from the output's token logprobs "
+            "(--inspect-confidence)",
+            "correct": "take their correctness from a scorer's verdict (--scorer)",
+            "nll": "take their NLL from the prompt's logprobs",
+        },
     ),
     Format(
         "openai-evals",
@@ -189,6 +235,11 @@ REGISTRY: tuple[Format, ...] = (
         _evals,
         default_id="sample_id",
         keys=lambda f: (("run_id", "event_id", "sample_id", "type", "data"),),
+        reads=("choices",),
+        takes={
+            "confidence": "take their confidence from the sampling event's logprobs over --choices",
+            "correct": "take their correctness from the match event's verdict",
+        },
     ),
     Format(
         "helm",
@@ -200,6 +251,12 @@ REGISTRY: tuple[Format, ...] = (
         lambda row, **_: [helm_perplexity_row(row)],
         default_id="instance_id + train_trial_index",
         keys=lambda f: (("instance_id", "train_trial_index", "stats"),),
+        takes={
+            "confidence": "take their confidence from the max_prob statistic",
+            "correct": "take their correctness from the exact_match statistic",
+            "nll": "take their NLL and tokens from the logprob and num_perplexity_tokens "
+            "statistics",
+        },
     ),
     Format(
         "sums",
@@ -208,12 +265,56 @@ REGISTRY: tuple[Format, ...] = (
         8,
         _sums,
         keys=lambda f: tuple((total, count) for total, count, _ in SUM_FIELDS),
+        takes={"nll": "take their NLL and tokens from nll_sum/n_tokens or sum_logprob/num_tokens"},
+        counts=True,
     ),
 )
 
 BY_NAME: dict[str, Format] = {f.name: f for f in REGISTRY}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
 DETECTION: tuple[Format, ...] = tuple(sorted(REGISTRY, key=lambda f: f.priority))
+
+
+#: The reading options a format may read or not, by what they decide of a row: its
+#: confidence, its correctness, its NLL and tokens. (--bytes-field and --words-field follow
+#: ``counts``, and ``perplexity`` says those a file's own counts leave unread.)
+OPTION_TOPICS: dict[str, str] = {
+    "confidence_field": "confidence",
+    "mc_norm": "confidence",
+    "inspect_confidence": "confidence",
+    "choices": "confidence",
+    "correct_field": "correct",
+    "scorer": "correct",
+    "gold_field": "correct",
+    "nll_field": "nll",
+    "tokens_field": "nll",
+    "logprobs_field": "nll",
+}
+
+
+def reads(option: str, formats: Collection[str]) -> bool:
+    """Whether rows of any of ``formats`` read ``option`` (a parameter name of
+    :data:`OPTION_TOPICS`; another option, or a format not in the registry, counts as read)."""
+    return option not in OPTION_TOPICS or any(
+        f not in BY_NAME or option in BY_NAME[f].reads for f in formats
+    )
+
+
+def unused_options(given: Mapping[str, Any], formats: Collection[str]) -> list[str]:
+    """One warning per option of ``given`` (parameter name -> value as given, in order) that
+    the rows of no format of ``formats`` (those of the files read) read, naming what each takes
+    instead: ``--mc-norm bytes: inspect-ai rows take their confidence from ...; the option is
+    not used``. Nothing when no file was read."""
+    read = list(dict.fromkeys(formats))
+    said = []
+    for option, value in given.items():
+        if not read or reads(option, read):
+            continue
+        topic = OPTION_TOPICS[option]
+        ways = "; ".join(f"{f} rows {BY_NAME[f].takes.get(topic, 'do not read it')}" for f in read)
+        shown = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+        said.append(f"--{option.replace('_', '-')} {shown}: {ways}; the option is not used")
+    return said
 
 
 def providing(kind: str) -> tuple[str, ...]:
@@ -227,9 +328,12 @@ __all__ = [
     "DETECTION",
     "MC_NORMS",
     "NAMES",
+    "OPTION_TOPICS",
     "REGISTRY",
     "SUM_FIELDS",
     "Format",
     "has_field",
     "providing",
+    "reads",
+    "unused_options",
 ]

@@ -29,6 +29,7 @@ from calibcli.errors import InputError, shown_name
 
 __all__ = [
     "CALIBRATION_FORMATS",
+    "COUNTED_FORMATS",
     "FORMATS",
     "INSPECT_CONFIDENCES",
     "MAX_LINE_BYTES",
@@ -68,18 +69,21 @@ __all__ = [
     "resampled_by_row",
     "suffix_codec",
     "summary_sources",
+    "unused_options",
     "whole_read",
     "without_partial",
 ]
 
 from calibcli.formats import BY_NAME as _FORMATS
 from calibcli.formats import CONFIDENCES as INSPECT_CONFIDENCES
-from calibcli.formats import MC_NORMS, NAMES, providing
+from calibcli.formats import MC_NORMS, NAMES, providing, unused_options
 
 FORMATS = ("auto", *NAMES)
 """Every ``--format`` value: ``auto`` (detected per file) or a format of the registry."""
 CALIBRATION_FORMATS = ("auto", *providing("calibration"))
 PERPLEXITY_FORMATS = ("auto", *providing("perplexity"))
+COUNTED_FORMATS = tuple(f.name for f in _FORMATS.values() if f.counts)
+"""The formats whose rows take the counts --bytes-field and --words-field name."""
 
 
 def default_id(fmt: str) -> str:
@@ -197,9 +201,11 @@ def _files_read(sources: Any) -> list[tuple[str, int | None]]:
 def _no_rows(read: list[tuple[str, int | None]]) -> list[str]:
     """What to say of a file of no rows beside others (a shard whose job wrote nothing): the
     rows counted are the others' alone."""
+    from calibcli.io.sources import display_name  # standard input as <stdin>, as errors say
+
     if len(read) < 2:
         return []
-    return [f"{shown_name(name)}: {NO_ROWS}" for name, rows in read if rows == 0]
+    return [f"{shown_name(display_name(name))}: {NO_ROWS}" for name, rows in read if rows == 0]
 
 
 def whole_read(summary: Any, *, by: str | None = None, all_runs: bool = False) -> Any:

@@ -200,10 +200,15 @@ def perplexity_router(spec: Any) -> Router:
         if fmt in ("lm-eval", "logprobs", "sums"):
             single = spec.converter(fmt)
             return lambda obj: [single(obj)]
-        from calibcli.formats import perplexity_rows
+        from calibcli.formats import BY_NAME, perplexity_rows
         from calibcli.io.rows import check_counts
 
+        counted = BY_NAME[fmt].counts  # --bytes-field / --words-field beside the response
+
         def rows(obj: dict) -> list[tuple]:
+            found = perplexity_rows(fmt, obj)
+            if counted:
+                found = spec.beside(found, obj)
             # the last value says "this row's NLL overflowed a double"; an infinite NLL here is
             # a -inf logprob (a zero-probability token): a finite sum past 1.8e308 needs
             # logprobs no API writes
@@ -211,7 +216,7 @@ def perplexity_router(spec: Any) -> Router:
                 check_counts(
                     (float(r.nll), r.tokens, r.bytes, r.words, r.nulls, r.sentinels, False)
                 )
-                for r in perplexity_rows(fmt, obj)
+                for r in found
             ]
 
         return rows

@@ -451,6 +451,40 @@ class PerplexityRow:
             out.append(None)
         return tuple(out)
 
+    def beside(self, rows: list, obj: dict) -> list:
+        """The rows of one response (``formats.PerplexityRow`` values) with the bytes and words
+        counts its own fields give (:meth:`_optional`, read at its top level).
+
+        A count is of one scored sequence, so a response of several (choices) cannot take
+        one. Where the format counts bytes itself (OpenAI chat tokens' ``bytes``), the two
+        must agree: neither is taken over the other."""
+        counts = self._optional(obj)
+        if all(c is None for c in counts):
+            return rows
+        named = [
+            self.count_fields[k]
+            for k, c in zip(("bytes", "words"), counts, strict=True)
+            if c is not None
+        ]
+        if len(rows) != 1:
+            raise ValueError(
+                f"{named[0]} is given beside {len(rows)} scored sequences (choices), so which "
+                "one it counts is unknown: give each sequence its own row"
+            )
+        (row,) = rows
+        nbytes, words = counts
+        if nbytes is not None and row.bytes is not None and nbytes != row.bytes:
+            raise ValueError(
+                f"{self.count_fields['bytes']} {nbytes} and the {row.bytes} bytes of the "
+                "scored tokens disagree"
+            )
+        return [
+            row._replace(
+                bytes=row.bytes if nbytes is None else nbytes,
+                words=row.words if words is None else words,
+            )
+        ]
+
     def converter(self, fmt: str) -> Callable[[dict], tuple]:
         """Row -> values for an input format (``jsonl``, ``lm-eval``, ``logprobs`` or
         ``sums``)."""

@@ -31,7 +31,12 @@ from calibcli.cli.options import (
     one,
 )
 from calibcli.cli.progress import phases
-from calibcli.cli.reading import announce_formats, one_blas_thread, worker_errors
+from calibcli.cli.reading import (
+    announce_formats,
+    one_blas_thread,
+    unused_warnings,
+    worker_errors,
+)
 from calibcli.cli.reading_options import Reading, reading_options
 
 
@@ -75,7 +80,9 @@ def compare(
     gate fails closed, as the binned checks (ECE, MCE, RMSCE) do when a side populates fewer than
     --min-populated-bins bins. --min-rows N fails unless N rows are compared.
     """
-    from calibcli.io import InputError, default_id, delimited_kind, read_compared
+    from dataclasses import replace
+
+    from calibcli.io import InputError, default_id, delimited_kind, read_calibration, read_compared
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
 
     id_field = reading.id_field
@@ -96,7 +103,10 @@ def compare(
     if label and plot is None:
         raise usage_error("--label names --plot series; give --plot PATH too")
     if label and len(label) != 2:
-        raise usage_error("--label is given twice for compare: the names of BASE and NEW")
+        raise usage_error(
+            f"--label is given {'once' if len(label) == 1 else f'{len(label)} times'}; compare "
+            "takes it twice, the names of BASE and NEW, in order"
+        )
     check_outputs(output=output, summary=summary, plot=plot, html=html)
     keyed = {
         "id_field": None if unpaired else id_field,
@@ -117,6 +127,9 @@ def compare(
         matched, found = read_compared(base, new, unpaired=unpaired, **keyed)
     except InputError as exc:
         raise usage_error(str(exc)) from None
+    unused = unused_warnings(read_calibration, {**keyed, "given": reading.given}, list(found))
+    if unused:
+        matched = replace(matched, warnings=(*matched.warnings, *unused))
     if not unpaired:
         try:
             tables = any(delimited_kind(side) for side in (base, new))
