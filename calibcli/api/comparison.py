@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import replace
 from typing import Any
@@ -252,5 +253,13 @@ def _margins(given: dict[str, float] | None, name: str) -> list[str]:
     texts = []
     for figure, margin in given.items():
         number = isinstance(margin, (int, float)) and not isinstance(margin, bool)
-        texts.append(f"{figure}={float(margin)!r}" if number else f"{figure}={margin}")
+        texts.append(f"{figure}={_number(margin)!r}" if number else f"{figure}={margin}")
     return texts
+
+
+def _number(value: float) -> float:
+    """A number as a float; an int no float holds infinite, as the command reads 1e400."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf

@@ -9,6 +9,7 @@ from (their files, format and fields), so a report of them is the command's for 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -177,10 +178,11 @@ def reading_arguments(
     fields = {}
     for name in ("confidence_field", "correct_field", "scorer", "gold_field", "by", "id_field"):
         if got.get(name) is not None:
-            fields[name] = text(where, name, got[name])
+            check = text if name == "scorer" else field_name
+            fields[name] = check(where, name, got[name])
     choices = got.get("choices")
     if choices is not None:
-        choices = choices.split(",") if isinstance(choices, str) else list(choices)
+        choices = answer_options(where, choices)
     megabytes = {}
     for name in ("max_line_mb", "max_document_mb"):
         if got.get(name) is not None:
@@ -257,8 +259,9 @@ def given(
 ) -> Predictions:
     """The rows given to a function: :class:`Predictions` as they are (``correct`` None), or
     arrays checked by the commands' row rules. ``group`` holds each row's group (named as
-    ``--by`` names a field's values: ``1``, ``true``, a string as it is), reported under
-    ``by`` (default ``"group"``); ``ids`` each row's id (compare's matching). InputError
+    ``--by`` names a field's values: ``1``, ``true``, a string as it is, a missing value
+    such as None, NaN or pandas' NA ``null``), reported under ``by`` (default ``"group"``);
+    ``ids`` each row's id (compare's matching: a null or NaN id is refused). InputError
     names the first bad row by its index (``<arrays>: index 3: confidence 1.5 is outside
     [0, 1]``); ``what`` names the argument when a function takes several sets of rows."""
     if isinstance(confidence, Predictions):
@@ -273,6 +276,8 @@ def given(
     if correct is None:
         raise TypeError("give the rows' correctness beside their confidences, or Predictions")
     name = f"{what} {ARRAYS}" if what else ARRAYS
+    if by is not None:
+        field_name(name, "by", by)
     conf = _column(name, confidence, _confidence_rule).astype(np.float64)
     corr = _column(name, correct, _correct_rule).astype(bool)
     n = conf.shape[0]
@@ -325,10 +330,9 @@ def _column(name: str, values: Any, rule: Callable[[], tuple[Callable, Callable]
     """One column checked: the rule on the whole array when it holds numbers, then the row
     rule (which words the message) on the first row it refuses, or on every row of an array
     of other values (booleans as confidences, floats as correctness: refused as in a file).
-    float32 and float16 values are read as written, as a file of them reads them."""
-    from calibcli.io import written_floats
-
-    arr = written_floats(np.asarray(values))
+    float32 and float16 values are read as written, as a file of them reads them: an array of
+    them, and each among a list's or an object array's values."""
+    arr = _written_values(values)
     if arr.ndim != 1:
         raise InputError(
             name, None, f"expected one value per row, not an array of shape {arr.shape}"
@@ -345,11 +349,102 @@ def _column(name: str, values: Any, rule: Callable[[], tuple[Callable, Callable]
     return arr
 
 
-def _values(name: str, column: Any, what: str) -> list[Any]:
-    values = column.tolist() if hasattr(column, "tolist") else list(column)
-    if any(isinstance(v, (list, dict)) for v in values):
-        raise InputError(name, None, f"{what} must hold one string or number per row")
+_NARROW = (np.float32, np.float16)
+
+
+def _written_values(values: Any) -> np.ndarray:
+    """``numpy.asarray(values)`` with every float32 and float16 value read as written
+    (:func:`~calibcli.io.narrow.written_floats`): an array of either dtype, and such scalars
+    among a list's or an object array's values (which ``asarray`` widens, or keeps as they
+    are), each as an array of its type reads it. An array of another dtype is returned as it
+    is, with no cost per value."""
+    from calibcli.io import written_floats
+
+    if isinstance(values, (list, tuple)):
+        if not any(t in _NARROW for t in set(map(type, values))):
+            return written_floats(np.asarray(values))  # float32 scalars alone: their array
+        return np.asarray(_written_scalars(list(values)))
+    arr = written_floats(np.asarray(values))
+    if arr.dtype != object:
+        return arr
+    flat = arr.reshape(-1).tolist()  # an object array's values as they are
+    if not any(t in _NARROW for t in set(map(type, flat))):
+        return arr
+    out = np.empty(arr.size, dtype=object)
+    out[:] = _written_scalars(flat)
+    return out.reshape(arr.shape)
+
+
+def _written_scalars(values: list) -> list:
+    """``values`` (a list, changed in place) with their float32 and float16 scalars replaced by
+    their values as written (Python floats), each type's read as one array of it."""
+    from calibcli.io import written_floats
+
+    if not any(t in _NARROW for t in set(map(type, values))):
+        return values
+    for kind in _NARROW:
+        at = [i for i, v in enumerate(values) if type(v) is kind]
+        if at:
+            read = written_floats(np.array([values[i] for i in at], kind)).tolist()
+            for i, value in zip(at, read, strict=True):
+                values[i] = value
     return values
+
+
+def _values(name: str, column: Any, what: str) -> list[Any]:
+    """One value per row (``what``: ``group`` or ``ids``), in the rows' order, as Python
+    values: numpy scalars as theirs (float32 and float16 as written). A group that is missing
+    (None, NaN, pandas' NA or NaT) is None, named ``null`` as the commands name a null or an
+    empty cell; any other group that is no string, number or boolean is an InputError naming
+    its row and type (ids are checked by compare's id rules). A set or a mapping, which holds
+    no row order, is refused."""
+    from collections.abc import Mapping, Set, ValuesView
+
+    if isinstance(column, (Set, Mapping, ValuesView)):
+        raise InputError(
+            name,
+            None,
+            f"{what}: a {type(column).__name__} holds no row order: give one value per row, "
+            "in the rows' order (a list or an array)",
+        )
+    dtype = getattr(column, "dtype", None)
+    if isinstance(column, np.ndarray) or (isinstance(dtype, np.dtype) and dtype.kind in "fmM"):
+        arr = _written_values(column)
+        if arr.ndim != 1:
+            shape = f"not an array of shape {arr.shape}"
+            raise InputError(name, None, f"{what}: expected one value per row, {shape}")
+        if arr.dtype.kind in "mM" and arr.shape[0]:  # tolist() would give them as integers
+            raise InputError(name, " index 0", _not_a_value(what, str(arr.dtype)))
+        values = arr.tolist()  # Python values; an object array's as they are
+    else:  # a list, or pandas' values (its missing values as themselves)
+        values = column.tolist() if hasattr(column, "tolist") else list(column)
+    values = _written_scalars(values)
+    missing = _missing()
+    for i, value in enumerate(values):
+        if isinstance(value, np.generic) and value.dtype.kind in "biufU":
+            value = values[i] = value.item()
+        if what != "group" or value is None or isinstance(value, str):
+            continue
+        if any(value is m for m in missing) or (isinstance(value, float) and value != value):
+            values[i] = None
+        elif not isinstance(value, (int, float)):
+            raise InputError(name, f" index {i}", _not_a_value(what, type(value).__name__))
+    return values
+
+
+def _not_a_value(what: str, kind: str) -> str:
+    if what == "group":
+        return f"group is of type {kind}, not a string, number or boolean"
+    return f"id is of type {kind}, not a string or number"
+
+
+def _missing() -> tuple[Any, ...]:
+    """pandas' missing values (NA, NaT), when pandas is loaded (no value of it can be given
+    before)."""
+    import sys
+
+    pandas = sys.modules.get("pandas")
+    return () if pandas is None else (pandas.NA, pandas.NaT)
 
 
 def _same_length(name: str, n: int, other: int, what: str) -> None:
@@ -414,6 +509,10 @@ def option(where: str, name: str, check: Callable[[Any], Any], value: Any) -> An
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InputError(where, None, f"{name}: {value!r} is not a number")
     try:
+        float(value)
+    except OverflowError:  # an int no float holds: infinite, as the command reads 1e400
+        value = math.inf if value > 0 else -math.inf
+    try:
         return check(value)
     except ValueError as exc:
         raise InputError(where, None, f"{name}: {exc}") from None
@@ -442,6 +541,34 @@ def text(where: str, name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise InputError(where, None, f"{name}: {value!r} is not a string")
     return value
+
+
+def field_name(where: str, name: str, value: Any) -> str:
+    """A field's name (a dotted path), refused empty as the command's field options refuse
+    it: an empty name would read no field, or the default one."""
+    if text(where, name, value) == "":
+        raise InputError(where, None, f"{name}: a field name cannot be empty")
+    return value
+
+
+def answer_options(where: str, value: Any) -> list[str]:
+    """``choices``: a comma-separated string (as ``--choices`` takes it) or a list of
+    strings, two or more distinct options (spaces around each ignored)."""
+    if isinstance(value, str):
+        options = value.split(",")
+    elif isinstance(value, (list, tuple)):
+        options = list(value)
+    else:
+        raise InputError(where, None, f"choices: {value!r} is not a string or a list of them")
+    for option in options:
+        if not isinstance(option, str):
+            raise InputError(where, None, f"choices: {option!r} is not a string")
+    stripped = [option.strip() for option in options]
+    if len(stripped) < 2 or "" in stripped or len(set(stripped)) != len(stripped):
+        raise InputError(
+            where, None, f"choices: {value!r} is not two or more distinct options, e.g. A,B,C"
+        )
+    return options
 
 
 def usage(where: str, check: Callable[..., Any], **options: Any) -> Any:

@@ -144,7 +144,16 @@ class Calibrator:
         import numpy as np
 
         from calibcli.api.predictions import Predictions, given
+        from calibcli.errors import InputError
+        from calibcli.summaries import MULTICLASS
 
+        if self.file.method == MULTICLASS:  # no confidence to map: it scores every choice
+            raise InputError(
+                "apply",
+                None,
+                "this calibrator scales lm-eval choices' loglikelihoods; apply() maps native "
+                "confidences (use calibcli calibrate --calibrator on lm-eval rows)",
+            )
         if isinstance(confidence, Predictions):
             if group is not None:
                 raise TypeError("apply() takes the groups of Predictions: give no group")

@@ -2,7 +2,7 @@
 (rows read twice). A native row has an id only when ``--id-field`` names one; an lm-eval row's
 id is its task (from the file name) and ``doc_id``; an inspect-ai sample's its ``id`` and
 ``epoch``. Ids keep JSON types apart: the number 1 and the string "1" are different ids; equal
-numbers are one id (1, 1.0 and 1e0); a null id is refused."""
+numbers are one id (1, 1.0 and 1e0); a null or NaN id is refused."""
 
 from __future__ import annotations
 
@@ -20,19 +20,24 @@ when ``--id-field`` names one."""
 def id_key(value: Any) -> Any:
     """A hashable id that keeps JSON types apart (1 and "1" are different ids) and folds equal
     numbers into one (5, 5.0 and 5e0 are one id, keyed as the integer 5), as compare's
-    canonical bytes (:func:`~calibcli.io.keys.canonical_value`) do; a null id is refused."""
+    canonical bytes (:func:`~calibcli.io.keys.canonical_value`) do; a null id is refused, and
+    so is a NaN id (NaN equals nothing, not even itself: no row could match it)."""
     if isinstance(value, bool):
         return ("literal", value)
     if isinstance(value, int):
         return ("number", value)
     if isinstance(value, float):
+        if value != value:
+            raise ValueError("is NaN, not a string or number")
         return ("number", int(value) if value.is_integer() else value)
     if isinstance(value, str):
         return ("string", value)
     if value is None:
         raise ValueError("is null, not a string or number")
-    kind = "an object" if isinstance(value, dict) else "a list"
-    raise ValueError(f"is {kind}, not a string or number")
+    if isinstance(value, (dict, list)):
+        kind = "an object" if isinstance(value, dict) else "a list"
+        raise ValueError(f"is {kind}, not a string or number")
+    raise ValueError(f"is of type {type(value).__name__}, not a string or number")
 
 
 def show_id(key: Any) -> str:
