@@ -158,6 +158,10 @@ def ltt_reference(rows, target, delta, *, exact=True, grid=None):
         if p > level:
             break
         best = j
+    if best is not None and ns[best] == len(rows):
+        # below the lowest confidence every candidate accepts every row: the answer is the
+        # highest of them, as the selective docstring says, never one lower on no evidence
+        best = ns.index(len(rows))
     return _answer(ts, ns, es, best, tests, p_values)
 
 

@@ -262,7 +262,9 @@ def select_threshold(
       (thresholds in [0, 1], e.g. :func:`threshold_grid`; the answer is one of them) or, with
       ``grid=None``, every distinct confidence. Candidates accepting so few rows that even
       zero errors cannot reject H0 ((1 − α)^n > δ) are not tested; the sequence starts after
-      them (n depends on the confidences only, never on the outcomes).
+      them (n depends on the confidences only, never on the outcomes). When the walk passes
+      candidates below the lowest confidence, which all accept every row, the answer is the
+      highest of them, not t = 0: below the rows seen the data cannot tell thresholds apart.
     * ``"sgr"`` — Selection with Guaranteed Risk (Geifman & El-Yaniv 2017): bisection over the
       m distinct confidences for K = max(1, ⌈log2 m⌉) steps, each tested at level δ/K
       (Bonferroni); a pass moves to lower thresholds, a failure to higher ones. Unlike the
@@ -337,6 +339,11 @@ def _fixed_sequence(
         p = float(binomial_tails(e[start], n[start], alpha)[0])
         return _choice(curve, "ltt", target, level, None, p, level, tests_run)
     k = fail - 1
+    if points[k] == curve.thresholds.shape[0] - 1:
+        # below the lowest confidence every candidate accepts every row: the walk passes them
+        # all alike, and the lowest says nothing the data showed; answer with the highest of
+        # them (tested and passed, so the guarantee holds), never below where rows were seen
+        k = int(np.searchsorted(points, points[k]))
     p = float(binomial_tails(e[k], n[k], alpha)[0])
     return _choice(
         curve, "ltt", target, level, int(points[k]), p, level, tests_run, float(values[k])

@@ -165,6 +165,32 @@ def _threshold_text(threshold: float) -> str:
     return repr(threshold) if float(text) in (0.0, 1.0) and float(text) != threshold else text
 
 
+def _target_text(target: float) -> str:
+    """The target accuracy as given (shortest round-trip text): 0.999999999 is not 1."""
+    return repr(float(target))
+
+
+def _below_evidence(curve: Any, chooser: Any, threshold: float | None) -> list[Note]:
+    """A warning when evaluated rows (``curve``'s) are accepted below the lowest confidence
+    among the rows ``threshold`` was chosen on (``chooser``'s curve): no row it was chosen on
+    was as unsure (none when no evaluated row lies between the two)."""
+    from calibcli.metrics import points_at
+
+    lowest = float(chooser.thresholds[-1])
+    if threshold is None or threshold >= lowest:
+        return []
+    j, k = points_at(curve.thresholds, threshold), points_at(curve.thresholds, lowest)
+    below = (int(curve.accepted[j]) if j >= 0 else 0) - (int(curve.accepted[k]) if k >= 0 else 0)
+    seen = _threshold_text(lowest)
+    text = (
+        f"the guaranteed threshold {_threshold_text(threshold)} lies below {seen}, the lowest "
+        f"confidence among the rows it was chosen on: it accepts {below:,} of the evaluated "
+        "rows between the two on no evidence"
+    )
+    general = "the guaranteed threshold accepts evaluated rows below any it was chosen on"
+    return [Note("below_evidence", text, detail=seen, general=general)] if below else []
+
+
 def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple[Note, str] | None:
     """The warning and the gate's reason when the guaranteed threshold's accuracy on the
     evaluated rows falls below the target (None when it does not, or is undefined)."""
@@ -173,22 +199,23 @@ def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple
     accuracy, target = seen["accuracy"], settings.target_accuracy
     if chosen["threshold"] is None or accuracy is None or accuracy >= target:
         return None
+    target = _target_text(target)
     right = seen["accepted"] - seen["errors"]
     fit = chosen["accuracy"]
     shown = _threshold_text(chosen["threshold"])
     text = (
         f"the guaranteed threshold {shown} accepts {seen['accepted']:,} of the "
         f"evaluated rows with accuracy {accuracy:.4g} ({right:,} right), below the target "
-        f"{target:g} ({fit:.4g} on the fit rows): on these rows it does not deliver the "
+        f"{target} ({fit:.4g} on the fit rows): on these rows it does not deliver the "
         "accuracy asked for"
     )
     general = (
         f"the guaranteed threshold's accuracy on the evaluated rows is below the target "
-        f"{target:g}: on these rows it does not deliver the accuracy asked for"
+        f"{target}: on these rows it does not deliver the accuracy asked for"
     )
     reason = (
         f"the guaranteed threshold's accuracy on the evaluated rows, {accuracy:.4g}, is below "
-        f"the target accuracy {target:g}"
+        f"the target accuracy {target}"
     )
     return Note("below_target", text, detail=f"{accuracy:.4g}", general=general), reason
 
@@ -324,11 +351,12 @@ def threshold_section(
         closed = {}
         if chosen.threshold is None:
             reason = (
-                f"no threshold reaches accuracy {settings.target_accuracy:g} with confidence "
-                f"{confidence(settings.delta)}"
+                f"no threshold reaches accuracy {_target_text(settings.target_accuracy)} with "
+                f"confidence {confidence(settings.delta)}"
             )
             closed["coverage"] = reason
             notes.append(Note("no_threshold", reason, explains=("threshold",)))
+        notes += _below_evidence(curve, chooser, chosen.threshold)
         below = _below_target(section, settings)
         if below is not None:
             notes.append(below[0])
@@ -428,6 +456,25 @@ def _other_rows(fit: Any, summary: Any) -> list[str]:
     return out
 
 
+def _fit_only(fit_groups: Any, summary: Any) -> list[Note]:
+    """A warning naming the --by groups found only in the --fit rows: no section of their own,
+    yet the pooled threshold was chosen on their rows too."""
+    from calibcli.reports.report import GROUPS_NAMED
+
+    views = summary.by_group()
+    evaluated = set() if views is None else {str(name) for name in views}
+    only = [g for g in fit_groups or () if views is not None and str(g) not in evaluated]
+    if not only:
+        return []
+    listed = ", ".join(f"{str(g)!r} ({fit_groups[g].n:,} rows)" for g in only[:GROUPS_NAMED])
+    listed += f" and {len(only) - GROUPS_NAMED:,} more" if len(only) > GROUPS_NAMED else ""
+    one = len(only) == 1
+    which = "group" if one else f"{len(only):,} groups"
+    text = f"the --fit input's {which} {listed} {'has' if one else 'have'} no evaluated rows: "
+    text += f"{'it is' if one else 'they are'} not reported, but the pooled threshold was chosen "
+    return [Note("fit_only_groups", text + f"on {'its' if one else 'their'} rows too")]
+
+
 def threshold_report(
     summary: Any,
     settings: ThresholdSettings,
@@ -516,6 +563,7 @@ def threshold_report(
         )
     if fit is not None:
         notes += [Note("fit_rows", text) for text in _other_rows(fit, summary)]
+        notes += _fit_only(fit_groups, summary)
     if overlap is not None:
         notes.append(Note("in_sample", overlap))
     elif not settings.fit_files:
