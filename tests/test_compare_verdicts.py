@@ -300,8 +300,8 @@ def test_api_rows_of_one_task_are_not_named(tmp_path):
 
 
 def test_an_infinite_nll_is_said_once_per_side_not_as_unexplained_nulls(tmp_path):
-    # NEW says 1.0 on a wrong answer: its NLL is infinite, and with it the difference and the
-    # interval's upper end; the nulls are explained by one warning, pooled and per group
+    # NEW says 1.0 on a wrong answer: its NLL is infinite, and with it the difference, which
+    # has no interval; the nulls are explained by one warning, pooled and per group
     rows = make_rows(60, seed=6)
     base = [{**r, "g": "x" if r["id"] % 2 else "y"} for r in rows]
     new = [dict(r) for r in base]
@@ -313,7 +313,8 @@ def test_an_infinite_nll_is_said_once_per_side_not_as_unexplained_nulls(tmp_path
     assert result.exit_code == 0, result.output
     said = (
         "a confidence of exactly 1 on a wrong answer (or 0 on a right one); written as null, as "
-        "are the difference and interval ends it leaves infinite or undefined"
+        "is the difference it leaves infinite or undefined, and that difference has no interval "
+        "(the resamples that miss such a row estimate another quantity)"
     )
     report = json.loads(result.stdout)
     assert report["warnings"] == [

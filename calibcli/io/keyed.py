@@ -196,7 +196,7 @@ def read_matched(
     groups = None if side.groups is None else set(side.groups)  # NEW's, to name its own
     del side
     warnings = tuple(dict.fromkeys((*base.warnings, *reader.warnings)))
-    paired = aligned(base, row_of, conf, corr, new_n, groups)
+    paired = aligned(base, row_of, conf, corr, new_n, groups, ranks=index.ranks())
     paired = replace(paired, warnings=warnings, **either(base.checks, reader.checks))
     return paired, found or "jsonl"
 

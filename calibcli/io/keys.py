@@ -179,6 +179,17 @@ class IdIndex:
                 k: j for j, k in enumerate(zip(ids.hi.tolist(), ids.lo.tolist(), strict=True))
             }
 
+    def ranks(self) -> np.ndarray:
+        """Each row's place among the side's ids sorted by hash (high half, then low): an order
+        of the rows that does not depend on the order they were read in, and that the ids two
+        sides share keep among themselves on either side."""
+        order = self.order
+        if self.exact is not None:  # ids sharing a high half: ordered by their low halves too
+            order = order[np.lexsort((self.lo, self.hi))]
+        ranks = np.empty(self.n, order.dtype)
+        ranks[order] = np.arange(self.n, dtype=order.dtype)
+        return ranks
+
     def rows_of(self, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
         """The row holding each id (given as its hash halves), -1 where none does."""
         if self.exact is not None:

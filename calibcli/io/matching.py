@@ -168,7 +168,7 @@ def match_keys(base: Any, new: Any, base_name: str = "base") -> Any:
     conf, corr = np.zeros(base.n), np.zeros(base.n, bool)
     conf[mine] = new.confidence[hit]
     corr[mine] = new.correct[hit]
-    paired = aligned(base, row_of, conf, corr, new.n, new.groups)
+    paired = aligned(base, row_of, conf, corr, new.n, new.groups, ranks=index.ranks())
     found = None
     if base.docs and new.docs:
         pairs = zip(rows.tolist(), mine.tolist(), strict=True)
@@ -188,10 +188,13 @@ def aligned(
     corr: np.ndarray,
     new_n: int,
     new_groups: Iterable[str] | None = None,
+    *,
+    ranks: np.ndarray | None = None,
 ) -> Any:
     """The rows both sides hold in BASE's order, from NEW's ``conf`` and ``corr`` written at
     their BASE rows (``row_of`` -1 where NEW has none); ``new_groups``, NEW's --by group of each
-    of its rows, names the groups only NEW holds."""
+    of its rows, names the groups only NEW holds. ``ranks``, each BASE row's place in the order
+    of its id's hash (:meth:`~calibcli.io.keys.IdIndex.ranks`), gives the pairs' ``order``."""
     from calibcli.summaries import PairedRows
 
     pairs = int(np.count_nonzero(row_of >= 0))
@@ -200,12 +203,14 @@ def aligned(
     if pairs == base.n:  # every BASE row matched: the columns as they are
         base_rows, new_rows = (base.confidence, base.correct), (conf, corr)
         groups = base.groups
+        order = ranks
     else:
         rows = np.flatnonzero(row_of >= 0)
         base_rows = (base.confidence[rows], base.correct[rows])
         new_rows = (conf[rows], corr[rows])
         groups = None if base.groups is None else [base.groups[i] for i in rows.tolist()]
         questions = None if questions is None else questions[rows]
+        order = None if ranks is None else ranks[rows]
     lost = (
         () if groups is None or pairs == base.n else tuple(sorted(set(base.groups) - set(groups)))
     )
@@ -224,4 +229,5 @@ def aligned(
         lost,
         questions=questions,
         new_only_groups=only_new,
+        order=order,
     )

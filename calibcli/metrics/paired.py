@@ -36,14 +36,21 @@ Resampling recipe (both bootstraps, reproducible in a plain loop). For replicate
 * paired, with ``clusters`` naming each row's question (an inspect-ai run's epochs: one row per
   answer): the C distinct labels numbered in increasing order, ``q = ...integers(0, C,
   size=C)`` from the same generator, and every row of question q is drawn as often as q (the
-  same on both sides). When every label is distinct the rows are drawn as above.
+  same on both sides). When every label is distinct the rows are drawn as above;
+* paired, with ``order`` giving each row a distinct integer key: as above with the rows taken
+  in increasing key order (``idx[i]`` is the row of the ``idx[i]``-th smallest key), so keys
+  that name the questions (their ids' hashes) make the intervals independent of the rows'
+  order, and swapping BASE and NEW negates every replicate difference.
 
 Each side's scalars are computed on the resample with the production bootstrap evaluator
 (row weights = how often each row was drawn), bins fixed at that side's full-sample edges (as in
 :mod:`calibcli.metrics.bootstrap`). The interval is the (1 − level)/2 and (1 + level)/2
-quantiles (numpy's linear method) of the replicate differences; replicates where the difference
-is undefined (nan: either side nan, or inf − inf) are left out of that figure's interval, and a
-figure with no defined replicate gets (nan, nan). The result depends only on (input, seed,
+quantiles (numpy's linear method; the upper one taken as minus the lower quantile of the
+negated differences, so that negated differences give exactly the mirrored interval) of the
+replicate differences; replicates where the difference is undefined (nan: either side nan, or
+inf − inf) are left out of that figure's interval. A figure with no defined replicate, or whose
+full-sample difference is not finite (a side infinite: the replicates that miss the rows making
+it so estimate another quantity), gets (nan, nan). The result depends only on (input, seed,
 samples), never on ``workers``.
 """
 
@@ -67,7 +74,7 @@ from calibcli.metrics.clusters import cluster_numbers
 from calibcli.metrics.core import PredictionColumns
 from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates
 from calibcli.metrics.progress import ProgressHook, current_progress, phase
-from calibcli.metrics.validation import as_correct, validate_predictions
+from calibcli.metrics.validation import as_correct, as_vector, validate_predictions
 
 __all__ = [
     "ClusteredMcNemarResult",
@@ -337,6 +344,7 @@ def paired_bootstrap(
     keys: Iterable[str] | None = None,
     workers: int = 1,
     clusters: object | None = None,
+    order: object | None = None,
 ) -> PairedBootstrapResult:
     """Percentile interval of NEW − BASE for each scalar, resampling questions in pairs.
 
@@ -345,10 +353,11 @@ def paired_bootstrap(
     applies it to both sides (see the module docstring). ``keys`` restricts the figures
     (default: all of ``SCALAR_KEYS``); leaving out smece/smece_bandwidth saves most of the work.
     ``clusters`` (integers, one per row) names each row's question when a question has several
-    rows: the questions are drawn whole (see the module docstring).
+    rows: the questions are drawn whole (see the module docstring). ``order`` (distinct
+    integers, one per row) fixes the order in which rows are drawn, whatever order they come in.
     """
     return _bootstrap_difference(
-        base, new, True, samples, seed, level, bins, strategy, keys, workers, clusters
+        base, new, True, samples, seed, level, bins, strategy, keys, workers, clusters, order
     )
 
 
@@ -419,6 +428,7 @@ def _bootstrap_difference(
     keys: Iterable[str] | None,
     workers: int,
     clusters: object | None = None,
+    order: object | None = None,
 ) -> PairedBootstrapResult:
     _check_options(samples, seed, workers, level)
     wanted = _wanted_keys(keys)
@@ -434,6 +444,7 @@ def _bootstrap_difference(
         if numbers.shape[0] != sides[0][0].shape[0]:
             raise ValueError(f"clusters hold {numbers.shape[0]} labels, not {sides[0][0].shape[0]}")
         questions = None if count == numbers.shape[0] else (numbers, count)
+    place = None if order is None else _places(order, sides[0][0].shape[0])
     # One side at a time: its point values, its engine and its replicates, the engine freed
     # before the other side's is built (a paired replicate's draws are a function of (seed, r)
     # alone, so the NEW side draws them again rather than both engines being held at once)
@@ -446,7 +457,7 @@ def _bootstrap_difference(
             scalars = calibration_estimates(columns, bins=bins, strategy=strategy).scalars()
             points.append({key: scalars[key] for key in wanted})
             del columns, scalars  # the evaluator makes its own layout of the rows
-            side = _SideEvaluator(conf, corr, edges, frozenset(wanted), questions)
+            side = _SideEvaluator(conf, corr, edges, frozenset(wanted), questions, place)
             runner = _SideRunner(side, paired, s)
             watch = None if hook is None else _half(advance, s, int(samples))
             side_replicates.append(
@@ -456,18 +467,19 @@ def _bootstrap_difference(
     with np.errstate(invalid="ignore"):  # inf − inf is undefined: nan, left out
         replicates = np.subtract(side_replicates[1], side_replicates[0])
     del side_replicates
-    q_lo, q_hi = (1.0 - level) / 2.0, (1.0 + level) / 2.0
+    with np.errstate(invalid="ignore"):
+        difference = {key: float(np.float64(points[1][key]) - points[0][key]) for key in wanted}
+    q_lo = (1.0 - level) / 2.0
     intervals, defined = {}, {}
     for key in wanted:
         column = replicates[:, _INDEX[key]]
         values = np.sort(column[~np.isnan(column)])
         defined[key] = int(values.shape[0])
-        if values.size == 0:
+        if values.size == 0 or not math.isfinite(difference[key]):
             intervals[key] = (math.nan, math.nan)
-        else:
-            intervals[key] = (sorted_quantile(values, q_lo), sorted_quantile(values, q_hi))
-    with np.errstate(invalid="ignore"):
-        difference = {key: float(np.float64(points[1][key]) - points[0][key]) for key in wanted}
+        else:  # the upper end as the lower one of the negated values: mirrored exactly
+            upper = -sorted_quantile(np.negative(values[::-1]), q_lo)
+            intervals[key] = (sorted_quantile(values, q_lo), upper)
     return PairedBootstrapResult(
         paired=paired,
         level=float(level),
@@ -498,6 +510,7 @@ class _SideEvaluator:
         edges: np.ndarray,
         wanted: frozenset[str],
         questions: tuple[np.ndarray, int] | None = None,
+        place: np.ndarray | None = None,
     ) -> None:
         # The engine's layout is built here, one class at a time, into the array the engine
         # keeps; row numbers are 32-bit where they fit (the order is held for the whole run)
@@ -506,8 +519,13 @@ class _SideEvaluator:
         order = np.empty(n, index)
         layout = np.empty(n)
         at = 0
+        # each class's rows in draw order, so rows of equal confidence keep it in the layout
+        drawn = None if place is None else np.argsort(place).astype(index, copy=False)
         for right in (False, True):
-            rows = (np.flatnonzero(corr) if right else np.flatnonzero(~corr)).astype(index)
+            if drawn is None:
+                rows = (np.flatnonzero(corr) if right else np.flatnonzero(~corr)).astype(index)
+            else:
+                rows = drawn[corr[drawn] == right]
             stop = at + rows.shape[0]
             part = layout[at:stop]
             np.take(conf, rows, out=part)
@@ -517,14 +535,15 @@ class _SideEvaluator:
             if not right:
                 n_wrong = stop
             at = stop
-        self.order = order
+        # without questions, each layout row's place in the draw (``place``: each row's)
+        self.order = order if place is None or questions is not None else place[order]
         self.n = n
         self.questions = questions  # (each row's question number, their count)
         self.engine = ReplicateEngine.from_layout(layout, n_wrong, edges, wanted)
 
     def weighing(self, rng: np.random.Generator) -> Callable:
         """The engine's block filler of N rows drawn with replacement:
-        ``rng.integers(0, N, size=N)`` in the side's row order, tallied, read in the engine's
+        ``rng.integers(0, N, size=N)`` in the draw's order of rows, tallied, read in the engine's
         layout (:meth:`ReplicateEngine.evaluate_each` gives their scalars); with questions,
         C questions drawn, each row counted as often as its question."""
         if self.questions is not None:
@@ -533,6 +552,19 @@ class _SideEvaluator:
             return self.engine.weighing(counts[self.order])
         counts = np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
         return self.engine.weighing(counts[self.order])
+
+
+def _places(order: object, n: int) -> np.ndarray:
+    """Each row's place in increasing order of its key in ``order`` (distinct integers)."""
+    keys = as_vector(order, "order")
+    if keys.shape[0] != n or (keys.size and keys.dtype.kind not in "iu"):
+        raise ValueError(f"order must hold {n} integers, got {keys.shape[0]} of {keys.dtype}")
+    ranked = np.argsort(keys, kind="stable")
+    if np.any(keys[ranked[1:]] == keys[ranked[:-1]]):
+        raise ValueError("order must hold distinct keys")
+    place = np.empty(n, np.int32 if n < 2**31 else np.intp)
+    place[ranked] = np.arange(n, dtype=place.dtype)
+    return place
 
 
 def _side_generator(seed: int, replicate: int, side: int) -> np.random.Generator:

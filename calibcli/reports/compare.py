@@ -87,12 +87,14 @@ def compare_section(
     upper_gate: bool = False,
     questions: Any = None,
     floor: int | None = None,
+    order: Any = None,
 ) -> Comparison:
     """Figures, differences, intervals and tests for aligned (paired) or independent rows.
     ``upper_gate``: a gate reads the worse ends of the intervals, so too few rows (or, for
     accuracy and AUROC, too few right or wrong answers on a side) close it. ``questions``
     labels each pair's question: the paired bootstrap draws each question's pairs together,
-    so those floors count questions, and so does ``floor`` (--min-rows)."""
+    so those floors count questions, and so does ``floor`` (--min-rows). ``order`` ranks the
+    pairs by id (:attr:`~calibcli.summaries.PairedRows.order`): the order they are drawn in."""
     from calibcli.metrics import (
         SCALAR_KEYS,
         delong_clustered,
@@ -114,6 +116,8 @@ def compare_section(
         return Comparison(Section(figures, notes, closed), Section({"rows": 0}, closed=closed))
     run = paired_bootstrap if settings.paired else unpaired_bootstrap
     drawn = {} if questions is None else {"clusters": questions}
+    if order is not None and settings.paired:
+        drawn["order"] = order
     result = run(
         base,
         new,
@@ -424,6 +428,7 @@ def compare_report(
     upper_gate = bool(gate) and gate.bound == "upper"
     questions = matched.questions if settings.paired else None
     floor = gate.minimums.get("rows") if gate else None
+    order = matched.order if settings.paired else None
     pooled = compare_section(
         matched.base,
         matched.new,
@@ -431,6 +436,7 @@ def compare_report(
         upper_gate=upper_gate,
         questions=questions,
         floor=floor,
+        order=order,
     )
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -515,8 +521,15 @@ def compare_report(
             base = (matched.base[0][rows], matched.base[1][rows])
             new = (matched.new[0][rows], matched.new[1][rows])
             asked = None if questions is None else questions[rows]
+            ranked = None if order is None else order[rows]
             groups[name] = compare_section(
-                base, new, settings, upper_gate=upper_gate, questions=asked, floor=floor
+                base,
+                new,
+                settings,
+                upper_gate=upper_gate,
+                questions=asked,
+                floor=floor,
+                order=ranked,
             )
         body["by"] = by
         body["groups"] = {name: g.section.figures for name, g in groups.items()}
@@ -542,13 +555,14 @@ INFINITE = "infinite"
 
 def _infinite_notes(result: Any) -> list[Note]:
     """A warning for each figure infinite on a side (nll: a confidence of exactly 1 on a wrong
-    answer, or 0 on a right one), explaining its nulls: the side's value, and the difference
-    and interval ends it leaves infinite or undefined."""
+    answer, or 0 on a right one), explaining its nulls: the side's value, the difference it
+    leaves infinite or undefined, and that difference's interval."""
     from calibcli.metrics import SCALAR_KEYS
 
     why = (
         "a confidence of exactly 1 on a wrong answer (or 0 on a right one); written as null, "
-        "as are the difference and interval ends it leaves infinite or undefined"
+        "as is the difference it leaves infinite or undefined, and that difference has no "
+        "interval (the resamples that miss such a row estimate another quantity)"
     )
     notes = []
     for key in SCALAR_KEYS:

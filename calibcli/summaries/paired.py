@@ -56,6 +56,10 @@ class PairedRows:
     # each pair's question (uint64 hashes) when a question has several pairs: the paired
     # bootstrap draws them together (None: one pair per question)
     questions: Any = None
+    # each pair's place in the order of its id's hash: the paired bootstrap draws the pairs in
+    # that order, so its intervals depend neither on the files' line order nor on which side is
+    # BASE (None: drawn in BASE's order)
+    order: Any = None
 
 
 def match(base: KeyedRows, new: KeyedRows) -> PairedRows:
