@@ -135,3 +135,16 @@ def test_target_accuracy_is_shown_as_given(tmp_path):
     reason = "no threshold reaches accuracy 0.999999999 with confidence 1 - 1e-100"
     assert reason in json.loads(result.stdout)["warnings"]
     assert f"warning: {reason}" in result.stderr.splitlines()
+
+
+def test_the_table_s_heading_shows_the_target_as_given(tmp_path):
+    """The heading read ``accuracy >= 1`` for a target of 0.999999999 (six significant digits);
+    a target that six digits show exactly is shown as before."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        "".join(f'{{"confidence": {0.5 + i / 200}, "correct": true}}\n' for i in range(100)),
+        encoding="utf-8",
+    )
+    for target, shown in (("0.999999999", "0.999999999"), ("0.8", "0.8")):
+        result = run(["threshold", rows, "--target-accuracy", target, "-q"])
+        assert f"Automation threshold: accuracy >= {shown} with probability" in result.stdout

@@ -298,6 +298,13 @@ def _gate(report: dict[str, Any]) -> list[Any]:
 # --------------------------------------------------------------------------- threshold
 
 
+def _as_given(value: float) -> str:
+    """A number as short as it reads back exactly: ``0.8`` as ``0.8``, ``0.999999999`` as
+    written, never rounded to ``1``."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
 def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
     """The chosen thresholds and summary figures, the risk–coverage table, a text curve."""
     method = {"ltt": "Learn then Test, fixed sequence", "sgr": "SGR bisection"}[report["method"]]
@@ -305,9 +312,9 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
     # a threshold chosen on recalibrated confidences is compared with the calibrator's output
     scored = "recalibrated confidence" if "recalibration" in report else "confidence"
     head = Text(
-        f"Automation threshold: accuracy >= {report['target_accuracy']:g} with probability "
-        f">= {confidence(report['delta'])} ({method}); rows with {scored} >= threshold are "
-        "accepted"
+        f"Automation threshold: accuracy >= {_as_given(report['target_accuracy'])} with "
+        f"probability >= {confidence(report['delta'])} ({method}); rows with {scored} >= "
+        "threshold are accepted"
     )
     figures = shown(THRESHOLD, report)
     table = _figure_table("Thresholds", report, figures)
