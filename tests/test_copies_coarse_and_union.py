@@ -163,3 +163,18 @@ def test_a_perplexity_file_beside_its_shards_is_refused(tmp_path):
     assert f"Error: {whole}: holds the rows of {parts[0]}, {parts[1]} and {parts[2]} together" in (
         result.stderr
     )
+
+
+def test_a_file_beside_its_shards_through_summaries_is_refused(tmp_path, shards):
+    """The shards' rows reach the command partly as files read here and partly as a summary
+    (or as summaries that each pool some of the files): still counted twice."""
+    whole, parts = shards
+    last = summarize(tmp_path, "p2.cbs", parts[2])
+    beside = run(["calibrate", parts[0], whole, parts[1], last, "-q"])
+    assert beside.exit_code == 2
+    assert f"{whole} holds the rows of" in beside.stderr and "together" in beside.stderr
+    pooled = summarize(tmp_path, "p01w.cbs", parts[0], whole, parts[1])
+    merged = run(["merge", pooled, last, "-o", tmp_path / "m.cbs"])
+    assert merged.exit_code == 2
+    assert f"{whole} (in {pooled}) holds the rows of" in merged.stderr
+    assert not (tmp_path / "m.cbs").exists()

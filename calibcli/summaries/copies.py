@@ -182,8 +182,9 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
             part=where[id(later)] or where[id(first)],
         )
     whole = None if with_ids else union_of_others(sources)
-    # a part that pooled a file and its shards did so on purpose (--all-runs)
-    if whole is not None and where[id(whole[0])] not in {where[id(s)] for s in whole[1]}:
+    # only a part that pooled a file and all its shards did so on purpose (--all-runs); files
+    # read here beside a part, or parts merged, that hold them are counted twice
+    if whole is not None and len({where[id(s)] for s in (whole[0], *whole[1])}) > 1:
         union, others = whole
         raise SummaryMismatch(
             f"{named(union)} holds the rows of {listed([named(s) for s in others])} together "
