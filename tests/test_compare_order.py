@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from harness import run, write_jsonl
+from numpy.random import SeedSequence, default_rng
 
 from calibcli.io.keys import canonical_value, hash_ids
 from calibcli.metrics import paired_bootstrap
@@ -269,3 +270,58 @@ def test_an_infinite_difference_has_no_interval(tmp_path):
     assert code == 1
     check = report["gate"]["checks"][0]
     assert check["reason"] == "the bootstrap gives no upper bound for nll_increase"
+
+
+def _unpaired_reference(base, new, seed=0):
+    """The unpaired intervals by hand: each side's rows sorted by (confidence, outcome), side
+    s of replicate r drawing ``integers(0, N_s, N_s)`` from its own generator, each draw scored
+    with the estimators; the percentile interval of NEW − BASE."""
+
+    def sorted_side(rows):
+        conf = np.array([r["confidence"] for r in rows])
+        corr = np.array([r["correct"] for r in rows])
+        order = np.lexsort((corr, conf))
+        return conf[order], corr[order]
+
+    sides = [sorted_side(base), sorted_side(new)]
+    values = {k: [] for k in ("ece", "brier")}
+    for r in range(B):
+        scored = []
+        for s, (conf, corr) in enumerate(sides):
+            draw = default_rng(SeedSequence(seed, spawn_key=(r, s))).integers(
+                0, conf.shape[0], conf.shape[0]
+            )
+            cols = PredictionColumns.from_arrays(conf[draw], corr[draw])
+            scored.append(calibration_estimates(cols, bins=10).scalars())
+        for k in values:
+            values[k].append(scored[1][k] - scored[0][k])
+    return {k: np.sort(np.array(v)) for k, v in values.items()}
+
+
+def test_unpaired_intervals_do_not_follow_line_order(tmp_path):
+    """Without ids each side is drawn on its own; its rows, equal ones interchangeable, are
+    drawn in one order (by confidence, then outcome) whatever the file's lines."""
+    base_rows, new_rows = two_models(150, seed=5)
+    for rows in (base_rows, new_rows):
+        for r in rows:
+            del r["id"]
+    shuffled = list(base_rows)
+    random.Random(1).shuffle(shuffled)
+    got = []
+    for name, rows in (("a", base_rows), ("b", shuffled)):
+        path = write_jsonl(tmp_path / f"{name}.jsonl", rows)
+        other = write_jsonl(
+            tmp_path / f"n{name}.jsonl", new_rows[::-1] if name == "b" else new_rows
+        )
+        result = run(["compare", path, other, "--unpaired", "--bootstrap", str(B), "--json", "-q"])
+        assert result.exit_code == 0, result.stderr
+        got.append(json.loads(result.stdout)["figures"])
+    for key in ("ece", "brier", "nll", "accuracy", "mean_confidence"):
+        assert got[0][key]["interval"] == got[1][key]["interval"], key
+    reference = _unpaired_reference(base_rows, new_rows)
+    for key, values in reference.items():
+        lo, hi = got[0][key]["interval"]
+        assert values[0] <= lo <= hi <= values[-1]
+        # the 2.5% and 97.5% points of the replicates, to the resolution of B draws
+        assert lo == pytest.approx(np.quantile(values, 0.025), abs=np.diff(values).max())
+        assert hi == pytest.approx(np.quantile(values, 0.975), abs=np.diff(values).max())

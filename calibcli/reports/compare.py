@@ -94,7 +94,8 @@ def compare_section(
     accuracy and AUROC, too few right or wrong answers on a side) close it. ``questions``
     labels each pair's question: the paired bootstrap draws each question's pairs together,
     so those floors count questions, and so does ``floor`` (--min-rows). ``order`` ranks the
-    pairs by id (:attr:`~calibcli.summaries.PairedRows.order`): the order they are drawn in."""
+    pairs by id (:attr:`~calibcli.summaries.PairedRows.order`): the order they are drawn in;
+    unpaired rows are drawn by confidence and outcome."""
     from calibcli.metrics import (
         SCALAR_KEYS,
         delong_clustered,
@@ -105,6 +106,7 @@ def compare_section(
         paired_bootstrap,
         unpaired_bootstrap,
     )
+    from calibcli.summaries import in_one_order
 
     n_base, n_new = int(base[0].shape[0]), int(new[0].shape[0])
     figures: dict[str, Any] = {"n_base": n_base, "n_new": n_new}
@@ -115,6 +117,8 @@ def compare_section(
         closed = {f"{key}_{way}": "no rows to compare" for key in SCALAR_KEYS for way in _WAYS}
         return Comparison(Section(figures, notes, closed), Section({"rows": 0}, closed=closed))
     run = paired_bootstrap if settings.paired else unpaired_bootstrap
+    if not settings.paired and questions is None:
+        base, new = in_one_order(base), in_one_order(new)
     drawn = {} if questions is None else {"clusters": questions}
     if order is not None and settings.paired:
         drawn["order"] = order
@@ -566,11 +570,7 @@ def _infinite_notes(result: Any) -> list[Note]:
     )
     notes = []
     for key in SCALAR_KEYS:
-        sides = [
-            name
-            for name, values in (("BASE", result.base), ("NEW", result.new))
-            if math.isinf(values[key])
-        ]
+        sides = [n for n, v in (("BASE", result.base), ("NEW", result.new)) if math.isinf(v[key])]
         if not sides:
             continue
         on = " and ".join(sides)

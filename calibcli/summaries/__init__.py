@@ -73,6 +73,7 @@ _LAZY = {
     "PairedRows": "calibcli.summaries.paired",
     "match": "calibcli.summaries.paired",
     "side_stats": "calibcli.summaries.paired",
+    "in_one_order": "calibcli.summaries.paired",
     "from_columns": "calibcli.summaries.calibration",
     "merge_calibration": "calibcli.summaries.calibration",
     "merge_perplexity": "calibcli.summaries.perplexity",

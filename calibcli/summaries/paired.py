@@ -88,3 +88,12 @@ def side_stats(rows: tuple[np.ndarray, np.ndarray], bins: int) -> Any:
     table = BinTable(bins)
     table.add(np.asarray(rows[0], np.float64), np.asarray(rows[1], bool))
     return table.stats()
+
+
+def in_one_order(rows: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A side's rows in one order whatever the file's lines: by confidence, then outcome. Rows
+    equal in both are interchangeable, so an unpaired bootstrap of them draws the same rows
+    however the input was ordered."""
+    conf, corr = rows
+    order = np.lexsort((corr, conf))
+    return conf[order], corr[order]
