@@ -46,3 +46,20 @@ def test_calibration_rows_after_an_empty_file_stay_calibration(tmp_path):
     result = run(["summarize", folder, "-o", tmp_path / "c.cbs"])
     assert result.exit_code == 0, result.stderr
     assert "4 calibration rows" in result.stderr
+
+
+def test_an_inspect_log_without_scores_is_one_line_not_a_traceback(tmp_path):
+    """Telling the kind looks at the first sample's scores: a log whose samples hold none is
+    left to the reading, which names what is missing."""
+    import json
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "inspect_ai_schema" / "toy_perplexity.json"
+    log = json.loads(fixture.read_text(encoding="utf-8"))
+    for sample in log["samples"]:
+        sample.pop("scores", None)
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(log), encoding="utf-8")
+    result = run(["summarize", path, "-o", tmp_path / "s.cbs"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1].startswith(f"Error: {path}:samples[0]")

@@ -361,9 +361,7 @@ def _written_values(values: Any) -> np.ndarray:
     from calibcli.io import written_floats
 
     if isinstance(values, (list, tuple)):
-        if not any(t in _NARROW for t in set(map(type, values))):
-            return written_floats(np.asarray(values))  # float32 scalars alone: their array
-        return np.asarray(_written_scalars(list(values)))
+        return written_floats(np.asarray(_written_scalars(list(values))))
     arr = written_floats(np.asarray(values))
     if arr.dtype != object:
         return arr

@@ -51,6 +51,7 @@ from calibcli.formats.inspect_ai import (
     inspect_sample_row,
     inspect_sample_taken,
     inspect_scorers,
+    is_outcome,
     taken_mode,
 )
 from calibcli.formats.json_text import elements as json_elements
@@ -113,6 +114,7 @@ __all__ = [
     "inspect_sample_row",
     "inspect_sample_taken",
     "inspect_scorers",
+    "is_outcome",
     "is_results_row",
     "json_elements",
     "json_type",

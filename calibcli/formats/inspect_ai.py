@@ -239,6 +239,15 @@ def _correct(sample: Mapping[str, Any], scorer: str | None) -> bool:
     return _binary(value, name)
 
 
+def is_outcome(value: Any) -> bool:
+    """Whether a score's value is an outcome a calibration row reads (:func:`_binary`)."""
+    try:
+        _binary(value, "")
+    except ValueError:
+        return False
+    return True
+
+
 def _binary(value: Any, name: str) -> bool:
     if value in (_CORRECT, True):
         return True

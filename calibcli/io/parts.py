@@ -379,13 +379,11 @@ def _scores_prompts(path: str) -> bool:
     finally:
         samples.close()
     scores = sample.get("scores")
+    scores = scores if isinstance(scores, dict) else {}
     values = [s.get("value") for s in scores.values() if isinstance(s, dict)]
-    # each value as the inspect-ai reader takes an outcome (calibcli.formats.inspect_ai):
-    # 'C'/'I'/'N', true/false or 0/1, or one of a scorer's several values
+    # a scorer's value, or each of its several values
     flat = [x for v in values for x in (v.values() if isinstance(v, dict) else [v])]
-    return not any(
-        x in ("C", "I", "N") or (isinstance(x, (bool, int, float)) and x in (0, 1)) for x in flat
-    )
+    return not any(formats.is_outcome(x) for x in flat)
 
 
 FIRST_FILES = 64
