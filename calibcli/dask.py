@@ -220,7 +220,11 @@ def summarize_files(
             else delayed(file_task, pure=True)(group[0])
             for group in groups
         ]
-    judged = {"by": options.get("by"), "all_runs": bool(options.get("all_runs", False))}
+    judged = {
+        "by": options.get("by"),
+        "all_runs": bool(options.get("all_runs", False)),
+        "said": jobs[0].said,
+    }
     return _tree(first, table, split_every, None, **judged)
 
 

@@ -234,4 +234,5 @@ def summarize_files(
         merged.treeReduce(partial(merge_tasks, table=table), depth),
         by=options.get("by"),
         all_runs=bool(options.get("all_runs", False)),
+        said=jobs[0].said,
     )

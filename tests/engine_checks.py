@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -188,3 +189,23 @@ def readme_examples(engine: str) -> list[str]:
     section = text.split("## Running on Spark or Dask", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```py\n(.*?)```", section, re.S)
     return [b for b in blocks if f"calibcli.{engine}" in b]
+
+
+# --------------------------------------------------------------------------- lm-eval re-runs
+
+RUNS = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
+TASK = "toy_mc_trivia"
+NEWER_RUN, OLDER_RUN = "2026-11-29T18-50-52.260809", "2026-11-28T09-00-00.000001"
+
+
+def rerun_pair(tmp_path: Path) -> tuple[Path, Path]:
+    """(older, newer) runs of one lm-eval task in one folder, the older one scoring every
+    answer wrong, so pooling them or reading the older one shows in the figures."""
+    source = RUNS / f"samples_{TASK}_{NEWER_RUN}.jsonl"
+    folder = tmp_path / "out"
+    folder.mkdir()
+    newer = folder / f"samples_{TASK}_{NEWER_RUN}.jsonl"
+    older = folder / f"samples_{TASK}_{OLDER_RUN}.jsonl"
+    shutil.copy(source, newer)
+    older.write_text(source.read_text().replace('"acc": 1.0', '"acc": 0.0'))
+    return older, newer

@@ -13,6 +13,7 @@ import pytest
 from conftest import require_engine
 from engine_checks import (
     POISSON,
+    TASK,
     assert_poisson,
     assert_same,
     assert_threshold,
@@ -20,6 +21,7 @@ from engine_checks import (
     cli_references,
     readme_examples,
     readme_folder,
+    rerun_pair,
     run_readme_example,
     shards,
 )
@@ -165,3 +167,12 @@ def workdir(paths, tmp_path_factory):
 @pytest.mark.parametrize("example", readme_examples("dask"))
 def test_readme_example_runs_as_printed(client, workdir, example, capsys):
     run_readme_example(example, workdir, capsys)
+
+
+def test_the_newest_of_an_lm_eval_task_s_re_runs_is_read(client, tmp_path):
+    """Re-runs of one task in one folder: the newest is read and the older named, as the
+    command line reads them (they used to be refused as a row in two parts)."""
+    older, newer = rerun_pair(tmp_path)
+    body = dask.compute(summarize_files([str(older), str(newer)]))[0].report()
+    assert body == cli_json("calibrate", str(older), str(newer))
+    assert body["warnings"][0].startswith(f"re-runs of 1 task(s) ('{TASK}') in one folder")

@@ -15,6 +15,7 @@ import pytest
 from conftest import require_engine, require_program
 from engine_checks import (
     POISSON,
+    TASK,
     assert_poisson,
     assert_same,
     assert_threshold,
@@ -22,6 +23,7 @@ from engine_checks import (
     cli_references,
     readme_examples,
     readme_folder,
+    rerun_pair,
     run_readme_example,
     shards,
 )
@@ -236,3 +238,12 @@ def test_a_repeated_id_is_refused_whatever_the_partitions(spark, partitions):
     if partitions == 1:  # the rows in their order: the repeat is row 251, its id row 11's
         assert "the first is 'i10' (row 251 of partition 0): the id of the row at row 11" in text
     assert text.count("spark-dataframe") == 1  # the DataFrame named once
+
+
+def test_the_newest_of_an_lm_eval_task_s_re_runs_is_read(spark, tmp_path):
+    """Re-runs of one task in one folder: the newest is read and the older named, as the
+    command line reads them (they used to be refused as a row in two parts)."""
+    older, newer = rerun_pair(tmp_path)
+    body = summarize_files(spark, [str(older), str(newer)]).report()
+    assert body == cli_json("calibrate", str(older), str(newer))
+    assert body["warnings"][0].startswith(f"re-runs of 1 task(s) ('{TASK}') in one folder")

@@ -166,7 +166,12 @@ class EngineSummary:
 
 @held_memory
 def finish(
-    result: Any, label: str = "the input", *, by: str | None = None, all_runs: bool = False
+    result: Any,
+    label: str = "the input",
+    *,
+    by: str | None = None,
+    all_runs: bool = False,
+    said: tuple[str, ...] = (),
 ) -> EngineSummary:
     """The driver's summary of the merged task results; the input's error when a task found
     one: :class:`~calibcli.errors.InputError` naming the file and line, or, for a DataFrame,
@@ -174,7 +179,8 @@ def finish(
     the command line judges a reading of all the inputs at once (:func:`calibcli.io.whole_read`:
     the same rows in two files refused unless ``all_runs``, an empty file said, missing pieces
     of a ``--part`` file and rows of several models failing every gate), so its report and the
-    part it writes are the command's."""
+    part it writes are the command's. ``said``: what choosing the files said, first among the
+    summary's warnings as the command says it first."""
     if result.error is not None:
         _, path, line, detail = result.error
         raise InputError(path, line, detail)
@@ -185,4 +191,7 @@ def finish(
     from calibcli.io import whole_read
     from calibcli.summaries import from_bytes
 
-    return EngineSummary(whole_read(from_bytes(result.payload), by=by, all_runs=all_runs))
+    summary = from_bytes(result.payload)
+    if said:
+        summary = replace(summary, warnings=tuple(dict.fromkeys([*said, *summary.warnings])))
+    return EngineSummary(whole_read(summary, by=by, all_runs=all_runs))

@@ -51,6 +51,9 @@ class FileJob:
     options: dict[str, Any] = field(default_factory=dict)
     table: str = "auto"
     bootstrap: tuple[int, int] | None = None
+    # what choosing the files said (older re-runs left out), for the driver's summary; the
+    # first job carries it and the tasks leave it alone
+    said: tuple[str, ...] = ()
 
 
 def _cap() -> int:
@@ -130,8 +133,11 @@ def file_jobs(paths: list[str], kind: str, blocksize: int | None, **options: Any
     """One job per file, or per ``blocksize`` bytes of a plain JSON Lines file (compressed
     files, whole documents, tables and summary files are read whole). Relative paths are taken
     from the driver's working directory (and named by their absolute paths). ``kind`` ``auto``
-    reads the first file as ``calibcli summarize`` does."""
-    from calibcli.io import file_spans, input_kind
+    reads the first file as ``calibcli summarize`` does. The files are chosen as the command
+    chooses them (:func:`calibcli.io.runs.choose_runs`): of a task's lm-eval re-runs in one
+    folder only the newest is read, the first job saying which were left out, and a file given
+    twice or two files of the same bytes are an InputError, unless ``all_runs``."""
+    from calibcli.io import choose_runs, file_spans, input_kind
 
     if blocksize is not None and (type(blocksize) is not int or blocksize < 1):
         raise ValueError(f"blocksize must be a whole number of bytes >= 1, not {blocksize!r}")
@@ -139,6 +145,8 @@ def file_jobs(paths: list[str], kind: str, blocksize: int | None, **options: Any
     paths = [os.path.abspath(os.fspath(p)) for p in paths]
     if not paths:
         raise ValueError("give at least one file")
+    runs = choose_runs(paths, all_runs=bool(options.get("all_runs", False)))
+    paths = runs.files
     table = options.pop("table", "auto")
     if table not in TABLE_MODES:
         raise ValueError(f"table must be one of {', '.join(TABLE_MODES)}, not {table!r}")
@@ -154,7 +162,7 @@ def file_jobs(paths: list[str], kind: str, blocksize: int | None, **options: Any
         spans = file_spans(path, blocksize) if blocksize is not None else None
         for span in spans or [None]:
             jobs.append(FileJob(len(jobs), path, span, kind, options, table, bootstrap))
-    return jobs
+    return [replace(jobs[0], said=tuple(runs.warnings)), *jobs[1:]]
 
 
 def job_groups(jobs: list[FileJob], size: int) -> list[list[FileJob]]:

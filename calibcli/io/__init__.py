@@ -42,6 +42,7 @@ __all__ = [
     "IdIndex",
     "InputError",
     "PerplexityData",
+    "choose_runs",
     "compressing",
     "default_id",
     "delimited_kind",
@@ -571,10 +572,11 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.compression"), name)
-    if name == "file_spans":  # byte ranges of a file for the engines' tasks
+    if name in ("file_spans", "choose_runs"):  # an engine's files: ranges, runs chosen
         import importlib
 
-        return importlib.import_module("calibcli.io.reader").file_spans
+        module = "calibcli.io.reader" if name == "file_spans" else "calibcli.io.runs"
+        return getattr(importlib.import_module(module), name)
     if name in ("input_kind", "is_summary_file", "load_summary", "summary_sources"):
         import importlib
 
