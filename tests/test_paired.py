@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import calibcli.metrics.paired as paired_module
+import calibcli.metrics.mcnemar as mcnemar_module
 from calibcli.metrics.core import PredictionColumns
 from calibcli.metrics.estimators import SCALAR_KEYS, auroc, calibration_estimates
 from calibcli.metrics.paired import (
@@ -195,7 +195,7 @@ def test_mcnemar_large_counts_exact(b, c):
 
 @pytest.mark.parametrize(("b", "c"), [(1, 40), (17, 30), (400, 520), (1490, 1510), (1999, 2001)])
 def test_mcnemar_saddle_point_path_for_huge_counts(monkeypatch, b, c):
-    monkeypatch.setattr(paired_module, "EXACT_MCNEMAR_LIMIT", 0)
+    monkeypatch.setattr(mcnemar_module, "EXACT_MCNEMAR_LIMIT", 0)
     base = np.r_[np.ones(b, bool), np.zeros(c, bool)]
     got = mcnemar_exact(base, ~base).p_value
     assert got == pytest.approx(reference_two_sided(b, c), rel=1e-11)

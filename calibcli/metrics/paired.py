@@ -59,11 +59,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from calibcli.metrics.binning import resolve_edges
-from calibcli.metrics.binomial import binomial_half_two_sided
 from calibcli.metrics.bootstrap import (
     ReplicateEngine,
     replicate_generator,
@@ -73,8 +73,15 @@ from calibcli.metrics.bootstrap import (
 from calibcli.metrics.clusters import cluster_numbers
 from calibcli.metrics.core import PredictionColumns
 from calibcli.metrics.estimators import SCALAR_KEYS, calibration_estimates
+from calibcli.metrics.mcnemar import (
+    ClusteredMcNemarResult,
+    McNemarResult,
+    identical_correctness,
+    mcnemar_clustered,
+    mcnemar_exact,
+)
 from calibcli.metrics.progress import ProgressHook, current_progress, phase
-from calibcli.metrics.validation import as_correct, as_vector, validate_predictions
+from calibcli.metrics.validation import as_vector, validate_predictions
 
 __all__ = [
     "ClusteredMcNemarResult",
@@ -90,90 +97,6 @@ __all__ = [
 ]
 
 _INDEX = {key: i for i, key in enumerate(SCALAR_KEYS)}
-# McNemar p-values are exact up to this many discordant rows (math.comb(n, n/2) takes ~0.1 s)
-EXACT_MCNEMAR_LIMIT = 100_000
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _correct_pair(base_correct: object, new_correct: object) -> tuple[np.ndarray, np.ndarray]:
-    base = as_correct(base_correct, "base_correct")
-    new = as_correct(new_correct, "new_correct")
-    if base.shape[0] != new.shape[0]:
-        raise ValueError(
-            f"base_correct and new_correct differ in length: {base.shape[0]} != {new.shape[0]}"
-        )
-    return base, new
-
-
-def identical_correctness(base_correct: object, new_correct: object) -> bool:
-    """True when both sides are right on exactly the same rows (aligned, equal lengths)."""
-    base, new = _correct_pair(base_correct, new_correct)
-    return bool(np.array_equal(base, new))
-
-
-# --------------------------------------------------------------------------- McNemar
-
-
-@dataclass(frozen=True)
-class McNemarResult:
-    """McNemar's exact test: ``b`` rows right→wrong (BASE right, NEW wrong), ``c`` wrong→right,
-    ``discordant`` = b + c, and the two-sided exact ``p_value``."""
-
-    b: int
-    c: int
-    discordant: int
-    p_value: float
-
-
-def mcnemar_exact(base_correct: object, new_correct: object) -> McNemarResult:
-    """McNemar's exact (binomial) test that BASE and NEW have the same accuracy.
-
-    p = min(1, 2·P[Binom(b + c, ½) <= min(b, c)]) = min(1, Σ_{k<=min(b,c)} C(b+c, k) / 2^(b+c−1)),
-    and p = 1 when b + c = 0. Exact integers, correctly rounded to a float, for b + c up to
-    ``EXACT_MCNEMAR_LIMIT``; a saddle-point formula (relative error < 1e-11) above it.
-    """
-    base, new = _correct_pair(base_correct, new_correct)
-    b = int(np.count_nonzero(base & ~new))
-    c = int(np.count_nonzero(~base & new))
-    return McNemarResult(
-        b, c, b + c, binomial_half_two_sided(b + c, min(b, c), exact_limit=EXACT_MCNEMAR_LIMIT)
-    )
-
-
-@dataclass(frozen=True)
-class ClusteredMcNemarResult:
-    """Durkalski's McNemar test for clustered pairs: ``b``, ``c`` and ``discordant`` counted
-    over rows as :class:`McNemarResult`, the ``clusters``, the ``statistic`` X² and its
-    ``p_value``."""
-
-    b: int
-    c: int
-    discordant: int
-    clusters: int
-    statistic: float
-    p_value: float
-
-
-def mcnemar_clustered(
-    base_correct: object, new_correct: object, clusters: object
-) -> ClusteredMcNemarResult:
-    """McNemar's test that BASE and NEW have the same accuracy when the rows come in
-    ``clusters`` (integer labels, one per row): Durkalski et al.'s statistic (module
-    docstring)."""
-    base, new = _correct_pair(base_correct, new_correct)
-    numbers, count = cluster_numbers(clusters)
-    if numbers.shape[0] != base.shape[0]:
-        raise ValueError(f"clusters hold {numbers.shape[0]} labels, not {base.shape[0]}")
-    way = (base & ~new).astype(np.int64) - (~base & new)  # +1 right→wrong, −1 wrong→right
-    rows = np.bincount(numbers, minlength=count)
-    share = np.bincount(numbers, weights=way, minlength=count) / np.maximum(rows, 1)
-    spread = float(np.dot(share, share))
-    statistic = float(share.sum()) ** 2 / spread if spread > 0 else 0.0
-    b, c = int(np.count_nonzero(way > 0)), int(np.count_nonzero(way < 0))
-    p = math.erfc(math.sqrt(statistic / 2.0)) if spread > 0 else 1.0
-    return ClusteredMcNemarResult(b, c, b + c, count, statistic, p)
 
 
 # --------------------------------------------------------------------------- DeLong
@@ -345,6 +268,7 @@ def paired_bootstrap(
     workers: int = 1,
     clusters: object | None = None,
     order: object | None = None,
+    stats: tuple[Any, Any] | None = None,
 ) -> PairedBootstrapResult:
     """Percentile interval of NEW − BASE for each scalar, resampling questions in pairs.
 
@@ -355,9 +279,12 @@ def paired_bootstrap(
     ``clusters`` (integers, one per row) names each row's question when a question has several
     rows: the questions are drawn whole (see the module docstring). ``order`` (distinct
     integers, one per row) fixes the order in which rows are drawn, whatever order they come in.
+    ``stats`` (BASE's, NEW's) are each side's per-bin statistics, given to
+    :func:`calibration_estimates` for the point values (exact sums: the figures of the rows
+    whatever their order).
     """
     return _bootstrap_difference(
-        base, new, True, samples, seed, level, bins, strategy, keys, workers, clusters, order
+        base, new, True, samples, seed, level, bins, strategy, keys, workers, clusters, order, stats
     )
 
 
@@ -372,6 +299,7 @@ def unpaired_bootstrap(
     strategy: str = "uniform",
     keys: Iterable[str] | None = None,
     workers: int = 1,
+    stats: tuple[Any, Any] | None = None,
 ) -> PairedBootstrapResult:
     """Percentile interval of NEW − BASE for each scalar, resampling each side independently.
 
@@ -380,7 +308,7 @@ def unpaired_bootstrap(
     in replicate r. Otherwise as :func:`paired_bootstrap`.
     """
     return _bootstrap_difference(
-        base, new, False, samples, seed, level, bins, strategy, keys, workers
+        base, new, False, samples, seed, level, bins, strategy, keys, workers, stats=stats
     )
 
 
@@ -429,6 +357,7 @@ def _bootstrap_difference(
     workers: int,
     clusters: object | None = None,
     order: object | None = None,
+    stats: tuple[Any, Any] | None = None,
 ) -> PairedBootstrapResult:
     _check_options(samples, seed, workers, level)
     wanted = _wanted_keys(keys)
@@ -454,9 +383,11 @@ def _bootstrap_difference(
         for s, (conf, corr) in enumerate(sides):
             columns = PredictionColumns.from_arrays(conf, corr, validate=False)
             edges = resolve_edges(columns, bins, strategy)
-            scalars = calibration_estimates(columns, bins=bins, strategy=strategy).scalars()
+            given = None if stats is None else stats[s]  # exact sums: row order cannot show
+            estimates = calibration_estimates(columns, bins=bins, strategy=strategy, stats=given)
+            scalars = estimates.scalars()
             points.append({key: scalars[key] for key in wanted})
-            del columns, scalars  # the evaluator makes its own layout of the rows
+            del columns, estimates, scalars  # the evaluator makes its own layout of the rows
             side = _SideEvaluator(conf, corr, edges, frozenset(wanted), questions, place)
             runner = _SideRunner(side, paired, s)
             watch = None if hook is None else _half(advance, s, int(samples))

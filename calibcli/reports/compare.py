@@ -106,7 +106,7 @@ def compare_section(
         paired_bootstrap,
         unpaired_bootstrap,
     )
-    from calibcli.summaries import in_one_order
+    from calibcli.summaries import in_one_order, side_stats
 
     n_base, n_new = int(base[0].shape[0]), int(new[0].shape[0])
     figures: dict[str, Any] = {"n_base": n_base, "n_new": n_new}
@@ -126,6 +126,8 @@ def compare_section(
         base,
         new,
         **drawn,
+        # exact per-bin sums, as calibrate's: each side's digits whatever its rows' order
+        stats=(side_stats(base, settings.bins), side_stats(new, settings.bins)),
         samples=settings.samples,
         seed=settings.seed,
         level=settings.level,
