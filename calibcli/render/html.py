@@ -15,26 +15,16 @@ registry in :mod:`calibcli.reports.figures`, so a figure added there shows here 
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from calibcli.render import html_blocks as blocks
 from calibcli.render.html_pages import PAGES, facts
 from calibcli.render.markup import text
+from calibcli.reports import put_marks
 
 SCHEMA_VERSION = 1  # the report schema this renderer reads
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-# the marks a report writes ("inf", "-inf"), and JSON's own spellings of them
-_NON_FINITE = {
-    "inf": math.inf,
-    "-inf": -math.inf,
-    "nan": math.nan,
-    "Infinity": math.inf,
-    "-Infinity": -math.inf,
-    "NaN": math.nan,
-}
 
 # Okabe & Ito's colour-blind-safe palette (as the --plot images use), lighter in dark mode;
 # print is black on white whatever the screen's scheme.
@@ -121,25 +111,11 @@ class NotAReport(ValueError):
 
 
 def restore_non_finite(body: dict[str, Any]) -> dict[str, Any]:
-    """The body with each null that its ``non_finite`` map names (a dotted path, list items as
-    ``key[i]`` or ``key.i``, -> "inf" or "-inf" as a report writes them, or JSON's
-    "Infinity", "-Infinity", "NaN") put back as that float, so it shows as inf, −inf or NaN
-    instead of n/a."""
+    """The body with each null that its ``non_finite`` map names put back as that float (see
+    :func:`calibcli.reports.paths.put_marks`, which the other renderers' :func:`as_shown`
+    uses too), so it shows as inf, −inf or NaN instead of n/a."""
     marks = body.get("non_finite")
-    if not isinstance(marks, dict) or not marks:
-        return body
-
-    def walk(value: Any, path: str) -> Any:
-        if isinstance(value, dict):
-            return {k: walk(v, f"{path}.{k}") for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v, f"{path}[{i}]") for i, v in enumerate(value)]
-        if value is None:
-            mark = marks.get(path, marks.get(re.sub(r"\[(\d+)\]", r".\1", path)))
-            return _NON_FINITE.get(mark) if isinstance(mark, str) else None
-        return value
-
-    return {k: v if k == "non_finite" else walk(v, str(k)) for k, v in body.items()}
+    return put_marks(body, marks) if isinstance(marks, dict) and marks else body
 
 
 def page_kind(body: Any) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 _LAZY = {
     "Report": "calibcli.reports.report",
     "as_shown": "calibcli.reports.report",
+    "put_marks": "calibcli.reports.paths",
     "SCHEMA_VERSION": "calibcli.reports.report",
     "Gate": "calibcli.reports.gate",
     "Bootstrap": "calibcli.reports.calibrate",

@@ -118,6 +118,7 @@ class GroupTable(Mapping):
         the order the walk over every group's dict meets them (the floats of the usual case
         as one :class:`~calibcli.reports.report.NonFiniteCells`, whose paths are made when
         read)."""
+        from calibcli.reports.paths import path_to
         from calibcli.reports.report import NonFiniteCells, strict
 
         columns = [self.scalars[k] for k in self.loose]
@@ -131,7 +132,7 @@ class GroupTable(Mapping):
                 for key, column in zip(self.loose, columns, strict=True):
                     v = column[g]
                     if not _plain_finite(v):
-                        strict(v, f"{path}.{names[g]}.{key}", bad)
+                        strict(v, path_to(path_to(path, names[g]), key), bad)
         return GroupTable(
             self.names,
             self.scalars,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from calibcli.reports.gate import Gate, evaluate
+from calibcli.reports.paths import path_to, put_marks, split_path
 
 SCHEMA_VERSION = 1
 DEFAULT_MIN_POPULATED_BINS = 3
@@ -131,13 +132,11 @@ def strict(obj: Any, path: str = "", bad: list[tuple[str, float]] | None = None)
             if kind in _PLAIN:  # the common leaves, copied without a call or a path
                 out[k] = v
             elif kind is float:
-                out[k] = (
-                    v if v - v == 0.0 else _non_finite(v, f"{path}.{k}" if path else str(k), bad)
-                )
+                out[k] = v if v - v == 0.0 else _non_finite(v, path_to(path, k), bad)
             elif kind is CheckedFigures or kind is _group_table_type():
-                out[k] = v.strict(f"{path}.{k}" if path else str(k), bad)
+                out[k] = v.strict(path_to(path, k), bad)
             else:
-                out[k] = strict(v, f"{path}.{k}" if path else str(k), bad)
+                out[k] = strict(v, path_to(path, k), bad)
         return out
     if isinstance(obj, (list, tuple)) or hasattr(obj, "tolist"):
         items = obj.tolist() if hasattr(obj, "tolist") else obj
@@ -180,7 +179,7 @@ class CheckedFigures(dict):
                 continue
             if out is self:
                 out = dict(self)
-            out[key] = strict(v, f"{path}.{key}", bad)
+            out[key] = strict(v, path_to(path, key), bad)
         return out
 
 
@@ -192,11 +191,6 @@ def _non_finite(value: float, path: str, bad: list[tuple[str, float]] | None) ->
     if bad is not None:
         bad.append((path, value))
     return None
-
-
-def _leaf(path: str) -> str:
-    """The field name a path ends in: ``groups.law.ci.nll[1]`` -> ``nll``."""
-    return path.rpartition(".")[2].partition("[")[0]
 
 
 class NonFiniteCells:
@@ -227,7 +221,10 @@ class NonFiniteCells:
             return []
         keys, names, columns, prefix = self.keys, self.names, self.columns, self.prefix
         return [
-            (f"{prefix}.{names[c // width]}.{keys[c % width]}", columns[c % width][c // width])
+            (
+                path_to(path_to(prefix, names[c // width]), keys[c % width]),
+                columns[c % width][c // width],
+            )
             for c in np.sort(np.concatenate(found)).tolist()
         ]
 
@@ -249,10 +246,10 @@ def _wanted(path: str, wanted: Callable[[str], bool]) -> bool:
     """Whether the value at ``path`` is wanted: by its field name, and by its figure's name
     too when it sits in a figure's object (``figures.nll.new``, pooled or in a group), not
     by the name of the group holding it (a group called ``nll``: ``groups.nll.ece``)."""
-    parent = path.rpartition(".")[0]
-    if not wanted(_leaf(path)):
+    names = [part for part in split_path(path) if type(part) is str]
+    if not wanted(names[-1]):  # the field name: ``groups.law.ci.nll[1]`` -> ``nll``
         return False
-    return _leaf(parent.rpartition(".")[0]) != "figures" or wanted(_leaf(parent))
+    return len(names) < 3 or names[-3] != "figures" or wanted(names[-2])
 
 
 def finish(
@@ -293,9 +290,8 @@ def as_shown(body: dict[str, Any]) -> dict[str, Any]:
     """What renderers show of a report body (as ``json.loads`` gives it): the infinities that
     ``non_finite`` lists put back in place of their nulls, and strings made printable."""
     shown = _printable_copy(body)
-    for path, text in (body.get("non_finite") or {}).items():
-        _set_path(shown, path, -math.inf if text.startswith("-") else math.inf)
-    return shown
+    marks = body.get("non_finite")
+    return put_marks(shown, marks, printable) if isinstance(marks, dict) else shown
 
 
 def _printable_copy(obj: Any) -> Any:
@@ -313,25 +309,6 @@ def _printable_copy(obj: Any) -> Any:
 
 # what json.loads gives that has nothing to make printable (ASCII text never needs it)
 _NUMBERS = frozenset((int, float, bool, type(None)))
-
-
-def _set_path(obj: Any, path: str, value: Any) -> None:
-    """Set the value at a path of :func:`strict` (``a.b[2].c``); a path that no longer
-    exists is ignored."""
-    import re
-
-    parts = []
-    for piece in path.split("."):
-        name, *indices = re.split(r"\[(\d+)\]", piece)
-        parts.append(printable(name))
-        parts += [int(i) for i in indices if i != ""]
-    node = obj
-    try:
-        for part in parts[:-1]:
-            node = node[part]
-        node[parts[-1]] = value
-    except (KeyError, IndexError, TypeError):
-        pass
 
 
 # --------------------------------------------------------------------------- group warnings
