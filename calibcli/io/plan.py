@@ -161,7 +161,8 @@ def group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | 
     """Row -> group value for ``by``. lm-eval's ``task`` comes from the file name; on stdin,
     from the row's own ``task`` field when it has one (the harness does not write it). The
     ``model`` of lm-eval and inspect-ai rows is the one their run names
-    (:func:`calibcli.io.runs.named_model`)."""
+    (:func:`calibcli.io.runs.named_model`), an API response's the one it names
+    (:func:`calibcli.io.response_models.row_model`)."""
     if by is None:
         return None
     from calibcli import formats
@@ -177,6 +178,11 @@ def group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | 
             raise ValueError(NO_MODEL)
 
         return no_model
+    if fmt in ("openai", "vllm") and by == "model":
+        from calibcli.io.response_models import row_model
+
+        # a batch line names its model in response.body, each row its own
+        return lambda row: row_model(row) or formats.by_value(row, by)
     if fmt == "lm-eval" and by == "task":
         if source != "-":
             task = formats.task_from_filename(source)

@@ -67,9 +67,11 @@ def _options(choices: Any) -> list[str]:
 
 def run_names(sources: Any) -> tuple[list[str], list[str]]:
     """(models, tasks) the runs of ``sources`` name, each sorted and once: an lm-eval run's or
-    inspect-ai log's model (as the check on pooled models reads it), an lm-eval samples file's
-    task (from its name). Sources skipped, read from stdin or of other formats name none."""
+    inspect-ai log's model, the models OpenAI or vLLM server responses name (as the check on
+    pooled models reads them), an lm-eval samples file's task (from its name). Sources
+    skipped, read from stdin or of other formats name none."""
     from calibcli.formats import task_from_filename
+    from calibcli.io.response_models import models_named
     from calibcli.io.runs import recorded
 
     models: set[str] = set()
@@ -77,9 +79,7 @@ def run_names(sources: Any) -> tuple[list[str], list[str]]:
     for source in sources:
         if source.skipped is not None or source.name == "-":
             continue
-        model = recorded(source).model
-        if model is not None:
-            models.add(model)
+        models.update(models_named(recorded(source).model))
         if source.format == "lm-eval":
             tasks.add(task_from_filename(source.name))
     return sorted(models), sorted(tasks)

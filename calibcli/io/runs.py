@@ -47,6 +47,7 @@ from calibcli.io.compression import (
 from calibcli.io.content import file_content_id
 from calibcli.io.helm_run import helm_trials
 from calibcli.io.inspect_log import head_epochs, log_epochs, log_model, whole_count
+from calibcli.io.response_models import RESPONSE_FORMATS, models_named, response_model
 
 RUN_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
@@ -424,24 +425,24 @@ def repeating(files: list[str]) -> bool:
 
 def pooled_models(files: list[tuple[str, str | None]], by: str | None) -> str | None:
     """Why the rows of ``files`` (each with the format it was read in) are not one model's, or
-    None (:func:`_pooled`, each file's model as its run names it)."""
+    None (:func:`_pooled`, each file's model as its run names it; one file of responses may
+    name several)."""
     runs = [(f, fmt) for f, fmt in dict.fromkeys(files) if fmt in _MODEL_OF and f != "-"]
-    if len(runs) < 2:
+    if len(runs) < 2 and not any(fmt in RESPONSE_FORMATS for _, fmt in runs):
         return None
     return _pooled([(f, _MODEL_OF[fmt](f)) for f, fmt in runs], by)
 
 
 def _pooled(named: list[tuple[str, str | None]], by: str | None) -> str | None:
-    """Why the rows of the files ``named`` (each with the model its run used, None where it
-    names none) are not one model's, or None: the models their runs used differ, where a run
-    says: an lm-eval samples file's name (model arguments, before v0.4.3) or its run's results
-    file (``model_name``), an inspect-ai log's ``eval.model``. Pooled, the rows mix the models'
-    calibration, and nothing else tells it: other models' files of a task hold other ids. With
-    ``by`` ``model`` each group is one model's, and the reason is the pooled figures' alone
-    (the reports close the pooled checks only)."""
+    """Why the rows of the files ``named`` (each with the models its run used,
+    :func:`models_named`) are not one model's, or None: their runs name several, where a run
+    says: an lm-eval samples file's name (model arguments, before v0.4.3) or results file
+    (``model_name``), an inspect-ai log's ``eval.model``, an API response's ``model``. Pooled,
+    the rows mix the models' calibration, and nothing else tells it. With ``by`` ``model``
+    each group is one model's, and the reason is the pooled figures' alone."""
     models: dict[str, list[str]] = {}
-    for f, model in dict.fromkeys(named):
-        if model is not None:
+    for f, named_as in dict.fromkeys(named):
+        for model in models_named(named_as):
             models.setdefault(model, []).append(f)
     if len(models) < 2:
         return None
@@ -487,6 +488,7 @@ def _results_model(path: str) -> str | None:
 
 
 _MODEL_OF = {"lm-eval": _lm_eval_model, "inspect-ai": log_model}
+_MODEL_OF |= dict.fromkeys(RESPONSE_FORMATS, response_model)
 
 
 def named_model(path: str, fmt: str) -> str | None:
