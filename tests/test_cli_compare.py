@@ -864,7 +864,7 @@ def test_summary_appends_the_gate(tmp_path):
     rest = text[len("# earlier step\n") :]
     assert rest.startswith("### calibcli compare: ")
     assert f"`{WELL}`" in rest and f"`{OVER}`" in rest and "gate FAILED" in rest
-    assert "| ece_increase | 0.0100 |" in rest and "| **no** |" in rest
+    assert "| ece_increase | 0.01 |" in rest and "| **no** |" in rest  # the margin as given
     assert "upper end of the bootstrap interval" in rest
 
 

@@ -244,7 +244,7 @@ def test_data_in_gate_rows_and_warnings_is_escaped():
     lines = text.rstrip("\n").splitlines()
     assert lines[0] == "### calibcli calibrate: ``we`ird ## f.jsonl`` — gate FAILED"
     row = next(line for line in lines if line.startswith("| ece"))
-    assert row == "| ece (x\\|y ## H) | 0.1000 | 0.2000 | **no** |"
+    assert row == "| ece (x\\|y ## H) | 0.1 | 0.2000 | **no** |"  # the limit as given
     assert len(table_cells(row)) == 4
     assert lines[-1] == (
         "> warning: group \\*a\\* - b: \\<img src=x\\> \\[l\\](u) \\`c\\` \\& \\$m\\$"

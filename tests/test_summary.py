@@ -36,7 +36,7 @@ def test_calibrate_summary_shows_the_report_figures_and_the_gate(tmp_path):
     assert "| ECE | 0.1000 |" in text
     assert "| N | 150 |" in text
     assert "| populated bins | 3 |" in text
-    assert "| ece | 0.0500 | 0.1000 | **no** |" in text
+    assert "| ece | 0.05 | 0.1000 | **no** |" in text  # the limit as given
 
 
 def test_summary_appends_and_keeps_earlier_sections(tmp_path):

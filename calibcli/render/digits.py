@@ -44,3 +44,37 @@ def fixed(x: float, digits: int = 4) -> str:
     """A float to ``digits`` decimals, or, at a magnitude of :data:`LARGE` or more, to
     ``digits`` decimals of its scientific notation (``1.1188e+150``)."""
     return f"{x:.{digits}e}" if abs(x) >= LARGE and math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def as_given(value: float) -> str:
+    """A limit as the user gave it: a float as short as it reads back exactly (``0.05``,
+    ``0.04139``, ``0.999999999``, never rounded to ``0.0500`` or ``1``), a count whole with
+    thousands separators, as the counts it is compared with are shown."""
+    if isinstance(value, int):
+        return f"{value:,}"
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
+def gate_decimals(values: Iterable[Any], limit: Any, least: int = 4) -> int:
+    """The decimals, at least ``least``, for a gate check's values beside its limit shown
+    :func:`as_given`: as many as make each value, as shown, compare with the limit as the
+    value does: above it, below it, or equal. An ECE of 0.05004 against ``--max-ece 0.05``
+    reads ``0.05004`` (at 4 decimals, ``0.0500`` would seem to pass), and one of exactly
+    0.04139 against ``0.04139`` reads ``0.04139``, not ``0.0414``."""
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+        return least
+    return max((_reads_as(v, float(limit), least) for v in values), default=least)
+
+
+def _reads_as(value: Any, limit: float, least: int) -> int:
+    """The fewest decimals from ``least`` at which ``value`` shown by :func:`fixed` compares
+    with ``limit`` as ``value`` itself does (17 at most)."""
+    if not isinstance(value, float) or not (math.isfinite(value) and math.isfinite(limit)):
+        return least
+    side = (value > limit) - (value < limit)
+    for digits in range(least, MOST + 1):
+        shown = float(fixed(value, digits))
+        if (shown > limit) - (shown < limit) == side:
+            return digits
+    return MOST

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from calibcli.render.digits import threshold_decimals
-from calibcli.render.markup import cell, interval, is_number, number, signed, text
+from calibcli.render.digits import as_given, gate_decimals, threshold_decimals
+from calibcli.render.markup import MINUS, cell, interval, is_number, number, signed, text
 from calibcli.render.svg import reliability_bins, reliability_chart
 from calibcli.reports import RECALIBRATION, Figure, has, lookup
 
@@ -130,16 +130,20 @@ def summary(section: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- reliability
 
 
-def _bin_name(b: dict[str, Any], last: bool) -> str:
+def _bin_name(b: dict[str, Any], last: bool, digits: int = 2) -> str:
     lo, hi = b["bin_lower"], b["bin_upper"]
     if not (is_number(lo) and is_number(hi)):
         return "?"
-    return f"[{number(lo, 2)}, {number(hi, 2)}{']' if last else ')'}"
+    return f"[{number(lo, digits)}, {number(hi, digits)}{']' if last else ')'}"
 
 
 def bins_table(rel: Any, caption: str) -> str:
     """Per bin: its range, count, mean confidence, accuracy (with the Wilson interval when the
-    section has ``accuracy_ci``) and the gap, confidence − accuracy."""
+    section has ``accuracy_ci``) and the gap, confidence − accuracy.
+
+    Edges, mean confidences and accuracies of the bins listed have as many decimals (at least
+    2, 3 and 3) as keep distinct values apart, and apart from 0 and 1: 200 bins' edges 0.005
+    apart, or quantile bins above 0.999, would otherwise read alike (``[1.00, 1.00)``)."""
     bins = reliability_bins(rel)
     if not bins:
         return ""
@@ -155,16 +159,19 @@ def bins_table(rel: Any, caption: str) -> str:
     headers = ["bin", "count", "mean confidence", "accuracy"]
     headers += ["95% interval (Wilson)"] if with_ci else []
     headers.append("gap (confidence − accuracy)")
+    edge = threshold_decimals([b[k] for _, b in rows for k in ("bin_lower", "bin_upper")], 2)
+    conf_digits = threshold_decimals([b["confidence"] for _, b in rows], 3)
+    acc_digits = threshold_decimals([b["accuracy"] for _, b in rows], 3)
     out = []
     for i, b in rows:
         conf, acc = b["confidence"], b["accuracy"]
-        cells = [number(b["count"]), cell(conf, 3), cell(acc, 3)]
+        cells = [number(b["count"]), cell(conf, conf_digits), cell(acc, acc_digits)]
         if with_ci:
             cells.append(interval(b["accuracy_ci"], 3))
         gap = conf - acc if is_number(conf) and is_number(acc) else None
         cells.append("" if gap is None else signed(gap, 3))
         css = "" if gap is None else ("over" if gap > 0 else "under")
-        out.append((_bin_name(b, i == len(bins) - 1), cells, css))
+        out.append((_bin_name(b, i == len(bins) - 1, edge), cells, css))
     return table(caption, headers, out, note=shown_note)
 
 
@@ -335,10 +342,12 @@ def gate(ids: Ids, found: Any) -> str:
     for c in checks:
         values = [c.get("estimate"), c.get("upper")] if upper else [c.get("value")]
         least = "minimum" in c
-        limit = f"≥ {number(c['minimum'])}" if least else f"≤ {number(c.get('threshold'))}"
+        given = c["minimum"] if least else c.get("threshold")
+        digits = gate_decimals(values, given)
+        limit = f"{'≥' if least else '≤'} {_limit(given)}"
         ok = c.get("passed") is True
         result = "pass" if ok else ("fail (closed)" if "reason" in c else "fail")
-        cells = [text(c.get("group", "(pooled)")), *(number(v) for v in values), limit]
+        cells = [text(c.get("group", "(pooled)")), *(number(v, digits) for v in values), limit]
         cells += [result if ok else f"<strong>{result}</strong>", text(c.get("reason", ""))]
         rows.append((text(c.get("metric", "?")), cells, "" if ok else "fail"))
     passed = found.get("passed") is True
@@ -349,6 +358,13 @@ def gate(ids: Ids, found: Any) -> str:
         parts.append(f"<p>Groups that failed ({len(failed):,}): {', '.join(map(text, failed))}</p>")
     parts.append(table("Gate checks", headers, rows))
     return section(ids, "Gate", *parts, anchor=ids.named("gate"))
+
+
+def _limit(given: Any) -> str:
+    """A gate's limit as the user gave it (``0.05``, not ``0.0500``), in the page's minus."""
+    if is_number(given):
+        return as_given(given).replace("-", MINUS)
+    return number(given)
 
 
 def warnings(ids: Ids, body: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from calibcli.render.digits import fixed, threshold_decimals
+from calibcli.render.digits import as_given, fixed, gate_decimals, threshold_decimals
 from calibcli.reports import (
     BY_COMMAND,
     CALIBRATION,
@@ -23,7 +23,7 @@ from calibcli.reports import (
 )
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, digits: int = 4) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, bool):
@@ -31,7 +31,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return fixed(value)
+        return fixed(value, digits)
     return _text(str(value))
 
 
@@ -96,17 +96,24 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
         for check in gate["checks"]:
             name = check["metric"] + (f" ({check['group']})" if "group" in check else "")
             reason = f" — {_text(check['reason'])}" if "reason" in check else ""
-            value = _cell(check["value"]) + reason
+            limit = check["minimum"] if "minimum" in check else check["threshold"]
+            # the limit as given; the value with as many decimals as put it on its side of it
+            value = _cell(check["value"], gate_decimals([check["value"]], limit)) + reason
             passed = "yes" if check["passed"] else "**no**"
-            limit = (
-                f">= {_cell(check['minimum'])}" if "minimum" in check else _cell(check["threshold"])
-            )
-            lines.append(f"| {_text(name)} | {limit} | {value} | {passed} |")
+            shown_limit = (">= " if "minimum" in check else "") + _limit(limit)
+            lines.append(f"| {_text(name)} | {shown_limit} | {value} | {passed} |")
         if gate["bound"] == "upper":
             lines += ["", "Gated on the upper end of the bootstrap interval."]
     if body.get("warnings"):
         lines += [""] + [f"> warning: {_text(w)}" for w in body["warnings"]]
     return "\n".join(lines) + "\n\n"
+
+
+def _limit(limit: Any) -> str:
+    """A gate's limit as given (a number), or as any other cell (a hand-edited report)."""
+    if isinstance(limit, (int, float)) and not isinstance(limit, bool):
+        return as_given(limit)
+    return _cell(limit)
 
 
 def _before_after(body: dict[str, Any]) -> list[str]:

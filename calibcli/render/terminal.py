@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from calibcli.render.digits import fixed, threshold_decimals
+from calibcli.render.digits import as_given, fixed, gate_decimals, threshold_decimals
 from calibcli.reports import (
     CALIBRATION,
     PERPLEXITY,
@@ -233,17 +233,24 @@ def _bar(fraction: float | None, *, ascii_only: bool = False) -> str:
 
 
 def reliability_table(rel: dict[str, Any], title: str, *, ascii_only: bool = False) -> Table:
-    """The per-bin table: range, count, mean confidence, accuracy (Wilson CI), gap, bar."""
+    """The per-bin table: range, count, mean confidence, accuracy (Wilson CI), gap, bar.
+
+    Edges, mean confidences and accuracies have as many decimals (at least 2, 3 and 3) as
+    keep distinct values apart, and apart from 0 and 1: 200 bins' edges 0.005 apart, or
+    quantile bins above 0.999, would otherwise read alike (``[1.00, 1.00)``)."""
     has_ci = "accuracy_ci" in rel
     columns = ["bin", "count", "confidence", "accuracy"]
     columns += ["95% CI"] if has_ci else []
     table = _table(title, *columns, "gap", "accuracy bar")
     last = len(rel["count"]) - 1
+    edge = threshold_decimals([*rel["bin_lower"], *rel["bin_upper"]], 2)
+    conf_digits = threshold_decimals(rel["confidence"], 3)
+    acc_digits = threshold_decimals(rel["accuracy"], 3)
     for i, count in enumerate(rel["count"]):
         lo, hi = rel["bin_lower"][i], rel["bin_upper"][i]
         conf, acc = rel["confidence"][i], rel["accuracy"][i]
-        cells = [f"[{lo:.2f}, {hi:.2f}{']' if i == last else ')'}", f"{count:,}", _f(conf, 3)]
-        cells.append(_f(acc, 3))
+        name = f"[{lo:.{edge}f}, {hi:.{edge}f}{']' if i == last else ')'}"
+        cells = [name, f"{count:,}", _f(conf, conf_digits), _f(acc, acc_digits)]
         if has_ci:
             cells.append(_interval(rel["accuracy_ci"][i], 3))
         gap = None if acc is None else conf - acc
@@ -284,25 +291,20 @@ def _gate(report: dict[str, Any]) -> list[Any]:
     for check in gate["checks"]:
         result = "pass" if check["passed"] else ("fail (closed)" if "reason" in check else "fail")
         values = [check.get("estimate"), check.get("upper")] if upper else [check["value"]]
+        limit = check["minimum"] if "minimum" in check else check["threshold"]
+        digits = gate_decimals(values, limit)
         _row(
             table,
             check["metric"],
             check.get("group", "(pooled)"),
-            *(_f(v) for v in values),
-            _limit(check),
+            *(_f(v, digits) for v in values),
+            f">= {as_given(limit)}" if "minimum" in check else as_given(limit),
             result,
         )
     return [table]
 
 
 # --------------------------------------------------------------------------- threshold
-
-
-def _as_given(value: float) -> str:
-    """A number as short as it reads back exactly: ``0.8`` as ``0.8``, ``0.999999999`` as
-    written, never rounded to ``1``."""
-    short = f"{value:g}"
-    return short if float(short) == value else repr(value)
 
 
 def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
@@ -312,7 +314,7 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
     # a threshold chosen on recalibrated confidences is compared with the calibrator's output
     scored = "recalibrated confidence" if "recalibration" in report else "confidence"
     head = Text(
-        f"Automation threshold: accuracy >= {_as_given(report['target_accuracy'])} with "
+        f"Automation threshold: accuracy >= {as_given(report['target_accuracy'])} with "
         f"probability >= {confidence(report['delta'])} ({method}); rows with {scored} >= "
         "threshold are accepted"
     )
@@ -482,11 +484,6 @@ def _compare_tests(report: dict[str, Any]) -> list[str]:
     elif test.get("test") == "bootstrap":
         lines.append("AUROC: the sides differ in correctness, so only the bootstrap interval")
     return lines
-
-
-def _limit(check: dict[str, Any]) -> str:
-    """A check's threshold: the maximum as a number, a minimum as ">= x"."""
-    return f">= {check['minimum']:g}" if "minimum" in check else f"{check['threshold']:g}"
 
 
 def _params(params: dict[str, Any]) -> str:
