@@ -196,8 +196,9 @@ def usage_error(message: str) -> typer.Exit:
 def say(line: str) -> None:
     """Print one line on stderr (an error, a warning, a verdict), escaped by
     :func:`calibcli.errors.one_line`: whatever it quotes (a file name, a field or group name)
-    cannot split it in two or reach the terminal as a command."""
-    typer.echo(one_line(line), err=True)
+    cannot split it in two or reach the terminal as a command, nor, under GitHub Actions, start
+    a workflow command (:func:`calibcli.cli.github.guarded`)."""
+    typer.echo(github.guarded(one_line(line) + "\n"), err=True, nl=False)
 
 
 def warn(text: str) -> None:

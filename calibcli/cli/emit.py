@@ -7,6 +7,8 @@ so what a saved report renders to later is exactly what the command showed.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 from dataclasses import dataclass
@@ -36,7 +38,7 @@ def check_outputs(**paths: Path | None) -> None:
 
     names = {"output": "report", "summary": "summary", "plot": "plot", "html": "HTML report"}
     for key, path in paths.items():
-        if path is None:
+        if path is None or github.is_step_summary(path):  # checked already, and only a warning
             continue
         try:
             check_writable(path, names.get(key, key))
@@ -106,6 +108,33 @@ def picture(shown: dict[str, Any], plot: Plot) -> tuple[bytes, str | None]:
         raise usage_error(f"--plot: {exc}") from None
 
 
+class _Captured(io.StringIO):
+    """Text printed for stdout, held: rich sees stdout's encoding and whether it is a
+    terminal, so it lays out and colours the text as it would have printed it."""
+
+    def __init__(self, stdout: Any) -> None:
+        super().__init__()
+        self._stdout = stdout
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stdout, "encoding", None) or "utf-8"
+
+    def isatty(self) -> bool:
+        return self._stdout.isatty()
+
+
+def _tables(shown: dict[str, Any]) -> str:
+    """The tables of a report as text, as print_report would print them on stdout: where a
+    runner reads stdout, they are looked at before they are printed (github.guarded)."""
+    from calibcli.render import print_report
+
+    held = _Captured(sys.stdout)
+    with contextlib.redirect_stdout(held):
+        print_report(shown)
+    return held.getvalue()
+
+
 def emit(
     report: Any,
     *,
@@ -153,18 +182,25 @@ def emit(
 
             page = html_report(json.loads(report_text), sources=files)
             staged.add(html, page, "HTML report")
+        step_summary = None  # the automatic job summary, appended once the rest is in place
         if summary is not None:
             from calibcli.render import markdown_summary
 
-            staged.add(summary, markdown_summary(shown, files), "summary", append=True)
+            markdown = markdown_summary(shown, files)
+            if github.is_step_summary(summary):
+                step_summary = markdown
+            else:
+                staged.add(summary, markdown, "summary", append=True)
         if output is not None:
             staged.add(output, text, "report")
         try:
             if stream:
-                for piece in report.json_pieces():
+                for piece in github.json_guarded(report.json_pieces()):
                     sys.stdout.write(piece)
             elif json_out:
-                sys.stdout.write(text)
+                sys.stdout.writelines(github.json_guarded([text]))
+            elif github.runner_reads():
+                sys.stdout.write(github.guarded(_tables(shown)))
             else:
                 from calibcli.render import print_report
 
@@ -176,6 +212,8 @@ def emit(
             staged.discard()
             raise usage_error(f"cannot write to standard output: {exc.strerror or exc}") from None
         staged.commit()
+        if step_summary is not None:
+            github.append_step_summary(summary, step_summary)
     except OutputError as exc:
         raise usage_error(str(exc)) from None
     except BaseException:  # Ctrl-C while staging: no temporary file stays behind

@@ -11,7 +11,11 @@ its usual stderr lines, never replacing them:
   (``--no-summary`` leaves it out);
 - the headline figures and the verdict appended to ``$GITHUB_OUTPUT`` (:data:`OUTPUTS`).
 
-``--annotations none`` turns all three off; outside Actions nothing changes. Every command gets
+``--annotations none`` turns all three off; outside Actions nothing changes. The runner reads
+every line of stdout and stderr for workflow commands, so under Actions (whatever
+``--annotations`` says) text that quotes the data (a group named ``::stop-commands::x``, a
+field value ``##[error]x``) is printed through :func:`guarded` or :func:`json_guarded`: shown
+as text, never run, and ended before calibcli's own annotations. Every command gets
 the two options from :func:`ci_options`, which calibcli.cli.app applies when a command registers.
 """
 
@@ -21,7 +25,9 @@ import functools
 import inspect
 import math
 import os
-from collections.abc import Callable
+import re
+import secrets
+from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -127,6 +133,56 @@ def workflow_command(command: str, message: str, **properties: str | int) -> str
     return f"::{command} {props}::{escape_data(message)}"
 
 
+# --------------------------------------------------------------------------- untrusted text
+
+# What the runner would read as a workflow command in a line (it splits its input at CR and
+# LF): ``::name ...::`` after leading whitespace, or the older ``##[name ...]`` anywhere.
+_COMMAND_LIKE = re.compile(r"(?:\A|[\r\n])[^\S\r\n]*::|##\[")
+
+
+def runner_reads() -> bool:
+    """Whether a GitHub Actions runner reads this run's stdout and stderr for workflow
+    commands: under Actions whatever --annotations says, and with --annotations github."""
+    return detected() or active()
+
+
+def could_be_command(text: str) -> bool:
+    """Whether a line of ``text`` could start a workflow command (:data:`_COMMAND_LIKE`)."""
+    return _COMMAND_LIKE.search(text) is not None
+
+
+def guarded(text: str) -> str:
+    """Whole lines of output as printed where a runner reads them: unchanged, or, when one of
+    them could start a workflow command, between ``::stop-commands::TOKEN`` and ``::TOKEN::``
+    with a fresh unguessable token, GitHub's way to show untrusted text as text. Unchanged
+    outside Actions."""
+    if not runner_reads() or not could_be_command(text):
+        return text
+    token = secrets.token_hex(16)
+    ending = "" if text.endswith(("\n", "\r")) else "\n"
+    return f"::stop-commands::{token}\n{text}{ending}::{token}::\n"
+
+
+def json_guarded(pieces: Iterable[str]) -> Iterator[str]:
+    """JSON text (in pieces, as streamed) as printed where a runner reads it: each ``##[``
+    (only ever inside a string) written ``##\\u005b``, which is the same JSON value. A line of
+    JSON never starts with ``::`` (it starts with a bracket, a quote or a number, after any
+    indentation), so none can start a command then, and no line is added: ``--json >
+    report.json`` stays a JSON document. Unchanged outside Actions."""
+    if not runner_reads():
+        yield from pieces
+        return
+    held = ""  # trailing '#'s of a piece: the next one may begin with '['
+    for piece in pieces:
+        text = (held + piece).replace("##[", "##\\u005b")
+        kept = len(text.rstrip("#"))
+        held = text[kept:]
+        if kept:
+            yield text[:kept]
+    if held:
+        yield held
+
+
 def _emit(line: str) -> None:
     typer.echo(line, err=True)
 
@@ -191,8 +247,24 @@ def finished(report: Any) -> None:
                 f.write("".join(f"{k}={v}\n" for k, v in step_outputs(report).items()))
         except OSError as exc:  # the verdict stands: the exit code still says it
             message = f"cannot write the step outputs to {path}: {exc.strerror or exc}"
-            typer.echo(one_line(f"warning: {message}"), err=True)
+            typer.echo(guarded(one_line(f"warning: {message}") + "\n"), err=True, nl=False)
             _emit(workflow_command("warning", message))
+
+
+def append_step_summary(path: Path, text: str) -> None:
+    """Append the automatic job summary to ``$GITHUB_STEP_SUMMARY``. Nobody asked for it, so a
+    failed write is a warning (annotated), as for the step outputs: the verdict stands."""
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        _summary_unwritable(f"{path}: cannot write the summary: {exc.strerror or exc}")
+
+
+def _summary_unwritable(problem: str) -> None:
+    from calibcli.cli.app import warn  # app imports this module: import when needed
+
+    warn(f"{problem}; the job summary ($GITHUB_STEP_SUMMARY) is left out, the verdict stands")
 
 
 def step_outputs(report: Any) -> dict[str, str]:
@@ -239,14 +311,35 @@ def _usage_error(message: str) -> typer.Exit:
     return usage_error(message)
 
 
+# The automatic summary of the command running now ($GITHUB_STEP_SUMMARY, when --summary is not
+# given), set by summary_target for the command's duration.
+_step_summary: Path | None = None
+
+
+def is_step_summary(path: Path | None) -> bool:
+    """Whether ``path`` is the automatic job summary rather than one --summary named."""
+    return path is not None and _step_summary is not None and Path(path) == _step_summary
+
+
 def summary_target(summary: Path | None, no_summary: bool) -> Path | None:
-    """The summary file of this run: --summary's, else $GITHUB_STEP_SUMMARY under Actions."""
+    """The summary file of this run: --summary's, else $GITHUB_STEP_SUMMARY under Actions.
+    The automatic one that cannot be written is left out with a warning (the run goes on and
+    its verdict stands), where a --summary PATH that cannot be is an error."""
+    global _step_summary
     if summary is not None and no_summary:
         raise _usage_error("--no-summary and --summary PATH contradict each other; give one")
     if summary is None and not no_summary and active():
         found = os.environ.get("GITHUB_STEP_SUMMARY")
         if found:
-            return Path(found)
+            from calibcli.cli.staging import OutputError, check_writable
+
+            try:
+                check_writable(Path(found), "summary")
+            except OutputError as exc:
+                _summary_unwritable(str(exc))
+                return None
+            _step_summary = Path(found)
+            return _step_summary
     return summary
 
 
@@ -273,7 +366,7 @@ def ci_options(command: Callable) -> Callable:
 
     @functools.wraps(command)
     def run(**kwargs: Any) -> Any:
-        global _mode
+        global _mode, _step_summary
         _mode = kwargs.pop("annotations")
         no_summary = kwargs.pop("no_summary", False)
         try:
@@ -281,7 +374,7 @@ def ci_options(command: Callable) -> Callable:
                 kwargs["summary"] = summary_target(kwargs["summary"], no_summary)
             return command(**kwargs)
         finally:
-            _mode = None
+            _mode = _step_summary = None
 
     run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     return run
