@@ -137,10 +137,12 @@ class Calibrator:
 
         ``confidence`` may be :class:`~calibcli.Predictions` (their own groups are taken): how
         they were read is then checked against what the calibrator records, as
-        ``--calibrator`` checks it. Other ``mc_norm`` scores or ``choices`` are an InputError
-        (the map would score other numbers); rows graded another way, of another task or of
-        another model are a UserWarning (a map of one model's confidences says nothing of
-        another's: gate nothing on the figures after it)."""
+        ``--calibrator`` checks it, by the same checks. Rows grouped by another ``by`` field
+        than the calibrator's groups, other ``mc_norm`` scores, ``inspect_confidence`` mode or
+        ``choices`` are an InputError (the map would score other numbers); rows read from
+        another ``confidence_field``, of another format, graded another way, of another task
+        or of another model are a UserWarning (a map of one model's confidences says nothing
+        of another's: gate nothing on the figures after it)."""
         import numpy as np
 
         from calibcli.api.predictions import Predictions, given
@@ -173,30 +175,32 @@ class Calibrator:
         return out
 
     def _check_read(self, rows: Any) -> None:
-        """Check how ``rows`` (Predictions) were read against the calibrator's records."""
+        """Check how ``rows`` (Predictions) were read against the calibrator's records, by the
+        checks ``--calibrator`` makes (:func:`calibcli.io.calibrator_notes`): a refusal is an
+        InputError, a warning a UserWarning."""
         import warnings
 
         from calibcli.errors import InputError
-        from calibcli.io import graded_otherwise, other_choices, other_model, other_task
+        from calibcli.io import RowsRead, calibrator_notes
 
-        fitted, scored = self.file.fitted_on, rows.read_as
-        norm = fitted.get("mc_norm")
-        refused = other_choices(fitted, scored, "choices=")
-        if rows.format == "lm-eval" and isinstance(norm, str) and norm != rows.mc_norm:
-            refused = (
-                f"the calibrator was fitted on mc_norm={norm} scores; these rows are read with "
-                f"mc_norm={rows.mc_norm}: give mc_norm={norm!r}"
-            )
-        if refused is not None:
-            raise InputError("apply", None, refused)
-        given = {
-            "correct_field": rows.correct_field,
-            "scorer": scored.get("scorer"),
-            "gold_field": scored.get("gold_field"),
-        }
-        said = graded_otherwise(fitted, {rows.format}, given)
-        model = other_model(fitted, scored, gated=False)
-        said += [t for t in (other_task(fitted, scored), model) if t]
+        scored = rows.read_as
+        read = RowsRead(
+            fmt=rows.format,
+            formats=frozenset({rows.format}),
+            confidence_field=rows.confidence_field,
+            correct_field=rows.correct_field,
+            mc_norm=rows.mc_norm,
+            by=rows.by,
+            scorer=scored.get("scorer"),
+            gold_field=scored.get("gold_field"),
+            inspect_taken=rows.inspect_confidence,
+            read_as=scored,
+            api=True,
+        )
+        try:
+            said = calibrator_notes(self.file, read)
+        except ValueError as exc:
+            raise InputError("apply", None, str(exc)) from None
         for text in said:
             warnings.warn(text, UserWarning, stacklevel=3)
 

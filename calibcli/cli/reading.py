@@ -227,12 +227,15 @@ def recalibration_options(
         )
     if calibrator is None:
         return None, None if method is None else method.value
+    from calibcli.io import check_fitted_names
     from calibcli.summaries import load
 
     try:
-        return load(calibrator), None
+        calibrators = load(calibrator)
+        check_fitted_names(calibrators)
     except ValueError as exc:
         raise usage_error(str(exc)) from None
+    return calibrators, None
 
 
 def calibrator_reading(reading: Any, calibrators: Any) -> Any:
@@ -251,76 +254,33 @@ def calibrator_reading(reading: Any, calibrators: Any) -> Any:
     return reading
 
 
-def check_groups(calibrators: Any, by: str | None, summarized: bool = False) -> None:
-    """Exit 2 when a calibrator fitted per --by group maps rows grouped by another field
-    (``summarized``: the field a summary file's rows were grouped by, which cannot change)."""
-    if None in (calibrators.by, by) or calibrators.by == by:
-        return
-    grouped, remedy = f"per --by {by}", f"give --by {calibrators.by}, or no --by for its pooled map"
-    if summarized:
-        grouped = f"per --by {by}, as the summary file's rows are grouped"
-        remedy = f"fit one per --by {by} group, or summarize the files with --by {calibrators.by}"
-    raise usage_error(
-        f"{calibrators.path}: the calibrator was fitted per --by {calibrators.by} group, not "
-        f"{grouped}: {remedy}"
-    )
+def check_groups(calibrators: Any, by: str | None) -> None:
+    """Exit 2 when a calibrator fitted per --by group would map rows grouped by --by another
+    field (:func:`calibcli.io.calibrator_checks.other_groups`)."""
+    from calibcli.io import other_groups
 
-
-def provenance_notes(data: Any, calibrators: Any) -> list[str]:
-    """What a calibrator file records of the rows it was fitted on, checked against the rows
-    read: another multiple-choice normalisation, or inspect-ai confidences taken by another
-    mode, is exit 2 (the map would score other numbers), another confidence field a warning
-    (it was asked for by name), as are rows of another format than the rows it was fitted on
-    (recorded by every file), and rows that take the pooled map of a file fitted per
-    --by group (read without --by, or of a group it holds no map for). OpenAI confidences
-    renormalised over other --choices are exit 2 too; rows graded another way (another
-    correct field, inspect-ai scorer or OpenAI gold field), of another task or of another
-    model (:func:`other_model`, whose gates fail closed) are warnings. A file that records
-    none of these (fitted on other formats, or written before they were recorded) is applied
-    as it is."""
-    if calibrators is None:
-        return []
-    # rows grouped otherwise than --by asked: by a summary file's own --by, taken over
-    check_groups(calibrators, data.settings.by, summarized=True)
-    fitted = calibrators.fitted_on
-    norm = fitted.get("mc_norm")
-    if data.fmt == "lm-eval" and isinstance(norm, str) and norm != data.settings.mc_norm:
-        raise usage_error(
-            f"{calibrators.path}: the calibrator was fitted on --mc-norm {norm} scores; these "
-            f"rows are read with --mc-norm {data.settings.mc_norm}: give --mc-norm {norm}"
-        )
-    check_inspect_mode(calibrators, data)
-    from calibcli.io import graded_otherwise, other_choices, other_task, read_as
-    from calibcli.summaries import pooled_map_note
-
-    scored = read_as(data)
-    refused = other_choices(fitted, scored)
+    refused = other_groups(calibrators, by)
     if refused is not None:
         raise usage_error(f"{calibrators.path}: {refused}")
-    notes = []
-    recorded = fitted.get("confidence_field")
-    field = data.settings.confidence_field
-    if data.fmt == "jsonl" and isinstance(recorded, str) and recorded != field:
-        notes.append(
-            f"the calibrator was fitted on the field {recorded!r}; it maps {field!r} here, as "
-            "--confidence-field asked"
-        )
-    fitted_format = fitted.get("format")
-    others = sorted({f for f in data.formats.values() if f != fitted_format})
-    if isinstance(fitted_format, str) and fitted_format != "mixed" and others:
-        # another format takes its confidence another way (a softmax over choices, a token's
-        # probability, a stated number): the map may not fit these numbers
-        notes.append(
-            f"the calibrator was fitted on {fitted_format} rows; it maps {', '.join(others)} "
-            "rows here, whose confidences may be taken another way"
-        )
-    given = {k: getattr(data.settings, k) for k in ("correct_field", "scorer", "gold_field")}
-    notes += graded_otherwise(fitted, set(data.formats.values()), given)
-    task = other_task(fitted, scored)
-    notes += [task] if task else []
-    model = other_model(calibrators, data, scored)
-    pooled = pooled_map_note(calibrators, data.settings.by, data.group_names)
-    return notes + [n for n in (model, pooled) if n]
+
+
+def provenance_notes(data: Any, calibrators: Any, confidence_given: bool = True) -> list[str]:
+    """What a calibrator file records of the rows it was fitted on, checked against the rows
+    read (:func:`calibcli.io.calibrator_notes`, the checks the Python API makes too): the
+    maps that would score other numbers are exit 2 (rows grouped by a summary file's other
+    --by field, another multiple-choice normalisation, inspect-ai confidence mode or OpenAI
+    --choices, a summary file's rows of another confidence field than the calibrator's when
+    ``confidence_given`` is False), the rest warnings. A file that records none of these
+    (fitted on other formats, or written before they were recorded) is applied as it is."""
+    if calibrators is None:
+        return []
+    from calibcli.io import RowsRead, calibrator_notes
+
+    rows = RowsRead.of_summary(data, confidence_given=confidence_given)
+    try:
+        return calibrator_notes(calibrators, rows, data.group_names)
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
 
 
 def other_model(calibrators: Any, data: Any, scored: dict[str, Any] | None = None) -> str | None:
@@ -335,44 +295,24 @@ def other_model(calibrators: Any, data: Any, scored: dict[str, Any] | None = Non
     return why(calibrators.fitted_on, read_as(data) if scored is None else scored)
 
 
-def check_inspect_mode(calibrators: Any, data: Any) -> None:
-    """Exit 2 when inspect-ai rows took their confidences by another rule than the rows the
-    calibrator was fitted on (:func:`~calibcli.summaries.sources.same_rule`): a map of
-    whole-sequence probabilities would be applied to first-token ones."""
-    from calibcli.summaries import same_rule
-
-    mode = calibrators.fitted_on.get("inspect_confidence")
-    taken = data.inspect_confidence
-    given = data.settings.inspect_confidence
-    if not isinstance(mode, str) or taken is None or same_rule(mode, taken, given):
-        return
-    read = given
-    if given == "auto":  # auto takes a mode per sample: say which these took
-        modes = "answer-token and sequence" if taken == "auto" else taken
-        read = f"auto ({modes} on these samples)"
-    raise usage_error(
-        f"{calibrators.path}: the calibrator was fitted on --inspect-confidence {mode} "
-        f"confidences; these rows are read with --inspect-confidence {read}: give "
-        f"--inspect-confidence {mode}, or fit a calibrator on these rows"
-    )
-
-
 def recalibrate(
     data: Any,
     calibrators: Any,
     method: str | None,
+    confidence_given: bool = True,
     **options: Any,
 ) -> Any:
     """:func:`calibcli.summaries.recalibrate.recalibrated`, a failed fit becoming exit 2.
     For lm-eval input, temperature (a calibrator of it, or --recalibrate temperature) scales the
-    choices' loglikelihoods, so the rows are read again with every choice's score."""
+    choices' loglikelihoods, so the rows are read again with every choice's score.
+    ``confidence_given``: whether --confidence-field was given (:func:`provenance_notes`)."""
     from calibcli.summaries import MULTICLASS, recalibrated
 
     choices = None
     wants_choices = method == "temperature" or (
         calibrators is not None and calibrators.method == MULTICLASS
     )
-    notes = provenance_notes(data, calibrators)
+    notes = provenance_notes(data, calibrators, confidence_given)
     if data.fmt == "lm-eval" and wants_choices:  # the rows as read, in lm-eval format
         choices = read_choices(data)
     try:

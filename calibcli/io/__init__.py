@@ -522,6 +522,7 @@ _PROVENANCE = (
     "other_task",
     "graded_otherwise",
 )
+_CHECKED = ("RowsRead", "calibrator_notes", "check_fitted_names", "other_groups")
 
 
 def __getattr__(name: str) -> Any:
@@ -548,10 +549,11 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.keyed"), name)
-    if name in _PROVENANCE:  # how rows were read, as a calibrator records it
-        import importlib
+    if name in _PROVENANCE or name in _CHECKED:  # how rows were read, as a calibrator records
+        import importlib  # it and checks it (the commands' --calibrator and the Python API)
 
-        return getattr(importlib.import_module("calibcli.io.provenance"), name)
+        home = "provenance" if name in _PROVENANCE else "calibrator_checks"
+        return getattr(importlib.import_module(f"calibcli.io.{home}"), name)
     if name == "match_keys":
         from calibcli.io.matching import match_keys
 

@@ -139,6 +139,29 @@ def _fitted_on_problem(fitted_on: Any) -> str | None:
     return None
 
 
+def _never_fitted(calibrator: Any, where: str) -> str | None:
+    """What is wrong with parameters no fit writes (None: nothing): a temperature outside the
+    search's [T_MIN, T_MAX], or a map whose argument overflows at a confidence of 0 or 1 (a
+    parameter near the largest double), which a fit on any confidences never reaches."""
+    import numpy as np
+
+    from calibcli.metrics import T_MAX, T_MIN
+
+    params = calibrator.to_dict()
+    t = params.get("temperature")
+    if isinstance(t, float) and not T_MIN <= t <= T_MAX:
+        return f"{where}.temperature is {t!r}, outside [{T_MIN:g}, {T_MAX:g}], where a fit finds it"
+    if calibrator.method not in ("platt", "beta"):
+        return None
+    with np.errstate(over="raise", invalid="raise"):
+        try:
+            calibrator.apply(np.array([0.0, 1.0]))
+        except FloatingPointError:
+            key = max(params, key=lambda k: abs(params[k]))
+            return f"{where}.{key} is {params[key]!r}: the map overflows at confidence 0 or 1"
+    return None
+
+
 def load(path: str | Path) -> CalibratorFile:
     """Read and validate a calibrator file; ValueError with one line naming what is wrong."""
     from calibcli.metrics import calibrator_from_dict as from_dict
@@ -167,8 +190,9 @@ def load(path: str | Path) -> CalibratorFile:
         raise bad("invalid JSON (a number with too many digits)") from None
     if not isinstance(body, dict) or body.get("kind") != KIND:
         raise bad(f'"kind" is not "{KIND}"')
-    if body.get("schema_version") != SCHEMA_VERSION:
-        raise bad(f"schema_version {body.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+    version = body.get("schema_version")
+    if version != SCHEMA_VERSION or not isinstance(version, int) or isinstance(version, bool):
+        raise bad(f"schema_version {version!r}, expected {SCHEMA_VERSION}")
     method = body.get("method")
     try:
         pooled = from_dict(method, body.get("params"))
@@ -176,6 +200,9 @@ def load(path: str | Path) -> CalibratorFile:
         raise bad(str(exc)) from None
     except OverflowError:
         raise bad(f"a {method} parameter is a number beyond the range of a double") from None
+    problem = _never_fitted(pooled, "params")
+    if problem is not None:
+        raise bad(problem)
     groups, rows = {}, {}
     group_bodies = body.get("groups") or {}
     if not isinstance(group_bodies, dict):
@@ -191,6 +218,9 @@ def load(path: str | Path) -> CalibratorFile:
             raise bad(
                 f"group {name!r}: a parameter is a number beyond the range of a double"
             ) from None
+        problem = _never_fitted(groups[name], f"group {name!r}: params")
+        if problem is not None:
+            raise bad(problem)
         if isinstance(group.get("n"), int):
             rows[name] = group["n"]
     fitted_on = body.get("fitted_on", {})
@@ -368,9 +398,10 @@ def recalibrated(
     if calibrators is not None:
         if calibrators.method == MULTICLASS:
             if choices is None:
+                where = f"{calibrators.path}: " if calibrators.path is not None else ""
                 raise ValueError(
-                    "this calibrator scales lm-eval choices' loglikelihoods (fitted with "
-                    f"--method temperature on lm-eval rows); the input is {summary.fmt}"
+                    f"{where}this calibrator scales lm-eval choices' loglikelihoods (fitted "
+                    f"with --method temperature on lm-eval rows); the input is {summary.fmt}"
                 )
             after = choices_data(choices, calibrators, bins=bins)
         else:

@@ -81,7 +81,7 @@ def apply_calibrator(
 
     confidence_field, by = one(confidence_field), one(by)
 
-    from calibcli.cli.reading import recalibration_options
+    from calibcli.cli.reading import check_groups, recalibration_options
     from calibcli.cli.staging import OutputError, StreamTarget
     from calibcli.io import InputError, compressing, rewrite_confidences, suffix_codec
     from calibcli.summaries import MULTICLASS, pooled_map_note
@@ -93,11 +93,7 @@ def apply_calibrator(
             "rewrites native confidence rows (use calibcli calibrate --calibrator on lm-eval "
             "rows)"
         )
-    if None not in (calibrators.by, by) and calibrators.by != by:
-        raise usage_error(
-            f"{calibrator}: the calibrator was fitted per --by {calibrators.by} group, not per "
-            f"--by {by}: give --by {calibrators.by}, or no --by for its pooled map"
-        )
+    check_groups(calibrators, by)  # another --by field's groups would take its maps
     recorded = calibrators.fitted_on.get("confidence_field")
     if confidence_field is None:
         confidence_field = recorded if isinstance(recorded, str) else "confidence"

@@ -178,6 +178,7 @@ def calibrate(
                 folds=folds or 5,
                 bins=bins,
                 files=files,
+                confidence_given=reading.confidence_given,
             )
             if poisson and (after.kept is None or not after.kept.keyed):
                 raise usage_error(

@@ -77,6 +77,7 @@ def reliability(
             folds=5,
             bins=bins,
             files=files,
+            confidence_given=reading.confidence_given,
         )
         recalibration = Recalibration(data, settings, tuple(notes), {"bins": bins})
         with one_blas_thread():

@@ -108,7 +108,8 @@ def threshold(
         require_rows(fit_data, "threshold --fit")
     recalibration = None
     if calibrators is not None:
-        options = {"folds": 5, "bins": 10}
+        # a summary file's rows of another confidence field than the calibrator's are exit 2
+        options = {"folds": 5, "bins": 10, "confidence_given": reading.confidence_given}
         raw = data
         data, how, notes = recalibrate(data, calibrators, None, files=files, **options)
         recalibration = Recalibration(
