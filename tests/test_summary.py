@@ -35,7 +35,7 @@ def test_calibrate_summary_shows_the_report_figures_and_the_gate(tmp_path):
     assert text.startswith(f"### calibcli calibrate: `{preds}` — gate FAILED\n")
     assert "| ECE | 0.1000 |" in text
     assert "| N | 150 |" in text
-    assert "| populated bins | 3 |" in text
+    assert "| populated bins | 3 of 10 |" in text  # as the table and the HTML page say it
     assert "| ece | 0.05 | 0.1000 | **no** |" in text  # the limit as given
 
 

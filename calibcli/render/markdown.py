@@ -63,6 +63,12 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def _bins_of(body: dict[str, Any]) -> int | None:
+    """How many bins a report's ``populated_bins`` is out of."""
+    total = body.get("bins_used", body.get("bins"))
+    return total if isinstance(total, int) and not isinstance(total, bool) else None
+
+
 def _interval(body: dict[str, Any], key: str) -> str:
     lo, hi = (body.get("ci") or {}).get(key) or (None, None)
     return "" if lo is None and hi is None else f"[{_cell(lo)}, {_cell(hi)}]"
@@ -86,6 +92,8 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
         value = lookup(body, figure.key)
         if figure.kind == "threshold" and isinstance(value, float):
             row = f"| {figure.label} | {value:.{threshold_decimals([value])}f} |"
+        elif figure.kind == "bins" and isinstance(value, int) and _bins_of(body) is not None:
+            row = f"| {figure.label} | {value:,} of {_bins_of(body):,} |"  # as the table says
         else:
             row = f"| {figure.label} | {_cell(value)} |"
         lines.append(row + (f" {_interval(body, figure.key)} |" if with_ci else ""))
