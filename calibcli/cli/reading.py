@@ -376,3 +376,38 @@ def worker_errors() -> Iterator[None]:
         yield
     except BrokenProcessPool as exc:
         raise usage_error(f"{exc}; try --workers 1") from None
+
+
+def absent_count_fields(data: Any, named: dict[str, str]) -> Any:
+    """Perplexity rows' data with a warning for each count field named by its option
+    (``named``: count -> field; those of their default name say nothing) that is not read: a
+    misspelt field, or one of a format whose rows carry their own counts, would leave its
+    figures out (or take others) without a word."""
+    from dataclasses import replace
+
+    from calibcli.io import COUNTED_FORMATS
+    from calibcli.summaries import COUNTS
+
+    named = {count: field for count, field in named.items() if field != count}
+    own = sorted({f for f in data.formats.values() if f not in COUNTED_FORMATS})
+    said = []
+    for count, field in named.items():
+        absent = data.n and data.present[COUNTS.index(count)] is False
+        unit = count[:-1]
+        if own:
+            many = len(own) > 1
+            formats = f"the {' and '.join(own)} format{'s take' if many else ' takes'}"
+            whose = "formats'" if many else "format's"
+            after = (
+                f" and the figures per {unit} are not given"
+                if absent
+                else f" (the {count} are the {whose} own)"
+            )
+            said.append(
+                f"--{count}-field {field}: {formats} no count fields, so it is not read{after}"
+            )
+        elif absent:
+            said.append(
+                f"--{count}-field {field}: no row holds it, so the figures per {unit} are not given"
+            )
+    return replace(data, warnings=(*data.warnings, *said)) if said else data

@@ -158,7 +158,7 @@ def summarize(
     like any input: the figures are those of reading every shard in one run.
     """
     from calibcli.cli.emit import check_outputs
-    from calibcli.cli.reading import read, read_predictions
+    from calibcli.cli.reading import absent_count_fields, read, read_predictions
 
     bins, kind, part, table = one(bins), one(kind), one(part), one(table)
     bootstrap_samples, seed = one(bootstrap_samples), one(seed)
@@ -207,6 +207,8 @@ def summarize(
             "given": reading.given,
         }
         data = read(read_perplexity, files, reading.fmt, reading.quiet, **fields, **options)
+        counts = {"bytes": fields["bytes_field"], "words": fields["words_field"]}
+        data = absent_count_fields(data, counts)  # as perplexity says it, and kept in the file
     from calibcli.summaries import partial_inputs, to_part
 
     with phases(reading.quiet):

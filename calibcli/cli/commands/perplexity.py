@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
 from calibcli.cli.app import EXIT_CODES, app, usage_error
@@ -34,7 +32,12 @@ from calibcli.cli.options import (
     line_bytes,
     one,
 )
-from calibcli.cli.reading import grouping, load_numpy_without_blas_threads, read
+from calibcli.cli.reading import (
+    absent_count_fields,
+    grouping,
+    load_numpy_without_blas_threads,
+    read,
+)
 from calibcli.reports import PERPLEXITY
 
 
@@ -112,7 +115,7 @@ def perplexity(
         given=given_options(reading_context),
     )
     named = {"bytes": bytes_field, "words": words_field}
-    data = _absent_fields(data, {k: v for k, v in named.items() if v != k})
+    data = absent_count_fields(data, named)
     floors = floors or {}
     gate = Gate(
         limits or {},
@@ -122,37 +125,3 @@ def perplexity(
     )
     result = perplexity_report(data, gate)
     emit(result, json_out=json_out, output=output, summary=summary, files=files, by=by)
-
-
-def _absent_fields(data: Any, named: dict[str, str]) -> Any:
-    """The data with a warning for each count field named by its option (``named``: count ->
-    field, for the fields not of their default name) that is not read: a misspelt field, or
-    one of a format whose rows carry their own counts, would leave its figures out (or take
-    others) without a word."""
-    from dataclasses import replace
-
-    from calibcli.io import COUNTED_FORMATS
-    from calibcli.summaries import COUNTS
-
-    own = sorted({f for f in data.formats.values() if f not in COUNTED_FORMATS})
-    said = []
-    for count, field in named.items():
-        absent = data.n and data.present[COUNTS.index(count)] is False
-        unit = count[:-1]
-        if own:
-            many = len(own) > 1
-            formats = f"the {' and '.join(own)} format{'s take' if many else ' takes'}"
-            whose = "formats'" if many else "format's"
-            after = (
-                f" and the figures per {unit} are not given"
-                if absent
-                else f" (the {count} are the {whose} own)"
-            )
-            said.append(
-                f"--{count}-field {field}: {formats} no count fields, so it is not read{after}"
-            )
-        elif absent:
-            said.append(
-                f"--{count}-field {field}: no row holds it, so the figures per {unit} are not given"
-            )
-    return replace(data, warnings=(*data.warnings, *said)) if said else data
