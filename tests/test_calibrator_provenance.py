@@ -570,6 +570,20 @@ def test_confidences_over_other_choices_are_refused(openai_files):
         assert mean == pytest.approx(sum(expected) / len(expected), abs=1e-9)
 
 
+def test_the_same_choices_in_another_order_are_the_same_numbers(openai_files):
+    """Renormalising over E,D,C,B,A is renormalising over A,B,C,D,E: the map takes them."""
+    _, test, cal = openai_files
+    args = ["calibrate", test, "--gold-field", "answer", "--calibrator", cal, "--json", "-q"]
+    bodies = []
+    for choices in ("A,B,C,D,E", "E,D,C,B,A"):
+        given = run([*args, "--choices", choices])
+        assert given.exit_code == 0, given.stderr
+        bodies.append(json.loads(given.stdout))
+    assert bodies[0]["ece"] == bodies[1]["ece"]
+    assert bodies[0]["recalibration"] == bodies[1]["recalibration"]
+    assert not [w for w in bodies[1]["warnings"] if "calibrator" in w]
+
+
 def test_responses_graded_by_another_gold_field_are_named(openai_files):
     _, test, cal = openai_files
     other = run(["calibrate", test, "--gold-field", "key", "--calibrator", cal, "-q"])

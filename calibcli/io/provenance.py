@@ -95,9 +95,10 @@ def other_choices(
     """Why confidences renormalised over other answer options than those of the rows a
     calibrator was fitted on (``fitted``: its ``fitted_on``; ``scored``: :func:`read_as` of
     the rows scored) cannot take its map, or None: it would score other numbers. ``option``
-    spells the setting (the Python API's ``choices=``)."""
+    spells the setting (the Python API's ``choices=``). The same options in another order are
+    the same set to renormalise over: the same numbers."""
     made, given = fitted.get("choices"), scored.get("choices")
-    if not isinstance(made, list) or given is None or list(made) == list(given):
+    if not isinstance(made, list) or given is None or sorted(made) == sorted(given):
         return None
     return (
         f"the calibrator was fitted on confidences renormalised over {option}{','.join(made)}; "
