@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibcli.api.predictions import given, one_of, option, summary_of, usage, whole
+from calibcli.api.option_values import flag, one_of, option, usage, whole
+from calibcli.api.predictions import given, summary_of
 from calibcli.api.result import Result
 
 WHERE = "calibrate"
@@ -35,10 +36,11 @@ def calibrate(
     ``confidence`` (numbers in [0, 1]) and ``correct`` (booleans or 0/1) are one entry per
     row, or ``confidence`` is :class:`~calibcli.api.Predictions` from
     :func:`~calibcli.api.read_predictions`; ``group`` gives each row's group, reported under
-    ``by`` (default ``"group"``), as ``--by`` does. Options have the command's names:
-    ``bins`` (1 to 10,000), ``strategy`` (``"uniform"`` or ``"quantile"`` bins),
-    ``min_populated_bins``; ``ci=0.95`` adds percentile bootstrap intervals (``bootstrap``
-    resamples, default 1,000; ``seed``, default 0; ``workers`` processes). Gates:
+    ``by`` (default ``"group"``; ``by`` without ``group`` is refused), as ``--by`` does.
+    Options have the command's names: ``bins`` (1 to 10,000), ``strategy`` (``"uniform"`` or
+    ``"quantile"`` bins), ``min_populated_bins``; ``ci=0.95`` adds percentile bootstrap
+    intervals (``bootstrap`` resamples, 200 to 1,000,000, default 1,000; ``seed``, default
+    0; ``workers`` processes); switches such as ``gate_each`` are True or False. Gates:
     ``max_ece=0.05`` (and ``max_brier``, ``max_mce``, ``max_rmsce``, ``max_smece``, ...)
     make ``result.passed`` False when the figure exceeds it (on the upper end of its interval
     with ``gate_on="upper"``), and ``min_rows=1000`` when fewer rows are given;
@@ -73,6 +75,7 @@ def calibrate(
     )
     from calibcli.reports import options as checks
 
+    gate_each = flag(WHERE, "gate_each", gate_each)
     rows = given(confidence, correct, group=group, by=by)
     bins = whole(WHERE, "bins", bins, 1, checks.MAX_BINS)
     strategy = one_of(WHERE, "strategy", strategy, [s.name for s in BIN_STRATEGIES])
@@ -80,7 +83,7 @@ def calibrate(
     if ci is not None:
         ci = option(WHERE, "ci", checks.ci_level, ci)
     if bootstrap is not None:
-        bootstrap = whole(WHERE, "bootstrap", bootstrap, checks.MIN_BOOTSTRAP)
+        bootstrap = whole(WHERE, "bootstrap", bootstrap, checks.MIN_BOOTSTRAP, checks.MAX_BOOTSTRAP)
     if seed is not None:
         seed = whole(WHERE, "seed", seed, 0)
     if workers is not None:
@@ -92,7 +95,7 @@ def calibrate(
         WHERE,
         calibrate_options,
         grouped=rows.by is not None,
-        gate_each=bool(gate_each),
+        gate_each=gate_each,
         limits=thresholds,
         floors=floors,
         gate_on=gate_on,
@@ -110,7 +113,7 @@ def calibrate(
         gate=Gate(
             thresholds,
             gate_on,
-            bool(gate_each),
+            gate_each,
             minimums=floors,
             options=floor_options(CALIBRATION, floors),
         ),

@@ -7,7 +7,8 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from calibcli.api.predictions import ARRAYS, Predictions, given, option, usage, whole
+from calibcli.api.option_values import flag, option, usage, whole, written_number
+from calibcli.api.predictions import ARRAYS, Predictions, given
 from calibcli.api.result import Result
 from calibcli.errors import InputError
 
@@ -48,15 +49,16 @@ def compare(
 
     Every calibration figure of both sides, and the difference d = f(NEW) − f(BASE) with a
     paired percentile bootstrap interval: the same resampled questions on both sides
-    (``ci`` level, default 0.95; ``bootstrap`` resamples, default 1,000; ``seed``, default
-    0); McNemar's exact test of accuracy (a binomial test on the b questions only BASE got
-    right and the c only NEW got right: p = P(|Binomial(b + c, ½) − (b + c)/2| >= |b − (b +
-    c)/2|)); and, when both sides agree on every answer's correctness, DeLong's test of
-    AUROC. ``max_increase={"ece": 0.01}`` (a figure where lower is better) and
-    ``max_decrease={"auroc": 0.01}`` make ``result.passed`` False when NEW may be worse by
-    more than the margin: the upper end of d's interval beyond it by default
-    (``gate_on="estimate"``: d itself), and ``min_rows=1000`` when fewer rows are compared
-    (matched pairs; the smaller side unpaired); ``gate_each=True`` gates every group too.
+    (``ci`` level, default 0.95; ``bootstrap`` resamples, 200 to 1,000,000, default 1,000;
+    ``seed``, default 0); McNemar's exact test of accuracy (a binomial test on the b
+    questions only BASE got right and the c only NEW got right: p = P(|Binomial(b + c, ½) −
+    (b + c)/2| >= |b − (b + c)/2|)); and, when both sides agree on every answer's
+    correctness, DeLong's test of AUROC. ``max_increase={"ece": 0.01}`` (a figure where
+    lower is better) and ``max_decrease={"auroc": 0.01}`` make ``result.passed`` False when
+    NEW may be worse by more than the margin: the upper end of d's interval beyond it by
+    default (``gate_on="estimate"``: d itself), and ``min_rows=1000`` when fewer rows are
+    compared (matched pairs; the smaller side unpaired); ``gate_each=True`` gates every group
+    too (the switches ``gate_each``, ``unpaired`` and ``allow_unmatched`` are True or False).
     The binned checks (ECE, MCE, RMSCE) fail closed when a side populates fewer than
     ``min_populated_bins`` (default 3) of the ``bins``.
 
@@ -70,6 +72,9 @@ def compare(
     from calibcli.reports import options as checks
     from calibcli.summaries import PairedRows
 
+    gate_each = flag(WHERE, "gate_each", gate_each)
+    unpaired = flag(WHERE, "unpaired", unpaired)
+    allow_unmatched = flag(WHERE, "allow_unmatched", allow_unmatched)
     paths = _is_path(base), _is_path(new)
     if any(paths):
         if not all(paths):
@@ -87,7 +92,7 @@ def compare(
     if ci is not None:
         ci = option(WHERE, "ci", checks.ci_level, ci)
     if bootstrap is not None:
-        bootstrap = whole(WHERE, "bootstrap", bootstrap, checks.MIN_BOOTSTRAP)
+        bootstrap = whole(WHERE, "bootstrap", bootstrap, checks.MIN_BOOTSTRAP, checks.MAX_BOOTSTRAP)
     if seed is not None:
         seed = whole(WHERE, "seed", seed, 0)
     if workers is not None:
@@ -101,8 +106,8 @@ def compare(
         WHERE,
         compare_options,
         grouped=by is not None,
-        gate_each=bool(gate_each),
-        unpaired=bool(unpaired),
+        gate_each=gate_each,
+        unpaired=unpaired,
         # rows given were read (or given) with their ids; files are read with these
         id_field=None if sides is not None else options["id_field"],
         max_increase=_margins(max_increase, "max_increase"),
@@ -114,7 +119,7 @@ def compare(
         names = tuple(files)
         id_field = None if unpaired else options["id_field"]
         options["id_field"] = id_field
-        matched, found = read_compared(*names, unpaired=bool(unpaired), **options)
+        matched, found = read_compared(*names, unpaired=unpaired, **options)
     else:
         names = tuple(_name(side) for side in sides)
         b, n = sides
@@ -149,7 +154,7 @@ def compare(
             matched=matched,
             base=names[0],
             new=names[1],
-            allow_unmatched=bool(allow_unmatched),
+            allow_unmatched=allow_unmatched,
         )
     settings = CompareSettings(
         level=ci or 0.95,
@@ -252,6 +257,7 @@ def _margins(given: dict[str, float] | None, name: str) -> list[str]:
         raise TypeError(f"{name}: give {{figure: margin}}, e.g. {{'ece': 0.01}}")
     texts = []
     for figure, margin in given.items():
+        margin = written_number(margin)  # a float32 as its digits, as the command reads them
         number = isinstance(margin, (int, float)) and not isinstance(margin, bool)
         texts.append(f"{figure}={_number(margin)!r}" if number else f"{figure}={margin}")
     return texts

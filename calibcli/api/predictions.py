@@ -9,7 +9,6 @@ from (their files, format and fields), so a report of them is the command's for 
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -17,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from calibcli.api.option_values import answer_options, field_name, flag, one_of, text, whole
 from calibcli.errors import InputError
 
 ARRAYS = "<arrays>"  # how messages and reports name rows given as arrays
@@ -204,15 +204,9 @@ def reading_arguments(
         "max_document_bytes": megabytes.get("max_document_mb"),
         "gold_field": fields.get("gold_field"),
         "choices": choices,
-        "all_runs": _flag(where, "all_runs", got.get("all_runs", False)),
+        "all_runs": flag(where, "all_runs", got.get("all_runs", False)),
         **bounds,
     }
-
-
-def _flag(where: str, name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{where}(): {name} must be True or False, not {value!r}")
-    return value
 
 
 def _paths(paths: Any) -> list[str]:
@@ -260,10 +254,12 @@ def given(
     """The rows given to a function: :class:`Predictions` as they are (``correct`` None), or
     arrays checked by the commands' row rules. ``group`` holds each row's group (named as
     ``--by`` names a field's values: ``1``, ``true``, a string as it is, a missing value
-    such as None, NaN or pandas' NA ``null``), reported under ``by`` (default ``"group"``);
-    ``ids`` each row's id (compare's matching: a null or NaN id is refused). InputError
-    names the first bad row by its index (``<arrays>: index 3: confidence 1.5 is outside
-    [0, 1]``); ``what`` names the argument when a function takes several sets of rows."""
+    such as None, NaN, NaT or pandas' NA ``null``), reported under ``by`` (default
+    ``"group"``; ``by`` without ``group`` is refused); ``ids`` each row's id (compare's
+    matching: a null or NaN id is refused). A masked array's masked values are missing, and
+    dates and durations are no confidences or correctness. InputError names the first bad row
+    by its index (``<arrays>: index 3: confidence 1.5 is outside [0, 1]``); ``what`` names
+    the argument when a function takes several sets of rows."""
     if isinstance(confidence, Predictions):
         if any(given is not None for given in (correct, group, by, ids)):
             raise InputError(
@@ -278,6 +274,13 @@ def given(
     name = f"{what} {ARRAYS}" if what else ARRAYS
     if by is not None:
         field_name(name, "by", by)
+        if group is None:  # nothing here reads a field: by would be silently dropped
+            raise InputError(
+                name,
+                None,
+                f"by={by!r} names the groups given as group=, and none were given: give each "
+                f"row's group as group= (read_predictions(path, by={by!r}) reads a file's field)",
+            )
     conf = _column(name, confidence, _confidence_rule).astype(np.float64)
     corr = _column(name, correct, _correct_rule).astype(bool)
     n = conf.shape[0]
@@ -340,10 +343,12 @@ def _column(name: str, values: Any, rule: Callable[[], tuple[Callable, Callable]
     whole, check = rule()
     ok = whole(arr)
     positions = range(arr.shape[0]) if ok is None else np.flatnonzero(~ok)[:1]
+    # datetime64 and timedelta64 values stay numpy's: item() would give their ticks as ints
+    ticks = arr.dtype.kind in "mM"
     for i in positions:
         value = arr[i]
         try:
-            check(value.item() if isinstance(value, np.generic) else value)
+            check(value.item() if isinstance(value, np.generic) and not ticks else value)
         except ValueError as exc:
             raise InputError(name, f" index {i}", str(exc)) from None
     return arr
@@ -362,6 +367,8 @@ def _written_values(values: Any) -> np.ndarray:
 
     if isinstance(values, (list, tuple)):
         return written_floats(np.asarray(_written_scalars(list(values))))
+    if isinstance(values, np.ma.MaskedArray):
+        return _unmasked(values)
     arr = written_floats(np.asarray(values))
     if arr.dtype != object:
         return arr
@@ -371,6 +378,21 @@ def _written_values(values: Any) -> np.ndarray:
     out = np.empty(arr.size, dtype=object)
     out[:] = _written_scalars(flat)
     return out.reshape(arr.shape)
+
+
+def _unmasked(values: np.ma.MaskedArray) -> np.ndarray:
+    """A masked array's values read as written, each masked one missing (None, in an object
+    array): a masked confidence or correctness is then refused naming its row, as a null is in
+    a file, a masked group is the group ``null`` and a masked id is refused as a null id is.
+    (``asarray`` would keep the value under the mask, as if it were given.)"""
+    data = _written_values(np.ma.getdata(values))
+    mask = np.ma.getmaskarray(values)
+    if not mask.any():
+        return data
+    out = np.empty(data.shape, dtype=object)
+    out.reshape(-1)[:] = list(data.reshape(-1))  # numpy's scalars kept: datetimes stay dates
+    out[mask] = None
+    return out
 
 
 def _written_scalars(values: list) -> list:
@@ -398,6 +420,13 @@ def _values(name: str, column: Any, what: str) -> list[Any]:
     no row order, is refused."""
     from collections.abc import Mapping, Set, ValuesView
 
+    if isinstance(column, (str, bytes)):  # list() would make each character a row's value
+        raise InputError(
+            name,
+            None,
+            f"{what}: {column!r} is one value, not one per row: give a list or an array of "
+            "the rows' values",
+        )
     if isinstance(column, (Set, Mapping, ValuesView)):
         raise InputError(
             name,
@@ -411,8 +440,11 @@ def _values(name: str, column: Any, what: str) -> list[Any]:
         if arr.ndim != 1:
             shape = f"not an array of shape {arr.shape}"
             raise InputError(name, None, f"{what}: expected one value per row, {shape}")
-        if arr.dtype.kind in "mM" and arr.shape[0]:  # tolist() would give them as integers
-            raise InputError(name, " index 0", _not_a_value(what, str(arr.dtype)))
+        if arr.dtype.kind in "mM":  # tolist() would give them as integers
+            # NaT is a missing group (null); any other date or duration is no group name
+            dated = np.flatnonzero(~np.isnat(arr)) if what == "group" else np.arange(arr.size)
+            if dated.size:
+                raise InputError(name, f" index {dated[0]}", _not_a_value(what, str(arr.dtype)))
         values = arr.tolist()  # Python values; an object array's as they are
     else:  # a list, or pandas' values (its missing values as themselves)
         values = column.tolist() if hasattr(column, "tolist") else list(column)
@@ -423,7 +455,11 @@ def _values(name: str, column: Any, what: str) -> list[Any]:
             value = values[i] = value.item()
         if what != "group" or value is None or isinstance(value, str):
             continue
-        if any(value is m for m in missing) or (isinstance(value, float) and value != value):
+        if (
+            any(value is m for m in missing)
+            or (isinstance(value, float) and value != value)
+            or (isinstance(value, (np.datetime64, np.timedelta64)) and np.isnat(value))
+        ):
             values[i] = None
         elif not isinstance(value, (int, float)):
             raise InputError(name, f" index {i}", _not_a_value(what, type(value).__name__))
@@ -496,82 +532,3 @@ def summary_of(rows: Predictions, *, bins: int) -> Any:
     epochs = int(np.unique(asked, return_counts=True)[1].max())
     read = Source("<arrays>", "", rows.format, len(rows), epochs=epochs)
     return replace(summary, kept=kept, mixed=rows.mixed, sources=(read,))
-
-
-# --------------------------------------------------------------------------- option values
-
-
-def option(where: str, name: str, check: Callable[[Any], Any], value: Any) -> Any:
-    """``value`` once ``check`` (a value check of :mod:`calibcli.reports.options`) passed; its
-    message follows the keyword that gave the value."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InputError(where, None, f"{name}: {value!r} is not a number")
-    try:
-        float(value)
-    except OverflowError:  # an int no float holds: infinite, as the command reads 1e400
-        value = math.inf if value > 0 else -math.inf
-    try:
-        return check(value)
-    except ValueError as exc:
-        raise InputError(where, None, f"{name}: {exc}") from None
-
-
-def whole(where: str, name: str, value: Any, low: int, high: int | None = None) -> int:
-    """A whole number in [low, high], as the command line's option of a range takes it."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputError(where, None, f"{name}: {value!r} is not a whole number")
-    if value < low or (high is not None and value > high):
-        shown = f"{low}<=x<={high}" if high is not None else f"x>={low}"
-        raise InputError(where, None, f"{name}: {value} is not in the range {shown}")
-    return int(value)
-
-
-def one_of(where: str, name: str, value: Any, choices: Any) -> str:
-    """One of a registry's names."""
-    choices = tuple(choices)
-    if value not in choices:
-        listed = ", ".join(repr(c) for c in choices)
-        raise InputError(where, None, f"{name}: {value!r} is not one of {listed}")
-    return value
-
-
-def text(where: str, name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise InputError(where, None, f"{name}: {value!r} is not a string")
-    return value
-
-
-def field_name(where: str, name: str, value: Any) -> str:
-    """A field's name (a dotted path), refused empty as the command's field options refuse
-    it: an empty name would read no field, or the default one."""
-    if text(where, name, value) == "":
-        raise InputError(where, None, f"{name}: a field name cannot be empty")
-    return value
-
-
-def answer_options(where: str, value: Any) -> list[str]:
-    """``choices``: a comma-separated string (as ``--choices`` takes it) or a list of
-    strings, two or more distinct options (spaces around each ignored)."""
-    if isinstance(value, str):
-        options = value.split(",")
-    elif isinstance(value, (list, tuple)):
-        options = list(value)
-    else:
-        raise InputError(where, None, f"choices: {value!r} is not a string or a list of them")
-    for option in options:
-        if not isinstance(option, str):
-            raise InputError(where, None, f"choices: {option!r} is not a string")
-    stripped = [option.strip() for option in options]
-    if len(stripped) < 2 or "" in stripped or len(set(stripped)) != len(stripped):
-        raise InputError(
-            where, None, f"choices: {value!r} is not two or more distinct options, e.g. A,B,C"
-        )
-    return options
-
-
-def usage(where: str, check: Callable[..., Any], **options: Any) -> Any:
-    """A check of options together (:mod:`calibcli.reports`), its ValueError as InputError."""
-    try:
-        return check(**options)
-    except ValueError as exc:
-        raise InputError(where, None, str(exc)) from None

@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibcli.api.predictions import (
-    ARRAYS,
-    Predictions,
-    given,
-    one_of,
-    option,
-    summary_of,
-    usage,
-    whole,
-)
+from calibcli.api.option_values import flag, one_of, option, usage, whole
+from calibcli.api.predictions import ARRAYS, Predictions, given, summary_of
 from calibcli.api.result import Result
 
 WHERE = "threshold"
@@ -64,6 +56,7 @@ def threshold(
     from calibcli.reports import Gate, ThresholdSettings, threshold_options, threshold_report
     from calibcli.reports import options as checks
 
+    gate_each, full = flag(WHERE, "gate_each", gate_each), flag(WHERE, "full", full)
     rows = given(confidence, correct, group=group, by=by)
     target = option(WHERE, "target_accuracy", checks.fraction, target_accuracy)
     delta = option(WHERE, "delta", checks.delta, delta)
@@ -77,7 +70,7 @@ def threshold(
         WHERE,
         threshold_options,
         grouped=rows.by is not None,
-        gate_each=bool(gate_each),
+        gate_each=gate_each,
         min_coverage=min_coverage,
         grid=grid,
         method=method,
@@ -89,7 +82,7 @@ def threshold(
         target_accuracy=float(target),
         delta=float(delta),
         method=method,
-        full=bool(full),
+        full=full,
         fit_files=() if held_out is None else (held_out.files or (ARRAYS,)),
         grid=grid,
     )
@@ -98,7 +91,7 @@ def threshold(
         summary_of(rows, bins=BINS),
         settings,
         fit=None if held_out is None else summary_of(held_out, bins=BINS),
-        gate=Gate({}, each=bool(gate_each), minimums=minimums),
+        gate=Gate({}, each=gate_each, minimums=minimums),
     )
     return Result(report, rows.files)
 

@@ -35,7 +35,7 @@ from calibcli.reports import (
 from calibcli.reports import options as checks
 
 MAX_BINS, MIN_BOOTSTRAP, MAX_FOLDS = checks.MAX_BINS, checks.MIN_BOOTSTRAP, checks.MAX_FOLDS
-MIN_DELTA = checks.MIN_DELTA
+MIN_DELTA, MAX_BOOTSTRAP = checks.MIN_DELTA, checks.MAX_BOOTSTRAP
 
 
 def _choices(name: str, *values: str) -> Any:
@@ -422,9 +422,10 @@ BootstrapOpt = _opt(
     "--bootstrap",
     metavar="N",
     min=MIN_BOOTSTRAP,
+    max=MAX_BOOTSTRAP,
     show_default=False,
     callback=_gate_once(then=_RESAMPLED),
-    help=f"Bootstrap resamples for --ci (at least {MIN_BOOTSTRAP}; default 1000).",
+    help=f"Bootstrap resamples for --ci ({MIN_BOOTSTRAP} to {MAX_BOOTSTRAP:,}; default 1000).",
 )
 SeedOpt = _opt(
     list[int] | None,

@@ -105,14 +105,24 @@ def frame_spec(kind: str, columns: tuple, **options: Any) -> FrameSpec:
                 "bootstrap_samples keys each row's weights by its id: name the id column with "
                 "key=..."
             )
-        if type(samples) is not int or samples < 200:
-            raise ValueError(f"bootstrap_samples must be a whole number >= 200, not {samples!r}")
+        _check_samples(samples)
     if options.get("bins") is not None:
         from calibcli.summaries import CalibrationSettings
 
         CalibrationSettings(bins=options["bins"])  # the CLI's check and message
     bootstrap = None if samples is None else (samples, int(seed))
     return FrameSpec(kind, tuple(columns), bootstrap=bootstrap, **options), table
+
+
+def _check_samples(samples: Any) -> None:
+    """``bootstrap_samples`` in the range ``summarize --bootstrap-samples`` takes."""
+    from calibcli.reports import options as checks
+
+    low, high = checks.MIN_BOOTSTRAP, checks.MAX_BOOTSTRAP
+    if type(samples) is not int or not low <= samples <= high:
+        raise ValueError(
+            f"bootstrap_samples must be a whole number from {low} to {high:,}, not {samples!r}"
+        )
 
 
 @held_memory
@@ -156,6 +166,8 @@ def file_jobs(paths: list[str], kind: str, blocksize: int | None, **options: Any
         kind = input_kind(paths, fmt=options.get("fmt", "auto"), **fields)
     if samples is not None and kind != "calibration":
         raise ValueError("bootstrap_samples resamples calibration rows; these are perplexity")
+    if samples is not None:
+        _check_samples(samples)
     bootstrap = None if samples is None else (samples, int(seed))
     jobs: list[FileJob] = []
     for path in paths:

@@ -18,6 +18,8 @@ import typer
 
 from calibcli.cli.app import EXIT_CODES, app, usage_error, warn
 from calibcli.cli.options import (
+    MAX_BOOTSTRAP,
+    MIN_BOOTSTRAP,
     BinsOpt,
     BytesField,
     Files,
@@ -114,7 +116,8 @@ BootstrapSamplesOpt = once(
     int,
     "--bootstrap-samples",
     metavar="N",
-    min=200,
+    min=MIN_BOOTSTRAP,
+    max=MAX_BOOTSTRAP,
     show_default=False,
     then=_RESAMPLES,
     help="Also keep N Poisson bootstrap resamples' sums (uniform bins), which merge: "
