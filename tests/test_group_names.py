@@ -26,8 +26,10 @@ def test_values_of_other_types_keep_their_own_names():
     assert group_names(values, {}) == [group_name(v) for v in values]
     assert group_names(values, {})[1:5] == ["1", "1", "true", '"1"']
     assert group_names(values, {})[6:9] == ["0", "0", "0"]
-    # beyond 2**53 a float is written as JSON writes it (integers there are not all floats)
-    assert group_names(values, {})[10:] == ["2.5", "1", "9007199254740992.0"]
+    # a whole float is named by its integer at any size, as ids are keyed: 1e16 and
+    # 10000000000000000 are one group
+    assert group_names(values, {})[10:] == ["2.5", "1", "9007199254740992"]
+    assert group_name(1e16) == group_name(10**16) == "10000000000000000"
 
 
 def test_an_object_or_a_list_sends_the_block_to_the_row_by_row_path():

@@ -9,10 +9,10 @@ by the suffix of the file written (``apply -o rows.jsonl.zst``).
 Every decompressor streams with bounded memory, reads concatenated streams (``cat a.gz b.gz``)
 as one, and refuses rather than ends the rows early: a truncated stream (an incomplete last
 frame, block or member), and bytes after a stream that start none. gzip is read by python-isal
-in a background thread where it is installed, else by :mod:`gzip`; Zstandard by
-:mod:`compression.zstd` (Python 3.14) or its backport, which skip skippable frames; xz and
-bzip2 by the decompressors of :mod:`lzma` and :mod:`bz2` under a reader of this module, since
-the standard library's file readers ignore what follows the last stream.
+in a background thread where it is installed, else by :mod:`gzip`; Zstandard, xz and bzip2 by
+the decompressors of :mod:`compression.zstd` (Python 3.14) or its backport, :mod:`lzma` and
+:mod:`bz2` under a reader of this module, since the standard library's file readers ignore
+what follows the last stream, and so that NUL padding after a stream is skipped in each.
 """
 
 from __future__ import annotations
@@ -117,28 +117,31 @@ def decompressed(fileobj: Any, codec: Codec, *, threaded: bool = False) -> Any:
 
         return gzip.GzipFile(fileobj=fileobj, mode="rb")
     if codec is ZSTD:
-        return _zstd().ZstdFile(fileobj, "rb")
-    if codec is XZ:
+        factory: Callable[[], Any] = _zstd().ZstdDecompressor
+    elif codec is XZ:
         import lzma
 
-        return io.BufferedReader(_Streams(fileobj, lzma.LZMADecompressor, padding=True), _CHUNK)
-    import bz2
+        factory = lzma.LZMADecompressor
+    else:
+        import bz2
 
-    return io.BufferedReader(_Streams(fileobj, bz2.BZ2Decompressor), _CHUNK)
+        factory = bz2.BZ2Decompressor
+    return io.BufferedReader(_Streams(fileobj, factory), _CHUNK)
 
 
 class _Streams(io.RawIOBase):
-    """The content of one or more concatenated xz or bzip2 streams. Unlike the standard
-    library's readers, bytes after a stream that start no stream are an error, not ignored:
-    rows appended uncompressed to a compressed file would otherwise be dropped unread. With
-    ``padding`` (xz), NUL bytes between and after streams are the format's stream padding,
-    skipped as ``xz`` skips them."""
+    """The content of one or more concatenated Zstandard, xz or bzip2 streams (a Zstandard
+    skippable frame is a stream of no content). Unlike the standard library's readers, bytes
+    after a stream that start no stream are an error, not ignored: rows appended uncompressed
+    to a compressed file would otherwise be dropped unread. NUL bytes between and after
+    streams are padding, skipped in every format as ``xz`` and ``gzip`` skip them (a block
+    device or a tape pads a file so)."""
 
-    def __init__(self, fileobj: Any, factory: Callable[[], Any], padding: bool = False) -> None:
+    def __init__(self, fileobj: Any, factory: Callable[[], Any]) -> None:
         self._fp = fileobj
         self._factory = factory
         self._decompressor = factory()
-        self._padding = padding
+        self._padding = True
 
     def readable(self) -> bool:
         return True

@@ -16,7 +16,10 @@ line and what is wrong. Known limit: an object split across lines whose continua
 open with ``{``, in the same block as a line holding two objects, would pass unnoticed.
 
 Small inputs (a first block under ``SMALL_BLOCK``) take the precise path with ``json.loads``
-only, which spares importing msgspec on small runs.
+only, which spares importing msgspec on small runs. msgspec skips a field no rule reads without
+checking its text, so a block is checked to be UTF-8 first, and one that is not is read line by
+line with each line checked: text that is not UTF-8 is refused wherever it sits, as json.loads
+refuses it on the other paths.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from calibcli.io.rows import (
     group_names,
     parse_line,
 )
-from calibcli.io.sources import lines_of
+from calibcli.io.sources import is_utf8, lines_of
+from calibcli.io.strict_json import strict_text
 
 SMALL_BLOCK = 64 << 10
 """A decoder whose first block is smaller than this decodes with json.loads, line by line."""
@@ -67,6 +71,8 @@ class BlockDecoder:
         self.spec = spec
         self.many = many
         self.ident = ident
+        # how a --by value's error names its field
+        self._by = "the --by value" if group_field is None else group_field
         self.ids: list[Any] | None = None  # the ids of the rows of the last call
         # native rows grouped by a top-level field: the typed struct carries that field too,
         # so grouping keeps the fast path (``key`` and ``convert`` still word any error)
@@ -131,6 +137,8 @@ class BlockDecoder:
             if len(block) < SMALL_BLOCK:
                 return self._precise(block, first_line, name)
             self._load_msgspec()
+        if not is_utf8(block):  # msgspec skips a field no rule reads without checking it
+            return self._precise(block, first_line, name, utf8=False)
         if self.typed and self.group_field is None:
             cols = self._typed_columns(block, expected)
             if cols is None:
@@ -246,7 +254,12 @@ class BlockDecoder:
                 values.append(self._convert(row))
                 taken = 1
             if keys is not None:
-                keys.extend([group_name(self.key(row))] * taken)
+                value = self.key(row)  # its own errors say what is wrong
+                try:
+                    name = group_name(value)
+                except ValueError as e:  # an integer of more digits than are read
+                    raise ValueError(f"{self._by} {e}") from None
+                keys.extend([name] * taken)
             if self.ids is not None:
                 self.ids.append(self.ident(row))  # formats with ids give one row per value
         except RecursionError:
@@ -299,8 +312,9 @@ class BlockDecoder:
         blocks."""
         return group_names(values, self._names)
 
-    def _precise(self, block: memoryview, first_line: int, name: str) -> tuple:
-        """Line by line; InputError names the exact line."""
+    def _precise(self, block: memoryview, first_line: int, name: str, utf8: bool = True) -> tuple:
+        """Line by line; InputError names the exact line. ``utf8=False``: the block is not all
+        UTF-8, so each line is checked before msgspec decodes it (json.loads checks its own)."""
         self.ids = None if self.ident is None else []
         values: list = []
         keys: list[str] | None = None if self.key is None else []
@@ -309,6 +323,8 @@ class BlockDecoder:
         for line_no, line in lines_of(block, first_line):
             try:
                 row = None
+                if not utf8:
+                    strict_text(line)
                 if decoder is not None:
                     with contextlib.suppress(*self._errors):
                         row = decoder.decode(line)

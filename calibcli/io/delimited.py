@@ -12,8 +12,14 @@ errors read ``preds.csv:4: confidence 1.5 is outside [0, 1]``.
 Text has no types, so each cell is read as the JSON value it spells (:func:`cell`): an empty
 cell is null; ``true``/``false`` in any case (pandas writes ``True``) a boolean; an integer
 without leading zeros an int; a decimal number with a point or an exponent, or ``nan``/``inf``,
-a float (a NaN confidence is then refused as NaN); anything else a string. So ``007`` stays
-the string it names, and an id column of ``1, 2, 3`` reads as numbers, as it would in JSON.
+a float (a NaN confidence is then refused as NaN); anything else a string. A number may open
+with ``+`` or ``-`` alike (``+1`` is 1 as ``+0.5`` is 0.5), as spreadsheets write it, though
+JSON has no ``+``. So ``007`` stays the string it names, and an id column of ``1, 2, 3`` reads
+as numbers, as it would in JSON. An integer of more digits than int() converts is a
+:class:`~calibcli.io.strict_json.LongInteger`, refused where a rule reads it, as in JSON.
+
+A cell may be as long as a line may (:data:`~calibcli.io.sources.MAX_LINE_BYTES`); the csv
+module's own limit of 128 KiB is raised to that.
 
 The delimiter is a tab for ``.tsv``; for ``.csv`` it is a comma unless the header line holds
 more semicolons or tabs than commas (spreadsheets in locales with a decimal comma write ``;``).
@@ -33,12 +39,13 @@ from typing import Any
 
 from calibcli.io import sources
 from calibcli.io.compression import without_suffix
+from calibcli.io.strict_json import LongInteger
 
 KINDS = {".csv": "csv", ".tsv": "tsv"}
 _BLOCK = 1 << 20  # bytes decoded at a time
 """The file endings read as delimited tables (compressed too, ``.csv.gz``), and their kinds."""
 
-_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_INT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][+-]?[0-9]+)?")
 _WORDS: dict[str, Any] = {"true": True, "false": False}
 _SPECIAL = {"nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
@@ -64,8 +71,8 @@ def cell(text: str) -> Any:
         if _INT.fullmatch(text):
             try:
                 return int(text)
-            except ValueError:  # more digits than int() converts: the row functions name it
-                return text
+            except ValueError:  # more digits than int() converts: refused where it is read
+                return LongInteger(len(text) - (text[0] in "+-"))
         if _FLOAT.fullmatch(text):
             return float(text)
     if first in _WORD_START and len(text) <= 9:
@@ -119,6 +126,8 @@ class Table:
             kept = 0 if taken is None else len(taken.taken) - 1  # the header's first line
             if self.kind == "csv":
                 self.delimiter = _delimiter(header_line)
+            # a cell is bounded by the line cap, not by the csv module's default of 128 KiB
+            csv.field_size_limit(max(csv.field_size_limit(), sources.MAX_LINE_BYTES))
             records = csv.reader(
                 itertools.chain((header_line,), lines),
                 delimiter=self.delimiter,

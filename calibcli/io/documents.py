@@ -43,7 +43,13 @@ from calibcli.io.compression import MAGIC_BYTES, ZSTD, codec_of, decompressed, r
 from calibcli.io.helm_run import helm_split, unperturbed
 from calibcli.io.inspect_log import inspect_samples, note_status
 from calibcli.io.sources import MAX_LINE_BYTES
-from calibcli.io.strict_json import READS_UTF8, long_integer, wide_encoding
+from calibcli.io.strict_json import (
+    READS_UTF8,
+    loads_text,
+    long_integer,
+    raw_decode,
+    wide_encoding,
+)
 from calibcli.io.tables import TABLE_KINDS, table_rows
 
 DOCUMENT_KINDS = ("eval-zip", "json-array", "json-object", "evals-log", *TABLE_KINDS)
@@ -281,7 +287,6 @@ def _sample_spans(text: str) -> list[tuple[int, int]]:
 def _array_rows(text: str) -> Iterator[tuple[int, Any, int, int]]:
     """Each element of a JSON array with the line its text starts on and its span, decoded one
     at a time."""
-    decoder = json.JSONDecoder()
     pos = _skip_space(text, 0)
     if text[pos : pos + 1] != "[":
         raise DocumentError("expected a JSON array", _line(text, pos))
@@ -292,12 +297,12 @@ def _array_rows(text: str) -> Iterator[tuple[int, Any, int, int]]:
     while True:
         line += text.count("\n", counted, pos)
         counted = pos
-        try:
-            value, end = decoder.raw_decode(text, pos)
+        try:  # an integer longer than int() converts is kept, refused where it is read
+            value, end = raw_decode(text, pos)
         except json.JSONDecodeError as e:
             raise DocumentError(f"invalid JSON in the array: {e.msg}", _line(text, e.pos)) from None
-        except ValueError:  # an integer longer than int() converts
-            raise DocumentError(long_integer(text, pos), line) from None
+        except ValueError as e:  # such an integer in an element broken further on
+            raise DocumentError(str(e), line) from None
         yield line, value, pos, end
         pos = _skip_space(text, end)
         if text[pos : pos + 1] == ",":
@@ -313,10 +318,11 @@ def _array_rows(text: str) -> Iterator[tuple[int, Any, int, int]]:
 
 def _load_whole(text: str) -> Any:
     try:
-        return json.loads(text)
+        return loads_text(text)
     except json.JSONDecodeError as e:
         raise DocumentError(
-            f"neither one JSON document nor JSON lines: {e.msg}", _line(text, e.pos)
+            f"neither one JSON document nor JSON lines: {e.msg.removesuffix(' at')}",
+            _line(text, e.pos),
         ) from None
     except ValueError:  # an integer longer than int() converts
         raise DocumentError(long_integer(text), None) from None

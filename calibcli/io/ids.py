@@ -37,6 +37,9 @@ def id_key(value: Any) -> Any:
     if isinstance(value, (dict, list)):
         kind = "an object" if isinstance(value, dict) else "a list"
         raise ValueError(f"is {kind}, not a string or number")
+    why = getattr(value, "why", None)  # an integer of more digits than are read (LongInteger)
+    if why is not None:
+        raise ValueError(why())
     raise ValueError(f"is of type {type(value).__name__}, not a string or number")
 
 

@@ -32,7 +32,7 @@ from calibcli.io.matching import (
     raise_repeat,
 )
 from calibcli.io.runs import choose_runs, either, repeating, run_checks
-from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of, note_once
+from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, is_utf8, lines_of, note_once
 from calibcli.io.sources import display_name as shown_source
 from calibcli.io.task_config import assumed_delimiters
 
@@ -463,7 +463,7 @@ class _Reader:
         """Add a native block decoded in one call; False (nothing added) when it must be read
         line by line."""
         found = self._decoder()
-        if found is None:
+        if found is None or not is_utf8(view):  # line by line: each line's text is checked
             return False
         decoder, errors = found
         rows = None

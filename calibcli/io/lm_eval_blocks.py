@@ -22,6 +22,7 @@ from typing import Any
 from calibcli.io.decode import SMALL_BLOCK, BlockDecoder
 from calibcli.io.ids import KeyColumn
 from calibcli.io.rows import group_name
+from calibcli.io.sources import is_utf8
 
 # the doc_id types whose ids KeyColumn builds itself (id_key's integer and string); any other
 # doc_id (a float, whose whole number is folded into its integer) is keyed by the identifier
@@ -81,7 +82,9 @@ class LmEvalBlockDecoder(BlockDecoder):
         consecutive: bool = False,
     ) -> tuple:
         got = None
-        if consecutive and (self._typed_decoder is not None or len(block) >= SMALL_BLOCK):
+        typed = self._typed_decoder is not None or len(block) >= SMALL_BLOCK
+        # a block that is not UTF-8 goes the checked way: msgspec skips the fields not read
+        if consecutive and typed and is_utf8(block):
             with _no_collection():
                 got = self._typed(block, expected)
         if got is None:

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from calibcli.io.strict_json import NOT_AN_OBJECT, TOO_DEEP, loads_line
+from calibcli.io.strict_json import NOT_AN_OBJECT, TOO_DEEP, LongInteger, loads_line
 
 MAX_COUNT = 1 << 62
 """Largest token/byte/word count accepted: totals of many rows stay exact in int64."""
@@ -69,7 +69,8 @@ def show(value: Any) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=True)
     except (TypeError, ValueError):
-        text = repr(value)
+        # a Decimal (a Parquet decimal column) as its digits, not its repr
+        text = str(value) if type(value).__name__ == "Decimal" else repr(value)
     except RecursionError:
         text = "[...]" if isinstance(value, list) else "{...}"
     return text if len(text) <= 40 else text[:37] + "..."
@@ -80,6 +81,8 @@ def missing(name: str) -> str:
 
 
 def _not_a_number(name: str, v: Any) -> ValueError:
+    if isinstance(v, LongInteger):  # a number all the same, of more digits than are read
+        return ValueError(f"{name} {v.why()}")
     return ValueError(f"{name} {show(v)} is not a number")
 
 
@@ -125,23 +128,27 @@ def group_name(value: Any) -> str:
     """Group key of a ``--by`` value, keeping the JSON type: distinct values, distinct names.
 
     Numbers, booleans and null are written as JSON text (``1``, ``1.5``, ``true``, ``null``,
-    ``NaN``, ``Infinity``); equal numbers are one group, as they are one id: ``1``, ``1.0`` and
-    ``1e0`` are ``1`` (whole numbers below 2**53). A string is written as it is (``physics``)
-    unless it would read as one of those or opens with a double quote; then it is written as a
-    JSON string, in quotes: the number 1 is ``1`` and the string "1" is ``"1"``; null is
-    ``null`` and "null" is ``"null"``.
+    ``NaN``, ``Infinity``); equal numbers are one group, as they are one id
+    (:func:`~calibcli.io.ids.id_key`): a whole float is named by the integer it equals, so
+    ``1``, ``1.0`` and ``1e0`` are ``1``, and ``1e16`` and ``10000000000000000`` are
+    ``10000000000000000``. A string is written as it is (``physics``) unless it would read as
+    one of those or opens with a double quote; then it is written as a JSON string, in quotes:
+    the number 1 is ``1`` and the string "1" is ``"1"``; null is ``null`` and "null" is
+    ``"null"``. An integer of more digits than are read (:class:`LongInteger`) is refused.
     """
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False) if _looks_typed(value) else value
     if isinstance(value, float):
         if not math.isfinite(value):
             return show(value)
-        if value.is_integer() and abs(value) < _WHOLE:
+        if value.is_integer():
             return str(int(value))
-    return json.dumps(value)
-
-
-_WHOLE = 2.0**53  # whole floats below it are the integers they equal, exactly
+    try:
+        return json.dumps(value)
+    except TypeError:
+        if isinstance(value, LongInteger):
+            raise ValueError(value.why()) from None
+        raise
 
 
 GROUP_NAMES_KEPT = 1 << 20
@@ -247,6 +254,8 @@ def check_correct(v: Any, name: str) -> bool:
         return v
     if type(v) is int and v in (0, 1):
         return bool(v)
+    if isinstance(v, LongInteger):
+        raise _not_a_number(name, v)
     raise ValueError(f"{name} {show(v)} is not true/false/0/1")
 
 
@@ -266,6 +275,8 @@ def check_nll(v: Any, name: str) -> float:
 
 def check_count(v: Any, name: str) -> int:
     if type(v) is not int or v < 0:
+        if isinstance(v, LongInteger):
+            raise _not_a_number(name, v)
         raise ValueError(f"{name} {show(v)} is not a non-negative integer")
     if not count_ok(v):
         raise ValueError(f"{name} {show(v)} is too large")

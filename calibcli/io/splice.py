@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.io.rows import confidence_ok, group_names
+from calibcli.io.sources import is_utf8
 
 _NEWLINE, _CR, _SPACE, _COMMA, _COLON = 10, 13, 32, 44, 58
 _BACKSLASH, _CLOSE_LIST, _CLOSE = 92, 93, 125
@@ -103,6 +104,8 @@ class BlockSplicer:
         """The decoded block, or None when it must go line by line (it does not decode in one
         call into ``expected`` rows, a row breaks a rule, or it may hold an lm-eval row)."""
         if expected < 0 or (b'"filtered_resps"' in data and b'"doc_id"' in data):
+            return None
+        if not is_utf8(data):  # line by line, each line's text checked (msgspec skips fields)
             return None
         try:
             rows = self._decode_lines(data)

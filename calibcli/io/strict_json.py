@@ -5,8 +5,10 @@ Given bytes, ``json.loads`` reads text opening with zero bytes as UTF-16 or UTF-
 holding encoded surrogates; text is decoded strictly here first. An integer longer than int()
 converts (``sys.get_int_max_str_digits()``) makes json raise Python's own advice on raising
 the limit; :func:`long_integer` names the value and its length instead. The line-by-line and
-whole-document paths read JSON this way; msgspec's fast path checks the text of the fields it
-decodes (and skips a field no rule reads unchecked), sending a line it refuses here.
+whole-document paths read JSON this way; msgspec's fast path skips a field no rule reads, so an
+integer that long is kept here as a :class:`LongInteger`, which a rule refuses only where it
+reads the field, as the fast path does. (That path checks a whole block's UTF-8 before decoding
+it, so text that is not UTF-8 is refused wherever it sits, on every path.)
 """
 
 from __future__ import annotations
@@ -23,19 +25,16 @@ READS_UTF8 = "calibcli reads UTF-8"
 def loads_line(line: bytes) -> Any:
     """The JSON value of one line of input, which is UTF-8 (a byte-order mark opening it is
     dropped, as ``json.loads`` drops one); ValueError saying what is wrong with the line."""
+    text = strict_text(line)
     try:
-        # decoded here, strictly: given bytes, json.loads reads a line opening with zero bytes
-        # as UTF-16 or UTF-32, and UTF-8 holding encoded surrogates
-        text = line.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValueError(not_utf8(line)) from None
-    try:
-        return json.loads(text)
+        return loads_text(text)
     except json.JSONDecodeError as e:
         if wide_encoding(line) is not None:  # ASCII in UTF-16 is valid UTF-8, zero bytes and all
             raise ValueError(not_utf8(line)) from None
+        # json words a control character "Invalid control character at"
+        what = e.msg.removesuffix(" at")
         raise ValueError(
-            f"{NOT_AN_OBJECT} ({e.msg} at column {e.colno}){_table_hint(text)}"
+            f"{NOT_AN_OBJECT} ({what} at column {e.colno}){_table_hint(text)}"
         ) from None
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
@@ -43,10 +42,88 @@ def loads_line(line: bytes) -> Any:
         raise ValueError(long_integer(text)) from None
 
 
+def strict_text(line: bytes) -> str:
+    """One line of input as text, strictly UTF-8 (a byte-order mark opening it dropped);
+    ValueError saying what else it is."""
+    try:
+        # decoded here, strictly: given bytes, json.loads reads a line opening with zero bytes
+        # as UTF-16 or UTF-32, and UTF-8 holding encoded surrogates
+        return line.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(not_utf8(line)) from None
+
+
+def loads_text(text: str) -> Any:
+    """``json.loads(text)``, an integer longer than int() converts kept as a
+    :class:`LongInteger` (refused where a rule reads it); json's errors otherwise, an integer
+    that long in text broken further on a plain ValueError."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # int() refuses an integer longer than sys.get_int_max_str_digits()
+        pass
+    try:
+        return json.loads(text, parse_int=_int_or_long)
+    except json.JSONDecodeError:
+        raise ValueError(long_integer(text)) from None
+
+
+def raw_decode(text: str, start: int) -> tuple[Any, int]:
+    """``json.JSONDecoder().raw_decode(text, start)`` keeping an integer longer than int()
+    converts as a :class:`LongInteger`, as :func:`loads_text` does."""
+    try:
+        return _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        pass
+    try:
+        return _LONG_DECODER.raw_decode(text, start)
+    except json.JSONDecodeError:
+        raise ValueError(long_integer(text, start)) from None
+
+
+class LongInteger:
+    """An integer of more digits than int() converts (``sys.get_int_max_str_digits()``), kept
+    where json met it: a rule that reads its field refuses it (:meth:`why`), a field no rule
+    reads lets it pass."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def why(self) -> str:
+        """What is wrong with it, to follow a field's name: ``is an integer of ...``."""
+        return f"is {_too_long(self.digits)}"
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.digits:,} digits"
+
+
+def _limit() -> int:
+    return getattr(sys, "get_int_max_str_digits", lambda: 0)()  # Python 3.10.7 and later
+
+
+def _too_long(digits: int) -> str:
+    return f"an integer of {digits:,} digits, more than the {_limit():,} calibcli reads"
+
+
+def _int_or_long(literal: str) -> Any:
+    digits = len(literal) - literal.startswith("-")
+    limit = _limit()
+    return LongInteger(digits) if limit and digits > limit else int(literal)
+
+
+_DECODER = json.JSONDecoder()
+_LONG_DECODER = json.JSONDecoder(parse_int=_int_or_long)
+
+
 def _table_hint(text: str) -> str:
     """A hint for a line that reads as a table's header or record (``id,confidence,correct``):
     such text is read as a table only from a file named so."""
-    stripped = text.lstrip()
+    stripped = text.lstrip().lstrip("\ufeff")
     if stripped[:1] in ("{", "[", "") or not any(d in stripped for d in (",", "\t", ";")):
         return ""
     return "; a CSV or TSV table is read from a file named .csv or .tsv"
@@ -78,26 +155,19 @@ def wide_encoding(data: bytes | bytearray | memoryview) -> str | None:
     return "UTF-16" if head[2] or head[3] else "UTF-32"
 
 
-class _Long:
-    """Where json met an integer longer than int() converts: its count of digits."""
-
-    def __init__(self, digits: int) -> None:
-        self.digits = digits
-
-
 def long_integer(text: str, start: int = 0) -> str:
     """Why ``json`` refused JSON text with a ValueError that is no JSONDecodeError: an integer
     of more digits than int() converts (``sys.get_int_max_str_digits()``, 4,300 unless set
     otherwise), which Python words as its own limit and how to raise it. Says where the first
     such integer is, as a dotted path (``tokens``, ``meta.xs.2``), when the value from
     ``start`` is whole JSON otherwise; read again only once that value was refused."""
-    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()  # Python 3.10.7 and later
-    found: list[_Long] = []
+    limit = _limit()
+    found: list[LongInteger] = []
 
     def parse_int(literal: str) -> Any:
         digits = len(literal) - literal.startswith("-")
         if limit and digits > limit:
-            found.append(_Long(digits))
+            found.append(LongInteger(digits))
             return found[-1]
         return 0  # only the long ones are looked for
 
@@ -110,8 +180,7 @@ def long_integer(text: str, start: int = 0) -> str:
         pass
     if not found:  # not reached: json raises no other ValueError
         return "an integer too long to read"
-    what = "an integer" if not where else f"{where} is an integer"
-    return f"{what} of {found[0].digits:,} digits, more than the {limit:,} calibcli reads"
+    return _too_long(found[0].digits) if not where else f"{where} {found[0].why()}"
 
 
 def _path_to(value: Any, target: Any) -> str | None:
