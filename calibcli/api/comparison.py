@@ -134,6 +134,7 @@ def compare(
         # what the reading said of each side's files, then of the matched rows, as compare of
         # the files says it
         said = (*_compared(b.warnings), *_compared(n.warnings), *matched.warnings)
+        said += _scored_otherwise(b, n)
         # what the runs say closes gates as compare of the files closes them: several models
         # on a side, and rows of one question resampled one by one (unpaired)
         repeated = unpaired and (b.questions is not None or n.questions is not None)
@@ -221,6 +222,32 @@ def _keyed(rows: Predictions, name: str) -> Any:
         docs=rows.documents,
         mixed=rows.mixed,
         questions=rows.questions,
+    )
+
+
+# how a side's confidences were computed from what its files hold: the command reads both
+# sides one way, the functions take each side as it was read (a field of another name is only
+# another spelling, so it is not among them)
+_READ_AS = ("mc_norm", "inspect_confidence")
+
+
+def _scored_otherwise(base: Predictions, new: Predictions) -> tuple[str, ...]:
+    """A warning when the two sides' confidences were computed another way (the same run
+    scored as ``acc`` on one side and ``acc_norm`` on the other): the report then compares two
+    ways of scoring as much as two predictors, and says so. Rows given as arrays say nothing."""
+    if not (base.files and new.files):
+        return ()
+    other = [
+        f"{name}={getattr(base, name)!r} on BASE, {getattr(new, name)!r} on NEW"
+        for name in _READ_AS
+        if getattr(base, name) != getattr(new, name)
+    ]
+    if not other:
+        return ()
+    return (
+        f"the sides' confidences were computed another way ({'; '.join(other)}): the "
+        "differences are also those of scoring the rows another way, which compare of the "
+        "files never does",
     )
 
 
