@@ -101,7 +101,8 @@ def json_type(value: Any) -> str:
         return "an object"
     if isinstance(value, list):
         return "a list"
-    return type(value).__name__
+    described = getattr(value, "described", None)  # an integer too long to read
+    return described() if callable(described) else type(value).__name__
 
 
 def number(value: Any, what: str) -> float:

@@ -47,7 +47,9 @@ def _trials(path: str, _mtime: int, _size: int) -> int | None:
             while block:
                 text = tail + block
                 for match in _TRIAL.finditer(text):
-                    most = max(most, int(match[1]))
+                    # an index too long to be a trial count is the reader's to refuse
+                    if len(match[1]) <= 18:
+                        most = max(most, int(match[1]))
                 tail = text[-_OVERLAP:]
                 block = stream.read(_BLOCK)
     except read_errors():

@@ -15,6 +15,7 @@ break), so that one string, as a summary's source records a run's model, still t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
@@ -38,8 +39,7 @@ def row_model(row: Any) -> str | None:
     if isinstance(response, Mapping):
         body = response.get("body")
         row = body if isinstance(body, Mapping) else {}
-    model = row.get("model")
-    return model if isinstance(model, str) and model else None
+    return _named(row.get("model"))
 
 
 def response_model(path: str) -> str | None:
@@ -109,7 +109,14 @@ def _line_models(path: str) -> Iterator[str | None]:
 
 
 def _named(model: Any) -> str | None:
-    return model if isinstance(model, str) and model else None
+    """A model's name: a string as it is, a number as JSON writes it (a model named ``5`` is
+    a model all the same, and two such files are two models); None for none (null, ``""``,
+    or a value that names nothing: an object, a list, an integer too long to read)."""
+    if isinstance(model, str):
+        return model or None
+    if isinstance(model, (int, float)) and not isinstance(model, bool):
+        return json.dumps(model)
+    return None
 
 
 @lru_cache(maxsize=1)

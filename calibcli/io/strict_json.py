@@ -101,6 +101,10 @@ class LongInteger:
     def __repr__(self) -> str:
         return f"an integer of {self.digits:,} digits"
 
+    def described(self) -> str:
+        """How an error message names it where a value of another type was expected."""
+        return _too_long(self.digits)
+
 
 def _limit() -> int:
     return getattr(sys, "get_int_max_str_digits", lambda: 0)()  # Python 3.10.7 and later
