@@ -391,3 +391,22 @@ def test_baseline_is_taken_as_files_are(tmp_path):
     ]
     blank = _run_step(tmp_path, files="eval/new.jsonl", baseline="\n")  # calibrate: no baseline
     assert blank.code == 0 and blank.stdout.splitlines() == ["calibrate", "eval/new.jsonl"]
+
+
+def test_an_explicit_summary_after_an_automatic_one_in_one_process_is_still_explicit(tmp_path):
+    """The automatic summary's path is this run's: a later run in the same process naming the
+    same path with --summary writes it as asked, and fails (exit 2) where it cannot."""
+    from harness import run as invoke
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"confidence": 0.9, "correct": true}\n{"confidence": 0.2, "correct": false}\n')
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    target = folder / "summary.md"
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(target)}
+    assert invoke(["calibrate", rows, "-q"], env=env).exit_code == 0
+    assert target.exists()
+    folder.joinpath("summary.md").unlink()
+    folder.rmdir()
+    explicit = invoke(["calibrate", rows, "-q", "--summary", target], env={"GITHUB_ACTIONS": ""})
+    assert explicit.exit_code == 2, explicit.stderr
