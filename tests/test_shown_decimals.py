@@ -250,3 +250,24 @@ def test_every_gate_kind_in_every_output(check, upper, term, md, html):
     cells = _html_cells(gate(Ids(), found))
     first = cells.index(check["metric"], cells.index("reason"))
     assert cells[first + 2 : first + 2 + len(html)] == html
+
+
+def test_quantile_bins_near_one_chart_tips():
+    """The chart's hover text gives the edges as the per-bin table does: apart from each other
+    and from 0 and 1 (ten uniform bins keep two decimals)."""
+    from calibcli.render.svg import reliability_chart
+
+    chart = reliability_chart(NEAR_ONE, uid="c", title="t", summary="s")
+    tips = re.findall(r"<title>bin \[([^\]]*)\]", chart)
+    assert tips == ["0.0000, 0.9990", "0.9990, 0.9995", "0.9995, 0.9998", "0.9998, 1.0000"]
+    uniform = {
+        "bin_lower": [k / 10 for k in range(10)],
+        "bin_upper": [(k + 1) / 10 for k in range(10)],
+        "count": [1] * 10,
+        "confidence": [(k + 0.5) / 10 for k in range(10)],
+        "accuracy": [0.5] * 10,
+    }
+    tips = re.findall(
+        r"<title>bin \[([^\]]*)\]", reliability_chart(uniform, uid="u", title="t", summary="s")
+    )
+    assert tips == [f"{k / 10:.2f}, {(k + 1) / 10:.2f}" for k in range(10)]

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from calibcli.render.digits import threshold_decimals
 from calibcli.render.markup import is_number, number, text
 
 MAX_CURVE_POINTS = 400  # a denser curve than this adds bytes, not visible detail
@@ -104,7 +105,7 @@ def reliability_bins(rel: Any) -> list[dict[str, Any]]:
     return [{key: values[i] for key, values in columns.items()} for i in range(size)]
 
 
-def _bin_marks(i: int, b: dict[str, Any], count_max: int) -> list[str]:
+def _bin_marks(i: int, b: dict[str, Any], count_max: int, places: int = 2) -> list[str]:
     lo, hi, acc, conf, count = (
         b["bin_lower"],
         b["bin_upper"],
@@ -118,7 +119,8 @@ def _bin_marks(i: int, b: dict[str, Any], count_max: int) -> list[str]:
     left, width = _x(lo) + pad, max((hi - lo) * _PW - 2 * pad, 0.5)
     out = []
     if is_number(acc):
-        tip = f"bin [{lo:.2f}, {hi:.2f}]: {count:,} predictions, accuracy {number(acc, 3)}"
+        tip = f"bin [{lo:.{places}f}, {hi:.{places}f}]: {count:,} predictions, accuracy "
+        tip += number(acc, 3)
         if is_number(conf):
             tip += f", mean confidence {number(conf, 3)}"
         out.append(
@@ -172,8 +174,12 @@ def reliability_chart(rel: Any, *, uid: str, title: str, summary: str) -> str:
     )
     out = [_open(uid, _W, _H, title, desc, "chart reliability"), *_axes(count_max)]
     out.append(f'<path class="diag" d="M{_n(_x(0))} {_n(_y(0))}L{_n(_x(1))} {_n(_y(1))}"/>')
+    # the edges with as many decimals as tell the bins apart (and apart from 0 and 1), as the
+    # per-bin table gives them
+    edges = [b[k] for b in populated for k in ("bin_lower", "bin_upper") if is_number(b[k])]
+    places = threshold_decimals(edges, 2)
     for i, b in enumerate(bins):
-        out += _bin_marks(i, b, count_max)
+        out += _bin_marks(i, b, count_max, places)
     out.append("</svg>")
     return "".join(out)
 
