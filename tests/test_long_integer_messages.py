@@ -58,3 +58,18 @@ def test_a_model_named_by_a_number_is_a_model():
     assert row_model({"model": "gpt-x"}) == "gpt-x"
     for none in (None, "", True, [1], {"a": 1}):
         assert row_model({"model": none}) is None
+
+
+@needs_limit
+def test_an_lm_eval_response_too_long_to_read_is_named_by_its_place(tmp_path):
+    source = next((FIXTURES / "lm_eval").glob("samples_toy_mc_trivia_*.jsonl"))
+    first, *rest = source.read_text().splitlines()
+    row = json.loads(first)
+    row["filtered_resps"][1][0] = 0.25
+    text = json.dumps(row).replace("0.25", LONG, 1)
+    assert json.dumps(row).count("0.25") == 1
+    path = tmp_path / source.name
+    path.write_text("\n".join([text, *rest]) + "\n")
+    result = run(["calibrate", path, "-q"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"Error: {path}:1: filtered_resps.1.0 {TOO_LONG}"

@@ -105,6 +105,21 @@ def json_type(value: Any) -> str:
     return described() if callable(described) else type(value).__name__
 
 
+def too_long_in(value: Any, path: str) -> str | None:
+    """``path.i.j is an integer of N digits, ...`` for the first integer too long to read
+    inside ``value`` (a list nested as a response is), or None: a message naming it beats
+    one that cannot tell what the value holds."""
+    described = getattr(value, "described", None)
+    if callable(described):
+        return f"{path} is {described()}"
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = too_long_in(item, f"{path}.{i}")
+            if found is not None:
+                return found
+    return None
+
+
 def number(value: Any, what: str) -> float:
     """A float from a JSON number or a numeric string (lm-eval logs ``"-13.78"``); not NaN."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
-from calibcli.formats.fields import is_index, json_type, number
+from calibcli.formats.fields import is_index, json_type, number, too_long_in
 
 MC_NORMS = ("none", "chars", "bytes")
 
@@ -166,6 +166,9 @@ def lm_eval_row_kind(row: Mapping[str, Any]) -> str:
         return "generate_until"
     if resps and all(_is_loglikelihood_pair(r) for r in resps):
         return "multiple_choice" if len(resps) >= 2 else "loglikelihood"
+    too_long = too_long_in(resps, "filtered_resps")
+    if too_long is not None:
+        raise ValueError(too_long)
     shown = json_type(resps[0]) if resps else "nothing"
     raise ValueError(
         f"cannot tell the kind of this lm-eval row: 'filtered_resps' holds {len(resps)} "
