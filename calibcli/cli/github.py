@@ -325,8 +325,7 @@ def summary_target(summary: Path | None, no_summary: bool) -> Path | None:
     """The summary file of this run: --summary's, else $GITHUB_STEP_SUMMARY under Actions.
     The automatic one that cannot be written is left out with a warning (the run goes on and
     its verdict stands), where a --summary PATH that cannot be is an error."""
-    global _step_summary
-    _step_summary = None  # this run's own: an earlier command in this process set its own
+    global _step_summary  # cleared when the command ends (ci_options' wrapper)
     if summary is not None and no_summary:
         raise _usage_error("--no-summary and --summary PATH contradict each other; give one")
     if summary is None and not no_summary and active():

@@ -44,6 +44,7 @@ from calibcli.formats.fields import (
     has_path,
     json_type,
     lookup,
+    path_where,
 )
 from calibcli.formats.inspect_ai import (
     CONFIDENCES,
@@ -131,6 +132,7 @@ __all__ = [
     "openai_body",
     "openai_rows",
     "option_confidence",
+    "path_where",
     "perplexity_rows",
     "providing",
     "taken_mode",

@@ -5,8 +5,9 @@ Pure functions over decoded JSON; errors are ``ValueError`` naming the field or 
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 #: A per-token log-probability at or below this is an API sentinel ("not in the top-k"),
@@ -105,19 +106,65 @@ def json_type(value: Any) -> str:
     return described() if callable(described) else type(value).__name__
 
 
+def path_where(value: Any, found: Callable[[Any], bool]) -> str | None:
+    """The dotted path (keys and list indices) of the first value inside a decoded JSON value,
+    in document order, for which ``found`` is true (``""``: the value itself); None when none
+    is. Walked without recursion, as deep as json nests."""
+    if found(value):
+        return ""
+    root = _children(value)
+    stack = [] if root is None else [root]
+    path: list[str] = []  # path[i]: the key whose children stack[i + 1] walks
+    while stack:
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+            if path:  # the iterator left was not the root's
+                path.pop()
+            continue
+        key, child = step
+        if found(child):
+            text = ".".join([*path, _key_text(key)])
+            return text if len(text) <= 80 else "..." + text[-77:]
+        children = _children(child)
+        if children is not None:
+            path.append(_key_text(key))
+            stack.append(children)
+    return None
+
+
+def _children(node: Any) -> Any:
+    """An iterator over (key or index, value) of an object or a list; None for a scalar."""
+    if isinstance(node, dict):
+        return iter(node.items())
+    if isinstance(node, list):
+        return enumerate(node)
+    return None
+
+
+def _key_text(key: Any) -> str:
+    """A key or index as written in a dotted path; a key that is not printable text (a
+    newline, say) as a JSON string, so that a message stays one line."""
+    text = str(key)
+    return text if text.isprintable() else json.dumps(text)
+
+
 def too_long_in(value: Any, path: str) -> str | None:
     """``path.i.j is an integer of N digits, ...`` for the first integer too long to read
-    inside ``value`` (a list nested as a response is), or None: a message naming it beats
-    one that cannot tell what the value holds."""
-    described = getattr(value, "described", None)
-    if callable(described):
-        return f"{path} is {described()}"
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            found = too_long_in(item, f"{path}.{i}")
-            if found is not None:
-                return found
-    return None
+    inside ``value`` (:func:`path_where`), or None: a message naming it beats one that cannot
+    tell what the value holds."""
+    hits: list[Any] = []
+
+    def long(v: Any) -> bool:
+        if callable(getattr(v, "described", None)):
+            hits.append(v)
+            return True
+        return False
+
+    where = path_where(value, long)
+    if where is None:
+        return None
+    return f"{'.'.join(p for p in (path, where) if p)} is {hits[0].described()}"
 
 
 def number(value: Any, what: str) -> float:

@@ -179,52 +179,11 @@ def long_integer(text: str, start: int = 0) -> str:
     start = len(text) - len(text[start:].lstrip(" \t\r\n"))
     try:
         value, _ = json.JSONDecoder(parse_int=parse_int).raw_decode(text, start)
-        where = _path_to(value, found[0]) if found else None
+        from calibcli.formats import path_where
+
+        where = path_where(value, lambda v: v is found[0]) if found else None
     except (ValueError, RecursionError):  # broken further on: the integer is named alone
         pass
     if not found:  # not reached: json raises no other ValueError
         return "an integer too long to read"
     return _too_long(found[0].digits) if not where else f"{where} {found[0].why()}"
-
-
-def _path_to(value: Any, target: Any) -> str | None:
-    """The dotted path (keys and list indices) at which ``target`` sits in a decoded JSON
-    value, the first in document order; None when it is not there (a key given twice keeps
-    its last value). Walked without recursion, as deep as json nests."""
-    if value is target:
-        return ""
-    root = _children(value)
-    stack = [] if root is None else [root]
-    path: list[str] = []  # path[i]: the key whose children stack[i + 1] walks
-    while stack:
-        step = next(stack[-1], None)
-        if step is None:
-            stack.pop()
-            if path:  # the iterator left was not the root's
-                path.pop()
-            continue
-        key, child = step
-        if child is target:
-            text = ".".join([*path, _key_text(key)])
-            return text if len(text) <= 80 else "..." + text[-77:]
-        children = _children(child)
-        if children is not None:
-            path.append(_key_text(key))
-            stack.append(children)
-    return None
-
-
-def _children(node: Any) -> Any:
-    """An iterator over (key or index, value) of an object or a list; None for a scalar."""
-    if isinstance(node, dict):
-        return iter(node.items())
-    if isinstance(node, list):
-        return enumerate(node)
-    return None
-
-
-def _key_text(key: Any) -> str:
-    """A key or index as written in a dotted path; a key that is not printable text (a
-    newline, say) as a JSON string, so that a message stays one line."""
-    text = str(key)
-    return text if text.isprintable() else json.dumps(text)
