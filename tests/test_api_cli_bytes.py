@@ -166,11 +166,6 @@ def test_numpy_loaded_after_calibcli_is_not_warned_of():
     assert done.stderr == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a folder's report holds per_file (each file's figures) from the command, not from "
-    "the function: its rows carry no file of their own",
-)
 def test_a_folder_without_by_byte_for_byte():
     got = _api([("calibrate", LM_EVAL, {}, {}, [])])[0]
     assert got == _cli("calibrate", LM_EVAL, [])

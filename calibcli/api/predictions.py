@@ -62,6 +62,9 @@ class Predictions:
     # how the rows were read, as a calibrator fitted on them records it (scorer, gold field,
     # answer options, the models and tasks their runs name)
     read_as: dict[str, Any] = field(default_factory=dict, repr=False)
+    # each file read, in row order: (path, its rows, its format), whose figures the reports
+    # give file by file as the commands' do
+    parts: tuple[tuple[str, int, str | None], ...] = field(default=(), repr=False)
 
     def __len__(self) -> int:
         return int(self.confidence.shape[0])
@@ -159,6 +162,7 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
         rows.mixed,
         rows.questions,
         files_read_as(rows.read_as, **asked),
+        rows.parts,
     )
 
 
@@ -509,8 +513,9 @@ def _keys(name: str, ids: list[Any]) -> list[Any]:
 
 def summary_of(rows: Predictions, *, bins: int) -> Any:
     """The :class:`~calibcli.summaries.CalibrationSummary` the readers build of these rows,
-    every row kept in the order given."""
-    from calibcli.summaries import CalibrationSettings, CalibrationSummary, Source
+    every row kept in the order given, with a source for each file read (its own table
+    without groups, as the commands keep one for their per-file figures)."""
+    from calibcli.summaries import CalibrationSettings, CalibrationSummary
 
     settings = CalibrationSettings(
         bins=bins,
@@ -524,11 +529,31 @@ def summary_of(rows: Predictions, *, bins: int) -> Any:
         rows.confidence, rows.correct, settings=settings, groups=rows.groups, warnings=rows.warnings
     )
     kept, asked = summary.kept, rows.questions
-    if asked is None:
-        return replace(summary, mixed=rows.mixed)
-    # the kept rows, right answers first, keyed by their questions; and the most rows of a
-    # question recorded as the rows' epochs, as a run read from files records its own
-    kept = replace(kept, right_keys=asked[rows.correct], wrong_keys=asked[~rows.correct])
-    epochs = int(np.unique(asked, return_counts=True)[1].max())
-    read = Source("<arrays>", "", rows.format, len(rows), epochs=epochs)
-    return replace(summary, kept=kept, mixed=rows.mixed, sources=(read,))
+    if asked is not None:
+        # the kept rows, right answers first, keyed by their questions
+        kept = replace(kept, right_keys=asked[rows.correct], wrong_keys=asked[~rows.correct])
+    return replace(summary, kept=kept, mixed=rows.mixed, sources=_sources(rows, bins))
+
+
+def _sources(rows: Predictions, bins: int) -> tuple[Any, ...]:
+    """A source for each file the rows were read from (one for rows given as arrays when they
+    repeat questions), each with the most rows of a question as its run's epochs, as a run read
+    from files records its own, and its own table of its rows when they have no groups."""
+    from calibcli.summaries import BinTable, Source
+
+    if not rows.parts and rows.questions is None:
+        return ()
+    parts = rows.parts or ((ARRAYS, len(rows), rows.format),)
+    out, start = [], 0
+    for name, n, fmt in parts:
+        stop = start + n
+        epochs = None
+        if rows.questions is not None and n:
+            epochs = int(np.unique(rows.questions[start:stop], return_counts=True)[1].max())
+        table = None
+        if rows.by is None:
+            table = BinTable(bins)
+            table.add(rows.confidence[start:stop], rows.correct[start:stop])
+        out.append(Source(name, "", fmt, n, epochs=epochs, table=table))
+        start = stop
+    return tuple(out)

@@ -294,6 +294,7 @@ def read_keyed(
     if len(read) > 1:
         said += [f"{shown_name(display_name(s))}: {NO_ROWS}" for s, n in read if n == 0]
     warnings += [w for w in dict.fromkeys([*said, *last]) if w not in warnings]
+    formats_of = dict(read_as)
     return KeyedRows(
         keys,
         np.asarray(conf, dtype=np.float64),
@@ -308,6 +309,7 @@ def read_keyed(
         checks.repeats,
         asked,
         tuple(read_as),
+        tuple((s, n, formats_of.get(s)) for s, n in read),
     )
 
 

@@ -29,6 +29,8 @@ class KeyedRows:
     # each row's question (uint64 hashes) when a question has several rows (None: one each)
     questions: Any = None
     read_as: tuple[tuple[str, str], ...] = ()  # each file read, with its format
+    # each file read (not skipped), in row order: (path, its rows, its format; None: no rows)
+    parts: tuple[tuple[str, int, str | None], ...] = ()
 
     @property
     def n(self) -> int:
