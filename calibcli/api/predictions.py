@@ -295,7 +295,10 @@ def given(
 
         values = _values(name, group, "group")
         _same_length(name, n, len(values), "group")
+        # a string is a group's name as it is, so that the names of Predictions.group given
+        # back name the same groups; a string that names another value's group is refused
         groups = [v if isinstance(v, str) else group_name(v) for v in values]
+        _one_name_each(name, values, groups)
     keys = shown = None
     if ids is not None:
         shown = _values(name, ids, "ids")
@@ -310,6 +313,29 @@ def given(
         keys=keys,
         where=None if keys is None else [f"{name}: index {i}" for i in range(n)],
     )
+
+
+def _one_name_each(name: str, values: list[Any], names: list[str]) -> None:
+    """Refuse a string group beside a value of another type that is named as that string (the
+    string "1" and the number 1, "null" and a missing value): the two would be pooled into one
+    group, where a file's rows hold two (``--by`` names the string ``"1"``, in quotes)."""
+    if not any(isinstance(v, str) for v in values):
+        return
+    typed = {
+        n: i for i, (v, n) in enumerate(zip(values, names, strict=True)) if not isinstance(v, str)
+    }
+    if not typed:
+        return
+    for i, value in enumerate(values):
+        if isinstance(value, str) and value in typed:
+            j = typed[value]
+            raise InputError(
+                name,
+                f" index {i}",
+                f"group: the string {value!r} and the value {values[j]!r} (index {j}) would be "
+                f"one group, named {value}: give the groups as values of one type (all "
+                "strings, or all numbers)",
+            )
 
 
 def _confidence_rule() -> tuple[Callable, Callable]:
