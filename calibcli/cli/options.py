@@ -193,6 +193,15 @@ ByOpt = once(
     help="Also report per group of FIELD (a dotted path such as doc.subject; 'task' for lm-eval "
     "files); groups are sorted and the pooled figures stay at the top level.",
 )
+CalibrateByOpt = once(
+    str,
+    "--by",
+    metavar="FIELD",
+    help="Also report per group of FIELD (a dotted path such as doc.subject; 'task' for lm-eval "
+    "files); groups are sorted and the pooled figures stay at the top level. With --recalibrate "
+    "each group gets its own cross-fitted maps, so the pooled figures after it (and their gates) "
+    "are those of per-group maps.",
+)
 CompareMinRowsOpt = _floor_option(
     "rows",
     "Gate: exit 1 unless at least N rows are compared (the matched pairs; the smaller side with "

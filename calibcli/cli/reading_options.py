@@ -16,6 +16,7 @@ from calibcli.cli.options import (
     AllRunsOpt,
     AnyFormatOpt,
     ByOpt,
+    CalibrateByOpt,
     CalibrationFormat,
     CalibrationFormatOpt,
     CalibratorJsonOpt,
@@ -102,6 +103,7 @@ _PER_COMMAND = {
     ("fit", "output"): CalibratorOutputOpt,
     ("fit", "json_out"): CalibratorJsonOpt,
     ("summarize", "fmt"): AnyFormatOpt,
+    ("calibrate", "by"): CalibrateByOpt,
 }
 
 

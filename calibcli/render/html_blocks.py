@@ -302,6 +302,8 @@ def recalibration(ids: Ids, body: dict[str, Any]) -> str:
             f"cross-fitted over {number(block['folds'])} folds: each row is mapped by a "
             "calibrator fitted on the other folds"
         )
+        if block.get("maps") == "per_group":
+            how = f"one map per --by group ({text(body.get('by') or '?')}), {how} of its group"
     else:
         how = f"calibrator <code>{text(block.get('calibrator') or '?')}</code>"
     parts = [

@@ -131,6 +131,8 @@ def _before_after(body: dict[str, Any]) -> list[str]:
         return []
     method = block.get("method") or body.get("method")
     mode = block.get("mode") or "in-sample"
+    if block.get("maps") == "per_group":
+        mode = f"one map per --by group ({body.get('by')}), {mode} over {block.get('folds')} folds"
     lines = ["", f"Recalibration: {_text(f'{method} ({mode})')}", ""]
     lines.append("| metric | before | after |")
     lines.append("| --- | ---: | ---: |")

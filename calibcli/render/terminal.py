@@ -202,6 +202,8 @@ def _recalibration(report: dict[str, Any]) -> list[Any]:
             f"cross-fitted over {block['folds']} folds: each row is mapped by a calibrator "
             "fitted on the other folds"
         )
+        if block.get("maps") == "per_group":
+            how = f"one map per --by group ({report.get('by')}), {how} of its group"
     else:
         how = f"calibrator {block.get('calibrator')}"
     line = Text(f"Recalibration: {block['method']}, {how}")

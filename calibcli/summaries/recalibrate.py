@@ -416,11 +416,26 @@ def recalibrated(
         return after, settings, [shared] if shared else []
     if choices is not None and method == "temperature":
         after = cross_fit_choices(choices, folds=folds, seed=FOLD_SEED, bins=bins)
-        method = MULTICLASS
+        method, grouped = MULTICLASS, choices.groups is not None
     else:
         after = cross_fit_data(summary, method=method, folds=folds, seed=FOLD_SEED, bins=bins)
+        grouped = summary.group_names is not None
     settings = {"method": method, "mode": "cross-fitted", "folds": folds, "seed": FOLD_SEED}
-    return after, settings, []
+    # each --by group is cross-fitted on its own rows: the pooled figures after it are those of
+    # per-group maps, which a reader of the pooled figures must be told
+    settings["maps"] = "per_group" if grouped else "pooled"
+    return after, settings, [per_group_maps_note(summary.settings.by)] if grouped else []
+
+
+def per_group_maps_note(by: str) -> str:
+    """The warning of --recalibrate with --by: which maps the pooled figures after it are of."""
+    return (
+        f"--recalibrate with --by {by}: each group's rows are mapped by calibrators cross-fitted "
+        "on that group alone, so the pooled figures after recalibration (and their gates) are "
+        "those of per-group maps and differ from --recalibrate without --by; for pooled maps "
+        "run --recalibrate without --by, or calibcli fit without --by (on other rows) and "
+        f"give --calibrator FILE --by {by}"
+    )
 
 
 def scored_in_sample(calibrators: CalibratorFile, summary: Any, files: list[str]) -> str | None:
