@@ -11,9 +11,10 @@ a part is seen too (:func:`check_source_copies`). Below ``FLOOR`` rows on either
 values repeated so much that other rows share them (fewer than 64 distinct rows, and fewer than
 half the rows: a few verbal levels), equal rows may be two inputs' by chance and nothing is
 said. A perplexity summary keeps no fingerprint of its own, only its sources' hashes (of each
-row's NLL and token count). Files read together are compared source by source
-(:func:`same_sources`), and each against all the others together (:func:`union_of_others`: a
-file holding the rows of its shards).
+row's NLL and token count). Files read together are compared input by input
+(:func:`same_sources`), the pieces of one input (byte ranges, ``--part`` pieces in several
+summaries) added up first, and each against some of the others together
+(:func:`union_of_others`: a file holding the rows of its shards, whatever else is read).
 """
 
 from __future__ import annotations
@@ -101,65 +102,184 @@ def check_read_copies(read: Any, parts: list[Any], labels: list[str], merged: An
     )
 
 
+class _Input:
+    """One input's rows among sources: every piece of one content (byte ranges read apart,
+    ``--part`` pieces in several summaries) added up, since the multiset hashes add; the
+    labels of the parts that hold its pieces; its hash None when a piece's is unknown."""
+
+    def __init__(self, first: Any) -> None:
+        self.first, self.pieces, self.labels = first, [], []
+        self.rows, self.total, self.apart, self.known = 0, 0, True, True
+
+    def add(self, source: Any, label: Any) -> None:
+        self.pieces.append(source)
+        self.labels.append(label)
+        self.rows += source.rows
+        if source.rows_hash is None:
+            self.known = False
+        else:
+            self.total = (self.total + source.rows_hash[0]) % _WRAP
+            self.apart = self.apart and source.rows_hash[1]
+
+    def judged(self) -> bool:
+        """Whether equal rows elsewhere say that these are copied: at least ``FLOOR`` of them,
+        their hash known, their values telling a copy."""
+        return self.known and self.apart and self.rows >= FLOOR
+
+
+_WRAP = 1 << 64
+
+
+def _inputs(sources: Any, labels: Any) -> list[_Input]:
+    """The inputs ``sources`` hold, in the order each first appears (sources skipped or of no
+    rows left out)."""
+    found: dict[str, _Input] = {}
+    for source, label in zip(sources, labels, strict=True):
+        if source.skipped is None and source.rows:
+            found.setdefault(source.content, _Input(source)).add(source, label)
+    return list(found.values())
+
+
+def _one_part(inputs: Any) -> bool:
+    """Whether every piece of ``inputs`` is in one part (pooled there on purpose)."""
+    return len({label for held in inputs for label in held.labels}) == 1
+
+
+def _told(inputs: Any, with_ids: Any) -> bool:
+    """Whether every piece of ``inputs`` is in a part whose rows record their ids."""
+    return all(label in with_ids for held in inputs for label in held.labels)
+
+
+def _same_inputs(sources: Any, parts: Any, with_ids: Any) -> tuple[_Input, _Input] | None:
+    inputs = _inputs(sources, parts if parts is not None else range(len(sources)))
+    seen: dict[tuple[int, int], list[_Input]] = {}
+    for held in inputs:
+        if not held.judged():
+            continue
+        found = seen.setdefault((held.rows, held.total), [])
+        for earlier in found:
+            pair = (earlier, held)
+            if not (parts is not None and _one_part(pair)) and not _told(pair, with_ids):
+                return pair
+        found.append(held)
+    return None
+
+
 def same_sources(
     sources: Any, parts: Any = None, with_ids: Any = frozenset()
 ) -> tuple[Any, Any] | None:
     """The first two sources that hold the same rows in other bytes (a file and a copy of its
-    rows in another order, or written again), by each source's multiset hash
-    (:attr:`~calibcli.summaries.sources.Source.rows_hash`); None when there are none. With
-    ``parts`` (one label per source) only sources of different parts are compared: a part made
-    with --all-runs pools copies on purpose. As for parts (:func:`same_rows`), only sources of
-    at least ``FLOOR`` rows whose values tell rows apart are compared, never two byte ranges of
-    one input, and never two sources of parts in ``with_ids`` (parts whose rows record their
-    ids, which tell whether a row repeats)."""
-    seen: dict[tuple[int, int], list[tuple[Any, Any]]] = {}
-    labels = parts if parts is not None else range(len(sources))
-    for source, label in zip(sources, labels, strict=True):
-        held = source.rows_hash
-        if source.skipped is not None or held is None or not held[1] or source.rows < FLOOR:
+    rows in another order, or written again), by each input's multiset hash
+    (:attr:`~calibcli.summaries.sources.Source.rows_hash`, the pieces of one input added up:
+    a copy beside the ``--part`` pieces of its original is one too); None when there are none.
+    With ``parts`` (one label per source) inputs held by one part alone are not compared: a
+    part made with --all-runs pools copies on purpose. As for parts (:func:`same_rows`), only
+    inputs of at least ``FLOOR`` rows whose values tell a copy are compared, and never two
+    whose pieces are all in parts in ``with_ids`` (parts whose rows record their ids, which
+    tell whether a row repeats)."""
+    pair = _same_inputs(sources, parts, with_ids)
+    return None if pair is None else (pair[0].first, pair[1].first)
+
+
+SEARCHED = 16
+"""Inputs on each side of the search for the others whose rows add up to an input's (2 ** 16
+sums each side): beyond twice as many inputs that could be among them, it is not searched."""
+BUDGET = 1 << 22
+"""Sums an input's search may list in all, over every input looked at, so that a folder of
+many files is never held up."""
+_SPREAD = 0x9E3779B97F4A7C15  # odd: a row count and a hash sum folded into one key, linearly
+
+
+def _sums(items: list[_Input]) -> Any:
+    """The key (:data:`_SPREAD`) of every subset of ``items``, subset i holding item k where
+    bit k of i is set."""
+    import numpy as np
+
+    keys = np.zeros(1, np.uint64)
+    for held in items:
+        step = np.uint64((held.total + held.rows * _SPREAD) % _WRAP)
+        keys = np.concatenate([keys, keys + step])  # uint64 arrays wrap modulo 2**64
+    return keys
+
+
+def _subsets(target: _Input, items: list[_Input]) -> list[list[_Input]]:
+    """Each subset of two or more of ``items`` whose rows and hash sum are ``target``'s (by
+    meeting in the middle: the sums of each half's subsets, one half's looked up for what the
+    other's leave), every one checked exactly."""
+    import numpy as np
+
+    half = len(items) // 2
+    low, high = items[:half], items[half:]
+    lows, highs = _sums(low), _sums(high)
+    order = np.argsort(highs, kind="stable")
+    ranked = highs[order]
+    want = np.uint64((target.total + target.rows * _SPREAD) % _WRAP)
+    looked = want - lows  # what the high half must add to each low subset
+    first = np.searchsorted(ranked, looked, side="left")
+    last = np.searchsorted(ranked, looked, side="right")
+    found = []
+    for i in np.nonzero(last > first)[0].tolist():
+        for j in order[first[i] : last[i]].tolist():
+            chosen = [h for k, h in enumerate(low) if i >> k & 1]
+            chosen += [h for k, h in enumerate(high) if j >> k & 1]
+            rows = sum(h.rows for h in chosen)
+            total = sum(h.total for h in chosen) % _WRAP
+            if len(chosen) > 1 and rows == target.rows and total == target.total:
+                found.append(chosen)
+    return found
+
+
+def _reachable(rows: int, items: list[_Input]) -> bool:
+    """Whether some of ``items`` hold ``rows`` rows together (a subset sum of row counts)."""
+    reach, mask = 1, (1 << (rows + 1)) - 1
+    for held in items:
+        reach = (reach | reach << held.rows) & mask
+    return bool(reach >> rows & 1)
+
+
+def _held_by_others(inputs: list[_Input], accept: Any) -> tuple[_Input, list[_Input]] | None:
+    """The first input whose rows are those of two or more other inputs together, exactly (the
+    rows and the multiset hashes add up), with those others, when ``accept(input, others)``;
+    None when there is none. Only inputs whose rows tell a copy are judged, and only the
+    inputs of known hashes and no more rows than it are looked among."""
+    spent = 0
+    for target in inputs:
+        if not target.judged():
             continue
-        found = seen.setdefault((source.rows, held[0]), [])
-        for earlier, where in found:
-            told = where in with_ids and label in with_ids
-            if where != label and earlier.content != source.content and not told:
-                return earlier, source
-        found.append((source, label))
+        items = [h for h in inputs if h is not target and h.known and h.rows <= target.rows]
+        if len(items) < 2:
+            continue
+        every = sum(h.rows for h in items), sum(h.total for h in items) % _WRAP
+        if every == (target.rows, target.total) and accept(target, items):
+            return target, items  # all of them: known at once, however many
+        if len(items) > 2 * SEARCHED or not _reachable(target.rows, items):
+            continue
+        spent += 1 << (len(items) - len(items) // 2)
+        if spent > BUDGET:
+            return None
+        for chosen in _subsets(target, items):
+            if accept(target, chosen):
+                return target, chosen
     return None
 
 
 def union_of_others(sources: Any) -> tuple[Any, list[Any]] | None:
-    """The first input whose rows are those of all the other inputs together (a file beside
-    the shards it was split into, or joined from), by the multiset hashes of their rows
-    (:attr:`~calibcli.summaries.sources.Source.rows_hash`, which add up), with those others; None
-    when there is none. Byte ranges of one input count as that input. Looked for only among
-    three inputs or more, for an input of at least ``FLOOR`` rows whose values tell a copy, and
-    only when every other input's hash is known."""
-    inputs: dict[str, list[Any]] = {}
-    for source in sources:
-        if source.skipped is None and source.rows:
-            inputs.setdefault(source.content, []).append(source)
-    if len(inputs) < 3:
-        return None
-    held: dict[str, tuple[int, int, bool]] = {}
-    for content, pieces in inputs.items():
-        if any(p.rows_hash is None for p in pieces):
-            return None
-        total = sum(p.rows_hash[0] for p in pieces) % (1 << 64)
-        held[content] = (sum(p.rows for p in pieces), total, all(p.rows_hash[1] for p in pieces))
-    rows = sum(r for r, _, _ in held.values())
-    total = sum(t for _, t, _ in held.values()) % (1 << 64)
-    for content, (mine, hashed, apart) in held.items():
-        # the others' rows and hash: everything's less this input's
-        if apart and mine >= FLOOR and 2 * mine == rows and (2 * hashed - total) % (1 << 64) == 0:
-            others = [ps[0] for c, ps in inputs.items() if c != content]
-            return inputs[content][0], others
-    return None
+    """The first input whose rows are those of some other inputs together (a file beside the
+    shards it was split into, or joined from, whatever else is read with them), by the
+    multiset hashes of their rows (:attr:`~calibcli.summaries.sources.Source.rows_hash`,
+    which add up), with those others; None when there is none. Byte ranges of one input count
+    as that input. Looked for only for an input of at least ``FLOOR`` rows whose values tell a
+    copy: the others of no more rows all together, else some of them when at most
+    ``2 * SEARCHED`` could be among them."""
+    found = _held_by_others(_inputs(sources, range(len(sources))), lambda *_: True)
+    return None if found is None else (found[0].first, [h.first for h in found[1]])
 
 
 def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> None:
-    """SummaryMismatch when a source of one part holds the rows of a source of another
-    (:func:`same_sources`): ``groups`` are (label, summary) pairs, the label None for the
-    files read here. Names both sources and the parts that hold them."""
+    """SummaryMismatch when an input of one part holds the rows of an input of another
+    (:func:`same_sources`), or of several others together (:func:`union_of_others`):
+    ``groups`` are (label, summary) pairs, the label None for the files read here. Names the
+    inputs and the parts that hold them."""
     sources, labels = [], []
     for label, summary in groups:
         for source in summary.sources:
@@ -167,29 +287,33 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
             labels.append(label)
     with_ids = {label for label, summary in groups if summary.row_ids is not None}
     kind = groups[0][1].kind if groups else "calibration"
-    where = {id(s): label for s, label in zip(sources, labels, strict=True)}
 
-    def named(source: Any) -> str:
-        label = where[id(source)]
-        return source.display if label is None else f"{source.display} (in {label})"
+    def named(held: _Input) -> str:
+        where = [label for label in dict.fromkeys(held.labels) if label is not None]
+        return held.first.display if not where else f"{held.first.display} (in {listed(where)})"
 
-    twice = same_sources(sources, labels, with_ids)
+    def part(*inputs: _Input) -> Any:
+        return next((label for h in inputs for label in h.labels if label is not None), None)
+
+    twice = _same_inputs(sources, labels, with_ids)
     if twice is not None:
         first, later = twice
         raise SummaryMismatch(
             f"{named(later)} holds the rows of {named(first)} ({same_rows_text(kind)}): one "
             f"input counted twice, by other routes; {remedy}",
-            part=where[id(later)] or where[id(first)],
+            part=part(later, first),
         )
-    whole = None if with_ids else union_of_others(sources)
-    # only a part that pooled a file and all its shards did so on purpose (--all-runs); files
-    # read here beside a part, or parts merged, that hold them are counted twice
-    if whole is not None and len({where[id(s)] for s in (whole[0], *whole[1])}) > 1:
-        union, others = whole
+    # only a part that pooled a file and its shards did so on purpose (--all-runs); files read
+    # here beside a part, or parts merged, that hold them are counted twice
+    found = None
+    if not with_ids:
+        found = _held_by_others(_inputs(sources, labels), lambda t, o: not _one_part([t, *o]))
+    if found is not None:
+        union, others = found
         raise SummaryMismatch(
-            f"{named(union)} holds the rows of {listed([named(s) for s in others])} together "
+            f"{named(union)} holds the rows of {listed([named(h) for h in others])} together "
             f"({same_rows_text(kind)}): one input counted twice, by other routes; {remedy}",
-            part=where[id(union)] or where[id(others[0])],
+            part=part(union, *others),
         )
 
 

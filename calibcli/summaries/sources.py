@@ -168,10 +168,20 @@ def coalesce(sources: list[Source], merge_tables: Any) -> list[Source]:
                 inspect_confidence=joined_mode([prev.inspect_confidence, s.inspect_confidence]),
                 size=prev.size if prev.size == s.size else None,
                 part=_joined_pieces(prev.part, s.part),
+                rows_hash=_joined_hash(prev, s),
             )
         else:
             out.append(s)
     return out
+
+
+def _joined_hash(first: Source, then: Source) -> tuple[int, bool] | None:
+    """The multiset hash of two adjacent ranges' rows together (the sums add; the values tell
+    a copy where both ranges' do); None when a range held no rows or did not record it."""
+    if first.rows_hash is None or then.rows_hash is None:
+        return None if first.rows and then.rows else first.rows_hash or then.rows_hash
+    total = (first.rows_hash[0] + then.rows_hash[0]) % (1 << 64)
+    return total, first.rows_hash[1] and then.rows_hash[1]
 
 
 def _joined_pieces(
