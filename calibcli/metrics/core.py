@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -118,6 +119,10 @@ class BinStats:
     ``count`` and ``sum_correct`` are exact integers (int64) unless fractional weights were used;
     the float sums are Σc, Σc², Σc·y and Σ(c − y)² per bin. ``sum_sq_error`` is kept alongside the
     moments so that Brier never suffers the cancellation of Σc² − 2Σcy + Σy.
+
+    ``sq_error_total``, when known, is Σ(c − y)² over every row exactly (a summary's exact
+    tables give it): Brier is then the double nearest Σ/N, one rounding, whatever the bins.
+    Without it Brier adds the per-bin doubles, which rounds more than once.
     """
 
     edges: np.ndarray
@@ -127,6 +132,7 @@ class BinStats:
     sum_conf_sq: np.ndarray
     sum_conf_correct: np.ndarray
     sum_sq_error: np.ndarray
+    sq_error_total: Fraction | None = None
 
     # ----- construction
 
@@ -223,9 +229,15 @@ class BinStats:
         return math.fsum(np.abs(self.sum_conf - self.sum_correct)) / n
 
     def brier(self) -> float:
-        """Brier = (1/N)·Σ (c − y)² (0.0 for no rows)."""
+        """Brier = (1/N)·Σ (c − y)² (0.0 for no rows): the double nearest the exact mean when
+        ``sq_error_total`` is known (a quotient of integers rounds once)."""
         n = self.n
-        return math.fsum(self.sum_sq_error) / n if n else 0.0
+        if not n:
+            return 0.0
+        if self.sq_error_total is not None and isinstance(n, int):
+            total = self.sq_error_total
+            return total.numerator / (total.denominator * n)
+        return math.fsum(self.sum_sq_error) / n
 
     def decomposition(self) -> dict[str, float]:
         """Murphy's decomposition with the within-bin terms of Stephenson, Coelho & Jolliffe (2008).
@@ -322,6 +334,8 @@ class StatsAccumulator:
         self._counts = {f: np.zeros(m, dtype=np.int64) for f in _COUNT_FIELDS}
         self._hi = {f: np.zeros(m) for f in _FLOAT_FIELDS}
         self._lo = {f: np.zeros(m) for f in _FLOAT_FIELDS}
+        # Σ(c − y)² exactly while every part added knows it (None once one does not)
+        self._sq_error_total: Fraction | None = Fraction(0)
 
     @property
     def edges(self) -> np.ndarray:
@@ -337,6 +351,10 @@ class StatsAccumulator:
             self._counts[f] = self._counts[f] + v
         for f in _FLOAT_FIELDS:
             two_sum(self._hi[f], self._lo[f], getattr(stats, f))
+        if self._sq_error_total is not None and stats.sq_error_total is not None:
+            self._sq_error_total += stats.sq_error_total
+        else:
+            self._sq_error_total = None
 
     def result(self) -> BinStats:
         floats = {f: self._hi[f] + self._lo[f] for f in _FLOAT_FIELDS}
@@ -348,6 +366,7 @@ class StatsAccumulator:
             floats["sum_conf_sq"],
             floats["sum_conf_correct"],
             floats["sum_sq_error"],
+            self._sq_error_total,
         )
 
 

@@ -32,7 +32,7 @@ copies) and follow the row order of :meth:`PredictionColumns.confidences` (right
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -418,7 +418,12 @@ def calibration_estimates(
       longer needs their row order, so they may be sorted in place (every estimator here is
       permutation-invariant). AUROC then needs no sorted copy and no random-access search, and
       the other row passes read sorted data. Not with ``weights`` (they follow the row order).
-      Results equal those without it to rounding.
+      The binned figures, NLL and AUROC equal those without it to the bit, the smooth ECE to
+      rounding.
+
+    Without weights, per-bin sums computed here add each bin's rows in ascending order, so
+    they are the same bits whatever the rows' order, and Brier is the given ``stats``' when
+    they know Σ(c − y)² exactly (it does not depend on the bins).
     """
     if reorder_ok and weights is not None:
         raise ValueError("reorder_ok cannot be combined with weights (they follow row order)")
@@ -434,8 +439,15 @@ def calibration_estimates(
     if stats is not None and stats.n != columns.n:
         raise ValueError(f"stats hold {stats.n} rows but the columns {columns.n}")
     reuse = stats is not None and weights is None and np.array_equal(stats.edges, e)
-    if not reuse and reorder_ok:
-        stats = stats_of_sorted(columns.conf_correct, columns.conf_wrong, e)
+    if not reuse and weights is None:
+        # the per-bin sums of the rows in ascending order (sorted copies unless sorted in place
+        # above): the same bits whatever order the rows came in, with a bootstrap or without,
+        # from a file or from a summary's table
+        given = stats
+        stats = stats_of_sorted(_ascending(columns.conf_correct), _ascending(columns.conf_wrong), e)
+        if given is not None and given.sq_error_total is not None:
+            # Σ(c − y)² does not depend on the bins: the given rows' exact one
+            stats = replace(stats, sq_error_total=given.sq_error_total)
     elif not reuse:
         stats = columns.stats(edges=e, weights=weights)
     area = auroc(columns, weights, reorder_ok=reorder_ok)

@@ -17,11 +17,20 @@ counts as exact sums of integers.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from calibcli.summaries.exact import CHUNK, ExactSums, add_rows, fraction_pieces, general_pieces
+from calibcli.summaries.exact import (
+    CHUNK,
+    LIMB_BITS,
+    UNIT_EXP,
+    ExactSums,
+    add_rows,
+    fraction_pieces,
+    general_pieces,
+)
 
 _CELLS_AT_ONCE = 1 << 16  # cells read back at once: the temporaries stay small
 
@@ -231,10 +240,17 @@ class BinTable:
         ]
 
     def stats(self) -> Any:
-        """:class:`~calibcli.metrics.core.BinStats` of every row (all groups together)."""
-        if self.groups == 1:
-            return self.group_stats()[0]
-        return self.pooled().group_stats()[0]
+        """:class:`~calibcli.metrics.core.BinStats` of every row (all groups together), with
+        Σ(c − y)² over every row exactly (``sq_error_total``: Brier rounds once)."""
+        from dataclasses import replace
+
+        table = self if self.groups == 1 else self.pooled()
+        m = table.bins
+        # Σ(c − y)²: Σc² of the wrong answers (even cells) and Σ(1 − c)² of the right ones
+        units = _cells_total(table.conf_sq, slice(0, 2 * m, 2)) + _cells_total(
+            table.miss_sq, slice(0, m)
+        )
+        return replace(table.group_stats()[0], sq_error_total=Fraction(units, 1 << -UNIT_EXP))
 
     def pooled(self) -> BinTable:
         """A one-group table of every row: each cell's limbs summed over the groups (integers
@@ -255,6 +271,14 @@ class BinTable:
                 window.limbs = part.sum(axis=0, dtype=np.float64)
                 mine.add(window)
         return out
+
+
+def _cells_total(sums: ExactSums, cells: slice) -> int:
+    """The exact sum of ``cells`` of ``sums``, in units of 2**-1088 (each limb column added as
+    uint64: fewer than 2**32 limbs below 2**32 each cannot overflow it)."""
+    lo, limbs = sums.trimmed()
+    columns = limbs[cells].astype(np.uint64).sum(axis=0, dtype=np.uint64).tolist()
+    return sum(int(v) << (LIMB_BITS * (lo + k)) for k, v in enumerate(columns))
 
 
 def _window(sums: ExactSums, cells: int, start: int = 0) -> ExactSums:
