@@ -94,6 +94,11 @@ def apply_calibrator(
             "rows)"
         )
     check_groups(calibrators, by)  # another --by field's groups would take its maps
+    if by is not None and calibrators.by is None and not calibrators.groups:  # shown under -q too
+        warn(
+            f"--by {by}: the calibrator holds one map, fitted without --by; every row takes it, "
+            "so the option is not used"
+        )
     recorded = calibrators.fitted_on.get("confidence_field")
     if confidence_field is None:
         confidence_field = recorded if isinstance(recorded, str) else "confidence"

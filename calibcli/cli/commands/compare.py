@@ -100,6 +100,8 @@ def compare(
         )
     except ValueError as exc:
         raise usage_error(str(exc)) from None
+    if unpaired and allow_unmatched:
+        raise usage_error("--allow-unmatched lets rows go unmatched; --unpaired matches none")
     if label and plot is None:
         raise usage_error("--label names --plot series; give --plot PATH too")
     if label and len(label) != 2:

@@ -91,7 +91,8 @@ KindOpt = once(
     "--kind",
     help="The rows to summarize: calibration (confidence, correct) or perplexity (NLL, "
     "tokens); auto decides from the first row of the first file that holds one (a folder's "
-    "files in name order).",
+    "files in name order). Rows that read as either kind, with an option only calibration "
+    "rows use, are refused: give the kind.",
 )
 PartOpt = once(
     str,
@@ -179,6 +180,11 @@ def summarize(
     }
     named_fields({"--" + name.replace("_", "-"): value for name, value in fields.items()})
     chosen = kind.value if kind is not Kind.auto else _kind(files, reading, fields)
+    given = _given_values(
+        reading, fields, bins=bins, table=table, bootstrap_samples=bootstrap_samples, seed=seed
+    )
+    if kind is Kind.auto and chosen == "perplexity":
+        _check_either_kind(files, reading, given)
     if seed is not None and bootstrap_samples is None:
         raise usage_error("--seed seeds --bootstrap-samples; give --bootstrap-samples N too")
     if bootstrap_samples is not None and chosen != "calibration":
@@ -221,6 +227,9 @@ def summarize(
     said = partial_inputs(summary.sources)
     if said:
         summary = replace(summary, warnings=tuple(w for w in summary.warnings if w not in said))
+    # options the rows summarized do not use are said, not kept: they are not about the rows
+    for warning in _unused_of_kind(given, chosen):
+        warn(warning)
     # what reading said (re-runs left out, models pooled, ...) is kept in the file and said here
     for warning in dict.fromkeys([*data.warnings, *warnings]):
         warn(warning)
@@ -240,6 +249,110 @@ def _kind(files: list[str], reading: Reading, fields: dict[str, str]) -> str:
         confidence_field=reading.confidence_field,
         correct_field=reading.correct_field,
         **fields,
+    )
+
+
+# The options of summarize that rows of one kind only use, in the order of --help; the
+# reading options shared by both kinds (--format, --by, --id-field, ...) are not among them.
+_OPTIONS_OF = {
+    "calibration": (
+        "bins",
+        "table",
+        "bootstrap_samples",
+        "seed",
+        "confidence_field",
+        "correct_field",
+        "mc_norm",
+        "scorer",
+        "inspect_confidence",
+        "gold_field",
+        "choices",
+    ),
+    "perplexity": ("nll_field", "tokens_field", "bytes_field", "words_field", "logprobs_field"),
+}
+_ROWS_HOLD = {"calibration": "confidences and correctness", "perplexity": "NLL and tokens"}
+
+
+def _given_values(reading: Reading, fields: dict[str, str], **own: Any) -> dict[str, str]:
+    """Each option of :data:`_OPTIONS_OF` given on the command line (a parameter name), at
+    its value as shown in a warning, in the order of :data:`_OPTIONS_OF`."""
+    values = {
+        **own,
+        "confidence_field": reading.confidence_field,
+        "correct_field": reading.correct_field,
+        "mc_norm": reading.mc_norm,
+        "scorer": reading.scorer,
+        "inspect_confidence": reading.inspect_confidence,
+        "gold_field": reading.gold_field,
+        "choices": None if reading.choices is None else ",".join(reading.choices),
+        **fields,
+    }
+    named = reading.given or frozenset()
+    return {
+        name: str(getattr(values[name], "value", values[name]))
+        for names in _OPTIONS_OF.values()
+        for name in names
+        if name in named
+    }
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _unused_of_kind(given: dict[str, str], chosen: str) -> list[str]:
+    """A warning for each option given that only the other kind of rows than ``chosen`` uses,
+    worded as the reading options' (:func:`calibcli.io.unused_options`): the summary is that
+    of the rows read without it, so a misplaced option would otherwise change nothing without
+    a word."""
+    other = "perplexity" if chosen == "calibration" else "calibration"
+    return [
+        f"{_flag(name)} {value}: the rows are summarized as {chosen} rows ({_ROWS_HOLD[chosen]}), "
+        f"which do not use it; the option is not used"
+        for name, value in given.items()
+        if name in _OPTIONS_OF[other]
+    ]
+
+
+def _check_either_kind(files: list[str], reading: Reading, given: dict[str, str]) -> None:
+    """--kind auto found perplexity rows and an option only calibration rows use was given:
+    exit 2 asking for --kind when the inputs read as calibration rows too (a row holding both
+    an NLL and a confidence), since summarizing either kind would drop what the other reads;
+    otherwise the option is said to be unused. Standard input is not read twice: its rows are
+    taken as perplexity rows, the option said to be unused."""
+    from calibcli.io import CALIBRATION_FORMATS, InputError, read_calibration
+
+    ours = [name for name in given if name in _OPTIONS_OF["calibration"]]
+    if not ours or "-" in files or reading.fmt.value not in CALIBRATION_FORMATS:
+        return
+    try:  # the commands' own reading of calibration rows, every reading option included
+        read_calibration(
+            list(files),
+            fmt=reading.fmt.value,
+            confidence_field=reading.confidence_field,
+            correct_field=reading.correct_field,
+            per_source=reading.by is None,
+            by=reading.by,
+            mc_norm=reading.mc_norm.value,
+            scorer=reading.scorer,
+            inspect_confidence=reading.inspect_confidence.value,
+            workers=reading.workers,
+            max_line_bytes=reading.max_line_bytes,
+            max_document_bytes=reading.max_document_bytes,
+            id_field=reading.id_field,
+            all_runs=reading.all_runs,
+            gold_field=reading.gold_field,
+            choices=reading.choices,
+            given=reading.given,
+        )
+    except (InputError, ValueError):
+        return
+    shown = ", ".join(_flag(name) for name in ours)
+    raise usage_error(
+        f"--kind auto: the rows read as perplexity rows ({_ROWS_HOLD['perplexity']}) and as "
+        f"calibration rows ({_ROWS_HOLD['calibration']}), and {shown} "
+        f"{'is an option' if len(ours) == 1 else 'are options'} of calibration rows: give "
+        f"--kind calibration, or --kind perplexity without {'it' if len(ours) == 1 else 'them'}"
     )
 
 
