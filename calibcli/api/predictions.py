@@ -563,7 +563,8 @@ def summary_of(rows: Predictions, *, bins: int) -> Any:
 
 def _sources(rows: Predictions, bins: int) -> tuple[Any, ...]:
     """A source for each file the rows were read from (one for rows given as arrays when they
-    repeat questions), each with the most rows of a question as its run's epochs, as a run read
+    repeat questions), each with the most rows of a question as its run's epochs (counted in
+    every file: re-runs pooled with ``all_runs`` repeat them across files), as a run read
     from files records its own, and its own table of its rows when they have no groups."""
     from calibcli.summaries import BinTable, Source
 
@@ -571,11 +572,15 @@ def _sources(rows: Predictions, bins: int) -> tuple[Any, ...]:
         return ()
     parts = rows.parts or ((ARRAYS, len(rows), rows.format),)
     out, start = [], 0
+    if rows.questions is not None:
+        # each row's question's rows in all the files: re-runs pooled repeat it across them
+        _, question, counts = np.unique(rows.questions, return_inverse=True, return_counts=True)
+        rows_of_question = counts[question]
     for name, n, fmt in parts:
         stop = start + n
         epochs = None
         if rows.questions is not None and n:
-            epochs = int(np.unique(rows.questions[start:stop], return_counts=True)[1].max())
+            epochs = int(rows_of_question[start:stop].max())
         table = None
         if rows.by is None:
             table = BinTable(bins)

@@ -157,9 +157,9 @@ def _read(
     summary = None
     if sources or not parts:
         runs = choose_runs(list(sources), all_runs=plan.all_runs)
-        if plan.kind == "calibration" and plan.keep_rows and repeating(runs.files):
-            # each question's rows (an inspect-ai run's epochs) are keyed alike, so that a
-            # bootstrap draws them together
+        if plan.kind == "calibration" and plan.keep_rows and repeating(runs.files, plan.all_runs):
+            # each question's rows (an inspect-ai run's epochs, lm-eval re-runs pooled) are
+            # keyed alike, so that a bootstrap draws them together
             plan = replace(plan, row_keys=True)
         reader = Reader(plan, workers=workers, progress=progress)
         builder = plan.builder()
@@ -184,7 +184,7 @@ def _read(
         summary = _partial(combine(summary, parts, plan, rebin))
     if hidden:  # a folder's files left out for their names, said first
         summary = replace(summary, warnings=tuple(dict.fromkeys([*hidden, *summary.warnings])))
-    return _one_sample(summary, plan.settings.by)
+    return _one_sample(summary, plan.settings.by, plan.all_runs)
 
 
 NO_ROWS = "holds no rows: the figures are the other files'"
@@ -222,7 +222,7 @@ def whole_read(summary: Any, *, by: str | None = None, all_runs: bool = False) -
     _refuse_same_rows(summary, all_runs)
     said = [*summary.warnings, *_no_rows(_files_read(summary.sources))]
     summary = replace(summary, warnings=tuple(dict.fromkeys(said)))
-    return _one_sample(_partial(summary), by)
+    return _one_sample(_partial(summary), by, all_runs)
 
 
 def without_partial(summary: Any) -> Any:
@@ -290,17 +290,17 @@ _SEQUENCES_REPEATED = (
 """How the warning about perplexity rows that repeat their questions ends."""
 
 
-def _one_sample(summary: Any, by: str | None) -> Any:
-    """The summary with what each source's run records (:func:`calibcli.io.runs.recorded`),
-    said to mix models (:func:`calibcli.io.runs.pooled_models`) when its rows are several
-    models' and --by model does not keep them apart, and to repeat its questions when a run
-    scored each sample several times. A summary file's own say is replaced by what its
-    sources' records say now."""
+def _one_sample(summary: Any, by: str | None, all_runs: bool = False) -> Any:
+    """The summary with what each source's run records (:func:`calibcli.io.runs.rerun_sources`:
+    lm-eval re-runs pooled with ``all_runs`` as epochs), said to mix models
+    (:func:`calibcli.io.runs.pooled_models`) when its rows are several models' and --by model
+    does not keep them apart, and to repeat its questions when a run scored each sample several
+    times. A summary file's own say is replaced by what its sources' records say now."""
     from dataclasses import replace
 
-    from calibcli.io.runs import REPEATED, recorded, source_checks
+    from calibcli.io.runs import REPEATED, rerun_sources, source_checks
 
-    sources = tuple(recorded(s) for s in summary.sources)
+    sources = rerun_sources(summary.sources, all_runs)
     # rows kept with their questions' keys (or not kept: no bootstrap over rows can run) are
     # drawn a question at a time; kept rows without keys (a summary file's) are not, though
     # its Poisson sums are

@@ -155,6 +155,11 @@ class SourceFold:
         from calibcli.io.ids import id_hashes, question_hashes, show_id
 
         hashes = id_hashes(ids)
+        if self.plan.all_runs:
+            # rows pooled on purpose are neither checked nor recorded (an empty batch of ids),
+            # only keyed by their questions (lm-eval re-runs of a task share them)
+            builder.add_ids(hashes[:0], np.zeros(0, np.int64), question_hashes(ids, hashes))
+            return
         locators = None
         if isinstance(lines, list):
             locators = lines

@@ -90,7 +90,10 @@ class ReadPlan:
         from calibcli.io.ids import identifier
 
         key = group_key(fmt, self.settings.by, source)
-        ident = None if self.all_runs else identifier(fmt, self.id_field, source)
+        # rows pooled on purpose (--all-runs) are not identified, but lm-eval rows keyed for the
+        # bootstrap are keyed by their question (task and doc_id), which re-runs of a task share
+        pooled = self.all_runs and not (self.row_keys and fmt == "lm-eval")
+        ident = None if pooled else identifier(fmt, self.id_field, source)
         if fmt == "jsonl":
             if key is None and ident is None:
                 return BlockDecoder(self.spec)

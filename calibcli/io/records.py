@@ -286,7 +286,9 @@ def read_keyed(
 
         _same_rows_twice(made)
     asked = question_hashes(keys, None) if questions else None
-    checks = run_checks(read, read_as, by, whole=questions)
+    if questions and all_runs:
+        asked = _rerun_questions(keys, read, read_as, asked)
+    checks = run_checks(read, read_as, by, whole=questions, all_runs=all_runs)
     # as the other commands say them: what the runs' results files say of the files, a file of
     # no rows beside others, then whose rows these are
     last = [w for w in checks.warnings if w == checks.mixed or w.startswith(REPEATED)]
@@ -311,6 +313,33 @@ def read_keyed(
         tuple(read_as),
         tuple((s, n, formats_of.get(s)) for s, n in read),
     )
+
+
+def _rerun_questions(
+    keys: list[Any], read: list[tuple[str, int]], read_as: list[tuple[str, str]], asked: Any
+) -> Any:
+    """Each row's question hash where re-runs of an lm-eval task are pooled (``all_runs``,
+    :func:`~calibcli.io.runs.rerun_counts` of the files ``read_as``): an lm-eval row's is its id
+    (task and doc_id, which the runs share) with the model its path names, hashed as the
+    commands key it (:func:`~calibcli.io.ids.identifier`), any other row's its own question
+    (:func:`~calibcli.io.ids.question_of`). ``asked`` as it is without re-runs."""
+    from calibcli.io.ids import id_hashes, question_of
+    from calibcli.io.runs import rerun_counts, rerun_task
+
+    runs = rerun_counts(read_as)
+    if not runs:
+        return asked
+    labels: list[Any] = []
+    for source, n in read:  # the rows, file after file
+        rows = keys[len(labels) : len(labels) + n]
+        if source in runs:
+            model = rerun_task(source)[1]
+            for key in rows:  # a row keyed by --id-field is keyed by that alone
+                task = model is not None and key[0] == "task"
+                labels.append(("task", f"{key[1]} ({model})", *key[2:]) if task else key)
+        else:
+            labels += [question_of(key) for key in rows]
+    return id_hashes(labels)
 
 
 def _route(router: Any, row: dict, fmt: str, folder: bool) -> tuple[str, str | None]:

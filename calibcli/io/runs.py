@@ -27,27 +27,18 @@ from __future__ import annotations
 import os
 import re
 import stat
-import struct
-import zlib
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
 
 from calibcli.errors import InputError, shown_name
-from calibcli.io.compression import (
-    GZIP,
-    MAGIC_BYTES,
-    SUFFIXES,
-    codec_of,
-    open_path,
-    read_errors,
-    without_suffix,
-)
+from calibcli.io.compression import SUFFIXES, open_path, read_errors
 from calibcli.io.content import file_content_id
 from calibcli.io.helm_run import helm_trials
 from calibcli.io.inspect_log import head_epochs, log_epochs, log_model, whole_count
 from calibcli.io.response_models import RESPONSE_FORMATS, models_named, response_model
+from calibcli.io.same_bytes import blank, decompressed_copies
 
 RUN_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
@@ -136,106 +127,17 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
         content = file_content_id(f)
         # files of no rows have no rows to count twice: two empty shards are not copies (looked
         # at only when the bytes agree, so other files are not opened again)
-        if content and content in contents and not _blank(f, found.st_size):
+        if content and content in contents and not blank(f, found.st_size):
             also = shown_name(contents[content])
             raise InputError(f, None, f"holds the same bytes as {also}: {COPY}")
         contents.setdefault(content, f)
-    for packed, plain in _decompressed_copies(list(names.values())):
-        if not _blank(plain, os.stat(plain).st_size):
+    for packed, plain in decompressed_copies(list(names.values())):
+        if not blank(plain, os.stat(plain).st_size):
             also = shown_name(plain)
             raise InputError(
                 packed, None, f"holds the same bytes as {also} once decompressed: {COPY}"
             )
     return Runs(kept, warnings)
-
-
-BLANK_BYTES = 4096
-"""Files up to this size are looked at for holding nothing but white space."""
-
-
-def _blank(path: str, size: int) -> bool:
-    """Whether a file holds no rows: empty, or white space only (looked at up to
-    ``BLANK_BYTES``)."""
-    if size > BLANK_BYTES:
-        return False
-    try:
-        with open(path, "rb") as f:
-            return not f.read().strip()
-    except OSError:
-        return False  # the reader says what is wrong with it
-
-
-def _decompressed_copies(files: list[str]) -> list[tuple[str, str]]:
-    """Each (compressed file, plain or earlier compressed file) whose decompressed bytes the
-    other holds too: for gzip, the trailer's CRC-32 and size (of its last member) against the
-    plain file's, computed only for a plain file of that size and never for an empty one; for
-    the other formats, which record neither, the content's CRC-32 against that of the plain file
-    named as the compressed one less its suffix. Two compressed files of one name less their
-    suffixes (``rows.jsonl.gz``, ``rows.jsonl.zst``) are compared by their contents' CRC-32 too."""
-    trailers: dict[str, tuple[int, int]] = {}
-    sizes: dict[int, list[str]] = {}
-    others: list[str] = []
-    for f in files:
-        try:
-            with open(f, "rb") as stream:
-                codec = codec_of(stream.read(MAGIC_BYTES))
-                if codec is GZIP:
-                    stream.seek(-8, os.SEEK_END)
-                    trailers[f] = struct.unpack("<II", stream.read(8))
-                elif codec is not None:
-                    others.append(f)
-                else:
-                    sizes.setdefault(os.fstat(stream.fileno()).st_size % (1 << 32), []).append(f)
-        except (OSError, struct.error):
-            continue  # the reader says what is wrong with it
-    copies = []
-    for packed, (crc, size) in trailers.items():
-        if size:  # an empty stream's copy holds no rows to count twice
-            copies += [(packed, plain) for plain in sizes.get(size, []) if _crc32(plain) == crc][:1]
-    plain_files = {f for group in sizes.values() for f in group}
-    for packed in others:
-        plain = without_suffix(packed)
-        if plain in plain_files:
-            crc = _crc32(packed, decompress=True)
-            if crc is not None and crc == _crc32(plain):
-                copies.append((packed, plain))
-    packed = [f for f in files if f in trailers or f in others]  # in the order given
-    copies += _packed_copies(packed, {copy for copy, _ in copies})
-    return copies
-
-
-def _packed_copies(packed: list[str], said: set[str]) -> list[tuple[str, str]]:
-    """(later, earlier) for each two compressed files of one name less their suffixes whose
-    contents are the same bytes (``said``: files already said to copy a plain one)."""
-    stems: dict[str, list[str]] = {}
-    for f in packed:
-        if f not in said:
-            stems.setdefault(without_suffix(f), []).append(f)
-    copies = []
-    for group in stems.values():
-        if len(group) < 2:
-            continue
-        seen: dict[int, str] = {}
-        for f in group:
-            crc = _crc32(f, decompress=True)
-            if crc is not None and crc in seen:
-                copies.append((f, seen[crc]))
-            elif crc is not None:
-                seen[crc] = f
-    return copies
-
-
-def _crc32(path: str, decompress: bool = False) -> int | None:
-    """The CRC-32 of a file's bytes, or of its content decompressed; None if it cannot be
-    read (the reader says why) or holds no bytes (no rows to count twice)."""
-    crc, size = 0, 0
-    try:
-        with open_path(path) if decompress else open(path, "rb") as f:
-            while block := f.read(1 << 20):
-                crc, size = zlib.crc32(block, crc), size + len(block)
-    except read_errors():
-        return None
-    return crc if size else None
 
 
 def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:
@@ -304,35 +206,85 @@ def run_checks(
     formats: list[tuple[str, str | None]],
     by: str | None,
     whole: bool = False,
+    all_runs: bool = False,
 ) -> RunChecks:
     """:func:`limited_runs` of the files ``read`` (with their rows), :func:`pooled_models` and
     :func:`repeated_samples` of the files read with rows (with their formats); ``whole``: a
     bootstrap of these rows draws each question's rows together, so their repeating questions
-    close no gate."""
-    mixed, repeats = pooled_models(formats, by), repeated_samples(formats, whole)
+    close no gate. ``all_runs``: the files were pooled with --all-runs (re-runs of a task
+    repeat its questions)."""
+    mixed, repeats = pooled_models(formats, by), repeated_samples(formats, whole, all_runs)
     said = [*limited_runs(read), *(w for w in (mixed, repeats) if w is not None)]
     return RunChecks(tuple(said), mixed, None if whole else repeats)
 
 
-def repeated_samples(files: list[tuple[str, str | None]], whole: bool = False) -> str | None:
+def repeated_samples(
+    files: list[tuple[str, str | None]], whole: bool = False, all_runs: bool = False
+) -> str | None:
     """Why the rows of ``files`` (each with its format) repeat their questions, or None
     (:func:`_repeated`, each inspect-ai log's epochs and each HELM file's train trials read
-    from the file)."""
-    logs = [(f, _REPEATS_OF[fmt](f), fmt) for f, fmt in files if fmt in _REPEATS_OF]
+    from the file; with ``all_runs``, each lm-eval file's runs of its task,
+    :func:`rerun_counts`)."""
+    runs = rerun_counts(files) if all_runs else {}
+    logs = [
+        (f, _REPEATS_OF[fmt](f) if fmt in _REPEATS_OF else runs[f], fmt)
+        for f, fmt in files
+        if fmt in _REPEATS_OF or f in runs
+    ]
     return _repeated(logs, whole)
 
 
 _REPEATS_OF = {"inspect-ai": log_epochs, "helm": helm_trials}
 # how the warning names each format's repeats of a question
-_REPEATS_NAMED = {"inspect-ai": "epochs", "helm": "train trials"}
+_REPEATS_NAMED = {"inspect-ai": "epochs", "helm": "train trials", "lm-eval": "runs"}
 
 REPEATED = (
     "inspect-ai runs scored each sample several times: ",
     "HELM runs scored each instance several times: ",
     "runs scored each question several times: ",
+    "lm-eval re-runs of a task are pooled (--all-runs), so each document is answered several "
+    "times: ",
 )
 """How the warning about rows that repeat their questions opens: an inspect-ai run's epochs,
-a HELM run's train trials, or both."""
+a HELM run's train trials, lm-eval re-runs pooled with --all-runs, or several of these."""
+_OPENING = {"inspect-ai": REPEATED[0], "helm": REPEATED[1], "lm-eval": REPEATED[3]}
+
+
+def rerun_task(path: str) -> tuple[str, str | None]:
+    """What the ids of an lm-eval file's rows name besides their ``doc_id``
+    (:func:`calibcli.io.ids.identifier`): the task and the model its path names. The files of
+    one such pair hold the same questions."""
+    from calibcli import formats
+
+    return formats.task_from_filename(path), formats.model_from_filename(path)
+
+
+def rerun_counts(files: list[tuple[str, str | None]]) -> dict[str, int]:
+    """Each lm-eval file among ``files`` (each with its format; one given twice counts twice)
+    with the number of runs of its task (:func:`rerun_task`) among them, where above 1: pooled
+    with --all-runs, a document is answered once per run, and the runs are its epochs."""
+    tasks = [(f, rerun_task(f)) for f, fmt in files if fmt == "lm-eval" and f != "-"]
+    counts: dict[tuple[str, str | None], int] = {}
+    for _, task in tasks:
+        counts[task] = counts.get(task, 0) + 1
+    return {f: counts[task] for f, task in tasks if counts[task] > 1}
+
+
+def rerun_sources(sources: Any, all_runs: bool) -> tuple[Any, ...]:
+    """:func:`recorded` of each source, and with ``all_runs`` each lm-eval source's runs of its
+    task among the sources read (:func:`rerun_counts`) recorded as its epochs; the ranges of a
+    file read apart (``--part``) are one run, a file read twice two."""
+    found = tuple(recorded(s) for s in sources)
+    if not all_runs:
+        return found
+    whole = [s for s in found if s.skipped is None and s.rows and (s.start, s.stop) == (0, None)]
+    ranges = {(s.name, s.content): s for s in found if s.skipped is None and s.rows}
+    ranges = {k: s for k, s in ranges.items() if (s.start, s.stop) != (0, None)}
+    runs = rerun_counts([(s.name, s.format) for s in (*whole, *ranges.values())])
+    return tuple(
+        replace(s, epochs=runs[s.name]) if s.format == "lm-eval" and s.name in runs else s
+        for s in found
+    )
 
 
 def _repeated(
@@ -341,11 +293,12 @@ def _repeated(
     """Why the rows of ``logs`` (each file with how many times its run scored each question,
     and its format) repeat their questions, or None: an inspect-ai run with ``epochs`` > 1
     scored each sample that many times, a HELM run with several train trials each instance,
-    one row each. The figures are those of every answer. A bootstrap that draws each
-    question's rows together (``whole``: the rows were keyed by question) gives honest
-    intervals; one over rows takes a question's rows for independent answers, and its interval
-    is too narrow. ``sums``: a summary's Poisson sums are keyed by question though its rows
-    are not. ``tail``: what is said instead of the figures' and intervals' (perplexity's)."""
+    re-runs of an lm-eval task pooled with --all-runs each document, one row each. The figures
+    are those of every answer. A bootstrap that draws each question's rows together
+    (``whole``: the rows were keyed by question) gives honest intervals; one over rows takes a
+    question's rows for independent answers, and its interval is too narrow. ``sums``: a
+    summary's Poisson sums are keyed by question though its rows are not. ``tail``: what is
+    said instead of the figures' and intervals' (perplexity's)."""
     repeated = [
         (f, k, fmt) for f, k, fmt in dict.fromkeys(logs) if f != "-" and k is not None and k > 1
     ]
@@ -356,7 +309,7 @@ def _repeated(
     )
     more = f" and {len(repeated) - SHOWN} more" if len(repeated) > SHOWN else ""
     kinds = {fmt for _, _, fmt in repeated}
-    opening = REPEATED[2] if len(kinds) > 1 else REPEATED[0 if "inspect-ai" in kinds else 1]
+    opening = REPEATED[2] if len(kinds) > 1 else _OPENING[kinds.pop()]
     said = f"{opening}{shown}{more}: "
     if tail or whole:
         return said + (tail or _DRAWN)
@@ -411,16 +364,30 @@ def source_checks(
     source records (:func:`recorded`), ``tail`` as :func:`_repeated` takes it."""
     read = [s for s in sources if s.skipped is None and s.name != "-"]
     named = [(s.name, s.model) for s in read if s.format in _MODEL_OF]
-    logs = [(s.name, s.epochs, s.format) for s in read if s.format in _REPEATS_OF]
+    # an lm-eval source records epochs when re-runs of its task were pooled with it
+    repeats = (*_REPEATS_OF, "lm-eval")
+    logs = [(s.name, s.epochs, s.format) for s in read if s.format in repeats]
     return _pooled(named, by), _repeated(logs, whole, sums, tail)
 
 
-def repeating(files: list[str]) -> bool:
+def repeating(files: list[str], all_runs: bool = False) -> bool:
     """Whether a file among ``files`` says, before its rows are read, that its run scored each
     question several times: an inspect-ai log's epochs
     (:func:`~calibcli.io.inspect_log.head_epochs`), a HELM file's train trials
-    (:func:`~calibcli.io.helm_run.helm_trials`). Its rows are then keyed by question."""
+    (:func:`~calibcli.io.helm_run.helm_trials`); or, pooled with ``all_runs``, that files
+    named as lm-eval samples files are runs of one task (:func:`rerun_counts`). Its rows are
+    then keyed by question."""
+    if all_runs and rerun_counts([(f, "lm-eval") for f in files if _samples_named(f)]):
+        return True
     return any((head_epochs(f) or 0) > 1 or (helm_trials(f) or 0) > 1 for f in files if f != "-")
+
+
+def _samples_named(path: str) -> bool:
+    """Whether a file is named as lm-eval names its samples files (any version)."""
+    from calibcli import formats
+
+    name = PurePath(path).name
+    return RUN_NAME.match(name) is not None or formats.model_args_from_filename(path) is not None
 
 
 def pooled_models(files: list[tuple[str, str | None]], by: str | None) -> str | None:

@@ -1,0 +1,106 @@
+"""Whether files hold the same bytes, for :func:`calibcli.io.runs.choose_runs`: a compressed
+file and a plain one holding its decompressed bytes, two compressions of one file, and files of
+no rows (which hold no rows to count twice)."""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+
+from calibcli.io.compression import (
+    GZIP,
+    MAGIC_BYTES,
+    codec_of,
+    open_path,
+    read_errors,
+    without_suffix,
+)
+
+BLANK_BYTES = 4096
+"""Files up to this size are looked at for holding nothing but white space."""
+
+
+def blank(path: str, size: int) -> bool:
+    """Whether a file holds no rows: empty, or white space only (looked at up to
+    ``BLANK_BYTES``)."""
+    if size > BLANK_BYTES:
+        return False
+    try:
+        with open(path, "rb") as f:
+            return not f.read().strip()
+    except OSError:
+        return False  # the reader says what is wrong with it
+
+
+def decompressed_copies(files: list[str]) -> list[tuple[str, str]]:
+    """Each (compressed file, plain or earlier compressed file) whose decompressed bytes the
+    other holds too: for gzip, the trailer's CRC-32 and size (of its last member) against the
+    plain file's, computed only for a plain file of that size and never for an empty one; for
+    the other formats, which record neither, the content's CRC-32 against that of the plain file
+    named as the compressed one less its suffix. Two compressed files of one name less their
+    suffixes (``rows.jsonl.gz``, ``rows.jsonl.zst``) are compared by their contents' CRC-32 too."""
+    trailers: dict[str, tuple[int, int]] = {}
+    sizes: dict[int, list[str]] = {}
+    others: list[str] = []
+    for f in files:
+        try:
+            with open(f, "rb") as stream:
+                codec = codec_of(stream.read(MAGIC_BYTES))
+                if codec is GZIP:
+                    stream.seek(-8, os.SEEK_END)
+                    trailers[f] = struct.unpack("<II", stream.read(8))
+                elif codec is not None:
+                    others.append(f)
+                else:
+                    sizes.setdefault(os.fstat(stream.fileno()).st_size % (1 << 32), []).append(f)
+        except (OSError, struct.error):
+            continue  # the reader says what is wrong with it
+    copies = []
+    for packed, (crc, size) in trailers.items():
+        if size:  # an empty stream's copy holds no rows to count twice
+            copies += [(packed, plain) for plain in sizes.get(size, []) if _crc32(plain) == crc][:1]
+    plain_files = {f for group in sizes.values() for f in group}
+    for packed in others:
+        plain = without_suffix(packed)
+        if plain in plain_files:
+            crc = _crc32(packed, decompress=True)
+            if crc is not None and crc == _crc32(plain):
+                copies.append((packed, plain))
+    packed = [f for f in files if f in trailers or f in others]  # in the order given
+    copies += _packed_copies(packed, {copy for copy, _ in copies})
+    return copies
+
+
+def _packed_copies(packed: list[str], said: set[str]) -> list[tuple[str, str]]:
+    """(later, earlier) for each two compressed files of one name less their suffixes whose
+    contents are the same bytes (``said``: files already said to copy a plain one)."""
+    stems: dict[str, list[str]] = {}
+    for f in packed:
+        if f not in said:
+            stems.setdefault(without_suffix(f), []).append(f)
+    copies = []
+    for group in stems.values():
+        if len(group) < 2:
+            continue
+        seen: dict[int, str] = {}
+        for f in group:
+            crc = _crc32(f, decompress=True)
+            if crc is not None and crc in seen:
+                copies.append((f, seen[crc]))
+            elif crc is not None:
+                seen[crc] = f
+    return copies
+
+
+def _crc32(path: str, decompress: bool = False) -> int | None:
+    """The CRC-32 of a file's bytes, or of its content decompressed; None if it cannot be
+    read (the reader says why) or holds no bytes (no rows to count twice)."""
+    crc, size = 0, 0
+    try:
+        with open_path(path) if decompress else open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                crc, size = zlib.crc32(block, crc), size + len(block)
+    except read_errors():
+        return None
+    return crc if size else None
