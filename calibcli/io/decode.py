@@ -91,6 +91,9 @@ class BlockDecoder:
         self.key = key
         self._decoder: Any = None  # msgspec, built on the first block of SMALL_BLOCK or more
         self._errors: tuple = ()
+        # the typed decoders without and with the other sums' names (see _pick_decoder)
+        self._narrow: Any = None
+        self._wide: Any = None
 
     @property
     def modes(self) -> set[str]:
@@ -105,21 +108,41 @@ class BlockDecoder:
 
         if self.typed:
             fields, rename = self.spec.struct_fields()
-            if self.group_field in rename.values():  # --by one of the row's own fields
+            sums = [total for total, _, _ in getattr(self.spec, "other_sums", ())]
+            # --by one of the row's own fields (or a sums total beside them)
+            if self.group_field in rename.values() or self.group_field in sums:
                 self.typed, self.group_field = False, None
                 self._decoder = msgspec.json.Decoder()
                 self._errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
                 return
-            if self.group_field is not None:
-                # first: a required field may not follow the optional counts; any JSON value
-                # decodes, and a non-scalar one sends the block to the precise path
-                fields, rename = [("g", Any), *fields], {**rename, "g": self.group_field}
-            row_type = msgspec.defstruct("Row", fields, rename=rename, gc=False)
-            self._decoder = msgspec.json.Decoder(row_type)
+            self._decoder = self._narrow = self._typed_decoder(fields, rename)
+            if sums:
+                self._wide = self._typed_decoder(*self.spec.struct_fields(sums=True))
         else:
             self._decoder = msgspec.json.Decoder()
         # RecursionError: a value nested deeper than msgspec goes; json.loads words the error
         self._errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+    def _typed_decoder(self, fields: list, rename: dict) -> Any:
+        import msgspec
+
+        if self.group_field is not None:
+            # first: a required field may not follow the optional counts; any JSON value
+            # decodes, and a non-scalar one sends the block to the precise path
+            fields, rename = [("g", Any), *fields], {**rename, "g": self.group_field}
+        row_type = msgspec.defstruct("Row", fields, rename=rename, gc=False)
+        return msgspec.json.Decoder(row_type)
+
+    def _pick_decoder(self, block: memoryview) -> None:
+        """Native perplexity rows: the typed decoder that also names the other sums' totals
+        (``nll_sum``, ``sum_logprob``) for a block that may hold one, so that a row giving one
+        fails to decode and its check compares the two; the narrow one, which skips those
+        names unread, for a block that cannot hold them (a test of a few bytes, see
+        :func:`_may_hold`, where looking for the names themselves would cost more)."""
+        if self._wide is None or not self.typed:
+            return
+        keys = [_quoted(total) for total, _, _ in self.spec.other_sums]
+        self._decoder = self._wide if any(_may_hold(block, k) for k in keys) else self._narrow
 
     def block(
         self,
@@ -137,6 +160,7 @@ class BlockDecoder:
             if len(block) < SMALL_BLOCK:
                 return self._precise(block, first_line, name)
             self._load_msgspec()
+        self._pick_decoder(block)
         if not is_utf8(block):  # msgspec skips a field no rule reads without checking it
             return self._precise(block, first_line, name, utf8=False)
         if self.typed and self.group_field is None:
@@ -378,6 +402,23 @@ def _holds_key(block: memoryview | bytes, key: bytes) -> bool:
     it rules the key out: ``\\u`` for most names, any backslash for a name holding a
     character with a short escape (``"``, ``\\``, ``/``, a control character)."""
     return _contains(block, key) or _contains(block, _escape_of(key))
+
+
+def _quoted(name: str) -> bytes:
+    """A key as a UTF-8 file writes it, quoted."""
+    import json
+
+    return json.dumps(name, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def _may_hold(block: memoryview | bytes, key: bytes) -> bool:
+    """Whether a block may hold the JSON key ``key``, tested by its bytes alone: a block that
+    lacks one of them, or any escape that could spell it, does not (:func:`_holds_key`
+    without its search for the whole key)."""
+    data, end = _searchable(block), len(block)
+    if all(data.find(byte, 0, end) >= 0 for byte in _probe_bytes(key)):
+        return True
+    return _contains(block, _escape_of(key))
 
 
 def _escape_of(key: bytes) -> bytes:

@@ -241,7 +241,7 @@ def _counts(batch: Any, name: str | None, problems: ColumnProblems, where: Any):
 def _perplexity_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, where: Any):
     import numpy as np
 
-    from calibcli.io.rows import nll_ok, nll_tokens_ok
+    from calibcli.io.rows import nll_ok, nll_tokens_ok, scored_count_ok
 
     nll_name, tokens_name, bytes_name, words_name = spec.columns
     raw = _column(batch, nll_name)
@@ -265,6 +265,13 @@ def _perplexity_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, whe
         col, wrong = _counts(batch, name, problems, where)
         if wrong is not None:
             bad |= wrong
+        if col is not None:  # the counts of a sequence are those of its scored tokens
+            unscored = ~scored_count_ok(tokens, col) & ~bad
+            if unscored.any():
+                i = _first(unscored)
+                why = "with no scored token: a sequence's counts are those of its scored tokens"
+                problems.add(name, int(unscored.sum()), str(int(col[i])), why, where(i))
+                bad |= unscored
         optional.append(col)
     zeros = np.zeros(nll.shape[0], np.int64)
     return (nll, tokens, *optional, zeros, zeros, zeros)

@@ -208,7 +208,7 @@ def perplexity_router(spec: Any) -> Router:
         def rows(obj: dict) -> list[tuple]:
             found = perplexity_rows(fmt, obj)
             if counted:
-                found = spec.beside(found, obj)
+                found = _counts_beside(spec, found, obj)
             # the last value says "this row's NLL overflowed a double"; an infinite NLL here is
             # a -inf logprob (a zero-probability token): a finite sum past 1.8e308 needs
             # logprobs no API writes
@@ -232,3 +232,39 @@ def perplexity_router(spec: Any) -> Router:
         wanted="rolling loglikelihoods",
         convert=convert,
     )
+
+
+def _counts_beside(spec: Any, rows: list, obj: dict) -> list:
+    """The rows of one response (``formats.PerplexityRow`` values) with the bytes and words
+    counts its own fields give (``spec`` a :class:`~calibcli.io.rows.PerplexityRow`, whose
+    ``--bytes-field`` and ``--words-field`` are read at the response's top level).
+
+    A count is of one scored sequence, so a response of several (choices) cannot take one,
+    nor a sequence that scores no token (a vLLM prompt of one token, its first, unscored).
+    Where the format counts bytes itself (OpenAI chat tokens' ``bytes``), the two must agree:
+    neither is taken over the other."""
+    from calibcli.io.rows import check_scored
+
+    counts = spec.optional(obj)
+    if all(c is None for c in counts):
+        return rows
+    names = (spec.count_fields["bytes"], spec.count_fields["words"])
+    named = [name for name, c in zip(names, counts, strict=True) if c is not None]
+    if len(rows) != 1:
+        raise ValueError(
+            f"{named[0]} is given beside {len(rows)} scored sequences (choices), so which "
+            "one it counts is unknown: give each sequence its own row"
+        )
+    (row,) = rows
+    nbytes, words = counts
+    if nbytes is not None and row.bytes is not None and nbytes != row.bytes:
+        raise ValueError(
+            f"{names[0]} {nbytes} and the {row.bytes} bytes of the scored tokens disagree"
+        )
+    check_scored(row.tokens, counts, names)
+    return [
+        row._replace(
+            bytes=row.bytes if nbytes is None else nbytes,
+            words=row.words if words is None else words,
+        )
+    ]

@@ -1,4 +1,5 @@
-"""What a valid row is: one spec per row kind, the only place row rules and their messages live.
+"""What a valid row is: one spec per row kind, the only place row rules and their messages live
+(beside :mod:`calibcli.io.sums_rows`, the rows of sums under other tools' names).
 
 A spec turns one decoded row into its values and raises ``ValueError`` with a message that names
 the field and the value as written (the reader prefixes ``path:line: ``). Each rule is written
@@ -53,6 +54,12 @@ def count_ok(x: Any) -> Any:
 def nll_tokens_ok(nll: Any, tokens: Any) -> Any:
     """A sequence of 0 tokens has an NLL of 0."""
     return (tokens != 0) | (nll <= 0.0)
+
+
+def scored_count_ok(tokens: Any, count: Any) -> Any:
+    """A sequence of 0 scored tokens has no bytes or words: they are those of its scored
+    tokens (-1, "absent", passes)."""
+    return (tokens != 0) | (count <= 0)
 
 
 # --------------------------------------------------------------------------- messages
@@ -288,13 +295,27 @@ def check_nll_tokens(nll: float, tokens: int, nll_field: str, tokens_field: str)
         raise ValueError(f"{nll_field} {show(nll)} > 0 with 0 {tokens_field}")
 
 
+def check_scored(tokens: int | None, counts: tuple, names: tuple = ("bytes", "words")) -> None:
+    """ValueError for bytes or words (``counts``, named by ``names``) given to a sequence that
+    scores no token: a sequence's counts are those of its scored tokens, so such a row would
+    add text to the totals that no NLL stands for."""
+    for kind, v, name in zip(("bytes", "words"), counts, names, strict=True):
+        if tokens is not None and v is not None and not scored_count_ok(tokens, v):
+            raise ValueError(
+                f"{name} {show(v)} with no scored token: the {kind} of a sequence must be "
+                "those of its scored tokens"
+            )
+
+
 def check_counts(values: tuple) -> tuple:
     """The values of a perplexity row another format gave (nll, tokens, bytes, words, ...),
     its counts held to the native rows' range: ValueError for one beyond MAX_COUNT, which
-    neither a block's int64 columns nor the exact totals hold."""
+    neither a block's int64 columns nor the exact totals hold, or for bytes or words of a
+    sequence that scores no token (:func:`check_scored`)."""
     for kind, v in zip(("token", "byte", "word"), values[1:4], strict=True):
         if v is not None and not count_ok(v):
             raise ValueError(f"{kind} count {show(v)} is too large")
+    check_scored(values[1], values[2:4])
     return values
 
 
@@ -412,11 +433,17 @@ class PerplexityRow:
         # a dotted name may reach into nested objects, which the typed struct (its keys read
         # whole) cannot: such rows decode into dicts and field() reads them
         self.flat = not any("." in name for name in (nll_field, *self.count_fields.values()))
+        from calibcli.io.sums_rows import other_totals
 
-    def struct_fields(self) -> tuple[list, dict]:
+        # the sums pairs (nll_sum, sum_logprob) a native row may give beside its own fields
+        self.other_sums = other_totals(tokens_field, (nll_field, *self.count_fields.values()))
+
+    def struct_fields(self, *, sums: bool = False) -> tuple[list, dict]:
         """msgspec struct fields (name, type[, default]) and their JSON names. The optional
         counts default to -1 ("absent") and keep their range constraint so that -1 cannot be
-        written; the ranges of nll and tokens are checked on the columns."""
+        written; the ranges of nll and tokens are checked on the columns. With ``sums``, the
+        struct also names the :attr:`other_sums` totals with a type no value has: a row giving
+        one fails to decode and is read as a dict, whose check compares the two."""
         from typing import Annotated
 
         from msgspec import Meta
@@ -424,7 +451,13 @@ class PerplexityRow:
         count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
         fields = [("nll", float), ("tokens", int), ("nbytes", count, -1), ("words", count, -1)]
         names = (self.nll_field, *self.count_fields.values())
-        return fields, dict(zip(("nll", "tokens", "nbytes", "words"), names, strict=True))
+        rename = dict(zip(("nll", "tokens", "nbytes", "words"), names, strict=True))
+        if sums:
+            never = Annotated[str, Meta(min_length=1, max_length=0)]
+            for k, (total, _, _) in enumerate(self.other_sums):
+                fields.append((f"sum{k}", never, None))
+                rename[f"sum{k}"] = total
+        return fields, rename
 
     @staticmethod
     def from_struct(row: Any) -> tuple | None:
@@ -432,6 +465,8 @@ class PerplexityRow:
         on the row as a dict then words the message)."""
         nll, tokens = row.nll, row.tokens
         if not (nll_ok(nll) and count_ok(tokens) and nll_tokens_ok(nll, tokens)):
+            return None
+        if not (scored_count_ok(tokens, row.nbytes) and scored_count_ok(tokens, row.words)):
             return None
         nbytes = None if row.nbytes < 0 else row.nbytes
         words = None if row.words < 0 else row.words
@@ -443,9 +478,20 @@ class PerplexityRow:
         nll = check_nll(field(obj, nf), nf)
         tokens = check_count(field(obj, tf), tf)
         check_nll_tokens(nll, tokens, nf, tf)
-        return nll, tokens, *self._optional(obj), 0, 0, 0
+        counts = self._scored_counts(obj, tokens)
+        if self.other_sums:
+            from calibcli.io.sums_rows import check_native_sums
 
-    def _optional(self, obj: dict) -> tuple:
+            check_native_sums(obj, nll, tokens, (nf, tf), self.other_sums)
+        return nll, tokens, *counts, 0, 0, 0
+
+    def _scored_counts(self, obj: dict, tokens: int) -> tuple:
+        """:meth:`optional`, refused when given to a sequence of no scored token."""
+        counts = self.optional(obj)
+        check_scored(tokens, counts, (self.count_fields["bytes"], self.count_fields["words"]))
+        return counts
+
+    def optional(self, obj: dict) -> tuple:
         """The bytes and words counts of a row, None where it lacks them."""
         out = []
         for kind in ("bytes", "words"):
@@ -461,40 +507,6 @@ class PerplexityRow:
                     continue
             out.append(None)
         return tuple(out)
-
-    def beside(self, rows: list, obj: dict) -> list:
-        """The rows of one response (``formats.PerplexityRow`` values) with the bytes and words
-        counts its own fields give (:meth:`_optional`, read at its top level).
-
-        A count is of one scored sequence, so a response of several (choices) cannot take
-        one. Where the format counts bytes itself (OpenAI chat tokens' ``bytes``), the two
-        must agree: neither is taken over the other."""
-        counts = self._optional(obj)
-        if all(c is None for c in counts):
-            return rows
-        named = [
-            self.count_fields[k]
-            for k, c in zip(("bytes", "words"), counts, strict=True)
-            if c is not None
-        ]
-        if len(rows) != 1:
-            raise ValueError(
-                f"{named[0]} is given beside {len(rows)} scored sequences (choices), so which "
-                "one it counts is unknown: give each sequence its own row"
-            )
-        (row,) = rows
-        nbytes, words = counts
-        if nbytes is not None and row.bytes is not None and nbytes != row.bytes:
-            raise ValueError(
-                f"{self.count_fields['bytes']} {nbytes} and the {row.bytes} bytes of the "
-                "scored tokens disagree"
-            )
-        return [
-            row._replace(
-                bytes=row.bytes if nbytes is None else nbytes,
-                words=row.words if words is None else words,
-            )
-        ]
 
     def converter(self, fmt: str) -> Callable[[dict], tuple]:
         """Row -> values for an input format (``jsonl``, ``lm-eval``, ``logprobs`` or
@@ -517,46 +529,19 @@ class PerplexityRow:
             nll, tokens, nulls, sentinels = logprobs_row(obj, field=self.logprobs_field)
             nll = float(nll)
             overflowed = math.isinf(nll) and not _has_infinity(lookup(obj, self.logprobs_field))
-            return nll, int(tokens), *self._optional(obj), int(nulls), int(sentinels), overflowed
+            tokens = int(tokens)
+            counts = self._scored_counts(obj, tokens)
+            return nll, tokens, *counts, int(nulls), int(sentinels), overflowed
 
         return logprobs
 
     def _sums(self, obj: dict) -> tuple:
-        """Values of a row of per-sequence sums under another tool's names (``sums``):
-        ``nll_sum``/``n_tokens``, or ``sum_logprob``/``num_tokens`` (a summed log-probability,
-        <= 0, whose negation is the NLL); bytes and words as in a native row."""
-        from calibcli.formats import SUM_FIELDS
+        """Values of a row of per-sequence sums under another tool's names (``sums``, see
+        :func:`~calibcli.io.sums_rows.sums_values`); bytes and words as in a native row."""
+        from calibcli.io.sums_rows import sums_values
 
-        found = next((names for names in SUM_FIELDS if names[0] in obj), None)
-        if found is None:
-            names = " or ".join(f'"{t}"' for t, _, _ in SUM_FIELDS)
-            raise ValueError(f"missing field {names}")
-        total, count, sign = found
-        given = value = field(obj, total)
-        if sign < 0:
-            if _is_number(value) and value > 0:
-                raise ValueError(
-                    f"{total} {show(value)} is positive (expected a summed log-probability <= 0)"
-                )
-            value = -value if _is_number(value) else value
-        nll = check_nll(value, total)
-        tokens = check_count(field(obj, count), count)
-        if sign < 0 and not nll_tokens_ok(nll, tokens):  # named as given, not as its negation
-            raise ValueError(f"{total} {show(given)} < 0 with 0 {count}")
-        check_nll_tokens(nll, tokens, total, count)
-        for other, other_count, other_sign in SUM_FIELDS[SUM_FIELDS.index(found) + 1 :]:
-            # a row giving both names is read once; when the two disagree, neither is trusted
-            if other in obj and not _same_number(field(obj, other), other_sign * nll):
-                raise ValueError(
-                    f"{total} {show(given)} and {other} {show(obj[other])} disagree "
-                    f"(expected {other} = {'-' if other_sign < 0 else ''}{total})"
-                )
-            if other_count in obj and not _same_number(field(obj, other_count), tokens):
-                raise ValueError(
-                    f"{count} {show(obj[count])} and {other_count} {show(obj[other_count])} "
-                    "disagree"
-                )
-        return nll, tokens, *self._optional(obj), 0, 0, 0
+        nll, tokens = sums_values(obj)
+        return nll, tokens, *self._scored_counts(obj, tokens), 0, 0, 0
 
     @staticmethod
     def columns_ok(cols: tuple) -> bool:
@@ -566,8 +551,13 @@ class PerplexityRow:
         nll, tokens = cols[0], cols[1]
         if nll.shape[0] == 0:
             return True
-        if not (nll_ok(nll.min()) and count_ok(tokens.min()) and count_ok(tokens.max())):
+        least = tokens.min()
+        if not (nll_ok(nll.min()) and count_ok(least) and count_ok(tokens.max())):
             return False
+        if least == 0:  # only a row of no scored token can break these
+            counts = [c for c in cols[2:4] if c is not None]
+            if not all(np.all(scored_count_ok(tokens, c)) for c in counts):
+                return False
         return bool(np.all(nll_tokens_ok(nll, tokens)))
 
     @staticmethod
