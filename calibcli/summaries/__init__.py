@@ -93,6 +93,7 @@ _LAZY = {
             "TABLE_MODES",
             "bootstrap_state",
             "bootstrap_difference",
+            "dropped_bootstrap",
             "merged_bootstrap",
             "check_disjoint",
             "load_parts",

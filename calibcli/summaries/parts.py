@@ -180,6 +180,32 @@ def bootstrap_difference(state: Any, bins: int, samples: int, seed: int) -> str 
     return None
 
 
+def dropped_bootstrap(parts: list[Any], labels: list[str]) -> str | None:
+    """What a merge of calibration ``parts`` (named by ``labels``) says when some hold a
+    Poisson bootstrap state and others none: the merged summary holds none (it is only kept
+    when every part holds one), which a reader would otherwise learn only when
+    ``--bootstrap-scheme poisson`` refuses the file; None otherwise."""
+    held = [
+        (label, p.bootstrap)
+        for p, label in zip(parts, labels, strict=True)
+        if getattr(p, "bootstrap", None) is not None
+    ]
+    if not held or len(held) == len(parts):
+        return None
+    without = [
+        label
+        for p, label in zip(parts, labels, strict=True)
+        if getattr(p, "bootstrap", None) is None
+    ]
+    label, state = held[0]
+    more = f" and {len(without) - 1} more" if len(without) > 1 else ""
+    return (
+        f"{label} holds {state.samples:,} Poisson bootstrap resamples and {without[0]}{more} "
+        "none: the merged summary holds none, so --bootstrap-scheme poisson cannot read it "
+        f"(summarize every part with --bootstrap-samples {state.samples} --seed {state.seed})"
+    )
+
+
 def _merged_bootstrap(summaries: list[Any], maps: list[np.ndarray], groups: int) -> Any:
     """The summaries' bootstrap states added in order, group g of the i-th at ``maps[i][g]``;
     None unless every summary holds one."""

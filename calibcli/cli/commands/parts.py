@@ -419,6 +419,7 @@ def merge(
         SummaryMismatch,
         check_copies,
         check_source_copies,
+        dropped_bootstrap,
         load_parts,
         merge_parts,
         partial_inputs,
@@ -441,6 +442,9 @@ def merge(
     # merged in later, and said, as every command reading the file says it
     for warning in partial_inputs(merged.sources):
         warn(f"{output}: {warning}")
+    dropped = dropped_bootstrap(loaded, labels)
+    if dropped is not None:
+        warn(f"{output}: {dropped}")
     if not quiet and size is not None:
         count = f"{len(parts)} part{'s' if len(parts) != 1 else ''}"
         typer.echo(f"{count}: {_described(merged)} -> {output} ({_size(size)})", err=True)

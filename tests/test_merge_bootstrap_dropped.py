@@ -1,0 +1,56 @@
+"""A merge of calibration summaries keeps a Poisson bootstrap state only when every part holds
+one: when some do and some do not, the merged file holds none, and ``merge`` says so (naming
+the parts and how to keep it) rather than leaving it to be found when ``--bootstrap-scheme
+poisson`` refuses the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from calibcli.cli import app
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_data"
+
+
+def _run(args: list) -> object:
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _summary(tmp_path: Path, name: str, *args: str) -> Path:
+    out = tmp_path / f"{name}.cbs"
+    done = _run(["summarize", SAMPLES / f"{name}.jsonl", "-q", "-o", out, *args])
+    assert done.exit_code == 0, done.stderr
+    return out
+
+
+def test_a_part_without_bootstrap_sums_drops_them_with_a_warning(tmp_path):
+    boot = _summary(tmp_path, "overconfident", "--bootstrap-samples", "200", "--seed", "3")
+    plain = _summary(tmp_path, "underconfident")
+    merged = tmp_path / "merged.cbs"
+    done = _run(["merge", boot, plain, "-o", merged, "-q"])
+    assert done.exit_code == 0, done.stderr
+    assert done.stderr == (
+        f"warning: {merged}: {boot} holds 200 Poisson bootstrap resamples and {plain} none: the "
+        "merged summary holds none, so --bootstrap-scheme poisson cannot read it (summarize "
+        "every part with --bootstrap-samples 200 --seed 3)\n"
+    )
+    # as said: the merged file cannot give Poisson intervals
+    poisson = ["--ci", "0.95", "--bootstrap-scheme", "poisson", "--bootstrap", "200", "-q"]
+    assert _run(["calibrate", merged, *poisson]).exit_code == 2
+
+
+def test_parts_that_all_hold_them_merge_without_a_word(tmp_path):
+    a = _summary(tmp_path, "overconfident", "--bootstrap-samples", "200")
+    b = _summary(tmp_path, "underconfident", "--bootstrap-samples", "200")
+    done = _run(["merge", a, b, "-o", tmp_path / "merged.cbs", "-q"])
+    assert done.exit_code == 0, done.stderr
+    assert done.stderr == ""
+
+
+def test_parts_that_hold_none_merge_without_a_word(tmp_path):
+    a, b = _summary(tmp_path, "overconfident"), _summary(tmp_path, "underconfident")
+    done = _run(["merge", a, b, "-o", tmp_path / "merged.cbs", "-q"])
+    assert done.exit_code == 0, done.stderr
+    assert done.stderr == ""
