@@ -6,6 +6,7 @@ is not used, and compare --unpaired refuses --allow-unmatched as it refuses --id
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from harness import run
@@ -214,3 +215,15 @@ def test_compare_unpaired_refuses_allow_unmatched(tmp_path):
     for alone in ("--unpaired", "--allow-unmatched"):
         taken = run(["compare", base, new, alone, "--json", "-q"])
         assert taken.exit_code == 0, taken.stderr
+
+
+def test_the_api_refuses_unpaired_with_allow_unmatched_as_the_command_does():
+    import calibcli
+    from calibcli.errors import InputError
+
+    samples = Path(__file__).resolve().parent.parent / "sample_data"
+    rows = calibcli.read_predictions(samples / "overconfident.jsonl")
+    other = calibcli.read_predictions(samples / "well_calibrated.jsonl")
+    with pytest.raises(InputError, match="--allow-unmatched lets rows go unmatched; --unpaired"):
+        calibcli.compare(rows, other, unpaired=True, allow_unmatched=True)
+    assert calibcli.compare(rows, other, unpaired=True).passed

@@ -114,6 +114,7 @@ def compare(
         max_decrease=_margins(max_decrease, "max_decrease"),
         gate_on=gate_on,
         min_rows=None if min_rows is None else whole(WHERE, "min_rows", min_rows, 1),
+        allow_unmatched=allow_unmatched,
     )
     if sides is None:
         names = tuple(files)

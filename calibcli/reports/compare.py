@@ -4,10 +4,9 @@ McNemar's exact test of accuracy and, when both sides share every answer's corre
 DeLong's test of AUROC.
 
 Rows are matched by id (:func:`calibcli.summaries.match`); the statistics are
-:mod:`calibcli.metrics.paired`'s.
-A regression gate (``--max-increase ece=0.01``) checks the difference — by default the upper
-end of its interval, so a small evaluation cannot pass by luck — against a non-inferiority
-margin: NEW may be worse than BASE by at most the margin.
+:mod:`calibcli.metrics.paired`'s. A regression gate (``--max-increase ece=0.01``) checks the
+difference — by default the upper end of its interval, so a small evaluation cannot pass by
+luck — against a non-inferiority margin: NEW may be worse than BASE by at most the margin.
 """
 
 from __future__ import annotations
@@ -353,6 +352,7 @@ def compare_options(
     max_decrease: list[str],
     gate_on: str | None,
     min_rows: int | None = None,
+    allow_unmatched: bool = False,
 ) -> Gate:
     """Check compare's options together before any row is read and make its gate: the margins
     parsed (:func:`margins`), on the upper end of the difference's interval unless ``gate_on``
@@ -364,6 +364,8 @@ def compare_options(
         raise ValueError("--by compares matched rows group by group; it needs paired rows")
     if unpaired and id_field is not None:
         raise ValueError("--id-field matches rows; --unpaired does not")
+    if unpaired and allow_unmatched:
+        raise ValueError("--allow-unmatched lets rows go unmatched; --unpaired matches none")
     thresholds, options = margins(max_increase, max_decrease)
     if gate_each and not thresholds and min_rows is None:
         raise ValueError(
@@ -371,11 +373,9 @@ def compare_options(
         )
     if gate_on == "upper" and not thresholds:
         raise ValueError(UPPER_WITHOUT_GATE.format(gates="--max-increase/--max-decrease margin"))
-    if gate_on is None:
-        gate_on = "upper" if thresholds else "estimate"
+    gate_on = gate_on or ("upper" if thresholds else "estimate")
     floors = {} if min_rows is None else {"rows": min_rows}
-    if min_rows is not None:
-        options["rows"] = f"--min-rows {min_rows}"
+    options.update({"rows": f"--min-rows {min_rows}"} if floors else {})
     return Gate(thresholds, gate_on, gate_each, minimums=floors, options=options)
 
 

@@ -97,11 +97,10 @@ def compare(
             max_decrease=max_decrease or [],
             gate_on=None if gate_on is None else one(gate_on).value,
             min_rows=one(min_rows),
+            allow_unmatched=allow_unmatched,
         )
     except ValueError as exc:
         raise usage_error(str(exc)) from None
-    if unpaired and allow_unmatched:
-        raise usage_error("--allow-unmatched lets rows go unmatched; --unpaired matches none")
     if label and plot is None:
         raise usage_error("--label names --plot series; give --plot PATH too")
     if label and len(label) != 2:
