@@ -179,3 +179,19 @@ def test_one_run_is_not_said(tmp_path):
     newest = out / f"samples_toy_mc_trivia_{STAMPS[-1]}.jsonl"
     body = report(["calibrate", newest, "--all-runs", "--min-rows", "40"], 0)
     assert not [w for w in body["warnings"] if w.startswith(OPENING)]
+
+
+@pytest.mark.parametrize("scheme", ["multinomial", "poisson"])
+def test_an_inspect_log_s_epochs_are_drawn_together_with_all_runs_too(tmp_path, scheme):
+    # --all-runs pools re-runs; it does not make a log's epochs independent answers: its
+    # intervals are those without it (drawn by question), not narrower (drawn by row)
+    from test_epochs import epochs_log
+
+    log = epochs_log(tmp_path, "twice.json", copies=3)
+    ci = ["--scorer", "match", "--ci", "0.95", "--bootstrap", "200", "--seed", "1"]
+    ci += ["--bootstrap-scheme", scheme]
+    alone = report(["calibrate", log, *ci], 0)
+    pooled = report(["calibrate", log, *ci, "--all-runs"], 0)
+    assert pooled["n"] == alone["n"] == 120  # 20 samples x 3 copies x 2 epochs
+    for figure in ("ece", "brier", "accuracy"):
+        assert pooled["ci"][figure] == alone["ci"][figure], figure

@@ -90,9 +90,10 @@ class ReadPlan:
         from calibcli.io.ids import identifier
 
         key = group_key(fmt, self.settings.by, source)
-        # rows pooled on purpose (--all-runs) are not identified, but lm-eval rows keyed for the
-        # bootstrap are keyed by their question (task and doc_id), which re-runs of a task share
-        pooled = self.all_runs and not (self.row_keys and fmt == "lm-eval")
+        # rows pooled on purpose (--all-runs) are not identified, but rows keyed for the
+        # bootstrap are keyed by their question (an lm-eval task's doc_id, which re-runs share;
+        # an inspect-ai sample's id, which its epochs share)
+        pooled = self.all_runs and not self.row_keys
         ident = None if pooled else identifier(fmt, self.id_field, source)
         if fmt == "jsonl":
             if key is None and ident is None:
