@@ -305,3 +305,74 @@ def test_engines_refuse_a_file_beside_its_shards_and_another(engine, calib):
     with pytest.raises(InputError, match=r"all\.jsonl: holds the rows of .*s00\.jsonl.*together"):
         engine(files, blocksize=20000)
     assert engine(files[1:3] + files[4:], blocksize=20000).n == 667 + 667 + 2000
+
+
+# ---- pieces of one input judged together: a coarse piece beside a varied one
+
+
+def test_pieces_tell_a_copy_by_their_rows_together():
+    from calibcli.summaries.fingerprint import joined_tells_copies
+
+    # one piece keeps its own say
+    assert joined_tells_copies([(1000, True)]) and not joined_tells_copies([(1000, False)])
+    # a varied piece of 971 rows holds 64 distinct rows or more: the whole tells a copy,
+    # whatever its coarse piece of 1,029 rows holds
+    assert joined_tells_copies([(1029, False), (971, True)])
+    # pieces that each tell a copy tell one together
+    assert joined_tells_copies([(30, True)] * 10)
+    # a coarse piece of 1,000 rows beside a varied one of 60: at least 30 distinct rows of
+    # 1,060, which may be a few levels
+    assert not joined_tells_copies([(1000, False), (60, True)])
+    # ... beside one of 128 or more: at least 64 distinct rows
+    assert joined_tells_copies([(1000, False), (128, True)])
+    assert not joined_tells_copies([])
+
+
+@pytest.fixture(scope="module")
+def coarse(tmp_path_factory):
+    """lv.jsonl: 1,600 rows on 10 confidence levels, then 400 of distinct confidences (its
+    first --part piece of two holds only levels); its lines shuffled, and three line shards of
+    the shuffled file beside 300 other rows."""
+    d = tmp_path_factory.mktemp("coarse")
+    rng = random.Random(5)
+    rows = [{"confidence": (i % 10 + 0.5) / 10, "correct": rng.random() < 0.6} for i in range(1600)]
+    rows += [{"confidence": rng.random(), "correct": rng.random() < 0.5} for _ in range(400)]
+    text = [json.dumps(r) + "\n" for r in rows]
+    (d / "lv.jsonl").write_text("".join(text), encoding="utf-8")
+    mixed = shuffled(text)
+    (d / "shuf.jsonl").write_text("".join(mixed), encoding="utf-8")
+    for k, start in enumerate(range(0, 2000, 700)):
+        (d / f"s{k:02d}.jsonl").write_text("".join(mixed[start : start + 700]), encoding="utf-8")
+    other = [{"confidence": rng.random(), "correct": rng.random() < 0.5} for _ in range(300)]
+    (d / "other.jsonl").write_text("".join(json.dumps(r) + "\n" for r in other))
+    for k in (1, 2):
+        summarize(d / f"q{k}.cbs", d / "lv.jsonl", extra=("--part", f"{k}/2"))
+    summarize(d / "shuf.cbs", d / "shuf.jsonl")
+    return d
+
+
+def test_a_copy_beside_pieces_one_of_them_coarse_is_refused(coarse):
+    d = coarse
+    parts = [d / "shuf.cbs", d / "q1.cbs", d / "q2.cbs"]
+    for args in (["calibrate", *parts], ["merge", *parts, "-o", d / "m.cbs"]):
+        result = run([*args, "-q"])
+        assert result.exit_code == 2, result.stderr
+        said = f"lv.jsonl (in {d / 'q1.cbs'} and {d / 'q2.cbs'}) holds the rows of "
+        assert f"{said}{d / 'shuf.jsonl'} (in {d / 'shuf.cbs'}) {SAME}" in result.stderr
+    shards = [d / "q1.cbs", d / "q2.cbs", *(d / f"s{k:02d}.jsonl" for k in range(3))]
+    result = run(["calibrate", *shards, d / "other.jsonl", "-q"])
+    assert result.exit_code == 2, result.stderr
+    shown = ", ".join(str(d / f"s{k:02d}.jsonl") for k in range(2))
+    assert f"holds the rows of {shown} and {d / 's02.jsonl'} together" in result.stderr
+    # the pieces alone: 2,000 rows (1,029 + 971 by the line cut)
+    alone = ok(["calibrate", d / "q1.cbs", d / "q2.cbs", "--json", "-q"])
+    assert json.loads(alone.stdout)["n"] == 2000
+
+
+def test_engines_read_a_coarse_range_beside_a_varied_one_as_one_input(dask_sync, coarse):
+    d = coarse
+    with pytest.raises(InputError, match=r"holds the rows of .*lv\.jsonl"):
+        dask_sync([d / "lv.jsonl", d / "shuf.jsonl"], blocksize=20000)
+    files = [d / "lv.jsonl", *(d / f"s{k:02d}.jsonl" for k in range(3)), d / "other.jsonl"]
+    with pytest.raises(InputError, match=r"lv\.jsonl: holds the rows of .*s00\.jsonl.*together"):
+        dask_sync(files, blocksize=20000)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from calibcli.summaries.fingerprint import joined_tells_copies
 from calibcli.summaries.ids import SummaryMismatch
 
 FLOOR = 30
@@ -109,7 +110,8 @@ class _Input:
 
     def __init__(self, first: Any) -> None:
         self.first, self.pieces, self.labels = first, [], []
-        self.rows, self.total, self.apart, self.known = 0, 0, True, True
+        self.rows, self.total, self.known = 0, 0, True
+        self.told: list[tuple[int, bool]] = []  # each piece's rows, and whether it tells a copy
 
     def add(self, source: Any, label: Any) -> None:
         self.pieces.append(source)
@@ -119,12 +121,12 @@ class _Input:
             self.known = False
         else:
             self.total = (self.total + source.rows_hash[0]) % _WRAP
-            self.apart = self.apart and source.rows_hash[1]
+            self.told.append((source.rows, source.rows_hash[1]))
 
     def judged(self) -> bool:
         """Whether equal rows elsewhere say that these are copied: at least ``FLOOR`` of them,
         their hash known, their values telling a copy."""
-        return self.known and self.apart and self.rows >= FLOOR
+        return self.known and self.rows >= FLOOR and joined_tells_copies(self.told)
 
 
 _WRAP = 1 << 64

@@ -53,13 +53,28 @@ def perplexity_hashes(nll: np.ndarray, tokens: np.ndarray | None) -> np.ndarray:
     return mix(bits ^ np.asarray(tokens).astype(np.uint64))
 
 
-def joined_key(keys: list[tuple[int, bool]]) -> tuple[int, bool] | None:
-    """The multiset hash of the rows of several pieces of one source, from each piece's
-    :meth:`RowFingerprint.key` (the hash sums add; values tell rows apart where every piece's
-    do); None when no piece held rows."""
-    if not keys:
+def joined_key(pieces: list[tuple[int, tuple[int, bool]]]) -> tuple[int, bool] | None:
+    """The multiset hash of the rows of several pieces of one source, from each piece's row
+    count and :meth:`RowFingerprint.key` (the hash sums add); None when no piece held rows.
+    Whether the rows together tell a copy is :func:`joined_tells_copies`."""
+    if not pieces:
         return None
-    return sum(k[0] for k in keys) & _MASK, all(k[1] for k in keys)
+    total = sum(key[0] for _, key in pieces) & _MASK
+    return total, joined_tells_copies([(n, key[1]) for n, key in pieces])
+
+
+def joined_tells_copies(pieces: list[tuple[int, bool]]) -> bool:
+    """Whether the rows of several pieces together tell a copy
+    (:meth:`RowFingerprint.tells_copies_apart`), from each piece's rows and whether its own
+    values do: when every piece's values do, and also when one piece's alone show that the
+    pieces together hold ``COPY_DISTINCT`` distinct rows or half of all their rows (a piece
+    whose values tell a copy holds at least min(``COPY_DISTINCT``, half its rows) distinct
+    rows). A coarse piece (a few levels) then takes nothing from a varied one beside it."""
+    rows = sum(n for n, _ in pieces)
+    if not rows:
+        return False
+    least = max((min(COPY_DISTINCT, (n + 1) // 2) for n, apart in pieces if apart), default=0)
+    return all(apart for _, apart in pieces) or least >= COPY_DISTINCT or 2 * least >= rows
 
 
 @dataclass

@@ -224,7 +224,8 @@ class PerplexityBuilder:
         self.ids = IdLog()
         # the multiset hash of each source's rows, by which a copy in other bytes is known
         self.source_print = RowFingerprint()
-        self.share_keys: list[tuple[int, bool]] = []
+        # each worker's share of the source: its rows and their key
+        self.share_keys: list[tuple[int, tuple[int, bool]]] = []
 
     def add_ids(self, hashes: Any, lines: Any, questions: Any = None) -> None:
         """Record the ids of the rows of the block about to be added (checked by the reader);
@@ -238,7 +239,8 @@ class PerplexityBuilder:
 
     def end_source(self, source: Source) -> None:
         made = self.source_print.key()
-        held = joined_key([*self.share_keys, *([made] if made else [])])
+        mine = [(self.source_print.rows, made)] if made else []
+        held = joined_key([*self.share_keys, *mine])
         self.sources.append(replace(source, rows=self.rows_of_source, rows_hash=held))
 
     def reserve(self, rows: int) -> None:
@@ -295,7 +297,7 @@ class PerplexityBuilder:
         if self.index is not None:
             remap = self.index.remap(part.group_names or ())
         self.table.merge(part.table, remap)
-        self.share_keys += [s.rows_hash for s in part.sources if s.rows_hash is not None]
+        self.share_keys += [(s.rows, s.rows_hash) for s in part.sources if s.rows_hash is not None]
         self.rows_of_source += part.n
 
     def summary(self, *, warnings: Iterable[str] = ()) -> PerplexitySummary:

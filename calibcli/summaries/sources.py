@@ -176,12 +176,14 @@ def coalesce(sources: list[Source], merge_tables: Any) -> list[Source]:
 
 
 def _joined_hash(first: Source, then: Source) -> tuple[int, bool] | None:
-    """The multiset hash of two adjacent ranges' rows together (the sums add; the values tell
-    a copy where both ranges' do); None when a range held no rows or did not record it."""
+    """The multiset hash of two adjacent ranges' rows together (the sums add; whether the
+    values tell a copy, :func:`~calibcli.summaries.fingerprint.joined_key`); None when a range
+    held rows without recording it."""
+    from calibcli.summaries.fingerprint import joined_key
+
     if first.rows_hash is None or then.rows_hash is None:
         return None if first.rows and then.rows else first.rows_hash or then.rows_hash
-    total = (first.rows_hash[0] + then.rows_hash[0]) % (1 << 64)
-    return total, first.rows_hash[1] and then.rows_hash[1]
+    return joined_key([(first.rows, first.rows_hash), (then.rows, then.rows_hash)])
 
 
 def _joined_pieces(
