@@ -5,6 +5,7 @@ poisson`` refuses the file."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -54,3 +55,23 @@ def test_parts_that_hold_none_merge_without_a_word(tmp_path):
     done = _run(["merge", a, b, "-o", tmp_path / "merged.cbs", "-q"])
     assert done.exit_code == 0, done.stderr
     assert done.stderr == ""
+
+
+def test_a_part_of_no_rows_keeps_the_others_sums(tmp_path):
+    # an empty shard's summary (its job wrote nothing) adds no sums: the merge keeps the
+    # others' state, and the intervals are those of the others alone
+    boot = ["--bootstrap-samples", "200"]
+    a = _summary(tmp_path, "overconfident", *boot)
+    b = _summary(tmp_path, "underconfident", *boot)
+    (tmp_path / "empty.jsonl").write_text("")
+    empty = tmp_path / "empty.cbs"
+    done = _run(["summarize", tmp_path / "empty.jsonl", "--kind", "calibration", "-q", "-o", empty])
+    assert done.exit_code == 0, done.stderr
+    with_empty, alone = tmp_path / "with.cbs", tmp_path / "alone.cbs"
+    done = _run(["merge", a, empty, b, "-o", with_empty, "-q"])
+    assert done.exit_code == 0 and done.stderr == "", done.stderr
+    assert _run(["merge", a, b, "-o", alone, "-q"]).exit_code == 0
+    poisson = ["--ci", "0.95", "--bootstrap-scheme", "poisson", "--bootstrap", "200", "--json"]
+    got = [_run(["calibrate", path, *poisson, "-q"]) for path in (with_empty, alone)]
+    assert got[0].exit_code == 0, got[0].stderr
+    assert json.loads(got[0].stdout)["ci"] == json.loads(got[1].stdout)["ci"]

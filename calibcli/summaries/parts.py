@@ -182,21 +182,15 @@ def bootstrap_difference(state: Any, bins: int, samples: int, seed: int) -> str 
 
 def dropped_bootstrap(parts: list[Any], labels: list[str]) -> str | None:
     """What a merge of calibration ``parts`` (named by ``labels``) says when some hold a
-    Poisson bootstrap state and others none: the merged summary holds none (it is only kept
-    when every part holds one), which a reader would otherwise learn only when
+    Poisson bootstrap state and others of rows none: the merged summary holds none (it is only
+    kept when every part of rows holds one), which a reader would otherwise learn only when
     ``--bootstrap-scheme poisson`` refuses the file; None otherwise."""
-    held = [
-        (label, p.bootstrap)
-        for p, label in zip(parts, labels, strict=True)
-        if getattr(p, "bootstrap", None) is not None
-    ]
-    if not held or len(held) == len(parts):
+    named = list(zip(parts, labels, strict=True))
+    held = [(label, p.bootstrap) for p, label in named if getattr(p, "bootstrap", None)]
+    # a part of no rows adds no sums: it is not said to drop them
+    without = [label for p, label in named if getattr(p, "bootstrap", None) is None and p.n]
+    if not held or not without:
         return None
-    without = [
-        label
-        for p, label in zip(parts, labels, strict=True)
-        if getattr(p, "bootstrap", None) is None
-    ]
     label, state = held[0]
     more = f" and {len(without) - 1} more" if len(without) > 1 else ""
     return (
@@ -208,9 +202,11 @@ def dropped_bootstrap(parts: list[Any], labels: list[str]) -> str | None:
 
 def _merged_bootstrap(summaries: list[Any], maps: list[np.ndarray], groups: int) -> Any:
     """The summaries' bootstrap states added in order, group g of the i-th at ``maps[i][g]``;
-    None unless every summary holds one."""
-    if not all(s.bootstrap is not None for s in summaries):
+    None unless every summary holds one, save a summary of no rows (it adds no sums)."""
+    held = [(s, m) for s, m in zip(summaries, maps, strict=True) if s.bootstrap is not None or s.n]
+    if not held or not all(s.bootstrap is not None for s, _ in held):
         return None
+    summaries, maps = [s for s, _ in held], [m for _, m in held]
     from calibcli.metrics import PoissonState
 
     first = summaries[0].bootstrap
