@@ -148,6 +148,7 @@ def compare(
             warnings=tuple(dict.fromkeys(said)),
             mixed=b.mixed or n.mixed,
             repeats="the rows repeat their questions" if repeated else None,
+            asked=tuple(_asked(side) for side in sides) if repeated else None,
         )
     if not unpaired:
         usage(
@@ -194,6 +195,16 @@ def _side(rows: Any, what: str) -> Predictions:
         group = rows[3] if len(rows) == 4 else None
         return given(rows[0], rows[1], ids=rows[2], group=group, what=what)
     raise TypeError(f"{what}: give Predictions, or (confidence, correct, ids[, group])")
+
+
+def _asked(rows: Predictions) -> tuple[int, int]:
+    """(rows, questions) of a side compared unpaired: its rows' distinct questions (each row
+    its own where they are None), which --min-rows counts as compare of the files does."""
+    if rows.questions is None:
+        return len(rows), len(rows)
+    import numpy as np
+
+    return len(rows), int(np.unique(np.asarray(rows.questions)).shape[0])
 
 
 def _name(rows: Predictions) -> str:

@@ -35,6 +35,7 @@ from calibcli.io.runs import choose_runs, either, repeating, run_checks
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, is_utf8, lines_of, note_once
 from calibcli.io.sources import display_name as shown_source
 from calibcli.io.task_config import assumed_delimiters
+from calibcli.io.unpaired import asked_bytes
 
 BLOCK_SIZE = 1 << 20
 
@@ -162,8 +163,10 @@ def read_key_columns(
         all_runs=all_runs,
     )
     side = _Side(keyed, by is not None)
-    if keyed and repeating(expand(sources)):
-        side.questions = []  # the paired bootstrap draws each question's rows together
+    # keyed, the paired bootstrap draws each question's rows together; unpaired, --min-rows
+    # counts them (re-runs pooled with all_runs repeat their documents)
+    if repeating(expand(sources), all_runs and not keyed):
+        side.questions = []
     reader, spans, found = _read_side(sources, side, keyed, options)
     ids, conf, corr = side.columns()
     if keyed:
@@ -208,8 +211,6 @@ def read_compared(
     :func:`read_key_columns` (same options, checks and errors), NEW matched to BASE as it is
     read (:func:`read_matched`), or both taken whole when ``unpaired``; the
     :class:`~calibcli.summaries.PairedRows` and the two formats found."""
-    from calibcli.summaries import PairedRows
-
     if base == "-" and new == "-":  # NEW would find standard input read to its end by BASE
         raise InputError(
             "<stdin>",
@@ -218,20 +219,9 @@ def read_compared(
             "them to a file",
         )
     if unpaired:
-        sides = [read_key_columns([f], **options, keyed=False) for f in (base, new)]
-        b, n = sides
-        rows = PairedRows(
-            (b.confidence, b.correct),
-            (n.confidence, n.correct),
-            None,
-            0,
-            0,
-            b.n,
-            n.n,
-            tuple(dict.fromkeys((*b.warnings, *n.warnings))),
-            **either(b.checks, n.checks),
-        )
-        return rows, (b.fmt, n.fmt)
+        from calibcli.io.unpaired import read_unpaired
+
+        return read_unpaired(base, new, **options)
     # BASE's id hashes give way to their sorted index, and NEW's are never held as a column
     first = read_key_columns([base], **options)
     index = IdIndex(first.ids)
@@ -300,8 +290,9 @@ def _read_side(
     # as the other commands say it
     read = [(source, stop - start) for source, _, start, stop in spans if stop > start]
     # rows matched to BASE's are drawn a BASE question at a time (NEW's epochs match BASE's)
-    whole = side.questions is not None or isinstance(side, _Matching)
-    reader.checks = run_checks(read, reader.formats, options.get("by"), whole)
+    whole = (keyed and side.questions is not None) or isinstance(side, _Matching)
+    pooled = options.get("all_runs", False) and not keyed  # re-runs repeat, drawn by row
+    reader.checks = run_checks(read, reader.formats, options.get("by"), whole, pooled)
     assumed = assumed_delimiters(reader.formats, options.get("mc_norm", "none"))
     said = [*reader.checks.warnings, *assumed]
     reader.warnings.extend(w for w in said if w not in reader.warnings)
@@ -572,6 +563,8 @@ class _State:
                 canon = canonical_id(key)
                 if side.questions is not None:
                     side.asked.append(canonical_id(question_of(key)))
+            elif side.questions is not None:  # unpaired: each row's question, to count them
+                side.asked.append(asked_bytes(self.fmt, self.key, row, self.source, side.count))
         except ValueError as exc:
             text = str(exc)
             if text.startswith("is "):

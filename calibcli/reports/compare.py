@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from calibcli.reports import figures as registry
 from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
+from calibcli.reports.compare_sides import each_side, sides_floor
 from calibcli.reports.gate import Gate, evaluate, floor_reason, upper_bound_reason
 from calibcli.reports.report import (
     DEFAULT_MIN_POPULATED_BINS,
@@ -458,7 +459,7 @@ def compare_report(
         "bootstrap_samples": settings.samples,
         "seed": settings.seed,
         **pooled.section.figures,
-        **_sides(matched, settings),
+        **each_side(matched, settings),
     }
     notes = [Note("input", warning) for warning in matched.warnings]
     notes += pooled.section.notes
@@ -549,6 +550,7 @@ def compare_report(
         pooled_view = pooled.gate_view
         views = None if groups is None else {k: g.gate_view for k, g in groups.items()}
         said = run_closed(gate, matched.mixed, matched.repeats)  # what the sides' runs say
+        said = {**sides_floor(floor, matched.asked), **said}  # --min-rows in questions
         if said:
             pooled_view, views = with_closed(said, pooled_view, views)
         verdict = evaluate(gate, pooled_view, views, level=settings.level)
@@ -580,21 +582,3 @@ def _infinite_notes(result: Any) -> list[Note]:
         general = f"{key} is infinite on BASE or NEW in these groups: {why}"
         notes.append(Note(INFINITE, text, detail=on, explains=(key,), general=general))
     return notes
-
-
-def _sides(matched: PairedRows, settings: CompareSettings) -> dict[str, Any]:
-    """``{"sides": {"base": ..., "new": ...}}``: each side's reliability section (what --plot
-    draws as two overlaid diagrams)."""
-    from types import SimpleNamespace
-
-    from calibcli.reports.reliability import reliability_section
-    from calibcli.summaries import side_stats
-
-    return {
-        "sides": {
-            name: reliability_section(
-                SimpleNamespace(stats=side_stats(rows, settings.bins)), 0
-            ).figures
-            for name, rows in (("base", matched.base), ("new", matched.new))
-        }
-    }

@@ -62,6 +62,9 @@ class PairedRows:
     # that order, so its intervals depend neither on the files' line order nor on which side is
     # BASE (None: drawn in BASE's order)
     order: Any = None
+    # unpaired, when a side's rows repeat their questions: each side's (rows, questions), so
+    # that --min-rows counts questions (None: each row its own question)
+    asked: Any = None
 
 
 def match(base: KeyedRows, new: KeyedRows) -> PairedRows:

@@ -1,0 +1,66 @@
+"""``calibcli compare --unpaired``'s rows: each side read whole, without matching, with what its
+runs say of them (:class:`~calibcli.io.runs.RunChecks`) and, when a side's rows repeat their
+questions (an inspect-ai run's epochs, a HELM run's train trials, lm-eval re-runs pooled with
+``all_runs``), how many questions each side holds: the unpaired bootstrap draws rows one by
+one, so a gate on an interval's upper end fails closed on them, and ``--min-rows`` counts each
+question once, as calibrate counts it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calibcli.io.ids import OWN_IDS, question_of
+from calibcli.io.keys import canonical_id
+
+
+def read_unpaired(base: str, new: str, **options: Any) -> tuple[Any, tuple[str, str]]:
+    """The files ``base`` and ``new`` read whole by
+    :func:`~calibcli.io.keyed.read_key_columns` (same options, checks and errors), as
+    :class:`~calibcli.summaries.PairedRows` of nothing matched, and the two formats found."""
+    from calibcli.io.keyed import read_key_columns
+    from calibcli.io.runs import either
+    from calibcli.summaries import PairedRows
+
+    b, n = (read_key_columns([f], **options, keyed=False) for f in (base, new))
+    asked = None
+    if b.questions is not None or n.questions is not None:
+        asked = tuple((side.n, distinct(side.questions, side.n)) for side in (b, n))
+    rows = PairedRows(
+        (b.confidence, b.correct),
+        (n.confidence, n.correct),
+        None,
+        0,
+        0,
+        b.n,
+        n.n,
+        tuple(dict.fromkeys((*b.warnings, *n.warnings))),
+        **either(b.checks, n.checks),
+        asked=asked,
+    )
+    return rows, (b.fmt, n.fmt)
+
+
+def distinct(questions: Any, rows: int) -> int:
+    """How many questions ``rows`` rows hold: the distinct hashes of ``questions`` (each row's
+    question), or ``rows`` when None (each row its own question)."""
+    return rows if questions is None else int(np.unique(np.asarray(questions)).shape[0])
+
+
+def asked_bytes(fmt: str | None, key_of: Any, row: dict, source: str, at: int) -> bytes:
+    """The canonical bytes of an unpaired row's question: an inspect-ai sample's or a HELM
+    instance's whatever its epoch or trial (:func:`~calibcli.io.ids.question_of`), an lm-eval
+    document's with the model its path names (re-runs of a task share it, two models' files
+    do not, as :func:`calibcli.read_predictions` keys them); a row of another format, read
+    without ids, is its own question (``at``: its place among the side's rows)."""
+    if fmt not in OWN_IDS:
+        return canonical_id(("row", source, at))
+    key = key_of(row)
+    if fmt == "lm-eval" and key[0] == "task":
+        from calibcli.io.runs import rerun_task
+
+        model = rerun_task(source)[1]
+        if model is not None:
+            key = ("task", f"{key[1]} ({model})", *key[2:])
+    return canonical_id(question_of(key))
