@@ -195,3 +195,18 @@ def test_an_inspect_log_s_epochs_are_drawn_together_with_all_runs_too(tmp_path, 
     assert pooled["n"] == alone["n"] == 120  # 20 samples x 3 copies x 2 epochs
     for figure in ("ece", "brier", "accuracy"):
         assert pooled["ci"][figure] == alone["ci"][figure], figure
+
+
+def test_a_group_that_repeats_nothing_fails_its_floor_on_its_rows(tmp_path):
+    # beside three pooled runs of trivia (120 rows, 40 documents), one run of science (48
+    # rows, one each): science's floor fails on its rows, not as rows repeating questions
+    out = runs_folder(tmp_path)
+    science = f"samples_toy_mc_science_{STAMPS[-1]}.jsonl"
+    shutil.copy(FIXTURES / science, out / science)
+    gate = ["--all-runs", "--by", "task", "--gate-each", "--min-rows", "49"]
+    result = run(["calibrate", out, *gate, "-q"])
+    assert result.exit_code == 1, result.stderr
+    assert "gate failed: n in group 'toy_mc_science' = 48 is below --min-rows 49" in result.stderr
+    assert "the 48 rows repeat their questions" not in result.stderr
+    trivia = run(["calibrate", out, *gate[:-1], "41", "-q"])
+    assert "the 120 rows repeat their questions (see the warning) and hold 40" in trivia.stderr

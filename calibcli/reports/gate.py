@@ -79,8 +79,10 @@ def upper_bound_reason(
 def floor_reason(rows: int, questions: int, least: int, *, exact: bool = True) -> str | None:
     """Why a floor on the rows (``--min-rows least``) fails closed on rows that repeat their
     questions, or None: each question counts once, and ``rows`` rows hold ``questions`` of
-    them (``exact=False``: at least that many, all that is known without their keys)."""
-    if questions >= least:
+    them (``exact=False``: at least that many, all that is known without their keys). None
+    also when each row is a question of its own (a group of rows that repeat none): the floor
+    then fails on the rows themselves."""
+    if questions >= least or (exact and questions == rows):
         return None
     held = f"{questions:,}" if exact else f"as few as {questions:,}"
     return (
