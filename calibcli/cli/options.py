@@ -205,7 +205,7 @@ CalibrateByOpt = once(
 CompareMinRowsOpt = _floor_option(
     "rows",
     "Gate: exit 1 unless at least N rows are compared (the matched pairs; the smaller side with "
-    "--unpaired; pairs that repeat their questions count once per question).",
+    "--unpaired; rows that repeat their questions count once per question).",
 )
 GateEachOpt = _opt(
     bool, "--gate-each", help="Apply the --max-* and --min-* gates to every --by group too."
