@@ -127,27 +127,34 @@ def read_predictions(
         files,
         reading.fmt,
         reading.quiet,
-        confidence_field=reading.confidence_field,
-        correct_field=reading.correct_field,
+        **calibration_reading(reading),
         bins=bins,
         keep_columns=keep_columns,
-        per_source=reading.by is None,
-        by=reading.by,
-        mc_norm=reading.mc_norm.value,
-        scorer=reading.scorer,
-        inspect_confidence=reading.inspect_confidence.value,
-        workers=reading.workers,
-        max_line_bytes=reading.max_line_bytes,
-        max_document_bytes=reading.max_document_bytes,
-        id_field=reading.id_field,
-        all_runs=reading.all_runs,
-        gold_field=reading.gold_field,
-        choices=reading.choices,
         row_keys=row_keys,
         resamples=resamples,
         part=part,
-        given=reading.given,
     )
+
+
+def calibration_reading(reading: Any) -> dict[str, Any]:
+    """The keywords of :func:`calibcli.io.read_calibration` that the reading options give."""
+    return {
+        "confidence_field": reading.confidence_field,
+        "correct_field": reading.correct_field,
+        "per_source": reading.by is None,
+        "by": reading.by,
+        "mc_norm": reading.mc_norm.value,
+        "scorer": reading.scorer,
+        "inspect_confidence": reading.inspect_confidence.value,
+        "workers": reading.workers,
+        "max_line_bytes": reading.max_line_bytes,
+        "max_document_bytes": reading.max_document_bytes,
+        "id_field": reading.id_field,
+        "all_runs": reading.all_runs,
+        "gold_field": reading.gold_field,
+        "choices": reading.choices,
+        "given": reading.given,
+    }
 
 
 def poisson_settings(

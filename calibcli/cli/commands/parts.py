@@ -320,31 +320,14 @@ def _check_either_kind(files: list[str], reading: Reading, given: dict[str, str]
     an NLL and a confidence), since summarizing either kind would drop what the other reads;
     otherwise the option is said to be unused. Standard input is not read twice: its rows are
     taken as perplexity rows, the option said to be unused."""
+    from calibcli.cli.reading import calibration_reading
     from calibcli.io import CALIBRATION_FORMATS, InputError, read_calibration
 
     ours = [name for name in given if name in _OPTIONS_OF["calibration"]]
     if not ours or "-" in files or reading.fmt.value not in CALIBRATION_FORMATS:
         return
     try:  # the commands' own reading of calibration rows, every reading option included
-        read_calibration(
-            list(files),
-            fmt=reading.fmt.value,
-            confidence_field=reading.confidence_field,
-            correct_field=reading.correct_field,
-            per_source=reading.by is None,
-            by=reading.by,
-            mc_norm=reading.mc_norm.value,
-            scorer=reading.scorer,
-            inspect_confidence=reading.inspect_confidence.value,
-            workers=reading.workers,
-            max_line_bytes=reading.max_line_bytes,
-            max_document_bytes=reading.max_document_bytes,
-            id_field=reading.id_field,
-            all_runs=reading.all_runs,
-            gold_field=reading.gold_field,
-            choices=reading.choices,
-            given=reading.given,
-        )
+        read_calibration(list(files), fmt=reading.fmt.value, **calibration_reading(reading))
     except (InputError, ValueError):
         return
     shown = ", ".join(_flag(name) for name in ours)
