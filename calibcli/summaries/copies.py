@@ -243,22 +243,37 @@ def _held_by_others(inputs: list[_Input], accept: Any) -> tuple[_Input, list[_In
     """The first input whose rows are those of two or more other inputs together, exactly (the
     rows and the multiset hashes add up), with those others, when ``accept(input, others)``;
     None when there is none. Only inputs whose rows tell a copy are judged, and only the
-    inputs of known hashes and no more rows than it are looked among."""
+    inputs of known hashes and no more rows than it are looked among: all of them together at
+    once (running sums over the inputs in order of their rows, so a folder of many files costs
+    a sort), and their subsets while at most ``2 * SEARCHED`` and the budget lasts."""
+    from bisect import bisect_right
+    from itertools import accumulate
+
+    ranked = sorted((h for h in inputs if h.known), key=lambda h: h.rows)
+    place = {id(h): i for i, h in enumerate(inputs)}  # the others are named in input order
+    sizes = [h.rows for h in ranked]
+    rows_upto = [0, *accumulate(sizes)]
+    totals_upto = [0, *accumulate(h.total for h in ranked)]
     spent = 0
     for target in inputs:
         if not target.judged():
             continue
-        items = [h for h in inputs if h is not target and h.known and h.rows <= target.rows]
-        if len(items) < 2:
+        k = bisect_right(sizes, target.rows)  # the known inputs of no more rows, target among them
+        if k - 1 < 2:
             continue
-        every = sum(h.rows for h in items), sum(h.total for h in items) % _WRAP
-        if every == (target.rows, target.total) and accept(target, items):
-            return target, items  # all of them: known at once, however many
-        if len(items) > 2 * SEARCHED or not _reachable(target.rows, items):
+        every = rows_upto[k] - target.rows, (totals_upto[k] - target.total) % _WRAP
+        if every == (target.rows, target.total):
+            items = sorted((h for h in ranked[:k] if h is not target), key=lambda h: place[id(h)])
+            if accept(target, items):
+                return target, items  # all of them: known at once, however many
+        if k - 1 > 2 * SEARCHED or spent > BUDGET:
+            continue
+        items = sorted((h for h in ranked[:k] if h is not target), key=lambda h: place[id(h)])
+        if not _reachable(target.rows, items):
             continue
         spent += 1 << (len(items) - len(items) // 2)
         if spent > BUDGET:
-            return None
+            continue
         for chosen in _subsets(target, items):
             if accept(target, chosen):
                 return target, chosen
