@@ -210,3 +210,14 @@ def test_a_group_that_repeats_nothing_fails_its_floor_on_its_rows(tmp_path):
     assert "the 48 rows repeat their questions" not in result.stderr
     trivia = run(["calibrate", out, *gate[:-1], "41", "-q"])
     assert "the 120 rows repeat their questions (see the warning) and hold 40" in trivia.stderr
+
+
+def test_each_file_s_own_figures_are_those_of_the_file_alone(tmp_path):
+    # pooled, the runs count as epochs of one another; each file alone answers each document
+    # once, and its per-file intervals are those of the file read alone
+    out = runs_folder(tmp_path)
+    pooled = report(["calibrate", out, "--all-runs"], 0)
+    assert len(pooled["per_file"]) == 3
+    for path, figures in pooled["per_file"].items():
+        alone = report(["calibrate", path], 0)
+        assert figures["reliability"] == alone["reliability"], path

@@ -158,10 +158,16 @@ def per_file(summary: Any, min_bins: int) -> dict[str, Any]:
 
 def _file_repeats(summary: Any, display: str) -> int | None:
     """The most times the runs of the sources shown as ``display`` scored each sample, when
-    above 1 (see :func:`wilson`)."""
+    above 1 (see :func:`wilson`). An lm-eval file answers each document once, as often as it
+    is read whole: the epochs it records count the re-runs of its task pooled with it
+    (``--all-runs``), which its own figures do not hold."""
     from calibcli.summaries import most_epochs
 
-    return most_epochs(s for s in summary.sources if s.display == display)
+    shown = [s for s in summary.sources if s.display == display]
+    own = most_epochs(s for s in shown if s.format != "lm-eval") or 1
+    reads = sum(s.format == "lm-eval" and (s.start, s.stop) == (0, None) for s in shown)
+    most = max(own, reads)
+    return most if most > 1 else None
 
 
 def reliability_report(
