@@ -120,9 +120,10 @@ class BinStats:
     the float sums are Σc, Σc², Σc·y and Σ(c − y)² per bin. ``sum_sq_error`` is kept alongside the
     moments so that Brier never suffers the cancellation of Σc² − 2Σcy + Σy.
 
-    ``sq_error_total``, when known, is Σ(c − y)² over every row exactly (a summary's exact
-    tables give it): Brier is then the double nearest Σ/N, one rounding, whatever the bins.
-    Without it Brier adds the per-bin doubles, which rounds more than once.
+    ``sq_error_total``, when known, is the exact sum over every row of its squared error as
+    a double, (c − y)² rounded once (a summary's exact tables give it): Brier is then the
+    double nearest that sum / N, whatever the bins. Without it (a ``--by`` group's figures)
+    Brier adds the per-bin doubles, which rounds more than once.
     """
 
     edges: np.ndarray

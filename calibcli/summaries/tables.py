@@ -241,7 +241,8 @@ class BinTable:
 
     def stats(self) -> Any:
         """:class:`~calibcli.metrics.core.BinStats` of every row (all groups together), with
-        Σ(c − y)² over every row exactly (``sq_error_total``: Brier rounds once)."""
+        the exact sum of every row's squared error as a double (``sq_error_total``: Brier
+        rounds once more)."""
         from dataclasses import replace
 
         table = self if self.groups == 1 else self.pooled()
