@@ -7,13 +7,17 @@ The reference is always the command line run on the same rows (``calibcli calibr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -209,3 +213,58 @@ def rerun_pair(tmp_path: Path) -> tuple[Path, Path]:
     shutil.copy(source, newer)
     older.write_text(source.read_text().replace('"acc": 1.0', '"acc": 0.0'))
     return older, newer
+
+
+@contextlib.contextmanager
+def local_spark(
+    app: str, *, memory: str, workdir: Path | None = None, configs: dict | None = None
+) -> Iterator[Any]:
+    """A Spark session in ``local[2]`` on loopback, whose Python workers run this interpreter
+    (which has calibcli installed), started in ``workdir`` when given. On exit it is stopped,
+    its JVM ended (it outlives ``stop()`` until this process exits: the tests after it get its
+    memory back), and the environment restored."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")
+    before = {k: os.environ.get(k) for k in names}
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # loopback only, no lookup of the host's name
+    here = os.getcwd()
+    if workdir is not None:
+        os.chdir(workdir)
+    try:
+        builder = (
+            SparkSession.builder.master("local[2]")
+            .appName(app)
+            .config("spark.driver.memory", memory)
+            # a short-lived JVM on two cores: the quick JIT tier and one GC thread start faster
+            .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+        )
+        for key, value in (configs or {}).items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+    finally:
+        os.chdir(here)
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        gateway = SparkContext._gateway
+        session.stop()
+        if gateway is not None:
+            process = getattr(gateway, "proc", None)
+            gateway.shutdown()
+            SparkContext._gateway = SparkContext._jvm = None
+            if process is not None:
+                process.stdin.close()
+                process.wait(timeout=60)
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

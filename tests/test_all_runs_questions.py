@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from harness import run
-
-import calibcli.metrics as metrics
+from test_epochs import captured
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
 STAMPS = ("2026-11-28T09-00-00.000001", "2026-11-29T08-00-00", "2026-11-29T18-50-52.260809")
@@ -86,17 +85,6 @@ def test_an_upper_gate_on_too_few_questions_fails_closed(tmp_path):
     assert check["reason"].startswith(
         "only 20 questions (the bootstrap draws each with all its rows): the upper end"
     )
-
-
-def captured(monkeypatch, name):
-    real, calls = getattr(metrics, name), []
-
-    def spy(*args, **kwargs):
-        calls.append((args, kwargs))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(metrics, name, spy)
-    return calls
 
 
 def test_the_bootstrap_draws_each_document_s_runs_together(tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ and without ``--ci`` and from the file or its summary.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -120,20 +121,9 @@ def test_an_exact_total_gives_brier_one_rounding_and_survives_a_merge():
     # two parts whose exact totals are 1/3 each: 2/3 over N = 2 rows, divided once
     half = BinStats.from_arrays([0.5], [True], 1)
     exact = Fraction(1, 3)
-    a = BinStats(*(getattr(half, f) for f in _FIELDS), sq_error_total=exact)
+    a = replace(half, sq_error_total=exact)
     merged = a.merge(a)
     assert merged.sq_error_total == Fraction(2, 3)
     assert merged.brier() == 1 / 3  # the double nearest 1/3 (1 / 3 is correctly rounded)
     # without an exact total on one side, the per-bin doubles are used
     assert a.merge(half).sq_error_total is None
-
-
-_FIELDS = (
-    "edges",
-    "count",
-    "sum_correct",
-    "sum_conf",
-    "sum_conf_sq",
-    "sum_conf_correct",
-    "sum_sq_error",
-)

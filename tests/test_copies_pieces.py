@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import random
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -238,40 +236,10 @@ def dask_sync():
 def spark():
     require_program("java", "Spark runs on a JVM (Java 17)")
     require_engine("pyspark", "spark")
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
+    from engine_checks import local_spark
 
-    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")
-    before = {k: os.environ.get(k) for k in names}
-    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("calibcli-copies")
-        .config("spark.driver.memory", "1g")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    gateway = SparkContext._gateway
-    session.stop()
-    if gateway is not None:  # end the JVM, which outlives stop(), so later tests get its memory
-        process = getattr(gateway, "proc", None)
-        gateway.shutdown()
-        SparkContext._gateway = SparkContext._jvm = None
-        if process is not None:
-            process.stdin.close()
-            process.wait(timeout=60)
-    for k, v in before.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with local_spark("calibcli-copies", memory="1g") as session:
+        yield session
 
 
 @pytest.fixture(params=["dask", "spark"])

@@ -8,8 +8,6 @@ CALIBCLI_REQUIRE_ENGINES=1."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pytest
 from conftest import require_engine, require_program
@@ -21,6 +19,7 @@ from engine_checks import (
     assert_threshold,
     cli_json,
     cli_references,
+    local_spark,
     readme_examples,
     readme_folder,
     rerun_pair,
@@ -55,51 +54,13 @@ def workdir(paths, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def spark(started, workdir):
-    from pyspark.sql import SparkSession
-
-    names = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")
-    before = {k: os.environ.get(k) for k in names}
-    # the Python workers run this interpreter, which has calibcli installed
-    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # loopback only, no lookup of the host's name
-    here = os.getcwd()
-    os.chdir(workdir)
-    try:
-        session = (
-            SparkSession.builder.master("local[2]")
-            .appName("calibcli-tests")
-            .config("spark.driver.memory", "2g")
-            # a short-lived JVM on two cores: the quick JIT tier and one GC thread start faster
-            .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.sql.shuffle.partitions", "4")
-            .getOrCreate()
-        )
-    finally:
-        os.chdir(here)
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    session.stop()
-    # the JVM outlives stop() until this process exits: end it (it exits when its stdin
-    # closes), so the tests after these get its memory back
-    if gateway is not None:
-        process = getattr(gateway, "proc", None)
-        gateway.shutdown()
-        SparkContext._gateway = SparkContext._jvm = None
-        if process is not None:
-            process.stdin.close()
-            process.wait(timeout=60)
-    for k, v in before.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with local_spark(
+        "calibcli-tests",
+        memory="2g",
+        workdir=workdir,
+        configs={"spark.sql.shuffle.partitions": "4"},
+    ) as session:
+        yield session
 
 
 @pytest.fixture(scope="module")
