@@ -285,7 +285,21 @@ def _distinct(rows: Predictions, name: str) -> None:
             at = rows.where or []
             later = at[i] if at else f"{name}: index {i}"
             earlier = at[j] if at else f"index {j}"
-            raise InputError(later, None, f"duplicate id {show_id(key)} (first at {earlier})")
+            message = f"duplicate id {show_id(key)} (first at {earlier})"
+            raise InputError(later, None, message + _runs_of_one_task(rows, j, i))
+
+
+def _runs_of_one_task(rows: Predictions, first: int, second: int) -> str:
+    """:func:`calibcli.io.runs_of_one_task` of the files holding rows ``first`` and ``second``
+    (as :attr:`Predictions.parts` records them)."""
+    from calibcli.io import runs_of_one_task
+
+    files, formats, at = [], {}, 0
+    for path, n, fmt in rows.parts:
+        formats[path] = fmt
+        files.extend(path for row in (first, second) if at <= row < at + n)
+        at += n
+    return runs_of_one_task(*files, formats) if len(files) == 2 else ""
 
 
 def _margins(given: dict[str, float] | None, name: str) -> list[str]:

@@ -68,6 +68,7 @@ __all__ = [
     "read_perplexity",
     "records",
     "resampled_by_row",
+    "runs_of_one_task",
     "suffix_codec",
     "summary_sources",
     "unused_options",
@@ -527,10 +528,10 @@ _CHECKED = ("RowsRead", "calibrator_notes", "check_fitted_names", "other_groups"
 
 def __getattr__(name: str) -> Any:
     # row-by-row reading (compare, apply, choices) loads on first use
-    if name == "resampled_by_row":
-        from calibcli.io.runs import resampled_by_row
+    if name in ("resampled_by_row", "runs_of_one_task"):  # what re-runs say of their rows
+        import importlib
 
-        return resampled_by_row
+        return getattr(importlib.import_module("calibcli.io.runs"), name)
     if name == "rewrite_confidences":
         import importlib
 

@@ -14,6 +14,7 @@ import numpy as np
 from calibcli.errors import InputError, shown_name
 from calibcli.io.ids import show_id
 from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids
+from calibcli.io.runs import runs_of_one_task
 from calibcli.io.sources import display_name
 
 
@@ -25,7 +26,9 @@ def raise_repeat(reader: Any, repeat: tuple[int, int] | None, spans: list, side:
     (first_name, first_at, _), (name, at, key) = (
         side.kept.get(i) or reader.locate(spans, i) for i in repeat
     )
-    raise InputError(name, at, f"duplicate id {show_id(key)} (first at {first_name}:{first_at})")
+    message = f"duplicate id {show_id(key)} (first at {first_name}:{first_at})"
+    files = [next(s[0] for s in spans if s[2] <= i < s[3]) for i in repeat]
+    raise InputError(name, at, message + runs_of_one_task(*files, dict(reader.formats)))
 
 
 def raise_regrouped(reader: Any, spans: list, side: Any, base: Any, by: str) -> None:

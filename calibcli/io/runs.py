@@ -259,6 +259,23 @@ def rerun_task(path: str) -> tuple[str, str | None]:
     return formats.task_from_filename(path), formats.model_from_filename(path)
 
 
+def runs_of_one_task(first: str, second: str, formats: dict[str, str | None]) -> str:
+    """Why two files' rows share ids, when they are lm-eval runs of one task (``--all-runs``
+    pools them, or both were named; ``formats``: each file's): a paired comparison matches
+    each document once. Empty otherwise."""
+    if first == second or any(formats.get(f) != "lm-eval" for f in (first, second)):
+        return ""
+    task = rerun_task(first)
+    if task != rerun_task(second):
+        return ""
+    return (
+        f": both files are runs of task {task[0]!r}, and a paired comparison matches each "
+        "document once; compare the runs with --unpaired (each document counted once, its "
+        "runs drawn together), or one run of each side (without --all-runs, each task's "
+        "newest run is read)"
+    )
+
+
 def rerun_counts(files: list[tuple[str, str | None]]) -> dict[str, int]:
     """Each lm-eval file among ``files`` (each with its format; one given twice counts twice)
     with the number of runs of its task (:func:`rerun_task`) among them, where above 1: pooled
