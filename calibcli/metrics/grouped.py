@@ -34,6 +34,10 @@ class GroupTables:
     sum_conf_sq: np.ndarray
     sum_conf_correct: np.ndarray
     sum_sq_error: np.ndarray
+    # each group's Brier score from its exact total, where known: the double nearest
+    # Σ(c − y)² / N, each row's squared error a double summed exactly, as one group's exact
+    # sums give it (None: the per-bin sums' compensated total, within an ulp)
+    brier: np.ndarray | None = None
 
     FIELDS: ClassVar[tuple[str, ...]] = (
         "count",
@@ -48,17 +52,20 @@ class GroupTables:
     def stack(cls, stats: list) -> GroupTables:
         """The tables of a list of :class:`~calibcli.metrics.core.BinStats` on the same edges."""
         m = stats[0].count.shape[0] if stats else 0
+        exact = all(s.sq_error_total is not None for s in stats)
         return cls(
             *(
                 np.concatenate([getattr(s, f) for s in stats]).reshape(len(stats), m)
                 for f in cls.FIELDS
-            )
+            ),
+            brier=np.array([s.brier() for s in stats], np.float64) if exact else None,
         )
 
     def rows(self, start: int, stop: int) -> GroupTables:
         """The tables of groups ``start`` to ``stop`` (views of these arrays). A summary's
         tables (``SummaryGroupTables``) give the same slices, made from the exact sums."""
-        return GroupTables(*(getattr(self, f)[start:stop] for f in self.FIELDS))
+        brier = None if self.brier is None else self.brier[start:stop]
+        return GroupTables(*(getattr(self, f)[start:stop] for f in self.FIELDS), brier=brier)
 
 
 def sorted_columns(columns: PredictionColumns) -> PredictionColumns:
@@ -137,7 +144,7 @@ def _binned_figures(tables: GroupTables, n: np.ndarray) -> dict[str, np.ndarray]
     # round as Python's float ones do (counts below 2**53 convert exactly)
     with np.errstate(divide="ignore", invalid="ignore"):
         total = n.astype(np.float64)
-        brier = fsum_rows(tables.sum_sq_error) / total
+        brier = fsum_rows(tables.sum_sq_error) / total if tables.brier is None else tables.brier
         debiased = fsum_rows(debiased_terms) / total
         variance = fsum_rows(variance_terms) / total
         figures = {

@@ -69,6 +69,7 @@ class GroupViews(Mapping):
             t.sum_conf_sq[g],
             t.sum_conf_correct[g],
             t.sum_sq_error[g],
+            sq_error_total=t.sq_error_total(g),
         )
         columns = None
         if self.right is not None:
@@ -114,18 +115,23 @@ class SummaryGroupTables:
         setattr(self, name, value)  # read once: later reads find the attribute
         return value
 
+    def sq_error_total(self, g: int) -> Any:
+        """Group ``g``'s exact Σ(c − y)² (a Fraction), as its view's Brier takes it."""
+        return self._reader.sq_error_total(g)
+
     def rows(self, start: int, stop: int) -> Any:
         """:meth:`GroupTables.rows <calibcli.metrics.GroupTables.rows>`, the fields not read
         yet made for these groups only."""
         from calibcli.metrics import GroupTables
 
         later = tuple(f for f in self._LATER if f not in vars(self))
-        part = self._reader.rows(start, stop, later)
+        part = self._reader.rows(start, stop, (*later, "brier"))
         return GroupTables(
             *(
                 getattr(part, f) if f in later else getattr(self, f)[start:stop]
                 for f in GroupTables.FIELDS
-            )
+            ),
+            brier=part.brier,
         )
 
 

@@ -319,10 +319,11 @@ class GroupReader:
         self.table = table
         self.conf = table.conf.trimmed()
         self.conf_sq = table.conf_sq.trimmed()
+        self._miss_sq: tuple[int, np.ndarray] | None = None  # trimmed when first needed
 
     def rows(self, start: int, stop: int, fields: tuple[str, ...] | None = None) -> Any:
         """The tables of groups ``start`` to ``stop``; ``fields`` (names of GroupTables'
-        fields) computes those only, the others None."""
+        fields, ``brier`` among them) computes those only, the others None."""
         from calibcli.metrics import GroupTables
 
         t, m = self.table, self.table.bins
@@ -337,7 +338,63 @@ class GroupReader:
             "sum_conf_correct": lambda: _pair_sum(self.conf, first, last, 2, (1,)).reshape(g, m),
             "sum_sq_error": lambda: _sq_error(self.conf_sq, t.miss_sq, first, last).reshape(g, m),
         }
-        return GroupTables(*(made[f]() if f in wanted else None for f in GroupTables.FIELDS))
+        brier = None
+        if fields is None or "brier" in fields:
+            if self._miss_sq is None:
+                self._miss_sq = t.miss_sq.trimmed()
+            n = counts.sum(axis=(1, 2)).tolist()
+            brier = _exact_brier(self.conf_sq, self._miss_sq, m, start, n)
+        return GroupTables(
+            *(made[f]() if f in wanted else None for f in GroupTables.FIELDS), brier=brier
+        )
+
+    def sq_error_total(self, g: int) -> Fraction:
+        """Group ``g``'s exact Σ(c − y)², each row's squared error a double (as
+        :meth:`BinTable.stats` gives every row's)."""
+        if self._miss_sq is None:
+            self._miss_sq = self.table.miss_sq.trimmed()
+        (units,), exp = _exact_sq_errors(self.conf_sq, self._miss_sq, self.table.bins, g, 1)
+        return Fraction(units << exp) if exp >= 0 else Fraction(units, 1 << -exp)
+
+
+def _exact_brier(
+    conf_sq: tuple[int, np.ndarray], miss_sq: tuple[int, np.ndarray], m: int, first: int, n: list
+) -> np.ndarray:
+    """The Brier score of each group from ``first`` on (``n``: each one's rows, ``m`` bins
+    each): its exact Σ(c − y)² (:func:`_exact_sq_errors`) divided once by its rows, a quotient
+    of integers correctly rounded, as :meth:`~calibcli.metrics.core.BinStats.brier` of one
+    group's exact total; 0.0 without rows."""
+    units, exp = _exact_sq_errors(conf_sq, miss_sq, m, first, len(n))
+    out = np.empty(len(n))
+    for j, (total, rows) in enumerate(zip(units, n, strict=True)):
+        out[j] = ((total << exp) / rows if exp >= 0 else total / (rows << -exp)) if rows else 0.0
+    return out
+
+
+def _exact_sq_errors(
+    conf_sq: tuple[int, np.ndarray], miss_sq: tuple[int, np.ndarray], m: int, first: int, g: int
+) -> tuple[list[int], int]:
+    """Each of ``g`` groups' (from ``first`` on, ``m`` bins each) exact Σ(c − y)², as integers
+    counting 2**exp: Σc² of its wrong answers and Σ(1 − c)² of its right ones, from the
+    trimmed limbs (each group's cells summed as uint64 columns, then carried)."""
+    parts = []  # (lowest limb, each group's column sums of its cells' limbs)
+    for (lo, limbs), cells, step in ((conf_sq, 2 * m, 2), (miss_sq, m, 1)):
+        if limbs.shape[1]:
+            mine = limbs[first * cells : (first + g) * cells : step].reshape(g, m, -1)
+            parts.append((lo, mine.astype(np.uint64).sum(axis=1, dtype=np.uint64)))
+    if not parts:
+        return [0] * g, 0
+    low = min(lo for lo, _ in parts)
+    width = max(lo + sums.shape[1] for lo, sums in parts) - low + 2  # room for the carries
+    total = np.zeros((g, width), np.uint64)
+    for lo, sums in parts:  # each below m·2**32: two of them cannot overflow 64 bits
+        total[:, lo - low : lo - low + sums.shape[1]] += sums
+    for k in range(width - 1):  # carried into 32-bit limbs, little end first
+        total[:, k + 1] += total[:, k] >> np.uint64(LIMB_BITS)
+        total[:, k] &= np.uint64((1 << LIMB_BITS) - 1)
+    raw, size = total.astype("<u4").tobytes(), 4 * width
+    units = [int.from_bytes(raw[j * size : (j + 1) * size], "little") for j in range(g)]
+    return units, LIMB_BITS * low + UNIT_EXP  # limb 0 counts 2**exp
 
 
 _HALF = 31
