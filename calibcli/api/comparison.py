@@ -136,19 +136,15 @@ def compare(
         # the files says it
         said = (*_compared(b.warnings), *_compared(n.warnings), *matched.warnings)
         said += _scored_otherwise(b, n)
-        # what the runs say closes gates as compare of the files closes them: several models
-        # on a side, and rows of one question resampled one by one (unpaired)
+        # what the runs say closes gates as compare of the files closes them (several models
+        # on a side); unpaired, each side's questions are drawn whole and --min-rows counts them
         repeated = unpaired and (b.questions is not None or n.questions is not None)
-        if repeated:
-            from calibcli.io import resampled_by_row
-
-            said = tuple(resampled_by_row(w) for w in said)
         matched = replace(
             matched,
             warnings=tuple(dict.fromkeys(said)),
             mixed=b.mixed or n.mixed,
-            repeats="the rows repeat their questions" if repeated else None,
             asked=tuple(_asked(side) for side in sides) if repeated else None,
+            side_questions=(b.questions, n.questions) if repeated else None,
         )
     if not unpaired:
         usage(

@@ -1,9 +1,8 @@
 """``calibcli compare --unpaired``'s rows: each side read whole, without matching, with what its
 runs say of them (:class:`~calibcli.io.runs.RunChecks`) and, when a side's rows repeat their
 questions (an inspect-ai run's epochs, a HELM run's train trials, lm-eval re-runs pooled with
-``all_runs``), how many questions each side holds: the unpaired bootstrap draws rows one by
-one, so a gate on an interval's upper end fails closed on them, and ``--min-rows`` counts each
-question once, as calibrate counts it."""
+``all_runs``), each row's question: the unpaired bootstrap draws each side's questions whole,
+and ``--min-rows`` counts each question once, as calibrate counts it."""
 
 from __future__ import annotations
 
@@ -19,14 +18,29 @@ def read_unpaired(base: str, new: str, **options: Any) -> tuple[Any, tuple[str, 
     """The files ``base`` and ``new`` read whole by
     :func:`~calibcli.io.keyed.read_key_columns` (same options, checks and errors), as
     :class:`~calibcli.summaries.PairedRows` of nothing matched, and the two formats found."""
+    from dataclasses import replace
+
     from calibcli.io.keyed import read_key_columns
     from calibcli.io.runs import either
     from calibcli.summaries import PairedRows
 
     b, n = (read_key_columns([f], **options, keyed=False) for f in (base, new))
-    asked = None
+    asked = labels = None
     if b.questions is not None or n.questions is not None:
         asked = tuple((side.n, distinct(side.questions, side.n)) for side in (b, n))
+        labels = (b.questions, n.questions)
+    # a side whose questions are known is drawn a question at a time: what its runs say of its
+    # repeats closes no gate, and its warning says how the rows are drawn
+    checks = [
+        side.checks
+        if side.questions is None or side.checks is None
+        else replace(side.checks, repeats=None)
+        for side in (b, n)
+    ]
+    said = [
+        side.warnings if side.questions is None else tuple(map(drawn_whole, side.warnings))
+        for side in (b, n)
+    ]
     rows = PairedRows(
         (b.confidence, b.correct),
         (n.confidence, n.correct),
@@ -35,11 +49,23 @@ def read_unpaired(base: str, new: str, **options: Any) -> tuple[Any, tuple[str, 
         0,
         b.n,
         n.n,
-        tuple(dict.fromkeys((*b.warnings, *n.warnings))),
-        **either(b.checks, n.checks),
+        tuple(dict.fromkeys((*said[0], *said[1]))),
+        **either(*checks),
         asked=asked,
+        side_questions=labels,
     )
     return rows, (b.fmt, n.fmt)
+
+
+def drawn_whole(warning: str) -> str:
+    """The warning about rows that repeat their questions as it reads of rows drawn a question
+    at a time (:func:`~calibcli.io.runs.resampled_by_row` the other way); any other warning as
+    it is."""
+    from calibcli.io.runs import _BY_ROW, _DRAWN, REPEATED
+
+    if warning.startswith(REPEATED) and warning.endswith(_BY_ROW):
+        return warning[: -len(_BY_ROW)] + _DRAWN
+    return warning
 
 
 def distinct(questions: Any, rows: int) -> int:

@@ -37,6 +37,10 @@ Resampling recipe (both bootstraps, reproducible in a plain loop). For replicate
   answer): the C distinct labels numbered in increasing order, ``q = ...integers(0, C,
   size=C)`` from the same generator, and every row of question q is drawn as often as q (the
   same on both sides). When every label is distinct the rows are drawn as above;
+* unpaired, with ``clusters`` = (BASE's labels or None, NEW's labels or None): side s with
+  labels numbers its C_s distinct labels in increasing order, draws ``q = ...integers(0, C_s,
+  size=C_s)`` from its own generator above, and counts every row of question q as often as q
+  was drawn; a side without labels, or whose labels are all distinct, draws its rows as above;
 * paired, with ``order`` giving each row a distinct integer key: as above with the rows taken
   in increasing key order (``idx[i]`` is the row of the ``idx[i]``-th smallest key), so keys
   that name the questions (their ids' hashes) make the intervals independent of the rows'
@@ -299,16 +303,19 @@ def unpaired_bootstrap(
     strategy: str = "uniform",
     keys: Iterable[str] | None = None,
     workers: int = 1,
+    clusters: tuple[object | None, object | None] | None = None,
     stats: tuple[Any, Any] | None = None,
 ) -> PairedBootstrapResult:
     """Percentile interval of NEW − BASE for each scalar, resampling each side independently.
 
     Side s (0 = BASE, 1 = NEW, each N_s >= 1 rows, lengths may differ) draws
     ``.integers(0, N_s, size=N_s)`` from ``default_rng(SeedSequence(seed, spawn_key=(r, s)))``
-    in replicate r. Otherwise as :func:`paired_bootstrap`.
+    in replicate r. ``clusters`` (BASE's labels, NEW's labels; either may be None) names each
+    row's question on a side whose rows repeat their questions: that side draws its questions
+    whole (see the module docstring). Otherwise as :func:`paired_bootstrap`.
     """
     return _bootstrap_difference(
-        base, new, False, samples, seed, level, bins, strategy, keys, workers, stats=stats
+        base, new, False, samples, seed, level, bins, strategy, keys, workers, clusters, stats=stats
     )
 
 
@@ -367,12 +374,8 @@ def _bootstrap_difference(
             f"paired rows must align: base has {sides[0][0].shape[0]} rows, "
             f"new {sides[1][0].shape[0]}"
         )
-    questions = None
-    if clusters is not None:
-        numbers, count = cluster_numbers(clusters)
-        if numbers.shape[0] != sides[0][0].shape[0]:
-            raise ValueError(f"clusters hold {numbers.shape[0]} labels, not {sides[0][0].shape[0]}")
-        questions = None if count == numbers.shape[0] else (numbers, count)
+    # each side's (question number of each row, their count); None: its rows drawn one by one
+    questions = _side_questions(clusters, paired, [conf.shape[0] for conf, _ in sides])
     place = None if order is None else _places(order, sides[0][0].shape[0])
     # One side at a time: its point values, its engine and its replicates, the engine freed
     # before the other side's is built (a paired replicate's draws are a function of (seed, r)
@@ -388,7 +391,7 @@ def _bootstrap_difference(
             scalars = estimates.scalars()
             points.append({key: scalars[key] for key in wanted})
             del columns, estimates, scalars  # the evaluator makes its own layout of the rows
-            side = _SideEvaluator(conf, corr, edges, frozenset(wanted), questions, place)
+            side = _SideEvaluator(conf, corr, edges, frozenset(wanted), questions[s], place)
             runner = _SideRunner(side, paired, s)
             watch = None if hook is None else _half(advance, s, int(samples))
             side_replicates.append(
@@ -483,6 +486,35 @@ class _SideEvaluator:
             return self.engine.weighing(counts[self.order])
         counts = np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
         return self.engine.weighing(counts[self.order])
+
+
+def _side_questions(clusters: object | None, paired: bool, rows: list[int]) -> list[Any]:
+    """Each side's (question number of each row, their count) from ``clusters`` (paired: one
+    set of labels for both sides; unpaired: a pair, BASE's and NEW's, either None), or None
+    for a side without labels or whose labels are all distinct (its rows drawn one by one)."""
+    if clusters is None:
+        return [None, None]
+    if paired:
+        return [_numbered(clusters, "clusters", rows[0])] * 2
+    try:
+        given = tuple(clusters)  # type: ignore[call-overload]
+    except TypeError:
+        given = ()
+    if len(given) != 2:
+        raise ValueError("unpaired clusters must be a pair (BASE's labels, NEW's labels)")
+    return [
+        None if labels is None else _numbered(labels, f"clusters[{s}]", n)
+        for s, (labels, n) in enumerate(zip(given, rows, strict=True))
+    ]
+
+
+def _numbered(labels: object, name: str, n: int) -> tuple[np.ndarray, int] | None:
+    """The labels' question numbers and count (:func:`cluster_numbers`) for ``n`` rows, None
+    when every label is distinct; ValueError naming ``name`` when they are not ``n``."""
+    numbers, count = cluster_numbers(labels, name)
+    if numbers.shape[0] != n:
+        raise ValueError(f"{name} hold {numbers.shape[0]} labels, not {n}")
+    return None if count == numbers.shape[0] else (numbers, count)
 
 
 def _places(order: object, n: int) -> np.ndarray:

@@ -17,8 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from calibcli.reports import figures as registry
 from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
-from calibcli.reports.compare_sides import each_side, sides_floor
-from calibcli.reports.gate import Gate, evaluate, floor_reason, upper_bound_reason
+from calibcli.reports.compare_sides import (
+    WAYS,
+    each_side,
+    in_one_order_each,
+    sides_floor,
+    too_few,
+)
+from calibcli.reports.gate import Gate, evaluate
 from calibcli.reports.report import (
     DEFAULT_MIN_POPULATED_BINS,
     SCHEMA_VERSION,
@@ -88,6 +94,7 @@ def compare_section(
     questions: Any = None,
     floor: int | None = None,
     order: Any = None,
+    side_questions: Any = None,
 ) -> Comparison:
     """Figures, differences, intervals and tests for aligned (paired) or independent rows.
     ``upper_gate``: a gate reads the worse ends of the intervals, so too few rows (or, for
@@ -95,7 +102,9 @@ def compare_section(
     labels each pair's question: the paired bootstrap draws each question's pairs together,
     so those floors count questions, and so does ``floor`` (--min-rows). ``order`` ranks the
     pairs by id (:attr:`~calibcli.summaries.PairedRows.order`): the order they are drawn in;
-    unpaired rows are drawn by confidence and outcome."""
+    unpaired rows are drawn by confidence and outcome. ``side_questions`` (unpaired: BASE's
+    and NEW's labels of each row's question, either None) makes each side's bootstrap draw
+    its questions whole, and the upper end's floors count them."""
     from calibcli.metrics import (
         SCALAR_KEYS,
         delong_clustered,
@@ -106,7 +115,7 @@ def compare_section(
         paired_bootstrap,
         unpaired_bootstrap,
     )
-    from calibcli.summaries import in_one_order, side_stats
+    from calibcli.summaries import side_stats
 
     n_base, n_new = int(base[0].shape[0]), int(new[0].shape[0])
     figures: dict[str, Any] = {"n_base": n_base, "n_new": n_new}
@@ -114,12 +123,14 @@ def compare_section(
     if n_base == 0 or n_new == 0:
         notes.append(Note("empty", "no rows to compare; every difference is null"))
         figures.update(figures=None, mcnemar=None, auroc_test=None)
-        closed = {f"{key}_{way}": "no rows to compare" for key in SCALAR_KEYS for way in _WAYS}
+        closed = {f"{key}_{way}": "no rows to compare" for key in SCALAR_KEYS for way in WAYS}
         return Comparison(Section(figures, notes, closed), Section({"rows": 0}, closed=closed))
     run = paired_bootstrap if settings.paired else unpaired_bootstrap
     if not settings.paired and questions is None:
-        base, new = in_one_order(base), in_one_order(new)
+        base, new, side_questions = in_one_order_each(base, new, side_questions)
     drawn = {} if questions is None else {"clusters": questions}
+    if side_questions is not None and not settings.paired:
+        drawn["clusters"] = side_questions
     if order is not None and settings.paired:
         drawn["order"] = order
     result = run(
@@ -188,7 +199,14 @@ def compare_section(
                 "reason": "the two sides differ in which answers are right, so DeLong's "
                 "test (shared outcomes) does not apply; see the bootstrap interval",
             }
-    small = _too_few(base, new, questions, upper_gate=upper_gate, floor=floor)
+    small = too_few(
+        base,
+        new,
+        questions,
+        upper_gate=upper_gate,
+        floor=floor,
+        side_questions=None if settings.paired else side_questions,
+    )
     sparse, said = _few_bins(base, new, settings)
     notes += said
     gate_view = _gate_view(table, {**small, **sparse}, min(n_base, n_new))
@@ -223,59 +241,9 @@ def _few_bins(
             )
         )
         for key in sorted(BINNED_GATES):
-            for way in _WAYS:
+            for way in WAYS:
                 closed.setdefault(f"{key}_{way}", why)
     return closed, notes
-
-
-def _too_few(
-    base: tuple[Any, Any],
-    new: tuple[Any, Any],
-    questions: Any,
-    *,
-    upper_gate: bool,
-    floor: int | None,
-) -> dict[str, str]:
-    """The gate's checks that fail closed on too few rows: an interval's upper end (too few
-    rows, or right or wrong answers on a side) and, on pairs labelled by ``questions``, the
-    same counted in questions, which the bootstrap draws whole, and ``floor`` (--min-rows)."""
-    import numpy as np
-
-    from calibcli.metrics import SCALAR_KEYS, question_counts
-
-    small: dict[str, str] = {}
-    if not upper_gate and (floor is None or questions is None):
-        return small
-    n_base, n_new = int(base[0].shape[0]), int(new[0].shape[0])
-    rows = min(n_base, n_new)  # paired: both sides hold the matched rows
-    sides = (("BASE", base[1], n_base), ("NEW", new[1], n_new))
-    if questions is None:
-        classes = tuple(
-            (name, int(np.count_nonzero(right)), n - int(np.count_nonzero(right)))
-            for name, right, n in sides
-        )
-        counted = rows
-    else:
-        labels = np.asarray(questions)
-        masks = [np.asarray(right, bool) for _, right, _ in sides]
-        counts = [question_counts(labels[m], labels[~m]) for m in masks]
-        classes = tuple(
-            (name, q.right, q.wrong) for (name, _, _), q in zip(sides, counts, strict=True)
-        )
-        counted = counts[0].questions
-    if upper_gate:
-        for key in SCALAR_KEYS:
-            why = upper_bound_reason(key, counted, classes, questions=questions is not None)
-            if why is not None:
-                small.update({f"{key}_{way}": why for way in _WAYS})
-    if floor is not None and questions is not None:
-        why = floor_reason(rows, counted, floor)
-        if why is not None:
-            small["rows"] = why
-    return small
-
-
-_WAYS = ("increase", "decrease")
 
 
 def _gate_view(table: dict[str, Any], small: dict[str, str], rows: int) -> Section:
@@ -444,6 +412,7 @@ def compare_report(
         questions=questions,
         floor=floor,
         order=order,
+        side_questions=None if settings.paired else matched.side_questions,
     )
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,

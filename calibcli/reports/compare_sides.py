@@ -1,12 +1,15 @@
 """Each side of a comparison on its own: its reliability section (what --plot draws as two
-overlaid diagrams), and ``--min-rows`` counted in questions when an unpaired side's rows
-repeat them."""
+overlaid diagrams), its rows in one order for the unpaired bootstrap, the checks that fail
+closed on too few rows or questions, and ``--min-rows`` counted in questions when an unpaired
+side's rows repeat them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from calibcli.reports.gate import floor_reason
+from calibcli.reports.gate import floor_reason, upper_bound_reason
+
+WAYS = ("increase", "decrease")  # each figure's two gate checks: NEW worse by an increase or not
 
 
 def each_side(matched: Any, settings: Any) -> dict[str, Any]:
@@ -38,3 +41,129 @@ def sides_floor(least: int | None, asked: Any) -> dict[str, str]:
     rows, questions = min(asked, key=lambda side: (side[1], side[0]))
     why = None if questions == rows else floor_reason(rows, questions, least)
     return {} if why is None else {"rows": why}
+
+
+def in_one_order_each(
+    base: tuple[Any, Any], new: tuple[Any, Any], labels: Any
+) -> tuple[tuple[Any, Any], tuple[Any, Any], Any]:
+    """Each unpaired side's rows in one order whatever the files' lines
+    (:func:`~calibcli.summaries.in_one_order`: by confidence, then outcome) and, for a side
+    with question ``labels`` (BASE's, NEW's, either None), its questions numbered by what their
+    rows hold (:func:`numbered_by_rows`), its rows by confidence, outcome, then that number;
+    with each side's numbers in that order (None for a side whose rows are each their own
+    question)."""
+    import numpy as np
+
+    from calibcli.summaries import in_one_order
+
+    if labels is None:
+        return in_one_order(base), in_one_order(new), None
+    sides, numbers = [], []
+    for rows, asked in zip((base, new), labels, strict=True):
+        number = None if asked is None else numbered_by_rows(rows[0], rows[1], asked)
+        if number is None:
+            sides.append(in_one_order(rows))
+            numbers.append(None)
+            continue
+        order = np.lexsort((number, rows[1], rows[0]))
+        sides.append((rows[0][order], rows[1][order]))
+        numbers.append(number[order])
+    drawn = None if all(x is None for x in numbers) else tuple(numbers)
+    return sides[0], sides[1], drawn
+
+
+def numbered_by_rows(conf: Any, corr: Any, labels: Any) -> Any:
+    """Each row's question numbered 0..C-1 in increasing order of what its rows hold: the
+    question's (confidence, outcome) pairs sorted, compared as sequences (a prefix first);
+    questions holding the same rows, interchangeable, in the order of their labels. None when
+    each row is its own question. The command and the Python API hash a question's id
+    differently, and a side's rows come in the files' order: numbered by their rows, the
+    questions are drawn alike whatever the hashes and the order."""
+    import numpy as np
+
+    distinct, number = np.unique(np.asarray(labels), return_inverse=True)
+    number = number.reshape(-1)
+    count = int(distinct.shape[0])
+    if count == number.shape[0]:
+        return None
+    # each row's (confidence, outcome) ranked among the side's distinct pairs
+    by_value = np.lexsort((corr, conf))
+    conf_sorted, corr_sorted = conf[by_value], corr[by_value]
+    step = np.empty(by_value.shape[0], np.intp)
+    step[0] = 0
+    step[1:] = (conf_sorted[1:] != conf_sorted[:-1]) | (corr_sorted[1:] != corr_sorted[:-1])
+    rank = np.empty_like(step)
+    rank[by_value] = np.cumsum(step)
+    # each question's ranks in increasing order, then the questions by those sequences (a
+    # stable sort: questions holding the same rows keep their labels' order)
+    order = np.lexsort((rank, number))
+    values = rank[order].tolist()
+    ends = np.cumsum(np.bincount(number, minlength=count)).tolist()
+    held = [tuple(values[a:b]) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+    ranked = sorted(range(count), key=held.__getitem__)
+    renumber = np.empty(count, np.intp)
+    renumber[ranked] = np.arange(count)
+    return renumber[number]
+
+
+def too_few(
+    base: tuple[Any, Any],
+    new: tuple[Any, Any],
+    questions: Any,
+    *,
+    upper_gate: bool,
+    floor: int | None,
+    side_questions: Any = None,
+) -> dict[str, str]:
+    """The gate's checks that fail closed on too few rows: an interval's upper end (too few
+    rows, or right or wrong answers on a side) and, on pairs labelled by ``questions``, the
+    same counted in questions, which the bootstrap draws whole, and ``floor`` (--min-rows).
+    Unpaired, ``side_questions`` (BASE's labels, NEW's, either None) count each side's
+    questions, which its bootstrap draws whole, and the fewer of the two is what is drawn."""
+    import numpy as np
+
+    from calibcli.metrics import SCALAR_KEYS, question_counts
+
+    small: dict[str, str] = {}
+    if not upper_gate and (floor is None or questions is None):
+        return small
+    n_base, n_new = int(base[0].shape[0]), int(new[0].shape[0])
+    rows = min(n_base, n_new)  # paired: both sides hold the matched rows
+    sides = (("BASE", base[1], n_base), ("NEW", new[1], n_new))
+    by_question = questions is not None
+    if questions is None and side_questions is None:
+        classes = tuple(
+            (name, int(np.count_nonzero(right)), n - int(np.count_nonzero(right)))
+            for name, right, n in sides
+        )
+        counted = rows
+    else:
+        given = (questions, questions) if questions is not None else side_questions
+        masks = [np.asarray(right, bool) for _, right, _ in sides]
+        counts = []
+        for (_, _, n), m, labels in zip(sides, masks, given, strict=True):
+            if labels is None:  # each row its own question
+                right = int(np.count_nonzero(m))
+                counts.append((n, right, n - right))
+            else:
+                q = question_counts(np.asarray(labels)[m], np.asarray(labels)[~m])
+                counts.append((q.questions, q.right, q.wrong))
+        classes = tuple(
+            (name, right, wrong)
+            for (name, _, _), (_, right, wrong) in zip(sides, counts, strict=True)
+        )
+        counted = min(c[0] for c in counts)
+        # unpaired, the questions are said when a side's rows repeat them
+        by_question = by_question or any(
+            c[0] < n for c, (_, _, n) in zip(counts, sides, strict=True)
+        )
+    if upper_gate:
+        for key in SCALAR_KEYS:
+            why = upper_bound_reason(key, counted, classes, questions=by_question)
+            if why is not None:
+                small.update({f"{key}_{way}": why for way in WAYS})
+    if floor is not None and questions is not None:
+        why = floor_reason(rows, counted, floor)
+        if why is not None:
+            small["rows"] = why
+    return small

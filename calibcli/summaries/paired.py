@@ -54,7 +54,9 @@ class PairedRows:
     # NEW's --by groups that BASE does not hold (none of their rows has a partner)
     new_only_groups: tuple[str, ...] = ()
     mixed: str | None = None  # why a side's rows are several models': every gate fails closed
-    repeats: str | None = None  # why they repeat questions: an upper-end gate fails closed
+    # why they repeat questions that the bootstrap cannot draw whole: an upper-end gate fails
+    # closed
+    repeats: str | None = None
     # each pair's question (uint64 hashes) when a question has several pairs: the paired
     # bootstrap draws them together (None: one pair per question)
     questions: Any = None
@@ -65,6 +67,10 @@ class PairedRows:
     # unpaired, when a side's rows repeat their questions: each side's (rows, questions), so
     # that --min-rows counts questions (None: each row its own question)
     asked: Any = None
+    # unpaired, when a side's rows repeat their questions: (BASE's, NEW's) question of each row
+    # (uint64 hashes; None for a side whose rows are each their own question), so that the
+    # unpaired bootstrap draws each side's questions whole
+    side_questions: Any = None
 
 
 def match(base: KeyedRows, new: KeyedRows) -> PairedRows:
