@@ -117,6 +117,26 @@ def test_files_are_globbed_and_args_are_never_run_as_shell(workspace, runner_tem
     assert not (workspace / "pwned").exists()
 
 
+def test_a_pattern_names_the_files_calibcli_reads_for_it(workspace, runner_temp):
+    # `**` reaches every depth and an existing name with brackets is that file, as calibcli
+    # reads a quoted pattern: 2,000 rows at each of three depths (the sample files, each of
+    # 2,000 rows); 2,000 in preds[1].jsonl
+    # beside the 3 rows of preds1.jsonl, which its brackets also match as a glob
+    runs = workspace / "runs"
+    (runs / "a" / "deep").mkdir(parents=True)
+    at = (runs / "top.jsonl", runs / "a" / "mid.jsonl", runs / "a" / "deep" / "d.jsonl")
+    for name, path in zip(("well_calibrated", "overconfident", "underconfident"), at, strict=True):
+        shutil.copy(SAMPLE / f"{name}.jsonl", path)
+    step, _ = use_action(workspace, runner_temp, command="reliability", files="runs/**/*.jsonl")
+    assert step.code == 0, step.stderr
+    assert step.outputs["n"] == "6000"
+    shutil.copy(SAMPLE / "well_calibrated.jsonl", workspace / "preds[1].jsonl")
+    (workspace / "preds1.jsonl").write_text('{"confidence": 0.5, "correct": true}\n' * 3)
+    step, _ = use_action(workspace, runner_temp, command="reliability", files="preds[1].jsonl")
+    assert step.code == 0, step.stderr
+    assert step.outputs["n"] == "2000"
+
+
 def test_compare_against_a_baseline(workspace, runner_temp):
     step, summary = use_action(
         workspace,

@@ -380,10 +380,11 @@ def test_baseline_is_taken_as_files_are(tmp_path):
     )  # `baseline: |` and `files: |`, as YAML blocks end
     assert block.code == 0, block.stderr
     assert block.stdout.splitlines() == ["compare", "eval/base.jsonl", "eval/new.jsonl"]
+    # a pattern reaches calibcli as written: it expands it as it expands a quoted one
     globbed = _run_step(
         tmp_path, command="compare", baseline=" eval/b*.jsonl ", files="eval/new.jsonl"
     )
-    assert globbed.stdout.splitlines() == ["compare", "eval/base.jsonl", "eval/new.jsonl"]
+    assert globbed.stdout.splitlines() == ["compare", "eval/b*.jsonl", "eval/new.jsonl"]
     two = _run_step(tmp_path, command="compare", baseline="eval/*.jsonl", files="eval/new.jsonl")
     assert two.code == 2
     assert two.commands == [
