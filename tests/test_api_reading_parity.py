@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from harness import run, write_jsonl
 from test_cli_realruns import GENERATIVE_ROW, REALWORLD
+from test_compare_paired_reruns import RUNS_OF_ONE_TASK
 
 import calibcli
 from calibcli.errors import InputError
@@ -119,7 +120,9 @@ def test_compare_refuses_pooled_reruns_as_the_command_does(reruns):
     (said,) = result.stderr.splitlines()
     first = reruns / f"samples_toy_mc_trivia_{OLDER}.jsonl"
     again = reruns / f"samples_toy_mc_trivia_{STAMP}.jsonl"
-    assert said == f"Error: {again}:1: duplicate id toy_mc_trivia/0 (first at {first}:1)"
+    assert said == (
+        f"Error: {again}:1: duplicate id toy_mc_trivia/0 (first at {first}:1){RUNS_OF_ONE_TASK}"
+    )
     pooled = calibcli.read_predictions(reruns, all_runs=True)
     with pytest.raises(InputError) as error:
         calibcli.compare(pooled, calibcli.read_predictions(TRIVIA))

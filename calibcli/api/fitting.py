@@ -58,9 +58,7 @@ def fit(
     # lm-eval rows: temperature scales the choices' loglikelihoods, read again from the files
     choices = None
     if rows.format == "lm-eval" and method == "temperature" and rows.files:
-        from calibcli.io import read_choices
-
-        choices = read_choices(list(rows.files), mc_norm=rows.mc_norm, by=rows.by)
+        choices = _choices(rows)
     try:
         if choices is None:
             calibrators = fit_data(
@@ -74,3 +72,22 @@ def fit(
     report = fit_report(summary, calibrators, bins=bins, after=after)
     calibrators = replace(calibrators, fingerprint=summary.fingerprint)
     return Calibrator(calibrators, report, rows.files)
+
+
+def _choices(rows: Any) -> Any:
+    """The rows again with every choice's score, read from the files they were read from
+    (``parts``: a folder's results files, rolling tasks and older re-runs left out as the
+    reading left them out, as ``calibcli fit`` reads its summary's sources) with the same
+    bounds; rows that are not the rows read (their files changed) are an InputError."""
+    from calibcli.io import read_choices
+
+    files = [name for name, _, _ in rows.parts] if rows.parts else list(rows.files)
+    choices = read_choices(files, mc_norm=rows.mc_norm, by=rows.by, **rows.bounds)
+    if choices.n != len(rows):
+        raise InputError(
+            WHERE,
+            None,
+            f"the files now hold {choices.n:,} rows where {len(rows):,} were read: their "
+            "choices are not the rows' (read the files again)",
+        )
+    return choices

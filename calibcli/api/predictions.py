@@ -10,12 +10,12 @@ from (their files, format and fields), so a report of them is the command's for 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from calibcli.api.columns import confidences, correctness, row_values, same_length
 from calibcli.api.option_values import answer_options, field_name, flag, one_of, text, whole
 from calibcli.errors import InputError
 
@@ -33,7 +33,10 @@ class Predictions:
     for rows of other formats), which :func:`~calibcli.fit` records.
 
     Give it to :func:`~calibcli.calibrate` and the other functions in place of the arrays;
-    ``to_pandas()`` makes a DataFrame of the four columns."""
+    ``to_pandas()`` makes a DataFrame of the four columns. Rows built directly are checked
+    as rows given as arrays are (InputError naming the first bad row by its index), and the
+    arrays are read-only, so that the rows cannot change after the check: change a copy
+    (``rows.confidence.copy()``) and build new Predictions of it."""
 
     confidence: np.ndarray
     correct: np.ndarray
@@ -65,6 +68,12 @@ class Predictions:
     # each file read, in row order: (path, its rows, its format), whose figures the reports
     # give file by file as the commands' do
     parts: tuple[tuple[str, int, str | None], ...] = field(default=(), repr=False)
+    # the readers' bounds the files were read with (max_line_bytes, max_document_bytes), which
+    # reading them again (an lm-eval file's choices, for temperature) keeps
+    bounds: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        _check(self)
 
     def __len__(self) -> int:
         return int(self.confidence.shape[0])
@@ -142,11 +151,12 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     files, options = reading_arguments("read_predictions", paths, reading_options)
     rows = read_keyed(files, **options, keyed=None, documents=True, questions=True)
     asked = {k: options[k] for k in ("scorer", "gold_field", "choices")}
+    bounds = {k: options[k] for k in ("max_line_bytes", "max_document_bytes") if k in options}
     return Predictions(
-        rows.confidence,
-        rows.correct,
-        _objects(rows.groups, rows.n),
-        _objects([_shown(key) for key in rows.keys], rows.n),
+        _frozen(rows.confidence),
+        _frozen(rows.correct),
+        _frozen(_objects(rows.groups, rows.n)),
+        _frozen(_objects([_shown(key) for key in rows.keys], rows.n)),
         options["by"],
         rows.fmt,
         tuple(files),
@@ -160,9 +170,10 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
         rows.warnings,
         rows.docs,
         rows.mixed,
-        rows.questions,
+        None if rows.questions is None else _frozen(rows.questions),
         files_read_as(rows.read_as, **asked),
         rows.parts,
+        bounds,
     )
 
 
@@ -285,30 +296,30 @@ def given(
                 f"by={by!r} names the groups given as group=, and none were given: give each "
                 f"row's group as group= (read_predictions(path, by={by!r}) reads a file's field)",
             )
-    conf = _column(name, confidence, _confidence_rule).astype(np.float64)
-    corr = _column(name, correct, _correct_rule).astype(bool)
+    conf = confidences(name, confidence)
+    corr = correctness(name, correct)
     n = conf.shape[0]
-    _same_length(name, n, corr.shape[0], "correct")
+    same_length(name, n, corr.shape[0], "correct")
     groups = None
     if group is not None:
         from calibcli.io import group_name
 
-        values = _values(name, group, "group")
-        _same_length(name, n, len(values), "group")
+        values = row_values(name, group, "group")
+        same_length(name, n, len(values), "group")
         # a string is a group's name as it is, so that the names of Predictions.group given
         # back name the same groups; a string that names another value's group is refused
         groups = [v if isinstance(v, str) else group_name(v) for v in values]
         _one_name_each(name, values, groups)
     keys = shown = None
     if ids is not None:
-        shown = _values(name, ids, "ids")
-        _same_length(name, n, len(shown), "ids")
+        shown = row_values(name, ids, "ids")
+        same_length(name, n, len(shown), "ids")
         keys = _keys(name, shown)
     return Predictions(
-        conf,
-        corr,
-        _objects(groups, n),
-        _objects(shown, n),
+        _frozen(conf),
+        _frozen(corr),
+        _frozen(_objects(groups, n)),
+        _frozen(_objects(shown, n)),
         None if groups is None else (by or "group"),
         keys=keys,
         where=None if keys is None else [f"{name}: index {i}" for i in range(n)],
@@ -338,184 +349,6 @@ def _one_name_each(name: str, values: list[Any], names: list[str]) -> None:
             )
 
 
-def _confidence_rule() -> tuple[Callable, Callable]:
-    """(the rule on an array of numbers, the row rule that words the message)"""
-    from calibcli.io import check_confidence, confidence_ok
-
-    def whole(arr: np.ndarray) -> np.ndarray | None:
-        return confidence_ok(arr) if arr.dtype.kind in "iuf" else None
-
-    return whole, lambda v: check_confidence(v, "confidence")
-
-
-def _correct_rule() -> tuple[Callable, Callable]:
-    from calibcli.io import check_correct
-
-    def whole(arr: np.ndarray) -> np.ndarray | None:
-        if arr.dtype == bool:
-            return np.ones(arr.shape, bool)
-        return ((arr == 0) | (arr == 1)) if arr.dtype.kind in "iu" else None
-
-    return whole, lambda v: check_correct(v, "correct")
-
-
-def _column(name: str, values: Any, rule: Callable[[], tuple[Callable, Callable]]) -> np.ndarray:
-    """One column checked: the rule on the whole array when it holds numbers, then the row
-    rule (which words the message) on the first row it refuses, or on every row of an array
-    of other values (booleans as confidences, floats as correctness: refused as in a file).
-    float32 and float16 values are read as written, as a file of them reads them: an array of
-    them, and each among a list's or an object array's values."""
-    arr = _written_values(values)
-    if arr.ndim != 1:
-        raise InputError(
-            name, None, f"expected one value per row, not an array of shape {arr.shape}"
-        )
-    whole, check = rule()
-    ok = whole(arr)
-    positions = range(arr.shape[0]) if ok is None else np.flatnonzero(~ok)[:1]
-    # datetime64 and timedelta64 values stay numpy's: item() would give their ticks as ints
-    ticks = arr.dtype.kind in "mM"
-    for i in positions:
-        value = arr[i]
-        try:
-            check(value.item() if isinstance(value, np.generic) and not ticks else value)
-        except ValueError as exc:
-            raise InputError(name, f" index {i}", str(exc)) from None
-    return arr
-
-
-_NARROW = (np.float32, np.float16)
-
-
-def _written_values(values: Any) -> np.ndarray:
-    """``numpy.asarray(values)`` with every float32 and float16 value read as written
-    (:func:`~calibcli.io.narrow.written_floats`): an array of either dtype, and such scalars
-    among a list's or an object array's values (which ``asarray`` widens, or keeps as they
-    are), each as an array of its type reads it. An array of another dtype is returned as it
-    is, with no cost per value."""
-    from calibcli.io import written_floats
-
-    if isinstance(values, (list, tuple)):
-        return written_floats(np.asarray(_written_scalars(list(values))))
-    if isinstance(values, np.ma.MaskedArray):
-        return _unmasked(values)
-    arr = written_floats(np.asarray(values))
-    if arr.dtype != object:
-        return arr
-    flat = arr.reshape(-1).tolist()  # an object array's values as they are
-    if not any(t in _NARROW for t in set(map(type, flat))):
-        return arr
-    out = np.empty(arr.size, dtype=object)
-    out[:] = _written_scalars(flat)
-    return out.reshape(arr.shape)
-
-
-def _unmasked(values: np.ma.MaskedArray) -> np.ndarray:
-    """A masked array's values read as written, each masked one missing (None, in an object
-    array): a masked confidence or correctness is then refused naming its row, as a null is in
-    a file, a masked group is the group ``null`` and a masked id is refused as a null id is.
-    (``asarray`` would keep the value under the mask, as if it were given.)"""
-    data = _written_values(np.ma.getdata(values))
-    mask = np.ma.getmaskarray(values)
-    if not mask.any():
-        return data
-    out = np.empty(data.shape, dtype=object)
-    out.reshape(-1)[:] = list(data.reshape(-1))  # numpy's scalars kept: datetimes stay dates
-    out[mask] = None
-    return out
-
-
-def _written_scalars(values: list) -> list:
-    """``values`` (a list, changed in place) with their float32 and float16 scalars replaced by
-    their values as written (Python floats), each type's read as one array of it."""
-    from calibcli.io import written_floats
-
-    if not any(t in _NARROW for t in set(map(type, values))):
-        return values
-    for kind in _NARROW:
-        at = [i for i, v in enumerate(values) if type(v) is kind]
-        if at:
-            read = written_floats(np.array([values[i] for i in at], kind)).tolist()
-            for i, value in zip(at, read, strict=True):
-                values[i] = value
-    return values
-
-
-def _values(name: str, column: Any, what: str) -> list[Any]:
-    """One value per row (``what``: ``group`` or ``ids``), in the rows' order, as Python
-    values: numpy scalars as theirs (float32 and float16 as written). A group that is missing
-    (None, NaN, pandas' NA or NaT) is None, named ``null`` as the commands name a null or an
-    empty cell; any other group that is no string, number or boolean is an InputError naming
-    its row and type (ids are checked by compare's id rules). A set or a mapping, which holds
-    no row order, is refused."""
-    from collections.abc import Mapping, Set, ValuesView
-
-    if isinstance(column, (str, bytes)):  # list() would make each character a row's value
-        raise InputError(
-            name,
-            None,
-            f"{what}: {column!r} is one value, not one per row: give a list or an array of "
-            "the rows' values",
-        )
-    if isinstance(column, (Set, Mapping, ValuesView)):
-        raise InputError(
-            name,
-            None,
-            f"{what}: a {type(column).__name__} holds no row order: give one value per row, "
-            "in the rows' order (a list or an array)",
-        )
-    dtype = getattr(column, "dtype", None)
-    if isinstance(column, np.ndarray) or (isinstance(dtype, np.dtype) and dtype.kind in "fmM"):
-        arr = _written_values(column)
-        if arr.ndim != 1:
-            shape = f"not an array of shape {arr.shape}"
-            raise InputError(name, None, f"{what}: expected one value per row, {shape}")
-        if arr.dtype.kind in "mM":  # tolist() would give them as integers
-            # NaT is a missing group (null); any other date or duration is no group name
-            dated = np.flatnonzero(~np.isnat(arr)) if what == "group" else np.arange(arr.size)
-            if dated.size:
-                raise InputError(name, f" index {dated[0]}", _not_a_value(what, str(arr.dtype)))
-        values = arr.tolist()  # Python values; an object array's as they are
-    else:  # a list, or pandas' values (its missing values as themselves)
-        values = column.tolist() if hasattr(column, "tolist") else list(column)
-    values = _written_scalars(values)
-    missing = _missing()
-    for i, value in enumerate(values):
-        if isinstance(value, np.generic) and value.dtype.kind in "biufU":
-            value = values[i] = value.item()
-        if what != "group" or value is None or isinstance(value, str):
-            continue
-        if (
-            any(value is m for m in missing)
-            or (isinstance(value, float) and value != value)
-            or (isinstance(value, (np.datetime64, np.timedelta64)) and np.isnat(value))
-        ):
-            values[i] = None
-        elif not isinstance(value, (int, float)):
-            raise InputError(name, f" index {i}", _not_a_value(what, type(value).__name__))
-    return values
-
-
-def _not_a_value(what: str, kind: str) -> str:
-    if what == "group":
-        return f"group is of type {kind}, not a string, number or boolean"
-    return f"id is of type {kind}, not a string or number"
-
-
-def _missing() -> tuple[Any, ...]:
-    """pandas' missing values (NA, NaT), when pandas is loaded (no value of it can be given
-    before)."""
-    import sys
-
-    pandas = sys.modules.get("pandas")
-    return () if pandas is None else (pandas.NA, pandas.NaT)
-
-
-def _same_length(name: str, n: int, other: int, what: str) -> None:
-    if other != n:
-        raise InputError(name, None, f"confidence and {what} differ in length: {n} != {other}")
-
-
 def _keys(name: str, ids: list[Any]) -> list[Any]:
     """Each id as compare keys it (the number 1 and the string "1" are different ids); an id
     given twice is an error naming both rows."""
@@ -535,6 +368,78 @@ def _keys(name: str, ids: list[Any]) -> list[Any]:
         seen[key] = i
         keys.append(key)
     return keys
+
+
+def _check(rows: Predictions) -> None:
+    """Check rows built directly by the rules rows given as arrays are checked by (each
+    confidence in [0, 1], each correctness true/false or 0/1, one group, id, question, key and
+    line per row, and with ``by`` each group a name) and make their arrays read-only, so that
+    no report reads rows that changed after the check."""
+    name = ARRAYS
+    conf = confidences(name, rows.confidence, copy=False)
+    n = conf.shape[0]
+    corr = correctness(name, rows.correct, copy=False)
+    same_length(name, n, corr.shape[0], "correct")
+    kept = {
+        "confidence": _read_only(rows.confidence, conf),
+        "correct": _read_only(rows.correct, corr),
+        "group": _one_each(name, rows.group, n, "group"),
+        "id": _one_each(name, rows.id, n, "ids"),
+    }
+    if rows.by is not None:
+        named = [isinstance(g, str) for g in kept["group"]]
+        if not all(named):
+            i = named.index(False)
+            value = kept["group"][i]
+            raise InputError(
+                name,
+                f" index {i}",
+                f"group {value!r} is not a group's name: with by, each row's group is named by "
+                "a string (as read_predictions and the functions given group= name them)",
+            )
+    if rows.questions is not None:
+        asked = np.asarray(rows.questions)
+        if asked.ndim != 1 or asked.dtype != np.uint64:
+            raise InputError(name, None, "questions: expected one uint64 hash per row")
+        same_length(name, n, asked.shape[0], "questions")
+        kept["questions"] = _read_only(rows.questions, asked)
+    for what in ("keys", "where"):
+        if getattr(rows, what) is not None:
+            same_length(name, n, len(getattr(rows, what)), what)
+    if rows.parts:
+        same_length(name, n, sum(part[1] for part in rows.parts), "the parts' rows")
+    for attribute, value in kept.items():
+        object.__setattr__(rows, attribute, value)
+
+
+def _one_each(name: str, values: Any, n: int, what: str) -> np.ndarray:
+    """One value per row, as an object array (None: a None for each row)."""
+    if values is None:
+        return _frozen(_objects(None, n))
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        if values.ndim != 1:
+            shape = f"not an array of shape {values.shape}"
+            raise InputError(name, None, f"{what}: expected one value per row, {shape}")
+        same_length(name, n, values.shape[0], what)
+        return _read_only(values, values)
+    listed = row_values(name, values, what)
+    same_length(name, n, len(listed), what)
+    return _frozen(_objects(listed, n))
+
+
+def _read_only(given: Any, checked: np.ndarray) -> np.ndarray:
+    """``checked`` (``given``, as checked) read-only: as it is when it is ``given``, already
+    read-only and holding its own data; else a copy, since the caller's array, or an array
+    that views another's, could change after the check."""
+    if checked is given and checked.flags.owndata and not checked.flags.writeable:
+        return checked
+    return _frozen(checked.copy())
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    """``arr``, made read-only (an array of the rows' own, which nothing else holds)."""
+    arr.flags.writeable = False
+    return arr
 
 
 def summary_of(rows: Predictions, *, bins: int) -> Any:

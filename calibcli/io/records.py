@@ -395,6 +395,13 @@ class Choices:
         )
 
 
+# why temperature over lm-eval choices refuses rows read from standard input
+SECOND_PASS = (
+    "temperature over lm-eval rows reads each row's choices in a second pass, which standard "
+    "input cannot give; read the file by name"
+)
+
+
 def read_choices(
     sources: list[str],
     *,
@@ -406,13 +413,17 @@ def read_choices(
     """Read lm-eval multiple-choice rows with every choice's score (length-normalised with
     ``mc_norm``, less each file's task's ``target_delimiter``), and their gold choices
     (:class:`~calibcli.formats.FileGold`: a target read two ways takes the reading its file's
-    rows tell). Other formats are an error: their rows carry one confidence, not choices."""
+    rows tell). Other formats are an error: their rows carry one confidence, not choices, and
+    so is standard input, which the first reading of the rows has consumed."""
     from calibcli import formats
     from calibcli.io.folders import expand
     from calibcli.io.plan import group_key
     from calibcli.io.rows import group_name
+    from calibcli.io.sources import STDIN_NAME
     from calibcli.io.task_config import target_delimiter
 
+    if "-" in sources:
+        raise InputError(STDIN_NAME, None, SECOND_PASS)
     values: list[float] = []
     offsets = [0]
     gold: list[int] = []
