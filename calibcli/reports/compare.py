@@ -21,6 +21,7 @@ from calibcli.reports.compare_sides import (
     WAYS,
     each_side,
     in_one_order_each,
+    numbered_by_pairs,
     sides_floor,
     too_few,
 )
@@ -100,9 +101,10 @@ def compare_section(
     ``upper_gate``: a gate reads the worse ends of the intervals, so too few rows (or, for
     accuracy and AUROC, too few right or wrong answers on a side) close it. ``questions``
     labels each pair's question: the paired bootstrap draws each question's pairs together,
-    so those floors count questions, and so does ``floor`` (--min-rows). ``order`` ranks the
-    pairs by id (:attr:`~calibcli.summaries.PairedRows.order`): the order they are drawn in;
-    unpaired rows are drawn by confidence and outcome. ``side_questions`` (unpaired: BASE's
+    the questions numbered by what their pairs hold (:func:`numbered_by_pairs`), so those
+    floors count questions, and so does ``floor`` (--min-rows). ``order`` ranks the pairs by
+    id (:attr:`~calibcli.summaries.PairedRows.order`): the order they are drawn in; unpaired
+    rows are drawn by confidence and outcome. ``side_questions`` (unpaired: BASE's
     and NEW's labels of each row's question, either None) makes each side's bootstrap draw
     its questions whole, and the upper end's floors count them."""
     from calibcli.metrics import (
@@ -126,6 +128,11 @@ def compare_section(
         closed = {f"{key}_{way}": "no rows to compare" for key in SCALAR_KEYS for way in WAYS}
         return Comparison(Section(figures, notes, closed), Section({"rows": 0}, closed=closed))
     run = paired_bootstrap if settings.paired else unpaired_bootstrap
+    if settings.paired and questions is not None:
+        # the questions numbered, and the pairs drawn, by what they hold: the same draws
+        # whatever the labels' hashes (the command's and the API's differ) and the lines' order
+        numbered = numbered_by_pairs(base, new, questions, order)
+        questions, order = (questions, order) if numbered is None else numbered
     if not settings.paired and questions is None:
         base, new, side_questions = in_one_order_each(base, new, side_questions)
     drawn = {} if questions is None else {"clusters": questions}

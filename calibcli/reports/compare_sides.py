@@ -1,5 +1,6 @@
 """Each side of a comparison on its own: its reliability section (what --plot draws as two
-overlaid diagrams), its rows in one order for the unpaired bootstrap, the checks that fail
+overlaid diagrams), its rows in one order for the unpaired bootstrap, the questions of pairs
+that repeat them numbered by what the pairs hold for the paired one, the checks that fail
 closed on too few rows or questions, and ``--min-rows`` counted in questions when an unpaired
 side's rows repeat them."""
 
@@ -167,3 +168,64 @@ def too_few(
         if why is not None:
             small["rows"] = why
     return small
+
+
+def numbered_by_pairs(
+    base: tuple[Any, Any], new: tuple[Any, Any], labels: Any, order: Any
+) -> tuple[Any, Any] | None:
+    """Paired rows that repeat their questions (``labels``: each pair's question; ``order``:
+    each pair's place in the order of its id's hash, or None): each pair's question numbered
+    0..C-1 in increasing order of what its pairs hold, and each pair's place in the draw (by
+    that number, then ``order``). None when each pair is its own question.
+
+    A question's pairs are written BASE first, (BASE's confidence, BASE's outcome, NEW's
+    confidence, NEW's outcome), and NEW first, each set sorted; the questions are ranked by the
+    smaller of the two sequences (compared as sequences, a prefix first), so that exchanging
+    BASE and NEW numbers them alike. Questions ranked alike hold the same pairs, or the same
+    with BASE and NEW exchanged: they are taken in the order of their first pair in ``order``
+    (of their labels when None). The command and the Python API hash a question differently,
+    and the pairs come in the files' order: numbered by their pairs, the questions are drawn
+    alike whatever the hashes, the order or which side is BASE."""
+    import numpy as np
+
+    distinct, number = np.unique(np.asarray(labels), return_inverse=True)
+    number = number.reshape(-1)
+    count, n = int(distinct.shape[0]), int(number.shape[0])
+    if count == n:
+        return None
+    (b_conf, b_corr), (n_conf, n_corr) = base, new
+    # every pair written BASE first (0..n-1) and NEW first (n..2n-1), ranked among all of them
+    first_conf, second_conf = np.concatenate([b_conf, n_conf]), np.concatenate([n_conf, b_conf])
+    first_corr = np.concatenate([b_corr, n_corr]).astype(bool)
+    second_corr = np.concatenate([n_corr, b_corr]).astype(bool)
+    columns = (first_conf, first_corr, second_conf, second_corr)
+    by_value = np.lexsort(columns[::-1])
+    step = np.zeros(2 * n, np.intp)
+    for column in columns:
+        ranked = column[by_value]
+        step[1:] |= ranked[1:] != ranked[:-1]
+    rank = np.empty_like(step)
+    rank[by_value] = np.cumsum(step)
+    ends = np.cumsum(np.bincount(number, minlength=count)).tolist()
+    starts = [0, *ends[:-1]]
+
+    def held(ranks: Any) -> list[tuple[int, ...]]:
+        """Each question's ranks in increasing order."""
+        values = ranks[np.lexsort((ranks, number))].tolist()
+        return [tuple(values[a:b]) for a, b in zip(starts, ends, strict=True)]
+
+    key = [min(pair) for pair in zip(held(rank[:n]), held(rank[n:]), strict=True)]
+    if order is None:
+        first = list(range(count))  # the labels' order
+    else:
+        least = np.full(count, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(least, number, np.asarray(order, np.int64))
+        first = least.tolist()
+    ranked_questions = sorted(range(count), key=lambda q: (key[q], first[q]))
+    renumber = np.empty(count, np.intp)
+    renumber[ranked_questions] = np.arange(count)
+    numbers = renumber[number]
+    within = np.arange(n) if order is None else np.asarray(order)
+    place = np.empty(n, np.intp)
+    place[np.lexsort((within, numbers))] = np.arange(n)
+    return numbers, place
