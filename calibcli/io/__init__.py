@@ -137,8 +137,9 @@ def _read(
 
     from calibcli.io.folders import expand, hidden_files
     from calibcli.io.parts import adopt_settings, combine, is_summary_file, load
+    from calibcli.io.pooled_ids import keyed_by_question, pooled_repeats
     from calibcli.io.reader import Reader
-    from calibcli.io.runs import choose_runs, limited_runs, repeating
+    from calibcli.io.runs import choose_runs, limited_runs
     from calibcli.io.task_config import assumed_delimiters
     from calibcli.summaries import load_parts
 
@@ -158,10 +159,8 @@ def _read(
     summary = None
     if sources or not parts:
         runs = choose_runs(list(sources), all_runs=plan.all_runs)
-        if plan.kind == "calibration" and plan.keep_rows and repeating(runs.files, plan.all_runs):
-            # each question's rows (an inspect-ai run's epochs, lm-eval re-runs pooled) are
-            # keyed alike, so that a bootstrap draws them together
-            plan = replace(plan, row_keys=True)
+        # each question's rows are keyed alike, so that a bootstrap draws them together
+        plan = keyed_by_question(plan, runs.files, bool(parts))
         reader = Reader(plan, workers=workers, progress=progress)
         builder = plan.builder()
         if part is not None or span is not None:
@@ -185,7 +184,7 @@ def _read(
         summary = _partial(combine(summary, parts, plan, rebin))
     if hidden:  # a folder's files left out for their names, said first
         summary = replace(summary, warnings=tuple(dict.fromkeys([*hidden, *summary.warnings])))
-    return _one_sample(summary, plan.settings.by, plan.all_runs)
+    return _one_sample(pooled_repeats(summary, plan), plan.settings.by, plan.all_runs)
 
 
 NO_ROWS = "holds no rows: the figures are the other files'"

@@ -28,6 +28,9 @@ class ReadPlan:
     id_field: str | None = None  # identifies native rows (formats with ids need none)
     all_runs: bool = False  # rows read twice are pooled on purpose: ids are not checked
     row_keys: bool = False  # key every kept row (the Poisson bootstrap): one process per file
+    # the rows are keyed only to find ids repeated across inputs pooled with --all-runs
+    # (calibcli.io.pooled_ids): the keys are dropped again where none repeats
+    pooled_keys: bool = False
     # the Poisson bootstrap's (samples, seed) a summary is made with: the state summary files
     # read must hold (their rows are not there to resample)
     resamples: tuple[int, int] | None = None

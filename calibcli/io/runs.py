@@ -235,8 +235,10 @@ def repeated_samples(
 
 
 _REPEATS_OF = {"inspect-ai": log_epochs, "helm": helm_trials}
-# how the warning names each format's repeats of a question
+# how the warning names each format's repeats of a question (``pooled``: rows whose ids repeat
+# across inputs pooled with --all-runs, :mod:`calibcli.io.pooled_ids`)
 _REPEATS_NAMED = {"inspect-ai": "epochs", "helm": "train trials", "lm-eval": "runs"}
+_REPEATS_NAMED["pooled"] = "rows a question"
 
 REPEATED = (
     "inspect-ai runs scored each sample several times: ",
@@ -244,10 +246,14 @@ REPEATED = (
     "runs scored each question several times: ",
     "lm-eval re-runs of a task are pooled (--all-runs), so each document is answered several "
     "times: ",
+    "re-runs are pooled (--all-runs): their rows' ids repeat, so each question is answered "
+    "several times: ",
 )
 """How the warning about rows that repeat their questions opens: an inspect-ai run's epochs,
-a HELM run's train trials, lm-eval re-runs pooled with --all-runs, or several of these."""
+a HELM run's train trials, lm-eval re-runs pooled with --all-runs, other rows pooled with it
+whose ids repeat across the inputs, or several of these."""
 _OPENING = {"inspect-ai": REPEATED[0], "helm": REPEATED[1], "lm-eval": REPEATED[3]}
+_OPENING["pooled"] = REPEATED[4]
 
 
 def rerun_task(path: str) -> tuple[str, str | None]:
@@ -383,7 +389,11 @@ def source_checks(
     named = [(s.name, s.model) for s in read if s.format in _MODEL_OF]
     # an lm-eval source records epochs when re-runs of its task were pooled with it
     repeats = (*_REPEATS_OF, "lm-eval")
-    logs = [(s.name, s.epochs, s.format) for s in read if s.format in repeats]
+    logs = [
+        (s.name, s.pooled, "pooled") if s.pooled else (s.name, s.epochs, s.format)
+        for s in read
+        if s.format in repeats or s.pooled
+    ]
     return _pooled(named, by), _repeated(logs, whole, sums, tail)
 
 

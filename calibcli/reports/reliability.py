@@ -164,8 +164,12 @@ def _file_repeats(summary: Any, display: str) -> int | None:
     from calibcli.summaries import most_epochs
 
     shown = [s for s in summary.sources if s.display == display]
-    own = most_epochs(s for s in shown if s.format != "lm-eval") or 1
-    reads = sum(s.format == "lm-eval" and (s.start, s.stop) == (0, None) for s in shown)
+    own = most_epochs(s for s in shown if s.format != "lm-eval" and not s.pooled) or 1
+    # nor do the rows of other re-runs pooled with a file (``pooled``): it answers once a read
+    own = max([own, *(s.epochs or 1 for s in shown if s.pooled)])
+    reads = sum(
+        (s.format == "lm-eval" or bool(s.pooled)) and (s.start, s.stop) == (0, None) for s in shown
+    )
     most = max(own, reads)
     return most if most > 1 else None
 

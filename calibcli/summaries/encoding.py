@@ -330,8 +330,10 @@ def _source(entry: Any, table: BinTable | None) -> Source:
         mode, model, epochs = (entry.get(k) for k in ("inspect_confidence", "model", "epochs"))
         if any(v is not None and not isinstance(v, str) for v in (mode, model)):
             raise TypeError(mode)
-        if epochs is not None and (type(epochs) is not int or epochs < 1):
-            raise TypeError(epochs)
+        pooled = entry.get("pooled")  # re-runs whose ids repeat, pooled with --all-runs
+        for count in (epochs, pooled):
+            if count is not None and (type(count) is not int or count < 1):
+                raise TypeError(count)
         size, part = _cut(entry.get("size"), entry.get("part"))
         rows_hash = _rows_hash(entry.get("rows_hash"))
         return Source(
@@ -349,6 +351,7 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             size=size,
             part=part,
             rows_hash=rows_hash,
+            pooled=pooled,
         )
     except (AttributeError, KeyError, TypeError, ValueError):
         raise SummaryError("a damaged calibcli summary (a bad source entry)") from None

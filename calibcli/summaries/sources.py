@@ -29,6 +29,10 @@ class Source:
     whole input's bytes, and ``part``, the first and last of the K pieces it holds (k, k, K; a
     run of adjacent pieces once merged), so that pieces left out of a merge are known; both
     are None for a whole input, another range, or a summary written before they were recorded.
+    ``pooled`` is the most rows a question holds among inputs pooled with ``--all-runs`` whose
+    ids repeat across them (re-runs of the same questions,
+    :func:`calibcli.io.pooled_ids.pooled_repeats`), where above what its run's ``epochs`` say;
+    None otherwise.
     ``rows_hash`` is the multiset hash of the rows read from it (of each row's confidence and
     outcome, or NLL and token count: the sum of their hashes modulo 2**64,
     :class:`~calibcli.summaries.fingerprint.RowFingerprint`) and whether their values tell rows
@@ -51,6 +55,7 @@ class Source:
     size: int | None = None
     part: tuple[int, int, int] | None = None
     rows_hash: tuple[int, bool] | None = None
+    pooled: int | None = None
 
     @property
     def display(self) -> str:
@@ -68,7 +73,7 @@ class Source:
             "skipped": self.skipped,
         }
         # other formats' entries are as they were
-        for key in ("inspect_confidence", "model", "epochs", "size"):
+        for key in ("inspect_confidence", "model", "epochs", "size", "pooled"):
             if getattr(self, key) is not None:
                 found[key] = getattr(self, key)
         if self.part is not None:
@@ -122,9 +127,11 @@ def repeated_questions(sources: Iterable[Source]) -> bool:
 
 
 def most_epochs(sources: Iterable[Source]) -> int | None:
-    """The most times a run read scored each sample (its recorded epochs), when above 1: no
-    question holds more rows than that. None when every run scored each sample once."""
-    most = max((s.epochs or 0 for s in sources if s.skipped is None), default=0)
+    """The most times a run read scored each sample (its recorded epochs, or the rows of a
+    question among re-runs pooled with it, ``pooled``), when above 1: no question holds more
+    rows than that. None when every run scored each sample once."""
+    found = (max(s.epochs or 0, s.pooled or 0) for s in sources if s.skipped is None)
+    most = max(found, default=0)
     return most if most > 1 else None
 
 
