@@ -551,15 +551,14 @@ def threshold_report(
         notes += [Note("input", w) for w in dict.fromkeys(fit.warnings) if w not in said]
     overlap = None
     if fit is not None:  # by content: the same rows under another name, or dev inside dev+test
-        from calibcli.summaries import in_sample_note
+        from calibcli.summaries import rows_in_sample_note
 
-        overlap = in_sample_note(
-            fit.fingerprint,
-            summary.fingerprint,
+        overlap = rows_in_sample_note(  # their exact values, and rounded (float32, 4 decimals)
+            fit,
+            summary,
             "the rows the threshold was chosen on",
             "the threshold was partly chosen on the rows it is evaluated on, so its coverage and "
             "accuracy here are optimistic; evaluate on rows held out from --fit",
-            kept=getattr(summary, "kept", None),
         )
     if fit is not None:
         notes += [Note("fit_rows", text) for text in _other_rows(fit, summary)]

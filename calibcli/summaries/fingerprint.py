@@ -7,6 +7,8 @@ hashes modulo 2**64 (a multiset hash: equal multisets give equal sums), and the 
 smallest distinct hashes (a bottom-k sketch, which estimates how much two sets overlap). All
 three merge exactly and in any order, and the fingerprint's size never grows with the rows.
 Rows with equal values hash equally: the sketch sees distinct values, not distinct rows.
+Rows written again through a float32 column, or with fewer decimals, hold other doubles: their
+fingerprints under a rounding (:func:`rounded_prints`) tell them too.
 """
 
 from __future__ import annotations
@@ -42,6 +44,55 @@ def calibration_hashes(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
     sign bit, mixed."""
     bits = np.ascontiguousarray(conf, np.float64).view(np.uint64)
     return mix(bits | (correct.astype(np.uint64) << np.uint64(63)))
+
+
+ROUNDINGS = {
+    "float32": "their confidences compared as float32",
+    "decimals4": "their confidences compared to 4 decimals",
+}
+"""The roundings under which calibration rows are compared besides their exact values, and how
+a message says so: the float32 nearest (rows exported through a float32 column, which that
+rounding gives back exactly) and 4 decimals (rows written rounded; coarser, so it tells fewer
+rows apart, and a value within float32's error of a rounding boundary may round either way)."""
+
+
+def rounded(conf: np.ndarray, rounding: str) -> np.ndarray:
+    """The confidences under ``rounding`` (a key of ``ROUNDINGS``), as doubles."""
+    if rounding == "float32":
+        return np.asarray(conf, np.float64).astype(np.float32).astype(np.float64)
+    return np.round(np.asarray(conf, np.float64), 4)
+
+
+def rounded_hashes(right: np.ndarray, wrong: np.ndarray, rounding: str) -> np.ndarray:
+    """The hashes (:func:`calibration_hashes`) of rows given as the confidences of right and of
+    wrong answers, rounded first."""
+    return np.concatenate(
+        [
+            calibration_hashes(rounded(right, rounding), np.ones(right.shape[0], bool)),
+            calibration_hashes(rounded(wrong, rounding), np.zeros(wrong.shape[0], bool)),
+        ]
+    )
+
+
+def rounded_prints(right: np.ndarray, wrong: np.ndarray) -> dict[str, RowFingerprint]:
+    """The fingerprint of the rows under each rounding of ``ROUNDINGS``."""
+    prints = {}
+    for name in ROUNDINGS:
+        prints[name] = RowFingerprint()
+        prints[name].add(rounded_hashes(right, wrong, name))
+    return prints
+
+
+def rounded_from_dict(value: Any) -> dict[str, RowFingerprint] | None:
+    """The rounded fingerprints that a fingerprint's JSON form records under ``rounded`` (None
+    when it records none, as calibrators written before them); ValueError when malformed.
+    Roundings this version does not know are passed over."""
+    found = value.get("rounded") if isinstance(value, dict) else None
+    if found is None:
+        return None
+    if not isinstance(found, dict):
+        raise ValueError("not a row fingerprint (its rounded fingerprints are not an object)")
+    return {name: RowFingerprint.from_dict(v) for name, v in found.items() if name in ROUNDINGS}
 
 
 def perplexity_hashes(nll: np.ndarray, tokens: np.ndarray | None) -> np.ndarray:

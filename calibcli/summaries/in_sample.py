@@ -6,17 +6,27 @@ Held-out rows share values with the fitted rows by chance where values repeat (f
 about a fifth of 2,000 rows' values), so a share found counts only beyond what chance would
 find (:func:`chance_share`). Two directions are looked at: the fitted rows among the rows scored
 (dev scored inside dev + test), and the rows scored among the fitted rows (a slice of the
-fitting rows scored as a test), the second only with the rows scored at hand.
+fitting rows scored as a test), the second only with the rows scored at hand. Rows written
+again through a float32 column, or rounded to 4 decimals, hold other doubles than those fitted
+on: with the rows scored at hand, both sides are compared under those roundings too.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from calibcli.summaries.fingerprint import SAMPLE, calibration_hashes
+from calibcli.summaries.fingerprint import (
+    ROUNDINGS,
+    SAMPLE,
+    RowFingerprint,
+    calibration_hashes,
+    rounded_hashes,
+    rounded_prints,
+)
 
 IN_SAMPLE_SHARE = 0.1
 """A share of fitted rows found among the scored rows from which the overlap is named, on rows
@@ -62,8 +72,11 @@ sketch, or, from the sketches alone, fitted values whose presence among the rows
 known."""
 
 
-def _hashes(kept: Any) -> np.ndarray:
-    """The distinct hashes of kept rows (right and wrong answers), sorted."""
+def _hashes(kept: Any, rounding: str | None = None) -> np.ndarray:
+    """The distinct hashes of kept rows (right and wrong answers), sorted: of their exact
+    confidences, or of those rounded (a key of ``ROUNDINGS``)."""
+    if rounding is not None:
+        return np.unique(rounded_hashes(kept.right, kept.wrong, rounding))
     right = calibration_hashes(kept.right, np.ones(kept.right.shape[0], bool))
     wrong = calibration_hashes(kept.wrong, np.zeros(kept.wrong.shape[0], bool))
     return np.unique(np.concatenate([right, wrong]))
@@ -122,7 +135,14 @@ def _scored_among_fitted(fitted: Any, hashes: np.ndarray | None) -> float | None
 
 
 def in_sample_note(
-    fitted: Any, scored: Any, what: str, consequence: str, kept: Any = None
+    fitted: Any,
+    scored: Any,
+    what: str,
+    consequence: str,
+    kept: Any = None,
+    *,
+    rounded: dict[str, Any] | None = None,
+    fitted_kept: Any = None,
 ) -> str | None:
     """A warning when the rows scored contain rows that ``fitted`` (a fingerprint) describes,
     decided by content (the rows' values), not by file names: the same rows exactly (in any
@@ -131,24 +151,112 @@ def in_sample_note(
     scored at hand (``kept``, every row of ``scored``), more of them among the fitted rows
     than ``SLICE_SHARE`` of those chance would not find (a slice of the fitting rows). None
     otherwise, and when either set repeats its values so much that shared values say nothing
-    (:meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_rows_apart`)."""
+    (:meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_rows_apart`).
+
+    With the rows scored at hand, the same is asked again of the rows under each rounding of
+    :data:`~calibcli.summaries.fingerprint.ROUNDINGS` (rows written again through float32, or
+    rounded): the fitted rows' rounded fingerprints are ``rounded`` (as a calibrator file
+    records them), else made from ``fitted_kept`` (every fitted row); without either (a
+    calibrator written before them) only the exact values are compared."""
+    at_hand = kept is not None and kept.n == scored.rows
+    note = _note(fitted, scored, what, consequence, kept if at_hand else None)
+    if note is not None or not at_hand or not fitted.rows:
+        return note
+    if rounded is None and fitted_kept is not None and fitted_kept.n == fitted.rows:
+        rounded = rounded_prints(fitted_kept.right, fitted_kept.wrong)
+    for name, how in ROUNDINGS.items():
+        mine = (rounded or {}).get(name)
+        if mine is None or mine.rows != fitted.rows:  # not the rows ``fitted`` describes
+            continue
+        theirs = RowFingerprint()
+        theirs.add(rounded_hashes(kept.right, kept.wrong, name))
+        note = _note(mine, theirs, what, consequence, kept, (name, how))
+        if note is not None:
+            return note
+    return None
+
+
+def rows_in_sample_note(fitted: Any, scored: Any, what: str, consequence: str) -> str | None:
+    """:func:`in_sample_note` for two summaries (a threshold's --fit rows and the rows it is
+    evaluated on): their fingerprints, and their kept rows when they were kept."""
+    return in_sample_note(
+        fitted.fingerprint,
+        scored.fingerprint,
+        what,
+        consequence,
+        kept=getattr(scored, "kept", None),
+        fitted_kept=getattr(fitted, "kept", None),
+    )
+
+
+def _note(
+    fitted: Any,
+    scored: Any,
+    what: str,
+    consequence: str,
+    kept: Any,
+    rounding: tuple[str, str] | None = None,
+) -> str | None:
+    """:func:`in_sample_note` for one pair of fingerprints, of the exact values or of the
+    values under ``rounding`` (its name and how a message says it); ``kept`` the rows scored,
+    when at hand."""
     if not fitted.rows or not scored.rows:
         return None
+    said = "" if rounding is None else f" ({rounding[1]})"
     if fitted.same_rows(scored):
-        return f"the {scored.rows:,} rows scored here are {what}: {consequence}"
+        return f"the {scored.rows:,} rows scored here are {what}{said}: {consequence}"
     if not (fitted.tells_rows_apart() and scored.tells_rows_apart()):
         return None
-    hashes = None if kept is None or kept.n != scored.rows else _hashes(kept)
+    hashes = None if kept is None else _hashes(kept, None if rounding is None else rounding[0])
     share = _fitted_among_scored(fitted, scored, hashes)
     if share is not None:
         return (
             f"about {share:.0%} of {what} ({fitted.rows:,}) are among the {scored.rows:,} "
-            f"rows scored here: {consequence}"
+            f"rows scored here{said}: {consequence}"
         )
     share = _scored_among_fitted(fitted, hashes)
     if share is not None:
         return (
             f"about {share:.0%} of the {scored.rows:,} rows scored here are among {what} "
-            f"({fitted.rows:,}): {consequence}"
+            f"({fitted.rows:,}){said}: {consequence}"
         )
     return None
+
+
+def scored_in_sample(calibrators: Any, summary: Any, files: list[str]) -> str | None:
+    """The warning that the rows scored hold rows the calibrator (a
+    :class:`~calibcli.summaries.recalibrate.CalibratorFile`) was fitted on, or None: by content
+    (the fingerprints the file records, :func:`in_sample_note`), else, for a file that records
+    none, by the files named. The figures after such a calibrator are in-sample and flatter
+    it, so a gate on them cannot pass on its word."""
+    fingerprint = calibrators.fingerprint
+    if fingerprint is not None:
+        note = in_sample_note(
+            fingerprint,
+            summary.fingerprint,
+            "the rows the calibrator was fitted on",
+            "the figures after recalibration are in-sample for them and flatter the map; "
+            "score held-out rows, or use --recalibrate METHOD --folds K",
+            kept=getattr(summary, "kept", None),
+            rounded=calibrators.rounded,
+        )
+        if note is not None or (
+            fingerprint.tells_rows_apart() and summary.fingerprint.tells_rows_apart()
+        ):
+            return note
+    # no fingerprint recorded, or values too coarse for one to tell: the files named decide
+    fitted = {_same_file(f) for f in calibrators.fitted_on.get("files") or []}
+    overlap = sorted(f for f in files if _same_file(f) in fitted and f != "-")
+    if not overlap:
+        return None
+    return (
+        f"the calibrator was fitted on {', '.join(overlap)}, which is scored here too: the "
+        "figures after recalibration are in-sample and flatter it; score held-out rows, or use "
+        "--recalibrate METHOD --folds K"
+    )
+
+
+def _same_file(name: str) -> str:
+    """A file name compared across runs: its resolved path when it exists, else as given."""
+    path = Path(name)
+    return str(path.resolve()) if path.exists() else name

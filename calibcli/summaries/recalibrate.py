@@ -37,6 +37,7 @@ class CalibratorFile:
     group_rows: dict[str, int] = field(default_factory=dict)
     path: Path | None = None  # the file it was read from
     fingerprint: Any = None  # RowFingerprint of the rows it was fitted on (None: not recorded)
+    rounded: Any = None  # their rounded fingerprints, by rounding (rounded_prints; None: none)
 
     def for_group(self, name: str | None) -> Any:
         """The calibrator that maps the rows of group ``name`` (the pooled one when None or
@@ -62,6 +63,8 @@ class CalibratorFile:
         }
         if self.fingerprint is not None:
             body["fingerprint"] = self.fingerprint.to_dict()
+            if self.rounded:
+                body["fingerprint"]["rounded"] = {k: v.to_dict() for k, v in self.rounded.items()}
         return json.dumps(body, allow_nan=False) + "\n"
 
 
@@ -96,6 +99,7 @@ def fit_data(
 ) -> CalibratorFile:
     """Fit ``method`` on a summary's kept rows (pooled, and per --by group). Raises ValueError."""
     from calibcli.metrics import fit_columns as fit
+    from calibcli.summaries.fingerprint import rounded_prints
 
     def fit_columns(columns: Any, where: str) -> Any:
         if columns is None or columns.n == 0:
@@ -110,7 +114,9 @@ def fit_data(
     for name, part in (summary.by_group() or {}).items():
         groups[str(name)] = fit_columns(part.columns, f"group {name!r}")
         rows[str(name)] = int(part.columns.n)
-    return CalibratorFile(method, pooled, fitted_on, by, groups, rows)
+    every = summary.pooled().columns  # the rows the file's fingerprints describe
+    rounded = rounded_prints(every.conf_correct, every.conf_wrong)
+    return CalibratorFile(method, pooled, fitted_on, by, groups, rows, rounded=rounded)
 
 
 # what each key of a calibrator's fitted_on holds, where it records it: the checks applying
@@ -232,15 +238,18 @@ def load(path: str | Path) -> CalibratorFile:
         raise bad('"by" is not a field name or null')
     if by is None and groups:  # the maps would be taken whatever --by asks
         raise bad('"groups" holds maps but "by" names no field')
-    fingerprint = None
+    fingerprint = rounded = None
     if "fingerprint" in body:
-        from calibcli.summaries.fingerprint import RowFingerprint
+        from calibcli.summaries.fingerprint import RowFingerprint, rounded_from_dict
 
         try:
             fingerprint = RowFingerprint.from_dict(body["fingerprint"])
+            rounded = rounded_from_dict(body["fingerprint"])
         except ValueError as exc:
             raise bad(str(exc)) from None
-    return CalibratorFile(method, pooled, fitted_on, by, groups, rows, Path(path), fingerprint)
+    return CalibratorFile(
+        method, pooled, fitted_on, by, groups, rows, Path(path), fingerprint, rounded
+    )
 
 
 def _regrouped(
@@ -412,6 +421,8 @@ def recalibrated(
             "calibrator": str(calibrators.path) if calibrators.path else None,
             "fitted_on": calibrators.fitted_on,
         }
+        from calibcli.summaries.in_sample import scored_in_sample
+
         shared = scored_in_sample(calibrators, summary, files)
         return after, settings, [shared] if shared else []
     if choices is not None and method == "temperature":
@@ -436,45 +447,6 @@ def per_group_maps_note(by: str) -> str:
         "run --recalibrate without --by, or calibcli fit without --by (on other rows) and "
         f"give --calibrator FILE --by {by}"
     )
-
-
-def scored_in_sample(calibrators: CalibratorFile, summary: Any, files: list[str]) -> str | None:
-    """The warning that the rows scored hold rows the calibrator was fitted on, or None: by
-    content (the fingerprint the file records, :func:`in_sample_note`), else, for a file that
-    records none, by the files named. The figures after such a calibrator are in-sample and
-    flatter it, so a gate on them cannot pass on its word."""
-    from calibcli.summaries.in_sample import in_sample_note
-
-    fingerprint = calibrators.fingerprint
-    if fingerprint is not None:
-        note = in_sample_note(
-            fingerprint,
-            summary.fingerprint,
-            "the rows the calibrator was fitted on",
-            "the figures after recalibration are in-sample for them and flatter the map; "
-            "score held-out rows, or use --recalibrate METHOD --folds K",
-            kept=getattr(summary, "kept", None),
-        )
-        if note is not None or (
-            fingerprint.tells_rows_apart() and summary.fingerprint.tells_rows_apart()
-        ):
-            return note
-    # no fingerprint recorded, or values too coarse for one to tell: the files named decide
-    fitted = {_same_file(f) for f in calibrators.fitted_on.get("files") or []}
-    overlap = sorted(f for f in files if _same_file(f) in fitted and f != "-")
-    if not overlap:
-        return None
-    return (
-        f"the calibrator was fitted on {', '.join(overlap)}, which is scored here too: the "
-        "figures after recalibration are in-sample and flatter it; score held-out rows, or use "
-        "--recalibrate METHOD --folds K"
-    )
-
-
-def _same_file(name: str) -> str:
-    """A file name compared across runs: its resolved path when it exists, else as given."""
-    path = Path(name)
-    return str(path.resolve()) if path.exists() else name
 
 
 # --------------------------------------------------------------------------- multiple choice
