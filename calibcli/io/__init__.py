@@ -67,7 +67,6 @@ __all__ = [
     "read_matched",
     "read_perplexity",
     "records",
-    "resampled_by_row",
     "runs_of_one_task",
     "suffix_codec",
     "summary_sources",
@@ -527,10 +526,10 @@ _CHECKED = ("RowsRead", "calibrator_notes", "check_fitted_names", "other_groups"
 
 def __getattr__(name: str) -> Any:
     # row-by-row reading (compare, apply, choices) loads on first use
-    if name in ("resampled_by_row", "runs_of_one_task"):  # what re-runs say of their rows
-        import importlib
+    if name == "runs_of_one_task":  # why two re-runs of a task cannot be paired
+        from calibcli.io.runs import runs_of_one_task
 
-        return getattr(importlib.import_module("calibcli.io.runs"), name)
+        return runs_of_one_task
     if name == "rewrite_confidences":
         import importlib
 

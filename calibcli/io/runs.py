@@ -352,11 +352,12 @@ _BY_ROW = (
 )
 
 
-def resampled_by_row(warning: str) -> str:
-    """The warning about rows that repeat their questions, read keyed by question, as it reads
-    of the same rows resampled one by one (compare --unpaired); any other warning as it is."""
-    if warning.startswith(REPEATED) and warning.endswith(_DRAWN):
-        return warning[: -len(_DRAWN)] + _BY_ROW
+def drawn_whole(warning: str) -> str:
+    """The warning about rows that repeat their questions, said of rows resampled one by one,
+    as it reads of the same rows drawn a question at a time (compare --unpaired, which draws
+    each side's questions whole); any other warning as it is."""
+    if warning.startswith(REPEATED) and warning.endswith(_BY_ROW):
+        return warning[: -len(_BY_ROW)] + _DRAWN
     return warning
 
 

@@ -21,7 +21,7 @@ def read_unpaired(base: str, new: str, **options: Any) -> tuple[Any, tuple[str, 
     from dataclasses import replace
 
     from calibcli.io.keyed import read_key_columns
-    from calibcli.io.runs import either
+    from calibcli.io.runs import drawn_whole, either
     from calibcli.summaries import PairedRows
 
     b, n = (read_key_columns([f], **options, keyed=False) for f in (base, new))
@@ -55,17 +55,6 @@ def read_unpaired(base: str, new: str, **options: Any) -> tuple[Any, tuple[str, 
         side_questions=labels,
     )
     return rows, (b.fmt, n.fmt)
-
-
-def drawn_whole(warning: str) -> str:
-    """The warning about rows that repeat their questions as it reads of rows drawn a question
-    at a time (:func:`~calibcli.io.runs.resampled_by_row` the other way); any other warning as
-    it is."""
-    from calibcli.io.runs import _BY_ROW, _DRAWN, REPEATED
-
-    if warning.startswith(REPEATED) and warning.endswith(_BY_ROW):
-        return warning[: -len(_BY_ROW)] + _DRAWN
-    return warning
 
 
 def distinct(questions: Any, rows: int) -> int:
