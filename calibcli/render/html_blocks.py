@@ -342,7 +342,9 @@ def gate(ids: Ids, found: Any) -> str:
     headers += ["limit", "result", "reason"]
     rows: list[Row] = []
     for c in checks:
-        values = [c.get("estimate"), c.get("upper")] if upper else [c.get("value")]
+        values = [c.get("value")]
+        if upper:  # a floor's count has no interval: its estimate and upper end are itself
+            values = [c.get("estimate", c.get("value")), c.get("upper", c.get("value"))]
         least = "minimum" in c
         given = c["minimum"] if least else c.get("threshold")
         digits = gate_decimals(values, given)

@@ -292,7 +292,9 @@ def _gate(report: dict[str, Any]) -> list[Any]:
     table = _table(title, *columns, "threshold", "result", right_from=2)
     for check in gate["checks"]:
         result = "pass" if check["passed"] else ("fail (closed)" if "reason" in check else "fail")
-        values = [check.get("estimate"), check.get("upper")] if upper else [check["value"]]
+        values = [check["value"]]
+        if upper:  # a floor's count has no interval: its estimate and upper end are itself
+            values = [check.get("estimate", check["value"]), check.get("upper", check["value"])]
         limit = check["minimum"] if "minimum" in check else check["threshold"]
         digits = gate_decimals(values, limit)
         _row(

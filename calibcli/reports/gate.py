@@ -122,10 +122,27 @@ class Verdict:
     failures: list[str] = field(default_factory=list)
 
 
-def _fmt(x: float | None) -> str:
-    if isinstance(x, int):  # a count, whole
-        return str(x)
-    return "null" if x is None else f"{x:.6g}"
+def limit_text(limit: float) -> str:
+    """A limit as the user gave it, as short as it reads back exactly: ``0.05``, and
+    ``0.049999999999999996`` (not ``0.05``) for the double just below it."""
+    if isinstance(limit, int):  # a count, whole
+        return str(limit)
+    short = f"{limit:g}"
+    return short if float(short) == limit else repr(limit)
+
+
+def value_text(value: float, limit: float) -> str:
+    """``value`` beside ``limit`` in a failure line: to the fewest significant digits, at least
+    6, at which it reads on its side of the limit. An ECE of 0.05000001 against ``--max-ece
+    0.05`` reads ``0.05000001``, where 6 digits (``0.05``) would contradict "exceeds"."""
+    if isinstance(value, int):  # a count, whole
+        return str(value)
+    side = (value > limit) - (value < limit)
+    for digits in range(6, 17):
+        shown = f"{value:.{digits}g}"
+        if (float(shown) > limit) - (float(shown) < limit) == side:
+            return shown
+    return repr(value)  # the shortest text that reads back as the value itself
 
 
 def _checks(
@@ -154,7 +171,7 @@ def _checks(
         if reason is not None:
             check["passed"] = False
             check["reason"] = reason
-            option = gate.options.get(metric, f"--max-{metric} {threshold:g}")
+            option = gate.options.get(metric, f"--max-{metric} {limit_text(threshold)}")
             failures.append(f"{metric}{where}: {reason}; cannot support {option}")
         else:
             check["passed"] = bool(value <= threshold)
@@ -162,8 +179,10 @@ def _checks(
                 bound = (
                     "" if gate.bound == "estimate" else f" (upper end of the {level:g} interval)"
                 )
-                option = gate.options.get(metric, f"--max-{metric} {threshold:g}")
-                failures.append(f"{metric}{where} = {_fmt(value)}{bound} exceeds {option}")
+                option = gate.options.get(metric, f"--max-{metric} {limit_text(threshold)}")
+                failures.append(
+                    f"{metric}{where} = {value_text(value, threshold)}{bound} exceeds {option}"
+                )
         checks.append(check)
     for metric, least in gate.minimums.items():
         value = figures.get(metric)
@@ -174,14 +193,14 @@ def _checks(
         if reason is None and (value is None or math.isnan(value)):
             reason = f"{metric} is undefined on this data"
         check["value"] = value
-        option = gate.options.get(metric, f"--min-{metric} {least:g}")
+        option = gate.options.get(metric, f"--min-{metric} {limit_text(least)}")
         if reason is not None:
             check.update(passed=False, reason=reason)
             failures.append(f"{metric}{where}: {reason}; cannot support {option}")
         else:
             check["passed"] = bool(value >= least)
             if not check["passed"]:
-                failures.append(f"{metric}{where} = {_fmt(value)} is below {option}")
+                failures.append(f"{metric}{where} = {value_text(value, least)} is below {option}")
         checks.append(check)
     return checks, failures
 
