@@ -70,7 +70,9 @@ def fit(
         raise InputError(WHERE, None, f"cannot fit {method}: {exc}") from None
     after = None if choices is None else choices_data(choices, calibrators, bins=bins)
     report = fit_report(summary, calibrators, bins=bins, after=after)
-    calibrators = replace(calibrators, fingerprint=summary.fingerprint)
+    calibrators = replace(
+        calibrators, fingerprint=summary.fingerprint, warnings=tuple(report.warnings)
+    )
     return Calibrator(calibrators, report, rows.files)
 
 

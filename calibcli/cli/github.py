@@ -14,8 +14,9 @@ its usual stderr lines, never replacing them:
 ``--annotations none`` turns all three off; outside Actions nothing changes. The runner reads
 every line of stdout and stderr for workflow commands, so under Actions (whatever
 ``--annotations`` says) text that quotes the data (a group named ``::stop-commands::x``, a
-field value ``##[error]x``) is printed through :func:`guarded` or :func:`json_guarded`: shown
-as text, never run, and ended before calibcli's own annotations. Every command gets
+field value ``##[error]x``) is printed through :func:`guarded` or :func:`json_guarded`, and an
+output file written to a stream (``-o /dev/stdout``) through :func:`stream_guarded`: shown as
+text, never run, and ended before calibcli's own annotations. Every command gets
 the two options from :func:`ci_options`, which calibcli.cli.app applies when a command registers.
 """
 
@@ -181,6 +182,34 @@ def json_guarded(pieces: Iterable[str]) -> Iterator[str]:
             yield text[:kept]
     if held:
         yield held
+
+
+# A line's leading ``::`` (after any whitespace), kept apart from the second colon
+_LINE_COLONS = re.compile(r"((?:\A|[\r\n])[^\S\r\n]*):(?=:)")
+
+
+def stream_guarded(data: bytes, form: str) -> bytes:
+    """An output file written through to a stream or device (``/dev/stdout``, a pipe, a
+    terminal), which a runner may read, as printed where one does: ``json`` as
+    :func:`json_guarded` writes it (the same JSON value); ``markup`` (HTML, SVG) with each
+    ``##[`` written ``##&#91;`` and a line's leading ``::`` as ``&#58;:``, character references
+    that a browser reads as the same text, so the page shows and reads as before; other text
+    (Markdown) as :func:`guarded` prints a table, between stop-commands lines, since its
+    character references would show as written in a code span. ``binary`` (PNG, PDF) is
+    written as it is: its text is drawn, not written. Unchanged outside Actions, and when no
+    line could start a workflow command."""
+    if form == "binary" or not runner_reads():
+        return data
+    text = data.decode("utf-8")
+    if not could_be_command(text):
+        return data
+    if form == "json":
+        text = "".join(json_guarded([text]))
+    elif form == "markup":
+        text = _LINE_COLONS.sub(r"\1&#58;", text.replace("##[", "##&#91;"))
+    else:
+        text = guarded(text)
+    return text.encode("utf-8")
 
 
 def _emit(line: str) -> None:

@@ -10,6 +10,9 @@ folder that does not exist, a path through a file) leaves every existing regular
    a FIFO) cannot be staged, and replacing them would be wrong (as root, ``/dev/null`` would
    become a plain file): they are written through, first, so that when one fails no file has
    been touched. What a stream received before a later output failed cannot be taken back.
+   Under GitHub Actions, whose runner reads the job's stdout and stderr for workflow
+   commands, what they receive is shown as text (:func:`calibcli.cli.github.stream_guarded`,
+   and a summary file's header as JSON text); a regular file is written as it is.
 2. The appended outputs (the Markdown summary) receive their text, one write each. One that
    fails (a full disk) is cut back to its length before, so it is left as it was, and no other
    file is put in place.
@@ -37,10 +40,12 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from calibcli.cli import github
 from calibcli.io import AtomicFile, is_special, mode_for, target_of, temporary_beside
 
 
@@ -193,7 +198,8 @@ class Staged:
         payload = data.encode("utf-8") if isinstance(data, str) else data
         target = target_of(Path(path))
         try:
-            if is_special(target):
+            if is_special(target):  # a runner may read it: shown as text (stream_guarded)
+                payload = github.stream_guarded(payload, _form(path, what))
                 self._through.append((target, payload, Path(path), what))
                 return
             if append:
@@ -260,6 +266,15 @@ class Staged:
         self._appends.clear()
 
 
+def _form(path: Path, what: str) -> str:
+    """What kind of text an output is, for :func:`calibcli.cli.github.stream_guarded`: the
+    report and the calibrator file JSON, the HTML page and an SVG picture markup, other
+    pictures binary, the Markdown summary text."""
+    if what == "plot":
+        return "markup" if Path(path).suffix.lower() == ".svg" else "binary"
+    return {"report": "json", "HTML report": "markup"}.get(what, "text")
+
+
 def _failed(path: Path | str, what: str, exc: OSError) -> str:
     return f"{path}: cannot write the {what}: {exc.strerror or exc}"
 
@@ -310,6 +325,7 @@ class StreamTarget(AtomicFile):
     def __init__(self, path: Path, what: str) -> None:
         super().__init__(path)
         self.what = what
+        self._first = True
 
     def __enter__(self) -> StreamTarget:
         try:
@@ -321,6 +337,9 @@ class StreamTarget(AtomicFile):
     def write(self, data: bytes) -> None:
         """Write ``data``; OutputError when it cannot be, and BrokenPipeError, left for the
         command to stop writing without an error, when a stream's reader left (``| head``)."""
+        if self._first and self._tmp is None:  # written through to a stream a runner may read
+            data = _summary_guarded(data)
+        self._first = False
         try:
             super().write(data)
         except BrokenPipeError:
@@ -335,3 +354,28 @@ class StreamTarget(AtomicFile):
             raise
         except OSError as err:
             raise OutputError(_failed(self.path, self.what, err)) from None
+
+
+_SUMMARY_PREFIX = struct.Struct("<16sIIQ")
+"""A summary file's prefix: magic, format version, reserved, header length
+(:mod:`calibcli.summaries.encoding`)."""
+
+
+def _summary_guarded(data: bytes) -> bytes:
+    """A summary file's first piece, its prefix and JSON header, as written where a runner
+    reads it: each ``##[`` in the header (group names, sources) written ``##\\u005b``, the
+    same JSON value as :func:`calibcli.cli.github.json_guarded` writes, the header padded
+    again to a multiple of 8 bytes and its length set, so the file reads as the same summary.
+    Any other data, and everything outside Actions, is returned as it is."""
+    from calibcli.summaries import MAGIC
+
+    size = _SUMMARY_PREFIX.size
+    if not github.runner_reads() or bytes(data[:16]) != MAGIC or len(data) < size:
+        return data
+    magic, version, reserved, length = _SUMMARY_PREFIX.unpack(bytes(data[:size]))
+    header = bytes(data[size : size + length])
+    if b"##[" not in header or len(data) != size + length:
+        return data
+    text = header.rstrip(b" ").replace(b"##[", b"##\\u005b")
+    text += b" " * (-len(text) % 8)
+    return _SUMMARY_PREFIX.pack(magic, version, reserved, len(text)) + text

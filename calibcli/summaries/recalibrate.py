@@ -8,8 +8,9 @@ A calibrator file is small strict JSON (``schema_version`` 1)::
      "by": null, "groups": {}}
 
 With ``by`` set, ``groups`` maps each group's name to its own ``{"method", "params", "n"}``;
-rows of a group the file does not name are mapped by the pooled calibrator. No printing and no
-typer here: the commands call these and turn ValueError into exit 2.
+rows of a group the file does not name are mapped by the pooled calibrator. ``warnings``, the
+fit's warnings (as its report and stderr say them), is there when the fit had any. No printing
+and no typer here: the commands call these and turn ValueError into exit 2.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class CalibratorFile:
     path: Path | None = None  # the file it was read from
     fingerprint: Any = None  # RowFingerprint of the rows it was fitted on (None: not recorded)
     rounded: Any = None  # their rounded fingerprints, by rounding (rounded_prints; None: none)
+    warnings: tuple[str, ...] = ()  # the fit's warnings, as its report says them
 
     def for_group(self, name: str | None) -> Any:
         """The calibrator that maps the rows of group ``name`` (the pooled one when None or
@@ -61,6 +63,8 @@ class CalibratorFile:
                 for name, cal in self.groups.items()
             },
         }
+        if self.warnings:  # a file without the key (written before, or no warning) reads alike
+            body["warnings"] = list(self.warnings)
         if self.fingerprint is not None:
             body["fingerprint"] = self.fingerprint.to_dict()
             if self.rounded:
@@ -238,6 +242,9 @@ def load(path: str | Path) -> CalibratorFile:
         raise bad('"by" is not a field name or null')
     if by is None and groups:  # the maps would be taken whatever --by asks
         raise bad('"groups" holds maps but "by" names no field')
+    warnings = body.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        raise bad('"warnings" is not a list of texts')
     fingerprint = rounded = None
     if "fingerprint" in body:
         from calibcli.summaries.fingerprint import RowFingerprint, rounded_from_dict
@@ -248,7 +255,16 @@ def load(path: str | Path) -> CalibratorFile:
         except ValueError as exc:
             raise bad(str(exc)) from None
     return CalibratorFile(
-        method, pooled, fitted_on, by, groups, rows, Path(path), fingerprint, rounded
+        method,
+        pooled,
+        fitted_on,
+        by,
+        groups,
+        rows,
+        Path(path),
+        fingerprint,
+        rounded,
+        tuple(warnings),
     )
 
 

@@ -78,7 +78,10 @@ def fit(
     with one_blas_thread():
         after = None if choices is None else choices_data(choices, calibrators, bins=bins)
         result = fit_report(data, calibrators, bins=bins, after=after)
-    calibrators = replace(calibrators, fingerprint=data.fingerprint)
+    # the file carries the fit's warnings, as stderr, --summary and the report say them
+    calibrators = replace(
+        calibrators, fingerprint=data.fingerprint, warnings=tuple(result.warnings)
+    )
     emit(
         result,
         json_out=json_out,
