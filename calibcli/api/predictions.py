@@ -71,6 +71,10 @@ class Predictions:
     # the readers' bounds the files were read with (max_line_bytes, max_document_bytes), which
     # reading them again (an lm-eval file's choices, for temperature) keeps
     bounds: dict[str, Any] = field(default_factory=dict, repr=False)
+    # re-runs pooled with all_runs whose ids repeat beyond their runs' epochs: each part's
+    # (the epochs its run recorded, the most rows a question holds), as the commands' summary
+    # records its files; None otherwise
+    pooled: tuple[tuple[int | None, int | None], ...] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -132,7 +136,9 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     read twice is an error, and so is a native row carrying its file's first row's ``id``
     (a run appended to its file again), unless ``all_runs=True``: every re-run of a task in a
     folder is then read and pooled, as ``calibrate --all-runs`` pools them (:func:`compare`
-    refuses rows whose ids repeat, as the command does). Two models' lm-eval files of one
+    refuses rows whose ids repeat, as the command does); pooled rows whose ids repeat (one
+    task's inspect-ai logs, native rows given ``id_field``) are then each question's answers,
+    counted and drawn by question with the command's warning. Two models' lm-eval files of one
     task hold the same doc_ids without a row read twice (their figures mix the models, and
     every gate on them fails closed). What the reading says of the files (a folder's files
     skipped, older re-runs left out) is in ``warnings``, as the commands say it.
@@ -174,6 +180,7 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
         files_read_as(rows.read_as, **asked),
         rows.parts,
         bounds,
+        rows.pooled,
     )
 
 
@@ -408,6 +415,8 @@ def _check(rows: Predictions) -> None:
             same_length(name, n, len(getattr(rows, what)), what)
     if rows.parts:
         same_length(name, n, sum(part[1] for part in rows.parts), "the parts' rows")
+    if rows.pooled is not None and len(rows.pooled) != len(rows.parts):
+        raise InputError(name, None, "pooled: expected one entry per part read")
     for attribute, value in kept.items():
         object.__setattr__(rows, attribute, value)
 
@@ -428,18 +437,29 @@ def _one_each(name: str, values: Any, n: int, what: str) -> np.ndarray:
 
 
 def _read_only(given: Any, checked: np.ndarray) -> np.ndarray:
-    """``checked`` (``given``, as checked) read-only: as it is when it is ``given``, already
-    read-only and holding its own data; else a copy, since the caller's array, or an array
-    that views another's, could change after the check."""
-    if checked is given and checked.flags.owndata and not checked.flags.writeable:
+    """``checked`` (``given``, as checked) read-only: as it is when it is ``given`` and held as
+    :func:`_frozen` holds rows (a read-only view of a read-only array holding its own data);
+    else a copy, since the caller's array, or an array that views another's, could change
+    after the check."""
+    base = checked.base
+    if (
+        checked is given
+        and not checked.flags.writeable
+        and isinstance(base, np.ndarray)
+        and base.base is None
+        and not base.flags.writeable
+    ):
         return checked
     return _frozen(checked.copy())
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
-    """``arr``, made read-only (an array of the rows' own, which nothing else holds)."""
+    """``arr`` (an array of the rows' own, which nothing else holds) made read-only, as a view
+    of it: numpy refuses to make a view of a read-only array writable again
+    (``setflags(write=True)``), as it would let the array itself, so the checked rows cannot
+    change short of going through the view's ``base``."""
     arr.flags.writeable = False
-    return arr
+    return arr.view()
 
 
 def summary_of(rows: Predictions, *, bins: int) -> Any:
@@ -481,15 +501,19 @@ def _sources(rows: Predictions, bins: int) -> tuple[Any, ...]:
         # each row's question's rows in all the files: re-runs pooled repeat it across them
         _, question, counts = np.unique(rows.questions, return_inverse=True, return_counts=True)
         rows_of_question = counts[question]
-    for name, n, fmt in parts:
+    # re-runs whose ids repeat: each file's own epochs, and the rows of a question among them
+    pooled = rows.pooled or ((None, None),) * len(parts)
+    for (name, n, fmt), (own, most) in zip(parts, pooled, strict=True):
         stop = start + n
         epochs = None
-        if rows.questions is not None and n:
+        if rows.pooled is not None:
+            epochs = own
+        elif rows.questions is not None and n:
             epochs = int(rows_of_question[start:stop].max())
         table = None
         if rows.by is None:
             table = BinTable(bins)
             table.add(rows.confidence[start:stop], rows.correct[start:stop])
-        out.append(Source(name, "", fmt, n, epochs=epochs, table=table))
+        out.append(Source(name, "", fmt, n, epochs=epochs, table=table, pooled=most))
         start = stop
     return tuple(out)

@@ -31,6 +31,7 @@ from calibcli.io.matching import (
     raise_regrouped,
     raise_repeat,
 )
+from calibcli.io.pooled_ids import may_repeat, pooled_side
 from calibcli.io.runs import choose_runs, either, repeating, run_checks
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, is_utf8, lines_of, note_once
 from calibcli.io.sources import display_name as shown_source
@@ -164,16 +165,19 @@ def read_key_columns(
     )
     side = _Side(keyed, by is not None)
     # keyed, the paired bootstrap draws each question's rows together; unpaired, --min-rows
-    # counts them (re-runs pooled with all_runs repeat their documents)
-    if repeating(expand(sources), all_runs and not keyed):
+    # counts them (re-runs pooled with all_runs repeat their documents, or their ids)
+    declared = repeating(expand(sources), all_runs and not keyed)
+    if declared or may_repeat(all_runs and not keyed, id_field, fmt):
         side.questions = []
     reader, spans, found = _read_side(sources, side, keyed, options)
     ids, conf, corr = side.columns()
     if keyed:
         raise_repeat(reader, ids.first_repeat(), spans, side)
-    warnings = tuple(reader.warnings)
     fmt = found or "jsonl"
     asked = None if side.questions is None else _join(side.questions, np.uint64)
+    if asked is not None and all_runs and not keyed:  # kept where the questions repeat
+        asked = pooled_side(reader, spans, asked, declared, id_field, by)
+    warnings = tuple(reader.warnings)
     return KeyColumns(
         ids, conf, corr, side.groups, fmt, spans, warnings, side.docs, reader.checks, asked
     )
@@ -564,7 +568,8 @@ class _State:
                 if side.questions is not None:
                     side.asked.append(canonical_id(question_of(key)))
             elif side.questions is not None:  # unpaired: each row's question, to count them
-                side.asked.append(asked_bytes(self.fmt, self.key, row, self.source, side.count))
+                at = (self.source, side.count)
+                side.asked.append(asked_bytes(self.fmt, self.key, row, at, reader.id_field))
         except ValueError as exc:
             text = str(exc)
             if text.startswith("is "):

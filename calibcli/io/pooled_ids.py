@@ -12,7 +12,11 @@ question as ``pooled`` (:class:`~calibcli.summaries.Source`), which every gate c
 counts epochs (``--min-rows`` and the upper-end minimums count questions, the bootstrap and
 the cross-fitting folds draw a question's rows together, ``threshold`` chooses on one answer
 per question). Without repeats the keys taken for this are dropped again, so the figures are
-those of the rows read one by one."""
+those of the rows read one by one.
+
+The other readers find them alike (:func:`repeated_ids`): ``compare --unpaired``'s sides
+(:func:`~calibcli.io.keyed.read_key_columns`) and :func:`calibcli.read_predictions`
+(:func:`pooled_rows`)."""
 
 from __future__ import annotations
 
@@ -27,16 +31,25 @@ def keyed_by_question(plan: Any, files: list[str], parts: bool) -> Any:
     trials, lm-eval re-runs pooled), or where they are pooled with ``--all-runs`` and may carry
     ids (``pooled_keys``: the keys are dropped again when no question repeats, see
     :func:`pooled_repeats`); a row without an id is keyed by its line."""
-    from calibcli.io.ids import OWN_IDS
     from calibcli.io.runs import repeating
 
     if plan.kind != "calibration" or not plan.keep_rows or plan.row_keys:
         return plan
     if repeating(files, plan.all_runs):
         return replace(plan, row_keys=True)
-    if not plan.all_runs or (plan.id_field is None and plan.forced not in (None, *OWN_IDS)):
-        return plan  # rows of a format without ids, none named: no question to repeat
+    if not may_repeat(plan.all_runs, plan.id_field, plan.forced):
+        return plan
     return replace(plan, row_keys=True, pooled_keys=not parts)
+
+
+def may_repeat(all_runs: bool, id_field: str | None, fmt: str | None) -> bool:
+    """Whether rows pooled with ``all_runs`` may carry ids that repeat across the inputs: rows
+    identified by ``id_field``, or of a format with ids of its own (``fmt``: the format forced,
+    None or ``auto`` when each file's is detected). Rows of a format without ids, none named,
+    name no question to repeat."""
+    from calibcli.io.ids import OWN_IDS
+
+    return all_runs and (id_field is not None or fmt in (None, "auto", *OWN_IDS))
 
 
 def pooled_repeats(summary: Any, plan: Any) -> Any:
@@ -48,29 +61,100 @@ def pooled_repeats(summary: Any, plan: Any) -> Any:
     them."""
     import numpy as np
 
-    from calibcli.io.ids import OWN_IDS
-    from calibcli.io.runs import rerun_sources
-    from calibcli.summaries import most_epochs
-
     kept = getattr(summary, "kept", None)
     if summary.kind != "calibration" or kept is None or not kept.keyed:
         return summary
     keys = np.concatenate([kept.right_keys, kept.wrong_keys])
-    most = int(np.unique(keys, return_counts=True)[1].max()) if keys.shape[0] else 0
-    own = most_epochs(rerun_sources(summary.sources, plan.all_runs)) or 1
     identified = summary.settings.id_field is not None
-    # rows without ids are keyed by their lines, which a file given twice repeats: only rows
-    # with ids name their questions
-    named = [
-        s.skipped is None and s.rows > 0 and (identified or s.format in OWN_IDS)
-        for s in summary.sources
-    ]
-    if most <= own or not any(named):
+    sources = repeated_ids(summary.sources, keys, identified, plan.all_runs)
+    if sources is None:
         if plan.pooled_keys:
             kept = replace(kept, right_keys=None, wrong_keys=None)
             return replace(summary, kept=kept)
         return summary
-    sources = tuple(
-        replace(s, pooled=most) if ids else s for s, ids in zip(summary.sources, named, strict=True)
-    )
     return replace(summary, sources=sources)
+
+
+def repeated_ids(sources: Any, asked: Any, identified: bool, all_runs: bool) -> Any:
+    """``sources`` (:class:`~calibcli.summaries.Source`) each recording ``pooled``, the most
+    rows a question holds, when ``asked`` (the rows' question hashes) holds a question more
+    often than the runs read scored one (:func:`~calibcli.summaries.most_epochs` of their
+    :func:`~calibcli.io.runs.rerun_sources`) and a source's rows name their questions (rows
+    ``identified`` by --id-field, or of a format with ids of its own); None otherwise."""
+    import numpy as np
+
+    from calibcli.io.ids import OWN_IDS
+    from calibcli.io.runs import rerun_sources
+    from calibcli.summaries import most_epochs
+
+    asked = np.asarray(asked)
+    most = int(np.unique(asked, return_counts=True)[1].max()) if asked.shape[0] else 0
+    own = most_epochs(rerun_sources(sources, all_runs)) or 1
+    # rows without ids are keyed by their lines, which a file given twice repeats: only rows
+    # with ids name their questions
+    named = [
+        s.skipped is None and s.rows > 0 and (identified or s.format in OWN_IDS) for s in sources
+    ]
+    if most <= own or not any(named):
+        return None
+    return tuple(
+        replace(s, pooled=most) if ids else s for s, ids in zip(sources, named, strict=True)
+    )
+
+
+def pooled_files(
+    files: list[tuple[str, str | None, int]],
+    asked: Any,
+    identified: bool,
+    by: str | None,
+    *,
+    whole: bool = False,
+) -> tuple[tuple[Any, ...], str] | None:
+    """The files read with ``--all-runs`` (each path, its format and its rows, in row order)
+    when ``asked`` (each row's question hash) holds a question more often than their runs'
+    epochs explain (:func:`repeated_ids`): a :class:`~calibcli.summaries.Source` of each, as
+    a summary of them records it (its run's epochs, its ``pooled`` rows a question), and the
+    warning the commands give of them, said of rows drawn a question at a time (``whole``) or
+    resampled one by one (:func:`calibcli.io.runs.drawn_whole` rewrites it once they are drawn
+    whole). None when no question repeats beyond their epochs."""
+    from calibcli.io.runs import rerun_sources, source_checks
+    from calibcli.summaries import Source
+
+    read = tuple(Source(name, "", fmt, n) for name, fmt, n in files)
+    found = repeated_ids(read, asked, identified, True)
+    if found is None:
+        return None
+    found = rerun_sources(found, True)
+    return found, source_checks(found, by, whole, False)[1]
+
+
+def said_instead(warnings: Any, repeats: str) -> tuple[str, ...]:
+    """``warnings`` with ``repeats`` (:func:`pooled_files`' warning) in place of what the runs
+    said of their repeats (:data:`~calibcli.io.runs.REPEATED`), or last where they said none."""
+    from calibcli.io.runs import REPEATED
+
+    kept = [w for w in warnings if not w.startswith(REPEATED)]
+    at = next((i for i, w in enumerate(warnings) if w.startswith(REPEATED)), len(kept))
+    return tuple(dict.fromkeys([*kept[:at], repeats, *kept[at:]]))
+
+
+def pooled_side(
+    reader: Any, spans: list, asked: Any, declared: bool, id_field: str | None, by: str | None
+) -> Any:
+    """The question hashes ``asked`` of a side of ``compare --unpaired`` read with
+    ``--all-runs`` (``reader``: its warnings, formats and run checks; ``spans``: each file's
+    rows), kept where its runs said before its rows were read that they repeat their
+    questions (``declared``) or where its rows' ids repeat beyond their runs' epochs
+    (:func:`pooled_files`): the reader's warning and run checks then say it as calibrate
+    does. None otherwise, so that the side's rows are drawn one by one, as without them."""
+    formats = dict(reader.formats)
+    files = [(source, formats.get(source), stop - start) for source, _, start, stop in spans]
+    found = pooled_files(files, asked, id_field is not None, by)
+    if found is None:
+        return asked if declared else None
+    said = found[1]
+    reader.warnings[:] = said_instead(reader.warnings, said)
+    if reader.checks is not None:
+        warnings = said_instead(reader.checks.warnings, said)
+        reader.checks = replace(reader.checks, warnings=warnings, repeats=said)
+    return asked

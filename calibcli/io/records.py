@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,17 @@ from calibcli.io.sources import (
 from calibcli.summaries import KeyedRows
 
 BLOCK_SIZE = 1 << 20
+
+
+@dataclass(frozen=True)
+class ReadRows(KeyedRows):
+    """:func:`read_keyed`'s rows, with ``pooled``: each file's (the epochs its run recorded,
+    the most rows a question holds), in the order of ``parts``, where re-runs pooled with
+    ``all_runs`` repeat their ids beyond their runs' epochs
+    (:func:`~calibcli.io.pooled_ids.pooled_files`), as the commands' summary records them;
+    None otherwise."""
+
+    pooled: tuple[tuple[int | None, int | None], ...] | None = None
 
 
 def records(
@@ -143,7 +154,9 @@ def read_keyed(
     compare's check that matched rows ask the same question. With ``questions``, rows that
     share a question (an inspect-ai sample's epochs) are labelled with its hash
     (``questions``), so that a bootstrap draws them together; what the runs say closes gates
-    (``mixed``, ``repeats``) as the commands close them. A native row read without an id
+    (``mixed``, ``repeats``) as the commands close them. With ``all_runs`` too, rows whose ids
+    repeat across the inputs more often than their runs' epochs explain are labelled alike and
+    said as the commands say them (:class:`ReadRows`' ``pooled``). A native row read without an id
     that carries its file's first row's ``id`` is an error unless ``all_runs``
     (:mod:`calibcli.io.first_id`).
     """
@@ -153,6 +166,7 @@ def read_keyed(
     from calibcli.io.ids import question_hashes
     from calibcli.io.matching import document
     from calibcli.io.plan import answer_options, group_key
+    from calibcli.io.pooled_ids import may_repeat, pooled_files, said_instead
     from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
     from calibcli.io.runs import REPEATED, choose_runs, run_checks
@@ -289,6 +303,16 @@ def read_keyed(
     if questions and all_runs:
         asked = _rerun_questions(keys, read, read_as, asked)
     checks = run_checks(read, read_as, by, whole=questions, all_runs=all_runs)
+    formats_of = dict(read_as)
+    pooled = None
+    if questions and may_repeat(all_runs, id_field, fmt):
+        # re-runs whose ids repeat, as the commands find them: drawn a question at a time
+        labels = _question_labels(keys, read, formats_of)
+        files = [(s, formats_of.get(s), n) for s, n in read]
+        repeated = pooled_files(files, labels, id_field is not None, by, whole=True)
+        if repeated is not None:
+            asked, pooled = labels, tuple((s.epochs, s.pooled) for s in repeated[0])
+            checks = replace(checks, warnings=said_instead(checks.warnings, repeated[1]))
     # as the other commands say them: what the runs' results files say of the files, a file of
     # no rows beside others, then whose rows these are
     last = [w for w in checks.warnings if w == checks.mixed or w.startswith(REPEATED)]
@@ -296,8 +320,7 @@ def read_keyed(
     if len(read) > 1:
         said += [f"{shown_name(display_name(s))}: {NO_ROWS}" for s, n in read if n == 0]
     warnings += [w for w in dict.fromkeys([*said, *last]) if w not in warnings]
-    formats_of = dict(read_as)
-    return KeyedRows(
+    return ReadRows(
         keys,
         np.asarray(conf, dtype=np.float64),
         np.asarray(corr, dtype=bool),
@@ -312,7 +335,28 @@ def read_keyed(
         asked,
         tuple(read_as),
         tuple((s, n, formats_of.get(s)) for s, n in read),
+        pooled,
     )
+
+
+def _question_labels(keys: list[Any], read: list[tuple[str, int]], formats_of: dict) -> Any:
+    """Each row's question hash, as the commands key rows pooled with ``all_runs``: an lm-eval
+    row's id with the model its path names (two models' files of one task hold the same
+    doc_ids), any other row's question (:func:`~calibcli.io.ids.question_of`: an inspect-ai
+    sample's whatever its epoch); a row without an id is its own."""
+    from calibcli.io.ids import id_hashes, question_of
+    from calibcli.io.runs import rerun_task
+
+    labels: list[Any] = []
+    for source, n in read:  # the rows, file after file
+        rows = keys[len(labels) : len(labels) + n]
+        lm_eval = formats_of.get(source) == "lm-eval" and source != "-"
+        model = rerun_task(source)[1] if lm_eval else None
+        for key in rows:
+            if model is not None and key[0] == "task":
+                key = ("task", f"{key[1]} ({model})", *key[2:])
+            labels.append(question_of(key))
+    return id_hashes(labels)
 
 
 def _rerun_questions(

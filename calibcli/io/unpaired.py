@@ -1,8 +1,10 @@
 """``calibcli compare --unpaired``'s rows: each side read whole, without matching, with what its
 runs say of them (:class:`~calibcli.io.runs.RunChecks`) and, when a side's rows repeat their
 questions (an inspect-ai run's epochs, a HELM run's train trials, lm-eval re-runs pooled with
-``all_runs``), each row's question: the unpaired bootstrap draws each side's questions whole,
-and ``--min-rows`` counts each question once, as calibrate counts it."""
+``all_runs``, or other re-runs pooled with it whose ids repeat:
+:func:`~calibcli.io.pooled_ids.pooled_side`), each row's question: the unpaired bootstrap draws
+each side's questions whole, and ``--min-rows`` counts each question once, as calibrate counts
+it."""
 
 from __future__ import annotations
 
@@ -63,19 +65,22 @@ def distinct(questions: Any, rows: int) -> int:
     return rows if questions is None else int(np.unique(np.asarray(questions)).shape[0])
 
 
-def asked_bytes(fmt: str | None, key_of: Any, row: dict, source: str, at: int) -> bytes:
+def asked_bytes(
+    fmt: str | None, key_of: Any, row: dict, at: tuple[str, int], id_field: str | None = None
+) -> bytes:
     """The canonical bytes of an unpaired row's question: an inspect-ai sample's or a HELM
     instance's whatever its epoch or trial (:func:`~calibcli.io.ids.question_of`), an lm-eval
     document's with the model its path names (re-runs of a task share it, two models' files
-    do not, as :func:`calibcli.read_predictions` keys them); a row of another format, read
-    without ids, is its own question (``at``: its place among the side's rows)."""
-    if fmt not in OWN_IDS:
-        return canonical_id(("row", source, at))
+    do not, as :func:`calibcli.read_predictions` keys them), a row's ``id_field`` when given
+    (rows pooled with ``--all-runs`` repeat it); a row of another format, read without ids,
+    is its own question (``at``: its file and its place among the side's rows)."""
+    if fmt not in OWN_IDS and id_field is None:
+        return canonical_id(("row", *at))
     key = key_of(row)
     if fmt == "lm-eval" and key[0] == "task":
         from calibcli.io.runs import rerun_task
 
-        model = rerun_task(source)[1]
+        model = rerun_task(at[0])[1]
         if model is not None:
             key = ("task", f"{key[1]} ({model})", *key[2:])
     return canonical_id(question_of(key))
