@@ -380,7 +380,7 @@ def _exact_sq_errors(
     parts = []  # (lowest limb, each group's column sums of its cells' limbs)
     for (lo, limbs), cells, step in ((conf_sq, 2 * m, 2), (miss_sq, m, 1)):
         if limbs.shape[1]:
-            mine = limbs[first * cells : (first + g) * cells : step].reshape(g, m, -1)
+            mine = limbs[first * cells : (first + g) * cells : step].reshape(g, m, limbs.shape[1])
             parts.append((lo, mine.astype(np.uint64).sum(axis=1, dtype=np.uint64)))
     if not parts:
         return [0] * g, 0
