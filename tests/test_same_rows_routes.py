@@ -185,20 +185,25 @@ def test_coarse_shards_of_other_questions_merge(tmp_path):
     assert json.loads(calibrate(merged).stdout)["n"] == 80
 
 
-def test_shards_with_ids_are_told_apart_by_their_ids(tmp_path):
-    # the same confidences and outcomes under other ids: other questions; under the same ids:
-    # the rows counted twice, refused by the ids
-    text = rows_text()
-    other_ids = "".join(
-        json.dumps({**json.loads(line), "id": f"b{i}"}) + "\n"
-        for i, line in enumerate(text.splitlines())
-    )
-    same_ids = "".join(
-        json.dumps({**json.loads(line), "id": f"a{i}"}) + "\n"
-        for i, line in enumerate(text.splitlines())
-    )
+def test_shards_with_ids_are_told_apart_by_their_rows(tmp_path):
+    # other rows under other ids: other questions; the same confidences and outcomes under
+    # other ids: a copy whose ids were renamed, refused by its rows; under the same ids: the
+    # rows counted twice, refused by the ids
+    def with_ids(text, prefix):
+        return "".join(
+            json.dumps({**json.loads(line), "id": f"{prefix}{i}"}) + "\n"
+            for i, line in enumerate(text.splitlines())
+        )
+
+    same_ids = with_ids(rows_text(), "a")
+    bodies = {
+        "a": same_ids,
+        "b": with_ids(rows_text(shift=0.01), "b"),
+        "c": same_ids,
+        "d": with_ids(rows_text(), "d"),
+    }
     parts = {}
-    for name, body in (("a", same_ids), ("b", other_ids), ("c", same_ids)):
+    for name, body in bodies.items():
         source = write(tmp_path / f"{name}.jsonl{'.gz' if name == 'c' else ''}", body)
         parts[name] = tmp_path / f"{name}.cbs"
         made = run(["summarize", source, "--id-field", "id", "-q", "-o", parts[name]])
@@ -210,3 +215,6 @@ def test_shards_with_ids_are_told_apart_by_their_ids(tmp_path):
     result = run(["merge", parts["a"], parts["c"], "-o", tmp_path / "ac.cbs", "-q"])
     assert result.exit_code == 2
     assert "a row is in two of the parts (the same id)" in error_line(result)
+    result = run(["merge", parts["a"], parts["d"], "-o", tmp_path / "ad.cbs", "-q"])
+    assert result.exit_code == 2
+    assert f"both hold the same {N} rows" in error_line(result)

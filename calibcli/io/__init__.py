@@ -15,9 +15,10 @@ file's format, skipped files, converters of other formats), :mod:`~calibcli.io.d
 columns), :mod:`~calibcli.io.plan` (what reading a kind of rows needs), :mod:`~calibcli.io.fold`
 (one source's blocks -> a summary builder), :mod:`~calibcli.io.reader` (the loop),
 :mod:`~calibcli.io.parallel` (worker processes), :mod:`~calibcli.io.content` (what identifies an
-input), :mod:`~calibcli.io.records` (row-by-row reading) and, for what the commands and engines
-write, :mod:`~calibcli.io.atomic` (files put in place only once written in full). Memory stays
-flat whatever the input's size, except the kept rows (8 bytes per row).
+input), :mod:`~calibcli.io.same_rows` (files holding the same rows, refused),
+:mod:`~calibcli.io.records` (row-by-row reading) and, for what the commands and engines write,
+:mod:`~calibcli.io.atomic` (files put in place only once written in full). Memory stays flat
+whatever the input's size, except the kept rows (8 bytes per row).
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ def _read(
     from calibcli.io.pooled_ids import keyed_by_question, pooled_repeats
     from calibcli.io.reader import Reader
     from calibcli.io.runs import choose_runs, limited_runs
+    from calibcli.io.same_rows import refuse_same_rows
     from calibcli.io.task_config import assumed_delimiters
     from calibcli.summaries import load_parts
 
@@ -170,7 +172,7 @@ def _read(
         for source in runs.files if part is None and span is None else ():
             reader.read(source, builder)
         summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
-        _refuse_same_rows(summary, plan.all_runs)
+        refuse_same_rows(summary, plan.all_runs)
         read = _files_read(summary.sources)
         mc_norm = getattr(plan.settings, "mc_norm", "none")
         read_as = [(s.name, s.format) for s in summary.sources if s.skipped is None]
@@ -211,14 +213,16 @@ def _no_rows(read: list[tuple[str, int | None]]) -> list[str]:
 def whole_read(summary: Any, *, by: str | None = None, all_runs: bool = False) -> Any:
     """A summary merged from parts read apart (an engine's tasks, each reading a file or a
     DataFrame partition), judged as a reading of all its inputs at once is: the same rows in
-    two files by other bytes refused unless ``all_runs`` (:func:`_same_rows_twice`), a file of
-    no rows beside others said, pieces of a ``--part`` file missing said and every gate failing
-    closed (:func:`_partial`), rows of several models said and every gate failing closed
-    (:func:`_one_sample`). The parts' own say of missing pieces is left to this judgement
-    (:func:`without_partial`)."""
+    two files by other bytes refused unless ``all_runs``
+    (:func:`~calibcli.io.same_rows.refuse_same_rows`), a file of no rows beside others said,
+    pieces of a ``--part`` file missing said and every gate failing closed (:func:`_partial`),
+    rows of several models said and every gate failing closed (:func:`_one_sample`). The
+    parts' own say of missing pieces is left to this judgement (:func:`without_partial`)."""
     from dataclasses import replace
 
-    _refuse_same_rows(summary, all_runs)
+    from calibcli.io.same_rows import refuse_same_rows
+
+    refuse_same_rows(summary, all_runs)
     said = [*summary.warnings, *_no_rows(_files_read(summary.sources))]
     summary = replace(summary, warnings=tuple(dict.fromkeys(said)))
     return _one_sample(_partial(summary), by, all_runs)
@@ -237,34 +241,6 @@ def without_partial(summary: Any) -> Any:
         return summary
     warnings = tuple(w for w in summary.warnings if w not in said)
     return replace(summary, warnings=warnings, partial=None)
-
-
-def _refuse_same_rows(summary: Any, all_runs: bool) -> None:
-    """:func:`_same_rows_twice` on a reading's sources, unless ``all_runs`` pools them on
-    purpose or the rows carry ids, which tell whether a row repeats."""
-    if not all_runs and getattr(summary, "row_ids", None) is None:
-        _same_rows_twice(summary.sources, summary.kind)
-
-
-def _same_rows_twice(sources: Any, kind: str = "calibration") -> None:
-    """InputError when two files read here hold the same rows in other bytes (the rows of one
-    in another order, or written again), which the byte checks of the runs cannot see: they
-    would count twice (:func:`calibcli.summaries.same_sources`)."""
-    from calibcli.io.runs import COPY
-    from calibcli.summaries import listed, same_rows_text, same_sources, union_of_others
-
-    twice = same_sources(sources)
-    if twice is not None:
-        first, later = twice  # named as messages name a source (standard input as <stdin>)
-        also = shown_name(first.display)
-        held = f"holds the rows of {also} ({same_rows_text(kind)}): {COPY}"
-        raise InputError(later.display, None, held)
-    whole = union_of_others(sources)
-    if whole is not None:  # a file beside the shards it was split into
-        union, others = whole
-        also = listed([shown_name(s.display) for s in others])
-        held = f"holds the rows of {also} together ({same_rows_text(kind)}): {COPY}"
-        raise InputError(union.display, None, held)
 
 
 def _partial(summary: Any) -> Any:

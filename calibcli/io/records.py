@@ -295,10 +295,10 @@ def read_keyed(
 
         names, reasons = (list(column) for column in zip(*left_out, strict=True))
         raise _nothing_left(SimpleNamespace(skipped=names, reasons=reasons), "calibration rows")
-    if not all_runs and id_field is None:  # rows with ids are told apart by them
-        from calibcli.io import _same_rows_twice
+    if not all_runs:  # ids or none: a copy's ids need not be its original's
+        from calibcli.io.same_rows import same_rows_twice
 
-        _same_rows_twice(made)
+        same_rows_twice(made)
     asked = question_hashes(keys, None) if questions else None
     if questions and all_runs:
         asked = _rerun_questions(keys, read, read_as, asked)

@@ -15,6 +15,9 @@ row's NLL and token count). Files read together are compared input by input
 (:func:`same_sources`), the pieces of one input (byte ranges, ``--part`` pieces in several
 summaries) added up first, and each against some of the others together
 (:func:`union_of_others`: a file holding the rows of its shards, whatever else is read).
+Rows are compared whether or not they carry ids: a copy's ids need not be its original's (``"7"``
+in a JSON file is ``7`` in the CSV written from it; ids renamed), and two inputs of other rows
+under the same ids are told apart by their rows.
 """
 
 from __future__ import annotations
@@ -44,14 +47,12 @@ def same_rows(a: Any, b: Any) -> bool:
     Never for byte ranges of one input (the parts share a source's content: whether they
     overlap is told by their ranges), for summaries without a fingerprint, for rows whose
     values repeat so much that two shards of other rows may hold the same multiset (a few
-    levels, :meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_copies_apart`), nor
-    for two summaries that both record their rows' ids (the ids tell whether rows repeat)."""
+    levels, :meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_copies_apart`).
+    Whether the rows record ids does not matter: a copy's ids need not be its original's."""
     fa, fb = getattr(a, "fingerprint", None), getattr(b, "fingerprint", None)
     if fa is None or fb is None or min(fa.rows, fb.rows) < FLOOR:
         return False
     if not (fa.tells_copies_apart() and fb.tells_copies_apart()):
-        return False
-    if getattr(a, "row_ids", None) is not None and getattr(b, "row_ids", None) is not None:
         return False
     if {s.content for s in _counted(a)} & {s.content for s in _counted(b)}:
         return False
@@ -147,12 +148,7 @@ def _one_part(inputs: Any) -> bool:
     return len({label for held in inputs for label in held.labels}) == 1
 
 
-def _told(inputs: Any, with_ids: Any) -> bool:
-    """Whether every piece of ``inputs`` is in a part whose rows record their ids."""
-    return all(label in with_ids for held in inputs for label in held.labels)
-
-
-def _same_inputs(sources: Any, parts: Any, with_ids: Any) -> tuple[_Input, _Input] | None:
+def _same_inputs(sources: Any, parts: Any) -> tuple[_Input, _Input] | None:
     inputs = _inputs(sources, parts if parts is not None else range(len(sources)))
     seen: dict[tuple[int, int], list[_Input]] = {}
     for held in inputs:
@@ -161,25 +157,22 @@ def _same_inputs(sources: Any, parts: Any, with_ids: Any) -> tuple[_Input, _Inpu
         found = seen.setdefault((held.rows, held.total), [])
         for earlier in found:
             pair = (earlier, held)
-            if not (parts is not None and _one_part(pair)) and not _told(pair, with_ids):
+            if not (parts is not None and _one_part(pair)):
                 return pair
         found.append(held)
     return None
 
 
-def same_sources(
-    sources: Any, parts: Any = None, with_ids: Any = frozenset()
-) -> tuple[Any, Any] | None:
+def same_sources(sources: Any, parts: Any = None) -> tuple[Any, Any] | None:
     """The first two sources that hold the same rows in other bytes (a file and a copy of its
     rows in another order, or written again), by each input's multiset hash
     (:attr:`~calibcli.summaries.sources.Source.rows_hash`, the pieces of one input added up:
     a copy beside the ``--part`` pieces of its original is one too); None when there are none.
     With ``parts`` (one label per source) inputs held by one part alone are not compared: a
     part made with --all-runs pools copies on purpose. As for parts (:func:`same_rows`), only
-    inputs of at least ``FLOOR`` rows whose values tell a copy are compared, and never two
-    whose pieces are all in parts in ``with_ids`` (parts whose rows record their ids, which
-    tell whether a row repeats)."""
-    pair = _same_inputs(sources, parts, with_ids)
+    inputs of at least ``FLOOR`` rows whose values tell a copy are compared, whether or not
+    their rows record ids."""
+    pair = _same_inputs(sources, parts)
     return None if pair is None else (pair[0].first, pair[1].first)
 
 
@@ -302,7 +295,6 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
         for source in summary.sources:
             sources.append(source)
             labels.append(label)
-    with_ids = {label for label, summary in groups if summary.row_ids is not None}
     kind = groups[0][1].kind if groups else "calibration"
 
     def named(held: _Input) -> str:
@@ -312,7 +304,7 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
     def part(*inputs: _Input) -> Any:
         return next((label for h in inputs for label in h.labels if label is not None), None)
 
-    twice = _same_inputs(sources, labels, with_ids)
+    twice = _same_inputs(sources, labels)
     if twice is not None:
         first, later = twice
         raise SummaryMismatch(
@@ -322,9 +314,7 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
         )
     # only a part that pooled a file and its shards did so on purpose (--all-runs); files read
     # here beside a part, or parts merged, that hold them are counted twice
-    found = None
-    if not with_ids:
-        found = _held_by_others(_inputs(sources, labels), lambda t, o: not _one_part([t, *o]))
+    found = _held_by_others(_inputs(sources, labels), lambda t, o: not _one_part([t, *o]))
     if found is not None:
         union, others = found
         raise SummaryMismatch(

@@ -1,0 +1,43 @@
+"""The refusal of files read together that hold the same rows in other bytes: one input counted
+twice by other routes (plain and compressed, from a file and from standard input, its rows in
+another order or written again by another tool), which the byte checks of the runs cannot see.
+
+The rows are compared by content (:func:`calibcli.summaries.same_sources`,
+:func:`calibcli.summaries.union_of_others`) whether or not they carry ids: the ids of a copy
+need not be its original's (``"7"`` in a JSON file, ``7`` in the CSV written from it, or ids
+renamed), so ids that differ say nothing of whether the rows do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from calibcli.errors import InputError, shown_name
+
+
+def refuse_same_rows(summary: Any, all_runs: bool) -> None:
+    """:func:`same_rows_twice` on a reading's sources, unless ``all_runs`` pools them on
+    purpose."""
+    if not all_runs:
+        same_rows_twice(summary.sources, summary.kind)
+
+
+def same_rows_twice(sources: Any, kind: str = "calibration") -> None:
+    """InputError when two files read here hold the same rows in other bytes (the rows of one
+    in another order, or written again), or one holds the rows of some others together (a file
+    beside its shards): they would count twice (:func:`calibcli.summaries.same_sources`)."""
+    from calibcli.io.runs import COPY
+    from calibcli.summaries import listed, same_rows_text, same_sources, union_of_others
+
+    twice = same_sources(sources)
+    if twice is not None:
+        first, later = twice  # named as messages name a source (standard input as <stdin>)
+        also = shown_name(first.display)
+        held = f"holds the rows of {also} ({same_rows_text(kind)}): {COPY}"
+        raise InputError(later.display, None, held)
+    whole = union_of_others(sources)
+    if whole is not None:  # a file beside the shards it was split into
+        union, others = whole
+        also = listed([shown_name(s.display) for s in others])
+        held = f"holds the rows of {also} together ({same_rows_text(kind)}): {COPY}"
+        raise InputError(union.display, None, held)
