@@ -104,8 +104,9 @@ def test_a_run_that_did_not_succeed_is_read_as_before_with_one_warning(
 @pytest.mark.parametrize("name", ["run.json", "run.eval"])
 def test_only_a_run_that_did_not_succeed_is_warned_about(tmp_path, name):
     suffix = Path(name).suffix
-    success = calibrate(write(tmp_path, f"ok{suffix}", log("success")))
-    unsaid = calibrate(write(tmp_path, f"none{suffix}", log(None)))
+    # whole logs: a successful run's log holding 7 of its 20 samples is said to be cut short
+    success = calibrate(write(tmp_path, f"ok{suffix}", log("success", held=20)))
+    unsaid = calibrate(write(tmp_path, f"none{suffix}", log(None, held=20)))
     failed = calibrate(write(tmp_path, f"failed{suffix}", log("error", error=ERROR)))
     assert success[2] == unsaid[2] == []
     assert success[1]["warnings"] == unsaid[1]["warnings"]
@@ -221,7 +222,10 @@ def test_compare_names_a_side_whose_run_did_not_succeed(tmp_path, name):
     side is named once, as calibrate names it, and the comparison is otherwise the same."""
     suffix = Path(name).suffix
     failed = write(tmp_path, name, log("cancelled", results=None))
-    ok = write(tmp_path, f"ok{suffix}", log("success"))
+    whole = log("success")  # a successful run of the 7 samples it holds: no warning of its own
+    whole["eval"]["dataset"].update(samples=HELD, sample_ids=list(range(1, HELD + 1)))
+    whole["results"]["completed_samples"] = HELD
+    ok = write(tmp_path, f"ok{suffix}", whole)
     args = ["compare", "--scorer", "match", "--json", "--bootstrap", "200", "-q"]
     said = f"{failed}: the inspect-ai run ended with status 'cancelled': {PLANNED}"
     clean = run([*args, ok, ok])

@@ -107,6 +107,12 @@ def evals_match_row(row: Mapping[str, Any], *, options: Sequence[str] = LETTERS)
     if not isinstance(data, Mapping) or not isinstance(data.get("correct"), bool):
         raise ValueError("the match event has no 'correct' true/false in 'data'")
     sampling = row.get("sampling")
+    if not isinstance(sampling, Mapping) and isinstance(row.get("matched_at"), int):
+        # a verdict given again: its sampling event was the first match's
+        raise ValueError(
+            f"a second match event for sample {row.get('sample_id')!r} (first at line "
+            f"{row['matched_at']})"
+        )
     if not isinstance(sampling, Mapping):
         raise ValueError(
             f"no sampling event of sample {row.get('sample_id')!r} comes before its match event"

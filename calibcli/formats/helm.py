@@ -15,6 +15,7 @@ from the entries whose name carries no perturbation.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -24,23 +25,54 @@ from calibcli.formats.fields import CalibrationRow, PerplexityRow, json_type, nu
 
 def helm_stats(row: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
     """``{name: (sum, count)}`` of an entry's statistics without a perturbation. A sum written
-    as a JSON integer stays an int (exact: a count past 2**53 keeps its digits)."""
+    as a JSON integer stays an int (exact: a count past 2**53 keeps its digits). ValueError
+    for a sum or count that is not a JSON number (HELM writes numbers), and for a statistic
+    given twice with different fields: which one HELM meant cannot be told (one given twice
+    alike is read once)."""
     stats = row.get("stats")
     if not isinstance(stats, list):
         raise ValueError(f"'stats' is {json_type(stats)}, expected a list of statistics")
     out: dict[str, tuple[float, float]] = {}
+    first: dict[str, int] = {}
     for i, stat in enumerate(stats):
         name = stat.get("name") if isinstance(stat, Mapping) else None
         if not isinstance(name, Mapping) or not isinstance(name.get("name"), str):
             raise ValueError(f"stats[{i}] has no name")
         if name.get("perturbation"):
             continue
+        key = name["name"]
+        if key in first:
+            if stat == stats[first[key]]:
+                continue
+            raise ValueError(
+                f"{_instance(row)}: {key} given twice, with different fields (stats"
+                f"[{first[key]}] and stats[{i}]): which one HELM meant cannot be told"
+            )
+        first[key] = i
         total = stat.get("sum")
         if not _whole(total):
-            total = number(total, f"stats[{i}] ({name['name']}) sum")
-        count = number(stat.get("count"), f"stats[{i}] ({name['name']}) count")
-        out[name["name"]] = (total, count)
+            total = number(_json_number(total, f"{key}.sum"), f"stats[{i}] ({key}) sum")
+        count = number(_json_number(stat.get("count"), f"{key}.count"), f"stats[{i}] ({key}) count")
+        out[key] = (total, count)
     return out
+
+
+def _json_number(value: Any, what: str) -> Any:
+    """``value`` as given; ValueError for a string, even one spelling a number: HELM writes
+    its statistics as JSON numbers (:func:`~calibcli.formats.fields.number` refuses the rest
+    that are not numbers)."""
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        raise ValueError(f"{what} {json.dumps(shown)} is a string, not a number")
+    return value
+
+
+def _instance(row: Mapping[str, Any]) -> str:
+    """How an entry's instance is named: its ``instance_id``, with its train trial past the
+    first."""
+    ident, trial = row.get("instance_id"), row.get("train_trial_index")
+    shown = ident if isinstance(ident, str) else json.dumps(ident)
+    return f"{shown} (train trial {trial})" if _whole(trial) and trial else shown
 
 
 def _whole(value: Any) -> bool:

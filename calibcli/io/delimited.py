@@ -24,8 +24,10 @@ module's own limit of 128 KiB is raised to that.
 The delimiter is a tab for ``.tsv``; for ``.csv`` it is a comma unless the header line holds
 more semicolons or tabs than commas (spreadsheets in locales with a decimal comma write ``;``).
 Quoted cells may hold delimiters, quotes (doubled) and line breaks. A space after a delimiter
-is skipped. The text must be UTF-8 (a byte-order mark is skipped); a UTF-16 file, as a
-spreadsheet's "Unicode text" export writes, is refused by name.
+is skipped. Lines end in a line feed (a carriage return before it is dropped); a lone carriage
+return outside quotes, as old Mac line ends are, is refused by name. The text must be UTF-8 (a
+byte-order mark is skipped); a UTF-16 file, as a spreadsheet's "Unicode text" export writes, is
+refused by name.
 """
 
 from __future__ import annotations
@@ -171,7 +173,18 @@ class Table:
                         taken.taken.clear()
                     line = header_at + records.line_num
             except csv.Error as e:
-                raise DocumentError(f"malformed {self.kind.upper()}: {e}", line) from None
+                raise DocumentError(f"malformed {self.kind.upper()}: {_why(e)}", line) from None
+
+
+def _why(error: csv.Error) -> str:
+    """What the csv module found wrong, in the input's terms. Lines are split at line feeds,
+    so a line break the reader meets outside quotes is a carriage return standing alone."""
+    if str(error).startswith("new-line character seen in unquoted field"):
+        return (
+            "a bare carriage return (\\r) outside quotes: lines that end in one (old Mac line "
+            "ends) must be converted to end in \\n or \\r\\n"
+        )
+    return str(error)
 
 
 def cell_span(text: str, column: int, delimiter: str) -> tuple[int, int]:

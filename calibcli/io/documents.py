@@ -361,11 +361,11 @@ def too_large(limit: int) -> str:
 
 def _evals_rows(text: str) -> Iterator[tuple[int, Any, str]]:
     """The match events of an OpenAI evals record log (line, joined row, the event's text),
-    each with the last sampling event of its sample before it under ``"sampling"``. The spec
-    and final report lines and other events are passed over; a sampling event is dropped once
-    its match is read, so memory holds only samples still waiting for their verdict."""
+    each with the last sampling event of its sample before it under ``"sampling"`` and the line
+    of its sample's first match under ``"matched_at"`` (None for a first). Other lines are
+    passed over; a sampling event is dropped once its match is read (a line kept per sample)."""
     pending: dict[Any, Any] = {}
-    matches = 0
+    matched: dict[Any, int] = {}
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
@@ -381,11 +381,11 @@ def _evals_rows(text: str) -> Iterator[tuple[int, Any, str]]:
         if kind == "sampling":
             pending[_sample_key(event)] = event.get("data")
         elif kind == "match":
-            matches += 1
-            joined = dict(event)
-            joined["sampling"] = pending.pop(_sample_key(event), None)
+            key = _sample_key(event)
+            joined = {**event, "sampling": pending.pop(key, None), "matched_at": matched.get(key)}
+            matched.setdefault(key, number)
             yield number, joined, line.strip()
-    if not matches:
+    if not matched:
         raise DocumentError(
             "an OpenAI evals log without match events: no verdicts to calibrate against"
         )

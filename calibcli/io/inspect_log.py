@@ -2,8 +2,9 @@
 decoded from its own text when it is read, and with ``slim`` only the sample fields the
 inspect-ai row functions read (:mod:`calibcli.io.documents` falls back to ``json.loads`` of the
 whole text for anything msgspec does not read); :func:`status_note`, the warning about a log
-whose run did not succeed (its samples may be a part of the run's); and :func:`part_note`, the
-one about a run that evaluated a part of its dataset (``limit``)."""
+whose run did not succeed (its samples may be a part of the run's); :func:`part_note`, the
+one about a run that evaluated a part of its dataset (``limit``); and :func:`cut_note`, the one
+about a log holding fewer samples than its run scored (a log cut short)."""
 
 from __future__ import annotations
 
@@ -57,8 +58,9 @@ def inspect_samples(
 
 def note_status(log: Mapping[str, Any], samples: int, notes: Callable[[str], None]) -> None:
     """``notes`` of what a log says of its samples: that its run did not succeed
-    (:func:`status_note`), that it evaluated a part of its dataset (:func:`part_note`)."""
-    for note in (status_note(log, samples), part_note(log)):
+    (:func:`status_note`), that it evaluated a part of its dataset (:func:`part_note`), that
+    the log holds fewer of them than the run scored (:func:`cut_note`)."""
+    for note in (status_note(log, samples), part_note(log), cut_note(log, samples)):
         if note is not None:
             notes(note)
 
@@ -81,6 +83,37 @@ def part_note(log: Mapping[str, Any]) -> str | None:
     return (
         f"the inspect-ai run evaluated only {len(ids):,} of the {total:,} samples of its "
         f"dataset{how}: the figures are those of this part, not of the whole dataset"
+    )
+
+
+def cut_note(log: Mapping[str, Any], samples: int) -> str | None:
+    """What to say of a log of a run that succeeded holding fewer than the samples the run
+    scored (a copy stopped short, sample files lost from an ``.eval`` archive): as many as
+    its ``results.completed_samples``, else its ``eval.dataset.sample_ids`` (the samples run,
+    those of a ``--limit`` alone) times its ``eval.config.epochs``. None when it holds them
+    all, when the log does not say, and for a run that did not succeed, whose samples
+    :func:`status_note` already says may be a part of those it planned."""
+    if log.get("status") != "success":
+        return None
+    results, spec = log.get("results"), log.get("eval")
+    done = whole_count(results.get("completed_samples")) if isinstance(results, Mapping) else None
+    dataset = spec.get("dataset") if isinstance(spec, Mapping) else None
+    config = spec.get("config") if isinstance(spec, Mapping) else None
+    ids = dataset.get("sample_ids") if isinstance(dataset, Mapping) else None
+    epochs = whole_count(config.get("epochs")) if isinstance(config, Mapping) else None
+    planned = len(ids) * (epochs or 1) if isinstance(ids, list) else None
+    scored = done if done is not None else planned
+    if scored is None or samples >= scored:
+        return None
+    if scored == planned:
+        each = f"{epochs or 1} epoch{'' if (epochs or 1) == 1 else 's'}"
+        how = f"{len(ids):,} sample{'' if len(ids) == 1 else 's'} x {each}"
+    else:
+        how = "results.completed_samples"
+    return (
+        f"holds {samples:,} sample{'' if samples == 1 else 's'}, but its run scored "
+        f"{scored:,} ({how}): the log is cut short, and the figures are those of the samples "
+        "it holds"
     )
 
 
@@ -157,14 +190,16 @@ def _status_fields(top: Any) -> dict[str, Any]:
     import msgspec
 
     spec = msgspec.defstruct("Spec", [("dataset", Any, None), ("config", Any, None)])
-    results = msgspec.defstruct("Results", [("total_samples", Any, None)])
+    counts = [("total_samples", Any, None), ("completed_samples", Any, None)]
+    results = msgspec.defstruct("Results", counts)
     errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     fields: dict[str, Any] = {"status": top.status}
     with contextlib.suppress(*errors):
         fields["error"] = msgspec.json.decode(top.error) if len(top.error) else None
     with contextlib.suppress(*errors):
-        total = msgspec.json.decode(top.results, type=results).total_samples
-        fields["results"] = {"total_samples": total}
+        found = msgspec.json.decode(top.results, type=results)
+        fields["results"] = {"total_samples": found.total_samples}
+        fields["results"]["completed_samples"] = found.completed_samples
     with contextlib.suppress(*errors):
         decoded = msgspec.json.decode(top.eval, type=spec)
         fields["eval"] = {"dataset": decoded.dataset, "config": decoded.config}

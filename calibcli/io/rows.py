@@ -76,8 +76,12 @@ def show(value: Any) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=True)
     except (TypeError, ValueError):
-        # a Decimal (a Parquet decimal column) as its digits, not its repr
-        text = str(value) if type(value).__name__ == "Decimal" else repr(value)
+        # a value of a type JSON lacks (a decimal, a timestamp, binary) as its text, not its repr
+        if isinstance(value, bytes | bytearray):
+            text = value.decode("utf-8", "backslashreplace")
+        else:
+            typed = type(value).__name__ == "Decimal" or _table_type(value)
+            text = str(value) if typed else repr(value)
     except RecursionError:
         text = "[...]" if isinstance(value, list) else "{...}"
     return text if len(text) <= 40 else text[:37] + "..."
@@ -87,9 +91,20 @@ def missing(name: str) -> str:
     return f'missing field "{name}"'
 
 
+def _table_type(v: Any) -> str | None:
+    """The type a table's value of no JSON counterpart has, as a message names it, else None."""
+    import datetime as dt
+
+    kinds = ((dt.datetime, "a timestamp"), (dt.date, "a date"), (dt.time, "a time of day"))
+    kinds += ((dt.timedelta, "a duration"), (bytes | bytearray, "binary data"))
+    return next((named for kind, named in kinds if isinstance(v, kind)), None)
+
+
 def _not_a_number(name: str, v: Any) -> ValueError:
     if isinstance(v, LongInteger):  # a number all the same, of more digits than are read
         return ValueError(f"{name} {v.why()}")
+    if (kind := _table_type(v)) is not None:
+        return ValueError(f"{name} {show(v)} is {kind}, not a number")
     return ValueError(f"{name} {show(v)} is not a number")
 
 
@@ -263,7 +278,8 @@ def check_correct(v: Any, name: str) -> bool:
         return bool(v)
     if isinstance(v, LongInteger):
         raise _not_a_number(name, v)
-    raise ValueError(f"{name} {show(v)} is not true/false/0/1")
+    kind = _table_type(v)
+    raise ValueError(f"{name} {show(v)} is {f'{kind}, ' if kind else ''}not true/false/0/1")
 
 
 def check_nll(v: Any, name: str) -> float:

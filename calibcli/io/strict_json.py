@@ -127,6 +127,8 @@ _LONG_DECODER = json.JSONDecoder(parse_int=_int_or_long)
 def _table_hint(text: str) -> str:
     """A hint for a line that reads as a table's header or record (``id,confidence,correct``):
     such text is read as a table only from a file named so."""
+    if hint := _binary_table_hint(text[:6].encode()):
+        return hint
     stripped = text.lstrip().lstrip("\ufeff")
     if stripped[:1] in ("{", "[", "") or not any(d in stripped for d in (",", "\t", ";")):
         return ""
@@ -137,7 +139,24 @@ def not_utf8(data: bytes) -> str:
     """Why a line is not read as UTF-8: the encoding it is in when it looks like UTF-16 or
     UTF-32 text, else that it is not valid UTF-8."""
     wide = wide_encoding(data)
-    return "line is not valid UTF-8" if wide is None else f"line is {wide} text; {READS_UTF8}"
+    if wide is None:
+        return f"line is not valid UTF-8{_binary_table_hint(data)}"
+    return f"line is {wide} text; {READS_UTF8}"
+
+
+def _binary_table_hint(head: bytes) -> str:
+    """A hint for input that opens as a Parquet or Arrow table does, as one piped into
+    standard input: a table is read by seeking, so only from a file given by its path."""
+    from calibcli.io.tables import table_kind
+
+    kind = table_kind(bytes(head[:6]))
+    if kind is None:
+        return ""
+    table = "a Parquet" if kind == "parquet" else "an Arrow"
+    return (
+        f"; it opens as {table} table does: a table is read from a file given by its path, "
+        "not from standard input"
+    )
 
 
 def wide_encoding(data: bytes | bytearray | memoryview) -> str | None:

@@ -14,18 +14,24 @@ it: :mod:`calibcli.io.narrow`). Memory holds one batch at a time. A row is locat
 1-based number in the table: errors read ``file.parquet: row 1234: confidence 1.5 is outside
 [0, 1]``. A column name the table holds twice is refused, as a CSV header's is, whether or not
 a field option names it (a row object would keep only the last column of that name), and so is
-a field name a struct column holds twice.
+a field name a struct column holds twice. A decimal is read as the JSON number its digits
+spell (an int without fractional digits, else the float nearest them), as a CSV of the column
+reads. An Arrow stream must end with its end-of-stream marker: pyarrow also ends a stream where
+its bytes end, and a stream cut short at a batch's end would read as fewer rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 PARQUET_MAGIC = b"PAR1"
 ARROW_MAGIC = b"ARROW1"
 STREAM_MAGIC = b"\xff\xff\xff\xff"
 """An Arrow IPC stream's first bytes: the continuation marker before its schema message."""
+_NO_LENGTH = b"\x00\x00\x00\x00"
+"""A message length of 0: the end of an Arrow IPC stream, after the continuation marker."""
 TABLE_KINDS = ("parquet", "arrow", "csv", "tsv")
 """Tables: Parquet and Arrow read here, CSV and TSV by :mod:`calibcli.io.delimited`."""
 
@@ -72,12 +78,32 @@ def _batches(path: str, kind: str, limit: int | None) -> Iterator[Any]:
         if stream:
             batches = pa.ipc.open_stream(source)
             _check_names(batches.schema)
-            yield from batches
+            last = source.tell()  # where the last message read ends
+            while (batch := next(batches, None)) is not None:
+                last = source.tell()
+                yield batch
+            _check_ended(source, last)
             return
         reader = pa.ipc.open_file(source)
         _check_names(reader.schema)
         for i in range(reader.num_record_batches):
             yield reader.get_batch(i)
+
+
+def _check_ended(source: Any, last: int) -> None:
+    """DocumentError unless the bytes the stream reader took after its last message are the
+    end-of-stream marker: pyarrow ends a stream at the end of its bytes as well, so a stream
+    cut short at a message's end would read as fewer rows. The reader reads one message at a
+    time, so the marker is exactly what it took after ``last``: 0xFFFFFFFF then a length of 0,
+    or the length alone that writers before Arrow 0.15 wrote."""
+    from calibcli.io.documents import DocumentError
+
+    taken = source.tell() - last
+    source.seek(last)
+    if source.read(taken) not in (STREAM_MAGIC + _NO_LENGTH, _NO_LENGTH):
+        raise DocumentError(
+            "the Arrow stream ends without its end-of-stream marker: the file is cut short", None
+        )
 
 
 def _content(path: str, limit: int | None, pa: Any) -> Any:
@@ -135,6 +161,30 @@ def _repeated_field(kind: Any, column: str) -> tuple[str, str] | None:
     return None
 
 
+def _decimal(kind: Any) -> bool:
+    """Whether an Arrow type holds decimal values, as itself or inside another type."""
+    import pyarrow as pa
+
+    if pa.types.is_decimal(kind):
+        return True
+    if pa.types.is_dictionary(kind):
+        return _decimal(kind.value_type)
+    return any(_decimal(kind.field(i).type) for i in range(kind.num_fields))
+
+
+def _numbers(value: Any) -> Any:
+    """A row object with each decimal in it read as the JSON number its digits spell: one of no
+    fractional digits an int, else the float nearest its digits (``Decimal("0.05")`` as 0.05,
+    ``Decimal("1.00")`` as 1.0), as a CSV or JSON file of the same column reads."""
+    if isinstance(value, dict):
+        return {key: _numbers(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_numbers(item) for item in value)
+    if isinstance(value, Decimal):
+        return int(value) if value.as_tuple().exponent >= 0 else float(value)
+    return value
+
+
 def table_rows(
     path: str, kind: str, limit: int | None = None
 ) -> Iterator[tuple[str | int, dict[str, Any]]]:
@@ -166,6 +216,9 @@ def table_rows(
             raise DocumentError(f"cannot read the {kind} file: {reason}", where) from None
         if batch is None:
             return
-        for row in written_columns(batch).to_pylist():
+        rows = written_columns(batch).to_pylist()
+        if any(_decimal(field.type) for field in batch.schema):
+            rows = [_numbers(row) for row in rows]
+        for row in rows:
             number += 1
             yield locator(number), row
