@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import os
 import stat
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -356,26 +355,13 @@ class StreamTarget(AtomicFile):
             raise OutputError(_failed(self.path, self.what, err)) from None
 
 
-_SUMMARY_PREFIX = struct.Struct("<16sIIQ")
-"""A summary file's prefix: magic, format version, reserved, header length
-(:mod:`calibcli.summaries.encoding`)."""
-
-
 def _summary_guarded(data: bytes) -> bytes:
     """A summary file's first piece, its prefix and JSON header, as written where a runner
     reads it: each ``##[`` in the header (group names, sources) written ``##\\u005b``, the
-    same JSON value as :func:`calibcli.cli.github.json_guarded` writes, the header padded
-    again to a multiple of 8 bytes and its length set, so the file reads as the same summary.
-    Any other data, and everything outside Actions, is returned as it is."""
-    from calibcli.summaries import MAGIC
+    same JSON value as :func:`calibcli.cli.github.json_guarded` writes (the file reads as the
+    same summary). Any other data, and everything outside Actions, is returned as it is."""
+    if not github.runner_reads():
+        return data
+    from calibcli.summaries import header_escaped
 
-    size = _SUMMARY_PREFIX.size
-    if not github.runner_reads() or bytes(data[:16]) != MAGIC or len(data) < size:
-        return data
-    magic, version, reserved, length = _SUMMARY_PREFIX.unpack(bytes(data[:size]))
-    header = bytes(data[size : size + length])
-    if b"##[" not in header or len(data) != size + length:
-        return data
-    text = header.rstrip(b" ").replace(b"##[", b"##\\u005b")
-    text += b" " * (-len(text) % 8)
-    return _SUMMARY_PREFIX.pack(magic, version, reserved, len(text)) + text
+    return header_escaped(data, b"##[", b"##\\u005b")

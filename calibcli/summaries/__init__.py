@@ -65,6 +65,7 @@ _LAZY = {
     "chance_share": "calibcli.summaries.in_sample",
     "encode": "calibcli.summaries.encoding",
     "read_header": "calibcli.summaries.encoding",
+    "header_escaped": "calibcli.summaries.header_text",
     "array_specs": "calibcli.summaries.encoding",
     "assemble": "calibcli.summaries.encoding",
     "ROW_ARRAYS": "calibcli.summaries.encoding",
