@@ -33,17 +33,6 @@ from calibcli.summaries import KeyedRows
 BLOCK_SIZE = 1 << 20
 
 
-@dataclass(frozen=True)
-class ReadRows(KeyedRows):
-    """:func:`read_keyed`'s rows, with ``pooled``: each file's (the epochs its run recorded,
-    the most rows a question holds), in the order of ``parts``, where re-runs pooled with
-    ``all_runs`` repeat their ids beyond their runs' epochs
-    (:func:`~calibcli.io.pooled_ids.pooled_files`), as the commands' summary records them;
-    None otherwise."""
-
-    pooled: tuple[tuple[int | None, int | None], ...] | None = None
-
-
 def records(
     source: str,
     *,
@@ -156,7 +145,8 @@ def read_keyed(
     (``questions``), so that a bootstrap draws them together; what the runs say closes gates
     (``mixed``, ``repeats``) as the commands close them. With ``all_runs`` too, rows whose ids
     repeat across the inputs more often than their runs' epochs explain are labelled alike and
-    said as the commands say them (:class:`ReadRows`' ``pooled``). A native row read without an id
+    said as the commands say them (``pooled`` of
+    :class:`~calibcli.summaries.KeyedRows`). A native row read without an id
     that carries its file's first row's ``id`` is an error unless ``all_runs``
     (:mod:`calibcli.io.first_id`).
     """
@@ -320,7 +310,7 @@ def read_keyed(
     if len(read) > 1:
         said += [f"{shown_name(display_name(s))}: {NO_ROWS}" for s, n in read if n == 0]
     warnings += [w for w in dict.fromkeys([*said, *last]) if w not in warnings]
-    return ReadRows(
+    return KeyedRows(
         keys,
         np.asarray(conf, dtype=np.float64),
         np.asarray(corr, dtype=bool),

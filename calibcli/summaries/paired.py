@@ -31,6 +31,11 @@ class KeyedRows:
     read_as: tuple[tuple[str, str], ...] = ()  # each file read, with its format
     # each file read (not skipped), in row order: (path, its rows, its format; None: no rows)
     parts: tuple[tuple[str, int, str | None], ...] = ()
+    # each file's (the epochs its run recorded, the most rows a question holds), in the order
+    # of ``parts``, where re-runs pooled with --all-runs repeat their ids beyond their runs'
+    # epochs (calibcli.io.pooled_ids.pooled_files), as a summary's sources record them; None
+    # otherwise
+    pooled: tuple[tuple[int | None, int | None], ...] | None = None
 
     @property
     def n(self) -> int:
