@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from calibcli.metrics import phase
-from calibcli.summaries.fingerprint import RowFingerprint, calibration_hashes
+from calibcli.summaries.fingerprint import RowFingerprint, SourcePrint, calibration_hashes
 from calibcli.summaries.ids import IdLog, RowIds, SummaryMismatch, merged_ids
 from calibcli.summaries.rows import ColumnBuffer, GroupIndex, RowColumns
 from calibcli.summaries.settings import settings_dict, settings_differences
@@ -417,7 +417,7 @@ class CalibrationBuilder:
         self.shares_modes = []
         self._keyed_by_line = False
         self._key_start = (0, 0) if self.keys is None else self.keys.filled()
-        self.source_print = RowFingerprint()  # the source's own, merged into the summary's
+        self.source_print = SourcePrint()  # the source's own, merged into the summary's
 
     def end_source(self, source: Source) -> None:
         """Record the source just read (its row count, and its own table with ``per_source``)."""
@@ -431,7 +431,7 @@ class CalibrationBuilder:
         mode = joined_mode([source.inspect_confidence, *self.shares_modes])
         rows, made = self.rows_of_source, self.source_print
         self.sources.append(
-            replace(source, rows=rows, table=table, inspect_confidence=mode, rows_hash=made.key())
+            replace(source, rows=rows, table=table, inspect_confidence=mode, **made.hashes())
         )
         self.fingerprint = self.fingerprint.merge(made)
         self.source_table = None
@@ -473,7 +473,7 @@ class CalibrationBuilder:
                 if self.keys is None:
                     self.keys = ColumnBuffer(1 << 16, "uint64")
                 self.keys.extend(keys[corr], keys[~corr])
-        self.source_print.add(calibration_hashes(conf, corr))
+        self.source_print.add_rows(conf, corr)
         self.rows_of_source += conf.shape[0]
 
     def _ids(self) -> ColumnBuffer:
@@ -518,7 +518,7 @@ class CalibrationBuilder:
                     self._ids().extend(remap[part.kept.right_groups], remap[part.kept.wrong_groups])
         self._claimed_ids = None
         self.shares_modes += [s.inspect_confidence for s in part.sources]
-        self.source_print = self.source_print.merge(part.fingerprint)
+        self.source_print.absorb(part)
         self.rows_of_source += part.kept.n if self.rows_hold_table else part.n
 
     _claimed_ids: list[np.ndarray] | None = None

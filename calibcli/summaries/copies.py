@@ -17,11 +17,16 @@ summaries) added up first, and each against some of the others together
 (:func:`union_of_others`: a file holding the rows of its shards, whatever else is read).
 Rows are compared whether or not they carry ids: a copy's ids need not be its original's (``"7"``
 in a JSON file is ``7`` in the CSV written from it; ids renamed), and two inputs of other rows
-under the same ids are told apart by their rows.
+under the same ids are told apart by their rows. Each calibration source also keeps the
+multiset hash of its rows with every confidence rounded to float32
+(:attr:`~calibcli.summaries.sources.Source.float32_hash`): rows written again through a float32
+column (Parquet, or a CSV written from one) hold other doubles, and are told by it, under the
+same rules (whether their values tell a copy is judged from the exact rows).
 """
 
 from __future__ import annotations
 
+from copy import copy
 from typing import Any
 
 from calibcli.summaries.fingerprint import joined_tells_copies
@@ -31,6 +36,8 @@ FLOOR = 30
 """Rows each side must hold for equal rows to be taken for a copy."""
 
 SAME_ROWS = "the same confidences and outcomes, in any order"
+FLOAT32 = " (their confidences equal as float32)"
+"""What a refusal adds when the rows are the same only with their confidences as float32."""
 
 
 def same_rows_text(kind: str) -> str:
@@ -112,6 +119,7 @@ class _Input:
     def __init__(self, first: Any) -> None:
         self.first, self.pieces, self.labels = first, [], []
         self.rows, self.total, self.known = 0, 0, True
+        self.total32, self.known32 = 0, True  # with confidences as float32
         self.told: list[tuple[int, bool]] = []  # each piece's rows, and whether it tells a copy
 
     def add(self, source: Any, label: Any) -> None:
@@ -123,6 +131,17 @@ class _Input:
         else:
             self.total = (self.total + source.rows_hash[0]) % _WRAP
             self.told.append((source.rows, source.rows_hash[1]))
+        rounded = getattr(source, "float32_hash", None)  # none for perplexity rows
+        if rounded is None:
+            self.known32 = False
+        else:
+            self.total32 = (self.total32 + rounded) % _WRAP
+
+    def as_float32(self) -> _Input:
+        """This input with its float32 hash as its hash (unknown when a piece lacks it)."""
+        out = copy(self)
+        out.total, out.known = self.total32, self.known and self.known32
+        return out
 
     def judged(self) -> bool:
         """Whether equal rows elsewhere say that these are copied: at least ``FLOOR`` of them,
@@ -148,22 +167,27 @@ def _one_part(inputs: Any) -> bool:
     return len({label for held in inputs for label in held.labels}) == 1
 
 
-def _same_inputs(sources: Any, parts: Any) -> tuple[_Input, _Input] | None:
+def _same_inputs(sources: Any, parts: Any) -> tuple[_Input, _Input, str] | None:
+    """The first two inputs of the same rows, and ``FLOAT32`` when they are the same only with
+    their confidences as float32 (else "")."""
     inputs = _inputs(sources, parts if parts is not None else range(len(sources)))
     seen: dict[tuple[int, int], list[_Input]] = {}
+    seen32: dict[tuple[int, int], list[_Input]] = {}
     for held in inputs:
         if not held.judged():
             continue
         found = seen.setdefault((held.rows, held.total), [])
-        for earlier in found:
-            pair = (earlier, held)
-            if not (parts is not None and _one_part(pair)):
-                return pair
+        found32 = seen32.setdefault((held.rows, held.total32), []) if held.known32 else []
+        for earlier, note in [*((e, "") for e in found), *((e, FLOAT32) for e in found32)]:
+            if not (parts is not None and _one_part((earlier, held))):
+                return earlier, held, note
         found.append(held)
+        if held.known32:
+            found32.append(held)
     return None
 
 
-def same_sources(sources: Any, parts: Any = None) -> tuple[Any, Any] | None:
+def same_sources(sources: Any, parts: Any = None, *, noted: bool = False) -> tuple | None:
     """The first two sources that hold the same rows in other bytes (a file and a copy of its
     rows in another order, or written again), by each input's multiset hash
     (:attr:`~calibcli.summaries.sources.Source.rows_hash`, the pieces of one input added up:
@@ -171,9 +195,13 @@ def same_sources(sources: Any, parts: Any = None) -> tuple[Any, Any] | None:
     With ``parts`` (one label per source) inputs held by one part alone are not compared: a
     part made with --all-runs pools copies on purpose. As for parts (:func:`same_rows`), only
     inputs of at least ``FLOOR`` rows whose values tell a copy are compared, whether or not
-    their rows record ids."""
+    their rows record ids. Inputs also hold the same rows when they do with every confidence
+    rounded to float32 (:attr:`~calibcli.summaries.sources.Source.float32_hash`); with
+    ``noted``, the pair comes with ``FLOAT32`` then (else ""), for the message to say so."""
     pair = _same_inputs(sources, parts)
-    return None if pair is None else (pair[0].first, pair[1].first)
+    if pair is None:
+        return None
+    return (pair[0].first, pair[1].first, pair[2]) if noted else (pair[0].first, pair[1].first)
 
 
 SEARCHED = 16
@@ -273,16 +301,33 @@ def _held_by_others(inputs: list[_Input], accept: Any) -> tuple[_Input, list[_In
     return None
 
 
-def union_of_others(sources: Any) -> tuple[Any, list[Any]] | None:
+def union_of_others(sources: Any, *, noted: bool = False) -> tuple | None:
     """The first input whose rows are those of some other inputs together (a file beside the
     shards it was split into, or joined from, whatever else is read with them), by the
     multiset hashes of their rows (:attr:`~calibcli.summaries.sources.Source.rows_hash`,
     which add up), with those others; None when there is none. Byte ranges of one input count
     as that input. Looked for only for an input of at least ``FLOOR`` rows whose values tell a
     copy: the others of no more rows all together, else some of them when at most
-    ``2 * SEARCHED`` could be among them."""
-    found = _held_by_others(_inputs(sources, range(len(sources))), lambda *_: True)
-    return None if found is None else (found[0].first, [h.first for h in found[1]])
+    ``2 * SEARCHED`` could be among them. Then the same with every confidence rounded to
+    float32; with ``noted``, the result comes with ``FLOAT32`` then (else "")."""
+    found = _held_by_others_noted(_inputs(sources, range(len(sources))), lambda *_: True)
+    if found is None:
+        return None
+    union, others = found[0].first, [h.first for h in found[1]]
+    return (union, others, found[2]) if noted else (union, others)
+
+
+def _held_by_others_noted(inputs: list[_Input], accept: Any) -> tuple | None:
+    """:func:`_held_by_others` on the exact hashes, then on the float32 ones (with ``FLOAT32``
+    as a third item, else ""). The float32 pass searches as the exact one does, so it at most
+    doubles the search."""
+    found = _held_by_others(inputs, accept)
+    if found is not None:
+        return (*found, "")
+    if not any(h.known32 for h in inputs):
+        return None
+    found = _held_by_others([h.as_float32() for h in inputs], accept)
+    return None if found is None else (*found, FLOAT32)
 
 
 def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> None:
@@ -306,20 +351,21 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
 
     twice = _same_inputs(sources, labels)
     if twice is not None:
-        first, later = twice
+        first, later, note = twice
         raise SummaryMismatch(
-            f"{named(later)} holds the rows of {named(first)} ({same_rows_text(kind)}): one "
-            f"input counted twice, by other routes; {remedy}",
+            f"{named(later)} holds the rows of {named(first)} ({same_rows_text(kind)}){note}: "
+            f"one input counted twice, by other routes; {remedy}",
             part=part(later, first),
         )
     # only a part that pooled a file and its shards did so on purpose (--all-runs); files read
     # here beside a part, or parts merged, that hold them are counted twice
-    found = _held_by_others(_inputs(sources, labels), lambda t, o: not _one_part([t, *o]))
+    pooled = _inputs(sources, labels)
+    found = _held_by_others_noted(pooled, lambda t, o: not _one_part([t, *o]))
     if found is not None:
-        union, others = found
+        union, others, note = found
         raise SummaryMismatch(
             f"{named(union)} holds the rows of {listed([named(h) for h in others])} together "
-            f"({same_rows_text(kind)}): one input counted twice, by other routes; {remedy}",
+            f"({same_rows_text(kind)}){note}: one input counted twice, by other routes; {remedy}",
             part=part(union, *others),
         )
 

@@ -39,6 +39,7 @@ from calibcli.summaries.calibration import (
 from calibcli.summaries.exact import ExactSums
 from calibcli.summaries.ids import RowIds
 from calibcli.summaries.perplexity import PerplexitySettings, PerplexitySummary
+from calibcli.summaries.sources import recorded_hashes
 from calibcli.summaries.tables import BinTable, TotalsTable
 
 FORMAT_VERSION = 2
@@ -335,7 +336,7 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             if count is not None and (type(count) is not int or count < 1):
                 raise TypeError(count)
         size, part = _cut(entry.get("size"), entry.get("part"))
-        rows_hash = _rows_hash(entry.get("rows_hash"))
+        rows_hash, float32_hash = recorded_hashes(entry)
         return Source(
             name=str(entry["name"]),
             content=str(entry["content"]),
@@ -352,20 +353,10 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             part=part,
             rows_hash=rows_hash,
             pooled=pooled,
+            float32_hash=float32_hash,
         )
     except (AttributeError, KeyError, TypeError, ValueError):
         raise SummaryError("a damaged calibcli summary (a bad source entry)") from None
-
-
-def _rows_hash(value: Any) -> tuple[int, bool] | None:
-    """A source entry's ``rows_hash`` (``[sum in hex, apart]``; absent in summaries written
-    before it was recorded); TypeError or ValueError when bad."""
-    if value is None:
-        return None
-    total, apart = value
-    if not isinstance(total, str) or len(total) != 16 or type(apart) is not bool:
-        raise TypeError(value)
-    return int(total, 16), apart
 
 
 def _cut(size: Any, part: Any) -> tuple[int | None, tuple[int, int, int] | None]:

@@ -46,6 +46,26 @@ def calibration_hashes(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
     return mix(bits | (correct.astype(np.uint64) << np.uint64(63)))
 
 
+_HIGH = np.uint64(32)
+_SHIFT = np.uint64(29)
+
+
+def float32_hash_sum(conf: np.ndarray, correct: np.ndarray) -> int:
+    """The sum modulo 2**64 of the rows' hashes with every confidence rounded to the nearest
+    float32 (a value read from a float32 column rounds back to that float32): the float32's
+    bits with the outcome in bit 32, mixed by two multiply-xorshift rounds (cheaper than
+    :func:`mix`: it runs on every row read; a bijection of the 33 bits all the same, and the
+    last xorshift keeps the sum from being linear in the rows). Equal multisets of float32 rows
+    give equal sums, as :attr:`RowFingerprint.total` does for exact ones."""
+    x = np.asarray(conf, np.float64).astype(np.float32).view(np.uint32).astype(np.uint64)
+    x |= correct.astype(np.uint64) << _HIGH
+    x *= _M1
+    x ^= x >> _SHIFT
+    x *= _M2
+    x ^= x >> _HIGH
+    return int(x.sum(dtype=np.uint64))
+
+
 ROUNDINGS = {
     "float32": "their confidences compared as float32",
     "decimals4": "their confidences compared to 4 decimals",
@@ -230,3 +250,34 @@ class RowFingerprint:
             and self.total == other.total
             and np.array_equal(self.sample, other.sample)
         )
+
+
+@dataclass
+class SourcePrint(RowFingerprint):
+    """A calibration source's fingerprint while it is read, with ``float32``, the multiset
+    hash of its rows with every confidence rounded to float32 (:func:`float32_hash_sum`; None
+    when a share of it did not record one)."""
+
+    float32: int | None = 0
+
+    def add_rows(self, conf: np.ndarray, correct: np.ndarray) -> None:
+        """Fold one block of rows: both hashes in the same pass over the block."""
+        self.add(calibration_hashes(conf, correct))
+        if self.float32 is not None:
+            self.float32 = (self.float32 + float32_hash_sum(conf, correct)) & _MASK
+
+    def absorb(self, part: Any) -> None:
+        """Fold a summary of a later share of the source (its fingerprint, and its sources'
+        float32 hashes, which add)."""
+        merged = self.merge(part.fingerprint)
+        self.rows, self.total, self.sample = merged.rows, merged.total, merged.sample
+        for source in part.sources:
+            if source.rows and (self.float32 is None or source.float32_hash is None):
+                self.float32 = None
+            elif source.rows:
+                self.float32 = (self.float32 + source.float32_hash) & _MASK
+
+    def hashes(self) -> dict[str, Any]:
+        """What the source records of its rows (``rows_hash`` and ``float32_hash`` of
+        :class:`~calibcli.summaries.sources.Source`)."""
+        return {"rows_hash": self.key(), "float32_hash": self.float32 if self.rows else None}

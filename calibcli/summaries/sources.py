@@ -38,7 +38,11 @@ class Source:
     :class:`~calibcli.summaries.fingerprint.RowFingerprint`) and whether their values tell rows
     apart, to tell two inputs of the same rows in other bytes
     (:func:`~calibcli.summaries.copies.same_sources`); None where it held no rows or it was not
-    recorded (a summary file written before it was).
+    recorded (a summary file written before it was). ``float32_hash`` is the same sum with
+    every confidence rounded to the nearest float32
+    (:func:`~calibcli.summaries.fingerprint.float32_hash_sum`), so that rows written again
+    through a float32 column are told too; None for perplexity rows, where it held no rows or
+    it was not recorded (whether the values tell a copy is judged by ``rows_hash``).
     """
 
     name: str
@@ -56,6 +60,7 @@ class Source:
     part: tuple[int, int, int] | None = None
     rows_hash: tuple[int, bool] | None = None
     pooled: int | None = None
+    float32_hash: int | None = None
 
     @property
     def display(self) -> str:
@@ -82,11 +87,34 @@ class Source:
 
     def recorded(self) -> dict[str, Any]:
         """:meth:`describe` with what a summary file keeps beside it: ``rows_hash`` as
-        ``[sum in hex, apart]``."""
+        ``[sum in hex, apart]``, ``float32_hash`` as the sum in hex."""
         found = self.describe()
         if self.rows_hash is not None:
             found["rows_hash"] = [f"{self.rows_hash[0]:016x}", self.rows_hash[1]]
+        if self.float32_hash is not None:
+            found["float32_hash"] = f"{self.float32_hash:016x}"
         return found
+
+
+def recorded_hashes(entry: Any) -> tuple[tuple[int, bool] | None, int | None]:
+    """A summary file's source entry's ``rows_hash`` and ``float32_hash``
+    (:meth:`Source.recorded`; each absent in summaries written before it was recorded);
+    TypeError or ValueError when bad."""
+    value, rounded = entry.get("rows_hash"), entry.get("float32_hash")
+    rows_hash = None
+    if value is not None:
+        total, apart = value
+        if type(apart) is not bool:
+            raise TypeError(value)
+        rows_hash = _hex(total), apart
+    return rows_hash, None if rounded is None else _hex(rounded)
+
+
+def _hex(value: Any) -> int:
+    """A 64-bit sum written as 16 hex digits; TypeError or ValueError when bad."""
+    if not isinstance(value, str) or len(value) != 16:
+        raise TypeError(value)
+    return int(value, 16)
 
 
 def joined_mode(modes: Iterable[str | None]) -> str | None:
@@ -176,6 +204,7 @@ def coalesce(sources: list[Source], merge_tables: Any) -> list[Source]:
                 size=prev.size if prev.size == s.size else None,
                 part=_joined_pieces(prev.part, s.part),
                 rows_hash=_joined_hash(prev, s),
+                float32_hash=_joined_float32(prev, s),
             )
         else:
             out.append(s)
@@ -191,6 +220,14 @@ def _joined_hash(first: Source, then: Source) -> tuple[int, bool] | None:
     if first.rows_hash is None or then.rows_hash is None:
         return None if first.rows and then.rows else first.rows_hash or then.rows_hash
     return joined_key([(first.rows, first.rows_hash), (then.rows, then.rows_hash)])
+
+
+def _joined_float32(first: Source, then: Source) -> int | None:
+    """The float32 multiset hash of two adjacent ranges' rows together (the sums add); None
+    when a range held rows without recording it."""
+    if first.float32_hash is None or then.float32_hash is None:
+        return None if first.rows and then.rows else first.float32_hash or then.float32_hash
+    return (first.float32_hash + then.float32_hash) % (1 << 64)
 
 
 def _joined_pieces(
