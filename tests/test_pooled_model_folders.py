@@ -22,15 +22,21 @@ ADVICE = (
 
 
 def shifted(line, by):
-    """A samples row with each choice's loglikelihood lowered by ``by``: another model's."""
+    """A samples row with its first choice's loglikelihood lowered by ``by``: another model's
+    (lowering every choice alike would leave each softmax confidence as it was, to the last
+    digits: the same rows, which are refused as a copy)."""
     row = json.loads(line)
-    row["filtered_resps"] = [[str(float(ll) - by), greedy] for ll, greedy in row["filtered_resps"]]
+    row["filtered_resps"] = [
+        [str(float(ll) - (by if k == 0 else 0.0)), greedy]
+        for k, (ll, greedy) in enumerate(row["filtered_resps"])
+    ]
     return json.dumps(row) + "\n"
 
 
 def model_folders(tmp_path, *folders):
-    """One folder per name, each holding the committed run's samples file (its loglikelihoods
-    lowered by 0.1 more in each folder, so that no two hold the same bytes) and no results."""
+    """One folder per name, each holding the committed run's samples file (its first choices'
+    loglikelihoods lowered by 0.1 more in each folder, so that no two hold the same rows) and no
+    results."""
     lines = (LM_EVAL / SAMPLES).read_text(encoding="utf-8").splitlines()
     out = []
     for i, folder in enumerate(folders):
