@@ -200,7 +200,7 @@ class _Rewriter:
         )
         twice = None if self.all_runs else same_sources(self.made)
         if twice is not None:
-            first, later = twice
+            first, later, _ = twice  # its rows keep no float32 hash: the same rows exactly
             also = shown_name(first.display)
             raise InputError(
                 later.display, None, f"holds the rows of {also} ({SAME_CONFIDENCES}): {COPY}"

@@ -187,7 +187,7 @@ def _same_inputs(sources: Any, parts: Any) -> tuple[_Input, _Input, str] | None:
     return None
 
 
-def same_sources(sources: Any, parts: Any = None, *, noted: bool = False) -> tuple | None:
+def same_sources(sources: Any, parts: Any = None) -> tuple[Any, Any, str] | None:
     """The first two sources that hold the same rows in other bytes (a file and a copy of its
     rows in another order, or written again), by each input's multiset hash
     (:attr:`~calibcli.summaries.sources.Source.rows_hash`, the pieces of one input added up:
@@ -196,12 +196,10 @@ def same_sources(sources: Any, parts: Any = None, *, noted: bool = False) -> tup
     part made with --all-runs pools copies on purpose. As for parts (:func:`same_rows`), only
     inputs of at least ``FLOOR`` rows whose values tell a copy are compared, whether or not
     their rows record ids. Inputs also hold the same rows when they do with every confidence
-    rounded to float32 (:attr:`~calibcli.summaries.sources.Source.float32_hash`); with
-    ``noted``, the pair comes with ``FLOAT32`` then (else ""), for the message to say so."""
+    rounded to float32 (:attr:`~calibcli.summaries.sources.Source.float32_hash`): the pair
+    comes with ``FLOAT32`` then (else ""), for the message to say so."""
     pair = _same_inputs(sources, parts)
-    if pair is None:
-        return None
-    return (pair[0].first, pair[1].first, pair[2]) if noted else (pair[0].first, pair[1].first)
+    return None if pair is None else (pair[0].first, pair[1].first, pair[2])
 
 
 SEARCHED = 16
@@ -301,7 +299,7 @@ def _held_by_others(inputs: list[_Input], accept: Any) -> tuple[_Input, list[_In
     return None
 
 
-def union_of_others(sources: Any, *, noted: bool = False) -> tuple | None:
+def union_of_others(sources: Any) -> tuple[Any, list[Any], str] | None:
     """The first input whose rows are those of some other inputs together (a file beside the
     shards it was split into, or joined from, whatever else is read with them), by the
     multiset hashes of their rows (:attr:`~calibcli.summaries.sources.Source.rows_hash`,
@@ -309,12 +307,11 @@ def union_of_others(sources: Any, *, noted: bool = False) -> tuple | None:
     as that input. Looked for only for an input of at least ``FLOOR`` rows whose values tell a
     copy: the others of no more rows all together, else some of them when at most
     ``2 * SEARCHED`` could be among them. Then the same with every confidence rounded to
-    float32; with ``noted``, the result comes with ``FLOAT32`` then (else "")."""
+    float32, the result coming with ``FLOAT32`` then (else "")."""
     found = _held_by_others_noted(_inputs(sources, range(len(sources))), lambda *_: True)
     if found is None:
         return None
-    union, others = found[0].first, [h.first for h in found[1]]
-    return (union, others, found[2]) if noted else (union, others)
+    return found[0].first, [h.first for h in found[1]], found[2]
 
 
 def _held_by_others_noted(inputs: list[_Input], accept: Any) -> tuple | None:
