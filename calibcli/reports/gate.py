@@ -76,18 +76,34 @@ def upper_bound_reason(
     return None
 
 
+class Shortfall(str):
+    """A floor's reason to fail closed (:func:`floor_reason`), carrying the questions it
+    counted, so the check records them beside the rows (its ``value``): a consumer comparing
+    the value with the minimum would otherwise read a pass."""
+
+    questions: int
+    exact: bool
+
+    def __new__(cls, text: str, questions: int, exact: bool) -> Shortfall:
+        made = super().__new__(cls, text)
+        made.questions, made.exact = questions, exact
+        return made
+
+
 def floor_reason(rows: int, questions: int, least: int, *, exact: bool = True) -> str | None:
     """Why a floor on the rows (``--min-rows least``) fails closed on rows that repeat their
-    questions, or None: each question counts once, and ``rows`` rows hold ``questions`` of
-    them (``exact=False``: at least that many, all that is known without their keys). None
-    also when each row is a question of its own (a group of rows that repeat none): the floor
-    then fails on the rows themselves."""
+    questions (a :class:`Shortfall`), or None: each question counts once, and ``rows`` rows
+    hold ``questions`` of them (``exact=False``: at least that many, all that is known without
+    their keys). None also when each row is a question of its own (a group of rows that repeat
+    none): the floor then fails on the rows themselves."""
     if questions >= least or (exact and questions == rows):
         return None
     held = f"{questions:,}" if exact else f"as few as {questions:,}"
-    return (
+    return Shortfall(
         f"the {rows:,} rows repeat their questions (see the warning) and hold {held}, fewer "
-        f"than {least:,}; each question counts once"
+        f"than {least:,}; each question counts once",
+        questions,
+        exact,
     )
 
 
@@ -194,6 +210,8 @@ def _checks(
             reason = f"{metric} is undefined on this data"
         check["value"] = value
         option = gate.options.get(metric, f"--min-{metric} {limit_text(least)}")
+        if isinstance(reason, Shortfall):  # counted in questions: the value counts rows
+            check.update(questions=reason.questions, questions_exact=reason.exact)
         if reason is not None:
             check.update(passed=False, reason=reason)
             failures.append(f"{metric}{where}: {reason}; cannot support {option}")
