@@ -172,6 +172,8 @@ def _read(
         for source in runs.files if part is None and span is None else ():
             reader.read(source, builder)
         summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
+        if plan.kind == "perplexity":  # the rows' question keys go no further than the files
+            summary = pooled_repeats(summary, plan)
         refuse_same_rows(summary, plan.all_runs)
         read = _files_read(summary.sources)
         mc_norm = getattr(plan.settings, "mc_norm", "none")

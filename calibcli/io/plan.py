@@ -27,7 +27,9 @@ class ReadPlan:
     max_document_bytes: int | None = None  # a compressed whole document, inflated (None: 256 MiB)
     id_field: str | None = None  # identifies native rows (formats with ids need none)
     all_runs: bool = False  # rows read twice are pooled on purpose: ids are not checked
-    row_keys: bool = False  # key every kept row (the Poisson bootstrap): one process per file
+    # key every kept row (the Poisson bootstrap), or every perplexity row's question (rows
+    # pooled with --all-runs that may carry ids): one process per file
+    row_keys: bool = False
     # the rows are keyed only to find ids repeated across inputs pooled with --all-runs
     # (calibcli.io.pooled_ids): the keys are dropped again where none repeats
     pooled_keys: bool = False
@@ -153,7 +155,7 @@ class ReadPlan:
                 per_source=self.per_source,
                 row_keys=self.row_keys,
             )
-        return PerplexityBuilder(self.settings, self.spec, grouped=grouped)
+        return PerplexityBuilder(self.settings, self.spec, grouped=grouped, keyed=self.row_keys)
 
 
 STDIN_TASK = "stdin has no file name to take the lm-eval task from; use --by FIELD"

@@ -30,9 +30,15 @@ def keyed_by_question(plan: Any, files: list[str], parts: bool) -> Any:
     (:func:`~calibcli.io.runs.repeating`: an inspect-ai run's epochs, a HELM run's train
     trials, lm-eval re-runs pooled), or where they are pooled with ``--all-runs`` and may carry
     ids (``pooled_keys``: the keys are dropped again when no question repeats, see
-    :func:`pooled_repeats`); a row without an id is keyed by its line."""
+    :func:`pooled_repeats`); a row without an id is keyed by its line. Perplexity rows pooled
+    so keep each identified row's question hash and tokens while they are read (each source
+    then read in one process), to count each question once."""
     from calibcli.io.runs import repeating
 
+    if plan.kind == "perplexity" and not plan.row_keys:
+        if not may_repeat(plan.all_runs, plan.id_field, plan.forced):
+            return plan
+        return replace(plan, row_keys=True, pooled_keys=True)
     if plan.kind != "calibration" or not plan.keep_rows or plan.row_keys:
         return plan
     if repeating(files, plan.all_runs):
@@ -61,6 +67,8 @@ def pooled_repeats(summary: Any, plan: Any) -> Any:
     them."""
     import numpy as np
 
+    if summary.kind == "perplexity":
+        return _pooled_sequences(summary, plan)
     kept = getattr(summary, "kept", None)
     if summary.kind != "calibration" or kept is None or not kept.keyed:
         return summary
@@ -73,6 +81,21 @@ def pooled_repeats(summary: Any, plan: Any) -> Any:
             return replace(summary, kept=kept)
         return summary
     return replace(summary, sources=sources)
+
+
+def _pooled_sequences(summary: Any, plan: Any) -> Any:
+    """:func:`pooled_repeats` of perplexity rows: where their question hashes repeat beyond
+    their runs' epochs, the sources record ``pooled`` and the summary its questions and their
+    tokens, each question once (``distinct_questions``). The hashes are dropped either way:
+    the summary holds no more than without them."""
+    if summary.questions is None:
+        return summary
+    identified = summary.settings.id_field is not None
+    sources = repeated_ids(summary.sources, summary.questions[0], identified, plan.all_runs)
+    if sources is None:
+        return replace(summary, questions=None)
+    distinct = summary.distinct_questions()
+    return replace(summary, sources=sources, questions=None, distinct=distinct)
 
 
 def repeated_ids(sources: Any, asked: Any, identified: bool, all_runs: bool) -> Any:

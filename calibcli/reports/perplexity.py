@@ -153,38 +153,51 @@ def macro_figures(groups: dict[str, Section]) -> dict[str, Any]:
 def repeat_floors(summary: Any, gate: Gate | None) -> Callable[[Any, str | None], dict[str, str]]:
     """Why the floors of ``gate`` on the sequences (--min-rows) and the tokens (--min-tokens)
     of a view (pooled when its group is None) fail closed when the runs read scored each
-    question several times (their recorded epochs or train trials): each question counts
-    once. The rows carry no question keys, so the questions are a lower bound: each run's rows
-    over its epochs, rounded up (a group's over the most epochs of any run, as its rows are
-    not known by run); the tokens likewise, over the most epochs, a question's repeats
-    scoring the same tokens."""
+    question several times (their recorded epochs or train trials, or re-runs pooled with
+    --all-runs whose ids repeat): each question counts once. The pooled rows' questions and
+    their tokens are exact where the reading counted them (the summary's ``distinct``).
+    Otherwise the rows carry no question keys, so the questions are a lower bound: the rows
+    of the runs scored alike over that many times, rounded up (a group's over the most of any
+    run, as its rows are not known by run); the tokens likewise, over the most, a question's
+    repeats scoring the same tokens."""
     from calibcli.summaries import most_epochs
 
     sources = [s for s in getattr(summary, "sources", ()) if s.skipped is None]
     most = most_epochs(sources)
     floors = gate.minimums if gate and most else {}
-    rows_of: dict[int, int] = {}  # epochs -> the rows of the runs scored that many times
+    distinct = getattr(summary, "distinct", None)
+    rows_of: dict[int, int] = {}  # times scored -> the rows of the runs scored that many times
     for s in sources:
-        k = s.epochs if s.epochs and s.epochs > 1 else 1
+        k = max(s.epochs or 1, s.pooled or 1)
         rows_of[k] = rows_of.get(k, 0) + s.rows
 
     def closed(view: Any, group: str | None) -> dict[str, str]:
         out: dict[str, str] = {}
         n, tokens = int(view.sequences), view.total_tokens
+        exact = group is None and distinct is not None
         least = floors.get("sequences")
         if least is not None:
             questions = -(-n // most)
-            if group is None and sum(rows_of.values()) == n:
+            if exact:
+                questions = distinct[0]
+            elif group is None and sum(rows_of.values()) == n:
                 questions = sum(-(-rows // k) for k, rows in rows_of.items())
-            why = floor_reason(n, questions, least, exact=False)
+            why = floor_reason(n, questions, least, exact=exact)
             if why is not None:
                 out["sequences"] = why
         least = floors.get("total_tokens")
-        if least is not None and tokens is not None and -(-tokens // most) < least:
+        if least is None or tokens is None:
+            return out
+        held = distinct[1] if exact else None
+        if held is None:
+            held, said = -(-tokens // most), f"as few as {-(-tokens // most):,}"
+        else:
+            said = f"{held:,}"
+        if held < least:
             out["total_tokens"] = (
                 f"the {tokens:,} tokens are of rows that repeat their questions (see the "
-                f"warning) and hold as few as {-(-tokens // most):,} tokens of distinct "
-                f"questions, fewer than {least:,}; each question's tokens count once"
+                f"warning) and hold {said} tokens of distinct questions, fewer than "
+                f"{least:,}; each question's tokens count once"
             )
         return out
 

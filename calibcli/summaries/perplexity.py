@@ -25,6 +25,7 @@ from calibcli.summaries.sources import Source, coalesce, overall_format, source_
 from calibcli.summaries.tables import TotalsTable
 
 COUNTS = TotalsTable.COUNTS
+_NO_QUESTIONS = (np.zeros(0, np.uint64), np.zeros(0, np.int64))
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,12 @@ class PerplexitySummary:
     row_ids: RowIds | None = None
     mixed: str | None = None  # why the rows are not one model's: every gate on them fails
     partial: str | None = None  # why they are part of an input's: every gate on them fails
+    # rows pooled with --all-runs that may carry ids: each identified row's question hash and
+    # tokens (-1: none), kept while the inputs are read (calibcli.io.pooled_ids), else None
+    questions: tuple[np.ndarray, np.ndarray] | None = None
+    # (questions, their tokens or None) of every row, each question once, where the pooled
+    # rows' ids repeat beyond their runs' epochs (distinct_questions()); None otherwise
+    distinct: tuple[int, int | None] | None = None
 
     kind = "perplexity"
 
@@ -157,6 +164,23 @@ class PerplexitySummary:
             return getattr(self.pooled(), name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    def distinct_questions(self) -> tuple[int, int | None]:
+        """The questions its rows hold, each once, and their tokens (None where the rows carry
+        no token counts): the identified rows (``questions``) by their question hashes, each
+        question's tokens counted once (the fewest any of its rows scored: a re-run scores the
+        same tokens), and each row without an id as a question of its own."""
+        hashes, tokens = self.questions if self.questions is not None else _NO_QUESTIONS
+        order = np.lexsort((tokens, hashes))  # by question, then tokens: the first is the fewest
+        ordered = hashes[order]
+        first = np.ones(ordered.shape[0], bool)
+        first[1:] = ordered[1:] != ordered[:-1]
+        view = self.pooled()
+        questions = view.sequences - hashes.shape[0] + int(first.sum())
+        if view.total_tokens is None or not self.present[0]:
+            return questions, None
+        once = int(tokens[order][first].sum())
+        return questions, view.total_tokens - int(tokens.sum()) + once
+
     def merge(self, other: PerplexitySummary) -> PerplexitySummary:
         return merge_perplexity([self, other])
 
@@ -212,7 +236,9 @@ class PerplexityBuilder:
     """Folds decoded perplexity blocks into a :class:`PerplexitySummary`, checking row by row
     that a count is carried by every row or by none (the first row decides)."""
 
-    def __init__(self, settings: PerplexitySettings, spec: Any, *, grouped: bool) -> None:
+    def __init__(
+        self, settings: PerplexitySettings, spec: Any, *, grouped: bool, keyed: bool = False
+    ) -> None:
         self.settings = settings
         self.spec = spec  # names the fields in messages
         self.index = GroupIndex() if grouped else None
@@ -226,11 +252,18 @@ class PerplexityBuilder:
         self.source_print = RowFingerprint()
         # each worker's share of the source: its rows and their key
         self.share_keys: list[tuple[int, tuple[int, bool]]] = []
+        # ``keyed``: each identified row's question hash and tokens are kept (``questions``)
+        self.keyed = keyed
+        self._pending: np.ndarray | None = None
+        self._questions: list[np.ndarray] = []
+        self._tokens: list[np.ndarray] = []
 
     def add_ids(self, hashes: Any, lines: Any, questions: Any = None) -> None:
-        """Record the ids of the rows of the block about to be added (checked by the reader);
-        ``questions`` is for calibration rows keyed for the bootstrap."""
+        """Record the ids of the rows of the block about to be added (checked by the reader),
+        and when ``keyed`` their ``questions``' hashes."""
         self.ids.add(hashes, lines)
+        if self.keyed and questions is not None:
+            self._pending = np.asarray(questions, np.uint64)
 
     def begin_source(self) -> None:
         self.rows_of_source = 0
@@ -253,6 +286,7 @@ class PerplexityBuilder:
         """Fold one block; ``locate(i)`` gives (path, line) of row i for error messages."""
         nll = cols[0]
         n = nll.shape[0]
+        pending, self._pending = self._pending, None
         if n == 0:
             return
         if self.first_line is None:
@@ -281,6 +315,13 @@ class PerplexityBuilder:
         self.table.add(cols, infinite, ids, groups)
         self.source_print.add(perplexity_hashes(nll, cols[1]))
         self.rows_of_source += n
+        if pending is not None:
+            assert pending.shape[0] == n, "rows without their questions"
+            self._questions.append(pending)
+            tokens = cols[1]
+            self._tokens.append(
+                np.full(n, -1, np.int64) if tokens is None else np.asarray(tokens, np.int64)
+            )
 
     def absorb(self, part: PerplexitySummary, path: str, first_line: int | None) -> None:
         """Add a later share of the current source, checking its count pattern against the
@@ -308,6 +349,12 @@ class PerplexityBuilder:
             order = GroupIndex(names).remap(self.index.names)
             table = TotalsTable(len(names))
             table.merge(self.table, order)
+        questions = None
+        if self.keyed:
+            questions = (
+                np.concatenate([np.zeros(0, np.uint64), *self._questions]),
+                np.concatenate([np.zeros(0, np.int64), *self._tokens]),
+            )
         return PerplexitySummary(
             self.settings,
             table,
@@ -316,4 +363,5 @@ class PerplexityBuilder:
             tuple(warnings),
             tuple(self.present),
             self.ids.result(),
+            questions=questions,
         )
