@@ -364,3 +364,27 @@ def test_default_settings_are_written_as_before(pieces):
     summaries written before they were recorded: those read as these."""
     meta, _ = read_header(pieces[1].read_bytes())
     assert not {"choices", "gold_field", "id_field"} & set(meta["settings"])
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        ["calibrate", "--calibrator", "CAL", "--max-ece", "1", "--min-rows", "1"],
+        ["calibrate", "--recalibrate", "temperature", "--max-ece", "1", "--min-rows", "1"],
+        ["threshold", "--calibrator", "CAL", "--target-accuracy", "0.1", "--min-coverage", "0.1"],
+    ],
+)
+def test_recalibrated_rows_of_a_merge_missing_a_piece_fail_closed_too(tmp_path, pieces, how):
+    # a calibrator fitted on other rows maps each kept confidence anew: the rows are still
+    # only part of rows.jsonl's, so every gate on them fails as without it
+    merged, _ = _merge(tmp_path, "p13.cbs", pieces[1], pieces[3])
+    calibrator = tmp_path / "cal.json"
+    well = Path(__file__).parent.parent / "sample_data" / "well_calibrated.jsonl"
+    fitted = run(["fit", well, "--method", "temperature", "-o", calibrator, "-q"])
+    assert fitted.exit_code == 0, fitted.stderr
+    command, *options = [calibrator if o == "CAL" else o for o in how]
+    result = run([command, merged, *options, "--json", "-q"])
+    assert result.exit_code == 1, result.stderr
+    checks = json.loads(result.stdout)["gate"]["checks"]
+    assert checks and all(c["passed"] is False for c in checks)
+    assert all(c["reason"].startswith("the summary covers only part of") for c in checks)

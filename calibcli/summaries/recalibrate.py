@@ -293,16 +293,20 @@ def _regrouped(
             np.concatenate([r for r, _ in keys]) if keys else np.zeros(0, np.uint64),
             np.concatenate([w for _, w in keys]) if keys else np.zeros(0, np.uint64),
         )
+    # what the runs say of the rows holds of them recalibrated: several models', questions
+    # repeated, pieces of an input missing; the gates on them fail closed as before
+    said = {"mixed": summary.mixed, "repeats": summary.repeats, "partial": summary.partial}
     if summary.group_names is None:
         ((right, wrong),) = parts
-        return from_columns(
+        made = from_columns(
             summary.settings, right, wrong, keys=keyed, sources=sources, warnings=warnings
         )
+        return replace(made, **said)
     ids = [
         (np.full(r.shape[0], g, np.intp), np.full(w.shape[0], g, np.intp))
         for g, (r, w) in enumerate(parts)
     ]
-    return from_columns(
+    made = from_columns(
         summary.settings,
         np.concatenate([r for r, _ in parts]) if parts else np.zeros(0),
         np.concatenate([w for _, w in parts]) if parts else np.zeros(0),
@@ -313,6 +317,7 @@ def _regrouped(
         sources=sources,
         warnings=warnings,
     )
+    return replace(made, **said)
 
 
 def apply_to_data(summary: Any, calibrators: CalibratorFile, *, bins: int) -> Any:
