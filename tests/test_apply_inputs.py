@@ -178,9 +178,10 @@ def test_a_refused_copy_leaves_the_output_file_as_it_was(cal, preds, tmp_path):
 
 
 def test_other_rows_are_written_one_file_after_the_other(cal, preds, tmp_path):
-    # as many rows, their confidences all but one the same: not a copy
+    # as many rows, of other confidences: another model's answers, written after preds.jsonl's
     changed = rows("s")
-    changed[5]["confidence"] = 0.5 + 1 / 128
+    for row in changed:
+        row["confidence"] -= 1 / 128
     other = tmp_path / "other.jsonl"
     other.write_text(text(changed[::-1]), encoding="utf-8")
     result = run(["apply", cal, preds, other, "-q"])

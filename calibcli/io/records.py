@@ -517,15 +517,21 @@ def read_choices(
 
 
 def _rows_made(source: str, conf: list[float], correct: list[bool]) -> Any:
-    """What the copy check reads of a file's rows (as a reading's Source records it): their
-    count and multiset hash."""
+    """What the copy checks read of a file's rows (as a reading's Source records them): their
+    count, multiset hash and sketch."""
     from types import SimpleNamespace
 
-    from calibcli.summaries import RowFingerprint, calibration_hashes
+    from calibcli.summaries import SourcePrint
 
-    made = RowFingerprint()
-    made.add(calibration_hashes(np.asarray(conf, np.float64), np.asarray(correct, bool)))
+    made = SourcePrint()
+    made.add_rows(np.asarray(conf, np.float64), np.asarray(correct, bool))
     name = display_name(source)
     return SimpleNamespace(
-        name=name, display=name, content=name, rows=made.rows, rows_hash=made.key(), skipped=None
+        name=name,
+        display=name,
+        content=name,
+        rows=made.rows,
+        rows_hash=made.key(),
+        rows_sketch=made.sketch(),
+        skipped=None,
     )

@@ -11,7 +11,9 @@ carrying the file's first row's id (a run appended to its file again) and two fi
 confidences in another order are refused unless ``all_runs``. The last is told from each file's
 multiset hash once it is read: the output then stops where it is, so on standard output the
 rows written a batch at a time before it (some of the copy's among them) are out already; a
-file given with -o is not written at all."""
+file given with -o is not written at all. A file many of whose confidences another holds (a
+file beside some of its shards, :func:`calibcli.io.same_rows.contained_rows`) is told once
+every file is read, before the last batch is written."""
 
 from __future__ import annotations
 
@@ -66,6 +68,7 @@ def rewrite_confidences(
         else:
             rewriter.source(source, kinds[source])
         rewriter.end(source)
+    rewriter.held()
     rewriter.out.close()
     return rewriter.count
 
@@ -173,9 +176,9 @@ class _Rewriter:
 
     def begin(self) -> None:
         """Start a file's rows."""
-        from calibcli.summaries import RowFingerprint
+        from calibcli.summaries import SourcePrint
 
-        self.rows = RowFingerprint()
+        self.rows = SourcePrint(float32=None)  # apply's copies are told by exact confidences
 
     def end(self, source: str) -> None:
         """Write the file's rows still waiting; InputError when an earlier file held the same
@@ -195,6 +198,7 @@ class _Rewriter:
                 content=name,
                 rows=self.rows.rows,
                 rows_hash=self.rows.key(),
+                rows_sketch=self.rows.sketch(),
                 skipped=None,
             )
         )
@@ -206,15 +210,24 @@ class _Rewriter:
                 later.display, None, f"holds the rows of {also} ({SAME_CONFIDENCES}): {COPY}"
             )
 
+    def held(self) -> None:
+        """InputError, once every file is read, when many of a file's confidences are another's
+        (:func:`~calibcli.io.same_rows.contained_rows`: a file beside some of its shards),
+        unless ``all_runs``."""
+        from calibcli.io.runs import COPY
+        from calibcli.io.same_rows import contained_rows
+
+        held = None if self.all_runs else contained_rows(self.made)
+        if held is not None:
+            inner, text = held
+            raise InputError(inner.display, None, f"{text}: {COPY.replace('its rows', 'they', 1)}")
+
     def _hashed(self, confidences: Any) -> None:
-        """Fold rows' confidences into the file's multiset hash (the outcome bit left clear:
-        apply reads none)."""
+        """Fold rows' confidences into the file's multiset hash and sketch (the outcome bit
+        left clear: apply reads none)."""
         import numpy as np
 
-        from calibcli.summaries import calibration_hashes
-
-        zeros = np.zeros(confidences.shape[0], dtype=bool)
-        self.rows.add(calibration_hashes(confidences, zeros))
+        self.rows.add_rows(confidences, np.zeros(confidences.shape[0], dtype=bool))
 
     def _watch(self, watch: Any, name: str, where: int | str, row: Any) -> Any:
         """The file's first row's id, watched for in the rows after it as the other commands

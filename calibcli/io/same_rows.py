@@ -5,7 +5,9 @@ another order or written again by another tool), which the byte checks of the ru
 The rows are compared by content (:func:`calibcli.summaries.same_sources`,
 :func:`calibcli.summaries.union_of_others`) whether or not they carry ids: the ids of a copy
 need not be its original's (``"7"`` in a JSON file, ``7`` in the CSV written from it, or ids
-renamed), so ids that differ say nothing of whether the rows do.
+renamed), so ids that differ say nothing of whether the rows do. A file that holds part of
+another's rows (beside some of the shards it was split into) is told by the sketches of their
+rows (:func:`calibcli.summaries.contained_sources`), calibration rows only.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ def refuse_same_rows(summary: Any, all_runs: bool) -> None:
 def same_rows_twice(sources: Any, kind: str = "calibration") -> None:
     """InputError when two files read here hold the same rows in other bytes (the rows of one
     in another order, or written again), or one holds the rows of some others together (a file
-    beside its shards): they would count twice (:func:`calibcli.summaries.same_sources`)."""
+    beside its shards), or many of its rows are another's (a file beside some of its shards):
+    they would count twice (:func:`calibcli.summaries.same_sources`)."""
     from calibcli.io.runs import COPY
     from calibcli.summaries import listed, same_rows_text, same_sources, union_of_others
 
@@ -41,3 +44,20 @@ def same_rows_twice(sources: Any, kind: str = "calibration") -> None:
         also = listed([shown_name(s.display) for s in others])
         held = f"holds the rows of {also} together ({same_rows_text(kind)}){note}: {COPY}"
         raise InputError(union.display, None, held)
+    held = contained_rows(sources)
+    if held is not None:
+        inner, text = held
+        raise InputError(inner.display, None, f"{text}: {COPY.replace('its rows', 'they', 1)}")
+
+
+def contained_rows(sources: Any) -> tuple[Any, str] | None:
+    """The source of an input many of whose rows other inputs hold
+    (:func:`calibcli.summaries.contained_sources`), and how a message says so; None when there
+    is none."""
+    from calibcli.summaries import contained_sources, held_text
+
+    held = contained_sources(sources)
+    if held is None:
+        return None
+    inner, holders, share = held
+    return inner, held_text(share, [shown_name(s.display) for s in holders])

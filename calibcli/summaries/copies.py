@@ -21,7 +21,9 @@ under the same ids are told apart by their rows. Each calibration source also ke
 multiset hash of its rows with every confidence rounded to float32
 (:attr:`~calibcli.summaries.sources.Source.float32_hash`): rows written again through a float32
 column (Parquet, or a CSV written from one) hold other doubles, and are told by it, under the
-same rules (whether their values tell a copy is judged from the exact rows).
+same rules (whether their values tell a copy is judged from the exact rows). An input that
+holds only part of another's rows is told by the sketches of their rows
+(:func:`contained_sources`, :mod:`calibcli.summaries.contained`).
 """
 
 from __future__ import annotations
@@ -121,6 +123,7 @@ class _Input:
         self.rows, self.total, self.known = 0, 0, True
         self.total32, self.known32 = 0, True  # with confidences as float32
         self.told: list[tuple[int, bool]] = []  # each piece's rows, and whether it tells a copy
+        self.sketches: list[Any] | None = []  # each piece's sketch; None when one's is unknown
 
     def add(self, source: Any, label: Any) -> None:
         self.pieces.append(source)
@@ -131,6 +134,11 @@ class _Input:
         else:
             self.total = (self.total + source.rows_hash[0]) % _WRAP
             self.told.append((source.rows, source.rows_hash[1]))
+        sketch = getattr(source, "rows_sketch", None)  # none for perplexity rows
+        if sketch is None or self.sketches is None:
+            self.sketches = None
+        else:
+            self.sketches.append(sketch)
         rounded = getattr(source, "float32_hash", None)  # none for perplexity rows
         if rounded is None:
             self.known32 = False
@@ -329,7 +337,8 @@ def _held_by_others_noted(inputs: list[_Input], accept: Any) -> tuple | None:
 
 def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> None:
     """SummaryMismatch when an input of one part holds the rows of an input of another
-    (:func:`same_sources`), or of several others together (:func:`union_of_others`):
+    (:func:`same_sources`), or of several others together (:func:`union_of_others`), or part
+    of them (:func:`contained_sources`):
     ``groups`` are (label, summary) pairs, the label None for the files read here. Names the
     inputs and the parts that hold them."""
     sources, labels = [], []
@@ -365,6 +374,53 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
             f"({same_rows_text(kind)}){note}: one input counted twice, by other routes; {remedy}",
             part=part(union, *others),
         )
+    held = _contained(pooled, True)  # part of an input's rows in another part
+    if held is not None:
+        inner, holders, share = held
+        raise SummaryMismatch(
+            f"{named(inner)}: {held_text(share, [named(h) for h in holders])}: they would count "
+            f"twice; {remedy}",
+            part=part(inner, *holders),
+        )
+
+
+def _contained(inputs: list[_Input], parts: bool) -> tuple[_Input, list[_Input], float] | None:
+    """The input most of whose distinct rows others hold, those others and the estimated share
+    (:func:`~calibcli.summaries.contained.held_rows`, on each input's sketch, its pieces' joined).
+    With ``parts``, inputs held by one part alone are not compared (pooled there on purpose)."""
+    from calibcli.summaries.contained import held_rows
+    from calibcli.summaries.fingerprint import joined_sketch
+
+    sketches = [None if not h.sketches else joined_sketch(h.sketches) for h in inputs]
+    together = None
+    if parts:  # an input whose pieces are in several parts is compared with every other
+        together = [h.labels[0] if _one_part([h]) else ("pieces", i) for i, h in enumerate(inputs)]
+    found = held_rows([h.rows for h in inputs], sketches, together)
+    if found is None:
+        return None
+    inner, holders, share = found
+    return inputs[inner], [inputs[i] for i in holders], share
+
+
+def contained_sources(sources: Any) -> tuple[Any, list[Any], float] | None:
+    """An input whose distinct rows other inputs hold in part, at least
+    :data:`~calibcli.summaries.contained.SHARE` of them by the sketches of their rows
+    (:attr:`~calibcli.summaries.sources.Source.rows_sketch`): a file beside some of its shards,
+    two files sharing many rows. As (its first source, the first source of each input that
+    holds them, the estimated share); None when there is none, and for inputs whose sketch is
+    not known (perplexity rows, summaries written before it was recorded). The pieces of one
+    input are joined first and never compared with each other; inputs of fewer than ``FLOOR``
+    rows, or whose values do not tell rows apart, are not compared (see
+    :mod:`calibcli.summaries.contained`)."""
+    found = _contained(_inputs(sources, range(len(sources))), False)
+    return None if found is None else (found[0].first, [h.first for h in found[1]], found[2])
+
+
+def held_text(share: float, holders: list[str]) -> str:
+    """How a message says that an input's rows are held by ``holders`` (about ``share`` of its
+    distinct rows, :func:`contained_sources`)."""
+    also = "together" if len(holders) > 1 else "too"
+    return f"its rows are held by {listed(holders)} {also} (about {share:.0%} of them)"
 
 
 def listed(names: list[str], shown: int = 3) -> str:

@@ -336,7 +336,6 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             if count is not None and (type(count) is not int or count < 1):
                 raise TypeError(count)
         size, part = _cut(entry.get("size"), entry.get("part"))
-        rows_hash, float32_hash = recorded_hashes(entry)
         return Source(
             name=str(entry["name"]),
             content=str(entry["content"]),
@@ -351,9 +350,8 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             epochs=epochs,
             size=size,
             part=part,
-            rows_hash=rows_hash,
             pooled=pooled,
-            float32_hash=float32_hash,
+            **recorded_hashes(entry),
         )
     except (AttributeError, KeyError, TypeError, ValueError):
         raise SummaryError("a damaged calibcli summary (a bad source entry)") from None

@@ -14,13 +14,17 @@ fingerprints under a rounding (:func:`rounded_prints`) tell them too.
 from __future__ import annotations
 
 import base64
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 SAMPLE = 512
 """Distinct hashes kept (4 KB)."""
+SOURCE_SAMPLE = 256
+"""Distinct hashes a source keeps of its rows (:class:`SourceSketch`, 2 KB): half the summary's,
+so that a summary file of many sources stays small."""
 COPY_DISTINCT = 64
 """Distinct rows from which two inputs holding the same multiset of rows are taken for copies,
 however coarse their values (:meth:`RowFingerprint.tells_copies_apart`)."""
@@ -150,8 +154,9 @@ def joined_tells_copies(pieces: list[tuple[int, bool]]) -> bool:
 
 @dataclass
 class RowFingerprint:
-    """Rows, their hash sum modulo 2**64, and the smallest distinct hashes (sorted)."""
+    """Rows, their hash sum modulo 2**64, and the ``size`` smallest distinct hashes (sorted)."""
 
+    size: ClassVar[int] = SAMPLE
     rows: int = 0
     total: int = 0
     sample: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
@@ -162,17 +167,17 @@ class RowFingerprint:
             return
         self.rows += int(hashes.shape[0])
         self.total = (self.total + int(hashes.sum(dtype=np.uint64))) & _MASK
-        if self.sample.shape[0] >= SAMPLE:
+        if self.sample.shape[0] >= self.size:
             hashes = hashes[hashes < self.sample[-1]]
             if not hashes.shape[0]:
                 return
-        self.sample = np.unique(np.concatenate([self.sample, hashes]))[:SAMPLE]
+        self.sample = np.unique(np.concatenate([self.sample, hashes]))[: self.size]
 
     def merge(self, other: RowFingerprint) -> RowFingerprint:
         out = RowFingerprint(self.rows, self.total, self.sample)
         out.rows += other.rows
         out.total = (out.total + other.total) & _MASK
-        out.sample = np.unique(np.concatenate([self.sample, other.sample]))[:SAMPLE]
+        out.sample = np.unique(np.concatenate([self.sample, other.sample]))[: self.size]
         return out
 
     def contained_share(self, other: RowFingerprint) -> float:
@@ -186,21 +191,21 @@ class RowFingerprint:
         whose presence in ``other`` is known: a few when ``other`` is much larger)."""
         if not self.sample.shape[0]:
             return 0.0, 0
-        union = np.unique(np.concatenate([self.sample, other.sample]))[:SAMPLE]
+        union = np.unique(np.concatenate([self.sample, other.sample]))[: self.size]
         mine = np.intersect1d(union, self.sample, assume_unique=True)
         if not mine.shape[0]:
             return 0.0, 0
         # a hash above other's largest kept one may be in other without being sampled
-        known = mine if other.sample.shape[0] < SAMPLE else mine[mine <= other.sample[-1]]
+        known = mine if other.sample.shape[0] < other.size else mine[mine <= other.sample[-1]]
         if not known.shape[0]:
             return 0.0, 0
         shared = np.intersect1d(known, other.sample, assume_unique=True)
         return shared.shape[0] / known.shape[0], int(known.shape[0])
 
     def distinct(self) -> float:
-        """The number of distinct rows: exact below ``SAMPLE``, else the bottom-k estimate."""
+        """The number of distinct rows: exact below ``size``, else the bottom-k estimate."""
         k = self.sample.shape[0]
-        if k < SAMPLE:
+        if k < self.size:
             return float(k)
         return (k - 1) / ((float(self.sample[-1]) + 1.0) / 2.0**64)
 
@@ -224,16 +229,18 @@ class RowFingerprint:
     def to_dict(self) -> dict[str, Any]:
         """A JSON form: rows, the hash sum in hex, the sample as base64 of little-endian
         uint64s."""
-        sample = base64.b64encode(self.sample.astype("<u8").tobytes()).decode("ascii")
-        return {"rows": self.rows, "total": f"{self.total:016x}", "sample": sample}
+        return {
+            "rows": self.rows,
+            "total": f"{self.total:016x}",
+            "sample": _hashes_text(self.sample),
+        }
 
     @classmethod
     def from_dict(cls, value: Any) -> RowFingerprint:
         """The fingerprint of :meth:`to_dict`; ValueError when it is not one."""
         try:
-            raw = base64.b64decode(value["sample"], validate=True)
-            sample = np.frombuffer(raw, "<u8").astype(np.uint64)
-            return cls(int(value["rows"]), int(value["total"], 16), np.unique(sample)[:SAMPLE])
+            sample = _hashes_of(value["sample"], cls.size)
+            return cls(int(value["rows"]), int(value["total"], 16), sample)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a row fingerprint ({exc})") from None
 
@@ -256,19 +263,40 @@ class RowFingerprint:
 class SourcePrint(RowFingerprint):
     """A calibration source's fingerprint while it is read, with ``float32``, the multiset
     hash of its rows with every confidence rounded to float32 (:func:`float32_hash_sum`; None
-    when a share of it did not record one)."""
+    when a share of it did not record one), and ``repeats``, the hashes of its sample that
+    more than one of its rows holds (None when a share of it did not record them): with the
+    sample, its rows' :class:`SourceSketch`."""
 
     float32: int | None = 0
+    repeats: np.ndarray | None = field(default_factory=lambda: np.zeros(0, np.uint64))
 
     def add_rows(self, conf: np.ndarray, correct: np.ndarray) -> None:
         """Fold one block of rows: both hashes in the same pass over the block."""
-        self.add(calibration_hashes(conf, correct))
+        hashes = calibration_hashes(conf, correct)
+        self._note_repeats(hashes)
+        self.add(hashes)
+        if self.repeats is not None and self.repeats.shape[0]:
+            self.repeats = self.repeats[self.repeats <= self.sample[-1]]
         if self.float32 is not None:
             self.float32 = (self.float32 + float32_hash_sum(conf, correct)) & _MASK
 
+    def _note_repeats(self, hashes: np.ndarray) -> None:
+        """Note the hashes of a block that another row holds too (in the block, or read
+        before): once the sample is full, only those at most its largest, which :meth:`add`
+        looks at anyway."""
+        if self.repeats is None or not hashes.shape[0]:
+            return
+        if self.sample.shape[0] >= self.size:
+            hashes = hashes[hashes <= self.sample[-1]]
+        found, count = np.unique(hashes, return_counts=True)
+        again = np.union1d(found[count > 1], np.intersect1d(found, self.sample, True))
+        if again.shape[0]:
+            self.repeats = np.union1d(self.repeats, again)
+
     def absorb(self, part: Any) -> None:
         """Fold a summary of a later share of the source (its fingerprint, and its sources'
-        float32 hashes, which add)."""
+        float32 hashes, which add, and sketches, which join)."""
+        mine = self.sketch()
         merged = self.merge(part.fingerprint)
         self.rows, self.total, self.sample = merged.rows, merged.total, merged.sample
         for source in part.sources:
@@ -276,8 +304,95 @@ class SourcePrint(RowFingerprint):
                 self.float32 = None
             elif source.rows:
                 self.float32 = (self.float32 + source.float32_hash) & _MASK
+        theirs = [s.rows_sketch for s in part.sources if s.rows]
+        if self.repeats is None or any(sketch is None for sketch in theirs):
+            self.repeats = None
+        elif theirs:  # repeats are known for the union's SOURCE_SAMPLE smallest hashes
+            self.repeats = joined_sketch([s for s in [mine, *theirs] if s is not None])[1]
+
+    def sketch(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The :class:`SourceSketch` of these rows (the smallest ``SOURCE_SAMPLE`` hashes of
+        the sample, and those of them that more than one row holds); None without rows, or
+        when a share did not record its own."""
+        if not self.rows or self.repeats is None:
+            return None
+        sample = self.sample[:SOURCE_SAMPLE].copy()
+        return sample, self.repeats[self.repeats <= sample[-1]].copy()
 
     def hashes(self) -> dict[str, Any]:
-        """What the source records of its rows (``rows_hash`` and ``float32_hash`` of
-        :class:`~calibcli.summaries.sources.Source`)."""
-        return {"rows_hash": self.key(), "float32_hash": self.float32 if self.rows else None}
+        """What the source records of its rows (``rows_hash``, ``float32_hash`` and
+        ``rows_sketch`` of :class:`~calibcli.summaries.sources.Source`)."""
+        float32 = self.float32 if self.rows else None
+        return {"rows_hash": self.key(), "float32_hash": float32, "rows_sketch": self.sketch()}
+
+
+@dataclass
+class SourceSketch(RowFingerprint):
+    """A source's rows as the containment check reads them: their count and their
+    ``SOURCE_SAMPLE`` smallest distinct hashes (no hash sum), for
+    :meth:`~RowFingerprint.containment` and :meth:`~RowFingerprint.tells_rows_apart` at that
+    size, and ``repeats``, those of the hashes that more than one row holds."""
+
+    size: ClassVar[int] = SOURCE_SAMPLE
+    repeats: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+
+    def density(self, upper: bool = False) -> float:
+        """The rows each value the rows are drawn from holds, as a Poisson mean m (0 when no
+        sampled value repeats, as for the doubles of a model's probabilities), from the share
+        of the sampled distinct values that repeat: values drawn alike from V equally likely
+        ones (m = rows / V), a distinct value repeats with chance 1 - m e^-m / (1 - e^-m).
+        Another input's distinct values are then among these rows' by chance with chance
+        1 - e^-m. With ``upper``, m at the upper end of what the repeats seen allow (about
+        95%: a Poisson count r taken as r + 2 sqrt(r) + 2), so that a few rows' values are not
+        taken for rows that never repeat."""
+        seen = self.repeats.shape[0]
+        if upper:
+            seen = seen + 2 * math.sqrt(seen) + 2
+        if not self.sample.shape[0] or not seen:
+            return 0.0
+        share = min(seen / self.sample.shape[0], 1.0)
+        low, high = 0.0, 64.0
+        for _ in range(60):  # the share that repeats rises with m
+            m = (low + high) / 2
+            if 1 - m * math.exp(-m) / -math.expm1(-m) < share:
+                low = m
+            else:
+                high = m
+        return low
+
+
+def joined_sketch(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The :class:`SourceSketch` (sample, repeats) of the rows of several pieces together, from
+    theirs: the smallest distinct hashes of a union are the smallest of the pieces' smallest,
+    and one of them repeats when it does in a piece or more than one piece holds it."""
+    found, count = np.unique(np.concatenate([s for s, _ in pieces]), return_counts=True)
+    sample = found[:SOURCE_SAMPLE]
+    again = np.union1d(found[count > 1], np.concatenate([r for _, r in pieces]))
+    return sample, again[np.isin(again, sample)]
+
+
+def sketch_text(sketch: tuple[np.ndarray, np.ndarray]) -> list[str]:
+    """A sketch as JSON holds it: its sample and repeats, each base64 of little-endian
+    uint64s (as :meth:`RowFingerprint.to_dict` writes a sample)."""
+    return [_hashes_text(hashes) for hashes in sketch]
+
+
+def sketch_of(value: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The sketch of :func:`sketch_text`; TypeError or ValueError when ``value`` is not one."""
+    sample, repeats = (_hashes_of(text) for text in value)
+    if sample.shape[0] > SOURCE_SAMPLE or not np.isin(repeats, sample).all():
+        raise ValueError(value)
+    return sample, repeats
+
+
+def _hashes_text(hashes: np.ndarray) -> str:
+    return base64.b64encode(hashes.astype("<u8").tobytes()).decode("ascii")
+
+
+def _hashes_of(text: Any, size: int | None = None) -> np.ndarray:
+    """Hashes written as base64 of little-endian uint64s, distinct and sorted (the ``size``
+    smallest); TypeError or ValueError when ``text`` is not such."""
+    if not isinstance(text, str):
+        raise TypeError(text)
+    raw = base64.b64decode(text, validate=True)
+    return np.unique(np.frombuffer(raw, "<u8").astype(np.uint64))[:size]

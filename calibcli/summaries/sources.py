@@ -43,6 +43,11 @@ class Source:
     (:func:`~calibcli.summaries.fingerprint.float32_hash_sum`), so that rows written again
     through a float32 column are told too; None for perplexity rows, where it held no rows or
     it was not recorded (whether the values tell a copy is judged by ``rows_hash``).
+    ``rows_sketch`` is the sketch of its rows' distinct values: their smallest hashes, sorted,
+    and those of them that more than one of its rows holds
+    (:class:`~calibcli.summaries.fingerprint.SourceSketch`), to tell an input that holds part
+    of another's rows (:func:`~calibcli.summaries.copies.contained_sources`); None for
+    perplexity rows, where it held no rows or it was not recorded.
     """
 
     name: str
@@ -61,6 +66,7 @@ class Source:
     rows_hash: tuple[int, bool] | None = None
     pooled: int | None = None
     float32_hash: int | None = None
+    rows_sketch: tuple[Any, Any] | None = None  # (sample, repeats): numpy arrays of uint64
 
     @property
     def display(self) -> str:
@@ -87,27 +93,38 @@ class Source:
 
     def recorded(self) -> dict[str, Any]:
         """:meth:`describe` with what a summary file keeps beside it: ``rows_hash`` as
-        ``[sum in hex, apart]``, ``float32_hash`` as the sum in hex."""
+        ``[sum in hex, apart]``, ``float32_hash`` as the sum in hex, ``rows_sketch`` as
+        ``[sample, repeats]`` (:func:`~calibcli.summaries.fingerprint.sketch_text`)."""
+        from calibcli.summaries.fingerprint import sketch_text
+
         found = self.describe()
         if self.rows_hash is not None:
             found["rows_hash"] = [f"{self.rows_hash[0]:016x}", self.rows_hash[1]]
         if self.float32_hash is not None:
             found["float32_hash"] = f"{self.float32_hash:016x}"
+        if self.rows_sketch is not None:
+            found["rows_sketch"] = sketch_text(self.rows_sketch)
         return found
 
 
-def recorded_hashes(entry: Any) -> tuple[tuple[int, bool] | None, int | None]:
-    """A summary file's source entry's ``rows_hash`` and ``float32_hash``
-    (:meth:`Source.recorded`; each absent in summaries written before it was recorded);
-    TypeError or ValueError when bad."""
-    value, rounded = entry.get("rows_hash"), entry.get("float32_hash")
+def recorded_hashes(entry: Any) -> dict[str, Any]:
+    """A summary file's source entry's ``rows_hash``, ``float32_hash`` and ``rows_sketch``
+    (:meth:`Source.recorded`; each absent in summaries written before it was recorded), as
+    :class:`Source` fields; TypeError or ValueError when bad."""
+    from calibcli.summaries.fingerprint import sketch_of
+
+    value, rounded, sketch = (entry.get(k) for k in ("rows_hash", "float32_hash", "rows_sketch"))
     rows_hash = None
     if value is not None:
         total, apart = value
         if type(apart) is not bool:
             raise TypeError(value)
         rows_hash = _hex(total), apart
-    return rows_hash, None if rounded is None else _hex(rounded)
+    return {
+        "rows_hash": rows_hash,
+        "float32_hash": None if rounded is None else _hex(rounded),
+        "rows_sketch": None if sketch is None else sketch_of(sketch),
+    }
 
 
 def _hex(value: Any) -> int:
@@ -205,6 +222,7 @@ def coalesce(sources: list[Source], merge_tables: Any) -> list[Source]:
                 part=_joined_pieces(prev.part, s.part),
                 rows_hash=_joined_hash(prev, s),
                 float32_hash=_joined_float32(prev, s),
+                rows_sketch=_joined_sketch(prev, s),
             )
         else:
             out.append(s)
@@ -228,6 +246,22 @@ def _joined_float32(first: Source, then: Source) -> int | None:
     if first.float32_hash is None or then.float32_hash is None:
         return None if first.rows and then.rows else first.float32_hash or then.float32_hash
     return (first.float32_hash + then.float32_hash) % (1 << 64)
+
+
+def _joined_sketch(first: Source, then: Source) -> tuple[Any, Any] | None:
+    """The sketch of two adjacent ranges' rows together
+    (:func:`~calibcli.summaries.fingerprint.joined_sketch`); None when a range held rows
+    without recording it."""
+    from calibcli.summaries.fingerprint import joined_sketch
+
+    if first.rows_sketch is None or then.rows_sketch is None:
+        return None if first.rows and then.rows else _either(first, then).rows_sketch
+    return joined_sketch([first.rows_sketch, then.rows_sketch])
+
+
+def _either(first: Source, then: Source) -> Source:
+    """The one of two ranges that held rows (``first`` when both or neither did)."""
+    return then if then.rows and not first.rows else first
 
 
 def _joined_pieces(

@@ -1,0 +1,165 @@
+"""Inputs that hold part of another's rows: a file read beside some of the shards it was split
+into, or two files that share many of their rows. Their multiset hashes
+(:mod:`calibcli.summaries.copies`) tell an input whose rows are all another's, or all of some
+others' together, but not one that holds only part of them; the shared rows would count twice
+all the same.
+
+Each calibration source keeps a sketch of its rows' distinct values
+(:attr:`~calibcli.summaries.sources.Source.rows_sample`: the ``SOURCE_SAMPLE`` smallest distinct
+row hashes, :class:`~calibcli.summaries.fingerprint.SourceSketch`), and the share of one input's
+distinct rows that another holds is estimated from the two sketches
+(:meth:`~calibcli.summaries.fingerprint.RowFingerprint.containment`). An input is held by
+another when at least ``SHARE`` of its distinct rows are estimated to be the other's, the
+estimate resting on at least ``RESTS`` of its hashes; and by several others together when at
+least ``SHARE`` are theirs (a large file beside many small shards of it, each too small beside
+it for the estimate to rest on enough hashes). Only inputs of at least ``FLOOR`` rows whose
+values tell rows apart (:meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_rows_apart`)
+are compared, on both sides: coarse values (a few verbal levels, confidences of one decimal)
+are shared by other rows by chance, so a shared value says nothing of a shared row. Values of
+a few decimals (two, four) tell rows apart yet are shared by chance too, as often as the rows
+of each input repeat them: the sketch keeps which of its hashes more than one row holds
+(:meth:`~calibcli.summaries.fingerprint.SourceSketch.density`), and the share is refused only
+when, at the lower end of its estimate, it is ``SHARE`` above what chance gives at the upper
+end of that. Doubles of a model's probabilities never repeat, and two inputs of other rows
+share no hash but by a 64-bit collision: then any sizeable overlap is refused (two files of
+600 rows sharing 200 share a third of each).
+
+The cost is the sketches': each input's are sorted together once, so the pairs that share
+hashes are found without comparing every pair (a folder of a thousand files is a few hundred
+thousand hashes), and each input's share of the others together is read off the first hashes
+of that sort.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from calibcli.summaries.copies import FLOOR
+from calibcli.summaries.fingerprint import SOURCE_SAMPLE, SourceSketch
+
+SHARE = 0.2
+"""The least estimated share of an input's distinct rows held elsewhere that is refused."""
+RESTS = 16
+"""The fewest of an input's hashes an estimate must rest on (below, an input much larger than
+it leaves too few of its hashes comparable)."""
+CROWD = 64
+"""Inputs above which a hash held by all of them is passed over in the search for pairs: a
+value that many inputs hold is a common value (a confidence of exactly 1), not a shared row."""
+_LEAST = math.ceil(SHARE * RESTS)  # hashes two inputs must share for a pair to be refused
+
+
+def held_rows(
+    rows: list[int], sketches: list[Any], together: list[Any] | None = None
+) -> tuple[int, list[int], float] | None:
+    """The input most of whose distinct rows other inputs hold, as (its index, the indices of
+    those that hold them, the estimated share), when that share is at least ``SHARE`` more
+    than chance gives (:func:`_chance`); None when there is none. ``rows`` and ``sketches``
+    are each input's row count and :class:`~calibcli.summaries.fingerprint.SourceSketch`
+    (sample, repeats), None when unknown (not compared). Inputs of equal ``together`` keys are
+    never compared (pooled on purpose); None compares every pair. One other input holding
+    them is looked for first (the largest share found), then all the others together."""
+    keys = list(range(len(rows))) if together is None else together
+    made = {
+        i: SourceSketch(n, 0, sketch[0], sketch[1])
+        for i, (n, sketch) in enumerate(zip(rows, sketches, strict=True))
+        if sketch is not None and n >= FLOOR
+    }
+    sketched = {i: s for i, s in made.items() if s.tells_rows_apart()}
+    if len({keys[i] for i in sketched}) < 2:
+        return None
+    hashes = np.concatenate([s.sample for s in sketched.values()])
+    owners = np.concatenate([np.full(s.sample.shape[0], i, np.int64) for i, s in sketched.items()])
+    order = np.argsort(hashes, kind="stable")  # each hash's holders in input order
+    hashes, owners = hashes[order], owners[order]
+    found = _by_one(hashes, owners, sketched, keys)
+    return found if found is not None else _by_several(hashes, owners, sketched, keys)
+
+
+def _chance(density: float) -> float:
+    """The share of an input's distinct values that others of ``density`` in all
+    (:meth:`~calibcli.summaries.fingerprint.SourceSketch.density`, which add) hold by chance;
+    0 for values that never repeat."""
+    return -math.expm1(-density)
+
+
+def _over(share: float, rests: int, density: float) -> float:
+    """How far the share of an input's distinct rows held elsewhere, estimated on ``rests`` of
+    its hashes, is above chance for the holders' ``density`` (at its upper end): the share at
+    the lower end of its estimate (two binomial standard errors below) less that chance."""
+    low = share - 2 * math.sqrt(share * (1 - share) / max(rests, 1))
+    return low - _chance(density)
+
+
+def _by_one(hashes: Any, owners: Any, sketches: dict, keys: list[Any]) -> tuple | None:
+    """(inner, [outer], share) for the pair of inputs of other keys where the share of one's
+    distinct rows that the other holds is largest and at least ``SHARE``; looked for among the
+    pairs whose sketches share at least ``_LEAST`` hashes (none, for inputs of other rows)."""
+    _, start, count = np.unique(hashes, return_index=True, return_counts=True)
+    pairs = []
+    for m in np.unique(count[(count > 1) & (count <= CROWD)]).tolist():
+        block = owners[start[count == m][:, None] + np.arange(m)]  # (hashes, holders)
+        first, then = np.triu_indices(m, 1)
+        pairs.append(block[:, first].ravel() * len(keys) + block[:, then].ravel())
+    if not pairs:
+        return None
+    pair, shared = np.unique(np.concatenate(pairs), return_counts=True)
+    best = None
+    for code in pair[shared >= _LEAST].tolist():
+        a, b = divmod(code, len(keys))
+        if keys[a] == keys[b]:
+            continue
+        for inner, outer in ((a, b), (b, a)):
+            share, rests = sketches[inner].containment(sketches[outer])
+            over = _over(share, rests, sketches[outer].density(upper=True))
+            if over >= SHARE and rests >= RESTS and (best is None or over > best[3]):
+                best = (inner, [outer], share, over)
+    return None if best is None else best[:3]
+
+
+def _by_several(hashes: Any, owners: Any, sketches: dict, keys: list[Any]) -> tuple | None:
+    """(input, the others that hold any of its sketch's hashes, share) for the input where the
+    share of its distinct rows that the inputs of other keys hold together is largest and at
+    least ``SHARE``. The sketch of their union is the ``SOURCE_SAMPLE`` smallest of their
+    hashes, read off the sorted hashes once for each key."""
+    distinct, count = np.unique(hashes, return_counts=True)
+    groups: dict[Any, list[int]] = {}
+    for i in sketches:
+        groups.setdefault(keys[i], []).append(i)
+    unions: dict[Any, tuple[np.ndarray, float]] = {}
+    every = sum(s.density() for s in sketches.values())
+    margin = {i: s.density(upper=True) - s.density() for i, s in sketches.items()}
+    best = None
+    for a, sketch in sketches.items():
+        alike = groups[keys[a]]
+        if keys[a] not in unions:
+            sample = _union_of_others(hashes, owners, distinct, count, sketches, alike)
+            density = every - sum(sketches[i].density() for i in alike)
+            noise = max((m for i, m in margin.items() if keys[i] != keys[a]), default=0.0)
+            unions[keys[a]] = sample, density + noise  # each one's noise is not added up
+        sample, density = unions[keys[a]]
+        share, rests = sketch.containment(SourceSketch(0, 0, sample))
+        over = _over(share, rests, density)
+        if over >= SHARE and rests >= RESTS and (best is None or over > best[3]):
+            best = (a, alike, share, over)
+    if best is None:
+        return None
+    a, alike, share, _ = best
+    holders = owners[np.isin(hashes, sketches[a].sample) & ~np.isin(owners, alike)]
+    return a, np.unique(holders).tolist(), share
+
+
+def _union_of_others(
+    hashes: Any, owners: Any, distinct: Any, count: Any, sketches: dict, alike: list[int]
+) -> np.ndarray:
+    """The sketch sample of the union of the inputs not ``alike``. Those hold at most their
+    sketches' hashes, so the union's smallest ``SOURCE_SAMPLE`` are among that many more of
+    the smallest hashes of all (``distinct``, each held by ``count`` inputs)."""
+    held = sum(sketches[i].sample.shape[0] for i in alike)
+    reach = min(distinct.shape[0], SOURCE_SAMPLE + held)
+    upto = int(np.searchsorted(hashes, distinct[reach - 1], side="right"))
+    place = np.searchsorted(distinct[:reach], hashes[:upto])
+    own = np.bincount(place[np.isin(owners[:upto], alike)], minlength=reach)
+    return distinct[:reach][count[:reach] > own][:SOURCE_SAMPLE]
