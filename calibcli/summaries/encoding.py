@@ -268,7 +268,20 @@ def from_bytes(data: bytes | memoryview) -> CalibrationSummary | PerplexitySumma
             data, dtype, count=size // np.dtype(dtype).itemsize, offset=pos
         ).reshape(shape)
         pos += size + (-size % 8)
+    if pos < len(data):  # read as it is, the rest would go unread: another summary, or junk
+        joined = bytes(data[pos : pos + len(MAGIC)]) == MAGIC
+        raise SummaryError(
+            _JOINED
+            if joined
+            else f"a damaged calibcli summary ({len(data) - pos:,} bytes after its last array)"
+        )
     return assemble(meta, arrays)
+
+
+_JOINED = (
+    "two calibcli summaries joined into one file (another starts after the first's last "
+    "array): merge summaries with 'calibcli merge', or give each file"
+)
 
 
 def _get_sums(spec: Any, arrays: dict[str, np.ndarray], cells: int) -> ExactSums:
