@@ -50,6 +50,5 @@ def test_bytes_after_the_last_array_are_refused(tmp_path, tail):
     result = run(["calibrate", damaged, "--max-ece", "1", "-q"])
     assert result.exit_code == 2
     assert result.stderr == (
-        f"Error: {damaged}: a damaged calibcli summary ({len(tail):,} bytes after its last "
-        "array)\n"
+        f"Error: {damaged}: a damaged calibcli summary ({len(tail):,} bytes after its last array)\n"
     )

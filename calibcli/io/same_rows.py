@@ -7,7 +7,8 @@ The rows are compared by content (:func:`calibcli.summaries.same_sources`,
 need not be its original's (``"7"`` in a JSON file, ``7`` in the CSV written from it, or ids
 renamed), so ids that differ say nothing of whether the rows do. A file that holds part of
 another's rows (beside some of the shards it was split into) is told by the sketches of their
-rows (:func:`calibcli.summaries.contained_sources`), calibration rows only.
+rows (:func:`calibcli.summaries.contained_sources`), of each row's confidence and outcome, or
+NLL and token count.
 """
 
 from __future__ import annotations

@@ -272,13 +272,17 @@ class SourcePrint(RowFingerprint):
 
     def add_rows(self, conf: np.ndarray, correct: np.ndarray) -> None:
         """Fold one block of rows: both hashes in the same pass over the block."""
-        hashes = calibration_hashes(conf, correct)
+        self.add_hashes(calibration_hashes(conf, correct))
+        if self.float32 is not None:
+            self.float32 = (self.float32 + float32_hash_sum(conf, correct)) & _MASK
+
+    def add_hashes(self, hashes: np.ndarray) -> None:
+        """Fold one block of rows' hashes (a perplexity source's, which keeps no float32
+        hash), noting those that repeat."""
         self._note_repeats(hashes)
         self.add(hashes)
         if self.repeats is not None and self.repeats.shape[0]:
             self.repeats = self.repeats[self.repeats <= self.sample[-1]]
-        if self.float32 is not None:
-            self.float32 = (self.float32 + float32_hash_sum(conf, correct)) & _MASK
 
     def _note_repeats(self, hashes: np.ndarray) -> None:
         """Note the hashes of a block that another row holds too (in the block, or read

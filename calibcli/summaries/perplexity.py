@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError
-from calibcli.summaries.fingerprint import RowFingerprint, joined_key, perplexity_hashes
+from calibcli.summaries.fingerprint import SourcePrint, joined_key, joined_sketch, perplexity_hashes
 from calibcli.summaries.ids import IdLog, RowIds, SummaryMismatch, merged_ids
 from calibcli.summaries.rows import GroupIndex
 from calibcli.summaries.settings import settings_dict, settings_differences
@@ -248,10 +248,12 @@ class PerplexityBuilder:
         self.sources: list[Source] = []
         self.rows_of_source = 0
         self.ids = IdLog()
-        # the multiset hash of each source's rows, by which a copy in other bytes is known
-        self.source_print = RowFingerprint()
-        # each worker's share of the source: its rows and their key
+        # the multiset hash of each source's rows, by which a copy in other bytes is known, and
+        # the sketch of them, by which an input holding part of another's is
+        self.source_print = SourcePrint(float32=None)
+        # each worker's share of the source: its rows and their key, and their sketches
         self.share_keys: list[tuple[int, tuple[int, bool]]] = []
+        self.share_sketches: list[Any] = []
         # ``keyed``: each identified row's question hash and tokens are kept (``questions``)
         self.keyed = keyed
         self._pending: np.ndarray | None = None
@@ -267,14 +269,21 @@ class PerplexityBuilder:
 
     def begin_source(self) -> None:
         self.rows_of_source = 0
-        self.source_print = RowFingerprint()
+        self.source_print = SourcePrint(float32=None)
         self.share_keys = []
+        self.share_sketches = []
 
     def end_source(self, source: Source) -> None:
         made = self.source_print.key()
         mine = [(self.source_print.rows, made)] if made else []
         held = joined_key([*self.share_keys, *mine])
-        self.sources.append(replace(source, rows=self.rows_of_source, rows_hash=held))
+        sketches = [*self.share_sketches, *([self.source_print.sketch()] if made else [])]
+        sketch = None
+        if sketches and all(s is not None for s in sketches):
+            sketch = joined_sketch(sketches)
+        self.sources.append(
+            replace(source, rows=self.rows_of_source, rows_hash=held, rows_sketch=sketch)
+        )
 
     def reserve(self, rows: int) -> None:
         pass
@@ -313,7 +322,7 @@ class PerplexityBuilder:
             ids = self.index.of(keys)
             groups = len(self.index)
         self.table.add(cols, infinite, ids, groups)
-        self.source_print.add(perplexity_hashes(nll, cols[1]))
+        self.source_print.add_hashes(perplexity_hashes(nll, cols[1]))
         self.rows_of_source += n
         if pending is not None:
             assert pending.shape[0] == n, "rows without their questions"
@@ -339,6 +348,7 @@ class PerplexityBuilder:
             remap = self.index.remap(part.group_names or ())
         self.table.merge(part.table, remap)
         self.share_keys += [(s.rows, s.rows_hash) for s in part.sources if s.rows_hash is not None]
+        self.share_sketches += [s.rows_sketch for s in part.sources if s.rows]
         self.rows_of_source += part.n
 
     def summary(self, *, warnings: Iterable[str] = ()) -> PerplexitySummary:
