@@ -747,7 +747,6 @@ def test_pairing_narrows_the_interval_on_correlated_files(tmp_path):
     "extra, mentions",
     [
         (["--by", "subject"], "--by"),
-        (["--id-field", "id"], "--id-field"),
     ],
 )
 def test_unpaired_refuses_matching_options(paired_files, extra, mentions):

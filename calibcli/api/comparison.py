@@ -43,7 +43,9 @@ def compare(
     with ids of their own have them anyway), or a tuple ``(confidence, correct, ids)`` or
     ``(confidence, correct, ids, group)`` of arrays. Rows are matched by id, in BASE's order
     (an id given twice on a side is an error, and so are more than 5% unmatched rows on
-    either side unless ``allow_unmatched=True``); ``unpaired=True`` compares the sides whole.
+    either side unless ``allow_unmatched=True``); ``unpaired=True`` compares the sides whole,
+    their ids matching nothing (a side's rows that repeat an id are refused, or, read with
+    ``all_runs=True``, counted and drawn by question).
     With groups on BASE (``by``), every group of the matched rows is compared too; groups on
     NEW must then put each matched id in BASE's group, and groups on NEW alone are an error.
 
@@ -108,8 +110,6 @@ def compare(
         grouped=by is not None,
         gate_each=gate_each,
         unpaired=unpaired,
-        # rows given were read (or given) with their ids; files are read with these
-        id_field=None if sides is not None else options["id_field"],
         max_increase=_margins(max_increase, "max_increase"),
         max_decrease=_margins(max_decrease, "max_decrease"),
         gate_on=gate_on,
@@ -118,9 +118,10 @@ def compare(
     )
     if sides is None:
         names = tuple(files)
-        id_field = None if unpaired else options["id_field"]
-        options["id_field"] = id_field
-        matched, found = read_compared(*names, unpaired=unpaired, **options)
+        # unpaired, ``id_field`` identifies each side's rows (a repeated id refused, or counted
+        # by question with ``all_runs``) and matches none
+        id_field = options["id_field"]
+        matched, found, _ = read_compared(*names, unpaired=unpaired, **options)
     else:
         names = tuple(_name(side) for side in sides)
         b, n = sides

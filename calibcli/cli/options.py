@@ -555,8 +555,9 @@ IdFieldOpt = once(
     metavar="FIELD",
     show_default=False,
     help="Field (dotted path) identifying a row: a row read twice is refused, and compare "
-    "matches BASE and NEW by it (native rows: none, compare's id; lm-eval: the task and "
-    "doc_id; inspect-ai: the sample's id and epoch).",
+    "matches BASE and NEW by it; compare --unpaired matches none, and checks each side's ids "
+    "on their own (native rows: none, compare's id; lm-eval: the task and doc_id; inspect-ai: "
+    "the sample's id and epoch).",
 )
 AllRunsOpt = _opt(
     bool,

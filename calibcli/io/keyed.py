@@ -2,17 +2,19 @@
 (:mod:`calibcli.io.keys`), read block by block.
 
 Native JSON Lines blocks after a file's first are decoded in one msgspec call into a struct
-holding the id's raw JSON text, which is hashed as a column; any block that does not decode,
-check or hash that way (an id with escapes, a fraction or an exponent, a bad row, a blank or
-indented line) is read line by line with the same rules, checks and messages as
+holding the id's raw JSON text, which is hashed as a column
+(:class:`~calibcli.io.keyed_blocks.KeyedBlocks`); any block that does not decode, check or hash
+that way (an id with escapes, a fraction or an exponent, a bad row, a blank or indented line)
+is read line by line with the same rules, checks and messages as
 :func:`~calibcli.io.records.read_keyed`, as are the formats with ids of their own and whole
 documents. No line number is kept per row: a duplicate id is found on the hashes once a side is
-read, and its lines are found again by reading the file up to it.
+read, and its lines are found again by reading the file up to it. Rows read unpaired are not
+matched, but their ``id_field`` ids are checked as calibrate checks them
+(:func:`~calibcli.io.unpaired.side_questions`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,7 +25,8 @@ from calibcli.errors import InputError
 from calibcli.io.first_id import watched
 from calibcli.io.folders import expand
 from calibcli.io.ids import OWN_IDS, default_id_field, question_of, row_key
-from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids, hash_packed, plain_ids
+from calibcli.io.keyed_blocks import KeyedBlocks
+from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids
 from calibcli.io.matching import (
     aligned,
     document,
@@ -31,12 +34,12 @@ from calibcli.io.matching import (
     raise_regrouped,
     raise_repeat,
 )
-from calibcli.io.pooled_ids import may_repeat, pooled_side
+from calibcli.io.pooled_ids import may_repeat
 from calibcli.io.runs import choose_runs, either, repeating, run_checks
-from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, is_utf8, lines_of, note_once
+from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of, note_once
 from calibcli.io.sources import display_name as shown_source
 from calibcli.io.task_config import assumed_delimiters
-from calibcli.io.unpaired import asked_bytes
+from calibcli.io.unpaired import asked_bytes, raise_read_before, side_questions
 
 BLOCK_SIZE = 1 << 20
 
@@ -56,6 +59,7 @@ class KeyColumns:
     docs: dict[int, tuple[str, str]] | None = None  # row -> what it asks (see matching.document)
     checks: Any = None  # what the runs say of the rows (io.runs.RunChecks)
     questions: np.ndarray | None = None  # each row's question's hash, when a run repeats them
+    formats: tuple[tuple[str, str | None], ...] = ()  # each file that gave rows, its format
 
     @property
     def n(self) -> int:
@@ -127,6 +131,13 @@ def _join(parts: list, dtype: Any) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
 
+def _files_read(reader: _Reader, spans: list) -> tuple[tuple[str, str | None], ...]:
+    """Each file of ``spans`` that gave rows, with its format: a file skipped (a results file,
+    a task of another kind) is named by its warning instead."""
+    read = zip(reader.formats, spans, strict=True)
+    return tuple(found for found, (_, _, start, stop) in read if stop > start)
+
+
 def read_key_columns(
     sources: list[str],
     *,
@@ -165,9 +176,11 @@ def read_key_columns(
     )
     side = _Side(keyed, by is not None)
     # keyed, the paired bootstrap draws each question's rows together; unpaired, --min-rows
-    # counts them (re-runs pooled with all_runs repeat their documents, or their ids)
+    # counts them (re-runs pooled with all_runs repeat their documents, or their ids), and a
+    # repeated --id-field id is refused without all_runs
     declared = repeating(expand(sources), all_runs and not keyed)
-    if declared or may_repeat(all_runs and not keyed, id_field, fmt):
+    identified = not keyed and id_field is not None
+    if declared or identified or may_repeat(all_runs and not keyed, id_field, fmt):
         side.questions = []
     reader, spans, found = _read_side(sources, side, keyed, options)
     ids, conf, corr = side.columns()
@@ -175,20 +188,32 @@ def read_key_columns(
         raise_repeat(reader, ids.first_repeat(), spans, side)
     fmt = found or "jsonl"
     asked = None if side.questions is None else _join(side.questions, np.uint64)
-    if asked is not None and all_runs and not keyed:  # kept where the questions repeat
-        asked = pooled_side(reader, spans, asked, declared, id_field, by)
+    if asked is not None and not keyed:  # kept where the questions repeat
+        ways = {"all_runs": all_runs, "id_field": id_field, "by": by}
+        asked = side_questions(reader, spans, side, asked, declared, **ways)
     warnings = tuple(reader.warnings)
     return KeyColumns(
-        ids, conf, corr, side.groups, fmt, spans, warnings, side.docs, reader.checks, asked
+        ids,
+        conf,
+        corr,
+        side.groups,
+        fmt,
+        spans,
+        warnings,
+        side.docs,
+        reader.checks,
+        asked,
+        _files_read(reader, spans),
     )
 
 
 def read_matched(
     base: KeyColumns, index: IdIndex, sources: list[str], **options: Any
-) -> tuple[Any, str]:
+) -> tuple[Any, str, tuple]:
     """NEW's rows (``sources``, read as :func:`read_key_columns` reads them, with the same
     errors) matched by id to BASE's rows as they are read: the rows both sides hold, aligned in
-    BASE's order (:class:`~calibcli.summaries.PairedRows`), and NEW's format. ``index`` is
+    BASE's order (:class:`~calibcli.summaries.PairedRows`), NEW's format and each of its files
+    read with its format (:attr:`KeyColumns.formats`). ``index`` is
     BASE's ids (:class:`~calibcli.io.keys.IdIndex`); ``base.ids`` may be None. NEW's ids are
     never held as a column, only those of the rows BASE lacks."""
     side = _Matching(index, options.get("by") is not None)
@@ -205,16 +230,17 @@ def read_matched(
     warnings = tuple(dict.fromkeys((*base.warnings, *reader.warnings)))
     paired = aligned(base, row_of, conf, corr, new_n, groups, ranks=index.ranks())
     paired = replace(paired, warnings=warnings, **either(base.checks, reader.checks))
-    return paired, found or "jsonl"
+    return paired, found or "jsonl", _files_read(reader, spans)
 
 
 def read_compared(
     base: str, new: str, *, unpaired: bool = False, **options: Any
-) -> tuple[Any, tuple[str, str]]:
+) -> tuple[Any, tuple[str, str], tuple]:
     """``calibcli compare``'s rows: the files ``base`` and ``new`` read by
     :func:`read_key_columns` (same options, checks and errors), NEW matched to BASE as it is
     read (:func:`read_matched`), or both taken whole when ``unpaired``; the
-    :class:`~calibcli.summaries.PairedRows` and the two formats found."""
+    :class:`~calibcli.summaries.PairedRows`, the two formats found, and each file read (a
+    folder's many) with its format, BASE's then NEW's."""
     if base == "-" and new == "-":  # NEW would find standard input read to its end by BASE
         raise InputError(
             "<stdin>",
@@ -230,8 +256,8 @@ def read_compared(
     first = read_key_columns([base], **options)
     index = IdIndex(first.ids)
     first = replace(first, ids=None)
-    matched, found = read_matched(first, index, [new], **options)
-    return matched, (first.fmt, found)
+    matched, found, read = read_matched(first, index, [new], **options)
+    return matched, (first.fmt, found), (*first.formats, *read)
 
 
 def _read_side(
@@ -289,6 +315,8 @@ def _read_side(
     except InputError:
         if keyed:  # a repeated id on an earlier row is the first error
             raise_repeat(reader, side.first_repeat(), spans, side)
+        elif reader.watch and reader.id_field is not None:  # unpaired, every id checked
+            raise_read_before(reader, spans, side, _join(side.questions, np.uint64))
         raise
     # what the runs' results files say of the files read (a part of a task, a file cut short),
     # as the other commands say it
@@ -364,7 +392,7 @@ class _Reader:
         self.native, self.router, self.id_field, self.fmt = native, router, id_field, fmt
         self.by, self.keyed = by, keyed
         self.bounds = {"max_line_bytes": max_line, "max_document_bytes": max_document}
-        self._decoders: dict[str, Any] = {}
+        self.blocks = KeyedBlocks(native, id_field)
         self.warnings: list[str] = []  # what a file read says of itself (a failed inspect run)
         self.formats: list[tuple[str, str | None]] = []  # each file read, with its format
         self.checks: Any = None  # what the runs say of the rows read (io.runs.RunChecks)
@@ -435,49 +463,13 @@ class _Reader:
             src.close()
         return state.fmt
 
-    def _decoder(self) -> Any:
-        """msgspec's decoder of a native row with its id as raw JSON text."""
-        field = self.id_field or "id"
-        if field not in self._decoders:
-            import msgspec
-
-            fields, rename = self.native.struct_fields()
-            if field in rename.values():  # the id is the confidence or correctness itself
-                self._decoders[field] = None
-                return None
-            row_type = msgspec.defstruct(
-                "KeyedRow", [*fields, ("i", msgspec.Raw)], rename={**rename, "i": field}, gc=False
-            )
-            self._decoders[field] = (
-                msgspec.json.Decoder(row_type),
-                (msgspec.DecodeError, msgspec.ValidationError, RecursionError),
-            )
-        return self._decoders[field]
-
     def _block(self, view: memoryview, expected: int, side: _Side) -> bool:
-        """Add a native block decoded in one call; False (nothing added) when it must be read
-        line by line."""
-        found = self._decoder()
-        if found is None or not is_utf8(view):  # line by line: each line's text is checked
-            return False
-        decoder, errors = found
-        rows = None
-        with contextlib.suppress(*errors):
-            rows = decoder.decode_lines(view)
-        if rows is None or len(rows) != expected:
-            return False
-        n = len(rows)
-        conf = np.fromiter([r.c for r in rows], np.float64, n)
-        if not self.native.columns_ok((conf,)):
-            return False
-        raws = [r.i for r in rows]
-        lengths = np.fromiter(map(len, raws), np.int64, n)
-        packed = b"".join(raws)
-        if not plain_ids(packed, lengths):
-            return False
-        corr = np.frombuffer(bytes([r.y for r in rows]), np.bool_)
-        side.add_block(conf, corr, hash_packed(packed, lengths))
-        return True
+        """Add a native block decoded in one call (:mod:`~calibcli.io.keyed_blocks`); False
+        (nothing added) when it must be read line by line."""
+        found = self.blocks.decode(view, expected)
+        if found is not None:
+            side.add_block(*found)
+        return found is not None
 
     def locate(self, spans: list, row: int) -> tuple[str, Any, Any]:
         """(display name, line or locator, key) of a row, by reading its file again."""
@@ -570,6 +562,8 @@ class _State:
             elif side.questions is not None:  # unpaired: each row's question, to count them
                 at = (self.source, side.count)
                 side.asked.append(asked_bytes(self.fmt, self.key, row, at, reader.id_field))
+                if self.once and reader.watch and reader.id_field is not None:  # for a repeat
+                    side.kept[side.count] = (name, line_no, self.key(row))
         except ValueError as exc:
             text = str(exc)
             if text.startswith("is "):

@@ -4,7 +4,9 @@ questions (an inspect-ai run's epochs, a HELM run's train trials, lm-eval re-run
 ``all_runs``, or other re-runs pooled with it whose ids repeat:
 :func:`~calibcli.io.pooled_ids.pooled_side`), each row's question: the unpaired bootstrap draws
 each side's questions whole, and ``--min-rows`` counts each question once, as calibrate counts
-it."""
+it. ``--id-field`` identifies each side's rows and matches none (BASE and NEW may number their
+rows alike): read without ``--all-runs``, a side's row whose id an earlier row holds is refused
+as calibrate refuses it."""
 
 from __future__ import annotations
 
@@ -16,10 +18,11 @@ from calibcli.io.ids import OWN_IDS, question_of
 from calibcli.io.keys import canonical_id
 
 
-def read_unpaired(base: str, new: str, **options: Any) -> tuple[Any, tuple[str, str]]:
+def read_unpaired(base: str, new: str, **options: Any) -> tuple[Any, tuple[str, str], tuple]:
     """The files ``base`` and ``new`` read whole by
     :func:`~calibcli.io.keyed.read_key_columns` (same options, checks and errors), as
-    :class:`~calibcli.summaries.PairedRows` of nothing matched, and the two formats found."""
+    :class:`~calibcli.summaries.PairedRows` of nothing matched, the two formats found, and
+    each file read with its format, BASE's then NEW's."""
     from dataclasses import replace
 
     from calibcli.io.keyed import read_key_columns
@@ -56,7 +59,53 @@ def read_unpaired(base: str, new: str, **options: Any) -> tuple[Any, tuple[str, 
         asked=asked,
         side_questions=labels,
     )
-    return rows, (b.fmt, n.fmt)
+    return rows, (b.fmt, n.fmt), (*b.formats, *n.formats)
+
+
+def side_questions(
+    reader: Any,
+    spans: list,
+    side: Any,
+    asked: np.ndarray,
+    declared: bool,
+    *,
+    all_runs: bool,
+    id_field: str | None,
+    by: str | None,
+) -> np.ndarray | None:
+    """An unpaired side's question hashes ``asked``, kept when they repeat: where its runs said
+    before its rows were read that they repeat them (``declared``) or, pooled with
+    ``all_runs``, where its ids repeat beyond their runs' epochs
+    (:func:`~calibcli.io.pooled_ids.pooled_side`). Read without ``all_runs``, a row whose
+    ``id_field`` id an earlier row of the side holds is refused as calibrate refuses it
+    (:func:`raise_read_before`). None when no question repeats: each row its own."""
+    if all_runs:
+        from calibcli.io.pooled_ids import pooled_side
+
+        return pooled_side(reader, spans, asked, declared, id_field, by)
+    if id_field is not None:
+        raise_read_before(reader, spans, side, asked)
+    return asked if declared else None
+
+
+def raise_read_before(reader: Any, spans: list, side: Any, asked: np.ndarray) -> None:
+    """:class:`~calibcli.errors.RepeatedRowError` at the earliest row of an unpaired side
+    whose ``--id-field`` id an earlier row holds (``asked``: each row's id hash), naming both
+    rows in calibrate's words; nothing when no id repeats. The sides are checked each on its
+    own: BASE and NEW may number their rows alike."""
+    from calibcli.errors import RepeatedRowError
+    from calibcli.io.fold import DOUBLE_READ
+    from calibcli.io.ids import show_id
+    from calibcli.io.keys import IdHashes
+
+    repeat = IdHashes(asked, np.zeros_like(asked)).first_repeat()
+    if repeat is None:
+        return
+    (first_name, first_at, _), (name, at, key) = (
+        side.kept.get(i) or reader.locate(spans, i) for i in repeat
+    )
+    lead = f"the row of id {show_id(key)} was read before, at "
+    raise RepeatedRowError(name, at, lead, (first_name, first_at), f": {DOUBLE_READ}")
 
 
 def distinct(questions: Any, rows: int) -> int:

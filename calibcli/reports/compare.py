@@ -323,7 +323,6 @@ def compare_options(
     grouped: bool,
     gate_each: bool,
     unpaired: bool,
-    id_field: str | None,
     max_increase: list[str],
     max_decrease: list[str],
     gate_on: str | None,
@@ -338,8 +337,6 @@ def compare_options(
         raise ValueError("--gate-each needs --by FIELD")
     if unpaired and grouped:
         raise ValueError("--by compares matched rows group by group; it needs paired rows")
-    if unpaired and id_field is not None:
-        raise ValueError("--id-field matches rows; --unpaired does not")
     if unpaired and allow_unmatched:
         raise ValueError("--allow-unmatched lets rows go unmatched; --unpaired matches none")
     thresholds, options = margins(max_increase, max_decrease)

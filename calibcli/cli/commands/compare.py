@@ -73,12 +73,14 @@ def compare(
     clustered rows (Durkalski et al.'s McNemar test, Obuchowski's covariance for DeLong's).
 
     Rows are matched by --id-field; duplicate ids are an error, and so are more than 5%
-    unmatched rows on either side unless --allow-unmatched. --max-increase ece=0.01 (and
-    --max-decrease auroc=0.01) gate on the upper end of the difference's interval by default:
-    exit 1 when NEW may be worse than BASE by more than the margin. That end needs 30 matched
-    rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with fewer the
-    gate fails closed, as the binned checks (ECE, MCE, RMSCE) do when a side populates fewer than
-    --min-populated-bins bins. --min-rows N fails unless N rows are compared.
+    unmatched rows on either side unless --allow-unmatched. --unpaired matches none: each side
+    is resampled on its own, and --id-field only identifies its rows (an id repeated on a side
+    is refused, or with --all-runs the side is counted and drawn by question). --max-increase
+    ece=0.01 (and --max-decrease auroc=0.01) gate on the upper end of the difference's interval
+    by default: exit 1 when NEW may be worse than BASE by more than the margin. That end needs
+    30 matched rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with
+    fewer the gate fails closed, as the binned checks (ECE, MCE, RMSCE) do when a side populates
+    fewer than --min-populated-bins bins. --min-rows N fails unless N rows are compared.
     """
     from dataclasses import replace
 
@@ -92,7 +94,6 @@ def compare(
             grouped=reading.by is not None,
             gate_each=gate_each,
             unpaired=unpaired,
-            id_field=id_field,
             max_increase=max_increase or [],
             max_decrease=max_decrease or [],
             gate_on=None if gate_on is None else one(gate_on).value,
@@ -110,7 +111,7 @@ def compare(
         )
     check_outputs(output=output, summary=summary, plot=plot, html=html)
     keyed = {
-        "id_field": None if unpaired else id_field,
+        "id_field": id_field,
         "confidence_field": reading.confidence_field,
         "correct_field": reading.correct_field,
         "fmt": reading.fmt.value,
@@ -125,7 +126,7 @@ def compare(
         "all_runs": reading.all_runs,
     }
     try:
-        matched, found = read_compared(base, new, unpaired=unpaired, **keyed)
+        matched, found, read = read_compared(base, new, unpaired=unpaired, **keyed)
     except InputError as exc:
         raise usage_error(str(exc)) from None
     unused = unused_warnings(read_calibration, {**keyed, "given": reading.given}, list(found))
@@ -139,7 +140,7 @@ def compare(
             raise usage_error(str(exc)) from None
     _return_freed_memory()
     if not reading.quiet and reading.fmt is CalibrationFormat.auto:
-        announce_formats([(base, found[0]), (new, found[1])])
+        announce_formats(read)  # each file read, a folder's many
     settings = CompareSettings(
         level=ci or 0.95,
         samples=bootstrap or 1000,
