@@ -80,8 +80,8 @@ def test_vllm_counts_are_checked_as_logprobs_rows_check_them(tmp_path):
 
 
 def test_a_count_beside_several_choices_is_an_error(tmp_path):
-    one = vllm()
-    row = {"choices": [one, one], "bytes": 4}
+    # two prompts of a batch request (n samples of one prompt would be one sequence)
+    row = {"choices": [vllm(), vllm(logprob=-2.0)], "bytes": 4}
     result = run(["perplexity", write_jsonl(tmp_path / "v.jsonl", [row])])
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: ")

@@ -267,8 +267,9 @@ GoldFieldOpt = once(
     metavar="FIELD",
     show_default=False,
     help="OpenAI chat completions answering multiple choice: the field (dotted path) holding "
-    "the right option; the answer token's top_logprobs, renormalised over the options, give "
-    "the confidence.",
+    "the right option (its text, or its 0-based index as a JSON integer; an integer whose "
+    "digits are also an option is refused as ambiguous); the answer token's top_logprobs, "
+    "renormalised over the options, give the confidence.",
 )
 
 

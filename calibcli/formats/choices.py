@@ -8,7 +8,15 @@ multiple-choice prompts ask for; ``options`` gives others, e.g. ``("yes", "no")`
 confidence is that option's probability renormalised over the options found in the answer
 token's ``top_logprobs``: p(chosen) = exp(lp_chosen) / sum over options of exp(lp_option), each
 option at the best log-probability of a top token that spells it (" B" and "B" alike). An option
-outside the top-k counts as probability 0.
+outside the top-k counts as probability 0: the k listed tokens each outscore it. That bound needs
+a token listed beside the answer token itself; ``top_logprobs`` empty or holding only the answer
+token (a request with ``top_logprobs`` 0 or 1, or none) bounds nothing, and would make every
+confidence 1, so such a row is an error.
+
+A gold label is the option's text or its 0-based index; an integer whose decimal text is itself
+an option (gold ``2`` among the options 1 to 5) reads both ways, and is an error rather than a
+guess (unless both readings name one option, as among the options 0 to 4): the text is written as
+a string (``"2"``).
 """
 
 from __future__ import annotations
@@ -44,11 +52,21 @@ def option_confidence(content: Any, options: Sequence[str] = LETTERS) -> tuple[f
         tops = token.get("top_logprobs") or []
         if not isinstance(tops, list):
             raise ValueError(f"content[{j}].top_logprobs is {json_type(tops)}, expected a list")
+        listed_beside = False
         for k, top in enumerate(tops):
             text = top.get("token") if isinstance(top, Mapping) else None
+            listed_beside = listed_beside or text != token["token"]
             if isinstance(text, str) and text.strip() in options:
                 lp = token_logprob(top.get("logprob"), f"content[{j}].top_logprobs[{k}].logprob")
                 best[text.strip()] = max(best.get(text.strip(), -math.inf), lp)
+        if not listed_beside:
+            # no other token is listed, so nothing bounds the other options' probabilities:
+            # renormalising over the answer's option alone would give 1, whatever the model said
+            raise ValueError(
+                f"content[{j}].top_logprobs lists no token but the answer {token['token']!r}, "
+                "so its option's probability among the options is unknown: request the "
+                "completion with top_logprobs (e.g. 5 or more)"
+            )
         top_lp = max(best.values())
         if top_lp == -math.inf:
             raise ValueError(f"every option of content[{j}] has logprob -inf")
@@ -62,10 +80,22 @@ def option_confidence(content: Any, options: Sequence[str] = LETTERS) -> tuple[f
 
 def gold_option(value: Any, options: Sequence[str], what: str) -> str:
     """The gold option named by a label: the option's text (spaces ignored) or its 0-based
-    index among the options."""
+    index among the options. An integer whose decimal text is an option (options 1 to 5, gold
+    2: the option "2", or "3" at index 2) raises ValueError rather than take either reading,
+    unless that option is also the one at that index."""
     if isinstance(value, str) and value.strip() in options:
         return value.strip()
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(options):
+    indexed = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(options)
+    if indexed and options[value] == str(value):
+        return options[value]  # both readings name the same option (options 0, 1, 2, ...)
+    if isinstance(value, int) and not isinstance(value, bool) and str(value) in options:
+        at = f" and as the option {options[value]!r} at index {value}" if indexed else ""
+        raise ValueError(
+            f"{what} is the number {value}, which reads as the option {str(value)!r}{at}, the "
+            f"options ({_shown(options)}) being numbers: write the gold as a string for the "
+            f'option\'s text ("{value}")'
+        )
+    if indexed:
         return options[value]
     raise ValueError(f"{what} is {json_type(value)}, not one of the options ({_shown(options)})")
 

@@ -145,10 +145,12 @@ def vllm_rows(obj: Mapping[str, Any], *, part: str = "prompt") -> list[Perplexit
     first token has no context) counts in ``nulls``; a null elsewhere is an error. Without
     ``prompt_token_ids`` each position must hold exactly one entry (``prompt_logprobs=0``). The
     fields are read at the top level (``LLM.generate`` outputs) or, for a response of vLLM's
-    OpenAI-compatible server, in each of ``choices[]`` (one row per choice).
+    OpenAI-compatible server, in each of ``choices[]``: one row per prompt, not per choice (see
+    :func:`_server_prompt_rows`).
 
     ``part="outputs"`` (one row per ``outputs[k]``): ``outputs[k].logprobs[j]`` scored at
-    ``outputs[k].token_ids[j]`` the same way.
+    ``outputs[k].token_ids[j]`` the same way. Each output is its own sampled completion, a
+    distinct sequence, so the ``n`` samples of one prompt give ``n`` rows.
 
     ``bytes`` is ``None``: ``decoded_token`` is not a faithful byte count for tokens that split
     a UTF-8 character. (The perplexity reader takes bytes and words from the fields
@@ -156,10 +158,7 @@ def vllm_rows(obj: Mapping[str, Any], *, part: str = "prompt") -> list[Perplexit
     """
     if part == "prompt":
         if "prompt_logprobs" not in obj and isinstance(obj.get("choices"), list):
-            return [
-                _scored_by_id(choice, "prompt_logprobs", "prompt_token_ids", f"choices[{i}].")
-                for i, choice in enumerate(obj["choices"])
-            ]
+            return _server_prompt_rows(obj)
         return [_scored_by_id(obj, "prompt_logprobs", "prompt_token_ids", "")]
     if part == "outputs":
         outputs = obj.get("outputs")
@@ -170,6 +169,42 @@ def vllm_rows(obj: Mapping[str, Any], *, part: str = "prompt") -> list[Perplexit
             for k, out in enumerate(outputs)
         ]
     raise ValueError(f"part must be 'prompt' or 'outputs', not {part!r}")
+
+
+def _server_prompt_rows(obj: Mapping[str, Any]) -> list[PerplexityRow]:
+    """The prompt rows of a vLLM server response: one per prompt, however many choices it has.
+
+    The server gives each of a prompt's ``n`` samples its own choice and copies the prompt's
+    ``prompt_logprobs`` (and ``prompt_token_ids``) into every one of them, the ``n`` choices of
+    a prompt next to each other; a batch request's prompts follow one another the same way. So
+    a choice holding the same prompt as the choice before it is that prompt again and gives no
+    row (scored ``n`` times, each prompt token would count ``n`` times); a choice whose prompt
+    differs starts a row of its own. A batch that sends one prompt twice in a row, at ``n`` = 1,
+    gives two equal choices that are two requests: ``usage.prompt_tokens`` (the server counts
+    each prompt once) then equals the positions of every choice together, and each choice keeps
+    its row. (One prompt sent twice in a row at ``n`` > 1 cannot be told from one prompt's
+    samples: it gives one row.)
+    """
+    choices = obj["choices"]
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, Mapping):
+            raise ValueError(f"choices[{i}] is {json_type(choice)}, expected an object")
+    usage = obj.get("usage")
+    counted = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
+    positions = [c.get("prompt_logprobs") for c in choices]
+    each_own = isinstance(counted, int) and counted == sum(
+        len(p) if isinstance(p, list) else 0 for p in positions
+    )
+    rows: list[PerplexityRow] = []
+    previous: tuple[Any, Any] | None = None
+    for i, choice in enumerate(choices):
+        prompt = (choice.get("prompt_logprobs"), choice.get("prompt_token_ids"))
+        if each_own or prompt != previous:
+            rows.append(
+                _scored_by_id(choice, "prompt_logprobs", "prompt_token_ids", f"choices[{i}].")
+            )
+        previous = prompt
+    return rows
 
 
 def _scored_by_id(obj: Any, field: str, ids_field: str, prefix: str) -> PerplexityRow:
