@@ -31,8 +31,30 @@ from calibcli.formats.fields import (
 CONFIDENCES = ("auto", "answer-token", "sequence", "first-token", "mean-token")
 
 # The answer line of inspect-ai's multiple_choice solver ("ANSWER: B"; "Answer: B" in prompts
-# written after other harnesses): the capital letter is group 1.
-_ANSWER = re.compile(r"(?i:answer)\s*:\s*\$?([A-Z])\b")
+# written after other harnesses): where it starts, and the capital letter of its plain form
+# (group 1) at the end of _ANSWER_START's match.
+_ANSWER_START = re.compile(r"(?i:answer)\s*:\s*")
+_PLAIN_LETTER = re.compile(r"\$?([A-Z])\b")
+# The other forms inspect-ai's solver grades: the letter in either case, inside balanced
+# wrappers (LaTeX, Markdown emphasis and code, brackets), nested up to _MOST_WRAPPERS deep, and
+# followed by no other letter, digit or comma on its line (a list of letters, or prose such as
+# "Answer: a bit of both", is not one answer).
+_WRAPPERS = (
+    ("$$", "$$"),
+    ("$", "$"),
+    ("\\(", "\\)"),
+    ("\\[", "\\]"),
+    *((f"\\{name}{{", "}") for name in ("boxed", "textbf", "text", "mathbf", "mathrm")),
+    ("**", "**"),
+    ("__", "__"),
+    ("*", "*"),
+    ("_", "_"),
+    ("`", "`"),
+    ("(", ")"),
+    ("[", "]"),
+)
+_MOST_WRAPPERS = 3
+_LETTER_END = re.compile(r"(?![ \t]*[A-Za-z0-9,])")
 
 # inspect-ai's score value constants: CORRECT, INCORRECT, NOANSWER, PARTIAL.
 _CORRECT, _INCORRECT, _NOANSWER, _PARTIAL = "C", "I", "N", "P"
@@ -61,8 +83,11 @@ def inspect_sample_row(
     - ``"answer-token"``: for a multiple-choice sample (its ``choices`` list the options, as
       inspect-ai's ``multiple_choice`` solver logs them) whose completion carries the solver's
       answer line ``ANSWER: X`` with X one of the options' letters: the probability of the
-      token that carries the letter X (the last such line, where reasoning comes first). The
-      tokens before it (``ANSWER``, ``:``) are near-certain and say nothing about the choice.
+      token that carries the letter X (the last such line, where reasoning comes first). X is
+      found in the forms the solver grades (:func:`answer_letter`): ``b``, ``(B)``, ``**B**``,
+      ``$B$``; the token carrying it may hold a wrapper's characters too (``(B``), and its
+      probability is the confidence all the same. The tokens before it (``ANSWER``, ``:``) are
+      near-certain and say nothing about the choice.
     - ``"sequence"``: exp(sum_j logprob_j), the probability of the exact completion that was
       graded. Right for short answers (a letter, a number); it shrinks with length.
     - ``"first-token"``: exp(logprob_0), for answers decided by their first token.
@@ -136,8 +161,8 @@ def taken_mode(confidence: str, found: int | None) -> str:
 
 def answer_token(sample: Mapping[str, Any], content: list[Any]) -> int | None:
     """Index in ``content`` of the token carrying the chosen letter of a multiple-choice
-    sample's ``ANSWER: X`` line, or None where the rule does not apply (no ``choices``, no such
-    line, or a letter past the options)."""
+    sample's ``ANSWER: X`` line (:func:`answer_letter`), or None where the rule does not apply
+    (no ``choices``, no such line, or a letter past the options)."""
     choices = sample.get("choices")
     if not isinstance(choices, list) or not choices:
         return None
@@ -152,16 +177,45 @@ def answer_index(options: int, texts: list[Any]) -> int | None:
         completion = "".join(texts)
     except TypeError:  # a text that is not a string
         return None
-    match = None
-    for match in _ANSWER.finditer(completion):  # noqa: B007 - the last one is kept
-        pass
-    if match is None:
+    at = None
+    for start in _ANSWER_START.finditer(completion):  # the last answer line is kept
+        found = answer_letter(completion, start.end())
+        if found is not None:
+            at = found
+    if at is None:
         return None
-    letter = match[1].upper()
+    letter = completion[at].upper()
     if not ord("A") <= ord(letter) < ord("A") + options:
         return None
-    # the first token whose end is past the letter's position
-    return bisect.bisect_right(list(itertools.accumulate(map(len, texts))), match.start(1))
+    # the first token whose end is past the letter's position: the token holding the letter,
+    # alone ("B") or with a wrapper's characters ("(B", "**B")
+    return bisect.bisect_right(list(itertools.accumulate(map(len, texts))), at)
+
+
+def answer_letter(text: str, at: int) -> int | None:
+    """Where the chosen letter of an answer line stands in ``text``, whose answer starts at
+    ``at`` (after ``ANSWER:`` and blanks), or None: a capital letter alone or after a ``$``
+    (``B``, ``$B$``); else, as inspect-ai's solver grades it, a letter of either case inside
+    balanced wrappers (``b``, ``(B)``, ``**B**``, ``$b$``, ``**(B)**``, ``\\boxed{B}``)
+    followed by no letter, digit or comma on its line."""
+    plain = _PLAIN_LETTER.match(text, at)
+    if plain is not None:
+        return plain.start(1)
+    closers: list[str] = []
+    while len(closers) <= _MOST_WRAPPERS:
+        if at < len(text) and text[at].isascii() and text[at].isalpha():
+            end = at + 1
+            for closer in reversed(closers):
+                if not text.startswith(closer, end):
+                    return None
+                end += len(closer)
+            return at if _LETTER_END.match(text, end) else None
+        opened = next((w for w in _WRAPPERS if text.startswith(w[0], at)), None)
+        if opened is None:
+            return None
+        closers.append(opened[1])
+        at += len(opened[0])
+    return None
 
 
 def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:
