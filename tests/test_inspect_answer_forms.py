@@ -218,3 +218,20 @@ def test_mixing_is_carried_through_summary_files(tmp_path):
 def test_answer_letter_forms(text, letter_at):
     # one character a token: the answer token's index is the letter's position
     assert answer_index(3, list(text)) == letter_at
+
+
+def test_threshold_and_reliability_say_it_too(tmp_path):
+    # a threshold chosen on confidences of two definitions guarantees nothing of either
+    mixed = write_log(tmp_path / "mixed.json", mixed_samples())
+    chosen = ["--target-accuracy", "0.1", "--delta", "0.5", "--min-coverage", "0.01"]
+    result = run(["threshold", mixed, *chosen, "--json", "-q"])
+    assert result.exit_code == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert closed_by_mixing(report)
+    assert any("mixed.json: 10 rows, both modes" in w for w in report["warnings"])
+    chosen_one = run(["threshold", mixed, *chosen, "--inspect-confidence", "sequence", "-q"])
+    assert chosen_one.exit_code == 0, chosen_one.stderr
+    shown = run(["reliability", mixed, "--json", "-q"])
+    assert shown.exit_code == 0
+    said = json.loads(shown.stdout)["warnings"]
+    assert any("mixed.json: 10 rows, both modes" in w for w in said)

@@ -535,12 +535,6 @@ def calibrate_report(
         return recalibration_block(recalibration, after if groups is not None else pooled.figures)
 
     closed = recalibration.closed(gate.thresholds) if recalibration and gate else None
-    mixing = mixed_confidences(getattr(recalibration, "before", None) or summary)
-    if mixing is not None:
-        notes.append(Note("inspect_confidence", mixing))
-        if gate:  # each reason the recalibration gives first
-            checks = dict.fromkeys([*gate.thresholds, *gate.minimums], MIXED_CONFIDENCES)
-            closed = {**checks, **(closed or {})}
     return assemble(
         "calibrate",
         summary,
@@ -553,29 +547,6 @@ def calibrate_report(
         closing=closing,
         notes=notes,
         build_groups=build_groups,
-    )
-
-
-MIXED_CONFIDENCES = (
-    "the inspect-ai rows' confidences mix answer-token and sequence (see the warning): give "
-    "--inspect-confidence answer-token or sequence"
-)
-
-
-def mixed_confidences(summary: Any) -> str | None:
-    """The warning about inspect-ai rows that --inspect-confidence auto read by both of its
-    modes (their sources' recorded modes join to ``auto``), naming the logs; else None."""
-    if getattr(summary, "inspect_confidence", None) != "auto":
-        return None
-    logs = [s for s in summary.sources if s.format == "inspect-ai" and s.rows]
-    how = {"auto": "both modes", "answer-token": "answer-token", "sequence": "sequence"}
-    named = [f"{s.display}: {s.rows:,} rows, {how[s.inspect_confidence]}" for s in logs[:5]]
-    return (
-        "inspect-ai --inspect-confidence auto took the answer letter's probability "
-        "(answer-token) where a sample's completion has an answer line, the whole completion's "
-        f"(sequence) where not ({'; '.join(named)}{'; ...' if len(logs) > 5 else ''}): the "
-        "figures mix two definitions of confidence, so a gate on them fails; give "
-        "--inspect-confidence answer-token or sequence to choose one"
     )
 
 

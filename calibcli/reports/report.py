@@ -432,6 +432,32 @@ def run_closed(
     return {}
 
 
+MIXED_CONFIDENCES = (
+    "the inspect-ai rows' confidences mix answer-token and sequence (see the warning): give "
+    "--inspect-confidence answer-token or sequence"
+)
+
+
+def mixed_confidences(summary: Any) -> str | None:
+    """The warning about inspect-ai rows that --inspect-confidence auto read by both of its
+    modes (their sources' recorded modes join to ``auto``), naming the logs; else None."""
+    if getattr(summary, "inspect_confidence", None) != "auto":
+        return None
+    logs = [s for s in summary.sources if s.format == "inspect-ai" and s.rows]
+    how = {"auto": "both modes", "answer-token": "answer-token", "sequence": "sequence"}
+    named = [
+        f"{s.display}: {s.rows:,} rows, {how.get(s.inspect_confidence, s.inspect_confidence)}"
+        for s in logs[:5]
+    ]
+    return (
+        "inspect-ai --inspect-confidence auto took the answer letter's probability "
+        "(answer-token) where a sample's completion has an answer line, the whole completion's "
+        f"(sequence) where not ({'; '.join(named)}{'; ...' if len(logs) > 5 else ''}): the "
+        "figures mix two definitions of confidence, so a gate on them fails; give "
+        "--inspect-confidence answer-token or sequence to choose one"
+    )
+
+
 def assemble(
     command: str,
     summary: Any,
@@ -456,7 +482,8 @@ def assemble(
     ``build_groups(views)``, when given, builds every group's section at once (the same
     sections ``build`` would), or returns None to leave them to ``build``. ``closed`` maps
     figures to the reason every section's gate check on them fails closed (a section's own
-    reason comes first); every check fails closed on a summary whose rows mix models.
+    reason comes first); every check fails closed on a summary whose rows mix models, or mix
+    inspect-ai confidences taken two ways (:func:`mixed_confidences`).
     """
     views = summary.by_group()  # first: the pooled section may sort the rows in place
     pooled = build(summary.pooled(), None)
@@ -492,6 +519,12 @@ def assemble(
     if closing is not None:
         body.update(closing(pooled, groups))
     all_notes += list(notes)
+    mixing = mixed_confidences(summary)
+    if mixing is not None:  # every check fails on them, each section's own reason first
+        all_notes.append(Note("inspect_confidence", mixing))
+        if gate:
+            checks = dict.fromkeys([*gate.thresholds, *gate.minimums], MIXED_CONFIDENCES)
+            closed = {**checks, **(closed or {})}
     failures: list[str] = []
     tail: dict[str, Any] = {}
     mixed = getattr(summary, "mixed", None)

@@ -408,10 +408,9 @@ def contained_sources(sources: Any) -> tuple[Any, list[Any], float] | None:
     (:attr:`~calibcli.summaries.sources.Source.rows_sketch`): a file beside some of its shards,
     two files sharing many rows. As (its first source, the first source of each input that
     holds them, the estimated share); None when there is none, and for inputs whose sketch is
-    not known (summaries written before it was recorded). The pieces of one
-    input are joined first and never compared with each other; inputs of fewer than ``FLOOR``
-    rows, or whose values do not tell rows apart, are not compared (see
-    :mod:`calibcli.summaries.contained`)."""
+    not known (summaries written before it was recorded). The pieces of one input are joined
+    first and never compared with each other; inputs of fewer than ``FLOOR`` rows, or whose
+    values do not tell rows apart, are not compared (see :mod:`calibcli.summaries.contained`)."""
     found = _contained(_inputs(sources, range(len(sources))), False)
     return None if found is None else (found[0].first, [h.first for h in found[1]], found[2])
 
