@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
+import numpy as np
 import pytest
 from harness import run
 
@@ -224,3 +226,38 @@ def test_dask_reads_judge_them(d):
         dask.compute(summarize_files(files, blocksize=10_000), scheduler="synchronous")
     (pooled,) = dask.compute(summarize_files(files, all_runs=True), scheduler="synchronous")
     assert pooled.n == 1500
+
+
+def _skewed_subjects(seed: int, files: int) -> list[tuple[Any, Any]]:
+    """Per-subject files of a 4-choice model's top softmax probability (mostly near 1),
+    rounded to 2 decimals: few likely values, which every file holds by chance."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(30, 100, files)
+    out = []
+    for n in sizes.tolist():
+        z = rng.normal(0, 1, (n, 4))
+        z[:, 0] += rng.normal(3, 2, n)
+        p = np.exp(z - z.max(1, keepdims=True))
+        conf = (p / p.sum(1, keepdims=True)).max(1)
+        out.append((np.round(conf, 2), rng.random(n) < conf))
+    return out
+
+
+def test_files_of_rounded_values_drawn_apart_are_read(tmp_path):
+    # two of these 200 files drawn apart share 19 of the smaller's 22 distinct values by
+    # chance (the likely ones: 1.0, 0.96, ...); values that repeat so much are not compared
+    data = _skewed_subjects(2262, 200)
+    paths = []
+    for k in (17, 185):
+        conf, right = data[k]
+        path = tmp_path / f"subject_{k}.jsonl"
+        path.write_text(
+            "".join(
+                json.dumps({"confidence": float(c), "correct": bool(r)}) + "\n"
+                for c, r in zip(conf.tolist(), right.tolist(), strict=True)
+            )
+        )
+        paths.append(path)
+    result = run(["calibrate", *paths, "--json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["n"] == len(data[17][0]) + len(data[185][0]) == 103

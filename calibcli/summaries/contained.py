@@ -4,8 +4,8 @@ into, or two files that share many of their rows. Their multiset hashes
 others' together, but not one that holds only part of them; the shared rows would count twice
 all the same.
 
-Each calibration source keeps a sketch of its rows' distinct values
-(:attr:`~calibcli.summaries.sources.Source.rows_sample`: the ``SOURCE_SAMPLE`` smallest distinct
+Each source keeps a sketch of its rows' distinct values
+(:attr:`~calibcli.summaries.sources.Source.rows_sketch`: the ``SOURCE_SAMPLE`` smallest distinct
 row hashes, :class:`~calibcli.summaries.fingerprint.SourceSketch`), and the share of one input's
 distinct rows that another holds is estimated from the two sketches
 (:meth:`~calibcli.summaries.fingerprint.RowFingerprint.containment`). An input is held by
@@ -14,15 +14,17 @@ estimate resting on at least ``RESTS`` of its hashes; and by several others toge
 least ``SHARE`` are theirs (a large file beside many small shards of it, each too small beside
 it for the estimate to rest on enough hashes). Only inputs of at least ``FLOOR`` rows whose
 values tell rows apart (:meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_rows_apart`)
-are compared, on both sides: coarse values (a few verbal levels, confidences of one decimal)
-are shared by other rows by chance, so a shared value says nothing of a shared row. Values of
-a few decimals (two, four) tell rows apart yet are shared by chance too, as often as the rows
-of each input repeat them: the sketch keeps which of its hashes more than one row holds
+are compared, on both sides: coarse values (a few verbal levels, confidences of one decimal) are
+shared by other rows by chance, so a shared value says nothing of a shared row. Values of a few
+decimals (two, four) tell rows apart yet are shared by chance too, as often as the rows of each
+input repeat them: the sketch keeps which of its hashes more than one row holds
 (:meth:`~calibcli.summaries.fingerprint.SourceSketch.density`), and the share is refused only
-when, at the lower end of its estimate, it is ``SHARE`` above what chance gives at the upper
-end of that. Doubles of a model's probabilities never repeat, and two inputs of other rows
-share no hash but by a 64-bit collision: then any sizeable overlap is refused (two files of
-600 rows sharing 200 share a third of each).
+when, at the lower end of its estimate, it is ``SHARE`` above what chance gives at the upper end
+of that. Even that model takes values drawn evenly from those likely, where rounded
+probabilities bunch on a few (0.96 to 1.0): inputs more than ``REPEATING`` of whose sampled
+values repeat are not compared at all. Doubles of a model's probabilities never repeat, and two
+inputs of other rows share no hash but by a 64-bit collision: then any sizeable overlap is
+refused (two files of 600 rows sharing 200 share a third of each).
 
 The cost is the sketches': each input's are sorted together once, so the pairs that share
 hashes are found without comparing every pair (a folder of a thousand files is a few hundred
@@ -45,6 +47,10 @@ SHARE = 0.2
 RESTS = 16
 """The fewest of an input's hashes an estimate must rest on (below, an input much larger than
 it leaves too few of its hashes comparable)."""
+REPEATING = 0.05
+"""The largest share of an input's sampled distinct values that more than one of its rows may
+hold for it to be compared: values that repeat more (rounded confidences) are drawn from few
+likely ones, which other inputs' rows share by chance more often than even draws say."""
 CROWD = 64
 """Inputs above which a hash held by all of them is passed over in the search for pairs: a
 value that many inputs hold is a common value (a confidence of exactly 1), not a shared row."""
@@ -67,7 +73,7 @@ def held_rows(
         for i, (n, sketch) in enumerate(zip(rows, sketches, strict=True))
         if sketch is not None and n >= FLOOR
     }
-    sketched = {i: s for i, s in made.items() if s.tells_rows_apart()}
+    sketched = {i: s for i, s in made.items() if _tells_rows_apart(s)}
     if len({keys[i] for i in sketched}) < 2:
         return None
     hashes = np.concatenate([s.sample for s in sketched.values()])
@@ -76,6 +82,15 @@ def held_rows(
     hashes, owners = hashes[order], owners[order]
     found = _by_one(hashes, owners, sketched, keys)
     return found if found is not None else _by_several(hashes, owners, sketched, keys)
+
+
+def _tells_rows_apart(sketch: Any) -> bool:
+    """Whether an input's values tell its rows apart well enough to compare: most of them are
+    distinct (:meth:`~calibcli.summaries.fingerprint.RowFingerprint.tells_rows_apart`) and at
+    most ``REPEATING`` of its sampled values repeat."""
+    return sketch.tells_rows_apart() and (
+        sketch.repeats.shape[0] <= REPEATING * sketch.sample.shape[0]
+    )
 
 
 def _chance(density: float) -> float:
