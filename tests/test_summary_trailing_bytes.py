@@ -52,3 +52,29 @@ def test_bytes_after_the_last_array_are_refused(tmp_path, tail):
     assert result.stderr == (
         f"Error: {damaged}: a damaged calibcli summary ({len(tail):,} bytes after its last array)\n"
     )
+
+
+@pytest.mark.parametrize("codec", ["gzip", "bz2", "lzma"])
+def test_a_compressed_summary_reads_as_the_summary(tmp_path, codec):
+    import importlib
+
+    module = importlib.import_module(codec)
+    a, b = _summary(tmp_path, "a", 40), _summary(tmp_path, "b", 50)
+    packed = tmp_path / "a.summary"  # whatever its name
+    packed.write_bytes(module.compress(a.read_bytes()))
+    plain = run(["calibrate", a, "--json", "-q"])
+    read = run(["calibrate", packed, "--json", "-q"])
+    assert read.exit_code == 0, read.stderr
+    assert json.loads(read.stdout) == json.loads(plain.stdout.replace(str(a), str(packed)))
+    # joined, then compressed: named as joined; cut short: refused as damaged
+    joined = tmp_path / "ab.summary"
+    joined.write_bytes(module.compress(a.read_bytes() + b.read_bytes()))
+    result = run(["calibrate", joined, "-q"])
+    assert result.exit_code == 2 and "two calibcli summaries joined" in result.stderr
+    cut = tmp_path / "cut.summary"
+    cut.write_bytes(packed.read_bytes()[:-20])
+    result = run(["calibrate", cut, "-q"])
+    assert result.exit_code == 2  # by the summary reader, or (bzip2: no whole block to tell
+    # it by) the rows' reader: either names the file and the end cut short
+    assert result.stderr.startswith(f"Error: {cut}: ")
+    assert "ended before the end-of-stream marker" in result.stderr

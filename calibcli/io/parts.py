@@ -55,33 +55,43 @@ class PartsError(InputError):
 
 
 def is_summary_file(path: str) -> bool:
-    """True when ``path`` is a regular file that starts like a summary file."""
+    """True when ``path`` is a regular file that starts like a summary file, compressed (gzip,
+    zstd, xz, bzip2) or not: only its first bytes are decompressed to tell."""
     if path == "-":
         return False
+    from calibcli.io.compression import MAGIC_BYTES, codec_of, decompressed, read_errors
     from calibcli.summaries import MAGIC
 
     try:
         with open(path, "rb") as f:
             if not os.path.isfile(path):
                 return False
-            return f.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False
+            head = f.read(max(len(MAGIC), MAGIC_BYTES))
+            codec = codec_of(head)
+            if codec is None:
+                return head[: len(MAGIC)] == MAGIC
+            f.seek(0)
+            return decompressed(f, codec).read(len(MAGIC)) == MAGIC
+    except (OSError, EOFError, *read_errors()):
+        return False  # a damaged compressed input is refused by the reader that reads it
 
 
 def load(path: str) -> Any:
     """A summary file's summary; InputError naming the file when it is not one this version
     reads."""
+    from calibcli.io.compression import open_path, read_errors
     from calibcli.summaries import SummaryError, from_bytes
 
     try:
-        with open(path, "rb") as f:
+        with open_path(path) as f:  # decompressed when it is compressed
             data = f.read()
         return from_bytes(data)
     except SummaryError as e:
         raise InputError(path, None, str(e)) from None
     except OSError as e:
         raise InputError(path, None, f"cannot read: {e.strerror or e}") from None
+    except (EOFError, *read_errors()) as e:
+        raise InputError(path, None, f"a damaged compressed summary ({e})") from None
 
 
 def summary_sources(path: str) -> list[str] | None:
