@@ -444,7 +444,8 @@ def mixed_confidences(summary: Any) -> str | None:
     if getattr(summary, "inspect_confidence", None) != "auto":
         return None
     logs = [s for s in summary.sources if s.format == "inspect-ai" and s.rows]
-    how = {"auto": "both modes", "answer-token": "answer-token", "sequence": "sequence"}
+    # a log read one way is named by its mode; one read both ways joins to auto
+    how = {"auto": "both modes"}
     named = [
         f"{s.display}: {s.rows:,} rows, {how.get(s.inspect_confidence, s.inspect_confidence)}"
         for s in logs[:5]
