@@ -67,3 +67,21 @@ def test_unpaired_compare_records_the_smaller_side_s_questions(tmp_path):
     (check,) = checks(args, 1)
     assert check["metric"] == "rows"
     assert (check["value"], check["questions"], check["questions_exact"]) == (80, DOCUMENTS, True)
+
+
+def test_perplexity_records_the_tokens_of_distinct_questions(tmp_path):
+    # 10 documents of 3..12 tokens: 75 tokens once, 150 when the file is pooled twice
+    path = tmp_path / "ppl.jsonl"
+    rows = [{"id": f"d{i}", "nll": 1.5 * (i + 1), "tokens": i + 3} for i in range(10)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base = ["perplexity", path, path, "--all-runs", "--id-field", "id", "--min-tokens"]
+    (check,) = checks([*base, "76"], 1)
+    assert check["metric"] == "total_tokens"
+    assert (check["value"], check["question_tokens"], check["question_tokens_exact"]) == (
+        150,
+        75,
+        True,
+    )
+    assert "questions" not in check and check["passed"] is False
+    (check,) = checks([*base, "75"], 0)
+    assert check == {"metric": "total_tokens", "minimum": 75, "value": 150, "passed": True}

@@ -77,17 +77,24 @@ def upper_bound_reason(
 
 
 class Shortfall(str):
-    """A floor's reason to fail closed (:func:`floor_reason`), carrying the questions it
-    counted, so the check records them beside the rows (its ``value``): a consumer comparing
-    the value with the minimum would otherwise read a pass."""
+    """A floor's reason to fail closed (:func:`floor_reason`), carrying what it counted
+    instead of the check's ``value``: the questions (``questions``) the rows hold, or the
+    tokens of those questions (``question_tokens``), and whether that count is exact. The check
+    records them beside the value, as a consumer comparing the value with the minimum would
+    otherwise read a pass."""
 
-    questions: int
+    counted: int
     exact: bool
+    unit: str
 
-    def __new__(cls, text: str, questions: int, exact: bool) -> Shortfall:
+    def __new__(cls, text: str, counted: int, exact: bool, unit: str = "questions") -> Shortfall:
         made = super().__new__(cls, text)
-        made.questions, made.exact = questions, exact
+        made.counted, made.exact, made.unit = counted, exact, unit
         return made
+
+    def recorded(self) -> dict[str, Any]:
+        """The check's keys saying what was counted: ``{unit: counted, unit_exact: exact}``."""
+        return {self.unit: self.counted, f"{self.unit}_exact": self.exact}
 
 
 def floor_reason(rows: int, questions: int, least: int, *, exact: bool = True) -> str | None:
@@ -211,7 +218,7 @@ def _checks(
         check["value"] = value
         option = gate.options.get(metric, f"--min-{metric} {limit_text(least)}")
         if isinstance(reason, Shortfall):  # counted in questions: the value counts rows
-            check.update(questions=reason.questions, questions_exact=reason.exact)
+            check.update(reason.recorded())
         if reason is not None:
             check.update(passed=False, reason=reason)
             failures.append(f"{metric}{where}: {reason}; cannot support {option}")

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from calibcli.reports.gate import Gate, floor_reason
+from calibcli.reports.gate import Gate, Shortfall, floor_reason
 from calibcli.reports.report import Note, Report, Section, assemble
 
 _PPL_KEYS = ("perplexity", "byte_perplexity", "word_perplexity")
@@ -189,15 +189,19 @@ def repeat_floors(summary: Any, gate: Gate | None) -> Callable[[Any, str | None]
         if least is None or tokens is None:
             return out
         held = distinct[1] if exact else None
+        exact = held is not None
         if held is None:
             held, said = -(-tokens // most), f"as few as {-(-tokens // most):,}"
         else:
             said = f"{held:,}"
         if held < least:
-            out["total_tokens"] = (
+            out["total_tokens"] = Shortfall(
                 f"the {tokens:,} tokens are of rows that repeat their questions (see the "
                 f"warning) and hold {said} tokens of distinct questions, fewer than "
-                f"{least:,}; each question's tokens count once"
+                f"{least:,}; each question's tokens count once",
+                held,
+                exact,
+                "question_tokens",
             )
         return out
 
