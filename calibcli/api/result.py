@@ -186,7 +186,8 @@ class Calibrator:
         scored = rows.read_as
         read = RowsRead(
             fmt=rows.format,
-            formats=frozenset({rows.format}),
+            # each file's format: rows of several formats are read as "mixed"
+            formats=frozenset(f for *_, f in rows.parts if f) or frozenset({rows.format}),
             confidence_field=rows.confidence_field,
             correct_field=rows.correct_field,
             mc_norm=rows.mc_norm,

@@ -94,9 +94,10 @@ def other_groups(
 
 
 def other_norm(calibrators: Any, rows: RowsRead) -> str | None:
-    """Why lm-eval rows scored with another multiple-choice normalisation cannot take the map."""
+    """Why lm-eval rows scored with another multiple-choice normalisation cannot take the map
+    (alone or among other formats' rows: the lm-eval rows are read with it either way)."""
     norm = calibrators.fitted_on.get("mc_norm")
-    if rows.fmt != "lm-eval" or not isinstance(norm, str) or norm == rows.mc_norm:
+    if "lm-eval" not in rows.formats or not isinstance(norm, str) or norm == rows.mc_norm:
         return None
     o = rows.option
     return (
@@ -137,10 +138,10 @@ def other_field(calibrators: Any, rows: RowsRead) -> tuple[str | None, str | Non
     """(why the map cannot be applied, or a warning) when JSON Lines rows' confidences were
     read from another field than the rows the calibrator was fitted on: a warning where the
     field was asked for by name, refused where a summary file's rows hold it (they cannot be
-    read again from another field)."""
+    read again from another field). Rows of other formats beside them do not change that."""
     recorded = calibrators.fitted_on.get("confidence_field")
     read = rows.confidence_field
-    if rows.fmt != "jsonl" or not isinstance(recorded, str) or recorded == read:
+    if "jsonl" not in rows.formats or not isinstance(recorded, str) or recorded == read:
         return None, None
     o = rows.option
     if not rows.confidence_given:
