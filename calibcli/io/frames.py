@@ -126,14 +126,27 @@ def _first(mask: Any) -> int:
     return int(np.argmax(mask))
 
 
+def as_float64(array: Any) -> Any:
+    """A numeric Arrow column as a float64 numpy array, each value the double nearest it. A
+    decimal column is read through its digits: Arrow's decimal-to-double cast divides by a
+    power of ten and lands one unit in the last place below about a third of decimals (0.900000
+    at scale 6 as 0.8999999999999999), which moves them into the bin below an edge; its
+    text-to-double parse rounds correctly, as a JSON or CSV file of the same digits reads."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_decimal(array.type):
+        array = pc.cast(array, pa.string())
+    return pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False)
+
+
 def _floats(array: Any, column: str, problems: ColumnProblems, ok: Any, why: str, where: Any):
     """A numeric Arrow column as float64, its nulls and the values ``ok`` refuses recorded."""
     import numpy as np
-    import pyarrow.compute as pc
 
     from calibcli.io.rows import show
 
-    values = pc.cast(array, "float64").to_numpy(zero_copy_only=False)
+    values = as_float64(array)
     bad = np.isnan(values) if array.null_count else np.zeros(values.shape[0], bool)
     nulls = bad.copy()
     with np.errstate(invalid="ignore"):
@@ -194,7 +207,7 @@ def _calibration_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, wh
         wrong = raw.is_null().to_numpy(zero_copy_only=False)
         first = "null"
     else:
-        numbers = pc.cast(raw, "float64").to_numpy(zero_copy_only=False)
+        numbers = as_float64(raw)
         wrong = (numbers != 0.0) & (numbers != 1.0)
         flags = numbers == 1.0
         first = None
@@ -226,7 +239,7 @@ def _counts(batch: Any, name: str | None, problems: ColumnProblems, where: Any):
         ints = pc.fill_null(pc.cast(raw, "int64"), 0).to_numpy(zero_copy_only=False)
         bad = nulls | (ints < 0) | (ints > MAX_COUNT)
     else:
-        numbers = pc.cast(raw, "float64").to_numpy(zero_copy_only=False)
+        numbers = as_float64(raw)
         with np.errstate(invalid="ignore"):
             whole = (numbers >= 0) & (numbers <= MAX_COUNT) & (numbers == np.floor(numbers))
         bad = nulls | ~whole

@@ -156,7 +156,8 @@ def group_name(value: Any) -> str:
     ``10000000000000000``. A string is written as it is (``physics``) unless it would read as
     one of those or opens with a double quote; then it is written as a JSON string, in quotes:
     the number 1 is ``1`` and the string "1" is ``"1"``; null is ``null`` and "null" is
-    ``"null"``. An integer of more digits than are read (:class:`LongInteger`) is refused.
+    ``"null"``. An integer of more digits than are read (:class:`LongInteger`) is refused; a
+    table's other values as :func:`~calibcli.io.tables.group_value` reads them.
     """
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False) if _looks_typed(value) else value
@@ -170,7 +171,9 @@ def group_name(value: Any) -> str:
     except TypeError:
         if isinstance(value, LongInteger):
             raise ValueError(value.why()) from None
-        raise
+        from calibcli.io.tables import group_value
+
+        return group_name(group_value(value))
 
 
 GROUP_NAMES_KEPT = 1 << 20

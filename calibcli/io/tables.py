@@ -185,6 +185,20 @@ def _numbers(value: Any) -> Any:
     return value
 
 
+def group_value(value: Any) -> Any:
+    """A table's ``--by`` value that JSON has no type for, as the same column written to JSON
+    or CSV reads: a date, time or timestamp as its ISO text (``2026-01-05``), a decimal as the
+    number its digits spell; ValueError for any other (bytes)."""
+    import datetime
+
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return _numbers(value)
+    what = "binary" if isinstance(value, bytes | bytearray) else f"a {type(value).__name__}"
+    raise ValueError(f"is {what}: a group is named by text, a number, a boolean or a date")
+
+
 def table_rows(
     path: str, kind: str, limit: int | None = None
 ) -> Iterator[tuple[str | int, dict[str, Any]]]:
