@@ -828,3 +828,14 @@ def test_the_page_prints(tmp_path, bodies):
 def test_shown_rounds_like_the_page():
     assert shown(-0.00001) == "0.0000" and shown(-0.25) == f"{MINUS}0.2500"
     assert math.isclose(float(shown(0.12345).replace(MINUS, "-")), 0.1235)
+
+
+@pytest.mark.parametrize("target", ["0.9995", "0.8005", "0.8"])
+def test_threshold_page_states_the_target_as_given(tmp_path, target):
+    # 0.9995 to 3 decimals would read 1.000: a guarantee of every accepted row right
+    body = report("threshold", OVER, "--target-accuracy", target, "--json")
+    assert body["target_accuracy"] == float(target)
+    page = html_report(body)
+    assert f"their accuracy ≥ {target} with probability" in page
+    assert f"target accuracy {target};" in page
+    assert f">target {target}</text>" in page

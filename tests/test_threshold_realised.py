@@ -170,3 +170,24 @@ def test_each_group_is_judged_on_its_evaluated_rows(tmp_path):
     table = run([*base, "-q"]).stdout
     row = next(line for line in table.splitlines() if line.startswith("b "))
     assert f"{accuracy:.4f}" in row.split()
+
+
+def test_an_accuracy_just_below_the_target_reads_below_it(tmp_path):
+    # the evaluated rows above any threshold the fit rows choose: 19,999 right of 25,000 at
+    # 0.99, accuracy 0.79996 exactly (by construction), which rounds to the target at 4 digits
+    fit = [
+        {"confidence": 0.99 if i < 1000 else 0.3, "correct": i < 990 or 1000 <= i < 1300}
+        for i in range(2000)
+    ]
+    main = [{"confidence": 0.99, "correct": i < 19_999} for i in range(25_000)]
+    main += [{"confidence": 0.3, "correct": i < 7000} for i in range(25_000)]
+    fit_path, main_path = files(tmp_path, fit, main)
+    args = ["threshold", main_path, "--fit", fit_path, "--target-accuracy", TARGET]
+    result = run([*args, "--min-coverage", "0.2", "--json", "-q"])
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    realised = report["guaranteed"]["realised"]
+    assert (realised["accepted"], realised["accepted"] - realised["errors"]) == (25_000, 19_999)
+    check = report["gate"]["checks"][0]
+    assert "evaluated rows, 0.79996, is below the target accuracy 0.8" in check["reason"]
+    assert any("with accuracy 0.79996 (19,999 right)" in w for w in report["warnings"])

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.render import html_blocks as b
-from calibcli.render.digits import threshold_decimals
+from calibcli.render.digits import as_given, threshold_decimals
 from calibcli.render.markup import cell, interval, is_number, number, signed, text
 from calibcli.render.svg import coverage_chart
 from calibcli.reports import (
@@ -106,7 +106,7 @@ def _curve(ids: b.Ids, body: dict[str, Any]) -> str:
         title="Accuracy against coverage (risk–coverage curve)",
         summary=(
             "Accuracy of the rows accepted against the share of rows accepted, as the "
-            f"threshold is lowered; target accuracy {number(target, 3)}; "
+            f"threshold is lowered; target accuracy {as_given(target)}; "
             + "; ".join(f"{label} at coverage {number(c)}" for _, c, _, label in marks if c)
             + "."
         ),
@@ -196,7 +196,7 @@ def threshold(ids: b.Ids, body: dict[str, Any]) -> list[str]:
     scored = "recalibrated confidence" if "recalibration" in body else "confidence"
     intro = (
         f"<p>Rows with {scored} ≥ the threshold are accepted. The guaranteed threshold keeps "
-        f"their accuracy ≥ {number(target, 3)} with probability ≥ {level} ({method}); the "
+        f"their accuracy ≥ {as_given(target)} with probability ≥ {level} ({method}); the "
         "plug-in threshold reaches that accuracy on these rows, with no guarantee.</p>"
     )
     fit = body.get("fit")

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from calibcli.render.digits import threshold_decimals
+from calibcli.render.digits import as_given, threshold_decimals
 from calibcli.render.markup import is_number, number, text
 
 MAX_CURVE_POINTS = 400  # a denser curve than this adds bytes, not visible detail
@@ -274,7 +274,7 @@ def coverage_chart(
         out.append(
             f'<path class="target" d="M{_CL} {_n(y(target))}H{_CW - _CR}" '
             f'data-accuracy="{target!r}"/><text class="note" x="{_CW - _CR - 2}" '
-            f'y="{_n(y(target) - 4)}" text-anchor="end">target {number(target, 3)}</text>'
+            f'y="{_n(y(target) - 4)}" text-anchor="end">target {as_given(target)}</text>'
         )
     if bound:
         line = " ".join(f"{_n(x(c))},{_n(y(a))}" for c, a in bound)

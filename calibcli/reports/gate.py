@@ -154,14 +154,15 @@ def limit_text(limit: float) -> str:
     return short if float(short) == limit else repr(limit)
 
 
-def value_text(value: float, limit: float) -> str:
+def value_text(value: float, limit: float, least: int = 6) -> str:
     """``value`` beside ``limit`` in a failure line: to the fewest significant digits, at least
-    6, at which it reads on its side of the limit. An ECE of 0.05000001 against ``--max-ece
-    0.05`` reads ``0.05000001``, where 6 digits (``0.05``) would contradict "exceeds"."""
+    ``least``, at which it reads on its side of the limit. An ECE of 0.05000001 against
+    ``--max-ece 0.05`` reads ``0.05000001``, where 6 digits (``0.05``) would contradict
+    "exceeds"."""
     if isinstance(value, int):  # a count, whole
         return str(value)
     side = (value > limit) - (value < limit)
-    for digits in range(6, 17):
+    for digits in range(least, 17):
         shown = f"{value:.{digits}g}"
         if (float(shown) > limit) - (float(shown) < limit) == side:
             return shown

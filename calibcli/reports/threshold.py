@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibcli.reports.figures import confidence
+from calibcli.reports.gate import value_text
 from calibcli.reports.report import Note, Report, Section, assemble
 
 REPEATED_GUARANTEE = (
@@ -199,13 +200,13 @@ def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple
     accuracy, target = seen["accuracy"], settings.target_accuracy
     if chosen["threshold"] is None or accuracy is None or accuracy >= target:
         return None
-    target = _target_text(target)
-    right = seen["accepted"] - seen["errors"]
-    fit = chosen["accuracy"]
+    # to as many digits as it takes to read below the target: 0.79996 is not "0.8"
+    accuracy, target = value_text(accuracy, target, least=4), _target_text(target)
+    right, fit = seen["accepted"] - seen["errors"], chosen["accuracy"]
     shown = _threshold_text(chosen["threshold"])
     text = (
         f"the guaranteed threshold {shown} accepts {seen['accepted']:,} of the "
-        f"evaluated rows with accuracy {accuracy:.4g} ({right:,} right), below the target "
+        f"evaluated rows with accuracy {accuracy} ({right:,} right), below the target "
         f"{target} ({fit:.4g} on the fit rows): on these rows it does not deliver the "
         "accuracy asked for"
     )
@@ -214,10 +215,10 @@ def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple
         f"{target}: on these rows it does not deliver the accuracy asked for"
     )
     reason = (
-        f"the guaranteed threshold's accuracy on the evaluated rows, {accuracy:.4g}, is below "
+        f"the guaranteed threshold's accuracy on the evaluated rows, {accuracy}, is below "
         f"the target accuracy {target}"
     )
-    return Note("below_target", text, detail=f"{accuracy:.4g}", general=general), reason
+    return Note("below_target", text, detail=accuracy, general=general), reason
 
 
 def _table(curve: Any, settings: ThresholdSettings, bounds_on: Any = None) -> dict[str, Any]:
