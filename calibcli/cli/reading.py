@@ -333,15 +333,22 @@ def recalibrate(
 
 def read_choices(summary: Any) -> Any:
     """The rows of a summary's sources again, lm-eval rows with every choice's score, read with
-    its settings (the sources it skipped, such as a run folder's results file, stay skipped);
-    bad input is exit 2."""
+    its settings (the sources it skipped, such as a run folder's results file, stay skipped):
+    each source's byte range alone (a ``summarize --part`` piece), and only while its file is
+    the one summarized (its content and row count). Bad input, or a file changed since, is
+    exit 2."""
     from calibcli.io import InputError
     from calibcli.io import read_choices as read
 
-    files = [s.name for s in summary.sources if s.skipped is None]
+    read_from = [s for s in summary.sources if s.skipped is None]
     settings = summary.settings
     try:
-        return read(files, mc_norm=settings.mc_norm, by=settings.by)
+        return read(
+            [s.name for s in read_from],
+            mc_norm=settings.mc_norm,
+            by=settings.by,
+            summarized=read_from,
+        )
     except InputError as exc:
         raise usage_error(str(exc)) from None
 

@@ -41,15 +41,17 @@ def records(
     skip_results: bool = False,
     notes: Callable[[str], None] | None = None,
     skipped: Callable[[str], None] | None = None,
+    span: tuple[int, int] | None = None,
 ) -> Iterator[tuple[str, int | str, dict, bytes | None]]:
     """(display name, line number or locator, row, raw line) of each row of ``source``: each
     non-blank line of JSON Lines, or each row of a whole document (a JSON array, a
     pretty-printed object, an inspect-ai ``.eval`` zip; the raw line is then None). Lines
     and compressed documents are bounded as the block readers bound them. An lm-eval results
     file is an error, or yields nothing with ``skip_results`` (a run folder's), ``skipped``
-    then called with why. ``notes``: see :func:`~calibcli.io.documents.iter_document`."""
+    then called with why. ``notes``: see :func:`~calibcli.io.documents.iter_document`.
+    ``span``: the lines of a plain file that start in bytes [start, stop), numbered in it."""
     from calibcli.io.parts import is_summary_file
-    from calibcli.io.reader import whole_document_kind
+    from calibcli.io.reader import _newlines_before, whole_document_kind
 
     if is_summary_file(source):
         raise InputError(
@@ -69,9 +71,12 @@ def records(
     try:
         stream = src.stream()
         try:
-            lines = blocks(
-                stream, src.name, BLOCK_SIZE, what=src.what, max_line_bytes=max_line_bytes
-            )
+            first, limit = 1, None
+            if span is not None:  # a range read with summarize --part (or an engine's task)
+                first, limit = 1 + _newlines_before(stream, span[0]), span[1] - span[0]
+                stream.seek(span[0])
+            cut = {"strip_bom": first == 1, "first_line": first, "max_line_bytes": max_line_bytes}
+            lines = blocks(stream, src.name, BLOCK_SIZE, limit, what=src.what, **cut)
             for first, view, _, _ in lines:
                 for line_no, line in lines_of(view, first):
                     yield src.name, line_no, parse_row(src.name, line_no, line), line
@@ -443,13 +448,17 @@ def read_choices(
     by: str | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     max_document_bytes: int | None = None,
+    summarized: list[Any] | None = None,
 ) -> Choices:
     """Read lm-eval multiple-choice rows with every choice's score (length-normalised with
     ``mc_norm``, less each file's task's ``target_delimiter``), and their gold choices
     (:class:`~calibcli.formats.FileGold`: a target read two ways takes the reading its file's
     rows tell). Other formats are an error: their rows carry one confidence, not choices, and
-    so is standard input, which the first reading of the rows has consumed."""
+    so is standard input, which the first reading of the rows has consumed. ``summarized``:
+    the summary's :class:`~calibcli.summaries.Source` of each source, whose byte range alone is
+    read; a file whose content or row count is not the one it records is an error."""
     from calibcli import formats
+    from calibcli.io.content import file_content_id
     from calibcli.io.folders import expand
     from calibcli.io.plan import group_key
     from calibcli.io.rows import group_name
@@ -465,13 +474,18 @@ def read_choices(
     groups: list[str] | None = [] if by is not None else None
     where: list[str] = []
     unknown: dict[str, str] = {}
-    for source in expand(sources):
+    again = "changed since it was summarized{}: summarize it again"
+    for i, source in enumerate(expand(sources) if summarized is None else sources):
+        kept, before = None if summarized is None else summarized[i], len(gold)
+        span = None if kept is None or kept.stop is None else (kept.start, kept.stop)
+        if kept is not None and kept.content and file_content_id(source) not in ("", kept.content):
+            raise InputError(source, None, again.format(""))
         key_of = None if by is None else group_key("lm-eval", by, source)
         checked = False
         delimiter = target_delimiter(source)
         file_gold = formats.FileGold()
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
-        for name, line_no, row, _ in records(source, **bounds):
+        for name, line_no, row, _ in records(source, **bounds, span=span):
             try:
                 if not checked:
                     fmt = formats.detect_row_format(row)
@@ -500,6 +514,9 @@ def read_choices(
             gold.append(g)
             correct.append(right)
             where.append(f"{shown_name(name)}:{line_no}")
+        if kept is not None and len(gold) - before != kept.rows:
+            held = f" ({len(gold) - before:,} rows where it held {kept.rows:,})"
+            raise InputError(source, None, again.format(held))
         settled, why = file_gold.settle()
         for at, g in settled.items():
             gold[at] = g

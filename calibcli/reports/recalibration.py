@@ -38,12 +38,13 @@ class Recalibration:
 
 
 def carried(summary: Any, recalibration: Recalibration | None) -> Any:
-    """The recalibrated rows' summary, mixing models and repeating questions where the rows
-    before did: a map changes the confidences, not whose rows they are."""
+    """The recalibrated rows' summary, mixing models, repeating questions and covering part of
+    an input where the rows before did: a map changes the confidences, not whose rows they
+    are."""
     before = None if recalibration is None else recalibration.before
     said = {
         key: getattr(before, key)
-        for key in ("mixed", "repeats")
+        for key in ("mixed", "repeats", "partial")
         if getattr(before, key, None) is not None and getattr(summary, key, None) is None
     }
     return replace(summary, **said) if said else summary

@@ -433,7 +433,7 @@ def recalibrated(
                     f"{where}this calibrator scales lm-eval choices' loglikelihoods (fitted "
                     f"with --method temperature on lm-eval rows); the input is {summary.fmt}"
                 )
-            after = choices_data(choices, calibrators, bins=bins)
+            after = choices_data(choices, calibrators, bins=bins, read=summary)
         else:
             after = apply_to_data(summary, calibrators, bins=bins)
         settings = {
@@ -447,7 +447,7 @@ def recalibrated(
         shared = scored_in_sample(calibrators, summary, files)
         return after, settings, [shared] if shared else []
     if choices is not None and method == "temperature":
-        after = cross_fit_choices(choices, folds=folds, seed=FOLD_SEED, bins=bins)
+        after = cross_fit_choices(choices, folds=folds, seed=FOLD_SEED, bins=bins, read=summary)
         method, grouped = MULTICLASS, choices.groups is not None
     else:
         after = cross_fit_data(summary, method=method, folds=folds, seed=FOLD_SEED, bins=bins)
@@ -471,9 +471,6 @@ def per_group_maps_note(by: str) -> str:
 
 
 # --------------------------------------------------------------------------- multiple choice
-
-_LM_EVAL: tuple = ()  # recalibrated choices keep no sources of their own (the report names
-# the files read)
 
 MULTICLASS = "multiclass_temperature"  # temperature over an lm-eval row's choices
 
@@ -522,34 +519,37 @@ def fit_choices(choices: Any, *, fitted_on: dict[str, Any], by: str | None) -> C
     return CalibratorFile(MULTICLASS, pooled, fitted_on, by, groups, rows)
 
 
-def _calibration_data(conf: Any, correct: Any, groups: dict[str, Any] | None, *, bins: int) -> Any:
+def _calibration_data(
+    conf: Any, correct: Any, groups: dict[str, Any] | None, *, bins: int, read: Any = None
+) -> Any:
     """The summary of lm-eval rows given as arrays, in row order (``groups``: name -> the
-    indices of its rows)."""
+    indices of its rows). ``read``: the summary of the same rows as read, whose sources,
+    warnings and what the runs say of them (several models', questions repeated, part of an
+    input: the gates fail closed) they keep, as :func:`_regrouped` keeps them."""
     import numpy as np
 
     from calibcli.summaries.calibration import CalibrationSettings, from_columns
 
     settings = CalibrationSettings(bins=bins, fmt="lm-eval")
-    if groups is None:
-        return from_columns(settings, conf[correct], conf[~correct], sources=_LM_EVAL)
-    names = tuple(groups)
+    kept: dict[str, Any] = {"sources": ()}
+    if read is not None:
+        kept = {"sources": tuple(replace(s, table=None) for s in read.sources)}
+        kept["warnings"] = read.warnings
     ids = np.zeros(conf.shape[0], np.intp)
-    for g, idx in enumerate(groups.values()):
+    for g, idx in enumerate((groups or {}).values()):
         ids[idx] = g
-    return from_columns(
-        settings,
-        conf[correct],
-        conf[~correct],
-        groups=names,
-        right_ids=ids[correct],
-        wrong_ids=ids[~correct],
-        sources=_LM_EVAL,
-    )
+    if groups is not None:
+        kept.update(groups=tuple(groups), right_ids=ids[correct], wrong_ids=ids[~correct])
+    made = from_columns(settings, conf[correct], conf[~correct], **kept)
+    if read is None:
+        return made
+    return replace(made, mixed=read.mixed, repeats=read.repeats, partial=read.partial)
 
 
-def choices_data(choices: Any, calibrators: CalibratorFile, *, bins: int) -> Any:
+def choices_data(choices: Any, calibrators: CalibratorFile, *, bins: int, read: Any = None) -> Any:
     """Calibration data of lm-eval rows whose confidence is the largest tempered softmax
-    probability over their choices (each --by group with its own temperature if fitted)."""
+    probability over their choices (each --by group with its own temperature if fitted);
+    ``read``: the summary of the rows as read (:func:`_calibration_data`)."""
     import numpy as np
 
     conf = np.empty(choices.n, dtype=np.float64)
@@ -560,11 +560,12 @@ def choices_data(choices: Any, calibrators: CalibratorFile, *, bins: int) -> Any
         for name, idx in groups.items():
             part = choices.take(idx)
             conf[idx] = calibrators.for_group(name).apply(part.values, part.offsets)
-    return _calibration_data(conf, choices.correct, groups, bins=bins)
+    return _calibration_data(conf, choices.correct, groups, bins=bins, read=read)
 
 
-def cross_fit_choices(choices: Any, *, folds: int, seed: int, bins: int) -> Any:
-    """Out-of-fold temperature over the choices (per --by group when grouped)."""
+def cross_fit_choices(choices: Any, *, folds: int, seed: int, bins: int, read: Any = None) -> Any:
+    """Out-of-fold temperature over the choices (per --by group when grouped; ``read``: see
+    :func:`choices_data`)."""
     import numpy as np
 
     from calibcli.metrics import cross_fit_multiclass_temperature
@@ -585,4 +586,4 @@ def cross_fit_choices(choices: Any, *, folds: int, seed: int, bins: int) -> Any:
     else:
         for name, idx in groups.items():
             conf[idx] = crossed(choices.take(idx), f"--recalibrate, group {name!r}")
-    return _calibration_data(conf, choices.correct, groups, bins=bins)
+    return _calibration_data(conf, choices.correct, groups, bins=bins, read=read)
