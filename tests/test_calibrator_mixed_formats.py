@@ -81,3 +81,14 @@ def test_a_summary_of_another_field_is_refused_beside_other_formats(run_folder, 
     result = run(["calibrate", *both, "-q", "--json"])
     assert "fitted on the field 'p_a'; it maps 'p_b' here" in result.stderr
     assert json.loads(result.stdout)["format"] == "mixed"
+
+
+def test_the_api_names_rows_of_several_formats_mixed_as_the_command_does(run_folder, tmp_path):
+    native = write_jsonl(tmp_path / "two.jsonl", NATIVE)
+    for files in ([run_folder / TRIVIA, native], [native, run_folder / TRIVIA]):
+        rows = calibcli.read_predictions(files)
+        assert rows.format == "mixed"
+        command = run(["calibrate", *files, "--json", "-q"])
+        assert json.loads(command.stdout)["format"] == "mixed"
+        assert calibcli.calibrate(rows).to_dict()["format"] == "mixed"
+    assert calibcli.read_predictions(run_folder / TRIVIA).format == "lm-eval"

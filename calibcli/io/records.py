@@ -273,7 +273,8 @@ def read_keyed(
                     groups.append(group_name(key_of(row)))
                 except ValueError as exc:
                     raise InputError(name, line_no, str(exc)) from None
-        found = found or source_fmt
+        if source_fmt is not None:  # files of several formats read as "mixed", as a summary's
+            found = source_fmt if found in (None, source_fmt) else "mixed"
         modes.append(joined_mode(taken_modes(convert)))
         if skipped:
             note_once(warnings, display_name(source), skipped[0])
