@@ -188,10 +188,11 @@ def finish(
         raise InputError(label, None, result.problems.message())
     if result.mismatch is not None:
         raise InputError(label, None, result.mismatch)
-    from calibcli.io import whole_read
+    from calibcli.io import repeated_parts, whole_read
     from calibcli.summaries import from_bytes
 
-    summary = from_bytes(result.payload)
+    # the questions that re-runs pooled with all_runs repeat across the tasks' parts
+    summary = repeated_parts(from_bytes(result.payload), all_runs)
     if said:
         summary = replace(summary, warnings=tuple(dict.fromkeys([*said, *summary.warnings])))
     return EngineSummary(whole_read(summary, by=by, all_runs=all_runs))

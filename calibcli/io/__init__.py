@@ -68,6 +68,7 @@ __all__ = [
     "read_matched",
     "read_perplexity",
     "records",
+    "repeated_parts",
     "runs_of_one_task",
     "suffix_codec",
     "summary_sources",
@@ -172,8 +173,9 @@ def _read(
         for source in runs.files if part is None and span is None else ():
             reader.read(source, builder)
         summary = builder.summary(warnings=[*runs.warnings, *reader.warnings])
-        if plan.kind == "perplexity":  # the rows' question keys go no further than the files
-            summary = pooled_repeats(summary, plan)
+        # the rows' question keys: for perplexity rows, no further than the files; pooled
+        # re-runs' keys travel in the summary's ids, to the summary files read beside them
+        summary = pooled_repeats(summary, plan)
         refuse_same_rows(summary, plan.all_runs)
         read = _files_read(summary.sources)
         mc_norm = getattr(plan.settings, "mc_norm", "none")
@@ -531,6 +533,10 @@ def __getattr__(name: str) -> Any:
 
         home = "provenance" if name in _PROVENANCE else "calibrator_checks"
         return getattr(importlib.import_module(f"calibcli.io.{home}"), name)
+    if name == "repeated_parts":  # the questions re-runs pooled across an engine's parts repeat
+        from calibcli.io.pooled_ids import repeated_parts
+
+        return repeated_parts
     if name == "match_keys":
         from calibcli.io.matching import match_keys
 

@@ -64,16 +64,23 @@ def pooled_repeats(summary: Any, plan: Any) -> Any:
     question (their epochs, lm-eval re-runs of a task counted,
     :func:`~calibcli.io.runs.rerun_sources`). Keys taken only to find this (the plan's
     ``pooled_keys``) are dropped when no question repeats: the rows are then read as without
-    them."""
+    them. Rows pooled with ``--all-runs`` keep their question keys in the summary's ids
+    (:func:`~calibcli.summaries.ids.pooled_keys`), so that a summary written of them, merged
+    with others, finds the questions they repeat across each other; a summary of such parts
+    finds them there (:func:`repeated_parts`)."""
     import numpy as np
+
+    from calibcli.summaries import pooled_keys
 
     if summary.kind == "perplexity":
         return _pooled_sequences(summary, plan)
     kept = getattr(summary, "kept", None)
     if summary.kind != "calibration" or kept is None or not kept.keyed:
-        return summary
+        return repeated_parts(summary, plan.all_runs)
     keys = np.concatenate([kept.right_keys, kept.wrong_keys])
     identified = summary.settings.id_field is not None
+    if plan.all_runs and _named(summary.sources, identified) and not _held(summary.row_ids):
+        summary = replace(summary, row_ids=pooled_keys(keys, held=summary.row_ids))
     sources = repeated_ids(summary.sources, keys, identified, plan.all_runs)
     if sources is None:
         if plan.pooled_keys:
@@ -83,19 +90,60 @@ def pooled_repeats(summary: Any, plan: Any) -> Any:
     return replace(summary, sources=sources)
 
 
+def repeated_parts(summary: Any, all_runs: bool = False) -> Any:
+    """The summary of parts (summary files, an engine's tasks) with the question keys of rows
+    pooled with ``--all-runs`` (:func:`~calibcli.summaries.ids.pooled_keys`), its sources
+    recording ``pooled`` where those keys repeat beyond the runs' epochs
+    (:func:`repeated_ids`), as a reading of all the parts' files at once records it; a
+    perplexity summary also counts each question once (``distinct``). Otherwise as it is."""
+    ids = getattr(summary, "row_ids", None)
+    found = None if ids is None else ids.questions()
+    if found is None:
+        return summary
+    identified = summary.settings.id_field is not None
+    sources = repeated_ids(summary.sources, found[0], identified, all_runs)
+    if sources is None:
+        return summary
+    if summary.kind == "perplexity":
+        distinct = replace(summary, questions=found).distinct_questions()
+        return replace(summary, sources=sources, distinct=distinct)
+    return replace(summary, sources=sources)
+
+
+def _named(sources: Any, identified: bool) -> bool:
+    """Whether a source of rows names their questions: rows identified by --id-field, or of
+    a format with ids of its own."""
+    from calibcli.io.ids import OWN_IDS
+
+    return any(
+        s.skipped is None and s.rows > 0 and (identified or s.format in OWN_IDS) for s in sources
+    )
+
+
+def _held(ids: Any) -> bool:
+    """Whether a summary's ids hold question keys of pooled rows already."""
+    return ids is not None and ids.questions() is not None
+
+
 def _pooled_sequences(summary: Any, plan: Any) -> Any:
     """:func:`pooled_repeats` of perplexity rows: where their question hashes repeat beyond
     their runs' epochs, the sources record ``pooled`` and the summary its questions and their
-    tokens, each question once (``distinct_questions``). The hashes are dropped either way:
-    the summary holds no more than without them."""
+    tokens, each question once (``distinct_questions``). The hashes move to the summary's ids
+    (:func:`~calibcli.summaries.ids.pooled_keys`), for the parts it is merged with; a summary
+    of parts finds its repeats there (:func:`repeated_parts`)."""
+    from calibcli.summaries import pooled_keys
+
     if summary.questions is None:
-        return summary
+        return repeated_parts(summary, plan.all_runs)
     identified = summary.settings.id_field is not None
+    row_ids = summary.row_ids
+    if plan.all_runs and _named(summary.sources, identified):
+        row_ids = pooled_keys(*summary.questions, held=row_ids)
     sources = repeated_ids(summary.sources, summary.questions[0], identified, plan.all_runs)
     if sources is None:
-        return replace(summary, questions=None)
+        return replace(summary, questions=None, row_ids=row_ids)
     distinct = summary.distinct_questions()
-    return replace(summary, sources=sources, questions=None, distinct=distinct)
+    return replace(summary, sources=sources, questions=None, distinct=distinct, row_ids=row_ids)
 
 
 def repeated_ids(sources: Any, asked: Any, identified: bool, all_runs: bool) -> Any:
@@ -112,7 +160,8 @@ def repeated_ids(sources: Any, asked: Any, identified: bool, all_runs: bool) -> 
 
     asked = np.asarray(asked)
     most = int(np.unique(asked, return_counts=True)[1].max()) if asked.shape[0] else 0
-    own = most_epochs(rerun_sources(sources, all_runs)) or 1
+    # what the runs scored, not what a pooling found before (the same keys, judged again)
+    own = most_epochs(replace(s, pooled=None) for s in rerun_sources(sources, all_runs)) or 1
     # rows without ids are keyed by their lines, which a file given twice repeats: only rows
     # with ids name their questions
     named = [

@@ -22,6 +22,7 @@ _LAZY = {
     "RowsView": "calibcli.summaries.calibration",
     "Source": "calibcli.summaries.calibration",
     "SummaryMismatch": "calibcli.summaries.ids",
+    "pooled_keys": "calibcli.summaries.ids",
     "check_copies": "calibcli.summaries.copies",
     "check_read_copies": "calibcli.summaries.copies",
     "same_sources": "calibcli.summaries.copies",

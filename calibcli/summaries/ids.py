@@ -36,6 +36,20 @@ class RowIds:
             np.concatenate([p.hashes for p in parts]), np.concatenate([p.lines for p in parts])
         )
 
+    @property
+    def pooled(self) -> np.ndarray:
+        """Which entries are the question keys of rows pooled with ``--all-runs``
+        (:func:`pooled_keys`), whose repeats are re-runs, not rows read twice."""
+        return self.lines <= POOLED
+
+    def questions(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The question keys of the rows pooled with ``--all-runs`` and each one's tokens (-1:
+        none), as :func:`pooled_keys` records them; None when it holds none."""
+        pooled = self.pooled
+        if not pooled.any():
+            return None
+        return self.hashes[pooled], POOLED - 1 - self.lines[pooled]
+
     def repeated(self) -> int | None:
         """The index of the first row whose id an earlier row has, else None."""
         if self.hashes.shape[0] < 2:
@@ -46,6 +60,29 @@ class RowIds:
         if not same.shape[0]:
             return None
         return int(order[same + 1].min())
+
+
+POOLED = -2
+"""The line of the entries of :class:`RowIds` that are question keys of rows pooled with
+``--all-runs`` (:func:`pooled_keys`), and below it: ``POOLED - 1 - tokens``. A row's line is
+never below -1 (-1: a row of a whole document)."""
+
+
+def pooled_keys(questions: Any, tokens: Any = None, held: RowIds | None = None) -> RowIds:
+    """The question keys of rows pooled with ``--all-runs`` (their ids' questions: re-runs of
+    a question share it), as entries of :class:`RowIds` that a summary carries so that the
+    questions its parts repeat across each other are found wherever the parts meet, as a
+    reading of all their files at once finds them; ``tokens``, each perplexity row's (-1:
+    none), so that --min-tokens counts a question's tokens once. Their lines say what they
+    are (:data:`POOLED`). ``held``: the summary's ids so far, put first."""
+    hashes = np.asarray(questions, np.uint64)
+    counts = np.full(hashes.shape[0], -1, np.int64) if tokens is None else tokens
+    keys = RowIds(hashes, POOLED - 1 - np.asarray(counts, np.int64))
+    if held is None:
+        return keys
+    return RowIds(
+        np.concatenate([held.hashes, keys.hashes]), np.concatenate([held.lines, keys.lines])
+    )
 
 
 class IdLog:
@@ -126,12 +163,27 @@ def line_keys(content: str, lines: np.ndarray) -> np.ndarray:
     return mix64(content_key(content) ^ mix64(lines))
 
 
+_TWICE = "a row is in two of the parts (the same id)"
+
+
 def merged_ids(summaries: list[Any]) -> RowIds | None:
-    """The ids of merged summaries; SummaryMismatch when a row is in two of them."""
+    """The ids of merged summaries; SummaryMismatch when a row is in two of them. The question
+    keys of rows pooled with ``--all-runs`` (:func:`pooled_keys`) may repeat across them (the
+    re-runs the summaries pooled on purpose), but not the id of a row read without it: pooling
+    is asked for by every part that pools, so a part read without ``--all-runs`` holding a
+    question a pooling part holds is refused (summarize it with ``--all-runs`` too)."""
     ids = RowIds.concat([s.row_ids for s in summaries if s.row_ids is not None])
-    if ids is not None and ids.repeated() is not None:
+    if ids is None:
+        return None
+    pooled = ids.pooled
+    checked = RowIds(ids.hashes[~pooled], ids.lines[~pooled])
+    if checked.repeated() is not None:
         raise SummaryMismatch(
-            "a row is in two of the parts (the same id): parts of one input merged twice, or "
-            "re-runs of a task; merge each row once"
+            f"{_TWICE}: parts of one input merged twice, or re-runs of a task; merge each row once"
+        )
+    if pooled.any() and np.isin(checked.hashes, ids.hashes[pooled]).any():
+        raise SummaryMismatch(
+            f"{_TWICE}: a part read without --all-runs holds a question that a part read with "
+            "--all-runs holds too; summarize both with --all-runs to pool their re-runs"
         )
     return ids
