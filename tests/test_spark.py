@@ -174,6 +174,36 @@ def test_a_float32_column_is_read_as_written(spark):
     assert_by_hand(summarize(df).report())
 
 
+def test_a_decimal_column_is_read_by_its_digits(spark):
+    """A DecimalType(38, 6) column (the scale Spark gives a division) reaches the partition
+    task as Arrow decimals: 0.900000 is read as 0.9, in the bin [0.9, 1.0), so the ECE is the
+    hand-computed 0.05 (test_table_values), not the 0 of bins whose errors cancel. A decimal
+    --by column names its groups by the numbers its digits spell."""
+    from decimal import Decimal
+
+    from pyspark.sql import types as T
+    from test_table_values import CELLS, by_hand_ece
+
+    schema = T.StructType(
+        [
+            T.StructField("confidence", T.DecimalType(38, 6)),
+            T.StructField("correct", T.BooleanType()),
+            T.StructField("level", T.DecimalType(10, 1)),
+        ]
+    )
+    rows = [
+        (Decimal(text).quantize(Decimal("0.000001")), i < right, Decimal(text[:3]))
+        for text, n, right in CELLS
+        for i in range(n)
+    ]
+    df = spark.createDataFrame(rows, schema).repartition(3)
+    body = summarize(df, by="level").report(limits={"ece": 0.04})
+    assert body["ece"] == pytest.approx(float(by_hand_ece()), abs=1e-15)
+    assert body["gate"]["passed"] is False
+    assert body["reliability"]["count"] == [0, 0, 0, 100, 0, 100, 0, 0, 100, 100]
+    assert sorted(body["groups"]) == ["0.3", "0.5", "0.8", "0.9"]
+
+
 def test_the_rows_of_a_file_in_another_order_are_refused(spark, tmp_path):
     """Two files of the same 100 rows, one reversed, read in two tasks: refused as the command
     line refuses them (their rows would count twice), pooled with all_runs."""
