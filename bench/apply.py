@@ -86,10 +86,12 @@ def main() -> None:
         # no calibcli, so that PYTHONPATH picks the tree
         os.chdir(folder)
         data = rows_file(folder / "rows.jsonl", rows)
+        # fitted on other rows: apply refuses the rows a calibrator was fitted on
+        fitting = rows_file(folder / "fit.jsonl", min(rows, 100_000), seed=1)
         calibrators = {}
         for name, extra in (("platt", []), ("platt --by", ["--by", "subject"])):
             path = folder / f"{name.replace(' --', '-')}.json"
-            fit = [sys.executable, "-m", "calibcli", "fit", str(data), "--method", "platt"]
+            fit = [sys.executable, "-m", "calibcli", "fit", str(fitting), "--method", "platt"]
             subprocess.run(
                 [*fit, *extra, "-o", str(path), "--quiet"],
                 env=dict(env, PYTHONPATH=str(ROOT)),

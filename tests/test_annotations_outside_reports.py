@@ -71,7 +71,10 @@ def test_apply_annotates_its_warnings(tmp_path, github):
     record = json.loads(calibrator.read_text(encoding="utf-8"))
     record["fitted_on"]["confidence_field"] = "p"  # fitted on another field
     calibrator.write_text(json.dumps(record), encoding="utf-8")
-    result = run(["apply", calibrator, rows, "--confidence-field", "confidence", *github])
+    # rows the calibrator was not fitted on (apply refuses those it was)
+    held = [{**r, "confidence": r["confidence"] + 0.01, "subject": "a"} for r in ROWS]
+    held = write_jsonl(tmp_path / "held.jsonl", held)
+    result = run(["apply", calibrator, held, "--confidence-field", "confidence", *github])
     assert result.exit_code == 0, result.stderr
     warnings = said(result.stderr)
     assert any("the calibrator was fitted on the field 'p'" in w for w in warnings)

@@ -9,6 +9,8 @@ import pytest
 from harness import run, write_jsonl
 
 ROWS = [{"confidence": 0.05 + 0.9 * i / 39, "correct": i % 3 != 0} for i in range(40)]
+# rows the calibrator was not fitted on: apply refuses those it was (they would score in-sample)
+HELD_OUT = [{"confidence": 0.03 + 0.9 * i / 41, "correct": i % 4 != 0} for i in range(40)]
 
 
 @pytest.fixture
@@ -22,7 +24,7 @@ def calibrator(tmp_path):
 
 @pytest.fixture
 def table(tmp_path):
-    body = "".join(f"{r['confidence']!r},{str(r['correct']).lower()}\n" for r in ROWS)
+    body = "".join(f"{r['confidence']!r},{str(r['correct']).lower()}\n" for r in HELD_OUT)
     path = tmp_path / "rows.csv"
     path.write_text("confidence,correct\n" + body, encoding="utf-8")
     return path

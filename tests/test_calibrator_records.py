@@ -72,6 +72,7 @@ def test_the_records_a_fit_writes_are_read(tmp_path):
     body = json.loads(cal.read_text())
     body["fitted_on"]["scorer"] = None
     cal.write_text(json.dumps(body))
-    result = run(["apply", cal, rows, "-q"])
+    held = write_jsonl(tmp_path / "held.jsonl", _rows(61)[1:])  # not the rows fitted on
+    result = run(["apply", cal, held, "-q"])
     assert result.exit_code == 0, result.stderr
     assert len(result.stdout.splitlines()) == 60

@@ -578,7 +578,8 @@ def test_write_only_output_paths_are_accepted(tmp_path, monkeypatch):
         assert result.exit_code == 0, result.stderr
     calibrator = tmp_path / "readable.json"
     calibrator.write_bytes(outputs["cal.json"].read_bytes())
-    result = run(["apply", calibrator, rows, "-o", outputs["report.json"], "-q"])
+    held = write_jsonl(tmp_path / "held.jsonl", cal_rows(50, offset=50))  # not fitted on
+    result = run(["apply", calibrator, held, "-o", outputs["report.json"], "-q"])
     assert result.exit_code == 0, result.stderr
 
 

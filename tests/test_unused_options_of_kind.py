@@ -179,9 +179,17 @@ def fitted(tmp_path, rows, *by):
     return str(out)
 
 
+def held_out(tmp_path):
+    """Rows the calibrators were not fitted on: GROUPED's, each confidence 0.05 lower."""
+    return write(
+        tmp_path / "held.jsonl", [{**r, "confidence": r["confidence"] - 0.05} for r in GROUPED]
+    )
+
+
 def test_apply_by_with_a_calibrator_of_one_map_says_by_is_not_used(tmp_path):
     rows = write(tmp_path / "rows.jsonl", GROUPED)
     pooled = fitted(tmp_path, rows)
+    rows = held_out(tmp_path)
     plain = run(["apply", pooled, rows, "-q"])
     assert plain.exit_code == 0, plain.stderr
     assert plain.stderr == ""
@@ -194,7 +202,7 @@ def test_apply_by_with_a_calibrator_of_one_map_says_by_is_not_used(tmp_path):
 def test_apply_by_with_a_calibrator_per_group_says_nothing_of_by(tmp_path):
     rows = write(tmp_path / "rows.jsonl", GROUPED)
     per_group = fitted(tmp_path, rows, "--by", "g")
-    result = run(["apply", per_group, rows, "--by", "g", "-q"])
+    result = run(["apply", per_group, held_out(tmp_path), "--by", "g", "-q"])
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
 

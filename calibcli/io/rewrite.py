@@ -13,7 +13,12 @@ multiset hash once it is read: the output then stops where it is, so on standard
 rows written a batch at a time before it (some of the copy's among them) are out already; a
 file given with -o is not written at all. A file many of whose confidences another holds (a
 file beside some of its shards, :func:`calibcli.io.same_rows.contained_rows`) is told once
-every file is read, before the last batch is written."""
+every file is read, before the last batch is written.
+
+Beside the confidences, each row's outcome (a ``correct`` field, true/false or 0/1) can be read
+and handed on with them, so that the caller can tell by content whether the rows are those a
+calibrator was fitted on (:func:`calibcli.summaries.scored_in_sample`, as calibrate tells them);
+a row without one is written all the same and handed on with neither."""
 
 from __future__ import annotations
 
@@ -25,7 +30,8 @@ from typing import Any
 
 from calibcli.errors import InputError, shown_name
 from calibcli.formats import by_value, json_type, lookup
-from calibcli.io.rows import check_confidence, group_name, parse_row
+from calibcli.io.rows import check_confidence, check_correct, group_name, parse_row
+from calibcli.io.rows import field as value_of
 
 BATCH = 8192  # rows mapped in one vectorised call
 # A JSON number token: the text a confidence field holds (check_confidence accepted it).
@@ -46,6 +52,8 @@ def rewrite_confidences(
     *,
     all_runs: bool = False,
     warn: Callable[[str], None] | None = None,
+    correct: str | None = None,
+    scored: Callable[[Any, Any], None] | None = None,
 ) -> int:
     """Write every row of ``files`` with its confidence (``field``, a dotted path) replaced by
     ``mapping(group, confidences)`` of its ``by`` group (None without ``by``), every other byte
@@ -55,12 +63,17 @@ def rewrite_confidences(
 
     JSON Lines are rewritten a block at a time (:mod:`calibcli.io.splice`), the lines it cannot
     prove safe and whole documents row by row; either way the output goes to ``write`` in
-    chunks of ``BATCH`` rows, so a bad row leaves the same rows written before it."""
+    chunks of ``BATCH`` rows, so a bad row leaves the same rows written before it.
+
+    With ``correct`` (a field) and ``scored``, the rows whose ``correct`` is true/false or 0/1
+    go to ``scored(confidences, right)`` a batch at a time (float64 and bool arrays), in no
+    particular order; the others are written without a word."""
     files, said = _inputs(files, all_runs)
     kinds = _kinds(files)
     for line in said if warn is not None else ():
         warn(line)
-    rewriter = _Rewriter(field, by, mapping, _Batches(write), all_runs)
+    outcomes = None if correct is None or scored is None else (correct, scored)
+    rewriter = _Rewriter(field, by, mapping, _Batches(write), all_runs, outcomes)
     for source in files:
         rewriter.begin()
         if kinds[source] in ("csv", "tsv"):
@@ -152,6 +165,7 @@ class _Rewriter:
         mapping: Callable[[str | None, Any], Any],
         out: _Batches,
         all_runs: bool = False,
+        outcomes: tuple[str, Callable[[Any, Any], None]] | None = None,
     ) -> None:
         import msgspec
 
@@ -159,12 +173,15 @@ class _Rewriter:
 
         self.field, self.by, self.mapping, self.out = field, by, mapping, out
         self.all_runs = all_runs
+        # the field each row's outcome is read from, and where the rows carrying one go
+        self.correct, self.scored = outcomes if outcomes is not None else (None, None)
         self.count = 0
         # each file read's rows (their count and multiset hash, as a reading's Source records
         # them), and the current file's, for the same rows in other bytes
         self.made: list[Any] = []
         self.rows: Any = None
-        self.splicer = BlockSplicer(field, by) if splices(field, by) else None
+        spliced = splices(field, by, self.correct)
+        self.splicer = BlockSplicer(field, by, self.correct) if spliced else None
         self.splice = _Splicer()
         self._decode = msgspec.json.Decoder().decode
         self._decode_errors = (msgspec.DecodeError, RecursionError)
@@ -172,6 +189,7 @@ class _Rewriter:
         # delimiter), group) and the confidences
         self._batch: list[tuple[Any, dict, Any, str | None]] = []
         self._confidences: list[float] = []
+        self._outcomes: list[int] = []  # OUTCOMES codes, when outcomes are read
         self.columns: tuple[list[str], str] | None = None  # the first table's header and name
 
     def begin(self) -> None:
@@ -353,6 +371,22 @@ class _Rewriter:
             raise InputError(name, line_no, str(exc)) from None
         return c, group
 
+    def outcome(self, row: dict) -> int:
+        """A checked row's outcome code (:data:`calibcli.io.splice.OUTCOMES`): ``NO_OUTCOME``
+        when it carries none, or one that is no true/false/0/1."""
+        from calibcli.io.splice import NO_OUTCOME
+
+        try:
+            return int(check_correct(value_of(row, self.correct), self.correct))
+        except ValueError:
+            return NO_OUTCOME
+
+    def _score(self, conf: Any, outcomes: Any) -> None:
+        """Hand the rows carrying an outcome on to ``scored``."""
+        known = outcomes >= 0
+        if known.any():
+            self.scored(conf[known], outcomes[known] == 1)
+
     def row(
         self, name: str, line_no: int | str, row: Any, text: bytes | str, cell: Any = None
     ) -> None:
@@ -360,6 +394,8 @@ class _Rewriter:
         c, group = self.check(name, line_no, row)
         self._batch.append((text, row, _key_path(row, self.field) if cell is None else cell, group))
         self._confidences.append(c)
+        if self.correct is not None:
+            self._outcomes.append(self.outcome(row))
         self.count += 1
         if len(self._batch) >= BATCH:
             self.flush()
@@ -375,6 +411,8 @@ class _Rewriter:
         batch = self._batch
         conf = np.fromiter(self._confidences, dtype=np.float64, count=len(self._confidences))
         self._hashed(conf)
+        if self.correct is not None:
+            self._score(conf, np.fromiter(self._outcomes, np.int8, len(self._outcomes)))
         groups = None if self.by is None else [g for *_, g in batch]
         mapped = map_groups(self.mapping, conf, groups)
         lines = [
@@ -382,7 +420,7 @@ class _Rewriter:
             for (text, row, path, _), value in zip(batch, mapped.tolist(), strict=True)
         ]
         self.out.add(b"\n".join(lines) + b"\n", len(lines))
-        self._batch, self._confidences = [], []
+        self._batch, self._confidences, self._outcomes = [], [], []
 
     def _block(self, name: str, block: Any) -> None:
         from calibcli.io.splice import map_groups
@@ -395,8 +433,12 @@ class _Rewriter:
             block.conf[i] = c
             if block.groups is not None:
                 block.groups[i] = group
+            if block.outcomes is not None:
+                block.outcomes[i] = self.outcome(row)
             rows[i] = (line, row, _key_path(row, self.field))
         self._hashed(block.conf)
+        if block.outcomes is not None:
+            self._score(block.conf, block.outcomes)
         mapped = map_groups(self.mapping, block.conf, block.groups)
         values = mapped.tolist()
         lines = {i: self.splice(*spot, values[i]) for i, spot in rows.items()}

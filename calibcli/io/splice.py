@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -31,21 +32,32 @@ _NUMBER_OPENS = np.zeros(256, np.bool_)
 _NUMBER_OPENS[list(b"0123456789-")] = True
 
 
-def splices(field: str, by: str | None) -> bool:
-    """Whether rows can be rewritten block by block: the field and the group are top-level keys
-    (a dotted path may name a key holding a dot or a nested value, which only the per-line path
-    tells apart) and are not the same key."""
-    return bool(field) and "." not in field and (by is None or ("." not in by and by != field))
+def splices(field: str, by: str | None, correct: str | None = None) -> bool:
+    """Whether rows can be rewritten block by block: the field, the group and the outcome read
+    beside them are top-level keys (a dotted path may name a key holding a dot or a nested
+    value, which only the per-line path tells apart) and no two are the same key."""
+    keys = [k for k in (field, by, correct) if k is not None]
+    return bool(field) and not any("." in k for k in keys) and len(set(keys)) == len(keys)
+
+
+OUTCOMES = {True: 1, False: 0}
+"""A row's outcome as a code (1 right, 0 wrong) from the values ``correct`` takes (true/false,
+or the integers 1/0, which hash as True/False); any other value is ``NO_OUTCOME``."""
+NO_OUTCOME = -1
 
 
 class Block:
-    """One decoded block: its rows' confidences and groups, and the lines the per-line path must
-    rewrite (``fallback``: row index, line number, the line's bytes)."""
+    """One decoded block: its rows' confidences, groups and outcomes (int8 ``OUTCOMES`` codes;
+    None when not read), and the lines the per-line path must rewrite (``fallback``: row
+    index, line number, the line's bytes)."""
 
-    def __init__(self, data: bytes, conf: Any, groups: list[str] | None) -> None:
+    def __init__(
+        self, data: bytes, conf: Any, groups: list[str] | None, outcomes: Any = None
+    ) -> None:
         self.data = data
         self.conf = conf
         self.groups = groups
+        self.outcomes = outcomes
         self.fallback: list[tuple[int, int, bytes]] = []
         self.fast: Any = None  # bool per row: spliced here
         self.spans: Any = None  # (start, end) per row: the number's bytes, or the whole line
@@ -83,9 +95,11 @@ class Block:
 
 
 class BlockSplicer:
-    """Decodes blocks of rows for one confidence field (and ``--by`` group field)."""
+    """Decodes blocks of rows for one confidence field (and ``--by`` group field, and the
+    ``correct`` field whose outcomes are read beside the confidences: a row without it, or
+    whose value is no true/false/0/1, has ``NO_OUTCOME``)."""
 
-    def __init__(self, field: str, by: str | None) -> None:
+    def __init__(self, field: str, by: str | None, correct: str | None = None) -> None:
         import msgspec
 
         fields: list[tuple[str, Any]] = [("c", float)]
@@ -93,6 +107,10 @@ class BlockSplicer:
         if by is not None:
             fields.append(("g", Any))
             rename["g"] = by
+        self._correct = correct is not None
+        if correct is not None:  # another type (a string, a float) sends the block line by line
+            fields.append(("y", bool | int | None, None))
+            rename["y"] = correct
         row_type = msgspec.defstruct("ApplyRow", fields, rename=rename, gc=False)
         self._decode_lines = msgspec.json.Decoder(row_type).decode_lines
         self._errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
@@ -122,7 +140,11 @@ class BlockSplicer:
             groups = self._group_names([r.g for r in rows])
             if groups is None:
                 return None
-        block = Block(data, conf, groups)
+        outcomes = None
+        if self._correct:
+            codes = map(OUTCOMES.get, [r.y for r in rows], repeat(NO_OUTCOME, n))
+            outcomes = np.fromiter(codes, np.int8, n)
+        block = Block(data, conf, groups, outcomes)
         return block if self._locate(block, first_line) else None
 
     def _locate(self, block: Block, first_line: int) -> bool:

@@ -23,9 +23,11 @@ from calibcli.summaries.fingerprint import (
     ROUNDINGS,
     SAMPLE,
     RowFingerprint,
+    among_sorted,
     calibration_hashes,
     rounded_hashes,
     rounded_prints,
+    sorted_distinct,
 )
 
 IN_SAMPLE_SHARE = 0.1
@@ -72,14 +74,12 @@ sketch, or, from the sketches alone, fitted values whose presence among the rows
 known."""
 
 
-def _hashes(kept: Any, rounding: str | None = None) -> np.ndarray:
-    """The distinct hashes of kept rows (right and wrong answers), sorted: of their exact
-    confidences, or of those rounded (a key of ``ROUNDINGS``)."""
-    if rounding is not None:
-        return np.unique(rounded_hashes(kept.right, kept.wrong, rounding))
+def _hashes(kept: Any) -> np.ndarray:
+    """The distinct hashes of kept rows (right and wrong answers) of their exact confidences,
+    sorted."""
     right = calibration_hashes(kept.right, np.ones(kept.right.shape[0], bool))
     wrong = calibration_hashes(kept.wrong, np.zeros(kept.wrong.shape[0], bool))
-    return np.unique(np.concatenate([right, wrong]))
+    return sorted_distinct(np.concatenate([right, wrong]))
 
 
 NOISE_Z = 3.0
@@ -109,7 +109,8 @@ def _fitted_among_scored(fitted: Any, scored: Any, hashes: np.ndarray | None) ->
             return None
         chance = chance_share(scored.distinct(), scored.rows)
     else:
-        share = float(np.isin(fitted.sample, hashes).mean()) if fitted.sample.shape[0] else 0.0
+        found = among_sorted(fitted.sample, hashes)
+        share = float(found.mean()) if fitted.sample.shape[0] else 0.0
         chance = chance_share(float(hashes.shape[0]), scored.rows)
         full = fitted.sample.shape[0] >= SAMPLE  # a sample of the fitted values, not all
         sampled = fitted.sample.shape[0] if full else None
@@ -128,7 +129,7 @@ def _scored_among_fitted(fitted: Any, hashes: np.ndarray | None) -> float | None
         hashes = hashes[hashes <= fitted.sample[-1]]
     if hashes.shape[0] < SLICE_LOOKED:
         return None
-    share = float(np.isin(hashes, fitted.sample).mean())
+    share = float(among_sorted(hashes, fitted.sample).mean())
     chance = chance_share(fitted.distinct(), fitted.rows)
     looked = hashes.shape[0] if sampled else None
     return share if _beyond(share, chance, SLICE_SHARE, looked) else None
@@ -143,6 +144,7 @@ def in_sample_note(
     *,
     rounded: dict[str, Any] | None = None,
     fitted_kept: Any = None,
+    here: str = "scored here",
 ) -> str | None:
     """A warning when the rows scored contain rows that ``fitted`` (a fingerprint) describes,
     decided by content (the rows' values), not by file names: the same rows exactly (in any
@@ -157,9 +159,10 @@ def in_sample_note(
     :data:`~calibcli.summaries.fingerprint.ROUNDINGS` (rows written again through float32, or
     rounded): the fitted rows' rounded fingerprints are ``rounded`` (as a calibrator file
     records them), else made from ``fitted_kept`` (every fitted row); without either (a
-    calibrator written before them) only the exact values are compared."""
+    calibrator written before them) only the exact values are compared. ``here`` says what
+    the command does with the rows (apply's "read here")."""
     at_hand = kept is not None and kept.n == scored.rows
-    note = _note(fitted, scored, what, consequence, kept if at_hand else None)
+    note = _note(fitted, scored, what, consequence, kept if at_hand else None, here=here)
     if note is not None or not at_hand or not fitted.rows:
         return note
     if rounded is None and fitted_kept is not None and fitted_kept.n == fitted.rows:
@@ -168,9 +171,10 @@ def in_sample_note(
         mine = (rounded or {}).get(name)
         if mine is None or mine.rows != fitted.rows:  # not the rows ``fitted`` describes
             continue
+        hashes = rounded_hashes(kept.right, kept.wrong, name)
         theirs = RowFingerprint()
-        theirs.add(rounded_hashes(kept.right, kept.wrong, name))
-        note = _note(mine, theirs, what, consequence, kept, (name, how))
+        theirs.add(hashes)
+        note = _note(mine, theirs, what, consequence, kept, (name, how), here=here, hashes=hashes)
         if note is not None:
             return note
     return None
@@ -196,49 +200,75 @@ def _note(
     consequence: str,
     kept: Any,
     rounding: tuple[str, str] | None = None,
+    *,
+    here: str,
+    hashes: np.ndarray | None = None,
 ) -> str | None:
     """:func:`in_sample_note` for one pair of fingerprints, of the exact values or of the
     values under ``rounding`` (its name and how a message says it); ``kept`` the rows scored,
-    when at hand."""
+    when at hand, and ``hashes`` their hashes under ``rounding`` (made by the caller, which
+    fingerprinted them)."""
     if not fitted.rows or not scored.rows:
         return None
     said = "" if rounding is None else f" ({rounding[1]})"
     if fitted.same_rows(scored):
-        return f"the {scored.rows:,} rows scored here are {what}{said}: {consequence}"
+        return f"the {scored.rows:,} rows {here} are {what}{said}: {consequence}"
     if not (fitted.tells_rows_apart() and scored.tells_rows_apart()):
         return None
-    hashes = None if kept is None else _hashes(kept, None if rounding is None else rounding[0])
+    if hashes is not None:
+        hashes = sorted_distinct(hashes)
+    elif kept is not None:
+        hashes = _hashes(kept)
     share = _fitted_among_scored(fitted, scored, hashes)
     if share is not None:
         return (
             f"about {share:.0%} of {what} ({fitted.rows:,}) are among the {scored.rows:,} "
-            f"rows scored here{said}: {consequence}"
+            f"rows {here}{said}: {consequence}"
         )
     share = _scored_among_fitted(fitted, hashes)
     if share is not None:
         return (
-            f"about {share:.0%} of the {scored.rows:,} rows scored here are among {what} "
+            f"about {share:.0%} of the {scored.rows:,} rows {here} are among {what} "
             f"({fitted.rows:,}){said}: {consequence}"
         )
     return None
 
 
-def scored_in_sample(calibrators: Any, summary: Any, files: list[str]) -> str | None:
+RECALIBRATED = (
+    "the figures after recalibration are in-sample for them and flatter the map; score "
+    "held-out rows, or use --recalibrate METHOD --folds K",
+    "the figures after recalibration are in-sample and flatter it; score held-out rows, or "
+    "use --recalibrate METHOD --folds K",
+)
+"""What the figures after a calibrator fitted on the rows scored are: said of rows found by
+content, and of a file found by name."""
+
+
+def scored_in_sample(
+    calibrators: Any,
+    summary: Any,
+    files: list[str],
+    *,
+    here: str = "scored here",
+    consequence: tuple[str, str] = RECALIBRATED,
+) -> str | None:
     """The warning that the rows scored hold rows the calibrator (a
     :class:`~calibcli.summaries.recalibrate.CalibratorFile`) was fitted on, or None: by content
     (the fingerprints the file records, :func:`in_sample_note`), else, for a file that records
     none, by the files named. The figures after such a calibrator are in-sample and flatter
-    it, so a gate on them cannot pass on its word."""
+    it, so a gate on them cannot pass on its word. ``here`` and ``consequence`` (said of rows
+    found by content, and of a file found by name) word it for another command than calibrate
+    (apply, whose rows would be scored later)."""
     fingerprint = calibrators.fingerprint
     if fingerprint is not None:
         note = in_sample_note(
             fingerprint,
             summary.fingerprint,
             "the rows the calibrator was fitted on",
-            "the figures after recalibration are in-sample for them and flatter the map; "
-            "score held-out rows, or use --recalibrate METHOD --folds K",
+            consequence[0],
             kept=getattr(summary, "kept", None),
             rounded=calibrators.rounded,
+            here=here,
         )
         if note is not None or (
             fingerprint.tells_rows_apart() and summary.fingerprint.tells_rows_apart()
@@ -249,11 +279,8 @@ def scored_in_sample(calibrators: Any, summary: Any, files: list[str]) -> str | 
     overlap = sorted(f for f in files if _same_file(f) in fitted and f != "-")
     if not overlap:
         return None
-    return (
-        f"the calibrator was fitted on {', '.join(overlap)}, which is scored here too: the "
-        "figures after recalibration are in-sample and flatter it; score held-out rows, or use "
-        "--recalibrate METHOD --folds K"
-    )
+    named = ", ".join(overlap)
+    return f"the calibrator was fitted on {named}, which is {here} too: {consequence[1]}"
 
 
 def _same_file(name: str) -> str:

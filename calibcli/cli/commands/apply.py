@@ -40,6 +40,16 @@ AllRuns = Annotated[
         "order, rows after the first that carry its id (a run appended to its file again).",
     ),
 ]
+AllowInSample = Annotated[
+    bool,
+    typer.Option(
+        "--allow-in-sample",
+        help="Write rows the calibrator was fitted on, with a warning: figures computed on "
+        "them after it are in-sample and flatter its map. Without it such rows are refused "
+        "(exit 2), told by their confidences and outcomes as calibrate --calibrator tells "
+        "them.",
+    ),
+]
 
 
 @app.command(name="apply", epilog=EXIT_CODES)
@@ -62,6 +72,7 @@ def apply_calibrator(
         ),
     ] = None,
     all_runs: AllRuns = False,
+    allow_in_sample: AllowInSample = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Stream rows back out with the confidence recalibrated: the same field (a dotted path
@@ -76,6 +87,12 @@ def apply_calibrator(
     2), and so does a file found, once read, to hold an earlier file's confidences in another
     order (rows written before, a batch at a time, stay written). With -o the file appears
     only once every row was written, and not at all on an error.
+
+    Rows that carry their outcome (the calibrator's correct field) and are rows the calibrator
+    was fitted on, as calibrate --calibrator tells them, are refused once every row is read
+    (exit 2; with -o nothing is written): figures computed on them after the map are
+    in-sample and flatter it (see --allow-in-sample). Rows without outcomes are not looked
+    at: nothing can be scored on them.
     """
     import sys
 
@@ -124,7 +141,8 @@ def apply_calibrator(
             seen.add(group)
         return calibrators.for_group(group).apply(confidences)
 
-    reading = {"all_runs": all_runs, "warn": warn}
+    scored = _ScoredRows(calibrators)  # the rows carrying an outcome, for the in-sample check
+    reading = {"all_runs": all_runs, "warn": warn, "correct": scored.field, "scored": scored.add}
     if output is None and sys.stdout is None:
         raise usage_error("cannot write to standard output: it is closed")
     try:
@@ -133,6 +151,7 @@ def apply_calibrator(
                 files, confidence_field, by, mapping, sys.stdout.buffer.write, **reading
             )
             sys.stdout.flush()
+            _check_in_sample(calibrators, scored, files, allow_in_sample)
         else:
             with StreamTarget(output, "rows") as target:
                 write, finish = target.write, None
@@ -140,6 +159,8 @@ def apply_calibrator(
                 if codec is not None:
                     write, finish = compressing(target.write, codec)
                 count = rewrite_confidences(files, confidence_field, by, mapping, write, **reading)
+                # decided before the file is put in place: refused, it is not written at all
+                _check_in_sample(calibrators, scored, files, allow_in_sample)
                 if finish is not None:
                     finish()
     except InputError as exc:
@@ -158,6 +179,69 @@ def apply_calibrator(
     pooled = pooled_map_note(calibrators, by, seen)
     if pooled:
         warn(pooled)
+
+
+# what figures on rows written after the map they were fitted for are, and the ways out
+_IN_SAMPLE = "figures computed on the output are in-sample for them and flatter the map"
+_WAYS_OUT = (
+    "apply the calibrator to held-out rows (or fit it on other rows), or pass "
+    "--allow-in-sample to write them anyway"
+)
+
+
+class _ScoredRows:
+    """The rows read that carry an outcome, in the calibrator's correct field (the one its
+    fingerprint was made with), gathered a batch at a time as the confidences of right and of
+    wrong answers."""
+
+    def __init__(self, calibrators: Any) -> None:
+        recorded = calibrators.fitted_on.get("correct_field")
+        self.field = recorded if isinstance(recorded, str) else "correct"
+        self.right: list[Any] = []
+        self.wrong: list[Any] = []
+
+    def add(self, conf: Any, correct: Any) -> None:
+        self.right.append(conf[correct])
+        self.wrong.append(conf[~correct])
+
+    def summary(self) -> Any:
+        """The rows as calibrate holds the rows it scores (their fingerprint, and the rows
+        kept), or None without any."""
+        import numpy as np
+
+        from calibcli.summaries import CalibrationSettings, from_columns
+
+        if not self.right and not self.wrong:
+            return None
+        empty = np.zeros(0, np.float64)
+        right, wrong = (np.concatenate([empty, *part]) for part in (self.right, self.wrong))
+        self.right, self.wrong = [], []
+        return from_columns(CalibrationSettings(correct_field=self.field), right, wrong)
+
+
+def _check_in_sample(calibrators: Any, scored: Any, files: list[str], allowed: bool) -> None:
+    """Exit 2 when the rows read are rows the calibrator was fitted on, told as calibrate
+    --calibrator tells them (:func:`calibcli.summaries.scored_in_sample`: by content, the rows
+    carrying an outcome; by the files named when the calibrator records no fingerprint or the
+    values repeat too much to tell), so that the two commands give the same verdict on the
+    same rows; a warning instead when ``allowed``. Rows without outcomes are not looked at:
+    no figure can be computed on them."""
+    from calibcli.errors import shown_name
+    from calibcli.summaries import scored_in_sample
+
+    summary = scored.summary()
+    if summary is None:
+        return
+    said = _IN_SAMPLE if allowed else f"{_IN_SAMPLE}; {_WAYS_OUT}"
+    note = scored_in_sample(calibrators, summary, files, here="read here", consequence=(said, said))
+    if note is None:
+        return
+    if allowed:
+        warn(note)
+        return
+    names = [shown_name("<stdin>" if f == "-" else f) for f in files]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    raise usage_error(f"{shown}: {note}")
 
 
 # what an output's name says it holds, less a compression suffix
