@@ -24,6 +24,8 @@ import pytest
 from harness import run
 from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
+from test_cli_apply import ece_loop
+from test_cli_choice_temperature import mc_rows
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
 T_MIN, T_MAX = 1e-4, 1e4  # the documented search range of the temperature
@@ -37,25 +39,6 @@ def fixture(task):
 
 
 SCIENCE = fixture("toy_mc_science")
-
-
-def gold_index(row, n):
-    target = row["target"]
-    if isinstance(target, str) and target.strip().isdigit():
-        return int(target.strip())
-    texts = [row["arguments"][f"gen_args_{i}"]["arg_1"].strip() for i in range(n)]
-    return texts.index(target.strip())
-
-
-def mc_rows(path):
-    """(loglikelihoods, gold, correct) of each row of a samples file, in file order."""
-    out = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        resps = row["filtered_resps"]
-        n = len(resps) // 2 if "acc_mutual_info" in row else len(resps)
-        out.append(([float(r[0]) for r in resps[:n]], gold_index(row, n), bool(row["acc"])))
-    return out
 
 
 def tempered(part, t):
@@ -75,18 +58,6 @@ def ref_temperature(part):
         options={"xatol": 1e-12},
     )
     return math.exp(res.x)
-
-
-def ece_loop(conf, correct, bins):
-    total, right, count = [0.0] * bins, [0] * bins, 0
-    for c, y in zip(conf, correct, strict=True):
-        k = 0
-        while k < bins - 1 and c >= (k + 1) / bins:
-            k += 1
-        total[k] += c
-        right[k] += int(y)
-        count += 1
-    return math.fsum(abs(total[k] - right[k]) for k in range(bins)) / count
 
 
 def cross_fitted(part, folds):
