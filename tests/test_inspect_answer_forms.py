@@ -19,6 +19,8 @@ BASE = Path(__file__).parent / "fixtures" / "inspect_ai_schema" / "toy_mc.json"
 REASONING = [("Let", -0.5), (" me", -0.3), (" think", -0.4), (".", -0.2), ("\n", -0.05)]
 ANSWER = [("ANSWER", -0.01), (":", -0.001)]
 REMEDY = "give --inspect-confidence answer-token or sequence"
+# how the warning names mixed_samples()' log: six samples have the answer line, four do not
+COUNTED = "mixed.json: 6 of 10 samples answer-token, 4 sequence"
 
 
 def sample(ident, tokens, right):
@@ -155,7 +157,7 @@ def test_auto_mixing_modes_warns_and_closes_every_gate(tmp_path):
     assert closed_by_mixing(report)
     assert report["gate"]["passed"] is False
     (said,) = [w for w in report["warnings"] if "inspect-confidence auto" in w]
-    assert "mixed.json: 10 rows, both modes" in said and REMEDY in said
+    assert COUNTED in said and REMEDY in said
     # one mode chosen: the same rows pass
     result, report = calibrate(mixed, *gate, "--inspect-confidence", "sequence")
     assert result.exit_code == 0 and report["gate"]["passed"] is True
@@ -228,10 +230,67 @@ def test_threshold_and_reliability_say_it_too(tmp_path):
     assert result.exit_code == 1, result.stderr
     report = json.loads(result.stdout)
     assert closed_by_mixing(report)
-    assert any("mixed.json: 10 rows, both modes" in w for w in report["warnings"])
+    assert any(COUNTED in w for w in report["warnings"])
     chosen_one = run(["threshold", mixed, *chosen, "--inspect-confidence", "sequence", "-q"])
     assert chosen_one.exit_code == 0, chosen_one.stderr
     shown = run(["reliability", mixed, "--json", "-q"])
     assert shown.exit_code == 0
     said = json.loads(shown.stdout)["warnings"]
-    assert any("mixed.json: 10 rows, both modes" in w for w in said)
+    assert any(COUNTED in w for w in said)
+
+
+def jsonl_samples(n, lines):
+    """``n`` samples, one a line, the first ``lines`` with an answer line (answer-token under
+    auto), the rest without (sequence); about 1.4 KB each."""
+    rows = []
+    for k in range(n):
+        tail = [*ANSWER, (" B", math.log(0.6 + k / (3 * n)))] if k < lines else [(" four", -0.3)]
+        rows.append(json.dumps(sample(k + 1, [*REASONING, *tail], k % 2 == 0)) + "\n")
+    return "".join(rows)
+
+
+@pytest.mark.parametrize("lines", [100, 300])
+def test_every_route_counts_the_samples_of_each_mode(tmp_path, monkeypatch, lines):
+    # 400 samples cut in two near the middle (--workers 2, --part k/2): the first range holds
+    # both kinds and the second sequence only (100), or the first answer lines only and the
+    # second both (300); the counts are the log's wherever the cut falls
+    monkeypatch.setattr("calibcli.io.reader._cpus", lambda: 2)
+    collected = []
+    import calibcli.io.parallel as parallel
+
+    real = parallel._collect
+    monkeypatch.setattr(parallel, "_collect", lambda *a, **k: collected.append(1) or real(*a, **k))
+    log = tmp_path / "mixed.jsonl"
+    log.write_text(jsonl_samples(400, lines))
+    said = f"mixed.jsonl: {lines} of 400 samples answer-token, {400 - lines} sequence"
+
+    def warned(args):
+        result, report = calibrate(*args)
+        assert result.exit_code == 1 and closed_by_mixing(report), report["gate"]
+        return [w for w in report["warnings"] if "inspect-confidence auto" in w]
+
+    gate = ["--max-ece", "0.99", "--min-populated-bins", "1"]
+    for workers in ("1", "2"):
+        (warning,) = warned([log, *gate, "--workers", workers])
+        assert said in warning and REMEDY in warning
+    assert collected == [1]  # --workers 2 read the second range in a worker
+    # summary files: the whole log, and its two halves merged
+    parts = [tmp_path / f"part{k}.cbs" for k in (1, 2)]
+    for k, part in enumerate(parts, 1):
+        done = run(["summarize", log, "--part", f"{k}/2", "-o", part, "-q"])
+        assert done.exit_code == 0, done.stderr
+    merged = tmp_path / "merged.cbs"
+    done = run(["merge", *parts, "-o", merged, "-q"])
+    assert done.exit_code == 0, done.stderr
+    whole = tmp_path / "whole.cbs"
+    done = run(["summarize", log, "-o", whole, "-q", "--workers", "2"])
+    assert done.exit_code == 0, done.stderr
+    for summary in (merged, whole):
+        (warning,) = warned([summary, *gate])
+        assert said in warning
+    # threshold and reliability name the counts too
+    chosen = ["--target-accuracy", "0.1", "--delta", "0.5", "--min-coverage", "0.01"]
+    result = run(["threshold", merged, *chosen, "--json", "-q"])
+    assert any(said in w for w in json.loads(result.stdout)["warnings"])
+    result = run(["reliability", log, "--workers", "2", "--json", "-q"])
+    assert any(said in w for w in json.loads(result.stdout)["warnings"])

@@ -69,7 +69,7 @@ def compare(
     :func:`~calibcli.read_predictions` as keywords (``id_field``, ``format``, ``by``, ...).
     """
     from calibcli.api.predictions import reading_arguments
-    from calibcli.io import default_id, match_keys, read_compared
+    from calibcli.io import compared_modes, default_id, match_keys, read_compared
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
     from calibcli.reports import options as checks
     from calibcli.summaries import PairedRows
@@ -121,7 +121,8 @@ def compare(
         # unpaired, ``id_field`` identifies each side's rows (a repeated id refused, or counted
         # by question with ``all_runs``) and matches none
         id_field = options["id_field"]
-        matched, found, _ = read_compared(*names, unpaired=unpaired, **options)
+        matched, found, read = read_compared(*names, unpaired=unpaired, **options)
+        modes = compared_modes(*names, read)
     else:
         names = tuple(_name(side) for side in sides)
         b, n = sides
@@ -137,6 +138,7 @@ def compare(
         # the files says it
         said = (*_compared(b.warnings), *_compared(n.warnings), *matched.warnings)
         said += _scored_otherwise(b, n)
+        modes = _taken(b), _taken(n)
         # what the runs say closes gates as compare of the files closes them (several models
         # on a side); unpaired, each side's questions are drawn whole and --min-rows counts them
         repeated = unpaired and (b.questions is not None or n.questions is not None)
@@ -173,6 +175,7 @@ def compare(
         id_field=None if unpaired else (id_field or default_id(found[0])),
         gate=gate,
         by=by,
+        modes=modes,
     )
     return Result(report)
 
@@ -192,6 +195,25 @@ def _side(rows: Any, what: str) -> Predictions:
         group = rows[3] if len(rows) == 4 else None
         return given(rows[0], rows[1], ids=rows[2], group=group, what=what)
     raise TypeError(f"{what}: give Predictions, or (confidence, correct, ids[, group])")
+
+
+def _taken(rows: Predictions) -> tuple | None:
+    """How a side's inspect-ai confidences were taken, log by log, as compare of the files says
+    it (:func:`~calibcli.io.inspect_rows.side_modes`): a log of rows read in one of auto's modes
+    took each of its samples that way; rows auto read both ways are read again to count them.
+    None for rows of other modes or formats, and rows given as arrays."""
+    from calibcli.io import side_modes
+
+    logs = [(path, n) for path, n, fmt in rows.parts if fmt == "inspect-ai"]
+    if rows.inspect_confidence == "auto":
+        options = {"scorer": rows.read_as.get("scorer"), **rows.bounds}
+        return side_modes([path for path, _ in logs], options)
+    if rows.inspect_confidence not in _AUTO_MODES:
+        return None
+    first = rows.inspect_confidence == "answer-token"
+    return tuple(
+        ("<stdin>" if path == "-" else path, *((n, 0) if first else (0, n))) for path, n in logs
+    )
 
 
 def _asked(rows: Predictions) -> tuple[int, int]:
@@ -238,6 +260,9 @@ def _keyed(rows: Predictions, name: str) -> Any:
 # sides one way, the functions take each side as it was read (a field of another name is only
 # another spelling, so it is not among them)
 _READ_AS = ("mc_norm", "inspect_confidence")
+# the modes --inspect-confidence auto takes by: sides taken by them otherwise are said by the
+# report's own warning (calibcli.reports.compare_sides.taken_two_ways)
+_AUTO_MODES = ("answer-token", "sequence")
 
 
 def _scored_otherwise(base: Predictions, new: Predictions) -> tuple[str, ...]:
@@ -250,6 +275,7 @@ def _scored_otherwise(base: Predictions, new: Predictions) -> tuple[str, ...]:
         f"{name}={getattr(base, name)!r} on BASE, {getattr(new, name)!r} on NEW"
         for name in _READ_AS
         if getattr(base, name) != getattr(new, name)
+        and not (name == "inspect_confidence" and _auto_modes(base, new))
     ]
     if not other:
         return ()
@@ -258,6 +284,11 @@ def _scored_otherwise(base: Predictions, new: Predictions) -> tuple[str, ...]:
         "differences are also those of scoring the rows another way, which compare of the "
         "files never does",
     )
+
+
+def _auto_modes(base: Predictions, new: Predictions) -> bool:
+    """Whether both sides' inspect-ai confidences were taken by auto's modes (``auto``: both)."""
+    return {base.inspect_confidence, new.inspect_confidence} <= {"auto", *_AUTO_MODES}
 
 
 def _compared(warnings: tuple[str, ...]) -> tuple[str, ...]:

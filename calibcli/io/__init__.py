@@ -44,6 +44,7 @@ __all__ = [
     "InputError",
     "PerplexityData",
     "choose_runs",
+    "compared_modes",
     "compressing",
     "default_id",
     "delimited_kind",
@@ -70,6 +71,7 @@ __all__ = [
     "records",
     "repeated_parts",
     "runs_of_one_task",
+    "side_modes",
     "suffix_codec",
     "summary_sources",
     "unused_options",
@@ -532,6 +534,11 @@ def __getattr__(name: str) -> Any:
         import importlib  # it and checks it (the commands' --calibrator and the Python API)
 
         home = "provenance" if name in _PROVENANCE else "calibrator_checks"
+        return getattr(importlib.import_module(f"calibcli.io.{home}"), name)
+    if name in ("compared_modes", "side_modes"):  # how auto took compared logs' confidences
+        import importlib
+
+        home = "route" if name == "compared_modes" else "inspect_rows"
         return getattr(importlib.import_module(f"calibcli.io.{home}"), name)
     if name == "repeated_parts":  # the questions re-runs pooled across an engine's parts repeat
         from calibcli.io.pooled_ids import repeated_parts

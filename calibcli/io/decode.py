@@ -25,6 +25,7 @@ refuses it on the other paths.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -96,9 +97,9 @@ class BlockDecoder:
         self._wide: Any = None
 
     @property
-    def modes(self) -> set[str]:
-        """The modes the inspect-ai rows decoded so far took their confidences by (none for
-        other formats; see :class:`~calibcli.io.route.InspectRows`)."""
+    def modes(self) -> Counter[str]:
+        """The modes the inspect-ai rows decoded so far took their confidences by, each with
+        its samples (none for other formats; see :class:`~calibcli.io.route.InspectRows`)."""
         from calibcli.io.route import taken_modes
 
         return taken_modes(self._convert)

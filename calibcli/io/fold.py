@@ -5,6 +5,7 @@ the same loop."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -200,12 +201,16 @@ class SourceFold:
         seen.record(name, ids.hashes, lines)
         builder.ids.extend(ids, offset)
 
-    def taken_mode(self) -> str | None:
-        """The --inspect-confidence mode the source's rows took their confidences by, auto
-        resolved (None for other formats, or no rows yet)."""
+    def taken(self) -> dict[str, Any]:
+        """How the source's rows took their confidences, as its summary's source records it:
+        the --inspect-confidence mode, auto resolved, and the inspect-ai samples taken by
+        answer-token and by sequence (:func:`~calibcli.io.route.taken_counts`); None for other
+        formats, or no rows yet."""
+        from calibcli.io.route import taken_counts
         from calibcli.summaries import joined_mode
 
-        return None if self.decoder is None else joined_mode(self.decoder.modes)
+        modes = Counter() if self.decoder is None else self.decoder.modes
+        return {"inspect_confidence": joined_mode(modes), "inspect_counts": taken_counts(modes)}
 
     def _decoder(self) -> Any:
         if self.decoder is None:

@@ -13,7 +13,7 @@ the dict path either way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from msgspec import UNSET
@@ -80,7 +80,7 @@ class InspectDecoder(BlockDecoder):
         # an --id-field's, by the identifier itself
         quick_id = ident is not None and self.default_id
         scorer, confidence = self.scorer, self.confidence
-        modes = self.modes  # the converter's: typed and dict rows together
+        modes = self.modes  # the converter's counts: typed and dict rows together
         values: list = []
         keys: list[str] | None = None if key is None else []
         where: list = []
@@ -96,7 +96,7 @@ class InspectDecoder(BlockDecoder):
                         epoch = 1 if sample.epoch is UNSET else sample.epoch
                         ids.append(("sample", kind, sample.id, epoch))
                         values.append(got)
-                        modes.add(got[2])
+                        modes[got[2]] += 1
                         where.append(locator)
                         continue
                     if read is None:
@@ -104,7 +104,7 @@ class InspectDecoder(BlockDecoder):
                     taken = _keyed(read(sample), key, ident)
                     if taken is not None:
                         values.append(got)
-                        modes.add(got[2])
+                        modes[got[2]] += 1
                         where.append(locator)
                         if keys is not None:
                             keys.append(taken[0])
@@ -131,3 +131,31 @@ def _keyed(
         return group, None if ident is None else ident(fields)
     except (ValueError, RecursionError):
         return None
+
+
+def side_modes(logs: Iterable[str], options: dict[str, Any]) -> tuple | None:
+    """(display name, samples taken by the answer letter's probability, samples taken by the
+    whole completion's) of each inspect-ai log of ``logs`` read with ``--inspect-confidence
+    auto`` (and ``options``' scorer and bounds), its samples read again
+    (:func:`calibcli.formats.inspect_sample_taken`): rows read by
+    :func:`calibcli.read_predictions` keep only the mode their files joined to. None when a log
+    cannot be read again (standard input)."""
+    from calibcli.formats import inspect_sample_taken
+    from calibcli.io.records import records
+    from calibcli.io.sources import display_name
+
+    logs = list(logs)
+    if "-" in logs:
+        return None
+    bounds = {k: options[k] for k in ("max_line_bytes", "max_document_bytes") if k in options}
+    scorer = options.get("scorer")
+    found = []
+    for path in logs:
+        answer = sequence = 0
+        for _, _, sample, _ in records(path, **bounds):
+            if inspect_sample_taken(sample, scorer=scorer)[1] == "answer-token":
+                answer += 1
+            else:
+                sequence += 1
+        found.append((display_name(path), answer, sequence))
+    return tuple(found)

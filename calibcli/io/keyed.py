@@ -35,6 +35,7 @@ from calibcli.io.matching import (
     raise_repeat,
 )
 from calibcli.io.pooled_ids import may_repeat
+from calibcli.io.route import taken_counts, taken_modes
 from calibcli.io.runs import choose_runs, either, repeating, run_checks
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of, note_once
 from calibcli.io.sources import display_name as shown_source
@@ -59,7 +60,9 @@ class KeyColumns:
     docs: dict[int, tuple[str, str]] | None = None  # row -> what it asks (see matching.document)
     checks: Any = None  # what the runs say of the rows (io.runs.RunChecks)
     questions: np.ndarray | None = None  # each row's question's hash, when a run repeats them
-    formats: tuple[tuple[str, str | None], ...] = ()  # each file that gave rows, its format
+    # each file that gave rows: (path, its format, its inspect-ai samples taken by answer-token
+    # and by sequence, :func:`~calibcli.io.route.taken_counts`; None for other formats)
+    formats: tuple[tuple[str, str | None, Any], ...] = ()
 
     @property
     def n(self) -> int:
@@ -131,11 +134,12 @@ def _join(parts: list, dtype: Any) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
 
-def _files_read(reader: _Reader, spans: list) -> tuple[tuple[str, str | None], ...]:
-    """Each file of ``spans`` that gave rows, with its format: a file skipped (a results file,
-    a task of another kind) is named by its warning instead."""
-    read = zip(reader.formats, spans, strict=True)
-    return tuple(found for found, (_, _, start, stop) in read if stop > start)
+def _files_read(reader: _Reader, spans: list) -> tuple[tuple[str, str | None, Any], ...]:
+    """Each file of ``spans`` that gave rows, with its format and the samples it took by each
+    mode (:attr:`KeyColumns.formats`): a file skipped (a results file, a task of another kind)
+    is named by its warning instead."""
+    read = zip(reader.formats, reader.taken, spans, strict=True)
+    return tuple((*found, taken) for found, taken, (_, _, start, stop) in read if stop > start)
 
 
 def read_key_columns(
@@ -240,7 +244,8 @@ def read_compared(
     :func:`read_key_columns` (same options, checks and errors), NEW matched to BASE as it is
     read (:func:`read_matched`), or both taken whole when ``unpaired``; the
     :class:`~calibcli.summaries.PairedRows`, the two formats found, and each file read (a
-    folder's many) with its format, BASE's then NEW's."""
+    folder's many) with its format and the samples it took by each mode
+    (:attr:`KeyColumns.formats`), BASE's then NEW's."""
     if base == "-" and new == "-":  # NEW would find standard input read to its end by BASE
         raise InputError(
             "<stdin>",
@@ -309,6 +314,7 @@ def _read_side(
                 fmt = reader.source(source, folder, side)
                 found = fmt or found
                 reader.formats.append((source, fmt))
+                reader.taken.append(taken_counts(taken_modes(reader.state.convert)))
             finally:
                 side.flush()
                 spans.append((source, folder, start, side.count))
@@ -395,6 +401,7 @@ class _Reader:
         self.blocks = KeyedBlocks(native, id_field)
         self.warnings: list[str] = []  # what a file read says of itself (a failed inspect run)
         self.formats: list[tuple[str, str | None]] = []  # each file read, with its format
+        self.taken: list[Any] = []  # and its samples taken by each mode (taken_counts)
         self.checks: Any = None  # what the runs say of the rows read (io.runs.RunChecks)
         self.watch = False  # native rows read without ids: each file's first id watched for
 
@@ -407,7 +414,7 @@ class _Reader:
         from calibcli.io.parts import is_summary_file
         from calibcli.io.reader import whole_document_kind
 
-        state = _State(self, source)
+        self.state = state = _State(self, source)  # the last file's, its converter counting
         if is_summary_file(source) or whole_document_kind(source, self.bounds["max_line_bytes"]):
             from calibcli.io.records import records
 

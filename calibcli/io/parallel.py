@@ -101,9 +101,8 @@ def _work(job: Job, items_of: Any, results: Any, drain: Any = None) -> None:
             job.plan, job.name, job.path, job.fmt, first_id=job.first_id, head_known=True
         )
         newlines = fold.fold(items_of(fold), builder)
-        mode = fold.taken_mode()
         builder.end_source(
-            SourceInfo(job.path, "", fold.fmt, 0, job.start, job.stop, inspect_confidence=mode)
+            SourceInfo(job.path, "", fold.fmt, 0, job.start, job.stop, **fold.taken())
         )
         # rows that carry their table travel without it (the parent folds them once)
         share = builder.share() if getattr(builder, "rows_hold_table", False) else None

@@ -226,9 +226,7 @@ class Reader:
             builder.end_source(SourceInfo(source, content, skip.fmt, 0, skipped=skip.reason))
             return False
         content = file_content_id(source) if stream_hash is None else stream_hash.identity()
-        builder.end_source(
-            SourceInfo(source, content, fold.fmt, 0, inspect_confidence=fold.taken_mode())
-        )
+        builder.end_source(SourceInfo(source, content, fold.fmt, 0, **fold.taken()))
         return True
 
     def read_part(self, source: str, part: int, parts: int, builder: Any) -> bool:
@@ -312,11 +310,8 @@ class Reader:
                 )
             )
             return False
-        mode = fold.taken_mode()
         builder.end_source(
-            SourceInfo(
-                source, content, fold.fmt, 0, start, stop, inspect_confidence=mode, **(cut or {})
-            )
+            SourceInfo(source, content, fold.fmt, 0, start, stop, **fold.taken(), **(cut or {}))
         )
         return True
 

@@ -7,12 +7,15 @@ calibrate, graded answers for perplexity) is refused with a ValueError. An lm-ev
 task is of another kind than the command reads (a generative task for calibrate, a
 multiple-choice one for perplexity) is skipped: :meth:`Router.route` returns the reason, which
 the reader turns into one warning line. Converters of the non-native formats return a list of
-value tuples per decoded JSON value (an OpenAI response gives one row per choice).
+value tuples per decoded JSON value (an OpenAI response gives one row per choice). The
+inspect-ai converter counts the samples each ``--inspect-confidence`` mode took
+(:class:`InspectRows`), which a summary's sources and compare's sides carry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 # Why an lm-eval file is skipped, by the kind of its first row; the kind a command reads has none.
@@ -170,27 +173,52 @@ def calibration_router(
 
 
 class InspectRows:
-    """The converter of inspect-ai samples to calibration rows, which keeps the modes their
-    confidences were taken by (``modes``; --inspect-confidence auto takes answer-token or
-    sequence per sample): a calibrator records them, and is applied to rows taken alike."""
+    """The converter of inspect-ai samples to calibration rows, which counts the samples each
+    mode took the confidences of (``modes``: mode -> samples; --inspect-confidence auto takes
+    answer-token or sequence per sample): a calibrator records the modes, and is applied to
+    rows taken alike; the warning about rows auto took both ways counts them."""
 
     def __init__(self, scorer: str | None, confidence: str) -> None:
         self.scorer = scorer
         self.confidence = confidence
-        self.modes: set[str] = set()
+        self.modes: Counter[str] = Counter()
 
     def __call__(self, obj: dict) -> list[tuple]:
         from calibcli.formats import inspect_sample_taken
 
         row, mode = inspect_sample_taken(obj, scorer=self.scorer, confidence=self.confidence)
-        self.modes.add(mode)
+        self.modes[mode] += 1
         return [(float(row.confidence), bool(row.correct))]
 
 
-def taken_modes(convert: Any) -> set[str]:
-    """The modes the rows ``convert`` gave took their confidences by: an inspect-ai
-    converter's (:class:`InspectRows`), none for the other formats'."""
-    return convert.modes if isinstance(convert, InspectRows) else set()
+def taken_modes(convert: Any) -> Counter[str]:
+    """The modes the rows ``convert`` gave took their confidences by, each with its samples:
+    an inspect-ai converter's (:class:`InspectRows`), none for the other formats'."""
+    return convert.modes if isinstance(convert, InspectRows) else Counter()
+
+
+def taken_counts(modes: Counter[str]) -> tuple[int, int] | None:
+    """(samples taken by answer-token, samples taken by sequence) among the inspect-ai samples
+    counted in ``modes`` (:func:`taken_modes`); None for none (rows of other formats)."""
+    return (modes["answer-token"], modes["sequence"]) if modes else None
+
+
+def compared_modes(base: str, new: str, read: Iterable[tuple[str, Any, Any]]) -> tuple:
+    """How the confidences of each compared side's inspect-ai logs were taken, from compare's
+    reading (``base`` and ``new``: the paths or folders given; ``read``: each file read, with
+    its format and its samples taken by answer-token and by sequence,
+    :func:`~calibcli.io.keyed.read_compared`): BASE's and NEW's logs, each (display name,
+    samples taken by answer-token, samples taken by sequence)."""
+    from calibcli.io.folders import expand
+    from calibcli.io.sources import display_name
+
+    read = list(read)
+    sides = []
+    for side in (base, new):
+        given = set(expand([side]))
+        logs = {path: taken for path, _, taken in read if taken is not None and path in given}
+        sides.append(tuple((display_name(path), *taken) for path, taken in logs.items()))
+    return sides[0], sides[1]
 
 
 def perplexity_router(spec: Any) -> Router:

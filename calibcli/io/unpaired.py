@@ -22,7 +22,8 @@ def read_unpaired(base: str, new: str, **options: Any) -> tuple[Any, tuple[str, 
     """The files ``base`` and ``new`` read whole by
     :func:`~calibcli.io.keyed.read_key_columns` (same options, checks and errors), as
     :class:`~calibcli.summaries.PairedRows` of nothing matched, the two formats found, and
-    each file read with its format, BASE's then NEW's."""
+    each file read with its format and, for an inspect-ai log, its samples taken each way
+    (``(path, format, counts)``), BASE's then NEW's."""
     from dataclasses import replace
 
     from calibcli.io.keyed import read_key_columns

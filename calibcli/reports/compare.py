@@ -23,6 +23,7 @@ from calibcli.reports.compare_sides import (
     in_one_order_each,
     numbered_by_pairs,
     sides_floor,
+    taken_two_ways,
     too_few,
 )
 from calibcli.reports.gate import Gate, evaluate
@@ -400,8 +401,12 @@ def compare_report(
     id_field: str | None,
     gate: Gate | None = None,
     by: str | None = None,
+    modes: Any = None,
 ) -> Any:
-    """The compare report: pooled comparison, one per --by group, the tests and the gate."""
+    """The compare report: pooled comparison, one per --by group, the tests and the gate.
+    ``modes``: how --inspect-confidence auto took each side's inspect-ai confidences
+    (:func:`~calibcli.reports.compare_sides.taken_two_ways`); taken two ways, the report says
+    so and every gate check fails closed."""
     import numpy as np
 
     upper_gate = bool(gate) and gate.bound == "upper"
@@ -489,6 +494,9 @@ def compare_report(
                 "so it is not compared",
             )
         )
+    two_ways = taken_two_ways(modes)
+    if two_ways is not None:
+        notes.append(Note("inspect_confidence", two_ways[0]))
     groups: dict[str, Comparison] | None = None
     if matched.groups is not None:
         names = np.asarray(matched.groups, dtype=object)
@@ -524,6 +532,8 @@ def compare_report(
         views = None if groups is None else {k: g.gate_view for k, g in groups.items()}
         said = run_closed(gate, matched.mixed, matched.repeats)  # what the sides' runs say
         said = {**sides_floor(floor, matched.asked), **said}  # --min-rows in questions
+        if two_ways is not None:  # every check, after the runs' own reasons
+            said = {**dict.fromkeys([*gate.thresholds, *gate.minimums], two_ways[1]), **said}
         if said:
             pooled_view, views = with_closed(said, pooled_view, views)
         verdict = evaluate(gate, pooled_view, views, level=settings.level)

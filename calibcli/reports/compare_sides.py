@@ -229,3 +229,47 @@ def numbered_by_pairs(
     place = np.empty(n, np.intp)
     place[np.lexsort((within, numbers))] = np.arange(n)
     return numbers, place
+
+
+def taken_two_ways(modes: Any) -> tuple[str, str] | None:
+    """(the warning, every gate check's reason to fail closed) when the compared inspect-ai
+    rows took their confidences by both of --inspect-confidence auto's modes: a side's rows
+    mix them, so its figures mix two definitions of confidence, or BASE's rows are all of one
+    and NEW's all of the other, so the differences compare two quantities. ``modes``: BASE's
+    and NEW's logs, each (name, samples taken by answer-token, samples taken by sequence),
+    either side None where not known; None itself for rows read in another mode. None when
+    every row took its confidence one way."""
+    from calibcli.reports.report import AUTO_MODES, taken_by
+
+    if modes is None:
+        return None
+    sides = dict(zip(("BASE", "NEW"), (logs or () for logs in modes), strict=True))
+    ways = {side: _way(logs) for side, logs in sides.items()}
+    mixing = [side for side, way in ways.items() if way == "auto"]
+    if mixing:
+        logs = [log for side in mixing for log in sides[side]]
+        whose = " and ".join(f"{side}'s" for side in mixing)
+        what = f"{whose} rows mix the two"
+        reason = f"{whose} inspect-ai confidences mix answer-token and sequence"
+        figures = "each side's figures" if len(mixing) == 2 else "its figures"
+        why = f"{figures} mix two definitions of confidence, so a gate on the differences fails"
+    elif set(ways.values()) == {"answer-token", "sequence"}:
+        logs = [*sides["BASE"], *sides["NEW"]]
+        what = f"BASE's rows took every confidence by {ways['BASE']}, NEW's by {ways['NEW']}"
+        reason = f"BASE's inspect-ai confidences are {ways['BASE']}, NEW's {ways['NEW']}"
+        why = "the differences compare two definitions of confidence, so a gate on them fails"
+    else:
+        return None
+    named = [taken_by(log[0], log[1] + log[2], _way([log]), log[1:]) for log in logs[:5]]
+    said = "; ".join(named) + ("; ..." if len(logs) > 5 else "")
+    remedy = "give --inspect-confidence answer-token or sequence"
+    warning = f"{AUTO_MODES}; {what} ({said}): {why}; {remedy} to choose one"
+    return warning, f"{reason} (see the warning): {remedy}"
+
+
+def _way(logs: Any) -> str | None:
+    """The mode logs' samples took their confidences by (``auto``: both); None for none."""
+    answer, sequence = (sum(log[k] for log in logs) for k in (1, 2))
+    if answer and sequence:
+        return "auto"
+    return "answer-token" if answer else "sequence" if sequence else None

@@ -438,22 +438,32 @@ MIXED_CONFIDENCES = (
 )
 
 
+# what --inspect-confidence auto does, which the warnings about rows it read both ways open with
+AUTO_MODES = (
+    "inspect-ai --inspect-confidence auto took the answer letter's probability (answer-token) "
+    "where a sample's completion has an answer line, the whole completion's (sequence) where not"
+)
+
+
+def taken_by(name: str, rows: int, mode: str | None, counts: Any = None) -> str:
+    """How a warning about auto's two modes names a log: by its samples taken each way where
+    they are known (``counts``: answer-token's, sequence's), else by its rows and its mode
+    (``auto``: both)."""
+    if counts is not None and all(counts):
+        return f"{name}: {counts[0]:,} of {rows:,} samples answer-token, {counts[1]:,} sequence"
+    return f"{name}: {rows:,} rows, {'both modes' if mode == 'auto' else mode}"
+
+
 def mixed_confidences(summary: Any) -> str | None:
     """The warning about inspect-ai rows that --inspect-confidence auto read by both of its
-    modes (their sources' recorded modes join to ``auto``), naming the logs; else None."""
+    modes (their sources' recorded modes join to ``auto``), naming the logs and, where their
+    sources recorded them, the samples taken each way; else None."""
     if getattr(summary, "inspect_confidence", None) != "auto":
         return None
     logs = [s for s in summary.sources if s.format == "inspect-ai" and s.rows]
-    # a log read one way is named by its mode; one read both ways joins to auto
-    how = {"auto": "both modes"}
-    named = [
-        f"{s.display}: {s.rows:,} rows, {how.get(s.inspect_confidence, s.inspect_confidence)}"
-        for s in logs[:5]
-    ]
+    named = [taken_by(s.display, s.rows, s.inspect_confidence, s.mode_counts()) for s in logs[:5]]
     return (
-        "inspect-ai --inspect-confidence auto took the answer letter's probability "
-        "(answer-token) where a sample's completion has an answer line, the whole completion's "
-        f"(sequence) where not ({'; '.join(named)}{'; ...' if len(logs) > 5 else ''}): the "
+        f"{AUTO_MODES} ({'; '.join(named)}{'; ...' if len(logs) > 5 else ''}): the "
         "figures mix two definitions of confidence, so a gate on them fails; give "
         "--inspect-confidence answer-token or sequence to choose one"
     )

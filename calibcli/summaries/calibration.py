@@ -27,7 +27,7 @@ from calibcli.summaries.sources import (
     Source,
     coalesce,
     inspect_mode,
-    joined_mode,
+    joined_taking,
     overall_format,
     source_formats,
 )
@@ -389,7 +389,7 @@ class CalibrationBuilder:
         self.fingerprint = RowFingerprint()
         self.sources: list[Source] = []
         self.rows_of_source = 0
-        self.shares_modes: list[str | None] = []  # of the workers' shares of the source
+        self.shares: list[Source] = []  # the workers' shares of the source, as they recorded it
         self.ids = IdLog()
 
     def add_ids(self, hashes: Any, lines: Any, questions: Any = None) -> None:
@@ -414,7 +414,7 @@ class CalibrationBuilder:
         else:
             self.source_table = BinTable(self.settings.bins) if self.per_source else self.running
         self.rows_of_source = 0
-        self.shares_modes = []
+        self.shares = []
         self._keyed_by_line = False
         self._key_start = (0, 0) if self.keys is None else self.keys.filled()
         self.source_print = SourcePrint()  # the source's own, merged into the summary's
@@ -428,11 +428,9 @@ class CalibrationBuilder:
                 lines = self.keys.since(i, self._key_start[i])
                 lines[:] = line_keys(source.content, lines)
         table = self.source_table if self.per_source else None
-        mode = joined_mode([source.inspect_confidence, *self.shares_modes])
+        taken = joined_taking([source, *self.shares])  # its mode, and samples of each
         rows, made = self.rows_of_source, self.source_print
-        self.sources.append(
-            replace(source, rows=rows, table=table, inspect_confidence=mode, **made.hashes())
-        )
+        self.sources.append(replace(source, rows=rows, table=table, **taken, **made.hashes()))
         self.fingerprint = self.fingerprint.merge(made)
         self.source_table = None
 
@@ -517,7 +515,7 @@ class CalibrationBuilder:
                 if remap is not None:
                     self._ids().extend(remap[part.kept.right_groups], remap[part.kept.wrong_groups])
         self._claimed_ids = None
-        self.shares_modes += [s.inspect_confidence for s in part.sources]
+        self.shares += part.sources
         self.source_print.absorb(part)
         self.rows_of_source += part.kept.n if self.rows_hold_table else part.n
 

@@ -39,7 +39,7 @@ from calibcli.summaries.calibration import (
 from calibcli.summaries.exact import ExactSums
 from calibcli.summaries.ids import RowIds
 from calibcli.summaries.perplexity import PerplexitySettings, PerplexitySummary
-from calibcli.summaries.sources import recorded_hashes
+from calibcli.summaries.sources import recorded_counts, recorded_hashes
 from calibcli.summaries.tables import BinTable, TotalsTable
 
 FORMAT_VERSION = 2
@@ -359,6 +359,7 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             skipped=entry["skipped"],
             table=table,
             inspect_confidence=mode,
+            inspect_counts=recorded_counts(entry),
             model=model,
             epochs=epochs,
             size=size,

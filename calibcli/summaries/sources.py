@@ -21,9 +21,13 @@ class Source:
     out. ``table`` is its own bin table, kept without ``--by`` for per-file figures.
     ``inspect_confidence`` is the ``--inspect-confidence`` mode its inspect-ai rows took their
     confidences by, ``auto`` resolved (:func:`joined_mode`); None for rows of other formats,
-    and where it was not recorded (a summary file written before it was). ``model`` and
-    ``epochs`` are what its run recorded (an lm-eval run's model, an inspect-ai log's
-    ``eval.model`` and ``eval.config.epochs``, a HELM file's train trials as its epochs), kept
+    and where it was not recorded (a summary file written before it was). ``inspect_counts``
+    is, for rows auto took both ways (``auto``), how many samples it took by each mode
+    (answer-token's, sequence's), to say so (:meth:`mode_counts`); None otherwise, and where
+    they were not recorded (a reader's source, its rows not yet counted, gives the samples it
+    decoded whatever their mode: :func:`joined_taking`). ``model`` and ``epochs`` are what its
+    run recorded (an lm-eval run's model, an inspect-ai log's ``eval.model`` and
+    ``eval.config.epochs``, a HELM file's train trials as its epochs), kept
     so that a summary read away from the files still knows them; None where the run names
     none or they were not recorded. A range read with ``--part k/K`` records ``size``, the
     whole input's bytes, and ``part``, the first and last of the K pieces it holds (k, k, K; a
@@ -67,6 +71,21 @@ class Source:
     pooled: int | None = None
     float32_hash: int | None = None
     rows_sketch: tuple[Any, Any] | None = None  # (sample, repeats): numpy arrays of uint64
+    inspect_counts: tuple[int, int] | None = None
+
+    def mode_counts(self) -> tuple[int, int] | None:
+        """How many of its inspect-ai samples took their confidences by answer-token and by
+        sequence: ``inspect_counts`` where recorded, else all of its rows one way when they
+        took one of those modes; None for other modes and formats, and for counts not
+        recorded."""
+        if self.inspect_counts is not None:
+            return self.inspect_counts
+        mode = self.inspect_confidence
+        if mode == "answer-token":
+            return self.rows, 0
+        if mode == "sequence":
+            return 0, self.rows
+        return None
 
     @property
     def display(self) -> str:
@@ -89,6 +108,8 @@ class Source:
                 found[key] = getattr(self, key)
         if self.part is not None:
             found["part"] = list(self.part)
+        if self.inspect_counts is not None:
+            found["inspect_counts"] = list(self.inspect_counts)
         return found
 
     def recorded(self) -> dict[str, Any]:
@@ -125,6 +146,37 @@ def recorded_hashes(entry: Any) -> dict[str, Any]:
         "float32_hash": None if rounded is None else _hex(rounded),
         "rows_sketch": None if sketch is None else sketch_of(sketch),
     }
+
+
+def recorded_counts(entry: Any) -> tuple[int, int] | None:
+    """A summary file's source entry's ``inspect_counts`` (absent where none were recorded), as
+    the :class:`Source` field; TypeError or ValueError when bad."""
+    value = entry.get("inspect_counts")
+    if value is None:
+        return None
+    answer, sequence = value
+    if not all(type(n) is int and n >= 0 for n in (answer, sequence)):
+        raise TypeError(value)
+    return answer, sequence
+
+
+def joined_taking(sources: Iterable[Source]) -> dict[str, Any]:
+    """How the rows of ``sources`` (ranges of one input, or a source and the workers' shares of
+    it) took their confidences together, as the :class:`Source` fields: their joined mode
+    (:func:`joined_mode`) and, where it is ``auto``, the samples taken by each mode (None where
+    a source's are not known)."""
+    sources = list(sources)
+    mode = joined_mode(s.inspect_confidence for s in sources)
+    counts = [
+        s.mode_counts()
+        if s.inspect_counts is not None or (s.rows and s.format == "inspect-ai")
+        else (0, 0)
+        for s in sources
+    ]
+    joined = None
+    if mode == "auto" and None not in counts:
+        joined = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    return {"inspect_confidence": mode, "inspect_counts": joined}
 
 
 def _hex(value: Any) -> int:
@@ -217,7 +269,7 @@ def coalesce(sources: list[Source], merge_tables: Any) -> list[Source]:
                 stop=s.stop,
                 format=prev.format or s.format,
                 table=merge_tables(prev.table, s.table),
-                inspect_confidence=joined_mode([prev.inspect_confidence, s.inspect_confidence]),
+                **joined_taking([prev, s]),
                 size=prev.size if prev.size == s.size else None,
                 part=_joined_pieces(prev.part, s.part),
                 rows_hash=_joined_hash(prev, s),

@@ -84,7 +84,14 @@ def compare(
     """
     from dataclasses import replace
 
-    from calibcli.io import InputError, default_id, delimited_kind, read_calibration, read_compared
+    from calibcli.io import (
+        InputError,
+        compared_modes,
+        default_id,
+        delimited_kind,
+        read_calibration,
+        read_compared,
+    )
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
 
     id_field = reading.id_field
@@ -138,9 +145,10 @@ def compare(
             check_matching(matched, base, new, allow_unmatched, tables)
         except ValueError as exc:
             raise usage_error(str(exc)) from None
+    modes = compared_modes(base, new, read)  # how auto took each side's inspect-ai confidences
     _return_freed_memory()
     if not reading.quiet and reading.fmt is CalibrationFormat.auto:
-        announce_formats(read)  # each file read, a folder's many
+        announce_formats(found[:2] for found in read)  # each file read, a folder's many
     settings = CompareSettings(
         level=ci or 0.95,
         samples=bootstrap or 1000,
@@ -159,6 +167,7 @@ def compare(
             id_field=None if unpaired else (id_field or default_id(found[0])),
             gate=gate,
             by=reading.by,
+            modes=modes,
         )
     image = None if plot is None else Plot(plot, label, with_ci=True)
     emit(
