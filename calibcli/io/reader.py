@@ -118,7 +118,7 @@ def _remember_newlines(identity: tuple[int, int, int, int], offset: int, count: 
         del _known_newlines[next(iter(_known_newlines))]
 
 
-def _newlines_before(f: Any, offset: int) -> int:
+def newlines_before(f: Any, offset: int) -> int:
     """Newlines in the first ``offset`` bytes of an open file."""
     identity = _file_identity(f)
     known = _known_newlines.get(identity, {})
@@ -286,7 +286,7 @@ class Reader:
             with open(source, "rb") as f:
                 if start > 0:  # the file's first row is watched for, as a whole reading does
                     fold.first_id = _head_watch(f, fold, self.plan)
-                first_line = 1 + _newlines_before(f, start)
+                first_line = 1 + newlines_before(f, start)
                 f.seek(start)
                 through = fold.fold(
                     blocks(

@@ -51,7 +51,7 @@ def records(
     then called with why. ``notes``: see :func:`~calibcli.io.documents.iter_document`.
     ``span``: the lines of a plain file that start in bytes [start, stop), numbered in it."""
     from calibcli.io.parts import is_summary_file
-    from calibcli.io.reader import _newlines_before, whole_document_kind
+    from calibcli.io.reader import newlines_before, whole_document_kind
 
     if is_summary_file(source):
         raise InputError(
@@ -73,7 +73,7 @@ def records(
         try:
             first, limit = 1, None
             if span is not None:  # a range read with summarize --part (or an engine's task)
-                first, limit = 1 + _newlines_before(stream, span[0]), span[1] - span[0]
+                first, limit = 1 + newlines_before(stream, span[0]), span[1] - span[0]
                 stream.seek(span[0])
             cut = {"strip_bom": first == 1, "first_line": first, "max_line_bytes": max_line_bytes}
             lines = blocks(stream, src.name, BLOCK_SIZE, limit, what=src.what, **cut)
