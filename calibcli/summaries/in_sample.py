@@ -274,16 +274,25 @@ def scored_in_sample(
             fingerprint.tells_rows_apart() and summary.fingerprint.tells_rows_apart()
         ):
             return note
-    # no fingerprint recorded, or values too coarse for one to tell: the files named decide
-    fitted = {_same_file(f) for f in calibrators.fitted_on.get("files") or []}
-    overlap = sorted(f for f in files if _same_file(f) in fitted and f != "-")
+    # no fingerprint recorded, or values too coarse for one to tell: the files named decide,
+    # a folder or a pattern on either side standing for its files
+    fitted = set().union(*(_same_files(f) for f in calibrators.fitted_on.get("files") or []))
+    overlap = sorted(f for f in files if f != "-" and _same_files(f) & fitted)
     if not overlap:
         return None
     named = ", ".join(overlap)
     return f"the calibrator was fitted on {named}, which is {here} too: {consequence[1]}"
 
 
-def _same_file(name: str) -> str:
-    """A file name compared across runs: its resolved path when it exists, else as given."""
+def _same_files(name: str) -> set[str]:
+    """The files a name stands for, compared across runs: a file's resolved path (as given
+    when it does not exist), each file in a folder (as a folder is read, not its subfolders'),
+    every path a quoted pattern matches."""
+    import glob
+
     path = Path(name)
-    return str(path.resolve()) if path.exists() else name
+    if not path.exists() and glob.has_magic(name):
+        return set().union(*(_same_files(m) for m in glob.glob(name))) or {name}
+    if path.is_dir():
+        return {str(p.resolve()) for p in path.iterdir() if p.is_file()} or {name}
+    return {str(path.resolve())} if path.exists() else {name}
