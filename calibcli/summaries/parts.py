@@ -320,6 +320,18 @@ def merge_parts(parts: list[Any], labels: list[str]) -> Any:
                 + "; ".join(differences)
             )
     check_disjoint(parts, labels)
+    counted = [(part, label) for part, label in zip(parts, labels, strict=True) if _counted(part)]
+    for part, label in counted if len(counted) > 1 else ():
+        if part.settings.id_field is not None and part.row_ids is None:
+            # a summary of identified rows keeps their ids, or with --all-runs their questions'
+            # keys: without either it pooled re-runs before summaries kept those keys
+            raise SummaryMismatch(
+                f"{label} pools rows identified by --id-field {part.settings.id_field} but keeps "
+                "no keys of their questions (an earlier calibcli wrote it with --all-runs), so "
+                "the questions it shares with the other parts cannot be counted once; summarize "
+                "its files again",
+                part=label,
+            )
     order = sorted(range(len(parts)), key=lambda i: canonical_key(parts[i]))
     ordered = [parts[i] for i in order]
     try:
@@ -332,6 +344,11 @@ def merge_parts(parts: list[Any], labels: list[str]) -> Any:
         return merge_perplexity(ordered)
     except SummaryMismatch as e:
         raise SummaryMismatch(f"{', '.join(labels)}: {e}") from None
+
+
+def _counted(part: Any) -> bool:
+    """Whether a part holds rows (calibration rows, or scored perplexity sequences)."""
+    return bool(getattr(part, "n", 0) or getattr(part, "sequences", 0))
 
 
 # --------------------------------------------------------------------------- parts as inputs
