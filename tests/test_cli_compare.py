@@ -552,7 +552,8 @@ def test_gate_fails_when_new_is_worse_calibrated():
     (check,) = gate["checks"]
     assert check["metric"] == "ece_increase" and check["threshold"] == 0.01
     ece = body["figures"]["ece"]
-    assert check["estimate"] == ece["difference"] and check["value"] == ece["interval"][1]
+    assert check["estimate"] == ece["difference"] and check["upper"] == ece["interval"][1]
+    assert check["value"] == check["upper"] + check["allowance"]  # BASE's bias allowance
 
 
 def test_gate_passes_the_other_way_round():
@@ -572,7 +573,8 @@ def test_identical_sides_are_named_and_the_gate_still_decides(tmp_path):
     lines = OVER.read_text(encoding="utf-8").splitlines(keepends=True)
     copy = tmp_path / "copy.jsonl"
     copy.write_text("".join(lines[::-1]), encoding="utf-8")
-    gate = ["--max-increase", "ece=0.01", "--bootstrap", B]
+    # brier: a margin on ECE would add BASE's bias allowance (about 0.012 here) to the 0
+    gate = ["--max-increase", "brier=0.01", "--bootstrap", B]
     for new in (OVER, copy):
         body, result = report([OVER, new, *gate])
         assert body["gate"]["passed"] is True
@@ -629,7 +631,7 @@ def test_gate_on_estimate_reads_the_difference(paired_files, paired_replicates):
     assert close(body["gate"]["checks"][0]["value"], difference)
     body, result = report(args, code=1)
     assert body["gate"]["bound"] == "upper" and body["gate"]["passed"] is False
-    assert close(body["gate"]["checks"][0]["value"], upper)
+    assert close(body["gate"]["checks"][0]["upper"], upper)
     assert f"--max-increase ece={margin}" in result.stderr
 
 
@@ -801,7 +803,7 @@ def test_gate_each_fails_only_the_bad_group(tmp_path):
     base_path = write_jsonl(tmp_path / "b.jsonl", base_rows)
     new_path = write_jsonl(tmp_path / "n.jsonl", new_rows)
     args = [base_path, new_path, "--by", "subject", "--gate-each", "--bootstrap", B]
-    body, result = report([*args, "--max-increase", "ece=0.01"], code=1)
+    body, result = report([*args, "--max-increase", "brier=0.01"], code=1)
     gate = body["gate"]
     assert gate["failed_groups"] == ["bad"]
     by_group = {c.get("group"): c for c in gate["checks"]}

@@ -136,14 +136,16 @@ def test_a_gate_s_verdict_does_not_follow_the_line_order(tmp_path):
     base, new = two_models(seed=5)
     base_path = write_jsonl(tmp_path / "base.jsonl", base)
     new_path = write_jsonl(tmp_path / "new.jsonl", new)
-    first, _ = compare(base_path, new_path)
-    upper = first["figures"]["ece"]["interval"][1]
-    for margin, code in ((upper, 0), (upper - 1e-9, 1)):  # the upper end passes, less fails
+    first, _ = compare(base_path, new_path, "--max-increase", "ece=1")
+    (check,) = first["gate"]["checks"]
+    upper, gated = check["upper"], check["value"]  # the upper end plus BASE's allowance
+    assert upper == first["figures"]["ece"]["interval"][1] and gated > upper
+    for margin, code in ((gated, 0), (gated - 1e-9, 1)):  # the gated value passes, less fails
         for seed in range(3):
             lines = write_jsonl(tmp_path / f"base_{seed}.jsonl", shuffled(base, seed))
             report, got = compare(lines, new_path, "--max-increase", f"ece={margin!r}")
             check = report["gate"]["checks"][0]
-            assert (got, check["upper"]) == (code, upper), seed
+            assert (got, check["upper"], check["value"]) == (code, upper, gated), seed
 
 
 def test_each_by_group_is_drawn_in_the_order_of_its_ids(tmp_path):

@@ -246,8 +246,8 @@ def test_a_figure_given_two_margins_is_refused(tmp_path):
     assert not out.exists()
     # the same margin twice, or two figures, say one thing each
     for gates in (
-        ["--max-increase", "ece=0.01", "--max-increase", "ece=0.01"],
-        ["--max-increase", "ece=0.01", "--max-increase", "brier=0.5"],
+        ["--max-increase", "ece=0.5", "--max-increase", "ece=0.5"],
+        ["--max-increase", "ece=0.5", "--max-increase", "brier=0.5"],
     ):
         result = run(["compare", base, new, *gates, "-o", out, "-q", "--bootstrap", B])
         assert result.exit_code == 0, result.output

@@ -58,7 +58,9 @@ def compare(
     correctness, DeLong's test of AUROC. ``max_increase={"ece": 0.01}`` (a figure where
     lower is better) and ``max_decrease={"auroc": 0.01}`` make ``result.passed`` False when
     NEW may be worse by more than the margin: the upper end of d's interval beyond it by
-    default (``gate_on="estimate"``: d itself), and ``min_rows=1000`` when fewer rows are
+    default (``gate_on="estimate"``: d itself; on ECE, MCE, RMSCE, smECE and ece_1bin the upper
+    end plus BASE's bias allowance, the figure's mean on BASE's confidences with 200 draws of
+    calibrated outcomes seeded by ``seed``), and ``min_rows=1000`` when fewer rows are
     compared (matched pairs; the smaller side unpaired); ``gate_each=True`` gates every group
     too (the switches ``gate_each``, ``unpaired`` and ``allow_unmatched`` are True or False).
     The binned checks (ECE, MCE, RMSCE) fail closed when a side populates fewer than

@@ -338,8 +338,10 @@ def gate(ids: Ids, found: Any) -> str:
         return ""
     checks = [c for c in found.get("checks") or [] if isinstance(c, dict)]
     upper = found.get("bound") == "upper"
+    # a check that adds BASE's bias allowance to the upper end compares their sum (its value)
+    allowed = upper and any("allowance" in c for c in checks)
     headers = ["figure", "group", *(["estimate", "upper end"] if upper else ["value"])]
-    headers += ["limit", "result", "reason"]
+    headers += [*(["allowance", "gated value"] if allowed else []), "limit", "result", "reason"]
     rows: list[Row] = []
     for c in checks:
         values = [c.get("value")]
@@ -347,15 +349,20 @@ def gate(ids: Ids, found: Any) -> str:
             values = [c.get("estimate", c.get("value")), c.get("upper", c.get("value"))]
         least = "minimum" in c
         given = c["minimum"] if least else c.get("threshold")
-        digits = gate_decimals(values, given)
+        digits = gate_decimals([*values, c.get("value")] if allowed else values, given)
         limit = f"{'≥' if least else '≤'} {_limit(given)}"
         ok = c.get("passed") is True
         result = "pass" if ok else ("fail (closed)" if "reason" in c else "fail")
-        cells = [text(c.get("group", "(pooled)")), *(number(v, digits) for v in values), limit]
+        shown = [number(v, digits) for v in values]
+        if allowed:  # blank for a check without one: it reads its upper end (or count)
+            extra = c.get("allowance")
+            shown += ["", ""] if extra is None else [number(x, digits) for x in (extra, c["value"])]
+        cells = [text(c.get("group", "(pooled)")), *shown, limit]
         cells += [result if ok else f"<strong>{result}</strong>", text(c.get("reason", ""))]
         rows.append((text(c.get("metric", "?")), cells, "" if ok else "fail"))
     passed = found.get("passed") is True
     on = "the upper end of each figure's bootstrap interval" if upper else "each estimate"
+    on += ", plus BASE's bias allowance where shown" if allowed else ""
     parts = [f'<p class="verdict {"pass" if passed else "fail"}">{verdict(passed)}, on {on}.</p>']
     failed = found.get("failed_groups")
     if isinstance(failed, list) and failed:

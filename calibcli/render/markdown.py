@@ -106,12 +106,22 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
             reason = f" — {_text(check['reason'])}" if "reason" in check else ""
             limit = check["minimum"] if "minimum" in check else check["threshold"]
             # the limit as given; the value with as many decimals as put it on its side of it
-            value = _cell(check["value"], gate_decimals([check["value"]], limit)) + reason
+            value = _cell(check["value"], gate_decimals([check["value"]], limit))
+            if "allowance" in check:  # the upper end plus BASE's bias allowance, both shown
+                digits = gate_decimals([check["value"]], limit)
+                parts = (_cell(check[k], digits) for k in ("upper", "allowance"))
+                value += " (upper end {} + allowance {})".format(*parts)
+            value += reason
             passed = "yes" if check["passed"] else "**no**"
             shown_limit = (">= " if "minimum" in check else "") + _limit(limit)
             lines.append(f"| {_text(name)} | {shown_limit} | {value} | {passed} |")
         if gate["bound"] == "upper":
             lines += ["", "Gated on the upper end of the bootstrap interval."]
+            if any("allowance" in check for check in gate["checks"]):
+                lines[-1] = lines[-1][:-1] + (
+                    ", plus BASE's bias allowance where shown (what the figure reads on BASE's "
+                    "confidences with outcomes calibrated by construction)."
+                )
     if body.get("warnings"):
         lines += [""] + [f"> warning: {_text(w)}" for w in body["warnings"]]
     return "\n".join(lines) + "\n\n"

@@ -288,7 +288,10 @@ def _gate(report: dict[str, Any]) -> list[Any]:
     verdict = "passed" if gate["passed"] else "FAILED"
     upper = gate["bound"] == "upper"
     title = f"Gate: {verdict} (bound: {gate['bound']})"
+    # a check that adds BASE's bias allowance to the upper end compares their sum (its value)
+    allowed = upper and any("allowance" in check for check in gate["checks"])
     columns = ["metric", "group", *(["estimate", "upper"] if upper else ["value"])]
+    columns += ["allowance", "gated"] if allowed else []
     table = _table(title, *columns, "threshold", "result", right_from=2)
     for check in gate["checks"]:
         result = "pass" if check["passed"] else ("fail (closed)" if "reason" in check else "fail")
@@ -296,12 +299,16 @@ def _gate(report: dict[str, Any]) -> list[Any]:
         if upper:  # a floor's count has no interval: its estimate and upper end are itself
             values = [check.get("estimate", check["value"]), check.get("upper", check["value"])]
         limit = check["minimum"] if "minimum" in check else check["threshold"]
-        digits = gate_decimals(values, limit)
+        digits = gate_decimals([*values, check["value"]] if allowed else values, limit)
+        cells = [_f(v, digits) for v in values]
+        if allowed:  # blank for a check without one: it reads its upper end (or count)
+            extra = check.get("allowance")
+            cells += ["", ""] if extra is None else [_f(extra, digits), _f(check["value"], digits)]
         _row(
             table,
             check["metric"],
             check.get("group", "(pooled)"),
-            *(_f(v, digits) for v in values),
+            *cells,
             f">= {as_given(limit)}" if "minimum" in check else as_given(limit),
             result,
         )

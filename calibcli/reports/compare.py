@@ -6,7 +6,10 @@ DeLong's test of AUROC.
 Rows are matched by id (:func:`calibcli.summaries.match`); the statistics are
 :mod:`calibcli.metrics.paired`'s. A regression gate (``--max-increase ece=0.01``) checks the
 difference — by default the upper end of its interval, so a small evaluation cannot pass by
-luck — against a non-inferiority margin: NEW may be worse than BASE by at most the margin.
+luck — against a non-inferiority margin: NEW may be worse than BASE by at most the margin. On
+the figures sampling noise inflates (ECE, MCE, RMSCE, smECE, the one-bin ECE) that end carries
+BASE's bias allowance (:func:`~calibcli.reports.compare_sides.base_allowance`): a calibrated
+BASE reads high and would pull the difference toward 0.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from calibcli.reports import figures as registry
 from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
 from calibcli.reports.compare_sides import (
     WAYS,
+    allowance_keys,
+    base_allowance,
     each_side,
     in_one_order_each,
     numbered_by_pairs,
     sides_floor,
     taken_two_ways,
     too_few,
+    with_allowance,
 )
 from calibcli.reports.gate import Gate, evaluate
 from calibcli.reports.report import (
@@ -97,6 +103,7 @@ def compare_section(
     floor: int | None = None,
     order: Any = None,
     side_questions: Any = None,
+    allowance: frozenset[str] = frozenset(),
 ) -> Comparison:
     """Figures, differences, intervals and tests for aligned (paired) or independent rows.
     ``upper_gate``: a gate reads the worse ends of the intervals, so too few rows (or, for
@@ -107,7 +114,8 @@ def compare_section(
     id (:attr:`~calibcli.summaries.PairedRows.order`): the order they are drawn in; unpaired
     rows are drawn by confidence and outcome. ``side_questions`` (unpaired: BASE's
     and NEW's labels of each row's question, either None) makes each side's bootstrap draw
-    its questions whole, and the upper end's floors count them."""
+    its questions whole, and the upper end's floors count them. ``allowance``: the figures
+    whose gate adds BASE's bias allowance (:func:`base_allowance`) to the upper end."""
     from calibcli.metrics import (
         SCALAR_KEYS,
         delong_clustered,
@@ -218,6 +226,8 @@ def compare_section(
     sparse, said = _few_bins(base, new, settings)
     notes += said
     gate_view = _gate_view(table, {**small, **sparse}, min(n_base, n_new))
+    if allowance:
+        gate_view.figures["allowance"] = base_allowance(base[0], allowance, settings)
     return Comparison(Section(figures, notes), gate_view)
 
 
@@ -413,6 +423,7 @@ def compare_report(
     questions = matched.questions if settings.paired else None
     floor = gate.minimums.get("rows") if gate else None
     order = matched.order if settings.paired else None
+    allowed = allowance_keys(gate)
     pooled = compare_section(
         matched.base,
         matched.new,
@@ -422,6 +433,7 @@ def compare_report(
         floor=floor,
         order=order,
         side_questions=None if settings.paired else matched.side_questions,
+        allowance=allowed,
     )
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -518,6 +530,7 @@ def compare_report(
                 questions=asked,
                 floor=floor,
                 order=ranked,
+                allowance=allowed if gate and gate.each else frozenset(),
             )
         body["by"] = by
         body["groups"] = {name: g.section.figures for name, g in groups.items()}
@@ -537,6 +550,10 @@ def compare_report(
         if said:
             pooled_view, views = with_closed(said, pooled_view, views)
         verdict = evaluate(gate, pooled_view, views, level=settings.level)
+        # BASE's bias allowance on the upper ends of the figures sampling noise inflates
+        verdict = with_allowance(
+            verdict, gate, {None: pooled_view, **(views or {})}, settings.level
+        )
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, notes, failures, tail=tail, mark_infinite=True)
 

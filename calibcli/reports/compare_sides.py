@@ -1,14 +1,16 @@
 """Each side of a comparison on its own: its reliability section (what --plot draws as two
 overlaid diagrams), its rows in one order for the unpaired bootstrap, the questions of pairs
 that repeat them numbered by what the pairs hold for the paired one, the checks that fail
-closed on too few rows or questions, and ``--min-rows`` counted in questions when an unpaired
-side's rows repeat them."""
+closed on too few rows or questions, ``--min-rows`` counted in questions when an unpaired
+side's rows repeat them, and the bias allowance an upper-end margin on a figure that sampling
+noise inflates adds to the difference's upper end (BASE's null value)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from calibcli.reports.gate import floor_reason, upper_bound_reason
+from calibcli.reports import figures as registry
+from calibcli.reports.gate import Verdict, floor_reason, upper_bound_reason, value_text
 
 WAYS = ("increase", "decrease")  # each figure's two gate checks: NEW worse by an increase or not
 
@@ -273,3 +275,81 @@ def _way(logs: Any) -> str | None:
     if answer and sequence:
         return "auto"
     return "answer-token" if answer else "sequence" if sequence else None
+
+
+ALLOWANCE = "_increase"  # the checks that carry an allowance: an increase of a NULL_KEYS figure
+
+
+def allowance_keys(gate: Any) -> frozenset[str]:
+    """The figures whose ``--max-increase`` margin, read on the upper end, carries BASE's bias
+    allowance: those sampling noise inflates (:data:`~calibcli.metrics.NULL_KEYS`)."""
+    from calibcli.metrics import NULL_KEYS
+
+    if not gate or gate.bound != "upper":
+        return frozenset()
+    asked = {name.removesuffix(ALLOWANCE) for name in gate.thresholds if name.endswith(ALLOWANCE)}
+    return frozenset(asked & set(NULL_KEYS))
+
+
+def base_allowance(conf: Any, keys: frozenset[str], settings: Any) -> dict[str, float]:
+    """``{"ece_increase": a, ...}``: each figure's null value on BASE's confidences ``conf``
+    (:func:`~calibcli.metrics.calibrated_null`, its draws seeded by the comparison's seed),
+    what the figure reads on rows calibrated by construction: the most sampling noise can raise
+    BASE's estimate, so the most it can pull NEW − BASE down. Nothing without rows or keys."""
+    from calibcli.metrics import NULL_DRAWS, calibrated_null
+    from calibcli.reports.calibrate import bootstrap_workers
+
+    if not keys or conf.shape[0] == 0:
+        return {}
+    # each draw evaluates every confidence twice (once as a wrong answer, once as a right one)
+    workers = bootstrap_workers(settings.workers, 2 * conf.shape[0] * NULL_DRAWS)
+    null = calibrated_null(conf, keys=keys, bins=settings.bins, seed=settings.seed, workers=workers)
+    return {f"{key}{ALLOWANCE}": value for key, value in null.mean.items()}
+
+
+def with_allowance(
+    verdict: Verdict, gate: Any, sections: dict[str | None, Any], level: float
+) -> Verdict:
+    """The verdict with each open upper-end check of an allowance figure read as upper end +
+    allowance (``sections``: the gate views, None the pooled one, each holding its
+    ``allowance``): the check records ``allowance``, ``value`` becomes the sum (what is
+    compared with the margin) and a failure line says both parts."""
+    if not any(view.figures.get("allowance") for view in sections.values()):
+        return verdict
+    old = iter(verdict.failures)
+    failures: list[str] = []
+    failed_groups: list[str] = []
+    for check in verdict.body["checks"]:
+        line = None if check["passed"] else next(old)
+        group = check.get("group")
+        allowed = sections[group].figures.get("allowance") or {}
+        metric = check["metric"]
+        if metric in allowed and "reason" not in check:
+            upper, extra, margin = check["upper"], allowed[metric], check["threshold"]
+            del check["value"], check["passed"]  # recorded again after the allowance
+            check["allowance"] = extra
+            check["value"] = upper + extra
+            check["passed"] = bool(check["value"] <= margin)
+            line = None if check["passed"] else _allowance_line(check, gate, group, level)
+        if line is not None:
+            failures.append(line)
+            if group is not None and group not in failed_groups:
+                failed_groups.append(group)
+    body = {**verdict.body, "passed": not failures}
+    if "failed_groups" in body:
+        body["failed_groups"] = failed_groups
+    return Verdict(body, failures)
+
+
+def _allowance_line(check: dict[str, Any], gate: Any, group: str | None, level: float) -> str:
+    """A failed allowance check's line: the upper end and the allowance, each to the digits
+    that put it on its side of what the margin leaves it."""
+    metric, upper, extra, margin = (check[k] for k in ("metric", "upper", "allowance", "threshold"))
+    key = metric.removesuffix(ALLOWANCE)
+    label = next(f.label for f in registry.CALIBRATION if f.key == key)
+    where = f" in group {group!r}" if group is not None else ""
+    return (
+        f"{metric}{where} = {value_text(upper, margin)} (upper end of the {level:g} interval) + "
+        f"{value_text(extra, margin - upper)} (BASE's {label} on rows calibrated by "
+        f"construction: the most sampling noise can raise it) exceeds {gate.options[metric]}"
+    )
