@@ -101,7 +101,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
     args = parser.parse_args()
     rows = parse_size(args.rows)
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # each tree's modules are compiled once and read from their bytecode after, as a user's
+    # are: a caller's PYTHONDONTWRITEBYTECODE would charge every run the newer tree's larger
+    # compile
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONHASHSEED"] = "0"
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         # ``python -m`` puts the working directory first on sys.path: run from one that holds
