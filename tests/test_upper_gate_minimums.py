@@ -50,16 +50,30 @@ def test_the_estimate_gate_has_no_minimum(tmp_path):
     assert result.exit_code == 0 and report["gate"]["passed"] is True
 
 
-@pytest.mark.parametrize("n", [30, 1000])
-def test_enough_rows_of_one_class_pass(tmp_path, n):
-    """From 30 rows the interval is read, even when every answer is right at one confidence
-    (its replicates are all equal): the calibration errors and the Brier score vary with the
-    confidences alone, so they need no wrong answer."""
-    path = write_jsonl(tmp_path / "rows.jsonl", same_rows(n, confidence=1.0))
+def test_enough_rows_of_one_class_pass(tmp_path):
+    """A large sample of one class is read, even when every answer is right at one confidence
+    (its replicates are all equal): its rare-class floor, 4 of 1,000 answers wrong (the
+    one-sided 0.975 Clopper-Pearson count for 0 of 1,000, 1 - 0.025^(1/1000) = 0.00368), is
+    a Brier score and an ECE of 0.004."""
+    path = write_jsonl(tmp_path / "rows.jsonl", same_rows(1000, confidence=1.0))
     args = ["--max-brier", "0.01", "--max-ece", "0.01", "--min-populated-bins", "1"]
     report, result = calibrate(path, *args, "--gate-on", "upper", *FEW)
     assert result.exit_code == 0, result.stderr
-    assert all(c["passed"] and "reason" not in c for c in report["gate"]["checks"])
+    for check in report["gate"]["checks"]:
+        assert check["passed"] and "reason" not in check
+        assert (check["floor_flips"], check["value"]) == (4, pytest.approx(0.004, abs=1e-15))
+
+
+def test_thirty_rows_of_one_class_do_not_bound_the_error_rate(tmp_path):
+    """30 rows all right at confidence 1: no resample holds a wrong answer, but 0 of 30 allows
+    an error rate up to 1 - 0.025^(1/30) = 0.116, 4 rows of 30; the floor is 4/30."""
+    path = write_jsonl(tmp_path / "rows.jsonl", same_rows(30, confidence=1.0))
+    args = ["--max-brier", "0.01", "--max-ece", "0.01", "--min-populated-bins", "1"]
+    report, result = calibrate(path, *args, "--gate-on", "upper", *FEW)
+    assert result.exit_code == 1
+    for check in report["gate"]["checks"]:
+        assert check["upper"] == 0.0 and check["floor_flips"] == 4
+        assert check["value"] == pytest.approx(4 / 30, abs=1e-15) and not check["passed"]
 
 
 def test_each_group_needs_its_own_rows(tmp_path):

@@ -340,8 +340,11 @@ def gate(ids: Ids, found: Any) -> str:
     upper = found.get("bound") == "upper"
     # a check that adds BASE's bias allowance to the upper end compares their sum (its value)
     allowed = upper and any("allowance" in c for c in checks)
+    # a check with a rare-class floor compares the larger of it and the upper end (its value)
+    floored = upper and any("floor" in c for c in checks)
     headers = ["figure", "group", *(["estimate", "upper end"] if upper else ["value"])]
-    headers += [*(["allowance", "gated value"] if allowed else []), "limit", "result", "reason"]
+    headers += [*(["floor"] if floored else []), *(["allowance"] if allowed else [])]
+    headers += [*(["gated value"] if allowed or floored else []), "limit", "result", "reason"]
     rows: list[Row] = []
     for c in checks:
         values = [c.get("value")]
@@ -349,20 +352,27 @@ def gate(ids: Ids, found: Any) -> str:
             values = [c.get("estimate", c.get("value")), c.get("upper", c.get("value"))]
         least = "minimum" in c
         given = c["minimum"] if least else c.get("threshold")
-        digits = gate_decimals([*values, c.get("value")] if allowed else values, given)
+        listed = [*values, c.get("value")] if allowed or floored else values
+        digits = gate_decimals([*listed, c.get("floor")] if floored else listed, given)
         limit = f"{'≥' if least else '≤'} {_limit(given)}"
         ok = c.get("passed") is True
         result = "pass" if ok else ("fail (closed)" if "reason" in c else "fail")
         shown = [number(v, digits) for v in values]
+        if floored:  # blank for a check without one
+            shown.append(number(c["floor"], digits) if "floor" in c else "")
         if allowed:  # blank for a check without one: it reads its upper end (or count)
             extra = c.get("allowance")
-            shown += ["", ""] if extra is None else [number(x, digits) for x in (extra, c["value"])]
+            shown.append("" if extra is None else number(extra, digits))
+        if allowed or floored:
+            gated = "allowance" in c or "floor" in c
+            shown.append(number(c["value"], digits) if gated else "")
         cells = [text(c.get("group", "(pooled)")), *shown, limit]
         cells += [result if ok else f"<strong>{result}</strong>", text(c.get("reason", ""))]
         rows.append((text(c.get("metric", "?")), cells, "" if ok else "fail"))
     passed = found.get("passed") is True
     on = "the upper end of each figure's bootstrap interval" if upper else "each estimate"
     on += ", plus BASE's bias allowance where shown" if allowed else ""
+    on += ", or its rare-class floor where larger" if floored else ""
     parts = [f'<p class="verdict {"pass" if passed else "fail"}">{verdict(passed)}, on {on}.</p>']
     failed = found.get("failed_groups")
     if isinstance(failed, list) and failed:

@@ -107,7 +107,13 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
             limit = check["minimum"] if "minimum" in check else check["threshold"]
             # the limit as given; the value with as many decimals as put it on its side of it
             value = _cell(check["value"], gate_decimals([check["value"]], limit))
-            if "allowance" in check:  # the upper end plus BASE's bias allowance, both shown
+            if "floor" in check:  # the larger of the upper end and the rare-class floor
+                digits = gate_decimals([check["value"], check["floor"]], limit)
+                parts = [_cell(check[k], digits) for k in ("upper", "floor")]
+                more = f", + allowance {_cell(check['allowance'], digits)}"
+                parts.append(more if "allowance" in check else "")
+                value += " (larger of upper end {} and rare-class floor {}{})".format(*parts)
+            elif "allowance" in check:  # the upper end plus BASE's bias allowance, both shown
                 digits = gate_decimals([check["value"]], limit)
                 parts = (_cell(check[k], digits) for k in ("upper", "allowance"))
                 value += " (upper end {} + allowance {})".format(*parts)
@@ -121,6 +127,11 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
                 lines[-1] = lines[-1][:-1] + (
                     ", plus BASE's bias allowance where shown (what the figure reads on BASE's "
                     "confidences with outcomes calibrated by construction)."
+                )
+            if any("floor" in check for check in gate["checks"]):
+                lines[-1] = lines[-1][:-1] + (
+                    ", or the rare-class floor where larger (the figure with the rarer of right "
+                    "and wrong answers raised to its exact binomial upper count)."
                 )
     if body.get("warnings"):
         lines += [""] + [f"> warning: {_text(w)}" for w in body["warnings"]]

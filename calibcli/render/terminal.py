@@ -290,8 +290,12 @@ def _gate(report: dict[str, Any]) -> list[Any]:
     title = f"Gate: {verdict} (bound: {gate['bound']})"
     # a check that adds BASE's bias allowance to the upper end compares their sum (its value)
     allowed = upper and any("allowance" in check for check in gate["checks"])
+    # a check with a rare-class floor compares the larger of it and the upper end (its value)
+    floored = upper and any("floor" in check for check in gate["checks"])
     columns = ["metric", "group", *(["estimate", "upper"] if upper else ["value"])]
-    columns += ["allowance", "gated"] if allowed else []
+    columns += ["floor"] if floored else []
+    columns += ["allowance"] if allowed else []
+    columns += ["gated"] if allowed or floored else []
     table = _table(title, *columns, "threshold", "result", right_from=2)
     for check in gate["checks"]:
         result = "pass" if check["passed"] else ("fail (closed)" if "reason" in check else "fail")
@@ -299,11 +303,17 @@ def _gate(report: dict[str, Any]) -> list[Any]:
         if upper:  # a floor's count has no interval: its estimate and upper end are itself
             values = [check.get("estimate", check["value"]), check.get("upper", check["value"])]
         limit = check["minimum"] if "minimum" in check else check["threshold"]
-        digits = gate_decimals([*values, check["value"]] if allowed else values, limit)
+        shown = [*values, check["value"]] if allowed or floored else values
+        digits = gate_decimals([*shown, check.get("floor")] if floored else shown, limit)
         cells = [_f(v, digits) for v in values]
+        if floored:  # blank for a check without one
+            cells.append(_f(check["floor"], digits) if "floor" in check else "")
         if allowed:  # blank for a check without one: it reads its upper end (or count)
             extra = check.get("allowance")
-            cells += ["", ""] if extra is None else [_f(extra, digits), _f(check["value"], digits)]
+            cells.append("" if extra is None else _f(extra, digits))
+        if allowed or floored:
+            gated = "allowance" in check or "floor" in check
+            cells.append(_f(check["value"], digits) if gated else "")
         _row(
             table,
             check["metric"],

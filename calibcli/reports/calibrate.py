@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibcli.reports import figures as registry
-from calibcli.reports.gate import Gate, floor_reason, upper_bound_reason
+from calibcli.reports.gate import Gate, floor_reason, upper_bound_reason, with_floors
 from calibcli.reports.reliability import (
     bin_notes,
     bin_wilson,
@@ -472,9 +472,10 @@ def calibrate_report(
     # rows of a run that scored each question several times: the gates count questions
     repeats = most_epochs(getattr(summary, "sources", ()))
     floor = gate.minimums.get("n") if gate else None
+    floors: dict[str | None, Any] = {}  # each section's rare-class floor, by group
 
     def build(view: Any, group: str | None) -> Section:
-        return calibration_section(
+        section = calibration_section(
             view,
             bins=bins,
             strategy=strategy,
@@ -486,6 +487,13 @@ def calibrate_report(
             floor=floor,
             repeats=repeats,
         )
+        if not upper_gate:
+            return section
+        from calibcli.reports.calibrate_groups import rare_floor
+
+        found, closed = rare_floor(view, gate, bootstrap.level, bins, strategy, repeats)
+        floors[group] = found
+        return Section(section.figures, section.notes, {**closed, **section.closed})
 
     def build_groups(views: dict[str, Any]) -> dict[str, Section] | None:
         if upper_gate:
@@ -535,7 +543,7 @@ def calibrate_report(
         return recalibration_block(recalibration, after if groups is not None else pooled.figures)
 
     closed = recalibration.closed(gate.thresholds) if recalibration and gate else None
-    return assemble(
+    report = assemble(
         "calibrate",
         summary,
         build,
@@ -548,6 +556,12 @@ def calibrate_report(
         notes=notes,
         build_groups=build_groups,
     )
+    if not any(f is not None for f in floors.values()):
+        return report
+    body, failures = with_floors(
+        report.body["gate"], report.failures, gate, floors, bootstrap.level
+    )
+    return Report({**report.body, "gate": body}, failures)
 
 
 def _group_sections(

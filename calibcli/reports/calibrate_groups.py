@@ -6,6 +6,9 @@ computed for all groups in one vectorised pass over the (groups × bins) tables 
 rows (:mod:`calibcli.metrics.grouped`), giving the same sections, notes and closed gates, value
 for value. Equal-width bins without a bootstrap only: quantile edges differ per group and
 intervals resample each group's rows, so those keep the per-group path.
+
+And each section's rare-class floor for an upper-end gate (:func:`rare_floor`), which that
+path takes.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.reports.calibrate import BINNED_GATES, SCALARS, row_notes
+from calibcli.reports.gate import BOTH_CLASSES, MIN_UPPER_CLASS, Gate
 from calibcli.reports.group_table import (
     CHUNK,
     DECOMPOSITION,
@@ -196,3 +200,40 @@ def _medians(count: np.ndarray) -> list[float]:
     low = ordered[rows, np.minimum(first + (populated - 1) // 2, bins - 1)]
     high = ordered[rows, np.minimum(first + populated // 2, bins - 1)]
     return ((low.astype(np.float64) + high) / 2.0).tolist()
+
+
+def rare_floor(
+    view: Any, gate: Gate, level: float, bins: int, strategy: str, repeats: int | None
+) -> tuple[Any, dict[str, str]]:
+    """The rare-class floor of the upper-end checks on ``view``'s rows that do not need both
+    classes (:func:`~calibcli.metrics.rare_class_floor`, counted as the closed upper-end checks
+    count them: in questions when the rows repeat them), or None when the rarer class holds
+    :data:`~calibcli.reports.gate.MIN_UPPER_CLASS` or more; and those checks failing closed
+    on rows known by their sums alone, where no floor can be made."""
+    from calibcli.metrics import rare_class_floor, rarer_class
+
+    keys = tuple(k for k in gate.thresholds if k not in BOTH_CLASSES)
+    if not keys or not view.n:
+        return None, {}
+    if view.columns is None:
+        right = round(float(view.stats.sum_correct.sum()))
+        if rarer_class(right, view.n - right, level=level, least=MIN_UPPER_CLASS) is None:
+            return None, {}
+        why = (
+            f"fewer than {MIN_UPPER_CLASS} right or wrong answers, and the rows are known by "
+            f"their sums alone ({view.missing}): no rare-class floor can be made for the "
+            "upper end"
+        )
+        return None, dict.fromkeys(keys, why)
+    questions = view.keys if repeats else None
+    found = rare_class_floor(
+        view.columns,
+        keys,
+        level=level,
+        least=MIN_UPPER_CLASS,
+        bins=bins,
+        strategy=strategy,
+        questions=questions,
+        per_question=repeats,
+    )
+    return found, {}

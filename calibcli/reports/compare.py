@@ -25,12 +25,15 @@ from calibcli.reports.compare_sides import (
     allowance_keys,
     base_allowance,
     each_side,
+    floor_keys,
     in_one_order_each,
+    new_floor,
     numbered_by_pairs,
     sides_floor,
     taken_two_ways,
     too_few,
     with_allowance,
+    with_new_floors,
 )
 from calibcli.reports.gate import Gate, evaluate
 from calibcli.reports.report import (
@@ -104,6 +107,7 @@ def compare_section(
     order: Any = None,
     side_questions: Any = None,
     allowance: frozenset[str] = frozenset(),
+    floored: tuple[str, ...] = (),
 ) -> Comparison:
     """Figures, differences, intervals and tests for aligned (paired) or independent rows.
     ``upper_gate``: a gate reads the worse ends of the intervals, so too few rows (or, for
@@ -115,7 +119,9 @@ def compare_section(
     rows are drawn by confidence and outcome. ``side_questions`` (unpaired: BASE's
     and NEW's labels of each row's question, either None) makes each side's bootstrap draw
     its questions whole, and the upper end's floors count them. ``allowance``: the figures
-    whose gate adds BASE's bias allowance (:func:`base_allowance`) to the upper end."""
+    whose gate adds BASE's bias allowance (:func:`base_allowance`) to the upper end.
+    ``floored``: the figures whose upper-end margin reads NEW's rare-class floor
+    (:func:`~calibcli.reports.compare_sides.new_floor`) less BASE's estimate where larger."""
     from calibcli.metrics import (
         SCALAR_KEYS,
         delong_clustered,
@@ -228,6 +234,11 @@ def compare_section(
     gate_view = _gate_view(table, {**small, **sparse}, min(n_base, n_new))
     if allowance:
         gate_view.figures["allowance"] = base_allowance(base[0], allowance, settings)
+    labels = questions if settings.paired else (side_questions or (None, None))[1]
+    found = new_floor(new, floored, settings, labels) if floored else None
+    if found is not None:  # the floor of NEW - BASE: NEW's floor less BASE's estimate
+        gate_view.figures["floor"] = found
+        gate_view.figures["floor_offsets"] = {f"{k}_increase": table[k]["base"] for k in floored}
     return Comparison(Section(figures, notes), gate_view)
 
 
@@ -423,7 +434,7 @@ def compare_report(
     questions = matched.questions if settings.paired else None
     floor = gate.minimums.get("rows") if gate else None
     order = matched.order if settings.paired else None
-    allowed = allowance_keys(gate)
+    allowed, floored = allowance_keys(gate), floor_keys(gate)
     pooled = compare_section(
         matched.base,
         matched.new,
@@ -434,6 +445,7 @@ def compare_report(
         order=order,
         side_questions=None if settings.paired else matched.side_questions,
         allowance=allowed,
+        floored=floored,
     )
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -531,6 +543,7 @@ def compare_report(
                 floor=floor,
                 order=ranked,
                 allowance=allowed if gate and gate.each else frozenset(),
+                floored=floored if gate and gate.each else (),
             )
         body["by"] = by
         body["groups"] = {name: g.section.figures for name, g in groups.items()}
@@ -550,6 +563,9 @@ def compare_report(
         if said:
             pooled_view, views = with_closed(said, pooled_view, views)
         verdict = evaluate(gate, pooled_view, views, level=settings.level)
+        # NEW's rare-class floor less BASE's estimate, where it is above the upper end
+        sections = {None: pooled_view, **(views or {})}
+        verdict = with_new_floors(verdict, gate, sections, settings.level)
         # BASE's bias allowance on the upper ends of the figures sampling noise inflates
         verdict = with_allowance(
             verdict, gate, {None: pooled_view, **(views or {})}, settings.level

@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from calibcli.reports import figures as registry
-from calibcli.reports.gate import Verdict, floor_reason, upper_bound_reason, value_text
+from calibcli.reports.gate import (
+    BOTH_CLASSES,
+    MIN_UPPER_CLASS,
+    Verdict,
+    floor_reason,
+    upper_bound_reason,
+    value_text,
+    with_floors,
+)
 
 WAYS = ("increase", "decrease")  # each figure's two gate checks: NEW worse by an increase or not
 
@@ -291,6 +299,58 @@ def allowance_keys(gate: Any) -> frozenset[str]:
     return frozenset(asked & set(NULL_KEYS))
 
 
+def floor_keys(gate: Any) -> tuple[str, ...]:
+    """The figures whose ``--max-increase`` margin, read on the upper end, reads NEW's
+    rare-class floor where it is larger (:func:`new_floor`): every one not in
+    :data:`~calibcli.reports.gate.BOTH_CLASSES`, which fail closed on a rare class."""
+    if not gate or gate.bound != "upper":
+        return ()
+    asked = [name.removesuffix(ALLOWANCE) for name in gate.thresholds if name.endswith(ALLOWANCE)]
+    return tuple(key for key in asked if key not in BOTH_CLASSES)
+
+
+def new_floor(new: tuple[Any, Any], keys: tuple[str, ...], settings: Any, labels: Any) -> Any:
+    """NEW's rare-class floor of each figure in ``keys``
+    (:func:`~calibcli.metrics.rare_class_floor`, on the comparison's bins; ``labels``: each NEW
+    row's question, when the bootstrap draws them whole), keyed by its increase check
+    (``ece_increase``); None when NEW's rarer class holds ``MIN_UPPER_CLASS`` or more. Only
+    NEW's figure is raised: that raises NEW − BASE, and leaving BASE's as estimated keeps the
+    floor conservative."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from calibcli.metrics import PredictionColumns, rare_class_floor
+
+    conf, right = np.asarray(new[0], np.float64), np.asarray(new[1], bool)
+    columns = PredictionColumns(conf[right], conf[~right])
+    asked = None if labels is None else (np.asarray(labels)[right], np.asarray(labels)[~right])
+    found = rare_class_floor(
+        columns,
+        keys,
+        level=settings.level,
+        least=MIN_UPPER_CLASS,
+        bins=settings.bins,
+        questions=asked,
+    )
+    if found is None:
+        return None
+    return replace(found, values={f"{k}{ALLOWANCE}": v for k, v in found.values.items()})
+
+
+def with_new_floors(
+    verdict: Verdict, gate: Any, sections: dict[str | None, Any], level: float
+) -> Verdict:
+    """The verdict with each open upper-end check of a section holding NEW's rare-class floor
+    (``sections``: the gate views, None the pooled one) read as the larger of its upper end
+    and that floor less BASE's estimate (:func:`~calibcli.reports.gate.with_floors`)."""
+    floors = {k: v.figures.get("floor") for k, v in sections.items()}
+    offsets = {k: v.figures.get("floor_offsets") for k, v in sections.items()}
+    return Verdict(
+        *with_floors(verdict.body, verdict.failures, gate, floors, level, offsets=offsets)
+    )
+
+
 def base_allowance(conf: Any, keys: frozenset[str], settings: Any) -> dict[str, float]:
     """``{"ece_increase": a, ...}``: each figure's null value on BASE's confidences ``conf``
     (:func:`~calibcli.metrics.calibrated_null`, its draws seeded by the comparison's seed),
@@ -325,7 +385,9 @@ def with_allowance(
         allowed = sections[group].figures.get("allowance") or {}
         metric = check["metric"]
         if metric in allowed and "reason" not in check:
-            upper, extra, margin = check["upper"], allowed[metric], check["threshold"]
+            # the upper end, or the rare-class floor where larger (already in the value)
+            upper = check["value"] if "floor" in check else check["upper"]
+            extra, margin = allowed[metric], check["threshold"]
             del check["value"], check["passed"]  # recorded again after the allowance
             check["allowance"] = extra
             check["value"] = upper + extra
@@ -348,8 +410,14 @@ def _allowance_line(check: dict[str, Any], gate: Any, group: str | None, level: 
     key = metric.removesuffix(ALLOWANCE)
     label = next(f.label for f in registry.CALIBRATION if f.key == key)
     where = f" in group {group!r}" if group is not None else ""
+    read = f"upper end of the {level:g} interval"
+    if check.get("floor") is not None and check["floor"] > upper:
+        upper, read = (
+            check["floor"],
+            f"NEW's rare-class floor less BASE's estimate, above the {read}",
+        )
     return (
-        f"{metric}{where} = {value_text(upper, margin)} (upper end of the {level:g} interval) + "
+        f"{metric}{where} = {value_text(upper, margin)} ({read}) + "
         f"{value_text(extra, margin - upper)} (BASE's {label} on rows calibrated by "
         f"construction: the most sampling noise can raise it) exceeds {gate.options[metric]}"
     )

@@ -8,9 +8,14 @@ undefined.
 
 A gate on the upper end of a percentile bootstrap interval needs a sample the resampling can
 vary (:func:`upper_bound_reason`): at least :data:`MIN_UPPER_ROWS` rows, and for the figures
-that need both right and wrong answers, :data:`MIN_UPPER_CLASS` of each. Never "the replicates
-are all equal": a large sample of right answers at confidence 1 also gives equal replicates,
-and rightly passes.
+that need both right and wrong answers, :data:`MIN_UPPER_CLASS` of each. The other figures
+(the calibration errors, the Brier score, the NLL) vary with the confidences alone, but the
+bootstrap cannot show a class it rarely draws: with fewer than :data:`MIN_UPPER_CLASS` members of
+the rarer class their check compares the larger of the upper end and the rare-class floor, the
+figure with that class raised to its exact binomial upper count
+(:mod:`calibcli.metrics.rare_class`, :func:`with_floors`). Never "the replicates are all equal":
+a large sample of right answers at confidence 1 − 1e-6 also gives equal replicates, its floor
+is small, and it rightly passes.
 """
 
 from __future__ import annotations
@@ -36,7 +41,10 @@ moves in steps of about 1/k: below 10 the interval is lumpy and its end tells li
 BOTH_CLASSES = frozenset({"accuracy", "auroc"})
 """Figures the bootstrap cannot vary without both right and wrong answers: accuracy is the same
 in every resample of one class, and AUROC is undefined. The calibration errors, the Brier score
-and the NLL vary with the confidences alone, so a large sample of one class bounds them."""
+and the NLL vary with the confidences alone, but a sample of one class does not bound them: on
+30 rows all right at confidence 0.95 every resample holds no wrong answer, though a calibrated
+model gives such a sample 21% of the time. Their upper-end checks take the rare-class floor
+instead (:func:`with_floors`)."""
 
 
 def upper_bound_reason(
@@ -252,3 +260,93 @@ def evaluate(
     if gate.each:
         body["failed_groups"] = failed_groups
     return Verdict(body, failures)
+
+
+def floor_text(floor: Any, level: float, *, new: bool = False) -> str:
+    """What a rare-class floor (:class:`~calibcli.metrics.RareClassFloor`) rests on, for a
+    failure line: the class raised and the exact bound that gives its count (``new``: NEW's
+    figure in a comparison, less BASE's estimate)."""
+    rare = floor.rare
+    counted = (
+        f"{rare.count:,} of {rare.total:,} questions with a {rare.rare} answer"
+        if rare.per_question > 1
+        else f"{rare.count:,} of {rare.total:,} rows {rare.rare}"
+    )
+    whose, less = ("NEW's figure", " less BASE's estimate") if new else ("the figure", "")
+    return (
+        f"{whose} with {rare.turned:,} more {rare.rare} answers{less}; {counted}, raised to "
+        f"{rare.bound:,}, the one-sided {(1 + level) / 2:g} Clopper-Pearson upper count"
+    )
+
+
+def with_floors(
+    body: dict[str, Any],
+    failures: list[str],
+    gate: Gate,
+    floors: Mapping[str | None, Any],
+    level: float,
+    *,
+    offsets: Mapping[str | None, Mapping[str, float]] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """The gate's body and failure lines with each open upper-end check whose section has a
+    rare-class floor (``floors``: by group, None the pooled section; each a
+    :class:`~calibcli.metrics.RareClassFloor` whose ``values`` are keyed by check metric) read
+    as max(upper end, floor): the check records ``floor`` and ``floor_flips`` (the rows turned)
+    beside ``upper``, its ``value`` is the larger, and a failure line says when the floor was
+    used. ``offsets`` (by group, by metric) are subtracted from a floor first: compare's NEW
+    floor minus BASE's estimate. A floor that is not a finite number (an NLL with a confidence
+    of exactly 1 turned wrong) fails its check closed. Checks without a floor are left as they
+    are, key for key."""
+    if not any(f is not None for f in floors.values()):
+        return body, failures
+    new = offsets is not None
+    old = iter(failures)
+    lines: list[str] = []
+    failed_groups: list[str] = []
+    for check in body["checks"]:
+        line = None if check["passed"] else next(old)
+        group = check.get("group")
+        floor, metric = floors.get(group), check["metric"]
+        if floor is not None and metric in floor.values and _open_upper(check):
+            offset = ((offsets or {}).get(group) or {}).get(metric, 0.0)
+            line = _floored(check, floor, floor.values[metric] - offset, gate, level, new)
+        if line is not None:
+            lines.append(line)
+            if group is not None and group not in failed_groups:
+                failed_groups.append(group)
+    out = {**body, "passed": not lines}
+    if "failed_groups" in out:
+        out["failed_groups"] = failed_groups
+    return out, lines
+
+
+def _open_upper(check: dict[str, Any]) -> bool:
+    """Whether a check reads an upper end against a maximum and is not failed closed."""
+    return "reason" not in check and "upper" in check and "threshold" in check
+
+
+def _floored(
+    check: dict[str, Any], floor: Any, value: float, gate: Gate, level: float, new: bool
+) -> str | None:
+    """Record ``value``, the check's floor, in ``check`` (in place) and read the check on the
+    larger of it and the upper end; its failure line, or None when it passes."""
+    metric, upper, threshold = check["metric"], check["upper"], check["threshold"]
+    where = f" in group {check['group']!r}" if "group" in check else ""
+    option = gate.options.get(metric, f"--max-{metric} {limit_text(threshold)}")
+    del check["value"], check["passed"]  # recorded again after the floor
+    rests = floor_text(floor, level, new=new)
+    if not math.isfinite(value):
+        check.update(floor=None, floor_flips=floor.rare.turned, value=None, passed=False)
+        check["reason"] = f"its rare-class floor ({rests}) is not a finite number"
+        return f"{metric}{where}: {check['reason']}; cannot support {option}"
+    check.update(floor=value, floor_flips=floor.rare.turned, value=max(upper, value))
+    check["passed"] = bool(check["value"] <= threshold)
+    if check["passed"]:
+        return None
+    shown = value_text(check["value"], threshold)
+    if value <= upper:
+        return f"{metric}{where} = {shown} (upper end of the {level:g} interval) exceeds {option}"
+    return (
+        f"{metric}{where} = {shown} (rare-class floor, above the upper end of the {level:g} "
+        f"interval {value_text(upper, threshold)}: {rests}) exceeds {option}"
+    )

@@ -88,7 +88,9 @@ def calibrate(
     30 predictions (binned estimates are then noisy: prefer smece or rmsce_debiased and
     --gate-on upper). Warnings never fail a gate; too few populated bins and no rows do, and so
     do fewer than 30 rows under --gate-on upper (too few for a bootstrap interval's end) and
-    fewer rows than --min-rows.
+    fewer rows than --min-rows. Under --gate-on upper, with fewer than 10 right or 10 wrong
+    answers a check reads the larger of the upper end and the rare-class floor: the figure with
+    the rarer class raised to its one-sided Clopper-Pearson upper count.
     With --calibrator or --recalibrate the figures (and gates) are those after recalibration,
     shown beside the figures before it; a --max-* gate fails closed when the calibrator was
     fitted on rows scored here (its figures are in-sample).
