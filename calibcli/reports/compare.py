@@ -232,10 +232,10 @@ def compare_section(
     sparse, said = _few_bins(base, new, settings)
     notes += said
     gate_view = _gate_view(table, {**small, **sparse}, min(n_base, n_new))
+    sided = (questions, questions) if settings.paired else (side_questions or (None, None))
     if allowance:
-        gate_view.figures["allowance"] = base_allowance(base[0], allowance, settings)
-    labels = questions if settings.paired else (side_questions or (None, None))[1]
-    found = new_floor(new, floored, settings, labels) if floored else None
+        gate_view.figures["allowance"] = base_allowance(base[0], allowance, settings, sided[0])
+    found = new_floor(new, floored, settings, sided[1]) if floored else None
     if found is not None:  # the floor of NEW - BASE: NEW's floor less BASE's estimate
         gate_view.figures["floor"] = found
         gate_view.figures["floor_offsets"] = {f"{k}_increase": table[k]["base"] for k in floored}

@@ -351,11 +351,15 @@ def with_new_floors(
     )
 
 
-def base_allowance(conf: Any, keys: frozenset[str], settings: Any) -> dict[str, float]:
+def base_allowance(
+    conf: Any, keys: frozenset[str], settings: Any, questions: Any = None
+) -> dict[str, float]:
     """``{"ece_increase": a, ...}``: each figure's null value on BASE's confidences ``conf``
     (:func:`~calibcli.metrics.calibrated_null`, its draws seeded by the comparison's seed),
     what the figure reads on rows calibrated by construction: the most sampling noise can raise
-    BASE's estimate, so the most it can pull NEW − BASE down. Nothing without rows or keys."""
+    BASE's estimate, so the most it can pull NEW − BASE down. ``questions``: each BASE row's
+    question when its rows repeat them (their outcomes are drawn together, which widens the
+    noise). Nothing without rows or keys."""
     from calibcli.metrics import NULL_DRAWS, calibrated_null
     from calibcli.reports.calibrate import bootstrap_workers
 
@@ -363,7 +367,14 @@ def base_allowance(conf: Any, keys: frozenset[str], settings: Any) -> dict[str, 
         return {}
     # each draw evaluates every confidence twice (once as a wrong answer, once as a right one)
     workers = bootstrap_workers(settings.workers, 2 * conf.shape[0] * NULL_DRAWS)
-    null = calibrated_null(conf, keys=keys, bins=settings.bins, seed=settings.seed, workers=workers)
+    null = calibrated_null(
+        conf,
+        keys=keys,
+        bins=settings.bins,
+        seed=settings.seed,
+        workers=workers,
+        questions=questions,
+    )
     return {f"{key}{ALLOWANCE}": value for key, value in null.mean.items()}
 
 
