@@ -102,8 +102,19 @@ def _check_columns(ddf: Any, spec: Any) -> None:
         numeric = kind in ("b", "i", "u", "f") or str(dtype).lower().startswith(
             ("bool", "int", "uint", "float", "double")
         )
+        arrow = getattr(dtype, "pyarrow_dtype", None)  # pandas' ArrowDtype, as read_parquet's
+        if arrow is not None:  # a decimal is read through its digits (calibcli.io.frames)
+            numeric = _arrow_numeric(arrow)
         if not numeric or dtype is np.dtype(object):
             raise ValueError(f"column {name!r} is {dtype}, not a number or boolean")
+
+
+def _arrow_numeric(kind: Any) -> bool:
+    """Whether an Arrow type holds numbers or booleans (decimals included)."""
+    import pyarrow as pa
+
+    t = pa.types
+    return t.is_boolean(kind) or t.is_integer(kind) or t.is_floating(kind) or t.is_decimal(kind)
 
 
 def _label(ddf: Any) -> str:

@@ -141,23 +141,40 @@ def as_float64(array: Any) -> Any:
 
 
 def _floats(array: Any, column: str, problems: ColumnProblems, ok: Any, why: str, where: Any):
-    """A numeric Arrow column as float64, its nulls and the values ``ok`` refuses recorded."""
+    """A numeric Arrow column as float64, its nulls, its NaNs and the values ``ok`` refuses
+    recorded (a NaN as not a number, as a file's row says it, whatever ``ok`` says of it)."""
     import numpy as np
 
     from calibcli.io.rows import show
 
     values = as_float64(array)
-    bad = np.isnan(values) if array.null_count else np.zeros(values.shape[0], bool)
-    nulls = bad.copy()
+    nulls = array.is_null().to_numpy(zero_copy_only=False)
     with np.errstate(invalid="ignore"):
-        bad |= ~ok(values)
+        bad = nulls | ~ok(values)
     count = int(bad.sum())
     if count:
         i = _first(bad)
         value = "null" if nulls[i] else show(float(values[i]))
-        reason = "a null" if nulls[i] else why
+        reason = "a null" if nulls[i] else "not a number" if np.isnan(values[i]) else why
         problems.add(column, count, value, reason, where(i))
     return values, bad
+
+
+def _whole(array: Any) -> tuple[Any, Any]:
+    """(whether each value of a decimal column is a whole number, judged on its digits; each
+    value truncated to int64, exact where it is whole and within int64). A value whose double
+    is whole need not be: 0.999999999999999999999999999999 has the double 1.0."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = array.type
+    if not (pa.types.is_decimal128(kind) or pa.types.is_decimal256(kind)):
+        # the narrow decimals have no rounding kernel; decimal128 holds every value they hold
+        array = pc.cast(array, pa.decimal128(kind.precision, kind.scale))
+    truncated = pc.round(array, 0, round_mode="towards_zero")
+    whole = pc.fill_null(pc.equal(array, truncated), False).to_numpy(zero_copy_only=False)
+    ints = pc.fill_null(pc.cast(truncated, pa.int64(), safe=False), 0)
+    return whole, ints.to_numpy(zero_copy_only=False)
 
 
 def _not_numbers(array: Any, column: str, problems: ColumnProblems, wanted: str, where: Any):
@@ -209,7 +226,9 @@ def _calibration_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, wh
     else:
         numbers = as_float64(raw)
         wrong = (numbers != 0.0) & (numbers != 1.0)
-        flags = numbers == 1.0
+        if pa.types.is_decimal(raw.type):  # 0 or 1 exactly: not a value whose double is 1.0
+            wrong |= ~_whole(raw)[0]
+        flags = (numbers == 1.0) & ~wrong
         first = None
     if wrong.any():
         i = _first(wrong)
@@ -242,8 +261,13 @@ def _counts(batch: Any, name: str | None, problems: ColumnProblems, where: Any):
         numbers = as_float64(raw)
         with np.errstate(invalid="ignore"):
             whole = (numbers >= 0) & (numbers <= MAX_COUNT) & (numbers == np.floor(numbers))
+        if pa.types.is_decimal(raw.type):  # whole by its digits, read as its exact integer
+            exact, truncated = _whole(raw)
+            ints = np.where(whole & exact, truncated, 0)
+            whole &= exact & (ints <= MAX_COUNT)  # 2**62 + 1 has the double 2**62
+        else:
+            ints = np.where(whole, numbers, 0).astype(np.int64)
         bad = nulls | ~whole
-        ints = np.where(bad, 0, numbers).astype(np.int64)
     if bad.any():
         i = _first(bad)
         why = "a null" if nulls[i] else "not a whole number in [0, 2**62]"

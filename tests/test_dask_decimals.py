@@ -1,0 +1,72 @@
+"""calibcli.dask on decimal columns, as ``dd.read_parquet`` gives them (pandas' ArrowDtype
+``decimal128(4, 2)[pyarrow]``): read through their digits, with the figures ``calibcli
+calibrate`` and ``calibcli perplexity`` give on the same Parquet file; a decimal outcome that
+is not exactly 0 or 1 is refused naming it as written. Skipped without dask, except under
+CALIBCLI_REQUIRE_ENGINES=1."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from conftest import require_engine
+from engine_checks import assert_same, cli_json
+
+require_engine("dask.dataframe", "dask")
+
+import dask  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from calibcli.dask import summarize, summarize_perplexity  # noqa: E402
+from calibcli.errors import InputError  # noqa: E402
+
+CELLS = [("0.35", 10, 3), ("0.55", 10, 6), ("0.90", 20, 17), ("0.95", 10, 10)]
+"""(confidence as written, rows, rows answered right): 36 of 50 right."""
+
+
+def computed(lazy):
+    (result,) = dask.compute(lazy, scheduler="synchronous")
+    return result
+
+
+def test_decimal_confidences_give_the_command_lines_figures(tmp_path):
+    conf = [Decimal(text) for text, n, _ in CELLS for _ in range(n)]
+    right = [i < k for _, n, k in CELLS for i in range(n)]
+    task = [f"t{i % 2}" for i in range(len(conf))]
+    path = tmp_path / "rows.parquet"
+    table = {"confidence": pa.array(conf, pa.decimal128(4, 2)), "correct": right, "task": task}
+    pq.write_table(pa.table(table), path)
+    ddf = dd.read_parquet(str(path))
+    assert str(ddf.dtypes["confidence"]) == "decimal128(4, 2)[pyarrow]"
+    got = computed(summarize(ddf.repartition(npartitions=3), by="task")).report()
+    assert got["n"] == 50 and got["accuracy"] == 36 / 50
+    assert_same(got, cli_json("calibrate", str(path), "--by", "task"), files=False)
+
+
+def test_decimal_nlls_and_counts_give_the_command_lines_figures(tmp_path):
+    nll = [Decimal("1.2500"), Decimal("0.0000"), Decimal("7.1000")]
+    tokens = [Decimal(3), Decimal(0), Decimal(9)]
+    path = tmp_path / "rows.parquet"
+    table = {"nll": pa.array(nll, pa.decimal128(10, 4)), "tokens": pa.array(tokens)}
+    pq.write_table(pa.table(table), path)
+    got = computed(summarize_perplexity(dd.read_parquet(str(path)))).report()
+    assert got["total_tokens"] == 12
+    assert got == cli_json("perplexity", str(path)) | {"format": got["format"]}
+
+
+def test_a_decimal_outcome_just_below_one_is_refused(tmp_path):
+    nines = Decimal("0." + "9" * 30)
+    values = [Decimal(1), Decimal(0), nines, Decimal(0), nines]
+    path = tmp_path / "rows.parquet"
+    conf = [0.9, 0.2, 0.8, 0.3, 0.7]
+    pq.write_table(
+        pa.table({"confidence": conf, "correct": pa.array(values, pa.decimal128(38, 30))}), path
+    )
+    with pytest.raises(InputError) as found:
+        computed(summarize(dd.read_parquet(str(path))))
+    assert (
+        "column 'correct': 2 bad values; the first is 0.999999999999999999999999999999 "
+        "(row 3 of partition 0): not true, false, 0 or 1"
+    ) in str(found.value)

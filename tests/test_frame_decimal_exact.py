@@ -1,0 +1,147 @@
+"""A DataFrame's decimal columns (the rows a Spark or Dask task folds, calibcli.io.frames) are
+judged on their digits: a ``correct`` of 0.999999999999999999999999999999, whose double is 1.0,
+is refused naming the value as written, and so is a token count of 2.99999999999999999999;
+exact decimals read as the integers they spell (2**53 + 1 too), with the figures of the same
+rows as JSON Lines. A NaN confidence or NLL is refused as not a number, as a file's row is."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+
+from engine_checks import assert_same, cli_json  # noqa: E402
+
+from calibcli.engines import finish, frame_spec, frame_task  # noqa: E402
+from calibcli.io.frames import FrameSpec, frame_summary  # noqa: E402
+
+NINES = Decimal("0." + "9" * 30)
+"""Thirty nines: not 1, though the double nearest it is 1.0."""
+
+N = 40
+RIGHT = [i % 3 == 0 for i in range(N)]
+"""Rows 0, 3, ..., 39 answered right: 14 of the 40."""
+
+
+def confidences() -> list[float]:
+    return [(i + 0.5) / N for i in range(N)]
+
+
+def engine_report(batch, kind: str, columns: tuple) -> dict:
+    spec, table = frame_spec(kind, columns, label="frame")
+    return finish(frame_task(spec, table, 0, [batch]), spec.label).report()
+
+
+def write_jsonl(path, rows: list[dict]) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.mark.parametrize("kind", [pa.decimal128(38, 30), pa.decimal256(60, 30)])
+def test_a_decimal_correct_just_below_one_is_refused_by_its_digits(kind):
+    # wrong answers at rows 5, 10, 20, 25 and 35 (0-based) written as thirty nines
+    flipped = [i for i in range(N) if not RIGHT[i] and i % 5 == 0]
+    assert flipped == [5, 10, 20, 25, 35]
+    values = [NINES if i in flipped else Decimal(int(RIGHT[i])) for i in range(N)]
+    batch = pa.record_batch(
+        {"confidence": confidences(), "correct": pa.array(values, kind)},
+    )
+    summary, problems = frame_summary([batch], FrameSpec("calibration", CALIBRATION), 0)
+    assert summary is None
+    assert problems.message() == (
+        "column 'correct': 5 bad values; the first is 0.999999999999999999999999999999 "
+        "(row 6 of partition 0): not true, false, 0 or 1"
+    )
+
+
+CALIBRATION = ("confidence", "correct")
+
+
+def test_exact_decimal_outcomes_count_as_the_booleans_they_spell(tmp_path):
+    """1.000... and 0.000... at scale 30 are 1 and 0: accuracy is the hand count 14/40, and
+    every figure is the JSON Lines route's on the same rows."""
+    values = [Decimal(f"{int(y)}." + "0" * 30) for y in RIGHT]
+    batch = pa.record_batch(
+        {"confidence": confidences(), "correct": pa.array(values, pa.decimal128(38, 30))},
+    )
+    got = engine_report(batch, "calibration", CALIBRATION)
+    rows = [{"confidence": c, "correct": y} for c, y in zip(confidences(), RIGHT, strict=True)]
+    want = cli_json("calibrate", write_jsonl(tmp_path / "rows.jsonl", rows))
+    assert got["n"] == N and got["accuracy"] == 14 / 40
+    assert_same(got, want, files=False)
+
+
+def test_a_decimal_token_count_just_below_a_whole_number_is_refused():
+    tokens = [Decimal("3"), Decimal("4"), Decimal("2.99999999999999999999"), Decimal("5")]
+    batch = pa.record_batch(
+        {"nll": [1.0, 2.0, 3.0, 4.0], "tokens": pa.array(tokens, pa.decimal128(38, 20))},
+    )
+    spec = FrameSpec("perplexity", ("nll", "tokens", None, None))
+    summary, problems = frame_summary([batch], spec, 0)
+    assert summary is None
+    assert problems.message() == (
+        "column 'tokens': 1 bad value; the first is 2.99999999999999999999 "
+        "(row 3 of partition 0): not a whole number in [0, 2**62]"
+    )
+
+
+def test_a_decimal_count_past_two_to_the_62_is_refused():
+    """2**62 + 1 has the double 2**62, the largest count accepted; its digits say it is
+    larger."""
+    big = Decimal(2**62 + 1)
+    batch = pa.record_batch(
+        {"nll": [1.0, 2.0], "tokens": pa.array([Decimal(3), big], pa.decimal128(20, 0))},
+    )
+    spec = FrameSpec("perplexity", ("nll", "tokens", None, None))
+    summary, problems = frame_summary([batch], spec, 0)
+    assert summary is None
+    assert problems.message() == (
+        "column 'tokens': 1 bad value; the first is 4611686018427387905 "
+        "(row 2 of partition 0): not a whole number in [0, 2**62]"
+    )
+
+
+def test_exact_decimal_counts_are_read_as_their_integers(tmp_path):
+    """Token counts of scale 20 (3.000...) and of scale 0 past 2**53, where doubles skip odd
+    integers: the total is the hand sum 2**53 + 1 + 3 + 4, as the JSON Lines rows give it."""
+    counts = [2**53 + 1, 3, 4]
+    nll = [10.0, 2.5, 4.0]
+    wide = pa.array([Decimal(c) for c in counts], pa.decimal128(20, 0))
+    scaled = pa.array([Decimal(c).quantize(Decimal(10) ** -20) for c in counts[1:]])
+    rows = [{"nll": x, "tokens": c} for x, c in zip(nll, counts, strict=True)]
+    want = cli_json("perplexity", write_jsonl(tmp_path / "rows.jsonl", rows))
+    assert want["total_tokens"] == 2**53 + 8
+    got = engine_report(pa.record_batch({"nll": nll, "tokens": wide}), "perplexity", PPL)
+    assert got["total_tokens"] == 2**53 + 8
+    assert got == want | {"format": got["format"]}
+    two = cli_json("perplexity", write_jsonl(tmp_path / "two.jsonl", rows[1:]))
+    got = engine_report(pa.record_batch({"nll": nll[1:], "tokens": scaled}), "perplexity", PPL)
+    assert got["total_tokens"] == 7
+    assert got == two | {"format": got["format"]}
+
+
+PPL = ("nll", "tokens", None, None)
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "kind", "columns"),
+    [
+        ("nll", [1.0, float("nan"), None, -1.0], "perplexity", PPL),
+        ("nll", [1.0, float("nan"), -1.0, -2.0], "perplexity", PPL),
+        ("confidence", [0.5, float("nan"), None, 1.5], "calibration", CALIBRATION),
+    ],
+    ids=["nll-with-nulls", "nll", "confidence"],
+)
+def test_a_nan_is_refused_as_not_a_number(column, values, kind, columns):
+    """As a file's row says ``nll NaN is not a number``; a null beside it stays a null."""
+    other = {"nll": "tokens", "confidence": "correct"}[column]
+    fill = [1, 1, 1, 1] if other == "tokens" else [True, False, True, False]
+    batch = pa.record_batch({column: pa.array(values, pa.float64()), other: fill})
+    summary, problems = frame_summary([batch], FrameSpec(kind, columns), 0)
+    assert summary is None
+    assert problems.message() == (
+        f"column {column!r}: 3 bad values; the first is NaN (row 2 of partition 0): not a number"
+    )
