@@ -51,8 +51,22 @@ def _column(name: str, values: Any, rule: Callable[[], tuple[Callable, Callable]
     rule (which words the message) on the first row it refuses, or on every row of an array
     of other values (booleans as confidences, floats as correctness: refused as in a file).
     float32 and float16 values are read as written, as a file of them reads them: an array of
-    them, and each among a list's or an object array's values."""
-    arr = _written_values(values)
+    them, and each among a list's or an object array's values.
+
+    A list or tuple is one array to numpy, which gives its values one type: ``[0.9, "0.6"]``
+    becomes strings and ``[1, 0, 0.5]`` floats, so the first row the array refuses may be one
+    the user gave right. Its rows as given are then checked, and the first bad one is named
+    with its value as given (:func:`_first_refused`); so are those of a list mixing booleans
+    with numbers, which numpy reads as 1 and 0 (a boolean confidence is refused, as in a
+    file)."""
+    from calibcli.io import written_floats
+
+    given = None
+    if isinstance(values, (list, tuple)):
+        given = _written_scalars(list(values))
+        arr = written_floats(np.asarray(given))
+    else:
+        arr = _written_values(values)
     if arr.ndim != 1:
         raise InputError(
             name, None, f"expected one value per row, not an array of shape {arr.shape}"
@@ -60,15 +74,36 @@ def _column(name: str, values: Any, rule: Callable[[], tuple[Callable, Callable]
     whole, check = rule()
     ok = whole(arr)
     positions = range(arr.shape[0]) if ok is None else np.flatnonzero(~ok)[:1]
-    # datetime64 and timedelta64 values stay numpy's: item() would give their ticks as ints
-    ticks = arr.dtype.kind in "mM"
     for i in positions:
-        value = arr[i]
         try:
-            check(value.item() if isinstance(value, np.generic) and not ticks else value)
+            check(_as_given(arr[i]))
+        except ValueError as exc:
+            if given is not None:
+                _first_refused(name, given, check)
+            raise InputError(name, f" index {i}", str(exc)) from None
+    if given is not None and arr.dtype != object:
+        kinds = set(map(type, given))
+        if len(kinds) > 1 and kinds & {bool, np.bool_}:
+            _first_refused(name, given, check)
+    return arr
+
+
+def _as_given(value: Any) -> Any:
+    """A row's value as the row rule reads it: numpy's scalars as Python's, but datetime64
+    and timedelta64 values stay numpy's (item() would give their ticks as ints)."""
+    if isinstance(value, np.generic) and value.dtype.kind not in "mM":
+        return value.item()
+    return value
+
+
+def _first_refused(name: str, given: list, check: Callable) -> None:
+    """The InputError naming the first of a list's rows, as given, that ``check`` refuses
+    (none: nothing raised)."""
+    for i, value in enumerate(given):
+        try:
+            check(_as_given(value))
         except ValueError as exc:
             raise InputError(name, f" index {i}", str(exc)) from None
-    return arr
 
 
 _NARROW = (np.float32, np.float16)

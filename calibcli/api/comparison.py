@@ -7,10 +7,10 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from calibcli.api.option_values import flag, option, usage, whole, written_number
 from calibcli.api.predictions import ARRAYS, Predictions, given
 from calibcli.api.result import Result
 from calibcli.errors import InputError
+from calibcli.reports import flag, option, usage, whole, written_number
 
 WHERE = "compare"
 

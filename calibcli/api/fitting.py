@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from calibcli.api.option_values import one_of, whole
 from calibcli.api.predictions import ARRAYS, given, summary_of
 from calibcli.api.result import Calibrator
 from calibcli.errors import InputError
+from calibcli.reports import one_of, whole
 
 WHERE = "fit"
 

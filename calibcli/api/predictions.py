@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from calibcli.api.columns import confidences, correctness, row_values, same_length
-from calibcli.api.option_values import answer_options, field_name, flag, one_of, text, whole
 from calibcli.errors import InputError
+from calibcli.reports import answer_options, field_name, flag, one_of, text, whole
 
 ARRAYS = "<arrays>"  # how messages and reports name rows given as arrays
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibcli.api.option_values import flag, one_of, option, usage, whole
 from calibcli.api.predictions import ARRAYS, Predictions, given, summary_of
 from calibcli.api.result import Result
+from calibcli.reports import flag, one_of, option, usage, whole
 
 WHERE = "threshold"
 BINS = 10  # the bins threshold reads with (its figures' reliability table)

@@ -24,6 +24,7 @@ from typing import Any
 
 from calibcli.engines.memory import held_memory
 from calibcli.errors import InputError
+from calibcli.reports import flag, one_of, option, whole
 
 
 class EngineSummary:
@@ -88,27 +89,80 @@ class EngineSummary:
         ``--max-*`` gates (figure -> largest value allowed), ``floors`` the
         ``--min-rows``/``--min-tokens`` gates (count -> least value: ``{"n": 1000}``,
         ``{"total_tokens": ...}`` or ``{"sequences": ...}``), and ``gate_each`` applies them
-        to every group too (``--gate-each``)."""
+        to every group too (``--gate-each``). ``gate_on="upper"`` gates the upper ends of the
+        intervals, at 95% unless ``ci`` says otherwise. A value the command or
+        ``calibcli.calibrate()`` refuses is refused with its message (an
+        :class:`~calibcli.errors.InputError`; a switch that is not True or False, a
+        TypeError), as are a limit on a figure no ``--max-*`` gate reads and a floor on a
+        count without one."""
         from threadpoolctl import threadpool_limits
 
         from calibcli.system import warn_other_digits
 
+        options = self._options(
+            strategy, min_populated_bins, ci, limits, gate_on, floors, gate_each
+        )
         warn_other_digits()
         # one BLAS thread, as the command line measures: a product split between threads sums
         # its terms in another order
         with threadpool_limits(limits=1, user_api="blas"):
-            return self._report(
-                strategy, min_populated_bins, ci, limits, gate_on, floors, gate_each
+            return self._report(*options)
+
+    def _options(
+        self,
+        strategy: Any,
+        min_populated_bins: Any,
+        ci: Any,
+        limits: Any,
+        gate_on: Any,
+        floors: Any,
+        gate_each: Any,
+    ) -> tuple[str, int, float | None, dict[str, float], str, dict[str, int], bool]:
+        """The options checked, before anything is measured, as ``calibcli.calibrate()``
+        checks its keywords of the same names, with its messages: ``limits`` as its
+        ``max_FIGURE`` keywords, ``floors`` as ``min_rows`` (the command's ``--min-*``), each
+        in the registry's order, as the command's gate checks them; ``gate_on="upper"`` asks
+        for 95% intervals unless ``ci`` says otherwise."""
+        from calibcli.reports import BIN_STRATEGIES, CALIBRATION, PERPLEXITY, calibrate_options
+        from calibcli.reports import options as checks
+
+        figures = PERPLEXITY if self.kind == "perplexity" else CALIBRATION
+        gate_each = flag(WHERE, "gate_each", gate_each)
+        strategy = one_of(WHERE, "strategy", strategy, [s.name for s in BIN_STRATEGIES])
+        min_bins = whole(WHERE, "min_populated_bins", min_populated_bins, 1)
+        if ci is not None:
+            ci = option(WHERE, "ci", checks.ci_level, ci)
+        gate_on = one_of(WHERE, "gate_on", gate_on, ("estimate", "upper"))
+        thresholds = _figure_limits(limits, figures)
+        least = _floor_values(floors, figures)
+        if self.kind == "perplexity" and (ci is not None or gate_on == "upper"):
+            # the perplexity command has neither: its figures have no bootstrap intervals
+            raise _usage(
+                'ci and gate_on="upper" read bootstrap intervals, and a perplexity report has none'
             )
+        try:
+            ci = calibrate_options(
+                grouped=self.summary.settings.by is not None,
+                gate_each=gate_each,
+                limits=thresholds,
+                floors=least,
+                gate_on=gate_on,
+                ci=ci,
+                bootstrap=None,
+                seed=None,
+            )
+        except ValueError as exc:
+            raise _usage(str(exc)) from None
+        return strategy, min_bins, ci, thresholds, gate_on, least, gate_each
 
     def _report(
         self,
         strategy: str,
         min_populated_bins: int,
         ci: float | None,
-        limits: dict[str, float] | None,
+        limits: dict[str, float],
         gate_on: str,
-        floors: dict[str, int] | None,
+        floors: dict[str, int],
         gate_each: bool,
     ) -> dict[str, Any]:
         from calibcli.reports import (
@@ -121,10 +175,9 @@ class EngineSummary:
             perplexity_report,
         )
 
-        floors = dict(floors or {})
         figures = PERPLEXITY if self.kind == "perplexity" else CALIBRATION
         gate = Gate(
-            dict(limits or {}),
+            limits,
             gate_on,
             gate_each,
             minimums=floors,
@@ -142,8 +195,9 @@ class EngineSummary:
         if ci is not None:
             state = data.bootstrap
             if state is None:
+                asked = "ci" if gate_on == "estimate" else 'gate_on="upper" (its ci intervals)'
                 raise ValueError(
-                    "ci needs the Poisson bootstrap's replicate sums: summarize with "
+                    f"{asked} needs the Poisson bootstrap's replicate sums: summarize with "
                     "bootstrap_samples=N and key=<id column>"
                 )
             if strategy != "uniform":
@@ -162,6 +216,65 @@ class EngineSummary:
             reorder_ok=True,
         )
         return json.loads(result.to_json())
+
+
+# report()'s option checks are the Python API's (calibcli.reports.option_values), their
+# messages following the keyword that gave the value, after "report: ".
+WHERE = "report"
+
+
+def _usage(detail: str) -> InputError:
+    return InputError(WHERE, None, detail)
+
+
+def _figure_limits(limits: Any, figures: Any) -> dict[str, float]:
+    """``{figure: threshold}``, each checked as ``max_FIGURE=`` (``--max-FIGURE``) is, in the
+    registry's order; a figure no gate reads is refused (a maximum on one that is better high,
+    such as AUROC, would pass the worse model)."""
+    from calibcli.reports import gateable
+    from calibcli.reports import options as checks
+
+    keys = [f.key for f in gateable(figures)]
+    given = _mapping("limits", limits)
+    for key in given:
+        if key not in keys:
+            known = ", ".join(repr(k) for k in keys)
+            raise _usage(f"limits: no gate reads {key!r}: the figures with one are {known}")
+    checked = {
+        key: float(option(WHERE, f"max_{key}", checks.finite_threshold, value))
+        for key, value in given.items()
+        if value is not None
+    }
+    return {key: checked[key] for key in keys if key in checked}
+
+
+def _floor_values(floors: Any, figures: Any) -> dict[str, int]:
+    """``{count: least}``, each checked as ``min_rows=`` (``--min-rows``, ``--min-tokens``) is,
+    in the registry's order; a count no floor gates is refused."""
+    from calibcli.reports import floor_options, floored
+
+    nouns = {f.key: f.floor for f in floored(figures)}
+    given = _mapping("floors", floors)
+    try:
+        floor_options(figures, given)
+    except ValueError as exc:
+        raise _usage(f"floors: {exc}") from None
+    checked = {
+        key: whole(WHERE, f"min_{nouns[key]}", value, 1)
+        for key, value in given.items()
+        if value is not None
+    }
+    return {key: checked[key] for key in nouns if key in checked}
+
+
+def _mapping(name: str, value: Any) -> dict[str, Any]:
+    from collections.abc import Mapping
+
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _usage(f"{name}: {value!r} is not a mapping of figure to value")
+    return dict(value)
 
 
 @held_memory

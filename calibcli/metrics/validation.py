@@ -4,6 +4,7 @@ position and value (``confidences[3] = 1.5 is outside [0, 1]``)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -35,6 +36,7 @@ def _as_confidences(values: object, name: str = "confidences") -> np.ndarray:
     if arr.dtype == bool:
         raise ValueError(f"{name} must be numbers in [0, 1], got booleans")
     if arr.size and arr.dtype.kind not in "iuf":
+        _first_given(values, name, _is_number, "is not a number")
         raise ValueError(f"{name} must be numbers in [0, 1], got dtype {arr.dtype}")
     arr = arr.astype(np.float64, copy=False)
     bad = ~((arr >= 0.0) & (arr <= 1.0))  # NaN compares false, so it is caught here too
@@ -45,11 +47,33 @@ def _as_confidences(values: object, name: str = "confidences") -> np.ndarray:
     return arr
 
 
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
+        v, (bool, np.bool_)
+    )
+
+
+def _is_outcome(v: object) -> bool:
+    return isinstance(v, (bool, np.bool_)) or (_is_number(v) and (v == 0 or v == 1))
+
+
+def _first_given(values: object, name: str, ok: Callable[[object], bool], what: str) -> None:
+    """For a list or tuple that numpy made strings or objects (``[0.9, "0.6"]`` is all
+    strings), the ValueError naming its first value, as given, that is not ``ok``; nothing
+    raised otherwise (an array's dtype is its own)."""
+    if not isinstance(values, (list, tuple)):
+        return
+    for i, v in enumerate(values):
+        if not ok(v):
+            raise ValueError(f"{name}[{i}] = {v!r} {what}")
+
+
 def as_correct(values: object, name: str = "correct") -> np.ndarray:
     arr = as_vector(values, name)
     if arr.dtype == bool:
         return arr
     if arr.size and arr.dtype.kind not in "iuf":
+        _first_given(values, name, _is_outcome, "is not true/false or 0/1")
         raise ValueError(f"{name} must be booleans or 0/1, got dtype {arr.dtype}")
     bad = (arr != 0) & (arr != 1)
     if bad.any():

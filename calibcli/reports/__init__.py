@@ -40,6 +40,21 @@ _LAZY = {
     # the long phases' progress hook, installed around a command (numpy-free)
     "reporting_progress": "calibcli.metrics",
     "MAX_UNMATCHED_SHARE": "calibcli.reports.compare",
+    # the option values of the Python API and the engines' report(), checked as the command's
+    **dict.fromkeys(
+        (
+            "answer_options",
+            "field_name",
+            "flag",
+            "one_of",
+            "option",
+            "text",
+            "usage",
+            "whole",
+            "written_number",
+        ),
+        "calibcli.reports.option_values",
+    ),
     **dict.fromkeys(
         (
             "BY_COMMAND",

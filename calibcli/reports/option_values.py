@@ -1,5 +1,6 @@
-"""The values of the Python API's options, each checked as the command line checks its option of
-the same name, the message following the keyword that gave the value
+"""The values of the Python API's options (and of the Spark and Dask summaries' ``report()``),
+each checked as the command line checks its option of the same name, the message following the
+keyword that gave the value
 (:class:`~calibcli.errors.InputError`; a switch that is not True or False is a TypeError)."""
 
 from __future__ import annotations
@@ -32,13 +33,12 @@ def option(where: str, name: str, check: Callable[[Any], Any], value: Any) -> An
 
 
 def written_number(value: Any) -> Any:
-    """A float32 or float16 scalar as the float64 of its shortest spelling, as the rows'
-    values are read (:func:`~calibcli.io.narrow.written_floats`); another value as it is."""
+    """A float32 or float16 scalar as the float64 of its shortest spelling (numpy's ``str``
+    of it), as the rows' values are read (:func:`~calibcli.io.narrow.written_floats` gives the
+    same double for every finite float16 and float32); another value as it is."""
     if type(value) not in (np.float32, np.float16):
         return value
-    from calibcli.io import written_floats
-
-    return written_floats(np.array([value])).item()
+    return float(str(value))
 
 
 def whole(where: str, name: str, value: Any, low: int, high: int | None = None) -> int:
