@@ -92,7 +92,7 @@ class BlockDecoder:
         self.key = key
         self._decoder: Any = None  # msgspec, built on the first block of SMALL_BLOCK or more
         self._errors: tuple = ()
-        # the typed decoders without and with the other sums' names (see _pick_decoder)
+        # the typed decoders without and with the keys checked beside (see _pick_decoder)
         self._narrow: Any = None
         self._wide: Any = None
 
@@ -109,16 +109,16 @@ class BlockDecoder:
 
         if self.typed:
             fields, rename = self.spec.struct_fields()
-            sums = [total for total, _, _ in getattr(self.spec, "other_sums", ())]
-            # --by one of the row's own fields (or a sums total beside them)
-            if self.group_field in rename.values() or self.group_field in sums:
+            beside = getattr(self.spec, "checked_keys", ())
+            # --by one of the row's own fields (or a key checked beside them)
+            if self.group_field in rename.values() or self.group_field in beside:
                 self.typed, self.group_field = False, None
                 self._decoder = msgspec.json.Decoder()
                 self._errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
                 return
             self._decoder = self._narrow = self._typed_decoder(fields, rename)
-            if sums:
-                self._wide = self._typed_decoder(*self.spec.struct_fields(sums=True))
+            if beside:
+                self._wide = self._typed_decoder(*self.spec.struct_fields(beside=True))
         else:
             self._decoder = msgspec.json.Decoder()
         # RecursionError: a value nested deeper than msgspec goes; json.loads words the error
@@ -135,14 +135,15 @@ class BlockDecoder:
         return msgspec.json.Decoder(row_type)
 
     def _pick_decoder(self, block: memoryview) -> None:
-        """Native perplexity rows: the typed decoder that also names the other sums' totals
-        (``nll_sum``, ``sum_logprob``) for a block that may hold one, so that a row giving one
-        fails to decode and its check compares the two; the narrow one, which skips those
-        names unread, for a block that cannot hold them (a test of a few bytes, see
-        :func:`_may_hold`, where looking for the names themselves would cost more)."""
+        """Native perplexity rows: the typed decoder that also names the keys checked beside
+        the row's own fields (other sums' totals ``nll_sum``, ``sum_logprob``; the per-token
+        list, ``logprobs``) for a block that may hold one, so that a row giving one fails to
+        decode and its check compares them; the narrow one, which skips those names unread,
+        for a block that cannot hold them (a test of a few bytes, see :func:`_may_hold`, where
+        looking for the names themselves would cost more)."""
         if self._wide is None or not self.typed:
             return
-        keys = [_quoted(total) for total, _, _ in self.spec.other_sums]
+        keys = [_quoted(key) for key in self.spec.checked_keys]
         self._decoder = self._wide if any(_may_hold(block, k) for k in keys) else self._narrow
 
     def block(
@@ -167,7 +168,7 @@ class BlockDecoder:
         if self.typed and self.group_field is None:
             cols = self._typed_columns(block, expected)
             if cols is None:
-                return self._precise(block, first_line, name)
+                return self._checked_beside(block, first_line, name, expected, consecutive)
             lines = None if consecutive else _row_lines(block, first_line, consecutive is None)
             return cols, None, lines
         rows = None
@@ -243,6 +244,32 @@ class BlockDecoder:
                 for k, col in enumerate(pieces[0])
             )
         return cols if spec.columns_ok(cols) else None
+
+    def _checked_beside(
+        self, block: memoryview, first_line: int, name: str, expected: int, consecutive: Any
+    ) -> tuple:
+        """A block of native rows that the typed struct refused and that may hold a key
+        checked beside the rows' own fields (:meth:`_pick_decoder`): decoded into dicts, each
+        row read by the spec's check, as rows read with ``--id-field`` are; line by line
+        (:meth:`_precise`) when it does not decode so, or holds no such key."""
+        if self._wide is None or self._decoder is not self._wide:
+            return self._precise(block, first_line, name)
+        import msgspec
+
+        rows = None
+        with contextlib.suppress(*self._errors):
+            rows = msgspec.json.Decoder().decode_lines(block)
+        if rows is None or len(rows) != expected:
+            return self._precise(block, first_line, name)
+        lines = None if consecutive else _row_lines(block, first_line, consecutive is None)
+        values: list = []
+        for i, row in enumerate(rows):
+            try:
+                self._take(row, values, None)
+            except ValueError as e:
+                line = first_line + i if lines is None else int(lines[i])
+                raise InputError(name, line, str(e)) from None
+        return self.spec.columns(values), None, lines
 
     def rows(self, items: list[tuple[Any, Any]], name: str) -> tuple:
         """Decode rows already parsed, ``(locator, row)`` pairs of a whole document: returns

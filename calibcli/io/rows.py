@@ -1,5 +1,6 @@
 """What a valid row is: one spec per row kind, the only place row rules and their messages live
-(beside :mod:`calibcli.io.sums_rows`, the rows of sums under other tools' names).
+(beside :mod:`calibcli.io.sums_rows`, the rows of sums under other tools' names, and
+:mod:`calibcli.io.logprob_rows`, a row's per-token logprobs beside its totals).
 
 A spec turns one decoded row into its values and raises ``ValueError`` with a message that names
 the field and the value as written (the reader prefixes ``path:line: ``). Each rule is written
@@ -415,11 +416,6 @@ class CalibrationRow:
         return conf, corr
 
 
-def _has_infinity(values: Any) -> bool:
-    """Whether a list of per-token logprobs holds an infinite one (a zero-probability token)."""
-    return isinstance(values, list) and any(isinstance(v, float) and math.isinf(v) for v in values)
-
-
 PERPLEXITY_COUNTS = ("tokens", "bytes", "words")
 """The count columns of a perplexity block (after the NLL), as named in :class:`PerplexityRow`."""
 
@@ -452,17 +448,25 @@ class PerplexityRow:
         # a dotted name may reach into nested objects, which the typed struct (its keys read
         # whole) cannot: such rows decode into dicts and field() reads them
         self.flat = not any("." in name for name in (nll_field, *self.count_fields.values()))
+        from calibcli.io.logprob_rows import ListBeside
         from calibcli.io.sums_rows import other_totals
 
-        # the sums pairs (nll_sum, sum_logprob) a native row may give beside its own fields
-        self.other_sums = other_totals(tokens_field, (nll_field, *self.count_fields.values()))
+        # the sums pairs (nll_sum, sum_logprob) a native row may give beside its own fields,
+        # and the per-token list checked against whichever totals and counts a row gives
+        own = (nll_field, *self.count_fields.values())
+        self.other_sums = other_totals(tokens_field, own)
+        self.beside = ListBeside(logprobs_field, nll_field, tokens_field)
+        # the keys that send a native row from the typed struct to :meth:`check`
+        found = (*(total for total, _, _ in self.other_sums), *self.beside.keys)
+        self.checked_keys = tuple(k for k in dict.fromkeys(found) if k not in own)
 
-    def struct_fields(self, *, sums: bool = False) -> tuple[list, dict]:
+    def struct_fields(self, *, beside: bool = False) -> tuple[list, dict]:
         """msgspec struct fields (name, type[, default]) and their JSON names. The optional
         counts default to -1 ("absent") and keep their range constraint so that -1 cannot be
-        written; the ranges of nll and tokens are checked on the columns. With ``sums``, the
-        struct also names the :attr:`other_sums` totals with a type no value has: a row giving
-        one fails to decode and is read as a dict, whose check compares the two."""
+        written; the ranges of nll and tokens are checked on the columns. With ``beside``, the
+        struct also names the :attr:`checked_keys` (other sums' totals, the per-token list)
+        with a type no value has: a row giving one fails to decode and is read as a dict,
+        whose check compares them with the row's own fields."""
         from typing import Annotated
 
         from msgspec import Meta
@@ -471,11 +475,11 @@ class PerplexityRow:
         fields = [("nll", float), ("tokens", int), ("nbytes", count, -1), ("words", count, -1)]
         names = (self.nll_field, *self.count_fields.values())
         rename = dict(zip(("nll", "tokens", "nbytes", "words"), names, strict=True))
-        if sums:
+        if beside:
             never = Annotated[str, Meta(min_length=1, max_length=0)]
-            for k, (total, _, _) in enumerate(self.other_sums):
-                fields.append((f"sum{k}", never, None))
-                rename[f"sum{k}"] = total
+            for k, key in enumerate(self.checked_keys):
+                fields.append((f"beside{k}", never, None))
+                rename[f"beside{k}"] = key
         return fields, rename
 
     @staticmethod
@@ -497,14 +501,15 @@ class PerplexityRow:
         nll = check_nll(field(obj, nf), nf)
         tokens = check_count(field(obj, tf), tf)
         check_nll_tokens(nll, tokens, nf, tf)
-        counts = self._scored_counts(obj, tokens)
+        counts = self.scored_counts(obj, tokens)
         if self.other_sums:
             from calibcli.io.sums_rows import check_native_sums
 
             check_native_sums(obj, nll, tokens, (nf, tf), self.other_sums)
+        self.beside.check(obj)
         return nll, tokens, *counts, 0, 0, 0
 
-    def _scored_counts(self, obj: dict, tokens: int) -> tuple:
+    def scored_counts(self, obj: dict, tokens: int) -> tuple:
         """:meth:`optional`, refused when given to a sequence of no scored token."""
         counts = self.optional(obj)
         check_scored(tokens, counts, (self.count_fields["bytes"], self.count_fields["words"]))
@@ -542,17 +547,11 @@ class PerplexityRow:
             return rolling
         if fmt == "sums":
             return self._sums
-        from calibcli.formats import logprobs_row, lookup
+        import functools
 
-        def logprobs(obj: dict) -> tuple:
-            nll, tokens, nulls, sentinels = logprobs_row(obj, field=self.logprobs_field)
-            nll = float(nll)
-            overflowed = math.isinf(nll) and not _has_infinity(lookup(obj, self.logprobs_field))
-            tokens = int(tokens)
-            counts = self._scored_counts(obj, tokens)
-            return nll, tokens, *counts, int(nulls), int(sentinels), overflowed
+        from calibcli.io.logprob_rows import logprobs_values
 
-        return logprobs
+        return functools.partial(logprobs_values, self)
 
     def _sums(self, obj: dict) -> tuple:
         """Values of a row of per-sequence sums under another tool's names (``sums``, see
@@ -560,7 +559,8 @@ class PerplexityRow:
         from calibcli.io.sums_rows import sums_values
 
         nll, tokens = sums_values(obj)
-        return nll, tokens, *self._scored_counts(obj, tokens), 0, 0, 0
+        self.beside.check(obj)
+        return nll, tokens, *self.scored_counts(obj, tokens), 0, 0, 0
 
     @staticmethod
     def columns_ok(cols: tuple) -> bool:
