@@ -93,15 +93,24 @@ def hash_packed(buffer: bytes, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
     padded = np.zeros(data.shape[0] + 8, np.uint8)
     padded[: data.shape[0]] = data
     word_at = np.ndarray((data.shape[0] + 1,), "<u8", padded, 0, (1,))
+    # an id takes one round per 8 bytes of its own, ceil(size / 8), and no more: its hash is a
+    # function of its bytes alone, whatever ids share its batch
+    rounds = -(-sizes // 8)
+    fewest = int(rounds.min())
     with np.errstate(over="ignore"):
         lanes = [mix64_in_place(sizes.astype(np.uint64) ^ seed) for seed in _SEEDS]
-        for j in range(-(-int(sizes.max()) // 8)):
-            left = np.clip(sizes - 8 * j, 0, 8)
-            word = word_at[np.minimum(at + 8 * j, data.shape[0])] & _MASKS[left]
-            for seed, h in zip(_SEEDS, lanes, strict=True):
+        for j in range(int(rounds.max())):
+            live = None if j < fewest else np.flatnonzero(rounds > j)
+            size, start = (sizes, at) if live is None else (sizes[live], at[live])
+            left = np.clip(size - 8 * j, 0, 8)
+            word = word_at[np.minimum(start + 8 * j, data.shape[0])] & _MASKS[left]
+            for k, seed in enumerate(_SEEDS):
+                h = lanes[k] if live is None else lanes[k][live]
                 h ^= word
                 h += seed
                 mix64_in_place(h)
+                if live is not None:
+                    lanes[k][live] = h
     hi[short], lo[short] = lanes
     return hi, lo
 

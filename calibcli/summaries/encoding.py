@@ -3,7 +3,7 @@
 Layout (all integers little-endian)::
 
     b"CALIBCLI SUMMARY"          16 bytes, the magic
-    u32 format version            FORMAT_VERSION (2); 1 is read too, others are refused
+    u32 format version            FORMAT_VERSION (3); 1 and 2 are read too, others refused
     u32 0                         reserved
     u64 header length             bytes of the header that follows
     header                        UTF-8 JSON, padded with spaces to a multiple of 8 bytes
@@ -42,9 +42,9 @@ from calibcli.summaries.perplexity import PerplexitySettings, PerplexitySummary
 from calibcli.summaries.sources import recorded_counts, recorded_hashes
 from calibcli.summaries.tables import BinTable, TotalsTable
 
-FORMAT_VERSION = 2
-READ_VERSIONS = (1, 2)
-"""Version 1 held the smooth-ECE grids dense (about 300 KB a group); it is read as version 2."""
+FORMAT_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
+"""Version 1 held the smooth-ECE grids dense; 1 and 2 hashed an id with the ids beside it."""
 _PREFIX = struct.Struct("<16sIIQ")
 _DTYPES = {"<f8": np.float64, "<i8": np.int64, "<u4": np.uint32, "<u8": np.uint64}
 ROW_ARRAYS = ("rows.right", "rows.wrong", "rows.right_groups", "rows.wrong_groups")
@@ -237,6 +237,8 @@ def read_header(data: bytes | memoryview) -> tuple[dict[str, Any], int]:
         meta = json.loads(bytes(data[_PREFIX.size : end]).decode("utf-8"))
     except (ValueError, RecursionError):
         raise SummaryError("a damaged calibcli summary (its header is not valid JSON)") from None
+    if isinstance(meta, dict) and version < 3:  # its row ids are RowIds.batched
+        meta["batched_ids"] = True
     if not isinstance(meta, dict) or not isinstance(meta.get("arrays"), list):
         raise SummaryError("a damaged calibcli summary (its header lists no arrays)")
     return meta, end
@@ -395,7 +397,8 @@ def _row_ids(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> RowIds | No
         raise SummaryError("a damaged calibcli summary (its row ids are incomplete)") from None
     if hashes.shape != lines.shape or hashes.ndim != 1:
         raise SummaryError("a damaged calibcli summary (its row ids have a bad shape)")
-    return RowIds(hashes.astype(np.uint64), lines.astype(np.int64))
+    batched = meta.get("batched_ids") is True
+    return RowIds(hashes.astype(np.uint64), lines.astype(np.int64), batched)
 
 
 def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_rows: bool = False):

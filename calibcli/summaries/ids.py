@@ -23,17 +23,21 @@ class SummaryMismatch(ValueError):
 @dataclass(frozen=True, eq=False)
 class RowIds:
     """Hashes (uint64) and lines (int64, -1 when not a line) of identified rows, in input
-    order."""
+    order. ``batched``: read from a summary an earlier calibcli wrote, whose hash of an id
+    depended on the ids hashed with it, so that its hashes match no other summary's."""
 
     hashes: np.ndarray
     lines: np.ndarray
+    batched: bool = False
 
     @classmethod
     def concat(cls, parts: list[RowIds]) -> RowIds | None:
         if not parts:
             return None
         return cls(
-            np.concatenate([p.hashes for p in parts]), np.concatenate([p.lines for p in parts])
+            np.concatenate([p.hashes for p in parts]),
+            np.concatenate([p.lines for p in parts]),
+            any(p.batched for p in parts),
         )
 
     @property
@@ -81,7 +85,9 @@ def pooled_keys(questions: Any, tokens: Any = None, held: RowIds | None = None) 
     if held is None:
         return keys
     return RowIds(
-        np.concatenate([held.hashes, keys.hashes]), np.concatenate([held.lines, keys.lines])
+        np.concatenate([held.hashes, keys.hashes]),
+        np.concatenate([held.lines, keys.lines]),
+        held.batched,
     )
 
 

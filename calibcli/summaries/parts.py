@@ -322,6 +322,15 @@ def merge_parts(parts: list[Any], labels: list[str]) -> Any:
     check_disjoint(parts, labels)
     counted = [(part, label) for part, label in zip(parts, labels, strict=True) if _counted(part)]
     for part, label in counted if len(counted) > 1 else ():
+        if part.row_ids is not None and part.row_ids.batched:
+            # its ids were hashed with the ids read beside them: equal ids in two parts may
+            # hash apart, so a question or row the parts share would go unseen
+            raise SummaryMismatch(
+                f"{label} was written by an earlier calibcli, whose hash of a row's id depended "
+                "on the ids read with it, so its ids cannot be matched with the other parts'; "
+                "summarize its files again",
+                part=label,
+            )
         if part.settings.id_field is not None and part.row_ids is None:
             # a summary of identified rows keeps their ids, or with --all-runs their questions'
             # keys: without either it pooled re-runs before summaries kept those keys
