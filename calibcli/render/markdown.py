@@ -108,10 +108,11 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
             # the limit as given; the value with as many decimals as put it on its side of it
             value = _cell(check["value"], gate_decimals([check["value"]], limit))
             if "floor" in check:  # the larger of the upper end and the rare-class floor
-                digits = gate_decimals([check["value"], check["floor"]], limit)
+                present = [v for v in (check["value"], check["floor"]) if v is not None]
+                digits = gate_decimals(present, limit)
                 parts = [_cell(check[k], digits) for k in ("upper", "floor")]
-                more = f", + allowance {_cell(check['allowance'], digits)}"
-                parts.append(more if "allowance" in check else "")
+                extra = check.get("allowance")
+                parts.append("" if extra is None else f", + allowance {_cell(extra, digits)}")
                 value += " (larger of upper end {} and rare-class floor {}{})".format(*parts)
             elif "allowance" in check:  # the upper end plus BASE's bias allowance, both shown
                 digits = gate_decimals([check["value"]], limit)
