@@ -2,7 +2,9 @@
 judged on their digits: a ``correct`` of 0.999999999999999999999999999999, whose double is 1.0,
 is refused naming the value as written, and so is a token count of 2.99999999999999999999;
 exact decimals read as the integers they spell (2**53 + 1 too), with the figures of the same
-rows as JSON Lines. A NaN confidence or NLL is refused as not a number, as a file's row is."""
+rows as JSON Lines. A negative scale (decimal128(5, -2): multiples of 100) holds whole numbers,
+read exactly: a ``correct`` of 100 is refused as a JSON row's 100 is. A NaN confidence or NLL is
+refused as not a number, as a file's row is."""
 
 from __future__ import annotations
 
@@ -145,3 +147,74 @@ def test_a_nan_is_refused_as_not_a_number(column, values, kind, columns):
     assert problems.message() == (
         f"column {column!r}: 3 bad values; the first is NaN (row 2 of partition 0): not a number"
     )
+
+
+# --------------------------------------------------------------------------- negative scales
+
+
+def negative_scale(values: list[int | None], kind) -> object:
+    """Whole numbers as a decimal column of negative scale (multiples of 10**-scale), made by
+    Arrow's own rescaling from scale 0."""
+    return pa.array([None if v is None else Decimal(v) for v in values], pa.decimal256(76, 0)).cast(
+        kind
+    )
+
+
+HUNDREDS = [pa.decimal32(5, -2), pa.decimal64(5, -2), pa.decimal128(5, -2), pa.decimal256(5, -2)]
+"""Multiples of 100 of up to 7 digits, in each width of decimal."""
+
+
+@pytest.mark.parametrize("kind", [*HUNDREDS, pa.decimal256(76, -2)], ids=str)
+def test_a_negative_scale_correct_of_100_is_refused(kind):
+    # rows 3 and 7 (0-based) answered 100, the rest 0
+    values = [100 if i in (3, 7) else 0 for i in range(N)]
+    batch = pa.record_batch({"confidence": confidences(), "correct": negative_scale(values, kind)})
+    summary, problems = frame_summary([batch], FrameSpec("calibration", CALIBRATION), 0)
+    assert summary is None
+    (count, _, why, where) = problems.found["correct"]
+    assert (count, why, where) == (2, "not true, false, 0 or 1", (0, 3))
+    if kind.precision - kind.scale <= 76:  # read at scale 0: 100 as a JSON row writes it
+        assert problems.message() == (
+            "column 'correct': 2 bad values; the first is 100 (row 4 of partition 0): "
+            "not true, false, 0 or 1"
+        )
+
+
+@pytest.mark.parametrize("kind", HUNDREDS, ids=str)
+def test_a_negative_scale_correct_of_zeros_reads_as_false(tmp_path, kind):
+    batch = pa.record_batch({"confidence": confidences(), "correct": negative_scale([0] * N, kind)})
+    got = engine_report(batch, "calibration", CALIBRATION)
+    rows = [{"confidence": c, "correct": False} for c in confidences()]
+    want = cli_json("calibrate", write_jsonl(tmp_path / "rows.jsonl", rows))
+    assert got["n"] == N and got["accuracy"] == 0.0
+    assert_same(got, want, files=False)
+
+
+@pytest.mark.parametrize("kind", [*HUNDREDS, pa.decimal256(76, -2)], ids=str)
+def test_negative_scale_counts_read_as_their_integers(tmp_path, kind):
+    """100, 9_999_900 (the largest of 5 digits at scale -2) and a null-free hand sum."""
+    counts = [100, 9_999_900, 300, 0]
+    nll = [10.0, 2.5, 4.0, 0.0]
+    batch = pa.record_batch({"nll": nll, "tokens": negative_scale(counts, kind)})
+    got = engine_report(batch, "perplexity", PPL)
+    rows = [{"nll": x, "tokens": c} for x, c in zip(nll, counts, strict=True)]
+    want = cli_json("perplexity", write_jsonl(tmp_path / "rows.jsonl", rows))
+    assert got["total_tokens"] == 100 + 9_999_900 + 300
+    assert got == want | {"format": got["format"]}
+
+
+@pytest.mark.parametrize("kind", [pa.decimal128(20, -2), pa.decimal256(76, -2)], ids=str)
+def test_a_negative_scale_count_just_past_two_to_the_62_is_refused_by_its_digits(kind):
+    """2**62 = 4611686018427387904: the multiple of 100 below it is a count, the one above
+    (4611686018427388000, whose double is 2**62) is not."""
+    below, above = 4611686018427387900, 4611686018427388000
+    assert below < 2**62 < above and float(above) == 2.0**62
+    batch = pa.record_batch(
+        {"nll": [1.0, 2.0, 3.0], "tokens": negative_scale([below, 100, above], kind)}
+    )
+    summary, problems = frame_summary([batch], FrameSpec("perplexity", PPL), 0)
+    assert summary is None
+    (count, _, why, where) = problems.found["tokens"]
+    assert (count, why, where) == (1, "not a whole number in [0, 2**62]", (0, 2))
+    fine = pa.record_batch({"nll": [1.0, 2.0], "tokens": negative_scale([below, 100], kind)})
+    assert engine_report(fine, "perplexity", PPL)["total_tokens"] == below + 100

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,15 +156,26 @@ def test_each_disagreement_is_refused_naming_its_line(tmp_path, row, options, me
     refused([path, *options], path, 2, message)
 
 
-def test_a_sum_near_the_tolerance_is_refused_past_it(tmp_path):
-    # 4 tokens: a relative tolerance of 5 float32 roundoffs (2^-24) of the NLL, 10 here
-    slack = 5 * 2.0**-24 * 10.0
-    inside = {"nll": 10.0 + 0.9 * slack, "tokens": 4, "logprobs": LIST}
-    outside = {"nll": 10.0 + 1.1 * slack, "tokens": 4, "logprobs": LIST}
-    report([write_jsonl(tmp_path / "in.jsonl", [inside])])
-    path = write_jsonl(tmp_path / "out.jsonl", [outside])
+@pytest.mark.parametrize(
+    ("nll", "logprobs"),
+    [
+        # a relative tolerance of 2^-6 of the larger: 10 - 10/64 = 9.84375 is at it
+        (9.84375, LIST),
+        # 64 beside a sum of -63: 1 apart, 1/64 of 64
+        (64.0, [-31.5, -31.5]),
+    ],
+    ids=["nll-below", "nll-above"],
+)
+def test_a_sum_at_the_tolerance_agrees_and_one_past_it_is_refused(tmp_path, nll, logprobs):
+    listed = -math.fsum(logprobs)
+    assert abs(nll - listed) == max(nll, listed) / 64  # exactly at the tolerance
+    inside = {"nll": nll, "tokens": len(logprobs), "logprobs": logprobs}
+    got = report([write_jsonl(tmp_path / "in.jsonl", [inside])])
+    assert (got["total_nll"], got["total_tokens"]) == (nll, len(logprobs))
+    past = nll + (2.0**-30 if nll > listed else -(2.0**-30))
+    path = write_jsonl(tmp_path / "out.jsonl", [{**inside, "nll": past}])
     message = (
-        f"nll {10.0 + 1.1 * slack!r} and the 4 logprobs (sum -10.0) disagree "
+        f"nll {past!r} and the {len(logprobs)} logprobs (sum {-listed!r}) disagree "
         "(expected nll = -sum(logprobs))"
     )
     refused([path], path, 1, message)
@@ -187,6 +199,54 @@ def _float32_rows(n_rows: int, seed: int, length: int = 400) -> tuple[list, list
         plain.append(row)
         with_list.append({**row, "logprobs": [float(v) for v in values]})
     return with_list, plain
+
+
+HALF = Path(__file__).resolve().parent / "fixtures" / "half_precision_logprobs"
+
+
+@pytest.mark.parametrize("name", ["float16.jsonl", "bfloat16.jsonl"])
+def test_a_float32_loss_beside_a_half_precision_list_agrees(tmp_path, name):
+    """A float32 NLL beside the list of a log-softmax in float16 or bfloat16 (the fixture's
+    README): the rows read as their NLLs without the lists."""
+    rows = [json.loads(line) for line in (HALF / name).read_text().splitlines()]
+    listed = [-math.fsum(r["logprobs"]) for r in rows]
+    apart = [abs(r["nll"] - s) / max(r["nll"], s) for r, s in zip(rows, listed, strict=True)]
+    # past float32 noise, (n + 1) * 2^-24, in the short rows; within 2^-6 in all
+    assert all(a > (r["tokens"] + 1) * 2.0**-24 for a, r in zip(apart[:2], rows[:2], strict=True))
+    assert max(apart) < 2.0**-6
+    plain = [{k: v for k, v in r.items() if k != "logprobs"} for r in rows]
+    got = report([HALF / name])
+    assert got == report([write_jsonl(tmp_path / "p.jsonl", plain)])
+    assert got["total_nll"] == math.fsum(r["nll"] for r in rows)
+    assert got["total_tokens"] == 1110
+
+
+def _bfloat16(values: np.ndarray) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 (ties to even), as float32."""
+    bits = values.astype(np.float32).view(np.uint32)
+    bits = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(
+        0xFFFF0000
+    )
+    return bits.view(np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_lists_beside_float32_sums_agree(tmp_path, dtype):
+    """The float32 sum of a sequence's scores beside the same scores rounded to float16 or
+    bfloat16: every row agrees and reads as its NLL without the list."""
+    rng = np.random.default_rng(7)
+    rows, plain = [], []
+    for i in range(200):
+        values = (-rng.exponential(1.5, int(rng.integers(1, 600)))).astype(np.float32)
+        total = np.float32(0.0)
+        for v in values:
+            total = np.float32(total + v)
+        half = values.astype(np.float16) if dtype == "float16" else _bfloat16(values)
+        plain.append({"id": i, "nll": -float(total), "tokens": int(values.shape[0])})
+        rows.append({**plain[-1], "logprobs": [float(v) for v in half]})
+    got = report([write_jsonl(tmp_path / "l.jsonl", rows)])
+    assert got == report([write_jsonl(tmp_path / "p.jsonl", plain)])
+    assert got["total_nll"] == math.fsum(r["nll"] for r in plain)
 
 
 def test_float32_sums_agree_and_read_as_without_the_list(tmp_path):

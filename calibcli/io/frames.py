@@ -160,14 +160,37 @@ def _floats(array: Any, column: str, problems: ColumnProblems, ok: Any, why: str
     return values, bad
 
 
-def _whole(array: Any) -> tuple[Any, Any]:
-    """(whether each value of a decimal column is a whole number, judged on its digits; each
-    value truncated to int64, exact where it is whole and within int64). A value whose double
-    is whole need not be: 0.999999999999999999999999999999 has the double 1.0."""
+def _at_scale_zero(array: Any) -> Any:
+    """A decimal column of negative scale (decimal128(5, -2): multiples of 100, whole numbers)
+    as the same values at scale 0, which Arrow's rounding and comparison kernels take and which
+    read as integers (100, not 1E+2); any other column as it is, and one too wide for a scale-0
+    decimal (over 76 digits) too."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     kind = array.type
+    if not pa.types.is_decimal(kind) or kind.scale >= 0:
+        return array
+    digits = kind.precision - kind.scale
+    if digits > 76:
+        return array
+    return pc.cast(array, (pa.decimal128 if digits <= 38 else pa.decimal256)(digits, 0))
+
+
+def _whole(array: Any) -> tuple[Any, Any]:
+    """(whether each value of a decimal column is a whole number, judged on its digits; each
+    value truncated to int64, exact where it is whole and within int64). A value whose double
+    is whole need not be: 0.999999999999999999999999999999 has the double 1.0."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = _at_scale_zero(array)
+    kind = array.type
+    if kind.scale < 0:  # whole numbers past any scale-0 decimal: each value's integer
+        values = array.to_pylist()
+        ints = [0 if v is None else max(min(int(v), 2**63 - 1), -(2**63)) for v in values]
+        return np.array([v is not None for v in values], bool), np.array(ints, np.int64)
     if not (pa.types.is_decimal128(kind) or pa.types.is_decimal256(kind)):
         # the narrow decimals have no rounding kernel; decimal128 holds every value they hold
         array = pc.cast(array, pa.decimal128(kind.precision, kind.scale))
@@ -218,7 +241,7 @@ def _calibration_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, wh
         conf, _ = _floats(raw_conf, conf_name, problems, confidence_ok, "outside [0, 1]", where)
     else:  # true is not a confidence of 1, as the JSON rows have it
         conf = np.zeros(len(raw_conf))
-    raw = _column(batch, correct_name)
+    raw = _at_scale_zero(_column(batch, correct_name))
     if pa.types.is_boolean(raw.type):
         flags = pc.fill_null(raw, False).to_numpy(zero_copy_only=False)
         wrong = raw.is_null().to_numpy(zero_copy_only=False)
@@ -249,7 +272,7 @@ def _counts(batch: Any, name: str | None, problems: ColumnProblems, where: Any):
 
     if name is None:
         return None, None
-    raw = _column(batch, name)
+    raw = _at_scale_zero(_column(batch, name))
     bad = _not_numbers(raw, name, problems, "a count", where)
     if bad is not None:
         return np.zeros(len(raw), np.int64), bad

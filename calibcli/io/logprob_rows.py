@@ -9,9 +9,9 @@ per-token list, and is left unread as before); its numbers are read with the ``l
 format's rules (:func:`~calibcli.formats.logprobs_row`). Each total and count the row gives
 as a JSON number is compared with it (a string or an object under one of those names is
 something else, left unread). The token count must be the list's count of numbers, exactly;
-the NLL must be the negated sum of the numbers, up to float32 noise (:func:`nll_agrees`). A
-row that agrees is read by the same fields as before, so its figures do not change. The row
-rules and their wording are those of :mod:`calibcli.io.rows`.
+the NLL must be the negated sum of the numbers, up to the rounding of half-precision scores
+(:func:`nll_agrees`). A row that agrees is read by the same fields as before, so its figures do
+not change. The row rules and their wording are those of :mod:`calibcli.io.rows`.
 """
 
 from __future__ import annotations
@@ -22,31 +22,28 @@ from typing import Any
 from calibcli.formats import SUM_FIELDS, has_path, logprobs_row, lookup
 from calibcli.io.rows import _is_number, show
 
-FLOAT32_ROUNDOFF = 2.0**-24
-"""The unit roundoff of float32, in which a model's per-token scores and their total are
-often computed and written."""
-
-LOOSEST = 2.0**-10
-"""The largest relative difference accepted between a total and its list, however long."""
+TOLERANCE = 2.0**-6
+"""The relative difference accepted between a total and its list (1/64, about 0.016)."""
 
 
-def nll_agrees(total: float, listed: float, tokens: int) -> bool:
-    """Whether an NLL given as a total and the NLL of its ``tokens`` listed log-probabilities
-    (``-fsum``) are one number up to the noise of computing either in float32.
+def nll_agrees(total: float, listed: float) -> bool:
+    """Whether an NLL given as a total and the NLL of its listed log-probabilities (``-fsum``)
+    are one number up to the rounding of half-precision scores: within 2^-6 of the larger (with
+    1 as the least scale, for sums near 0).
 
-    Summing n numbers of one sign left to right errs by at most (n - 1)·u of the sum (u =
-    2^-24 in float32), and rounding the terms and the total to float32 adds 2u: so the two
-    may differ by (n + 1)·u relative to the larger (with 1 as the least scale, for sums near
-    0), capped at 2^-10 (~1e-3) for long sequences, whose float32 sums err far below the
-    worst case (pairwise summation: log2(n)·u). An NLL taken for a mean per token, or logs
-    taken in base 2 or 10, differ from the list by a factor of n or of 1.44 or 2.30, a
-    relative difference of at least 0.3: hundreds of times the largest tolerance. Infinite
-    values (a zero-probability token) agree only with each other.
+    A script often takes the total from a float32 loss and the list from a log-softmax in the
+    model's dtype (bfloat16 or float16): bfloat16 rounds each term by at most 2^-8 of it, so a
+    sum of terms of one sign is off by at most 2^-8 relative, twice that with the rounding of
+    the total itself, a quarter of the tolerance (float16 and float32 round far finer). An NLL
+    taken for a mean per token misses its list's sum by a factor of n >= 2 (relative 0.5 or
+    more), and logs taken in base 2 or 10 by a factor of 1.44 or 2.30 (relative 0.31 and 0.57):
+    about twenty times the tolerance or more, for totals past 1. With one token the mean is the
+    sum, and the two agree. Infinite values (a zero-probability token) agree only with each
+    other.
     """
     if math.isinf(total) or math.isinf(listed):
         return total == listed
-    tolerance = min((tokens + 1) * FLOAT32_ROUNDOFF, LOOSEST)
-    return abs(total - listed) <= tolerance * max(1.0, abs(total), abs(listed))
+    return abs(total - listed) <= TOLERANCE * max(1.0, abs(total), abs(listed))
 
 
 def logprobs_values(spec: Any, obj: dict) -> tuple:
@@ -118,7 +115,7 @@ class ListBeside:
                 )
         for name, sign in self.totals:
             given = _given(obj, name)
-            if given is not None and not nll_agrees(sign * _as_float(given), nll, tokens):
+            if given is not None and not nll_agrees(sign * _as_float(given), nll):
                 total = -nll if nll else 0.0
                 raise ValueError(
                     f"{name} {show(given)} and the {tokens} {self.field} (sum {show(total)}) "
