@@ -145,7 +145,7 @@ def test_an_engine_summary_takes_floors(tmp_path):
     cli, _ = report(["calibrate", part, "--max-brier", "0.05", "--min-rows", "8"], 1)
     assert body["gate"] == cli["gate"] and body["gate"]["passed"] is False
     assert summary.report(floors={"n": 7})["gate"]["passed"] is True
-    with pytest.raises(ValueError, match="no floor gates 'tokens': the counts with one are 'n'"):
+    with pytest.raises(InputError, match="no floor gates 'tokens': the counts with one are 'n'"):
         summary.report(floors={"tokens": 7})
 
 
