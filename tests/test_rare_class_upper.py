@@ -196,7 +196,7 @@ def test_summary_files_and_merge_give_the_same_verdict(tmp_path):
             assert a["floor_flips"] == b["floor_flips"] and a["passed"] == b["passed"]
 
 
-def test_compare_reads_new_floor_less_base_estimate(tmp_path):
+def test_compare_reads_the_floor_of_the_same_pairs_turned_on_both_sides(tmp_path):
     rng = random.Random(9)
     base_rows, new_rows = [], []
     for i in range(100):
@@ -210,9 +210,14 @@ def test_compare_reads_new_floor_less_base_estimate(tmp_path):
     )
     (check,) = gate_of(result)["checks"]
     m = cp_count(0, 100)
-    new_floor = ((100 - m) * 0.03**2 + m * 0.97**2) / 100
-    base_brier = brier([r["confidence"] for r in base_rows], [r["correct"] for r in base_rows])
+    # the m pairs right on both sides where turning both costs NEW less BASE the most,
+    # 2(0.97 - c_base): BASE's least confident right answers
+    both = sorted((r["confidence"], r["id"]) for r in base_rows if r["correct"])
+    chosen = {i for _, i in both[:m]}
+    new_brier = ((100 - m) * 0.03**2 + m * 0.97**2) / 100
+    base_conf = [r["confidence"] for r in base_rows]
+    base_y = [r["correct"] and r["id"] not in chosen for r in base_rows]
     assert check["floor_flips"] == m
-    assert check["floor"] == pytest.approx(new_floor - base_brier, rel=1e-9)
+    assert check["floor"] == pytest.approx(new_brier - brier(base_conf, base_y), rel=1e-9)
     assert check["value"] == max(check["upper"], check["floor"])
     assert check["passed"] is (check["value"] <= 0.01)

@@ -120,8 +120,8 @@ def compare_section(
     and NEW's labels of each row's question, either None) makes each side's bootstrap draw
     its questions whole, and the upper end's floors count them. ``allowance``: the figures
     whose gate adds BASE's bias allowance (:func:`base_allowance`) to the upper end.
-    ``floored``: the figures whose upper-end margin reads NEW's rare-class floor
-    (:func:`~calibcli.reports.compare_sides.new_floor`) less BASE's estimate where larger."""
+    ``floored``: the figures whose upper-end margin reads the rare-class floor of NEW − BASE
+    (:func:`~calibcli.reports.compare_sides.new_floor`) where larger."""
     from calibcli.metrics import (
         SCALAR_KEYS,
         delong_clustered,
@@ -235,10 +235,9 @@ def compare_section(
     sided = (questions, questions) if settings.paired else (side_questions or (None, None))
     if allowance:
         gate_view.figures["allowance"] = base_allowance(base[0], allowance, settings, sided[0])
-    found = new_floor(new, floored, settings, sided[1]) if floored else None
-    if found is not None:  # the floor of NEW - BASE: NEW's floor less BASE's estimate
-        gate_view.figures["floor"] = found
-        gate_view.figures["floor_offsets"] = {f"{k}_increase": table[k]["base"] for k in floored}
+    found = new_floor(new, floored, settings, sided[1], base, table) if floored else None
+    if found is not None:  # the floor of NEW - BASE, and what the gate subtracts from it
+        gate_view.figures["floor"], gate_view.figures["floor_offsets"] = found
     return Comparison(Section(figures, notes), gate_view)
 
 

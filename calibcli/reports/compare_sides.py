@@ -309,33 +309,130 @@ def floor_keys(gate: Any) -> tuple[str, ...]:
     return tuple(key for key in asked if key not in BOTH_CLASSES)
 
 
-def new_floor(new: tuple[Any, Any], keys: tuple[str, ...], settings: Any, labels: Any) -> Any:
-    """NEW's rare-class floor of each figure in ``keys``
-    (:func:`~calibcli.metrics.rare_class_floor`, on the comparison's bins; ``labels``: each NEW
-    row's question, when the bootstrap draws them whole), keyed by its increase check
-    (``ece_increase``); None when NEW's rarer class holds ``MIN_UPPER_CLASS`` or more. Only
-    NEW's figure is raised: that raises NEW − BASE, and leaving BASE's as estimated keeps the
-    floor conservative."""
+def new_floor(
+    new: tuple[Any, Any],
+    keys: tuple[str, ...],
+    settings: Any,
+    labels: Any,
+    base: tuple[Any, Any],
+    table: dict[str, Any],
+) -> tuple[Any, dict[str, float]] | None:
+    """The rare-class floor of NEW − BASE for each figure in ``keys``, keyed by its increase
+    check (``ece_increase``), and what the gate subtracts from it (``table``: the comparison's
+    figures, each with BASE's estimate); None when NEW's rarer class holds ``MIN_UPPER_CLASS``
+    or more (counted in questions with ``labels``, each NEW row's question, when the bootstrap
+    draws them whole).
+
+    Unpaired (``settings.paired`` false): NEW's floor
+    (:func:`~calibcli.metrics.rare_class_floor`, on the comparison's bins) less BASE's
+    estimate. Only NEW's figure is raised: that raises
+    NEW − BASE, and leaving BASE's as estimated keeps the floor conservative.
+
+    Paired (``base`` row for row with ``new``, ``labels`` each pair's question): the same
+    questions are turned on both sides (:func:`paired_floor`), and the floor is NEW's figure
+    less BASE's on the turned rows, nothing subtracted: a file against itself has floor 0, and
+    a NEW better than BASE on every question a floor that says so."""
     from dataclasses import replace
 
     import numpy as np
 
     from calibcli.metrics import PredictionColumns, rare_class_floor
 
-    conf, right = np.asarray(new[0], np.float64), np.asarray(new[1], bool)
-    columns = PredictionColumns(conf[right], conf[~right])
-    asked = None if labels is None else (np.asarray(labels)[right], np.asarray(labels)[~right])
-    found = rare_class_floor(
-        columns,
-        keys,
+    if settings.paired:
+        found = paired_floor(base, new, keys, settings, labels)
+        offsets: dict[str, float] = {}
+    else:
+        conf, right = np.asarray(new[0], np.float64), np.asarray(new[1], bool)
+        columns = PredictionColumns(conf[right], conf[~right])
+        asked = None if labels is None else (np.asarray(labels)[right], np.asarray(labels)[~right])
+        found = rare_class_floor(
+            columns,
+            keys,
+            level=settings.level,
+            least=MIN_UPPER_CLASS,
+            bins=settings.bins,
+            questions=asked,
+        )
+        offsets = {f"{k}{ALLOWANCE}": table[k]["base"] for k in keys}
+    if found is None:
+        return None
+    values = {f"{k}{ALLOWANCE}": v for k, v in found.values.items()}
+    placed = {f"{k}{ALLOWANCE}": v for k, v in found.placed.items()}
+    return replace(found, values=values, placed=placed), offsets
+
+
+def paired_floor(
+    base: tuple[Any, Any], new: tuple[Any, Any], keys: tuple[str, ...], settings: Any, labels: Any
+) -> Any:
+    """The paired rare-class floor of NEW − BASE (:class:`~calibcli.metrics.RareClassFloor`,
+    ``values`` by figure key): NEW's rarer class and its upper count m of k
+    (as :func:`~calibcli.metrics.rare_class_floor` counts them, in questions with ``labels``), and
+    m − k whole questions (every row of each, on both sides) turned to that class, chosen among
+    those whose pairs are all of the other class on both sides (both right, for wrong answers
+    rare), at most as many as there are. A question is chosen where turning it raises NEW's
+    figure less BASE's the most: for the Brier score, by the sum over its rows of 2(c_new −
+    c_base) (2(c_base − c_new) when right answers are rare), for the NLL by the difference of
+    the log-odds, each the exact maximum of its difference; every other figure takes the Brier
+    score's questions. Each figure is then NEW's less BASE's, each on its turned rows."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from calibcli.metrics import (
+        PredictionColumns,
+        RareClassFloor,
+        calibration_estimates,
+        rare_class_floor,
+    )
+
+    c_new, y_new = np.asarray(new[0], np.float64), np.asarray(new[1], bool)
+    c_base, y_base = np.asarray(base[0], np.float64), np.asarray(base[1], bool)
+    label = np.arange(c_new.shape[0]) if labels is None else np.asarray(labels)
+    counted = rare_class_floor(  # no figure: NEW's rare class, m and k alone
+        PredictionColumns(c_new[y_new], c_new[~y_new]),
+        (),
         level=settings.level,
         least=MIN_UPPER_CLASS,
         bins=settings.bins,
-        questions=asked,
+        questions=None if labels is None else (label[y_new], label[~y_new]),
     )
-    if found is None:
+    if counted is None:
         return None
-    return replace(found, values={f"{k}{ALLOWANCE}": v for k, v in found.values.items()})
+    found = counted.rare
+    other = found.rare == "wrong"  # the outcome turned: right answers made wrong, or the mirror
+    _, question = np.unique(label, return_inverse=True)
+    question = question.reshape(-1)
+    count = int(question.max()) + 1 if question.size else 0
+    blocked = np.bincount(question, (y_new != other) | (y_base != other), count) > 0
+    sign = 1.0 if other else -1.0  # a turned row's cost rises with its confidence, or falls
+    with np.errstate(divide="ignore", invalid="ignore"):
+        costs = {
+            "brier": 2.0 * sign * (c_new - c_base),
+            "nll": sign * (np.log(c_new / (1 - c_new)) - np.log(c_base / (1 - c_base))),
+        }
+    want = max(0, found.bound - found.count)
+    values: dict[str, float] = {}
+    turned = 0
+    for cost in ("brier", "nll"):
+        asked = [k for k in keys if (k == "nll") == (cost == "nll")]
+        if not asked:
+            continue
+        total = np.bincount(question, np.nan_to_num(costs[cost], nan=0.0), count)
+        chosen = np.flatnonzero(~blocked)
+        chosen = chosen[np.argsort(-total[chosen], kind="stable")][:want]
+        flip = np.isin(question, chosen)
+        turned = max(turned, int(flip.sum()))
+        sides = []
+        for conf, right in ((c_new, y_new), (c_base, y_base)):
+            right = np.where(flip, not other, right)
+            est = calibration_estimates(
+                PredictionColumns(conf[right], conf[~right]),
+                bins=settings.bins,
+                smooth="smece" in asked,
+            )
+            sides.append(est)
+        values.update({k: float(getattr(sides[0], k)) - float(getattr(sides[1], k)) for k in asked})
+    return RareClassFloor(replace(found, turned=turned), {k: values[k] for k in keys})
 
 
 def with_new_floors(
@@ -425,7 +522,7 @@ def _allowance_line(check: dict[str, Any], gate: Any, group: str | None, level: 
     if check.get("floor") is not None and check["floor"] > upper:
         upper, read = (
             check["floor"],
-            f"NEW's rare-class floor less BASE's estimate, above the {read}",
+            f"the rare-class floor of NEW − BASE, above the {read}",
         )
     return (
         f"{metric}{where} = {value_text(upper, margin)} ({read}) + "

@@ -262,20 +262,28 @@ def evaluate(
     return Verdict(body, failures)
 
 
-def floor_text(floor: Any, level: float, *, new: bool = False) -> str:
+def floor_text(floor: Any, level: float, *, side: str | None = None) -> str:
     """What a rare-class floor (:class:`~calibcli.metrics.RareClassFloor`) rests on, for a
-    failure line: the class raised and the exact bound that gives its count (``new``: NEW's
-    figure in a comparison, less BASE's estimate)."""
+    failure line: the class raised and the exact bound that gives its count. ``side``: None
+    for a figure of its own; ``"new"`` for NEW's figure in a comparison, less BASE's estimate;
+    ``"paired"`` for NEW's figure less BASE's, the same questions turned on both sides."""
     rare = floor.rare
     counted = (
         f"{rare.count:,} of {rare.total:,} questions with a {rare.rare} answer"
         if rare.per_question > 1
         else f"{rare.count:,} of {rare.total:,} rows {rare.rare}"
     )
-    whose, less = ("NEW's figure", " less BASE's estimate") if new else ("the figure", "")
+    turned = f"{rare.turned:,} more {rare.rare} answers"
+    if side == "paired":
+        said = f"NEW's figure less BASE's, with the same {turned} on both sides"
+    elif side == "new":
+        said = f"NEW's figure with {turned} less BASE's estimate"
+    else:
+        said = f"the figure with {turned}"
+    on = " on NEW" if side else ""
     return (
-        f"{whose} with {rare.turned:,} more {rare.rare} answers{less}; {counted}, raised to "
-        f"{rare.bound:,}, the one-sided {(1 + level) / 2:g} Clopper-Pearson upper count"
+        f"{said}; {counted}{on}, raised to {rare.bound:,}, the one-sided {(1 + level) / 2:g} "
+        "Clopper-Pearson upper count"
     )
 
 
@@ -299,7 +307,6 @@ def with_floors(
     are, key for key."""
     if not any(f is not None for f in floors.values()):
         return body, failures
-    new = offsets is not None
     old = iter(failures)
     lines: list[str] = []
     failed_groups: list[str] = []
@@ -308,8 +315,11 @@ def with_floors(
         group = check.get("group")
         floor, metric = floors.get(group), check["metric"]
         if floor is not None and metric in floor.values and _open_upper(check):
-            offset = ((offsets or {}).get(group) or {}).get(metric, 0.0)
-            line = _floored(check, floor, floor.values[metric] - offset, gate, level, new)
+            subtracted = (offsets or {}).get(group) or {}
+            # compare: NEW's floor less BASE's estimate, or (paired) a difference already
+            side = None if offsets is None else "new" if metric in subtracted else "paired"
+            value = floor.values[metric] - subtracted.get(metric, 0.0)
+            line = _floored(check, floor, value, gate, level, side)
         if line is not None:
             lines.append(line)
             if group is not None and group not in failed_groups:
@@ -326,7 +336,7 @@ def _open_upper(check: dict[str, Any]) -> bool:
 
 
 def _floored(
-    check: dict[str, Any], floor: Any, value: float, gate: Gate, level: float, new: bool
+    check: dict[str, Any], floor: Any, value: float, gate: Gate, level: float, side: str | None
 ) -> str | None:
     """Record ``value``, the check's floor, in ``check`` (in place) and read the check on the
     larger of it and the upper end; its failure line, or None when it passes."""
@@ -334,7 +344,7 @@ def _floored(
     where = f" in group {check['group']!r}" if "group" in check else ""
     option = gate.options.get(metric, f"--max-{metric} {limit_text(threshold)}")
     del check["value"], check["passed"]  # recorded again after the floor
-    rests = floor_text(floor, level, new=new)
+    rests = floor_text(floor, level, side=side)
     if not math.isfinite(value):
         check.update(floor=None, floor_flips=floor.rare.turned, value=None, passed=False)
         check["reason"] = f"its rare-class floor ({rests}) is not a finite number"
