@@ -24,7 +24,7 @@ from typing import Any
 
 from calibcli.engines.memory import held_memory
 from calibcli.errors import InputError
-from calibcli.reports import flag, one_of, option, whole
+from calibcli.reports import flag, one_of, option, usage, whole
 
 
 class EngineSummary:
@@ -140,19 +140,18 @@ class EngineSummary:
             raise _usage(
                 'ci and gate_on="upper" read bootstrap intervals, and a perplexity report has none'
             )
-        try:
-            ci = calibrate_options(
-                grouped=self.summary.settings.by is not None,
-                gate_each=gate_each,
-                limits=thresholds,
-                floors=least,
-                gate_on=gate_on,
-                ci=ci,
-                bootstrap=None,
-                seed=None,
-            )
-        except ValueError as exc:
-            raise _usage(str(exc)) from None
+        ci = usage(
+            WHERE,
+            calibrate_options,
+            grouped=self.summary.settings.by is not None,
+            gate_each=gate_each,
+            limits=thresholds,
+            floors=least,
+            gate_on=gate_on,
+            ci=ci,
+            bootstrap=None,
+            seed=None,
+        )
         return strategy, min_bins, ci, thresholds, gate_on, least, gate_each
 
     def _report(
