@@ -294,3 +294,29 @@ def test_the_float32_limit_report_matches_the_command(tmp_path):
     command = run(["calibrate", rows, "--bins", "1", "--max-ece", "0.1", "--json"])
     api = calibcli.calibrate(calibcli.read_predictions(rows), bins=1, max_ece=np.float32(0.1))
     assert json.loads(command.stdout)["gate"] == api.body["gate"]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"bins": 20_000}, "bins must be a whole number from 1 to 10,000, not 20000"),
+        ({"bins": 2.0}, "bins must be a whole number from 1 to 10,000, not 2.0"),
+        ({"bootstrap_samples": 300, "seed": "3"}, "seed must be a whole number >= 0, not '3'"),
+        ({"bootstrap_samples": 300, "seed": 1.5}, "seed must be a whole number >= 0, not 1.5"),
+        ({"bootstrap_samples": 300, "seed": -1}, "seed must be a whole number >= 0, not -1"),
+    ],
+)
+def test_the_engines_bins_and_seed_are_the_command_s(tmp_path, options, said):
+    """--bins takes 1 to 10,000 and --seed a whole number >= 0; the engines refuse the rest on
+    the driver, before any task runs (a seed of -1 failed inside a task, "3" and 1.5 were
+    made integers, and 20,000 bins were taken)."""
+    from calibcli.engines import file_jobs, frame_spec
+
+    with pytest.raises(ValueError) as caught:
+        frame_spec("calibration", ("c", "y"), key="id", **options)
+    assert str(caught.value) == said
+    rows = _rows(tmp_path / "r.jsonl", [0.6, 0.7], [1, 0], id=[1, 2])
+    with pytest.raises(ValueError) as caught:
+        file_jobs([rows], "calibration", None, id_field="id", **options)
+    assert str(caught.value) == said
+    assert run(["summarize", rows, "--bins", "20000"]).exit_code == 2

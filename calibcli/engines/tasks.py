@@ -96,7 +96,7 @@ def frame_spec(kind: str, columns: tuple, **options: Any) -> FrameSpec:
     if table not in TABLE_MODES:
         raise ValueError(f"table must be one of {', '.join(TABLE_MODES)}, not {table!r}")
     samples = options.pop("bootstrap_samples", None)
-    seed = options.pop("seed", 0)
+    seed = options.pop("seed", None)
     if samples is not None:
         if kind != "calibration":
             raise ValueError("bootstrap_samples resamples calibration rows; these are perplexity")
@@ -105,24 +105,42 @@ def frame_spec(kind: str, columns: tuple, **options: Any) -> FrameSpec:
                 "bootstrap_samples keys each row's weights by its id: name the id column with "
                 "key=..."
             )
-        _check_samples(samples)
-    if options.get("bins") is not None:
-        from calibcli.summaries import CalibrationSettings
-
-        CalibrationSettings(bins=options["bins"])  # the CLI's check and message
-    bootstrap = None if samples is None else (samples, int(seed))
+    _check_bins(options.get("bins"))
+    bootstrap = _bootstrap(samples, seed)
     return FrameSpec(kind, tuple(columns), bootstrap=bootstrap, **options), table
 
 
-def _check_samples(samples: Any) -> None:
-    """``bootstrap_samples`` in the range ``summarize --bootstrap-samples`` takes."""
+def _bootstrap(samples: Any, seed: Any) -> tuple[int, int] | None:
+    """``(bootstrap_samples, seed)`` checked as ``summarize --bootstrap-samples`` and
+    ``--seed`` are (the integrations pass their default seed whether or not they resample, so
+    a seed alone is not refused); None without resamples."""
     from calibcli.reports import options as checks
 
+    if seed is not None and not (_whole(seed) and seed >= 0):
+        raise ValueError(f"seed must be a whole number >= 0, not {seed!r}")
+    if samples is None:
+        return None
     low, high = checks.MIN_BOOTSTRAP, checks.MAX_BOOTSTRAP
-    if type(samples) is not int or not low <= samples <= high:
+    if not (_whole(samples) and low <= samples <= high):
         raise ValueError(
             f"bootstrap_samples must be a whole number from {low} to {high:,}, not {samples!r}"
         )
+    return int(samples), 0 if seed is None else int(seed)
+
+
+def _whole(value: Any) -> bool:
+    """Whether ``value`` is a whole number (Python's or numpy's), not a boolean."""
+    import numbers
+
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_bins(bins: Any) -> None:
+    """``bins`` as ``--bins`` takes it: a whole number from 1 to the command's maximum."""
+    from calibcli.reports import options as checks
+
+    if bins is not None and not (_whole(bins) and 1 <= bins <= checks.MAX_BINS):
+        raise ValueError(f"bins must be a whole number from 1 to {checks.MAX_BINS:,}, not {bins!r}")
 
 
 @held_memory
@@ -160,15 +178,14 @@ def file_jobs(paths: list[str], kind: str, blocksize: int | None, **options: Any
     table = options.pop("table", "auto")
     if table not in TABLE_MODES:
         raise ValueError(f"table must be one of {', '.join(TABLE_MODES)}, not {table!r}")
-    samples, seed = options.pop("bootstrap_samples", None), options.pop("seed", 0)
+    samples, seed = options.pop("bootstrap_samples", None), options.pop("seed", None)
     fields = {k: v for k, v in options.items() if k.endswith("_field") and k != "id_field"}
     if kind == "auto":
         kind = input_kind(paths, fmt=options.get("fmt", "auto"), **fields)
     if samples is not None and kind != "calibration":
         raise ValueError("bootstrap_samples resamples calibration rows; these are perplexity")
-    if samples is not None:
-        _check_samples(samples)
-    bootstrap = None if samples is None else (samples, int(seed))
+    _check_bins(options.get("bins"))
+    bootstrap = _bootstrap(samples, seed)
     jobs: list[FileJob] = []
     for path in paths:
         spans = file_spans(path, blocksize) if blocksize is not None else None
