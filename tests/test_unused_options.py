@@ -155,14 +155,18 @@ def test_native_rows_name_their_own_fields(tmp_path, options, said):
     same_figures(plain, given, [said + NOT_USED])
 
 
-def test_a_logprobs_field_beside_native_nll_rows(tmp_path):
+def test_a_logprobs_field_beside_native_nll_rows_is_read(tmp_path):
+    # native rows read their totals, and a list at --logprobs-field beside them is checked
+    # against them, so the option is used: no warning says otherwise
     path = write_jsonl(tmp_path / "nll.jsonl", NLL_ROWS)
     given, _ = body(["perplexity", path, "--logprobs-field", "lp"])
-    assert not_used(given["warnings"]) == [
-        "--logprobs-field lp: jsonl rows take their NLL and tokens from --nll-field and "
-        f"--tokens-field{NOT_USED}"
-    ]
+    assert not_used(given["warnings"]) == []
     assert given["total_tokens"] == 3 + 4 + 5 + 6
+    rows = [{"nll": 5.0, "tokens": 2, "lp": [-2.0, -9.0]}]
+    bad = write_jsonl(tmp_path / "bad.jsonl", rows)
+    result = run(["perplexity", bad, "--logprobs-field", "lp"])
+    assert result.exit_code == 2
+    assert f"{bad}:1: nll 5.0 and the 2 lp (sum -11.0) disagree" in result.stderr
 
 
 @pytest.mark.parametrize(

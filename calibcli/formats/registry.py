@@ -140,6 +140,7 @@ REGISTRY: tuple[Format, ...] = (
             "correct_field",
             "nll_field",
             "tokens_field",
+            "logprobs_field",  # a list beside the totals is checked against them
         ),
         takes={
             "confidence": "take their confidence from --confidence-field",
