@@ -137,7 +137,9 @@ def as_float64(array: Any) -> Any:
 
     if pa.types.is_decimal(array.type):
         array = pc.cast(array, pa.string())
-    return pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False)
+    # an integer beyond 2**53 has no exact double: its nearest, not Arrow's "not in range"
+    safe = not pa.types.is_integer(array.type)
+    return pc.cast(array, pa.float64(), safe=safe).to_numpy(zero_copy_only=False)
 
 
 def _floats(array: Any, column: str, problems: ColumnProblems, ok: Any, why: str, where: Any):
@@ -278,8 +280,16 @@ def _counts(batch: Any, name: str | None, problems: ColumnProblems, where: Any):
         return np.zeros(len(raw), np.int64), bad
     nulls = raw.is_null().to_numpy(zero_copy_only=False)
     if pa.types.is_integer(raw.type):  # exact beyond 2**53, unlike a detour through floats
-        ints = pc.fill_null(pc.cast(raw, "int64"), 0).to_numpy(zero_copy_only=False)
-        bad = nulls | (ints < 0) | (ints > MAX_COUNT)
+        over = np.zeros(len(raw), bool)
+        if pa.types.is_uint64(raw.type):  # beyond int64 is over the most too: found, cast as 0
+            most = pa.scalar(MAX_COUNT, raw.type)
+            above = pc.fill_null(pc.greater(raw, most), False)
+            over = above.to_numpy(zero_copy_only=False)
+            kept = pc.if_else(above, pa.scalar(0, raw.type), raw)
+        else:
+            kept = raw
+        ints = pc.fill_null(pc.cast(kept, "int64"), 0).to_numpy(zero_copy_only=False)
+        bad = nulls | over | (ints < 0) | (ints > MAX_COUNT)
     else:
         numbers = as_float64(raw)
         with np.errstate(invalid="ignore"):
