@@ -198,7 +198,7 @@ def test_mixing_is_carried_through_summary_files(tmp_path):
     ("text", "letter_at"),
     [
         ("ANSWER: B", 8),
-        ("ANSWER: B because", 8),
+        ("ANSWER: B because", None),
         ("ANSWER: $B$", 9),
         ("ANSWER: b", 8),
         ("Answer: c.", 8),

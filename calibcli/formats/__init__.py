@@ -48,11 +48,13 @@ from calibcli.formats.fields import (
 )
 from calibcli.formats.inspect_ai import (
     CONFIDENCES,
+    MANIFEST_NAMES,
     inspect_prompt_row,
     inspect_sample_row,
     inspect_sample_taken,
     inspect_scorers,
     is_outcome,
+    manifest_message,
     taken_mode,
 )
 from calibcli.formats.json_text import elements as json_elements
@@ -92,6 +94,7 @@ __all__ = [
     "FORMAT_PROVIDES",
     "GENERATIVE_WARNING",
     "LETTERS",
+    "MANIFEST_NAMES",
     "MC_NORMS",
     "NAMES",
     "REGISTRY",
@@ -127,6 +130,7 @@ __all__ = [
     "lm_eval_row_kind",
     "logprobs_row",
     "lookup",
+    "manifest_message",
     "model_args_from_filename",
     "model_from_filename",
     "openai_body",

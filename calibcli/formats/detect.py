@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from calibcli.formats.fields import json_type
+from calibcli.formats.inspect_ai import manifest_message
 from calibcli.formats.registry import DETECTION, REGISTRY, has_field
 
 #: The formats :func:`detect_format` names (the reader's original three).
@@ -100,9 +101,10 @@ def detect_row_format(
     -> ``"vllm"``; a Batch API line (``custom_id`` and ``response``) or ``choices`` of
     ``message``/``text``/``logprobs`` objects -> ``"openai"``; ``scores`` with ``epoch`` and
     ``output`` (a sample) -> ``"inspect-ai"``; then any one native field -> ``"jsonl"``.
-    ValueError otherwise: an lm-eval results file, a whole inspect-ai log and HF evaluate's
-    perplexity output are named as such; anything else gets one short line naming the closest
-    format and what the row lacks (:func:`unknown_format`).
+    ValueError otherwise: an lm-eval results file, a whole inspect-ai log, an inspect-ai
+    eval-set manifest and HF evaluate's perplexity output are named as such; anything else
+    gets one short line naming the closest format and what the row lacks
+    (:func:`unknown_format`).
     """
     fields = _fields(confidence_field, correct_field, nll_field, tokens_field, logprobs_field)
     row = first_row
@@ -121,6 +123,9 @@ def detect_row_format(
         )
     if "eval" in row and ("samples" in row or "version" in row):
         raise ValueError("a whole inspect-ai log: read it as a document, sample by sample")
+    manifest = manifest_message(row)
+    if manifest is not None:
+        raise ValueError(f"{manifest}: give the folder or its .eval files")
     if "perplexities" in row and "mean_perplexity" in row:
         raise ValueError(HF_PERPLEXITIES)
     spec = row.get("spec")

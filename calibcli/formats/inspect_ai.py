@@ -32,13 +32,14 @@ CONFIDENCES = ("auto", "answer-token", "sequence", "first-token", "mean-token")
 
 # The answer line of inspect-ai's multiple_choice solver ("ANSWER: B"; "Answer: B" in prompts
 # written after other harnesses): where it starts, and the capital letter of its plain form
-# (group 1) at the end of _ANSWER_START's match.
+# (group 1, after an optional "$") at the end of _ANSWER_START's match.
 _ANSWER_START = re.compile(r"(?i:answer)\s*:\s*")
-_PLAIN_LETTER = re.compile(r"\$?([A-Z])\b")
+_PLAIN_LETTER = re.compile(r"\$?([A-Z])")
 # The other forms inspect-ai's solver grades: the letter in either case, inside balanced
-# wrappers (LaTeX, Markdown emphasis and code, brackets), nested up to _MOST_WRAPPERS deep, and
-# followed by no other letter, digit or comma on its line (a list of letters, or prose such as
-# "Answer: a bit of both", is not one answer).
+# wrappers (LaTeX, Markdown emphasis and code, brackets), nested up to _MOST_WRAPPERS deep.
+# Every form, the plain one too, is followed by no other letter, digit or comma to the end of
+# its line (_LETTER_END): a list of letters ("ANSWER: A, C", "A and C", the multiple_correct
+# solver's "ANSWER: $LETTERS"), or prose such as "Answer: a bit of both", is not one answer.
 _WRAPPERS = (
     ("$$", "$$"),
     ("$", "$"),
@@ -54,10 +55,40 @@ _WRAPPERS = (
     ("[", "]"),
 )
 _MOST_WRAPPERS = 3
-_LETTER_END = re.compile(r"(?![ \t]*[A-Za-z0-9,])")
+_LETTER_END = re.compile(r"(?![^\r\n]*(?:[^\W_]|,))")
 
 # inspect-ai's score value constants: CORRECT, INCORRECT, NOANSWER, PARTIAL.
 _CORRECT, _INCORRECT, _NOANSWER, _PARTIAL = "C", "I", "N", "P"
+
+
+#: The files inspect-ai's eval_set writes into its log folder beside the logs, by name: the
+#: log-folder manifest (``write_log_dir_manifest``: each log's header, keyed by the log's file
+#: name) and the eval set's own record (``write_eval_set_info``: its id and tasks).
+MANIFEST_NAMES = ("logs.json", "eval-set.json")
+_LOG_NAME = re.compile(r"(?i)\.(eval|json)$")
+
+
+def manifest_message(value: Any) -> str | None:
+    """What a decoded JSON document is when it is one of inspect-ai's eval-set manifests (see
+    :data:`MANIFEST_NAMES`), not a log: an object whose keys are log file names (``.eval``,
+    ``.json``) and whose values are log headers (``eval`` and ``status`` or ``version``), or an
+    object with an ``eval_set_id`` and a list of ``tasks``. None for anything else."""
+    if not isinstance(value, Mapping) or not value:
+        return None
+    if "eval_set_id" in value and isinstance(value.get("tasks"), list):
+        held = "the eval set's tasks"
+    elif all(
+        isinstance(name, str)
+        and _LOG_NAME.search(name)
+        and isinstance(head, Mapping)
+        and isinstance(head.get("eval"), Mapping)
+        and ("status" in head or "version" in head)
+        for name, head in value.items()
+    ):
+        held = "the headers of the folder's logs"
+    else:
+        return None
+    return f"an inspect-ai eval-set manifest ({held}), not a log"
 
 
 def inspect_scorers(sample: Mapping[str, Any]) -> list[str]:
@@ -136,7 +167,8 @@ def token_confidence(logprobs: list[float], found: int | None, confidence: str) 
         if confidence == "answer-token":
             raise ValueError(
                 "--inspect-confidence answer-token: the completion has no 'ANSWER: X' line with "
-                "X one of the sample's choices (a multiple_choice sample)"
+                "X one of the sample's choices (a multiple_choice sample; a list of letters, "
+                "'ANSWER: A, C', is no one answer)"
             )
     if confidence == "first-token":
         log_p = logprobs[0]
@@ -195,11 +227,13 @@ def answer_index(options: int, texts: list[Any]) -> int | None:
 def answer_letter(text: str, at: int) -> int | None:
     """Where the chosen letter of an answer line stands in ``text``, whose answer starts at
     ``at`` (after ``ANSWER:`` and blanks), or None: a capital letter alone or after a ``$``
-    (``B``, ``$B$``); else, as inspect-ai's solver grades it, a letter of either case inside
-    balanced wrappers (``b``, ``(B)``, ``**B**``, ``$b$``, ``**(B)**``, ``\\boxed{B}``)
-    followed by no letter, digit or comma on its line."""
+    (``B``, ``$B``, ``$B$``); else, as inspect-ai's solver grades it, a letter of either case
+    inside balanced wrappers (``b``, ``(B)``, ``**B**``, ``$b$``, ``**(B)**``, ``\\boxed{B}``).
+    Either way the letter (with its closing wrappers) is followed by no letter, digit or comma
+    to the end of its line: ``ANSWER: A, C`` and ``ANSWER: A and C`` name two letters, not one,
+    and ``ANSWER: B.`` or ``ANSWER: B`` then more lines name B."""
     plain = _PLAIN_LETTER.match(text, at)
-    if plain is not None:
+    if plain is not None and _LETTER_END.match(text, plain.end()):
         return plain.start(1)
     closers: list[str] = []
     while len(closers) <= _MOST_WRAPPERS:

@@ -6,7 +6,9 @@ results file beside them), so ``calibcli calibrate out/`` reads the folder's fil
 calibcli reads, in name order, which does not depend on the file system. Files are not searched
 for in subfolders: a folder of several models' runs is given one model folder at a time. What a
 file holds decides as for any file given: a results file is skipped with a warning, re-runs of
-a task are left out but the newest.
+a task are left out but the newest. The manifests inspect-ai's eval_set writes beside its logs
+(``logs.json``, ``eval-set.json``) are left out with a warning: they hold the logs' headers, no
+samples, and the logs are read from their own files.
 
 A pattern lets one argument stand for several files where a command takes one per side
 (``compare 'runA/*.jsonl' 'runB/*.jsonl'``) and where no shell expands it. It is expanded only
@@ -58,7 +60,8 @@ def hidden_files(sources: list[str]) -> list[str]:
     """A warning for each folder among ``sources`` (or matched by their patterns) holding
     hidden files of the kinds read (``.x.jsonl``): they are left out, as editors' and file
     systems' own files are not rows, but a run's file named so by mistake is said, not
-    dropped without a word. macOS's ``._x.jsonl`` (a copied file's metadata) is not said."""
+    dropped without a word. macOS's ``._x.jsonl`` (a copied file's metadata) is not said.
+    An inspect-ai eval-set manifest the folder holds, left out too, is said the same way."""
     said = []
     for source in _folders(sources):
         try:
@@ -81,7 +84,18 @@ def hidden_files(sources: list[str]) -> list[str]:
                 f"{shown_name(source)}: {len(hidden)} hidden {files} left out ({shown}{more}): "
                 "a folder does not read names that start with a dot; name a file to read it"
             )
+        for name in names:
+            manifest = _manifest(os.path.join(source, name))
+            if manifest is not None:
+                said.append(f"{shown_name(os.path.join(source, name))}: {manifest}")
     return said
+
+
+def _manifest(path: str) -> str | None:
+    """Why a folder's file is left out as an inspect-ai eval-set manifest, or None."""
+    from calibcli.io.inspect_log import folder_manifest
+
+    return folder_manifest(path)
 
 
 def _matches(pattern: str) -> list[str]:
@@ -128,6 +142,12 @@ def expand(sources: list[str]) -> list[str]:
             for name in names
             if is_input_file(name) and os.path.isfile(os.path.join(source, name))
         ]
+        kept = [f for f in files if _manifest(f) is None]
+        if files and not kept:
+            raise InputError(
+                source, None, "a folder holding inspect-ai eval-set manifests and no logs"
+            )
+        files = kept
         if not files:
             endings = ", ".join(SUFFIXES)
             packed = ", ".join(COMPRESSED)

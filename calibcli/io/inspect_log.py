@@ -4,13 +4,15 @@ inspect-ai row functions read (:mod:`calibcli.io.documents` falls back to ``json
 whole text for anything msgspec does not read); :func:`status_note`, the warning about a log
 whose run did not succeed (its samples may be a part of the run's); :func:`part_note`, the
 one about a run that evaluated a part of its dataset (``limit``); and :func:`cut_note`, the one
-about a log holding fewer samples than its run scored (a log cut short)."""
+about a log holding fewer samples than its run scored (a log cut short); and
+:func:`folder_manifest`, what a folder's eval-set manifest (``logs.json``) is, left out."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -338,6 +340,38 @@ def forget_runs() -> None:
     """Forget what was read of the logs (their heads and runs), as after they changed."""
     _head_spec.cache_clear()
     _run_of.cache_clear()
+    _manifest_of.cache_clear()
+
+
+def folder_manifest(path: str) -> str | None:
+    """What a folder's file is when it is one of the manifests inspect-ai's eval_set writes
+    beside its logs (``logs.json``, ``eval-set.json``, and holding what inspect-ai writes in
+    them: :func:`~calibcli.formats.inspect_ai.manifest_message`), said as the warning of a file
+    left out, e.g. ``an inspect-ai eval-set manifest (...), not a log; skipped``. None for any
+    other file, and for one that cannot be read or is not JSON (read, it says why)."""
+    from calibcli.formats import MANIFEST_NAMES
+
+    if os.path.basename(path).lower() not in MANIFEST_NAMES:
+        return None
+    found = file_version(path)
+    return None if found is None else _manifest_of(*found)
+
+
+@functools.lru_cache(maxsize=64)
+def _manifest_of(path: str, _mtime: int, _size: int) -> str | None:
+    """:func:`folder_manifest` of one version of a file, read once (a folder is listed more
+    than once in a reading)."""
+    from calibcli.formats import manifest_message
+    from calibcli.io.documents import MAX_DOCUMENT_BYTES
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_DOCUMENT_BYTES + 1)
+        value = json.loads(data) if len(data) <= MAX_DOCUMENT_BYTES else None
+    except (*read_errors(), ValueError, RecursionError):
+        return None
+    found = manifest_message(value)
+    return None if found is None else f"{found}; skipped"
 
 
 def _log_run(path: str) -> tuple[str | None, int | None]:
