@@ -100,12 +100,17 @@ def _chance(density: float) -> float:
     return -math.expm1(-density)
 
 
-def _over(share: float, rests: int, density: float) -> float:
+def _over(share: float, rests: int, density: float, never: bool = False) -> float:
     """How far the share of an input's distinct rows held elsewhere, estimated on ``rests`` of
     its hashes, is above chance for the holders' ``density`` (at its upper end): the share at
-    the lower end of its estimate (two binomial standard errors below) less that chance."""
-    low = share - 2 * math.sqrt(share * (1 - share) / max(rests, 1))
-    return low - _chance(density)
+    the lower end of its estimate (two binomial standard errors below) less that chance. With
+    ``never`` (no sampled value of the holders repeats: doubles, which other rows share only
+    by a 64-bit collision) nothing is shared by chance, and the share is read at the upper end
+    of its estimate, so that a fifth or more is refused, not only a share well above it."""
+    error = 2 * math.sqrt(share * (1 - share) / max(rests, 1))
+    if never:
+        return share + error
+    return share - error - _chance(density)
 
 
 def _by_one(hashes: Any, owners: Any, sketches: dict, keys: list[Any]) -> tuple | None:
@@ -128,7 +133,8 @@ def _by_one(hashes: Any, owners: Any, sketches: dict, keys: list[Any]) -> tuple 
             continue
         for inner, outer in ((a, b), (b, a)):
             share, rests = sketches[inner].containment(sketches[outer])
-            over = _over(share, rests, sketches[outer].density(upper=True))
+            holder = sketches[outer]
+            over = _over(share, rests, holder.density(upper=True), not holder.repeats.shape[0])
             if over >= SHARE and rests >= RESTS and (best is None or over > best[3]):
                 best = (inner, [outer], share, over)
     return None if best is None else best[:3]
@@ -143,7 +149,7 @@ def _by_several(hashes: Any, owners: Any, sketches: dict, keys: list[Any]) -> tu
     groups: dict[Any, list[int]] = {}
     for i in sketches:
         groups.setdefault(keys[i], []).append(i)
-    unions: dict[Any, tuple[np.ndarray, float]] = {}
+    unions: dict[Any, tuple[np.ndarray, float, bool]] = {}
     every = sum(s.density() for s in sketches.values())
     margin = {i: s.density(upper=True) - s.density() for i, s in sketches.items()}
     best = None
@@ -153,10 +159,11 @@ def _by_several(hashes: Any, owners: Any, sketches: dict, keys: list[Any]) -> tu
             sample = _union_of_others(hashes, owners, distinct, count, sketches, alike)
             density = every - sum(sketches[i].density() for i in alike)
             noise = max((m for i, m in margin.items() if keys[i] != keys[a]), default=0.0)
-            unions[keys[a]] = sample, density + noise  # each one's noise is not added up
-        sample, density = unions[keys[a]]
+            never = not any(s.repeats.shape[0] for i, s in sketches.items() if i not in alike)
+            unions[keys[a]] = sample, density + noise, never  # each one's noise is not added up
+        sample, density, never = unions[keys[a]]
         share, rests = sketch.containment(SourceSketch(0, 0, sample))
-        over = _over(share, rests, density)
+        over = _over(share, rests, density, never)
         if over >= SHARE and rests >= RESTS and (best is None or over > best[3]):
             best = (a, alike, share, over)
     if best is None:
