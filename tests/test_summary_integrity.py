@@ -294,3 +294,29 @@ def test_kept_rows_of_another_group():
     del meta["rows"]["right"]
     with pytest.raises(SummaryError, match="its kept rows are incomplete"):
         assemble(meta, arrays)
+
+
+@pytest.mark.parametrize("kind", ["calibration", "perplexity"])
+@pytest.mark.parametrize(
+    ("change", "what"),
+    [
+        (lambda meta: meta.__setitem__("sources", []), "it names no file it read"),
+        (lambda meta: meta.pop("sources"), "it names no file it read"),
+        (lambda meta: meta.pop("settings"), "bad settings: 'settings'"),
+    ],
+    ids=["sources emptied", "sources removed", "settings removed"],
+)
+def test_a_header_without_its_sources_or_settings_is_refused(files, kind, change, what):
+    # what the summary read decides its checks (a --part piece, several models' runs), so a
+    # header that names none is not read as if those checks had passed
+    if kind == "calibration":
+        made = summarize("rows.jsonl", "s.cbs")
+        command = ["calibrate", "--max-ece", "0.5"]
+    else:
+        write_jsonl(files / "p.jsonl", [{"nll": 2.0, "tokens": 3}, {"nll": 1.0, "tokens": 2}])
+        made = summarize("p.jsonl", "s.cbs")
+        command = ["perplexity"]
+    damaged = edited(made, lambda meta, arrays: change(meta))
+    result = run([*command, str(damaged), "-q"])
+    assert result.exit_code == 2, result.stdout
+    assert result.stderr.strip() == f"Error: {damaged}: a damaged calibcli summary ({what})"

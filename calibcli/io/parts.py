@@ -85,7 +85,10 @@ def load(path: str) -> Any:
     try:
         with open_path(path) as f:  # decompressed when it is compressed
             data = f.read()
-        return from_bytes(data)
+        summary = from_bytes(data)
+        if not summary.sources:  # what a summary read, its checks of pooling read
+            raise SummaryError("a damaged calibcli summary (it names no file it read)")
+        return summary
     except SummaryError as e:
         raise InputError(path, None, str(e)) from None
     except OSError as e:

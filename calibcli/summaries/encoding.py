@@ -430,7 +430,7 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_ro
             settings = PerplexitySettings(**meta["settings"])
         else:
             raise SummaryError(f"a calibcli summary of unknown kind {kind!r}")
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, KeyError) as exc:  # a KeyError: no settings at all
         if isinstance(exc, SummaryError):
             raise
         raise SummaryError(f"a damaged calibcli summary (bad settings: {exc})") from None
