@@ -41,13 +41,15 @@ _SAMPLES_NAME = re.compile(
 # f"{model_args}_{task}.jsonl", with "/" written as "__" (2023 development releases,
 # "pretrained=EleutherAI__pythia-2.8b_winogrande") and "=" too (v0.4.0-v0.4.2,
 # "pretrained__EleutherAI__pythia-160m,dtype__float16_arc_easy"). The model arguments are
-# comma-separated key=value pairs, the first naming the model (so that a custom name holding
-# "__" is not taken apart); a value is a path or hub name whose parts are joined by "__", and the
-# task follows the last value after one "_". A run without model arguments wrote "_<task>.jsonl".
+# comma-separated key=value pairs in the order the user gave them, one of them naming the model
+# (so that a custom name holding "__" is not taken apart); a value is a path or hub name whose
+# parts are joined by "__", and the task follows the last value after one "_". A run without
+# model arguments wrote "_<task>.jsonl".
 _MODEL_KEYS = "pretrained|model|model_name|engine|path|base_url"
 _ARG = r"[A-Za-z][A-Za-z0-9_]*?(?:=|__)"
 _ARGS_NAME = re.compile(
-    rf"^(?P<args>(?:{_MODEL_KEYS})(?:=|__)(?:[^,]*,{_ARG})*(?:[^_,]*__)*[^_,]*)_(?P<task>[^,]+)$"
+    rf"^(?P<args>(?:{_ARG}[^,]*,)*?(?:{_MODEL_KEYS})(?:=|__)(?:[^,]*,{_ARG})*(?:[^_,]*__)*[^_,]*)"
+    r"_(?P<task>[^,]+)$"
 )
 _PRETRAINED = re.compile(r"^(?:pretrained|model|path|engine)(?:=|__)(?P<name>.+)$")
 
@@ -80,6 +82,8 @@ def task_from_filename(path: str | PurePath) -> str:
     'arc_easy'
     >>> task_from_filename("pretrained=EleutherAI__pythia-2.8b_winogrande.jsonl")
     'winogrande'
+    >>> task_from_filename("dtype=float16,pretrained=org__Llama-3.1-8B_mmlu_anatomy.jsonl")
+    'mmlu_anatomy'
     """
     name = _stem(path)
     match = _SAMPLES_NAME.match(name)
@@ -101,6 +105,8 @@ def model_from_filename(path: str | PurePath) -> str | None:
     a folder name without ``__`` is not taken for a model). None when neither says.
 
     >>> model_from_filename("pretrained__EleutherAI__pythia-160m,dtype__float16_arc_easy.jsonl")
+    'EleutherAI/pythia-160m'
+    >>> model_from_filename("dtype__float16,pretrained__EleutherAI__pythia-160m_arc_easy.jsonl")
     'EleutherAI/pythia-160m'
     """
     pure = PurePath(path)

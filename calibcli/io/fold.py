@@ -193,10 +193,12 @@ class SourceFold:
         i = seen.first_repeat(ids.hashes)
         if i is not None:
             first = seen.where(int(ids.hashes[i]), (name, ids.hashes, lines, None))
-            raise InputError(
+            raise RepeatedRowError(
                 name,
                 int(lines[i]) if lines[i] >= 0 else None,
-                f"this row's id is the id of the row at {first[0]}:{first[1]}: {DOUBLE_READ}",
+                "this row's id is the id of the row at ",
+                first,
+                f": {DOUBLE_READ}",
             )
         seen.record(name, ids.hashes, lines)
         builder.ids.extend(ids, offset)

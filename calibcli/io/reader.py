@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from calibcli.errors import InputError, shown_name
+from calibcli.errors import InputError, RepeatedRowError, shown_name
 from calibcli.io.compression import MAGIC_BYTES, codec_of
 from calibcli.io.content import StreamHash, file_content_id
 from calibcli.io.fold import RESULTS_SKIPPED, SkipFile, SourceFold
@@ -225,6 +225,10 @@ class Reader:
             content = file_content_id(source) if stream_hash is None else stream_hash.identity()
             builder.end_source(SourceInfo(source, content, skip.fmt, 0, skipped=skip.reason))
             return False
+        except RepeatedRowError as exc:
+            from calibcli.io.runs import repeat_told
+
+            raise repeat_told(exc) from None
         content = file_content_id(source) if stream_hash is None else stream_hash.identity()
         builder.end_source(SourceInfo(source, content, fold.fmt, 0, **fold.taken()))
         return True

@@ -24,20 +24,22 @@ samples file holding fewer rows than its run evaluated (a file cut short) into o
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import stat
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
 
 from calibcli.errors import InputError, shown_name
-from calibcli.io.compression import SUFFIXES, open_path, read_errors
 from calibcli.io.content import file_content_id
 from calibcli.io.helm_run import helm_trials
-from calibcli.io.inspect_log import head_epochs, log_epochs, log_model, whole_count
+from calibcli.io.inspect_log import head_epochs, log_epochs, log_model
 from calibcli.io.response_models import RESPONSE_FORMATS, models_named, response_model
+from calibcli.io.run_results import RESULTS_BYTES as RESULTS_BYTES
+from calibcli.io.run_results import results_file, run_record
+from calibcli.io.run_results import results_version as results_version
 from calibcli.io.same_bytes import blank, decompressed_copies
 
 RUN_NAME = re.compile(
@@ -48,7 +50,6 @@ DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purp
 # a copy, unlike a file given twice, may also be left out
 COPY = DOUBLE_INPUT.removesuffix(")") + ", or give one of them)"
 SHOWN = 5  # tasks and files named in the warning; the rest are counted
-RESULTS_BYTES = 64 << 20  # a results file larger than this is not read for its counts
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:
         if match is None:
             continue
         results = results_file(f, match["stamp"])
-        found = _run_record(results)
+        found = run_record(results)
         if found is None:
             continue
         counts, limit = found.counts, found.limit
@@ -259,7 +260,8 @@ _OPENING["pooled"] = REPEATED[4]
 def rerun_task(path: str) -> tuple[str, str | None]:
     """What the ids of an lm-eval file's rows name besides their ``doc_id``
     (:func:`calibcli.io.ids.identifier`): the task and the model its path names. The files of
-    one such pair hold the same questions."""
+    one such pair hold the same questions. Only the path counts, never a results file beside
+    it: a copy of a run without its results file must key its rows as the run does."""
     from calibcli import formats
 
     return formats.task_from_filename(path), formats.model_from_filename(path)
@@ -478,7 +480,7 @@ def _results_model(path: str) -> str | None:
     match = RUN_NAME.match(PurePath(path).name)
     if match is None:
         return None
-    found = _run_record(results_file(path, match["stamp"]))
+    found = run_record(results_file(path, match["stamp"]))
     return None if found is None else found.model
 
 
@@ -525,71 +527,70 @@ def _limited_warning(results: str, tasks: list[tuple[str, int, int]], limit: Any
     )
 
 
-@dataclass(frozen=True)
-class _Run:
-    """What a results file records of its run: the (original, effective) documents of each
-    task, the ``--limit`` it was run with (None when not given or not a number) and the model
-    (None when it names none)."""
-
-    counts: dict[str, tuple[int, int]]
-    limit: Any
-    model: str | None
-
-
-def results_file(samples: str, stamp: str) -> str:
-    """The results file of the run that wrote a samples file: ``results_<stamp>.json`` beside
-    it, or that name compressed as a folder of compressed files holds it."""
-    plain = os.path.join(os.path.dirname(samples), f"results_{stamp}.json")
-    for suffix in ("", *SUFFIXES):
-        if os.path.isfile(plain + suffix):
-            return plain + suffix
-    return plain
-
-
-def results_version(path: str) -> tuple[str, int, int] | None:
-    """(real path, mtime, size) of a results file at ``path``, its contents' cache key; None
-    when there is none, or it is not a regular file of at most ``RESULTS_BYTES``."""
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(found.st_mode) or found.st_size > RESULTS_BYTES:
-        return None
-    return os.path.realpath(path), found.st_mtime_ns, found.st_size
-
-
-def _run_record(path: str) -> _Run | None:
-    """What the results file at ``path`` records of its run; None without a readable one."""
-    version = results_version(path)
-    return None if version is None else _record_of(*version)
-
-
-@lru_cache(maxsize=16)
-def _record_of(path: str, _mtime: int, _size: int) -> _Run | None:
-    # cached by the file's identity: the samples files of one run (57 for MMLU) share it
-    import msgspec
-
-    results = msgspec.defstruct(
-        "Results",
-        [("n_samples", Any, None), ("config", Any, None), ("model_name", Any, None)],
-        rename={"n_samples": "n-samples"},
+def repeat_told(error: InputError) -> InputError:
+    """A row read twice (a :class:`~calibcli.errors.RepeatedRowError`) said of lm-eval rows
+    where it is not a re-run to pool: rows of one document in two models' runs whose paths do
+    not name the models (v0.4.3+ folders of models without a slash, ``gpt2/``), which their
+    results files tell apart; or rows of one document under two filters, where the repeated
+    row and the first carry different ``filter`` values (a samples file of a task with several
+    filters holds each filter's rows in turn). ``error`` otherwise."""
+    earlier = getattr(error, "earlier", None)
+    if earlier is None:
+        return error
+    models = _models_apart(error.path, earlier[0])
+    if models is not None:
+        at = f"{shown_name(earlier[0])}:{earlier[1]}"
+        return InputError(
+            error.path,
+            error.line,
+            f"this document's row was read before, at {at}, in a run of another model: the "
+            f"runs' results files name {models[1]!r} here and {models[0]!r} there, which the "
+            "files' paths do not tell apart (lm-eval rows are keyed by task, doc_id and the "
+            "model a path names, an org__name folder or the model arguments of a file name); "
+            "read one model's files at a time",
+        )
+    found = [_row_filter(path, line) for path, line in ((error.path, error.line), earlier)]
+    if None in found or found[0] == found[1]:
+        return error
+    (doc, again), (_, first) = found
+    doc = doc if isinstance(doc, int) else repr(doc)
+    at = f"{shown_name(earlier[0])}:{earlier[1]}"
+    return InputError(
+        error.path,
+        error.line,
+        f"the rows of doc_id {doc} under filters {first!r} (at {at}) and {again!r}: each "
+        "filter's rows are one reading of the task; calibcli reads one filter at a time (give "
+        "the rows of one filter)",
     )
+
+
+def _models_apart(path: str, before: str) -> tuple[str, str] | None:
+    """(the model of ``before``, the model of ``path``) when both are lm-eval samples files of
+    one task whose paths name no model and whose runs' results files name different ones."""
+    if path == before or not all(RUN_NAME.match(PurePath(p).name) for p in (path, before)):
+        return None
+    (task, named), (other, named_too) = rerun_task(before), rerun_task(path)
+    if task != other or named is not None or named_too is not None:
+        return None
+    first, second = _results_model(before), _results_model(path)
+    return None if first is None or second is None or first == second else (first, second)
+
+
+def _row_filter(path: str, line: Any) -> tuple[Any, str] | None:
+    """(doc_id, filter) of the lm-eval row on line ``line`` of the file at ``path``, or None
+    (read only to say why a row read twice is refused)."""
+    import json
+
+    from calibcli.io.compression import open_path
+
+    if not isinstance(line, int) or line < 1 or not os.path.isfile(path):
+        return None
     try:
         with open_path(path) as f:
-            top = msgspec.json.decode(f.read(RESULTS_BYTES + 1), type=results)
-    except (*read_errors(), msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            text = next(itertools.islice(f, line - 1, None), b"")
+        row = json.loads(text)
+    except (OSError, ValueError, RecursionError):
         return None
-    config = top.config if isinstance(top.config, dict) else {}
-    model = top.model_name if isinstance(top.model_name, str) and top.model_name else None
-    if model is None and isinstance(config.get("model_args"), str) and config["model_args"]:
-        model = config["model_args"]
-    counts: dict[str, tuple[int, int]] = {}
-    for task, entry in (top.n_samples if isinstance(top.n_samples, dict) else {}).items():
-        if isinstance(entry, dict):
-            original, effective = (whole_count(entry.get(k)) for k in ("original", "effective"))
-            if original is not None and effective is not None:
-                counts[task] = (original, effective)
-    limit = config.get("limit")
-    if isinstance(limit, bool) or not isinstance(limit, (int, float)):
-        limit = None
-    return _Run(counts, limit, model)
+    if not isinstance(row, dict) or "doc_id" not in row or not isinstance(row.get("filter"), str):
+        return None
+    return row["doc_id"], row["filter"]
