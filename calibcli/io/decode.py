@@ -7,13 +7,14 @@ are checked on the columns
 (:meth:`~calibcli.io.rows.CalibrationRow.columns_ok`). Other formats, and native rows read with
 ``by``, decode into dicts that the row spec converts one by one.
 
-Precise path, line by line: taken when the block fails to decode or to check, or when its row
-count differs from its count of lines opening with ``{`` (blank or indented lines, a value split
-across lines, two values on one line), since ``decode_lines`` accepts all of those. Each line is
-decoded on its own, and a line msgspec refuses is read by ``json.loads``, which also accepts what
-the input rules allow (``Infinity``, and ``1e999`` as an NLL of +inf); the row spec names the exact
-line and what is wrong. Known limit: an object split across lines whose continuation lines also
-open with ``{``, in the same block as a line holding two objects, would pass unnoticed.
+Precise path, line by line: taken when the block fails to decode or to check, or when its row count
+differs from its count of lines opening with ``{`` and closing with ``}`` (blank or indented lines,
+a value split across lines, two values on one line), since ``decode_lines`` accepts all of those.
+Each line is decoded on its own, and a line msgspec refuses is read by ``json.loads``, which also
+accepts what the input rules allow (``Infinity``, and ``1e999`` as an NLL of +inf); the row spec
+names the exact line and what is wrong. Counting the lines that close an object too keeps an object
+split across lines whose continuation opens with ``{`` from making up for a line holding two
+objects.
 
 Small inputs (a first block under ``SMALL_BLOCK``) take the precise path with ``json.loads``
 only, which spares importing msgspec on small runs. msgspec skips a field no rule reads without

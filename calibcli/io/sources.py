@@ -197,8 +197,9 @@ def blocks(
 ) -> Iterator[tuple[int, memoryview, int, int]]:
     """Yield (first line number, view, newlines, expected rows) of newline-aligned blocks.
 
-    ``expected rows`` is the number of non-empty lines when every one of them opens with ``{``,
-    else -1: a decoder trusts a block decoded in one call only when it yields exactly that many
+    ``expected rows`` is the number of non-empty lines when every one of them opens with ``{``
+    and closes with ``}`` (before its newline or CRLF), else -1: a decoder trusts a block
+    decoded in one call only when it yields exactly that many
     rows, so whitespace-only or indented lines, a value split across lines or several on one line
     all send the block down the precise line-by-line path. Empty lines (a newline right after a
     newline) are not counted, so that blank lines between rows cost no more than the rows.
@@ -278,8 +279,22 @@ def blocks(
                 empty_at = np.logical_and(nl[1:], nl[:-1], out=starts[: cut - 1])
                 empty = int(np.count_nonzero(empty_at)) + (buf[0] == 10)
                 del empty_at
-            del arr, nl, opened_at  # release the view before the buffer is reused
             rows = physical - empty
+            if opened == rows:
+                # and every line closes one: a "}" right before a newline (or "}\r\n"), so that
+                # an object split across lines cannot make up for two objects on one line
+                closed_at = np.equal(arr[:-1], 125, out=starts[: cut - 1])
+                np.logical_and(closed_at, nl[1:], out=closed_at)
+                closed = int(np.count_nonzero(closed_at)) + (buf[cut - 1] == 125)
+                if closed != rows:
+                    crlf = np.equal(arr[1:-1], 13, out=starts[: cut - 2])
+                    np.logical_and(crlf, nl[2:], out=crlf)
+                    np.logical_and(crlf, arr[:-2] == 125, out=crlf)
+                    closed += int(np.count_nonzero(crlf))
+                    del crlf
+                del closed_at
+                opened = opened if closed == rows else -1
+            del arr, nl, opened_at  # release the view before the buffer is reused
             yield line, view, newlines, rows if opened == rows else -1
         line += newlines
         tail = filled - cut
