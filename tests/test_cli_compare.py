@@ -803,11 +803,14 @@ def test_gate_each_fails_only_the_bad_group(tmp_path):
     base_path = write_jsonl(tmp_path / "b.jsonl", base_rows)
     new_path = write_jsonl(tmp_path / "n.jsonl", new_rows)
     args = [base_path, new_path, "--by", "subject", "--gate-each", "--bootstrap", B]
-    body, result = report([*args, "--max-increase", "brier=0.01"], code=1)
+    # "good" (NEW is BASE on 60 questions) reads its discordance floor: four NEW-only errors
+    # at its highest confidences, about 0.06, cannot be ruled out
+    body, result = report([*args, "--max-increase", "brier=0.1"], code=1)
     gate = body["gate"]
     assert gate["failed_groups"] == ["bad"]
     by_group = {c.get("group"): c for c in gate["checks"]}
-    assert by_group["good"]["passed"] is True and by_group["good"]["value"] == 0.0
+    assert by_group["good"]["passed"] is True and by_group["good"]["upper"] == 0.0
+    assert 0 < by_group["good"]["floor"] < 0.1 and by_group["good"]["floor_kind"] == "discordant"
     assert by_group["bad"]["passed"] is False
     assert "in group 'bad'" in result.stderr and "in group 'good'" not in result.stderr
 

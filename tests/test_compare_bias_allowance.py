@@ -79,8 +79,10 @@ def test_the_gate_records_the_allowance_of_base_s_confidences(tmp_path):
     check = checks(body)[("ece_increase", None)]
     # a null ECE over 200 draws on 300 rows: standard error below 0.0015 (checked above)
     assert check["allowance"] == pytest.approx(exact, abs=4 * 0.0015)
-    assert check["value"] == check["upper"] + check["allowance"]
-    assert check["upper"] == body["figures"]["ece"]["interval"][1] == 0.0  # identical sides
+    # identical sides: no question NEW gets wrong alone, so the discordance floor is read
+    assert check["floor_kind"] == "discordant"
+    assert check["value"] == max(check["upper"], check["floor"]) + check["allowance"]
+    assert check["upper"] == body["figures"]["ece"]["interval"][1] == 0.0
 
 
 @pytest.mark.parametrize(
@@ -118,14 +120,16 @@ def test_far_above_fails_and_far_below_passes(tmp_path):
 
 def test_brier_and_the_debiased_rmsce_carry_none(tmp_path):
     base, new = calibrated_rows(300, seed=1019, shift=0.03)
-    margins = ["brier=0.01", "rmsce_debiased=0.2", "ece=0.5"]
+    margins = ["brier=0.05", "rmsce_debiased=0.2", "ece=0.5"]
     args = [x for m in margins for x in ("--max-increase", m)]
     body, _ = compare(tmp_path, base, new, *args, code=0)
     found = checks(body)
     for key in ("brier", "rmsce_debiased"):
         check = found[(f"{key}_increase", None)]
         assert "allowance" not in check
-        assert check["value"] == check["upper"] == body["figures"][key]["interval"][1]
+        assert check["upper"] == body["figures"][key]["interval"][1]
+        # the same outcomes on both sides: the discordance floor is read where larger
+        assert check["value"] == max(check["upper"], check["floor"])
     assert "allowance" in found[("ece_increase", None)]
 
 
@@ -150,6 +154,10 @@ def test_each_group_and_an_unpaired_base_take_their_own_rows(tmp_path):
 
 def test_the_table_the_summary_and_the_page_show_the_allowance(tmp_path):
     base, new = calibrated_rows(300, seed=1019, shift=0.03)
+    # ten questions NEW gets wrong where BASE is right: enough that no discordance floor
+    # applies, so the table shows the upper end and the allowance alone
+    for row in [r for r in new if r["correct"]][:10]:
+        row["correct"] = False
     paths = write_jsonl(tmp_path / "base.jsonl", base), write_jsonl(tmp_path / "new.jsonl", new)
     out, summary, page = tmp_path / "r.json", tmp_path / "s.md", tmp_path / "r.html"
     args = ["--max-increase", "ece=0.02", "-o", out, "--summary", summary, "--html", page]

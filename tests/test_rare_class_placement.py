@@ -161,12 +161,36 @@ def few_wrong(n=120, seed=3):
     return rows
 
 
-def test_a_file_against_itself_has_floor_zero(tmp_path):
+def discordance_brier(base, new) -> float:
+    """The discordance floor of the Brier score by a loop: the questions NEW gets wrong where
+    BASE is right raised to their upper count by making NEW wrong on the most confident of
+    NEW's questions both got right, BASE as it is."""
+    n = len(base)
+    k = sum(b["correct"] and not r["correct"] for b, r in zip(base, new, strict=True))
+    free = [i for i in range(n) if base[i]["correct"] and new[i]["correct"]]
+    ranked = sorted(free, key=lambda i: -new[i]["confidence"])
+    chosen = set(ranked[: cp_count(k, n) - k])
+    conf = [r["confidence"] for r in new]
+    turned = [r["correct"] and i not in chosen for i, r in enumerate(new)]
+    base_conf, base_y = [r["confidence"] for r in base], [r["correct"] for r in base]
+    return brier(conf, turned) - brier(base_conf, base_y)
+
+
+def test_a_file_against_itself_has_rare_class_floor_zero_and_reads_its_discordance_floor(
+    tmp_path,
+):
     rows = few_wrong()
+    pairs = [np.array([r[k] for r in rows]) for k in ("confidence", "correct")]
+    settings = type("S", (), {"level": 0.95, "bins": BINS, "paired": True})()
+    rare = paired_floor(tuple(pairs), tuple(pairs), ("brier",), settings, None)
+    assert rare.values["brier"] == 0.0 and rare.rare.turned == cp_count(2, 120) - 2
+    # no question NEW gets wrong alone: up to cp_count(0, 120) = 4 cannot be ruled out, and
+    # four NEW-only errors at NEW's highest confidences exceed a margin of 0.02 on 120
     result, check = compare_check(tmp_path, rows, rows, "brier=0.02")
-    assert check["floor"] == 0.0
-    assert check["floor_flips"] == cp_count(2, 120) - 2
-    assert result.exit_code == 0 and check["passed"] is True
+    assert check["floor"] == pytest.approx(discordance_brier(rows, rows), rel=1e-9)
+    assert check["floor"] > 0.02 and check["floor_kind"] == "discordant"
+    assert check["floor_flips"] == cp_count(0, 120)
+    assert result.exit_code == 1 and check["passed"] is False
 
 
 def test_new_better_on_every_row_passes(tmp_path):
@@ -175,8 +199,13 @@ def test_new_better_on_every_row_passes(tmp_path):
     for r in new:  # BASE's wrong answers made right at the same confidence
         r["correct"] = True
     assert sum(not r["correct"] for r in base) == 2 and all(r["correct"] for r in new)
+    # NEW's own errors raised to cp_count(0, 120) = 4 on its most confident questions cost
+    # more than BASE's two errors save: a margin of 0.005 fails on 120 questions, 0.02 passes
     result, check = compare_check(tmp_path, base, new, "brier=0.005")
-    assert check["floor"] < 0
+    assert check["floor"] == pytest.approx(discordance_brier(base, new), rel=1e-9)
+    assert 0.005 < check["floor"] < 0.02 and check["floor_kind"] == "discordant"
+    assert result.exit_code == 1
+    result, check = compare_check(tmp_path, base, new, "brier=0.02")
     assert result.exit_code == 0 and check["passed"] is True
 
 
@@ -198,9 +227,12 @@ def test_new_more_confident_on_shared_right_answers_gets_a_positive_floor(tmp_pa
         conf = [r["confidence"] for r in rows]
         sides.append(brier(conf, [i not in chosen for i in range(n)]))
     _, check = compare_check(tmp_path, base, new, "brier=0.01")
-    assert check["floor_flips"] == m
-    assert check["floor"] == pytest.approx(sides[0] - sides[1], rel=1e-9)
-    assert check["floor"] > 0
+    # the larger of the paired rare-class floor and the discordance floor (NEW's four most
+    # confident questions made wrong, BASE as it is), which is larger here
+    discordant = discordance_brier(base, new)
+    assert discordant > sides[0] - sides[1] > 0
+    assert check["floor_flips"] == m and check["floor_kind"] == "discordant"
+    assert check["floor"] == pytest.approx(discordant, rel=1e-9)
 
 
 def test_paired_floor_turns_whole_questions_on_both_sides():

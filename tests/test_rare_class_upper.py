@@ -217,7 +217,11 @@ def test_compare_reads_the_floor_of_the_same_pairs_turned_on_both_sides(tmp_path
     new_brier = ((100 - m) * 0.03**2 + m * 0.97**2) / 100
     base_conf = [r["confidence"] for r in base_rows]
     base_y = [r["correct"] and r["id"] not in chosen for r in base_rows]
-    assert check["floor_flips"] == m
-    assert check["floor"] == pytest.approx(new_brier - brier(base_conf, base_y), rel=1e-9)
+    rare = new_brier - brier(base_conf, base_y)
+    # the discordance floor: the same m questions made wrong on NEW alone, BASE as it is
+    discordant = new_brier - brier(base_conf, [r["correct"] for r in base_rows])
+    assert discordant > rare
+    assert check["floor_flips"] == m and check["floor_kind"] == "discordant"
+    assert check["floor"] == pytest.approx(max(rare, discordant), rel=1e-9)
     assert check["value"] == max(check["upper"], check["floor"])
     assert check["passed"] is (check["value"] <= 0.01)

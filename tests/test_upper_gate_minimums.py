@@ -143,7 +143,9 @@ def test_compare_with_enough_of_each_class_is_read(tmp_path):
     conf = [rng.random() for _ in range(300)]
     rows = [{"confidence": c, "correct": rng.random() < c} for c in conf]
     base, new = pair_files(tmp_path, rows, rows)
-    report, result = compare(base, new, "--max-decrease", "auroc=0.01")
+    # a file against itself: no question NEW gets wrong alone, so up to cp_count(0, 300) = 4
+    # cannot be ruled out, and the discordance floor of AUROC (about 0.026 here) is read
+    report, result = compare(base, new, "--max-decrease", "auroc=0.05")
     assert result.exit_code == 0, result.stderr
     assert report["gate"]["checks"][0]["passed"] is True
 

@@ -300,13 +300,18 @@ def allowance_keys(gate: Any) -> frozenset[str]:
 
 
 def floor_keys(gate: Any) -> tuple[str, ...]:
-    """The figures whose ``--max-increase`` margin, read on the upper end, reads NEW's
-    rare-class floor where it is larger (:func:`new_floor`): every one not in
-    :data:`~calibcli.reports.gate.BOTH_CLASSES`, which fail closed on a rare class."""
+    """The figures whose margin, read on the upper end, reads a floor of NEW − BASE where it
+    is larger (:func:`new_floor`): every ``--max-increase`` figure, and the ``--max-decrease``
+    ones (accuracy, AUROC: :data:`~calibcli.reports.gate.BOTH_CLASSES`, which fail closed on a
+    rare class) for the paired discordance floor alone."""
     if not gate or gate.bound != "upper":
         return ()
-    asked = [name.removesuffix(ALLOWANCE) for name in gate.thresholds if name.endswith(ALLOWANCE)]
-    return tuple(key for key in asked if key not in BOTH_CLASSES)
+    return tuple(
+        name.removesuffix(f"_{way}")
+        for name in gate.thresholds
+        for way in WAYS
+        if name.endswith(f"_{way}")
+    )
 
 
 def new_floor(
@@ -317,48 +322,70 @@ def new_floor(
     base: tuple[Any, Any],
     table: dict[str, Any],
 ) -> tuple[Any, dict[str, float]] | None:
-    """The rare-class floor of NEW − BASE for each figure in ``keys``, keyed by its increase
-    check (``ece_increase``), and what the gate subtracts from it (``table``: the comparison's
-    figures, each with BASE's estimate); None when NEW's rarer class holds ``MIN_UPPER_CLASS``
-    or more (counted in questions with ``labels``, each NEW row's question, when the bootstrap
-    draws them whole).
+    """The floor of NEW − BASE for each figure in ``keys``, keyed by its check
+    (``ece_increase``, ``accuracy_decrease``), and what the gate subtracts from it (``table``:
+    the comparison's figures, each with BASE's estimate); None when no floor applies.
 
-    Unpaired (``settings.paired`` false): NEW's floor
-    (:func:`~calibcli.metrics.rare_class_floor`, on the comparison's bins) less BASE's
-    estimate. Only NEW's figure is raised: that raises
-    NEW − BASE, and leaving BASE's as estimated keeps the floor conservative.
+    Unpaired (``settings.paired`` false): NEW's rare-class floor
+    (:func:`~calibcli.metrics.rare_class_floor`, on the comparison's bins, counted in questions
+    with ``labels``, each NEW row's question) less BASE's estimate, for the figures not in
+    :data:`~calibcli.reports.gate.BOTH_CLASSES`, when NEW's rarer class holds fewer than
+    ``MIN_UPPER_CLASS``. Only NEW's figure is raised: that raises NEW − BASE, and leaving
+    BASE's as estimated keeps the floor conservative.
 
-    Paired (``base`` row for row with ``new``, ``labels`` each pair's question): the same
-    questions are turned on both sides (:func:`paired_floor`), and the floor is NEW's figure
-    less BASE's on the turned rows, nothing subtracted: a file against itself has floor 0, and
-    a NEW better than BASE on every question a floor that says so."""
+    Paired (``base`` row for row with ``new``, ``labels`` each pair's question), nothing
+    subtracted, each check reading the larger of two floors
+    (:func:`~calibcli.reports.gate.larger_floor`): the paired rare-class floor
+    (:func:`paired_floor`, the same questions turned on both sides), and the discordance floor
+    (:func:`~calibcli.metrics.discordance_floor`: questions NEW gets wrong where BASE is right,
+    fewer than ``MIN_UPPER_CLASS``, raised to their exact upper count by turning NEW alone), so
+    a file against itself has a small positive floor on many questions and an honest one on
+    few."""
     from dataclasses import replace
 
     import numpy as np
 
-    from calibcli.metrics import PredictionColumns, rare_class_floor
+    from calibcli.metrics import PredictionColumns, discordance_floor, rare_class_floor
+    from calibcli.reports.gate import larger_floor
 
+    def keyed(found: Any) -> Any:
+        """``found`` with its values keyed by check."""
+        if found is None:
+            return None
+        way = {k: "decrease" if k in BOTH_CLASSES else "increase" for k in found.values}
+        return replace(found, values={f"{k}_{way[k]}": v for k, v in found.values.items()})
+
+    rare_keys = tuple(k for k in keys if k not in BOTH_CLASSES)
     if settings.paired:
-        found = paired_floor(base, new, keys, settings, labels)
-        offsets: dict[str, float] = {}
-    else:
-        conf, right = np.asarray(new[0], np.float64), np.asarray(new[1], bool)
-        columns = PredictionColumns(conf[right], conf[~right])
-        asked = None if labels is None else (np.asarray(labels)[right], np.asarray(labels)[~right])
-        found = rare_class_floor(
-            columns,
+        rare = paired_floor(base, new, rare_keys, settings, labels) if rare_keys else None
+        both = discordance_floor(
+            base,
+            new,
             keys,
             level=settings.level,
             least=MIN_UPPER_CLASS,
             bins=settings.bins,
-            questions=asked,
+            labels=labels,
         )
-        offsets = {f"{k}{ALLOWANCE}": table[k]["base"] for k in keys}
+        found = larger_floor(keyed(rare), keyed(both))
+        return None if found is None else (found, {})
+    if not rare_keys:
+        return None
+    conf, right = np.asarray(new[0], np.float64), np.asarray(new[1], bool)
+    asked = None if labels is None else (np.asarray(labels)[right], np.asarray(labels)[~right])
+    found = rare_class_floor(
+        PredictionColumns(conf[right], conf[~right]),
+        rare_keys,
+        level=settings.level,
+        least=MIN_UPPER_CLASS,
+        bins=settings.bins,
+        questions=asked,
+    )
     if found is None:
         return None
-    values = {f"{k}{ALLOWANCE}": v for k, v in found.values.items()}
     placed = {f"{k}{ALLOWANCE}": v for k, v in found.placed.items()}
-    return replace(found, values=values, placed=placed), offsets
+    offsets = {f"{k}{ALLOWANCE}": table[k]["base"] for k in rare_keys}
+    return replace(keyed(found), placed=placed), offsets
 
 
 def paired_floor(
@@ -438,9 +465,10 @@ def paired_floor(
 def with_new_floors(
     verdict: Verdict, gate: Any, sections: dict[str | None, Any], level: float
 ) -> Verdict:
-    """The verdict with each open upper-end check of a section holding NEW's rare-class floor
-    (``sections``: the gate views, None the pooled one) read as the larger of its upper end
-    and that floor less BASE's estimate (:func:`~calibcli.reports.gate.with_floors`)."""
+    """The verdict with each open upper-end check of a section holding a floor of NEW − BASE
+    (:func:`new_floor`; ``sections``: the gate views, None the pooled one) read as the larger
+    of its upper end and that floor (less BASE's estimate, unpaired)
+    (:func:`~calibcli.reports.gate.with_floors`)."""
     floors = {k: v.figures.get("floor") for k, v in sections.items()}
     offsets = {k: v.figures.get("floor_offsets") for k, v in sections.items()}
     return Verdict(
@@ -520,10 +548,8 @@ def _allowance_line(check: dict[str, Any], gate: Any, group: str | None, level: 
     where = f" in group {group!r}" if group is not None else ""
     read = f"upper end of the {level:g} interval"
     if check.get("floor") is not None and check["floor"] > upper:
-        upper, read = (
-            check["floor"],
-            f"the rare-class floor of NEW − BASE, above the {read}",
-        )
+        kind = "discordance" if check.get("floor_kind") == "discordant" else "rare-class"
+        upper, read = check["floor"], f"the {kind} floor of NEW − BASE, above the {read}"
     return (
         f"{metric}{where} = {value_text(upper, margin)} ({read}) + "
         f"{value_text(extra, margin - upper)} (BASE's {label} on rows calibrated by "

@@ -13,7 +13,9 @@ that need both right and wrong answers, :data:`MIN_UPPER_CLASS` of each. The oth
 bootstrap cannot show a class it rarely draws: with fewer than :data:`MIN_UPPER_CLASS` members of
 the rarer class their check compares the larger of the upper end and the rare-class floor, the
 figure with that class raised to its exact binomial upper count
-(:mod:`calibcli.metrics.rare_class`, :func:`with_floors`). Never "the replicates are all equal":
+(:mod:`calibcli.metrics.rare_class`, :func:`with_floors`); a paired comparison's checks also
+read the discordance floor, NEW's own errors raised to their exact upper count
+(:mod:`calibcli.metrics.discordance`, :func:`larger_floor`). Never "the replicates are all equal":
 a large sample of right answers at confidence 1 − 1e-6 also gives equal replicates, its floor
 is small, and it rightly passes.
 """
@@ -319,7 +321,8 @@ def with_floors(
             # compare: NEW's floor less BASE's estimate, or (paired) a difference already
             side = None if offsets is None else "new" if metric in subtracted else "paired"
             value = floor.values[metric] - subtracted.get(metric, 0.0)
-            line = _floored(check, floor, value, gate, level, side)
+            decided = getattr(floor, "decided", {}).get(metric, floor)
+            line = _floored(check, decided, value, gate, level, side)
         if line is not None:
             lines.append(line)
             if group is not None and group not in failed_groups:
@@ -344,12 +347,21 @@ def _floored(
     where = f" in group {check['group']!r}" if "group" in check else ""
     option = gate.options.get(metric, f"--max-{metric} {limit_text(threshold)}")
     del check["value"], check["passed"]  # recorded again after the floor
-    rests = floor_text(floor, level, side=side)
+    discordant = hasattr(floor, "discordance")
+    turned = floor.discordance.turned if discordant else floor.rare.turned
+    kind = "discordant" if discordant else "rare class"
+    named = "discordance floor" if discordant else "rare-class floor"
+    rests = (
+        discordance_text(floor, level, metric)
+        if discordant
+        else floor_text(floor, level, side=side)
+    )
+    said = {} if side is None else {"floor_kind": kind}  # compare: which floor decided
     if not math.isfinite(value):
-        check.update(floor=None, floor_flips=floor.rare.turned, value=None, passed=False)
-        check["reason"] = f"its rare-class floor ({rests}) is not a finite number"
+        check.update(floor=None, floor_flips=turned, **said, value=None, passed=False)
+        check["reason"] = f"its {named} ({rests}) is not a finite number"
         return f"{metric}{where}: {check['reason']}; cannot support {option}"
-    check.update(floor=value, floor_flips=floor.rare.turned, value=max(upper, value))
+    check.update(floor=value, floor_flips=turned, **said, value=max(upper, value))
     check["passed"] = bool(check["value"] <= threshold)
     if check["passed"]:
         return None
@@ -357,6 +369,53 @@ def _floored(
     if value <= upper:
         return f"{metric}{where} = {shown} (upper end of the {level:g} interval) exceeds {option}"
     return (
-        f"{metric}{where} = {shown} (rare-class floor, above the upper end of the {level:g} "
-        f"interval {value_text(upper, threshold)}: {rests}) exceeds {option}"
+        f"{metric}{where} = {shown} ({named}, above the upper end of the {level:g} "
+        f"interval {value_text(upper + 0.0, threshold)}: {rests}) exceeds {option}"
     )
+
+
+def discordance_text(floor: Any, level: float, metric: str) -> str:
+    """What a paired comparison's discordance floor
+    (:class:`~calibcli.metrics.DiscordanceFloor`) rests on, for a failure line: the questions
+    NEW gets wrong where BASE is right, their exact upper count, and the questions turned."""
+    found = floor.discordance
+    many = "s" if found.questions != 1 else ""
+    turned = f"{found.questions:,} more question{many} made NEW-wrong where both were right"
+    said = (
+        f"BASE's figure less NEW's with {turned}"
+        if metric.endswith("_decrease")
+        else f"NEW's figure with {turned}, less BASE's"
+    )
+    return (
+        f"NEW wrong where BASE is right on {found.count:,} of {found.total:,} questions: up to "
+        f"{found.bound:,} cannot be ruled out at {(1 + level) / 2:g} (the one-sided "
+        f"Clopper-Pearson upper count); {said}"
+    )
+
+
+@dataclass(frozen=True)
+class LargerFloor:
+    """A section's floors read as one: ``values`` (check metric -> the largest of the floors
+    holding it, one that is not a finite number before any other, so that its check fails
+    closed) and ``decided`` (check metric -> the floor whose value that is)."""
+
+    values: dict[str, float]
+    decided: dict[str, Any]
+
+
+def larger_floor(*floors: Any) -> LargerFloor | None:
+    """The larger of ``floors`` (each None, or with ``values`` keyed by check metric) for each
+    metric; on a tie the earlier floor. None when every floor is None."""
+    given = [f for f in floors if f is not None]
+    if not given:
+        return None
+    values: dict[str, float] = {}
+    decided: dict[str, Any] = {}
+    for floor in given:
+        for metric, value in floor.values.items():
+            held = values.get(metric)
+            if held is not None and (not math.isfinite(held) or value <= held):
+                continue
+            if held is None or not math.isfinite(value) or value > held:
+                values[metric], decided[metric] = value, floor
+    return LargerFloor(values, decided)
