@@ -28,6 +28,8 @@ EPS = 1e-12  # the clip of c before logit(c) (calibcli.metrics.recalibration's c
 CURVE_KEYS = ("threshold", "accepted", "errors", "coverage", "accuracy", "accuracy_lower_bound")
 GUARANTEED_KEYS = {
     "threshold",
+    "highest_rejected",
+    "lowest_accepted",
     "accepted",
     "errors",
     "coverage",
@@ -216,13 +218,16 @@ def clopper_pearson_lower(successes, n, level):
 
 
 def realised(rows, threshold):
-    """Accepted rows, errors, coverage and accuracy of accepting c >= threshold, by a loop."""
+    """Accepted rows, errors, coverage and accuracy of accepting c >= threshold, and the
+    confidences either side of it, by a loop."""
     accepted = errors = 0
     for c, y in rows:
         if c >= threshold:
             accepted += 1
             errors += not y
     return {
+        "highest_rejected": max((c for c, _ in rows if c < threshold), default=None),
+        "lowest_accepted": min((c for c, _ in rows if c >= threshold), default=None),
         "accepted": accepted,
         "errors": errors,
         "coverage": accepted / len(rows),
@@ -270,9 +275,10 @@ def test_json_schema_and_types(tmp_path):
     assert report["method"] == "ltt"
     assert set(report["guaranteed"]) == GUARANTEED_KEYS
     plug_keys = {"threshold", "accepted", "errors", "coverage", "accuracy", "realised"}
+    plug_keys |= {"highest_rejected", "lowest_accepted"}
     assert set(report["plug_in"]) == plug_keys
     # without --fit the evaluated rows are the rows the thresholds were chosen on
-    for block, keys in ((report["guaranteed"], 5), (report["plug_in"], 4)):
+    for block, keys in ((report["guaranteed"], 7), (report["plug_in"], 6)):
         seen = block["realised"]
         assert len(seen) == keys and all(seen[k] == block[k] for k in seen)
     for key in ("coverage", "aurc", "e_aurc"):
@@ -572,6 +578,8 @@ def test_fit_realised_when_no_threshold(tmp_path):
     realised_block = report["guaranteed"]["realised"]
     assert report["guaranteed"]["threshold"] is None
     assert realised_block == {
+        "highest_rejected": None,
+        "lowest_accepted": None,
         "accepted": 0,
         "errors": 0,
         "coverage": 0.0,

@@ -373,11 +373,15 @@ def test_threshold_curve_marks_the_chosen_threshold(bodies, extended):
     assert float(target["data-accuracy"]) == body["target_accuracy"]
     assert len(page.all("polyline", "lower")) == 1
     chosen = page.rows("Chosen thresholds")
-    assert chosen["guaranteed"][0] == shown(body["guaranteed"]["threshold"])
-    assert chosen["plug-in (no guarantee)"][0] == shown(body["plug_in"]["threshold"])
+    for key, name in (("guaranteed", "guaranteed"), ("plug_in", "plug-in (no guarantee)")):
+        block, text = body[key], chosen[name][0]
+        # t rounded, to as many decimals as accept the rows t accepts (tested by hand counts
+        # in test_threshold_shown_digits.py)
+        assert text == shown(block["threshold"], max(4, len(text.split(".")[1])))
+        assert block["highest_rejected"] < float(text) <= block["lowest_accepted"]
     table = page.table("Risk–coverage")["rows"]
     assert [r[0] for r in table] == [shown(t) for t in body["curve"]["threshold"]]
-    assert any("t = " + shown(body["guaranteed"]["threshold"]) in d for d in page.texts["desc"])
+    assert any("t = " + chosen["guaranteed"][0] in d for d in page.texts["desc"])
     # the denser coverage_curve, when the body has one, is the curve drawn
     dense = Page(html_report(extended["threshold"]))
     (curve,) = dense.all("polyline", "curve")

@@ -96,11 +96,13 @@ def test_a_threshold_just_below_1_is_not_shown_as_1(tmp_path):
 
 
 def test_a_threshold_of_4_decimals_is_shown_as_before(tmp_path):
-    """Thresholds that 4 decimals keep apart from 0 and 1 print as they did: 0.7182."""
-    rows = _rows(tmp_path / "rows.jsonl", (0.71818, 100, 0), (0.2, 0, 100))
+    """Thresholds that 4 decimals keep apart from 0, 1 and the rows around them print as they
+    did: 0.7181 (a threshold at the confidence 0.71818 would print as 0.71818, since 0.7182
+    rejects the rows at 0.71818)."""
+    rows = _rows(tmp_path / "rows.jsonl", (0.71814, 100, 0), (0.2, 0, 100))
     result = run(["threshold", rows, "--target-accuracy", "0.9", "--grid", "0", "-q"])
     assert result.exit_code == 0, result.stderr
-    assert shown_thresholds(result.stdout) == ["0.7182", "0.7182"]
+    assert shown_thresholds(result.stdout) == ["0.7181", "0.7181"]
 
 
 def test_step_outputs_are_the_evaluated_rows_figures_with_fit(tmp_path):

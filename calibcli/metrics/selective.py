@@ -56,6 +56,7 @@ __all__ = [
     "curve_lower_bounds",
     "display_rows",
     "e_aurc",
+    "highest_rejected",
     "plug_in_threshold",
     "points_at",
     "risk_upper_bound",
@@ -239,6 +240,13 @@ def points_at(thresholds: np.ndarray, t: float) -> int:
         else:
             hi = mid
     return lo - 1
+
+
+def highest_rejected(thresholds: np.ndarray, t: float) -> float | None:
+    """The largest of the descending distinct confidences ``thresholds`` below ``t`` (None:
+    none is): the row a printed threshold must stay above to accept the same rows as ``t``."""
+    j = points_at(thresholds, t) + 1
+    return float(thresholds[j]) if j < thresholds.shape[0] else None
 
 
 def select_threshold(

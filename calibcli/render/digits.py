@@ -9,7 +9,7 @@ any two doubles in [0, 1] apart, so the search always ends."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import Any
 
@@ -32,6 +32,45 @@ def threshold_decimals(values: Iterable[Any], least: int = 4) -> int:
     keep each apart from 0 and 1. A threshold of 0.99998 rounded to ``1.0000`` reads as "accept
     only rows at confidence 1", and one of 0.00004 as ``0.0000`` as "accept every row"."""
     return distinct_decimals([0.0, 1.0, *values], least)
+
+
+def chosen_decimals(block: Any, least: int = 4) -> int:
+    """The decimals, at least ``least``, for a chosen threshold t (a report's ``guaranteed`` or
+    ``plug_in`` block) at which the printed number p accepts exactly the rows t accepts: p is
+    printed apart from 0, 1 and each ``highest_rejected`` confidence h that the block and its
+    ``realised`` block carry (the largest confidence below t among the rows each is read on),
+    and p is at most each ``lowest_accepted`` confidence a (the smallest at or above t; t
+    itself for a block without one).
+
+    Rounding to d decimals is monotone (x <= y gives p(x) <= p(y)) and leaves a printed number
+    as it is. If p(t) <= h < t, then p(h) >= p(p(t)) = p(t) >= p(h): h and t print alike; so
+    when they print differently, p(t) > h and every row at or below h stays rejected, while
+    p(t) <= a keeps every row at or above t accepted. A grid threshold of 0.98004737685 with
+    0.98 the highest rejected confidence prints as ``0.98005``, where ``0.9800`` would accept
+    the rows at 0.98 as well; a plug-in threshold of 0.87656, a confidence, as ``0.87656``,
+    where ``0.8766`` would reject its own rows."""
+    t = block.get("threshold") if isinstance(block, Mapping) else None
+    if not isinstance(t, float) or not math.isfinite(t):
+        return least
+    blocks = [b for b in (block, block.get("realised")) if isinstance(b, Mapping)]
+    said = [b.get("highest_rejected") for b in blocks]
+    apart = {0.0, 1.0, *(h for h in said if isinstance(h, float) and math.isfinite(h))} - {t}
+    tops = [b.get("lowest_accepted", t) for b in blocks]
+    top = min((a for a in tops if isinstance(a, float)), default=t)
+    for digits in range(least, MOST + 1):
+        shown = f"{t:.{digits}f}"
+        if float(shown) <= top and all(f"{v:.{digits}f}" != shown for v in apart):
+            return digits
+    return MOST
+
+
+def chosen_at(section: Any, key: str) -> int:
+    """:func:`chosen_decimals` of the chosen threshold at the dotted ``key`` of a report section
+    (``guaranteed.threshold``: the ``guaranteed`` block's)."""
+    block = section
+    for part in key.split(".")[:-1]:
+        block = block.get(part) if isinstance(block, Mapping) else None
+    return chosen_decimals(block)
 
 
 LARGE = 1e15

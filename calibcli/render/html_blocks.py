@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from calibcli.render.digits import as_given, gate_decimals, threshold_decimals
+from calibcli.render.digits import as_given, chosen_at, gate_decimals, threshold_decimals
 from calibcli.render.markup import MINUS, cell, interval, is_number, number, signed, text
 from calibcli.render.svg import reliability_bins, reliability_chart
 from calibcli.reports import RECALIBRATION, Figure, has, lookup
@@ -89,7 +89,7 @@ def value(section: dict[str, Any], figure: Figure, *, exact: bool = True) -> str
     x = lookup(section, figure.key)
     if figure.kind == "bins" and is_number(x):
         return f"{number(x)} of {number(bins_total(section))}"
-    digits = threshold_decimals([x]) if figure.kind == "threshold" else 4
+    digits = chosen_at(section, figure.key) if figure.kind == "threshold" else 4
     return cell(x, digits) if exact else number(x, digits)
 
 
@@ -372,7 +372,9 @@ def gate(ids: Ids, found: Any) -> str:
     passed = found.get("passed") is True
     on = "the upper end of each figure's bootstrap interval" if upper else "each estimate"
     on += ", plus BASE's bias allowance where shown" if allowed else ""
-    on += ", or its rare-class floor where larger" if floored else ""
+    kinds = {c.get("floor_kind", "rare class") for c in checks if "floor" in c}
+    on += ", or its rare-class floor where larger" if "rare class" in kinds else ""
+    on += ", or its discordance floor where larger" if "discordant" in kinds else ""
     parts = [f'<p class="verdict {"pass" if passed else "fail"}">{verdict(passed)}, on {on}.</p>']
     failed = found.get("failed_groups")
     if isinstance(failed, list) and failed:

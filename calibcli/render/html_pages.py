@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.render import html_blocks as b
-from calibcli.render.digits import as_given, threshold_decimals
+from calibcli.render.digits import as_given, chosen_decimals, threshold_decimals
 from calibcli.render.markup import cell, interval, is_number, number, signed, text
 from calibcli.render.svg import coverage_chart
 from calibcli.reports import (
@@ -94,7 +94,7 @@ def _curve(ids: b.Ids, body: dict[str, Any]) -> str:
         chosen = body.get(key)
         if isinstance(chosen, dict) and is_number(chosen.get("threshold")):
             seen = _chosen(chosen)
-            label = f"{name} t = {number(chosen['threshold'])}"
+            label = f"{name} t = {number(chosen['threshold'], chosen_decimals(chosen))}"
             marks.append((css, seen.get("coverage"), seen.get("accuracy"), label))
     target = body.get("target_accuracy")
     delta = body.get("delta")
@@ -141,7 +141,7 @@ def _thresholds_table(body: dict[str, Any]) -> str:
             continue
         keys = ("threshold", "accepted", "errors", "coverage", "accuracy")
         keys += ("accuracy_lower_bound", "p_value")
-        cells = [cell(c[k], _digits(k, c[k])) if k in c else "" for k in keys]
+        cells = [cell(c[k], _digits(k, c)) if k in c else "" for k in keys]
         if fit:
             seen = c.get("realised") if isinstance(c.get("realised"), dict) else {}
             cells += [cell(seen[k]) if k in seen else "" for k in seen_keys]
@@ -149,9 +149,10 @@ def _thresholds_table(body: dict[str, Any]) -> str:
     return b.table("Chosen thresholds", headers, rows) if rows else ""
 
 
-def _digits(key: str, value: Any) -> int:
-    """The decimals of a chosen threshold's cell: a threshold is kept apart from 0 and 1."""
-    return threshold_decimals([value]) if key == "threshold" else 4
+def _digits(key: str, chosen: dict[str, Any]) -> int:
+    """The decimals of a chosen threshold's cell: a threshold is printed to accept the rows it
+    accepts (:func:`~calibcli.render.digits.chosen_decimals`)."""
+    return chosen_decimals(chosen) if key == "threshold" else 4
 
 
 def _curve_table(body: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from calibcli.render.digits import as_given, fixed, gate_decimals, threshold_decimals
+from calibcli.render.digits import as_given, chosen_at, fixed, gate_decimals
 from calibcli.reports import (
     BY_COMMAND,
     CALIBRATION,
@@ -91,7 +91,7 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
     for figure in figures:
         value = lookup(body, figure.key)
         if figure.kind == "threshold" and isinstance(value, float):
-            row = f"| {figure.label} | {value:.{threshold_decimals([value])}f} |"
+            row = f"| {figure.label} | {value:.{chosen_at(body, figure.key)}f} |"
         elif figure.kind == "bins" and isinstance(value, int) and _bins_of(body) is not None:
             row = f"| {figure.label} | {value:,} of {_bins_of(body):,} |"  # as the table says
         else:
@@ -113,7 +113,8 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
                 parts = [_cell(check[k], digits) for k in ("upper", "floor")]
                 extra = check.get("allowance")
                 parts.append("" if extra is None else f", + allowance {_cell(extra, digits)}")
-                value += " (larger of upper end {} and rare-class floor {}{})".format(*parts)
+                kind = "discordance" if check.get("floor_kind") == "discordant" else "rare-class"
+                value += f" (larger of upper end {parts[0]} and {kind} floor {parts[1]}{parts[2]})"
             elif "allowance" in check:  # the upper end plus BASE's bias allowance, both shown
                 digits = gate_decimals([check["value"]], limit)
                 parts = (_cell(check[k], digits) for k in ("upper", "allowance"))
@@ -129,10 +130,16 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
                     ", plus BASE's bias allowance where shown (what the figure reads on BASE's "
                     "confidences with outcomes calibrated by construction)."
                 )
-            if any("floor" in check for check in gate["checks"]):
+            kinds = {c.get("floor_kind", "rare class") for c in gate["checks"] if "floor" in c}
+            if "rare class" in kinds:
                 lines[-1] = lines[-1][:-1] + (
                     ", or the rare-class floor where larger (the figure with the rarer of right "
                     "and wrong answers raised to its exact binomial upper count)."
+                )
+            if "discordant" in kinds:
+                lines[-1] = lines[-1][:-1] + (
+                    ", or the discordance floor where larger (NEW − BASE with the questions NEW "
+                    "gets wrong where BASE is right raised to their exact binomial upper count)."
                 )
     if body.get("warnings"):
         lines += [""] + [f"> warning: {_text(w)}" for w in body["warnings"]]

@@ -16,7 +16,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from calibcli.render.digits import as_given, fixed, gate_decimals, threshold_decimals
+from calibcli.render.digits import (
+    as_given,
+    chosen_at,
+    fixed,
+    gate_decimals,
+    threshold_decimals,
+)
 from calibcli.reports import (
     CALIBRATION,
     PERPLEXITY,
@@ -134,8 +140,8 @@ def _cell(report: dict[str, Any], figure: Figure) -> str:
     value = lookup(report, figure.key)
     if figure.kind == "bins" and value is not None:
         return f"{value} of {report.get('bins_used', report.get('bins'))}"
-    if figure.kind == "threshold":
-        return _f(value, threshold_decimals([value]))
+    if figure.kind == "threshold":  # printed so as to accept the rows the threshold accepts
+        return _f(value, chosen_at(report, figure.key))
     return _f(value)
 
 

@@ -1,24 +1,23 @@
 """The automation-threshold report (``calibcli threshold``): at which confidence can answers be
 auto-approved with accuracy >= A, guaranteed with probability >= 1 − δ.
 
-Builds report sections from a reader's columns with :mod:`calibcli.metrics.selective`; the
-report shell, warnings and strict JSON come from :mod:`calibcli.reports.report`. With a separate fit
-input (``--fit``) the threshold is chosen there and its coverage and accuracy are *realised*
-on the main input; otherwise both come from the same rows, which flatters them (said in a
-warning).
+Builds report sections from a reader's columns with :mod:`calibcli.metrics.selective`; the report
+shell, warnings and strict JSON come from :mod:`calibcli.reports.report`. With a separate fit input
+(``--fit``) the threshold is chosen there and its coverage and accuracy are *realised* on the main
+input; otherwise both come from the same rows, which flatters them (said in a warning).
 
-Which rows each figure comes from: ``n``, ``coverage``, every ``realised`` block, the curve and
-the summary figures (AURC, E-AURC, selective accuracy) are the evaluated rows' (FILE...);
-``fit_n`` and the ``guaranteed`` and ``plug_in`` blocks outside ``realised`` are the rows the
-threshold was chosen on: the --fit rows, or the evaluated rows themselves without --fit. When
-the guaranteed threshold's accuracy on the evaluated rows falls below the target, the report
-warns and a --min-coverage gate fails closed: the coverage is not reached at the accuracy
-asked for.
+Which rows each figure comes from: ``n``, ``coverage``, every ``realised`` block, the curve and the
+summary figures (AURC, E-AURC, selective accuracy) are the evaluated rows' (FILE...); ``fit_n`` and
+the ``guaranteed`` and ``plug_in`` blocks outside ``realised`` are the rows the threshold was chosen
+on: the --fit rows, or the evaluated rows themselves without --fit. When the guaranteed threshold's
+accuracy on the evaluated rows falls below the target, the report warns and a --min-coverage gate
+fails closed: the coverage is not reached at the accuracy asked for. A chosen threshold's
+``highest_rejected`` and ``lowest_accepted`` confidences tell a renderer how to print it.
 
-On rows that repeat their questions (an inspect-ai run's epochs, a HELM run's train trials)
-the guaranteed threshold is chosen, and every accuracy lower bound read, on one answer per
-question drawn at random (``one_per_question`` in the guaranteed block), since the binomial
-tests and bounds need independent answers; every other figure weighs every answer.
+On rows that repeat their questions (an inspect-ai run's epochs, a HELM run's train trials) the
+guaranteed threshold is chosen, and every accuracy lower bound read, on one answer per question
+drawn at random (``one_per_question`` in the guaranteed block), since the binomial tests and bounds
+need independent answers; every other figure weighs every answer.
 """
 
 from __future__ import annotations
@@ -70,9 +69,9 @@ CURVE_POINTS = 400  # points of the accuracy–coverage curve in the report (wha
 
 @dataclass(frozen=True)
 class ThresholdSettings:
-    """What the user asked: the target accuracy, δ, the method, a full curve, a fit input, and
-    for Learn then Test the size of its grid of candidate thresholds (None: the default grid,
-    0: every distinct confidence instead)."""
+    """What the user asked: the target accuracy, δ, the method, a full curve, a fit input, and for
+    Learn then Test the size of its grid of candidate thresholds (None: the default grid, 0: every
+    distinct confidence instead)."""
 
     target_accuracy: float
     delta: float = 0.05
@@ -109,9 +108,13 @@ def threshold_options(
         )
 
 
-def _choice(choice: Any, *, guaranteed: bool) -> dict[str, Any]:
+def _choice(choice: Any, curve: Any, *, guaranteed: bool) -> dict[str, Any]:
+    """A chosen threshold's block: its figures on ``curve``'s rows, which it was chosen on."""
+    seen = _realised(curve, choice.threshold)
     out: dict[str, Any] = {
         "threshold": choice.threshold,
+        "highest_rejected": seen["highest_rejected"],
+        "lowest_accepted": seen["lowest_accepted"],
         "accepted": int(choice.accepted),
         "errors": int(choice.errors),
         "coverage": float(choice.coverage),
@@ -128,25 +131,25 @@ def _choice(choice: Any, *, guaranteed: bool) -> dict[str, Any]:
 
 def _realised(curve: Any, threshold: float | None, delta: float | None = None) -> dict[str, Any]:
     """Coverage and accuracy on ``curve``'s rows of accepting confidence >= ``threshold``; with
-    ``delta`` also the one-sided Clopper–Pearson lower bound on that accuracy at level δ (valid
-    for rows the threshold was not chosen on)."""
-    from calibcli.metrics import accuracy_lower_bound, points_at
+    ``delta`` also the one-sided Clopper–Pearson lower bound on that accuracy at level δ (valid for
+    rows the threshold was not chosen on)."""
+    from calibcli.metrics import accuracy_lower_bound, highest_rejected, points_at
 
-    out: dict[str, Any] = {"accepted": 0, "errors": 0, "coverage": 0.0, "accuracy": None}
-    if threshold is not None:
-        # thresholds are descending: the rows accepted are those of the last t_j >= threshold
-        j = points_at(curve.thresholds, threshold)
-        accepted = int(curve.accepted[j]) if j >= 0 else 0
-        errors = int(curve.errors[j]) if j >= 0 else 0
-        out = {
-            "accepted": accepted,
-            "errors": errors,
-            "coverage": accepted / curve.total if curve.total else 0.0,
-            "accuracy": (accepted - errors) / accepted if accepted else None,
-        }
+    # thresholds are descending: the rows accepted are those of the last t_j >= threshold
+    j = -1 if threshold is None else points_at(curve.thresholds, threshold)
+    accepted = int(curve.accepted[j]) if j >= 0 else 0
+    errors = int(curve.errors[j]) if j >= 0 else 0
+    rejected = None if threshold is None else highest_rejected(curve.thresholds, threshold)
+    out: dict[str, Any] = {
+        "accepted": accepted,
+        "errors": errors,
+        "coverage": accepted / curve.total if curve.total else 0.0,
+        "accuracy": (accepted - errors) / accepted if accepted else None,
+        "highest_rejected": rejected,
+        "lowest_accepted": float(curve.thresholds[j]) if j >= 0 else None,
+    }
     if delta is not None:
-        accepted, right = out["accepted"], out["accepted"] - out["errors"]
-        bound = accuracy_lower_bound(right, accepted, delta=delta) if accepted else None
+        bound = accuracy_lower_bound(accepted - errors, accepted, delta=delta) if accepted else None
         out["accuracy_lower_bound"] = bound
     return out
 
@@ -154,7 +157,7 @@ def _realised(curve: Any, threshold: float | None, delta: float | None = None) -
 def _in_sample(choice: dict[str, Any], *, guaranteed: bool) -> dict[str, Any]:
     """The ``realised`` block of a threshold evaluated on the rows it was chosen on: its own
     figures (the guaranteed threshold's bound is the one its test gives, at the test level)."""
-    keys = ("accepted", "errors", "coverage", "accuracy")
+    keys = ("highest_rejected", "lowest_accepted", "accepted", "errors", "coverage", "accuracy")
     keys += ("accuracy_lower_bound",) if guaranteed else ()
     return {k: choice[k] for k in keys}
 
@@ -172,9 +175,9 @@ def _target_text(target: float) -> str:
 
 
 def _below_evidence(curve: Any, chooser: Any, threshold: float | None) -> list[Note]:
-    """A warning when evaluated rows (``curve``'s) are accepted below the lowest confidence
-    among the rows ``threshold`` was chosen on (``chooser``'s curve): no row it was chosen on
-    was as unsure (none when no evaluated row lies between the two)."""
+    """A warning when evaluated rows (``curve``'s) are accepted below the lowest confidence among
+    the rows ``threshold`` was chosen on (``chooser``'s curve): no row it was chosen on was as
+    unsure (none when no evaluated row lies between the two)."""
     from calibcli.metrics import points_at
 
     lowest = float(chooser.thresholds[-1])
@@ -222,9 +225,9 @@ def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple
 
 
 def _table(curve: Any, settings: ThresholdSettings, bounds_on: Any = None) -> dict[str, Any]:
-    """The risk–coverage table of ``curve``; its accuracy lower bounds are read on
-    ``bounds_on`` at the same thresholds when given (one answer per question of rows that
-    repeat them), null for rows that repeat questions they do not name (``bounds_on`` False)."""
+    """The risk–coverage table of ``curve``; its accuracy lower bounds are read on ``bounds_on`` at
+    the same thresholds when given (one answer per question of rows that repeat them), null for rows
+    that repeat questions they do not name (``bounds_on`` False)."""
     import numpy as np
 
     from calibcli.metrics import curve_lower_bounds, display_rows
@@ -274,11 +277,10 @@ def threshold_section(
     eval_repeats: bool = False,
 ) -> Section:
     """The threshold figures for one set of rows (pooled, or one --by group: ``grouped``).
-    ``fit_keys``: the rows the threshold is chosen on repeat their questions, and these are
-    their (right, wrong) question keys; the guaranteed threshold is chosen on one answer per
-    question (:func:`_one_per_question`). ``eval_repeats``: the evaluated rows repeat their
-    questions, and the bounds on them are read on one answer per question of ``eval_keys``
-    (null without them)."""
+    ``fit_keys``: the rows the threshold is chosen on repeat their questions, and these are their
+    (right, wrong) question keys; the guaranteed threshold is chosen on one answer per question
+    (:func:`_one_per_question`). ``eval_repeats``: the evaluated rows repeat their questions, and
+    the bounds on them are read on one answer per question of ``eval_keys`` (null without them)."""
     from calibcli.metrics import (
         RiskCoverage,
         aurc,
@@ -294,9 +296,8 @@ def threshold_section(
     notes: list[Note] = []
     if n == 0:
         notes.append(Note("empty", "no rows were read; there is no threshold to choose"))
-        section.update(
-            guaranteed=None, plug_in=None, aurc=None, e_aurc=None, selective_accuracy=None
-        )
+        section.update(dict.fromkeys(("guaranteed", "plug_in", "aurc", "e_aurc")))
+        section["selective_accuracy"] = None
         return Section(section, notes, {"coverage": "no rows were read"})
     curve = RiskCoverage.from_columns(columns)
     fit_curve = curve if fit_columns is None else RiskCoverage.from_columns(fit_columns)
@@ -328,10 +329,10 @@ def threshold_section(
             grid=threshold_grid(size) if size else None,
         )
         plug = plug_in_threshold(fit_curve, target_accuracy=settings.target_accuracy)
-        section["guaranteed"] = _choice(chosen, guaranteed=True)
+        section["guaranteed"] = _choice(chosen, chooser, guaranteed=True)
         if one is not None:
             section["guaranteed"]["one_per_question"] = one
-        section["plug_in"] = _choice(plug, guaranteed=False)
+        section["plug_in"] = _choice(plug, fit_curve, guaranteed=False)
         if fit_columns is not None:
             section["fit_n"] = int(fit_curve.total)
             realised = _realised(curve, chosen.threshold, settings.delta)
@@ -346,9 +347,8 @@ def threshold_section(
                 block["realised"] = _in_sample(block, guaranteed=key == "guaranteed")
             if one is not None:  # chosen on some of the rows: read on every one of them
                 block = section["guaranteed"]
-                bound = block["accuracy_lower_bound"]
-                realised = {**_realised(curve, chosen.threshold), "accuracy_lower_bound": bound}
-                block["realised"] = realised
+                bound = {"accuracy_lower_bound": block["accuracy_lower_bound"]}
+                block["realised"] = {**_realised(curve, chosen.threshold), **bound}
         closed = {}
         if chosen.threshold is None:
             reason = (
@@ -385,8 +385,8 @@ def _repeats(summary: Any) -> tuple[bool, bool]:
 
 def _one_per_question(columns: Any, keys: Any) -> tuple[Any, dict[str, Any]]:
     """The risk–coverage curve of one answer per question of ``columns`` (their (right, wrong)
-    question ``keys``), drawn at random with seed 0
-    (:func:`calibcli.metrics.one_per_question`), and what the report says of it."""
+    question ``keys``), drawn at random with seed 0 (:func:`calibcli.metrics.one_per_question`), and
+    what the report says of it."""
     from calibcli.metrics import PredictionColumns, RiskCoverage, one_per_question
 
     right, wrong = one_per_question(*keys, seed=0)
@@ -430,10 +430,10 @@ def _mapped_scale(settings: dict[str, Any]) -> str:
 
 
 def _other_rows(fit: Any, summary: Any) -> list[str]:
-    """A warning when the evaluated rows are of another format than the --fit rows the
-    threshold was chosen on: their confidences may be taken another way (a softmax over
-    choices, a token's probability, a stated number), and a threshold is a cut on one kind of
-    number; held against another kind it accepts other rows."""
+    """A warning when the evaluated rows are of another format than the --fit rows the threshold was
+    chosen on: their confidences may be taken another way (a softmax over choices, a token's
+    probability, a stated number), and a threshold is a cut on one kind of number; held against
+    another kind it accepts other rows."""
 
     def formats(data: Any) -> set[str]:
         return {s.format for s in data.sources if s.format is not None and s.skipped is None}
@@ -485,10 +485,10 @@ def threshold_report(
     recalibration: Any = None,
 ) -> Report:
     """The threshold report: the guaranteed and plug-in thresholds, summary figures, the
-    risk–coverage table, per --by group (each group's threshold chosen on its own rows, or on
-    the ``fit`` summary's rows of the same group). With ``recalibration``
-    (:class:`~calibcli.reports.recalibration.Recalibration`) the summaries hold recalibrated
-    rows and the report shows the figures before and after."""
+    risk–coverage table, per --by group (each group's threshold chosen on its own rows, or on the
+    ``fit`` summary's rows of the same group). With ``recalibration``
+    (:class:`~calibcli.reports.recalibration.Recalibration`) the summaries hold recalibrated rows
+    and the report shows the figures before and after."""
     from dataclasses import replace
 
     from calibcli.metrics import PredictionColumns
