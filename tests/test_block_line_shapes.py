@@ -50,3 +50,14 @@ def test_rows_ending_as_written_read_alike(tmp_path, ending):
     assert first.exit_code == second.exit_code == 0
     assert json.loads(first.stdout)["n"] == 30_000
     assert json.loads(first.stdout)["ece"] == json.loads(second.stdout)["ece"]
+
+
+@pytest.mark.parametrize("tail", [b"{", b"}", b"{}", b"}\r"])
+def test_a_last_line_of_a_byte_or_two_is_refused_not_raised(tmp_path, tail):
+    # the last block of the file is the line alone, shorter than the patterns looked for
+    path = tmp_path / "short.jsonl"
+    path.write_bytes(b'{"confidence": 0.5, "correct": 1}\n' + tail)
+    result = run(["calibrate", path, "-q"])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith(f"Error: {path}:2: ")
+    assert "Traceback" not in result.stderr

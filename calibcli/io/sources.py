@@ -286,7 +286,7 @@ def blocks(
                 closed_at = np.equal(arr[:-1], 125, out=starts[: cut - 1])
                 np.logical_and(closed_at, nl[1:], out=closed_at)
                 closed = int(np.count_nonzero(closed_at)) + (buf[cut - 1] == 125)
-                if closed != rows:
+                if closed != rows and cut > 2:
                     crlf = np.equal(arr[1:-1], 13, out=starts[: cut - 2])
                     np.logical_and(crlf, nl[2:], out=crlf)
                     np.logical_and(crlf, arr[:-2] == 125, out=crlf)
