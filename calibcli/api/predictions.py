@@ -134,8 +134,8 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
     group), ``id_field`` (each row's id; lm-eval, inspect-ai and the other formats with ids
     of their own are identified without it), ``max_line_mb``, ``max_document_mb``. An id
     read twice is an error, and so is a native row carrying its file's first row's ``id``
-    (a run appended to its file again), unless ``all_runs=True``: every re-run of a task in a
-    folder is then read and pooled, as ``calibrate --all-runs`` pools them (:func:`compare`
+    (a run appended to its file again), unless ``all_runs=True``: every re-run of a task among
+    the files is then read and pooled, as ``calibrate --all-runs`` pools them (:func:`compare`
     refuses rows whose ids repeat, as the command does); pooled rows whose ids repeat (one
     task's inspect-ai logs, native rows given ``id_field``) are then each question's answers,
     counted and drawn by question with the command's warning. Two models' lm-eval files of one

@@ -296,17 +296,17 @@ def _read_side(
         options.get("max_document_bytes"),
     )
     reader.watch = not keyed and not options.get("all_runs", False)
-    from_folder = {f for f in expand(sources) if f not in sources}
-    runs = choose_runs(sorted(from_folder), all_runs=options.get("all_runs", False))
+    files = expand(sources)
+    from_folder = {f for f in files if f not in sources}
+    # older re-runs among this side's files alone are left out and named as calibrate does
+    runs = choose_runs(files, all_runs=options.get("all_runs", False))
     newest = set(runs.files)
-    # the older re-runs a folder holds are left out, as the other commands leave them out, and
-    # named as they name them
     reader.warnings.extend(w for w in runs.warnings if w not in reader.warnings)
     spans: list[tuple[str, bool, int, int]] = []
     found = None
     try:
-        for source in expand(sources):
-            if source in from_folder and source not in newest:
+        for source in files:
+            if source not in newest:
                 continue
             start = side.count
             folder = source in from_folder

@@ -143,7 +143,9 @@ def read_keyed(
     ``all_runs`` rows read twice are pooled on purpose, ids unchecked; every row keeps its id
     as compare keys it, so compare of such rows refuses the repeated ids. A folder's files
     that are skipped (results files, tasks without probabilities) are said in ``warnings``
-    as the other commands say them, and so is a file of no rows read beside others. With
+    as the other commands say them, and so is a file of no rows read beside others; without
+    ``all_runs``, a task's older re-runs among the files, named or a folder's, are left out and
+    said as ``calibrate`` leaves them out and says them. With
     ``documents``, what each lm-eval or inspect-ai row asks is kept too (``docs``), for
     compare's check that matched rows ask the same question. With ``questions``, rows that
     share a question (an inspect-ai sample's epochs) are labelled with its hash
@@ -185,14 +187,14 @@ def read_keyed(
     seen: dict[Any, str] = {}
     found = None
     modes: list[str | None] = []  # each inspect-ai file's (see calibcli.io.route.InspectRows)
-    # a folder's files are read as the streaming readers read them: its results files, files of
-    # other task kinds and older re-runs of a task are left out (the files named are not)
+    # the files are read as the streaming readers read them: older re-runs of a task are left
+    # out among all the files, named or a folder's, as calibrate leaves them out; a folder's
+    # results files and files of other task kinds are left out too (the files named are not).
+    # The runs' checks on every file kept: one given twice, byte copies
     expanded = expand(sources)  # each folder listed once
     from_folder = {f for f in expanded if f not in sources}
-    runs = choose_runs(sorted(from_folder), all_runs=all_runs)
+    runs = choose_runs(list(expanded), all_runs=all_runs)
     newest = set(runs.files)
-    if not all_runs:  # the runs' checks on every file: one given twice, byte copies
-        choose_runs(list(expanded), all_runs=False)
     made: list[Any] = []  # each file's rows' multiset hash, for the same rows in other bytes
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed
@@ -201,7 +203,7 @@ def read_keyed(
     left_out: list[tuple[str, str]] = []  # the files skipped, and why
     read_as: list[tuple[str, str]] = []  # the files read, with their formats
     for source in expanded:
-        if source in from_folder and source not in newest:
+        if source not in newest:
             continue
         source_fmt = None
         convert = None

@@ -525,9 +525,10 @@ def compare_report(
         names = np.asarray(matched.groups, dtype=object)
         groups = {}
         # a BASE group without a matched row is compared too, on no rows: its figures are
-        # null and --gate-each fails closed on it rather than leaving it unchecked (a group
-        # only NEW holds has nothing to have got worse against, and is named above)
-        for name in sorted({*matched.groups, *matched.unmatched_groups}):
+        # null and --gate-each fails closed on it rather than leaving it unchecked, as on a
+        # group only NEW holds, which it gates too (both are named above)
+        extra = matched.new_only_groups if gate and gate.each else ()
+        for name in sorted({*matched.groups, *matched.unmatched_groups, *extra}):
             rows = names == name
             base = (matched.base[0][rows], matched.base[1][rows])
             new = (matched.new[0][rows], matched.new[1][rows])
