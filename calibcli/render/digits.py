@@ -117,3 +117,13 @@ def _reads_as(value: Any, limit: float, least: int) -> int:
         if (shown > limit) - (shown < limit) == side:
             return digits
     return MOST
+
+
+#: The labels the tables give their own rows beside the groups' rows.
+OWN_ROWS = frozenset({"(pooled)", "all (pooled)", "macro (by sequences)"})
+
+
+def group_cell(name: Any) -> str:
+    """A group's name as a table shows it: as it is, but quoted when it spells a label the
+    table gives its own rows (a group named ``(pooled)`` is not the pooled row)."""
+    return repr(name) if name in OWN_ROWS else str(name)

@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from calibcli.render.digits import as_given, chosen_at, gate_decimals, threshold_decimals
+from calibcli.render.digits import (
+    as_given,
+    chosen_at,
+    gate_decimals,
+    group_cell,
+    threshold_decimals,
+)
 from calibcli.render.markup import MINUS, cell, interval, is_number, number, signed, text
 from calibcli.render.svg import reliability_bins, reliability_chart
 from calibcli.reports import RECALIBRATION, Figure, has, lookup
@@ -366,7 +372,7 @@ def gate(ids: Ids, found: Any) -> str:
         if allowed or floored:
             gated = "allowance" in c or "floor" in c
             shown.append(number(c["value"], digits) if gated else "")
-        cells = [text(c.get("group", "(pooled)")), *shown, limit]
+        cells = [text(group_cell(c["group"]) if "group" in c else "(pooled)"), *shown, limit]
         cells += [result if ok else f"<strong>{result}</strong>", text(c.get("reason", ""))]
         rows.append((text(c.get("metric", "?")), cells, "" if ok else "fail"))
     passed = found.get("passed") is True

@@ -21,6 +21,7 @@ from calibcli.render.digits import (
     chosen_at,
     fixed,
     gate_decimals,
+    group_cell,
     threshold_decimals,
 )
 from calibcli.reports import (
@@ -166,7 +167,8 @@ def _group_table(report: dict[str, Any], figures: tuple[Figure, ...], by: str | 
     """One row per --by group and the pooled row, over the figures that have a column."""
     columns = [f for f in figures if f.column is not None and has(report, f.key)]
     table = _table(f"By {by or 'group'}", by or "group", *(f.column for f in columns))
-    rows = [*report["groups"].items(), ("all (pooled)", report)]
+    rows = [(group_cell(k), v) for k, v in report["groups"].items()]
+    rows.append(("all (pooled)", report))
     if "macro" in report:  # lm-eval's group row: the groups' figures, weighted by sequences
         rows.append(("macro (by sequences)", report["macro"]))
     for name, section in rows:
@@ -323,7 +325,7 @@ def _gate(report: dict[str, Any]) -> list[Any]:
         _row(
             table,
             check["metric"],
-            check.get("group", "(pooled)"),
+            group_cell(check["group"]) if "group" in check else "(pooled)",
             *cells,
             f">= {as_given(limit)}" if "minimum" in check else as_given(limit),
             result,
