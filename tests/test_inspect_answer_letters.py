@@ -1,5 +1,6 @@
 """The answer-token rule reads one letter: after ``ANSWER:`` the letter (with its closing
-wrappers) is followed by no other letter, digit or comma to the end of its line. A list of
+wrappers) is followed, after blanks, by no other letter, digit or comma, as inspect-ai's solver
+reads the run of letters, blanks and commas after ``ANSWER:``. A list of
 letters, the answer of inspect-ai's ``multiple_choice(multiple_correct=True)`` solver
 (``ANSWER: A, C``), names no one answer: ``auto`` reads such samples by their whole completion and
 ``answer-token`` refuses them."""
@@ -40,16 +41,19 @@ BASE = Path(__file__).parent / "fixtures" / "inspect_ai_schema" / "toy_mc.json"
         ("ANSWER: AC", None),
         ("ANSWER: A C", None),
         ("ANSWER: A 2", None),
-        ("ANSWER: A. Because B is wrong", None),
+        ("ANSWER: A. Because B is wrong", 8),
+        ("ANSWER: A (because it is)", 8),
+        ("ANSWER: A; I think", 8),
         ("ANSWER: $A$, $C$", None),
         ("ANSWER: (A), (C)", None),
         ("ANSWER: a, c", None),
         ("ANSWER: a and c", None),
         ("ANSWER: a c", None),
-        ("ANSWER: A é", None),
+        ("ANSWER: A é", 8),
+        ("ANSWER: A and", None),
     ],
 )
-def test_one_letter_to_the_end_of_its_line(text, letter_at):
+def test_one_letter_not_followed_by_another(text, letter_at):
     # one character a token: the answer token's index is the letter's position
     assert answer_index(4, list(text)) == letter_at
 

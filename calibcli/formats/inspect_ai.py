@@ -34,12 +34,14 @@ CONFIDENCES = ("auto", "answer-token", "sequence", "first-token", "mean-token")
 # written after other harnesses): where it starts, and the capital letter of its plain form
 # (group 1, after an optional "$") at the end of _ANSWER_START's match.
 _ANSWER_START = re.compile(r"(?i:answer)\s*:\s*")
-_PLAIN_LETTER = re.compile(r"\$?([A-Z])")
+_PLAIN_LETTER = re.compile(r"\$?([A-Z])\$?")
 # The other forms inspect-ai's solver grades: the letter in either case, inside balanced
 # wrappers (LaTeX, Markdown emphasis and code, brackets), nested up to _MOST_WRAPPERS deep.
-# Every form, the plain one too, is followed by no other letter, digit or comma to the end of
-# its line (_LETTER_END): a list of letters ("ANSWER: A, C", "A and C", the multiple_correct
-# solver's "ANSWER: $LETTERS"), or prose such as "Answer: a bit of both", is not one answer.
+# Every form, the plain one too, is followed, after blanks, by no other letter, digit or comma
+# (_LETTER_END), as the solver reads the run of letters, blanks and commas after "ANSWER:": a
+# list of letters ("ANSWER: A, C", "A and C", the multiple_correct solver's "ANSWER:
+# $LETTERS"), or prose such as "Answer: a bit of both", is not one answer, while "ANSWER: B.
+# Because ..." and "ANSWER: B (as ...)" are B.
 _WRAPPERS = (
     ("$$", "$$"),
     ("$", "$"),
@@ -55,7 +57,7 @@ _WRAPPERS = (
     ("[", "]"),
 )
 _MOST_WRAPPERS = 3
-_LETTER_END = re.compile(r"(?![^\r\n]*(?:[^\W_]|,))")
+_LETTER_END = re.compile(r"(?![ \t]*[A-Za-z0-9,])")
 
 # inspect-ai's score value constants: CORRECT, INCORRECT, NOANSWER, PARTIAL.
 _CORRECT, _INCORRECT, _NOANSWER, _PARTIAL = "C", "I", "N", "P"
@@ -229,9 +231,10 @@ def answer_letter(text: str, at: int) -> int | None:
     ``at`` (after ``ANSWER:`` and blanks), or None: a capital letter alone or after a ``$``
     (``B``, ``$B``, ``$B$``); else, as inspect-ai's solver grades it, a letter of either case
     inside balanced wrappers (``b``, ``(B)``, ``**B**``, ``$b$``, ``**(B)**``, ``\\boxed{B}``).
-    Either way the letter (with its closing wrappers) is followed by no letter, digit or comma
-    to the end of its line: ``ANSWER: A, C`` and ``ANSWER: A and C`` name two letters, not one,
-    and ``ANSWER: B.`` or ``ANSWER: B`` then more lines name B."""
+    Either way the letter (with its closing wrappers) is followed, after blanks, by no letter,
+    digit or comma: ``ANSWER: A, C`` and ``ANSWER: A and C`` name two letters, not one, and
+    ``ANSWER: B. Because ...``, ``ANSWER: B (as ...)`` or ``ANSWER: B`` then more lines name
+    B."""
     plain = _PLAIN_LETTER.match(text, at)
     if plain is not None and _LETTER_END.match(text, plain.end()):
         return plain.start(1)
