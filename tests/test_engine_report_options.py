@@ -99,7 +99,7 @@ def test_a_limit_no_gate_reads_is_refused(engine, key):
         engine.report(limits={key: 0.99})
     assert caught.value.detail == (
         f"limits: no gate reads {key!r}: the figures with one are "
-        "'ece', 'brier', 'mce', 'rmsce', 'smece'"
+        "'ece', 'brier', 'mce', 'rmsce', 'rmsce_debiased', 'smece'"
     )
 
 

@@ -417,7 +417,7 @@ MinBinsOpt = _opt(
     min=1,
     callback=_gate_once(then="give it once: it closes the binned gates on too few bins"),
     help="Fewer populated bins than K (capped at --bins) prints a warning and makes a "
-    "--max-ece/--max-mce/--max-rmsce gate fail closed.",
+    "--max-ece/--max-mce/--max-rmsce/--max-rmsce-debiased gate fail closed.",
 )
 CiOpt = _opt(
     list[float] | None,

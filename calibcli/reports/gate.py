@@ -205,7 +205,9 @@ def _checks(
         if reason is not None:
             check["passed"] = False
             check["reason"] = reason
-            option = gate.options.get(metric, f"--max-{metric} {limit_text(threshold)}")
+            option = gate.options.get(
+                metric, f"--max-{metric.replace('_', '-')} {limit_text(threshold)}"
+            )
             failures.append(f"{metric}{where}: {reason}; cannot support {option}")
         else:
             check["passed"] = bool(value <= threshold)
@@ -213,7 +215,9 @@ def _checks(
                 bound = (
                     "" if gate.bound == "estimate" else f" (upper end of the {level:g} interval)"
                 )
-                option = gate.options.get(metric, f"--max-{metric} {limit_text(threshold)}")
+                option = gate.options.get(
+                    metric, f"--max-{metric.replace('_', '-')} {limit_text(threshold)}"
+                )
                 failures.append(
                     f"{metric}{where} = {value_text(value, threshold)}{bound} exceeds {option}"
                 )
@@ -345,7 +349,7 @@ def _floored(
     larger of it and the upper end; its failure line, or None when it passes."""
     metric, upper, threshold = check["metric"], check["upper"], check["threshold"]
     where = f" in group {check['group']!r}" if "group" in check else ""
-    option = gate.options.get(metric, f"--max-{metric} {limit_text(threshold)}")
+    option = gate.options.get(metric, f"--max-{metric.replace('_', '-')} {limit_text(threshold)}")
     del check["value"], check["passed"]  # recorded again after the floor
     discordant = hasattr(floor, "discordance")
     turned = floor.discordance.turned if discordant else floor.rare.turned
