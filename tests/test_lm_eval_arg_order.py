@@ -36,6 +36,22 @@ MODEL_B = OLD / "pretrained=org__model-b_toy_qa.jsonl"
             "toy_mc_science",
             "org/modelB",
         ),
+        # an adapter on a base model: the two adapters' runs are two models'
+        (
+            "peft=org__loraA,pretrained=org__base_arc_easy.jsonl",
+            "arc_easy",
+            "org/base + peft org/loraA",
+        ),
+        (
+            "pretrained__org__base,peft__org__loraB,dtype__float16_arc_easy.jsonl",
+            "arc_easy",
+            "org/base + peft org/loraB",
+        ),
+        (
+            "pretrained=org__base,delta=org__d1_arc_easy.jsonl",
+            "arc_easy",
+            "org/base + delta org/d1",
+        ),
         (
             "tensor_parallel_size=2,pretrained=org__Llama-3.1-8B_arc_easy.jsonl",
             "arc_easy",

@@ -52,6 +52,9 @@ _ARGS_NAME = re.compile(
     r"_(?P<task>[^,]+)$"
 )
 _PRETRAINED = re.compile(r"^(?:pretrained|model|path|engine)(?:=|__)(?P<name>.+)$")
+# the weights an adapter or a delta adds to the pretrained model: runs of one base model with two
+# adapters are two models' runs
+_ADAPTER = re.compile(r"^(?P<kind>peft|delta)(?:=|__)(?P<name>.+)$")
 
 
 def _stem(path: str | PurePath) -> str:
@@ -114,10 +117,12 @@ def model_from_filename(path: str | PurePath) -> str | None:
     match = _ARGS_NAME.match(name)
     if match:
         args = match["args"].split(",")
+        adapters = [m for m in map(_ADAPTER.match, args) if m]
         for arg in args:
             found = _PRETRAINED.match(arg)
             if found:
-                return found["name"].replace("__", "/")
+                added = "".join(f" + {m['kind']} {m['name'].replace('__', '/')}" for m in adapters)
+                return found["name"].replace("__", "/") + added
         return match["args"]
     if _SAMPLES_NAME.match(name) and "__" in pure.parent.name:
         return pure.parent.name.replace("__", "/")
