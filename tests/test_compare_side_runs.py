@@ -154,7 +154,8 @@ def test_all_runs_pools_a_side_s_runs_and_only_its_own(runs):
     assert_side(report["sides"]["base"], runs[0], runs[1])
     assert_side(report["sides"]["new"], runs[2])
     assert not any(w.startswith("re-runs of") for w in report["warnings"])
-    # paired, the pooled runs repeat each document: refused, as before
+    # paired, the pooled runs repeat each document: refused, as a paired comparison matches
+    # each document once
     result = run(["compare", base, runs[2], "--all-runs", "-q"])
     assert result.exit_code == 2
     assert "duplicate id toy_mc_science/0" in result.stderr

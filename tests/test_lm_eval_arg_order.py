@@ -70,7 +70,7 @@ MODEL_B = OLD / "pretrained=org__model-b_toy_qa.jsonl"
         ),
         ("dtype__float16,pretrained__gpt2_hellaswag.json.gz", "hellaswag", "gpt2"),
         ("max_length=2048,model=gpt-4o_arc_challenge.json", "arc_challenge", "gpt-4o"),
-        # names that were read before keep their task and model
+        # names with the model key first keep their task and model
         (
             "pretrained=EleutherAI__pythia-2.8b_winogrande.jsonl",
             "winogrande",

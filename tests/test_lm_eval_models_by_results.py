@@ -125,3 +125,25 @@ def test_rows_of_one_filter_read_twice_are_still_re_runs(tmp_path):
     result = run(["calibrate", path])
     assert result.exit_code == 2
     assert "was read before" in result.stderr and "--all-runs" in result.stderr
+
+
+def test_compare_and_the_api_name_the_two_models_too(tmp_path):
+    import pytest
+
+    import calibcli
+    from calibcli.errors import InputError
+
+    two_model_folders(tmp_path)
+    first, second = files_of(tmp_path)
+    said = (
+        f"this document's row was read before, at {first}:1, in a run of another model: the "
+        "runs' results files name 'gpt2' here and 'distilgpt2' there"
+    )
+    with pytest.raises(InputError) as caught:
+        calibcli.read_predictions([first, second])
+    assert str(caught.value).startswith(f"{second}:1: {said}")
+    pattern = str(tmp_path / "out" / "*" / "samples_*.jsonl")
+    result = run(["compare", pattern, second, "-q"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: {second}:1: {said}")
+    assert "--unpaired" not in result.stderr and "--all-runs" not in result.stderr

@@ -14,7 +14,7 @@ import numpy as np
 from calibcli.errors import InputError, shown_name
 from calibcli.io.ids import show_id
 from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids
-from calibcli.io.runs import runs_of_one_task
+from calibcli.io.runs import repeat_reason, runs_of_one_task
 from calibcli.io.sources import display_name
 
 
@@ -28,6 +28,9 @@ def raise_repeat(reader: Any, repeat: tuple[int, int] | None, spans: list, side:
     )
     message = f"duplicate id {show_id(key)} (first at {first_name}:{first_at})"
     files = [next(s[0] for s in spans if s[2] <= i < s[3]) for i in repeat]
+    said = repeat_reason(files[1], at, files[0], first_at)  # two models' runs, two filters
+    if said is not None:
+        raise InputError(name, at, said)
     raise InputError(name, at, message + runs_of_one_task(*files, dict(reader.formats)))
 
 

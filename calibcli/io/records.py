@@ -166,7 +166,7 @@ def read_keyed(
     from calibcli.io.pooled_ids import may_repeat, pooled_files, said_instead
     from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
-    from calibcli.io.runs import REPEATED, choose_runs, run_checks
+    from calibcli.io.runs import REPEATED, choose_runs, repeat_reason, run_checks
     from calibcli.summaries import joined_mode
 
     native = CalibrationRow(confidence_field, correct_field)
@@ -184,7 +184,7 @@ def read_keyed(
     groups: list[str] | None = [] if by is not None else None
     where: list[str] = []
     docs: dict[int, tuple[str, str]] = {}
-    seen: dict[Any, str] = {}
+    seen: dict[Any, tuple[str, int]] = {}  # each id's first row: its file and line
     found = None
     modes: list[str | None] = []  # each inspect-ai file's (see calibcli.io.route.InspectRows)
     # the files are read as the streaming readers read them: older re-runs of a task are left
@@ -256,10 +256,12 @@ def read_keyed(
             elif not (all_runs and keyed is None):
                 known = (model, key) if model is not None and source_fmt == "lm-eval" else key
                 if known in seen:
-                    raise InputError(
-                        name, line_no, f"duplicate id {show_id(key)} (first at {seen[known]})"
-                    )
-                seen[known] = at
+                    before, before_line = seen[known]
+                    said = repeat_reason(name, line_no, before, before_line)
+                    first = f"{shown_name(before)}:{before_line}"
+                    text = f"duplicate id {show_id(key)} (first at {first})"
+                    raise InputError(name, line_no, text if said is None else said)
+                seen[known] = (name, line_no)
             if documents:
                 doc = document(source_fmt, row)
                 if doc is not None:

@@ -528,39 +528,39 @@ def _limited_warning(results: str, tasks: list[tuple[str, int, int]], limit: Any
 
 
 def repeat_told(error: InputError) -> InputError:
-    """A row read twice (a :class:`~calibcli.errors.RepeatedRowError`) said of lm-eval rows
-    where it is not a re-run to pool: rows of one document in two models' runs whose paths do
-    not name the models (v0.4.3+ folders of models without a slash, ``gpt2/``), which their
-    results files tell apart; or rows of one document under two filters, where the repeated
-    row and the first carry different ``filter`` values (a samples file of a task with several
-    filters holds each filter's rows in turn). ``error`` otherwise."""
+    """A row read twice (a :class:`~calibcli.errors.RepeatedRowError`) said as
+    :func:`repeat_reason` says it, where it says something; ``error`` otherwise."""
     earlier = getattr(error, "earlier", None)
-    if earlier is None:
-        return error
-    models = _models_apart(error.path, earlier[0])
+    said = None if earlier is None else repeat_reason(error.path, error.line, *earlier)
+    return error if said is None else InputError(error.path, error.line, said)
+
+
+def repeat_reason(path: str, line: Any, before: str, before_line: Any) -> str | None:
+    """Why the lm-eval row at ``path``:``line``, whose id the row at ``before``:``before_line``
+    holds, is not a re-run to pool: rows of one document in two models' runs whose paths do
+    not name the models (v0.4.3+ folders of models without a slash, ``gpt2/``), which their
+    results files tell apart; or rows of one document under two filters, the two rows carrying
+    different ``filter`` values (a samples file of a task with several filters holds each
+    filter's rows in turn). None otherwise."""
+    at = f"{shown_name(before)}:{before_line}"
+    models = _models_apart(path, before)
     if models is not None:
-        at = f"{shown_name(earlier[0])}:{earlier[1]}"
-        return InputError(
-            error.path,
-            error.line,
+        return (
             f"this document's row was read before, at {at}, in a run of another model: the "
             f"runs' results files name {models[1]!r} here and {models[0]!r} there, which the "
             "files' paths do not tell apart (lm-eval rows are keyed by task, doc_id and the "
             "model a path names, an org__name folder or the model arguments of a file name); "
-            "read one model's files at a time",
+            "read one model's files at a time"
         )
-    found = [_row_filter(path, line) for path, line in ((error.path, error.line), earlier)]
+    found = [_row_filter(p, n) for p, n in ((path, line), (before, before_line))]
     if None in found or found[0] == found[1]:
-        return error
+        return None
     (doc, again), (_, first) = found
     doc = doc if isinstance(doc, int) else repr(doc)
-    at = f"{shown_name(earlier[0])}:{earlier[1]}"
-    return InputError(
-        error.path,
-        error.line,
+    return (
         f"the rows of doc_id {doc} under filters {first!r} (at {at}) and {again!r}: each "
         "filter's rows are one reading of the task; calibcli reads one filter at a time (give "
-        "the rows of one filter)",
+        "the rows of one filter)"
     )
 
 

@@ -120,8 +120,8 @@ def compare_section(
     and NEW's labels of each row's question, either None) makes each side's bootstrap draw
     its questions whole, and the upper end's floors count them. ``allowance``: the figures
     whose gate adds BASE's bias allowance (:func:`base_allowance`) to the upper end.
-    ``floored``: the figures whose upper-end margin reads the rare-class floor of NEW − BASE
-    (:func:`~calibcli.reports.compare_sides.new_floor`) where larger."""
+    ``floored``: the figures whose upper-end margin reads a floor of NEW − BASE (rare-class,
+    or paired discordance: :func:`~calibcli.reports.compare_sides.new_floor`) where larger."""
     from calibcli.metrics import (
         SCALAR_KEYS,
         delong_clustered,
@@ -563,7 +563,7 @@ def compare_report(
         if said:
             pooled_view, views = with_closed(said, pooled_view, views)
         verdict = evaluate(gate, pooled_view, views, level=settings.level)
-        # NEW's rare-class floor less BASE's estimate, where it is above the upper end
+        # the floors of NEW - BASE (rare-class, paired discordance), where above the upper end
         sections = {None: pooled_view, **(views or {})}
         verdict = with_new_floors(verdict, gate, sections, settings.level)
         # BASE's bias allowance on the upper ends of the figures sampling noise inflates

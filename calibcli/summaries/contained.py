@@ -105,11 +105,12 @@ def _over(share: float, rests: int, density: float, never: bool = False) -> floa
     its hashes, is above chance for the holders' ``density`` (at its upper end): the share at
     the lower end of its estimate (two binomial standard errors below) less that chance. With
     ``never`` (no sampled value of the holders repeats: doubles, which other rows share only
-    by a 64-bit collision) nothing is shared by chance, and the share is read at the upper end
-    of its estimate, so that a fifth or more is refused, not only a share well above it."""
+    by a 64-bit collision) nothing is shared by chance, and a share estimated at half a fifth
+    or more is read at the upper end of its estimate, so that a fifth or more is refused, not
+    only a share well above it, while one well below stays read."""
     error = 2 * math.sqrt(share * (1 - share) / max(rests, 1))
     if never:
-        return share + error
+        return share + error if share >= SHARE / 2 else share
     return share - error - _chance(density)
 
 

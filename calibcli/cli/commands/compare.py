@@ -81,7 +81,9 @@ def compare(
     RMSCE, smECE and ece_1bin that end carries BASE's bias allowance: the figure's mean on BASE's
     confidences with 200 draws of calibrated outcomes (seeded by --seed). With fewer than 10
     right or 10 wrong answers on NEW, that end is raised to NEW's rare-class floor (its figure
-    with the rarer class at its Clopper-Pearson upper count) less BASE's estimate. That end needs
+    with the rarer class at its Clopper-Pearson upper count) less BASE's estimate; paired, with
+    fewer than 10 questions NEW gets wrong and BASE right, to the discordance floor (those
+    questions at their upper count, NEW alone turned), on --max-decrease too. That end needs
     30 matched rows, and for accuracy and auroc 10 right and 10 wrong answers on each side; with
     fewer the gate fails closed, as the binned checks (ECE, MCE, RMSCE) do when a side populates
     fewer than --min-populated-bins bins. --min-rows N fails unless N rows are compared.
