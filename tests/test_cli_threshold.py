@@ -25,7 +25,15 @@ from test_cli import run, write_jsonl
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 EPS = 1e-12  # the clip of c before logit(c) (calibcli.metrics.recalibration's contract)
-CURVE_KEYS = ("threshold", "accepted", "errors", "coverage", "accuracy", "accuracy_lower_bound")
+CURVE_KEYS = (
+    "threshold",
+    "highest_rejected",
+    "accepted",
+    "errors",
+    "coverage",
+    "accuracy",
+    "accuracy_lower_bound",
+)
 GUARANTEED_KEYS = {
     "threshold",
     "highest_rejected",

@@ -27,6 +27,7 @@ A = 0.7 as written (``0.7 * 10`` is 7.000000000000001 in binary floating point).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -247,6 +248,13 @@ def highest_rejected(thresholds: np.ndarray, t: float) -> float | None:
     none is): the row a printed threshold must stay above to accept the same rows as ``t``."""
     j = points_at(thresholds, t) + 1
     return float(thresholds[j]) if j < thresholds.shape[0] else None
+
+
+def next_lower(thresholds: np.ndarray, points: Iterable[int]) -> list[float | None]:
+    """For each point j of the descending distinct confidences ``thresholds``, the next one
+    down, t_{j+1} (None at the lowest): :func:`highest_rejected` of t_j, found by index."""
+    size = thresholds.shape[0]
+    return [float(thresholds[j + 1]) if j + 1 < size else None for j in points]
 
 
 def select_threshold(

@@ -9,8 +9,9 @@ any two doubles in [0, 1] apart, so the search always ends."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from itertools import pairwise
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import ROUND_FLOOR, Decimal
+from itertools import pairwise, zip_longest
 from typing import Any
 
 MOST = 17
@@ -32,6 +33,33 @@ def threshold_decimals(values: Iterable[Any], least: int = 4) -> int:
     keep each apart from 0 and 1. A threshold of 0.99998 rounded to ``1.0000`` reads as "accept
     only rows at confidence 1", and one of 0.00004 as ``0.0000`` as "accept every row"."""
     return distinct_decimals([0.0, 1.0, *values], least)
+
+
+def cut(threshold: float, digits: int) -> str:
+    """A threshold cut (not rounded) to ``digits`` decimals of its shortest exact text: never
+    above it, so the printed number accepts every row the threshold accepts (``0.96097``, not
+    ``0.9610``, at five decimals; ``0.9609`` at four)."""
+    return f"{Decimal(repr(threshold)).quantize(Decimal(1).scaleb(-digits), ROUND_FLOOR):f}"
+
+
+def table_decimals(thresholds: Sequence[Any], rejected: Any = None, least: int = 4) -> int:
+    """The decimals at which a risk–coverage table's thresholds t_j, :func:`cut`, accept
+    exactly the rows each accepts: every printed p_j <= t_j is above ``rejected[j]``, the next
+    distinct confidence down h_j, which a thinned table does not list (a row without one is
+    kept apart from 0 instead: ``0.0000`` reads as "accept every row"). Rounded, a row at
+    0.96097 would print at four decimals as ``0.9610``, above its own rows; cut, one at 0.96104
+    with a neighbour at 0.96101 prints as ``0.96104``, not ``0.9610``, which would accept the
+    neighbour's rows too. Distinct rows print differently, as h_j >= t_{j+1} >= p_{j+1}."""
+    below = rejected if isinstance(rejected, Sequence) else []
+    rows = [
+        (t, h if isinstance(h, float) else 0.0 if t > 0 else None)
+        for t, h in zip_longest(thresholds, below)
+        if isinstance(t, float) and math.isfinite(t)
+    ]
+    for digits in range(least, MOST + 1):
+        if all(h is None or float(cut(t, digits)) > h for t, h in rows):
+            return digits
+    return MOST
 
 
 def chosen_decimals(block: Any, least: int = 4) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.render import html_blocks as b
-from calibcli.render.digits import as_given, chosen_decimals, threshold_decimals
+from calibcli.render.digits import as_given, chosen_decimals, cut, table_decimals
 from calibcli.render.markup import cell, interval, is_number, number, signed, text
 from calibcli.render.svg import coverage_chart
 from calibcli.reports import (
@@ -172,10 +172,10 @@ def _curve_table(body: dict[str, Any]) -> str:
     if is_number(delta):
         bound += f" ({confidence(delta, percent=True)})"
     headers = ["threshold", "coverage", "accepted", "errors", "accuracy", bound]
-    digits = threshold_decimals(curve["threshold"])  # bf16 ties 1e-8 apart stay apart
+    digits = table_decimals(curve["threshold"], curve.get("highest_rejected"))
     rows = [
         (
-            cell(curve["threshold"][i], digits),
+            cell(curve["threshold"][i], shown=cut(curve["threshold"][i], digits)),
             [cell(col[i]) if i < len(col) else "" for col in columns],
         )
         for i in picked

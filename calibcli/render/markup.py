@@ -81,10 +81,11 @@ def machine(value: Any) -> str | None:
     return repr(value)
 
 
-def cell(value: Any, digits: int = 4) -> str:
-    """A number for a table cell: shown rounded, with its full precision as ``<data value>``."""
+def cell(value: Any, digits: int = 4, shown: str | None = None) -> str:
+    """A number for a table cell: shown rounded (or as ``shown``), with its full precision as
+    ``<data value>``."""
     full = machine(value)
-    shown = number(value, digits)
+    shown = number(value, digits) if shown is None else shown
     return shown if full is None else f'<data value="{full}">{shown}</data>'
 
 

@@ -19,9 +19,11 @@ from rich.text import Text
 from calibcli.render.digits import (
     as_given,
     chosen_at,
+    cut,
     fixed,
     gate_decimals,
     group_cell,
+    table_decimals,
     threshold_decimals,
 )
 from calibcli.reports import (
@@ -371,8 +373,8 @@ def _grid(size: int | None) -> str:
 
 
 def _curve_table(curve: dict[str, Any], delta: float) -> Table:
-    """The risk–coverage rows; thresholds with as many decimals as tell them apart."""
-    digits = threshold_decimals(curve["threshold"])
+    """The risk–coverage rows; each threshold cut to accept exactly its row's rows."""
+    digits = table_decimals(curve["threshold"], curve.get("highest_rejected"))
     table = _table(
         "Risk-coverage",
         "threshold",
@@ -385,7 +387,7 @@ def _curve_table(curve: dict[str, Any], delta: float) -> Table:
     for i in range(len(curve["threshold"])):
         _row(
             table,
-            _f(curve["threshold"][i], digits),
+            cut(curve["threshold"][i], digits),
             _f(curve["coverage"][i]),
             _f(curve["accepted"][i]),
             _f(curve["errors"][i]),

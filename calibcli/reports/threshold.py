@@ -230,7 +230,7 @@ def _table(curve: Any, settings: ThresholdSettings, bounds_on: Any = None) -> di
     that repeat questions they do not name (``bounds_on`` False)."""
     import numpy as np
 
-    from calibcli.metrics import curve_lower_bounds, display_rows
+    from calibcli.metrics import curve_lower_bounds, display_rows, next_lower
 
     if settings.full:
         rows = np.arange(curve.thresholds.shape[0])
@@ -240,10 +240,10 @@ def _table(curve: Any, settings: ThresholdSettings, bounds_on: Any = None) -> di
     if bounds_on is None:
         lower = np.atleast_1d(curve_lower_bounds(curve, rows, delta=settings.delta)).tolist()
     else:
-        at = curve.thresholds[rows].tolist()
-        lower = [_bound_at(bounds_on or None, t, settings.delta) for t in at]
+        lower = [_bound_at(bounds_on or None, t, settings.delta) for t in curve.thresholds[rows]]
     return {
         "threshold": curve.thresholds[rows].tolist(),
+        "highest_rejected": next_lower(curve.thresholds, rows.tolist()),
         "accepted": accepted.tolist(),
         "errors": errors.tolist(),
         "coverage": (accepted / curve.total).tolist(),
