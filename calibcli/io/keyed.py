@@ -23,7 +23,7 @@ import numpy as np
 
 from calibcli.errors import InputError
 from calibcli.io.first_id import watched
-from calibcli.io.folders import expand
+from calibcli.io.folders import expand, hidden_files
 from calibcli.io.ids import OWN_IDS, default_id_field, question_of, row_key
 from calibcli.io.keyed_blocks import KeyedBlocks
 from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids
@@ -298,10 +298,11 @@ def _read_side(
     reader.watch = not keyed and not options.get("all_runs", False)
     files = expand(sources)
     from_folder = {f for f in files if f not in sources}
-    # older re-runs among this side's files alone are left out and named as calibrate does
+    # this side's older re-runs, a folder's hidden files and manifests: left out and named
     runs = choose_runs(files, all_runs=options.get("all_runs", False))
     newest = set(runs.files)
-    reader.warnings.extend(w for w in runs.warnings if w not in reader.warnings)
+    said = [*hidden_files(list(sources)), *runs.warnings]
+    reader.warnings.extend(w for w in said if w not in reader.warnings)
     spans: list[tuple[str, bool, int, int]] = []
     found = None
     try:
