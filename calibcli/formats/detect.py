@@ -97,10 +97,11 @@ def detect_row_format(
     """Name the format of a file from its first row: one of :data:`ROW_FORMATS`.
 
     The rules of :func:`detect_format` first (lm-eval, a complete native row, a logprobs list);
-    then ``choices`` whose entries carry ``prompt_logprobs``, or top-level ``prompt_logprobs``
-    -> ``"vllm"``; a Batch API line (``custom_id`` and ``response``) or ``choices`` of
-    ``message``/``text``/``logprobs`` objects -> ``"openai"``; ``scores`` with ``epoch`` and
-    ``output`` (a sample) -> ``"inspect-ai"``; then any one native field -> ``"jsonl"``.
+    then ``choices`` whose entries carry ``prompt_logprobs`` (not null beside a completion's
+    own ``logprobs``), or top-level ``prompt_logprobs`` -> ``"vllm"``; a Batch API line
+    (``custom_id`` and ``response``) or ``choices`` of ``message``/``text``/``logprobs``
+    objects -> ``"openai"``; ``scores`` with ``epoch`` and ``output`` (a sample) ->
+    ``"inspect-ai"``; then any one native field -> ``"jsonl"``.
     ValueError otherwise: an lm-eval results file, a whole inspect-ai log, an inspect-ai
     eval-set manifest and HF evaluate's perplexity output are named as such; anything else
     gets one short line naming the closest format and what the row lacks

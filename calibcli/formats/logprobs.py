@@ -51,7 +51,8 @@ def openai_rows(obj: Mapping[str, Any]) -> list[PerplexityRow]:
     completion (``choices[i].logprobs.token_logprobs``, whose first entry is null with
     ``echo=True``), or a Batch API output line ``{"custom_id", "response": {"status_code",
     "body": <completion>}, "error"}``. Each choice is its own sampled sequence, so each gives a
-    row, in the order of ``choices``; pooled totals are the same as one row per response.
+    row, in the order of ``choices``; pooled totals are the same as one row per response. A
+    prompt echoed into several choices is scored once (:func:`_echoed_once`).
 
     ``bytes`` is the sum of ``len(content[j].bytes)`` for chat logprobs when every token carries
     its byte list, else ``None`` (legacy completions log no bytes); the perplexity reader takes
@@ -64,7 +65,8 @@ def openai_rows(obj: Mapping[str, Any]) -> list[PerplexityRow]:
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices:
         raise ValueError(f"'choices' is {json_type(choices)}, expected a non-empty list")
-    return [_openai_choice(choice, i) for i, choice in enumerate(choices)]
+    rows = [_openai_choice(choice, i) for i, choice in enumerate(choices)]
+    return _echoed_once(body, choices, rows) if len(rows) > 1 else rows
 
 
 def openai_body(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -131,6 +133,83 @@ def _openai_choice(choice: Any, i: int) -> PerplexityRow:
         f"{where}.logprobs has neither 'content' (chat completions) nor 'token_logprobs' "
         "(legacy completions)"
     )
+
+
+def _echoed_once(
+    body: Mapping[str, Any], choices: list, rows: list[PerplexityRow]
+) -> list[PerplexityRow]:
+    """The rows of a legacy completion's choices with each echoed prompt scored once.
+
+    With ``echo=True`` a choice's ``token_logprobs`` are its prompt's (the first null) and
+    then its generated tokens'; OpenAI and vLLM give each of a prompt's ``n`` samples its own
+    choice, the prompt echoed into every one, the ``n`` choices of a prompt next to each other
+    and ``usage.prompt_tokens`` counting each prompt once. So the choices are cut into runs of
+    ``n`` holding one prompt each: the first choice of a run keeps its whole row, each other
+    one a row of its generated tokens only (none when it generated none, ``max_tokens=0``).
+    ``n`` is the largest that ``usage.prompt_tokens`` confirms: one prompt whose tokens open
+    every choice alike, or prompts whose choices agree on exactly their prompt's tokens and no
+    further (their lengths summing to it). Every choice keeps its row, as given, when
+    ``usage.prompt_tokens`` counts the positions of every choice together (a batch of prompts,
+    one sample each, nothing generated) or nothing confirms a cut (where each prompt ends in
+    its choices cannot be told). Without usage, consecutive equal choices are one prompt's
+    samples and give one row, as a vLLM server response's ``prompt_logprobs`` do.
+    """
+    scored = [_echoed(choice) for choice in choices]
+    echoed = [s for s in scored if s is not None]
+    if len(echoed) < len(scored):  # chat logprobs, or a completion that does not echo
+        return rows
+    usage = body.get("usage")
+    counted = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
+    if type(counted) is not int or counted < 1:
+        return [row for i, row in enumerate(rows) if i == 0 or echoed[i] != echoed[i - 1]]
+    if counted == sum(len(s) for s in echoed):
+        return rows
+    m = len(echoed)
+    for n in range(m, 1, -1):
+        if m % n:
+            continue
+        shared = [_shared_length(echoed[k : k + n]) for k in range(0, m, n)]
+        if len(shared) == 1 and shared[0] >= counted:
+            prompts = [counted]
+        elif len(shared) > 1 and min(shared) > 0 and sum(shared) == counted:
+            prompts = shared
+        else:
+            continue
+        kept: list[PerplexityRow] = []
+        for k, prompt in enumerate(prompts):
+            kept.append(rows[k * n])
+            for choice in echoed[k * n + 1 : (k + 1) * n]:
+                generated = [value for _, value in choice[prompt:] if value is not None]
+                if generated:
+                    kept.append(sum_logprobs(generated, 0, None))
+        return kept
+    return rows
+
+
+def _echoed(choice: Mapping[str, Any]) -> list[tuple[Any, float | None]] | None:
+    """A legacy choice's ``(token, logprob)`` pairs when it echoes its prompt (its first
+    logprob null), the token None where ``tokens`` is not logged; None for any other choice.
+    Called on choices :func:`_openai_choice` has checked."""
+    logprobs = choice["logprobs"]
+    values = logprobs.get("token_logprobs")
+    if isinstance(logprobs.get("content"), list) or not values or values[0] is not None:
+        return None
+    tokens = logprobs.get("tokens")
+    if not isinstance(tokens, list) or len(tokens) != len(values):
+        tokens = [None] * len(values)
+    return [
+        (token, None if value is None else float(value))
+        for token, value in zip(tokens, values, strict=True)
+    ]
+
+
+def _shared_length(run: list[list[tuple[Any, float | None]]]) -> int:
+    """How many leading positions every choice of ``run`` holds alike."""
+    first = run[0]
+    length = min(len(choice) for choice in run)
+    for choice in run[1:]:
+        length = next((j for j in range(length) if choice[j] != first[j]), length)
+    return length
 
 
 # --------------------------------------------------------------------------- vLLM

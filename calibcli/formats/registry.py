@@ -69,8 +69,15 @@ def _first_choice(row: Mapping[str, Any]) -> Any:
 
 
 def _vllm(row: Mapping[str, Any], f: Fields) -> bool:
+    if "prompt_logprobs" in row:
+        return True
     first = _first_choice(row)
-    return "prompt_logprobs" in row or (isinstance(first, Mapping) and "prompt_logprobs" in first)
+    if not isinstance(first, Mapping) or "prompt_logprobs" not in first:
+        return False
+    # vLLM's server writes "prompt_logprobs": null into every choice of a completion that did
+    # not ask for them: one holding its own logprobs (an echoed prompt's, or its generated
+    # tokens') is a completion as OpenAI's are; one without any is told to ask for them
+    return first["prompt_logprobs"] is not None or not isinstance(first.get("logprobs"), Mapping)
 
 
 def _openai(row: Mapping[str, Any], f: Fields) -> bool:

@@ -327,14 +327,14 @@ def rebinned(summary: Any, bins: int, *, keep_rows: bool) -> Any:
     )
 
 
-def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
+def input_kind(files: list[str], *, fmt: str = "auto", **fields: str | None) -> str:
     """The kind of rows (``calibration`` or ``perplexity``) the inputs hold: a summary file's,
-    else ``perplexity`` for an inspect-ai log that scores prompts (:func:`_scores_prompts`),
-    else the first row's of the first file that holds one (JSON Lines, plain or compressed;
-    folders and patterns stand for their files, and a blank file, such as a shard whose job
-    wrote nothing, decides nothing); ``calibration`` when that cannot be told (stdin, whole
-    documents, unreadable files). ``fields`` are the field options (``confidence_field`` ...
-    ``logprobs_field``)."""
+    else the first row's of the first file that holds one, in any format the commands read
+    (JSON Lines, a JSON document, a CSV, TSV, Parquet or Arrow table, an inspect-ai log;
+    plain or compressed; folders and patterns stand for their files, and a blank file, such as
+    a shard whose job wrote nothing, decides nothing): :func:`row_kind`. ``calibration`` when
+    that cannot be told (stdin, unreadable files). ``fields`` are the field options
+    (``confidence_field`` ... ``logprobs_field``, ``gold_field``); others are ignored."""
     from calibcli import formats
     from calibcli.io.folders import expand
 
@@ -345,12 +345,27 @@ def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
             return load(path).kind
     if fmt != "auto" and len(formats.FORMAT_PROVIDES[fmt]) == 1:
         return formats.FORMAT_PROVIDES[fmt][0]
-    if fmt in ("auto", "inspect-ai") and files and _scores_prompts(files[0]):
-        return "perplexity"
     row = next((r for r in map(_first_row, files[:FIRST_FILES]) if r is not None), None)
+    return row_kind(row, fmt=fmt, **fields)
+
+
+DETECTED_BY = ("confidence_field", "correct_field", "nll_field", "tokens_field", "logprobs_field")
+"""The field options format detection reads."""
+
+
+def row_kind(row: Any, *, fmt: str = "auto", **fields: str | None) -> str:
+    """The kind of a file's first row, as the commands would read it: that of its format
+    (``fmt``, or detected) when the format holds one kind; for a format holding both, the
+    kind its row reads as: an lm-eval row by its task's kind; an inspect-ai sample scoring
+    its prompt (prompt logprobs, no binary score) as perplexity; an OpenAI response as
+    calibration only given ``gold_field`` (the answer's field, which calibration rows need);
+    a HELM entry without the ``max_prob`` statistic as perplexity; a native row holding the
+    NLL field (or a logprobs list) as perplexity. ``calibration`` when none tells."""
+    from calibcli import formats
+
     if not isinstance(row, dict):
         return "calibration"
-    detect = {k: v for k, v in fields.items() if k != "bytes_field" and k != "words_field"}
+    detect = {k: v for k, v in fields.items() if k in DETECTED_BY and isinstance(v, str)}
     try:
         found = fmt if fmt != "auto" else formats.detect_row_format(row, **detect)
     except ValueError:
@@ -364,7 +379,13 @@ def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
         except ValueError:
             return "calibration"
         return "perplexity" if rolling else "calibration"
-    for name in (fields.get("nll_field", "nll"), fields.get("logprobs_field", "logprobs")):
+    if found == "inspect-ai":
+        return "perplexity" if _scores_prompt(row) else "calibration"
+    if found == "openai":
+        return "calibration" if fields.get("gold_field") is not None else "perplexity"
+    if found == "helm":
+        return "perplexity" if _helm_perplexity(row) else "calibration"
+    for name in (detect.get("nll_field", "nll"), detect.get("logprobs_field", "logprobs")):
         try:
             formats.lookup(row, name)
         except ValueError:
@@ -373,24 +394,16 @@ def input_kind(files: list[str], *, fmt: str = "auto", **fields: str) -> str:
     return "calibration"
 
 
-def _scores_prompts(path: str) -> bool:
-    """Whether ``path`` is an inspect-ai log (``.json`` or ``.eval``) whose first sample reads
-    as a perplexity row (its prompt's logprobs) and holds no binary score, the one outcome a
-    calibration row is read from: a perplexity eval's log (its scorer gives a number)."""
+def _scores_prompt(sample: dict) -> bool:
+    """Whether an inspect-ai sample reads as a perplexity row (its prompt's logprobs) and
+    holds no binary score, the one outcome a calibration row is read from: a sample of a
+    perplexity eval (its scorer gives a number)."""
     from calibcli import formats
-    from calibcli.io.compression import read_errors
-    from calibcli.io.documents import document_kind, iter_document
 
-    if path == "-" or document_kind(path) not in ("json-object", "eval-zip"):
-        return False
-    samples = iter_document(path)
     try:
-        _, sample = next(samples)
         formats.inspect_prompt_row(sample)
-    except (StopIteration, ValueError, RecursionError, *read_errors()):
+    except (ValueError, RecursionError):
         return False
-    finally:
-        samples.close()
     scores = sample.get("scores")
     scores = scores if isinstance(scores, dict) else {}
     values = [s.get("value") for s in scores.values() if isinstance(s, dict)]
@@ -399,18 +412,39 @@ def _scores_prompts(path: str) -> bool:
     return not any(formats.is_outcome(x) for x in flat)
 
 
+def _helm_perplexity(entry: dict) -> bool:
+    """Whether a HELM entry reads as a perplexity row and not as a calibration row (a
+    language-modelling run's: a logprob and token counts, no ``max_prob``)."""
+    from calibcli import formats
+
+    helm = formats.BY_NAME["helm"]
+    for kind, read in (("calibration", helm.calibration), ("perplexity", helm.perplexity)):
+        try:
+            if read is not None and read(entry):
+                return kind == "perplexity"
+        except (ValueError, RecursionError):
+            continue
+    return False
+
+
 FIRST_FILES = 64
 """Files looked at, in order, for a first row that tells the kind."""
 
 
 def _first_row(path: str) -> Any:
-    """The first non-blank line of a JSON Lines file (plain or compressed), parsed; None
-    otherwise."""
+    """The first row of a file as the commands read it: the first non-blank line of JSON
+    Lines (plain or compressed), parsed, or a document's or table's first row
+    (:func:`~calibcli.io.documents.iter_document`); None when it holds none or cannot be read
+    (the reading then says why)."""
     from calibcli.io.compression import open_path, read_errors
+    from calibcli.io.reader import whole_document_kind
     from calibcli.io.strict_json import loads_line
 
     if path == "-":
         return None
+    kind = whole_document_kind(path)
+    if kind is not None:
+        return _first_document_row(path, kind)
     try:
         with open_path(path) as f:
             for _ in range(1000):
@@ -422,3 +456,20 @@ def _first_row(path: str) -> Any:
     except (*read_errors(), ValueError, RecursionError):
         return None
     return None
+
+
+def _first_document_row(path: str, kind: str) -> Any:
+    """The first row of a whole document or table (an inspect-ai log's first sample, a JSON
+    array's first element, a table's first record); None when there is none or it cannot be
+    read."""
+    from calibcli.io.compression import read_errors
+    from calibcli.io.documents import iter_document
+
+    rows = iter_document(path, kind=kind)
+    try:
+        _, row = next(rows)
+    except (StopIteration, InputError, ValueError, RecursionError, *read_errors()):
+        return None
+    finally:
+        rows.close()
+    return row

@@ -248,6 +248,7 @@ def _kind(files: list[str], reading: Reading, fields: dict[str, str]) -> str:
         fmt=reading.fmt.value,
         confidence_field=reading.confidence_field,
         correct_field=reading.correct_field,
+        gold_field=reading.gold_field,  # an OpenAI response is calibration rows only with it
         **fields,
     )
 

@@ -1,0 +1,184 @@
+"""Legacy completions with ``echo=True``: the prompt echoed into each of a request's choices is
+scored once, as a vLLM server response's ``prompt_logprobs`` copied into its ``n`` choices are;
+each choice's generated tokens stay a sequence of their own. ``usage.prompt_tokens`` (each
+prompt counted once) says where the prompts end. The responses are laid out as OpenAI and
+vLLM's ``/v1/completions`` lay them out (a prompt's choices next to each other), and every
+expected count and NLL is summed here by hand from the logprobs written in the test."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from harness import run, write_jsonl
+
+from calibcli.formats import detect_row_format, openai_rows
+
+# A prompt of three tokens: the first unscored (null), then -5.25 and -2.5.
+PROMPT = (["The", " cat", " sat"], [None, -5.25, -2.5])
+# Another of four tokens: -1.0, -0.5, -0.25 after the null.
+OTHER = (["A", " dog", " ran", " far"], [None, -1.0, -0.5, -0.25])
+
+
+def choice(index, tokens, logprobs, *, vllm=False):
+    body = {
+        "index": index,
+        "text": "".join(tokens),
+        "finish_reason": "length",
+        "logprobs": {
+            "tokens": list(tokens),
+            "token_logprobs": list(logprobs),
+            "top_logprobs": None,
+            "text_offset": list(range(len(tokens))),
+        },
+    }
+    if vllm:  # the server writes its own fields into every choice, null when not asked for
+        body.update({"stop_reason": None, "prompt_logprobs": None, "prompt_token_ids": None})
+    return body
+
+
+def completion(choices, usage=None, *, vllm=False):
+    """A response whose choices are ``(tokens, logprobs)`` pairs, in order."""
+    body = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m"}
+    body["choices"] = [choice(i, t, lp, vllm=vllm) for i, (t, lp) in enumerate(choices)]
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def generated(prompt, tokens, logprobs):
+    """A choice echoing ``prompt`` then generating ``tokens`` at ``logprobs``."""
+    return (prompt[0] + tokens, prompt[1] + logprobs)
+
+
+def totals(rows):
+    return [(r.nll, r.tokens, r.nulls) for r in rows]
+
+
+def perplexity(path, *args, code=0):
+    result = run(["perplexity", path, "--json", "-q", *args])
+    assert result.exit_code == code, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_prompt_echoed_into_two_choices_is_one_sequence(tmp_path):
+    """max_tokens=0, n=2: both choices are the prompt; it is scored once, so a floor of two
+    sequences and four tokens fails (the prompt holds one sequence of two scored tokens)."""
+    response = completion([PROMPT, PROMPT], {"prompt_tokens": 3, "completion_tokens": 0})
+    assert totals(openai_rows(response)) == [(7.75, 2, 1)]
+    path = tmp_path / "echo.json"
+    path.write_text(json.dumps(response, indent=1), encoding="utf-8")
+    body = perplexity(path, "--min-rows", "2", "--min-tokens", "4", code=1)
+    assert (body["format"], body["sequences"], body["total_tokens"]) == ("openai", 1, 2)
+    assert (body["total_nll"], body["null_logprobs"]) == (7.75, 1)
+    assert not body["gate"]["passed"]
+
+
+def test_a_vllm_completions_echo_is_read_as_a_completion_and_counted_once(tmp_path):
+    """vLLM's /v1/completions writes ``prompt_logprobs: null`` in each choice when they were not
+    asked for, and counts a token per choice it generated and dropped (max_tokens=0): the
+    choices' echoed logprobs are read, the prompt once."""
+    usage = {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}
+    response = completion([PROMPT, PROMPT, PROMPT], usage, vllm=True)
+    assert detect_row_format(response) == "openai"
+    path = write_jsonl(tmp_path / "v.jsonl", [{**response, "id": f"cmpl-{k}"} for k in range(4)])
+    body = perplexity(path)
+    assert (body["format"], body["sequences"], body["total_tokens"]) == ("openai", 4, 8)
+    assert body["total_nll"] == pytest.approx(4 * 7.75, abs=1e-12)
+
+
+def test_a_vllm_choice_without_any_logprobs_still_asks_for_prompt_logprobs():
+    response = completion([PROMPT], vllm=True)
+    response["choices"][0]["logprobs"] = None
+    assert detect_row_format(response) == "vllm"
+
+
+def test_generated_tokens_are_each_choices_own_and_the_prompt_counts_once():
+    """n=3 with generated tokens: the first choice's row is the prompt and its completion, the
+    others' rows their completions alone."""
+    choices = [
+        generated(PROMPT, [" on", " it"], [-1.0, -0.5]),
+        generated(PROMPT, [" by"], [-3.0]),
+        generated(PROMPT, [" down", "."], [-0.25, -0.125]),
+    ]
+    response = completion(choices, {"prompt_tokens": 3, "completion_tokens": 5})
+    assert totals(openai_rows(response)) == [(7.75 + 1.5, 4, 1), (3.0, 1, 0), (0.375, 2, 0)]
+
+
+def test_completions_that_open_alike_are_cut_where_the_prompt_ends():
+    """Two samples whose completions share their first token: usage says the prompt is three
+    tokens, so the shared " on" is each sample's own."""
+    choices = [
+        generated(PROMPT, [" on", " it"], [-1.0, -0.5]),
+        generated(PROMPT, [" on", " top"], [-1.0, -2.0]),
+    ]
+    response = completion(choices, {"prompt_tokens": 3})
+    assert totals(openai_rows(response)) == [(9.25, 4, 1), (3.0, 2, 0)]
+
+
+def test_a_batch_of_prompts_sampled_twice_counts_each_prompt_once():
+    """Two prompts, n=2, nothing generated: usage counts 3 + 4 prompt tokens."""
+    response = completion([PROMPT, PROMPT, OTHER, OTHER], {"prompt_tokens": 7})
+    assert totals(openai_rows(response)) == [(7.75, 2, 1), (1.75, 3, 1)]
+
+
+def test_a_batch_of_prompts_sampled_twice_with_completions():
+    choices = [
+        generated(PROMPT, [" on"], [-1.0]),
+        generated(PROMPT, [" by"], [-2.0]),
+        generated(OTHER, [" away"], [-0.5]),
+        generated(OTHER, ["."], [-4.0]),
+    ]
+    response = completion(choices, {"prompt_tokens": 7, "completion_tokens": 4})
+    assert totals(openai_rows(response)) == [
+        (8.75, 3, 1),
+        (2.0, 1, 0),
+        (2.25, 4, 1),
+        (4.0, 1, 0),
+    ]
+
+
+def test_one_prompt_sent_twice_at_n_1_is_two_requests_by_its_usage():
+    """usage counts both copies (6 = 3 + 3): two sequences. Without usage two equal choices
+    cannot be told from two samples of one prompt and give one, as vLLM's prompt_logprobs do."""
+    twice = completion([PROMPT, PROMPT], {"prompt_tokens": 6})
+    assert totals(openai_rows(twice)) == [(7.75, 2, 1), (7.75, 2, 1)]
+    del twice["usage"]
+    assert totals(openai_rows(twice)) == [(7.75, 2, 1)]
+
+
+def test_a_batch_of_different_prompts_with_a_token_each_keeps_a_row_each():
+    """One sample per prompt (lm-eval's echo with max_tokens=1): each choice is its own prompt
+    and completion, whole."""
+    choices = [generated(PROMPT, ["."], [-2.0]), generated(OTHER, ["."], [-3.0])]
+    response = completion(choices, {"prompt_tokens": 7, "completion_tokens": 2})
+    assert totals(openai_rows(response)) == [(9.75, 3, 1), (4.75, 4, 1)]
+
+
+def test_without_usage_differing_choices_keep_their_whole_rows():
+    """Where the prompt ends in each choice is not known without usage.prompt_tokens: each
+    choice keeps its row as logged."""
+    choices = [generated(PROMPT, [" on"], [-1.0]), generated(PROMPT, [" by"], [-2.0])]
+    assert totals(openai_rows(completion(choices))) == [(8.75, 3, 1), (9.75, 3, 1)]
+
+
+def test_samples_that_do_not_echo_stay_a_sequence_each():
+    """Without echo (no leading null) equal choices are two equal samples: two sequences."""
+    sampled = ([" on", " it"], [-1.0, -0.5])
+    response = completion([sampled, sampled], {"prompt_tokens": 3, "completion_tokens": 4})
+    assert totals(openai_rows(response)) == [(1.5, 2, 0), (1.5, 2, 0)]
+
+
+def test_a_count_beside_a_prompt_echoed_into_its_choices_is_the_prompts(tmp_path):
+    """--bytes-field counts a one-sequence line; a prompt's n echoed choices are one sequence."""
+    row = {**completion([PROMPT, PROMPT], {"prompt_tokens": 3}), "bytes": 8}
+    body = perplexity(write_jsonl(tmp_path / "b.jsonl", [row]))
+    assert body["sequences"] == 1
+    assert body["bits_per_byte"] == pytest.approx(7.75 / 8 / math.log(2), rel=1e-12)
+
+
+def test_a_sentinel_in_the_prompt_is_counted_once():
+    prompt = (["x", "y"], [None, -9999.0])
+    (row,) = openai_rows(completion([prompt, prompt], {"prompt_tokens": 2}))
+    assert (row.nll, row.tokens, row.sentinels) == (9999.0, 1, 1)
