@@ -33,13 +33,13 @@ def same_rows_twice(sources: Any, kind: str = "calibration") -> None:
     from calibcli.io.runs import COPY
     from calibcli.summaries import listed, same_rows_text, same_sources, union_of_others
 
-    twice = same_sources(sources)
+    twice = same_sources(sources, kind=kind)
     if twice is not None:
         first, later, note = twice  # named as messages name a source (standard input as <stdin>)
         also = shown_name(first.display)
         held = f"holds the rows of {also} ({same_rows_text(kind)}){note}: {COPY}"
         raise InputError(later.display, None, held)
-    whole = union_of_others(sources)
+    whole = union_of_others(sources, kind)
     if whole is not None:  # a file beside the shards it was split into
         union, others, note = whole
         also = listed([shown_name(s.display) for s in others])

@@ -17,12 +17,13 @@ summaries) added up first, and each against some of the others together
 (:func:`union_of_others`: a file holding the rows of its shards, whatever else is read).
 Rows are compared whether or not they carry ids: a copy's ids need not be its original's (``"7"``
 in a JSON file is ``7`` in the CSV written from it; ids renamed), and two inputs of other rows
-under the same ids are told apart by their rows. Each calibration source also keeps the
-multiset hash of its rows with every confidence rounded to float32
+under the same ids are told apart by their rows. Each source also keeps the multiset hash of
+its rows with every confidence, or NLL, rounded to float32
 (:attr:`~calibcli.summaries.sources.Source.float32_hash`): rows written again through a float32
 column (Parquet, or a CSV written from one) hold other doubles, and are told by it, under the
-same rules (whether their values tell a copy is judged from the exact rows). An input that
-holds only part of another's rows is told by the sketches of their rows
+same rules (whether their values tell a copy is judged from the exact rows); so are NLLs
+written from float32 losses with all their digits and a copy read as float32's shortest
+digits. An input that holds only part of another's rows is told by the sketches of their rows
 (:func:`contained_sources`, :mod:`calibcli.summaries.contained`).
 """
 
@@ -40,11 +41,19 @@ FLOOR = 30
 SAME_ROWS = "the same confidences and outcomes, in any order"
 FLOAT32 = " (their confidences equal as float32)"
 """What a refusal adds when the rows are the same only with their confidences as float32."""
+FLOAT32_NLL = " (their NLLs equal as float32)"
+"""What a refusal of perplexity rows adds when they are the same only with their NLLs as
+float32."""
 
 
 def same_rows_text(kind: str) -> str:
     """How a message says two inputs hold the same rows, for a summary of ``kind``."""
     return "the same NLLs and token counts, in any order" if kind == "perplexity" else SAME_ROWS
+
+
+def _noted(note: str, kind: str) -> str:
+    """A refusal's note (``FLOAT32`` or "") as it reads for rows of ``kind``."""
+    return FLOAT32_NLL if note and kind == "perplexity" else note
 
 
 def _counted(summary: Any) -> list[Any]:
@@ -121,7 +130,7 @@ class _Input:
     def __init__(self, first: Any) -> None:
         self.first, self.pieces, self.labels = first, [], []
         self.rows, self.total, self.known = 0, 0, True
-        self.total32, self.known32 = 0, True  # with confidences as float32
+        self.total32, self.known32 = 0, True  # with confidences (NLLs) as float32
         self.told: list[tuple[int, bool]] = []  # each piece's rows, and whether it tells a copy
         self.sketches: list[Any] | None = []  # each piece's sketch; None when one's is unknown
 
@@ -139,7 +148,7 @@ class _Input:
             self.sketches = None
         else:
             self.sketches.append(sketch)
-        rounded = getattr(source, "float32_hash", None)  # none for perplexity rows
+        rounded = getattr(source, "float32_hash", None)  # none in older summaries
         if rounded is None:
             self.known32 = False
         else:
@@ -195,7 +204,9 @@ def _same_inputs(sources: Any, parts: Any) -> tuple[_Input, _Input, str] | None:
     return None
 
 
-def same_sources(sources: Any, parts: Any = None) -> tuple[Any, Any, str] | None:
+def same_sources(
+    sources: Any, parts: Any = None, kind: str = "calibration"
+) -> tuple[Any, Any, str] | None:
     """The first two sources that hold the same rows in other bytes (a file and a copy of its
     rows in another order, or written again), by each input's multiset hash
     (:attr:`~calibcli.summaries.sources.Source.rows_hash`, the pieces of one input added up:
@@ -204,10 +215,11 @@ def same_sources(sources: Any, parts: Any = None) -> tuple[Any, Any, str] | None
     part made with --all-runs pools copies on purpose. As for parts (:func:`same_rows`), only
     inputs of at least ``FLOOR`` rows whose values tell a copy are compared, whether or not
     their rows record ids. Inputs also hold the same rows when they do with every confidence
-    rounded to float32 (:attr:`~calibcli.summaries.sources.Source.float32_hash`): the pair
-    comes with ``FLOAT32`` then (else ""), for the message to say so."""
+    (NLL, for perplexity rows: ``kind``) rounded to float32
+    (:attr:`~calibcli.summaries.sources.Source.float32_hash`): the pair comes with ``FLOAT32``
+    (``FLOAT32_NLL``) then (else ""), for the message to say so."""
     pair = _same_inputs(sources, parts)
-    return None if pair is None else (pair[0].first, pair[1].first, pair[2])
+    return None if pair is None else (pair[0].first, pair[1].first, _noted(pair[2], kind))
 
 
 SEARCHED = 16
@@ -307,19 +319,20 @@ def _held_by_others(inputs: list[_Input], accept: Any) -> tuple[_Input, list[_In
     return None
 
 
-def union_of_others(sources: Any) -> tuple[Any, list[Any], str] | None:
+def union_of_others(sources: Any, kind: str = "calibration") -> tuple[Any, list[Any], str] | None:
     """The first input whose rows are those of some other inputs together (a file beside the
     shards it was split into, or joined from, whatever else is read with them), by the
     multiset hashes of their rows (:attr:`~calibcli.summaries.sources.Source.rows_hash`,
     which add up), with those others; None when there is none. Byte ranges of one input count
     as that input. Looked for only for an input of at least ``FLOOR`` rows whose values tell a
     copy: the others of no more rows all together, else some of them when at most
-    ``2 * SEARCHED`` could be among them. Then the same with every confidence rounded to
-    float32, the result coming with ``FLOAT32`` then (else "")."""
+    ``2 * SEARCHED`` could be among them. Then the same with every confidence (NLL, for
+    perplexity rows: ``kind``) rounded to float32, the result coming with ``FLOAT32``
+    (``FLOAT32_NLL``) then (else "")."""
     found = _held_by_others_noted(_inputs(sources, range(len(sources))), lambda *_: True)
     if found is None:
         return None
-    return found[0].first, [h.first for h in found[1]], found[2]
+    return found[0].first, [h.first for h in found[1]], _noted(found[2], kind)
 
 
 def _held_by_others_noted(inputs: list[_Input], accept: Any) -> tuple | None:
@@ -358,6 +371,7 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
     twice = _same_inputs(sources, labels)
     if twice is not None:
         first, later, note = twice
+        note = _noted(note, kind)
         raise SummaryMismatch(
             f"{named(later)} holds the rows of {named(first)} ({same_rows_text(kind)}){note}: "
             f"one input counted twice, by other routes; {remedy}",
@@ -369,6 +383,7 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
     found = _held_by_others_noted(pooled, lambda t, o: not _one_part([t, *o]))
     if found is not None:
         union, others, note = found
+        note = _noted(note, kind)
         raise SummaryMismatch(
             f"{named(union)} holds the rows of {listed([named(h) for h in others])} together "
             f"({same_rows_text(kind)}){note}: one input counted twice, by other routes; {remedy}",

@@ -86,6 +86,26 @@ def float32_hash_sum(conf: np.ndarray, correct: np.ndarray) -> int:
     give equal sums, as :attr:`RowFingerprint.total` does for exact ones."""
     x = np.asarray(conf, np.float64).astype(np.float32).view(np.uint32).astype(np.uint64)
     x |= correct.astype(np.uint64) << _HIGH
+    return _mixed_sum(x)
+
+
+def perplexity_float32_sum(nll: np.ndarray, tokens: np.ndarray | None) -> int:
+    """:func:`float32_hash_sum` for perplexity rows: each row's NLL rounded to the nearest
+    float32 (an NLL written from a float32 loss, or read from a float32 column, rounds back to
+    that float32), its bits with the low 32 bits of its token count above them (-1 for a row
+    without a count, as a column of missing counts holds), mixed alike. Equal multisets of
+    rows with their NLLs as float32 give equal sums. An NLL beyond float32's range rounds to
+    infinity."""
+    with np.errstate(over="ignore"):
+        x = np.asarray(nll, np.float64).astype(np.float32).view(np.uint32).astype(np.uint64)
+    counts = np.full(x.shape[0], -1, np.int64) if tokens is None else np.asarray(tokens)
+    x |= counts.astype(np.int64).view(np.uint64) << _HIGH
+    return _mixed_sum(x)
+
+
+def _mixed_sum(x: np.ndarray) -> int:
+    """The sum modulo 2**64 of uint64 keys, each mixed by two multiply-xorshift rounds (in
+    place)."""
     x *= _M1
     x ^= x >> _SHIFT
     x *= _M2
@@ -284,11 +304,11 @@ class RowFingerprint:
 
 @dataclass
 class SourcePrint(RowFingerprint):
-    """A calibration source's fingerprint while it is read, with ``float32``, the multiset
-    hash of its rows with every confidence rounded to float32 (:func:`float32_hash_sum`; None
-    when a share of it did not record one), and ``repeats``, the hashes of its sample that
-    more than one of its rows holds (None when a share of it did not record them): with the
-    sample, its rows' :class:`SourceSketch`."""
+    """A source's fingerprint while it is read, with ``float32``, the multiset hash of its rows
+    with every confidence, or NLL, rounded to float32 (:func:`float32_hash_sum`,
+    :func:`perplexity_float32_sum`; None when a share of it did not record one), and
+    ``repeats``, the hashes of its sample that more than one of its rows holds (None when a
+    share of it did not record them): with the sample, its rows' :class:`SourceSketch`."""
 
     float32: int | None = 0
     repeats: np.ndarray | None = field(default_factory=lambda: np.zeros(0, np.uint64))
@@ -299,9 +319,16 @@ class SourcePrint(RowFingerprint):
         if self.float32 is not None:
             self.float32 = (self.float32 + float32_hash_sum(conf, correct)) & _MASK
 
+    def add_perplexity_rows(self, nll: np.ndarray, tokens: np.ndarray | None) -> None:
+        """Fold one block of perplexity rows (:func:`perplexity_hashes`), and their hash with
+        every NLL as float32 (:func:`perplexity_float32_sum`)."""
+        self.add_hashes(perplexity_hashes(nll, tokens))
+        if self.float32 is not None:
+            self.float32 = (self.float32 + perplexity_float32_sum(nll, tokens)) & _MASK
+
     def add_hashes(self, hashes: np.ndarray) -> None:
-        """Fold one block of rows' hashes (a perplexity source's, which keeps no float32
-        hash), noting those that repeat."""
+        """Fold one block of rows' hashes (the float32 hash is left as it is), noting those
+        that repeat."""
         self._note_repeats(hashes)
         self.add(hashes)
         if self.repeats is not None and self.repeats.shape[0]:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError
-from calibcli.summaries.fingerprint import SourcePrint, joined_key, joined_sketch, perplexity_hashes
+from calibcli.summaries.fingerprint import SourcePrint, joined_key, joined_sketch
 from calibcli.summaries.ids import IdLog, RowIds, SummaryMismatch, merged_ids
 from calibcli.summaries.rows import GroupIndex
 from calibcli.summaries.settings import settings_dict, settings_differences
@@ -248,11 +248,14 @@ class PerplexityBuilder:
         self.sources: list[Source] = []
         self.rows_of_source = 0
         self.ids = IdLog()
-        # the multiset hash of each source's rows, by which a copy in other bytes is known, and
-        # the sketch of them, by which an input holding part of another's is
-        self.source_print = SourcePrint(float32=None)
-        # each worker's share of the source: its rows and their key, and their sketches
+        # the multiset hash of each source's rows, by which a copy in other bytes is known (and
+        # with every NLL as float32: a copy written through a float32 column), and the sketch
+        # of them, by which an input holding part of another's is
+        self.source_print = SourcePrint()
+        # each worker's share of the source: its rows and their key, their float32 hashes
+        # added up (None when one held rows without it), and their sketches
         self.share_keys: list[tuple[int, tuple[int, bool]]] = []
+        self.share_float32: int | None = 0
         self.share_sketches: list[Any] = []
         # ``keyed``: each identified row's question hash and tokens are kept (``questions``)
         self.keyed = keyed
@@ -269,8 +272,9 @@ class PerplexityBuilder:
 
     def begin_source(self) -> None:
         self.rows_of_source = 0
-        self.source_print = SourcePrint(float32=None)
+        self.source_print = SourcePrint()
         self.share_keys = []
+        self.share_float32 = 0
         self.share_sketches = []
 
     def end_source(self, source: Source) -> None:
@@ -281,8 +285,19 @@ class PerplexityBuilder:
         sketch = None
         if sketches and all(s is not None for s in sketches):
             sketch = joined_sketch(sketches)
+        float32 = self.source_print.float32
+        if float32 is not None and self.share_float32 is not None and self.rows_of_source:
+            float32 = (float32 + self.share_float32) % (1 << 64)
+        else:
+            float32 = None
         self.sources.append(
-            replace(source, rows=self.rows_of_source, rows_hash=held, rows_sketch=sketch)
+            replace(
+                source,
+                rows=self.rows_of_source,
+                rows_hash=held,
+                float32_hash=float32,
+                rows_sketch=sketch,
+            )
         )
 
     def reserve(self, rows: int) -> None:
@@ -322,7 +337,7 @@ class PerplexityBuilder:
             ids = self.index.of(keys)
             groups = len(self.index)
         self.table.add(cols, infinite, ids, groups)
-        self.source_print.add_hashes(perplexity_hashes(nll, cols[1]))
+        self.source_print.add_perplexity_rows(nll, cols[1])
         self.rows_of_source += n
         if pending is not None:
             assert pending.shape[0] == n, "rows without their questions"
@@ -349,6 +364,11 @@ class PerplexityBuilder:
         self.table.merge(part.table, remap)
         self.share_keys += [(s.rows, s.rows_hash) for s in part.sources if s.rows_hash is not None]
         self.share_sketches += [s.rows_sketch for s in part.sources if s.rows]
+        for s in part.sources:
+            if s.rows and (self.share_float32 is None or s.float32_hash is None):
+                self.share_float32 = None
+            elif s.rows:
+                self.share_float32 = (self.share_float32 + s.float32_hash) % (1 << 64)
         self.rows_of_source += part.n
 
     def summary(self, *, warnings: Iterable[str] = ()) -> PerplexitySummary:

@@ -43,10 +43,11 @@ class Source:
     apart, to tell two inputs of the same rows in other bytes
     (:func:`~calibcli.summaries.copies.same_sources`); None where it held no rows or it was not
     recorded (a summary file written before it was). ``float32_hash`` is the same sum with
-    every confidence rounded to the nearest float32
-    (:func:`~calibcli.summaries.fingerprint.float32_hash_sum`), so that rows written again
-    through a float32 column are told too; None for perplexity rows, where it held no rows or
-    it was not recorded (whether the values tell a copy is judged by ``rows_hash``).
+    every confidence, or NLL, rounded to the nearest float32
+    (:func:`~calibcli.summaries.fingerprint.float32_hash_sum`,
+    :func:`~calibcli.summaries.fingerprint.perplexity_float32_sum`), so that rows written again
+    through a float32 column are told too; None where it held no rows or it was not recorded
+    (whether the values tell a copy is judged by ``rows_hash``).
     ``rows_sketch`` is the sketch of its rows' distinct values: their smallest hashes, sorted,
     and those of them that more than one of its rows holds
     (:class:`~calibcli.summaries.fingerprint.SourceSketch`), to tell an input that holds part
