@@ -4,7 +4,9 @@ auto-approved with accuracy >= A, guaranteed with probability >= 1 − δ.
 Builds report sections from a reader's columns with :mod:`calibcli.metrics.selective`; the report
 shell, warnings and strict JSON come from :mod:`calibcli.reports.report`. With a separate fit input
 (``--fit``) the threshold is chosen there and its coverage and accuracy are *realised* on the main
-input; otherwise both come from the same rows, which flatters them (said in a warning).
+input; otherwise both come from the same rows, which flatters them (said in a warning). Where the
+--fit rows came from is checked against the evaluated rows' (:mod:`calibcli.reports.threshold_fit`):
+rows read into other numbers are refused, another model's or another grading's fail the gate closed.
 
 Which rows each figure comes from: ``n``, ``coverage``, every ``realised`` block, the curve and the
 summary figures (AURC, E-AURC, selective accuracy) are the evaluated rows' (FILE...); ``fit_n`` and
@@ -429,34 +431,6 @@ def _mapped_scale(settings: dict[str, Any]) -> str:
     )
 
 
-def _other_rows(fit: Any, summary: Any) -> list[str]:
-    """A warning when the evaluated rows are of another format than the --fit rows the threshold was
-    chosen on: their confidences may be taken another way (a softmax over choices, a token's
-    probability, a stated number), and a threshold is a cut on one kind of number; held against
-    another kind it accepts other rows."""
-
-    def formats(data: Any) -> set[str]:
-        return {s.format for s in data.sources if s.format is not None and s.skipped is None}
-
-    out = []
-    chosen_on, others = formats(fit), sorted(formats(summary) - formats(fit))
-    if chosen_on and others:
-        out.append(
-            f"the threshold was chosen on {', '.join(sorted(chosen_on))} rows (--fit) and is "
-            f"evaluated on {', '.join(others)} rows, whose confidences may be taken another way"
-        )
-    # inspect-ai rows of both: --inspect-confidence auto takes the answer token's probability
-    # where a sample has an answer line, else the sequence's, so the two may differ in kind
-    taken, evaluated = fit.inspect_confidence, summary.inspect_confidence
-    if taken is not None and evaluated is not None and taken != evaluated:
-        out.append(
-            f"the threshold was chosen on inspect-ai confidences taken by {taken} (--fit) and "
-            f"is evaluated on ones taken by {evaluated}, another kind of number: give "
-            "--inspect-confidence to take both one way"
-        )
-    return out
-
-
 def _fit_only(fit_groups: Any, summary: Any) -> list[Note]:
     """A warning naming the --by groups found only in the --fit rows: no section of their own,
     yet the pooled threshold was chosen on their rows too."""
@@ -483,16 +457,25 @@ def threshold_report(
     fit: Any = None,
     gate: Any = None,
     recalibration: Any = None,
+    read: Any = None,
 ) -> Report:
     """The threshold report: the guaranteed and plug-in thresholds, summary figures, the
     risk–coverage table, per --by group (each group's threshold chosen on its own rows, or on the
     ``fit`` summary's rows of the same group). With ``recalibration``
     (:class:`~calibcli.reports.recalibration.Recalibration`) the summaries hold recalibrated rows
-    and the report shows the figures before and after."""
+    and the report shows the figures before and after. ``read``: how the ``fit`` rows and the
+    evaluated ones were read (:func:`~calibcli.reports.threshold_fit.fit_origin`, which refuses
+    with InputError a threshold chosen on other numbers than those it is held against)."""
     from dataclasses import replace
 
     from calibcli.metrics import PredictionColumns
     from calibcli.reports.recalibration import carried
+    from calibcli.reports.threshold_fit import FitOrigin, fit_origin, other_rows
+
+    origin = FitOrigin()
+    if fit is not None and read is not None:  # the rows as read, before any calibrator
+        raw = summary if recalibration is None else recalibration.before
+        origin = fit_origin(fit, raw, read)
 
     summary = carried(summary, recalibration)
     mixed = getattr(fit, "mixed", None)
@@ -562,7 +545,7 @@ def threshold_report(
             "accuracy here are optimistic; evaluate on rows held out from --fit",
         )
     if fit is not None:
-        notes += [Note("fit_rows", text) for text in _other_rows(fit, summary)]
+        notes += [Note("fit_rows", text) for text in (*other_rows(fit, summary), *origin.notes)]
         notes += _fit_only(fit_groups, summary)
     if overlap is not None:
         notes.append(Note("in_sample", overlap))
@@ -579,6 +562,8 @@ def threshold_report(
         notes += [Note("recalibration", t) for t in recalibration.notes]
     # the coverage after a calibrator fitted on the rows evaluated is in-sample
     closed = recalibration.closed(gate.minimums) if recalibration and gate else {}
+    if origin.closed is not None:
+        closed = {"coverage": origin.closed, **(closed or {})}
     if drawn:
         notes.append(Note("repeats", ONE_PER_QUESTION))
     elif repeated:

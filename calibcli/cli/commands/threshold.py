@@ -4,6 +4,7 @@ finite-sample guarantee on their accuracy."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from calibcli.cli.app import EXIT_CODES, app, usage_error
 from calibcli.cli.emit import Plot, check_outputs, emit
@@ -70,6 +71,7 @@ def threshold(
     accuracy at 10/50/90% coverage. Choose the threshold on held-out rows with --fit;
     --min-coverage gates on the share it accepts.
     """
+    from calibcli.errors import InputError
     from calibcli.reports import (
         Gate,
         Recalibration,
@@ -104,8 +106,10 @@ def threshold(
     data = read_predictions(files, reading, **shape)
     require_rows(data, "threshold")
     fit_data = None if not fit else read_predictions(fit, reading, **shape)
+    read = None
     if fit_data is not None:
         require_rows(fit_data, "threshold --fit")
+        read = fit_reading(fit, files, fit_data, data)
     recalibration = None
     if calibrators is not None:
         # a summary file's rows of another confidence field than the calibrator's are exit 2
@@ -136,14 +140,18 @@ def threshold(
         grid=grid,
     )
     minimums = {} if min_coverage is None else {"coverage": min_coverage}
-    with one_blas_thread(), phases(reading.quiet):
-        result = threshold_report(
-            data,
-            settings,
-            fit=fit_data,
-            gate=Gate({}, each=gate_each, minimums=minimums),
-            recalibration=recalibration,
-        )
+    try:
+        with one_blas_thread(), phases(reading.quiet):
+            result = threshold_report(
+                data,
+                settings,
+                fit=fit_data,
+                gate=Gate({}, each=gate_each, minimums=minimums),
+                recalibration=recalibration,
+                read=read,
+            )
+    except InputError as exc:  # the --fit rows hold other numbers than the evaluated rows
+        raise usage_error(str(exc)) from None
     image = None if plot is None else Plot(plot)
     emit(
         result,
@@ -155,3 +163,21 @@ def threshold(
         plot=image,
         html=html,
     )
+
+
+def fit_reading(fit: list[str], files: list[str], fit_data: Any, data: Any) -> dict[str, Any]:
+    """How the --fit rows and the evaluated rows were read, for the report to check the one
+    against the other (:func:`calibcli.reports.threshold_report`'s ``read``): what each side's
+    runs name and how they were graded (:func:`calibcli.io.read_as`), and the summary files
+    among each side's inputs (folders and patterns looked into), whose rows cannot be read
+    again another way."""
+    from calibcli.io import is_summary_file, named_files, read_as
+
+    def summaries(paths: list[str]) -> list[str]:
+        return [p for p in named_files(list(paths)) if is_summary_file(p)]
+
+    return {
+        "fit": read_as(fit_data),
+        "evaluated": read_as(data),
+        "summaries": {"fit": summaries(fit), "evaluated": summaries(files)},
+    }
