@@ -7,11 +7,15 @@ in-context examples each time) and writes one ``PerInstanceStats`` per (instance
 as an inspect-ai run's epochs are. A ``.json`` file (HELM's name, compressed or not) is
 searched only when its first 64 KiB hold the key ``"train_trial_index"`` (no other format
 writes it); its trials are then the highest index found in the whole text, plus one.
+
+What a run asked is its scenario, from the name of its run folder (:func:`helm_scenario`), the
+model left out: ``compare`` tells two runs of different scenarios apart by it.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 
@@ -55,6 +59,29 @@ def _trials(path: str, _mtime: int, _size: int) -> int | None:
     except read_errors():
         return None
     return most + 1 if most >= 1 else None
+
+
+MODEL_ARGUMENTS = ("model", "model_deployment")
+"""The arguments of a HELM run spec name that name the model run, not what it was asked."""
+
+
+def helm_scenario(path: str) -> str | None:
+    """What a HELM run whose ``per_instance_stats.json`` is at ``path`` asked: the name of its
+    run folder (HELM writes a run to ``runs/<suite>/<run spec name>/``, the name its scenario
+    and arguments, ``mmlu:subject=anatomy,method=multiple_choice_joint,model=openai_gpt2``)
+    without the arguments naming the model (:data:`MODEL_ARGUMENTS`), so the runs of two
+    models on one scenario name it alike. HELM numbers each scenario's instances from
+    ``id0``, so only this tells two scenarios' files apart. None for standard input and for a
+    folder not named as HELM names a run (a name, ``:``, then ``key=value`` arguments)."""
+    if path == "-":
+        return None
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    name, colon, arguments = folder.partition(":")
+    pairs = [a.partition("=") for a in arguments.split(",")]
+    if not (name and colon and all(key and sep for key, sep, _ in pairs)):
+        return None
+    kept = [f"{key}={value}" for key, _, value in pairs if key not in MODEL_ARGUMENTS]
+    return f"{name}:{','.join(kept)}" if kept else name
 
 
 def forget_trials() -> None:

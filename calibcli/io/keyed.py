@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError
+from calibcli.io.compared import read_compared as read_compared  # compare's two sides
 from calibcli.io.first_id import watched
 from calibcli.io.folders import expand, hidden_files
 from calibcli.io.ids import OWN_IDS, default_id_field, question_of, row_key
@@ -235,34 +236,6 @@ def read_matched(
     paired = aligned(base, row_of, conf, corr, new_n, groups, ranks=index.ranks())
     paired = replace(paired, warnings=warnings, **either(base.checks, reader.checks))
     return paired, found or "jsonl", _files_read(reader, spans)
-
-
-def read_compared(
-    base: str, new: str, *, unpaired: bool = False, **options: Any
-) -> tuple[Any, tuple[str, str], tuple]:
-    """``calibcli compare``'s rows: the files ``base`` and ``new`` read by
-    :func:`read_key_columns` (same options, checks and errors), NEW matched to BASE as it is
-    read (:func:`read_matched`), or both taken whole when ``unpaired``; the
-    :class:`~calibcli.summaries.PairedRows`, the two formats found, and each file read (a
-    folder's many) with its format and the samples it took by each mode
-    (:attr:`KeyColumns.formats`), BASE's then NEW's."""
-    if base == "-" and new == "-":  # NEW would find standard input read to its end by BASE
-        raise InputError(
-            "<stdin>",
-            None,
-            "standard input is given as both BASE and NEW: it can be read once; save one of "
-            "them to a file",
-        )
-    if unpaired:
-        from calibcli.io.unpaired import read_unpaired
-
-        return read_unpaired(base, new, **options)
-    # BASE's id hashes give way to their sorted index, and NEW's are never held as a column
-    first = read_key_columns([base], **options)
-    index = IdIndex(first.ids)
-    first = replace(first, ids=None)
-    matched, found, read = read_matched(first, index, [new], **options)
-    return matched, (first.fmt, found), (*first.formats, *read)
 
 
 def _read_side(

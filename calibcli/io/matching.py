@@ -117,8 +117,9 @@ def _base_file(base: Any, row: int) -> str:
 
 def document(fmt: str | None, row: dict) -> tuple[str, str] | None:
     """What a row asks, to tell matched rows of different questions apart: (the format, an
-    lm-eval row's ``doc_hash`` or a hash of an inspect-ai sample's ``input`` and ``target``);
-    None for other formats and rows without them."""
+    lm-eval row's ``doc_hash`` or a hash of an inspect-ai sample's ``input`` and ``target``,
+    its chat messages as :func:`asked_input` keeps them); None for other formats and rows
+    without them."""
     if fmt == "lm-eval":
         doc = row.get("doc_hash")
         return (fmt, doc) if isinstance(doc, str) else None
@@ -126,10 +127,33 @@ def document(fmt: str | None, row: dict) -> tuple[str, str] | None:
         import hashlib
         import json
 
-        text = json.dumps([row["input"], row.get("target")], sort_keys=True, ensure_ascii=False)
+        asked = [asked_input(row["input"]), row.get("target")]
+        text = json.dumps(asked, sort_keys=True, ensure_ascii=False)
         digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
         return fmt, digest.hexdigest()
     return None
+
+
+PER_RUN = ("id", "source")
+"""The fields of an inspect-ai chat message that are not what it asks: its ``id``, drawn at
+random each time inspect-ai builds the message (a ``shortuuid``), so two runs of one dataset
+give each message another; and its ``source``, where the message came from (``"input"``),
+which some inspect-ai versions write and others do not."""
+
+
+def asked_input(value: Any) -> Any:
+    """An inspect-ai sample's ``input`` as what it asks: a string as it is; a list of chat
+    messages with each message's :data:`PER_RUN` fields, and those it gives as null (as
+    unset), left out: two runs of one sample then hash alike, and a sample whose messages
+    say something else does not."""
+    if not isinstance(value, list):
+        return value
+    return [
+        {k: v for k, v in m.items() if k not in PER_RUN and v is not None}
+        if isinstance(m, dict) and "role" in m
+        else m
+        for m in value
+    ]
 
 
 def match_keys(base: Any, new: Any, base_name: str = "base") -> Any:

@@ -4,12 +4,14 @@ McNemar's exact test of accuracy and, when both sides share every answer's corre
 DeLong's test of AUROC.
 
 Rows are matched by id (:func:`calibcli.summaries.match`); the statistics are
-:mod:`calibcli.metrics.paired`'s. A regression gate (``--max-increase ece=0.01``) checks the
-difference — by default the upper end of its interval, so a small evaluation cannot pass by
-luck — against a non-inferiority margin: NEW may be worse than BASE by at most the margin. On
-the figures sampling noise inflates (ECE, MCE, RMSCE, smECE, the one-bin ECE) that end carries
-BASE's bias allowance (:func:`~calibcli.reports.compare_sides.base_allowance`): a calibrated
-BASE reads high and would pull the difference toward 0.
+:mod:`calibcli.metrics.paired`'s. Sides that are runs of different tasks are said to be, and
+every gate check fails closed on them (:mod:`~calibcli.reports.compare_matching`). A
+regression gate (``--max-increase ece=0.01``) checks the difference — by default the upper end
+of its interval, so a small evaluation cannot pass by luck — against a non-inferiority margin:
+NEW may be worse than BASE by at most the margin. On the figures sampling noise inflates (ECE,
+MCE, RMSCE, smECE, the one-bin ECE) that end carries BASE's bias allowance
+(:func:`~calibcli.reports.compare_sides.base_allowance`): a calibrated BASE reads high and
+would pull the difference toward 0.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from calibcli.reports import figures as registry
 from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
+from calibcli.reports.compare_matching import MAX_UNMATCHED_SHARE as MAX_UNMATCHED_SHARE
+from calibcli.reports.compare_matching import check_matching as check_matching
+from calibcli.reports.compare_matching import tasks_apart
 from calibcli.reports.compare_sides import (
     WAYS,
     allowance_keys,
@@ -49,8 +54,6 @@ from calibcli.reports.report import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from calibcli.summaries import PairedRows
-
-MAX_UNMATCHED_SHARE = 0.05  # more unmatched rows than this on either side is an error by default
 
 
 @dataclass(frozen=True)
@@ -373,36 +376,6 @@ def compare_options(
     return Gate(thresholds, gate_on, gate_each, minimums=floors, options=options)
 
 
-# a table's cells are typed as JSON spells them: its id 12 is a number
-TABLE_IDS = '; a table\'s id 12 reads as the number 12, which matches 12 in JSON, not "12"'
-
-
-def check_matching(
-    matched: PairedRows, base: str, new: str, allow_unmatched: bool, tables: bool = False
-) -> None:
-    """ValueError when no row of ``base`` matches one of ``new`` by id, or when more than
-    :data:`MAX_UNMATCHED_SHARE` of a side's rows have no partner and ``allow_unmatched`` is
-    not given (``base`` and ``new`` name the sides; ``tables``: a side is a CSV or TSV table,
-    and the error says how a table's ids read)."""
-    from pathlib import Path
-
-    if matched.base[0].shape[0] == 0:
-        raise ValueError(
-            f"no row of {base} matches a row of {new} by id; check --id-field, or use --unpaired"
-            + (TABLE_IDS if tables else "")
-        )
-    for name, unmatched, total in (
-        (base, matched.unmatched_base, matched.base_rows),
-        (new, matched.unmatched_new, matched.new_rows),
-    ):
-        if not allow_unmatched and unmatched > MAX_UNMATCHED_SHARE * total:
-            raise ValueError(
-                f"{unmatched} of {total} rows of {Path(name).name} have no partner "
-                f"(more than {MAX_UNMATCHED_SHARE:.0%}); pass --allow-unmatched to compare the "
-                f"{matched.base[0].shape[0]} matched rows"
-            )
-
-
 def _same_rows(matched: PairedRows) -> bool:
     """Whether every matched pair holds the same confidence and correctness on both sides
     (equal values), with at least one pair."""
@@ -462,7 +435,10 @@ def compare_report(
         **pooled.section.figures,
         **each_side(matched, settings),
     }
-    notes = [Note("input", warning) for warning in matched.warnings]
+    # runs of different tasks: the report says so first, and every gate check fails closed
+    apart = tasks_apart(getattr(matched, "tasks", None), paired=settings.paired)
+    notes = [] if apart is None else [Note("tasks", apart[0])]
+    notes += [Note("input", warning) for warning in matched.warnings]
     notes += pooled.section.notes
     if not settings.paired:
         notes.append(
@@ -560,6 +536,8 @@ def compare_report(
         said = {**sides_floor(floor, matched.asked), **said}  # --min-rows in questions
         if two_ways is not None:  # every check, after the runs' own reasons
             said = {**dict.fromkeys([*gate.thresholds, *gate.minimums], two_ways[1]), **said}
+        if apart is not None:  # every check, before any other reason: other questions
+            said = {**said, **dict.fromkeys([*gate.thresholds, *gate.minimums], apart[1])}
         if said:
             pooled_view, views = with_closed(said, pooled_view, views)
         verdict = evaluate(gate, pooled_view, views, level=settings.level)

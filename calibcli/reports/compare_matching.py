@@ -1,0 +1,112 @@
+"""What ``compare`` checks of its two sides before comparing them: that enough rows matched by
+id (:func:`check_matching`), and that the sides are runs of one task (:func:`tasks_apart`):
+runs of different tasks ask different questions, so their differences would compare the tasks
+as well as the models, and every gate fails closed on them, as on sides whose inspect-ai
+confidences were taken two ways (:func:`~calibcli.reports.compare_sides.taken_two_ways`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_UNMATCHED_SHARE = 0.05  # more unmatched rows than this on either side is an error by default
+
+# a table's cells are typed as JSON spells them: its id 12 is a number
+TABLE_IDS = '; a table\'s id 12 reads as the number 12, which matches 12 in JSON, not "12"'
+
+# how each format's runs name what they ask, and where the name is read
+_TASK_WORDS = {
+    "lm-eval": ("lm-eval task", "lm-eval tasks", "as their files' names say"),
+    "inspect-ai": ("inspect-ai task", "inspect-ai tasks", "as their logs' eval.task says"),
+    "helm": (
+        "HELM scenario",
+        "HELM scenarios",
+        "as their run folders' names say, the model left out",
+    ),
+}
+SHOWN = 3  # tasks named on a side; the rest are counted
+
+
+def check_matching(
+    matched: Any, base: str, new: str, allow_unmatched: bool, tables: bool = False
+) -> None:
+    """ValueError when no row of ``base`` matches one of ``new`` by id (naming the sides'
+    tasks when they are runs of different ones, :func:`tasks_apart`), or when more than
+    :data:`MAX_UNMATCHED_SHARE` of a side's rows have no partner and ``allow_unmatched`` is
+    not given (``matched``: the :class:`~calibcli.summaries.PairedRows`; ``base`` and ``new``
+    name the sides; ``tables``: a side is a CSV or TSV table, and the error says how a
+    table's ids read)."""
+    from pathlib import Path
+
+    if matched.base[0].shape[0] == 0:
+        named = _named(getattr(matched, "tasks", None), paired=True)
+        if named is not None:
+            raise ValueError(
+                f"no row of {base} matches a row of {new} by id: they are runs of different "
+                f"tasks ({named[0]}), which ask different questions; compare runs of one task"
+            )
+        raise ValueError(
+            f"no row of {base} matches a row of {new} by id; check --id-field, or use --unpaired"
+            + (TABLE_IDS if tables else "")
+        )
+    for name, unmatched, total in (
+        (base, matched.unmatched_base, matched.base_rows),
+        (new, matched.unmatched_new, matched.new_rows),
+    ):
+        if not allow_unmatched and unmatched > MAX_UNMATCHED_SHARE * total:
+            raise ValueError(
+                f"{unmatched} of {total} rows of {Path(name).name} have no partner "
+                f"(more than {MAX_UNMATCHED_SHARE:.0%}); pass --allow-unmatched to compare the "
+                f"{matched.base[0].shape[0]} matched rows"
+            )
+
+
+def tasks_apart(tasks: Any, *, paired: bool) -> tuple[str, str] | None:
+    """(the warning, every gate check's reason to fail closed) when the compared sides are runs
+    of different tasks; None when they are of one, or a side's are not known. ``tasks``:
+    BASE's and NEW's, each a tuple of (format, task), None where not known
+    (:attr:`~calibcli.io.compared.TaskedRows.tasks`). Unpaired, each side's figures are of its
+    own tasks' questions: the sides differ when their tasks do. Paired, only matched rows
+    are compared, and a task both sides ran pairs its own questions: the sides differ when
+    they share no task (ids that number each task's questions alike then pair questions of
+    different tasks)."""
+    named = _named(tasks, paired=paired)
+    if named is None:
+        return None
+    shown, where = named
+    if paired:
+        why = "both number their questions alike, so the matched rows pair one task's "
+        why += "questions with the other's"
+    else:
+        why = "each side's figures are of its own questions"
+    warning = (
+        f"BASE and NEW are runs of different tasks ({shown}, {where}): {why}; the differences "
+        "compare the tasks as well as the models, and a gate on them fails; compare runs of "
+        "one task"
+    )
+    return warning, "BASE and NEW are runs of different tasks (see the warning)"
+
+
+def _named(tasks: Any, *, paired: bool) -> tuple[str, str] | None:
+    """(the two sides' tasks as a message names them, where their names were read) when
+    ``tasks`` are of different tasks (:func:`tasks_apart`), else None. Sides of two formats
+    name their tasks two ways, and are not compared."""
+    if tasks is None or tasks[0] is None or tasks[1] is None:
+        return None
+    kinds = {fmt for side in tasks for fmt, _ in side}
+    if len(kinds) != 1 or not all(tasks):
+        return None
+    base, new = ({task for _, task in side} for side in tasks)
+    if (base & new) if paired else (base == new):
+        return None
+    one, many, where = _TASK_WORDS.get(kinds.pop(), ("task", "tasks", "as their runs say"))
+    sides = [
+        f"{side}'s {one if len(names) == 1 else many} {_listed(sorted(names))}"
+        for side, names in (("BASE", base), ("NEW", new))
+    ]
+    return "; ".join(sides), where
+
+
+def _listed(names: list[str]) -> str:
+    """Names quoted, the first :data:`SHOWN`, the rest counted."""
+    shown = ", ".join(repr(n) for n in names[:SHOWN])
+    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
