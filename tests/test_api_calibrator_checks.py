@@ -71,9 +71,14 @@ def test_another_models_rows_warn_and_are_mapped_alike(runs):
 
 def test_the_same_models_rows_say_nothing(runs):
     cal = calibcli.fit(calibcli.read_predictions(runs["a"] / _task("science")), method="platt")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        cal.apply(calibcli.read_predictions(runs["a"] / _task("science")))
+    rows = calibcli.read_predictions(runs["a"] / _task("science"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cal.apply(rows, allow_in_sample=True)  # the rows it was fitted on: only that is said
+    assert [str(w.message) for w in caught] == [
+        f"the {len(rows)} rows given here are the rows the calibrator was fitted on: figures "
+        "computed on the output are in-sample for them and flatter the map"
+    ]
 
 
 def test_another_normalisation_is_refused(runs):

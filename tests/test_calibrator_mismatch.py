@@ -152,8 +152,9 @@ def test_api_another_inspect_mode_is_refused():
             calibcli.read_predictions(other, scorer="match", inspect_confidence="first-token")
         )
     same = calibcli.read_predictions(other, scorer="match", inspect_confidence="sequence")
-    _, said = _caught(lambda: cal.apply(same))
-    assert said == []
+    # the limited run's samples are some of those fitted on: only that is said
+    _, said = _caught(lambda: cal.apply(same, allow_in_sample=True))
+    assert len(said) == 1 and "are among the 8 rows given here" in said[0]
 
 
 def test_api_another_confidence_field_warns_and_maps_that_field(tmp_path):
@@ -166,8 +167,12 @@ def test_api_another_confidence_field_warns_and_maps_that_field(tmp_path):
         "these rows were read with (confidence_field='confidence')"
     ]
     assert np.array_equal(mapped, cal.apply(np.array([0.2, 0.4, 0.6, 0.8])))
-    _, said = _caught(lambda: cal.apply(calibcli.read_predictions(path, confidence_field="score")))
-    assert said == []
+    fitted = calibcli.read_predictions(path, confidence_field="score")
+    _, said = _caught(lambda: cal.apply(fitted, allow_in_sample=True))
+    assert said == [  # the rows it was fitted on: only that is said
+        "the 4 rows given here are the rows the calibrator was fitted on: figures computed on "
+        "the output are in-sample for them and flatter the map"
+    ]
 
 
 def test_api_an_lm_eval_map_on_json_lines_rows_warns(tmp_path):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from calibcli.errors import InputError
+
 # The figures a Result's one-line repr names per command: (label, dotted key of the body)
 HEADLINE = {
     "calibrate": (("n", "n"), ("accuracy", "accuracy"), ("ece", "ece"), ("brier", "brier")),
@@ -91,6 +93,21 @@ class Result:
         return f"<calibcli {self.command} report: {headline(self.body, self.passed)}>"
 
 
+# what figures on rows mapped by the map they were fitted for are, and the ways out: the words
+# of calibcli apply, with the keyword for its option
+IN_SAMPLE = "figures computed on the output are in-sample for them and flatter the map"
+WAYS_OUT = (
+    "apply the calibrator to held-out rows (or fit it on other rows), or pass "
+    "allow_in_sample=True to map them anyway"
+)
+
+
+class InSampleError(InputError, ValueError):
+    """:meth:`Calibrator.apply` given rows the calibrator was fitted on: an InputError, as the
+    API's refusals of what the command refuses are, and a ValueError (rows the map may not
+    take)."""
+
+
 class Calibrator:
     """A recalibration map fitted by :func:`calibcli.fit`: the calibrator file that ``calibcli
     fit -o`` writes (``to_json()``, the command's ``--json`` output; ``save(path)``), the
@@ -128,7 +145,7 @@ class Calibrator:
         with AtomicFile(path) as f:
             f.write(self.to_json().encode("utf-8"))
 
-    def apply(self, confidence: Any, group: Any = None) -> Any:
+    def apply(self, confidence: Any, group: Any = None, *, allow_in_sample: bool = False) -> Any:
         """The confidences mapped (float64, in the order given): each row by its group's map
         when ``group`` names the rows' groups and the calibrator holds one for it, else by
         the pooled map. A calibrator fitted per group warns (``UserWarning``) when rows take
@@ -142,13 +159,20 @@ class Calibrator:
         ``choices`` are an InputError (the map would score other numbers); rows read from
         another ``confidence_field``, of another format, graded another way, of another task
         or of another model are a UserWarning (a map of one model's confidences says nothing
-        of another's: gate nothing on the figures after it)."""
+        of another's: gate nothing on the figures after it). Predictions carry their outcomes,
+        so they are also checked as ``calibcli apply`` checks rows that carry theirs: rows the
+        calibrator was fitted on (by their confidences and outcomes, else by the files named)
+        are refused with :class:`InSampleError` (an InputError and a ValueError), since figures
+        computed on them after the map are in-sample and flatter it; ``allow_in_sample=True``
+        maps them with a UserWarning, as ``--allow-in-sample`` writes them. Confidences given
+        alone carry no outcome, and are not looked at."""
         import numpy as np
 
         from calibcli.api.predictions import Predictions, given
-        from calibcli.errors import InputError
+        from calibcli.reports import flag
         from calibcli.summaries import MULTICLASS
 
+        allow_in_sample = flag("apply", "allow_in_sample", allow_in_sample)
         if self.file.method == MULTICLASS:  # no confidence to map: it scores every choice
             raise InputError(
                 "apply",
@@ -160,6 +184,7 @@ class Calibrator:
             if group is not None:
                 raise TypeError("apply() takes the groups of Predictions: give no group")
             self._check_read(confidence)
+            self._check_in_sample(confidence, allow_in_sample)
             group = confidence.group if confidence.by is not None else None
             confidence = confidence.confidence
         rows = given(confidence, np.zeros(np.shape(confidence)[:1], bool), group=group)
@@ -180,7 +205,6 @@ class Calibrator:
         InputError, a warning a UserWarning."""
         import warnings
 
-        from calibcli.errors import InputError
         from calibcli.io import RowsRead, calibrator_notes
 
         scored = rows.read_as
@@ -204,6 +228,39 @@ class Calibrator:
             raise InputError("apply", None, str(exc)) from None
         for text in said:
             warnings.warn(text, UserWarning, stacklevel=3)
+
+    def _check_in_sample(self, rows: Any, allowed: bool) -> None:
+        """Refuse ``rows`` (Predictions) when they are rows the calibrator was fitted on, told
+        as ``calibcli apply`` tells the rows it reads that carry an outcome
+        (:func:`calibcli.summaries.scored_in_sample`: by content, else by the files named when
+        the calibrator records no fingerprint or the values repeat too much to tell), so that
+        the function and the command give the same verdict on the same rows: an
+        :class:`InSampleError` with the command's words, or a UserWarning when ``allowed``."""
+        import warnings
+
+        from calibcli.api.predictions import ARRAYS
+        from calibcli.errors import shown_name
+        from calibcli.summaries import CalibrationSettings, from_columns, scored_in_sample
+
+        if not len(rows):
+            return
+        settings = CalibrationSettings(correct_field=rows.correct_field)
+        scored = from_columns(
+            settings, rows.confidence[rows.correct], rows.confidence[~rows.correct]
+        )
+        said = IN_SAMPLE if allowed else f"{IN_SAMPLE}; {WAYS_OUT}"
+        files = list(rows.files)
+        note = scored_in_sample(
+            self.file, scored, files, here="given here", consequence=(said, said)
+        )
+        if note is None:
+            return
+        if allowed:
+            warnings.warn(note, UserWarning, stacklevel=3)
+            return
+        names = [shown_name("<stdin>" if f == "-" else f) for f in files]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        raise InSampleError(shown or ARRAYS, None, note)
 
     def _warn_pooled(self, names: dict | None) -> None:
         """Warn that rows of a calibrator fitted per group take its pooled map: all of them

@@ -38,10 +38,12 @@ class RowsRead:
 
     @classmethod
     def of_summary(cls, data: Any, *, confidence_given: bool = True) -> RowsRead:
-        """How a summary's rows were read (its settings: a summary file's where it was one)."""
+        """How a summary's rows were read (its settings: a summary file's where it was one;
+        the scorer its inspect-ai logs were graded by, ``--scorer`` or the one they hold)."""
         from calibcli.io.provenance import read_as
 
         settings = data.settings
+        found = read_as(data)
         return cls(
             fmt=data.fmt,
             formats=frozenset(data.formats.values()),
@@ -49,11 +51,11 @@ class RowsRead:
             correct_field=settings.correct_field,
             mc_norm=settings.mc_norm,
             by=settings.by,
-            scorer=settings.scorer,
+            scorer=found.get("scorer", settings.scorer),
             gold_field=settings.gold_field,
             inspect_given=settings.inspect_confidence,
             inspect_taken=data.inspect_confidence,
-            read_as=read_as(data),
+            read_as=found,
             confidence_given=confidence_given,
             summarized=True,
         )

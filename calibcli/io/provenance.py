@@ -5,6 +5,7 @@ models and tasks their runs name."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 CHOICE_FORMATS = ("openai", "openai-evals")
@@ -13,15 +14,20 @@ CHOICE_FORMATS = ("openai", "openai-evals")
 
 def read_as(summary: Any) -> dict[str, Any]:
     """What a calibrator records of how ``summary``'s rows were read, beyond their fields and
-    format, each key only where its rows have it: ``scorer`` (inspect-ai rows; ``--scorer`` as
-    given, None for each sample's one scorer), ``gold_field`` (OpenAI responses), ``choices``
-    (OpenAI responses and evals logs: the options, the default letters when not given),
-    ``models`` and ``tasks`` (the models and lm-eval tasks their runs name, sorted; where no
-    run names one, none)."""
+    format, each key only where its rows have it: ``scorer`` (inspect-ai rows: ``--scorer`` as
+    given; without it, the one scorer every log's samples were graded by,
+    :func:`resolved_scorer`), ``gold_field`` (OpenAI responses), ``choices`` (OpenAI responses
+    and evals logs: the options, the default letters when not given), ``models`` and ``tasks``
+    (the models and lm-eval tasks their runs name, sorted; where no run names one, none)."""
     settings = summary.settings
     formats = set(getattr(summary, "formats", {}).values()) | {summary.fmt}
     names = run_names(summary.sources)
-    return _found(formats, settings.scorer, settings.gold_field, settings.choices, names)
+    scorer = settings.scorer
+    if scorer is None and "inspect-ai" in formats:
+        scorer = resolved_scorer(
+            s.name for s in summary.sources if s.skipped is None and s.format == "inspect-ai"
+        )
+    return _found(formats, scorer, settings.gold_field, settings.choices, names)
 
 
 def files_read_as(
@@ -34,7 +40,49 @@ def files_read_as(
 
     sources = [Source(name, "", fmt, 0) for name, fmt in files]
     formats = {fmt for _, fmt in files}
+    if scorer is None and "inspect-ai" in formats:
+        scorer = resolved_scorer(name for name, fmt in files if fmt == "inspect-ai")
     return _found(formats, scorer, gold_field, choices, run_names(sources))
+
+
+def resolved_scorer(logs: Any) -> str | None:
+    """The scorer the inspect-ai ``logs`` (paths) read without ``--scorer`` were graded by:
+    the reader then takes each sample's one scorer, so a calibrator records it, and rows graded
+    by another are told from them, as where ``--scorer`` names it. None when the logs were
+    graded by several, or one of them cannot be read again (standard input, a file that is
+    gone): nothing is then compared, as for a calibrator that records none."""
+    found = {_log_scorer(path) for path in dict.fromkeys(logs)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _log_scorer(path: str) -> str | None:
+    """The one scorer of the first scored sample of an inspect-ai log (a sample of several is
+    refused by the reader without ``--scorer``), or None."""
+    from calibcli.io.content import file_version
+
+    version = None if path == "-" else file_version(path)
+    return None if version is None else _scorer_of(*version)
+
+
+@functools.lru_cache(maxsize=64)
+def _scorer_of(path: str, _mtime: int, _size: int) -> str | None:
+    # cached by the file's identity: the record of a fit and the checks of a calibrator's rows
+    # each ask for it
+    from collections.abc import Mapping
+
+    from calibcli.errors import InputError
+    from calibcli.formats import inspect_scorers
+    from calibcli.io.compression import read_errors
+    from calibcli.io.records import records
+
+    try:
+        for _, _, sample, _ in records(path):
+            if isinstance(sample, Mapping) and sample.get("scores"):
+                names = inspect_scorers(sample)
+                return names[0] if len(names) == 1 else None
+    except (*read_errors(), InputError, ValueError, RecursionError):
+        return None
+    return None
 
 
 def _found(
@@ -69,7 +117,8 @@ def run_names(sources: Any) -> tuple[list[str], list[str]]:
     """(models, tasks) the runs of ``sources`` name, each sorted and once: an lm-eval run's or
     inspect-ai log's model, the models OpenAI or vLLM server responses name (as the check on
     pooled models reads them), an lm-eval samples file's task (from its name). Sources
-    skipped, read from stdin or of other formats name none."""
+    skipped, read from stdin or of other formats name none, and so does an lm-eval run without
+    model arguments (``_<task>.jsonl``, recorded as the model ``""``)."""
     from calibcli.formats import task_from_filename
     from calibcli.io.response_models import models_named
     from calibcli.io.runs import recorded
@@ -79,7 +128,7 @@ def run_names(sources: Any) -> tuple[list[str], list[str]]:
     for source in sources:
         if source.skipped is not None or source.name == "-":
             continue
-        models.update(models_named(recorded(source).model))
+        models.update(m for m in models_named(recorded(source).model) if m)
         if source.format == "lm-eval":
             tasks.add(task_from_filename(source.name))
     return sorted(models), sorted(tasks)
@@ -109,12 +158,16 @@ def other_choices(
 def other_model(fitted: dict[str, Any], scored: dict[str, Any], gated: bool = True) -> str | None:
     """Why the rows scored are another model's than the rows a calibrator was fitted on, as
     their runs name them, or None (rows whose runs name no model, and a file that records
-    none, say nothing). Names are compared as written, as the check on pooled models compares
-    them: one model named two ways is two models here. ``gated``: the commands' gates on the
-    figures after the map then fail, and the text says so."""
+    none, say nothing; so does the model ``""``, an lm-eval run without model arguments, which
+    a calibrator file may record). Names are compared as written, as the check on pooled
+    models compares them: one model named two ways is two models here. ``gated``: the
+    commands' gates on the figures after the map then fail, and the text says so."""
     made = fitted.get("models")
-    others = sorted(set(scored.get("models", ())) - set(made or ()))
-    if not isinstance(made, list) or not made or not others:
+    if not isinstance(made, list):
+        return None
+    made = [m for m in made if m != ""]
+    others = sorted(set(scored.get("models", ())) - set(made) - {""})
+    if not made or not others:
         return None
     then = "so every gate on the figures after it fails" if gated else "gate nothing on them"
     return (

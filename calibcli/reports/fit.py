@@ -199,14 +199,24 @@ def _at_bound(calibrator: Any, rows: str = "") -> list[Note]:
     likelihood keeps improving beyond it, so the map is the range's end, not a fitted value;
     at the upper end (the confidences carried no information, or inverted information) it
     sends every confidence to about 0.5, at the lower end (they separated right from wrong
-    answers) to about 0 or 1: logit(0.5 + x) / 1e-4 is about 40,000·x."""
+    answers) to about 0 or 1: logit(0.5 + x) / 1e-4 is about 40,000·x. Over an lm-eval row's
+    k choices the tempered softmax is then about even, its largest share about 1/k, or all on
+    the highest choice, about 1."""
     from calibcli.metrics import T_MAX, T_MIN
+    from calibcli.summaries import MULTICLASS
 
     t = getattr(calibrator, "temperature", None)
     if t not in (T_MIN, T_MAX):
         return []
     where = "upper" if t == T_MAX else "lower"
-    effect = "about 0.5" if t == T_MAX else "about 0 or 1 (all but those within 0.001 of 0.5)"
+    if getattr(calibrator, "method", None) == MULTICLASS:
+        effect = (
+            "about 1/k for a row of k choices"
+            if t == T_MAX
+            else "about 1 (all but rows whose two highest loglikelihoods lie within 0.001)"
+        )
+    else:
+        effect = "about 0.5" if t == T_MAX else "about 0 or 1 (all but those within 0.001 of 0.5)"
     text = (
         f"the temperature{rows} is the {where} end of its range, {t:g}: the likelihood keeps "
         f"improving beyond it, so it is no fitted value; the map sends every confidence to "
