@@ -51,8 +51,8 @@ class Source:
     ``rows_sketch`` is the sketch of its rows' distinct values: their smallest hashes, sorted,
     and those of them that more than one of its rows holds
     (:class:`~calibcli.summaries.fingerprint.SourceSketch`), to tell an input that holds part
-    of another's rows (:func:`~calibcli.summaries.copies.contained_sources`); None for
-    perplexity rows, where it held no rows or it was not recorded.
+    of another's rows (:func:`~calibcli.summaries.copies.contained_sources`); None where it
+    held no rows or it was not recorded.
     """
 
     name: str
