@@ -244,7 +244,8 @@ def test_data_in_gate_rows_and_warnings_is_escaped():
     lines = text.rstrip("\n").splitlines()
     assert lines[0] == "### calibcli calibrate: ``we`ird ## f.jsonl`` — gate FAILED"
     row = next(line for line in lines if line.startswith("| ece"))
-    assert row == "| ece (x\\|y ## H) | 0.1 | 0.2000 | **no** |"  # the limit as given
+    # the limit as given; the group's line break shown as its literal
+    assert row == "| ece ('x\\|y\\\\n## H') | 0.1 | 0.2000 | **no** |"
     assert len(table_cells(row)) == 4
     assert lines[-1] == (
         "> warning: group \\*a\\* - b: \\<img src=x\\> \\[l\\](u) \\`c\\` \\& \\$m\\$"
@@ -303,7 +304,7 @@ def test_a_commonmark_renderer_shows_the_data_as_written():
     assert opened.count("td_open") == 4
     texts = [t.children for t in tokens if t.type == "inline"]
     plain = ["".join(c.content for c in kids if c.type in ("text", "softbreak")) for kids in texts]
-    assert "ece (x|y ## H _a_ *b*)" in plain
+    assert "ece ('x|y\\n## H _a_ *b*')" in plain
     assert "warning: w *a* - <b>x</b> [l](u) `c` & $m$ __i__ a__b" in plain
 
 

@@ -76,11 +76,14 @@ def picture(shown: dict[str, Any], plot: Plot) -> tuple[bytes, str | None]:
     """The image ``--plot`` asks for, drawn from the report body: the accuracy–coverage curves
     of a threshold report, else the reliability diagram of the report's series (one per --by
     group, the two sides of a comparison, before and after a recalibration, or one per file),
-    at most ``MAX_SERIES`` of them; and the warning that says which were left out, if any."""
+    at most ``MAX_SERIES`` of them; and the warning that says which were left out, if any.
+    Series are named as the tables name them (:func:`~calibcli.render.digits.group_cell`): no
+    two alike, and one with a lone surrogate (which matplotlib cannot draw) as its literal."""
     from calibcli.render import (
         PlotUnavailable,
         coverage_image,
         coverage_sections,
+        group_cell,
         image_format,
         reliability_image,
         reliability_sections,
@@ -92,10 +95,11 @@ def picture(shown: dict[str, Any], plot: Plot) -> tuple[bytes, str | None]:
         if shown["command"] == "threshold":
             curves = coverage_sections(shown)
             groups = shown.get("groups") or {}
-            sizes = {name: groups.get(name, {}).get("n", 0) for name in curves}
+            sizes = {group_cell(name): groups.get(name, {}).get("n", 0) for name in curves}
+            curves = {group_cell(name): curve for name, curve in curves.items()}
             curves, _, note = _largest(curves, sizes, None)
             return coverage_image(curves, fmt), note
-        sections = reliability_sections(shown)
+        sections = {group_cell(k): section for k, section in reliability_sections(shown).items()}
         if plot.labels and len(plot.labels) != len(sections):
             raise usage_error(
                 f"--label given {len(plot.labels)} time(s) but the plot has {len(sections)} series"

@@ -20,6 +20,7 @@ _LAZY = {
     "reliability_image": "calibcli.render.image",
     "reliability_sections": "calibcli.render.image",
     "report_series": "calibcli.render.image",
+    "group_cell": "calibcli.render.digits",
     "DiagramSeries": "calibcli.render.diagram",
     "render_diagram": "calibcli.render.diagram",
 }

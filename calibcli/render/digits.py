@@ -151,7 +151,42 @@ def _reads_as(value: Any, limit: float, least: int) -> int:
 OWN_ROWS = frozenset({"(pooled)", "all (pooled)", "macro (by sequences)"})
 
 
-def group_cell(name: Any) -> str:
-    """A group's name as a table shows it: as it is, but quoted when it spells a label the
-    table gives its own rows (a group named ``(pooled)`` is not the pooled row)."""
-    return repr(name) if name in OWN_ROWS else str(name)
+def group_cell(name: Any, encoding: str | None = None) -> str:
+    """A name from the data (a group's, a field's) as every table shows it: as it is, or as
+    its Python literal (``repr``, as the gate's messages on stderr name it) when it spells a
+    label the table gives its own rows (a group named ``(pooled)`` is not the pooled row),
+    has a space at either end, holds a character that is not printable (a line break, an
+    escape sequence, a lone surrogate, a no-break or zero-width space), or starts with a
+    quote (so that no name shown as it is reads as another's literal). Two different names
+    never show alike: one shown as it is never starts with a quote, and a literal reads back
+    as the one name it was made from.
+
+    With ``encoding``, the encoding of the output, a name it cannot write is shown as its
+    ``ascii`` literal (``'\\u65e5'``), which every encoding writes, rather than raising."""
+    text = str(name)
+    shown = text if _as_it_is(text) else repr(text)
+    if encoding is not None and not _writes(shown, encoding):
+        shown = ascii(text)
+    return shown
+
+
+def _as_it_is(text: str) -> bool:
+    """Whether a name reads plainly: not a table's own label, printable, without a space at
+    either end, not starting with a quote."""
+    return (
+        text.isprintable()
+        and text not in OWN_ROWS
+        and text == text.strip()
+        and not text.startswith(("'", '"'))
+    )
+
+
+def _writes(text: str, encoding: str) -> bool:
+    """Whether ``encoding`` can write ``text`` (an unknown encoding is taken to)."""
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    except LookupError:
+        return True
+    return True

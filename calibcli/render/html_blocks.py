@@ -234,7 +234,10 @@ def groups_table(
     sections = [g for g in groups.values() if isinstance(g, dict)]
     columns = [f for f in figures if f.column and any(has(g, f.key) for g in sections)]
     rows: list[Row] = [
-        (text(name), [value(g, f, exact=False) if isinstance(g, dict) else "" for f in columns])
+        (
+            text(group_cell(name)),
+            [value(g, f, exact=False) if isinstance(g, dict) else "" for f in columns],
+        )
         for name, g in groups.items()
     ]
     if any(has(pooled, f.key) for f in columns):
@@ -325,7 +328,7 @@ def recalibration(ids: Ids, body: dict[str, Any]) -> str:
         for name, g in by_group.items():
             g = g if isinstance(g, dict) else {}
             keys = ("before.ece", "after.ece", "before.brier", "after.brier")
-            rows.append((text(name), [number(lookup(g, k)) for k in keys]))
+            rows.append((text(group_cell(name)), [number(lookup(g, k)) for k in keys]))
         headers = ["group", "ECE before", "ECE after", "Brier before", "Brier after"]
         parts.append(table(f"Recalibration by group ({len(rows):,})", headers, rows))
     return section(ids, "Recalibration", *parts)

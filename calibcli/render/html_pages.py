@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.render import html_blocks as b
-from calibcli.render.digits import as_given, chosen_decimals, cut, table_decimals
+from calibcli.render.digits import as_given, chosen_decimals, cut, group_cell, table_decimals
 from calibcli.render.markup import cell, interval, is_number, number, signed, text
 from calibcli.render.svg import coverage_chart
 from calibcli.reports import (
@@ -292,7 +292,7 @@ def _group_differences(body: dict[str, Any]) -> str:
             row = lookup(g, f"figures.{k}")
             row = row if isinstance(row, dict) else {}
             cells += [signed(row.get("difference")), interval(row.get("interval"))]
-        rows.append((text(name), cells))
+        rows.append((text(group_cell(name)), cells))
     return b.table(f"By group ({len(rows):,})", headers, rows)
 
 
@@ -352,7 +352,7 @@ def _fit_groups(ids: b.Ids, found: Any) -> str:
         if isinstance(g.get("in_sample"), dict):
             with_ece = True
             cells += [cell(lookup(g["in_sample"], k)) for k in ("before.ece", "after.ece")]
-        rows.append((text(name), cells))
+        rows.append((text(group_cell(name)), cells))
     headers = ["group", "N", "parameters", *(["ECE before", "ECE after"] if with_ece else [])]
     return b.section(ids, "By group", b.table(f"By group ({len(rows):,})", headers, rows))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from calibcli.render.digits import as_given, chosen_at, fixed, gate_decimals
+from calibcli.render.digits import as_given, chosen_at, fixed, gate_decimals, group_cell
 from calibcli.reports import (
     BY_COMMAND,
     CALIBRATION,
@@ -102,7 +102,8 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
     if gate is not None:
         lines += ["", "| gate | threshold | value | passed |", "| --- | ---: | ---: | --- |"]
         for check in gate["checks"]:
-            name = check["metric"] + (f" ({check['group']})" if "group" in check else "")
+            group = f" ({group_cell(check['group'])})" if "group" in check else ""
+            name = check["metric"] + group
             reason = f" — {_text(check['reason'])}" if "reason" in check else ""
             limit = check["minimum"] if "minimum" in check else check["threshold"]
             # the limit as given; the value with as many decimals as put it on its side of it
@@ -161,7 +162,8 @@ def _before_after(body: dict[str, Any]) -> list[str]:
     method = block.get("method") or body.get("method")
     mode = block.get("mode") or "in-sample"
     if block.get("maps") == "per_group":
-        mode = f"one map per --by group ({body.get('by')}), {mode} over {block.get('folds')} folds"
+        by = group_cell(body.get("by"))
+        mode = f"one map per --by group ({by}), {mode} over {block.get('folds')} folds"
     lines = ["", f"Recalibration: {_text(f'{method} ({mode})')}", ""]
     lines.append("| metric | before | after |")
     lines.append("| --- | ---: | ---: |")

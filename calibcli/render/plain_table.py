@@ -8,10 +8,12 @@ without styles (stdout not a colour terminal, or ``NO_COLOR``) their layout is p
 column as wide as its widest cell (header included, in terminal cells), cells justified as
 their column and separated by two spaces (one of padding, one of the box's blank rule), a
 rule of ``─`` under the header, and the title on its own line, left-justified and padded to
-the table's width. :func:`table_lines` writes those lines and returns None for any other
-table (another box or option, a cell or title rich would wrap, a cell holding a line break,
-a control character or a space at either end), which rich then draws;
-``tests/test_plain_table.py`` compares its lines with rich's own on random tables.
+the table's width. Where stdout's encoding has no box characters rich draws the table in
+``box.ASCII`` (the caller sets it, as rich would): each column's padding then comes before a
+``|`` and the rule is of ``-`` crossed by ``+``. :func:`table_lines` writes those lines and
+returns None for any other table (another box or option, a cell or title rich would wrap, a
+cell holding a line break, a control character or a space at either end), which rich then
+draws; ``tests/test_plain_table.py`` compares its lines with rich's own on random tables.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def table_lines(table: Any) -> tuple[list[str], int] | None:
         for h, col in zip(headers, columns, strict=True)
     ]
     last = len(widths) - 1
-    width = sum(widths) + 2 * last  # one padding cell and one blank rule between columns
+    width = sum(widths) + 2 * last  # one padding cell and one rule between columns
     if not width:
         return None  # nothing to show: rich draws its own one-cell table
     title = None
@@ -47,24 +49,26 @@ def table_lines(table: Any) -> tuple[list[str], int] | None:
             return None  # rich wraps a title wider than its table
     rights = [c.justify == "right" for c in table.columns]
 
-    def line(cells: list[str]) -> str:
+    def line(cells: list[str], between: str) -> str:
         out = []
         for text, w, right in zip(cells, widths, rights, strict=True):
             gap = " " * (w - cell_len(text))
             out.append(gap + text if right else text + gap)
-        return "  ".join(out)
+        return between.join(out)
 
+    drawn = table.box
     lines = [] if title is None else [title + " " * (width - cell_len(title))]
-    lines.append(line(headers))
-    lines.append("─" * width)
-    lines += [line(list(row)) for row in zip(*columns, strict=True)]
+    lines.append(line(headers, " " + drawn.head_vertical))
+    # each column's cells with their padding (one cell, but the last column's) under the rule
+    lines.append(drawn.get_row([w + 1 for w in widths[:-1]] + widths[-1:], "head", edge=False))
+    lines += [line(list(row), " " + drawn.mid_vertical) for row in zip(*columns, strict=True)]
     return lines, width
 
 
 def _plain_shape(table: Any) -> bool:
     """Whether rich lays ``table`` out as :func:`table_lines` does."""
     if not (
-        table.box is box.SIMPLE_HEAD
+        table.box in (box.SIMPLE_HEAD, box.ASCII)
         and not table.show_edge
         and not table.pad_edge
         and table.collapse_padding

@@ -1,14 +1,17 @@
 """rich tables for the three commands, drawn from the same report dictionaries as --json.
 
 Tables go to stdout through a ``Console()`` created at print time (so NO_COLOR, pipes and test
-runners are honoured: no escape codes unless stdout is a colour terminal). Cells are plain
-``Text``, never markup, so a value like ``[0.1, 0.2)`` prints as written.
+runners are honoured: no escape codes unless stdout is a colour terminal). Cells, titles and
+headers are plain ``Text``, never markup, so ``[0.1, 0.2)`` or a field ``x[/]`` prints as
+written; names from the data are shown by :func:`calibcli.render.digits.group_cell`. A
+character stdout's encoding lacks (cp1252, ASCII) is written as a backslash escape.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 from typing import Any
 
 from rich import box
@@ -53,10 +56,36 @@ class _Stdout(Console):
         raise BrokenPipeError
 
 
+class _Escaping:
+    """stdout, writing a character its encoding lacks as a backslash escape where it would
+    raise (a group named in Japanese on cp1252); all else is stdout's (``isatty``, ``flush``)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.encoding = getattr(stream, "encoding", None) or "utf-8"  # as rich reads it
+
+    def write(self, text: str) -> int:
+        shown = text.encode(self.encoding, "backslashreplace").decode(self.encoding)
+        return self._stream.write(shown)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _console(width: int | None = None) -> Console:
     """stdout console; with NO_COLOR set (non-empty), no escape codes at all, not even bold."""
-    plain = bool(os.environ.get("NO_COLOR"))
-    return _Stdout(highlight=False, color_system=None if plain else "auto", width=width)
+    colors = None if os.environ.get("NO_COLOR") else "auto"
+    return _Stdout(file=_Escaping(sys.stdout), highlight=False, color_system=colors, width=width)
+
+
+def _name(name: Any) -> str:
+    """A name from the data (a group's, the --by field's) as the tables show it on stdout."""
+    return group_cell(name, _Escaping(sys.stdout).encoding)
+
+
+def _by(by: str | None) -> str:
+    """The --by field as the tables name it (``group`` without one)."""
+    return "group" if by is None else _name(by)
 
 
 def _f(x: Any, digits: int = 4) -> str:
@@ -75,8 +104,9 @@ def _interval(pair: Any, digits: int = 4) -> str:
 
 
 def _table(title: str | None, *columns: str, right_from: int = 1) -> Table:
+    """A table of the renderer's one shape; the title and headers are text, never markup."""
     table = Table(
-        title=title,
+        title=None if title is None else Text(title, style="table.title"),
         box=box.SIMPLE_HEAD,
         show_edge=False,
         title_justify="left",
@@ -84,7 +114,7 @@ def _table(title: str | None, *columns: str, right_from: int = 1) -> Table:
         collapse_padding=True,
     )
     for i, name in enumerate(columns):
-        table.add_column(name, justify="right" if i >= right_from else "left", no_wrap=True)
+        table.add_column(Text(name), justify="right" if i >= right_from else "left", no_wrap=True)
     return table
 
 
@@ -106,7 +136,8 @@ def _print(*renderables: Any) -> None:
     """Print on stdout; a table is never narrower than its content (rich would otherwise cut
     numbers to fit 80 columns when stdout is a pipe, or a narrow terminal). A large table
     printed without styles is written as the lines rich would print
-    (:mod:`calibcli.render.plain_table`), without rich's layout of every cell."""
+    (:mod:`calibcli.render.plain_table`), without rich's layout of every cell, in the box rich
+    would draw (ASCII where stdout's encoding has no box characters)."""
     from calibcli.render.plain_table import table_lines
 
     console = _console()
@@ -114,6 +145,7 @@ def _print(*renderables: Any) -> None:
     if console.color_system is None:
         for r in renderables:
             if isinstance(r, Table) and r.row_count >= _PLAIN_ROWS:
+                r.box = r.box.substitute(console.options, safe=r.safe_box is not False)
                 lines = table_lines(r)
                 if lines is not None:
                     plain[id(r)] = lines
@@ -168,8 +200,8 @@ def _figure_table(title: str, report: dict[str, Any], figures: tuple[Figure, ...
 def _group_table(report: dict[str, Any], figures: tuple[Figure, ...], by: str | None) -> Table:
     """One row per --by group and the pooled row, over the figures that have a column."""
     columns = [f for f in figures if f.column is not None and has(report, f.key)]
-    table = _table(f"By {by or 'group'}", by or "group", *(f.column for f in columns))
-    rows = [(group_cell(k), v) for k, v in report["groups"].items()]
+    table = _table(f"By {_by(by)}", _by(by), *(f.column for f in columns))
+    rows = [(_name(k), v) for k, v in report["groups"].items()]
     rows.append(("all (pooled)", report))
     if "macro" in report:  # lm-eval's group row: the groups' figures, weighted by sequences
         rows.append(("macro (by sequences)", report["macro"]))
@@ -213,7 +245,7 @@ def _recalibration(report: dict[str, Any]) -> list[Any]:
             "fitted on the other folds"
         )
         if block.get("maps") == "per_group":
-            how = f"one map per --by group ({report.get('by')}), {how} of its group"
+            how = f"one map per --by group ({_by(report.get('by'))}), {how} of its group"
     else:
         how = f"calibrator {block.get('calibrator')}"
     line = Text(f"Recalibration: {block['method']}, {how}")
@@ -327,7 +359,7 @@ def _gate(report: dict[str, Any]) -> list[Any]:
         _row(
             table,
             check["metric"],
-            group_cell(check["group"]) if "group" in check else "(pooled)",
+            _name(check["group"]) if "group" in check else "(pooled)",
             *cells,
             f">= {as_given(limit)}" if "minimum" in check else as_given(limit),
             result,
@@ -449,21 +481,16 @@ def print_compare(report: dict[str, Any], by: str | None = None) -> None:
     if tests:
         out.append(Text("\n".join(tests)))
     if "groups" in report:
+        level = f"{report['ci_level'] * 100:g}% CI"
         table = _table(
-            f"By {by or 'group'}",
-            by or "group",
-            "N",
-            "ECE NEW-BASE",
-            f"{report['ci_level'] * 100:g}% CI",
-            "Brier NEW-BASE",
-            f"{report['ci_level'] * 100:g}% CI",
+            f"By {_by(by)}", _by(by), "N", "ECE NEW-BASE", level, "Brier NEW-BASE", level
         )
         for name, g in report["groups"].items():
             rows = g.get("figures") or {}
             ece, brier = rows.get("ece", {}), rows.get("brier", {})
             _row(
                 table,
-                name,
+                _name(name),
                 _f(g["n_base"]),
                 _signed(ece.get("difference")),
                 _interval(ece.get("interval")),
@@ -541,14 +568,12 @@ def print_fit(report: dict[str, Any], by: str | None = None) -> None:
         ),
     ]
     if "groups" in report:
-        groups = _table(
-            f"By {by or 'group'}", by or "group", "N", "parameters", "ECE before", "after"
-        )
+        groups = _table(f"By {_by(by)}", _by(by), "N", "parameters", "ECE before", "after")
         for name, g in report["groups"].items():
             ece = g["in_sample"]
             _row(
                 groups,
-                name,
+                _name(name),
                 _f(g["n"]),
                 _params(g["params"]),
                 _f(ece["before"]["ece"]),

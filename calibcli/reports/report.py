@@ -288,16 +288,21 @@ def finish(
 
 def as_shown(body: dict[str, Any]) -> dict[str, Any]:
     """What renderers show of a report body (as ``json.loads`` gives it): the infinities that
-    ``non_finite`` lists put back in place of their nulls, and strings made printable."""
+    ``non_finite`` lists put back in place of their nulls, and strings made printable, but for
+    names from the data: keys (a group's, a file's) and the values of ``group`` and ``by``
+    stay as they are, to be shown by the renderers' one rule for names
+    (:func:`calibcli.render.digits.group_cell`): escaped on their own, a group named by a
+    lone surrogate and one named by the six characters ``\\udc80`` would read alike, as one
+    key of ``groups`` holding one group's figures."""
     shown = _printable_copy(body)
     marks = body.get("non_finite")
-    return put_marks(shown, marks, printable) if isinstance(marks, dict) else shown
+    return put_marks(shown, marks) if isinstance(marks, dict) else shown
 
 
 def _printable_copy(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {
-            (k if k.isascii() else printable(k)): (v if type(v) in _NUMBERS else _printable_copy(v))
+            k: v if type(v) in _NUMBERS or (k in _NAMES and type(v) is str) else _printable_copy(v)
             for k, v in obj.items()
         }
     if isinstance(obj, list):
@@ -306,6 +311,10 @@ def _printable_copy(obj: Any) -> Any:
         return obj if obj.isascii() else printable(obj)
     return obj
 
+
+# keys whose text values are names from the data (a gate check's group, the --by field): kept
+# as they are, for the renderers to show by their rule for names
+_NAMES = frozenset(("group", "by"))
 
 # what json.loads gives that has nothing to make printable (ASCII text never needs it)
 _NUMBERS = frozenset((int, float, bool, type(None)))
