@@ -482,14 +482,24 @@ def calibration_estimates(
 
 
 def _smooth(columns: PredictionColumns, weights: object) -> tuple[float, float]:
-    """smooth ECE of the two halves, folded one after the other (no concatenated copy)."""
+    """smooth ECE of the two halves, folded one after the other (no concatenated copy), each
+    half in ascending order of confidence (weighted rows by confidence, then weight): its grid
+    histograms are sums over rows, so the same rows in another order, as a bootstrap's caller
+    or a shuffled file gives them, would round otherwise in the last bit."""
     from calibcli.metrics.smooth import smooth_ece_split
 
     w_right, w_wrong = _split_weights(columns, weights)
-    result = smooth_ece_split(
-        columns.conf_correct,
-        columns.conf_wrong,
-        weights_correct=None if w_right is None else w_right.astype(np.float64, copy=False),
-        weights_wrong=None if w_wrong is None else w_wrong.astype(np.float64, copy=False),
-    )
+    right, w_right = _in_order(columns.conf_correct, w_right)
+    wrong, w_wrong = _in_order(columns.conf_wrong, w_wrong)
+    result = smooth_ece_split(right, wrong, weights_correct=w_right, weights_wrong=w_wrong)
     return float(result.value), float(result.bandwidth)
+
+
+def _in_order(values: np.ndarray, weights: object) -> tuple[np.ndarray, np.ndarray | None]:
+    """``values`` ascending (:func:`_ascending`), or with ``weights`` both in the order of
+    (value, weight), the weights as float64."""
+    if weights is None:
+        return _ascending(values), None
+    w = np.asarray(weights).astype(np.float64, copy=False)
+    order = np.lexsort((w, np.asarray(values, dtype=np.float64)))
+    return np.asarray(values, dtype=np.float64)[order], w[order]
