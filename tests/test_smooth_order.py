@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 from harness import run
@@ -58,3 +61,28 @@ def test_every_route_gives_the_smooth_ece_of_the_rows_in_ascending_order(tmp_pat
     assert run(["summarize", path, "-o", summary, "-q"]).exit_code == 0
     result = run(["calibrate", summary, "--json", "--ci", "0.9", "--bootstrap", "200"])
     assert json.loads(result.stdout)["smece"] == ascending.value
+
+
+def test_the_python_api_in_a_fresh_process_gives_the_commands_bits(tmp_path):
+    """A process that loaded numpy itself (its BLAS sized as it chose) and the command (BLAS
+    loaded with one thread) give the same smooth ECE, on a few sets of rows."""
+    paths = []
+    for seed in range(5, 9):
+        confidence, correct = draw(seed)
+        path = tmp_path / f"rows{seed}.jsonl"
+        pairs = zip(confidence, correct, strict=True)
+        lines = (json.dumps({"confidence": float(c), "correct": bool(y)}) for c, y in pairs)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(str(path))
+    script = (
+        "import sys, calibcli\n"
+        "for p in sys.argv[1:]:\n"
+        "    print(repr(calibcli.calibrate(calibcli.read_predictions(p))['smece']))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if "BLAS" not in k and "OMP" not in k}
+    api = subprocess.run(
+        [sys.executable, "-c", script, *paths], capture_output=True, text=True, env=env
+    )
+    assert api.returncode == 0, api.stderr
+    commands = [json.loads(run(["calibrate", p, "--json"]).stdout)["smece"] for p in paths]
+    assert api.stdout.split() == [repr(v) for v in commands]

@@ -392,14 +392,16 @@ def _coarsen(fine: np.ndarray, ratio: int) -> np.ndarray:
 
     The coarse hat functions are linear between fine points, so fine point c·ratio + d (0 ≤ d <
     ratio) passes 1 − d/ratio of its mass to coarse point c and d/ratio to c + 1: the same
-    numbers as interpolating the rows onto the coarse grid directly.
+    numbers as interpolating the rows onto the coarse grid directly. The shares are added by
+    numpy's own sum, not a BLAS product, whose kernel (and so the last bit) depends on how
+    the process loaded BLAS: the command and the Python API give the same bits.
     """
     intervals = (fine.shape[1] - 1) // ratio
     blocks = fine[:, :-1].reshape(fine.shape[0], intervals, ratio)
     share = np.arange(ratio) / ratio
     coarse = np.zeros((fine.shape[0], intervals + 1))
-    coarse[:, :-1] = blocks @ (1.0 - share)
-    coarse[:, 1:] += blocks @ share
+    coarse[:, :-1] = (blocks * (1.0 - share)).sum(axis=2)
+    coarse[:, 1:] += (blocks * share).sum(axis=2)
     coarse[:, -1] += fine[:, -1]
     return coarse
 
