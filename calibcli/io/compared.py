@@ -5,8 +5,10 @@ inspect-ai log's ``eval.task``, a HELM file's scenario (its run folder's name wi
 model, :func:`~calibcli.io.helm_run.helm_scenario`). Runs of different tasks ask different
 questions: paired, ids that number each task's questions alike (an inspect-ai sample's 1, 2,
 ..., a HELM instance's id0, id1, ..., a doc_id given as --id-field) match questions of one with
-questions of the other; unpaired, the two sides' figures are of different questions. The report
-(:mod:`calibcli.reports.compare`) says so and fails its gates closed.
+questions of the other; unpaired, the two sides' figures are of different questions. Logs
+read without ``--scorer`` are graded by the one scorer each holds: a side graded by another
+scorer than the other judges its answers by another notion of a right one. The report
+(:mod:`calibcli.reports.compare`) says so of either and fails its gates closed.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import PurePath
 from typing import Any
 
 from calibcli.errors import InputError
-from calibcli.io.compression import read_errors, without_suffix
+from calibcli.io.compression import open_path, read_errors, without_suffix
 from calibcli.io.content import file_version
 from calibcli.io.helm_run import helm_scenario
 from calibcli.summaries import PairedRows
@@ -28,9 +30,11 @@ from calibcli.summaries import PairedRows
 class TaskedRows(PairedRows):
     """Compare's rows (:class:`~calibcli.summaries.PairedRows`) with the tasks of each side's
     files (:func:`side_tasks`): (BASE's, NEW's), each a sorted tuple of (format, task), None for
-    a side some file of which names no task."""
+    a side some file of which names no task; and the scorer each side's inspect-ai logs were
+    graded by (:func:`side_scorers`), None where not known or ``--scorer`` grades both."""
 
     tasks: tuple[Any, Any] | None = None
+    scorers: tuple[str | None, str | None] | None = None
 
 
 def read_compared(
@@ -41,7 +45,9 @@ def read_compared(
     to BASE as it is read (:func:`~calibcli.io.keyed.read_matched`), or both taken whole when
     ``unpaired``; the rows with each side's tasks (:class:`TaskedRows`), the two formats
     found, and each file read (a folder's many) with its format and the samples it took by
-    each mode (:attr:`~calibcli.io.keyed.KeyColumns.formats`), BASE's then NEW's."""
+    each mode (:attr:`~calibcli.io.keyed.KeyColumns.formats`), BASE's then NEW's. ``scorer``
+    (--scorer, among ``options``) grades both sides alike; without it, each side's logs are
+    graded by the one scorer they hold (:func:`side_scorers`)."""
     from dataclasses import replace
 
     from calibcli.io.keyed import read_key_columns, read_matched
@@ -58,36 +64,81 @@ def read_compared(
         from calibcli.io.unpaired import read_unpaired
 
         matched, found, read = read_unpaired(base, new, **options)
-        return with_tasks(matched, side_tasks(base, new, read)), found, read
+        return _with_sides(matched, base, new, read, options.get("scorer")), found, read
     # BASE's id hashes give way to their sorted index, and NEW's are never held as a column
     first = read_key_columns([base], **options)
     index = IdIndex(first.ids)
     first = replace(first, ids=None)
     matched, found, read = read_matched(first, index, [new], **options)
-    tasks = side_tasks(base, new, (*first.formats, *read))
-    return with_tasks(matched, tasks), (first.fmt, found), (*first.formats, *read)
+    read = (*first.formats, *read)
+    return _with_sides(matched, base, new, read, options.get("scorer")), (first.fmt, found), read
 
 
-def with_tasks(rows: PairedRows, tasks: tuple[Any, Any] | None) -> TaskedRows:
-    """``rows`` with each side's ``tasks``."""
-    return TaskedRows(**{f.name: getattr(rows, f.name) for f in fields(rows)}, tasks=tasks)
+def _with_sides(
+    rows: PairedRows, base: str, new: str, read: tuple, scorer: str | None
+) -> TaskedRows:
+    """``rows`` with each side's tasks (:func:`side_tasks`) and scorers (:func:`side_scorers`)
+    (``read``: each file read with its format, :func:`read_compared`)."""
+    sides = _side_files(base, new, read)
+    found = {f.name: getattr(rows, f.name) for f in fields(rows)}
+    return TaskedRows(
+        **found, tasks=side_tasks(*sides), scorers=side_scorers(*sides, scorer=scorer)
+    )
 
 
-def side_tasks(base: str, new: str, read: Iterable[tuple[str, Any, Any]]) -> tuple[Any, Any]:
-    """The tasks of each compared side (``base`` and ``new``: the paths or folders given;
-    ``read``: each file read with its format, :func:`read_compared`): BASE's and NEW's, each
-    the sorted distinct (format, task) of its files (:func:`file_task`), None when a file of
-    the side names none (rows of a file named otherwise, of a format without tasks)."""
+def _side_files(base: str, new: str, read: Iterable[tuple[str, Any, Any]]) -> tuple[list, list]:
+    """The files of each compared side (``base`` and ``new``: the paths or folders given;
+    ``read``: each file read with its format, :func:`read_compared`), each (path, format)."""
     from calibcli.io.folders import expand
 
     read = list(read)
     sides = []
     for side in (base, new):
         given = set(expand([side]))
-        found = [file_task(path, fmt) for path, fmt, *_ in read if path in given]
+        sides.append([(path, fmt) for path, fmt, *_ in read if path in given])
+    return sides[0], sides[1]
+
+
+def side_tasks(base: list, new: list) -> tuple[Any, Any]:
+    """The tasks of each compared side (``base`` and ``new``: each side's files read, each
+    (path, format), :func:`_side_files`): BASE's and NEW's, each the sorted distinct (format,
+    task) of its files (:func:`file_task`), None when a file of the side names none (rows of
+    a file named otherwise, of a format without tasks)."""
+    sides = []
+    for files in (base, new):
+        found = [file_task(path, fmt) for path, fmt in files]
         known = bool(found) and None not in found
         sides.append(tuple(sorted(set(found))) if known else None)
     return sides[0], sides[1]
+
+
+def side_scorers(base: list, new: list, *, scorer: str | None) -> tuple[Any, Any] | None:
+    """The scorer each compared side's inspect-ai logs were graded by (``base`` and ``new``:
+    each side's files read, each (path, format)): the one every log of the side was graded by
+    (:func:`log_scorer`); BASE's and NEW's, each None for a side without inspect-ai logs, or
+    whose logs were graded by several scorers or do not say (standard input). None when
+    ``scorer`` (--scorer) is given: it grades both sides alike."""
+    if scorer is not None:
+        return None
+    sides = []
+    for files in (base, new):
+        found = {log_scorer(path) for path, fmt in files if fmt == "inspect-ai"}
+        sides.append(found.pop() if len(found) == 1 else None)
+    return sides[0], sides[1]
+
+
+def log_scorer(path: str) -> str | None:
+    """The one scorer an inspect-ai log's samples were graded by, as the reader takes it
+    without --scorer: the one score its results name (``results.scores``, in an ``.eval``
+    log's header or a ``.json`` log's first MiB, read with its task), else, where they name
+    none or several, the one its first scored sample holds
+    (:func:`~calibcli.io.provenance.resolved_scorer`, which reads the log again); None when
+    neither names one."""
+    from calibcli.io.provenance import resolved_scorer
+
+    found = None if path == "-" else file_version(path)
+    named = None if found is None else _head_of(*found)[1]
+    return named if named is not None else resolved_scorer([path])
 
 
 def file_task(path: str, fmt: str | None) -> tuple[str, str] | None:
@@ -123,26 +174,65 @@ def log_task(path: str) -> str | None:
     from an ``.eval`` log's header or a ``.json`` log's ``eval`` within its first MiB; None
     when the log does not say or cannot be read."""
     found = file_version(path)
-    return None if found is None else _task_of(*found)
+    return None if found is None else _head_of(*found)[0]
 
 
 @functools.lru_cache(maxsize=64)
-def _task_of(path: str, mtime: int, size: int) -> str | None:
-    """:func:`log_task` of one version of a file, read once."""
+def _head_of(path: str, mtime: int, size: int) -> tuple[str | None, str | None]:
+    """(:func:`log_task`, the one score its results name or None) of one version of a log,
+    its header read once."""
     import zipfile
 
     from calibcli.io.documents import MAX_DOCUMENT_BYTES, eval_header
-    from calibcli.io.inspect_log import _head_spec
+    from calibcli.io.inspect_log import HEAD_BYTES, _head_spec
 
     spec: Any = None
+    results: Any = None
     try:
         if path.lower().endswith(".eval"):
             with open(path, "rb") as f, zipfile.ZipFile(f) as archive:
-                header = eval_header(archive, f, MAX_DOCUMENT_BYTES)
-            spec = header.get("eval") if header is not None else None
+                header = eval_header(archive, f, MAX_DOCUMENT_BYTES) or {}
+            spec, results = header.get("eval"), header.get("results")
         elif without_suffix(path.lower()).endswith(".json"):
             spec = _head_spec(path, mtime, size)
+            with open_path(path) as f:
+                results = _head_member(f.read(HEAD_BYTES), "results")
     except (*read_errors(), zipfile.BadZipFile, ValueError, RecursionError):
-        return None
+        pass  # what was read before says what it says; the rest is not known
     task = spec.get("task") if isinstance(spec, Mapping) else None
-    return task if isinstance(task, str) and task else None
+    scores = results.get("scores") if isinstance(results, Mapping) else None
+    names = {s.get("name") for s in scores or () if isinstance(s, Mapping)}
+    named = names.pop() if len(names) == 1 else None
+    return (
+        task if isinstance(task, str) and task else None,
+        named if isinstance(named, str) and named else None,
+    )
+
+
+def _head_member(head: bytes, key: str) -> Any:
+    """The top-level member ``key`` of a ``.json`` log from the start of its text, when the
+    members before it and it itself end within ``head`` (inspect-ai writes ``eval``, ``plan``
+    and ``results`` before the samples); else None. Only the top level's members are decoded,
+    in order, so the samples are never read."""
+    import json
+    import re
+
+    text = head.decode("utf-8", "ignore")
+    decoder, skip = json.JSONDecoder(), re.compile(r"[ \t\n\r]*")
+    pos = skip.match(text).end()
+    if not text.startswith("{", pos):
+        return None
+    try:
+        while True:
+            name, pos = decoder.raw_decode(text, skip.match(text, pos + 1).end())
+            pos = skip.match(text, pos).end()
+            if not isinstance(name, str) or name == "samples" or not text.startswith(":", pos):
+                return None
+            value, pos = decoder.raw_decode(text, skip.match(text, pos + 1).end())
+            if name == key:
+                return value
+            pos = skip.match(text, pos).end()
+            if not text.startswith(",", pos):
+                return None
+    except (ValueError, RecursionError):
+        return None

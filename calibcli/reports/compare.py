@@ -4,12 +4,13 @@ McNemar's exact test of accuracy and, when both sides share every answer's corre
 DeLong's test of AUROC.
 
 Rows are matched by id (:func:`calibcli.summaries.match`); the statistics are
-:mod:`calibcli.metrics.paired`'s. Sides that are runs of different tasks are said to be, and
-every gate check fails closed on them (:mod:`~calibcli.reports.compare_matching`). A
-regression gate (``--max-increase ece=0.01``) checks the difference — by default the upper end
-of its interval, so a small evaluation cannot pass by luck — against a non-inferiority margin:
-NEW may be worse than BASE by at most the margin. On the figures sampling noise inflates (ECE,
-MCE, RMSCE, smECE, the one-bin ECE) that end carries BASE's bias allowance
+:mod:`calibcli.metrics.paired`'s. Sides that are runs of different tasks, or were graded by
+different scorers, are said to be, and every gate check fails closed on them
+(:mod:`~calibcli.reports.compare_matching`). A regression gate (``--max-increase ece=0.01``)
+checks the difference — by default the upper end of its interval, so a small evaluation
+cannot pass by luck — against a non-inferiority margin: NEW may be worse than BASE by at most
+the margin. On the figures sampling noise inflates (ECE, MCE, RMSCE, smECE, the one-bin ECE)
+that end carries BASE's bias allowance
 (:func:`~calibcli.reports.compare_sides.base_allowance`): a calibrated BASE reads high and
 would pull the difference toward 0.
 """
@@ -24,7 +25,7 @@ from calibcli.reports import figures as registry
 from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
 from calibcli.reports.compare_matching import MAX_UNMATCHED_SHARE as MAX_UNMATCHED_SHARE
 from calibcli.reports.compare_matching import check_matching as check_matching
-from calibcli.reports.compare_matching import tasks_apart
+from calibcli.reports.compare_matching import sides_apart
 from calibcli.reports.compare_sides import (
     WAYS,
     allowance_keys,
@@ -435,9 +436,10 @@ def compare_report(
         **pooled.section.figures,
         **each_side(matched, settings),
     }
-    # runs of different tasks: the report says so first, and every gate check fails closed
-    apart = tasks_apart(getattr(matched, "tasks", None), paired=settings.paired)
-    notes = [] if apart is None else [Note("tasks", apart[0])]
+    # runs of different tasks, or graded by different scorers: the report says so first, and
+    # every gate check fails closed
+    apart = sides_apart(matched, paired=settings.paired)
+    notes = [Note(kind, warning) for kind, warning, _ in apart]
     notes += [Note("input", warning) for warning in matched.warnings]
     notes += pooled.section.notes
     if not settings.paired:
@@ -536,8 +538,8 @@ def compare_report(
         said = {**sides_floor(floor, matched.asked), **said}  # --min-rows in questions
         if two_ways is not None:  # every check, after the runs' own reasons
             said = {**dict.fromkeys([*gate.thresholds, *gate.minimums], two_ways[1]), **said}
-        if apart is not None:  # every check, before any other reason: other questions
-            said = {**said, **dict.fromkeys([*gate.thresholds, *gate.minimums], apart[1])}
+        if apart:  # every check, before any other reason: other questions, other grading
+            said = {**said, **dict.fromkeys([*gate.thresholds, *gate.minimums], apart[0][2])}
         if said:
             pooled_view, views = with_closed(said, pooled_view, views)
         verdict = evaluate(gate, pooled_view, views, level=settings.level)

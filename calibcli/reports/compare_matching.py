@@ -1,8 +1,10 @@
 """What ``compare`` checks of its two sides before comparing them: that enough rows matched by
-id (:func:`check_matching`), and that the sides are runs of one task (:func:`tasks_apart`):
-runs of different tasks ask different questions, so their differences would compare the tasks
-as well as the models, and every gate fails closed on them, as on sides whose inspect-ai
-confidences were taken two ways (:func:`~calibcli.reports.compare_sides.taken_two_ways`)."""
+id (:func:`check_matching`), that the sides are runs of one task (:func:`tasks_apart`) and
+that they were graded by one scorer (:func:`scorers_apart`): runs of different tasks ask
+different questions, and logs graded by different scorers judge a right answer differently, so
+their differences would compare the tasks or the scorers as well as the models, and every gate
+fails closed on them (:func:`sides_apart`), as on sides whose inspect-ai confidences were taken
+two ways (:func:`~calibcli.reports.compare_sides.taken_two_ways`)."""
 
 from __future__ import annotations
 
@@ -84,6 +86,37 @@ def tasks_apart(tasks: Any, *, paired: bool) -> tuple[str, str] | None:
         "one task"
     )
     return warning, "BASE and NEW are runs of different tasks (see the warning)"
+
+
+def sides_apart(matched: Any, *, paired: bool) -> list[tuple[str, str, str]]:
+    """Why the sides of ``matched`` (:class:`~calibcli.io.compared.TaskedRows`; rows given as
+    such know neither) are not comparable: each (the warning's kind, the warning, every gate
+    check's reason to fail closed), runs of different tasks (:func:`tasks_apart`) first, then
+    logs graded by different scorers (:func:`scorers_apart`); none when they are."""
+    found = [
+        ("tasks", tasks_apart(getattr(matched, "tasks", None), paired=paired)),
+        ("scorers", scorers_apart(getattr(matched, "scorers", None))),
+    ]
+    return [(kind, *said) for kind, said in found if said is not None]
+
+
+def scorers_apart(scorers: Any) -> tuple[str, str] | None:
+    """(the warning, every gate check's reason to fail closed) when the compared sides'
+    inspect-ai logs were graded by different scorers; None when by one, or a side's is not
+    known. ``scorers``: BASE's and NEW's, each the one scorer its logs hold, None where not
+    known (:attr:`~calibcli.io.compared.TaskedRows.scorers`; None when --scorer grades both
+    sides alike). A scorer judges what a right answer is (match compares the answer's end with
+    the target, includes looks for the target anywhere in it): one model's answers read right
+    by one and wrong by the other."""
+    if scorers is None or None in scorers or scorers[0] == scorers[1]:
+        return None
+    warning = (
+        f"BASE and NEW were graded by different scorers (BASE's inspect-ai logs by "
+        f"{scorers[0]!r}; NEW's by {scorers[1]!r}, the one scorer each side's samples hold): "
+        "each judges a right answer its own way; the differences compare the scorers as well "
+        "as the models, and a gate on them fails; compare logs graded by one scorer"
+    )
+    return warning, "BASE and NEW were graded by different scorers (see the warning)"
 
 
 def _named(tasks: Any, *, paired: bool) -> tuple[str, str] | None:

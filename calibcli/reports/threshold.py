@@ -19,7 +19,9 @@ fails closed: the coverage is not reached at the accuracy asked for. A chosen th
 On rows that repeat their questions (an inspect-ai run's epochs, a HELM run's train trials) the
 guaranteed threshold is chosen, and every accuracy lower bound read, on one answer per question
 drawn at random (``one_per_question`` in the guaranteed block), since the binomial tests and bounds
-need independent answers; every other figure weighs every answer.
+need independent answers; every other figure weighs every answer. The draw depends on the rows and
+their questions' keys, never on the rows' order (the same rows in other files or order, or read by
+other workers, give the same report).
 """
 
 from __future__ import annotations
@@ -387,11 +389,11 @@ def _repeats(summary: Any) -> tuple[bool, bool]:
 
 def _one_per_question(columns: Any, keys: Any) -> tuple[Any, dict[str, Any]]:
     """The risk–coverage curve of one answer per question of ``columns`` (their (right, wrong)
-    question ``keys``), drawn at random with seed 0 (:func:`calibcli.metrics.one_per_question`), and
-    what the report says of it."""
+    question ``keys``), drawn at random with seed 0 by each question's key and answers, whatever
+    the rows' order (:func:`calibcli.metrics.one_per_question`), and what the report says of it."""
     from calibcli.metrics import PredictionColumns, RiskCoverage, one_per_question
 
-    right, wrong = one_per_question(*keys, seed=0)
+    right, wrong = one_per_question(*keys, seed=0, columns=columns)
     kept = PredictionColumns(columns.conf_correct[right], columns.conf_wrong[wrong])
     said = {"questions": int(kept.n), "rows": int(columns.n), "seed": 0}
     return RiskCoverage.from_columns(kept), said
