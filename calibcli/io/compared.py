@@ -184,7 +184,7 @@ def _head_of(path: str, mtime: int, size: int) -> tuple[str | None, str | None]:
     import zipfile
 
     from calibcli.io.documents import MAX_DOCUMENT_BYTES, eval_header
-    from calibcli.io.inspect_log import HEAD_BYTES, _head_spec
+    from calibcli.io.inspect_log import HEAD_BYTES, _head_spec, head_member
 
     spec: Any = None
     results: Any = None
@@ -196,7 +196,7 @@ def _head_of(path: str, mtime: int, size: int) -> tuple[str | None, str | None]:
         elif without_suffix(path.lower()).endswith(".json"):
             spec = _head_spec(path, mtime, size)
             with open_path(path) as f:
-                results = _head_member(f.read(HEAD_BYTES), "results")
+                results = head_member(f.read(HEAD_BYTES), "results")
     except (*read_errors(), zipfile.BadZipFile, ValueError, RecursionError):
         pass  # what was read before says what it says; the rest is not known
     task = spec.get("task") if isinstance(spec, Mapping) else None
@@ -207,32 +207,3 @@ def _head_of(path: str, mtime: int, size: int) -> tuple[str | None, str | None]:
         task if isinstance(task, str) and task else None,
         named if isinstance(named, str) and named else None,
     )
-
-
-def _head_member(head: bytes, key: str) -> Any:
-    """The top-level member ``key`` of a ``.json`` log from the start of its text, when the
-    members before it and it itself end within ``head`` (inspect-ai writes ``eval``, ``plan``
-    and ``results`` before the samples); else None. Only the top level's members are decoded,
-    in order, so the samples are never read."""
-    import json
-    import re
-
-    text = head.decode("utf-8", "ignore")
-    decoder, skip = json.JSONDecoder(), re.compile(r"[ \t\n\r]*")
-    pos = skip.match(text).end()
-    if not text.startswith("{", pos):
-        return None
-    try:
-        while True:
-            name, pos = decoder.raw_decode(text, skip.match(text, pos + 1).end())
-            pos = skip.match(text, pos).end()
-            if not isinstance(name, str) or name == "samples" or not text.startswith(":", pos):
-                return None
-            value, pos = decoder.raw_decode(text, skip.match(text, pos + 1).end())
-            if name == key:
-                return value
-            pos = skip.match(text, pos).end()
-            if not text.startswith(",", pos):
-                return None
-    except (ValueError, RecursionError):
-        return None

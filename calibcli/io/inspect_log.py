@@ -411,9 +411,15 @@ samples, after ``version`` and ``status``."""
 
 
 def _head_eval(head: bytes) -> Any:
-    """The ``eval`` object of a ``.json`` log from the start of its text, when the members
-    before it and it itself end within ``head``; else None. Only the top level's members are
-    decoded, in order, so the samples after ``eval`` are never read."""
+    """The ``eval`` object of a ``.json`` log from the start of its text (:func:`head_member`)."""
+    return head_member(head, "eval")
+
+
+def head_member(head: bytes, key: str) -> Any:
+    """The top-level member ``key`` of a ``.json`` log from the start of its text, when the
+    members before it and it itself end within ``head`` (inspect-ai writes ``eval``, ``plan``
+    and ``results`` before the samples); else None. Only the top level's members are decoded,
+    in order, and never the samples."""
     text = head.decode("utf-8", "ignore")
     decoder, skip = json.JSONDecoder(), re.compile(r"[ \t\n\r]*")
     pos = skip.match(text).end()
@@ -421,12 +427,12 @@ def _head_eval(head: bytes) -> Any:
         return None
     try:
         while True:
-            key, pos = decoder.raw_decode(text, skip.match(text, pos + 1).end())
+            name, pos = decoder.raw_decode(text, skip.match(text, pos + 1).end())
             pos = skip.match(text, pos).end()
-            if not isinstance(key, str) or not text.startswith(":", pos):
+            if not isinstance(name, str) or name == "samples" or not text.startswith(":", pos):
                 return None
             value, pos = decoder.raw_decode(text, skip.match(text, pos + 1).end())
-            if key == "eval":
+            if name == key:
                 return value
             pos = skip.match(text, pos).end()
             if not text.startswith(",", pos):
