@@ -179,7 +179,9 @@ def test_the_float32_copy_beside_the_part_pieces_is_refused(summaries):
     assert NOTE in error_line(result)
 
 
-def test_an_older_summary_without_the_float32_hash_says_nothing(summaries, tmp_path):
+def test_an_older_summary_without_the_float32_hash_is_refused_beside_other_rows(
+    summaries, tmp_path
+):
     from dataclasses import replace
 
     from calibcli.summaries import from_bytes, to_bytes
@@ -188,8 +190,10 @@ def test_an_older_summary_without_the_float32_hash_says_nothing(summaries, tmp_p
     older = from_bytes((d / "b.cbs").read_bytes())
     sources = tuple(replace(s, float32_hash=None) for s in older.sources)
     (tmp_path / "old.cbs").write_bytes(to_bytes(replace(older, sources=sources)))
-    result = ok(["calibrate", d / "a.cbs", tmp_path / "old.cbs", "-q", "--json"])
-    assert json.loads(result.stdout)["n"] == 4000
+    # a float32 copy of a.cbs's rows that cannot be told to be one: refused, not counted twice
+    result = run(["calibrate", d / "a.cbs", tmp_path / "old.cbs", "-q", "--json"])
+    assert result.exit_code == 2
+    assert "without recording their float32 hash" in result.stderr
 
 
 def test_all_runs_pools_them_on_purpose(files):

@@ -263,7 +263,9 @@ def test_the_float32_copy_beside_the_part_pieces_is_refused(summaries):
     assert not (d / "pm.cbs").exists()
 
 
-def test_an_older_summary_without_the_float32_hash_says_nothing(summaries, tmp_path):
+def test_an_older_summary_without_the_float32_hash_is_refused_beside_other_rows(
+    summaries, tmp_path
+):
     from calibcli.summaries import from_bytes, to_bytes
 
     d = summaries
@@ -271,7 +273,9 @@ def test_an_older_summary_without_the_float32_hash_says_nothing(summaries, tmp_p
     assert all(s.float32_hash is not None for s in newer.sources)
     sources = tuple(replace(s, float32_hash=None) for s in newer.sources)
     (tmp_path / "old.cbs").write_bytes(to_bytes(replace(newer, sources=sources)))
-    assert counted([d / "a.cbs", tmp_path / "old.cbs"]) == (2 * ROWS, 2 * TOKENS)
+    result = run(["perplexity", d / "a.cbs", tmp_path / "old.cbs", "-q", "--json"])
+    assert result.exit_code == 2
+    assert "without recording their float32 hash" in result.stderr
 
 
 # ---- what is still read

@@ -24,7 +24,9 @@ column (Parquet, or a CSV written from one) hold other doubles, and are told by 
 same rules (whether their values tell a copy is judged from the exact rows); so are NLLs
 written from float32 losses with all their digits and a copy read as float32's shortest
 digits. An input that holds only part of another's rows is told by the sketches of their rows
-(:func:`contained_sources`, :mod:`calibcli.summaries.contained`).
+(:func:`contained_sources`, :mod:`calibcli.summaries.contained`). A summary file an earlier
+calibcli wrote records none of these, or not all: beside other inputs of rows it is refused
+(:func:`unchecked_part`), since whether they hold the same rows cannot be told; alone it is read.
 """
 
 from __future__ import annotations
@@ -143,7 +145,7 @@ class _Input:
         else:
             self.total = (self.total + source.rows_hash[0]) % _WRAP
             self.told.append((source.rows, source.rows_hash[1]))
-        sketch = getattr(source, "rows_sketch", None)  # none for perplexity rows
+        sketch = getattr(source, "rows_sketch", None)  # none in older summaries
         if sketch is None or self.sketches is None:
             self.sketches = None
         else:
@@ -351,7 +353,8 @@ def _held_by_others_noted(inputs: list[_Input], accept: Any) -> tuple | None:
 def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> None:
     """SummaryMismatch when an input of one part holds the rows of an input of another
     (:func:`same_sources`), or of several others together (:func:`union_of_others`), or part
-    of them (:func:`contained_sources`):
+    of them (:func:`contained_sources`), and when a part records too little of its rows for
+    these checks beside other inputs of rows (:func:`unchecked_part`):
     ``groups`` are (label, summary) pairs, the label None for the files read here. Names the
     inputs and the parts that hold them."""
     sources, labels = [], []
@@ -397,6 +400,42 @@ def check_source_copies(groups: list[tuple[str | None, Any]], remedy: str) -> No
             f"twice; {remedy}",
             part=part(inner, *holders),
         )
+    unrecorded = unchecked_part(groups)
+    if unrecorded is not None:
+        label, source, lacking = unrecorded
+        raise SummaryMismatch(
+            f"{label} holds rows of {source.display} that an earlier calibcli summarized without "
+            f"recording their {lacking}, so whether the other inputs hold some of the same rows "
+            "cannot be checked; summarize its files again",
+            part=label,
+        )
+
+
+RECORDED = {"rows_hash": "hash", "float32_hash": "float32 hash", "rows_sketch": "sketch"}
+"""What each source of rows records for the checks of :func:`check_source_copies` (summary
+files an earlier calibcli wrote lack some), and how a refusal names each."""
+
+
+def unchecked_part(groups: list[tuple[str | None, Any]]) -> tuple[str, Any, str] | None:
+    """The first part holding rows without one of ``RECORDED`` (a summary file an earlier
+    calibcli wrote, or one made from it alone) when another part, or the files read here
+    (label None), hold rows too: as (its label, the first such source, what it lacks as a
+    message names it). The checks of :func:`check_source_copies` cannot see whether those rows
+    are the others', so the inputs are refused rather than counted unchecked, as a part whose
+    ids an earlier calibcli hashed otherwise is. None when every part records them, or when
+    no other input holds rows (a part read alone is read as before)."""
+    holding = [(label, _counted(summary)) for label, summary in groups]
+    holding = [(label, sources) for label, sources in holding if sources]
+    if len(holding) < 2:
+        return None
+    for label, sources in holding:
+        for source in sources if label is not None else ():
+            lacking = [
+                text for name, text in RECORDED.items() if getattr(source, name, None) is None
+            ]
+            if lacking:
+                return label, source, listed(lacking)
+    return None
 
 
 def _contained(inputs: list[_Input], parts: bool) -> tuple[_Input, list[_Input], float] | None:

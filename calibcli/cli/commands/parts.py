@@ -233,9 +233,39 @@ def summarize(
     # what reading said (re-runs left out, models pooled, ...) is kept in the file and said here
     for warning in dict.fromkeys([*data.warnings, *warnings]):
         warn(warning)
+    dropped = None if resamples is not None else _dropped_state(files, data)
+    if dropped is not None:  # said as merge says it, and not kept: the file holds no state
+        warn(f"{output}: {dropped}")
     size = _write(output, summary)
     if not reading.quiet and size is not None:
         typer.echo(f"{_described(summary)} -> {output} ({_size(size)})", err=True)
+
+
+def _dropped_state(files: list[str], data: Any) -> str | None:
+    """What summarize says, in merge's words (:func:`calibcli.summaries.dropped_bootstrap`),
+    when summary files among ``files`` hold a Poisson bootstrap state that their summary with
+    the other inputs (``data``, as read) does not: a state is kept only when every input of
+    rows holds one, and neither files read without --bootstrap-samples nor summary files
+    written without it hold one. None when no state was dropped (the summary files are read
+    again only when the summary holds none)."""
+    if data.kind != "calibration" or data.bootstrap is not None:
+        return None
+    from types import SimpleNamespace
+
+    from calibcli.errors import shown_name
+    from calibcli.io import is_summary_file, load_summary, named_files
+    from calibcli.summaries import dropped_bootstrap
+
+    given = list(dict.fromkeys(named_files(list(files))))
+    loaded = {path: load_summary(path) for path in given if is_summary_file(path)}
+    if not any(part.bootstrap is not None for part in loaded.values()):
+        return None
+    parts = []
+    for path in given:  # a file read here counts the rows of its sources of that name
+        rows = sum(s.rows for s in data.sources if s.name == path and s.skipped is None)
+        parts.append(loaded[path] if path in loaded else SimpleNamespace(bootstrap=None, n=rows))
+    labels = [shown_name("<stdin>" if path == "-" else path) for path in given]
+    return dropped_bootstrap(parts, labels)
 
 
 def _kind(files: list[str], reading: Reading, fields: dict[str, str]) -> str:
