@@ -73,3 +73,19 @@ def test_the_json_table_names_each_rows_next_confidence_down(tmp_path):
     for t, h in zip(curve["threshold"], curve["highest_rejected"], strict=True):
         below = [c for c in distinct if c < t]
         assert h == (below[0] if below else None)
+
+
+def test_a_report_without_the_next_confidences_prints_its_rows_apart(tmp_path):
+    # a report written before the table carried highest_rejected: each row is kept above the
+    # next row the table lists, so 0.96008 and 0.96 do not both print as 0.9600
+    path, _ = near_neighbours(tmp_path)
+    out, page = tmp_path / "t.json", tmp_path / "t.html"
+    assert run(["threshold", path, "--target-accuracy", "0.9", "-o", out, "-q"]).exit_code == 0
+    body = json.loads(out.read_text(encoding="utf-8"))
+    curve = {k: v[:3] for k, v in body["curve"].items() if k != "highest_rejected"}
+    body["curve"] = {**curve, "threshold": [0.9600799999999999, 0.96, 0.5]}
+    out.write_text(json.dumps(body), encoding="utf-8")
+    assert run(["render", out, "--html", page]).exit_code == 0
+    html = page.read_text(encoding="utf-8").split("Risk–coverage", 1)[1]
+    shown = re.findall(r'<tr><th scope="row"><data value="[^"]+">([\d.]+)</data>', html)
+    assert shown == ["0.96007", "0.96000", "0.50000"]

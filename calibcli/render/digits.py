@@ -9,6 +9,7 @@ any two doubles in [0, 1] apart, so the search always ends."""
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_FLOOR, Decimal
 from itertools import pairwise, zip_longest
@@ -50,7 +51,7 @@ def table_decimals(thresholds: Sequence[Any], rejected: Any = None, least: int =
     0.96097 would print at four decimals as ``0.9610``, above its own rows; cut, one at 0.96104
     with a neighbour at 0.96101 prints as ``0.96104``, not ``0.9610``, which would accept the
     neighbour's rows too. Distinct rows print differently, as h_j >= t_{j+1} >= p_{j+1}."""
-    below = rejected if isinstance(rejected, Sequence) else []
+    below = rejected if isinstance(rejected, Sequence) else _listed_below(thresholds)
     rows = [
         (t, h if isinstance(h, float) else 0.0 if t > 0 else None)
         for t, h in zip_longest(thresholds, below)
@@ -60,6 +61,18 @@ def table_decimals(thresholds: Sequence[Any], rejected: Any = None, least: int =
         if all(h is None or float(cut(t, digits)) > h for t, h in rows):
             return digits
     return MOST
+
+
+def _listed_below(thresholds: Sequence[Any]) -> list[float | None]:
+    """For a report that does not carry each row's next confidence down (one written before
+    it did), each threshold's next one down among those the table lists: the rows then at
+    least print apart, as they did."""
+    listed = sorted({t for t in thresholds if isinstance(t, float) and math.isfinite(t)})
+    out: list[float | None] = []
+    for t in thresholds:
+        k = bisect_left(listed, t) if isinstance(t, float) else 0
+        out.append(listed[k - 1] if k > 0 else None)
+    return out
 
 
 def chosen_decimals(block: Any, least: int = 4) -> int:
