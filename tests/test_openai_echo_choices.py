@@ -146,6 +146,10 @@ def test_one_prompt_sent_twice_at_n_1_is_two_requests_by_its_usage():
     assert totals(openai_rows(twice)) == [(7.75, 2, 1), (7.75, 2, 1)]
     del twice["usage"]
     assert totals(openai_rows(twice)) == [(7.75, 2, 1)]
+    # each copy generating a token: 3 shared tokens cannot hold the 6 usage counts, two requests
+    sampled = [generated(PROMPT, [" on"], [-1.0]), generated(PROMPT, [" by"], [-2.0])]
+    response = completion(sampled, {"prompt_tokens": 6, "completion_tokens": 2})
+    assert totals(openai_rows(response)) == [(8.75, 3, 1), (9.75, 3, 1)]
 
 
 def test_a_batch_of_different_prompts_with_a_token_each_keeps_a_row_each():
@@ -182,3 +186,59 @@ def test_a_sentinel_in_the_prompt_is_counted_once():
     prompt = (["x", "y"], [None, -9999.0])
     (row,) = openai_rows(completion([prompt, prompt], {"prompt_tokens": 2}))
     assert (row.nll, row.tokens, row.sentinels) == (9999.0, 1, 1)
+
+
+# Two prompts at n=2 whose samples share generated tokens: the runs share 3 + 1 and 4 + 1
+# leading tokens, 9, where usage counts 3 + 4 = 7; whether a prompt ends before or after the
+# shared generated token cannot be told, and whole rows would count each prompt twice.
+GREEDY = [
+    generated(PROMPT, [" on"], [-0.125]),
+    generated(PROMPT, [" on"], [-0.125]),
+    generated(OTHER, [" away"], [-0.25]),
+    generated(OTHER, [" away"], [-0.25]),
+]
+
+
+@pytest.mark.parametrize("vllm", [False, True])
+def test_prompts_whose_samples_share_generated_tokens_are_refused(vllm):
+    response = completion(GREEDY, {"prompt_tokens": 7, "completion_tokens": 4}, vllm=vllm)
+    with pytest.raises(ValueError, match="share generated tokens") as raised:
+        openai_rows(response)
+    message = str(raised.value)
+    assert "n=2 choices of 2 prompts" in message
+    assert "one prompt per request" in message and "without echo" in message
+
+
+def test_one_prompts_samples_sharing_a_token_are_enough_to_refuse():
+    """Only the first prompt's samples open alike (3 + 1 shared), the second's differ (4):
+    8 shared tokens for 7 counted, still two places the first prompt could end."""
+    choices = [*GREEDY[:2], generated(OTHER, [" away"], [-0.25]), generated(OTHER, ["."], [-4.0])]
+    with pytest.raises(ValueError, match="share generated tokens"):
+        openai_rows(completion(choices, {"prompt_tokens": 7, "completion_tokens": 4}))
+
+
+def test_fewer_prompt_tokens_than_choices_is_refused():
+    """usage counts 3 prompt tokens for 4 choices that share no prompt of 3: whole rows would
+    hold four prompts of at least one token each."""
+    choices = [
+        generated(PROMPT, [" on"], [-1.0]),
+        generated(OTHER, [" by"], [-2.0]),
+        generated(PROMPT, [" in"], [-3.0]),
+        generated(OTHER, ["."], [-4.0]),
+    ]
+    with pytest.raises(ValueError, match="counts 3 prompt tokens for 4 choices"):
+        openai_rows(completion(choices, {"prompt_tokens": 3, "completion_tokens": 4}))
+
+
+def test_a_refused_response_is_one_line_naming_its_file_and_line(tmp_path):
+    """The floor the prompts counted twice would pass (14 tokens; 3 + 4 + 2 scored tokens are
+    right) is never reached: exit 2, nothing on stdout."""
+    good = completion([PROMPT, PROMPT], {"prompt_tokens": 3})
+    bad = completion(GREEDY, {"prompt_tokens": 7, "completion_tokens": 4})
+    path = write_jsonl(tmp_path / "greedy.jsonl", [good, bad])
+    result = run(["perplexity", path, "--json", "-q", "--min-tokens", "10"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"Error: {path}:2: ")
+    assert "share generated tokens" in line and "Traceback" not in result.stderr

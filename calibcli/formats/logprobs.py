@@ -146,13 +146,21 @@ def _echoed_once(
     and ``usage.prompt_tokens`` counting each prompt once. So the choices are cut into runs of
     ``n`` holding one prompt each: the first choice of a run keeps its whole row, each other
     one a row of its generated tokens only (none when it generated none, ``max_tokens=0``).
+
     ``n`` is the largest that ``usage.prompt_tokens`` confirms: one prompt whose tokens open
     every choice alike, or prompts whose choices agree on exactly their prompt's tokens and no
     further (their lengths summing to it). Every choice keeps its row, as given, when
     ``usage.prompt_tokens`` counts the positions of every choice together (a batch of prompts,
-    one sample each, nothing generated) or nothing confirms a cut (where each prompt ends in
-    its choices cannot be told). Without usage, consecutive equal choices are one prompt's
-    samples and give one row, as a vLLM server response's ``prompt_logprobs`` do.
+    one sample each, nothing generated) or when no ``n`` > 1 fits it (one prompt per choice).
+    A response that usage cannot settle raises ValueError rather than count a prompt ``n``
+    times: several prompts whose samples share generated tokens too (greedy decoding makes a
+    shared first token certain), so where each prompt ends is not known; or, no ``n`` > 1
+    fitting, fewer prompt tokens counted than choices (whole rows hold one prompt a choice).
+
+    Without usage, consecutive equal choices are one prompt's samples and give one row, as a
+    vLLM server response's ``prompt_logprobs`` do; choices that differ keep their whole rows,
+    since where the prompt ends in them is not known (a prompt sampled ``n`` times with
+    completions then counts ``n`` times).
     """
     scored = [_echoed(choice) for choice in choices]
     echoed = [s for s in scored if s is not None]
@@ -173,6 +181,14 @@ def _echoed_once(
             prompts = [counted]
         elif len(shared) > 1 and min(shared) > 0 and sum(shared) == counted:
             prompts = shared
+        elif len(shared) > 1 and min(shared) > 0 and len(shared) <= counted < sum(shared):
+            # each prompt ends somewhere in its run's shared tokens, and only the sum is known
+            raise ValueError(
+                f"the response's n={n} choices of {len(shared)} prompts share generated "
+                f"tokens ({sum(shared)} shared leading tokens, usage.prompt_tokens {counted}), "
+                "so where each prompt ends is not known: send one prompt per request, or "
+                "request logprobs without echo"
+            )
         else:
             continue
         kept: list[PerplexityRow] = []
@@ -183,6 +199,14 @@ def _echoed_once(
                 if generated:
                     kept.append(sum_logprobs(generated, 0, None))
         return kept
+    if counted < m:
+        # whole rows hold a prompt of at least one token per choice, more than usage counts
+        raise ValueError(
+            f"usage.prompt_tokens counts {counted} prompt tokens for {m} choices that each "
+            "echo a prompt, and no run of choices shares a prompt that fits it, so where each "
+            "prompt ends is not known: send one prompt per request, or request logprobs "
+            "without echo"
+        )
     return rows
 
 
