@@ -43,9 +43,13 @@ def threshold(
     ``confidence``, ``correct``, ``group`` and ``by`` as for :func:`~calibcli.api.calibrate`;
     ``fit`` (Predictions, or a tuple ``(confidence, correct)`` or ``(confidence, correct,
     group)``) chooses the threshold on held-out rows and reports its realised coverage and
-    accuracy on these; ``min_coverage=0.3`` makes ``result.passed`` False unless the
-    guaranteed threshold accepts at least that share (``gate_each=True``: in every group
-    too); ``full=True`` keeps every distinct threshold in the table.
+    accuracy on these, checked against them as ``--fit`` checks its rows (held-out rows of
+    another model, or graded another way, warn and fail a ``min_coverage`` gate closed;
+    confidences read another way, from another field or with another ``mc_norm``, are an
+    InputError; rows given as arrays name no model); ``min_coverage=0.3`` makes
+    ``result.passed`` False unless the guaranteed threshold accepts at least that share
+    (``gate_each=True``: in every group too); ``full=True`` keeps every distinct threshold in
+    the table.
 
     >>> import calibcli
     >>> rows = calibcli.read_predictions("sample_data/well_calibrated.jsonl")
@@ -92,6 +96,7 @@ def threshold(
         settings,
         fit=None if held_out is None else summary_of(held_out, bins=BINS),
         gate=Gate({}, each=gate_each, minimums=minimums),
+        read=None if held_out is None else fit_reading(held_out, rows),
     )
     return Result(report, rows.files)
 
@@ -118,6 +123,25 @@ def _fit_rows(fit: Any, rows: Predictions) -> Predictions:
             f"{rows.by!r}: group both alike"
         )
     return held_out
+
+
+def fit_reading(held_out: Predictions, rows: Predictions) -> dict[str, Any]:
+    """How the held-out rows and the evaluated rows were read, as ``threshold --fit`` gives it
+    to the report (``read``), so that its checks of the one against the other run here too
+    (another model's rows or another grading warn and fail a ``min_coverage`` gate closed;
+    confidences read another way are an InputError): what each side's runs name and how they
+    were graded (their ``read_as``: nothing for rows given as arrays), and the summary files
+    among each side's files."""
+    from calibcli.io import is_summary_file, named_files
+
+    def summaries(paths: tuple[str, ...]) -> list[str]:
+        return [p for p in named_files(list(paths)) if is_summary_file(p)]
+
+    return {
+        "fit": dict(held_out.read_as),
+        "evaluated": dict(rows.read_as),
+        "summaries": {"fit": summaries(held_out.files), "evaluated": summaries(rows.files)},
+    }
 
 
 def usage_error(message: str) -> Exception:
