@@ -230,7 +230,9 @@ def test_two_runs_of_one_chat_task_ask_the_same_questions(tmp_path, suffix):
 @pytest.mark.parametrize("suffix", [".json", ".eval"])
 def test_two_inspect_tasks_paired_fail_every_gate_closed(tmp_path, suffix):
     base = chat_log(tmp_path / f"base{suffix}", seed=1, task="toy_arithmetic")
-    new = chat_log(tmp_path / f"new{suffix}", seed=1, task="inspect_evals/gsm8k")
+    new = chat_log(
+        tmp_path / f"new{suffix}", seed=1, task="inspect_evals/gsm8k", changed=range(1, 11)
+    )
     result, report = compare(base, new, "--scorer", "match", *GATE)
     assert result.exit_code == 1 and every_check_closed(report)
     (said,) = apart(report)

@@ -5,7 +5,10 @@ inspect-ai log's ``eval.task``, a HELM file's scenario (its run folder's name wi
 model, :func:`~calibcli.io.helm_run.helm_scenario`). Runs of different tasks ask different
 questions: paired, ids that number each task's questions alike (an inspect-ai sample's 1, 2,
 ..., a HELM instance's id0, id1, ..., a doc_id given as --id-field) match questions of one with
-questions of the other; unpaired, the two sides' figures are of different questions. Logs
+questions of the other; unpaired, the two sides' figures are of different questions. Paired,
+runs named apart whose matched rows each ask, on both sides, the one question their documents
+say (an lm-eval ``doc_hash``, an inspect-ai sample's input and target) are of one task's
+questions (:attr:`TaskedRows.same_questions`), whatever their runs call it. Logs
 read without ``--scorer`` are graded by the one scorer each holds: a side graded by another
 scorer than the other judges its answers by another notion of a right one. The report
 (:mod:`calibcli.reports.compare`) says so of either and fails its gates closed.
@@ -22,19 +25,23 @@ from typing import Any
 from calibcli.errors import InputError
 from calibcli.io.compression import open_path, read_errors, without_suffix
 from calibcli.io.content import file_version
-from calibcli.io.helm_run import helm_scenario
+from calibcli.io.helm_run import helm_questions, helm_scenario
 from calibcli.summaries import PairedRows
 
 
 @dataclass(frozen=True)
 class TaskedRows(PairedRows):
     """Compare's rows (:class:`~calibcli.summaries.PairedRows`) with the tasks of each side's
-    files (:func:`side_tasks`): (BASE's, NEW's), each a sorted tuple of (format, task), None for
-    a side some file of which names no task; and the scorer each side's inspect-ai logs were
-    graded by (:func:`side_scorers`), None where not known or ``--scorer`` grades both."""
+    files (:func:`side_tasks`): (BASE's, NEW's), each a sorted tuple of (format, task, the
+    questions it chooses) (:func:`file_task`), None for a side some file of which names no
+    task; the scorer each side's inspect-ai logs were graded by (:func:`side_scorers`), None
+    where not known or ``--scorer`` grades both; and, paired, whether every matched row's
+    document is known on both sides and the two agree (:func:`same_questions`): the sides then
+    ask the same questions whatever their tasks' names."""
 
     tasks: tuple[Any, Any] | None = None
     scorers: tuple[str | None, str | None] | None = None
+    same_questions: bool = False
 
 
 def read_compared(
@@ -71,7 +78,56 @@ def read_compared(
     first = replace(first, ids=None)
     matched, found, read = read_matched(first, index, [new], **options)
     read = (*first.formats, *read)
-    return _with_sides(matched, base, new, read, options.get("scorer")), (first.fmt, found), read
+    rows = _with_sides(matched, base, new, read, options.get("scorer"))
+    if _named_apart(rows.tasks):  # what they ask, read again only where the names differ
+        rows = replace(rows, same_questions=same_questions(first.docs, index, new, options))
+    return rows, (first.fmt, found), read
+
+
+DOCUMENTED = ("lm-eval", "inspect-ai")
+"""The formats whose rows say what they ask (:func:`~calibcli.io.matching.document`)."""
+
+
+def _named_apart(tasks: Any) -> bool:
+    """Whether both sides' tasks are known, of formats whose rows say what they ask, and named
+    otherwise on one side than on the other (:func:`side_tasks`)."""
+    if tasks is None or None in tasks:
+        return False
+    if {asked for *_, asked in tasks[0]} == {asked for *_, asked in tasks[1]}:
+        return False
+    return all(fmt in DOCUMENTED for side in tasks for fmt, *_ in side)
+
+
+def same_questions(base_docs: dict | None, index: Any, new: str, options: dict) -> bool:
+    """Whether every NEW row matched by id to a BASE row asks, as its document says
+    (:func:`~calibcli.io.matching.document`), the question that BASE row asks: NEW (a path or
+    folder) read again with its ids and documents (``options``: as :func:`read_compared` read
+    it), looked up in ``index`` (BASE's ids, :class:`~calibcli.io.keys.IdIndex`), each row's
+    document compared with BASE's row's (``base_docs``: BASE row -> document). False when a
+    matched row's document is not known on a side (another format, a file without them,
+    standard input that cannot be read again) or no row matched. Only sides whose runs name
+    other tasks are read again, so a pair of one task is read once."""
+    import numpy as np
+
+    from calibcli.io.keyed import read_key_columns
+
+    if not base_docs or new == "-":
+        return False
+    try:
+        again = read_key_columns([new], **options)
+    except InputError:
+        return False
+    if not again.docs or again.ids is None:
+        return False
+    at = index.rows_of(again.ids.hi, again.ids.lo)
+    rows = np.flatnonzero(at >= 0)
+    if rows.shape[0] == 0:
+        return False
+    docs = again.docs
+    return all(
+        (mine := docs.get(r)) is not None and mine == base_docs.get(j)
+        for r, j in zip(rows.tolist(), at[rows].tolist(), strict=True)
+    )
 
 
 def _with_sides(
@@ -102,8 +158,8 @@ def _side_files(base: str, new: str, read: Iterable[tuple[str, Any, Any]]) -> tu
 def side_tasks(base: list, new: list) -> tuple[Any, Any]:
     """The tasks of each compared side (``base`` and ``new``: each side's files read, each
     (path, format), :func:`_side_files`): BASE's and NEW's, each the sorted distinct (format,
-    task) of its files (:func:`file_task`), None when a file of the side names none (rows of
-    a file named otherwise, of a format without tasks)."""
+    task, questions) of its files (:func:`file_task`), None when a file of the side names none
+    (rows of a file named otherwise, of a format without tasks)."""
     sides = []
     for files in (base, new):
         found = [file_task(path, fmt) for path, fmt in files]
@@ -141,10 +197,13 @@ def log_scorer(path: str) -> str | None:
     return named if named is not None else resolved_scorer([path])
 
 
-def file_task(path: str, fmt: str | None) -> tuple[str, str] | None:
-    """(``fmt``, the task a file of that format is a run of, as its run names it), or None
-    when it names none: an lm-eval file named as the harness names its samples files, an
-    inspect-ai log's ``eval.task``, a HELM file's scenario (its run folder's name)."""
+def file_task(path: str, fmt: str | None) -> tuple[str, str, str] | None:
+    """(``fmt``, the task a file of that format is a run of, as its run names it, the
+    questions that name chooses), or None when it names none: an lm-eval file named as the
+    harness names its samples files, an inspect-ai log's ``eval.task``, a HELM file's
+    scenario (its run folder's name) and its questions, the arguments that set how they were
+    put to the model left out (:func:`~calibcli.io.helm_run.helm_questions`). Another
+    format's task chooses its questions by its whole name."""
     task = None
     if path == "-":
         return None
@@ -156,7 +215,9 @@ def file_task(path: str, fmt: str | None) -> tuple[str, str] | None:
         task = log_task(path)
     elif fmt == "helm":
         task = helm_scenario(path)
-    return None if not task else (fmt, task)
+    if not task:
+        return None
+    return fmt, task, helm_questions(task) if fmt == "helm" else task
 
 
 def _samples_named(path: str) -> bool:

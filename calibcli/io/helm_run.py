@@ -9,7 +9,8 @@ searched only when its first 64 KiB hold the key ``"train_trial_index"`` (no oth
 writes it); its trials are then the highest index found in the whole text, plus one.
 
 What a run asked is its scenario, from the name of its run folder (:func:`helm_scenario`), the
-model left out: ``compare`` tells two runs of different scenarios apart by it.
+model and the way it was prompted left out: ``compare`` tells two runs of different scenarios
+apart by it.
 """
 
 from __future__ import annotations
@@ -64,15 +65,47 @@ def _trials(path: str, _mtime: int, _size: int) -> int | None:
 MODEL_ARGUMENTS = ("model", "model_deployment")
 """The arguments of a HELM run spec name that name the model run, not what it was asked."""
 
+PROMPT_ARGUMENTS = (
+    "method",
+    "max_train_instances",
+    "num_train_trials",
+    "max_eval_instances",
+    "instructions",
+    "prompt",
+    "newline",
+    "stop",
+    "global_prefix",
+    "chatml",
+    "num_outputs",
+    "num_output_tokens",
+    "max_tokens",
+    "temperature",
+    "data_augmentation",
+    "use_chain_of_thought",
+    "use_few_shot",
+)
+"""The arguments of a HELM run spec name that set how its instances are put to the model, not
+which instances: HELM's run expanders that change only the adapter (how many in-context
+examples, ``max_train_instances``, drawn in how many trials; the instructions, prompt prefixes,
+newline and stop sequences; how many outputs, of how many tokens, at which temperature), its
+adaptation ``method`` (one multiple-choice prompt or one per choice), ``max_eval_instances``
+(how many of the scenario's instances are run: an instance keeps its id among them, and the
+rows no other side holds are counted as unmatched), ``data_augmentation`` (perturbed copies of
+the instances, which the reader leaves out), and the run spec functions' chain-of-thought and
+few-shot switches. Every other argument is kept: a scenario's own (``subject``,
+``eval_split``, ``dataset``, a language pair, a tokenizer or prompt length that a synthetic
+scenario builds its instances from) chooses the questions."""
+
 
 def helm_scenario(path: str) -> str | None:
     """What a HELM run whose ``per_instance_stats.json`` is at ``path`` asked: the name of its
     run folder (HELM writes a run to ``runs/<suite>/<run spec name>/``, the name its scenario
     and arguments, ``mmlu:subject=anatomy,method=multiple_choice_joint,model=openai_gpt2``)
     without the arguments naming the model (:data:`MODEL_ARGUMENTS`), so the runs of two
-    models on one scenario name it alike. HELM numbers each scenario's instances from
-    ``id0``, so only this tells two scenarios' files apart. None for standard input and for a
-    folder not named as HELM names a run (a name, ``:``, then ``key=value`` arguments)."""
+    models on one scenario name it alike (:func:`helm_questions` leaves out how they were
+    prompted too). HELM numbers each scenario's instances from ``id0``, so only this tells two
+    scenarios' files apart. None for standard input and for a folder not named as HELM names a
+    run (a name, ``:``, then ``key=value`` arguments)."""
     if path == "-":
         return None
     folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
@@ -81,6 +114,19 @@ def helm_scenario(path: str) -> str | None:
     if not (name and colon and all(key and sep for key, sep, _ in pairs)):
         return None
     kept = [f"{key}={value}" for key, _, value in pairs if key not in MODEL_ARGUMENTS]
+    return f"{name}:{','.join(kept)}" if kept else name
+
+
+def helm_questions(scenario: str) -> str:
+    """The questions a HELM scenario (:func:`helm_scenario`) asks: its name and the arguments
+    that choose its instances, those that set how they are put to the model
+    (:data:`PROMPT_ARGUMENTS`) left out, the rest in the order given. Runs of one scenario
+    0-shot and 5-shot (``max_train_instances=0`` and ``=5``) ask the same questions; runs of
+    two subjects do not."""
+    name, colon, arguments = scenario.partition(":")
+    if not colon:
+        return scenario
+    kept = [a for a in arguments.split(",") if a.partition("=")[0] not in PROMPT_ARGUMENTS]
     return f"{name}:{','.join(kept)}" if kept else name
 
 

@@ -62,15 +62,23 @@ def check_matching(
             )
 
 
-def tasks_apart(tasks: Any, *, paired: bool) -> tuple[str, str] | None:
+def tasks_apart(
+    tasks: Any, *, paired: bool, same_questions: bool = False
+) -> tuple[str, str] | None:
     """(the warning, every gate check's reason to fail closed) when the compared sides are runs
     of different tasks; None when they are of one, or a side's are not known. ``tasks``:
-    BASE's and NEW's, each a tuple of (format, task), None where not known
-    (:attr:`~calibcli.io.compared.TaskedRows.tasks`). Unpaired, each side's figures are of its
-    own tasks' questions: the sides differ when their tasks do. Paired, only matched rows
-    are compared, and a task both sides ran pairs its own questions: the sides differ when
-    they share no task (ids that number each task's questions alike then pair questions of
-    different tasks)."""
+    BASE's and NEW's, each a tuple of (format, task, the questions it chooses: a HELM
+    scenario's without the arguments that set how they were prompted), None where not known
+    (:attr:`~calibcli.io.compared.TaskedRows.tasks`); tasks are compared by their questions,
+    as :func:`same_task` compares them. Unpaired, each side's figures are of its own tasks'
+    questions: the sides differ when their tasks do. Paired, only matched rows are compared,
+    and a task both sides ran pairs its own questions: the sides differ when they share no
+    task (ids that number each task's questions alike then pair questions of different
+    tasks), unless ``same_questions``: every matched row's document is known on both sides
+    and the two agree (:attr:`~calibcli.io.compared.TaskedRows.same_questions`), so each
+    matched pair asks one question, whatever its tasks are called."""
+    if paired and same_questions:
+        return None
     named = _named(tasks, paired=paired)
     if named is None:
         return None
@@ -93,8 +101,12 @@ def sides_apart(matched: Any, *, paired: bool) -> list[tuple[str, str, str]]:
     such know neither) are not comparable: each (the warning's kind, the warning, every gate
     check's reason to fail closed), runs of different tasks (:func:`tasks_apart`) first, then
     logs graded by different scorers (:func:`scorers_apart`); none when they are."""
+    asked = bool(getattr(matched, "same_questions", False))
     found = [
-        ("tasks", tasks_apart(getattr(matched, "tasks", None), paired=paired)),
+        (
+            "tasks",
+            tasks_apart(getattr(matched, "tasks", None), paired=paired, same_questions=asked),
+        ),
         ("scorers", scorers_apart(getattr(matched, "scorers", None))),
     ]
     return [(kind, *said) for kind, said in found if said is not None]
@@ -125,18 +137,37 @@ def _named(tasks: Any, *, paired: bool) -> tuple[str, str] | None:
     name their tasks two ways, and are not compared."""
     if tasks is None or tasks[0] is None or tasks[1] is None:
         return None
-    kinds = {fmt for side in tasks for fmt, _ in side}
+    kinds = {fmt for side in tasks for fmt, *_ in side}
     if len(kinds) != 1 or not all(tasks):
         return None
-    base, new = ({task for _, task in side} for side in tasks)
-    if (base & new) if paired else (base == new):
+    fmt = kinds.pop()
+    asks = [{task[-1] for task in side} for side in tasks]
+    shared = [(a, b) for a in asks[0] for b in asks[1] if same_task(fmt, a, b)]
+    if paired:
+        if shared:
+            return None
+    elif {a for a, _ in shared} == asks[0] and {b for _, b in shared} == asks[1]:
         return None
-    one, many, where = _TASK_WORDS.get(kinds.pop(), ("task", "tasks", "as their runs say"))
+    base, new = ({task[1] for task in side} for side in tasks)
+    one, many, where = _TASK_WORDS.get(fmt, ("task", "tasks", "as their runs say"))
     sides = [
         f"{side}'s {one if len(names) == 1 else many} {_listed(sorted(names))}"
         for side, names in (("BASE", base), ("NEW", new))
     ]
     return "; ".join(sides), where
+
+
+def same_task(fmt: str, one: str, other: str) -> bool:
+    """Whether two runs' task names (of format ``fmt``) name one task: the same name, or two
+    inspect-ai names whose last ``/`` part is one when one of them has a package prefix and the
+    other none (inspect-ai names a task ``inspect_evals/gpqa`` when it is run from an installed
+    package and ``gpqa`` when run from its file). Two prefixes that differ are two packages'
+    tasks, which may share a name."""
+    if one == other:
+        return True
+    if fmt != "inspect-ai" or ("/" in one) == ("/" in other):
+        return False
+    return one.rpartition("/")[2] == other.rpartition("/")[2]
 
 
 def _listed(names: list[str]) -> str:
