@@ -378,27 +378,11 @@ class CalibrationRow:
         return check_confidence(field(obj, cf), cf), check_correct(field(obj, yf), yf)
 
     def dict_columns(self, rows: list) -> tuple | None:
-        """The columns of native rows already parsed (a table's records, a JSON array's
-        elements), checked in bulk: the values :meth:`check` gives, or None when any row breaks
-        a rule or is not an object (:meth:`check` then words the first, row by row)."""
-        import numpy as np
+        """The values :meth:`check` gives of native rows already parsed, checked in bulk; None
+        when one breaks a rule (:mod:`calibcli.io.bulk_rows`)."""
+        from calibcli.io.bulk_rows import calibration_columns
 
-        cf, yf = self.confidence_field, self.correct_field
-        try:
-            conf = [row[cf] for row in rows]
-            corr = [row[yf] for row in rows]
-        except (KeyError, TypeError, IndexError):
-            return None
-        if not set(map(type, conf)) <= {float, int} or not set(map(type, corr)) <= {bool, int}:
-            return None  # a bool, a string, null, ... as a confidence; a float as correct
-        try:
-            c = np.array(conf, np.float64)
-            y = np.array(corr, np.int64)
-        except OverflowError:  # an int beyond float64 or int64: check names it
-            return None
-        if not (c.shape[0] == 0 or self.columns_ok((c,))) or not ((y == 0) | (y == 1)).all():
-            return None
-        return c, y.astype(np.bool_)
+        return calibration_columns(self, rows)
 
     @staticmethod
     def columns_ok(cols: tuple) -> bool:
@@ -561,6 +545,14 @@ class PerplexityRow:
         nll, tokens = sums_values(obj)
         self.beside.check(obj)
         return nll, tokens, *self.scored_counts(obj, tokens), 0, 0, 0
+
+    def dict_columns(self, rows: list) -> tuple | None:
+        """The values :meth:`check` gives of native rows already parsed, checked in bulk; None
+        when one breaks a rule or needs a check beside its own fields
+        (:mod:`calibcli.io.bulk_rows`)."""
+        from calibcli.io.bulk_rows import perplexity_columns
+
+        return perplexity_columns(self, rows)
 
     @staticmethod
     def columns_ok(cols: tuple) -> bool:
