@@ -129,19 +129,10 @@ def fit_reading(held_out: Predictions, rows: Predictions) -> dict[str, Any]:
     """How the held-out rows and the evaluated rows were read, as ``threshold --fit`` gives it
     to the report (``read``), so that its checks of the one against the other run here too
     (another model's rows or another grading warn and fail a ``min_coverage`` gate closed;
-    confidences read another way are an InputError): what each side's runs name and how they
-    were graded (their ``read_as``: nothing for rows given as arrays), and the summary files
-    among each side's files."""
-    from calibcli.io import is_summary_file, named_files
+    confidences read another way are an InputError); rows given as arrays record nothing."""
+    from calibcli.io import sides_read_as
 
-    def summaries(paths: tuple[str, ...]) -> list[str]:
-        return [p for p in named_files(list(paths)) if is_summary_file(p)]
-
-    return {
-        "fit": dict(held_out.read_as),
-        "evaluated": dict(rows.read_as),
-        "summaries": {"fit": summaries(held_out.files), "evaluated": summaries(rows.files)},
-    }
+    return sides_read_as((held_out.read_as, held_out.files), (rows.read_as, rows.files))
 
 
 def usage_error(message: str) -> Exception:

@@ -72,6 +72,7 @@ __all__ = [
     "repeated_parts",
     "runs_of_one_task",
     "side_modes",
+    "sides_read_as",
     "suffix_codec",
     "summary_sources",
     "unused_options",
@@ -498,6 +499,7 @@ ROW_RULES = {
 _PROVENANCE = (
     "read_as",
     "files_read_as",
+    "sides_read_as",
     "other_choices",
     "other_model",
     "other_task",

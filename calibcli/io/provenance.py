@@ -45,6 +45,24 @@ def files_read_as(
     return _found(formats, scorer, gold_field, choices, run_names(sources))
 
 
+def sides_read_as(fit: tuple[dict, Any], evaluated: tuple[dict, Any]) -> dict[str, Any]:
+    """How a threshold's two sides were read, for its report to check the one against the
+    other: each side's ``(read_as, files)`` (:func:`read_as` of its rows, its inputs as named:
+    folders and patterns are looked into) gives what its runs name and how they were graded,
+    and the summary files among its inputs, whose rows cannot be read again another way."""
+    from calibcli.io.folders import named_files
+    from calibcli.io.parts import is_summary_file
+
+    def summaries(paths: Any) -> list[str]:
+        return [p for p in named_files(list(paths)) if is_summary_file(p)]
+
+    return {
+        "fit": dict(fit[0]),
+        "evaluated": dict(evaluated[0]),
+        "summaries": {"fit": summaries(fit[1]), "evaluated": summaries(evaluated[1])},
+    }
+
+
 def resolved_scorer(logs: Any) -> str | None:
     """The scorer the inspect-ai ``logs`` (paths) read without ``--scorer`` were graded by:
     the reader then takes each sample's one scorer, so a calibrator records it, and rows graded

@@ -167,17 +167,8 @@ def threshold(
 
 def fit_reading(fit: list[str], files: list[str], fit_data: Any, data: Any) -> dict[str, Any]:
     """How the --fit rows and the evaluated rows were read, for the report to check the one
-    against the other (:func:`calibcli.reports.threshold_report`'s ``read``): what each side's
-    runs name and how they were graded (:func:`calibcli.io.read_as`), and the summary files
-    among each side's inputs (folders and patterns looked into), whose rows cannot be read
-    again another way."""
-    from calibcli.io import is_summary_file, named_files, read_as
+    against the other (:func:`calibcli.reports.threshold_report`'s ``read``;
+    :func:`calibcli.io.sides_read_as`)."""
+    from calibcli.io import read_as, sides_read_as
 
-    def summaries(paths: list[str]) -> list[str]:
-        return [p for p in named_files(list(paths)) if is_summary_file(p)]
-
-    return {
-        "fit": read_as(fit_data),
-        "evaluated": read_as(data),
-        "summaries": {"fit": summaries(fit), "evaluated": summaries(files)},
-    }
+    return sides_read_as((read_as(fit_data), fit), (read_as(data), files))
