@@ -335,9 +335,11 @@ def test_perplexity_of_batch_api_output_and_legacy_completions(tmp_path):
         nbytes,
     )
     assert report["total_nll"] == pytest.approx(nll, rel=1e-15)
-    # legacy completions with echo: the first token has no logprob (null), counted, not scored
+    # legacy completions with echo and max_tokens=0: the first token has no logprob (null),
+    # counted, not scored; usage says the prompt is every position echoed
     legacy = {
         "object": "text_completion",
+        "usage": {"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3},
         "choices": [
             {
                 "text": "a b c",

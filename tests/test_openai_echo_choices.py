@@ -1,7 +1,7 @@
 """Legacy completions with ``echo=True``: the prompt echoed into each of a request's choices is
 scored once, as a vLLM server response's ``prompt_logprobs`` copied into its ``n`` choices are;
-each choice's generated tokens stay a sequence of their own. ``usage.prompt_tokens`` (each
-prompt counted once) says where the prompts end. The responses are laid out as OpenAI and
+the tokens generated after it are left out. ``usage.prompt_tokens`` (each prompt counted once)
+says where the prompts end. The responses are laid out as OpenAI and
 vLLM's ``/v1/completions`` lay them out (a prompt's choices next to each other), and every
 expected count and NLL is summed here by hand from the logprobs written in the test."""
 
@@ -94,27 +94,26 @@ def test_a_vllm_choice_without_any_logprobs_still_asks_for_prompt_logprobs():
     assert detect_row_format(response) == "vllm"
 
 
-def test_generated_tokens_are_each_choices_own_and_the_prompt_counts_once():
-    """n=3 with generated tokens: the first choice's row is the prompt and its completion, the
-    others' rows their completions alone."""
+def test_generated_tokens_are_left_out_and_the_prompt_counts_once():
+    """n=3 with generated tokens: one row, the prompt's."""
     choices = [
         generated(PROMPT, [" on", " it"], [-1.0, -0.5]),
         generated(PROMPT, [" by"], [-3.0]),
         generated(PROMPT, [" down", "."], [-0.25, -0.125]),
     ]
     response = completion(choices, {"prompt_tokens": 3, "completion_tokens": 5})
-    assert totals(openai_rows(response)) == [(7.75 + 1.5, 4, 1), (3.0, 1, 0), (0.375, 2, 0)]
+    assert totals(openai_rows(response)) == [(7.75, 2, 1)]
 
 
 def test_completions_that_open_alike_are_cut_where_the_prompt_ends():
     """Two samples whose completions share their first token: usage says the prompt is three
-    tokens, so the shared " on" is each sample's own."""
+    tokens, so the shared " on" is generated, left out."""
     choices = [
         generated(PROMPT, [" on", " it"], [-1.0, -0.5]),
         generated(PROMPT, [" on", " top"], [-1.0, -2.0]),
     ]
     response = completion(choices, {"prompt_tokens": 3})
-    assert totals(openai_rows(response)) == [(9.25, 4, 1), (3.0, 2, 0)]
+    assert totals(openai_rows(response)) == [(7.75, 2, 1)]
 
 
 def test_a_batch_of_prompts_sampled_twice_counts_each_prompt_once():
@@ -131,40 +130,56 @@ def test_a_batch_of_prompts_sampled_twice_with_completions():
         generated(OTHER, ["."], [-4.0]),
     ]
     response = completion(choices, {"prompt_tokens": 7, "completion_tokens": 4})
-    assert totals(openai_rows(response)) == [
-        (8.75, 3, 1),
-        (2.0, 1, 0),
-        (2.25, 4, 1),
-        (4.0, 1, 0),
-    ]
+    assert totals(openai_rows(response)) == [(7.75, 2, 1), (1.75, 3, 1)]
 
 
 def test_one_prompt_sent_twice_at_n_1_is_two_requests_by_its_usage():
-    """usage counts both copies (6 = 3 + 3): two sequences. Without usage two equal choices
-    cannot be told from two samples of one prompt and give one, as vLLM's prompt_logprobs do."""
+    """usage counts both copies (6 = 3 + 3): two sequences. Without usage or finish_reason two
+    equal choices cannot be told from two samples of one prompt and give one, as vLLM's
+    prompt_logprobs do."""
     twice = completion([PROMPT, PROMPT], {"prompt_tokens": 6})
     assert totals(openai_rows(twice)) == [(7.75, 2, 1), (7.75, 2, 1)]
     del twice["usage"]
+    for choice in twice["choices"]:
+        del choice["finish_reason"]
     assert totals(openai_rows(twice)) == [(7.75, 2, 1)]
-    # each copy generating a token: 3 shared tokens cannot hold the 6 usage counts, two requests
+    # each copy generating a token: 3 shared tokens cannot hold the 6 usage counts, so two
+    # prompts; both stopped at max_tokens, so each generated half of completion_tokens
     sampled = [generated(PROMPT, [" on"], [-1.0]), generated(PROMPT, [" by"], [-2.0])]
     response = completion(sampled, {"prompt_tokens": 6, "completion_tokens": 2})
-    assert totals(openai_rows(response)) == [(8.75, 3, 1), (9.75, 3, 1)]
+    assert totals(openai_rows(response)) == [(7.75, 2, 1), (7.75, 2, 1)]
+    response["choices"][1]["finish_reason"] = "stop"  # it may have generated fewer
+    with pytest.raises(ValueError, match="counts 6 prompt tokens for 2 choices"):
+        openai_rows(response)
 
 
-def test_a_batch_of_different_prompts_with_a_token_each_keeps_a_row_each():
-    """One sample per prompt (lm-eval's echo with max_tokens=1): each choice is its own prompt
-    and completion, whole."""
+def test_a_batch_of_different_prompts_with_a_token_each_is_cut_when_each_stopped_at_max_tokens():
+    """One sample per prompt (lm-eval's echo with max_tokens=1, batch_size 2): usage sums the
+    prompts, but every choice stopped at max_tokens ("length"), so each generated
+    completion_tokens / 2 = 1 token, left out. A choice that stopped otherwise may have
+    generated fewer, and where each prompt ends is then not known."""
     choices = [generated(PROMPT, ["."], [-2.0]), generated(OTHER, ["."], [-3.0])]
     response = completion(choices, {"prompt_tokens": 7, "completion_tokens": 2})
-    assert totals(openai_rows(response)) == [(9.75, 3, 1), (4.75, 4, 1)]
+    assert totals(openai_rows(response)) == [(7.75, 2, 1), (1.75, 3, 1)]
+    response["choices"][0]["finish_reason"] = "stop"
+    with pytest.raises(ValueError, match="one prompt per request"):
+        openai_rows(response)
+    response["choices"][0]["finish_reason"] = "length"
+    response["usage"]["completion_tokens"] = 3  # not an even split: unequal counts
+    with pytest.raises(ValueError, match="one prompt per request"):
+        openai_rows(response)
 
 
-def test_without_usage_differing_choices_keep_their_whole_rows():
-    """Where the prompt ends in each choice is not known without usage.prompt_tokens: each
-    choice keeps its row as logged."""
+def test_without_usage_finished_choices_are_refused_and_bare_ones_kept_whole():
+    """Where the prompt ends in each choice is not known without usage.prompt_tokens: choices
+    the API finished are refused; logprobs without finish_reason keep their rows as logged."""
     choices = [generated(PROMPT, [" on"], [-1.0]), generated(PROMPT, [" by"], [-2.0])]
-    assert totals(openai_rows(completion(choices))) == [(8.75, 3, 1), (9.75, 3, 1)]
+    response = completion(choices)
+    with pytest.raises(ValueError, match=r"no usage\.prompt_tokens"):
+        openai_rows(response)
+    for choice in response["choices"]:
+        del choice["finish_reason"]
+    assert totals(openai_rows(response)) == [(8.75, 3, 1), (9.75, 3, 1)]
 
 
 def test_samples_that_do_not_echo_stay_a_sequence_each():

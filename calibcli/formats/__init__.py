@@ -14,8 +14,8 @@ Formats (:data:`ROW_FORMATS`; :func:`detect_row_format` names them from a file's
   :func:`lm_eval_rolling_row` read the first two.
 - ``logprobs``: a list of per-token natural-log probabilities in one field, :func:`logprobs_row`.
 - ``openai``: chat / legacy completions responses with logprobs and Batch API output lines,
-  :func:`openai_rows` (one perplexity row per choice, a prompt echoed into several scored
-  once).
+  :func:`openai_rows` (one perplexity row per choice; with ``echo``, the prompt's tokens
+  alone, each prompt once).
 - ``vllm``: vLLM outputs with ``prompt_token_ids`` and ``prompt_logprobs``, :func:`vllm_rows`.
 - ``inspect-ai``: samples of inspect-ai eval logs, :func:`inspect_sample_row`.
 

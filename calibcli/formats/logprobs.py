@@ -52,7 +52,8 @@ def openai_rows(obj: Mapping[str, Any]) -> list[PerplexityRow]:
     ``echo=True``), or a Batch API output line ``{"custom_id", "response": {"status_code",
     "body": <completion>}, "error"}``. Each choice is its own sampled sequence, so each gives a
     row, in the order of ``choices``; pooled totals are the same as one row per response. A
-    prompt echoed into several choices is scored once (:func:`_echoed_once`).
+    completion that echoes its prompt (``echo=True``) gives the prompt's tokens alone, each
+    prompt once however many choices echo it (:func:`_echoed_prompts`).
 
     ``bytes`` is the sum of ``len(content[j].bytes)`` for chat logprobs when every token carries
     its byte list, else ``None`` (legacy completions log no bytes); the perplexity reader takes
@@ -66,7 +67,7 @@ def openai_rows(obj: Mapping[str, Any]) -> list[PerplexityRow]:
     if not isinstance(choices, list) or not choices:
         raise ValueError(f"'choices' is {json_type(choices)}, expected a non-empty list")
     rows = [_openai_choice(choice, i) for i, choice in enumerate(choices)]
-    return _echoed_once(body, choices, rows) if len(rows) > 1 else rows
+    return _echoed_prompts(body, choices, rows)
 
 
 def openai_body(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -135,79 +136,133 @@ def _openai_choice(choice: Any, i: int) -> PerplexityRow:
     )
 
 
-def _echoed_once(
+def _echoed_prompts(
     body: Mapping[str, Any], choices: list, rows: list[PerplexityRow]
 ) -> list[PerplexityRow]:
-    """The rows of a legacy completion's choices with each echoed prompt scored once.
+    """The rows of a legacy completion that echoes its prompts: each prompt's tokens, once.
 
-    With ``echo=True`` a choice's ``token_logprobs`` are its prompt's (the first null) and
-    then its generated tokens'; OpenAI and vLLM give each of a prompt's ``n`` samples its own
-    choice, the prompt echoed into every one, the ``n`` choices of a prompt next to each other
-    and ``usage.prompt_tokens`` counting each prompt once. So the choices are cut into runs of
-    ``n`` holding one prompt each: the first choice of a run keeps its whole row, each other
-    one a row of its generated tokens only (none when it generated none, ``max_tokens=0``).
+    With ``echo=True`` a choice's ``token_logprobs`` are its prompt's (the first null) and then
+    those of the tokens the model generated after it: lm-evaluation-harness asks for one
+    (``max_tokens=1``) and drops it. Those are the model's own samples, not the text scored,
+    so a row holds its prompt's tokens alone, cut where ``usage.prompt_tokens`` (each prompt
+    counted once) says the prompt ends. OpenAI and vLLM give each of a prompt's ``n`` samples
+    its own choice, the prompt echoed into every one and the choices of a prompt next to each
+    other: a prompt gives one row however many choices echo it.
 
-    ``n`` is the largest that ``usage.prompt_tokens`` confirms: one prompt whose tokens open
-    every choice alike, or prompts whose choices agree on exactly their prompt's tokens and no
-    further (their lengths summing to it). Every choice keeps its row, as given, when
-    ``usage.prompt_tokens`` counts the positions of every choice together (a batch of prompts,
-    one sample each, nothing generated) or when no ``n`` > 1 fits it (one prompt per choice).
-    A response that usage cannot settle raises ValueError rather than count a prompt ``n``
-    times: several prompts whose samples share generated tokens too (greedy decoding makes a
-    shared first token certain), so where each prompt ends is not known; or, no ``n`` > 1
-    fitting, fewer prompt tokens counted than choices (whole rows hold one prompt a choice).
-
-    Without usage, consecutive equal choices are one prompt's samples and give one row, as a
-    vLLM server response's ``prompt_logprobs`` do; choices that differ keep their whole rows,
-    since where the prompt ends in them is not known (a prompt sampled ``n`` times with
-    completions then counts ``n`` times).
+    ``usage.prompt_tokens`` settles one choice or one prompt's ``n`` choices (cut where it
+    says), every choice's positions together (nothing generated, ``max_tokens=0``: each
+    choice a prompt whole), and runs of ``n`` choices that agree on exactly their prompt's
+    tokens, their lengths summing to it. The rest raises ValueError rather than count
+    generated tokens as the prompt's: several prompts whose generated tokens usage only sums
+    (a batch of prompts at ``n`` = 1, or samples sharing generated tokens), more prompt tokens
+    counted than echoed, and choices the API finished (``finish_reason`` set) without usage,
+    where ``max_tokens=1`` cannot be told from ``max_tokens=0``. Choices with neither
+    ``finish_reason`` nor usage (logprobs taken out of a response) are read as prompts whole,
+    consecutive equal choices being one prompt's samples and giving one row.
     """
-    scored = [_echoed(choice) for choice in choices]
-    echoed = [s for s in scored if s is not None]
-    if len(echoed) < len(scored):  # chat logprobs, or a completion that does not echo
+    echoed = [_echoed(choice) for choice in choices]
+    plain = [i for i, s in enumerate(echoed) if s is None]
+    if len(plain) == len(echoed):  # chat logprobs, or completions that do not echo
         return rows
+    if plain:
+        first = next(i for i, s in enumerate(echoed) if s is not None)
+        raise ValueError(
+            f"choices[{first}] echoes its prompt (its first logprob null) and choices"
+            f"[{plain[0]}] does not, so the choices are not one request's and where a prompt "
+            "ends is not known"
+        )
+    echoes = [s for s in echoed if s is not None]
+    prompts = _echo_lengths(body, choices, echoes)
+    if prompts is None:
+        return [row for i, row in enumerate(rows) if i == 0 or echoes[i] != echoes[i - 1]]
+    if not prompts:
+        return rows
+    n = len(echoes) // len(prompts)
+    kept: list[PerplexityRow] = []
+    for k, prompt in enumerate(prompts):
+        head = echoes[k * n][:prompt]
+        values = [value for _, value in head if value is not None]
+        kept.append(sum_logprobs(values, len(head) - len(values), None))
+    return kept
+
+
+def _echo_lengths(
+    body: Mapping[str, Any], choices: list, echoed: list[list[tuple[Any, float | None]]]
+) -> list[int] | None:
+    """Each prompt's length in positions, its choices being runs of equal size in order; ``[]``
+    when every choice is a prompt whole (nothing generated), None without usage where the
+    choices hold no sign of having generated. ValueError where the ends are not known."""
     usage = body.get("usage")
     counted = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
     if type(counted) is not int or counted < 1:
-        return [row for i, row in enumerate(rows) if i == 0 or echoed[i] != echoed[i - 1]]
-    if counted == sum(len(s) for s in echoed):
-        return rows
+        for i, choice in enumerate(choices):
+            if choice.get("finish_reason") is not None:
+                raise ValueError(
+                    f"choices[{i}] echoes its prompt and has finish_reason "
+                    f"{choice['finish_reason']!r}, and no usage.prompt_tokens says where the "
+                    "prompt ends and any generated tokens begin: keep the response's usage"
+                )
+        return None
+    total = sum(len(s) for s in echoed)
+    if counted == total:
+        return []
+    if counted > total:
+        raise ValueError(
+            f"usage.prompt_tokens counts {counted} prompt tokens, more than the {total} "
+            "positions the choices echo, so the echo is not the prompt's tokens"
+        )
     m = len(echoed)
+    if m == 1:
+        return [counted]
     for n in range(m, 1, -1):
         if m % n:
             continue
         shared = [_shared_length(echoed[k : k + n]) for k in range(0, m, n)]
         if len(shared) == 1 and shared[0] >= counted:
-            prompts = [counted]
-        elif len(shared) > 1 and min(shared) > 0 and sum(shared) == counted:
-            prompts = shared
-        elif len(shared) > 1 and min(shared) > 0 and len(shared) <= counted < sum(shared):
+            return [counted]
+        if len(shared) > 1 and min(shared) > 0 and sum(shared) == counted:
+            return shared
+        if len(shared) > 1 and min(shared) > 0 and len(shared) <= counted < sum(shared):
             # each prompt ends somewhere in its run's shared tokens, and only the sum is known
             raise ValueError(
                 f"the response's n={n} choices of {len(shared)} prompts share generated "
                 f"tokens ({sum(shared)} shared leading tokens, usage.prompt_tokens {counted}), "
-                "so where each prompt ends is not known: send one prompt per request, or "
-                "request logprobs without echo"
+                f"so where each prompt ends is not known: {_ONE_PROMPT}"
             )
-        else:
-            continue
-        kept: list[PerplexityRow] = []
-        for k, prompt in enumerate(prompts):
-            kept.append(rows[k * n])
-            for choice in echoed[k * n + 1 : (k + 1) * n]:
-                generated = [value for _, value in choice[prompt:] if value is not None]
-                if generated:
-                    kept.append(sum_logprobs(generated, 0, None))
-        return kept
-    if counted < m:
-        # whole rows hold a prompt of at least one token per choice, more than usage counts
-        raise ValueError(
-            f"usage.prompt_tokens counts {counted} prompt tokens for {m} choices that each "
-            "echo a prompt, and no run of choices shares a prompt that fits it, so where each "
-            "prompt ends is not known: send one prompt per request, or request logprobs "
-            "without echo"
-        )
-    return rows
+    made = _generated_alike(usage, counted, choices, echoed)
+    if made is not None:
+        return [len(s) - made for s in echoed]
+    raise ValueError(
+        f"usage.prompt_tokens counts {counted} prompt tokens for {m} choices that echo {total} "
+        "positions, and no run of choices shares a prompt that fits it, so where each prompt "
+        f"ends and its generated tokens begin is not known: {_ONE_PROMPT}"
+    )
+
+
+def _generated_alike(
+    usage: Mapping[str, Any], counted: int, choices: list, echoed: list
+) -> int | None:
+    """How many tokens each choice generated when every one stopped at ``max_tokens``
+    (``finish_reason`` "length", as lm-evaluation-harness's batches of prompts at
+    ``max_tokens=1`` do): ``usage.completion_tokens`` split evenly, each choice then keeping a
+    prompt of at least one position and the prompts summing to ``counted``; None when the
+    choices may have generated unequal counts or usage does not add up to the echoed positions."""
+    made = usage.get("completion_tokens")
+    if type(made) is not int or made < 1 or made % len(choices):
+        return None
+    if any(choice.get("finish_reason") != "length" for choice in choices):
+        return None
+    each = made // len(choices)
+    if sum(len(s) for s in echoed) != counted + made:
+        return None
+    return each if all(len(s) > each for s in echoed) else None
+
+
+#: what a request whose echoed prompts can be told apart sends
+_ONE_PROMPT = (
+    "send one prompt per request, or max_tokens=0 (logprobs without echo would score the "
+    "completions instead)"
+)
 
 
 def _echoed(choice: Mapping[str, Any]) -> list[tuple[Any, float | None]] | None:
