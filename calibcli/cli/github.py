@@ -250,12 +250,25 @@ def input_error_command(exc: InputError) -> str:
 
 
 def _in_workspace(path: str) -> str:
-    """An annotation attaches to a file of the pull request by its path in the repository: an
-    absolute path inside $GITHUB_WORKSPACE is made relative to it."""
+    """An annotation attaches to a file of the pull request by its path in the repository, which
+    the runner reads from $GITHUB_WORKSPACE whatever folder the step ran in: a path inside the
+    workspace (absolute, or relative to the working folder, ``../eval/./preds.jsonl`` too) is
+    made relative to it, normalised. Any other path is kept as given."""
     workspace = os.environ.get("GITHUB_WORKSPACE")
-    if workspace and os.path.isabs(path):
-        relative = os.path.relpath(path, workspace)
-        if not relative.startswith(os.pardir):
+    if not workspace:
+        return path
+    try:  # abspath places a relative path from the working folder, and normalises it
+        absolute = os.path.abspath(path)
+        # the working folder comes back with symbolic links resolved, a workspace may hold some
+        bases = dict.fromkeys((os.path.abspath(workspace), os.path.realpath(workspace)))
+    except OSError:  # the working folder is gone: nothing to place the path from
+        return path
+    for base in bases:
+        try:
+            relative = os.path.relpath(absolute, base)
+        except ValueError:  # another drive (Windows)
+            continue
+        if relative != os.curdir and relative.split(os.sep)[0] != os.pardir:
             return relative
     return path
 

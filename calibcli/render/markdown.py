@@ -2,8 +2,10 @@
 
 Made for CI job summaries (GitHub Actions: ``--summary "$GITHUB_STEP_SUMMARY"``): a heading, a
 table of the headline figures, the gate's checks, and the warnings. It only reads the finished
-report, so it shows exactly what the report says. The commands append it (never truncating, so
-several calibcli steps share one summary file) with the other outputs (:mod:`calibcli.cli.staging`).
+report, so it shows exactly what the report says, and it stays under GitHub's size limit for a
+step's summary, cutting the gate's table when it must (failing checks first). The commands
+append it (never truncating, so several calibcli steps share one summary file) with the other
+outputs (:mod:`calibcli.cli.staging`).
 """
 
 from __future__ import annotations
@@ -74,16 +76,116 @@ def _interval(body: dict[str, Any], key: str) -> str:
     return "" if lo is None and hi is None else f"[{_cell(lo)}, {_cell(hi)}]"
 
 
-def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
-    """The Markdown text for one report body (as written to JSON) read from ``sources``."""
+SIZE_LIMIT = 1_000_000
+"""Bytes (UTF-8) one summary holds at most: GitHub refuses a step's job summary over 1 MiB
+whole, verdict and all, so a longer one is cut (:func:`_cut`) well below that."""
+
+_HEADING_SIZE = 4_096  # bytes of a cut summary's heading: the files it names, then a count
+_NOTE_SIZE = 1_024  # room kept for the line that says what a cut summary leaves out
+
+
+def markdown_summary(body: dict[str, Any], sources: list[str], *, limit: int | None = None) -> str:
+    """The Markdown text for one report body (as written to JSON) read from ``sources``: at
+    most ``limit`` bytes of UTF-8 (:data:`SIZE_LIMIT` by default), cut as :func:`_cut` says
+    when the whole text is longer."""
     command = body["command"]
     gate = body.get("gate")
     verdict = "" if gate is None else (" — gate passed" if gate["passed"] else " — gate FAILED")
-    lines = [f"### calibcli {command}: {', '.join(map(_code, sources))}{verdict}"]
+    lines = _figures(body) + _before_after(body) + _comparison(body)
+    rows = [] if gate is None else [(c["passed"], _gate_row(c)) for c in gate["checks"]]
+    table = [] if gate is None else ["", *_GATE_HEAD]
+    notes = [] if gate is None else _gate_notes(gate)
+    warnings = [f"> warning: {_text(w)}" for w in body.get("warnings") or ()]
+    whole = _joined(
+        [f"### calibcli {command}: {', '.join(map(_code, sources))}{verdict}"],
+        lines,
+        table + [row for _, row in rows] + notes,
+        ["", *warnings] if warnings else [],
+    )
+    limit = SIZE_LIMIT if limit is None else limit
+    if _size(whole) <= limit:
+        return whole
+    heading = f"### calibcli {command}: {_sources(sources, _HEADING_SIZE)}{verdict}"
+    return _cut(limit, [heading, *lines], table, rows, notes, warnings)
+
+
+_GATE_HEAD = ("| gate | threshold | value | passed |", "| --- | ---: | ---: | --- |")
+
+
+def _joined(*parts: list[str]) -> str:
+    return "\n".join(line for part in parts for line in part) + "\n\n"
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _sources(sources: list[str], size: int) -> str:
+    """The files a cut heading names: as many as fit in ``size`` bytes, then how many more."""
+    shown: list[str] = []
+    used = 0
+    for name in map(_code, sources):
+        used += _size(name) + 2
+        if used > size:
+            break
+        shown.append(name)
+    left = len(sources) - len(shown)
+    if not shown:
+        return f"{left:,} files"
+    return ", ".join(shown) + (f" and {left:,} more" if left else "")
+
+
+def _cut(
+    limit: int,
+    top: list[str],
+    table: list[str],
+    rows: list[tuple[bool, str]],
+    notes: list[str],
+    warnings: list[str],
+) -> str:
+    """A summary too long for ``limit``: the heading (with the verdict) and the figures, then
+    the gate's table with its failing checks before its passing ones, as many rows as fit
+    (passing ones only once every failing one is in), its notes, the warnings that fit, and a
+    last line that says what was left out and where the whole table is."""
+    used = _size(_joined(top, table, notes)) + _NOTE_SIZE
+
+    def fits(line: str) -> bool:
+        nonlocal used
+        if used + _size(line) + 1 > limit:
+            return False
+        used += _size(line) + 1
+        return True
+
+    failing = [row for passed, row in rows if not passed]
+    kept = [row for row in failing if fits(row)]
+    failing_left = len(failing) - len(kept)
+    kept_warnings = [line for line in warnings if fits(line)]
+    if not failing_left:
+        kept += [row for passed, row in rows if passed and fits(row)]
+    said = []
+    if rows:
+        left = len(rows) - len(kept)
+        said.append(f"{left:,} of {len(rows):,} gate rows left out ({failing_left:,} failing)")
+    if len(kept_warnings) < len(warnings):
+        left = len(warnings) - len(kept_warnings)
+        said.append(f"{left:,} of {len(warnings):,} warnings left out")
+    note = (
+        f"Cut to keep this summary under GitHub's size limit: {', '.join(said) or 'files named'}; "
+        "the full table is in the JSON report (-o/--json)."
+    )
+    blocks = ["", *kept_warnings] if kept_warnings else []
+    return _joined(top, table + kept + notes, blocks, ["", note])
+
+
+def _figures(body: dict[str, Any]) -> list[str]:
+    """The table of the report's headline figures (empty when it has none)."""
     figures = [
-        f for f in shown(BY_COMMAND.get(command, ()), body) if f.summary and has(body, f.key)
+        f
+        for f in shown(BY_COMMAND.get(body["command"], ()), body)
+        if f.summary and has(body, f.key)
     ]
     with_ci = bool(body.get("ci"))
+    lines = []
     if figures and with_ci:
         lines += ["", f"| metric | value | {body['ci_level']:g} interval |", "| --- | ---: | --- |"]
     elif figures:
@@ -97,54 +199,57 @@ def markdown_summary(body: dict[str, Any], sources: list[str]) -> str:
         else:
             row = f"| {figure.label} | {_cell(value)} |"
         lines.append(row + (f" {_interval(body, figure.key)} |" if with_ci else ""))
-    lines += _before_after(body)
-    lines += _comparison(body)
-    if gate is not None:
-        lines += ["", "| gate | threshold | value | passed |", "| --- | ---: | ---: | --- |"]
-        for check in gate["checks"]:
-            group = f" ({group_cell(check['group'])})" if "group" in check else ""
-            name = check["metric"] + group
-            reason = f" — {_text(check['reason'])}" if "reason" in check else ""
-            limit = check["minimum"] if "minimum" in check else check["threshold"]
-            # the limit as given; the value with as many decimals as put it on its side of it
-            value = _cell(check["value"], gate_decimals([check["value"]], limit))
-            if "floor" in check:  # the larger of the upper end and the rare-class floor
-                present = [v for v in (check["value"], check["floor"]) if v is not None]
-                digits = gate_decimals(present, limit)
-                parts = [_cell(check[k], digits) for k in ("upper", "floor")]
-                extra = check.get("allowance")
-                parts.append("" if extra is None else f", + allowance {_cell(extra, digits)}")
-                kind = "discordance" if check.get("floor_kind") == "discordant" else "rare-class"
-                value += f" (larger of upper end {parts[0]} and {kind} floor {parts[1]}{parts[2]})"
-            elif "allowance" in check:  # the upper end plus BASE's bias allowance, both shown
-                digits = gate_decimals([check["value"]], limit)
-                parts = (_cell(check[k], digits) for k in ("upper", "allowance"))
-                value += " (upper end {} + allowance {})".format(*parts)
-            value += reason
-            passed = "yes" if check["passed"] else "**no**"
-            shown_limit = (">= " if "minimum" in check else "") + _limit(limit)
-            lines.append(f"| {_text(name)} | {shown_limit} | {value} | {passed} |")
-        if gate["bound"] == "upper":
-            lines += ["", "Gated on the upper end of the bootstrap interval."]
-            if any("allowance" in check for check in gate["checks"]):
-                lines[-1] = lines[-1][:-1] + (
-                    ", plus BASE's bias allowance where shown (what the figure reads on BASE's "
-                    "confidences with outcomes calibrated by construction)."
-                )
-            kinds = {c.get("floor_kind", "rare class") for c in gate["checks"] if "floor" in c}
-            if "rare class" in kinds:
-                lines[-1] = lines[-1][:-1] + (
-                    ", or the rare-class floor where larger (the figure with the rarer of right "
-                    "and wrong answers raised to its exact binomial upper count)."
-                )
-            if "discordant" in kinds:
-                lines[-1] = lines[-1][:-1] + (
-                    ", or the discordance floor where larger (NEW − BASE with the questions NEW "
-                    "gets wrong where BASE is right raised to their exact binomial upper count)."
-                )
-    if body.get("warnings"):
-        lines += [""] + [f"> warning: {_text(w)}" for w in body["warnings"]]
-    return "\n".join(lines) + "\n\n"
+    return lines
+
+
+def _gate_row(check: dict[str, Any]) -> str:
+    """One check of the gate as a row of its table."""
+    group = f" ({group_cell(check['group'])})" if "group" in check else ""
+    name = check["metric"] + group
+    reason = f" — {_text(check['reason'])}" if "reason" in check else ""
+    limit = check["minimum"] if "minimum" in check else check["threshold"]
+    # the limit as given; the value with as many decimals as put it on its side of it
+    value = _cell(check["value"], gate_decimals([check["value"]], limit))
+    if "floor" in check:  # the larger of the upper end and the rare-class floor
+        present = [v for v in (check["value"], check["floor"]) if v is not None]
+        digits = gate_decimals(present, limit)
+        parts = [_cell(check[k], digits) for k in ("upper", "floor")]
+        extra = check.get("allowance")
+        parts.append("" if extra is None else f", + allowance {_cell(extra, digits)}")
+        kind = "discordance" if check.get("floor_kind") == "discordant" else "rare-class"
+        value += f" (larger of upper end {parts[0]} and {kind} floor {parts[1]}{parts[2]})"
+    elif "allowance" in check:  # the upper end plus BASE's bias allowance, both shown
+        digits = gate_decimals([check["value"]], limit)
+        parts = (_cell(check[k], digits) for k in ("upper", "allowance"))
+        value += " (upper end {} + allowance {})".format(*parts)
+    value += reason
+    passed = "yes" if check["passed"] else "**no**"
+    shown_limit = (">= " if "minimum" in check else "") + _limit(limit)
+    return f"| {_text(name)} | {shown_limit} | {value} | {passed} |"
+
+
+def _gate_notes(gate: dict[str, Any]) -> list[str]:
+    """What the gate's table needs said under it: how an upper-end gate reads its value."""
+    if gate["bound"] != "upper":
+        return []
+    note = "Gated on the upper end of the bootstrap interval."
+    if any("allowance" in check for check in gate["checks"]):
+        note = note[:-1] + (
+            ", plus BASE's bias allowance where shown (what the figure reads on BASE's "
+            "confidences with outcomes calibrated by construction)."
+        )
+    kinds = {c.get("floor_kind", "rare class") for c in gate["checks"] if "floor" in c}
+    if "rare class" in kinds:
+        note = note[:-1] + (
+            ", or the rare-class floor where larger (the figure with the rarer of right "
+            "and wrong answers raised to its exact binomial upper count)."
+        )
+    if "discordant" in kinds:
+        note = note[:-1] + (
+            ", or the discordance floor where larger (NEW − BASE with the questions NEW "
+            "gets wrong where BASE is right raised to their exact binomial upper count)."
+        )
+    return ["", note]
 
 
 def _limit(limit: Any) -> str:
