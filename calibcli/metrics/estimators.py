@@ -134,7 +134,10 @@ def debiased_rms_calibration_error(stats: BinStats) -> float:
     """Debiased RMSCE of Kumar, Liang & Ma (2019), "Verified Uncertainty Calibration".
 
     sqrt(max(0, Σ_{k: n_k ≥ 2} (n_k/N)·[(c̄_k − ō_k)² − ō_k(1 − ō_k)/(n_k − 1)])), N counting
-    every row (bins with one row contribute nothing). 0.0 for no rows.
+    every row. A bin of one row cannot carry the variance term and contributes nothing, so on
+    bins of one row each the sum is empty and the figure 0.0 whatever the gaps: it rests on
+    the bins of 2 or more rows alone (a report's gate on it fails closed on too few of them).
+    0.0 for no rows.
     """
     nk, sc, sy = _populated(stats)
     if nk.size == 0:

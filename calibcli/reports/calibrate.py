@@ -7,7 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibcli.reports import figures as registry
-from calibcli.reports.gate import Gate, floor_reason, upper_bound_reason, with_floors
+from calibcli.reports.gate import (
+    DEBIASED,
+    Gate,
+    debiased_reason,
+    floor_reason,
+    upper_bound_reason,
+    with_floors,
+)
 from calibcli.reports.reliability import (
     bin_notes,
     bin_wilson,
@@ -173,15 +180,25 @@ def calibration_section(
         intervals, more = _intervals(view, columns, bootstrap, bins, strategy, n)
         section["ci"] = intervals
         notes += more
-    closed = {}
-    if est.stats.populated_bins < min_bins:
-        reason = (
-            f"only {est.stats.populated_bins} of {est.stats.bins} bins are populated "
-            f"(minimum {min_bins})"
-        )
-        closed = dict.fromkeys(BINNED_GATES, reason)
+    closed = binned_closed(est.stats.count, min_bins)
     counted = _gate_counts(view, upper_gate=upper_gate, floor=floor, repeats=repeats)
     return Section(order(section), notes, {**counted, **closed})
+
+
+def binned_closed(count: Any, min_bins: int) -> dict[str, str]:
+    """The binned gates that fail closed on bins holding ``count`` rows each: every one on
+    fewer than ``min_bins`` populated bins, and the debiased RMSCE's on fewer than
+    ``min_bins`` bins of 2 or more rows, which its variance term needs
+    (:func:`~calibcli.reports.gate.debiased_reason`)."""
+    import numpy as np
+
+    count = np.asarray(count)
+    populated = int(np.count_nonzero(count))
+    if populated < min_bins:
+        reason = f"only {populated} of {count.shape[-1]} bins are populated (minimum {min_bins})"
+        return dict.fromkeys(BINNED_GATES, reason)
+    why = debiased_reason(int(np.count_nonzero(count >= 2)), populated, min_bins)
+    return {} if why is None else {DEBIASED: why}
 
 
 def _accuracy_ci(est: Any, repeats: int | None) -> tuple[Any, Any]:
@@ -386,11 +403,7 @@ def _section_from_sums(
         section["ci"], more = _intervals(view, None, bootstrap, bins, "uniform", int(stats.n))
         notes += more
     closed = dict.fromkeys(ROW_FIGURES, f"it needs every row; {view.missing}")
-    if stats.populated_bins < min_bins:
-        reason = (
-            f"only {stats.populated_bins} of {stats.bins} bins are populated (minimum {min_bins})"
-        )
-        closed.update(dict.fromkeys(BINNED_GATES, reason))
+    closed.update(binned_closed(stats.count, min_bins))
     return Section(order(section), notes, closed)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.reports.calibrate import BINNED_GATES, SCALARS, row_notes
+from calibcli.reports.calibrate import SCALARS, binned_closed, row_notes
 from calibcli.reports.gate import BOTH_CLASSES, MIN_UPPER_CLASS, Gate
 from calibcli.reports.group_table import (
     CHUNK,
@@ -119,6 +119,7 @@ def group_sections(
             for values in bin_figures(bin_tables, a, b).values()
         )
     medians = _populated_medians(count)
+    carried = _carried(count)
     populated = binned["populated_bins"]
     groups = len(names)
 
@@ -149,6 +150,7 @@ def group_sections(
                 np.asarray(binned["n"], np.int64),
                 np.asarray(populated, np.int64),
                 (2.0 * np.asarray(medians)).astype(np.int64),  # a median count: k or k + 1/2
+                np.asarray(carried, np.int64),
                 np.isinf(np.asarray(nll, np.float64)),
                 np.isnan(np.asarray(auroc, np.float64)),
             ]
@@ -159,13 +161,10 @@ def group_sections(
     for g in firsts:  # codes run 0, 1, 2, ... in order of first appearance
         n, p, median = binned["n"][g], populated[g], medians[g]
         notes_of.append(
-            count_notes(n, p, bins, median, min_bins) + row_notes(nll[g], auroc[g], smooth)
+            count_notes(n, p, bins, median, min_bins, carried=carried[g])
+            + row_notes(nll[g], auroc[g], smooth)
         )
-        closed: dict[str, str] = {}
-        if p < min_bins:
-            reason = f"only {p} of {bins} bins are populated (minimum {min_bins})"
-            closed = dict.fromkeys(BINNED_GATES, reason)
-        closed_of.append(closed)
+        closed_of.append(binned_closed(count[g], min_bins))
     return GroupSections(names, table, codes, notes_of, closed_of, whole=checked)
 
 
@@ -179,6 +178,14 @@ def _first_appearance(rows: np.ndarray) -> tuple[list[int], list[int]]:
     rank = np.empty(first.shape[0], np.intp)
     rank[order] = np.arange(first.shape[0])
     return rank[inverse.reshape(-1)].tolist(), first[order].tolist()
+
+
+def _carried(count: np.ndarray) -> list[int]:
+    """How many bins of each row of counts hold 2 or more rows, a slice of rows at a time."""
+    out: list[int] = []
+    for a in range(0, count.shape[0], CHUNK):
+        out += np.count_nonzero(count[a : a + CHUNK] >= 2, axis=1).tolist()
+    return out
 
 
 def _populated_medians(count: np.ndarray) -> list[float]:

@@ -41,7 +41,7 @@ from calibcli.reports.compare_sides import (
     with_allowance,
     with_new_floors,
 )
-from calibcli.reports.gate import Gate, evaluate
+from calibcli.reports.gate import DEBIASED, Gate, debiased_reason, evaluate
 from calibcli.reports.report import (
     DEFAULT_MIN_POPULATED_BINS,
     SCHEMA_VERSION,
@@ -251,7 +251,11 @@ def _few_bins(
     """The binned figures' checks (ECE, MCE, RMSCE and its debiased form) that fail
     closed because a side populates fewer than ``settings.min_bins`` bins (capped at the
     bins), with the warning that says so: a difference of estimates resting on one or two bins
-    says nothing of calibration, though it may be small."""
+    says nothing of calibration, though it may be small. And the debiased RMSCE's checks when
+    fewer than that many of a side's bins hold 2 or more rows: its sum leaves out bins of one
+    row (:func:`~calibcli.reports.gate.debiased_reason`), so both sides may read 0.0."""
+    import numpy as np
+
     from calibcli.reports.calibrate import BINNED_GATES
     from calibcli.summaries import side_stats
 
@@ -259,8 +263,12 @@ def _few_bins(
     closed: dict[str, str] = {}
     notes: list[Note] = []
     for name, rows in (("BASE", base), ("NEW", new)):
-        populated = int(side_stats(rows, settings.bins).populated_bins)
+        count = side_stats(rows, settings.bins).count
+        populated = int(np.count_nonzero(count))
         if populated >= least:
+            why = debiased_reason(int(np.count_nonzero(count >= 2)), populated, least, name)
+            for way in WAYS if why is not None else ():
+                closed.setdefault(f"{DEBIASED}_{way}", why)
             continue
         why = f"only {populated} of {settings.bins} bins are populated on {name} (minimum {least})"
         notes.append(

@@ -24,7 +24,9 @@ class Figure:
     ``bins``: "k of M", ``threshold``: 4 decimals, more when needed to keep it apart from 0
     and 1). ``gate`` is the help text's noun for ``--max-KEY`` (None: no gate);
     ``fails_closed`` makes that gate fail when too few bins are populated, since a binned estimate
-    then rests on nothing. ``interval`` says the bootstrap (``--ci``) gives it an interval.
+    then rests on nothing (the debiased RMSCE's also when too few bins hold the 2 rows its
+    variance term needs: :func:`~calibcli.reports.gate.debiased_reason`). ``interval`` says
+    the bootstrap (``--ci``) gives it an interval.
     ``column`` is its header in the per-group table (None: not shown there); ``summary`` whether
     the Markdown summary lists it; ``level`` 1 indents it under the figure above. ``better``
     says which way a change is an improvement (``compare --max-increase`` gates the figures

@@ -124,6 +124,26 @@ def floor_reason(rows: int, questions: int, least: int, *, exact: bool = True) -
     )
 
 
+DEBIASED = "rmsce_debiased"
+"""The binned figure whose bins need two rows each: the debiased RMSCE subtracts each bin's
+sampling variance ō(1 − ō)/(n − 1), which a bin of one row cannot estimate, so its sum leaves
+such bins out while N still counts their rows; on bins of one row each the sum is empty and the
+figure 0.0, whatever the gaps."""
+
+
+def debiased_reason(carried: int, populated: int, least: int, side: str = "") -> str | None:
+    """Why a check of the debiased RMSCE fails closed, or None: fewer than ``least`` (the
+    populated-bins minimum) of the ``populated`` bins hold the 2 or more rows its variance term
+    needs (``carried`` of them do); ``side`` names the side of a comparison ("NEW")."""
+    if carried >= least:
+        return None
+    on = f" on {side}" if side else ""
+    return (
+        f"only {carried} of {populated} populated bins {'holds' if carried == 1 else 'hold'} 2 "
+        f"or more rows{on}, which the debiased RMSCE's variance term needs (minimum {least})"
+    )
+
+
 class Gated(Protocol):
     """What a check reads of a report section."""
 

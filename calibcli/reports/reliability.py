@@ -44,7 +44,10 @@ def bin_notes(stats: Any, min_bins: int, repeats: int | None = None) -> list[Not
     populated = int(stats.populated_bins)
     counts = np.asarray(stats.count)
     median = float(np.median(counts[counts > 0])) if stats.n and populated else None
-    return count_notes(int(stats.n), populated, int(stats.bins), median, min_bins, repeats)
+    carried = int(np.count_nonzero(counts >= 2))
+    return count_notes(
+        int(stats.n), populated, int(stats.bins), median, min_bins, repeats, carried=carried
+    )
 
 
 def count_notes(
@@ -54,9 +57,13 @@ def count_notes(
     median: float | None,
     min_bins: int,
     repeats: int | None = None,
+    *,
+    carried: int | None = None,
 ) -> list[Note]:
-    """:func:`bin_notes` from the counts it reads: rows, populated bins, bins and the median
-    count of the populated bins (None without rows)."""
+    """:func:`bin_notes` from the counts it reads: rows, populated bins, bins, the median
+    count of the populated bins (None without rows) and the bins holding 2 or more rows
+    (``carried``): with fewer than ``min_bins`` of those the small-sample advice leaves out
+    rmsce_debiased, whose sum leaves out bins of one row."""
     notes = []
     if n and populated < min_bins:
         notes.append(
@@ -76,7 +83,25 @@ def count_notes(
         # all fall in one bin (the rule of each bin's interval too)
         median = median / repeats
         held += f", as few as {median:g} questions (a run scored each up to {repeats} times)"
-    if median < SMALL_BIN_COUNT:
+    if median < SMALL_BIN_COUNT and carried is not None and carried < min_bins:
+        unit = "questions" if repeats else "predictions"
+        notes.append(
+            Note(
+                "one_row_bins",
+                f"the median populated bin holds {held} (fewer than {SMALL_BIN_COUNT}); binned "
+                "estimates (ece, mce, rmsce) are noisy and biased upward at this size, and "
+                "rmsce_debiased leaves out bins of one prediction (only "
+                f"{carried} of {populated} populated bins {'holds' if carried == 1 else 'hold'} "
+                f"2 or more, minimum {min_bins}): "
+                "prefer smece, and gate with --gate-on upper",
+                f"{median:g}",
+                general=f"the median populated bin holds fewer than {SMALL_BIN_COUNT} {unit}, "
+                f"and fewer than {min_bins} bins hold 2 or more predictions; binned estimates "
+                "(ece, mce, rmsce) are noisy and biased upward at this size, and rmsce_debiased "
+                "leaves out bins of one prediction: prefer smece, and gate with --gate-on upper",
+            )
+        )
+    elif median < SMALL_BIN_COUNT:
         unit = "questions" if repeats else "predictions"
         notes.append(
             Note(
