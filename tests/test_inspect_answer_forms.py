@@ -92,7 +92,6 @@ FORMS = {
     "paren_joined": lambda lp: [(" (B", lp), (")", -0.01)],
     "bold": lambda lp: [(" **", -0.01), ("B", lp), ("**", -0.01)],
     "dollar_lower": lambda lp: [(" $", -0.01), ("b", lp), ("$", -0.01)],
-    "boxed": lambda lp: [(" \\boxed{", -0.01), ("B", lp), ("}", -0.01)],
 }
 
 
@@ -203,12 +202,12 @@ def test_mixing_is_carried_through_summary_files(tmp_path):
         ("ANSWER: b", 8),
         ("Answer: c.", 8),
         ("ANSWER: (B)", 9),
-        ("ANSWER: [b]\n", 9),
+        ("ANSWER: [b]\n", None),  # inspect-ai's solver grades no answer
         ("ANSWER: **B**", 10),
-        ("ANSWER: $$b$$", 10),
-        ("ANSWER: **(c)**", 11),
-        ("ANSWER: \\boxed{B}", 15),
-        ("ANSWER: B\nso: ANSWER: (c)", 23),
+        ("ANSWER: $$b$$", None),
+        ("ANSWER: **(c)**", None),
+        ("ANSWER: \\boxed{B}", None),
+        ("ANSWER: B\nso: ANSWER: (c)", 8),  # the last line opening with ANSWER:
         ("Answer: a bit of both", None),
         ("ANSWER: (B) four", None),
         ("ANSWER: b, c", None),

@@ -29,7 +29,7 @@ BASE = Path(__file__).parent / "fixtures" / "inspect_ai_schema" / "toy_mc.json"
         ("ANSWER: A. ", 8),
         ("ANSWER: A)", 8),
         ("ANSWER: (A)", 9),
-        ("ANSWER: $A", 9),
+        ("ANSWER: $A", None),  # inspect-ai's solver grades no answer
         ("ANSWER: $A$", 9),
         ("ANSWER: A\nThe other options, B and C, are wrong.", 8),
         ("ANSWER: A\r\nB is wrong", 8),

@@ -12,6 +12,7 @@ Fields read follow inspect-ai's published log schema (``EvalSample``, ``ModelOut
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import re
@@ -30,34 +31,26 @@ from calibcli.formats.fields import (
 #: (``auto``: ``answer-token`` where it applies, else ``sequence``).
 CONFIDENCES = ("auto", "answer-token", "sequence", "first-token", "mean-token")
 
-# The answer line of inspect-ai's multiple_choice solver ("ANSWER: B"; "Answer: B" in prompts
-# written after other harnesses): where it starts, and the capital letter of its plain form
-# (group 1, after an optional "$") at the end of _ANSWER_START's match.
-_ANSWER_START = re.compile(r"(?i:answer)\s*:\s*")
-_PLAIN_LETTER = re.compile(r"\$?([A-Z])\$?")
-# The other forms inspect-ai's solver grades: the letter in either case, inside balanced
-# wrappers (LaTeX, Markdown emphasis and code, brackets), nested up to _MOST_WRAPPERS deep.
-# Every form, the plain one too, is followed, after blanks, by no other letter, digit or comma
-# (_LETTER_END), as the solver reads the run of letters, blanks and commas after "ANSWER:": a
-# list of letters ("ANSWER: A, C", "A and C", the multiple_correct solver's "ANSWER:
-# $LETTERS"), or prose such as "Answer: a bit of both", is not one answer, while "ANSWER: B.
-# Because ..." and "ANSWER: B (as ...)" are B.
-_WRAPPERS = (
-    ("$$", "$$"),
-    ("$", "$"),
-    ("\\(", "\\)"),
-    ("\\[", "\\]"),
-    *((f"\\{name}{{", "}") for name in ("boxed", "textbf", "text", "mathbf", "mathrm")),
-    ("**", "**"),
-    ("__", "__"),
-    ("*", "*"),
-    ("_", "_"),
-    ("`", "`"),
-    ("(", ")"),
-    ("[", "]"),
+# How inspect-ai's multiple_choice solver finds the answer it grades (parse_answers, in
+# inspect_ai/solver/_multiple_choice.py): it first unwraps answers written $X$, **X** and
+# (X), each pattern once over the text the one before it left (each beside a cheaper search
+# that any text it matches holds a match of)...
+_UNWRAPS = (
+    (re.compile(r"\$\s*([A-Za-z\d][A-Za-z\d ,]*?)\s*\$"), (1,), re.compile(r"\$")),
+    (re.compile(r"\*\*\s*([A-Za-z\d][A-Za-z\d ,]*?)\s*\*\*"), (1,), re.compile(r"\*\*")),
+    (
+        re.compile(r"(?i)(^|[:,])(\s*)\(([A-Za-z\d])\)(?=\s*(?:,|\.|\n|\Z))"),
+        (1, 2, 3),
+        re.compile(r"\([A-Za-z\d]\)"),
+    ),
 )
-_MOST_WRAPPERS = 3
-_LETTER_END = re.compile(r"(?![ \t]*[A-Za-z0-9,])")
+# ... then takes the last line that starts with "ANSWER:" and holds only letters, digits,
+# blanks and commas up to its end or a full stop; with no such line, the last "ANSWER:"
+# anywhere followed by such a run and then a character that is not a word's. The run, its
+# ends' blanks stripped, must be one option's character ("A" for the first, "1" for the
+# 27th) in either case, with nothing beside it but commas.
+_ANSWER_LINE = re.compile(r"(?i)^ANSWER\s*:\s*([A-Za-z\d ,]+)\s*(?:$|\n|\.)", re.MULTILINE)
+_ANSWER_ANYWHERE = re.compile(r"(?i)ANSWER\s*:\s*([A-Za-z\d ,]+)(?:[^\w]|\n|$|\.)")
 
 # inspect-ai's score value constants: CORRECT, INCORRECT, NOANSWER, PARTIAL.
 _CORRECT, _INCORRECT, _NOANSWER, _PARTIAL = "C", "I", "N", "P"
@@ -114,13 +107,13 @@ def inspect_sample_row(
     confidence, from ``output.choices[0].logprobs.content[j].logprob`` (natural logs):
 
     - ``"answer-token"``: for a multiple-choice sample (its ``choices`` list the options, as
-      inspect-ai's ``multiple_choice`` solver logs them) whose completion carries the solver's
-      answer line ``ANSWER: X`` with X one of the options' letters: the probability of the
-      token that carries the letter X (the last such line, where reasoning comes first). X is
-      found in the forms the solver grades (:func:`answer_letter`): ``b``, ``(B)``, ``**B**``,
-      ``$B$``; the token carrying it may hold a wrapper's characters too (``(B``), and its
-      probability is the confidence all the same. The tokens before it (``ANSWER``, ``:``) are
-      near-certain and say nothing about the choice.
+      inspect-ai's ``multiple_choice`` solver logs them) whose completion names one option's
+      letter X the way the solver grades it (:func:`graded_answer`: the last line opening with
+      ``ANSWER:``, ``ANSWER: b``, ``(B)``, ``**B**``, ``$B$``): the probability of the token
+      that carries the letter X, so that the confidence is that of the letter graded. The
+      token carrying it may hold a wrapper's characters too (``(B``), and its probability is
+      the confidence all the same. The tokens before it (``ANSWER``, ``:``) are near-certain
+      and say nothing about the choice.
     - ``"sequence"``: exp(sum_j logprob_j), the probability of the exact completion that was
       graded. Right for short answers (a letter, a number); it shrinks with length.
     - ``"first-token"``: exp(logprob_0), for answers decided by their first token.
@@ -169,8 +162,8 @@ def token_confidence(logprobs: list[float], found: int | None, confidence: str) 
         if confidence == "answer-token":
             raise ValueError(
                 "--inspect-confidence answer-token: the completion has no 'ANSWER: X' line with "
-                "X one of the sample's choices (a multiple_choice sample; a list of letters, "
-                "'ANSWER: A, C', is no one answer)"
+                "X one of the sample's choices, as inspect-ai's multiple_choice solver grades "
+                "it (a list of letters, 'ANSWER: A, C', is no one answer)"
             )
     if confidence == "first-token":
         log_p = logprobs[0]
@@ -194,9 +187,9 @@ def taken_mode(confidence: str, found: int | None) -> str:
 
 
 def answer_token(sample: Mapping[str, Any], content: list[Any]) -> int | None:
-    """Index in ``content`` of the token carrying the chosen letter of a multiple-choice
-    sample's ``ANSWER: X`` line (:func:`answer_letter`), or None where the rule does not apply
-    (no ``choices``, no such line, or a letter past the options)."""
+    """Index in ``content`` of the token carrying the letter of a multiple-choice sample's
+    answer that inspect-ai's solver grades (:func:`graded_answer`), or None where the rule does
+    not apply (no ``choices``, no answer graded)."""
     choices = sample.get("choices")
     if not isinstance(choices, list) or not choices:
         return None
@@ -206,62 +199,114 @@ def answer_token(sample: Mapping[str, Any], content: list[Any]) -> int | None:
 
 def answer_index(options: int, texts: list[Any]) -> int | None:
     """:func:`answer_token` from the number of the sample's options (at least one) and the
-    completion's token texts: None unless every text is a string."""
+    completion's token texts: None unless every text is a string, and where the letter the
+    solver grades (:func:`graded_answer`) spans more than one token."""
     try:
         completion = "".join(texts)
     except TypeError:  # a text that is not a string
         return None
-    at = None
-    for start in _ANSWER_START.finditer(completion):  # the last answer line is kept
-        found = answer_letter(completion, start.end())
-        if found is not None:
-            at = found
-    if at is None:
+    found = graded_answer(completion, options)
+    if found is None:
         return None
-    letter = completion[at].upper()
-    if not ord("A") <= ord(letter) < ord("A") + options:
-        return None
-    # the first token whose end is past the letter's position: the token holding the letter,
-    # alone ("B") or with a wrapper's characters ("(B", "**B")
-    return bisect.bisect_right(list(itertools.accumulate(map(len, texts))), at)
+    # the token holding the answer's first character, alone ("B") or with a wrapper's
+    # characters ("(B", "**B"), and its last
+    ends = list(itertools.accumulate(map(len, texts)))
+    first = bisect.bisect_right(ends, found[0])
+    return first if bisect.bisect_right(ends, found[1] - 1) == first else None
 
 
-def answer_letter(text: str, at: int) -> int | None:
-    """Where the chosen letter of an answer line stands in ``text``, whose answer starts at
-    ``at`` (after ``ANSWER:`` and blanks), or None: a capital letter alone or after a ``$``
-    (``B``, ``$B``, ``$B$``); else, as inspect-ai's solver grades it, a letter of either case
-    inside balanced wrappers (``b``, ``(B)``, ``**B**``, ``$b$``, ``**(B)**``, ``\\boxed{B}``).
-    Either way the letter (with its closing wrappers) is followed, after blanks, by no letter,
-    digit or comma: ``ANSWER: A, C`` and ``ANSWER: A and C`` name two letters, not one, and
-    ``ANSWER: B. Because ...``, ``ANSWER: B (as ...)`` or ``ANSWER: B`` then more lines name
-    B."""
-    plain = _PLAIN_LETTER.match(text, at)
-    if plain is not None and _LETTER_END.match(text, plain.end()):
-        return plain.start(1)
-    closers: list[str] = []
-    while len(closers) <= _MOST_WRAPPERS:
-        if at < len(text) and text[at].isascii() and text[at].isalpha():
-            end = at + 1
-            for closer in reversed(closers):
-                if not text.startswith(closer, end):
-                    return None
-                end += len(closer)
-            return at if _LETTER_END.match(text, end) else None
-        opened = next((w for w in _WRAPPERS if text.startswith(w[0], at)), None)
-        if opened is None:
-            return None
-        closers.append(opened[1])
-        at += len(opened[0])
-    return None
+def graded_answer(completion: str, options: int) -> tuple[int, int] | None:
+    """Where in ``completion`` the one answer stands that inspect-ai's ``multiple_choice``
+    solver grades for a question of ``options`` options (``parse_answers``, one answer):
+    ``(start, end)`` of its letter (or number, past 26 options), or None when it grades none
+    (no answer line; two letters, ``ANSWER: A, C``; a letter past the options; a form it
+    does not read, ``ANSWER: \\boxed{B}``). The answer line is the last line opening with
+    ``ANSWER:``, a note after it naming another letter aside (``ANSWER: A`` then ``the
+    answer: D``); ``$B$``, ``**B**`` and ``(B)`` are read as ``B``."""
+    text, unwrapped = completion, []
+    for pattern, kept, hint in _UNWRAPS:
+        if hint.search(text) is not None:
+            text, gaps = _unwrap(pattern, kept, text)
+            unwrapped.append(gaps)
+    matches = list(_ANSWER_LINE.finditer(text)) or list(_ANSWER_ANYWHERE.finditer(text))
+    if not matches:
+        return None
+    found = matches[-1]
+    run = found[1].strip()
+    start = found.start(1) + len(found[1]) - len(found[1].lstrip())
+    pieces = []
+    for piece in run.split(","):
+        if piece:
+            pieces.append((start, piece))
+        start += len(piece) + 1
+    if len(pieces) != 1:
+        return None
+    start, piece = pieces[0]
+    if piece.upper() not in _option_characters(options):
+        return None
+    first, last = start, start + len(piece) - 1
+    for gaps in reversed(unwrapped):  # back to the completion's positions
+        first, last = _before(gaps, first), _before(gaps, last)
+    return first, last + 1
+
+
+def _unwrap(
+    pattern: re.Pattern[str], kept: tuple[int, ...], text: str
+) -> tuple[str, tuple[list[int], list[int]]]:
+    """``pattern.sub`` of ``text`` by the groups ``kept`` of each match, and where it dropped
+    characters: the positions in the new text after which characters were dropped, and how
+    many had been dropped by then (for :func:`_before`)."""
+    out: list[str] = []
+    at: list[int] = []
+    dropped: list[int] = []
+    size = last = 0
+    for match in pattern.finditer(text):
+        pieces = [text[last : match.start()]]
+        cut = match.start()
+        for group in kept:
+            if match.start(group) > cut:  # the characters before the group are dropped
+                size += sum(map(len, pieces))
+                out += pieces
+                at.append(size)
+                dropped.append((dropped[-1] if dropped else 0) + match.start(group) - cut)
+                pieces = []
+            pieces.append(match[group])
+            cut = match.end(group)
+        size += sum(map(len, pieces))
+        out += pieces
+        if match.end() > cut:
+            at.append(size)
+            dropped.append((dropped[-1] if dropped else 0) + match.end() - cut)
+        last = match.end()
+    out.append(text[last:])
+    return "".join(out), (at, dropped)
+
+
+def _before(gaps: tuple[list[int], list[int]], position: int) -> int:
+    """Where the character at ``position`` of an unwrapped text stood before (``gaps``: what
+    :func:`_unwrap` dropped)."""
+    at, dropped = gaps
+    k = bisect.bisect_right(at, position) - 1
+    return position + (dropped[k] if k >= 0 else 0)
+
+
+@functools.cache
+def _option_characters(options: int) -> frozenset[str]:
+    """The characters naming ``options`` options, as inspect-ai's ``answer_character`` gives
+    them: ``A`` to ``Z``, then ``1``, ``2``, ..."""
+    return frozenset(chr(ord("A") + i) if i < 26 else str(i - 25) for i in range(options))
 
 
 def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:
     """The perplexity row of one sample of a perplexity eval: NLL = -sum of
-    ``output.choices[0].prompt_logprobs.content[j].logprob`` over the prompt's tokens (the first
-    token's null logprob, a position no model scores, is skipped and counted), bytes the sum of
-    each scored token's ``bytes`` when every one carries them. ValueError when the sample
-    errored or logged no prompt logprobs, and for a token without a logprob or with a null one
-    after the first position (a missing score)."""
+    ``output.choices[0].prompt_logprobs.content[j].logprob`` over the prompt tokens its scorer
+    scored (:func:`scored_from`): every one for inspect-ai's ``perplexity`` scorer (and a
+    sample scored by neither), the last ``num_tokens`` for ``target_perplexity``. The
+    prompt's first token's null logprob, a position no model scores, is skipped and counted;
+    bytes are the sum of each scored token's ``bytes`` when every one carries them.
+    ValueError when the sample errored or logged no prompt logprobs, when the tokens scored
+    cannot be told, and for a token without a logprob or with a null one after the first
+    position (a missing score)."""
     check_sample_error(sample)
     output = sample.get("output")
     choices = output.get("choices") if isinstance(output, Mapping) else None
@@ -276,7 +321,8 @@ def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:
     values: list[float] = []
     nulls = 0
     nbytes: int | None = 0
-    for j, token in enumerate(content):
+    for j in range(scored_from(sample.get("scores"), len(content)), len(content)):
+        token = content[j]
         what = f"output.choices[0].prompt_logprobs.content[{j}]"
         if not isinstance(token, Mapping):
             raise ValueError(f"{what} is {json_type(token)}, expected an object")
@@ -298,6 +344,75 @@ def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:
         nbytes = nbytes + len(raw) if isinstance(raw, list) and nbytes is not None else None
     row = sum_logprobs(values, nulls, nbytes)
     return row
+
+
+# inspect-ai's perplexity scorers by the names their scores are logged under (a scorer given
+# twice is named again with a number: "perplexity1"): ``perplexity`` scores every prompt token,
+# ``target_perplexity`` the last ``metadata.num_tokens`` of them (the target's).
+_WHOLE_PROMPT = re.compile(r"perplexity\d*")
+_PROMPT_END = re.compile(r"target_perplexity\d*")
+
+
+def scored_from(scores: Any, count: int) -> int:
+    """Where the prompt tokens a sample's perplexity scorer scored start among its ``count``
+    prompt logprobs: ``count - N`` for inspect-ai's ``target_perplexity``, which scores the
+    last N (``scores.target_perplexity.metadata.num_tokens``), else 0 (``perplexity``, which
+    scores every token, or no perplexity scorer). ValueError when N cannot be told (not
+    logged, or not a count of 1 to ``count``), and when the sample's scorers score different
+    tokens (``perplexity`` and ``target_perplexity``, or two ``target_perplexity`` of
+    different N): one figure cannot be both."""
+    if not isinstance(scores, Mapping):
+        return 0
+    whole = [name for name in scores if _WHOLE_PROMPT.fullmatch(name)]
+    ends = {
+        name: _target_tokens(name, scores[name]) for name in scores if _PROMPT_END.fullmatch(name)
+    }
+    if whole and ends:
+        name, tokens = next(iter(ends.items()))
+        raise ValueError(
+            f"the sample was scored by {whole[0]!r} (every prompt token) and by {name!r} (the "
+            f"prompt's last {_tokens(tokens)}), which score different tokens: score the log "
+            "with one of them"
+        )
+    if len(set(ends.values())) > 1:
+        said = ", ".join(f"{name} {_tokens(n)}" for name, n in ends.items())
+        raise ValueError(
+            f"the sample's target_perplexity scorers scored different numbers of the prompt's "
+            f"last tokens ({said}): score the log with one of them"
+        )
+    if not ends:
+        return 0
+    name, tokens = next(iter(ends.items()))
+    if tokens > count:
+        raise ValueError(
+            f"scores.{name}.metadata.num_tokens is {tokens}, more than the {count} tokens of "
+            "output.choices[0].prompt_logprobs: the tokens it scored cannot be told"
+        )
+    return count - tokens
+
+
+def _target_tokens(name: str, score: Any) -> int:
+    """How many of the prompt's last tokens a ``target_perplexity`` score says it scored
+    (``metadata.num_tokens``); ValueError when it does not say (an unscored sample: inspect-ai
+    logs why in ``explanation``)."""
+    metadata = score.get("metadata") if isinstance(score, Mapping) else None
+    tokens = metadata.get("num_tokens") if isinstance(metadata, Mapping) else None
+    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+        return tokens
+    explanation = score.get("explanation") if isinstance(score, Mapping) else None
+    why = ""
+    if isinstance(explanation, str) and explanation.strip():
+        why = f" ({' '.join(explanation.split())[:100]})"
+    held = isinstance(metadata, Mapping) and "num_tokens" in metadata
+    shown = json_type(tokens) if held else "missing"
+    raise ValueError(
+        f"scores.{name}.metadata.num_tokens is {shown}{why}: how many of the prompt's last "
+        "tokens the target_perplexity scorer scored cannot be told"
+    )
+
+
+def _tokens(count: int) -> str:
+    return f"{count} token{'' if count == 1 else 's'}"
 
 
 def _correct(sample: Mapping[str, Any], scorer: str | None) -> bool:
