@@ -139,7 +139,7 @@ def _read(
 ) -> Any:
     from dataclasses import replace
 
-    from calibcli.io.folders import expand, hidden_files
+    from calibcli.io.folders import expand, hidden_files, unread_subfolders
     from calibcli.io.parts import adopt_settings, combine, is_summary_file, load
     from calibcli.io.pooled_ids import keyed_by_question, pooled_repeats
     from calibcli.io.reader import Reader
@@ -149,6 +149,7 @@ def _read(
     from calibcli.summaries import load_parts
 
     hidden = hidden_files(list(sources))
+    unread = unread_subfolders(list(sources))
     sources = expand(list(sources))
     labels = [s for s in sources if is_summary_file(s)]
     parts = list(zip(labels, load_parts(labels, load), strict=True))
@@ -190,8 +191,9 @@ def _read(
             raise _nothing_left(reader, what)
     if parts:
         summary = _partial(combine(summary, parts, plan, rebin))
-    if hidden:  # a folder's files left out for their names, said first
-        summary = replace(summary, warnings=tuple(dict.fromkeys([*hidden, *summary.warnings])))
+    if hidden or unread:  # a folder's files left out for their names first, its subfolders last
+        said = [*hidden, *summary.warnings, *unread]
+        summary = replace(summary, warnings=tuple(dict.fromkeys(said)))
     return _one_sample(pooled_repeats(summary, plan), plan.settings.by, plan.all_runs)
 
 

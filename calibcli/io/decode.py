@@ -26,8 +26,9 @@ refuses it on the other paths.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from calibcli.errors import InputError
@@ -44,6 +45,28 @@ from calibcli.io.strict_json import strict_text
 
 SMALL_BLOCK = 64 << 10
 """A decoder whose first block is smaller than this decodes with json.loads, line by line."""
+
+
+_UNSAFE_NAME = re.compile(r'["\\\x00-\x1f]')
+"""What msgspec refuses in a struct field's JSON name: a quote, a backslash, a control character."""
+
+
+def struct_names_ok(names: Iterable[str]) -> bool:
+    """Whether msgspec takes every one of ``names`` as a struct field's JSON name: it refuses a
+    name holding ``"``, ``\\`` or a control character, and one it cannot write as UTF-8 (a
+    lone surrogate). Rows read by such a name decode into dicts, as rows read by a dotted
+    name do, and give the same values and messages."""
+    return not any(_UNSAFE_NAME.search(name) or not _utf8(name) for name in names)
+
+
+def _utf8(name: str) -> bool:
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class BlockDecoder:
@@ -111,8 +134,13 @@ class BlockDecoder:
         if self.typed:
             fields, rename = self.spec.struct_fields()
             beside = getattr(self.spec, "checked_keys", ())
-            # --by one of the row's own fields (or a key checked beside them)
-            if self.group_field in rename.values() or self.group_field in beside:
+            names = [*rename.values(), *beside]
+            if self.group_field is not None:
+                names.append(self.group_field)
+            # --by one of the row's own fields (or a key checked beside them), or a name the
+            # struct cannot hold: the rows decode into dicts
+            own = self.group_field in rename.values() or self.group_field in beside
+            if own or not struct_names_ok(names):
                 self.typed, self.group_field = False, None
                 self._decoder = msgspec.json.Decoder()
                 self._errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)

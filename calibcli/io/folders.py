@@ -4,7 +4,8 @@ it, and a quoted pattern (``'runA/samples_*.jsonl'``) for the files it matches.
 An evaluation run leaves a folder of files (lm-eval writes one samples file per task and a
 results file beside them), so ``calibcli calibrate out/`` reads the folder's files of the kinds
 calibcli reads, in name order, which does not depend on the file system. Files are not searched
-for in subfolders: a folder of several models' runs is given one model folder at a time. What a
+for in subfolders: a folder of several models' runs is given one model folder at a time, and a
+subfolder holding files of those kinds is named in a warning, its files not read. What a
 file holds decides as for any file given: a results file is skipped with a warning, re-runs of
 a task are left out but the newest. The manifests inspect-ai's eval_set writes beside its logs
 (``logs.json``, ``eval-set.json``) are left out with a warning: they hold the logs' headers, no
@@ -89,6 +90,75 @@ def hidden_files(sources: list[str]) -> list[str]:
             if manifest is not None:
                 said.append(f"{shown_name(os.path.join(source, name))}: {manifest}")
     return said
+
+
+SUBFOLDERS_WALKED = 256
+"""Folders looked through below one folder given, for the input files its subfolders hold."""
+
+
+def unread_subfolders(sources: list[str]) -> list[str]:
+    """A warning for each folder among ``sources`` (or matched by their patterns) whose
+    subfolders hold input files (:func:`_subfolders_said`). The readers say these after what
+    the files read say, since they are about files not read at all."""
+    said = []
+    for source in _folders(sources):
+        try:
+            names = sorted(os.listdir(source))
+        except OSError:
+            continue  # expand() reports the folder
+        found = _subfolders_said(source, names)
+        if found is not None:
+            said.append(found)
+    return said
+
+
+def _subfolders_said(source: str, names: list[str]) -> str | None:
+    """A warning naming the subfolders of ``source`` (``names``: its entries, sorted) that
+    hold input files, at any depth: a folder is read one level deep, so a run's files moved
+    into a subfolder are not read, and a gate would pass on the others alone. None when no
+    subfolder holds one, and for a folder holding no input file itself, which :func:`expand`
+    refuses. Hidden subfolders are not looked into, as hidden files are not read; at most
+    :data:`SUBFOLDERS_WALKED` folders are, the counts then being lower bounds."""
+    if not any(_input_file(source, n) for n in names):
+        return None
+    found: list[tuple[str, int]] = []
+    budget = SUBFOLDERS_WALKED
+    for name in names:
+        path = os.path.join(source, name)
+        if budget <= 0 or name.startswith(".") or not os.path.isdir(path):
+            continue
+        count = 0
+        for top, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            count += sum(1 for f in files if _input_file(top, f))
+            budget -= 1
+            if budget <= 0:
+                break
+        if count:
+            found.append((shown_name(name) + "/", count))
+    if not found:
+        return None
+    total = sum(count for _, count in found)
+    several = total > 1 or budget <= 0
+    files = f"{total}{' or more' if budget <= 0 else ''} input file{'s' if several else ''}"
+    deep = "folders are read one level deep"
+    if len(found) == 1:
+        verb = "are" if several else "is"
+        return (
+            f"{shown_name(source)}: subfolder {found[0][0]} holds {files} that {verb} not read "
+            f"({deep}; name it to read it)"
+        )
+    shown = ", ".join(name for name, _ in found[:HIDDEN_SHOWN])
+    more = f" and {len(found) - HIDDEN_SHOWN} more" if len(found) > HIDDEN_SHOWN else ""
+    return (
+        f"{shown_name(source)}: {len(found)} subfolders hold {files} that are not read "
+        f"({shown}{more}; {deep}; name them to read them)"
+    )
+
+
+def _input_file(folder: str, name: str) -> bool:
+    """Whether ``name`` in ``folder`` is a file a folder given as an input would read."""
+    return is_input_file(name) and os.path.isfile(os.path.join(folder, name))
 
 
 def _manifest(path: str) -> str | None:

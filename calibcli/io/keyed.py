@@ -24,7 +24,7 @@ import numpy as np
 from calibcli.errors import InputError
 from calibcli.io.compared import read_compared as read_compared  # compare's two sides
 from calibcli.io.first_id import watched
-from calibcli.io.folders import expand, hidden_files
+from calibcli.io.folders import expand, hidden_files, unread_subfolders
 from calibcli.io.ids import OWN_IDS, default_id_field, question_of, row_key
 from calibcli.io.keyed_blocks import KeyedBlocks
 from calibcli.io.keys import IdHashes, IdIndex, canonical_id, hash_ids
@@ -306,7 +306,8 @@ def _read_side(
     pooled = options.get("all_runs", False) and not keyed  # re-runs repeat, drawn by row
     reader.checks = run_checks(read, reader.formats, options.get("by"), whole, pooled)
     assumed = assumed_delimiters(reader.formats, options.get("mc_norm", "none"))
-    said = [*reader.checks.warnings, *assumed]
+    # a folder's subfolders holding files not read: said last, as the other commands say it
+    said = [*reader.checks.warnings, *assumed, *unread_subfolders(list(sources))]
     reader.warnings.extend(w for w in said if w not in reader.warnings)
     return reader, spans, found
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from calibcli.io.decode import struct_names_ok
 from calibcli.io.keys import hash_packed, plain_ids
 from calibcli.io.sources import is_utf8
 
@@ -26,12 +27,15 @@ class KeyedBlocks:
 
     def decoder(self) -> Any:
         """msgspec's decoder of a native row with its id as raw JSON text, and the errors it
-        raises; None when the id is the confidence or correctness itself."""
+        raises; None when the id is the confidence or correctness itself, or a name the struct
+        cannot hold (:func:`~calibcli.io.decode.struct_names_ok`)."""
         if self._decoder is False:
             import msgspec
 
             fields, rename = self.native.struct_fields()
-            if self.field in rename.values():  # the id is the confidence or correctness itself
+            # the id is the confidence or correctness itself, or a name is not one msgspec takes
+            names = [*rename.values(), self.field]
+            if self.field in rename.values() or not struct_names_ok(names):
                 self._decoder = None
                 return None
             row_type = msgspec.defstruct(

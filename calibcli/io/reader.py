@@ -321,13 +321,18 @@ class Reader:
 
     def _sample_type(self) -> Any:
         """The struct an inspect-ai log's samples are decoded into (calibration rows), or
-        None."""
+        None (samples read as dicts): another kind, or a --by or --id-field name a msgspec
+        struct cannot hold."""
         plan = self.plan
         if plan.kind != "calibration":
             return None
-        from calibcli.io.inspect_rows import typed_sample_type
+        from calibcli.io.decode import struct_names_ok
+        from calibcli.io.inspect_rows import read_fields, typed_sample_type
 
-        return typed_sample_type(plan.settings.by, plan.id_field)
+        by, id_field = plan.settings.by, plan.id_field
+        if not struct_names_ok(read_fields(by, id_field)):  # the samples are read as dicts
+            return None
+        return typed_sample_type(by, id_field)
 
     def _slim(self, first: Any) -> bool:
         """Whether a document whose first row is ``first`` is read as inspect-ai samples with

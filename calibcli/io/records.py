@@ -159,7 +159,7 @@ def read_keyed(
     """
     from calibcli import formats
     from calibcli.io import NO_ROWS
-    from calibcli.io.folders import expand, hidden_files
+    from calibcli.io.folders import expand, hidden_files, unread_subfolders
     from calibcli.io.ids import question_hashes
     from calibcli.io.matching import document
     from calibcli.io.plan import answer_options, group_key
@@ -199,6 +199,7 @@ def read_keyed(
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed
     warnings = [*hidden_files(list(sources)), *runs.warnings]
+    unread = unread_subfolders(list(sources))  # said last, as the commands say it
     read: list[tuple[str, int]] = []  # the files read (not skipped), and their rows
     left_out: list[tuple[str, str]] = []  # the files skipped, and why
     read_as: list[tuple[str, str]] = []  # the files read, with their formats
@@ -319,7 +320,7 @@ def read_keyed(
     said = [w for w in checks.warnings if w not in last]
     if len(read) > 1:
         said += [f"{shown_name(display_name(s))}: {NO_ROWS}" for s, n in read if n == 0]
-    warnings += [w for w in dict.fromkeys([*said, *last]) if w not in warnings]
+    warnings += [w for w in dict.fromkeys([*said, *last, *unread]) if w not in warnings]
     return KeyedRows(
         keys,
         np.asarray(conf, dtype=np.float64),

@@ -59,7 +59,8 @@ def rewrite_confidences(
     ``mapping(group, confidences)`` of its ``by`` group (None without ``by``), every other byte
     of the row kept; returns the row count. InputError on a bad row, and on rows given twice
     unless ``all_runs`` (see the module docstring). ``warn`` is given what is said of the files
-    (hidden files of a folder, older re-runs left out) before any row is written.
+    (hidden files of a folder, older re-runs left out, subfolders not read) before any row is
+    written.
 
     JSON Lines are rewritten a block at a time (:mod:`calibcli.io.splice`), the lines it cannot
     prove safe and whole documents row by row; either way the output goes to ``write`` in
@@ -90,12 +91,12 @@ def _inputs(files: list[str], all_runs: bool) -> tuple[list[str], list[str]]:
     """The files to rewrite, as the other commands read them (:func:`calibcli.io.folders.expand`,
     :func:`calibcli.io.runs.choose_runs`), and what to say of them; InputError for a file given
     twice or a copy unless ``all_runs``."""
-    from calibcli.io.folders import expand, hidden_files
+    from calibcli.io.folders import expand, hidden_files, unread_subfolders
     from calibcli.io.runs import choose_runs
 
     hidden = hidden_files(list(files))
     runs = choose_runs(expand(list(files)), all_runs=all_runs)
-    return runs.files, [*hidden, *runs.warnings]
+    return runs.files, [*hidden, *runs.warnings, *unread_subfolders(list(files))]
 
 
 def _kinds(files: list[str]) -> dict[str, str | None]:

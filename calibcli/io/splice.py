@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from calibcli.io.decode import struct_names_ok
 from calibcli.io.rows import confidence_ok, group_names
 from calibcli.io.sources import is_utf8
 
@@ -35,9 +36,11 @@ _NUMBER_OPENS[list(b"0123456789-")] = True
 def splices(field: str, by: str | None, correct: str | None = None) -> bool:
     """Whether rows can be rewritten block by block: the field, the group and the outcome read
     beside them are top-level keys (a dotted path may name a key holding a dot or a nested
-    value, which only the per-line path tells apart) and no two are the same key."""
+    value, which only the per-line path tells apart), no two are the same key, and each is a
+    name a msgspec struct takes (:func:`~calibcli.io.decode.struct_names_ok`)."""
     keys = [k for k in (field, by, correct) if k is not None]
-    return bool(field) and not any("." in k for k in keys) and len(set(keys)) == len(keys)
+    plain = bool(field) and not any("." in k for k in keys) and len(set(keys)) == len(keys)
+    return plain and struct_names_ok(keys)
 
 
 OUTCOMES = {True: 1, False: 0}
