@@ -240,9 +240,10 @@ def test_zip_that_is_not_an_eval_log():
         list(documents.iter_document(buffer.getvalue()))
 
 
-def test_a_first_sample_that_ended_in_an_error_says_so(tmp_path):
-    # an errored sample logs no scores; as the log's first sample it was taken for a row of
-    # no known format ("closest is inspect-ai, lacking 'scores'") rather than named
+def test_a_first_sample_that_ended_in_an_error_is_left_out(tmp_path):
+    # an errored sample logs no scores, and inspect-ai's metrics leave it out: as the log's
+    # first sample it is left out too (it was taken for a row of no known format, "closest
+    # is inspect-ai, lacking 'scores'"), and a warning says so
     from harness import run
 
     log = json.loads(JSON.read_text())
@@ -251,8 +252,9 @@ def test_a_first_sample_that_ended_in_an_error_says_so(tmp_path):
     first["error"] = {"message": "RuntimeError: boom", "traceback": "..."}
     path = tmp_path / "errored.json"
     path.write_text(json.dumps(log))
-    result = run(["calibrate", str(path), "--scorer", "match"])
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"Error: {path}:samples[0]")
-    assert lines[0].endswith("the sample ended in an error: RuntimeError: boom")
+    result = run(["calibrate", str(path), "--scorer", "match", "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["format"] == "inspect-ai" and body["n"] == len(log["samples"]) - 1
+    said = f"{path}: 1 of {len(log['samples'])} samples ended in an error and is left out"
+    assert any(w.startswith(said) for w in body["warnings"])

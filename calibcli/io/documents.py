@@ -41,7 +41,7 @@ from typing import Any
 
 from calibcli.io.compression import MAGIC_BYTES, ZSTD, codec_of, decompressed, read_errors
 from calibcli.io.helm_run import helm_split, unperturbed
-from calibcli.io.inspect_log import inspect_samples, note_status
+from calibcli.io.inspect_log import inspect_samples, log_samples, note_status, scored_samples
 from calibcli.io.sources import MAX_LINE_BYTES
 from calibcli.io.strict_json import (
     READS_UTF8,
@@ -173,11 +173,13 @@ def iter_document(
 
     ``kind`` defaults to :func:`document_kind`. Rows: each element of an array; each sample of
     an inspect-ai log (``.json`` or ``.eval``, in log order for ``.json``, by epoch then sample
-    id for ``.eval``); the object itself for any other object. With ``with_text`` each item is
-    ``(locator, row, text)``, ``text`` being the row's own JSON text as written. Raises
-    :class:`DocumentError` for invalid JSON, a log without samples, an lm-eval results file, an
-    archive member that cannot be read (named), and for a compressed document or member larger
-    than ``max_document_bytes`` (default :data:`MAX_DOCUMENT_BYTES`) once decompressed.
+    id for ``.eval``; those that ended in an error without a score left out,
+    :func:`~calibcli.io.inspect_log.scored_samples`); the object itself for any other object.
+    With ``with_text`` each item is ``(locator, row, text)``, ``text`` being the row's own JSON
+    text as written. Raises :class:`DocumentError` for invalid JSON, a log without samples, an
+    lm-eval results file, an archive member that cannot be read (named), and for a compressed
+    document or member larger than ``max_document_bytes`` (default :data:`MAX_DOCUMENT_BYTES`)
+    once decompressed.
 
     ``slim(first sample)`` may say that the samples of an inspect-ai ``.json`` log after the
     first are read for the inspect-ai row functions alone: each then holds only the fields
@@ -188,7 +190,8 @@ def iter_document(
 
     ``notes(text)``, when given, is told of an inspect-ai log whose run did not succeed, before
     its first row (:func:`~calibcli.io.inspect_log.status_note`; its rows are read all the same),
-    and of a HELM run's perturbed entries, left out (:func:`~calibcli.io.helm_run.unperturbed`).
+    of the samples left out for their errors, after its last, and of a HELM run's perturbed
+    entries, left out (:func:`~calibcli.io.helm_run.unperturbed`).
     """
     limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
@@ -197,7 +200,7 @@ def iter_document(
             yield (where, row, None) if with_text else (where, row)
         return
     if kind == "eval-zip":
-        for name, sample, text in _eval_zip_rows(source, limit, notes):
+        for name, sample, text in scored_samples(_eval_zip_rows(source, limit, notes), notes):
             yield (name, sample, text) if with_text else (name, sample)
         return
     if kind not in DOCUMENT_KINDS:
@@ -237,15 +240,7 @@ def iter_document(
         if notes is not None:
             note_status(value, len(samples), notes)
         spans = _sample_spans(text) if with_text else None
-        for i, sample in enumerate(samples):
-            ident = sample.get("id") if isinstance(sample, Mapping) else None
-            epoch = sample.get("epoch") if isinstance(sample, Mapping) else None
-            locator = f"samples[{i}] (id {ident}, epoch {epoch})"
-            if spans is None:
-                yield locator, sample
-            else:
-                start, end = spans[i]
-                yield locator, sample, text[start:end]
+        yield from scored_samples(log_samples(samples, spans, text), notes)
         return
     yield (1, value, text.strip()) if with_text else (1, value)
 

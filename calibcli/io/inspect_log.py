@@ -5,7 +5,9 @@ whole text for anything msgspec does not read); :func:`status_note`, the warning
 whose run did not succeed (its samples may be a part of the run's); :func:`part_note`, the
 one about a run that evaluated a part of its dataset (``limit``); and :func:`cut_note`, the one
 about a log holding fewer samples than its run scored (a log cut short); and
-:func:`folder_manifest`, what a folder's eval-set manifest (``logs.json``) is, left out."""
+:func:`folder_manifest`, what a folder's eval-set manifest (``logs.json``) is, left out; and
+:func:`scored_samples`, a log's samples less those that ended in an error unscored, left out as
+inspect-ai's metrics leave them out."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from calibcli.io.compression import open_path, read_errors, without_suffix
@@ -55,7 +57,55 @@ def inspect_samples(
         return None
     if notes is not None:
         note_status(_status_fields(top), len(top.samples), notes)
-    return _decoded_samples(top.samples, slim, sample_type)
+    return scored_samples(_decoded_samples(top.samples, slim, sample_type), notes)
+
+
+def scored_samples(
+    items: Iterable[tuple[Any, ...]], notes: Callable[[str], None] | None = None
+) -> Iterator[tuple[Any, ...]]:
+    """The items (``(locator, sample, ...)``) of an inspect-ai log's samples less those that
+    ended in an error without a score: inspect-ai computes its metrics from the samples it
+    scored (``eval_results`` of their scores, whatever the run's status), so those are left
+    out of its figures, and of calibcli's alike. After the last, ``notes`` is told how many
+    were left out. A sample that ended in an error but was scored (``score_on_error``) is
+    kept, and its row function says what is wrong with it."""
+    held = left = 0
+    for item in items:
+        held += 1
+        if _unscored_error(item[1]):
+            left += 1
+            continue
+        yield item
+    if left and notes is not None:
+        said = "sample" if held == 1 else "samples"
+        notes(
+            f"{left} of {held} {said} ended in an error and "
+            f"{'is' if left == 1 else 'are'} left out, as inspect-ai's own metrics leave them out"
+        )
+
+
+def _unscored_error(sample: Any) -> bool:
+    """Whether a sample (a dict, or a typed struct and its text) ended in an error and holds
+    no score."""
+    if type(sample) is tuple:  # (struct, text) of the typed path
+        return bool(sample[0].error) and not sample[0].scores
+    return isinstance(sample, Mapping) and bool(sample.get("error")) and not sample.get("scores")
+
+
+def log_samples(
+    samples: list[Any], spans: list[tuple[int, int]] | None, text: str
+) -> Iterator[tuple[Any, ...]]:
+    """``(locator, sample)`` of each sample of a log decoded whole, with ``spans`` (the
+    samples' text spans in ``text``) ``(locator, sample, sample text)``."""
+    for i, sample in enumerate(samples):
+        ident = sample.get("id") if isinstance(sample, Mapping) else None
+        epoch = sample.get("epoch") if isinstance(sample, Mapping) else None
+        locator = f"samples[{i}] (id {ident}, epoch {epoch})"
+        if spans is None:
+            yield locator, sample
+        else:
+            start, end = spans[i]
+            yield locator, sample, text[start:end]
 
 
 def note_status(log: Mapping[str, Any], samples: int, notes: Callable[[str], None]) -> None:
