@@ -18,13 +18,20 @@ are compared, on both sides: coarse values (a few verbal levels, confidences of 
 shared by other rows by chance, so a shared value says nothing of a shared row. Values of a few
 decimals (two, four) tell rows apart yet are shared by chance too, as often as the rows of each
 input repeat them: the sketch keeps which of its hashes more than one row holds
-(:meth:`~calibcli.summaries.fingerprint.SourceSketch.density`), and the share is refused only
-when, at the lower end of its estimate, it is ``SHARE`` above what chance gives at the upper end
-of that. Even that model takes values drawn evenly from those likely, where rounded
-probabilities bunch on a few (0.96 to 1.0): inputs more than ``REPEATING`` of whose sampled
-values repeat are not compared at all. Doubles of a model's probabilities never repeat, and two
-inputs of other rows share no hash but by a 64-bit collision: then any sizeable overlap is
-refused (two files of 600 rows sharing 200 share a third of each).
+(:meth:`~calibcli.summaries.fingerprint.SourceSketch.density`), and the share is refused when,
+at the lower end of its estimate, it is ``SHARE`` above what chance gives at the upper end of
+that, or when it is far more than chance could give and its estimate's upper end is ``SHARE``
+above chance. Several inputs together share by chance what the sketch of their union says, whose
+values repeat when one input holds them more than once or several inputs hold them, when that is
+less than their densities added up: the sum counts the few values that every input ties on (0,
+1, a rounded score among doubles) once for each input, where the union holds them once (thirty
+shards of a file, each repeating two or three of them, would add up to half their values shared
+by chance, where the file's own sketch repeats one value in 256). Even that model takes values
+drawn evenly from those likely, where rounded probabilities bunch on a few (0.96 to 1.0): inputs
+more than ``REPEATING`` of whose sampled values repeat are not compared at all. Doubles of a
+model's probabilities never repeat, and two inputs of other rows share no hash but by a 64-bit
+collision: when no sampled value of either side repeats, any sizeable overlap is refused (two
+files of 600 rows sharing 200 share a third of each).
 
 The cost is the sketches': each input's are sorted together once, so the pairs that share
 hashes are found without comparing every pair (a folder of a thousand files is a few hundred
@@ -95,8 +102,8 @@ def _tells_rows_apart(sketch: Any) -> bool:
 
 def _chance(density: float) -> float:
     """The share of an input's distinct values that others of ``density`` in all
-    (:meth:`~calibcli.summaries.fingerprint.SourceSketch.density`, which add) hold by chance;
-    0 for values that never repeat."""
+    (:meth:`~calibcli.summaries.fingerprint.SourceSketch.density`; several together,
+    :func:`_union_density`) hold by chance; 0 for values that never repeat."""
     return -math.expm1(-density)
 
 
@@ -104,14 +111,31 @@ def _over(share: float, rests: int, density: float, never: bool = False) -> floa
     """How far the share of an input's distinct rows held elsewhere, estimated on ``rests`` of
     its hashes, is above chance for the holders' ``density`` (at its upper end): the share at
     the lower end of its estimate (two binomial standard errors below) less that chance. With
-    ``never`` (no sampled value of the holders repeats: doubles, which other rows share only
-    by a 64-bit collision) nothing is shared by chance, and a share estimated at half a fifth
-    or more is read at the upper end of its estimate, so that a fifth or more is refused, not
-    only a share well above it, while one well below stays read."""
+    ``never`` (no sampled value of the input or of its holders repeats: doubles, which other
+    rows share only by a 64-bit collision) nothing is shared by chance, and a share estimated at
+    half a fifth or more is read at the upper end of its estimate, so that a fifth or more is
+    refused, not only a share well above it, while one well below stays read. A share half a
+    fifth or more above chance and far more than chance could give (:func:`_beyond_chance`:
+    doubles among which a few values tie, 0, 1 or a rounded score, that other rows share) is
+    read at the upper end of its estimate too, less that chance: the few tied values then leave
+    a fifth shared refused, as among doubles alone."""
     error = 2 * math.sqrt(share * (1 - share) / max(rests, 1))
     if never:
         return share + error if share >= SHARE / 2 else share
-    return share - error - _chance(density)
+    chance = _chance(density)
+    if share - chance >= SHARE / 2 and _beyond_chance(share, rests, chance):
+        return share + error - chance
+    return share - error - chance
+
+
+def _beyond_chance(share: float, rests: int, chance: float) -> bool:
+    """Whether ``share`` of ``rests`` hashes is more than ``chance`` of them could be by
+    chance: the hashes shared, a count of mean ``rests * chance`` (at most, a Poisson one) when
+    chance alone shares them, are more than that mean, four of its standard deviations and 4
+    (a Poisson count that far above its mean is at most about 2e-5 likely, a binomial one
+    less)."""
+    expected = rests * chance
+    return share * rests >= expected + 4 * math.sqrt(expected) + 4
 
 
 def _by_one(hashes: Any, owners: Any, sketches: dict, keys: list[Any]) -> tuple | None:
@@ -135,7 +159,8 @@ def _by_one(hashes: Any, owners: Any, sketches: dict, keys: list[Any]) -> tuple 
         for inner, outer in ((a, b), (b, a)):
             share, rests = sketches[inner].containment(sketches[outer])
             holder = sketches[outer]
-            over = _over(share, rests, holder.density(upper=True), not holder.repeats.shape[0])
+            never = not (holder.repeats.shape[0] or sketches[inner].repeats.shape[0])
+            over = _over(share, rests, holder.density(upper=True), never)
             if over >= SHARE and rests >= RESTS and (best is None or over > best[3]):
                 best = (inner, [outer], share, over)
     return None if best is None else best[:3]
@@ -145,26 +170,33 @@ def _by_several(hashes: Any, owners: Any, sketches: dict, keys: list[Any]) -> tu
     """(input, the others that hold any of its sketch's hashes, share) for the input where the
     share of its distinct rows that the inputs of other keys hold together is largest and at
     least ``SHARE``. The sketch of their union is the ``SOURCE_SAMPLE`` smallest of their
-    hashes, read off the sorted hashes once for each key."""
+    hashes, read off the sorted hashes once for each key, and what they share by chance is
+    read off its repeats (:func:`_union_density`)."""
     distinct, count = np.unique(hashes, return_counts=True)
     groups: dict[Any, list[int]] = {}
     for i in sketches:
         groups.setdefault(keys[i], []).append(i)
     unions: dict[Any, tuple[np.ndarray, float, bool]] = {}
-    every = sum(s.density() for s in sketches.values())
-    margin = {i: s.density(upper=True) - s.density() for i, s in sketches.items()}
+    density = {i: s.density() for i, s in sketches.items()}
+    every = sum(density.values())
+    margin = {i: s.density(upper=True) - density[i] for i, s in sketches.items()}
+    repeats = np.concatenate([np.zeros(0, np.uint64), *(s.repeats for s in sketches.values())])
+    repeating = np.concatenate(
+        [np.zeros(0, np.int64), *(np.full(s.repeats.shape[0], i) for i, s in sketches.items())]
+    )
     best = None
     for a, sketch in sketches.items():
         alike = groups[keys[a]]
         if keys[a] not in unions:
-            sample = _union_of_others(hashes, owners, distinct, count, sketches, alike)
-            density = every - sum(sketches[i].density() for i in alike)
+            again = repeats[~np.isin(repeating, alike)]
+            union = _union_of_others(hashes, owners, distinct, count, sketches, alike, again)
+            added = every - sum(density[i] for i in alike)
             noise = max((m for i, m in margin.items() if keys[i] != keys[a]), default=0.0)
-            never = not any(s.repeats.shape[0] for i, s in sketches.items() if i not in alike)
-            unions[keys[a]] = sample, density + noise, never  # each one's noise is not added up
-        sample, density, never = unions[keys[a]]
+            chance = _union_density(union, added + noise)  # each one's noise is not added up
+            unions[keys[a]] = union.sample, chance, not again.shape[0]
+        sample, chance, never = unions[keys[a]]
         share, rests = sketch.containment(SourceSketch(0, 0, sample))
-        over = _over(share, rests, density, never)
+        over = _over(share, rests, chance, never and not sketch.repeats.shape[0])
         if over >= SHARE and rests >= RESTS and (best is None or over > best[3]):
             best = (a, alike, share, over)
     if best is None:
@@ -174,15 +206,40 @@ def _by_several(hashes: Any, owners: Any, sketches: dict, keys: list[Any]) -> tu
     return a, np.unique(holders).tolist(), share
 
 
+def _union_density(union: SourceSketch, added: float) -> float:
+    """The density of the values of several inputs together, at its upper end: the lesser of
+    their union's (:meth:`~calibcli.summaries.fingerprint.SourceSketch.density` of its sketch,
+    whose values repeat when one input holds them more than once or several inputs hold them)
+    and ``added``, their densities added up. The sum is right for values drawn evenly from
+    many likely ones (four decimals: the more inputs, the more of the same values), but counts
+    again in each input the few values every input ties on (0, 1, a rounded score among
+    doubles: thirty shards of a file, each repeating two or three of them, would add up to
+    half their values shared by chance), which the union holds once, as the file does; the
+    union's counts a row two of the inputs both hold as a value repeated, which the sum
+    does not."""
+    return min(union.density(upper=True), added)
+
+
 def _union_of_others(
-    hashes: Any, owners: Any, distinct: Any, count: Any, sketches: dict, alike: list[int]
-) -> np.ndarray:
-    """The sketch sample of the union of the inputs not ``alike``. Those hold at most their
-    sketches' hashes, so the union's smallest ``SOURCE_SAMPLE`` are among that many more of
-    the smallest hashes of all (``distinct``, each held by ``count`` inputs)."""
+    hashes: Any,
+    owners: Any,
+    distinct: Any,
+    count: Any,
+    sketches: dict,
+    alike: list[int],
+    again: Any,
+) -> SourceSketch:
+    """The sketch (sample and repeats) of the union of the inputs not ``alike``, ``again``
+    the hashes those repeat. They hold at most their sketches' hashes, so the union's smallest
+    ``SOURCE_SAMPLE`` are among that many more of the smallest hashes of all (``distinct``,
+    each held by ``count`` inputs); one repeats when more than one of them holds it, or one
+    holds it more than once."""
     held = sum(sketches[i].sample.shape[0] for i in alike)
     reach = min(distinct.shape[0], SOURCE_SAMPLE + held)
     upto = int(np.searchsorted(hashes, distinct[reach - 1], side="right"))
     place = np.searchsorted(distinct[:reach], hashes[:upto])
     own = np.bincount(place[np.isin(owners[:upto], alike)], minlength=reach)
-    return distinct[:reach][count[:reach] > own][:SOURCE_SAMPLE]
+    theirs = count[:reach] - own
+    sample = distinct[:reach][theirs > 0][:SOURCE_SAMPLE]
+    repeated = np.union1d(distinct[:reach][theirs > 1], again)
+    return SourceSketch(0, 0, sample, repeated[np.isin(repeated, sample)])
