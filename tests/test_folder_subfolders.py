@@ -130,3 +130,19 @@ def test_no_warning_for_a_flat_folder_and_the_empty_folder_error_is_unchanged(tm
     result = run(["calibrate", nested, "--json", "-q"])
     assert result.exit_code == 2
     assert result.stderr.startswith(f"Error: {nested}: a folder with no input files")
+
+
+def test_a_subfolder_also_given_by_name_is_not_said(folder):
+    """``r2 r2/model_b`` reads the subfolder's files too: nothing is left unread to say."""
+    for also in ([folder / "model_b"], [folder / "model_b" / "preds.jsonl"]):
+        result = run(["calibrate", folder, *also, "--json"])
+        assert result.exit_code == 0, result.output
+        body = json.loads(result.stdout)
+        assert body["n"] == 40 + 60
+        assert not [w for w in body["warnings"] if "subfolder" in w]
+    # one of two subfolders given: the other is still said
+    (folder / "model_c").mkdir()
+    write_jsonl(folder / "model_c" / "preds.jsonl", rows(20))
+    body = json.loads(run(["calibrate", folder, folder / "model_b", "--json"]).stdout)
+    said = ONE.format(d=folder).replace("model_b/", "model_c/")
+    assert [w for w in body["warnings"] if "subfolder" in w] == [said]

@@ -101,21 +101,32 @@ def unread_subfolders(sources: list[str]) -> list[str]:
     subfolders hold input files (:func:`_subfolders_said`). The readers say these after what
     the files read say, since they are about files not read at all."""
     said = []
+    read = _read_paths(sources)
     for source in _folders(sources):
         try:
             names = sorted(os.listdir(source))
         except OSError:
             continue  # expand() reports the folder
-        found = _subfolders_said(source, names)
+        found = _subfolders_said(source, names, read)
         if found is not None:
             said.append(found)
     return said
 
 
-def _subfolders_said(source: str, names: list[str]) -> str | None:
+def _read_paths(sources: list[str]) -> set[str]:
+    """The real paths of the files ``sources`` read (a subfolder's files given by name too);
+    empty when :func:`expand` refuses them, as the reader then reports."""
+    try:
+        return {os.path.realpath(p) for p in expand(list(sources)) if p != "-"}
+    except (InputError, OSError):
+        return set()
+
+
+def _subfolders_said(source: str, names: list[str], read: set[str]) -> str | None:
     """A warning naming the subfolders of ``source`` (``names``: its entries, sorted) that
-    hold input files, at any depth: a folder is read one level deep, so a run's files moved
-    into a subfolder are not read, and a gate would pass on the others alone. None when no
+    hold input files not among those ``read`` (real paths), at any depth: a folder is read
+    one level deep, so a run's files moved into a subfolder are not read, and a gate would
+    pass on the others alone. None when no
     subfolder holds one, and for a folder holding no input file itself, which :func:`expand`
     refuses. Hidden subfolders are not looked into, as hidden files are not read; at most
     :data:`SUBFOLDERS_WALKED` folders are, the counts then being lower bounds."""
@@ -130,7 +141,11 @@ def _subfolders_said(source: str, names: list[str]) -> str | None:
         count = 0
         for top, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            count += sum(1 for f in files if _input_file(top, f))
+            count += sum(
+                1
+                for f in files
+                if _input_file(top, f) and os.path.realpath(os.path.join(top, f)) not in read
+            )
             budget -= 1
             if budget <= 0:
                 break
