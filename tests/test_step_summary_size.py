@@ -152,3 +152,31 @@ def test_gate_each_job_summary_is_cut_failing_groups_first(tmp_path, actions, mo
     last = written.rstrip("\n").splitlines()[-1]
     kept = len(shown) + pooled_shown(written)
     assert f"{1_501 - kept:,} of 1,501 gate rows left out (0 failing)" in last
+
+
+def test_what_the_step_summary_holds_already_counts(tmp_path, actions, monkeypatch):
+    """GitHub's limit is the step's whole summary: a command after others in one step (a loop
+    over models) writes no more than the room they left, so the file stays under it."""
+    env, summary = actions
+    monkeypatch.setattr(markdown, "SIZE_LIMIT", 60_000)
+    earlier = "| an earlier command's row |\n" * 1_500  # 42,000 bytes
+    summary.write_text(earlier)
+    rows = [
+        {"confidence": 0.1 + 0.2 * k, "correct": k % 2 == 0, "task": f"t{g:05d}"}
+        for g in range(1_500)
+        for k in range(4)
+    ]
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["calibrate", preds, "--by", "task", "--gate-each", "--max-ece", "0.9", "-q"]
+    assert run(args, env=env).exit_code == 0
+    text = summary.read_text()
+    assert text.startswith(earlier)
+    assert len(text.encode("utf-8")) <= 60_000
+    assert " gate rows left out (0 failing)" in text.rstrip("\n").splitlines()[-1]
+    # a file full already: the verdict and the first rows are written all the same
+    summary.write_text("x" * 59_990 + "\n")
+    assert run(args, env=env).exit_code == 0
+    written = summary.read_text()[60_000 - 10 + 1 :]
+    assert written.splitlines()[0] == f"### calibcli calibrate: `{preds}` — gate passed"
+    assert 0 < len(written.encode("utf-8")) <= markdown._LEAST_ROOM

@@ -190,7 +190,10 @@ def emit(
         if summary is not None:
             from calibcli.render import markdown_summary
 
-            markdown = markdown_summary(shown, files)
+            # GitHub's limit is the step's whole summary: what earlier commands of the step
+            # wrote to it counts
+            held = os.path.getsize(summary) if os.path.isfile(summary) else 0
+            markdown = markdown_summary(shown, files, held=held)
             if github.is_step_summary(summary):
                 step_summary = markdown
             else:

@@ -82,12 +82,18 @@ whole, verdict and all, so a longer one is cut (:func:`_cut`) well below that.""
 
 _HEADING_SIZE = 4_096  # bytes of a cut summary's heading: the files it names, then a count
 _NOTE_SIZE = 1_024  # room kept for the line that says what a cut summary leaves out
+_LEAST_ROOM = 16_384
+"""Bytes a summary may take however full its file is: the verdict, figures and first failing
+rows are written even where earlier text leaves less room under :data:`SIZE_LIMIT`."""
 
 
-def markdown_summary(body: dict[str, Any], sources: list[str], *, limit: int | None = None) -> str:
+def markdown_summary(
+    body: dict[str, Any], sources: list[str], *, limit: int | None = None, held: int = 0
+) -> str:
     """The Markdown text for one report body (as written to JSON) read from ``sources``: at
-    most ``limit`` bytes of UTF-8 (:data:`SIZE_LIMIT` by default), cut as :func:`_cut` says
-    when the whole text is longer."""
+    most ``limit`` bytes of UTF-8 (by default :data:`SIZE_LIMIT` less the ``held`` bytes the
+    summary file holds already, as earlier commands of one step write to it, but never less
+    than :data:`_LEAST_ROOM`), cut as :func:`_cut` says when the whole text is longer."""
     command = body["command"]
     gate = body.get("gate")
     verdict = "" if gate is None else (" — gate passed" if gate["passed"] else " — gate FAILED")
@@ -102,7 +108,8 @@ def markdown_summary(body: dict[str, Any], sources: list[str], *, limit: int | N
         table + [row for _, row in rows] + notes,
         ["", *warnings] if warnings else [],
     )
-    limit = SIZE_LIMIT if limit is None else limit
+    if limit is None:
+        limit = max(SIZE_LIMIT - held, _LEAST_ROOM)
     if _size(whole) <= limit:
         return whole
     heading = f"### calibcli {command}: {_sources(sources, _HEADING_SIZE)}{verdict}"
