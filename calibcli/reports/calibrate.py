@@ -187,8 +187,8 @@ def calibration_section(
 
 def binned_closed(count: Any, min_bins: int) -> dict[str, str]:
     """The binned gates that fail closed on bins holding ``count`` rows each: every one on
-    fewer than ``min_bins`` populated bins, and the debiased RMSCE's on fewer than
-    ``min_bins`` bins of 2 or more rows, which its variance term needs
+    fewer than ``min_bins`` populated bins, and the debiased RMSCE's on too few bins of 2 or
+    more rows or too many rows in bins of one
     (:func:`~calibcli.reports.gate.debiased_reason`)."""
     import numpy as np
 
@@ -197,7 +197,7 @@ def binned_closed(count: Any, min_bins: int) -> dict[str, str]:
     if populated < min_bins:
         reason = f"only {populated} of {count.shape[-1]} bins are populated (minimum {min_bins})"
         return dict.fromkeys(BINNED_GATES, reason)
-    why = debiased_reason(int(np.count_nonzero(count >= 2)), populated, min_bins)
+    why = debiased_reason(int(np.count_nonzero(count >= 2)), populated, int(count.sum()), min_bins)
     return {} if why is None else {DEBIASED: why}
 
 

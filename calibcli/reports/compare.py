@@ -252,8 +252,9 @@ def _few_bins(
     closed because a side populates fewer than ``settings.min_bins`` bins (capped at the
     bins), with the warning that says so: a difference of estimates resting on one or two bins
     says nothing of calibration, though it may be small. And the debiased RMSCE's checks when
-    fewer than that many of a side's bins hold 2 or more rows: its sum leaves out bins of one
-    row (:func:`~calibcli.reports.gate.debiased_reason`), so both sides may read 0.0."""
+    fewer than that many of a side's bins hold 2 or more rows, or more than a tenth of its rows
+    lie in bins of one: its sum leaves out bins of one row
+    (:func:`~calibcli.reports.gate.debiased_reason`), so both sides may read 0.0."""
     import numpy as np
 
     from calibcli.reports.calibrate import BINNED_GATES
@@ -266,7 +267,8 @@ def _few_bins(
         count = side_stats(rows, settings.bins).count
         populated = int(np.count_nonzero(count))
         if populated >= least:
-            why = debiased_reason(int(np.count_nonzero(count >= 2)), populated, least, name)
+            carried = int(np.count_nonzero(count >= 2))
+            why = debiased_reason(carried, populated, int(np.sum(count)), least, name)
             for way in WAYS if why is not None else ():
                 closed.setdefault(f"{DEBIASED}_{way}", why)
             continue

@@ -128,20 +128,31 @@ DEBIASED = "rmsce_debiased"
 """The binned figure whose bins need two rows each: the debiased RMSCE subtracts each bin's
 sampling variance ō(1 − ō)/(n − 1), which a bin of one row cannot estimate, so its sum leaves
 such bins out while N still counts their rows; on bins of one row each the sum is empty and the
-figure 0.0, whatever the gaps."""
+figure 0.0, whatever the gaps. It speaks for the rows in bins of 2 or more alone."""
 
 
-def debiased_reason(carried: int, populated: int, least: int, side: str = "") -> str | None:
+def debiased_reason(
+    carried: int, populated: int, rows: int, least: int, side: str = ""
+) -> str | None:
     """Why a check of the debiased RMSCE fails closed, or None: fewer than ``least`` (the
     populated-bins minimum) of the ``populated`` bins hold the 2 or more rows its variance term
-    needs (``carried`` of them do); ``side`` names the side of a comparison ("NEW")."""
-    if carried >= least:
-        return None
+    needs (``carried`` of them do), or more than a tenth of the ``rows`` lie in bins of one row
+    (the ``populated - carried`` others), which its sum leaves out: the figure then speaks for
+    too few of the rows it is divided by. ``side`` names the side of a comparison ("NEW")."""
     on = f" on {side}" if side else ""
-    return (
-        f"only {carried} of {populated} populated bins {'holds' if carried == 1 else 'hold'} 2 "
-        f"or more rows{on}, which the debiased RMSCE's variance term needs (minimum {least})"
-    )
+    if carried < least:
+        return (
+            f"only {carried} of {populated} populated bins {'holds' if carried == 1 else 'hold'} "
+            f"2 or more rows{on}, which the debiased RMSCE's variance term needs (minimum {least})"
+        )
+    lone = populated - carried  # a populated bin not holding 2 rows holds one
+    if 10 * lone > rows:  # exactly a tenth may
+        held = "lies in a bin" if lone == 1 else "lie in bins"
+        return (
+            f"{lone:,} of {rows:,} rows{on} {held} of one row, which the debiased RMSCE's "
+            "variance term leaves out (at most a tenth may)"
+        )
+    return None
 
 
 class Gated(Protocol):

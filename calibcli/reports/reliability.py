@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from calibcli.reports.gate import debiased_reason
 from calibcli.reports.report import (
     DEFAULT_MIN_POPULATED_BINS,
     SMALL_BIN_COUNT,
@@ -58,12 +59,13 @@ def count_notes(
     min_bins: int,
     repeats: int | None = None,
     *,
-    carried: int | None = None,
+    carried: int,
 ) -> list[Note]:
     """:func:`bin_notes` from the counts it reads: rows, populated bins, bins, the median
     count of the populated bins (None without rows) and the bins holding 2 or more rows
-    (``carried``): with fewer than ``min_bins`` of those the small-sample advice leaves out
-    rmsce_debiased, whose sum leaves out bins of one row."""
+    (``carried``): where a gate on rmsce_debiased would fail closed on them (too few such bins,
+    or more than a tenth of the rows in bins of one:
+    :func:`~calibcli.reports.gate.debiased_reason`) the small-sample advice leaves it out."""
     notes = []
     if n and populated < min_bins:
         notes.append(
@@ -83,22 +85,30 @@ def count_notes(
         # all fall in one bin (the rule of each bin's interval too)
         median = median / repeats
         held += f", as few as {median:g} questions (a run scored each up to {repeats} times)"
-    if median < SMALL_BIN_COUNT and carried is not None and carried < min_bins:
+    if median < SMALL_BIN_COUNT and debiased_reason(carried, populated, n, min_bins):
         unit = "questions" if repeats else "predictions"
+        lone = populated - carried  # the populated bins not holding 2 hold one
+        if carried < min_bins:
+            held_out = (
+                f"only {carried} of {populated} populated bins "
+                f"{'holds' if carried == 1 else 'hold'} 2 or more, minimum {min_bins}"
+            )
+        else:
+            lie = "lies in one" if lone == 1 else "lie in them"
+            held_out = f"{lone:,} of {n:,} predictions {lie}, at most a tenth may"
         notes.append(
             Note(
                 "one_row_bins",
                 f"the median populated bin holds {held} (fewer than {SMALL_BIN_COUNT}); binned "
                 "estimates (ece, mce, rmsce) are noisy and biased upward at this size, and "
-                "rmsce_debiased leaves out bins of one prediction (only "
-                f"{carried} of {populated} populated bins {'holds' if carried == 1 else 'hold'} "
-                f"2 or more, minimum {min_bins}): "
+                f"rmsce_debiased leaves out bins of one prediction ({held_out}): "
                 "prefer smece, and gate with --gate-on upper",
                 f"{median:g}",
                 general=f"the median populated bin holds fewer than {SMALL_BIN_COUNT} {unit}, "
-                f"and fewer than {min_bins} bins hold 2 or more predictions; binned estimates "
-                "(ece, mce, rmsce) are noisy and biased upward at this size, and rmsce_debiased "
-                "leaves out bins of one prediction: prefer smece, and gate with --gate-on upper",
+                f"and fewer than {min_bins} bins hold 2 or more predictions or more than a "
+                "tenth of the predictions lie in bins of one; binned estimates (ece, mce, "
+                "rmsce) are noisy and biased upward at this size, and rmsce_debiased leaves "
+                "out bins of one prediction: prefer smece, and gate with --gate-on upper",
             )
         )
     elif median < SMALL_BIN_COUNT:
