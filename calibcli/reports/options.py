@@ -26,9 +26,21 @@ MIN_DELTA = 1e-100
 MAX_GRID = 1_000_000  # a finer grid than this tells apart no confidence a model states
 
 
+MIN_LEVEL = 0.5
+"""The lowest interval level taken: a level below it is an alpha typed for the level (0.05 for
+0.95), whose narrow interval's upper end, near the bootstrap median, would pass an upper-end
+gate that the 95% interval fails."""
+
+
 def ci_level(value: float) -> float:
     if not 0.0 < value < 1.0:
         raise ValueError(f"{value:g} is not a level strictly between 0 and 1, e.g. 0.95")
+    if value < MIN_LEVEL:
+        raise ValueError(
+            f"{value:g} would give a {value * 100:g}% interval: give the interval's level, "
+            f"e.g. {1 - value:g} for a {(1 - value) * 100:g}% interval, not its alpha (a "
+            f"level below {MIN_LEVEL:g} is refused)"
+        )
     return value
 
 
