@@ -5,9 +5,9 @@ every row, but --min-rows counts questions, a warning says the rows repeat them,
 and the cross-fitting folds draw a question's rows together, and threshold chooses on one
 answer per question.
 
-The counts are known by construction: a native file of 30 rows of ids q0 to q29 given twice
-is 60 rows and 30 questions; two one-epoch runs of the committed inspect-ai log (20 samples)
-are 40 rows and 20 questions."""
+The counts are known by construction: a native file of 30 rows of ids q0 to q29 and its copy
+are 60 rows and 30 questions (a path given twice is refused, --all-runs or not); two one-epoch
+runs of the committed inspect-ai log (20 samples) are 40 rows and 20 questions."""
 
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ def report(args, code):
 
 
 def test_id_field_rows_given_twice_count_each_question_once(tmp_path):
-    rows = native(tmp_path)
-    args = ["calibrate", rows, rows, "--all-runs", "--id-field", "id", "--min-rows"]
+    rows, again = native(tmp_path), native(tmp_path, "again.jsonl")
+    args = ["calibrate", rows, again, "--all-runs", "--id-field", "id", "--min-rows"]
     failed = report([*args, str(QUESTIONS + 1)], 1)
     assert failed["n"] == 2 * QUESTIONS
     (check,) = failed["gate"]["checks"]
@@ -57,14 +57,15 @@ def test_id_field_rows_given_twice_count_each_question_once(tmp_path):
         "the 60 rows repeat their questions (see the warning) and hold 30, fewer than 31; each "
         "question counts once"
     )
-    assert f"{OPENING}rows.jsonl (2 rows a question): {DRAWN}" in failed["warnings"]
+    said = f"{OPENING}rows.jsonl (2 rows a question), again.jsonl (2 rows a question): {DRAWN}"
+    assert said in failed["warnings"]
     assert report([*args, str(QUESTIONS)], 0)["gate"]["passed"] is True
 
 
 def test_a_summary_of_pooled_id_rows_keeps_counting_questions(tmp_path):
-    rows = native(tmp_path)
+    rows, again = native(tmp_path), native(tmp_path, "again.jsonl")
     out = tmp_path / "pooled.cbs"
-    made = run(["summarize", rows, rows, "--all-runs", "--id-field", "id", "-o", out, "-q"])
+    made = run(["summarize", rows, again, "--all-runs", "--id-field", "id", "-o", out, "-q"])
     assert made.exit_code == 0, made.stderr
     failed = report(["calibrate", out, "--min-rows", "31"], 1)
     assert failed["n"] == 60
@@ -109,7 +110,7 @@ def test_threshold_chooses_on_one_answer_per_question(tmp_path):
     chosen = report([*args, "--target-accuracy", "0.6"], 0)
     assert chosen["n"] == 40
     assert chosen["guaranteed"]["one_per_question"] == {"questions": 20, "rows": 40, "seed": 0}
-    rows = native(tmp_path)
-    args = ["threshold", rows, rows, "--all-runs", "--id-field", "id", "--target-accuracy", "0.6"]
+    rows, again = native(tmp_path), native(tmp_path, "again.jsonl")
+    args = ["threshold", rows, again, "--all-runs", "--id-field", "id", "--target-accuracy", "0.6"]
     chosen = report(args, 0)
     assert chosen["guaranteed"]["one_per_question"] == {"questions": 30, "rows": 60, "seed": 0}

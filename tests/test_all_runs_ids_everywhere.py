@@ -6,7 +6,7 @@ for byte. Rows read by ``read_predictions`` stay read-only: numpy refuses to mak
 The counts are known by construction: the committed inspect-ai log has 20 samples, so a one-epoch
 run of it and a re-indented copy are 40 rows of 20 questions, and two two-epoch runs 80 rows of
 20 questions (4 rows a question, 2 from each run); a native file of 30 rows of ids q0 to q29
-given twice is 60 rows of 30 questions."""
+and its copy are 60 rows of 30 questions."""
 
 from __future__ import annotations
 
@@ -96,12 +96,13 @@ def test_unpaired_logs_that_repeat_nothing_read_as_without_all_runs(tmp_path):
     assert pooled.stdout == alone.stdout
 
 
-def test_read_predictions_counts_the_questions_of_a_file_given_twice(tmp_path):
-    path = str(native(tmp_path))
-    rows = calibcli.read_predictions([path, path], all_runs=True, id_field="id")
+def test_read_predictions_counts_the_questions_of_a_file_and_its_copy(tmp_path):
+    path, again = str(native(tmp_path)), str(native(tmp_path, "again.jsonl"))
+    rows = calibcli.read_predictions([path, again], all_runs=True, id_field="id")
     assert len(rows) == 2 * QUESTIONS
     assert np.unique(rows.questions).shape[0] == QUESTIONS
-    assert rows.warnings == (f"{OPENING}rows.jsonl (2 rows a question): {DRAWN}",)
+    said = f"{OPENING}rows.jsonl (2 rows a question), again.jsonl (2 rows a question): {DRAWN}"
+    assert rows.warnings == (said,)
     assert calibcli.calibrate(rows, min_rows=QUESTIONS + 1).passed is False
     assert calibcli.calibrate(rows, min_rows=QUESTIONS).passed is True
     chosen = json.loads(calibcli.threshold(rows, target_accuracy=0.6).to_json())
@@ -149,7 +150,7 @@ def _option(key: str, value: object) -> tuple[str, str]:
 
 
 def test_the_functions_give_the_commands_reports_byte_for_byte(tmp_path):
-    rows = str(native(tmp_path))
+    rows, again = str(native(tmp_path)), str(native(tmp_path, "again.jsonl"))
     folder = pooled_folder(tmp_path)
     one = [str(folder / "run1.json"), str(folder / "run2.json")]
     # two two-epoch runs of the same samples: 4 rows a question, 2 of them from each run
@@ -162,7 +163,7 @@ def test_the_functions_give_the_commands_reports_byte_for_byte(tmp_path):
     # NEW: one run of 40 samples (the log's 20 asked twice under other ids), rows of BASE's kind
     new = str(epochs_log(tmp_path, "new.json", epochs=1, copies=2))
     cases = [
-        ("calibrate", [rows, rows], ids, {**ci, "min_rows": 31}, [*by_id, *ci_args]),
+        ("calibrate", [rows, again], ids, {**ci, "min_rows": 31}, [*by_id, *ci_args]),
         ("calibrate", one, match, {**ci, "min_rows": 20}, [*scored, *ci_args]),
         ("calibrate", two, match, {**ci, "min_rows": 20}, [*scored, *ci_args]),
         ("threshold", two, match, {"target_accuracy": 0.6}, scored),
@@ -190,8 +191,8 @@ def test_the_functions_give_the_commands_reports_byte_for_byte(tmp_path):
 
 @pytest.mark.parametrize("name", ["confidence", "correct", "group", "id", "questions"])
 def test_the_rows_cannot_be_made_writable_again(tmp_path, name):
-    path = str(native(tmp_path))
-    rows = calibcli.read_predictions([path, path], all_runs=True, id_field="id")
+    path, again = str(native(tmp_path)), str(native(tmp_path, "again.jsonl"))
+    rows = calibcli.read_predictions([path, again], all_runs=True, id_field="id")
     asked = np.arange(3, dtype=np.uint64)
     built = calibcli.Predictions(
         np.array([0.2, 0.7, 0.9]), np.array([0, 1, 1]), None, None, questions=asked

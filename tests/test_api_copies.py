@@ -1,6 +1,7 @@
 """``read_predictions`` refuses what the commands refuse as rows counted twice: a file given
 twice, a byte copy, and the same rows in other bytes (another order, without their ids), with
-the commands' messages; ``all_runs=True`` pools them, as --all-runs does."""
+the commands' messages; ``all_runs=True`` pools the rows in other bytes, as --all-runs does,
+and refuses a file given twice and a byte copy of rows without ids as it refuses them."""
 
 from __future__ import annotations
 
@@ -39,7 +40,14 @@ def test_the_api_refuses_rows_counted_twice_as_the_command_does(files, second):
     with pytest.raises(InputError) as caught:
         calibcli.read_predictions(pair)
     assert command.stderr.strip() == f"Error: {caught.value}"
-    assert len(calibcli.read_predictions(pair, all_runs=True).confidence) == 2 * N
+    if second == 2:
+        assert len(calibcli.read_predictions(pair, all_runs=True).confidence) == 2 * N
+        return
+    pooled = run(["calibrate", *pair, "--all-runs", "-q"])
+    assert pooled.exit_code == 2
+    with pytest.raises(InputError) as caught:
+        calibcli.read_predictions(pair, all_runs=True)
+    assert pooled.stderr.strip() == f"Error: {caught.value}"
 
 
 def test_other_rows_are_read(files):

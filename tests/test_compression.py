@@ -323,8 +323,14 @@ def test_a_compressed_copy_beside_its_plain_file_is_refused(tmp_path, plain, suf
         f"Error: {packed}: holds the same bytes as {plain} once decompressed: its rows would "
         "count twice (pass --all-runs to pool them on purpose, or give one of them)\n"
     )
+    # rows without ids cannot tell a re-run from a copy, --all-runs or not; with ids, a re-run
     pooled = run(["calibrate", plain, packed, "--all-runs", "--json"])
-    assert pooled.exit_code == 0 and pooled.stderr == ""
+    assert pooled.exit_code == 2
+    assert pooled.stderr.startswith(
+        f"Error: {packed}: holds the same bytes as {plain} once decompressed, and rows without ids"
+    )
+    pooled = run(["calibrate", plain, packed, "--all-runs", "--id-field", "id", "--json", "-q"])
+    assert pooled.exit_code == 0, pooled.stderr
     assert json.loads(pooled.stdout)["n"] == 6000
 
 
@@ -343,7 +349,12 @@ def test_two_compressed_copies_of_one_file_are_refused(tmp_path, plain):
         "twice (pass --all-runs to pool them on purpose, or give one of them)\n"
     )
     result = run(["calibrate", gz, zst, xz, "--all-runs", "--json"])
-    assert result.exit_code == 0 and result.stderr == ""
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"Error: {zst}: holds the same bytes as {gz} once decompressed, and rows without ids"
+    )
+    result = run(["calibrate", gz, zst, xz, "--all-runs", "--id-field", "id", "--json", "-q"])
+    assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["n"] == 6010
     result = run(["calibrate", gz, xz, "--json"])
     assert result.exit_code == 0 and result.stderr == ""

@@ -3,8 +3,8 @@ beside its ``value`` (the rows): ``questions`` and whether that count is exact
 (``questions_exact``) or the least the rows can hold. A consumer reading ``value >= minimum``
 alone would read a pass where the gate failed.
 
-The counts are known by construction: 30 native rows given twice with --id-field and
---all-runs are 60 rows of 30 questions (exact, from their ids); the committed lm-eval
+The counts are known by construction: 30 native rows and their copy, with --id-field and
+--all-runs, are 60 rows of 30 questions (exact, from their ids); the committed lm-eval
 wikitext run (20 documents) and a copy under a later time stamp, pooled with --all-runs, are
 40 rows whose questions are at least 40 / 2 = 20 (perplexity rows keep no keys)."""
 
@@ -33,8 +33,8 @@ def checks(args: list, code: int) -> list[dict]:
 
 
 def test_calibrate_records_the_exact_questions_of_a_failed_floor(tmp_path):
-    rows = native(tmp_path)
-    base = ["calibrate", rows, rows, "--all-runs", "--id-field", "id", "--min-rows"]
+    rows, again = native(tmp_path), native(tmp_path, "again.jsonl")
+    base = ["calibrate", rows, again, "--all-runs", "--id-field", "id", "--min-rows"]
     (check,) = checks([*base, "31"], 1)
     assert (check["value"], check["questions"], check["questions_exact"]) == (60, 30, True)
     assert check["passed"] is False
@@ -70,11 +70,12 @@ def test_unpaired_compare_records_the_smaller_side_s_questions(tmp_path):
 
 
 def test_perplexity_records_the_tokens_of_distinct_questions(tmp_path):
-    # 10 documents of 3..12 tokens: 75 tokens once, 150 when the file is pooled twice
-    path = tmp_path / "ppl.jsonl"
+    # 10 documents of 3..12 tokens: 75 tokens once, 150 when the file and its copy are pooled
+    path, again = tmp_path / "ppl.jsonl", tmp_path / "again.jsonl"
     rows = [{"id": f"d{i}", "nll": 1.5 * (i + 1), "tokens": i + 3} for i in range(10)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    base = ["perplexity", path, path, "--all-runs", "--id-field", "id", "--min-tokens"]
+    for written in (path, again):
+        written.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base = ["perplexity", path, again, "--all-runs", "--id-field", "id", "--min-tokens"]
     (check,) = checks([*base, "76"], 1)
     assert check["metric"] == "total_tokens"
     assert (check["value"], check["question_tokens"], check["question_tokens_exact"]) == (

@@ -113,13 +113,17 @@ def test_only_a_run_that_did_not_succeed_is_warned_about(tmp_path, name):
     assert len(failed[2]) == 1 and f"failed{suffix}: the inspect-ai run ended" in failed[2][0]
 
 
-def test_a_log_pooled_twice_is_warned_about_once(tmp_path):
+def test_a_log_pooled_with_its_copy_is_warned_about_once_each(tmp_path):
     path = write(tmp_path, "run.eval", log("cancelled", results=None))
-    result = run([*CALIBRATE, path, path, "--all-runs"])
+    again = write(tmp_path, "again.eval", log("cancelled", results=None))
+    result = run([*CALIBRATE, path, again, "--all-runs"])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["n"] == 2 * HELD
     said = [w for w in result.stderr.splitlines() if w.startswith("warning:") and "inspect" in w]
-    assert said == [f"warning: {path}: the inspect-ai run ended with status 'cancelled': {PLANNED}"]
+    assert said == [
+        f"warning: {name}: the inspect-ai run ended with status 'cancelled': {PLANNED}"
+        for name in (path, again)
+    ]
 
 
 def test_a_running_eval_log_without_a_header_is_started(tmp_path):

@@ -1,5 +1,6 @@
 """Rows are read once: re-runs of an lm-eval task are not pooled by accident, and an input or a
-row read twice is refused, unless --all-runs pools them on purpose."""
+row read twice is refused, unless --all-runs pools them on purpose; a path given twice is refused
+with --all-runs too, and so are two files of the same bytes whose rows carry no ids."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from harness import run, write_jsonl
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lm_eval"
 STAMP = "2026-11-29T18-50-52.260809"
 OLDER = ("2026-11-28T09-00-00.000001", "2026-11-29T08-00-00")
+ONCE = "a path given twice is not a re-run, and its rows would count twice (give it once)"
 
 
 def rerun_folder(tmp_path: Path, task: str = "toy_mc_trivia") -> tuple[Path, int]:
@@ -105,11 +107,14 @@ def test_the_same_file_twice_is_refused(tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", [{"confidence": 0.5, "correct": True}] * 4)
     link = tmp_path / "link.jsonl"
     link.symlink_to(path)
-    for files in ([path, path], [path, link]):
-        result = run(["calibrate", *files, "-q"])
+    result = run(["calibrate", path, link, "-q"])
+    assert result.exit_code == 2
+    assert "is given twice" in result.stderr and "--all-runs" in result.stderr
+    # one path read twice is no re-run, --all-runs or not
+    for pooled in ([], ["--all-runs"]):
+        result = run(["calibrate", path, path, *pooled, "-q"])
         assert result.exit_code == 2
-        assert "is given twice" in result.stderr and "--all-runs" in result.stderr
-    assert run(["calibrate", path, path, "--all-runs", "-q"]).exit_code == 0
+        assert result.stderr == f"Error: {path}: is given twice: {ONCE}\n"
 
 
 def test_a_hard_link_to_a_file_given_is_the_same_file_twice(tmp_path):
@@ -122,7 +127,10 @@ def test_a_hard_link_to_a_file_given_is_the_same_file_twice(tmp_path):
         f"Error: {link}: is given twice (also as {path}): its rows would count twice (pass "
         "--all-runs to pool them on purpose)"
     ]
-    assert run(["calibrate", path, link, "--all-runs", "-q"]).exit_code == 0
+    # rows without ids: the link's rows cannot be told from a re-run's
+    pooled = run(["calibrate", path, link, "--all-runs", "-q"])
+    assert pooled.exit_code == 2
+    assert pooled.stderr.startswith(f"Error: {link}: holds the same bytes as {path}, and rows")
 
 
 def test_standard_input_and_a_file_are_two_inputs(tmp_path):
@@ -143,8 +151,13 @@ def test_two_files_with_the_same_bytes_are_refused(tmp_path):
         f"Error: {copy}: holds the same bytes as {path}: its rows would count twice (pass "
         "--all-runs to pool them on purpose, or give one of them)\n"
     )
-    body, _ = report(["calibrate", path, copy, "--all-runs"])
-    assert body["n"] == 8
+    pooled = run(["calibrate", path, copy, "--all-runs", "--min-rows", "8", "-q"])
+    assert pooled.exit_code == 2 and pooled.stdout == ""
+    assert pooled.stderr == (
+        f"Error: {copy}: holds the same bytes as {path}, and rows without ids cannot tell a "
+        "re-run from a copy: --all-runs would count them twice (give --id-field so that re-runs "
+        "are counted by question, or leave one of them out)\n"
+    )
 
 
 def test_a_gzip_file_beside_the_file_it_compresses_is_refused(tmp_path):
@@ -159,8 +172,11 @@ def test_a_gzip_file_beside_the_file_it_compresses_is_refused(tmp_path):
         f"Error: {packed}: holds the same bytes as {path} once decompressed: its rows would "
         "count twice (pass --all-runs to pool them on purpose, or give one of them)\n"
     )
-    body, _ = report(["perplexity", tmp_path, "--all-runs"])
-    assert body["sequences"] == 12
+    pooled = run(["perplexity", tmp_path, "--all-runs", "-q"])
+    assert pooled.exit_code == 2
+    assert pooled.stderr.startswith(
+        f"Error: {packed}: holds the same bytes as {path} once decompressed, and rows without ids"
+    )
     # the same size and other bytes, or another file, say nothing
     path.write_text(path.read_text().replace("2.0", "4.0"))
     assert report(["perplexity", packed, path, other])[0]["warnings"] == []

@@ -564,9 +564,10 @@ AllRunsOpt = _opt(
     bool,
     "--all-runs",
     help="Pool every run given: re-runs of an lm-eval task (other timestamps in the file names; "
-    "by default only the newest is read), the same file twice, two files of the same bytes "
-    "(a copy, or a compressed copy), rows whose id was read before, native rows after the "
-    "first that carry its id (a run appended to its file again).",
+    "by default only the newest is read), two files of the same bytes whose rows carry ids "
+    "(a copy, or a compressed copy; rows without ids are refused so: give --id-field), rows "
+    "whose id was read before, native rows after the first that carry its id (a run appended "
+    "to its file again). A path given twice is refused.",
 )
 MaxIncreaseOpt = _opt(
     list[str] | None,

@@ -35,7 +35,7 @@ from calibcli.io.matching import (
     raise_regrouped,
     raise_repeat,
 )
-from calibcli.io.pooled_ids import may_repeat
+from calibcli.io.pooled_ids import may_repeat, refuse_file_copies
 from calibcli.io.route import taken_counts, taken_modes
 from calibcli.io.runs import choose_runs, either, repeating, run_checks
 from calibcli.io.sources import MAX_LINE_BYTES, Source, blocks, lines_of, note_once
@@ -304,6 +304,10 @@ def _read_side(
     # rows matched to BASE's are drawn a BASE question at a time (NEW's epochs match BASE's)
     whole = (keyed and side.questions is not None) or isinstance(side, _Matching)
     pooled = options.get("all_runs", False) and not keyed  # re-runs repeat, drawn by row
+    if pooled:  # rows without ids: a copy cannot be told from a re-run, whatever the format
+        formats = dict(reader.formats)
+        files = [(source, formats.get(source), stop - start) for source, _, start, stop in spans]
+        refuse_file_copies(files, options.get("id_field") is not None)
     reader.checks = run_checks(read, reader.formats, options.get("by"), whole, pooled)
     assumed = assumed_delimiters(reader.formats, options.get("mc_norm", "none"))
     # a folder's subfolders holding files not read: said last, as the other commands say it

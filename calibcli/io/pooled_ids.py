@@ -16,12 +16,17 @@ those of the rows read one by one.
 
 The other readers find them alike (:func:`repeated_ids`): ``compare --unpaired``'s sides
 (:func:`~calibcli.io.keyed.read_key_columns`) and :func:`calibcli.read_predictions`
-(:func:`pooled_rows`)."""
+(:func:`pooled_rows`).
+
+Rows without ids name no question, so a re-run of them cannot be told from a copy: two files of
+the same bytes pooled so are refused (:func:`refuse_copies`)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+
+from calibcli.errors import InputError, shown_name
 
 
 def keyed_by_question(plan: Any, files: list[str], parts: bool) -> Any:
@@ -72,11 +77,13 @@ def pooled_repeats(summary: Any, plan: Any) -> Any:
 
     from calibcli.summaries import pooled_keys
 
+    if plan.all_runs:
+        refuse_copies(summary.sources, summary.settings.id_field is not None)
     if summary.kind == "perplexity":
         return _pooled_sequences(summary, plan)
     kept = getattr(summary, "kept", None)
     if summary.kind != "calibration" or kept is None or not kept.keyed:
-        return repeated_parts(summary, plan.all_runs)
+        return _parts_repeats(summary, plan.all_runs)
     keys = np.concatenate([kept.right_keys, kept.wrong_keys])
     identified = summary.settings.id_field is not None
     if plan.all_runs and _named(summary.sources, identified) and not _held(summary.row_ids):
@@ -95,7 +102,16 @@ def repeated_parts(summary: Any, all_runs: bool = False) -> Any:
     pooled with ``--all-runs`` (:func:`~calibcli.summaries.ids.pooled_keys`), its sources
     recording ``pooled`` where those keys repeat beyond the runs' epochs
     (:func:`repeated_ids`), as a reading of all the parts' files at once records it; a
-    perplexity summary also counts each question once (``distinct``). Otherwise as it is."""
+    perplexity summary also counts each question once (``distinct``). Otherwise as it is.
+    Files of the same bytes whose rows carry no ids are refused, as one reading refuses them
+    (:func:`refuse_copies`)."""
+    if all_runs:
+        refuse_copies(summary.sources, summary.settings.id_field is not None)
+    return _parts_repeats(summary, all_runs)
+
+
+def _parts_repeats(summary: Any, all_runs: bool) -> Any:
+    """:func:`repeated_parts` once its sources were judged."""
     ids = getattr(summary, "row_ids", None)
     found = None if ids is None else ids.questions()
     if found is None:
@@ -125,6 +141,59 @@ def _held(ids: Any) -> bool:
     return ids is not None and ids.questions() is not None
 
 
+def refuse_copies(sources: Any, identified: bool = False) -> None:
+    """InputError when two inputs pooled with ``--all-runs`` hold the same bytes (their
+    ``content``, or a compressed file and a plain one holding its decompressed bytes,
+    :func:`~calibcli.io.same_bytes.decompressed_copies`) and their rows name no question:
+    neither ``identified`` by --id-field nor of a format with ids of its own. Such rows cannot
+    tell a re-run from a copy, and pooled one by one they would count twice: every interval
+    narrower, ``--min-rows`` met with the copy. Rows with ids are counted by question
+    (:func:`pooled_repeats`), as a deterministic re-run written again byte for byte is; the
+    byte ranges of one file (an engine's, ``--part``) are one file."""
+    from calibcli.io.same_bytes import decompressed_copies
+
+    if identified:
+        return
+    unnamed = _unnamed(sources)
+    first: dict[str, str] = {}
+    for s in unnamed:
+        earlier = first.setdefault(s.content, s.name) if s.content else s.name
+        if earlier != s.name:
+            raise InputError(s.name, None, _copy_text(earlier, ""))
+    for packed, plain in decompressed_copies(list(dict.fromkeys(s.name for s in unnamed))):
+        raise InputError(packed, None, _copy_text(plain, " once decompressed"))
+
+
+def refuse_file_copies(files: list[tuple[str, str | None, int]], identified: bool) -> None:
+    """:func:`refuse_copies` of the files read with ``--all-runs`` (each path, its format and
+    its rows), their contents hashed only where their rows name no question."""
+    from calibcli.io.content import file_content_id
+    from calibcli.summaries import Source
+
+    if not identified:
+        read = _unnamed(Source(name, "", fmt, n) for name, fmt, n in files)
+        refuse_copies([replace(s, content=file_content_id(s.name)) for s in read])
+
+
+def _unnamed(sources: Any) -> list[Any]:
+    """The sources read from files with rows that name no question (no format's own ids)."""
+    from calibcli.io.ids import OWN_IDS
+
+    return [
+        s
+        for s in sources
+        if s.skipped is None and s.rows > 0 and s.name != "-" and s.format not in OWN_IDS
+    ]
+
+
+def _copy_text(earlier: str, how: str) -> str:
+    return (
+        f"holds the same bytes as {shown_name(earlier)}{how}, and rows without ids cannot tell "
+        "a re-run from a copy: --all-runs would count them twice (give --id-field so that "
+        "re-runs are counted by question, or leave one of them out)"
+    )
+
+
 def _pooled_sequences(summary: Any, plan: Any) -> Any:
     """:func:`pooled_repeats` of perplexity rows: where their question hashes repeat beyond
     their runs' epochs, the sources record ``pooled`` and the summary its questions and their
@@ -134,7 +203,7 @@ def _pooled_sequences(summary: Any, plan: Any) -> Any:
     from calibcli.summaries import pooled_keys
 
     if summary.questions is None:
-        return repeated_parts(summary, plan.all_runs)
+        return _parts_repeats(summary, plan.all_runs)
     identified = summary.settings.id_field is not None
     row_ids = summary.row_ids
     if plan.all_runs and _named(summary.sources, identified):
@@ -192,6 +261,7 @@ def pooled_files(
     from calibcli.io.runs import rerun_sources, source_checks
     from calibcli.summaries import Source
 
+    refuse_file_copies(files, identified)
     read = tuple(Source(name, "", fmt, n) for name, fmt, n in files)
     found = repeated_ids(read, asked, identified, True)
     if found is None:

@@ -296,6 +296,11 @@ def read_keyed(
 
         names, reasons = (list(column) for column in zip(*left_out, strict=True))
         raise _nothing_left(SimpleNamespace(skipped=names, reasons=reasons), "calibration rows")
+    if all_runs:  # rows without ids: a copy cannot be told from a re-run, whatever the format
+        from calibcli.io.pooled_ids import refuse_file_copies
+
+        formats_read = dict(read_as)
+        refuse_file_copies([(s, formats_read.get(s), n) for s, n in read], id_field is not None)
     if not all_runs:  # ids or none: a copy's ids need not be its original's
         from calibcli.io.same_rows import same_rows_twice
 

@@ -6,13 +6,15 @@ pool five copies of each question, and the narrower interval could pass a gate t
 fails. So among the files given for one input (one side of a comparison), the files of one task
 in one folder with different timestamps in their names are re-runs: only the newest (by the
 timestamp in the name, never by modification time, which an artifact download changes) is
-read, with a warning naming the runs left out, unless ``all_runs``. The same file given twice
-(under any path, through a symbolic or a hard link) and standard input given twice are refused
-unless ``all_runs``, and so are two files that hold the same bytes, a compressed file and a
-plain one holding its decompressed bytes (``x.jsonl`` beside ``gzip -k``'s ``x.jsonl.gz``: any
-gzip file, by its trailer; a Zstandard, xz or bzip2 file named as the plain one plus its suffix,
-by decompressing it), and two compressions of one file: the same rows twice would narrow every
-interval and meet ``--min-rows`` with the copy.
+read, with a warning naming the runs left out, unless ``all_runs``. A path given twice and
+standard input given twice are refused, ``all_runs`` or not (a path read twice is no re-run);
+unless ``all_runs``, so are the same file under another path (a symbolic or a hard link), two
+files that hold the same bytes, a compressed file and a plain one holding its decompressed bytes
+(``x.jsonl`` beside ``gzip -k``'s ``x.jsonl.gz``: any gzip file, by its trailer; a Zstandard, xz
+or bzip2 file named as the plain one plus its suffix, by decompressing it), and two compressions
+of one file: the same rows twice would narrow every interval and meet ``--min-rows`` with the
+copy. With ``all_runs`` such copies are re-runs only where their rows carry ids
+(:func:`calibcli.io.pooled_ids.refuse_copies`).
 
 A run may also have evaluated only a part of a task's documents (lm-eval's ``--limit``): its
 samples file then holds that part, and nothing in the rows says so. The run's results file
@@ -36,11 +38,12 @@ from calibcli.errors import InputError, shown_name
 from calibcli.io.content import file_content_id
 from calibcli.io.helm_run import helm_trials
 from calibcli.io.inspect_log import head_epochs, log_epochs, log_model
+from calibcli.io.parts import newest_parts
 from calibcli.io.response_models import RESPONSE_FORMATS, models_named, response_model
 from calibcli.io.run_results import RESULTS_BYTES as RESULTS_BYTES
 from calibcli.io.run_results import results_file, run_record
 from calibcli.io.run_results import results_version as results_version
-from calibcli.io.same_bytes import blank, decompressed_copies
+from calibcli.io.same_bytes import blank, decompressed_copies, given_once
 
 RUN_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
@@ -75,37 +78,24 @@ def _sortable(stamp: str) -> str:
     return f"{whole}.{fraction.ljust(6, '0')}"
 
 
-def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
-    """The files of one input to read (see the module docstring); InputError when an input is
-    given twice without ``all_runs``."""
+def choose_runs(files: list[str], *, all_runs: bool = False, parts: Any = ()) -> Runs:
+    """The files of one input to read (see the module docstring); InputError when a path is
+    given twice (:func:`~calibcli.io.same_bytes.given_once`), or two files hold the same bytes
+    without ``all_runs`` (with it, rows without ids are judged once read,
+    :func:`~calibcli.io.pooled_ids.refuse_copies`). ``parts``: summaries given with them, each
+    (label, summary), judged by their sources' runs (:func:`~calibcli.io.parts.newest_parts`)."""
+    given_once(files)
     if all_runs:
-        return Runs(list(files), [])
-    if files.count("-") > 1:
-        raise InputError("<stdin>", None, f"standard input is given twice: {DOUBLE_INPUT}")
+        return newest_parts(Runs(list(files), []), parts, all_runs)
     runs: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for f in files:
         run = None if f == "-" else _run_of(f)
         if run is not None:
             runs.setdefault(run[:2], []).append((run[2], f))
-    left_out: list[str] = []
-    tasks = []
-    for (_, task), found in runs.items():
-        if len({stamp for stamp, _ in found}) < 2:
-            continue
-        found.sort()
-        tasks.append(task)
-        left_out += [f for _, f in found[:-1]]
-    warnings = []
-    if tasks:
-        named = ", ".join(repr(t) for t in tasks[:SHOWN])
-        more = f" and {len(tasks) - SHOWN} more" if len(tasks) > SHOWN else ""
-        files_shown = ", ".join(shown_name(PurePath(f).name) for f in left_out[:SHOWN])
-        files_more = f" and {len(left_out) - SHOWN} more" if len(left_out) > SHOWN else ""
-        warnings.append(
-            f"re-runs of {len(tasks)} task(s) ({named}{more}) in one folder: reading each "
-            f"task's newest run and leaving out {len(left_out)} older file(s): {files_shown}"
-            f"{files_more} (pass --all-runs to pool them)"
-        )
+    reruns = {key: sorted(found) for key, found in runs.items() if len({s for s, _ in found}) > 1}
+    tasks = [task for _, task in reruns]
+    left_out = [f for found in reruns.values() for _, f in found[:-1]]
+    warnings = [rerun_warning(tasks, left_out)] if tasks else []
     dropped = set(left_out)
     kept = [f for f in files if f not in dropped]
     names: dict[tuple[int, int], str] = {}
@@ -138,7 +128,20 @@ def choose_runs(files: list[str], *, all_runs: bool = False) -> Runs:
             raise InputError(
                 packed, None, f"holds the same bytes as {also} once decompressed: {COPY}"
             )
-    return Runs(kept, warnings)
+    return newest_parts(Runs(kept, warnings), parts, all_runs)
+
+
+def rerun_warning(tasks: list[str], left_out: list[str]) -> str:
+    """What is said of re-runs of ``tasks`` whose older runs, the files ``left_out``, are."""
+    named = ", ".join(repr(t) for t in tasks[:SHOWN])
+    more = f" and {len(tasks) - SHOWN} more" if len(tasks) > SHOWN else ""
+    files_shown = ", ".join(shown_name(PurePath(f).name) for f in left_out[:SHOWN])
+    files_more = f" and {len(left_out) - SHOWN} more" if len(left_out) > SHOWN else ""
+    return (
+        f"re-runs of {len(tasks)} task(s) ({named}{more}) in one folder: reading each task's "
+        f"newest run and leaving out {len(left_out)} older file(s): {files_shown}{files_more} "
+        "(pass --all-runs to pool them)"
+    )
 
 
 def limited_runs(read: list[tuple[str, int | None]]) -> list[str]:

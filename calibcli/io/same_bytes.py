@@ -1,6 +1,7 @@
 """Whether files hold the same bytes, for :func:`calibcli.io.runs.choose_runs`: a compressed
 file and a plain one holding its decompressed bytes, two compressions of one file, and files of
-no rows (which hold no rows to count twice)."""
+no rows (which hold no rows to count twice); and a path given twice, which is never a re-run
+(:func:`given_once`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import struct
 import zlib
 
+from calibcli.errors import InputError, shown_name
 from calibcli.io.compression import (
     GZIP,
     MAGIC_BYTES,
@@ -19,6 +21,24 @@ from calibcli.io.compression import (
 
 BLANK_BYTES = 4096
 """Files up to this size are looked at for holding nothing but white space."""
+ONCE = "a path given twice is not a re-run, and its rows would count twice (give it once)"
+
+
+def given_once(files: list[str]) -> None:
+    """InputError for standard input given twice, or a path given twice (however it is
+    spelt: ``a.jsonl`` and ``./a.jsonl``, or a folder and a file in it), ``--all-runs`` or
+    not: pooling re-runs is no reason to read one file twice. Two paths to one file (a
+    symbolic or a hard link) are files of the same bytes, for the callers to judge."""
+    if files.count("-") > 1:
+        raise InputError("<stdin>", None, "standard input is given twice: it can be read once")
+    first: dict[str, str] = {}
+    for f in files:
+        path = os.path.abspath(f) if f != "-" else None
+        if path in first:
+            also = "" if first[path] == f else f" (also as {shown_name(first[path])})"
+            raise InputError(f, None, f"is given twice{also}: {ONCE}")
+        if path is not None:
+            first[path] = f
 
 
 def blank(path: str, size: int) -> bool:

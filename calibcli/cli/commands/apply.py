@@ -35,9 +35,10 @@ AllRuns = Annotated[
     typer.Option(
         "--all-runs",
         help="Rewrite every run given: re-runs of an lm-eval task (other timestamps in the file "
-        "names; by default only the newest is read), the same file twice, two files of the "
-        "same bytes (a copy, or a compressed copy) or of the same confidences in another "
-        "order, rows after the first that carry its id (a run appended to its file again).",
+        "names; by default only the newest is read), two files of the same bytes (a copy, "
+        "or a compressed copy) or of the same confidences in another order, rows after the "
+        "first that carry its id (a run appended to its file again). A path given twice is "
+        "refused.",
     ),
 ]
 AllowInSample = Annotated[

@@ -407,6 +407,16 @@ MergeFiles = Annotated[
     list[Path],
     typer.Argument(metavar="PART...", show_default=False, help="Summary files to merge."),
 ]
+MergeAllRuns = Annotated[
+    bool,
+    typer.Option(
+        "--all-runs",
+        help="Pool every run the parts hold: lm-eval re-runs of a task (other timestamps in "
+        "the file names; by default a part of older runs only is left out and one holding an "
+        "older run beside other files refused, as the commands reading them do), and parts "
+        "holding the same rows read from other files.",
+    ),
+]
 
 
 @app.command(epilog=EXIT_CODES)
@@ -416,6 +426,7 @@ def merge(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bars and no closing line.")
     ] = False,
+    all_runs: MergeAllRuns = False,
 ) -> None:
     """Merge summary files into one: the summary of all their rows.
 
@@ -424,10 +435,14 @@ def merge(
     a warning names the missing ones, and every gate on the file's figures fails.
     Refuses (exit 2, naming both parts) parts of other kinds, settings or versions, two
     parts that counted the same bytes of one input, and two parts of 30 rows or more holding
-    the same rows read from other files (plain and compressed, stdin, reordered).
+    the same rows read from other files (plain and compressed, stdin, reordered), unless
+    --all-runs. Of an lm-eval task's re-runs only the newest is merged, as the commands read
+    them: a part of older runs only is left out with a warning, one holding an older run beside
+    other rows refused, unless --all-runs.
     """
     from calibcli.cli.emit import check_outputs
     from calibcli.errors import InputError
+    from calibcli.io import choose_runs
     from calibcli.io import load_summary as load
     from calibcli.summaries import (
         SummaryMismatch,
@@ -444,13 +459,25 @@ def merge(
     try:
         with phases(quiet):
             loaded = load_parts(labels, load)
+            # a part of a task's older runs only is left out, as the commands reading it do
+            runs = choose_runs([], all_runs=all_runs, parts=list(zip(labels, loaded, strict=True)))
+            kept = [
+                (label, p) for label, p in zip(labels, loaded, strict=True) if label in runs.files
+            ]
+            labels, loaded = [label for label, _ in kept], [p for _, p in kept]
             merged = merge_parts(loaded, labels)
-            check_copies(loaded, labels, "merge each part once")
-            check_source_copies(list(zip(labels, loaded, strict=True)), "merge each part once")
+            if not all_runs:  # the same rows by other routes, unless pooled on purpose
+                check_copies(loaded, labels, "merge each part once")
+                check_source_copies(kept, "merge each part once")
     except InputError as exc:
         raise usage_error(str(exc)) from None
     except SummaryMismatch as exc:
         raise usage_error(str(exc)) from None
+    # what the runs say (older runs left out, a file of no rows) is said, and kept in the file
+    # as summarize keeps what reading says
+    for warning in runs.warnings:
+        warn(warning)
+    merged = replace(merged, warnings=tuple(dict.fromkeys([*runs.warnings, *merged.warnings])))
     size = _write(output, merged)
     # pieces of a file missing (a failed job): merged all the same, so that the others may be
     # merged in later, and said, as every command reading the file says it
@@ -460,5 +487,5 @@ def merge(
     if dropped is not None:
         warn(f"{output}: {dropped}")
     if not quiet and size is not None:
-        count = f"{len(parts)} part{'s' if len(parts) != 1 else ''}"
+        count = f"{len(kept)} part{'s' if len(kept) != 1 else ''}"
         typer.echo(f"{count}: {_described(merged)} -> {output} ({_size(size)})", err=True)
