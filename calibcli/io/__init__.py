@@ -149,8 +149,9 @@ def _read(
     from calibcli.summaries import load_parts
 
     hidden = hidden_files(list(sources))
-    unread = unread_subfolders(list(sources))
-    sources = expand(list(sources))
+    expanded = expand(list(sources))
+    unread = unread_subfolders(list(sources), expanded)
+    sources = expanded
     labels = [s for s in sources if is_summary_file(s)]
     parts = list(zip(labels, load_parts(labels, load), strict=True))
     rebin = None

@@ -81,9 +81,10 @@ def perplexity_columns(spec: Any, rows: list) -> tuple | None:
         x = np.array(nll, np.float64)
     except OverflowError:  # an int beyond float64: check reads it as infinite
         return None
+    # every row holds its tokens (row[tf] above), so only bytes and words may be absent (-1)
     cols = [_counts(tokens), _counts(nbytes), _counts(words)]
-    if any(c is None for c in cols) or (cols[0] == -1).any():
-        return None  # a count not given as one, or a row without its tokens
+    if any(c is None for c in cols):
+        return None  # a count not given as one
     zeros = np.zeros(x.shape[0], np.int64)
     out = (x, *cols, zeros, zeros.copy(), zeros.copy())
     return out if spec.columns_ok(out) else None

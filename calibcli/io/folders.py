@@ -96,12 +96,14 @@ SUBFOLDERS_WALKED = 256
 """Folders looked through below one folder given, for the input files its subfolders hold."""
 
 
-def unread_subfolders(sources: list[str]) -> list[str]:
+def unread_subfolders(sources: list[str], expanded: list[str] | None = None) -> list[str]:
     """A warning for each folder among ``sources`` (or matched by their patterns) whose
-    subfolders hold input files (:func:`_subfolders_said`). The readers say these after what
-    the files read say, since they are about files not read at all."""
+    subfolders hold input files (:func:`_subfolders_said`); ``expanded`` is what
+    :func:`expand` made of ``sources`` when the caller has it, so folders are listed once. The
+    readers say these after what the files read say, since they are about files not read at
+    all."""
     said = []
-    read = _read_paths(sources)
+    read = _read_paths(sources) if expanded is None else _real_paths(expanded)
     for source in _folders(sources):
         try:
             names = sorted(os.listdir(source))
@@ -117,9 +119,13 @@ def _read_paths(sources: list[str]) -> set[str]:
     """The real paths of the files ``sources`` read (a subfolder's files given by name too);
     empty when :func:`expand` refuses them, as the reader then reports."""
     try:
-        return {os.path.realpath(p) for p in expand(list(sources)) if p != "-"}
+        return _real_paths(expand(list(sources)))
     except (InputError, OSError):
         return set()
+
+
+def _real_paths(files: list[str]) -> set[str]:
+    return {os.path.realpath(p) for p in files if p != "-"}
 
 
 def _subfolders_said(source: str, names: list[str], read: set[str]) -> str | None:

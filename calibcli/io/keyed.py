@@ -306,12 +306,12 @@ def _read_side(
     pooled = options.get("all_runs", False) and not keyed  # re-runs repeat, drawn by row
     if pooled:  # rows without ids: a copy cannot be told from a re-run, whatever the format
         formats = dict(reader.formats)
-        files = [(source, formats.get(source), stop - start) for source, _, start, stop in spans]
-        refuse_file_copies(files, options.get("id_field") is not None)
+        sized = [(source, formats.get(source), stop - start) for source, _, start, stop in spans]
+        refuse_file_copies(sized, options.get("id_field") is not None)
     reader.checks = run_checks(read, reader.formats, options.get("by"), whole, pooled)
     assumed = assumed_delimiters(reader.formats, options.get("mc_norm", "none"))
     # a folder's subfolders holding files not read: said last, as the other commands say it
-    said = [*reader.checks.warnings, *assumed, *unread_subfolders(list(sources))]
+    said = [*reader.checks.warnings, *assumed, *unread_subfolders(list(sources), files)]
     reader.warnings.extend(w for w in said if w not in reader.warnings)
     return reader, spans, found
 

@@ -199,7 +199,7 @@ def read_keyed(
     # what the commands' readers say of the files: older re-runs left out, a run that did not
     # succeed
     warnings = [*hidden_files(list(sources)), *runs.warnings]
-    unread = unread_subfolders(list(sources))  # said last, as the commands say it
+    unread = unread_subfolders(list(sources), expanded)  # said last, as the commands say it
     read: list[tuple[str, int]] = []  # the files read (not skipped), and their rows
     left_out: list[tuple[str, str]] = []  # the files skipped, and why
     read_as: list[tuple[str, str]] = []  # the files read, with their formats

@@ -95,8 +95,9 @@ def _inputs(files: list[str], all_runs: bool) -> tuple[list[str], list[str]]:
     from calibcli.io.runs import choose_runs
 
     hidden = hidden_files(list(files))
-    runs = choose_runs(expand(list(files)), all_runs=all_runs)
-    return runs.files, [*hidden, *runs.warnings, *unread_subfolders(list(files))]
+    expanded = expand(list(files))
+    runs = choose_runs(expanded, all_runs=all_runs)
+    return runs.files, [*hidden, *runs.warnings, *unread_subfolders(list(files), expanded)]
 
 
 def _kinds(files: list[str]) -> dict[str, str | None]:
