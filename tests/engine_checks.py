@@ -46,7 +46,8 @@ EXACT = frozenset(
 )
 """Figures that must be bit-identical (with everything under them: a threshold section's
 accepted rows and errors, the risk-coverage curve's thresholds); every other float may differ
-by 1e-12 relative (a float sum added up in another order)."""
+by 1e-11 relative (a float sum added up in another order: a bootstrap interval's end, read off
+replicate sums added in another order, has differed by 1.08e-12)."""
 
 
 def shards(folder: Path) -> list[str]:
@@ -165,7 +166,7 @@ def differences(got, want, path: str = "", exact: bool = False) -> list[str]:
             out += differences(a, b, f"{path}[{i}]", exact)
         return out
     if isinstance(got, float) and isinstance(want, float) and not exact:
-        if got == want or math.isclose(got, want, rel_tol=1e-12, abs_tol=0.0):
+        if got == want or math.isclose(got, want, rel_tol=1e-11, abs_tol=0.0):
             return []
         return [f"{path}: {got!r} != {want!r}"]
     if got != want or type(got) is not type(want):

@@ -1,7 +1,7 @@
 """calibcli.dask on a real Dask cluster (two worker processes on loopback, started here once for
 the module): DataFrames of 1, 8 and 24 partitions and files read whole or in byte ranges give
 the figures ``calibcli calibrate`` gives on the same rows — counts, bins and AUROC bit for bit,
-sums to 1e-12 — with --by task, the Poisson bootstrap keyed by id and perplexity rows; the
+sums to 1e-11 — with --by task, the Poisson bootstrap keyed by id and perplexity rows; the
 lazy results compose in one ``dask.compute``; bad values are named; the README's examples run.
 Skipped without dask, except under CALIBCLI_REQUIRE_ENGINES=1."""
 

@@ -1,6 +1,6 @@
 """calibcli.spark on a real Spark (local[2], started here once for the module): a DataFrame's
 rows, or files read in the tasks, give the figures ``calibcli calibrate`` gives on the same
-rows — counts, bins and AUROC bit for bit, sums to 1e-12 — with --by task, the Poisson
+rows — counts, bins and AUROC bit for bit, sums to 1e-11 — with --by task, the Poisson
 bootstrap keyed by id, Parquet input and Spark's JSON reader's, perplexity rows; bad values are
 named; the README's example runs. Skipped without pyspark or Java, except under
 CALIBCLI_REQUIRE_ENGINES=1."""
