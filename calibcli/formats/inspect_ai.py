@@ -297,11 +297,15 @@ def _option_characters(options: int) -> frozenset[str]:
     return frozenset(chr(ord("A") + i) if i < 26 else str(i - 25) for i in range(options))
 
 
-def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:
+def inspect_prompt_row(
+    sample: Mapping[str, Any], *, scorers: tuple[str, ...] = ()
+) -> PerplexityRow:
     """The perplexity row of one sample of a perplexity eval: NLL = -sum of
     ``output.choices[0].prompt_logprobs.content[j].logprob`` over the prompt tokens its scorer
     scored (:func:`scored_from`): every one for inspect-ai's ``perplexity`` scorer (and a
-    sample scored by neither), the last ``num_tokens`` for ``target_perplexity``. The
+    sample scored by neither), the last ``num_tokens`` for ``target_perplexity``. ``scorers``:
+    the names of the scorers the log's task was run with (``eval.scorers``), where one of
+    ``target_perplexity`` says that a sample without a perplexity score cannot be read. The
     prompt's first token's null logprob, a position no model scores, is skipped and counted;
     bytes are the sum of each scored token's ``bytes`` when every one carries them.
     ValueError when the sample errored or logged no prompt logprobs, when the tokens scored
@@ -321,7 +325,8 @@ def inspect_prompt_row(sample: Mapping[str, Any]) -> PerplexityRow:
     values: list[float] = []
     nulls = 0
     nbytes: int | None = 0
-    for j in range(scored_from(sample.get("scores"), len(content)), len(content)):
+    start = scored_from(sample.get("scores"), len(content), scorers=scorers)
+    for j in range(start, len(content)):
         token = content[j]
         what = f"output.choices[0].prompt_logprobs.content[{j}]"
         if not isinstance(token, Mapping):
@@ -353,16 +358,18 @@ _WHOLE_PROMPT = re.compile(r"perplexity\d*")
 _PROMPT_END = re.compile(r"target_perplexity\d*")
 
 
-def scored_from(scores: Any, count: int) -> int:
+def scored_from(scores: Any, count: int, *, scorers: tuple[str, ...] = ()) -> int:
     """Where the prompt tokens a sample's perplexity scorer scored start among its ``count``
     prompt logprobs: ``count - N`` for inspect-ai's ``target_perplexity``, which scores the
     last N (``scores.target_perplexity.metadata.num_tokens``), else 0 (``perplexity``, which
     scores every token, or no perplexity scorer). ValueError when N cannot be told (not
     logged, or not a count of 1 to ``count``), and when the sample's scorers score different
     tokens (``perplexity`` and ``target_perplexity``, or two ``target_perplexity`` of
-    different N): one figure cannot be both."""
+    different N): one figure cannot be both. ``scorers``: see :func:`inspect_prompt_row`;
+    naming a ``target_perplexity``, ValueError for a sample without a perplexity score (a log
+    written with ``--no-score``), which cannot say N."""
     if not isinstance(scores, Mapping):
-        return 0
+        scores = {}
     whole = [name for name in scores if _WHOLE_PROMPT.fullmatch(name)]
     ends = {
         name: _target_tokens(name, scores[name]) for name in scores if _PROMPT_END.fullmatch(name)
@@ -381,6 +388,13 @@ def scored_from(scores: Any, count: int) -> int:
             f"last tokens ({said}): score the log with one of them"
         )
     if not ends:
+        task = next((name for name in scorers if _PROMPT_END.fullmatch(name)), None)
+        if task is not None and not whole:
+            raise ValueError(
+                f"the log's task is scored by {task}, which scores the target's last tokens, "
+                "and the sample holds no score saying how many (a log written with "
+                "--no-score): run `inspect score` on the log first"
+            )
         return 0
     name, tokens = next(iter(ends.items()))
     if tokens > count:

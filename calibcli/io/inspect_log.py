@@ -355,6 +355,13 @@ def log_epochs(path: str) -> int | None:
     return _log_run(path)[1]
 
 
+def log_scorers(path: str) -> tuple[str, ...]:
+    """The names of the scorers an inspect-ai log's task was run with (``eval.scorers``, each
+    object's ``name``), which its samples hold no score of when it was written with
+    ``--no-score``; empty when the log does not say or cannot be read (and for stdin)."""
+    return _log_run(path)[2]
+
+
 def head_epochs(path: str) -> int | None:
     """``eval.config.epochs`` of an inspect-ai log, found without reading its samples: from an
     ``.eval`` log's header, or a ``.json`` log's ``eval`` ending within the file's first MiB
@@ -378,12 +385,19 @@ def _head_spec(path: str, _mtime: int, _size: int) -> Any:
         return None
 
 
-def _run_spec(spec: Any) -> tuple[str | None, int | None]:
-    """(model, epochs) of a log's ``eval`` object (None for what it does not say)."""
+def _run_spec(spec: Any) -> tuple[str | None, int | None, tuple[str, ...]]:
+    """(model, epochs, scorer names) of a log's ``eval`` object (None, or no names, for what it
+    does not say)."""
     spec = spec if isinstance(spec, Mapping) else {}
-    model, config = spec.get("model"), spec.get("config")
+    model, config, scorers = spec.get("model"), spec.get("config"), spec.get("scorers")
     epochs = whole_count(config.get("epochs")) if isinstance(config, Mapping) else None
-    return model if isinstance(model, str) and model else None, epochs
+    listed = (
+        [s.get("name") for s in scorers if isinstance(s, Mapping)]
+        if isinstance(scorers, list)
+        else []
+    )
+    names = tuple(name for name in listed if isinstance(name, str))
+    return model if isinstance(model, str) and model else None, epochs, names
 
 
 def forget_runs() -> None:
@@ -424,16 +438,16 @@ def _manifest_of(path: str, _mtime: int, _size: int) -> str | None:
     return None if found is None else f"{found}; skipped"
 
 
-def _log_run(path: str) -> tuple[str | None, int | None]:
+def _log_run(path: str) -> tuple[str | None, int | None, tuple[str, ...]]:
     found = file_version(path)
-    return (None, None) if found is None else _run_of(*found)
+    return (None, None, ()) if found is None else _run_of(*found)
 
 
 @functools.lru_cache(maxsize=64)
-def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None]:
-    """(model, epochs) of an inspect-ai log: from an ``.eval`` log's header or a ``.json``
-    log's ``eval`` (compressed or not). Cached by the file's identity, as lm-eval's results
-    files are."""
+def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None, tuple[str, ...]]:
+    """(model, epochs, scorer names) of an inspect-ai log: from an ``.eval`` log's header or a
+    ``.json`` log's ``eval`` (compressed or not). Cached by the file's identity, as lm-eval's
+    results files are."""
     import zipfile
 
     from calibcli.io.documents import MAX_DOCUMENT_BYTES, eval_header
@@ -451,7 +465,7 @@ def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None]:
                     text = f.read(MAX_DOCUMENT_BYTES + 1)  # decompressed: no more than that
                 spec = _whole_eval(text) if len(text) <= MAX_DOCUMENT_BYTES else None
     except (*read_errors(), zipfile.BadZipFile, ValueError, RecursionError, AttributeError):
-        return None, None
+        return None, None, ()
     return _run_spec(spec)
 
 
@@ -492,9 +506,11 @@ def head_member(head: bytes, key: str) -> Any:
 
 
 def _whole_eval(data: bytes) -> Any:
-    """The ``model`` and ``config`` of a ``.json`` log's ``eval``, its samples skipped."""
+    """The ``model``, ``config`` and ``scorers`` of a ``.json`` log's ``eval``, its samples
+    skipped."""
     import msgspec
 
-    fields = msgspec.defstruct("Spec", [("model", Any, None), ("config", Any, None)])
+    names = ("model", "config", "scorers")
+    fields = msgspec.defstruct("Spec", [(name, Any, None) for name in names])
     found = msgspec.json.decode(data, type=msgspec.defstruct("Log", [("eval", fields, None)]))
-    return None if found.eval is None else {"model": found.eval.model, "config": found.eval.config}
+    return None if found.eval is None else {name: getattr(found.eval, name) for name in names}

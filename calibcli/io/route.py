@@ -75,7 +75,10 @@ class Router:
 
     def converter(self, fmt: str, source: str | None = None) -> Callable[[dict], list[tuple]]:
         """Row -> list of value tuples for a non-native format; the rows of an lm-eval
-        multiple-choice file (``source``) with its task's ``target_delimiter``."""
+        multiple-choice file (``source``) with its task's ``target_delimiter``, the samples of
+        an inspect-ai log read for perplexity with its task's scorers."""
+        if fmt == "inspect-ai" and self.command == "perplexity":
+            return self._convert(fmt, source)
         if fmt != "lm-eval":
             return self._convert(fmt)
         if self.lm_eval_kind == "multiple_choice" and source is not None:
@@ -224,17 +227,24 @@ def compared_modes(base: str, new: str, read: Iterable[tuple[str, Any, Any]]) ->
 def perplexity_router(spec: Any) -> Router:
     """Routing of the perplexity reader (``spec`` a :class:`~calibcli.io.rows.PerplexityRow`)."""
 
-    def convert(fmt: str) -> Callable[[dict], list[tuple]]:
+    def convert(fmt: str, source: str | None = None) -> Callable[[dict], list[tuple]]:
         if fmt in ("lm-eval", "logprobs", "sums"):
             single = spec.converter(fmt)
             return lambda obj: [single(obj)]
-        from calibcli.formats import BY_NAME, perplexity_rows
+        from calibcli.formats import BY_NAME, inspect_prompt_row, perplexity_rows
+        from calibcli.io.inspect_log import log_scorers
         from calibcli.io.rows import check_counts
 
         counted = BY_NAME[fmt].counts  # --bytes-field / --words-field beside the response
+        # the scorers the log's header names: a target_perplexity one scores the target's last
+        # tokens, how many of which a sample without its score cannot say
+        scorers = log_scorers(source) if fmt == "inspect-ai" and source is not None else ()
 
         def rows(obj: dict) -> list[tuple]:
-            found = perplexity_rows(fmt, obj)
+            if fmt == "inspect-ai":
+                found = [inspect_prompt_row(obj, scorers=scorers)]
+            else:
+                found = perplexity_rows(fmt, obj)
             if counted:
                 found = _counts_beside(spec, found, obj)
             # the last value says "this row's NLL overflowed a double"; an infinite NLL here is
