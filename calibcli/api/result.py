@@ -222,8 +222,11 @@ class Calibrator:
             read_as=scored,
             api=True,
         )
+        # the groups met: rows each taking their own --by model group's map say nothing of
+        # a map pooled over models
+        groups = None if rows.by is None else dict.fromkeys(rows.group.tolist())
         try:
-            said = calibrator_notes(self.file, read)
+            said = calibrator_notes(self.file, read, groups)
         except ValueError as exc:
             raise InputError("apply", None, str(exc)) from None
         for text in said:

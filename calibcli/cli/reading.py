@@ -302,6 +302,17 @@ def other_model(calibrators: Any, data: Any, scored: dict[str, Any] | None = Non
     return why(calibrators.fitted_on, read_as(data) if scored is None else scored)
 
 
+def several_models(calibrators: Any, data: Any) -> str | None:
+    """Why the map the rows scored take was fitted on several models' rows pooled
+    (:func:`calibcli.io.several_models`), or None: every gate on the figures after it then
+    fails closed, as after another model's map (:func:`other_model`)."""
+    from calibcli.io import several_models as why
+
+    if calibrators is None:
+        return None
+    return why(calibrators, data.settings.by, data.group_names)
+
+
 def recalibrate(
     data: Any,
     calibrators: Any,

@@ -71,6 +71,7 @@ __all__ = [
     "records",
     "repeated_parts",
     "runs_of_one_task",
+    "several_models",
     "side_modes",
     "sides_read_as",
     "suffix_codec",
@@ -506,6 +507,7 @@ _PROVENANCE = (
     "other_choices",
     "other_model",
     "other_task",
+    "several_models",
     "graded_otherwise",
 )
 _CHECKED = ("RowsRead", "calibrator_notes", "check_fitted_names", "other_groups")

@@ -170,10 +170,17 @@ def calibrator_notes(calibrators: Any, rows: RowsRead, groups: Any = None) -> li
     normalisation, inspect-ai confidence mode or OpenAI --choices, or a summary file's rows of
     another confidence field; else the warnings: another confidence field asked for by name,
     rows of another format (their confidences may be taken another way), graded another way,
-    of another task or another model (the commands' gates on the figures after it then fail
-    closed, and the text says so), and for the commands, rows that take the pooled map of a
-    file fitted per --by group (``groups``: the --by group names read)."""
-    from calibcli.io.provenance import graded_otherwise, other_choices, other_model, other_task
+    of another task or another model, or a map fitted on several models' rows pooled (the
+    commands' gates on the figures after it then fail closed, and the text says so), and for
+    the commands, rows that take the pooled map of a file fitted per --by group (``groups``:
+    the --by group names read)."""
+    from calibcli.io.provenance import (
+        graded_otherwise,
+        other_choices,
+        other_model,
+        other_task,
+        several_models,
+    )
     from calibcli.summaries import pooled_map_note
 
     fitted, scored = calibrators.fitted_on, rows.read_as
@@ -202,6 +209,7 @@ def calibrator_notes(calibrators: Any, rows: RowsRead, groups: Any = None) -> li
     given["gold_field"] = rows.gold_field
     notes += graded_otherwise(fitted, set(rows.formats), given)
     said = (other_task(fitted, scored), other_model(fitted, scored, gated=not rows.api))
+    said += (several_models(calibrators, rows.by, groups, gated=not rows.api),)
     if not rows.api:  # the API warns of the pooled map as it maps (Calibrator.apply)
         said += (pooled_map_note(calibrators, rows.by, groups),)
     return notes + [n for n in said if n]

@@ -136,7 +136,9 @@ def run_names(sources: Any) -> tuple[list[str], list[str]]:
     inspect-ai log's model, the models OpenAI or vLLM server responses name (as the check on
     pooled models reads them), an lm-eval samples file's task (from its name). Sources
     skipped, read from stdin or of other formats name none, and so does an lm-eval run without
-    model arguments (``_<task>.jsonl``, recorded as the model ``""``)."""
+    model arguments (``_<task>.jsonl``, the model ``""``) alone; beside a named model it is
+    listed as ``""``, since the check on pooled models counts it as a model of its own, and
+    the models listed are then two or more (:func:`several_models`)."""
     from calibcli.formats import task_from_filename
     from calibcli.io.response_models import models_named
     from calibcli.io.runs import recorded
@@ -146,10 +148,10 @@ def run_names(sources: Any) -> tuple[list[str], list[str]]:
     for source in sources:
         if source.skipped is not None or source.name == "-":
             continue
-        models.update(m for m in models_named(recorded(source).model) if m)
+        models.update(models_named(recorded(source).model))
         if source.format == "lm-eval":
             tasks.add(task_from_filename(source.name))
-    return sorted(models), sorted(tasks)
+    return sorted(models if len(models) > 1 else models - {""}), sorted(tasks)
 
 
 def _listed(names: list[str]) -> str:
@@ -192,6 +194,32 @@ def other_model(fitted: dict[str, Any], scored: dict[str, Any], gated: bool = Tr
         f"the calibrator was fitted on rows of model {_listed(made)}; these rows are of model "
         f"{_listed(others)}, as their runs name them: a map of one model's confidences says "
         f"nothing of another's, {then}; fit a calibrator on this model's rows"
+    )
+
+
+def several_models(
+    calibrators: Any, by: str | None = None, groups: Any = None, gated: bool = True
+) -> str | None:
+    """Why the map a calibrator applies was fitted on several models' rows pooled, or None:
+    its ``fitted_on`` lists two or more models, as the check on pooled models counts them (a
+    run without model arguments, ``""``, is one of its own). Such a map is none of the models'
+    (their rows fail every gate read together, and so do the figures after their map). None
+    too when every row scored takes the map of its own ``--by model`` group (``by``, ``groups``:
+    how the rows were read and the group names met), each fitted on one model's rows.
+    ``gated``: the commands' gates on the figures after the map then fail, and the text says
+    so."""
+    made = calibrators.fitted_on.get("models")
+    if not isinstance(made, list) or len(set(made)) < 2:
+        return None
+    own = by == calibrators.by == "model" and groups is not None
+    if own and all(g in calibrators.groups for g in groups):
+        return None
+    shown = ", ".join(repr(m) if m else "a run without model arguments" for m in sorted(made))
+    then = "so every gate on the figures after it fails" if gated else "gate nothing on them"
+    return (
+        f"the calibrator was fitted on the rows of {len(set(made))} models pooled: {shown}, as "
+        "their runs name them: a map of several models' confidences pooled is none of theirs, "
+        f"{then}; fit one calibrator per model (on one model's files, or with --by model)"
     )
 
 

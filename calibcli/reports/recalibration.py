@@ -16,8 +16,9 @@ class Recalibration:
     or folds), warnings about it, how the figures before and after are binned, and whether the
     pooled before/after carry their reliability bins (what ``--plot`` draws as two curves).
     ``in_sample`` says when the rows scored hold rows the calibrator was fitted on, and
-    ``other_model`` when they are another model's than those it was fitted on: the gates on
-    the figures after it then fail closed, whatever their values."""
+    ``other_model`` when they are another model's than those it was fitted on, and
+    ``several_models`` when the map they take was fitted on several models' rows pooled: the
+    gates on the figures after it then fail closed, whatever their values."""
 
     before: Any  # CalibrationSummary
     settings: dict[str, Any]
@@ -26,15 +27,19 @@ class Recalibration:
     curves: bool = True
     in_sample: str | None = None
     other_model: str | None = None
+    several_models: str | None = None
 
     def closed(self, figures: Iterable[str]) -> dict[str, str] | None:
         """The gate checks on ``figures`` (after recalibration) that fail closed: all of them
         when the rows scored hold rows the calibrator was fitted on, since the figures after it
         are then in-sample and flatter it, or are another model's, whose confidences it was not
-        fitted to; None otherwise."""
+        fitted to, or when it was fitted on several models' rows pooled, a map of none of
+        them; None otherwise."""
         if self.in_sample:
             return dict.fromkeys(figures, IN_SAMPLE_GATE)
-        return dict.fromkeys(figures, OTHER_MODEL_GATE) if self.other_model else None
+        if self.other_model:
+            return dict.fromkeys(figures, OTHER_MODEL_GATE)
+        return dict.fromkeys(figures, SEVERAL_MODELS_GATE) if self.several_models else None
 
 
 def carried(summary: Any, recalibration: Recalibration | None) -> Any:
@@ -57,6 +62,10 @@ IN_SAMPLE_GATE = (
 OTHER_MODEL_GATE = (
     "the calibrator was fitted on another model's rows (see the warning): a map of one model's "
     "confidences says nothing of another's"
+)
+SEVERAL_MODELS_GATE = (
+    "the calibrator was fitted on several models' rows pooled (see the warning): fit one "
+    "calibrator per model"
 )
 
 

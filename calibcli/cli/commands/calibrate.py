@@ -43,6 +43,7 @@ from calibcli.cli.reading import (
     recalibrate,
     recalibration_options,
     require_rows,
+    several_models,
     worker_errors,
 )
 from calibcli.cli.reading_options import Reading, reading_options
@@ -199,6 +200,7 @@ def calibrate(
                 options,
                 in_sample=shared,
                 other_model=other_model(calibrators, data),  # its gates fail closed too
+                several_models=several_models(calibrators, data),
             )
             result = calibrate_report(
                 after,

@@ -37,6 +37,7 @@ from calibcli.cli.reading import (
     recalibrate,
     recalibration_options,
     require_rows,
+    several_models,
 )
 from calibcli.cli.reading_options import Reading, reading_options
 
@@ -124,6 +125,7 @@ def threshold(
             curves=False,
             in_sample=scored_in_sample(calibrators, raw, files),
             other_model=other_model(calibrators, raw),
+            several_models=several_models(calibrators, raw),
         )
         if fit_data is not None:
             fit_data, _, fit_notes = recalibrate(fit_data, calibrators, None, files=fit, **options)
