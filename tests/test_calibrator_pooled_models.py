@@ -218,3 +218,13 @@ def test_the_api_records_the_models_and_warns_as_it_maps(runs):
         warnings.simplefilter("always")
         one.apply(test)
     assert [str(w.message) for w in caught if issubclass(w.category, UserWarning)] == []
+
+
+def test_the_rendered_page_names_a_run_without_model_arguments(tmp_path):
+    unnamed = old_run(tmp_path / "fit", "", seed=4, sharp=3.0, start=0)
+    named = old_run(tmp_path / "fit", "pretrained=org__model-a", seed=5, sharp=0.6, start=500)
+    cal, page = tmp_path / "mixed.json", tmp_path / "mixed.html"
+    assert run(["fit", unnamed, named, "--method", "platt", "-o", cal, "-q"]).exit_code == 0
+    assert run(["render", cal, "--html", page]).exit_code == 0
+    shown = page.read_text(encoding="utf-8")
+    assert "(a run without model arguments), pretrained=org__model-a" in shown

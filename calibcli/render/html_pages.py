@@ -376,12 +376,17 @@ def fit(ids: b.Ids, body: dict[str, Any]) -> list[str]:
     ]
 
 
+UNNAMED = "(a run without model arguments)"
+
+
 def calibrator(ids: b.Ids, body: dict[str, Any]) -> list[str]:
     """The calibrator file ``calibcli fit`` writes: its map, what it was fitted on, its groups."""
     fitted = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
     rows = []
     for key, v in fitted.items():
-        shown = ", ".join(map(str, v)) if isinstance(v, list) else v
+        shown = v
+        if isinstance(v, list):  # a model recorded as "" is a run without model arguments
+            shown = ", ".join(UNNAMED if key == "models" and m == "" else str(m) for m in v)
         rows.append((text(key), [cell(v) if is_number(v) else text(shown)]))
     return [
         *fit(ids, {"params": body.get("params")}),
