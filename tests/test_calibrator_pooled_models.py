@@ -228,3 +228,15 @@ def test_the_rendered_page_names_a_run_without_model_arguments(tmp_path):
     assert run(["render", cal, "--html", page]).exit_code == 0
     shown = page.read_text(encoding="utf-8")
     assert "(a run without model arguments), pretrained=org__model-a" in shown
+
+
+def test_apply_warns_when_it_writes_a_map_of_two_models_pooled(runs, tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"confidence": c / 10}) + "\n" for c in range(1, 10)))
+    said = f"warning: {pooled_warning(PAIR, 'gate nothing on them')}"
+    pooled = run(["apply", runs["pooled"], rows, "-o", tmp_path / "pooled.jsonl"])
+    assert pooled.exit_code == 0, pooled.stderr
+    assert said in pooled.stderr.splitlines()
+    one = run(["apply", runs["one"], rows, "-o", tmp_path / "one.jsonl"])
+    assert one.exit_code == 0, one.stderr
+    assert "models pooled" not in one.stderr

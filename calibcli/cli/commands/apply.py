@@ -101,7 +101,13 @@ def apply_calibrator(
 
     from calibcli.cli.reading import check_groups, recalibration_options
     from calibcli.cli.staging import OutputError, StreamTarget
-    from calibcli.io import InputError, compressing, rewrite_confidences, suffix_codec
+    from calibcli.io import (
+        InputError,
+        compressing,
+        rewrite_confidences,
+        several_models,
+        suffix_codec,
+    )
     from calibcli.summaries import MULTICLASS, pooled_map_note
 
     calibrators, _ = recalibration_options(calibrator, None, None)
@@ -180,6 +186,10 @@ def apply_calibrator(
     pooled = pooled_map_note(calibrators, by, seen)
     if pooled:
         warn(pooled)
+    # a map fitted on several models' rows pooled is none of theirs: no gate after it holds
+    several = several_models(calibrators, by, seen, gated=False)
+    if several:
+        warn(several)
 
 
 # what figures on rows written after the map they were fitted for are, and the ways out
