@@ -193,7 +193,9 @@ def test_fit_on_one_class_says_the_map_learnt_the_class(tmp_path, method):
     grouped = run(["fit", both, "--by", "g", "--method", method, "-o", cal])
     assert grouped.exit_code == 0, grouped.stderr
     assert f"warning: group 'a': all 20 answers are right: {said}" in grouped.stderr
-    assert "group 'b'" not in grouped.stderr and "of the pooled rows" not in grouped.stderr
+    # the one-class warning names group 'a' alone (a histogram's thin bins are another's)
+    one_class = [line for line in grouped.stderr.splitlines() if said in line]
+    assert len(one_class) == 1 and one_class[0].startswith("warning: group 'a': ")
     assert "learnt the class" not in run(["fit", both, "--method", method, "-o", cal]).stderr
 
 

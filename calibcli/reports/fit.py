@@ -8,6 +8,7 @@ from calibcli.reports.calibrate import calibrate_figures
 from calibcli.reports.recalibration import before_after
 from calibcli.reports.report import (
     SCHEMA_VERSION,
+    SMALL_BIN_COUNT,
     Note,
     Report,
     finish,
@@ -86,12 +87,14 @@ def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) 
     notes = _one_class(summary.pooled().columns, calibrators.method, pooled)
     notes += _few_of_a_class(summary.pooled(), calibrators.method, pooled, repeats)
     notes += _decreasing(calibrators.calibrator, pooled) + _at_bound(calibrators.calibrator, pooled)
+    notes += _thin_bins(calibrators.calibrator, summary.pooled().columns, pooled, repeats)
     notes += group_notes(
         {
             str(name): _one_class(view.columns, calibrators.method)
             + _few_of_a_class(view, calibrators.method, repeats=repeats)
             + _decreasing(calibrators.groups.get(str(name)))
             + _at_bound(calibrators.groups.get(str(name)))
+            + _thin_bins(calibrators.groups.get(str(name)), view.columns, repeats=repeats)
             for name, view in (groups or {}).items()
         }
     )
@@ -227,3 +230,70 @@ def _at_bound(calibrator: Any, rows: str = "") -> list[Note]:
         "likelihood keeps improving beyond it, so it is no fitted value"
     )
     return [Note("temperature_bound", text, detail=f"T = {t:g}", general=general)]
+
+
+def _thin_bins(
+    calibrator: Any, columns: Any, rows: str = "", repeats: int | None = None
+) -> list[Note]:
+    """A warning when a map built from bins (histogram: each bin's accuracy) has bins too thin
+    to carry it, by the rule of calibrate's small-bins warning: the median populated bin holds
+    fewer than ``SMALL_BIN_COUNT`` rows (on rows that repeat their questions, ``repeats`` the
+    most a question holds, its rows over ``repeats``, the fewest questions they can be). Each
+    bin's value is then the accuracy of a few rows, mostly 0, 1/2 or 1: the map follows the
+    rows it was fitted on, its in-sample figures flatter it, and it may not hold on other
+    rows. The warning names fewer bins whose median populated bin holds that many rows (the
+    most found by halving between 1 and these), or says the rows are too few for any. Other
+    methods build no bins (isotonic pools adjacent rows by their outcomes, not into bins)."""
+    import numpy as np
+
+    bins = getattr(calibrator, "bins", None) if calibrator is not None else None
+    if getattr(calibrator, "method", None) != "histogram" or columns is None or not bins:
+        return []
+    conf = np.concatenate([columns.conf_correct, columns.conf_wrong])
+    least = SMALL_BIN_COUNT * (repeats or 1)
+    median = _median_populated(conf, bins)
+    if median is None or median >= least:
+        return []
+    held = f"{median:g} prediction{'' if median == 1 else 's'}"
+    if repeats:
+        held += f", as few as {median / repeats:g} questions (a run scored each up to "
+        held += f"{repeats} times)"
+    advice = (
+        "the rows are too few for any bins to hold that many: fit a map of fewer parameters "
+        "(platt, temperature)"
+    )
+    if (_median_populated(conf, 1) or 0) >= least:
+        lo, hi = 1, bins  # the median populated bin holds ``least`` at lo bins, not at hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if (_median_populated(conf, mid) or 0) >= least else (lo, mid)
+        advice = (
+            f"fit with fewer bins (with --bins {lo} the median populated bin holds "
+            f"{_median_populated(conf, lo):g} predictions)"
+        )
+    effect = (
+        "each bin's value is the accuracy of a few rows, so the map follows the rows it was "
+        "fitted on: its in-sample figures flatter it, and it may not hold on other rows"
+    )
+    text = (
+        f"the histogram map{rows} has {bins:,} bins and its median populated bin holds {held} "
+        f"(fewer than {SMALL_BIN_COUNT}): {effect}; {advice}"
+    )
+    general = (
+        f"the histogram maps of these groups have {bins:,} bins and their median populated bin "
+        f"holds fewer than {SMALL_BIN_COUNT} predictions: {effect}; fit with fewer bins"
+    )
+    return [Note("thin_bins", text, detail=f"{median:g}", general=general)]
+
+
+def _median_populated(conf: Any, bins: int) -> float | None:
+    """The median count of the populated bins among ``bins`` equal-width bins of ``conf`` (as
+    ``np.median`` gives it; None without rows)."""
+    import numpy as np
+
+    from calibcli.metrics import bin_edges, bin_index
+
+    if not conf.shape[0]:
+        return None
+    count = np.bincount(bin_index(conf, bin_edges(bins)), minlength=bins)
+    return float(np.median(count[count > 0]))
