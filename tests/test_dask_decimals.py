@@ -56,7 +56,9 @@ def test_decimal_nlls_and_counts_give_the_command_lines_figures(tmp_path):
     assert got == cli_json("perplexity", str(path)) | {"format": got["format"]}
 
 
-def test_a_decimal_outcome_just_below_one_is_refused(tmp_path):
+def test_a_decimal_outcome_with_digits_after_the_point_is_refused(tmp_path):
+    """An outcome at scale 30 is refused whole, as `calibcli calibrate` refuses the same
+    Parquet file (its first row's 1, written at scale 30, reads as 1.0)."""
     nines = Decimal("0." + "9" * 30)
     values = [Decimal(1), Decimal(0), nines, Decimal(0), nines]
     path = tmp_path / "rows.parquet"
@@ -67,6 +69,36 @@ def test_a_decimal_outcome_just_below_one_is_refused(tmp_path):
     with pytest.raises(InputError) as found:
         computed(summarize(dd.read_parquet(str(path))))
     assert (
-        "column 'correct': 2 bad values; the first is 0.999999999999999999999999999999 "
-        "(row 3 of partition 0): not true, false, 0 or 1"
+        f"column 'correct': 5 bad values; the first is 1.{'0' * 30} "
+        "(row 1 of partition 0): not true, false, 0 or 1"
     ) in str(found.value)
+    assert "row 1: correct 1.0 is not true/false/0/1" in cli_error(path)
+
+
+@pytest.mark.parametrize("kind", ["float64", "float32"])
+def test_an_outcome_column_of_floats_is_refused_as_the_command_refuses_it(tmp_path, kind):
+    path = tmp_path / "rows.parquet"
+    table = {"confidence": [0.9, 0.2, 0.8], "correct": pa.array([1.0, 0.0, 1.0], kind)}
+    pq.write_table(pa.table(table), path)
+    with pytest.raises(InputError) as found:
+        computed(summarize(dd.read_parquet(str(path))))
+    assert (
+        "column 'correct': 3 bad values; the first is 1.0 (row 1 of partition 0): not true, "
+        "false, 0 or 1"
+    ) in str(found.value)
+    assert "row 1: correct 1.0 is not true/false/0/1" in cli_error(path)
+    integers = {"confidence": [0.9, 0.2, 0.8], "correct": pa.array([1, 0, 1], "int8")}
+    pq.write_table(pa.table(integers), path)
+    assert computed(summarize(dd.read_parquet(str(path)))).report()["accuracy"] == 2 / 3
+
+
+def cli_error(path) -> str:
+    """What `calibcli calibrate` says of ``path``, which it refuses (exit 2)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "calibcli", "calibrate", str(path)], capture_output=True, text=True
+    )
+    assert done.returncode == 2, done.stderr
+    return done.stderr

@@ -1,8 +1,9 @@
 """A DataFrame's decimal columns (the rows a Spark or Dask task folds, calibcli.io.frames) are
-judged on their digits: a ``correct`` of 0.999999999999999999999999999999, whose double is 1.0,
-is refused naming the value as written, and so is a token count of 2.99999999999999999999;
-exact decimals read as the integers they spell (2**53 + 1 too), with the figures of the same
-rows as JSON Lines. A negative scale (decimal128(5, -2): multiples of 100) holds whole numbers,
+judged on their digits, as a file's rows are: a ``correct`` with digits after the point (1.000...
+at scale 30, or 0.999999999999999999999999999999, whose double is 1.0) spells a float and is
+refused naming the value as written, as is a token count of 2.99999999999999999999; decimals
+of scale 0 read as the integers they spell (2**53 + 1 too), with the figures of the same rows as
+JSON Lines. A negative scale (decimal128(5, -2): multiples of 100) holds whole numbers,
 read exactly: a ``correct`` of 100 is refused as a JSON row's 100 is. A NaN confidence or NLL is
 refused as not a number, as a file's row is."""
 
@@ -43,8 +44,8 @@ def write_jsonl(path, rows: list[dict]) -> str:
 
 
 @pytest.mark.parametrize("kind", [pa.decimal128(38, 30), pa.decimal256(60, 30)])
-def test_a_decimal_correct_just_below_one_is_refused_by_its_digits(kind):
-    # wrong answers at rows 5, 10, 20, 25 and 35 (0-based) written as thirty nines
+def test_a_decimal_correct_with_digits_after_the_point_is_refused(kind):
+    # every value, 1 and 0 at scale 30 as well as the thirty nines of rows 5, 10, ... 35
     flipped = [i for i in range(N) if not RIGHT[i] and i % 5 == 0]
     assert flipped == [5, 10, 20, 25, 35]
     values = [NINES if i in flipped else Decimal(int(RIGHT[i])) for i in range(N)]
@@ -54,26 +55,41 @@ def test_a_decimal_correct_just_below_one_is_refused_by_its_digits(kind):
     summary, problems = frame_summary([batch], FrameSpec("calibration", CALIBRATION), 0)
     assert summary is None
     assert problems.message() == (
-        "column 'correct': 5 bad values; the first is 0.999999999999999999999999999999 "
-        "(row 6 of partition 0): not true, false, 0 or 1"
+        f"column 'correct': 40 bad values; the first is 1.{'0' * 30} "
+        "(row 1 of partition 0): not true, false, 0 or 1"
     )
 
 
 CALIBRATION = ("confidence", "correct")
 
 
-def test_exact_decimal_outcomes_count_as_the_booleans_they_spell(tmp_path):
-    """1.000... and 0.000... at scale 30 are 1 and 0: accuracy is the hand count 14/40, and
+def test_scale_zero_decimal_outcomes_count_as_the_booleans_they_spell(tmp_path):
+    """1 and 0 at scale 0 are the integers 1 and 0: accuracy is the hand count 14/40, and
     every figure is the JSON Lines route's on the same rows."""
-    values = [Decimal(f"{int(y)}." + "0" * 30) for y in RIGHT]
+    values = [Decimal(int(y)) for y in RIGHT]
     batch = pa.record_batch(
-        {"confidence": confidences(), "correct": pa.array(values, pa.decimal128(38, 30))},
+        {"confidence": confidences(), "correct": pa.array(values, pa.decimal128(38, 0))},
     )
     got = engine_report(batch, "calibration", CALIBRATION)
     rows = [{"confidence": c, "correct": y} for c, y in zip(confidences(), RIGHT, strict=True)]
     want = cli_json("calibrate", write_jsonl(tmp_path / "rows.jsonl", rows))
     assert got["n"] == N and got["accuracy"] == 14 / 40
     assert_same(got, want, files=False)
+
+
+@pytest.mark.parametrize("kind", ["float64", "float32"])
+def test_an_outcome_column_of_floats_is_refused(kind):
+    # 1.0 and 0.0 are floats, as `calibcli calibrate` reads them in a JSON row or a Parquet
+    # column of doubles (refused there: "correct 1.0 is not true/false/0/1")
+    batch = pa.record_batch(
+        {"confidence": [0.9, 0.2, 0.8], "correct": pa.array([1.0, 0.0, 1.0], kind)}
+    )
+    summary, problems = frame_summary([batch], FrameSpec("calibration", CALIBRATION), 0)
+    assert summary is None
+    assert problems.message() == (
+        "column 'correct': 3 bad values; the first is 1.0 (row 1 of partition 0): not true, "
+        "false, 0 or 1"
+    )
 
 
 def test_a_decimal_token_count_just_below_a_whole_number_is_refused():

@@ -251,7 +251,11 @@ def _calibration_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, wh
     else:
         numbers = as_float64(raw)
         wrong = (numbers != 0.0) & (numbers != 1.0)
-        if pa.types.is_decimal(raw.type):  # 0 or 1 exactly: not a value whose double is 1.0
+        kind = raw.type
+        if pa.types.is_floating(kind) or (pa.types.is_decimal(kind) and kind.scale > 0):
+            # 1.0 or 1.00 spells a float, not an outcome: refused, as a file's rows refuse it
+            wrong = np.ones(len(raw), bool)
+        elif pa.types.is_decimal(kind):  # 0 or 1 exactly: not a value whose double is 1.0
             wrong |= ~_whole(raw)[0]
         flags = (numbers == 1.0) & ~wrong
         first = None

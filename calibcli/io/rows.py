@@ -81,8 +81,11 @@ def show(value: Any) -> str:
         if isinstance(value, bytes | bytearray):
             text = value.decode("utf-8", "backslashreplace")
         else:
-            typed = type(value).__name__ == "Decimal" or _table_type(value)
-            text = str(value) if typed else repr(value)
+            decimal = type(value).__name__ == "Decimal"
+            if decimal and value.is_finite():  # its digits at its scale: 0E-30 as 0.000...0
+                text = format(value, "f")
+            else:
+                text = str(value) if decimal or _table_type(value) else repr(value)
     except RecursionError:
         text = "[...]" if isinstance(value, list) else "{...}"
     return text if len(text) <= 40 else text[:37] + "..."
