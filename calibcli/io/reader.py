@@ -39,6 +39,17 @@ _KINDS_SHOWN = {
 """How the --part refusal names a file that is not JSON Lines; other kinds are JSON documents."""
 
 
+def _refuse_wide(source: str, name: str) -> None:
+    """InputError for a file whose text is UTF-16 or UTF-32 (without a byte-order mark, JSON
+    in it reads as a document's opening), worded as the whole-document reader words it."""
+    from calibcli.io.strict_json import READS_UTF8, wide_encoding
+
+    with open(source, "rb") as f:
+        wide = wide_encoding(f.read(4))
+    if wide is not None:
+        raise InputError(name, None, f"{wide} text; {READS_UTF8}")
+
+
 def whole_document_kind(source: str, max_line_bytes: int | None = None) -> str | None:
     """The whole-document kind of a regular file (None for JSON Lines, stdin and pipes,
     which are never sniffed: that would consume their first line); the sniff reads no more
@@ -264,6 +275,8 @@ class Reader:
         src.probe()
         try:
             kind = whole_document_kind(source, self.plan.max_line_bytes)
+            if kind is not None and not src.codec:  # named as a whole reading names it
+                _refuse_wide(source, name)
             if src.codec or src.size is None or kind is not None:
                 found = (
                     f"a {src.codec.name} stream"

@@ -20,6 +20,10 @@ from typing import Any
 NOT_AN_OBJECT = "line is not a JSON object"
 TOO_DEEP = "JSON nested too deeply"
 READS_UTF8 = "calibcli reads UTF-8"
+ZERO_BYTES = (
+    "line is zero bytes only (NUL padding, as a write cut off by a crash or a preallocated "
+    "file leaves), not JSON text"
+)
 
 
 def loads_line(line: bytes) -> Any:
@@ -29,7 +33,8 @@ def loads_line(line: bytes) -> Any:
     try:
         return loads_text(text)
     except json.JSONDecodeError as e:
-        if wide_encoding(line) is not None:  # ASCII in UTF-16 is valid UTF-8, zero bytes and all
+        # ASCII in UTF-16 is valid UTF-8, zero bytes and all; so are zero bytes alone
+        if zero_padding(line) or wide_encoding(line) is not None:
             raise ValueError(not_utf8(line)) from None
         # json words a control character "Invalid control character at"
         what = e.msg.removesuffix(" at")
@@ -136,8 +141,11 @@ def _table_hint(text: str) -> str:
 
 
 def not_utf8(data: bytes) -> str:
-    """Why a line is not read as UTF-8: the encoding it is in when it looks like UTF-16 or
-    UTF-32 text, else that it is not valid UTF-8."""
+    """Why a line is not read as UTF-8: that it is zero bytes only (:func:`zero_padding`), the
+    encoding it is in when it looks like UTF-16 or UTF-32 text, else that it is not valid
+    UTF-8."""
+    if zero_padding(data):
+        return ZERO_BYTES
     wide = wide_encoding(data)
     if wide is None:
         return f"line is not valid UTF-8{_binary_table_hint(data)}"
@@ -157,6 +165,15 @@ def _binary_table_hint(head: bytes) -> str:
         f"; it opens as {table} table does: a table is read from a file given by its path, "
         "not from standard input"
     )
+
+
+def zero_padding(data: bytes) -> bool:
+    """Whether a line holds zero bytes and nothing else but whitespace at its ends: what a write
+    cut off by a crash, or a file allocated before it was written, holds where text was to be.
+    Text in UTF-16 or UTF-32 holds other bytes between its zeros, which :func:`wide_encoding`
+    names instead."""
+    core = data.strip(b" \t\r\n")
+    return bool(core) and not core.strip(b"\0")
 
 
 def wide_encoding(data: bytes | bytearray | memoryview) -> str | None:
