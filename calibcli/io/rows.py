@@ -109,6 +109,8 @@ def _not_a_number(name: str, v: Any) -> ValueError:
         return ValueError(f"{name} {v.why()}")
     if (kind := _table_type(v)) is not None:
         return ValueError(f"{name} {show(v)} is {kind}, not a number")
+    if type(v).__name__ in ("Decimal", "Fraction"):  # exact numbers, of no JSON counterpart
+        return ValueError(f"{name} {show(v)} is a {type(v).__name__}: give it as a float")
     return ValueError(f"{name} {show(v)} is not a number")
 
 
