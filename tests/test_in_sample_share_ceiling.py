@@ -1,6 +1,7 @@
-"""The share an in-sample warning names counts rows, and never exceeds what the rows allow: of
-the rows a calibrator was fitted on, no more can be among the rows scored than those rows hold
-(rows scored / rows fitted), and the share is not raised by fitted rows that share a value.
+"""The share an in-sample warning names never exceeds what the rows allow: of the rows a
+calibrator was fitted on, no more can be among the rows scored than those rows hold (rows
+scored / rows fitted); and a refusal never names a share far below the fitted rows whose values
+the rows scored hold.
 
 Every input below is built here from rows whose membership is known, so the share expected is a
 count: the fitted rows a file holds over the rows fitted."""
@@ -125,3 +126,27 @@ def test_a_mix_is_counted_exactly_when_the_sketch_holds_every_fitted_value(tmp_p
     assert applied.exit_code == 2
     assert f"of {WHAT} (400) are among the 400 rows read here" in applied.stderr
     assert _percent(applied.stderr) == 100 * 100 // 400
+
+
+def test_fitted_rows_that_repeat_are_not_taken_for_chance(tmp_path):
+    """400 fitted rows over 210 values (190 held by two rows each, as an epochs run repeats
+    them), and 200 rows scored: 60 of the doubled values and 140 new ones. The 60 values are
+    held by 120 of the fitted rows (30%) and are 60 of the 210 fitted values (29%); the refusal
+    names about that share, never a share near 0 that would invite --allow-in-sample."""
+    rng = random.Random(5)
+
+    def row():
+        return {"confidence": round(0.05 + 0.9 * rng.random(), 12), "correct": rng.random() < 0.6}
+
+    values = [row() for _ in range(210)]
+    fitted = [v for v in values[:190] for _ in (0, 1)] + values[190:]
+    scored = values[:60] + [row() for _ in range(140)]
+    assert len(fitted) == 400 and len(scored) == 200
+    fit = write_jsonl(tmp_path / "fit.jsonl", fitted)
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", scored)
+    cal = tmp_path / "cal.json"
+    assert run(["fit", fit, "--method", "isotonic", "-o", cal]).exit_code == 0
+    applied = run(["apply", cal, mixed, "-o", tmp_path / "out.jsonl"])
+    assert applied.exit_code == 2
+    assert f"of {WHAT} (400) are among the 200 rows read here" in applied.stderr
+    assert round(100 * 60 / 210) <= _percent(applied.stderr) <= 100 * 120 // 400

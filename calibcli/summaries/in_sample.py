@@ -75,11 +75,11 @@ known."""
 
 
 def _hashes(kept: Any) -> np.ndarray:
-    """The hashes of kept rows (right and wrong answers) of their exact confidences, one a
-    row."""
+    """The distinct hashes of kept rows (right and wrong answers) of their exact confidences,
+    sorted."""
     right = calibration_hashes(kept.right, np.ones(kept.right.shape[0], bool))
     wrong = calibration_hashes(kept.wrong, np.zeros(kept.wrong.shape[0], bool))
-    return np.concatenate([right, wrong])
+    return sorted_distinct(np.concatenate([right, wrong]))
 
 
 NOISE_Z = 3.0
@@ -215,88 +215,27 @@ def _note(
         return f"the {scored.rows:,} rows {here} are {what}{said}: {consequence}"
     if not (fitted.tells_rows_apart() and scored.tells_rows_apart()):
         return None
-    rows = hashes if hashes is not None else None if kept is None else _hashes(kept)
-    hashes = None if rows is None else sorted_distinct(rows)
-    found = _fitted_among_scored(fitted, scored, hashes)
-    if found is not None:
-        shared = _rows_shared(fitted, scored, rows, found)
+    if hashes is not None:
+        hashes = sorted_distinct(hashes)
+    elif kept is not None:
+        hashes = _hashes(kept)
+    # a share is of values found, an estimate: held to what the rows allow, as a value several
+    # fitted rows share is found whole when any one of them is scored
+    share = _fitted_among_scored(fitted, scored, hashes)
+    if share is not None:
+        share = min(share, scored.rows / fitted.rows)
         return (
-            f"{_about(shared / fitted.rows)} of {what} ({fitted.rows:,}) are among the "
-            f"{scored.rows:,} rows {here}{said}: {consequence}"
+            f"about {share:.0%} of {what} ({fitted.rows:,}) are among the {scored.rows:,} "
+            f"rows {here}{said}: {consequence}"
         )
-    if _scored_among_fitted(fitted, hashes) is not None:
-        shared = _rows_shared(fitted, scored, rows, None)
+    share = _scored_among_fitted(fitted, hashes)
+    if share is not None:
+        share = min(share, fitted.rows / scored.rows, 1.0)
         return (
-            f"{_about(shared / scored.rows)} of the {scored.rows:,} rows {here} are among "
-            f"{what} ({fitted.rows:,}){said}: {consequence}"
+            f"about {share:.0%} of the {scored.rows:,} rows {here} are among {what} "
+            f"({fitted.rows:,}){said}: {consequence}"
         )
     return None
-
-
-def _rows_shared(fitted: Any, scored: Any, rows: np.ndarray | None, values: float | None) -> float:
-    """About how many of the rows scored are fitted rows, the figure a warning says: never
-    more than either set holds. Two estimates, each less the rows found by chance (its low
-    end, :func:`_least_chance`):
-
-    * with the rows scored at hand (``rows``, their hashes, one a row), the share of them
-      holding a fitted value, counted on those whose hash the fitted sketch covers (every
-      fitted value at most its largest hash is in it: all rows, when it holds every fitted
-      value), times the rows scored: rows are counted, exact when every row scored is a
-      fitted row or the sketch holds every fitted value;
-    * the share of the fitted sketch's values found among the rows scored (``values``; None
-      when not asked), times the fitted rows: exact when every fitted value is found, but it
-      counts values, and a value several fitted rows share (rounded confidences repeat) is
-      found when any one of them is scored, so it runs above the share of rows.
-
-    With a full sketch both are estimates from a sample, weighed by the inverse of their
-    binomial variance, so that the one exact at its end (no variance) decides there; else the
-    first alone, or the second without the rows (or with fewer than ``SLICE_LOOKED`` of them
-    covered)."""
-    full = fitted.sample.shape[0] >= SAMPLE
-    estimates = []  # (rows shared, variance)
-    if rows is not None and rows.shape[0]:
-        looked = rows[rows <= fitted.sample[-1]] if full else rows
-        if looked.shape[0] >= SLICE_LOOKED or not full:
-            held = _less_chance(
-                float(among_sorted(looked, fitted.sample).mean()), _least_chance(fitted)
-            )
-            spread = held * (1.0 - held) / looked.shape[0] if full else 0.0
-            estimates.append((held * rows.shape[0], spread * rows.shape[0] ** 2))
-    if values is not None and (full or not estimates):
-        found = _less_chance(values, _least_chance(scored))
-        spread = found * (1.0 - found) / fitted.sample.shape[0] if full else 0.0
-        estimates.append((found * fitted.rows, spread * fitted.rows**2))
-    if not estimates:
-        return 0.0
-    weights = [1.0 / (spread + 1e-9) for _, spread in estimates]
-    shared = sum(w * e for w, (e, _) in zip(weights, estimates, strict=True)) / sum(weights)
-    return min(shared, float(fitted.rows), float(scored.rows))
-
-
-def _least_chance(rows: Any) -> float:
-    """The share of other rows that hold a value of ``rows`` (a fingerprint) by chance
-    (:func:`chance_share`), at the low end of what their repeats tell (about 2 standard
-    errors): a full sketch estimates their distinct values to a few percent, and repeats
-    counted exactly are few and Poisson-noisy, so a chance taken as told would take rows found
-    for chance ones (rows whose values never repeat held to repeat)."""
-    distinct = rows.distinct()
-    if rows.sample.shape[0] >= SAMPLE:
-        distinct *= 1.0 + 2.0 / math.sqrt(SAMPLE)
-    else:
-        repeats = max(rows.rows - distinct, 0.0)
-        distinct = rows.rows - max(repeats - 2.0 * math.sqrt(repeats), 0.0)
-    return chance_share(distinct, rows.rows)
-
-
-def _less_chance(share: float, chance: float) -> float:
-    """The share of a set that is shared, from the share found (``share``) when the rest is
-    found with chance ``chance``: found = shared + (1 - shared) chance."""
-    return share if chance >= 1.0 else max(0.0, (share - chance) / (1.0 - chance))
-
-
-def _about(share: float) -> str:
-    """A share as a warning says it: an estimate, in whole percent."""
-    return f"about {share:.0%}" if share >= 0.005 else "under 1%"
 
 
 RECALIBRATED = (
