@@ -70,7 +70,8 @@ def test_a_decimal_outcome_with_digits_after_the_point_is_refused(tmp_path):
         computed(summarize(dd.read_parquet(str(path))))
     assert (
         f"column 'correct': 5 bad values; the first is 1.{'0' * 30} "
-        "(row 1 of partition 0): not true, false, 0 or 1"
+        "(row 1 of partition 0): not true, false, 0 or 1 (a column of floats: cast it to booleans "
+        "or integers)"
     ) in str(found.value)
     assert "row 1: correct 1.0 is not true/false/0/1" in cli_error(path)
 
@@ -84,7 +85,7 @@ def test_an_outcome_column_of_floats_is_refused_as_the_command_refuses_it(tmp_pa
         computed(summarize(dd.read_parquet(str(path))))
     assert (
         "column 'correct': 3 bad values; the first is 1.0 (row 1 of partition 0): not true, "
-        "false, 0 or 1"
+        "false, 0 or 1 (a column of floats: cast it to booleans or integers)"
     ) in str(found.value)
     assert "row 1: correct 1.0 is not true/false/0/1" in cli_error(path)
     integers = {"confidence": [0.9, 0.2, 0.8], "correct": pa.array([1, 0, 1], "int8")}

@@ -56,7 +56,8 @@ def test_a_decimal_correct_with_digits_after_the_point_is_refused(kind):
     assert summary is None
     assert problems.message() == (
         f"column 'correct': 40 bad values; the first is 1.{'0' * 30} "
-        "(row 1 of partition 0): not true, false, 0 or 1"
+        "(row 1 of partition 0): not true, false, 0 or 1 (a column of floats: cast it to "
+        "booleans or integers)"
     )
 
 
@@ -88,7 +89,7 @@ def test_an_outcome_column_of_floats_is_refused(kind):
     assert summary is None
     assert problems.message() == (
         "column 'correct': 3 bad values; the first is 1.0 (row 1 of partition 0): not true, "
-        "false, 0 or 1"
+        "false, 0 or 1 (a column of floats: cast it to booleans or integers)"
     )
 
 

@@ -42,7 +42,8 @@ def test_an_outcome_with_digits_after_the_point_is_refused(spark):
     text = refusal(lambda: summarize(df))
     assert (
         f"column 'correct': 300 bad values; the first is 0.{'0' * 30} "
-        "(row 1 of partition 0): not true, false, 0 or 1"
+        "(row 1 of partition 0): not true, false, 0 or 1 (a column of floats: cast it to booleans "
+        "or integers)"
     ) in text
     exact = df.where(df.correct != nines).selectExpr(
         "confidence", "CAST(correct AS DECIMAL(38, 0)) AS correct"
@@ -55,7 +56,7 @@ def test_an_outcome_column_of_doubles_is_refused(spark):
     df = spark.createDataFrame(rows, "confidence DOUBLE, correct DOUBLE").coalesce(1)
     assert (
         "column 'correct': 10 bad values; the first is 0.0 (row 1 of partition 0): not true, "
-        "false, 0 or 1"
+        "false, 0 or 1 (a column of floats: cast it to booleans or integers)"
     ) in refusal(lambda: summarize(df))
 
 

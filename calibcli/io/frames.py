@@ -244,6 +244,7 @@ def _calibration_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, wh
     else:  # true is not a confidence of 1, as the JSON rows have it
         conf = np.zeros(len(raw_conf))
     raw = _at_scale_zero(_column(batch, correct_name))
+    floats = False
     if pa.types.is_boolean(raw.type):
         flags = pc.fill_null(raw, False).to_numpy(zero_copy_only=False)
         wrong = raw.is_null().to_numpy(zero_copy_only=False)
@@ -252,8 +253,8 @@ def _calibration_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, wh
         numbers = as_float64(raw)
         wrong = (numbers != 0.0) & (numbers != 1.0)
         kind = raw.type
-        if pa.types.is_floating(kind) or (pa.types.is_decimal(kind) and kind.scale > 0):
-            # 1.0 or 1.00 spells a float, not an outcome: refused, as a file's rows refuse it
+        floats = pa.types.is_floating(kind) or (pa.types.is_decimal(kind) and kind.scale > 0)
+        if floats:  # 1.0 or 1.00 spells a float, not an outcome, as a file's rows have it
             wrong = np.ones(len(raw), bool)
         elif pa.types.is_decimal(kind):  # 0 or 1 exactly: not a value whose double is 1.0
             wrong |= ~_whole(raw)[0]
@@ -264,6 +265,8 @@ def _calibration_block(batch: Any, spec: FrameSpec, problems: ColumnProblems, wh
         if first is None:
             first = "null" if raw[i].as_py() is None else show(raw[i].as_py())
         why = "a null" if first == "null" else "not true, false, 0 or 1"
+        if floats and first != "null":
+            why += " (a column of floats: cast it to booleans or integers)"
         problems.add(correct_name, int(wrong.sum()), first, why, where(i))
     return conf, np.asarray(flags, bool)
 
