@@ -96,7 +96,7 @@ def refused(path: Path, *args: str) -> None:
 
 @pytest.mark.parametrize("form", ["json", "eval"])
 def test_a_target_perplexity_log_without_scores_is_refused(tmp_path, form):
-    # read as every prompt token, it gave 3.43 over 84 tokens and passed this gate
+    # every prompt token would read 3.43 over 84 tokens, where the target's 19 read 15.53
     path = json_log(tmp_path, "target_perplexity.json") if form == "json" else eval_log(tmp_path)
     refused(path)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from calibcli.reports.calibrate import calibrate_figures
 from calibcli.reports.recalibration import before_after
+from calibcli.reports.reliability import counted
 from calibcli.reports.report import (
     SCHEMA_VERSION,
     SMALL_BIN_COUNT,
@@ -254,10 +255,10 @@ def _thin_bins(
     median = _median_populated(conf, bins)
     if median is None or median >= least:
         return []
-    held = f"{median:g} prediction{'' if median == 1 else 's'}"
+    held = counted(median, "prediction")
     if repeats:
-        held += f", as few as {median / repeats:g} questions (a run scored each up to "
-        held += f"{repeats} times)"
+        held += f", as few as {counted(median / repeats, 'question')} (a run scored each up "
+        held += f"to {repeats} times)"
     advice = (
         "the rows are too few for any bins to hold that many: fit a map of fewer parameters "
         "(platt, temperature)"

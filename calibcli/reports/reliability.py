@@ -79,12 +79,12 @@ def count_notes(
         )
     if median is None:
         return notes
-    held = _counted(median, "prediction")
+    held = counted(median, "prediction")
     if repeats:
         # the bins are no bigger than their questions let them be: a question's answers may
         # all fall in one bin (the rule of each bin's interval too)
         median = median / repeats
-        held += f", as few as {_counted(median, 'question')} (a run scored each up to "
+        held += f", as few as {counted(median, 'question')} (a run scored each up to "
         held += f"{repeats} times)"
     if median < SMALL_BIN_COUNT and debiased_reason(carried, populated, n, min_bins):
         unit = "questions" if repeats else "predictions"
@@ -249,6 +249,6 @@ def reliability_report(
     )
 
 
-def _counted(count: float, noun: str) -> str:
+def counted(count: float, noun: str) -> str:
     """``count`` ``noun``s, the noun singular for exactly one."""
     return f"{count:g} {noun}{'' if count == 1 else 's'}"
