@@ -116,17 +116,7 @@ def decompressed(fileobj: Any, codec: Codec, *, threaded: bool = False) -> Any:
         import gzip
 
         return gzip.GzipFile(fileobj=fileobj, mode="rb")
-    if codec is ZSTD:
-        factory: Callable[[], Any] = _zstd().ZstdDecompressor
-    elif codec is XZ:
-        import lzma
-
-        factory = lzma.LZMADecompressor
-    else:
-        import bz2
-
-        factory = bz2.BZ2Decompressor
-    return io.BufferedReader(_Streams(fileobj, factory), _CHUNK)
+    return io.BufferedReader(_Streams(fileobj, _factory(codec)), _CHUNK)
 
 
 class _Streams(io.RawIOBase):
@@ -188,6 +178,69 @@ def read_errors() -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover - isal missing
         pass
     return tuple(errors)
+
+
+def trailing_bytes(path: str, codec: Codec) -> int | None:
+    """How many bytes at the end of a compressed file follow its last whole stream and start
+    no stream of ``codec`` (rows appended to a file after it was compressed), or None when
+    there are none, or the file fails otherwise (a damaged or truncated stream). The file is
+    decompressed again, its content dropped: a read on the error path only."""
+    import os
+    import zlib
+
+    make: Callable[[], Any] = (lambda: zlib.decompressobj(31)) if codec is GZIP else _factory(codec)
+    longest = max(len(magic) for magic in codec.magics)
+    with open(path, "rb") as raw:
+        size = os.fstat(raw.fileno()).st_size
+        pending, d = b"", None
+        while True:
+            if d is None:  # between streams: NUL padding skipped, then a magic number or not
+                pending = pending.lstrip(b"\0")
+                while len(pending) < longest:
+                    more = raw.read(_CHUNK)
+                    if not more:
+                        break
+                    pending = (pending + more).lstrip(b"\0")
+                if not pending:
+                    return None
+                head = pending[:longest]
+                if not any(head.startswith(m) or m.startswith(head) for m in codec.magics):
+                    return size - (raw.tell() - len(pending))
+                if not any(head.startswith(m) for m in codec.magics):
+                    return None  # the start of a magic number, cut off: a truncated stream
+                d = make()
+            data, pending = pending or raw.read(_CHUNK), b""
+            if not data:
+                return None  # the file ends inside a stream
+            try:
+                d.decompress(data)
+            except Exception:  # a damaged stream, not bytes after one
+                return None
+            if d.eof:
+                pending, d = d.unused_data, None
+
+
+def _factory(codec: Codec) -> Callable[[], Any]:
+    """The streaming decompressor of a format other than gzip."""
+    if codec is ZSTD:
+        return _zstd().ZstdDecompressor
+    if codec is XZ:
+        import lzma
+
+        return lzma.LZMADecompressor
+    import bz2
+
+    return bz2.BZ2Decompressor
+
+
+def trailing_reason(count: int, codec: Codec) -> str:
+    """What reading a file whose last ``count`` bytes follow its last stream is refused for."""
+    what = "byte comes" if count == 1 else f"{count:,} bytes come"
+    start = "starts" if count == 1 else "start"
+    return (
+        f"its last {what} after the end of the {codec.name} data and {start} no {codec.name} "
+        "stream (written to the file after it was compressed?)"
+    )
 
 
 def open_path(path: str) -> Any:
