@@ -41,7 +41,7 @@ from typing import Any
 
 from calibcli.io import sources
 from calibcli.io.compression import without_suffix
-from calibcli.io.strict_json import LongInteger
+from calibcli.io.strict_json import LongInteger, zero_bytes, zero_padding
 
 KINDS = {".csv": "csv", ".tsv": "tsv"}
 _BLOCK = 1 << 20  # bytes decoded at a time
@@ -158,11 +158,8 @@ class Table:
                 width = len(header)
                 for values in records:
                     if values:
-                        if len(values) != width:
-                            raise DocumentError(
-                                f"{len(values)} cells where the header names {width} columns",
-                                line,
-                            )
+                        if len(values) != width or (width == 1 and _nul_only(values[0])):
+                            raise DocumentError(self._misfit(values, width), line)
                         row = dict(zip(header, map(cell, values), strict=True))
                         if taken is None:
                             yield line, row, None
@@ -174,6 +171,17 @@ class Table:
                     line = header_at + records.line_num
             except csv.Error as e:
                 raise DocumentError(f"malformed {self.kind.upper()}: {_why(e)}", line) from None
+
+    def _misfit(self, values: list[str], width: int) -> str:
+        """Why a record of ``values`` is refused where the header names ``width`` columns."""
+        if len(values) == 1 and _nul_only(values[0]):
+            return zero_bytes(f"a {self.kind.upper()} record")
+        return f"{len(values)} cells where the header names {width} columns"
+
+
+def _nul_only(text: str) -> bool:
+    """Whether a line read as one cell is zero bytes only (NUL padding)."""
+    return zero_padding(text.encode())
 
 
 def _why(error: csv.Error) -> str:
@@ -288,6 +296,9 @@ def _first_bytes(data: bytes) -> bytes:
     from calibcli.io.documents import DocumentError
     from calibcli.io.strict_json import READS_UTF8, wide_encoding
 
+    first = data[: data.find(b"\n") + 1 or len(data)]
+    if zero_padding(first):
+        raise DocumentError(zero_bytes("a table's header"), 1)
     wide = wide_encoding(data)
     if wide is not None:
         raise DocumentError(f"{wide} text; {READS_UTF8}", None)

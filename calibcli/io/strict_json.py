@@ -20,10 +20,17 @@ from typing import Any
 NOT_AN_OBJECT = "line is not a JSON object"
 TOO_DEEP = "JSON nested too deeply"
 READS_UTF8 = "calibcli reads UTF-8"
-ZERO_BYTES = (
-    "line is zero bytes only (NUL padding, as a write cut off by a crash or a preallocated "
-    "file leaves), not JSON text"
-)
+
+
+def zero_bytes(what: str) -> str:
+    """The refusal of a line of zero bytes only, which was to hold ``what``."""
+    return (
+        "line is zero bytes only (NUL padding, as a write cut off by a crash or a preallocated "
+        f"file leaves), not {what}"
+    )
+
+
+ZERO_BYTES = zero_bytes("JSON text")
 
 
 def loads_line(line: bytes) -> Any:
