@@ -106,7 +106,14 @@ def _check_columns(ddf: Any, spec: Any) -> None:
         if arrow is not None:  # a decimal is read through its digits (calibcli.io.frames)
             numeric = _arrow_numeric(arrow)
         if not numeric or dtype is np.dtype(object):
-            raise ValueError(f"column {name!r} is {dtype}, not a number or boolean")
+            hint = _STRINGS if "str" in str(dtype).lower() else ""
+            raise ValueError(f"column {name!r} is {dtype}, not a number or boolean{hint}")
+
+
+_STRINGS = (
+    " (Dask reads a pandas column of Python objects, True and False or 0 and 1 included, as "
+    'strings: cast it with .astype("boolean") or .astype("Int64") first)'
+)
 
 
 def _arrow_numeric(kind: Any) -> bool:

@@ -103,3 +103,25 @@ def cli_error(path) -> str:
     )
     assert done.returncode == 2, done.stderr
     return done.stderr
+
+
+def test_an_object_column_of_booleans_names_the_cast_to_make():
+    """pandas keeps True/False that met a None as Python objects, which Dask turns into
+    strings: the refusal says so and names the casts that Dask reads as outcomes."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "confidence": [0.9, 0.2, 0.7, 0.4],
+            "correct": pd.Series([True, False, True, False], dtype=object),
+        }
+    )
+    ddf = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(ValueError) as caught:
+        computed(summarize(ddf))
+    message = str(caught.value)
+    assert message.startswith("column 'correct' is string")
+    assert '.astype("boolean")' in message and '.astype("Int64")' in message
+    cast = frame.astype({"correct": "boolean"})
+    got = computed(summarize(dd.from_pandas(cast, npartitions=2))).report()
+    assert got["n"] == 4 and got["accuracy"] == 0.5
