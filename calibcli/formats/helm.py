@@ -10,7 +10,9 @@ from the entries whose name carries no perturbation.
 - Multiple choice: ``max_prob`` (the probability of the predicted answer) is the confidence and
   ``exact_match`` (1 when the prediction is a correct reference) the outcome.
 - Language modelling: ``logprob`` (summed over the scored text), ``num_perplexity_tokens`` and
-  ``num_bytes``, the sums HELM pools into its own perplexity and bits per byte.
+  ``num_bytes``, the sums HELM pools into its own perplexity and bits per byte. HELM scores a
+  document longer than the model's context in windows, one entry each; the reader gives them
+  here as one entry holding the windows' sums (:func:`calibcli.io.helm_run.unperturbed`).
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ as an inspect-ai run's epochs are. A ``.json`` file (HELM's name, compressed or 
 searched only when its first 64 KiB hold the key ``"train_trial_index"`` (no other format
 writes it); its trials are then the highest index found in the whole text, plus one.
 
+A language-modelling run scores a document longer than the model's context in windows and
+writes one entry per window, one after another, all of the instance and of trial 0: they are
+read as one entry, the document's (:func:`unperturbed`), not as re-runs of a question.
+
 What a run asked is its scenario, from the name of its run folder (:func:`helm_scenario`), the
 model and the way it was prompted left out: ``compare`` tells two runs of different scenarios
 apart by it.
@@ -16,9 +20,11 @@ apart by it.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from calibcli.io.compression import open_path, read_errors, without_suffix
 from calibcli.io.content import file_version
@@ -172,28 +178,36 @@ def _split_of(value: Mapping) -> str | None:
 def unperturbed(
     entries: Iterator[tuple], notes: Callable[[str], None] | None, split: str | None = None
 ) -> Iterator[tuple]:
-    """The elements of a JSON array (``(line, value, ...)`` tuples) without HELM's perturbed
-    entries: a ``PerInstanceStats`` with an entry-level ``perturbation`` is an instance
-    rewritten for HELM's robustness or fairness figures (typos, dialect, ...), whose statistics
-    HELM names with that perturbation and reports apart. With ``split`` (:func:`helm_split`),
-    the entries of other splits are left out too. ``notes`` is told once, after the last
-    element, how many were left out of each perturbation and each split."""
+    """The elements of a JSON array (``(line, value, start, end)`` tuples) without HELM's
+    perturbed entries, a language-modelling document's windows read as one entry each.
+
+    A ``PerInstanceStats`` with an entry-level ``perturbation`` is an instance rewritten for
+    HELM's robustness or fairness figures (typos, dialect, ...), whose statistics HELM names
+    with that perturbation and reports apart. With ``split`` (:func:`helm_split`), the entries
+    of other splits are left out too. ``notes`` is told once, after the last element, how many
+    were left out of each perturbation and each split.
+
+    The windows of one document (:func:`_window`) are given as one entry, at the first
+    window's line, holding their language-modelling statistics pooled (:func:`_pooled`)."""
     left: dict[str, int] = {}
     other: dict[str, int] = {}
+    document: list[tuple] = []  # the windows read one after another of one document
+    rows: list = []  # their perplexity rows
     for entry in entries:
         value = entry[1]
-        moved = value.get("perturbation") if isinstance(value, Mapping) else None
-        if moved and "instance_id" in value and "stats" in value:
-            name = moved.get("name") if isinstance(moved, Mapping) else None
-            key = name if isinstance(name, str) and name else "unnamed"
-            left[key] = left.get(key, 0) + 1
+        kept = _kept(value, split, left, other)
+        row = _window(value) if kept else None
+        if row is not None and document and _next_window(document, value):
+            document.append(entry)
+            rows.append(row)
             continue
-        if split is not None and isinstance(value, Mapping) and "instance_id" in value:
-            found = _split_of(value)
-            if found is not None and found != split:
-                other[found] = other.get(found, 0) + 1
-                continue
-        yield entry
+        if document:
+            yield _pooled(document, rows)
+        document, rows = ([entry], [row]) if row is not None else ([], [])
+        if kept and row is None:
+            yield entry
+    if document:
+        yield _pooled(document, rows)
     if other and notes is not None:
         total = sum(other.values())
         named = ", ".join(f"{name!r} {count:,}" for name, count in sorted(other.items()))
@@ -209,3 +223,98 @@ def unperturbed(
             "HELM reports perturbed instances apart (robustness, fairness); the figures are "
             "the unperturbed instances'"
         )
+
+
+def _kept(value: object, split: str | None, left: dict, other: dict) -> bool:
+    """Whether an element is read: not a perturbed HELM entry, nor one of another split than
+    ``split``; one left out is counted in ``left`` (by perturbation) or ``other`` (by split)."""
+    moved = value.get("perturbation") if isinstance(value, Mapping) else None
+    if moved and "instance_id" in value and "stats" in value:
+        name = moved.get("name") if isinstance(moved, Mapping) else None
+        key = name if isinstance(name, str) and name else "unnamed"
+        left[key] = left.get(key, 0) + 1
+        return False
+    if split is not None and isinstance(value, Mapping) and "instance_id" in value:
+        found = _split_of(value)
+        if found is not None and found != split:
+            other[found] = other.get(found, 0) + 1
+            return False
+    return True
+
+
+LANGUAGE_MODELING_STATS = ("logprob", "num_perplexity_tokens", "num_bytes")
+"""The statistics HELM's ``compute_language_modeling_metrics`` writes for every request of a
+language-modelling run (each window of a document), which it sums into its perplexity and bits
+per byte."""
+
+ANSWER_STATS = ("max_prob", "exact_match")
+"""Statistics that score an answer: an entry holding one is never a window of a document."""
+
+
+def _instance(value: object) -> str | None:
+    """The ``instance_id`` of an element that may be a window of a HELM language-modelling
+    document (a ``PerInstanceStats`` of a string id, trial 0); None for any other element."""
+    if not isinstance(value, Mapping) or "stats" not in value:
+        return None
+    ident, trial = value.get("instance_id"), value.get("train_trial_index")
+    return ident if isinstance(ident, str) and type(trial) is int and trial == 0 else None
+
+
+def _window(value: object) -> Any:
+    """The perplexity row of an entry that can be one window of a HELM language-modelling
+    document, None for any other entry.
+
+    HELM's ``LanguageModelingAdapter`` splits a document longer than the model's context into
+    windows, one request each, and ``LanguageModelingMetric`` writes one ``PerInstanceStats``
+    per request, in request order, each with the instance's id and ``train_trial_index`` 0
+    (one trial). Such an entry: a string ``instance_id``, ``train_trial_index`` 0, no
+    perturbation, the unperturbed statistics ``logprob``, ``num_perplexity_tokens`` and
+    ``num_bytes`` (:data:`LANGUAGE_MODELING_STATS`), none of :data:`ANSWER_STATS`, and
+    figures the ``helm`` perplexity reader accepts."""
+    if _instance(value) is None or value.get("perturbation"):
+        return None
+    stats = value.get("stats")
+    names = set()
+    for stat in stats if isinstance(stats, list) else ():
+        name = stat.get("name") if isinstance(stat, Mapping) else None
+        if isinstance(name, Mapping) and not name.get("perturbation"):
+            names.add(name.get("name"))
+    if not names.issuperset(LANGUAGE_MODELING_STATS) or names.intersection(ANSWER_STATS):
+        return None
+    from calibcli import formats
+
+    try:
+        (row,) = formats.perplexity_rows("helm", value)
+    except ValueError:
+        return None  # read alone, so that the reader names its line
+    return row
+
+
+def _next_window(document: list[tuple], value: Mapping) -> bool:
+    """Whether the window ``value``, read right after the windows of ``document``, is the
+    next of the same document: of the same instance, and not a copy of one of them (windows
+    score different spans of the document: an entry written twice is a duplicate)."""
+    if value["instance_id"] != document[0][1]["instance_id"]:
+        return False
+    return all(value != entry[1] for entry in document)
+
+
+def _pooled(document: list[tuple], rows: list) -> tuple:
+    """One element for the entries of ``document``: the entry itself when it is alone, else
+    the first window's, its statistics those HELM pools: ``logprob``,
+    ``num_perplexity_tokens`` and ``num_bytes`` each summed over the windows (``count`` the
+    windows), at the first window's line, its text spanning every window's."""
+    if len(document) == 1:
+        return document[0]
+    line, first, start, *_ = document[0]
+    split = _split_of(first)
+    sums = (  # the NLLs summed exactly, as every row's are pooled (then rounded once)
+        -math.fsum(row.nll for row in rows),
+        sum(row.tokens for row in rows),
+        sum(row.bytes for row in rows),
+    )
+    stats = []
+    for name, total in zip(LANGUAGE_MODELING_STATS, sums, strict=True):
+        named = {"name": name} if split is None else {"name": name, "split": split}
+        stats.append({"name": named, "count": len(rows), "sum": total})
+    return (line, {**first, "stats": stats}, start, document[-1][-1])
