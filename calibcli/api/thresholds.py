@@ -45,8 +45,9 @@ def threshold(
     group)``) chooses the threshold on held-out rows and reports its realised coverage and
     accuracy on these, checked against them as ``--fit`` checks its rows (held-out rows of
     another model, or graded another way, warn and fail a ``min_coverage`` gate closed;
-    confidences read another way, from another field or with another ``mc_norm``, are an
-    InputError; rows given as arrays name no model); ``min_coverage=0.3`` makes
+    confidences read another way, from another field, with another ``mc_norm``, or
+    inspect-ai confidences taken by another ``inspect_confidence`` rule, are an InputError;
+    rows given as arrays name no model); ``min_coverage=0.3`` makes
     ``result.passed`` False unless the guaranteed threshold accepts at least that share
     (``gate_each=True``: in every group too); ``full=True`` keeps every distinct threshold in
     the table.
@@ -129,10 +130,15 @@ def fit_reading(held_out: Predictions, rows: Predictions) -> dict[str, Any]:
     """How the held-out rows and the evaluated rows were read, as ``threshold --fit`` gives it
     to the report (``read``), so that its checks of the one against the other run here too
     (another model's rows or another grading warn and fail a ``min_coverage`` gate closed;
-    confidences read another way are an InputError); rows given as arrays record nothing."""
+    confidences read another way are an InputError); rows given as arrays record nothing. The
+    summaries built of Predictions record no inspect-ai mode, so each side's is given here (as
+    its rows hold it, auto resolved), and the remedies are spelled as this function's
+    arguments."""
     from calibcli.io import sides_read_as
 
-    return sides_read_as((held_out.read_as, held_out.files), (rows.read_as, rows.files))
+    read = sides_read_as((held_out.read_as, held_out.files), (rows.read_as, rows.files))
+    modes = {"fit": held_out.inspect_confidence, "evaluated": rows.inspect_confidence}
+    return {**read, "inspect_confidence": modes, "api": True}
 
 
 def usage_error(message: str) -> Exception:

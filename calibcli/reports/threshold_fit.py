@@ -10,8 +10,15 @@ at the command). Rows of another model, or graded by another notion of a right a
 --correct-field, --scorer or --gold-field), are warned of and a --min-coverage gate fails
 closed: the threshold's guarantee is of the accuracy of the model and the grading it was chosen
 on. Rows of another lm-eval task only get a warning (carrying a threshold over is a use, but
-a stated one). Rows of another format, or inspect-ai confidences taken by another mode, get
-the warnings of :func:`other_rows`."""
+a stated one). Rows of another format get the warning of :func:`other_rows`.
+
+inspect-ai confidences taken by another rule than the --fit rows' (:func:`~calibcli.summaries.
+same_rule`, as for a calibrator) are refused where the two sides were read with other
+--inspect-confidence modes, which a summary file's rows cannot be read again in; where both
+were read with one mode (``auto``, which takes the answer token's probability where a sample
+has an answer line, else the sequence's), the rows took their confidences by one rule, so the
+two kinds they hold are warned of and a --min-coverage gate fails closed. Either way the
+remedy named is one that the inputs as given can follow."""
 
 from __future__ import annotations
 
@@ -34,6 +41,14 @@ GRADED_OTHERWISE = (
     "of another notion of a right answer"
 )
 """Why --min-coverage fails closed on a threshold chosen on rows graded another way."""
+OTHER_INSPECT_MODE = (
+    "the threshold was chosen on inspect-ai confidences taken another way (see the warning): a "
+    "cut on one kind of number accepts other rows held against another"
+)
+"""Why --min-coverage fails closed on a threshold chosen on inspect-ai confidences of another
+kind than those it is evaluated on."""
+AUTO_MODES = ("auto", "answer-token", "sequence")
+"""The modes inspect-ai rows read with ``auto`` take (``auto``: both, on several samples)."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +65,11 @@ def fit_origin(fit: Any, evaluated: Any, read: Mapping[str, Any]) -> FitOrigin:
     (``evaluated``), ``read`` saying how each was read beyond its settings: ``fit`` and
     ``evaluated``, :func:`calibcli.io.read_as` of each side's rows (models, tasks, scorer,
     gold field, answer options), and ``summaries``, the summary files among each side's
-    inputs (``fit``, ``evaluated``), whose rows cannot be read again another way. InputError
-    (named by the summary files) for rows that hold other numbers; else the warnings and the
-    gate's reason."""
+    inputs (``fit``, ``evaluated``), whose rows cannot be read again another way; and, from
+    the Python API, ``inspect_confidence`` (each side's mode, auto resolved, as its
+    Predictions hold it: the summaries it builds record none) and ``api`` (remedies spelled as
+    its arguments). InputError (named by the summary files) for rows that hold other numbers;
+    else the warnings and the gate's reason."""
     made, seen = read.get("fit") or {}, read.get("evaluated") or {}
     summaries = read.get("summaries") or {}
     sides = (list(summaries.get("fit") or ()), list(summaries.get("evaluated") or ()))
@@ -63,10 +80,21 @@ def fit_origin(fit: Any, evaluated: Any, read: Mapping[str, Any]) -> FitOrigin:
     if refused is not None:
         named = sides[0] or sides[1]
         raise InputError(", ".join(named) if named else "--fit", None, refused)
+    modes = _inspect_modes(fit, evaluated, read.get("inspect_confidence"))
+    api = bool(read.get("api"))
+    taken_otherwise, two_kinds = None, False
+    if modes is not None:
+        refused = _other_mode(*modes, sides, api)
+        if refused is not None:  # each side's summary files hold the mode they were read in
+            named = [*sides[0], *sides[1]]
+            raise InputError(", ".join(named) if named else "--fit", None, refused)
+        taken_otherwise, two_kinds = _taken_otherwise(*modes, sides, api)
     graded = _graded_otherwise(fit.settings, evaluated.settings, made, seen, mine & theirs)
     task, model = _other_task(made, seen), _other_model(made, seen)
-    notes = tuple(n for n in (*graded, task, model) if n)
+    notes = tuple(n for n in (taken_otherwise, *graded, task, model) if n)
     closed = OTHER_MODEL if model else (GRADED_OTHERWISE if graded else None)
+    if closed is None and two_kinds:
+        closed = OTHER_INSPECT_MODE
     return FitOrigin(notes, closed)
 
 
@@ -198,21 +226,155 @@ def other_rows(fit: Any, summary: Any) -> list[str]:
     """A warning when the evaluated rows are of another format than the --fit rows the threshold
     was chosen on: their confidences may be taken another way (a softmax over choices, a token's
     probability, a stated number), and a threshold is a cut on one kind of number; held against
-    another kind it accepts other rows."""
-    out = []
+    another kind it accepts other rows. (inspect-ai confidences taken by another mode are
+    :func:`fit_origin`'s.)"""
     chosen_on, others = _formats(fit), sorted(_formats(summary) - _formats(fit))
-    if chosen_on and others:
-        out.append(
-            f"the threshold was chosen on {', '.join(sorted(chosen_on))} rows (--fit) and is "
-            f"evaluated on {', '.join(others)} rows, whose confidences may be taken another way"
+    if not chosen_on or not others:
+        return []
+    return [
+        f"the threshold was chosen on {', '.join(sorted(chosen_on))} rows (--fit) and is "
+        f"evaluated on {', '.join(others)} rows, whose confidences may be taken another way"
+    ]
+
+
+@dataclass(frozen=True)
+class _Mode:
+    """How one side's inspect-ai rows took their confidences: ``asked``, the
+    --inspect-confidence mode they were read with (``known``: recorded, not inferred from
+    ``taken``), and ``taken``, auto resolved (:func:`~calibcli.summaries.joined_mode`)."""
+
+    asked: str
+    taken: str
+    known: bool = True
+
+    def read(self) -> str:
+        """The mode as the messages name it: auto with the modes its samples took, or where
+        the mode asked is not known, the one they took."""
+        if not self.known:
+            return self.taken
+        if self.asked != "auto":
+            return self.asked
+        both = "answer-token and sequence" if self.taken == "auto" else self.taken
+        return f"auto ({both} on these samples)"
+
+    def one_way(self) -> str | None:
+        """A mode that reads rows into this side's kind of number, not auto's per-sample
+        choice (None: these rows took both of auto's)."""
+        return next((m for m in (self.asked, self.taken) if m != "auto"), None)
+
+
+def _inspect_modes(fit: Any, evaluated: Any, recorded: Any) -> tuple[_Mode, _Mode] | None:
+    """Each side's :class:`_Mode` where both hold inspect-ai rows whose modes are known:
+    ``recorded`` (the API's, ``{"fit": taken, "evaluated": taken}``; the mode asked inferred
+    from it), else each summary's own (its settings' mode, and its sources')."""
+    if recorded is not None:
+        pairs = [(None, recorded.get("fit")), (None, recorded.get("evaluated"))]
+    else:
+        pairs = [(s.settings.inspect_confidence, s.inspect_confidence) for s in (fit, evaluated)]
+    if any(taken is None for _, taken in pairs):
+        return None
+    made, seen = (
+        _Mode(_asked(asked, taken), taken, _asked(asked, taken) == asked) for asked, taken in pairs
+    )
+    return made, seen
+
+
+def _asked(asked: str | None, taken: str) -> str:
+    """The mode rows that took ``taken`` were read with: ``asked`` where it is one that gives
+    ``taken``, else auto for one of auto's modes (as a calibrator's check takes it), else the
+    mode itself."""
+    if asked == taken or (asked == "auto" and taken in AUTO_MODES):
+        return asked
+    return "auto" if taken in AUTO_MODES else taken
+
+
+def _other_mode(made: _Mode, seen: _Mode, sides: tuple[list, list], api: bool) -> str | None:
+    """Why a threshold chosen on the --fit rows' inspect-ai confidences cannot be held against
+    the evaluated rows': read with another --inspect-confidence mode, they took theirs by
+    another rule (:func:`~calibcli.summaries.same_rule`), as a calibrator's check refuses
+    them; or None."""
+    from calibcli.summaries import same_rule
+
+    if made.asked == seen.asked or same_rule(made.taken, seen.taken, seen.asked):
+        return None
+    o = _spelled(api)
+    why = "a cut on one kind of number accepts other rows held against another"
+    if not api:
+        why += ", and a summary file's rows cannot be read again another way"
+    return (
+        f"the threshold is chosen on {o(made.read())} confidences (--fit); the evaluated rows "
+        f"are read with {o(seen.read())}: {why}: {_mode_remedy(made, seen, sides, api)}"
+    )
+
+
+def _mode_remedy(made: _Mode, seen: _Mode, sides: tuple[list, list], api: bool) -> str:
+    """How to read both sides one way, where the inputs as given allow it: a side's files read
+    in the other side's summary file's own mode (given here, the one it can be read with), or
+    a side's inputs summarized again (read again, from the API) in a mode that takes the other
+    side's kind of number (not auto's per-sample choice)."""
+    o = _spelled(api, remedy=True)
+    mine, theirs = made.one_way(), seen.one_way()
+    if api:
+        ways = [f"read the evaluated rows with {o(mine)}" if mine else None]
+        ways.append(f"read the fit rows with {o(theirs)}" if theirs else None)
+    elif sides[0] and sides[1]:
+        ways = [f"summarize the --fit inputs again with {o(theirs)}" if theirs else None]
+        again = "the evaluated ones" if theirs else "summarize the evaluated inputs again"
+        ways.append(f"{again} with {o(mine)}" if mine else None)
+    elif sides[0]:  # the evaluated files are read with the mode given here
+        given = made.asked != "auto"
+        ways = [f"give {o(made.asked)} to read the evaluated files so too" if given else None]
+        ways.append(f"summarize the --fit inputs again with {o(theirs)}" if theirs else None)
+    else:  # the --fit files are read with the mode given here
+        given = seen.asked != "auto"
+        ways = [f"give {o(seen.asked)} to read the --fit files so too" if given else None]
+        ways.append(f"summarize the evaluated inputs again with {o(mine)}" if mine else None)
+    return ", or ".join(w for w in ways if w)
+
+
+def _taken_otherwise(
+    made: _Mode, seen: _Mode, sides: tuple[list, list], api: bool
+) -> tuple[str | None, bool]:
+    """A warning when the evaluated inspect-ai rows took their confidences another way than
+    the --fit rows and are not refused for it (read with one mode: auto's per-sample choice),
+    with how to take both one way that the inputs as given can follow; and whether the two are
+    of another kind
+    (:func:`~calibcli.summaries.same_rule`), on whose account a --min-coverage gate fails
+    closed (evaluated rows that took both of auto's modes fail every gate closed on their
+    own, with that reason)."""
+    from calibcli.summaries import same_rule
+
+    if made.taken == seen.taken:
+        return None, False
+    one_way = " to take both one way"
+    if api:
+        advice = f"read both sides with one inspect_confidence other than 'auto'{one_way}"
+    elif sides[0] and sides[1]:
+        advice = (
+            "summarize the inputs of both sides again with one --inspect-confidence other "
+            f"than auto{one_way}"
         )
-    # inspect-ai rows of both: --inspect-confidence auto takes the answer token's probability
-    # where a sample has an answer line, else the sequence's, so the two may differ in kind
-    taken, evaluated = fit.inspect_confidence, summary.inspect_confidence
-    if taken is not None and evaluated is not None and taken != evaluated:
-        out.append(
-            f"the threshold was chosen on inspect-ai confidences taken by {taken} (--fit) and "
-            f"is evaluated on ones taken by {evaluated}, another kind of number: give "
-            "--inspect-confidence to take both one way"
+    elif sides[0] or sides[1]:
+        which, other = ("--fit", "evaluated") if sides[0] else ("evaluated", "--fit")
+        advice = (
+            f"summarize the {which} inputs again with one --inspect-confidence other than "
+            f"auto, and give it here to read the {other} files so too"
         )
-    return out
+    else:  # both sides read in this run, with the one --inspect-confidence given
+        advice = f"give --inspect-confidence{one_way}"
+    return (
+        f"the threshold was chosen on inspect-ai confidences taken by {made.taken} (--fit) and "
+        f"is evaluated on ones taken by {seen.taken}, another kind of number: {advice}"
+    ), seen.taken != "auto" and not same_rule(made.taken, seen.taken, seen.asked)
+
+
+def _spelled(api: bool, *, remedy: bool = False) -> Any:
+    """``--inspect-confidence MODE``, or the API's ``inspect_confidence=MODE``
+    (``inspect_confidence='MODE'`` in a remedy, as it is typed)."""
+
+    def spelled(mode: str) -> str:
+        if not api:
+            return f"--inspect-confidence {mode}"
+        return f"inspect_confidence={mode!r}" if remedy else f"inspect_confidence={mode}"
+
+    return spelled
