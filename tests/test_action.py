@@ -103,7 +103,7 @@ def test_bad_input_is_exit_2_annotated_at_its_line(workspace, runner_temp):
     assert step.code == 2
     (annotation,) = step.commands
     assert annotation.startswith("::error file=eval/bad.jsonl,line=2::")
-    assert summary == "" and step.outputs["passed"] == ""
+    assert summary == "" and step.outputs["passed"] == "false" and step.outputs["ece"] == "NaN"
 
 
 def test_files_are_globbed_and_args_are_never_run_as_shell(workspace, runner_temp):

@@ -101,7 +101,9 @@ def test_input_error_points_at_file_and_line(tmp_path, actions):
     detail = lines[0].split(":1: ", 1)[1]
     escaped = str(bad).replace("%", "%25").replace(":", "%3A").replace(",", "%2C")
     assert lines[1:] == [f"::error file={escaped},line=1::{detail}"]
-    assert summary.read_text() == "" and outputs.read_text() == ""  # exit 2 writes nothing
+    assert summary.read_text() == ""  # exit 2 writes no summary
+    # and outputs that no expression reads as a pass: empty would read as 0
+    assert outputs_of(outputs)["passed"] == "false" and outputs_of(outputs)["ece"] == "NaN"
 
 
 def test_input_error_on_stdin_has_no_file(actions):

@@ -91,6 +91,7 @@ class _OneLineErrors(TyperGroup):
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
         usage_error = usage_error_type()
+        github.starting()
         try:
             with _interrupt_once():
                 code = super().main(*args, standalone_mode=False, **kwargs)
@@ -107,6 +108,9 @@ class _OneLineErrors(TyperGroup):
                 message = f"{shown} (see '{ctx.command_path} -h')"
                 say(f"Error: {message}")
                 github.error(message)
+                # a bad option value is found before the command runs, which writes the step
+                # outputs of a run without a report itself
+                github.unfinished(ctx.command.name)
             sys.exit(exc.exit_code)
         except typer.Abort:
             typer.echo("Aborted!", err=True)

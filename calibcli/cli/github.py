@@ -9,7 +9,9 @@ its usual stderr lines, never replacing them:
   the runner reads workflow commands from both streams, and stdout carries only the product;
 - the Markdown summary appended to ``$GITHUB_STEP_SUMMARY`` when ``--summary`` is not given
   (``--no-summary`` leaves it out);
-- the headline figures and the verdict appended to ``$GITHUB_OUTPUT`` (:data:`OUTPUTS`).
+- the headline figures and the verdict appended to ``$GITHUB_OUTPUT`` (:data:`OUTPUTS`); a
+  run that ends without a report (exit 2, 3 or 130) writes ``passed=false`` and its figures
+  as ``NaN`` (:func:`unfinished`), so that no output is left empty.
 
 ``--annotations none`` turns all three off; outside Actions nothing changes. The runner reads
 every line of stdout and stderr for workflow commands, so under Actions (whatever
@@ -96,11 +98,21 @@ OUTPUTS: dict[str, dict[str, str]] = {
     },
 }
 
+# The commands that write step outputs: those of OUTPUTS, and fit (``command`` and ``passed``)
+OUTPUT_COMMANDS = (*OUTPUTS, "fit")
+
+UNDEFINED = "NaN"
+"""An output's value when the figure is undefined, or when the run ended without a report."""
+
 STDIN_NAMES = ("-", "<stdin>")  # what InputError.path holds for standard input
 
 # The mode of the command running now (set by ci_options for the command's duration); None
 # outside a command, where the environment decides (a usage error found while parsing).
 _mode: Annotations | None = None
+
+# Whether this invocation has written its step outputs (see :func:`starting`): a usage error
+# raised inside a command reaches calibcli.cli.app's handler after the command wrote them.
+_outputs_written = False
 
 
 def detected() -> bool:
@@ -282,15 +294,43 @@ def finished(report: Any) -> None:
         _emit(workflow_command("warning", warning))
     for failure in report.failures:
         _emit(workflow_command("error", failure, title="calibcli gate"))
+    _write_outputs(step_outputs(report))
+
+
+def unfinished(command: str) -> None:
+    """The step outputs of a run of ``command`` that ended without a report (bad input or
+    usage, exit 2; a crash; Ctrl-C), unless it wrote them already: ``passed=false`` and every
+    figure :data:`UNDEFINED`, the same keys as a report writes (``bits_per_byte`` too). Left
+    empty, they would read as 0 in GitHub's expressions, so that a later step's
+    ``outputs.ece < 0.05`` or ``outputs.passed != 'false'`` would pass. Nothing outside
+    GitHub Actions, nor for a command that writes no outputs."""
+    if _outputs_written or command not in OUTPUT_COMMANDS or not active():
+        return
+    figures = dict.fromkeys(OUTPUTS.get(command, {}), UNDEFINED)
+    _write_outputs({"command": command, **figures, "passed": "false"})
+
+
+def starting() -> None:
+    """A new invocation: no step outputs written yet (a process, a test's, may run many)."""
+    global _outputs_written
+    _outputs_written = False
+
+
+def _write_outputs(values: dict[str, str]) -> None:
+    """Append ``name=value`` lines to ``$GITHUB_OUTPUT`` in one write: all of them or, when
+    the file cannot be written, a warning (the verdict stands: the exit code still says it)."""
+    global _outputs_written
+    _outputs_written = True
     path = os.environ.get("GITHUB_OUTPUT")
-    if path:
-        try:
-            with open(path, "a", encoding="utf-8") as f:
-                f.write("".join(f"{k}={v}\n" for k, v in step_outputs(report).items()))
-        except OSError as exc:  # the verdict stands: the exit code still says it
-            message = f"cannot write the step outputs to {path}: {exc.strerror or exc}"
-            typer.echo(guarded(one_line(f"warning: {message}") + "\n"), err=True, nl=False)
-            _emit(workflow_command("warning", message))
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("".join(f"{k}={v}\n" for k, v in values.items()))
+    except OSError as exc:
+        message = f"cannot write the step outputs to {path}: {exc.strerror or exc}"
+        typer.echo(guarded(one_line(f"warning: {message}") + "\n"), err=True, nl=False)
+        _emit(workflow_command("warning", message))
 
 
 def append_step_summary(path: Path, text: str) -> None:
@@ -338,7 +378,7 @@ def _output_value(value: Any, infinite: str | None = None) -> str:
         infinite = None if math.isnan(value) else "inf" if value > 0 else "-inf"
         value = None
     if value is None:
-        return {"inf": "Infinity", "-inf": "-Infinity"}.get(infinite or "", "NaN")
+        return {"inf": "Infinity", "-inf": "-Infinity"}.get(infinite or "", UNDEFINED)
     if isinstance(value, bool):
         return "true" if value else "false"
     return repr(value) if isinstance(value, float) else str(value)
@@ -411,10 +451,15 @@ def ci_options(command: Callable) -> Callable:
         global _mode, _step_summary
         _mode = kwargs.pop("annotations")
         no_summary = kwargs.pop("no_summary", False)
+        starting()
         try:
             if has_summary:
                 kwargs["summary"] = summary_target(kwargs["summary"], no_summary)
             return command(**kwargs)
+        except BaseException as exc:
+            if getattr(exc, "exit_code", None) != 0:  # fit ends with Exit(0) after its report
+                unfinished(command.__name__)
+            raise
         finally:
             _mode = _step_summary = None
 

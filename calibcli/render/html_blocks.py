@@ -208,9 +208,11 @@ def diagram(ids: Ids, section: Any, name: str, *, legend: bool = True) -> str:
 
 
 def diagrams(ids: Ids, sections: dict[str, Any], what: str) -> str:
-    """One diagram per section (files, groups, sides), the first SMALL_MULTIPLES of them."""
+    """One diagram per section (files, groups, sides), the first SMALL_MULTIPLES of them, each
+    named as the tables name it (:func:`~calibcli.render.digits.group_cell`): a group named
+    ``(pooled)`` is shown ``'(pooled)'``, not as the pooled rows."""
     names = list(sections)[:SMALL_MULTIPLES]
-    drawn = [diagram(ids, sections[name], str(name), legend=False) for name in names]
+    drawn = [diagram(ids, sections[name], group_cell(name), legend=False) for name in names]
     if not any(drawn):
         return ""
     more = ""
@@ -387,7 +389,11 @@ def gate(ids: Ids, found: Any) -> str:
     parts = [f'<p class="verdict {"pass" if passed else "fail"}">{verdict(passed)}, on {on}.</p>']
     failed = found.get("failed_groups")
     if isinstance(failed, list) and failed:
-        parts.append(f"<p>Groups that failed ({len(failed):,}): {', '.join(map(text, failed))}</p>")
+        # each name as its Python literal, as the gate's lines on stderr name a group: a list
+        # joined by commas must not read a group named "a, b" as two, nor "(pooled)" as the
+        # pooled rows
+        listed = ", ".join(text(repr(str(name))) for name in failed)
+        parts.append(f"<p>Groups that failed ({len(failed):,}): {listed}</p>")
     parts.append(table("Gate checks", headers, rows))
     return section(ids, "Gate", *parts, anchor=ids.named("gate"))
 
