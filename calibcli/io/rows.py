@@ -1,6 +1,7 @@
 """What a valid row is: one spec per row kind, the only place row rules and their messages live
-(beside :mod:`calibcli.io.sums_rows`, the rows of sums under other tools' names, and
-:mod:`calibcli.io.logprob_rows`, a row's per-token logprobs beside its totals).
+(beside :mod:`calibcli.io.sums_rows`, the rows of sums under other tools' names,
+:mod:`calibcli.io.logprob_rows`, a row's per-token logprobs beside its totals, and
+:mod:`calibcli.io.logprob_counts`, beside its bytes and words).
 
 A spec turns one decoded row into its values and raises ``ValueError`` with a message that names
 the field and the value as written (the reader prefixes ``path:line: ``). Each rule is written
@@ -437,14 +438,14 @@ class PerplexityRow:
         # a dotted name may reach into nested objects, which the typed struct (its keys read
         # whole) cannot: such rows decode into dicts and field() reads them
         self.flat = not any("." in name for name in (nll_field, *self.count_fields.values()))
-        from calibcli.io.logprob_rows import ListBeside
+        from calibcli.io.logprob_counts import CountedList
         from calibcli.io.sums_rows import other_totals
 
         # the sums pairs (nll_sum, sum_logprob) a native row may give beside its own fields,
         # and the per-token list checked against whichever totals and counts a row gives
         own = (nll_field, *self.count_fields.values())
         self.other_sums = other_totals(tokens_field, own)
-        self.beside = ListBeside(logprobs_field, nll_field, tokens_field)
+        self.beside = CountedList(self)
         # the keys that send a native row from the typed struct to :meth:`check`
         found = (*(total for total, _, _ in self.other_sums), *self.beside.keys)
         self.checked_keys = tuple(k for k in dict.fromkeys(found) if k not in own)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from calibcli.reports.gate import Gate, Shortfall, floor_reason
-from calibcli.reports.report import Note, Report, Section, assemble
+from calibcli.reports.report import GROUPS_NAMED, Note, Report, Section, assemble
 
 _PPL_KEYS = ("perplexity", "byte_perplexity", "word_perplexity")
 
@@ -150,6 +150,49 @@ def macro_figures(groups: dict[str, Section]) -> dict[str, Any]:
     return out
 
 
+_UNITS = (
+    ("bytes", "total_bytes", "bits_per_byte and byte_perplexity count"),
+    ("words", "total_words", "word_perplexity counts"),
+)
+
+
+def unitless_groups(pooled: Section, groups: dict[str, Section]) -> list[str]:
+    """Warnings on the pooled per-byte and per-word figures when some --by groups carry no
+    bytes (or words) and yet NLL: the pooled figure divides that NLL by the other groups'
+    bytes, and comes out above the figure of those groups together (a group's own is
+    undefined, and said so). A token of no bytes (an end-of-text token) is no error, so the
+    figure stays; the warning names the groups, their sequences and tokens, and their share
+    of the total NLL."""
+    texts = []
+    total = pooled.figures["total_nll"]
+    for kind, key, figures in _UNITS:
+        if not pooled.figures.get(key):  # none carried, or none in all: said per section
+            continue
+        held = [(name, g.figures) for name, g in groups.items() if g.figures.get(key) == 0]
+        held = [(name, f) for name, f in held if f["total_nll"] > 0]
+        if not held:
+            continue
+        if len(held) == 1:
+            named = f"group {held[0][0]!r} carries"
+        else:
+            shown = ", ".join(name for name, _ in held[:GROUPS_NAMED])
+            more = f" and {len(held) - GROUPS_NAMED:,} more" if len(held) > GROUPS_NAMED else ""
+            named = f"{len(held):,} groups ({shown}{more}) carry"
+        sequences = sum(f["sequences"] for _, f in held)
+        of = f"{sequences:,} sequence{'s' if sequences != 1 else ''}"
+        tokens = [f["total_tokens"] for _, f in held]
+        if None not in tokens:
+            of += f" of {sum(tokens):,} token{'s' if sum(tokens) != 1 else ''}"
+        nll = math.fsum(f["total_nll"] for _, f in held)
+        if math.isfinite(total) and math.isfinite(nll) and total > 0:
+            of += f" and {100 * nll / total:.3g}% of the total NLL"
+        texts.append(
+            f"{named} no {kind}, yet {of}: the pooled {figures} that NLL against the other "
+            f"groups' {kind}, which is right only for tokens of no text (an end-of-text token)"
+        )
+    return texts
+
+
 def repeat_floors(summary: Any, gate: Gate | None) -> Callable[[Any, str | None], dict[str, str]]:
     """Why the floors of ``gate`` on the sequences (--min-rows) and the tokens (--min-tokens)
     of a view (pooled when its group is None) fail closed when the runs read scored each
@@ -212,8 +255,13 @@ def perplexity_report(summary: Any, gate: Gate) -> Report:
     """The perplexity report: token figures, bytes and words, logprob counts, groups (and,
     beside the pooled figures, their macro average as lm-eval's group rows show it), gate."""
 
+    unitless: list[str] = []  # the pooled warnings the groups' sections give
+
     def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
-        return {} if groups is None else {"macro": macro_figures(groups)}
+        if groups is None:
+            return {}
+        unitless.extend(unitless_groups(pooled, groups))
+        return {"macro": macro_figures(groups)}
 
     # the note answers the question a harness user asks: why the group row differs. lm-eval's
     # group rows average tasks, so the macro row is theirs only when the groups are the tasks
@@ -229,7 +277,7 @@ def perplexity_report(summary: Any, gate: Gate) -> Report:
         section = perplexity_section(view)
         return Section(section.figures, section.notes, {**repeats(view, group), **section.closed})
 
-    return assemble(
+    report = assemble(
         "perplexity",
         summary,
         build,
@@ -237,3 +285,7 @@ def perplexity_report(summary: Any, gate: Gate) -> Report:
         closing=closing,
         notes=notes,
     )
+    if not unitless:
+        return report
+    body = {**report.body, "warnings": [*report.body["warnings"], *unitless]}
+    return Report(body, report.failures)
