@@ -111,10 +111,10 @@ PERPLEXITY: tuple[Figure, ...] = (
     Figure("sequences", "sequences", kind="count", column="sequences", floor="rows"),
     Figure("total_nll", "total NLL (nats)", summary=False),
     Figure("total_bytes", "bytes", kind="count", summary=False),
-    Figure("bits_per_byte", "bits per byte", column="bits/byte"),
+    Figure("bits_per_byte", "bits per byte", gate="bits per byte", column="bits/byte"),
     Figure("byte_perplexity", "byte perplexity"),
     Figure("total_words", "words", kind="count", summary=False),
-    Figure("word_perplexity", "word perplexity", column="word ppl"),
+    Figure("word_perplexity", "word perplexity", gate="the word perplexity", column="word ppl"),
     Figure("null_logprobs", "null logprobs (skipped)", kind="count", summary=False),
     Figure("sentinel_logprobs", "sentinel logprobs (<= -9999)", kind="count", summary=False),
 )

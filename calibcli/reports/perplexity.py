@@ -84,6 +84,18 @@ def perplexity_section(data: Any) -> Section:
             total_words=int(total_words),
             word_perplexity=bits_per_unit(data.total_nll, total_words)[0],
         )
+    for key, total, unit in (
+        ("bits_per_byte", total_bytes, "byte"),
+        ("word_perplexity", total_words, "word"),
+    ):  # why a gate on the figure per byte or per word cannot be held
+        if data.sequences == 0:
+            closed[key] = "no rows were read"
+        elif total is None:
+            closed[key] = f"the input carries no {unit} counts"
+        elif total == 0:
+            closed[key] = f"zero {unit}s in the input"
+        elif data.nll_overflow:
+            closed[key] = "the total NLL overflows a double"
     if (total_bytes == 0 or total_words == 0) and data.sequences:
         notes.append(
             Note(

@@ -70,7 +70,8 @@ def perplexity(
 
     Rows: {"nll": summed NLL in nats, "tokens": count}; optional "bytes" and "words" add bits per
     byte, byte perplexity and word perplexity. A --max-perplexity gate fails closed on no rows,
-    zero tokens, or input without token counts, and --min-tokens on fewer tokens.
+    zero tokens, or input without token counts (--max-bits-per-byte and --max-word-perplexity
+    likewise on bytes and words), and --min-tokens on fewer tokens.
     """
     load_numpy_without_blas_threads()  # exact integer sums: no BLAS call
     from calibcli.cli.reading_options import given_options, named_fields
