@@ -14,6 +14,7 @@ from typing import Any
 from calibcli.render import html_blocks as b
 from calibcli.render.digits import as_given, chosen_decimals, cut, group_cell, table_decimals
 from calibcli.render.markup import cell, interval, is_number, number, signed, text
+from calibcli.render.sentences import UNPAIRED, mcnemar_counts, paired_on, plug_in_evaluated
 from calibcli.render.svg import coverage_chart
 from calibcli.reports import (
     CALIBRATION,
@@ -197,8 +198,8 @@ def threshold(ids: b.Ids, body: dict[str, Any]) -> list[str]:
     scored = "recalibrated confidence" if "recalibration" in body else "confidence"
     intro = (
         f"<p>Rows with {scored} ≥ the threshold are accepted. The guaranteed threshold keeps "
-        f"their accuracy ≥ {as_given(target)} with probability ≥ {level} ({method}); the "
-        "plug-in threshold reaches that accuracy on these rows, with no guarantee.</p>"
+        f"their accuracy ≥ {as_given(target)} with probability ≥ {level} ({method}); "
+        f"{_plug_in(body)}.</p>"
     )
     fit = body.get("fit")
     if isinstance(fit, dict) and isinstance(fit.get("files"), list):
@@ -215,6 +216,20 @@ def threshold(ids: b.Ids, body: dict[str, Any]) -> list[str]:
         b.recalibration(ids, body),
         b.groups(ids, body, figures),
     ]
+
+
+def _plug_in(body: dict[str, Any]) -> str:
+    """What the plug-in threshold reaches, on the rows it was chosen on: chosen on --fit rows,
+    what it does on the evaluated rows too."""
+    fit = "fit_n" in body
+    plug = body.get("plug_in")
+    if isinstance(plug, dict) and plug.get("threshold") is None:
+        return f"no threshold reaches that accuracy on {'the fit' if fit else 'these'} rows"
+    said = plug_in_evaluated(body)
+    if said is not None:
+        return text(said)
+    where = "the fit rows" if fit else "these rows"
+    return f"the plug-in threshold reaches that accuracy on {where}, with no guarantee"
 
 
 # --------------------------------------------------------------------------- compare
@@ -258,10 +273,9 @@ def _tests(body: dict[str, Any]) -> str:
     lines = []
     m = body.get("mcnemar")
     if isinstance(m, dict):
+        counts = mcnemar_counts(body, shown=number)
         lines.append(
-            f"Accuracy: {text(mcnemar_name(m))} p = {number(m.get('p_value'))} "
-            f"({number(m.get('right_to_wrong'))} right → wrong, "
-            f"{number(m.get('wrong_to_right'))} wrong → right)."
+            f"Accuracy: {text(mcnemar_name(m))} p = {number(m.get('p_value'))} ({counts})."
         )
     t = body.get("auroc_test")
     if isinstance(t, dict) and t.get("test") == "delong":
@@ -299,13 +313,13 @@ def _group_differences(body: dict[str, Any]) -> str:
 def compare(ids: b.Ids, body: dict[str, Any]) -> list[str]:
     if body.get("paired"):
         pairing = (
-            f"<p>Paired on {number(body.get('matched'))} questions matched by "
+            f"<p>Paired on {paired_on(body, shown=number)} matched by "
             f"<code>{text(body.get('id_field'))}</code> ({number(body.get('unmatched_base'))} "
             f"BASE and {number(body.get('unmatched_new'))} NEW rows unmatched); intervals from "
             f"{number(body.get('bootstrap_samples'))} paired bootstrap resamples.</p>"
         )
     else:
-        pairing = "<p>Unpaired: each side resampled on its own (no rows matched).</p>"
+        pairing = f"<p>{UNPAIRED}.</p>"
     sides = body.get("sides")
     sides = (
         {k: v for k, v in sides.items() if isinstance(v, dict)} if isinstance(sides, dict) else {}

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from calibcli.render.digits import as_given, chosen_at, fixed, gate_decimals, group_cell
+from calibcli.render.sentences import mcnemar_counts, plug_in_evaluated
 from calibcli.reports import (
     BY_COMMAND,
     CALIBRATION,
@@ -97,7 +98,7 @@ def markdown_summary(
     command = body["command"]
     gate = body.get("gate")
     verdict = "" if gate is None else (" — gate passed" if gate["passed"] else " — gate FAILED")
-    lines = _figures(body) + _before_after(body) + _comparison(body)
+    lines = _figures(body) + _plug_in(body) + _before_after(body) + _comparison(body)
     rows = [] if gate is None else [(c["passed"], _gate_row(c)) for c in gate["checks"]]
     table = [] if gate is None else ["", *_GATE_HEAD]
     notes = [] if gate is None else _gate_notes(gate)
@@ -301,10 +302,13 @@ def _comparison(body: dict[str, Any]) -> list[str]:
             lines.append(f"| {figure.label} | {' | '.join(cells)} | [{_cell(lo)}, {_cell(hi)}] |")
     mcnemar = body.get("mcnemar")
     if mcnemar:
-        lines += [
-            "",
-            f"Accuracy: {mcnemar_name(mcnemar)} p = {mcnemar['p_value']:.4g} "
-            f"({mcnemar['right_to_wrong']} right → wrong, "
-            f"{mcnemar['wrong_to_right']} wrong → right).",
-        ]
+        counts = mcnemar_counts(body)
+        lines += ["", f"Accuracy: {mcnemar_name(mcnemar)} p = {mcnemar['p_value']:.4g} ({counts})."]
     return lines
+
+
+def _plug_in(body: dict[str, Any]) -> list[str]:
+    """What a plug-in threshold chosen on --fit rows does on the evaluated rows (empty for
+    other reports)."""
+    said = plug_in_evaluated(body) if body["command"] == "threshold" else None
+    return [] if said is None else ["", _text(said[0].upper() + said[1:]) + "."]

@@ -29,6 +29,7 @@ from calibcli.render.digits import (
     table_decimals,
     threshold_decimals,
 )
+from calibcli.render.sentences import UNPAIRED, mcnemar_counts, paired_on, plug_in_evaluated
 from calibcli.reports import (
     CALIBRATION,
     PERPLEXITY,
@@ -384,6 +385,9 @@ def print_threshold(report: dict[str, Any], by: str | None = None) -> None:
     figures = shown(THRESHOLD, report)
     table = _figure_table("Thresholds", report, figures)
     out: list[Any] = [head, table, *_recalibration(report)]
+    plug = plug_in_evaluated(report)  # chosen on --fit rows: what it does on the evaluated ones
+    if plug is not None:
+        out.insert(2, Text(f"{plug[0].upper()}{plug[1:]}."))
     curve = report.get("curve")
     if curve:
         out.append(_curve_table(curve, report["delta"]))
@@ -466,15 +470,11 @@ def print_compare(report: dict[str, Any], by: str | None = None) -> None:
     """Both sides' figures, the difference with its interval, the tests, the groups, the gate."""
     out: list[Any] = []
     if report.get("paired"):
-        out.append(
-            Text(
-                f"Paired on {report['matched']:,} questions matched by {report['id_field']} "
-                f"({report['unmatched_base']:,} BASE and {report['unmatched_new']:,} NEW rows "
-                "unmatched)"
-            )
-        )
+        unmatched = f"{report['unmatched_base']:,} BASE and {report['unmatched_new']:,} NEW rows"
+        pairs = f"Paired on {paired_on(report)} matched by {report['id_field']}"
+        out.append(Text(f"{pairs} ({unmatched} unmatched)"))
     else:
-        out.append(Text("Unpaired: each side resampled on its own (no rows matched)"))
+        out.append(Text(UNPAIRED))
     if report.get("figures"):
         out.append(_compare_table(report))
     tests = _compare_tests(report)
@@ -528,11 +528,8 @@ def _compare_tests(report: dict[str, Any]) -> list[str]:
     lines = []
     mcnemar = report.get("mcnemar")
     if mcnemar:
-        lines.append(
-            f"accuracy: {mcnemar_name(mcnemar)} p = {mcnemar['p_value']:.4g} "
-            f"({mcnemar['right_to_wrong']:,} right->wrong, {mcnemar['wrong_to_right']:,} "
-            "wrong->right)"
-        )
+        counts = mcnemar_counts(report, ("right->wrong", "wrong->right"))
+        lines.append(f"accuracy: {mcnemar_name(mcnemar)} p = {mcnemar['p_value']:.4g} ({counts})")
     test = report.get("auroc_test") or {}
     if test.get("test") == "delong":
         lines.append(
@@ -541,6 +538,8 @@ def _compare_tests(report: dict[str, Any]) -> list[str]:
         )
     elif test.get("test") == "bootstrap":
         lines.append("AUROC: the sides differ in correctness, so only the bootstrap interval")
+    elif test.get("reason"):  # no test (AUROC undefined on a side, or too few answers)
+        lines.append(f"AUROC: {test['reason']}")
     return lines
 
 

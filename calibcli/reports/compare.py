@@ -26,6 +26,7 @@ from calibcli.reports.calibrate import UPPER_WITHOUT_GATE, bootstrap_workers
 from calibcli.reports.compare_matching import MAX_UNMATCHED_SHARE as MAX_UNMATCHED_SHARE
 from calibcli.reports.compare_matching import check_matching as check_matching
 from calibcli.reports.compare_matching import sides_apart
+from calibcli.reports.compare_notes import GROUP_KINDS, few_bins, infinite_notes, undefined_auroc
 from calibcli.reports.compare_sides import (
     WAYS,
     allowance_keys,
@@ -41,7 +42,7 @@ from calibcli.reports.compare_sides import (
     with_allowance,
     with_new_floors,
 )
-from calibcli.reports.gate import DEBIASED, Gate, debiased_reason, evaluate
+from calibcli.reports.gate import Gate, evaluate
 from calibcli.reports.report import (
     DEFAULT_MIN_POPULATED_BINS,
     SCHEMA_VERSION,
@@ -181,7 +182,9 @@ def compare_section(
             "interval": [_num(lo), _num(hi)],
         }
     figures["figures"] = table
-    notes += _infinite_notes(result)
+    notes += infinite_notes(result)
+    undefined = undefined_auroc(base, new)
+    notes += [] if undefined is None else [undefined[0]]
     if settings.paired:
         if questions is None:
             test = mcnemar_exact(base[1], new[1])
@@ -199,7 +202,9 @@ def compare_section(
                 "questions": test.clusters,
                 "statistic": test.statistic,
             }
-        if identical_correctness(base[1], new[1]):
+        if undefined is not None:  # no test, and no interval to point to
+            figures["auroc_test"] = {"test": None, "reason": undefined[1]}
+        elif identical_correctness(base[1], new[1]):
             try:
                 if questions is None:
                     d = delong_test(base[0], new[0], base[1])
@@ -217,7 +222,7 @@ def compare_section(
                         "test": "obuchowski",
                         "questions": d.questions,
                     }
-            except ValueError as exc:  # a single class: AUROC is undefined on both sides
+            except ValueError as exc:  # too few right or wrong answers for the test
                 figures["auroc_test"] = {"test": None, "reason": str(exc)}
         else:
             figures["auroc_test"] = {
@@ -233,7 +238,7 @@ def compare_section(
         floor=floor,
         side_questions=None if settings.paired else side_questions,
     )
-    sparse, said = _few_bins(base, new, settings)
+    sparse, said = few_bins(base, new, settings)
     notes += said
     gate_view = _gate_view(table, {**small, **sparse}, min(n_base, n_new))
     sided = (questions, questions) if settings.paired else (side_questions or (None, None))
@@ -243,49 +248,6 @@ def compare_section(
     if found is not None:  # the floor of NEW - BASE, and what the gate subtracts from it
         gate_view.figures["floor"], gate_view.figures["floor_offsets"] = found
     return Comparison(Section(figures, notes), gate_view)
-
-
-def _few_bins(
-    base: tuple[Any, Any], new: tuple[Any, Any], settings: CompareSettings
-) -> tuple[dict[str, str], list[Note]]:
-    """The binned figures' checks (ECE, MCE, RMSCE and its debiased form) that fail
-    closed because a side populates fewer than ``settings.min_bins`` bins (capped at the
-    bins), with the warning that says so: a difference of estimates resting on one or two bins
-    says nothing of calibration, though it may be small. And the debiased RMSCE's checks when
-    fewer than that many of a side's bins hold 2 or more rows, or more than a tenth of its rows
-    lie in bins of one: its sum leaves out bins of one row
-    (:func:`~calibcli.reports.gate.debiased_reason`), so both sides may read 0.0."""
-    import numpy as np
-
-    from calibcli.reports.calibrate import BINNED_GATES
-    from calibcli.summaries import side_stats
-
-    least = min(settings.min_bins, settings.bins)
-    closed: dict[str, str] = {}
-    notes: list[Note] = []
-    for name, rows in (("BASE", base), ("NEW", new)):
-        count = side_stats(rows, settings.bins).count
-        populated = int(np.count_nonzero(count))
-        if populated >= least:
-            carried = int(np.count_nonzero(count >= 2))
-            why = debiased_reason(carried, populated, int(np.sum(count)), least, name)
-            for way in WAYS if why is not None else ():
-                closed.setdefault(f"{DEBIASED}_{way}", why)
-            continue
-        why = f"only {populated} of {settings.bins} bins are populated on {name} (minimum {least})"
-        notes.append(
-            Note(
-                "few_bins",
-                f"{why}; its binned figures (ECE, MCE, RMSCE) rest on too few bins",
-                f"{name}: {populated} of {settings.bins}",
-                general=f"fewer than {least} bins are populated on a side; its binned figures "
-                "(ECE, MCE, RMSCE) rest on too few bins",
-            )
-        )
-        for key in sorted(BINNED_GATES):
-            for way in WAYS:
-                closed.setdefault(f"{key}_{way}", why)
-    return closed, notes
 
 
 def _gate_view(table: dict[str, Any], small: dict[str, str], rows: int) -> Section:
@@ -456,9 +418,9 @@ def compare_report(
         notes.append(
             Note(
                 "unpaired",
-                "unpaired: each side was resampled on its own (no row ids matched), so the "
-                "intervals include the differences between the questions as well as between "
-                "the models, and are wider than paired ones",
+                "unpaired, as asked: each side was resampled on its own, without matching "
+                "rows by id, so the intervals include the differences between the questions as "
+                "well as between the models, and are wider than paired ones",
             )
         )
     if matched.unmatched_base or matched.unmatched_new:
@@ -537,7 +499,10 @@ def compare_report(
         body["groups"] = {name: g.section.figures for name, g in groups.items()}
         # a group without rows is named by the unmatched note above
         notes += group_notes(
-            {name: [n for n in g.section.notes if n.kind == INFINITE] for name, g in groups.items()}
+            {
+                name: [n for n in g.section.notes if n.kind in GROUP_KINDS]
+                for name, g in groups.items()
+            }
         )
     failures: list[str] = []
     tail: dict[str, Any] = {}
@@ -562,29 +527,3 @@ def compare_report(
         )
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, notes, failures, tail=tail, mark_infinite=True)
-
-
-INFINITE = "infinite"
-
-
-def _infinite_notes(result: Any) -> list[Note]:
-    """A warning for each figure infinite on a side (nll: a confidence of exactly 1 on a wrong
-    answer, or 0 on a right one), explaining its nulls: the side's value, the difference it
-    leaves infinite or undefined, and that difference's interval."""
-    from calibcli.metrics import SCALAR_KEYS
-
-    why = (
-        "a confidence of exactly 1 on a wrong answer (or 0 on a right one); written as null, "
-        "as is the difference it leaves infinite or undefined, and that difference has no "
-        "interval (the resamples that miss such a row estimate another quantity)"
-    )
-    notes = []
-    for key in SCALAR_KEYS:
-        sides = [n for n, v in (("BASE", result.base), ("NEW", result.new)) if math.isinf(v[key])]
-        if not sides:
-            continue
-        on = " and ".join(sides)
-        text = f"{key} is infinite on {on}: {why}"
-        general = f"{key} is infinite on BASE or NEW in these groups: {why}"
-        notes.append(Note(INFINITE, text, detail=on, explains=(key,), general=general))
-    return notes
