@@ -6,8 +6,8 @@ Per ``--by`` group:
 * the NLL: the exact sum of the finite per-row losses (−log c for a right answer, −log(1 − c)
   for a wrong one) as fixed-point limbs (:mod:`calibcli.summaries.exact`), and the number of
   rows whose loss is infinite (a confidence of 1 on a wrong answer, 0 on a right one). The NLL
-  read back is the nearest double to the exact sum, divided by the rows: the same whatever the
-  split and the merge order.
+  read back is the exact sum divided by the rows, rounded once (as the rows give it): the same
+  whatever the split and the merge order.
 * the smooth ECE's grid histograms (:func:`calibcli.metrics.smooth.grid_histograms`): float
   sums over the rows, so merged histograms equal one pass's to the rounding of the additions
   (parts are merged in a canonical order, so one set of parts gives the same bits whatever the
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.summaries.exact import CHUNK, ExactSums, general_pieces, limbs_to_float
+from calibcli.summaries.exact import CHUNK, UNIT_EXP, ExactSums, general_pieces
 
 
 def _group_losses(
@@ -221,9 +221,9 @@ class RowMoments:
             return float("nan")
         if self.infinite[0]:
             return float("inf")
-        lo, limbs = self.nll.trimmed()
-        total = float(limbs_to_float(limbs[:1], lo)[0]) if limbs.shape[1] else 0.0
-        return total / n
+        # the exact sum over the rows, divided and rounded once, as the rows themselves give it
+        # (the nearest double to the sum, divided, would round twice: a last digit apart)
+        return self.nll.to_int(0) / (n << -UNIT_EXP)
 
     def smooth_ece(self) -> tuple[float, float]:
         """(smECE, bandwidth) of the rows (0.0 and nan without rows)."""
