@@ -19,6 +19,17 @@ def run(args, input=None, env=None):
     return result
 
 
+def refused(*args, input=None, env=None) -> str:
+    """The one error line of a run of ``args`` that must exit 2: nothing on stdout, no
+    traceback."""
+    result = run(args, input=input, env=env)
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == "", result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return lines[0]
+
+
 def write_jsonl(path, rows, *, raw_lines=()):
     """Write one JSON object per line, then ``raw_lines`` verbatim; returns ``path``."""
     text = "".join(json.dumps(r) + "\n" for r in rows) + "".join(raw_lines)

@@ -7,18 +7,10 @@ where one exists (harness.pack), and the byte counts are those written here."""
 from __future__ import annotations
 
 import pytest
-from harness import make_rows, pack, run, write_jsonl
+from harness import make_rows, pack, refused, run, write_jsonl
 
 NAMES = {".gz": "gzip", ".zst": "Zstandard", ".xz": "xz", ".bz2": "bzip2"}
 JUNK = b"this is not compressed data"  # 27 bytes
-
-
-def refused(*args, input=None):
-    result = run([*map(str, args)], input=input)
-    assert result.exit_code == 2, (result.stdout, result.stderr)
-    assert result.stdout == ""
-    assert result.stderr.count("\n") == 1, result.stderr
-    return result.stderr.rstrip("\n")
 
 
 def appended(count, name):

@@ -9,17 +9,9 @@ import gzip
 import json
 
 import pytest
-from harness import run
+from harness import refused, run
 
 PADDING = "line is zero bytes only (NUL padding, as a write cut off by a crash or a preallocated "
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize("kind,sep", [("csv", ","), ("tsv", "\t")])
@@ -40,7 +32,7 @@ def test_records_cut_off_by_zero_padding(tmp_path, kind, sep, command):
         cal = tmp_path / "cal.json"
         assert run(["fit", fitted, "--method", "platt", "-o", cal]).exit_code == 0
         args = [command, cal, path, "-o", tmp_path / f"out.{kind}"]
-    line = one_error_line(run(args))
+    line = refused(*args)
     assert line == f"Error: {path}:42: {PADDING}file leaves), not a {kind.upper()} record"
     assert not (tmp_path / f"out.{kind}").exists()
 
@@ -48,7 +40,7 @@ def test_records_cut_off_by_zero_padding(tmp_path, kind, sep, command):
 def test_a_one_column_table_does_not_read_padding_as_a_cell(tmp_path):
     path = tmp_path / "one.csv"
     path.write_bytes(b"confidence\n0.9\n" + b"\0" * 8 + b"\n0.8\n")
-    line = one_error_line(run(["calibrate", path, "--correct-field", "confidence"]))
+    line = refused("calibrate", path, "--correct-field", "confidence")
     assert line == f"Error: {path}:3: {PADDING}file leaves), not a CSV record"
 
 
@@ -57,7 +49,7 @@ def test_a_table_of_zeros_alone_is_not_called_utf_32(tmp_path, name):
     data = bytes(1 << 14)
     path = tmp_path / name
     path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
-    line = one_error_line(run(["calibrate", path]))
+    line = refused("calibrate", path)
     assert line == f"Error: {path}:1: {PADDING}file leaves), not a table's header"
 
 
@@ -66,5 +58,5 @@ def test_utf_16_and_utf_32_tables_are_still_named_by_their_encoding(tmp_path):
     for encoding, named in (("utf-16-le", "UTF-16"), ("utf-32-le", "UTF-32")):
         path = tmp_path / f"wide_{named}.csv"
         path.write_bytes("confidence,correct\n0.9,1\n".encode(encoding))
-        line = one_error_line(run(["calibrate", path]))
+        line = refused("calibrate", path)
         assert line.startswith(f"Error: {path}: {named} text; "), line
