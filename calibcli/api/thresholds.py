@@ -115,6 +115,11 @@ def _fit_rows(fit: Any, rows: Predictions) -> Predictions:
         held_out = fit
     elif isinstance(fit, tuple) and len(fit) in (2, 3):
         group = fit[2] if len(fit) == 3 else None
+        if group is None and rows.by is not None:  # each group is chosen on its own rows
+            raise usage_error(
+                f"fit: the evaluated rows are grouped by {rows.by!r}: give the held-out rows' "
+                "groups too, as (confidence, correct, group)"
+            )
         held_out = given(*fit[:2], group=group, by=rows.by, what="fit")
     else:
         raise TypeError("fit: give Predictions, or (confidence, correct[, group])")

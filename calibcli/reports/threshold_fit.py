@@ -74,7 +74,7 @@ def fit_origin(fit: Any, evaluated: Any, read: Mapping[str, Any]) -> FitOrigin:
     summaries = read.get("summaries") or {}
     sides = (list(summaries.get("fit") or ()), list(summaries.get("evaluated") or ()))
     mine, theirs = _formats(fit), _formats(evaluated)
-    refused = _other_groups(fit.settings.by, evaluated.settings.by) or _other_numbers(
+    refused = _other_groups(fit.settings.by, evaluated.settings.by, sides) or _other_numbers(
         fit.settings, evaluated.settings, made, seen, sides, mine & theirs
     )
     if refused is not None:
@@ -106,16 +106,47 @@ def _listed(names: Any) -> str:
     return ", ".join(repr(n) for n in names)
 
 
-def _other_groups(made: str | None, seen: str | None) -> str | None:
-    """Why the --fit rows' groups cannot choose the evaluated groups' thresholds: they are
-    grouped by another field, and a group named alike would take another field's rows."""
-    if None in (made, seen) or made == seen:
+def _other_groups(made: str | None, seen: str | None, sides: tuple[list, list]) -> str | None:
+    """Why the --fit rows' groups cannot choose the evaluated groups' thresholds: grouped by
+    another field, a group named alike would take another field's rows; grouped where the
+    evaluated rows are not, or not where they are, each group's threshold would be chosen on
+    rows of every group, or on groups the evaluated rows are not split into. Both sides are
+    read with one --by, so they differ only where a summary file holds its own (``sides``:
+    those of --fit, of the evaluated rows), whose rows cannot be grouped again."""
+    if made == seen:
         return None
+    if made is not None and seen is not None:
+        return (
+            f"the --fit rows are grouped by --by {made}, the evaluated rows by --by {seen}: "
+            "each group's threshold would be chosen on the rows of another field's group of "
+            "the same name; summarize both with one --by"
+        )
+    if made is None:
+        why = "each group's threshold would be chosen on the --fit rows of every group"
+    else:
+        why = "the threshold would be chosen on groups the evaluated rows are not split into"
+    ways = []
+    if sides[0] and not sides[1] and made is not None:  # the evaluated files take --by given
+        ways.append(f"give --by {made} to read the evaluated files so too")
+    if sides[1] and not sides[0] and seen is not None:  # the --fit files take the same --by
+        ways.append(f"give --by {seen} to read the --fit files so too")
+    if sides[0]:
+        ways.append(f"summarize the --fit inputs again {_grouped_by(seen)}")
+    if sides[1]:
+        again = "the evaluated ones" if sides[0] else "summarize the evaluated inputs again"
+        ways.append(f"{again} {_grouped_by(made)}")
     return (
-        f"the --fit rows are grouped by --by {made}, the evaluated rows by --by {seen}: each "
-        "group's threshold would be chosen on the rows of another field's group of the same "
-        "name; summarize both with one --by"
+        f"the --fit rows are {_grouping(made)}, the evaluated rows {_grouping(seen)}: {why}; "
+        + (", or ".join(ways) or "group both sides alike")
     )
+
+
+def _grouping(by: str | None) -> str:
+    return "not grouped" if by is None else f"grouped by --by {by}"
+
+
+def _grouped_by(by: str | None) -> str:
+    return "without --by" if by is None else f"with --by {by}"
 
 
 def _other_numbers(

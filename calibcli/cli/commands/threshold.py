@@ -106,7 +106,7 @@ def threshold(
     shape = {"bins": 10, "keep_columns": True, "plot": plot}
     data = read_predictions(files, reading, **shape)
     require_rows(data, "threshold")
-    fit_data = None if not fit else read_predictions(fit, reading, **shape)
+    fit_data = None if not fit else read_predictions(fit, fit_side(reading, fit, data), **shape)
     read = None
     if fit_data is not None:
         require_rows(fit_data, "threshold --fit")
@@ -165,6 +165,22 @@ def threshold(
         plot=image,
         html=html,
     )
+
+
+def fit_side(reading: Any, fit: list[str], data: Any) -> Any:
+    """The reading of the --fit inputs: without --by, grouped by the field that a summary file
+    among the evaluated inputs was made with, as the files beside it are read, so that each
+    group's threshold is chosen on its own --fit rows (read with the command line's --by, every
+    group would take a threshold chosen on all of them). A summary file among the --fit inputs
+    keeps its own --by, which the report holds against the evaluated rows' (another is exit 2)."""
+    from calibcli.io import is_summary_file, named_files
+
+    by = data.settings.by
+    if reading.by is not None or by is None:
+        return reading
+    if any(is_summary_file(path) for path in named_files(list(fit))):
+        return reading
+    return replace(reading, by=by)
 
 
 def fit_reading(fit: list[str], files: list[str], fit_data: Any, data: Any) -> dict[str, Any]:
