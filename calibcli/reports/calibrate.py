@@ -10,6 +10,7 @@ from calibcli.reports import figures as registry
 from calibcli.reports.gate import (
     DEBIASED,
     Gate,
+    debiased_bins,
     debiased_reason,
     floor_reason,
     upper_bound_reason,
@@ -180,24 +181,21 @@ def calibration_section(
         intervals, more = _intervals(view, columns, bootstrap, bins, strategy, n)
         section["ci"] = intervals
         notes += more
-    closed = binned_closed(est.stats.count, min_bins)
+    closed = binned_closed(est.stats.count, min_bins, repeats)
     counted = _gate_counts(view, upper_gate=upper_gate, floor=floor, repeats=repeats)
     return Section(order(section), notes, {**counted, **closed})
 
 
-def binned_closed(count: Any, min_bins: int) -> dict[str, str]:
+def binned_closed(count: Any, min_bins: int, repeats: int | None = None) -> dict[str, str]:
     """The binned gates that fail closed on bins holding ``count`` rows each: every one on
     fewer than ``min_bins`` populated bins, and the debiased RMSCE's on too few bins of 2 or
-    more rows or too many rows in bins of one
-    (:func:`~calibcli.reports.gate.debiased_reason`)."""
-    import numpy as np
-
-    count = np.asarray(count)
-    populated = int(np.count_nonzero(count))
+    more rows or too many rows in bins of one, counted in questions on rows that repeat them
+    (``repeats``: :func:`~calibcli.reports.gate.debiased_reason`)."""
+    populated, carried, rows, lone = debiased_bins(count, repeats)
     if populated < min_bins:
-        reason = f"only {populated} of {count.shape[-1]} bins are populated (minimum {min_bins})"
+        reason = f"only {populated} of {len(count)} bins are populated (minimum {min_bins})"
         return dict.fromkeys(BINNED_GATES, reason)
-    why = debiased_reason(int(np.count_nonzero(count >= 2)), populated, int(count.sum()), min_bins)
+    why = debiased_reason(carried, populated, rows, min_bins, repeats=repeats, lone=lone)
     return {} if why is None else {DEBIASED: why}
 
 
@@ -403,7 +401,7 @@ def _section_from_sums(
         section["ci"], more = _intervals(view, None, bootstrap, bins, "uniform", int(stats.n))
         notes += more
     closed = dict.fromkeys(ROW_FIGURES, f"it needs every row; {view.missing}")
-    closed.update(binned_closed(stats.count, min_bins))
+    closed.update(binned_closed(stats.count, min_bins, repeats))
     return Section(order(section), notes, closed)
 
 

@@ -132,27 +132,72 @@ figure 0.0, whatever the gaps. It speaks for the rows in bins of 2 or more alone
 
 
 def debiased_reason(
-    carried: int, populated: int, rows: int, least: int, side: str = ""
+    carried: int,
+    populated: int,
+    rows: int,
+    least: int,
+    side: str = "",
+    *,
+    repeats: int | None = None,
+    lone: int | None = None,
 ) -> str | None:
     """Why a check of the debiased RMSCE fails closed, or None: fewer than ``least`` (the
     populated-bins minimum) of the ``populated`` bins hold the 2 or more rows its variance term
     needs (``carried`` of them do), or more than a tenth of the ``rows`` lie in bins of one row
     (the ``populated - carried`` others), which its sum leaves out: the figure then speaks for
-    too few of the rows it is divided by. ``side`` names the side of a comparison ("NEW")."""
+    too few of the rows it is divided by. ``side`` names the side of a comparison ("NEW").
+
+    On rows that repeat their questions (``repeats``: no question holds more rows than that)
+    both rules count questions, as the small-sample warning does: a bin of c rows holds as few
+    as c / ``repeats`` questions, and a bin of one question cannot estimate its variance
+    either (identical answers give it none, so nothing is subtracted). ``carried`` are then
+    the bins of 2 × ``repeats`` rows or more, and ``lone`` the rows of the other populated
+    bins: their share of the rows is, so counted, the share of the questions they hold."""
     on = f" on {side}" if side else ""
+    scored = f"a run scored each question up to {repeats} times"
     if carried < least:
+        if repeats:
+            return (
+                f"only {carried} of {populated} populated bins "
+                f"{'holds' if carried == 1 else 'hold'} 2 or more questions{on} "
+                f"({2 * repeats} or more rows: {scored}), which the debiased RMSCE's variance "
+                f"term needs (minimum {least})"
+            )
         return (
             f"only {carried} of {populated} populated bins {'holds' if carried == 1 else 'hold'} "
             f"2 or more rows{on}, which the debiased RMSCE's variance term needs (minimum {least})"
         )
-    lone = populated - carried  # a populated bin not holding 2 rows holds one
+    if lone is None:
+        lone = populated - carried  # a populated bin not holding 2 rows holds one
     if 10 * lone > rows:  # exactly a tenth may
+        if repeats:
+            return (
+                f"{lone:,} of {rows:,} rows{on} {'lies' if lone == 1 else 'lie'} in bins of "
+                f"fewer than 2 questions (fewer than {2 * repeats} rows: {scored}), which the "
+                "debiased RMSCE's variance term cannot carry (at most a tenth may)"
+            )
         held = "lies in a bin" if lone == 1 else "lie in bins"
         return (
             f"{lone:,} of {rows:,} rows{on} {held} of one row, which the debiased RMSCE's "
             "variance term leaves out (at most a tenth may)"
         )
     return None
+
+
+def debiased_bins(count: Any, repeats: int | None = None) -> tuple[int, int, int, int]:
+    """The counts :func:`debiased_reason` reads of bins holding ``count`` rows each: the
+    populated bins, those carrying the variance term (2 or more rows; 2 × ``repeats`` or more
+    on rows that repeat their questions), the rows and the rows of the populated bins that do
+    not carry it (without ``repeats``: those bins, one row each)."""
+    import numpy as np
+
+    count = np.asarray(count)
+    populated = count > 0
+    carries = count >= 2 * (repeats or 1)
+    bins, carried = int(np.count_nonzero(populated)), int(np.count_nonzero(carries))
+    # one answer a question: the populated bins not holding 2 rows hold one each
+    lone = int(count[populated & ~carries].sum()) if repeats else bins - carried
+    return bins, carried, int(count.sum()), lone
 
 
 class Gated(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibcli.reports.gate import debiased_reason
+from calibcli.reports.gate import debiased_bins, debiased_reason
 from calibcli.reports.report import (
     DEFAULT_MIN_POPULATED_BINS,
     SMALL_BIN_COUNT,
@@ -39,15 +39,22 @@ def reliability_fields(stats: Any, lower: Any = None, upper: Any = None) -> dict
 def bin_notes(stats: Any, min_bins: int, repeats: int | None = None) -> list[Note]:
     """The populated-bins and small-sample warnings (advisory; the gate handles the minimum).
     On rows that repeat their questions (``repeats`` as for :func:`wilson`) the small-sample
-    warning counts a bin's rows over ``repeats``, the fewest questions they can be."""
+    warning counts a bin's rows over ``repeats``, the fewest questions they can be, and so
+    does its advice on rmsce_debiased (:func:`~calibcli.reports.gate.debiased_reason`)."""
     import numpy as np
 
-    populated = int(stats.populated_bins)
+    populated, carried, _, lone = debiased_bins(stats.count, repeats)
     counts = np.asarray(stats.count)
     median = float(np.median(counts[counts > 0])) if stats.n and populated else None
-    carried = int(np.count_nonzero(counts >= 2))
     return count_notes(
-        int(stats.n), populated, int(stats.bins), median, min_bins, repeats, carried=carried
+        int(stats.n),
+        populated,
+        int(stats.bins),
+        median,
+        min_bins,
+        repeats,
+        carried=carried,
+        lone=lone,
     )
 
 
@@ -60,11 +67,13 @@ def count_notes(
     repeats: int | None = None,
     *,
     carried: int,
+    lone: int | None = None,
 ) -> list[Note]:
     """:func:`bin_notes` from the counts it reads: rows, populated bins, bins, the median
     count of the populated bins (None without rows) and the bins holding 2 or more rows
-    (``carried``): where a gate on rmsce_debiased would fail closed on them (too few such bins,
-    or more than a tenth of the rows in bins of one:
+    (``carried``; on rows that repeat their questions, 2 or more questions, with ``lone`` the
+    rows of the other populated bins): where a gate on rmsce_debiased would fail closed on
+    them (too few such bins, or more than a tenth of the rows in bins of one:
     :func:`~calibcli.reports.gate.debiased_reason`) the small-sample advice leaves it out."""
     notes = []
     if n and populated < min_bins:
@@ -86,8 +95,11 @@ def count_notes(
         median = median / repeats
         held += f", as few as {counted(median, 'question')} (a run scored each up to "
         held += f"{repeats} times)"
-    if median < SMALL_BIN_COUNT and debiased_reason(carried, populated, n, min_bins):
-        unit = "questions" if repeats else "predictions"
+    closes = debiased_reason(carried, populated, n, min_bins, repeats=repeats, lone=lone)
+    if median < SMALL_BIN_COUNT and closes and repeats:
+        notes.append(_question_bins(n, populated, min_bins, repeats, carried, lone, held, median))
+    elif median < SMALL_BIN_COUNT and closes:
+        unit = "predictions"
         lone = populated - carried  # the populated bins not holding 2 hold one
         if carried < min_bins:
             held_out = (
@@ -127,6 +139,43 @@ def count_notes(
             )
         )
     return notes
+
+
+def _question_bins(
+    n: int,
+    populated: int,
+    min_bins: int,
+    repeats: int,
+    carried: int,
+    lone: int | None,
+    held: str,
+    median: float,
+) -> Note:
+    """The small-sample warning where a gate on rmsce_debiased would fail closed on rows that
+    repeat their questions: too few bins hold 2 or more questions (2 × ``repeats`` rows), or
+    more than a tenth of the rows lie in the others (``lone`` of them), whose variance the
+    debiased term cannot estimate; it advises smece alone."""
+    if carried < min_bins:
+        held_out = (
+            f"only {carried} of {populated} populated bins {'holds' if carried == 1 else 'hold'} "
+            f"2 or more, minimum {min_bins}"
+        )
+    else:
+        lie = "lies in one" if lone == 1 else "lie in them"
+        held_out = f"{lone:,} of {n:,} predictions {lie}, at most a tenth may"
+    why = "rmsce_debiased cannot estimate the variance of bins of fewer than 2 questions"
+    return Note(
+        "one_row_bins",
+        f"the median populated bin holds {held} (fewer than {SMALL_BIN_COUNT}); binned "
+        f"estimates (ece, mce, rmsce) are noisy and biased upward at this size, and {why}, "
+        f"counted as {2 * repeats} predictions ({held_out}): prefer smece, and gate with "
+        "--gate-on upper",
+        f"{median:g}",
+        general=f"the median populated bin holds fewer than {SMALL_BIN_COUNT} questions, and "
+        f"fewer than {min_bins} bins hold 2 or more questions or more than a tenth of the "
+        "predictions lie in the others; binned estimates (ece, mce, rmsce) are noisy and "
+        f"biased upward at this size, and {why}: prefer smece, and gate with --gate-on upper",
+    )
 
 
 def wilson(stats: Any, repeats: int | None = None) -> tuple[Any, Any]:
