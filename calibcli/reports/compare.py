@@ -238,10 +238,10 @@ def compare_section(
         floor=floor,
         side_questions=None if settings.paired else side_questions,
     )
-    sparse, said = few_bins(base, new, settings)
+    sided = (questions, questions) if settings.paired else (side_questions or (None, None))
+    sparse, said = few_bins(base, new, settings, sided)
     notes += said
     gate_view = _gate_view(table, {**small, **sparse}, min(n_base, n_new))
-    sided = (questions, questions) if settings.paired else (side_questions or (None, None))
     if allowance:
         gate_view.figures["allowance"] = base_allowance(base[0], allowance, settings, sided[0])
     found = new_floor(new, floored, settings, sided[1], base, table) if floored else None

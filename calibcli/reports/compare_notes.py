@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from calibcli.reports.compare_sides import WAYS
-from calibcli.reports.gate import DEBIASED, debiased_reason
+from calibcli.reports.gate import DEBIASED, debiased_bins, debiased_reason
 from calibcli.reports.report import Note
 
 INFINITE = "infinite"
@@ -18,7 +18,10 @@ GROUP_KINDS = (INFINITE, UNDEFINED_AUROC)
 
 
 def few_bins(
-    base: tuple[Any, Any], new: tuple[Any, Any], settings: Any
+    base: tuple[Any, Any],
+    new: tuple[Any, Any],
+    settings: Any,
+    questions: tuple[Any, Any] = (None, None),
 ) -> tuple[dict[str, str], list[Note]]:
     """The binned figures' checks (ECE, MCE, RMSCE and its debiased form) that fail
     closed because a side populates fewer than ``settings.min_bins`` bins (capped at the
@@ -26,7 +29,10 @@ def few_bins(
     says nothing of calibration, though it may be small. And the debiased RMSCE's checks when
     fewer than that many of a side's bins hold 2 or more rows, or more than a tenth of its rows
     lie in bins of one: its sum leaves out bins of one row
-    (:func:`~calibcli.reports.gate.debiased_reason`), so both sides may read 0.0."""
+    (:func:`~calibcli.reports.gate.debiased_reason`), so both sides may read 0.0. On a side
+    whose rows repeat their questions (``questions``: BASE's and NEW's labels of each row's
+    question, either None) those rules count questions (:func:`~calibcli.reports.gate.
+    debiased_bins`): identical answers to one question give its bin no variance to subtract."""
     import numpy as np
 
     from calibcli.reports.calibrate import BINNED_GATES
@@ -35,12 +41,13 @@ def few_bins(
     least = min(settings.min_bins, settings.bins)
     closed: dict[str, str] = {}
     notes: list[Note] = []
-    for name, rows in (("BASE", base), ("NEW", new)):
+    for name, rows, labels in (("BASE", base, questions[0]), ("NEW", new, questions[1])):
         count = side_stats(rows, settings.bins).count
         populated = int(np.count_nonzero(count))
         if populated >= least:
-            carried = int(np.count_nonzero(count >= 2))
-            why = debiased_reason(carried, populated, int(np.sum(count)), least, name)
+            k = most_rows(labels)
+            _, carried, total, lone = debiased_bins(count, k)
+            why = debiased_reason(carried, populated, total, least, name, repeats=k, lone=lone)
             for way in WAYS if why is not None else ():
                 closed.setdefault(f"{DEBIASED}_{way}", why)
             continue
@@ -58,6 +65,17 @@ def few_bins(
             for way in WAYS:
                 closed.setdefault(f"{key}_{way}", why)
     return closed, notes
+
+
+def most_rows(labels: Any) -> int | None:
+    """The most rows one question holds, given each row's question label; None when no
+    question holds more than one (or without labels)."""
+    import numpy as np
+
+    if labels is None or not len(labels):
+        return None
+    most = int(np.unique(np.asarray(labels), return_counts=True)[1].max())
+    return most if most > 1 else None
 
 
 def infinite_notes(result: Any) -> list[Note]:
