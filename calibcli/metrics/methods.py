@@ -45,7 +45,8 @@ class RecalibrationMethod(Choice):
 RECALIBRATION_METHODS: tuple[RecalibrationMethod, ...] = (
     RecalibrationMethod(
         "temperature",
-        "sigmoid(logit(c) / T): one temperature, the ranking kept (Guo et al. 2017).",
+        "sigmoid(logit(c) / T): one temperature, the rows' ranking kept on two-class "
+        "confidences (Guo et al. 2017).",
         two_class=True,
         parameters=1,
     ),
