@@ -334,11 +334,16 @@ def _write_outputs(values: dict[str, str]) -> None:
 
 
 def append_step_summary(path: Path, text: str) -> None:
-    """Append the automatic job summary to ``$GITHUB_STEP_SUMMARY``. Nobody asked for it, so a
-    failed write is a warning (annotated), as for the step outputs: the verdict stands."""
+    """Append the automatic job summary to ``$GITHUB_STEP_SUMMARY``, on a line of its own
+    when an earlier step's text ends without a newline (its heading would join that line).
+    Nobody asked for it, so a failed write is a warning (annotated), as for the step outputs:
+    the verdict stands."""
+    from calibcli.cli.staging import ends_mid_line  # staging imports this module
+
     try:
+        start = "\n" if ends_mid_line(path) else ""
         with open(path, "a", encoding="utf-8") as f:
-            f.write(text)
+            f.write(start + text)
     except OSError as exc:
         _summary_unwritable(f"{path}: cannot write the summary: {exc.strerror or exc}")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -222,14 +223,27 @@ JsonOpt = _opt(bool, "--json", help="Print the JSON report on stdout instead of 
 CalibratorJsonOpt = _opt(
     bool, "--json", help="Print the calibrator file on stdout instead of the table."
 )
-# Output paths are written, never read: typer's Path type would refuse a write-only file as
-# "not readable" unless told so.
+
+
+def output_path(value: str) -> Path:
+    """An output option's path, refused when it names a folder: ``out/`` (``/.``, ``/..``),
+    which Path would make the file ``out``, or an empty one (an unset variable's), which Path
+    makes the current folder. ``-`` is standard output (calibcli.cli.staging)."""
+    if not value:
+        raise typer.BadParameter("the path is empty (is the variable that should hold it set?)")
+    if os.path.basename(value) in ("", os.curdir, os.pardir):
+        raise typer.BadParameter(f"{value!r} names a folder; give the path of a file to write")
+    return Path(value)
+
+
+# Output paths are taken as given (output_path): typer's Path type would refuse a write-only
+# file as "not readable", and drop a trailing slash.
 OutputOpt = _opt(
     Path | None,
     "-o",
     "--output",
     metavar="PATH",
-    readable=False,
+    parser=output_path,
     help="Also write the JSON report to PATH (atomically).",
 )
 CalibratorOutputOpt = _opt(
@@ -237,7 +251,7 @@ CalibratorOutputOpt = _opt(
     "-o",
     "--output",
     metavar="PATH",
-    readable=False,
+    parser=output_path,
     help="Write the calibrator file to PATH (atomically), for --calibrator and 'calibcli apply'.",
 )
 QuietOpt = _opt(bool, "--quiet", "-q", help="No progress bar and no 'detected format' line.")
@@ -324,19 +338,11 @@ def document_bytes(max_document_mb: int | None) -> int | None:
     return None if max_document_mb is None else max_document_mb << 20
 
 
-def _summary_path(value: str) -> Path:
-    # an empty path is what an unset variable gives (--summary "$GITHUB_STEP_SUMMARY" outside
-    # a workflow step); Path("") would quietly mean the current folder
-    if not value:
-        raise typer.BadParameter("the path is empty (is the variable that should hold it set?)")
-    return Path(value)
-
-
 SummaryOpt = _opt(
     Path | None,
     "--summary",
     metavar="PATH",
-    parser=_summary_path,
+    parser=output_path,
     help="Append a Markdown summary to PATH (for CI job summaries, e.g. $GITHUB_STEP_SUMMARY).",
 )
 ConfidenceField = once(
@@ -372,7 +378,7 @@ PlotOpt = _opt(
     Path | None,
     "--plot",
     metavar="PATH",
-    readable=False,
+    parser=output_path,
     help="Draw the reliability diagram to PATH (.png, .svg or .pdf; needs matplotlib); one "
     "series per file, or per --by group.",
 )
@@ -382,13 +388,13 @@ HtmlOpt = _opt(
     metavar="PATH",
     help="Also write the report as one self-contained HTML page to PATH (tables and inline SVG "
     "diagrams; it loads nothing from anywhere).",
-    readable=False,
+    parser=output_path,
 )
 CoveragePlotOpt = _opt(
     Path | None,
     "--plot",
     metavar="PATH",
-    readable=False,
+    parser=output_path,
     help="Draw the accuracy-coverage curve to PATH (.png, .svg or .pdf; needs matplotlib); one "
     "curve per --by group.",
 )

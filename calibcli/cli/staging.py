@@ -33,19 +33,40 @@ removed.
 
 An output that is one of the run's inputs is refused before anything is read
 (:func:`check_apart`, which every command runs first): it would replace what the run reads. So
-are two outputs that are one file: one would replace, or be appended to, the other.
+are two outputs that are one file: one would replace, or be appended to, the other. Standard
+input and standard output count as the files the shell redirected them from and to
+(``- < rows.jsonl``, ``>> rows.jsonl``), as GNU cat refuses "input file is output file".
+
+``-`` as an output means standard output, for a command whose product goes nowhere else there
+(apply's rows, summarize's and merge's summary file, render's page); a command that prints a
+table or JSON on stdout refuses it. An output named with a compression suffix (``.gz``,
+``.zst``, ``.xz``, ``.bz2``) is written compressed where calibcli reads that file back
+compressed (summary files; apply compresses its rows itself), and refused where it does not
+(reports and calibrator files, which render, apply and --calibrator read as plain JSON; an HTML
+page, which a browser does not open compressed; a Markdown summary, which is appended to).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from calibcli.cli import github
-from calibcli.io import AtomicFile, is_special, mode_for, target_of, temporary_beside
+from calibcli.io import (
+    AtomicFile,
+    compressing,
+    is_special,
+    mode_for,
+    suffix_codec,
+    target_of,
+    temporary_beside,
+)
 
 
 class OutputError(Exception):
@@ -81,9 +102,20 @@ def _folder_problem(folder: Path) -> str | None:
     return None
 
 
+STDOUT = "-"
+"""The output name that means standard output (as ``-`` as an input means standard input)."""
+
+
+def is_stdout(path: object) -> bool:
+    """Whether an output option's value is ``-``: standard output."""
+    return path is not None and str(path) == STDOUT
+
+
 def check_writable(path: Path, what: str) -> None:
     """Raise OutputError unless ``path`` can be written: its folder exists and is writable, and
     the path itself is not a folder. Checked before any input is read."""
+    if is_stdout(path):  # whether the command may write there is check_apart's to say
+        return
     target = target_of(Path(path))
     if os.path.isdir(target):
         raise OutputError(f"{path}: cannot write the {what}: it is a directory")
@@ -103,6 +135,10 @@ OUTPUT_PARAMETERS = ("output", "summary", "plot", "html")
 OPTION_NAMES = {"output": "-o", "summary": "--summary", "plot": "--plot", "html": "--html"}
 INPUT_PARAMETERS = ("files", "parts", "base", "new", "report", "calibrator", "fit")
 """The parameters by which a command names files it reads (folders and patterns included)."""
+PRINTS_ITS_REPORT = "json_out"
+"""The parameter (--json) of the commands that print their report on stdout, as a table or as
+JSON: their -o writes a report or a calibrator file, and stdout is never free for an output."""
+_STDIN, _STDOUT = "standard input", "standard output"  # as messages name them
 
 
 def check_apart(arguments: dict[str, Any]) -> None:
@@ -111,39 +147,128 @@ def check_apart(arguments: dict[str, Any]) -> None:
     outputs: one would replace the other, or be appended to it. Files are compared as
     :func:`os.path.samefile` does, so another spelling, a symbolic or a hard link count (two
     outputs that do not exist yet, by the paths they resolve to); only an output that exists
-    as a regular file can be an input (standard input and streams are not), and outputs
-    written through to a stream (``/dev/stdout`` twice) each add their text to it. Checked
-    before any input is read."""
+    as a regular file can be an input, and outputs written through to a stream
+    (``/dev/stdout`` twice) each add their text to it. Standard input read as ``-`` is the
+    regular file it was redirected from, if it is one; standard output, when the command
+    writes its product there, the regular file it was redirected to (``>> rows.jsonl``).
+    Output names are checked first (:func:`_check_names`). Checked before any input is
+    read."""
+    _check_names(arguments)
     _check_outputs_apart(arguments)
     written = []
     for name in OUTPUT_PARAMETERS:
         path = arguments.get(name)
+        if is_stdout(path):
+            continue  # standard output, looked at below
         try:
             found = None if path is None else os.stat(path)
         except OSError:
             continue
         if found is not None and stat.S_ISREG(found.st_mode):
-            written.append((path, found))
+            written.append((str(path), found))
+    out = _redirected(sys.stdout) if _stdout_written(arguments) else None
+    if out is not None:
+        written.append((_STDOUT, out))
     if not written:
         return
     from calibcli.io import named_files
 
-    given = []
+    given, stdin_read = [], False
     for name in INPUT_PARAMETERS:
         value = arguments.get(name)
         values = value if isinstance(value, list) else [value]
+        stdin_read = stdin_read or any(str(v) == "-" for v in values if v is not None)
         given += [str(v) for v in values if v is not None and str(v) != "-"]
+    sources = []
     for source in named_files(given):
         try:
-            found = os.stat(source)
+            sources.append((source, os.stat(source)))
         except OSError:
             continue  # reading it says what is wrong with it
+    held = _redirected(sys.stdin) if stdin_read else None
+    if held is not None:
+        sources.append((_STDIN, held))
+    for source, found in sources:
         for path, output in written:
             if os.path.samestat(found, output):
-                also = "" if source == str(path) else f" ({source})"
+                raise OutputError(_same(source, path))
+
+
+def _same(source: str, path: str) -> str:
+    """What is wrong when ``path`` (an output, or standard output) is the input ``source``."""
+    if path == _STDOUT:
+        if source == _STDIN:
+            return (
+                "standard input and standard output are redirected from and to one file; "
+                "send standard output elsewhere"
+            )
+        return (
+            f"{source}: the input file is also standard output (redirected to it); send "
+            "standard output elsewhere"
+        )
+    also = "" if source == path else f" ({source})"
+    return f"{path}: the output file is also an input{also}; write the output elsewhere"
+
+
+def _redirected(stream: Any) -> os.stat_result | None:
+    """The regular file behind ``stream`` (sys.stdin or sys.stdout, by its file descriptor),
+    or None: a terminal, a pipe, a device, a stream without a descriptor (a test runner's)."""
+    try:
+        found = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # None, closed, or io.UnsupportedOperation
+        return None
+    return found if stat.S_ISREG(found.st_mode) else None
+
+
+def _stdout_written(arguments: dict[str, Any]) -> bool:
+    """Whether the command writes its product on standard output: a command with --json
+    prints its table or JSON there; apply its rows, without -o; any command an output
+    named ``-``."""
+    if PRINTS_ITS_REPORT in arguments:
+        return True
+    if "output" in arguments and arguments["output"] is None:
+        return True
+    return any(is_stdout(arguments.get(name)) for name in OUTPUT_PARAMETERS)
+
+
+def _check_names(arguments: dict[str, Any]) -> None:
+    """Raise OutputError for an output name the command cannot honour: ``-`` where standard
+    output carries the command's table or JSON; a compression suffix on a file calibcli
+    writes plain (a report, a calibrator file, an HTML page, an appended summary)."""
+    prints = PRINTS_ITS_REPORT in arguments
+    for name in OUTPUT_PARAMETERS:
+        path = arguments.get(name)
+        if path is None:
+            continue
+        option = OPTION_NAMES[name]
+        if is_stdout(path):
+            if prints:
+                hint = "give --json to print the JSON there" if name == "output" else ""
+                hint = hint or f"name a file for {option}"
                 raise OutputError(
-                    f"{path}: the output file is also an input{also}; write the output elsewhere"
+                    f"{option} -: standard output carries the command's table (its JSON with "
+                    f"--json); {hint}"
                 )
+            continue
+        codec = suffix_codec(Path(path).name)
+        if codec is None or name == "plot":  # a picture's name gives its format: checked there
+            continue
+        why = _PLAIN.get(name) if name != "output" or prints else None
+        if why is not None:
+            raise OutputError(
+                f"{path}: {option} writes no {codec.name} file ({codec.suffix}): {why}; name "
+                f"the file without {codec.suffix}"
+            )
+
+
+_PLAIN = {
+    "output": "reports and calibrator files are read as plain JSON (by render, apply and "
+    "--calibrator)",
+    "html": "a browser opens no compressed page from a file",
+    "summary": "the Markdown summary is appended to, and read as text",
+}
+"""Why an output is never written compressed, by parameter (-o: that of a command with
+--json)."""
 
 
 def _check_outputs_apart(arguments: dict[str, Any]) -> None:
@@ -151,7 +276,7 @@ def _check_outputs_apart(arguments: dict[str, Any]) -> None:
     seen: dict[object, tuple[str, Any]] = {}
     for name in OUTPUT_PARAMETERS:
         path = arguments.get(name)
-        if path is None or is_special(target_of(Path(path))):
+        if path is None or is_stdout(path) or is_special(target_of(Path(path))):
             continue
         try:
             found = os.stat(path)
@@ -195,9 +320,9 @@ class Staged:
     def add(self, path: Path, data: bytes | str, what: str, *, append: bool = False) -> None:
         """Stage ``data`` for ``path`` (appended to what the file holds with ``append``)."""
         payload = data.encode("utf-8") if isinstance(data, str) else data
-        target = target_of(Path(path))
+        target = Path(STDOUT) if is_stdout(path) else target_of(Path(path))
         try:
-            if is_special(target):  # a runner may read it: shown as text (stream_guarded)
+            if is_stdout(path) or is_special(target):  # a runner may read it: shown as text
                 payload = github.stream_guarded(payload, _form(path, what))
                 self._through.append((target, payload, Path(path), what))
                 return
@@ -225,6 +350,9 @@ class Staged:
         is left as it was (the module's docstring says the order and why)."""
         for target, payload, path, what in self._through:
             try:
+                if is_stdout(target):
+                    _Stdout().write(payload, flush=True)
+                    continue
                 with open(target, "ab") as f:
                     f.write(payload)
             except BrokenPipeError:
@@ -275,7 +403,48 @@ def _form(path: Path, what: str) -> str:
 
 
 def _failed(path: Path | str, what: str, exc: OSError) -> str:
-    return f"{path}: cannot write the {what}: {exc.strerror or exc}"
+    shown = _STDOUT if is_stdout(path) else path
+    return f"{shown}: cannot write the {what}: {exc.strerror or exc}"
+
+
+class _Stdout:
+    """Standard output as an output file (``-o -``): sys.stdout's binary stream, its text
+    written so far flushed first. When its reader has left (``| head``), what it was still
+    to receive goes to the null device, as stdout's own output does, and BrokenPipeError is
+    raised for the command to stop writing."""
+
+    def __init__(self) -> None:
+        if sys.stdout is None:  # started with file descriptor 1 closed
+            raise OSError(errno.EBADF, "it is closed")
+        self._stream = sys.stdout
+        self._stream.flush()
+
+    def write(self, data: bytes, *, flush: bool = False) -> None:
+        try:
+            self._stream.buffer.write(data)
+            if flush:
+                self._stream.buffer.flush()
+        except BrokenPipeError:
+            with contextlib.suppress(OSError, ValueError):  # no descriptor: a test runner's
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+            raise
+
+    def close(self) -> None:  # stdout stays open for what the command says after it
+        self.write(b"", flush=True)
+
+
+def ends_mid_line(path: Path | str) -> bool:
+    """Whether the regular file ``path`` ends without a newline, so that text appended to it
+    would continue its last line (a Markdown heading would join an earlier step's table row,
+    and not be a heading). False for an empty, missing or unreadable file, or a stream."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except OSError:  # missing, unreadable, or empty (a seek before its start)
+        return False
 
 
 def _append(entry: _Append) -> None:
@@ -289,7 +458,9 @@ def _append(entry: _Append) -> None:
     fd, entry.fd = entry.fd, None
     try:
         entry.before = entry.end = os.fstat(fd).st_size
-        view = memoryview(entry.payload)
+        # text after a last line without its newline starts on a line of its own
+        start = b"\n" if entry.before and ends_mid_line(entry.target) else b""
+        view = memoryview(start + entry.payload)
         while view:  # one write(2) for any text a summary holds: a regular file takes it whole
             view = view[os.write(fd, view) :]
             entry.end = os.fstat(fd).st_size
@@ -319,25 +490,40 @@ class StreamTarget(AtomicFile):
     Use as a context manager: leaving it by an exception discards the temporary file and
     leaves the target as it was. A stream whose reader left raises BrokenPipeError from
     :meth:`write` (or at the end): the command stops writing, and says nothing, as it does
-    when stdout's reader leaves."""
+    when stdout's reader leaves. ``-`` is standard output.
+
+    A name ending in a compression suffix (``.gz``, ``.zst``, ``.xz``, ``.bz2``) is written
+    compressed so, except apply's rows (``what`` "rows"), which apply compresses itself."""
 
     def __init__(self, path: Path, what: str) -> None:
         super().__init__(path)
         self.what = what
         self._first = True
+        named = not is_stdout(path) and what != "rows"
+        self._codec = suffix_codec(Path(path).name) if named else None
+        self._put, self._finish = self._written, None
 
     def __enter__(self) -> StreamTarget:
         try:
-            super().__enter__()
+            if is_stdout(self.path):
+                self.file = _Stdout()
+            else:
+                super().__enter__()
         except OSError as exc:
             raise OutputError(_failed(self.path, self.what, exc)) from None
+        if self._codec is not None:
+            self._put, self._finish = compressing(self._written, self._codec)
         return self
 
     def write(self, data: bytes) -> None:
         """Write ``data``; OutputError when it cannot be, and BrokenPipeError, left for the
         command to stop writing without an error, when a stream's reader left (``| head``)."""
-        if self._first and self._tmp is None:  # written through to a stream a runner may read
-            data = _summary_guarded(data)
+        self._put(data)
+
+    def _written(self, data: bytes) -> None:
+        """Write ``data`` as the file holds it (compressed already, if it is)."""
+        if self._first and self._tmp is None and self._codec is None:
+            data = _summary_guarded(data)  # written through to a stream a runner may read
         self._first = False
         try:
             super().write(data)
@@ -347,6 +533,12 @@ class StreamTarget(AtomicFile):
             raise OutputError(_failed(self.path, self.what, exc)) from None
 
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        try:
+            if kind is None and self._finish is not None:
+                self._finish()  # the end of the compressed stream
+        except BaseException:
+            super().__exit__(*sys.exc_info())  # the temporary file is removed
+            raise
         try:
             super().__exit__(kind, exc, tb)
         except BrokenPipeError:  # what close flushed to a stream found its reader gone
