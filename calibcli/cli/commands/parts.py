@@ -29,6 +29,7 @@ from calibcli.cli.options import (
     WordsField,
     once,
     one,
+    output_path,
 )
 from calibcli.cli.progress import phases
 from calibcli.cli.reading_options import Reading, named_fields, reading_options
@@ -83,6 +84,7 @@ SummaryOutput = Annotated[
         "--output",
         "-o",
         metavar="PATH",
+        parser=output_path,
         help="The summary file to write (replaced only once it is complete).",
     ),
 ]

@@ -11,6 +11,7 @@ import typer
 
 from calibcli.cli.app import EXIT_CODES, app, usage_error
 from calibcli.cli.emit import check_outputs
+from calibcli.cli.options import output_path
 
 
 @app.command(epilog=EXIT_CODES)
@@ -29,6 +30,7 @@ def render(
         typer.Option(
             "--html",
             metavar="PATH",
+            parser=output_path,
             show_default=False,
             help="Write the report as one self-contained HTML page to PATH.",
         ),
