@@ -202,6 +202,14 @@ def reading_arguments(
         if got.get(name) is not None:
             check = text if name == "scorer" else field_name
             fields[name] = check(where, name, got[name])
+    confidence = fields.get("confidence_field", "confidence")
+    if confidence == fields.get("correct_field", "correct"):  # as the commands refuse it
+        raise InputError(
+            where,
+            None,
+            f"confidence_field: {confidence!r} is the correct_field: a confidence read from the "
+            "outcome it predicts is perfectly calibrated whatever the model answered",
+        )
     choices = got.get("choices")
     if choices is not None:
         choices = answer_options(where, choices)

@@ -136,6 +136,7 @@ def reading_options(command: Callable) -> Callable:
         named = given_options(kwargs.pop(_CONTEXT))
         given = {name: _value(kwargs.pop(name)) for name, _, _ in _READING_OPTIONS}
         named_fields({option: given[name] for name, option in _FIELDS.items()})
+        confidence_apart(given["confidence_field"] or "confidence", given["correct_field"])
         reading = Reading(
             fmt=given["fmt"],
             quiet=given["quiet"],
@@ -178,6 +179,18 @@ def named_fields(values: dict[str, Any]) -> None:
     for option, value in values.items():
         if value == "":
             raise typer.BadParameter("a field name cannot be empty", param_hint=f"'{option}'")
+
+
+def confidence_apart(confidence_field: str, correct_field: str) -> None:
+    """A usage error for a confidence read from the outcome's own field: each row's confidence
+    would be its outcome (0 or 1), perfectly calibrated whatever the model answered (ECE 0,
+    Brier 0, AUROC 1), and every gate would pass on rows that say nothing of the model."""
+    if confidence_field == correct_field:
+        raise typer.BadParameter(
+            f"{confidence_field!r} is the --correct-field: a confidence read from the outcome it "
+            "predicts is perfectly calibrated whatever the model answered",
+            param_hint="'--confidence-field'",
+        )
 
 
 def given_options(ctx: Any) -> frozenset[str]:

@@ -52,10 +52,14 @@ _UNSAFE_NAME = re.compile(r'["\\\x00-\x1f]')
 
 
 def struct_names_ok(names: Iterable[str]) -> bool:
-    """Whether msgspec takes every one of ``names`` as a struct field's JSON name: it refuses a
-    name holding ``"``, ``\\`` or a control character, and one it cannot write as UTF-8 (a
-    lone surrogate). Rows read by such a name decode into dicts, as rows read by a dotted
-    name do, and give the same values and messages."""
+    """Whether msgspec takes ``names`` as the JSON names of one struct's fields: it refuses a
+    name holding ``"``, ``\\`` or a control character, one it cannot write as UTF-8 (a lone
+    surrogate), and a name given to two fields (two options naming one field: a byte-level
+    model's ``--tokens-field bytes``). Rows read by such names decode into dicts, as rows read
+    by a dotted name do, and give the same values and messages."""
+    names = list(names)
+    if len(set(names)) != len(names):
+        return False
     return not any(_UNSAFE_NAME.search(name) or not _utf8(name) for name in names)
 
 
@@ -137,10 +141,9 @@ class BlockDecoder:
             names = [*rename.values(), *beside]
             if self.group_field is not None:
                 names.append(self.group_field)
-            # --by one of the row's own fields (or a key checked beside them), or a name the
-            # struct cannot hold: the rows decode into dicts
-            own = self.group_field in rename.values() or self.group_field in beside
-            if own or not struct_names_ok(names):
+            # --by one of the row's own fields (or a key checked beside them), two roles read
+            # from one field, or a name the struct cannot hold: the rows decode into dicts
+            if not struct_names_ok(names):
                 self.typed, self.group_field = False, None
                 self._decoder = msgspec.json.Decoder()
                 self._errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)

@@ -9,6 +9,8 @@ any two doubles in [0, 1] apart, so the search always ends."""
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_FLOOR, Decimal
@@ -174,13 +176,46 @@ def group_cell(name: Any, encoding: str | None = None) -> str:
     never show alike: one shown as it is never starts with a quote, and a literal reads back
     as the one name it was made from.
 
+    A name that would be drawn like another is shown as its ``ascii`` literal, which spells
+    every character that is not ASCII as its escape: one not in Unicode's composed form NFC
+    (``e`` and a combining acute, ``'e\\u0301'``, is drawn as the composed ``é``), one
+    starting with a combining mark (it would join the character the table puts before it),
+    and one holding a character drawn as nothing (a variation selector, the combining grapheme
+    joiner: ``'e\\u034f'`` is drawn as ``e``). Every text shown is then in NFC: two names
+    shown differently are never canonically equivalent, the spellings Unicode draws alike.
+    Names in NFC, accented ones among them, show as before.
+
     With ``encoding``, the encoding of the output, a name it cannot write is shown as its
     ``ascii`` literal (``'\\u65e5'``), which every encoding writes, rather than raising."""
     text = str(name)
     shown = text if _as_it_is(text) else repr(text)
-    if encoding is not None and not _writes(shown, encoding):
+    drawn_apart = _drawn_as_spelled(text) and _drawn_as_spelled(shown)
+    if not drawn_apart or (encoding is not None and not _writes(shown, encoding)):
         shown = ascii(text)
     return shown
+
+
+_DRAWN_AS_NOTHING = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164\ufe00-\ufe0f\uffa0"
+    "\U000e0100-\U000e01ef]"
+)
+"""The printable characters Unicode draws as nothing (default ignorable): the combining
+grapheme joiner, variation selectors, Mongolian free variation selectors, Khmer inherent
+vowels, Hangul fillers. The other default-ignorable characters are not printable, so a name
+holding one is shown by its literal already."""
+
+
+def _drawn_as_spelled(text: str) -> bool:
+    """Whether ``text`` is drawn unlike any other text: it is in NFC (a canonically equivalent
+    spelling, such as NFD's, is drawn alike), does not start with a combining mark, and holds
+    no character drawn as nothing."""
+    if text.isascii():
+        return True
+    return (
+        unicodedata.is_normalized("NFC", text)
+        and not unicodedata.category(text[0]).startswith("M")
+        and _DRAWN_AS_NOTHING.search(text) is None
+    )
 
 
 def _as_it_is(text: str) -> bool:
