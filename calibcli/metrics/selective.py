@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -88,7 +88,9 @@ class ThresholdChoice:
     bound at ``test_level`` (δ for LTT, δ/K for SGR), so it is >= ``target_accuracy`` whenever a
     threshold passed. ``p_value`` = P[Binom(n, α) <= e] at the answer, or the smallest p-value
     among the tests run when none passed. The plug-in rule has no ``delta``, ``test_level``,
-    ``p_value`` or bound (None / nan) and ``tests_run`` = 0.
+    ``p_value`` or bound (None / nan) and ``tests_run`` = 0. When Learn then Test passes none,
+    ``skipped`` candidates accept too few rows to test and ``stopped_at`` is the next, whose
+    test failed first (None: every candidate was skipped).
     """
 
     method: str
@@ -105,6 +107,8 @@ class ThresholdChoice:
     p_value: float
     test_level: float | None
     tests_run: int
+    stopped_at: float | None = None
+    skipped: int = 0
 
 
 def _check_target(target_accuracy: object, *, allow_one: bool) -> float:
@@ -349,11 +353,10 @@ def _fixed_sequence(
     start = int(np.searchsorted(n, _min_testable_rows(alpha, level)))
     fail = start + _first_failure(n[start:], e[start:], alpha, level)
     tests_run = min(fail + 1, m) - start
-    if start == m:
-        return _choice(curve, "ltt", target, level, None, math.nan, level, 0)
-    if fail == start:
-        p = float(binomial_tails(e[start], n[start], alpha)[0])
-        return _choice(curve, "ltt", target, level, None, p, level, tests_run)
+    if fail == start:  # nothing passed: the first test failed, or none could be run
+        p = float(binomial_tails(e[start], n[start], alpha)[0]) if start < m else math.nan
+        none = _choice(curve, "ltt", target, level, None, p, level, tests_run)
+        return replace(none, stopped_at=float(values[start]) if start < m else None, skipped=start)
     k = fail - 1
     if points[k] == curve.thresholds.shape[0] - 1:
         # below the lowest confidence every candidate accepts every row: the walk passes them

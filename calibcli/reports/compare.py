@@ -29,6 +29,7 @@ from calibcli.reports.compare_matching import sides_apart
 from calibcli.reports.compare_notes import GROUP_KINDS, few_bins, infinite_notes, undefined_auroc
 from calibcli.reports.compare_sides import (
     WAYS,
+    accuracy_difference,
     allowance_keys,
     base_allowance,
     each_side,
@@ -181,6 +182,8 @@ def compare_section(
             "difference": _num(result.difference[key]),
             "interval": [_num(lo), _num(hi)],
         }
+    if "accuracy" in table:  # a difference of two count ratios: exact, rounded once
+        table["accuracy"]["difference"] = accuracy_difference(base[1], new[1])
     figures["figures"] = table
     notes += infinite_notes(result)
     undefined = undefined_auroc(base, new)
@@ -261,8 +264,9 @@ def _gate_view(table: dict[str, Any], small: dict[str, str], rows: int) -> Secti
         d, (lo, hi) = row["difference"], row["interval"]
         for way, sign in (("increase", 1.0), ("decrease", -1.0)):
             name = f"{key}_{way}"
-            view[name] = None if d is None else sign * d
-            ends = [None if x is None else sign * x for x in (lo, hi)]
+            # + 0.0: no difference of 0 reads as -0.0 (a gate table's "-0.0000")
+            view[name] = None if d is None else sign * d + 0.0
+            ends = [None if x is None else sign * x + 0.0 for x in (lo, hi)]
             view["ci"][name] = sorted(ends) if None not in ends else [None, None]
             if d is None:
                 closed.setdefault(name, _undefined(key, row))

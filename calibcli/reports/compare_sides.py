@@ -7,6 +7,7 @@ noise inflates adds to the difference's upper end (BASE's null value)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from calibcli.reports import figures as registry
@@ -314,6 +315,31 @@ def floor_keys(gate: Any) -> tuple[str, ...]:
     )
 
 
+def accuracy_difference(base_right: Any, new_right: Any) -> float:
+    """NEW's accuracy less BASE's (``*_right``: each row's outcome, either side's rows), the
+    correctly rounded double of the exact difference of the two count ratios: 64/100 − 65/100 is
+    −0.01, where subtracting the two rounded quotients gives −0.010000000000000009, above a
+    ``--max-decrease accuracy=0.01`` margin the true drop only meets."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    counts = [(int(np.count_nonzero(y)), int(np.shape(y)[0])) for y in (base_right, new_right)]
+    return float(Fraction(*counts[1]) - Fraction(*counts[0]))
+
+
+def counted_difference(value: float, rows: int) -> float:
+    """``value``, a difference of two count ratios over the same ``rows`` (k₁/n − k₀/n, each
+    quotient rounded before the subtraction), as the correctly rounded double of the exact
+    (k₁ − k₀)/n: ``value`` lies within 3·2⁻⁵³ of it, so n·value lies within 0.5 of the integer
+    k₁ − k₀ for any n below 10¹⁵ and rounding it recovers that count. Not finite: as it is."""
+    from fractions import Fraction
+
+    if not math.isfinite(value) or rows <= 0:
+        return value
+    return float(Fraction(round(value * rows), rows))
+
+
 def new_floor(
     new: tuple[Any, Any],
     keys: tuple[str, ...],
@@ -367,6 +393,11 @@ def new_floor(
             bins=settings.bins,
             labels=labels,
         )
+        if both is not None and "accuracy" in both.values:
+            # BASE's accuracy less NEW's with the turned rows, both over the pairs: exact
+            rows = int(np.shape(new[1])[0])
+            exact = counted_difference(both.values["accuracy"], rows)
+            both = replace(both, values={**both.values, "accuracy": exact})
         found = larger_floor(keyed(rare), keyed(both))
         return None if found is None else (found, {})
     if not rare_keys:

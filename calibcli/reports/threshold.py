@@ -228,6 +228,43 @@ def _below_target(section: dict[str, Any], settings: ThresholdSettings) -> tuple
     return Note("below_target", text, detail=accuracy, general=general), reason
 
 
+def _no_threshold(chosen: Any, chooser: Any, settings: ThresholdSettings, fit: bool) -> Note:
+    """Why no threshold passed (``chosen``, on ``chooser``'s rows: the --fit rows with ``fit``),
+    as the warning and the gate's reason say it: SGR's failed tests, or where Learn then Test's
+    walk stopped, with that threshold's rows, wrong answers and p-value; a few wrong answers among
+    the most confident rows stop it however accurate the rows below, so it names what may pass."""
+    target = _target_text(settings.target_accuracy)
+    none = f"no threshold reaches accuracy {target} with confidence {confidence(settings.delta)}"
+    if chosen.tests_run == 0:  # every candidate accepts too few rows for any test to pass
+        return Note("no_threshold", none, explains=("threshold",))
+    p, delta = value_text(chosen.p_value, chosen.test_level, least=3), repr(settings.delta)
+    if chosen.method == "sgr":
+        text = f"SGR's bisection passed none of its tests ({chosen.tests_run:,}, each at level "
+        text += f"{chosen.test_level:.3g}: δ = {delta} shared among its steps; the smallest "
+        general = f"SGR's bisection passed none of its tests, so {none} by this test"
+        text += f"p-value {p}), so {none} by this test"
+        return Note("sgr_none", text, f"smallest p = {p}", ("threshold",), general)
+    at, skipped = _threshold_text(chosen.stopped_at), chosen.skipped
+    above = [f"the {skipped:,} above it accept too few rows to test"] if skipped else []
+    if settings.grid_size:
+        where = "; ".join([f"grid point {skipped + 1:,} of {settings.grid_size:,}", *above])
+        where, hint = f"{at} ({where})", "a coarser --grid whose first threshold accepts more rows"
+    else:
+        where, hint = f"the confidence {at}" + "".join(f" ({a})" for a in above), "the default grid"
+    seen = _realised(chooser, chosen.stopped_at)
+    rows = f"{seen['accepted']:,} of the {chooser.total:,} {'fit ' * fit}rows, "
+    rows += f"{seen['errors']:,} of them wrong"
+    after = (
+        f"and no threshold below it is tested, so {none} by this test, whatever the rows below it "
+        f"hold; --method sgr, or {hint}, may find one (each setting tried on the same rows adds up "
+        "to δ to the risk of a false guarantee)"
+    )
+    said = "Learn then Test's fixed-sequence test stopped at the first threshold it tested"
+    text = f"{said}, {where}, which accepts {rows}: p = {p} > δ = {delta}, {after}"
+    general = f"{said} (shown with its rows, wrong answers and p-value > δ = {delta}), {after}"
+    return Note("ltt_stopped", text, f"{at}: {rows}, p = {p}", ("threshold",), general)
+
+
 def _table(curve: Any, settings: ThresholdSettings, bounds_on: Any = None) -> dict[str, Any]:
     """The risk–coverage table of ``curve``; its accuracy lower bounds are read on ``bounds_on`` at
     the same thresholds when given (one answer per question of rows that repeat them), null for rows
@@ -355,12 +392,8 @@ def threshold_section(
                 block["realised"] = {**_realised(curve, chosen.threshold), **bound}
         closed = {}
         if chosen.threshold is None:
-            reason = (
-                f"no threshold reaches accuracy {_target_text(settings.target_accuracy)} with "
-                f"confidence {confidence(settings.delta)}"
-            )
-            closed["coverage"] = reason
-            notes.append(Note("no_threshold", reason, explains=("threshold",)))
+            notes.append(_no_threshold(chosen, chooser, settings, fit_columns is not None))
+            closed["coverage"] = notes[-1].text
         notes += _below_evidence(curve, chooser, chosen.threshold)
         below = _below_target(section, settings)
         if below is not None:
@@ -415,9 +448,7 @@ def _gated_coverage(section: dict[str, Any]) -> float | None:
     """The coverage a --min-coverage gate checks: the guaranteed threshold's share of the
     evaluated rows (realised on them when the threshold was chosen on --fit rows)."""
     chosen = section.get("guaranteed")
-    if not chosen:
-        return None
-    return chosen["realised"]["coverage"]
+    return chosen["realised"]["coverage"] if chosen else None
 
 
 def _mapped_scale(settings: dict[str, Any]) -> str:
@@ -431,25 +462,6 @@ def _mapped_scale(settings: dict[str, Any]) -> str:
         "confidence mapped by the calibrator is >= the threshold; compare the threshold with "
         "mapped confidences (calibcli apply), never with the raw ones"
     )
-
-
-def _fit_only(fit_groups: Any, summary: Any) -> list[Note]:
-    """A warning naming the --by groups found only in the --fit rows: no section of their own,
-    yet the pooled threshold was chosen on their rows too."""
-    from calibcli.reports.report import GROUPS_NAMED
-
-    views = summary.by_group()
-    evaluated = set() if views is None else {str(name) for name in views}
-    only = [g for g in fit_groups or () if views is not None and str(g) not in evaluated]
-    if not only:
-        return []
-    listed = ", ".join(f"{str(g)!r} ({fit_groups[g].n:,} rows)" for g in only[:GROUPS_NAMED])
-    listed += f" and {len(only) - GROUPS_NAMED:,} more" if len(only) > GROUPS_NAMED else ""
-    one = len(only) == 1
-    which = "group" if one else f"{len(only):,} groups"
-    text = f"the --fit input's {which} {listed} {'has' if one else 'have'} no evaluated rows: "
-    text += f"{'it is' if one else 'they are'} not reported, but the pooled threshold was chosen "
-    return [Note("fit_only_groups", text + f"on {'its' if one else 'their'} rows too")]
 
 
 def threshold_report(
@@ -472,7 +484,7 @@ def threshold_report(
 
     from calibcli.metrics import PredictionColumns
     from calibcli.reports.recalibration import carried
-    from calibcli.reports.threshold_fit import FitOrigin, fit_origin, other_rows
+    from calibcli.reports.threshold_fit import FitOrigin, fit_only_groups, fit_origin, other_rows
 
     origin = FitOrigin()
     if fit is not None and read is not None:  # the rows as read, before any calibrator
@@ -548,7 +560,7 @@ def threshold_report(
         )
     if fit is not None:
         notes += [Note("fit_rows", text) for text in (*other_rows(fit, summary), *origin.notes)]
-        notes += _fit_only(fit_groups, summary)
+        notes += [Note("fit_only_groups", t) for t in fit_only_groups(fit_groups, summary)]
     if overlap is not None:
         notes.append(Note("in_sample", overlap))
     elif not settings.fit_files:

@@ -268,6 +268,25 @@ def other_rows(fit: Any, summary: Any) -> list[str]:
     ]
 
 
+def fit_only_groups(fit_groups: Any, summary: Any) -> list[str]:
+    """A warning naming the --by groups found only in the --fit rows (``fit_groups``, by name):
+    no section of their own, yet the pooled threshold was chosen on their rows too."""
+    from calibcli.reports.report import GROUPS_NAMED
+
+    views = summary.by_group()
+    evaluated = set() if views is None else {str(name) for name in views}
+    only = [g for g in fit_groups or () if views is not None and str(g) not in evaluated]
+    if not only:
+        return []
+    listed = ", ".join(f"{str(g)!r} ({fit_groups[g].n:,} rows)" for g in only[:GROUPS_NAMED])
+    listed += f" and {len(only) - GROUPS_NAMED:,} more" if len(only) > GROUPS_NAMED else ""
+    one = len(only) == 1
+    which = "group" if one else f"{len(only):,} groups"
+    text = f"the --fit input's {which} {listed} {'has' if one else 'have'} no evaluated rows: "
+    text += f"{'it is' if one else 'they are'} not reported, but the pooled threshold was chosen "
+    return [text + f"on {'its' if one else 'their'} rows too"]
+
+
 @dataclass(frozen=True)
 class _Mode:
     """How one side's inspect-ai rows took their confidences: ``asked``, the
