@@ -39,9 +39,9 @@ def test_records_cut_off_by_zero_padding(tmp_path, kind, sep, command):
 
 def test_a_one_column_table_does_not_read_padding_as_a_cell(tmp_path):
     path = tmp_path / "one.csv"
-    path.write_bytes(b"confidence\n0.9\n" + b"\0" * 8 + b"\n0.8\n")
-    line = refused("calibrate", path, "--correct-field", "confidence")
-    assert line == f"Error: {path}:3: {PADDING}file leaves), not a CSV record"
+    path.write_bytes(b"confidence\n" + b"\0" * 8 + b"\n0.8\n")
+    line = refused("calibrate", path)
+    assert line == f"Error: {path}:2: {PADDING}file leaves), not a CSV record"
 
 
 @pytest.mark.parametrize("name", ["zeros.csv", "zeros.tsv.gz"])
