@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from calibcli.api.predictions import ARRAYS, given, summary_of
@@ -70,10 +69,30 @@ def fit(
         raise InputError(WHERE, None, f"cannot fit {method}: {exc}") from None
     after = None if choices is None else choices_data(choices, calibrators, bins=bins)
     report = fit_report(summary, calibrators, bins=bins, after=after)
-    calibrators = replace(
-        calibrators, fingerprint=summary.fingerprint, warnings=tuple(report.warnings)
-    )
+    calibrators = calibrators.fitted(_as_read(summary, rows), report.warnings)
     return Calibrator(calibrators, report, rows.files)
+
+
+def _as_read(summary: Any, rows: Any) -> Any:
+    """The summary with each file's source as the command's reading records it: the identity
+    of the file's bytes and the multiset hash of its rows, which a calibrator file records of
+    the inputs its fit read (so that the file is the command's byte for byte). The sources are
+    the files' in row order (:attr:`~calibcli.api.Predictions.parts`)."""
+    import os
+    from dataclasses import replace
+
+    from calibcli.io import file_content_id
+    from calibcli.summaries import RowFingerprint, calibration_hashes
+
+    sources, start = [], 0
+    for source in summary.sources:
+        stop = start + source.rows
+        held = RowFingerprint()
+        held.add(calibration_hashes(rows.confidence[start:stop], rows.correct[start:stop]))
+        content = file_content_id(source.name) if os.path.isfile(source.name) else ""
+        sources.append(replace(source, content=content, rows_hash=held.key()))
+        start = stop
+    return replace(summary, sources=tuple(sources))
 
 
 def _choices(rows: Any) -> Any:

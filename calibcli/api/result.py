@@ -243,19 +243,22 @@ class Calibrator:
 
         from calibcli.api.predictions import ARRAYS
         from calibcli.errors import shown_name
+        from calibcli.io import file_content_id
         from calibcli.summaries import CalibrationSettings, from_columns, scored_in_sample
 
         if not len(rows):
             return
-        settings = CalibrationSettings(correct_field=rows.correct_field)
+        fields = {"confidence_field": rows.confidence_field, "correct_field": rows.correct_field}
+        settings = CalibrationSettings(**fields)
         scored = from_columns(
             settings, rows.confidence[rows.correct], rows.confidence[~rows.correct]
         )
         said = IN_SAMPLE if allowed else f"{IN_SAMPLE}; {WAYS_OUT}"
         files = list(rows.files)
-        note = scored_in_sample(
-            self.file, scored, files, here="given here", consequence=(said, said)
-        )
+        # the files read (older re-runs left out), compared with those the fit read
+        read = [name for name, _, _ in rows.parts] or files
+        told = {"here": "given here", "consequence": (said, said), "content_of": file_content_id}
+        note = scored_in_sample(self.file, scored, read, **told)
         if note is None:
             return
         if allowed:

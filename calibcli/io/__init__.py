@@ -48,6 +48,7 @@ __all__ = [
     "compressing",
     "default_id",
     "delimited_kind",
+    "file_content_id",
     "file_spans",
     "files_read_as",
     "frame_summary",
@@ -559,10 +560,11 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module("calibcli.io.frames"), name)
-    if name == "named_files":  # the files behind folders and patterns given as inputs
-        import importlib
+    if name in ("named_files", "file_content_id"):  # the files behind folders and patterns
+        import importlib  # given as inputs; what identifies a file's bytes (a source's content)
 
-        return importlib.import_module("calibcli.io.folders").named_files
+        home = "folders" if name == "named_files" else "content"
+        return getattr(importlib.import_module(f"calibcli.io.{home}"), name)
     if name == "delimited_kind":  # whether a file's name makes it a CSV or TSV table
         from calibcli.io.delimited import delimited_kind
 

@@ -9,11 +9,20 @@ find (:func:`chance_share`). Two directions are looked at: the fitted rows among
 fitting rows scored as a test), the second only with the rows scored at hand. Rows written
 again through a float32 column, or rounded to 4 decimals, hold other doubles than those fitted
 on: with the rows scored at hand, both sides are compared under those roundings too.
+
+Where the values are too coarse for a shared value to say a row is shared (lm-eval's bf16
+loglikelihoods: a hundred distinct confidences in 600 rows), the inputs decide: each input a fit
+read (:class:`FittedSource`, after older re-runs were left out) is recorded with its
+content's identity and its rows' multiset hash, so an input scored again is found under any name
+(a deterministic re-run under another time stamp), and an input the fit did not read is never
+taken for one it did because a folder holds both.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -182,8 +191,10 @@ def in_sample_note(
 
 def rows_in_sample_note(fitted: Any, scored: Any, what: str, consequence: str) -> str | None:
     """:func:`in_sample_note` for two summaries (a threshold's --fit rows and the rows it is
-    evaluated on): their fingerprints, and their kept rows when they were kept."""
-    return in_sample_note(
+    evaluated on): their fingerprints, and their kept rows when they were kept; else an input
+    of the rows scored that is one the fitted rows were read from, by its bytes or its rows
+    (:func:`shared_input_note`), which values too coarse for the fingerprints still tell."""
+    note = in_sample_note(
         fitted.fingerprint,
         scored.fingerprint,
         what,
@@ -191,6 +202,10 @@ def rows_in_sample_note(fitted: Any, scored: Any, what: str, consequence: str) -
         kept=getattr(scored, "kept", None),
         fitted_kept=getattr(fitted, "kept", None),
     )
+    if note is not None:
+        return note
+    inputs = fitted_sources(getattr(fitted, "sources", ()), resolve=False)
+    return shared_input_note(inputs, scored, what, consequence)
 
 
 def _note(
@@ -255,37 +270,305 @@ def scored_in_sample(
     *,
     here: str = "scored here",
     consequence: tuple[str, str] = RECALIBRATED,
+    content_of: Callable[[str], str] | None = None,
 ) -> str | None:
     """The warning that the rows scored hold rows the calibrator (a
     :class:`~calibcli.summaries.recalibrate.CalibratorFile`) was fitted on, or None: by content
-    (the fingerprints the file records, :func:`in_sample_note`), else, for a file that records
-    none, by the files named. The figures after such a calibrator are in-sample and flatter
-    it, so a gate on them cannot pass on its word. ``here`` and ``consequence`` (said of rows
-    found by content, and of a file found by name) word it for another command than calibrate
-    (apply, whose rows would be scored later)."""
+    (the fingerprints the file records, :func:`in_sample_note`); then by the inputs it records
+    its fit read (:func:`shared_input_note`: an input of the same bytes, or of the same rows,
+    under any name); and, where it records no fingerprint or the values are too coarse for one
+    to tell, by name: the files its fit read against the files read here, never a folder's
+    other files. The files read here are ``summary``'s sources, else ``files`` (the files
+    read, each known by its bytes' identity through ``content_of``, as
+    :func:`calibcli.io.file_content_id` gives it). A calibrator written before it recorded
+    its inputs is judged by the files its fit was given, a folder or a pattern on either side
+    standing for its files. The figures after such a calibrator are in-sample and flatter it,
+    so a gate on them cannot pass on its word. ``here`` and ``consequence`` (said of rows
+    found by content, and of a file found by name) word it for another command than
+    calibrate (apply, whose rows would be scored later)."""
     fingerprint = calibrators.fingerprint
+    what = "the rows the calibrator was fitted on"
+    apart = False
     if fingerprint is not None:
         note = in_sample_note(
             fingerprint,
             summary.fingerprint,
-            "the rows the calibrator was fitted on",
+            what,
             consequence[0],
             kept=getattr(summary, "kept", None),
             rounded=calibrators.rounded,
             here=here,
         )
-        if note is not None or (
-            fingerprint.tells_rows_apart() and summary.fingerprint.tells_rows_apart()
-        ):
+        if note is not None:
             return note
-    # no fingerprint recorded, or values too coarse for one to tell: the files named decide,
-    # a folder or a pattern on either side standing for its files
-    fitted = set().union(*(_same_files(f) for f in calibrators.fitted_on.get("files") or []))
-    overlap = sorted(f for f in files if f != "-" and _same_files(f) & fitted)
+        apart = fingerprint.tells_rows_apart() and summary.fingerprint.tells_rows_apart()
+    if calibrators.sources is not None:
+        # rows read from another field of the same bytes are other rows
+        settings, recorded = summary.settings, calibrators.fitted_on
+        fields = ("confidence_field", "correct_field")
+        alike = all(recorded.get(k, getattr(settings, k)) == getattr(settings, k) for k in fields)
+        note = shared_input_note(
+            calibrators.sources,
+            summary,
+            what,
+            consequence,
+            here=here,
+            by_name="the calibrator was fitted on",
+            files=files,
+            content_of=content_of,
+            alike=alike,
+        )
+        if note is not None or apart:
+            return note
+        read = [(s.display, s.name) for s in _read(summary)] or [(f, f) for f in files]
+        fitted = {_resolved(f.file) for f in calibrators.sources if f.file != "-"}
+        overlap = sorted(
+            {shown for shown, name in read if name != "-" and _resolved(name) in fitted}
+        )
+    elif apart:
+        return None
+    else:
+        # a calibrator that does not record its inputs: the files named decide, a folder or
+        # a pattern on either side standing for its files
+        fitted = set().union(*(_same_files(f) for f in calibrators.fitted_on.get("files") or []))
+        overlap = sorted(f for f in files if f != "-" and _same_files(f) & fitted)
     if not overlap:
         return None
     named = ", ".join(overlap)
     return f"the calibrator was fitted on {named}, which is {here} too: {consequence[1]}"
+
+
+# --------------------------------------------------------------------------- inputs read
+
+
+@dataclass(frozen=True)
+class FittedSource:
+    """An input a fit read rows of, as a calibrator file records it under ``sources``:
+    ``file``, its resolved path (as given when it was not found; ``-`` for standard input);
+    ``content``, the identity of its bytes (:mod:`calibcli.io.content`; None where not
+    known); ``rows``, the rows read from it; ``start`` and ``stop``,
+    the byte range read (``stop`` None: to its end); ``rows_hash``, the multiset hash of its
+    rows and whether equal hashes tell a copy
+    (:attr:`~calibcli.summaries.sources.Source.rows_hash`; None where not recorded)."""
+
+    file: str
+    content: str | None
+    rows: int
+    start: int = 0
+    stop: int | None = None
+    rows_hash: tuple[int, bool] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"file": self.file}
+        if self.content:
+            found["content"] = self.content
+        found["rows"] = self.rows
+        if self.stop is not None:  # a byte range of the file, not all of it
+            found["start"], found["stop"] = self.start, self.stop
+        if self.rows_hash is not None:
+            found["rows_hash"] = [f"{self.rows_hash[0]:016x}", self.rows_hash[1]]
+        return found
+
+    @classmethod
+    def from_dict(cls, value: Any) -> FittedSource:
+        """The source of :meth:`to_dict`; ValueError naming what is wrong."""
+        if not isinstance(value, dict) or not isinstance(value.get("file"), str):
+            raise ValueError(f"{value!r} names no file")
+        file, content = value["file"], value.get("content")
+        if content is not None and not isinstance(content, str):
+            raise ValueError(f"{file}: content {content!r} is not a text")
+        rows, start, stop = value.get("rows"), value.get("start", 0), value.get("stop")
+        for key, n in (("rows", rows), ("start", start), ("stop", 0 if stop is None else stop)):
+            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+                raise ValueError(f"{file}: {key} {n!r} is not a count")
+        rows_hash = value.get("rows_hash")
+        if rows_hash is not None:
+            ok = isinstance(rows_hash, list) and len(rows_hash) == 2
+            total, apart = rows_hash if ok else (None, None)
+            if not (isinstance(total, str) and len(total) == 16 and type(apart) is bool):
+                raise ValueError(f"{file}: rows_hash {rows_hash!r} is not [16 hex digits, bool]")
+            try:
+                rows_hash = int(total, 16), apart
+            except ValueError:
+                raise ValueError(f"{file}: rows_hash {rows_hash!r} is not hexadecimal") from None
+        return cls(file, content or None, rows, start, stop, rows_hash)
+
+
+def fitted_sources(sources: Iterable[Any], *, resolve: bool = True) -> tuple[FittedSource, ...]:
+    """Each input ``sources`` (a summary's) read rows of, as a calibrator file records it: those
+    skipped, or read without rows, are not (older re-runs left out are not among a summary's
+    sources at all). ``resolve``: name each by its resolved path, as a file read later in
+    another folder still compares; else as given. An input that names neither a content nor
+    a file (rows given to the Python API as arrays) is not recorded."""
+    out = []
+    for s in sources:
+        if s.skipped is not None or not s.rows:
+            continue
+        if not s.content and (s.name == "-" or not Path(s.name).is_file()):
+            continue
+        name = _resolved(s.name) if resolve else s.name
+        # the pieces of a file read with --part, merged whole, are the file read whole
+        start, stop = (0, None) if s.start == 0 and s.stop == s.size else (s.start, s.stop)
+        out.append(FittedSource(name, s.content or None, s.rows, start, stop, s.rows_hash))
+    return tuple(out)
+
+
+def recorded_rows(calibrators: Any) -> dict[str, Any]:
+    """What a calibrator file records of the rows it was fitted on, to tell them again: its
+    ``fingerprint`` (with the ``rounded`` ones) and the ``sources`` its fit read, each where
+    known (a file without them reads as one written before they were recorded)."""
+    body: dict[str, Any] = {}
+    if calibrators.fingerprint is not None:
+        body["fingerprint"] = calibrators.fingerprint.to_dict()
+        if calibrators.rounded:
+            rounded = {k: v.to_dict() for k, v in calibrators.rounded.items()}
+            body["fingerprint"]["rounded"] = rounded
+    if calibrators.sources is not None:
+        body["sources"] = [s.to_dict() for s in calibrators.sources]
+    return body
+
+
+def read_recorded(body: dict[str, Any]) -> tuple[Any, Any, tuple[FittedSource, ...] | None]:
+    """The fingerprint, the rounded fingerprints and the sources a calibrator file's ``body``
+    records (:func:`recorded_rows`), each None where it records none; ValueError naming what
+    is wrong."""
+    from calibcli.summaries.fingerprint import RowFingerprint, rounded_from_dict
+
+    fingerprint = rounded = sources = None
+    if "fingerprint" in body:
+        fingerprint = RowFingerprint.from_dict(body["fingerprint"])
+        rounded = rounded_from_dict(body["fingerprint"])
+    if "sources" in body:
+        if not isinstance(body["sources"], list):
+            raise ValueError('"sources" is not a list')
+        try:
+            sources = tuple(FittedSource.from_dict(s) for s in body["sources"])
+        except ValueError as exc:
+            raise ValueError(f'"sources": {exc}') from None
+    return fingerprint, rounded, sources
+
+
+def shared_input_note(
+    fitted: Sequence[FittedSource],
+    scored: Any,
+    what: str,
+    consequence: str | tuple[str, str],
+    *,
+    here: str = "scored here",
+    by_name: str | None = None,
+    files: Sequence[str] = (),
+    content_of: Callable[[str], str] | None = None,
+    alike: bool = True,
+) -> str | None:
+    """A warning when an input the rows ``scored`` (a summary) were read from is one of the
+    inputs ``fitted`` the fitted rows were read from, or None: the same bytes (their content's
+    identity, the byte ranges read overlapping, :func:`_same_bytes`; ``alike``: both sides'
+    rows were read by the same fields), whatever either is named; or the same rows in other
+    bytes (their multiset hashes, where the values tell a copy). Where the summary
+    records no inputs of its own (rows rewritten by apply, rows given to the Python API), all
+    its rows are compared with each fitted input's rows, and named by the one of ``files``
+    (those read) that is that input; and each of ``files`` is compared by its bytes' identity,
+    given by ``content_of``. ``consequence``: what that means, or
+    (said of rows, said of a file: a calibrator's :data:`RECALIBRATED`); ``by_name`` how an
+    input read under the same name is said to have been read for the fit ("the calibrator was
+    fitted on")."""
+    said = (consequence, consequence) if isinstance(consequence, str) else consequence
+    fitted_on = by_name or f"{what} include those of"
+    inputs = _read(scored)
+    if not inputs and content_of is not None:  # the files read, whose rows are not told apart
+        inputs = [_File(name, content_of(name)) for name in files if name != "-"]
+    for s in inputs:
+        for f in fitted:
+            bytes_ = _same_bytes(f, s, alike)
+            if not (bytes_ or _same_rows(f.rows_hash, f.rows, s.rows_hash, s.rows)):
+                continue
+            if _resolved(s.name) == _resolved(f.file):
+                return f"{fitted_on} {s.display}, which is {here} too: {said[1]}"
+            held = "the same bytes" if bytes_ else "the same rows in other bytes"
+            return (
+                f"{what} include those of {f.file}, and {s.display}, {here}, holds {held}: "
+                f"{said[0]}"
+            )
+    whole = None if scored.fingerprint is None else scored.fingerprint.key()
+    for f in fitted if whole is not None else ():
+        if not _same_rows(f.rows_hash, f.rows, whole, scored.fingerprint.rows):
+            continue
+        same = [name for name in files if _resolved(name) == _resolved(f.file)]
+        if same:
+            return f"{fitted_on} {same[0]}, which is {here} too: {said[1]}"
+        return (
+            f"{what} include those of {f.file}, and the {scored.fingerprint.rows:,} rows "
+            f"{here} are its rows: {said[0]}"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class _File:
+    """A file read whose rows a summary does not tell apart from other files': its name and
+    its bytes' identity, as a source of the whole file that records no rows' hash."""
+
+    name: str
+    content: str
+    start: int = 0
+    stop: int | None = None
+    rows: int = 0
+    rows_hash: None = None
+
+    @property
+    def display(self) -> str:
+        return self.name
+
+
+def _read(summary: Any) -> list[Any]:
+    """The inputs a summary read rows of (none for rows summarized from arrays)."""
+    return [s for s in getattr(summary, "sources", ()) if s.skipped is None and s.rows]
+
+
+def _same_rows(
+    mine: tuple[int, bool] | None, rows: int, theirs: tuple[int, bool] | None, others: int
+) -> bool:
+    """Whether two multiset hashes of rows say the same rows: equal, of as many rows, and both
+    of values that tell a copy."""
+    if mine is None or theirs is None or rows != others:
+        return False
+    return mine[0] == theirs[0] and mine[1] and theirs[1]
+
+
+def _same_bytes(fitted: FittedSource, scored: Any, alike: bool) -> bool:
+    """Whether a scored input is a fitted one by its bytes: the same content's identity, the
+    byte ranges read overlapping, and the rows read from them the same where both record
+    their hash over the same range (the bytes read by another field, or another
+    --mc-norm, are other rows); else whether both sides were read ``alike``."""
+    if not (scored.content and scored.content == fitted.content and _overlap(fitted, scored)):
+        return False
+    span = (scored.start, scored.stop)
+    if span == (0, getattr(scored, "size", None)):  # the pieces of a file merged whole
+        span = (0, None)
+    hashed = fitted.rows_hash is not None and scored.rows_hash is not None
+    if hashed and span == (fitted.start, fitted.stop):
+        return fitted.rows_hash[0] == scored.rows_hash[0]
+    return alike
+
+
+def _overlap(fitted: FittedSource, scored: Any) -> bool:
+    """Whether the byte ranges read of one input overlap (a range without a stop runs to the
+    end): two pieces of a file read with --part are other rows."""
+    end = math.inf if fitted.stop is None else fitted.stop
+    other_end = math.inf if scored.stop is None else scored.stop
+    return fitted.start < other_end and scored.start < end
+
+
+def _resolved(name: str) -> str:
+    """A file's resolved path, compared across folders and runs (as given when it is not
+    found, and for standard input)."""
+    if name == "-":
+        return name
+    path = Path(name)
+    try:
+        return str(path.resolve()) if path.exists() else name
+    except OSError:
+        return name
 
 
 def _same_files(name: str) -> set[str]:

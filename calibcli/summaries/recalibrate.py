@@ -9,7 +9,9 @@ A calibrator file is small strict JSON (``schema_version`` 1)::
 
 With ``by`` set, ``groups`` maps each group's name to its own ``{"method", "params", "n"}``;
 rows of a group the file does not name are mapped by the pooled calibrator. ``warnings``, the
-fit's warnings (as its report and stderr say them), is there when the fit had any. No printing
+fit's warnings (as its report and stderr say them), is there when the fit had any.
+``fingerprint`` and ``sources`` (each input the fit read: ``{"file", "content", "rows",
+"rows_hash"}``) tell the rows fitted on again (:mod:`calibcli.summaries.in_sample`). No printing
 and no typer here: the commands call these and turn ValueError into exit 2.
 """
 
@@ -40,11 +42,23 @@ class CalibratorFile:
     fingerprint: Any = None  # RowFingerprint of the rows it was fitted on (None: not recorded)
     rounded: Any = None  # their rounded fingerprints, by rounding (rounded_prints; None: none)
     warnings: tuple[str, ...] = ()  # the fit's warnings, as its report says them
+    sources: tuple[Any, ...] | None = None  # the inputs its fit read (None: not recorded)
 
     def for_group(self, name: str | None) -> Any:
         """The calibrator that maps the rows of group ``name`` (the pooled one when None or
         when the file holds none for it)."""
         return self.groups.get(name, self.calibrator) if name is not None else self.calibrator
+
+    def fitted(self, summary: Any, warnings: Any = ()) -> CalibratorFile:
+        """The file with what it records of the rows it was fitted on, ``summary``'s: their
+        fingerprint, the inputs read (:func:`~calibcli.summaries.in_sample.fitted_sources`),
+        and the fit's ``warnings``."""
+        from calibcli.summaries.in_sample import fitted_sources
+
+        read = fitted_sources(summary.sources)
+        return replace(
+            self, fingerprint=summary.fingerprint, sources=read, warnings=tuple(warnings)
+        )
 
     def to_json(self) -> str:
         body = {
@@ -65,10 +79,9 @@ class CalibratorFile:
         }
         if self.warnings:  # a file without the key (written before, or no warning) reads alike
             body["warnings"] = list(self.warnings)
-        if self.fingerprint is not None:
-            body["fingerprint"] = self.fingerprint.to_dict()
-            if self.rounded:
-                body["fingerprint"]["rounded"] = {k: v.to_dict() for k, v in self.rounded.items()}
+        from calibcli.summaries.in_sample import recorded_rows
+
+        body.update(recorded_rows(self))
         return json.dumps(body, allow_nan=False) + "\n"
 
 
@@ -245,15 +258,12 @@ def load(path: str | Path) -> CalibratorFile:
     warnings = body.get("warnings", [])
     if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
         raise bad('"warnings" is not a list of texts')
-    fingerprint = rounded = None
-    if "fingerprint" in body:
-        from calibcli.summaries.fingerprint import RowFingerprint, rounded_from_dict
+    from calibcli.summaries.in_sample import read_recorded
 
-        try:
-            fingerprint = RowFingerprint.from_dict(body["fingerprint"])
-            rounded = rounded_from_dict(body["fingerprint"])
-        except ValueError as exc:
-            raise bad(str(exc)) from None
+    try:
+        fingerprint, rounded, sources = read_recorded(body)
+    except ValueError as exc:
+        raise bad(str(exc)) from None
     return CalibratorFile(
         method,
         pooled,
@@ -265,6 +275,7 @@ def load(path: str | Path) -> CalibratorFile:
         fingerprint,
         rounded,
         tuple(warnings),
+        sources,
     )
 
 

@@ -148,7 +148,7 @@ def apply_calibrator(
             seen.add(group)
         return calibrators.for_group(group).apply(confidences)
 
-    scored = _ScoredRows(calibrators)  # the rows carrying an outcome, for the in-sample check
+    scored = _ScoredRows(calibrators, confidence_field)  # rows with an outcome: in-sample?
     reading = {"all_runs": all_runs, "warn": warn, "correct": scored.field, "scored": scored.add}
     if output is None and sys.stdout is None:
         raise usage_error("cannot write to standard output: it is closed")
@@ -158,7 +158,7 @@ def apply_calibrator(
                 files, confidence_field, by, mapping, sys.stdout.buffer.write, **reading
             )
             sys.stdout.flush()
-            _check_in_sample(calibrators, scored, files, allow_in_sample)
+            _check_in_sample(calibrators, scored, files, allow_in_sample, all_runs)
         else:
             with StreamTarget(output, "rows") as target:
                 write, finish = target.write, None
@@ -167,7 +167,7 @@ def apply_calibrator(
                     write, finish = compressing(target.write, codec)
                 count = rewrite_confidences(files, confidence_field, by, mapping, write, **reading)
                 # decided before the file is put in place: refused, it is not written at all
-                _check_in_sample(calibrators, scored, files, allow_in_sample)
+                _check_in_sample(calibrators, scored, files, allow_in_sample, all_runs)
                 if finish is not None:
                     finish()
     except InputError as exc:
@@ -205,9 +205,10 @@ class _ScoredRows:
     fingerprint was made with), gathered a batch at a time as the confidences of right and of
     wrong answers."""
 
-    def __init__(self, calibrators: Any) -> None:
+    def __init__(self, calibrators: Any, confidence_field: str) -> None:
         recorded = calibrators.fitted_on.get("correct_field")
         self.field = recorded if isinstance(recorded, str) else "correct"
+        self.confidence_field = confidence_field
         self.right: list[Any] = []
         self.wrong: list[Any] = []
 
@@ -227,24 +228,30 @@ class _ScoredRows:
         empty = np.zeros(0, np.float64)
         right, wrong = (np.concatenate([empty, *part]) for part in (self.right, self.wrong))
         self.right, self.wrong = [], []
-        return from_columns(CalibrationSettings(correct_field=self.field), right, wrong)
+        fields = {"confidence_field": self.confidence_field, "correct_field": self.field}
+        return from_columns(CalibrationSettings(**fields), right, wrong)
 
 
-def _check_in_sample(calibrators: Any, scored: Any, files: list[str], allowed: bool) -> None:
+def _check_in_sample(
+    calibrators: Any, scored: Any, files: list[str], allowed: bool, all_runs: bool
+) -> None:
     """Exit 2 when the rows read are rows the calibrator was fitted on, told as calibrate
     --calibrator tells them (:func:`calibcli.summaries.scored_in_sample`: by content, the rows
-    carrying an outcome; by the files named when the calibrator records no fingerprint or the
+    carrying an outcome; by the files read when the calibrator records no fingerprint or the
     values repeat too much to tell), so that the two commands give the same verdict on the
     same rows; a warning instead when ``allowed``. Rows without outcomes are not looked at:
     no figure can be computed on them."""
     from calibcli.errors import shown_name
+    from calibcli.io import file_content_id
     from calibcli.summaries import scored_in_sample
 
     summary = scored.summary()
     if summary is None:
         return
     said = _IN_SAMPLE if allowed else f"{_IN_SAMPLE}; {_WAYS_OUT}"
-    note = scored_in_sample(calibrators, summary, files, here="read here", consequence=(said, said))
+    read = _files_read(files, all_runs)
+    told = {"here": "read here", "consequence": (said, said), "content_of": file_content_id}
+    note = scored_in_sample(calibrators, summary, read, **told)
     if note is None:
         return
     if allowed:
@@ -253,6 +260,18 @@ def _check_in_sample(calibrators: Any, scored: Any, files: list[str], allowed: b
     names = [shown_name("<stdin>" if f == "-" else f) for f in files]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     raise usage_error(f"{shown}: {note}")
+
+
+def _files_read(files: list[str], all_runs: bool) -> list[str]:
+    """The files the rows were read from, as the rewriting chose them: folders and patterns
+    expanded, older re-runs of a task left out unless ``all_runs`` (the files a calibrator's
+    fit read are compared with these, never with a folder's other files)."""
+    from calibcli.io import InputError, choose_runs, named_files
+
+    try:
+        return choose_runs(named_files(list(files)), all_runs=all_runs).files
+    except InputError:  # the rewriting read them: it said what is wrong, if anything is
+        return list(files)
 
 
 # what an output's name says it holds, less a compression suffix

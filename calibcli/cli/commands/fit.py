@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import typer
 
 from calibcli.cli.app import EXIT_CODES, app, usage_error
@@ -78,10 +76,9 @@ def fit(
     with one_blas_thread():
         after = None if choices is None else choices_data(choices, calibrators, bins=bins)
         result = fit_report(data, calibrators, bins=bins, after=after)
-    # the file carries the fit's warnings, as stderr, --summary and the report say them
-    calibrators = replace(
-        calibrators, fingerprint=data.fingerprint, warnings=tuple(result.warnings)
-    )
+    # the file carries the fit's warnings, as stderr, --summary and the report say them, and
+    # what tells the rows fitted on again: their fingerprint and the inputs read
+    calibrators = calibrators.fitted(data, result.warnings)
     emit(
         result,
         json_out=json_out,
