@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMATS",
     "PlotUnavailable",
+    "coverage_figure",
     "image_format",
     "install_hint",
     "plot_reliability",
@@ -152,8 +153,9 @@ def reliability_image(
 def reliability_sections(body: dict) -> dict[str, dict]:
     """The sections of a report body that a reliability image draws, by name: one per --by
     group of a calibrate or reliability report; else the two sides of a comparison; else the
-    rows before and after a recalibration; else one per input file; else the body itself."""
-    if "groups" in body and body["command"] in ("calibrate", "reliability"):
+    rows before and after a recalibration; else one per input file; else the body itself. A
+    --by report of no rows has no group: it draws what the report without --by draws."""
+    if body.get("groups") and body["command"] in ("calibrate", "reliability"):
         return dict(body["groups"])
     if body.get("sides"):
         return dict(body["sides"])
@@ -167,20 +169,19 @@ def reliability_sections(body: dict) -> dict[str, dict]:
 
 def coverage_sections(body: dict) -> dict[str, dict]:
     """The accuracy–coverage curves of a threshold report body, by name (one per --by group,
-    else the pooled rows), with the marks :func:`coverage_image` draws: the target accuracy
-    and the coverage of the guaranteed and plug-in thresholds (realised on the evaluated rows
-    when they were chosen on --fit rows)."""
-    sections = body.get("groups", {"": body})
+    else the pooled rows; a --by report of no rows has no group, so its pooled rows), with the
+    marks :func:`coverage_image` draws: the target accuracy and the coverage of the guaranteed
+    and plug-in thresholds (realised on the evaluated rows when they were chosen on --fit
+    rows). A section of no rows has no curve: its coverage and accuracy are empty lists."""
+    sections = body.get("groups") or {"": body}
     out = {}
     for name, section in sections.items():
-        curve = section.get("coverage_curve")
-        if not curve:
-            continue
+        curve = section.get("coverage_curve") or {}
         chosen = section.get("guaranteed") or {}
         plug = section.get("plug_in") or {}
         out[name] = {
-            "coverage": curve["coverage"],
-            "accuracy": curve["accuracy"],
+            "coverage": curve.get("coverage", []),
+            "accuracy": curve.get("accuracy", []),
             "target_accuracy": body["target_accuracy"],
             "guaranteed": (chosen.get("realised") or chosen).get("coverage") if chosen else None,
             "guaranteed_threshold": chosen.get("threshold"),
@@ -433,32 +434,60 @@ def _num(value: float) -> str:
 def coverage_image(
     series: dict[str, dict], fmt: str, *, size: tuple[float, float] = (6.4, 4.8), dpi: int = 150
 ) -> bytes:
-    """The accuracy–coverage curve of each series (a threshold report's pictures: one per
-    --by group, or the pooled rows), with the target accuracy and the coverage of the
-    guaranteed (solid) and plug-in (dotted) thresholds marked, as the bytes of a ``fmt`` image."""
+    """The accuracy–coverage curves of :func:`coverage_figure` as the bytes of a ``fmt`` image
+    (png, svg, pdf)."""
     import io
 
-    if not series:
-        raise ValueError("nothing to plot: the report has no rows")
     buffer = io.BytesIO()
+    with _style():
+        figure = coverage_figure(series, size=size)
+        figure.savefig(buffer, format=fmt, dpi=dpi, metadata=_METADATA[fmt])
+    return buffer.getvalue()
+
+
+def coverage_figure(series: dict[str, dict], *, size: tuple[float, float] = (6.4, 4.8)) -> Figure:
+    """Build (without saving) the accuracy–coverage curve of each series (a threshold report's
+    pictures: one per --by group, or the pooled rows), with the target accuracy and the
+    coverage of the guaranteed (solid) and plug-in (dotted) thresholds marked. A series of no
+    rows (empty coverage) has no curve: a box (gid ``no-rows``) names it, as a reliability
+    diagram of no rows draws its axes and N 0."""
+    if not series:
+        raise ValueError("nothing to plot: the list of series is empty")
     with _style():
         from matplotlib.figure import Figure
 
         figure = Figure(figsize=size, layout="constrained")
         ax = figure.subplots()
         target = None
+        drawn, empty = 0, []
         for k, (name, curve) in enumerate(series.items()):
+            target = curve["target_accuracy"]
+            if not len(curve["coverage"]):
+                empty.append(f"{name}: no rows" if name else "no rows")
+                continue
+            drawn += 1
             colour = f"C{k}"
             ax.step(
                 curve["coverage"], curve["accuracy"], where="post", color=colour, label=name or None
             )
-            target = curve["target_accuracy"]
             if curve.get("guaranteed"):
                 ax.axvline(curve["guaranteed"], color=colour, linestyle="-", linewidth=0.8)
             if curve.get("plug_in"):
                 ax.axvline(curve["plug_in"], color=colour, linestyle=":", linewidth=0.8)
         if target is not None:
             ax.axhline(target, color="0.3", linestyle="--", linewidth=0.8)
+        if empty:
+            ax.text(
+                0.5,
+                0.5,
+                "\n".join(empty),
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                bbox={"boxstyle": "round,pad=0.4", "facecolor": "white", "edgecolor": "0.7"},
+            ).set_gid("no-rows")
+        if not drawn:  # nothing sets the accuracy axis: the whole of it, as in a diagram
+            ax.set_ylim(0, 1)
         ax.set_xlim(0, 1)
         ax.set_xlabel("coverage (share of rows accepted)")
         ax.set_ylabel("accuracy of the accepted rows")
@@ -466,7 +495,6 @@ def coverage_image(
             "Accuracy against coverage: -- target, | guaranteed threshold, : plug-in",
             fontsize="medium",
         )
-        if len(series) > 1:
+        if drawn > 1:
             ax.legend(loc="lower left")
-        figure.savefig(buffer, format=fmt, dpi=dpi, metadata=_METADATA[fmt])
-    return buffer.getvalue()
+    return figure
