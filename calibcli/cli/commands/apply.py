@@ -14,6 +14,7 @@ from calibcli.cli.options import (
     ConfidenceField,
     QuietOpt,
     one,
+    output_path,
 )
 
 # apply's own: the kinds it rewrites, and what --all-runs lets it write twice
@@ -67,7 +68,7 @@ def apply_calibrator(
             "-o",
             "--output",
             metavar="PATH",
-            readable=False,
+            parser=output_path,
             help="Write the rows to PATH (put in place only when complete; compressed when PATH "
             "ends in .gz, .zst, .xz or .bz2) instead of stdout.",
         ),
