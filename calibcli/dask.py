@@ -106,7 +106,8 @@ def _check_columns(ddf: Any, spec: Any) -> None:
         if arrow is not None:  # a decimal is read through its digits (calibcli.io.frames)
             numeric = _arrow_numeric(arrow)
         if not numeric or dtype is np.dtype(object):
-            hint = _STRINGS if "str" in str(dtype).lower() else ""
+            outcome = spec.kind == "calibration" and name == spec.columns[1]
+            hint = _STRINGS if outcome and "str" in str(dtype).lower() else ""
             raise ValueError(f"column {name!r} is {dtype}, not a number or boolean{hint}")
 
 

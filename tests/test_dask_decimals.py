@@ -125,3 +125,23 @@ def test_an_object_column_of_booleans_names_the_cast_to_make():
     cast = frame.astype({"correct": "boolean"})
     got = computed(summarize(dd.from_pandas(cast, npartitions=2))).report()
     assert got["n"] == 4 and got["accuracy"] == 0.5
+
+
+def test_a_confidence_read_from_the_outcome_column_is_refused():
+    """Each row's confidence would be its own outcome: ECE 0 and AUROC 1 whatever the model
+    answered, so every gate would pass; refused as the command line refuses it."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"correct": [1, 0, 1, 0] * 10})
+    with pytest.raises(ValueError, match="confidence='correct' is the correct column"):
+        summarize(dd.from_pandas(frame, npartitions=2), confidence="correct")
+
+
+def test_the_cast_hint_is_for_the_outcome_column_only():
+    import pandas as pd
+
+    frame = pd.DataFrame({"confidence": ["0.9", "0.2"], "correct": [True, False]})
+    with pytest.raises(ValueError) as caught:
+        computed(summarize(dd.from_pandas(frame, npartitions=1)))
+    assert str(caught.value).startswith("column 'confidence' is string")
+    assert "astype" not in str(caught.value)

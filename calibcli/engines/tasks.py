@@ -106,6 +106,13 @@ def frame_spec(kind: str, columns: tuple, **options: Any) -> FrameSpec:
                 "key=..."
             )
     _check_bins(options.get("bins"))
+    if kind == "calibration" and columns[0] == columns[1]:
+        # each row's confidence would be its own outcome: perfectly calibrated whatever the
+        # model answered (ECE 0, AUROC 1), so every gate would pass
+        raise ValueError(
+            f"confidence={columns[0]!r} is the correct column: a confidence read from the "
+            "outcome it predicts is perfectly calibrated whatever the model answered"
+        )
     bootstrap = _bootstrap(samples, seed)
     return FrameSpec(kind, tuple(columns), bootstrap=bootstrap, **options), table
 
