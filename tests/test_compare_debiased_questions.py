@@ -1,9 +1,10 @@
 """``compare``'s gate on the debiased RMSCE counts questions on runs that repeat them, as
 ``calibrate``'s does: three identical epochs of the committed inspect-ai log put 3, 6, 9, ...
-rows in each bin, no bin of one question has variance to subtract, and the gate passed where
-the same log of one epoch fails closed. The reference is the log's 20 samples counted by hand
-to bins (0, 1, 2, 3, 3, 4, 5, 1, 1, 0): on one epoch 3 of 20 rows lie in bins of one row; on
-three, 9 of 60 rows lie in bins of fewer than 2 questions (fewer than 6 rows)."""
+rows in each bin, and no bin of one question has variance to subtract, so the gate fails
+closed as it does on the same log of one epoch. The reference is the log's 20 samples
+counted by hand to bins (0, 1, 2, 3, 3, 4, 5, 1, 1, 0): on one epoch 3 of 20 rows lie in
+bins of one row; on three, 9 of 60 rows lie in bins of fewer than 2 questions (fewer than 6
+rows)."""
 
 from __future__ import annotations
 

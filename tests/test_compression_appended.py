@@ -1,7 +1,7 @@
 """Bytes written onto a compressed file after it was compressed (``echo >> rows.jsonl.gz``,
-a log line appended by a second writer) are refused, as before, and now named: the
-decompressors call them a truncated stream or a bad magic number, which sent a user looking
-for a cut-off download. Each file is compressed by a library other than calibcli's reader
+a log line appended by a second writer) are refused and named, with their count, not in the
+decompressors' words (a truncated stream, a bad magic number), which would send a user
+looking for a cut-off download. Each file is compressed by a library other than calibcli's reader
 where one exists (harness.pack), and the byte counts are those written here."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The NLL of a summary kept without its table of distinct confidences (``--table never``)
-is the exact sum of the rows' losses divided by the rows, rounded once: the nearest double to
-the sum, then divided, was a last digit apart in about a quarter of the groups. The reference
+is the exact sum of the rows' losses divided by the rows, rounded once (the nearest double to
+the sum, then divided, would round twice: a last digit apart in about a quarter of the groups
+here). The reference
 is Python's Fraction arithmetic on the losses as doubles (numpy's log, as the readers compute
 them). A merge of such summaries gives the same bits."""
 

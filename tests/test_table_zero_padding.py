@@ -1,7 +1,7 @@
 """Zero bytes where a CSV or TSV table's records were to be (a write cut off by a crash, a
 file allocated before it was written) are named as NUL padding at their line, as in JSON
-Lines: they were called a record of 1 cell where the header names 2 columns, or, for a file
-of zeros alone, UTF-32 text to re-encode."""
+Lines, not as a record of 1 cell where the header names 2 columns, nor, for a file of zeros
+alone, as UTF-32 text to re-encode."""
 
 from __future__ import annotations
 
