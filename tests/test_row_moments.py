@@ -1,6 +1,6 @@
 """The row sums a summary keeps per group (:class:`calibcli.summaries.moments.RowMoments`),
-made for every group at once, equal what each group's rows give alone: the NLL against an exact
-sum of Python's ``math.log`` values (fractions), rounded once, the infinite losses counted by
+made for every group at once, equal what each group's rows give alone: the NLL against the exact
+mean of Python's ``math.log`` values (fractions), rounded once, the infinite losses counted by
 hand, and the grid histograms bit for bit those of
 :func:`calibcli.metrics.smooth.grid_histograms` on the group's rows."""
 
@@ -22,7 +22,7 @@ EDGES = [0.0, 1.0, 5e-324, 1.0 - 2.0**-53, 0.5, 1e-300]
 
 
 def _reference(right: list[float], wrong: list[float]) -> tuple[float, int]:
-    """(NLL, infinite losses) of one group: the exact sum of the finite losses, one rounding."""
+    """(NLL, infinite losses) of one group: the exact mean of the finite losses, one rounding."""
     losses = [-math.log(c) for c in right if c > 0.0]
     losses += [-math.log1p(-c) for c in wrong if c < 1.0]
     infinite = sum(c == 0.0 for c in right) + sum(c == 1.0 for c in wrong)
@@ -31,7 +31,7 @@ def _reference(right: list[float], wrong: list[float]) -> tuple[float, int]:
         return math.nan, infinite
     if infinite:
         return math.inf, infinite
-    return float(sum(map(Fraction, losses), Fraction(0))) / n, infinite
+    return float(sum(map(Fraction, losses), Fraction(0)) / n), infinite
 
 
 def _check(groups: list[tuple[list[float], list[float]]]) -> None:

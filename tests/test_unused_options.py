@@ -66,10 +66,10 @@ def same_figures(plain, given, said):
         ),
         (
             ["calibrate", LM_EVAL],
-            ["--confidence-field", "nosuch", "--correct-field", "nosuch"],
+            ["--confidence-field", "no_conf", "--correct-field", "no_right"],
             [
-                f"--confidence-field nosuch: {LM_CONFIDENCE}{NOT_USED}",
-                f"--correct-field nosuch: {LM_CORRECT}{NOT_USED}",
+                f"--confidence-field no_conf: {LM_CONFIDENCE}{NOT_USED}",
+                f"--correct-field no_right: {LM_CORRECT}{NOT_USED}",
             ],
         ),
         (
