@@ -36,6 +36,7 @@ import csv
 import io
 import itertools
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -130,8 +131,12 @@ class Table:
                 self.delimiter = _delimiter(header_line)
             # a cell is bounded by the line cap, not by the csv module's default of 128 KiB
             csv.field_size_limit(max(csv.field_size_limit(), sources.MAX_LINE_BYTES))
+            source: Any = itertools.chain((header_line,), lines)
+            taken_last = None
+            if sys.version_info < (3, 11):  # its csv module refuses a NUL: keep the line read
+                taken_last = source = _Last(source)
             records = csv.reader(
-                itertools.chain((header_line,), lines),
+                source,
                 delimiter=self.delimiter,
                 skipinitialspace=True,
                 strict=True,
@@ -170,6 +175,8 @@ class Table:
                         taken.taken.clear()
                     line = header_at + records.line_num
             except csv.Error as e:
+                if taken_last is not None and _nul_only(taken_last.last):
+                    raise DocumentError(self._misfit([taken_last.last], 0), line) from None
                 raise DocumentError(f"malformed {self.kind.upper()}: {_why(e)}", line) from None
 
     def _misfit(self, values: list[str], width: int) -> str:
@@ -177,6 +184,21 @@ class Table:
         if len(values) == 1 and _nul_only(values[0]):
             return zero_bytes(f"a {self.kind.upper()} record")
         return f"{len(values)} cells where the header names {width} columns"
+
+
+class _Last:
+    """An iterator of lines that keeps the last one it gave (``last``)."""
+
+    def __init__(self, lines: Iterator[str]) -> None:
+        self._lines = lines
+        self.last = ""
+
+    def __iter__(self) -> _Last:
+        return self
+
+    def __next__(self) -> str:
+        self.last = next(self._lines)
+        return self.last
 
 
 def _nul_only(text: str) -> bool:
