@@ -100,31 +100,32 @@ __all__ = ["app", "main"]
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: exit 0/1/2 as the commands decide, 3 for any crash, 130 for
-    Ctrl-C (the command's handler takes over from the one set here once it runs). A caller's
-    own Ctrl-C handler is back when it returns, unless it was interrupted (the process then
-    ends with 130 at once)."""
+    Ctrl-C and 143 for SIGTERM (the command's handler takes over from the one set here once it
+    runs). A caller's own Ctrl-C handler is back when it returns, unless it was interrupted
+    (the process then ends with 130 or 143 at once)."""
     from calibcli.system import same_digits_on_every_cpu
 
     same_digits_on_every_cpu()  # before numpy loads
     previous = _on_interrupt_exit()
     code: Any = None
     try:
-        _app_for(sys.argv[1:] if argv is None else list(argv))(args=argv, prog_name="calibcli")
+        with _app_module.sigterm_stops_commands():
+            _app_for(sys.argv[1:] if argv is None else list(argv))(args=argv, prog_name="calibcli")
     except SystemExit as exc:
         code = exc.code
-        if code == 130:
-            # Interrupted: the command's cleanup has run (workers stopped, staged files
-            # removed). Leave without the interpreter's exit hooks, whose process-pool hook
-            # writes to a wake-up pipe the stopped pool has closed (a traceback on Python
-            # 3.10) after the one line already printed.
+        if code in (130, 143):
+            # Interrupted or terminated: the command's cleanup has run (workers stopped,
+            # staged files removed). Leave without the interpreter's exit hooks, whose
+            # process-pool hook writes to a wake-up pipe the stopped pool has closed (a
+            # traceback on Python 3.10) after the one line already printed.
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(130)
+            os._exit(code)
         raise
     except Exception:  # a bug, never a verdict on the data: show it so it can be reported
         traceback.print_exc()
         code = 3
         sys.exit(3)
     finally:
-        if previous is not None and code != 130:
+        if previous is not None and code not in (130, 143):
             signal.signal(signal.SIGINT, previous)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
 import signal
 import sys
@@ -34,32 +35,88 @@ Exit codes:
   2  usage error or invalid input: one line on stderr, "Error: FILE:LINE: what is wrong";
      no report is written and an existing -o file is left untouched
   3  internal error (a bug): the traceback is printed
-130  interrupted (Ctrl-C): worker processes are stopped and no output file is written"""
+130  interrupted (Ctrl-C): worker processes are stopped and no output file is written
+143  terminated (SIGTERM: a CI job's timeout or cancel, docker stop), as for 130"""
 
 INTERRUPTED = 130
 """Exit code of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
+TERMINATED = 143
+"""Exit code of a run stopped by SIGTERM (128 + SIGTERM, as a shell reports it)."""
+
+_stopped_by: int | None = None
+"""The signal that stopped the running command, if one did (see :func:`_on_interrupt`)."""
+
+_sigterm_stops = False
+"""Whether SIGTERM stops a command as Ctrl-C does: in the calibcli program (see
+:func:`sigterm_stops_commands`), never in a program that runs the app in its own process (a
+test runner), whose SIGTERM stays its own."""
+
 
 class _Interrupted(BaseException):
-    """Ctrl-C inside a command, carried past typer (which would exit 130 without a word)."""
+    """Ctrl-C or SIGTERM inside a command, carried past typer (which would exit 130 without a
+    word)."""
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM inside a command: it unwinds the command as Ctrl-C does (the same cleanup stops
+    the worker processes and removes staged files), and the run ends with its own exit code."""
+
+
+_handler_pid: int | None = None
+"""The process that set :func:`_on_interrupt` for SIGTERM: a worker forked from it has it too."""
 
 
 def _on_interrupt(signum: int, frame: Any) -> None:
-    # The first Ctrl-C stops the command; a second one must not cut short the cleanup that
-    # stops the worker processes and removes staged files, so it is ignored from here on.
+    if signum == signal.SIGTERM and os.getpid() != _handler_pid:
+        # A worker process (forked while the command runs) stopped with SIGTERM, by the
+        # command's cleanup or with the whole group: it ends as by default. (Setting the default
+        # in the worker as it starts would lose a SIGTERM sent before it did: Python drops a
+        # signal whose handler was replaced after it arrived.)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    # The first Ctrl-C or SIGTERM stops the command; a second one (of either kind) must not cut
+    # short the cleanup that stops the worker processes and removes staged files, so both are
+    # ignored from here on.
+    global _stopped_by
+    _stopped_by = signum
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt
+    if signal.getsignal(signal.SIGTERM) is _on_interrupt:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise _Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_stops_commands() -> Iterator[None]:
+    """Inside the block, SIGTERM (a CI job's timeout or cancel, ``docker stop``) stops a
+    command as Ctrl-C does, with its own line and exit code: for the calibcli program's entry
+    point (:func:`calibcli.cli.main`)."""
+    global _sigterm_stops
+    _sigterm_stops = True
+    try:
+        yield
+    finally:
+        _sigterm_stops = False
 
 
 @contextlib.contextmanager
 def _interrupt_once() -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt once (see :func:`_on_interrupt`) inside the block; the
-    previous handler comes back after it, unless the run was interrupted (the process exits)."""
+    """Ctrl-C raises KeyboardInterrupt once (see :func:`_on_interrupt`) inside the block, and
+    SIGTERM its subclass :class:`_Terminated` in the calibcli program (unless SIGTERM is
+    ignored, or handled outside Python). The previous SIGINT handler comes back after it
+    unless the run was stopped (the process exits); SIGTERM's comes back always."""
+    global _stopped_by, _handler_pid
+    _stopped_by = None
     try:
         previous = signal.signal(signal.SIGINT, _on_interrupt)
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
+    previous_term = signal.getsignal(signal.SIGTERM) if _sigterm_stops else None
+    if previous_term not in (signal.SIG_IGN, None):
+        _handler_pid = os.getpid()
+        signal.signal(signal.SIGTERM, _on_interrupt)
     interrupted = False
     try:
         yield
@@ -69,6 +126,8 @@ def _interrupt_once() -> Iterator[None]:
     finally:
         if not interrupted:
             signal.signal(signal.SIGINT, previous)
+        if previous_term not in (signal.SIG_IGN, None):
+            signal.signal(signal.SIGTERM, previous_term)
 
 
 def usage_error_type() -> type[Exception]:
@@ -79,7 +138,8 @@ def usage_error_type() -> type[Exception]:
 class _OneLineErrors(TyperGroup):
     """A usage error (a bad option value, a missing argument) is one line on stderr, like an
     input error: ``Error: what is wrong (see 'calibcli calibrate -h')``, exit 2. Ctrl-C is
-    one line too, ``Interrupted``, exit 130, after the command's cleanup ran."""
+    one line too, ``Interrupted``, exit 130, after the command's cleanup ran; SIGTERM
+    ``Terminated``, exit 143."""
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -95,7 +155,12 @@ class _OneLineErrors(TyperGroup):
         try:
             with _interrupt_once():
                 code = super().main(*args, standalone_mode=False, **kwargs)
+                if _stopped_by == signal.SIGTERM:  # before the command ran: typer said 130
+                    raise _Interrupted
         except _Interrupted:
+            if _stopped_by == signal.SIGTERM:
+                typer.echo("Terminated", err=True)
+                sys.exit(TERMINATED)
             typer.echo("Interrupted", err=True)
             sys.exit(INTERRUPTED)
         except usage_error as exc:

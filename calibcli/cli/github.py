@@ -10,7 +10,7 @@ its usual stderr lines, never replacing them:
 - the Markdown summary appended to ``$GITHUB_STEP_SUMMARY`` when ``--summary`` is not given
   (``--no-summary`` leaves it out);
 - the headline figures and the verdict appended to ``$GITHUB_OUTPUT`` (:data:`OUTPUTS`); a
-  run that ends without a report (exit 2, 3 or 130) writes ``passed=false`` and its figures
+  run that ends without a report (exit 2, 3, 130 or 143) writes ``passed=false`` and its figures
   as ``NaN`` (:func:`unfinished`), so that no output is left empty.
 
 ``--annotations none`` turns all three off; outside Actions nothing changes. The runner reads
