@@ -101,14 +101,7 @@ def count_notes(
     elif median < SMALL_BIN_COUNT and closes:
         unit = "predictions"
         lone = populated - carried  # the populated bins not holding 2 hold one
-        if carried < min_bins:
-            held_out = (
-                f"only {carried} of {populated} populated bins "
-                f"{'holds' if carried == 1 else 'hold'} 2 or more, minimum {min_bins}"
-            )
-        else:
-            lie = "lies in one" if lone == 1 else "lie in them"
-            held_out = f"{lone:,} of {n:,} predictions {lie}, at most a tenth may"
+        held_out = _held_out(n, populated, min_bins, carried, lone)
         notes.append(
             Note(
                 "one_row_bins",
@@ -141,6 +134,16 @@ def count_notes(
     return notes
 
 
+def _held_out(n: int, populated: int, min_bins: int, carried: int, lone: int | None) -> str:
+    """Why the debiased RMSCE's gate fails closed: too few bins hold 2 or more (of rows, or of
+    questions), or more than a tenth of the predictions (``lone``) lie in the others."""
+    if carried < min_bins:
+        verb = "holds" if carried == 1 else "hold"
+        return f"only {carried} of {populated} populated bins {verb} 2 or more, minimum {min_bins}"
+    lie = "lies in one" if lone == 1 else "lie in them"
+    return f"{lone:,} of {n:,} predictions {lie}, at most a tenth may"
+
+
 def _question_bins(
     n: int,
     populated: int,
@@ -155,14 +158,7 @@ def _question_bins(
     repeat their questions: too few bins hold 2 or more questions (2 × ``repeats`` rows), or
     more than a tenth of the rows lie in the others (``lone`` of them), whose variance the
     debiased term cannot estimate; it advises smece alone."""
-    if carried < min_bins:
-        held_out = (
-            f"only {carried} of {populated} populated bins {'holds' if carried == 1 else 'hold'} "
-            f"2 or more, minimum {min_bins}"
-        )
-    else:
-        lie = "lies in one" if lone == 1 else "lie in them"
-        held_out = f"{lone:,} of {n:,} predictions {lie}, at most a tenth may"
+    held_out = _held_out(n, populated, min_bins, carried, lone)
     why = "rmsce_debiased cannot estimate the variance of bins of fewer than 2 questions"
     return Note(
         "one_row_bins",
