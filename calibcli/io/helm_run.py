@@ -191,23 +191,25 @@ def unperturbed(
     window's line, holding their language-modelling statistics pooled (:func:`_pooled`)."""
     left: dict[str, int] = {}
     other: dict[str, int] = {}
-    document: list[tuple] = []  # the windows read one after another of one document
-    rows: list = []  # their perplexity rows
+    document: _Document | None = None  # the windows read one after another of one document
     for entry in entries:
         value = entry[1]
         kept = _kept(value, split, left, other)
         row = _window(value) if kept else None
-        if row is not None and document and _next_window(document, value):
-            document.append(entry)
-            rows.append(row)
+        mark = _fingerprint(value) if row is not None else None
+        if row is not None and document is not None and document.followed_by(value, mark):
+            document.add(entry, row, mark)
             continue
-        if document:
-            yield _pooled(document, rows)
-        document, rows = ([entry], [row]) if row is not None else ([], [])
-        if kept and row is None:
+        if document is not None:
+            yield document.pooled()
+        document = None
+        if row is not None:
+            document = _Document()
+            document.add(entry, row, mark)
+        elif kept:
             yield entry
-    if document:
-        yield _pooled(document, rows)
+    if document is not None:
+        yield document.pooled()
     if other and notes is not None:
         total = sum(other.values())
         named = ", ".join(f"{name!r} {count:,}" for name, count in sorted(other.items()))
@@ -290,13 +292,53 @@ def _window(value: object) -> Any:
     return row
 
 
-def _next_window(document: list[tuple], value: Mapping) -> bool:
-    """Whether the window ``value``, read right after the windows of ``document``, is the
-    next of the same document: of the same instance, and not a copy of one of them (windows
-    score different spans of the document: an entry written twice is a duplicate)."""
-    if value["instance_id"] != document[0][1]["instance_id"]:
-        return False
-    return all(value != entry[1] for entry in document)
+class _Document:
+    """The windows read so far of one document: its entries, their perplexity rows, and each
+    window's value filed by :func:`_fingerprint`, so that a window is compared with the
+    earlier ones it may be a copy of, not with all of them."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple] = []
+        self.rows: list = []
+        self._seen: dict[int | None, list] = {}
+
+    def add(self, entry: tuple, row: Any, mark: int | None) -> None:
+        """Add the window ``entry``, of perplexity row ``row``, its value's fingerprint
+        ``mark``."""
+        self.entries.append(entry)
+        self.rows.append(row)
+        self._seen.setdefault(mark, []).append(entry[1])
+
+    def followed_by(self, value: Mapping, mark: int | None) -> bool:
+        """Whether the window ``value`` (of fingerprint ``mark``), read right after these
+        windows, is the next of the same document: of the same instance, and not a copy of one
+        of them (windows score different spans of the document: an entry written twice is a
+        duplicate)."""
+        if value["instance_id"] != self.entries[0][1]["instance_id"]:
+            return False
+        return all(value != seen for seen in self._seen.get(mark, ()))
+
+    def pooled(self) -> tuple:
+        return _pooled(self.entries, self.rows)
+
+
+def _fingerprint(value: object) -> int | None:
+    """A hash of a decoded JSON value, equal for values that compare equal; None, shared by
+    every such value, when it cannot be hashed."""
+    try:
+        return hash(_frozen(value))
+    except (TypeError, RecursionError):
+        return None
+
+
+def _frozen(value: object) -> object:
+    """``value`` with its objects made frozensets of their items and its arrays tuples, so
+    that values that compare equal give equal frozen values."""
+    if isinstance(value, Mapping):
+        return frozenset((key, _frozen(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in value)
+    return value
 
 
 def _pooled(document: list[tuple], rows: list) -> tuple:
