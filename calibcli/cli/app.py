@@ -190,14 +190,17 @@ class _OneLineErrors(TyperGroup):
 
 def _outputs_apart(command: Any) -> Any:
     """The command, refusing (exit 2) before it runs an output file that is also one of its
-    inputs (calibcli.cli.staging.check_apart), so that nothing is read or written."""
+    inputs (calibcli.cli.staging.check_apart), or a file that standard output or standard error
+    is redirected to (calibcli.cli.streams.check_streams), so that nothing is read or written."""
 
     @functools.wraps(command)
     def run(**kwargs: Any) -> Any:
         from calibcli.cli.staging import OutputError, check_apart
+        from calibcli.cli.streams import check_streams
 
         try:
             check_apart(kwargs)
+            check_streams(kwargs)
         except OutputError as exc:
             raise usage_error(str(exc)) from None
         return command(**kwargs)

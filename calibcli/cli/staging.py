@@ -166,7 +166,7 @@ def check_apart(arguments: dict[str, Any]) -> None:
             continue
         if found is not None and stat.S_ISREG(found.st_mode):
             written.append((str(path), found))
-    out = _redirected(sys.stdout) if _stdout_written(arguments) else None
+    out = redirected_file(sys.stdout) if prints_to_stdout(arguments) else None
     if out is not None:
         written.append((_STDOUT, out))
     if not written:
@@ -185,7 +185,7 @@ def check_apart(arguments: dict[str, Any]) -> None:
             sources.append((source, os.stat(source)))
         except OSError:
             continue  # reading it says what is wrong with it
-    held = _redirected(sys.stdin) if stdin_read else None
+    held = redirected_file(sys.stdin) if stdin_read else None
     if held is not None:
         sources.append((_STDIN, held))
     for source, found in sources:
@@ -210,7 +210,7 @@ def _same(source: str, path: str) -> str:
     return f"{path}: the output file is also an input{also}; write the output elsewhere"
 
 
-def _redirected(stream: Any) -> os.stat_result | None:
+def redirected_file(stream: Any) -> os.stat_result | None:
     """The regular file behind ``stream`` (sys.stdin or sys.stdout, by its file descriptor),
     or None: a terminal, a pipe, a device, a stream without a descriptor (a test runner's)."""
     try:
@@ -220,7 +220,7 @@ def _redirected(stream: Any) -> os.stat_result | None:
     return found if stat.S_ISREG(found.st_mode) else None
 
 
-def _stdout_written(arguments: dict[str, Any]) -> bool:
+def prints_to_stdout(arguments: dict[str, Any]) -> bool:
     """Whether the command writes its product on standard output: a command with --json
     prints its table or JSON there; apply its rows, without -o; any command an output
     named ``-``."""
