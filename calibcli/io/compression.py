@@ -243,19 +243,78 @@ def trailing_reason(count: int, codec: Codec) -> str:
     )
 
 
+class AppendedBytes(OSError):
+    """A compressed file's decompression failed on bytes written after its last stream (rows
+    ``echo``-ed onto a ``.gz``): ``str()`` is :func:`trailing_reason`, ``detail`` what every
+    reader of a file says for it."""
+
+    def __init__(self, count: int, codec: Codec) -> None:
+        super().__init__(trailing_reason(count, codec))
+        self.count = count
+        self.codec = codec
+
+    def __reduce__(self):  # picklable across worker processes
+        return (AppendedBytes, (self.count, self.codec))
+
+    @property
+    def detail(self) -> str:
+        return f"cannot decompress: {self}"
+
+
+class Appended:
+    """A regular file's decompressed stream whose failures name bytes written after the
+    compressed data (:class:`AppendedBytes`) when the file ends so: a decompressor calls them
+    a truncated stream or a bad magic number, which would send a user looking for a download
+    cut short. Other failures pass as the decompressor raised them."""
+
+    def __init__(self, stream: Any, path: str, codec: Codec) -> None:
+        self._stream = stream
+        self._path = path
+        self._codec = codec
+
+    def _named(self, read: Callable[[], Any]) -> Any:
+        try:
+            return read()
+        except read_errors() as e:
+            if isinstance(e, AppendedBytes):
+                raise
+            count = trailing_bytes(self._path, self._codec)
+            if count is None:
+                raise
+            raise AppendedBytes(count, self._codec) from e
+
+    def readinto(self, b: Any) -> int:
+        return self._named(lambda: self._stream.readinto(b))
+
+    def read(self, n: int = -1) -> bytes:
+        return self._named(lambda: self._stream.read(n))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def open_path(path: str) -> Any:
     """A binary reader of a file's content, decompressed when it is compressed (buffered, so
-    that ``readline`` costs what it costs on a plain file); the caller closes it."""
+    that ``readline`` costs what it costs on a plain file); the caller closes it. Bytes
+    written onto a compressed regular file after its last stream fail a read with
+    :class:`AppendedBytes`."""
+    import os
+    import stat
+
     raw = open(path, "rb")  # noqa: SIM115 - returned open, closed by the caller
     try:
         codec = codec_of(raw.read(MAGIC_BYTES))
         raw.seek(0)
+        regular = stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
     except BaseException:
         raw.close()
         raise
     if codec is None:
         return raw
-    return io.BufferedReader(_Owning(decompressed(raw, codec), raw), _CHUNK)
+    stream = decompressed(raw, codec)
+    if regular:  # a pipe cannot be read again to count the bytes
+        stream = Appended(stream, path, codec)
+    return io.BufferedReader(_Owning(stream, raw), _CHUNK)
 
 
 class _Owning(io.RawIOBase):

@@ -251,6 +251,7 @@ def document_records(
     """``(name, locator, row, row text)`` of each row of a document (or of ``records``), errors
     as :class:`~calibcli.errors.InputError` naming file and row (a results file holds none)."""
     from calibcli.errors import InputError
+    from calibcli.io.compression import AppendedBytes
     from calibcli.io.sources import display_name
 
     name = display_name(source)
@@ -263,6 +264,8 @@ def document_records(
         raise InputError(name, None, "the document is not valid UTF-8") from None
     except RecursionError:
         raise InputError(name, None, "JSON nested too deeply") from None
+    except AppendedBytes as e:
+        raise InputError(name, None, e.detail) from None
     except read_errors() as e:
         raise InputError(name, None, f"cannot read: {e}") from None
 

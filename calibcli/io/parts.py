@@ -82,7 +82,7 @@ def is_summary_file(path: str) -> bool:
 def load(path: str) -> Any:
     """A summary file's summary; InputError naming the file when it is not one this version
     reads."""
-    from calibcli.io.compression import open_path, read_errors
+    from calibcli.io.compression import AppendedBytes, open_path, read_errors
     from calibcli.summaries import SummaryError, from_bytes
 
     try:
@@ -94,6 +94,8 @@ def load(path: str) -> Any:
         return summary
     except SummaryError as e:
         raise InputError(path, None, str(e)) from None
+    except AppendedBytes as e:
+        raise InputError(path, None, e.detail) from None
     except OSError as e:
         raise InputError(path, None, f"cannot read: {e.strerror or e}") from None
     except (EOFError, *read_errors()) as e:

@@ -82,7 +82,7 @@ def document_rows(
     """(locator, row) of a whole document (:func:`calibcli.io.documents.iter_document`, with
     ``slim``, ``sample_type`` and ``notes``), its errors as :class:`InputError` naming the file
     and the row; an lm-eval results file raises :class:`SkipFile`."""
-    from calibcli.io.compression import read_errors
+    from calibcli.io.compression import AppendedBytes, read_errors
     from calibcli.io.documents import DocumentError, ResultsFile, iter_document
 
     name = display_name(source)
@@ -103,6 +103,8 @@ def document_rows(
         raise InputError(name, None, "the document is not valid UTF-8") from None
     except RecursionError:
         raise InputError(name, None, "JSON nested too deeply") from None
+    except AppendedBytes as e:
+        raise InputError(name, None, e.detail) from None
     except read_errors() as e:
         raise InputError(name, None, f"cannot read: {e}") from None
 

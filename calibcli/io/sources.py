@@ -19,12 +19,11 @@ from calibcli.errors import InputError, shown_name
 from calibcli.io.compression import (
     GZIP,
     MAGIC_BYTES,
+    Appended,
     Codec,
     codec_of,
     decompressed,
     read_errors,
-    trailing_bytes,
-    trailing_reason,
 )
 from calibcli.io.strict_json import READS_UTF8
 
@@ -109,29 +108,6 @@ class _Chain:
         pass
 
 
-class _Appended:
-    """A regular file's decompressed stream whose failures name bytes written after the
-    compressed data, when the file ends so: a decompressor calls them a truncated stream or
-    a bad magic number (one more line ``echo``-ed onto a ``.gz``)."""
-
-    def __init__(self, stream: Any, path: str, codec: Codec) -> None:
-        self._stream = stream
-        self._path = path
-        self._codec = codec
-
-    def readinto(self, b: Any) -> int:
-        try:
-            return self._stream.readinto(b)
-        except read_errors() as e:
-            count = trailing_bytes(self._path, self._codec)
-            if count is None:
-                raise
-            raise OSError(trailing_reason(count, self._codec)) from e
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
 class Source:
     """One input: a path or ``-``; knows its display name, size and compression (``codec``,
     None for plain bytes)."""
@@ -192,7 +168,7 @@ class Source:
         if self.codec is None:
             return raw
         stream = decompressed(raw, self.codec, threaded=True)
-        return stream if self.size is None else _Appended(stream, self.source, self.codec)
+        return stream if self.size is None else Appended(stream, self.source, self.codec)
 
     def close(self) -> None:
         if self.raw is not None and self.source != "-":

@@ -208,6 +208,7 @@ def table_rows(
     compressed table may decompress to.
     A CSV or TSV file's rows are located by line (:func:`~calibcli.io.delimited.delimited_rows`).
     """
+    from calibcli.io.compression import AppendedBytes
     from calibcli.io.documents import DocumentError
     from calibcli.io.narrow import written_columns
 
@@ -222,7 +223,7 @@ def table_rows(
     while True:
         try:
             batch = next(batches, None)
-        except DocumentError:
+        except (DocumentError, AppendedBytes):
             raise
         except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid/ArrowIOError derive from these
             reason = str(e).splitlines()[0] if str(e) else type(e).__name__
