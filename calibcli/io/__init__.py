@@ -84,7 +84,7 @@ __all__ = [
 
 from calibcli.formats import BY_NAME as _FORMATS
 from calibcli.formats import CONFIDENCES as INSPECT_CONFIDENCES
-from calibcli.formats import MC_NORMS, NAMES, providing, unused_options
+from calibcli.formats import MC_NORMS, NAMES, providing, task_from_filename, unused_options
 
 FORMATS = ("auto", *NAMES)
 """Every ``--format`` value: ``auto`` (detected per file) or a format of the registry."""
@@ -269,33 +269,34 @@ def _partial(summary: Any) -> Any:
     return replace(summary, warnings=warnings, partial=partial_reason(summary.sources))
 
 
-_SEQUENCES_REPEATED = (
+_SEQUENCES_REPEATED = (  # how the warning about perplexity rows repeating questions ends
     "the figures are those of every scored sequence: exact repeats leave the perplexity as it "
     "is, but the sequences and tokens count each repeat, so --min-rows and --min-tokens count "
     "each question once"
 )
-"""How the warning about perplexity rows that repeat their questions ends."""
 
 
 def _one_sample(summary: Any, by: str | None, all_runs: bool = False) -> Any:
     """The summary with what each source's run records (:func:`calibcli.io.runs.rerun_sources`:
     lm-eval re-runs pooled with ``all_runs`` as epochs), said to mix models
-    (:func:`calibcli.io.runs.pooled_models`) when its rows are several models' and --by model
-    does not keep them apart, and to repeat its questions when a run scored each sample several
-    times. A summary file's own say is replaced by what its sources' records say now."""
+    (:func:`calibcli.io.runs.pooled_models`; ``single_model``: the --by groups known to be one
+    model's) unless --by model keeps them apart, and to repeat its questions when a run scored
+    each sample several times. A summary file's own say is replaced by what its records say now."""
     from dataclasses import replace
 
-    from calibcli.io.runs import REPEATED, rerun_sources, source_checks
+    from calibcli.io.runs import REPEATED, models_named, rerun_sources, source_checks
+    from calibcli.summaries import one_model_groups
 
     sources = rerun_sources(summary.sources, all_runs)
-    # rows kept with their questions' keys (or not kept: no bootstrap over rows can run) are
-    # drawn a question at a time; kept rows without keys (a summary file's) are not, though
-    # its Poisson sums are
+    # rows kept with their questions' keys, or not kept (no bootstrap over rows runs), are
+    # drawn by question; kept rows without keys (a summary file's) are not, its Poisson sums are
     kept = getattr(summary, "kept", None)
     whole = kept is None or kept.keyed
     sums = getattr(summary, "bootstrap", None) is not None
     tail = "" if summary.kind == "calibration" else _SEQUENCES_REPEATED
-    mixed, repeats = source_checks(sources, by, whole, sums, tail)
+    mixed, repeats, named = source_checks(sources, by, whole, sums, tail)
+    task = task_from_filename if by == "task" else None  # an lm-eval file's --by task group
+    apart = one_model_groups(named, summary.group_names, task, models_named) if mixed else None
     said = [w for w in (mixed, repeats) if w is not None]
     kept_said = [w for w in summary.warnings if not w.startswith(REPEATED) or w in said]
     more = {} if summary.kind != "calibration" else {"repeats": None if whole else repeats}
@@ -304,6 +305,7 @@ def _one_sample(summary: Any, by: str | None, all_runs: bool = False) -> Any:
         sources=sources,
         warnings=tuple(dict.fromkeys([*kept_said, *said])),
         mixed=mixed,
+        single_model=apart or frozenset(),
         **more,
     )
 

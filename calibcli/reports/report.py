@@ -551,17 +551,17 @@ def assemble(
     by_model = mixed is not None and getattr(getattr(summary, "settings", None), "by", None) == (
         "model"
     )
-    said = run_closed(
-        gate,
-        None if by_model else mixed,
-        getattr(summary, "repeats", None),
-        getattr(summary, "partial", None),
-    )
+    repeats, partial = getattr(summary, "repeats", None), getattr(summary, "partial", None)
+    said = run_closed(gate, None if by_model else mixed, repeats, partial)
+    # the --by groups whose rows are known to be one model's are gated on their own figures
+    apart = getattr(summary, "single_model", frozenset()) if mixed and not by_model else ()
+    own = {**(closed or {}), **run_closed(gate, None, repeats, partial)}
     if gate and said:
         closed = {**(closed or {}), **said}
     if gate:
         if closed:
-            pooled, groups = with_closed(closed, pooled, groups if gate.each else None)
+            each = groups if gate.each else None
+            pooled, groups = with_closed(closed, pooled, each, dict.fromkeys(apart, own))
         if by_model and not gate.each:  # the pooled figures mix the models' groups, and
             # nothing else is gated: with --gate-each each model's group is checked too
             checks = dict.fromkeys([*gate.thresholds, *gate.minimums], POOLED_MODELS)
@@ -572,12 +572,18 @@ def assemble(
 
 
 def with_closed(
-    closed: dict[str, str], pooled: Any, groups: Mapping[str, Any] | None
+    closed: dict[str, str],
+    pooled: Any,
+    groups: Mapping[str, Any] | None,
+    apart: Mapping[str, dict[str, str]] | None = None,
 ) -> tuple[Section, dict[str, Section] | None]:
     """The pooled and group sections as a gate reads them, ``closed``'s figures failing
-    closed too (after each section's own reasons)."""
+    closed too (after each section's own reasons); a group in ``apart``, those it maps to."""
 
-    def one(section: Any) -> Section:
-        return Section(section.figures, closed={**closed, **section.closed})
+    def one(section: Any, shut: dict[str, str]) -> Section:
+        return Section(section.figures, closed={**shut, **section.closed})
 
-    return one(pooled), None if groups is None else {k: one(g) for k, g in groups.items()}
+    if groups is None:
+        return one(pooled, closed), None
+    apart = apart or {}
+    return one(pooled, closed), {k: one(g, apart.get(k, closed)) for k, g in groups.items()}

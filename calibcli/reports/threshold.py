@@ -493,8 +493,8 @@ def threshold_report(
 
     summary = carried(summary, recalibration)
     mixed = getattr(fit, "mixed", None)
-    if mixed is not None and getattr(summary, "mixed", None) is None:
-        summary = replace(summary, mixed=mixed)  # a threshold chosen on several models' rows
+    if mixed is not None:  # a threshold chosen on several models' rows: no group is one's
+        summary = replace(summary, mixed=summary.mixed or mixed, single_model=frozenset())
     partial = getattr(fit, "partial", None)
     if partial is not None and getattr(summary, "partial", None) is None:
         # a threshold chosen on a merge missing pieces of its input is not the one asked for

@@ -37,6 +37,7 @@ _LAZY = {
     "most_epochs": "calibcli.summaries.sources",
     "partial_inputs": "calibcli.summaries.sources",
     "partial_reason": "calibcli.summaries.sources",
+    "one_model_groups": "calibcli.summaries.sources",
     "agree": "calibcli.summaries.settings",
     "repeated_questions": "calibcli.summaries.sources",
     "same_rule": "calibcli.summaries.sources",

@@ -4,7 +4,7 @@ describe them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -398,3 +398,27 @@ def partial_reason(sources: Iterable[Source]) -> str | None:
     if not names:
         return None
     return f"the summary covers only part of {_listed(names)} (see the warning)"
+
+
+def one_model_groups(
+    named: Iterable[Source],
+    groups: tuple[str, ...] | None,
+    task_of: Callable[[str], str] | None,
+    models_of: Callable[[str | None], list[str]],
+) -> frozenset[str]:
+    """The --by ``groups`` whose rows are known to be one model's, of the sources ``named``
+    whose runs name models (``models_of`` their recorded ``model``). All of an lm-eval file's
+    rows are in the group ``task_of`` its name (given under --by task); any other source's group
+    is not known (nor one not among ``groups``): its rows may be in any. A group holds the models
+    of its own sources and those of every source whose group is not known; when that is one
+    model, the group is that model's sample."""
+    anywhere: set[str] = set()
+    found: dict[str, set[str]] = {}
+    for source in named:
+        lm_eval = task_of is not None and source.format == "lm-eval"
+        group = task_of(source.name) if lm_eval else None
+        if group is not None and group in (groups or ()):
+            found.setdefault(group, set()).update(models_of(source.model))
+        else:
+            anywhere.update(models_of(source.model))
+    return frozenset(g for g in groups or () if len(found.get(g, set()) | anywhere) == 1)
