@@ -70,6 +70,7 @@ def compare(
     columns, NEW matched to BASE as it is read), with the reading options of
     :func:`~calibcli.read_predictions` as keywords (``id_field``, ``format``, ``by``, ...).
     """
+    from calibcli.api.comparison_sides import with_sides
     from calibcli.api.predictions import reading_arguments
     from calibcli.io import compared_modes, default_id, match_keys, read_compared
     from calibcli.reports import CompareSettings, check_matching, compare_options, compare_report
@@ -151,6 +152,8 @@ def compare(
             asked=tuple(_asked(side) for side in sides) if repeated else None,
             side_questions=(b.questions, n.questions) if repeated else None,
         )
+        # the tasks, scorers and grading of each side, as compare of the files checks them
+        matched = with_sides(matched, b, n, paired=not unpaired)
     if not unpaired:
         usage(
             WHERE,

@@ -75,6 +75,9 @@ class Predictions:
     # (the epochs its run recorded, the most rows a question holds), as the commands' summary
     # records its files; None otherwise
     pooled: tuple[tuple[int | None, int | None], ...] | None = field(default=None, repr=False)
+    # the inspect-ai scorer the rows were read with, as given (None: each log's own one), which
+    # compare checks the other side against as it checks logs graded by different scorers
+    scorer: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -181,6 +184,7 @@ def read_predictions(paths: Any, **reading_options: Any) -> Predictions:
         rows.parts,
         bounds,
         rows.pooled,
+        options["scorer"],
     )
 
 

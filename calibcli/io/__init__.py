@@ -74,6 +74,8 @@ __all__ = [
     "runs_of_one_task",
     "several_models",
     "side_modes",
+    "side_scorers",
+    "side_tasks",
     "sides_read_as",
     "suffix_codec",
     "summary_sources",
@@ -514,6 +516,7 @@ _PROVENANCE = (
     "graded_otherwise",
 )
 _CHECKED = ("RowsRead", "calibrator_notes", "check_fitted_names", "other_groups")
+_SIDES = ("side_tasks", "side_scorers")
 
 
 def __getattr__(name: str) -> Any:
@@ -531,15 +534,11 @@ def __getattr__(name: str) -> Any:
 
         records = importlib.import_module("calibcli.io.records")
         return records if name == "records" else getattr(records, name)
-    if name in (
-        "read_key_columns",
-        "read_matched",
-        "read_compared",
-        "IdIndex",
-    ):
-        import importlib
+    if name in ("read_key_columns", "read_matched", "read_compared", "IdIndex", *_SIDES):
+        import importlib  # compare's readers, and what its sides are runs of and graded by
 
-        return getattr(importlib.import_module("calibcli.io.keyed"), name)
+        home = "compared" if name in _SIDES else "keyed"
+        return getattr(importlib.import_module(f"calibcli.io.{home}"), name)
     if name in _PROVENANCE or name in _CHECKED:  # how rows were read, as a calibrator records
         import importlib  # it and checks it (the commands' --calibrator and the Python API)
 

@@ -100,35 +100,63 @@ def sides_apart(matched: Any, *, paired: bool) -> list[tuple[str, str, str]]:
     """Why the sides of ``matched`` (:class:`~calibcli.io.compared.TaskedRows`; rows given as
     such know neither) are not comparable: each (the warning's kind, the warning, every gate
     check's reason to fail closed), runs of different tasks (:func:`tasks_apart`) first, then
-    logs graded by different scorers (:func:`scorers_apart`); none when they are."""
+    logs graded by different scorers (:func:`scorers_apart`), then rows read with different
+    options that grade them (:func:`graded_apart`); none when they are."""
     asked = bool(getattr(matched, "same_questions", False))
     found = [
         (
             "tasks",
             tasks_apart(getattr(matched, "tasks", None), paired=paired, same_questions=asked),
         ),
-        ("scorers", scorers_apart(getattr(matched, "scorers", None))),
+        (
+            "scorers",
+            scorers_apart(
+                getattr(matched, "scorers", None),
+                read_with=bool(getattr(matched, "scorers_given", False)),
+            ),
+        ),
+        ("grading", graded_apart(getattr(matched, "graded", ()))),
     ]
     return [(kind, *said) for kind, said in found if said is not None]
 
 
-def scorers_apart(scorers: Any) -> tuple[str, str] | None:
+def scorers_apart(scorers: Any, *, read_with: bool = False) -> tuple[str, str] | None:
     """(the warning, every gate check's reason to fail closed) when the compared sides'
     inspect-ai logs were graded by different scorers; None when by one, or a side's is not
     known. ``scorers``: BASE's and NEW's, each the one scorer its logs hold, None where not
     known (:attr:`~calibcli.io.compared.TaskedRows.scorers`; None when --scorer grades both
     sides alike). A scorer judges what a right answer is (match compares the answer's end with
     the target, includes looks for the target anywhere in it): one model's answers read right
-    by one and wrong by the other."""
+    by one and wrong by the other. ``read_with``: a side's scorer was given to read it (the
+    Python API reads each side with its own), and the warning says so."""
     if scorers is None or None in scorers or scorers[0] == scorers[1]:
         return None
+    held = "the one scorer each side's samples hold"
+    if read_with:
+        held = "the scorer each side was read with, or the one its samples hold"
     warning = (
         f"BASE and NEW were graded by different scorers (BASE's inspect-ai logs by "
-        f"{scorers[0]!r}; NEW's by {scorers[1]!r}, the one scorer each side's samples hold): "
+        f"{scorers[0]!r}; NEW's by {scorers[1]!r}, {held}): "
         "each judges a right answer its own way; the differences compare the scorers as well "
         "as the models, and a gate on them fails; compare logs graded by one scorer"
     )
     return warning, "BASE and NEW were graded by different scorers (see the warning)"
+
+
+def graded_apart(graded: Any) -> tuple[str, str] | None:
+    """(the warning, every gate check's reason to fail closed) when the two sides' rows were
+    read with different options that say which answer is right (the Python API reads each side
+    with its own options; the command reads both one way, so its rows have none): ``graded``,
+    each such option as (its name, BASE's value, NEW's value); None when there is none."""
+    if not graded:
+        return None
+    said = "; ".join(f"{name}={mine!r} on BASE, {theirs!r} on NEW" for name, mine, theirs in graded)
+    warning = (
+        f"BASE and NEW were graded another way ({said}): each reading judges a right answer "
+        "its own way; the differences compare the gradings as well as the models, and a gate "
+        "on them fails; read both sides alike"
+    )
+    return warning, "BASE and NEW were graded another way (see the warning)"
 
 
 def _named(tasks: Any, *, paired: bool) -> tuple[str, str] | None:
