@@ -190,3 +190,22 @@ def test_a_command_printing_nothing_may_have_stdout_on_its_output(folder):
     assert (folder / "s.cbs").read_bytes() == (folder / "t.cbs").read_bytes()
     assert (folder / "s.cbs").read_bytes() == (folder / "u.cbs").read_bytes()
     assert (folder / "rows.jsonl").read_text(encoding="utf-8").count("\n") == len(ROWS)
+
+
+def test_stdout_appended_to_the_job_summary_under_github_actions_is_not_refused(folder):
+    """A workflow step's ``calibcli ... >> "$GITHUB_STEP_SUMMARY"`` prints its table into the
+    job summary, as every step may; the run's own automatic summary is appended there too, so
+    the gate's verdict stands on its figures."""
+    (folder / "job.md").write_text(EARLIER, encoding="utf-8")
+    outputs = folder / "outputs.txt"
+    line = (
+        f"export GITHUB_ACTIONS=true GITHUB_OUTPUT={outputs} "
+        f"GITHUB_STEP_SUMMARY={folder / 'job.md'}; "
+        'calibcli calibrate rows.jsonl --max-ece 0.9 >> "$GITHUB_STEP_SUMMARY"'
+    )
+    done = shell(line, folder)
+    assert done.returncode == 0, done.stderr
+    summary = (folder / "job.md").read_text(encoding="utf-8")
+    assert summary.startswith(EARLIER)
+    assert "ECE" in summary  # the table printed on stdout
+    assert "passed=true" in outputs.read_text(encoding="utf-8").splitlines()

@@ -14,7 +14,8 @@ was opened without appending (the shell emptied the input); standard error, whic
 write (warnings, a gate's verdict), always. A stream that is not a regular file (a terminal, a
 pipe, ``/dev/null``) or has no file descriptor (a test runner's) is left alone, and so is a
 file that is none of the run's (``> log 2>&1``); so are outputs written through to a stream
-(``-o /dev/stdout``) and ``-o -``, which is standard output itself.
+(``-o /dev/stdout``) and ``-o -``, which is standard output itself, and the automatic job
+summary under GitHub Actions, which a step's own ``>> "$GITHUB_STEP_SUMMARY"`` appends to too.
 """
 
 from __future__ import annotations
@@ -100,11 +101,15 @@ def _appends(stream: Any) -> bool:
 def _outputs(arguments: dict[str, Any]) -> list[tuple[str, str, os.stat_result]]:
     """(option, path, stat) of the command's outputs that are regular files (not ``-``, not
     written through to a stream, not yet there)."""
+    from calibcli.cli.github import is_step_summary
+
     found = []
     for name in OUTPUT_PARAMETERS:
         path = arguments.get(name)
         if path is None or is_stdout(path) or is_special(target_of(Path(path))):
             continue
+        if name == "summary" and is_step_summary(path):
+            continue  # the job summary, appended to by every step: `>> $GITHUB_STEP_SUMMARY`
         try:
             result = os.stat(path)
         except OSError:
