@@ -21,6 +21,7 @@ from typing import Any
 from calibcli.render import html_blocks as blocks
 from calibcli.render.html_pages import PAGES, facts
 from calibcli.render.markup import text
+from calibcli.render.report_shape import NotAReport, check_shape, gate_passed
 from calibcli.reports import put_marks
 
 SCHEMA_VERSION = 1  # the report schema this renderer reads
@@ -106,10 +107,6 @@ header a{text-decoration:none}}
 """.replace("\n", "")
 
 
-class NotAReport(ValueError):
-    """The data is not a calibcli report this renderer reads; the message says why."""
-
-
 def restore_non_finite(body: dict[str, Any]) -> dict[str, Any]:
     """The body with each null that its ``non_finite`` map names put back as that float (see
     :func:`calibcli.reports.paths.put_marks`, which the other renderers' :func:`as_shown`
@@ -120,7 +117,9 @@ def restore_non_finite(body: dict[str, Any]) -> dict[str, Any]:
 
 def page_kind(body: Any) -> str:
     """The page ``body`` gets: its command, or ``calibrator`` for a calibrator file; raises
-    :class:`NotAReport` when it is neither."""
+    :class:`NotAReport` when it is neither, or lacks a field its page reads, holds one of the
+    wrong type, or has a gate that contradicts its checks
+    (:func:`~calibcli.render.report_shape.check_shape`)."""
     if not isinstance(body, dict):
         raise NotAReport("not a calibcli report: the JSON is not an object")
     commands = [k for k in PAGES if k != "calibrator"]
@@ -143,6 +142,11 @@ def _checked_version(body: dict[str, Any], kind: str) -> str:
         raise NotAReport(
             f"schema_version {shown} is not one this calibcli reads ({SCHEMA_VERSION})"
         )
+    try:
+        check_shape(kind, body)
+    except NotAReport as exc:
+        what = "calibrator file" if kind == "calibrator" else f"{kind} report"
+        raise NotAReport(f"not a calibcli {what}: {exc}") from None
     return kind
 
 
@@ -166,7 +170,7 @@ def _header(kind: str, body: dict[str, Any], sources: Sequence[str], ids: blocks
         lines.append(f'<p class="facts">{" · ".join(found)}</p>')
     gate = body.get("gate")
     if isinstance(gate, dict):
-        passed = gate.get("passed") is True
+        passed = gate_passed(gate)
         checks = [c for c in gate.get("checks") or [] if isinstance(c, dict)]
         ok = sum(1 for c in checks if c.get("passed") is True)
         lines.append(
@@ -195,7 +199,7 @@ def html_report(body: dict[str, Any], *, sources: Sequence[str] = ()) -> str:
     body = restore_non_finite(body)
     title = f"calibcli {kind} report"
     if isinstance(body.get("gate"), dict):
-        title += " — gate " + ("passed" if body["gate"].get("passed") is True else "FAILED")
+        title += " — gate " + ("passed" if gate_passed(body["gate"]) else "FAILED")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'

@@ -19,6 +19,7 @@ from calibcli.render.digits import (
     threshold_decimals,
 )
 from calibcli.render.markup import MINUS, cell, interval, is_number, number, signed, text
+from calibcli.render.report_shape import gate_passed
 from calibcli.render.svg import reliability_bins, reliability_chart
 from calibcli.reports import RECALIBRATION, Figure, has, lookup
 
@@ -380,7 +381,7 @@ def gate(ids: Ids, found: Any) -> str:
         cells = [text(group_cell(c["group"]) if "group" in c else "(pooled)"), *shown, limit]
         cells += [result if ok else f"<strong>{result}</strong>", text(c.get("reason", ""))]
         rows.append((text(c.get("metric", "?")), cells, "" if ok else "fail"))
-    passed = found.get("passed") is True
+    passed = gate_passed(found)
     on = "the upper end of each figure's bootstrap interval" if upper else "each estimate"
     on += ", plus BASE's bias allowance where shown" if allowed else ""
     kinds = {c.get("floor_kind", "rare class") for c in checks if "floor" in c}

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from calibcli.render.digits import as_given, chosen_at, fixed, gate_decimals, group_cell
+from calibcli.render.report_shape import gate_passed
 from calibcli.render.sentences import mcnemar_counts, plug_in_evaluated
 from calibcli.reports import (
     BY_COMMAND,
@@ -97,7 +98,7 @@ def markdown_summary(
     than :data:`_LEAST_ROOM`), cut as :func:`_cut` says when the whole text is longer."""
     command = body["command"]
     gate = body.get("gate")
-    verdict = "" if gate is None else (" — gate passed" if gate["passed"] else " — gate FAILED")
+    verdict = "" if gate is None else (" — gate passed" if gate_passed(gate) else " — gate FAILED")
     lines = _figures(body) + _plug_in(body) + _before_after(body) + _comparison(body)
     rows = [] if gate is None else [(c["passed"], _gate_row(c)) for c in gate["checks"]]
     table = [] if gate is None else ["", *_GATE_HEAD]

@@ -29,6 +29,7 @@ from calibcli.render.digits import (
     table_decimals,
     threshold_decimals,
 )
+from calibcli.render.report_shape import gate_passed
 from calibcli.render.sentences import UNPAIRED, mcnemar_counts, paired_on, plug_in_evaluated
 from calibcli.reports import (
     CALIBRATION,
@@ -328,7 +329,7 @@ def _gate(report: dict[str, Any]) -> list[Any]:
     gate = report.get("gate")
     if gate is None:
         return []
-    verdict = "passed" if gate["passed"] else "FAILED"
+    verdict = "passed" if gate_passed(gate) else "FAILED"
     upper = gate["bound"] == "upper"
     title = f"Gate: {verdict} (bound: {gate['bound']})"
     # a check that adds BASE's bias allowance to the upper end compares their sum (its value)

@@ -41,7 +41,9 @@ def render(
     and the warnings. The page loads nothing from anywhere and runs no script.
 
     The exit code is 0 once the page is written, whatever the report's gate said; a file that
-    is not a calibcli report is exit 2.
+    is not a calibcli report is exit 2, and so is one edited into what calibcli never writes: a
+    field its command's page reads missing or of the wrong JSON type, or a gate whose verdict
+    contradicts its own checks.
     """
     from calibcli.cli.staging import OutputError, Staged
     from calibcli.render import NotAReport, html_report
