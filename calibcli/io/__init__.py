@@ -366,8 +366,8 @@ def read_calibration(
     Rows are read once: among the files, re-runs of an lm-eval task in one folder (other
     timestamps in the file names) are left out but the newest, with a warning; the same file
     twice, standard input twice, or a row whose id (lm-eval task + doc_id, an inspect-ai
-    sample's id + epoch, or ``id_field``) was read before is invalid input. ``all_runs``
-    pools them all on purpose.
+    sample's id, epoch and log task, or ``id_field``) was read before is invalid input.
+    ``all_runs`` pools them all on purpose.
 
     Multiple-choice answers scored from token logprobs (OpenAI chat completions, OpenAI evals
     logs) recognise ``choices`` as their options (default the letters A to E); an OpenAI

@@ -1,7 +1,9 @@
 """Row ids: what identifies a row across files (compare's matching) and within one reading
 (rows read twice). A native row has an id only when ``--id-field`` names one; an lm-eval row's
-id is its task (from the file name) and ``doc_id``; an inspect-ai sample's its ``id`` and
-``epoch``. Ids keep JSON types apart: the number 1 and the string "1" are different ids; equal
+id is its task (from the file name) and ``doc_id``; an inspect-ai sample's its ``id``,
+``epoch`` and its log's task (:func:`sample_task`: inspect-ai numbers the samples of every
+task 1..N, so logs of two tasks hold the same ids, and two logs of one task are re-runs of its
+samples). Ids keep JSON types apart: the number 1 and the string "1" are different ids; equal
 numbers are one id (1, 1.0 and 1e0); a null or NaN id is refused."""
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def show_id(key: Any) -> str:
     if kind == "task":
         return f"{key[1]}/{show_id(key[2:])}"
     if kind == "sample":
-        return f"{show_id(key[1:3])} (epoch {key[3]})"
+        return f"{show_id(key[1:3])} (epoch {key[3]})"  # the file named beside it has the task
     if kind == "instance":
         shown = f"{show_id(key[1:3])} (trial {key[3]}"
         return shown + (f", {key[4]})" if key[4] else ")")
@@ -74,15 +76,26 @@ def default_id_field(fmt: str) -> str:
     )
 
 
-def row_key(formats: Any, row: dict, fmt: str, id_field: str | None, task: str | None) -> Any:
-    """The id of a row: ``id_field``'s value, or the format's default id."""
+def row_key(
+    formats: Any,
+    row: dict,
+    fmt: str,
+    id_field: str | None,
+    task: str | None,
+    log_task: str | None = None,
+) -> Any:
+    """The id of a row: ``id_field``'s value, or the format's default id. ``task``: an lm-eval
+    file's task; ``log_task``: an inspect-ai log's (:func:`sample_task`), which its samples'
+    ids carry where runs of several tasks are read together (compare pairs two models' logs
+    of one task without it)."""
     if id_field is not None:
         return id_key(formats.lookup(row, id_field))
     if fmt == "lm-eval":
         return ("task", task or "-", *id_key(formats.lookup(row, "doc_id")))
     if fmt == "inspect-ai":
         epoch = row.get("epoch", 1)
-        return ("sample", *id_key(formats.lookup(row, "id")), epoch)
+        key = ("sample", *id_key(formats.lookup(row, "id")), epoch)
+        return key if log_task is None else (*key, log_task)
     if fmt == "openai-evals":
         return ("evals", *id_key(formats.lookup(row, "sample_id")))
     if fmt == "helm":
@@ -93,10 +106,26 @@ def row_key(formats: Any, row: dict, fmt: str, id_field: str | None, task: str |
     return id_key(formats.lookup(row, "id"))
 
 
+def sample_task(fmt: str | None, source: str) -> str | None:
+    """The task the ids of an inspect-ai log's samples carry: the last ``/`` part of its
+    ``eval.task`` (inspect-ai names a task ``inspect_evals/gpqa`` run from its package and
+    ``gpqa`` run from its file, and re-runs of one task must share their ids; two packages'
+    tasks of one name are then taken as one, which refuses rather than pools). None for
+    other formats, standard input, and a log that does not say (its ids are then those of
+    every log that does not say)."""
+    if fmt != "inspect-ai" or source == "-":
+        return None
+    from calibcli.io.inspect_log import log_task_name
+
+    task = log_task_name(source)
+    return None if task is None else task.rpartition("/")[2] or task
+
+
 def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], Any] | None:
     """Row -> its id for rows of ``fmt`` read from ``source``: by ``id_field`` when given,
     else by the format's structural id (lm-eval, inspect-ai); None for native rows without an
-    id field (they are never identified, so the fast path stays fast)."""
+    id field (they are never identified, so the fast path stays fast). The identifier's
+    ``log_task`` is the task an inspect-ai log's ids carry (:func:`sample_task`)."""
     from calibcli import formats
 
     if id_field is None and fmt not in OWN_IDS:
@@ -106,10 +135,11 @@ def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], 
     if task is not None and model is not None:
         # two models' files of one task hold the same doc_ids without reading a row twice
         task = f"{task} ({model})"
+    log_task = sample_task(fmt, source)
 
     def ident(row: dict) -> Any:
         try:
-            return row_key(formats, row, fmt, id_field, task)
+            return row_key(formats, row, fmt, id_field, task, log_task)
         except ValueError as exc:
             field = id_field or default_id_field(fmt)
             text = str(exc)
@@ -117,6 +147,7 @@ def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], 
                 f'id field "{field}" {text}' if text.startswith("is ") else text
             ) from None
 
+    ident.log_task = log_task  # type: ignore[attr-defined]
     return ident
 
 
@@ -139,12 +170,12 @@ def id_hashes(keys: Any) -> Any:
 
 
 def question_of(key: Any) -> Any:
-    """The question a row's id names: an inspect-ai sample's id with its epoch taken as 1, a
-    HELM instance's with its train trial taken as 0 (the epochs or trials of one question share
-    it, and a run of one keeps its ids); any other id as it is."""
+    """The question a row's id names: an inspect-ai sample's id with its epoch taken as 1 (its
+    task kept), a HELM instance's with its train trial taken as 0 (the epochs or trials of one
+    question share it, and a run of one keeps its ids); any other id as it is."""
     if type(key) is tuple:
         if key[0] == "sample" and key[3] != 1:
-            return (*key[:3], 1)
+            return (*key[:3], 1, *key[4:])
         if key[0] == "instance" and key[3] != 0:
             return (*key[:3], 0, *key[4:])
     return key

@@ -362,6 +362,13 @@ def log_scorers(path: str) -> tuple[str, ...]:
     return _log_run(path)[2]
 
 
+def log_task_name(path: str) -> str | None:
+    """The task an inspect-ai log's run evaluated (``eval.task``), found as :func:`log_epochs`
+    finds its epochs (a ``.json`` log's whole ``eval`` when it does not end within the first
+    MiB); None when the log does not say or cannot be read."""
+    return _log_run(path)[3]
+
+
 def head_epochs(path: str) -> int | None:
     """``eval.config.epochs`` of an inspect-ai log, found without reading its samples: from an
     ``.eval`` log's header, or a ``.json`` log's ``eval`` ending within the file's first MiB
@@ -385,9 +392,9 @@ def _head_spec(path: str, _mtime: int, _size: int) -> Any:
         return None
 
 
-def _run_spec(spec: Any) -> tuple[str | None, int | None, tuple[str, ...]]:
-    """(model, epochs, scorer names) of a log's ``eval`` object (None, or no names, for what it
-    does not say)."""
+def _run_spec(spec: Any) -> tuple[str | None, int | None, tuple[str, ...], str | None]:
+    """(model, epochs, scorer names, task) of a log's ``eval`` object (None, or no names, for
+    what it does not say)."""
     spec = spec if isinstance(spec, Mapping) else {}
     model, config, scorers = spec.get("model"), spec.get("config"), spec.get("scorers")
     epochs = whole_count(config.get("epochs")) if isinstance(config, Mapping) else None
@@ -397,7 +404,9 @@ def _run_spec(spec: Any) -> tuple[str | None, int | None, tuple[str, ...]]:
         else []
     )
     names = tuple(name for name in listed if isinstance(name, str))
-    return model if isinstance(model, str) and model else None, epochs, names
+    task = spec.get("task")
+    task = task if isinstance(task, str) and task else None
+    return model if isinstance(model, str) and model else None, epochs, names, task
 
 
 def forget_runs() -> None:
@@ -438,14 +447,16 @@ def _manifest_of(path: str, _mtime: int, _size: int) -> str | None:
     return None if found is None else f"{found}; skipped"
 
 
-def _log_run(path: str) -> tuple[str | None, int | None, tuple[str, ...]]:
+def _log_run(path: str) -> tuple[str | None, int | None, tuple[str, ...], str | None]:
     found = file_version(path)
-    return (None, None, ()) if found is None else _run_of(*found)
+    return (None, None, (), None) if found is None else _run_of(*found)
 
 
 @functools.lru_cache(maxsize=64)
-def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None, tuple[str, ...]]:
-    """(model, epochs, scorer names) of an inspect-ai log: from an ``.eval`` log's header or a
+def _run_of(
+    path: str, _mtime: int, size: int
+) -> tuple[str | None, int | None, tuple[str, ...], str | None]:
+    """(model, epochs, scorer names, task) of an inspect-ai log: from an ``.eval`` log's header or a
     ``.json`` log's ``eval`` (compressed or not). Cached by the file's identity, as lm-eval's
     results files are."""
     import zipfile
@@ -465,7 +476,7 @@ def _run_of(path: str, _mtime: int, size: int) -> tuple[str | None, int | None, 
                     text = f.read(MAX_DOCUMENT_BYTES + 1)  # decompressed: no more than that
                 spec = _whole_eval(text) if len(text) <= MAX_DOCUMENT_BYTES else None
     except (*read_errors(), zipfile.BadZipFile, ValueError, RecursionError, AttributeError):
-        return None, None, ()
+        return None, None, (), None
     return _run_spec(spec)
 
 
@@ -506,11 +517,11 @@ def head_member(head: bytes, key: str) -> Any:
 
 
 def _whole_eval(data: bytes) -> Any:
-    """The ``model``, ``config`` and ``scorers`` of a ``.json`` log's ``eval``, its samples
-    skipped."""
+    """The ``model``, ``config``, ``scorers`` and ``task`` of a ``.json`` log's ``eval``, its
+    samples skipped."""
     import msgspec
 
-    names = ("model", "config", "scorers")
+    names = ("model", "config", "scorers", "task")
     fields = msgspec.defstruct("Spec", [(name, Any, None) for name in names])
     found = msgspec.json.decode(data, type=msgspec.defstruct("Log", [("eval", fields, None)]))
     return None if found.eval is None else {name: getattr(found.eval, name) for name in names}

@@ -79,6 +79,9 @@ class InspectDecoder(BlockDecoder):
         # the default id (id + epoch) of a number or string id is built here; any other id, and
         # an --id-field's, by the identifier itself
         quick_id = ident is not None and self.default_id
+        # the log's task, which its ids carry (calibcli.io.ids.sample_task)
+        task = getattr(ident, "log_task", None)
+        tail = () if task is None else (task,)
         scorer, confidence = self.scorer, self.confidence
         modes = self.modes  # the converter's counts: typed and dict rows together
         values: list = []
@@ -94,7 +97,7 @@ class InspectDecoder(BlockDecoder):
                     kind = _ID_KINDS.get(type(sample.id)) if quick_id else None
                     if kind is not None and key is None and ids is not None:
                         epoch = 1 if sample.epoch is UNSET else sample.epoch
-                        ids.append(("sample", kind, sample.id, epoch))
+                        ids.append(("sample", kind, sample.id, epoch, *tail))
                         values.append(got)
                         modes[got[2]] += 1
                         where.append(locator)

@@ -17,7 +17,7 @@ import numpy as np
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.first_id import watched
-from calibcli.io.ids import OWN_IDS, show_id
+from calibcli.io.ids import OWN_IDS, sample_task, show_id
 from calibcli.io.ids import default_id_field as _default_id_field
 from calibcli.io.ids import row_key as _row_key
 from calibcli.io.sources import (
@@ -156,6 +156,9 @@ def read_keyed(
     :class:`~calibcli.summaries.KeyedRows`). A native row read without an id
     that carries its file's first row's ``id`` is an error unless ``all_runs``
     (:mod:`calibcli.io.first_id`).
+    With ``keyed=None`` an inspect-ai sample's id is checked, and counted as a question, with
+    its log's task (:func:`~calibcli.io.ids.sample_task`), as calibrate checks and counts it;
+    its key stays compare's.
     """
     from calibcli import formats
     from calibcli.io import NO_ROWS
@@ -185,6 +188,9 @@ def read_keyed(
     where: list[str] = []
     docs: dict[int, tuple[str, str]] = {}
     seen: dict[Any, tuple[str, int]] = {}  # each id's first row: its file and line
+    # the ids calibrate gives rows whose ids here are compare's: an inspect-ai sample's with
+    # its log's task (logs of two tasks hold the same sample ids), by the row's index
+    asked_as: dict[int, Any] = {}
     found = None
     modes: list[str | None] = []  # each inspect-ai file's (see calibcli.io.route.InspectRows)
     # the files are read as the streaming readers read them: older re-runs of a task are left
@@ -210,6 +216,7 @@ def read_keyed(
         convert = None
         watch = None  # the file's first row's id (a FirstId, False when it has none)
         task = formats.task_from_filename(source) if source != "-" else None
+        log_task = None  # an inspect-ai log's task, which its ids carry as calibrate's do
         # whose rows these are, where a row read twice is known as calibrate knows it
         model = None if keyed or task is None else formats.model_from_filename(source)
         key_of = None
@@ -235,6 +242,7 @@ def read_keyed(
                         if source_fmt == "jsonl"
                         else router.converter(source_fmt, source)
                     )
+                    log_task = sample_task(source_fmt, source)
                 values = convert(row)
                 if source_fmt == "jsonl":
                     values = [values]
@@ -244,6 +252,8 @@ def read_keyed(
                 key = None
                 if keyed or (keyed is None and (id_field or source_fmt != "jsonl")):
                     key = _row_key(formats, row, source_fmt, id_field, task)
+                    if keyed is None and log_task is not None and key[0] == "sample":
+                        asked_as[len(keys)] = (*key, log_task)
                     field = id_field or _default_id_field(source_fmt)
             except ValueError as exc:
                 text = str(exc)
@@ -256,6 +266,7 @@ def read_keyed(
                 key = ("row", len(keys))
             elif not (all_runs and keyed is None):
                 known = (model, key) if model is not None and source_fmt == "lm-eval" else key
+                known = asked_as.get(len(keys), known)
                 if known in seen:
                     before, before_line = seen[known]
                     said = repeat_reason(name, line_no, before, before_line)
@@ -305,15 +316,16 @@ def read_keyed(
         from calibcli.io.same_rows import same_rows_twice
 
         same_rows_twice(made)
-    asked = question_hashes(keys, None) if questions else None
+    ids = [asked_as.get(i, key) for i, key in enumerate(keys)] if asked_as else keys
+    asked = question_hashes(ids, None) if questions else None
     if questions and all_runs:
-        asked = _rerun_questions(keys, read, read_as, asked)
+        asked = _rerun_questions(ids, read, read_as, asked)
     checks = run_checks(read, read_as, by, whole=questions, all_runs=all_runs)
     formats_of = dict(read_as)
     pooled = None
     if questions and may_repeat(all_runs, id_field, fmt):
         # re-runs whose ids repeat, as the commands find them: drawn a question at a time
-        labels = _question_labels(keys, read, formats_of)
+        labels = _question_labels(ids, read, formats_of)
         files = [(s, formats_of.get(s), n) for s, n in read]
         repeated = pooled_files(files, labels, id_field is not None, by, whole=True)
         if repeated is not None:
