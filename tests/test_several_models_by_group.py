@@ -208,3 +208,45 @@ def test_a_threshold_chosen_on_several_models_rows_fails_closed_in_every_group(t
         ("toy_mc_trivia", False),
     ]
     assert report["gate"]["checks"][1]["reason"] == MIXED
+
+
+def test_rows_naming_no_model_close_every_group_they_may_fall_in(tmp_path):
+    """Native rows name no model calibcli reads for the gate, and under --by task their group
+    is a field of theirs: they may be any model's, in any group, so no group is one model's
+    (here they fall in org/alpha's task and would pass its gate by their numbers)."""
+    science, trivia = two_runs(tmp_path, "org/alpha", "org/beta")
+    native = tmp_path / "native.jsonl"
+    rows = [
+        {"task": "toy_mc_science", "confidence": 0.7, "correct": i % 10 < 7} for i in range(300)
+    ]
+    native.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["calibrate", science, trivia, native, "--by", "task", "--gate-each"]
+    report = report_of(run([*args, "--max-ece", "0.99", "--json"]))
+    assert checks_of(report) == [
+        (None, False, MIXED),
+        ("toy_mc_science", False, MIXED),
+        ("toy_mc_trivia", False, MIXED),
+    ]
+
+
+def test_an_lm_eval_file_naming_no_model_closes_its_task_group(tmp_path):
+    """A run of another model beside org/alpha's, in a folder that names no model (no results
+    file, no org__name folder), falls in org/alpha's task group: the group is not known to be
+    one model's, while the other task's group, of org/beta's file alone, is."""
+    science, trivia = two_runs(tmp_path, "org/alpha", "org/beta")
+    (tmp_path / "c").mkdir()
+    lines = []
+    for line in science.read_text().splitlines():
+        row = json.loads(line)
+        row["doc_id"] += 1000  # other documents, other answers: not org/alpha's rows again
+        row["filtered_resps"] = [[2 * float(ll), hit] for ll, hit in row["filtered_resps"]]
+        lines.append(json.dumps(row))
+    unnamed = tmp_path / "c" / science.name
+    unnamed.write_text("\n".join(lines) + "\n")
+    args = ["calibrate", science, trivia, unnamed, "--by", "task", "--gate-each"]
+    report = report_of(run([*args, "--max-ece", "0.99", "--json"]))
+    assert checks_of(report) == [
+        (None, False, MIXED),
+        ("toy_mc_science", False, MIXED),
+        ("toy_mc_trivia", True, None),
+    ]

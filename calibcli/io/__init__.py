@@ -296,9 +296,10 @@ def _one_sample(summary: Any, by: str | None, all_runs: bool = False) -> Any:
     whole = kept is None or kept.keyed
     sums = getattr(summary, "bootstrap", None) is not None
     tail = "" if summary.kind == "calibration" else _SEQUENCES_REPEATED
-    mixed, repeats, named = source_checks(sources, by, whole, sums, tail)
+    mixed, repeats = source_checks(sources, by, whole, sums, tail)
     task = task_from_filename if by == "task" else None  # an lm-eval file's --by task group
-    apart = one_model_groups(named, summary.group_names, task, models_named) if mixed else None
+    read = [s for s in sources if s.skipped is None]
+    apart = one_model_groups(read, summary.group_names, task, models_named) if mixed else None
     said = [w for w in (mixed, repeats) if w is not None]
     kept_said = [w for w in summary.warnings if not w.startswith(REPEATED) or w in said]
     more = {} if summary.kind != "calibration" else {"repeats": None if whole else repeats}

@@ -388,9 +388,9 @@ def recorded(source: Any) -> Any:
 
 def source_checks(
     sources: Any, by: str | None, whole: bool, sums: bool, tail: str = ""
-) -> tuple[str | None, str | None, list[Any]]:
-    """(:func:`pooled_models`, :func:`_repeated`, the sources a run may name a model of) of a
-    summary's sources, by what each records (:func:`recorded`; ``tail``: :func:`_repeated`'s)."""
+) -> tuple[str | None, str | None]:
+    """(:func:`pooled_models`, :func:`_repeated`) of a summary's sources, by what each records
+    (:func:`recorded`; ``tail``: :func:`_repeated`'s)."""
     read = [s for s in sources if s.skipped is None and s.name != "-"]
     named = [s for s in read if s.format in _MODEL_OF]
     # an lm-eval source records epochs when re-runs of its task were pooled with it
@@ -400,8 +400,7 @@ def source_checks(
         for s in read
         if s.format in repeats or s.pooled
     ]
-    pooled = _pooled([(s.name, s.model) for s in named], by)
-    return pooled, _repeated(logs, whole, sums, tail), named
+    return _pooled([(s.name, s.model) for s in named], by), _repeated(logs, whole, sums, tail)
 
 
 def repeating(files: list[str], all_runs: bool = False) -> bool:

@@ -401,24 +401,37 @@ def partial_reason(sources: Iterable[Source]) -> str | None:
 
 
 def one_model_groups(
-    named: Iterable[Source],
+    sources: Iterable[Source],
     groups: tuple[str, ...] | None,
     task_of: Callable[[str], str] | None,
     models_of: Callable[[str | None], list[str]],
 ) -> frozenset[str]:
-    """The --by ``groups`` whose rows are known to be one model's, of the sources ``named``
-    whose runs name models (``models_of`` their recorded ``model``). All of an lm-eval file's
-    rows are in the group ``task_of`` its name (given under --by task); any other source's group
-    is not known (nor one not among ``groups``): its rows may be in any. A group holds the models
-    of its own sources and those of every source whose group is not known; when that is one
-    model, the group is that model's sample."""
+    """The --by ``groups`` whose rows are known to be one model's, of the ``sources`` read
+    (``models_of`` the models a source's recorded ``model`` names). All of an lm-eval file's
+    rows are in the group ``task_of`` its name (given under --by task); any other source's
+    group is not known (nor one not among ``groups``): its rows may be in any. A group holds the
+    models of its own sources and those of every source whose group is not known; when that is
+    one model, and each of those sources names its model, the group is that model's sample. A
+    source that holds rows and names no model (native rows, standard input, a run that does
+    not say) may be any model's: its group, or every group where its group is not known, is
+    not one model's."""
     anywhere: set[str] = set()
     found: dict[str, set[str]] = {}
-    for source in named:
+    unknown: set[str] = set()  # groups holding rows of a source that names no model
+    for source in sources:
+        if source.format is None:  # it held no rows
+            continue
+        models = set(models_of(source.model))
         lm_eval = task_of is not None and source.format == "lm-eval"
         group = task_of(source.name) if lm_eval else None
         if group is not None and group in (groups or ()):
-            found.setdefault(group, set()).update(models_of(source.model))
+            found.setdefault(group, set()).update(models)
+            if not models:
+                unknown.add(group)
+        elif not models:
+            return frozenset()
         else:
-            anywhere.update(models_of(source.model))
-    return frozenset(g for g in groups or () if len(found.get(g, set()) | anywhere) == 1)
+            anywhere.update(models)
+    return frozenset(
+        g for g in groups or () if g not in unknown and len(found.get(g, set()) | anywhere) == 1
+    )
