@@ -135,7 +135,7 @@ def test_concatenated_streams_of_a_table_and_a_summary_still_read_as_one(
     tmp_path, rows, plain, summary, suffix
 ):
     """``cat a.gz b.gz`` (multi-member gzip, several Zstandard frames, xz or bzip2 streams) is
-    one file's content, as on the JSON Lines reader (guard: this held before)."""
+    one file's content, as on the JSON Lines reader."""
     text = table_bytes(rows)
     cut = text.index(b"\n", len(text) // 2) + 1
     joined = tmp_path / f"joined.csv{suffix}"
@@ -153,7 +153,7 @@ def test_concatenated_streams_of_a_table_and_a_summary_still_read_as_one(
 
 def test_a_truncated_table_is_not_called_appended_bytes(tmp_path, rows):
     """A stream cut short, or followed by the start of another stream's magic number, is not
-    text written after the data (guard: this held before)."""
+    text written after the data."""
     whole = pack(".gz", table_bytes(rows))
     cut = tmp_path / "cut.csv.gz"
     cut.write_bytes(whole[: len(whole) * 2 // 3])

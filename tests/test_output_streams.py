@@ -209,3 +209,17 @@ def test_stdout_appended_to_the_job_summary_under_github_actions_is_not_refused(
     assert summary.startswith(EARLIER)
     assert "ECE" in summary  # the table printed on stdout
     assert "passed=true" in outputs.read_text(encoding="utf-8").splitlines()
+
+
+def test_summary_named_as_the_job_summary_with_stdout_appended_there_is_not_refused(folder):
+    """``--summary "$GITHUB_STEP_SUMMARY" >> "$GITHUB_STEP_SUMMARY"``, as the README's
+    workflows name the job summary, is that shared file too."""
+    (folder / "job.md").write_text(EARLIER, encoding="utf-8")
+    line = (
+        f"export GITHUB_ACTIONS=true GITHUB_STEP_SUMMARY={folder / 'job.md'}; "
+        'calibcli calibrate rows.jsonl --summary "$GITHUB_STEP_SUMMARY" --max-ece 0.9 '
+        '>> "$GITHUB_STEP_SUMMARY"'
+    )
+    done = shell(line, folder)
+    assert done.returncode == 0, done.stderr
+    assert (folder / "job.md").read_text(encoding="utf-8").startswith(EARLIER)

@@ -101,22 +101,36 @@ def _appends(stream: Any) -> bool:
 def _outputs(arguments: dict[str, Any]) -> list[tuple[str, str, os.stat_result]]:
     """(option, path, stat) of the command's outputs that are regular files (not ``-``, not
     written through to a stream, not yet there)."""
-    from calibcli.cli.github import is_step_summary
-
     found = []
     for name in OUTPUT_PARAMETERS:
         path = arguments.get(name)
         if path is None or is_stdout(path) or is_special(target_of(Path(path))):
             continue
-        if name == "summary" and is_step_summary(path):
-            continue  # the job summary, appended to by every step: `>> $GITHUB_STEP_SUMMARY`
         try:
             result = os.stat(path)
         except OSError:
             continue
+        if name == "summary" and _job_summary(path, result):
+            continue  # appended to by every step: `>> "$GITHUB_STEP_SUMMARY"` as well
         if stat.S_ISREG(result.st_mode):
             found.append((OPTION_NAMES[name], str(path), result))
     return found
+
+
+def _job_summary(path: str, found: os.stat_result) -> bool:
+    """Whether the summary file ``path`` (of stat ``found``) is the GitHub Actions job summary,
+    the automatic one or ``--summary "$GITHUB_STEP_SUMMARY"``."""
+    from calibcli.cli.github import is_step_summary
+
+    if is_step_summary(Path(path)):
+        return True
+    job = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not job:
+        return False
+    try:
+        return os.path.samestat(found, os.stat(job))
+    except OSError:
+        return False
 
 
 def _inputs(arguments: dict[str, Any]) -> list[tuple[str, os.stat_result]]:
