@@ -204,3 +204,17 @@ def test_a_log_whose_eval_ends_past_its_first_mib_is_keyed_by_its_task(tmp_path,
     result = run(["calibrate", str(a), str(big), *SCORER])
     assert result.exit_code == code, result.stderr
     assert (DOUBLE in result.stderr) is (code == 2)
+
+
+def test_a_log_larger_than_a_document_still_names_its_task_from_its_head(tmp_path, monkeypatch):
+    """A ``.json`` log above the document size limit (read with --max-document-mb) names its
+    task, model and epochs from its first MiB, where inspect-ai writes ``eval``: without them
+    its samples' ids would carry no task, and its re-runs beside a log that names it would
+    not be found."""
+    import calibcli.io.documents as documents
+    from calibcli.io.inspect_log import log_task_name
+
+    log = write_log(tmp_path / "big.json", "inspect_evals/toy_arithmetic")
+    monkeypatch.setattr(documents, "MAX_DOCUMENT_BYTES", log.stat().st_size // 2)
+    forget_runs()
+    assert log_task_name(str(log)) == "inspect_evals/toy_arithmetic"

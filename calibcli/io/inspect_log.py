@@ -469,9 +469,9 @@ def _run_of(
             with open(path, "rb") as f, zipfile.ZipFile(f) as archive:
                 header = eval_header(archive, f, MAX_DOCUMENT_BYTES)
             spec = header.get("eval") if header is not None else None
-        elif without_suffix(path.lower()).endswith(".json") and size <= MAX_DOCUMENT_BYTES:
-            spec = _head_spec(path, _mtime, size)
-            if spec is None:  # not within the head: the whole log, its samples skipped
+        elif without_suffix(path.lower()).endswith(".json"):
+            spec = _head_spec(path, _mtime, size)  # where inspect-ai writes it, at any size
+            if spec is None and size <= MAX_DOCUMENT_BYTES:  # the whole log, samples skipped
                 with open_path(path) as f:
                     text = f.read(MAX_DOCUMENT_BYTES + 1)  # decompressed: no more than that
                 spec = _whole_eval(text) if len(text) <= MAX_DOCUMENT_BYTES else None
