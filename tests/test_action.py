@@ -153,13 +153,68 @@ def test_compare_against_a_baseline(workspace, runner_temp):
     assert summary.startswith("### calibcli compare")
 
 
+# The step outputs of a run without a report, written out by hand from the README's table:
+# left empty, GitHub's expressions read them as 0 (`outputs.passed != 'false'` and
+# `outputs.ece_difference < 0.03` would hold after a continue-on-error step)
+COMPARE_WITHOUT_REPORT = {
+    "command": "compare",
+    "matched": "NaN",
+    "ece_difference": "NaN",
+    "brier_difference": "NaN",
+    "accuracy_difference": "NaN",
+    "auroc_difference": "NaN",
+    "passed": "false",
+}
+CALIBRATE_WITHOUT_REPORT = {
+    "command": "calibrate",
+    "n": "NaN",
+    "accuracy": "NaN",
+    "ece": "NaN",
+    "brier": "NaN",
+    "smece": "NaN",
+    "nll": "NaN",
+    "auroc": "NaN",
+    "passed": "false",
+}
+
+
+def written(step):
+    """The action's outputs the step set (the others are empty)."""
+    return {name: value for name, value in step.outputs.items() if value}
+
+
 def test_baseline_goes_with_compare_only(workspace, runner_temp):
-    step, _ = use_action(workspace, runner_temp, command="compare", files="eval/new.jsonl")
+    step, summary = use_action(workspace, runner_temp, command="compare", files="eval/new.jsonl")
     assert step.code == 2
     assert step.commands == [
         "::error title=calibcli::compare needs the baseline input (BASE) and one file in files "
         "(NEW)"
     ]
+    assert written(step) == COMPARE_WITHOUT_REPORT and summary == ""
+    step, _ = use_action(
+        workspace, runner_temp, command="compare", files="eval/new.jsonl", baseline=" \n"
+    )  # an empty variable
+    assert step.code == 2 and written(step) == COMPARE_WITHOUT_REPORT
     step, _ = use_action(workspace, runner_temp, files="eval/new.jsonl", baseline="eval/base.jsonl")
     assert step.code == 2
     assert step.commands == ["::error title=calibcli::the baseline input is for command: compare"]
+    assert written(step) == CALIBRATE_WITHOUT_REPORT
+    step, _ = use_action(
+        workspace, runner_temp, command="compare", files="eval/new.jsonl", baseline="eval/*.jsonl"
+    )
+    assert step.code == 2
+    assert step.commands == [
+        "::error title=calibcli::the baseline input names 2 files; compare takes one (BASE)"
+    ]
+    assert written(step) == COMPARE_WITHOUT_REPORT
+
+
+def test_an_option_without_its_value_in_args_is_annotated_with_outputs(workspace, runner_temp):
+    """`args: --max-ece ${{ vars.MAX_ECE }}` with the variable unset."""
+    step, _ = use_action(workspace, runner_temp, files="eval/new.jsonl", args="--max-ece ")
+    assert step.code == 2
+    assert step.commands == [
+        "::error title=calibcli::Option '--max-ece' requires an argument. "
+        "(see 'calibcli calibrate -h')"
+    ]
+    assert written(step) == CALIBRATE_WITHOUT_REPORT

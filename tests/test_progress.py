@@ -204,6 +204,12 @@ def test_the_table_bounds_are_the_bounds_of_every_point_and_report_their_slices(
     assert curve_lower_bounds(curve, rows[:5], delta=0.05).tolist() == whole[:5].tolist()
 
 
+def ctrl_c_as_by_default() -> None:
+    """In the child: Ctrl-C at its default, which a test runner started with it ignored (a
+    script's background job) would pass on, and calibcli keeps ignored as Python does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_with_stderr_on_a_pty(args):
     """Run calibcli with stdout piped and stderr on a pseudo-terminal: (stdout, terminal)."""
     leader, follower = pty.openpty()
@@ -288,6 +294,7 @@ def test_ctrl_c_stops_the_bootstrap_and_its_workers_with_exit_130(tmp_path, grou
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=ctrl_c_as_by_default,
     )
     started = []
     if workers == 1:
@@ -384,6 +391,7 @@ def test_ctrl_c_stops_threshold_full_s_table_bounds_with_exit_130(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=ctrl_c_as_by_default,
     )
     time.sleep(8)  # reading 500,000 rows takes a few seconds; the bounds take minutes
     assert proc.poll() is None, "threshold ended before it could be interrupted"

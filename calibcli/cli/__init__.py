@@ -18,27 +18,83 @@ import traceback
 from collections.abc import Iterable
 from typing import Any
 
-
-def _interrupted_at_start(signum: int, frame: Any) -> None:
-    # Ctrl-C before a command runs: nothing is started or staged yet, so stop at once, with the
-    # command's one line and exit code rather than a traceback of the imports.
-    os.write(2, b"Interrupted\n")
-    os._exit(130)
+_app_module: Any = None  # calibcli.cli.app, once imported
+_stopped_early: int | None = None  # a signal that came while calibcli.cli.app was imported
+_args: list[str] = sys.argv[1:]  # the arguments of the run (main's argv when given)
 
 
-def _on_interrupt_exit() -> Any:
-    """Make Ctrl-C exit at once (see :func:`_interrupted_at_start`); the previous handler, or
-    None off the main thread (where signals cannot be set)."""
+def _stop_at_start(signum: int) -> None:
+    """End a run stopped before its command ran: nothing is started or staged yet, so at once,
+    with the command's one line and exit code (130, 143) rather than a traceback of the
+    imports, and, under GitHub Actions, the step outputs of a run of the command named by the
+    first argument that ended without a report (github.unfinished): left empty, they would read
+    as 0 in a later step's expressions."""
+    os.write(2, b"Interrupted\n" if signum == signal.SIGINT else b"Terminated\n")
     try:
-        return signal.signal(signal.SIGINT, _interrupted_at_start)
-    except ValueError:
-        return None
+        github = sys.modules["calibcli.cli.github"]
+        command = _args[0] if _args else ""
+        if command in github.OUTPUT_COMMANDS and not _annotations_off(_args) and not _worker():
+            github.unfinished(command)
+    finally:
+        os._exit(128 + signum)
 
 
-_previous = _on_interrupt_exit()
+def _worker() -> bool:
+    """Whether this process is a worker multiprocessing started by importing the calibcli program
+    (the spawn method: the command's process writes the outputs)."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    return multiprocessing is not None and multiprocessing.parent_process() is not None
+
+
+def _annotations_off(args: list[str]) -> bool:
+    """Whether the arguments turn the GitHub outputs off (``--annotations none``)."""
+    for at, arg in enumerate(args):
+        if arg == "--annotations" and args[at + 1 : at + 2] == ["none"]:
+            return True
+        if arg == "--annotations=none":
+            return True
+    return False
+
+
+def _stopped_at_start(signum: int, frame: Any) -> None:
+    global _stopped_early
+    if _app_module is None:
+        # calibcli.cli.github, which writes the step outputs, may be half imported: the run
+        # stops as soon as the import is done (a fraction of a second)
+        _stopped_early = signum
+        return
+    _stop_at_start(signum)
+
+
+def _stop_at_start_handlers() -> dict[int, Any]:
+    """Make Ctrl-C and SIGTERM end the run at once (see :func:`_stop_at_start`) until its command
+    runs; the handlers replaced, by signal. A signal ignored (``trap '' INT``, a background
+    job's Ctrl-C) stays ignored, as Python keeps it; SIGTERM is taken only from its default
+    (a program that handles it keeps its own); off the main thread nothing changes."""
+    replaced: dict[int, Any] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        current = signal.getsignal(signum)
+        if current is signal.SIG_IGN or (signum == signal.SIGTERM and current != signal.SIG_DFL):
+            continue
+        try:
+            replaced[signum] = signal.signal(signum, _stopped_at_start)
+        except ValueError:  # not the main thread: signals cannot be set
+            break
+    return replaced
+
+
+def _restore(handlers: dict[int, Any]) -> None:
+    for signum, handler in handlers.items():
+        if handler is not None:
+            signal.signal(signum, handler)
+
+
+_previous = _stop_at_start_handlers()
 
 # typer's import is the slow part of a start
 _app_module = importlib.import_module("calibcli.cli.app")
+if _stopped_early is not None:
+    _stop_at_start(_stopped_early)
 
 # The command modules, in their order in --help (measure, decide, compare), and the commands each
 # registers on the app when imported. A run of one command imports only its module (see main);
@@ -59,8 +115,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
 # every command registered, built on first access (module __getattr__)
 del globals()["app"]
 
-if _previous is not None:  # importing the package must not change a program's Ctrl-C
-    signal.signal(signal.SIGINT, _previous)
+_restore(_previous)  # importing the package must not change a program's Ctrl-C or SIGTERM
 
 
 def _register(modules: Iterable[str] = COMMAND_MODULES) -> Any:
@@ -106,11 +161,13 @@ def main(argv: list[str] | None = None) -> None:
     from calibcli.system import same_digits_on_every_cpu
 
     same_digits_on_every_cpu()  # before numpy loads
-    previous = _on_interrupt_exit()
+    global _args
+    _args = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
+    previous = _stop_at_start_handlers()
     code: Any = None
     try:
         with _app_module.sigterm_stops_commands():
-            _app_for(sys.argv[1:] if argv is None else list(argv))(args=argv, prog_name="calibcli")
+            _app_for(_args)(args=argv, prog_name="calibcli")
     except SystemExit as exc:
         code = exc.code
         if code in (130, 143):
@@ -127,5 +184,5 @@ def main(argv: list[str] | None = None) -> None:
         code = 3
         sys.exit(3)
     finally:
-        if previous is not None and code not in (130, 143):
-            signal.signal(signal.SIGINT, previous)
+        if code not in (130, 143):
+            _restore(previous)

@@ -102,14 +102,18 @@ def sigterm_stops_commands() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _interrupt_once() -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt once (see :func:`_on_interrupt`) inside the block, and
-    SIGTERM its subclass :class:`_Terminated` in the calibcli program (unless SIGTERM is
-    ignored, or handled outside Python). The previous SIGINT handler comes back after it
-    unless the run was stopped (the process exits); SIGTERM's comes back always."""
+    """Ctrl-C raises KeyboardInterrupt once (see :func:`_on_interrupt`) inside the block
+    (unless it is ignored), and SIGTERM its subclass :class:`_Terminated` in the calibcli
+    program (unless SIGTERM is ignored, or handled outside Python). The previous SIGINT
+    handler comes back after it unless the run was stopped (the process exits); SIGTERM's
+    comes back always."""
     global _stopped_by, _handler_pid
     _stopped_by = None
+    previous = signal.getsignal(signal.SIGINT)
+    # an ignored Ctrl-C (`trap '' INT`, a background job's) stays ignored, as Python keeps it
+    handler = signal.SIG_IGN if previous is signal.SIG_IGN else _on_interrupt
     try:
-        previous = signal.signal(signal.SIGINT, _on_interrupt)
+        signal.signal(signal.SIGINT, handler)
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
@@ -146,6 +150,15 @@ class _OneLineErrors(TyperGroup):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             raise _Interrupted from None
+        except usage_error_type() as exc:
+            # click's parser reports an option given without its value, or a flag given one,
+            # without the command's context: give it the invoked command's, so that the error
+            # names the command's help and writes its step outputs as any other usage error
+            name = ctx.invoked_subcommand
+            command = self.get_command(ctx, name) if name else None
+            if getattr(exc, "ctx", None) is None and command is not None:
+                exc.ctx = command.context_class(command, info_name=name, parent=ctx)
+            raise
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
@@ -165,8 +178,12 @@ class _OneLineErrors(TyperGroup):
             sys.exit(INTERRUPTED)
         except usage_error as exc:
             ctx = getattr(exc, "ctx", None)
-            if type(exc).__name__ == "NoArgsIsHelpError" or ctx is None:
-                exc.show()  # help for a bare "calibcli", or no context to name
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                exc.show()  # help for a bare "calibcli"
+            elif ctx is None:  # before any command was named: no command's help to point at
+                message = exc.format_message()
+                say(f"Error: {message}")
+                github.error(message)
             else:
                 # click lays a list of choices out one per line ("Choose from:\n\ta,\n\tb")
                 shown = re.sub(r"([:,])\n\t", r"\1 ", exc.format_message())
@@ -245,12 +262,31 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _unfinished_outputs(command: str | None) -> None:
+    if command is not None:
+        github.unfinished(command)
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
     ] = False,
+    # For the GitHub Action (action.yml), whose own checks of its inputs refuse a run before
+    # calibcli runs: the step outputs of a run of COMMAND without a report, as calibcli writes
+    # them after its own usage errors (github.unfinished), so the Action repeats no key list.
+    unfinished_outputs: Annotated[
+        str | None,
+        typer.Option(
+            "--unfinished-outputs",
+            callback=_unfinished_outputs,
+            is_eager=True,
+            hidden=True,
+            metavar="COMMAND",
+        ),
+    ] = None,
 ) -> None:
     """Corpus perplexity, calibration error and Brier score from evaluation dumps (JSONL)."""
 

@@ -63,6 +63,7 @@ from calibcli.io import (
     compressing,
     is_special,
     mode_for,
+    signals_held,
     suffix_codec,
     target_of,
     temporary_beside,
@@ -333,8 +334,9 @@ class Staged:
                     handle = None
                 self._appends.append(_Append(handle, payload, target, Path(path), what))
                 return
-            fd, tmp = temporary_beside(target)
-            self._renames.append((tmp, target))
+            with signals_held():  # recorded before a signal can end the run
+                fd, tmp = temporary_beside(target)
+                self._renames.append((tmp, target))
             with os.fdopen(fd, "wb") as f:
                 f.write(payload)
                 f.flush()

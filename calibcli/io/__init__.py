@@ -505,7 +505,6 @@ ROW_RULES = {
     "written_floats": "calibcli.io.narrow",
 }
 
-
 _PROVENANCE = (
     "read_as",
     "files_read_as",
@@ -518,6 +517,7 @@ _PROVENANCE = (
 )
 _CHECKED = ("RowsRead", "calibrator_notes", "check_fitted_names", "other_groups")
 _SIDES = ("side_tasks", "side_scorers")
+_ATOMIC = ("AtomicFile", "is_special", "mode_for", "signals_held", "target_of", "temporary_beside")
 
 
 def __getattr__(name: str) -> Any:
@@ -585,7 +585,7 @@ def __getattr__(name: str) -> Any:
 
         parts = importlib.import_module("calibcli.io.parts")
         return getattr(parts, "load" if name == "load_summary" else name)
-    if name in ("AtomicFile", "is_special", "mode_for", "target_of", "temporary_beside"):
+    if name in _ATOMIC:
         import importlib  # files put in place only once written in full
 
         return getattr(importlib.import_module("calibcli.io.atomic"), name)
