@@ -172,6 +172,15 @@ def check_apart(arguments: dict[str, Any]) -> None:
         written.append((_STDOUT, out))
     if not written:
         return
+    for source, found in input_stats(arguments):
+        for path, output in written:
+            if os.path.samestat(found, output):
+                raise OutputError(_same(source, path))
+
+
+def input_stats(arguments: dict[str, Any]) -> list[tuple[str, os.stat_result]]:
+    """(name, stat) of the files the command reads: those named (folders and patterns
+    expanded), and standard input's file when ``-`` is read from one."""
     from calibcli.io import named_files
 
     given, stdin_read = [], False
@@ -189,10 +198,7 @@ def check_apart(arguments: dict[str, Any]) -> None:
     held = redirected_file(sys.stdin) if stdin_read else None
     if held is not None:
         sources.append((_STDIN, held))
-    for source, found in sources:
-        for path, output in written:
-            if os.path.samestat(found, output):
-                raise OutputError(_same(source, path))
+    return sources
 
 
 def _same(source: str, path: str) -> str:

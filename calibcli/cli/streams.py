@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from calibcli.cli.staging import (
-    INPUT_PARAMETERS,
     OPTION_NAMES,
     OUTPUT_PARAMETERS,
     OutputError,
+    input_stats,
     is_stdout,
     prints_to_stdout,
     redirected_file,
@@ -63,7 +63,7 @@ def check_streams(arguments: dict[str, Any]) -> None:
                     f"{path} is both the {option} file and {name} (redirected to it): what is "
                     f"printed there would be lost or mixed into the file; send {name} elsewhere"
                 )
-    for source, found in _inputs(arguments):
+    for source, found in input_stats(arguments):
         for name, stream, of in streams:
             if os.path.samestat(found, stream):
                 raise OutputError(_input_message(source, name, _appends(of)))
@@ -131,26 +131,3 @@ def _job_summary(path: str, found: os.stat_result) -> bool:
         return os.path.samestat(found, os.stat(job))
     except OSError:
         return False
-
-
-def _inputs(arguments: dict[str, Any]) -> list[tuple[str, os.stat_result]]:
-    """(name, stat) of the files the command reads: those named (folders and patterns
-    expanded), and standard input's file when ``-`` is read from one."""
-    from calibcli.io import named_files
-
-    given, stdin_read = [], False
-    for name in INPUT_PARAMETERS:
-        value = arguments.get(name)
-        values = value if isinstance(value, list) else [value]
-        stdin_read = stdin_read or any(str(v) == "-" for v in values if v is not None)
-        given += [str(v) for v in values if v is not None and str(v) != "-"]
-    sources = []
-    for source in named_files(given):
-        try:
-            sources.append((source, os.stat(source)))
-        except OSError:
-            continue  # reading it says what is wrong with it
-    held = redirected_file(sys.stdin) if stdin_read else None
-    if held is not None:
-        sources.append((_STDIN, held))
-    return sources
