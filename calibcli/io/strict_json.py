@@ -139,7 +139,7 @@ _LONG_DECODER = json.JSONDecoder(parse_int=_int_or_long)
 def _table_hint(text: str) -> str:
     """A hint for a line that reads as a table's header or record (``id,confidence,correct``):
     such text is read as a table only from a file named so."""
-    if hint := _binary_table_hint(text[:6].encode()):
+    if hint := _binary_table_hint(text[:16].encode()):
         return hint
     stripped = text.lstrip().lstrip("\ufeff")
     if stripped[:1] in ("{", "[", "") or not any(d in stripped for d in (",", "\t", ";")):
@@ -160,17 +160,22 @@ def not_utf8(data: bytes) -> str:
 
 
 def _binary_table_hint(head: bytes) -> str:
-    """A hint for input that opens as a Parquet or Arrow table does, as one piped into
-    standard input: a table is read by seeking, so only from a file given by its path."""
+    """A hint for input that opens as a Parquet or Arrow table or a calibcli summary does, as
+    one piped into standard input: these are read by seeking, so only from a file given by its
+    path."""
     from calibcli.io.tables import table_kind
+    from calibcli.summaries import MAGIC
 
-    kind = table_kind(bytes(head[:6]))
-    if kind is None:
+    if bytes(head[: len(MAGIC)]) == MAGIC:
+        what, kind = "a calibcli summary", "a summary"
+    elif (table := table_kind(bytes(head[:6]))) is not None:
+        what = "a Parquet table" if table == "parquet" else "an Arrow table"
+        kind = "a table"
+    else:
         return ""
-    table = "a Parquet" if kind == "parquet" else "an Arrow"
     return (
-        f"; it opens as {table} table does: a table is read from a file given by its path, "
-        "not from standard input"
+        f"; it opens as {what} does: {kind} is read from a file given by its path, not from "
+        "standard input"
     )
 
 
