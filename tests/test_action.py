@@ -12,6 +12,7 @@ import shutil
 import subprocess
 
 import pytest
+from github_steps import WITHOUT_REPORT
 from workflow import ROOT, Context, Runner, load_action, runner_env, setup_python
 
 SAMPLE = ROOT / "sample_data"
@@ -153,29 +154,8 @@ def test_compare_against_a_baseline(workspace, runner_temp):
     assert summary.startswith("### calibcli compare")
 
 
-# The step outputs of a run without a report, written out by hand from the README's table:
-# left empty, GitHub's expressions read them as 0 (`outputs.passed != 'false'` and
-# `outputs.ece_difference < 0.03` would hold after a continue-on-error step)
-COMPARE_WITHOUT_REPORT = {
-    "command": "compare",
-    "matched": "NaN",
-    "ece_difference": "NaN",
-    "brier_difference": "NaN",
-    "accuracy_difference": "NaN",
-    "auroc_difference": "NaN",
-    "passed": "false",
-}
-CALIBRATE_WITHOUT_REPORT = {
-    "command": "calibrate",
-    "n": "NaN",
-    "accuracy": "NaN",
-    "ece": "NaN",
-    "brier": "NaN",
-    "smece": "NaN",
-    "nll": "NaN",
-    "auroc": "NaN",
-    "passed": "false",
-}
+COMPARE_WITHOUT_REPORT = WITHOUT_REPORT["compare"]
+CALIBRATE_WITHOUT_REPORT = WITHOUT_REPORT["calibrate"]
 
 
 def written(step):

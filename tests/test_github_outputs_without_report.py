@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 
 import pytest
+from github_steps import WITHOUT_REPORT, github_env, lines_of
 from harness import run, write_jsonl
 
 from calibcli.cli.commands import calibrate as calibrate_command
@@ -15,70 +16,10 @@ from calibcli.cli.commands import calibrate as calibrate_command
 BAD_CALIBRATION = '{"confidence": 1.5, "correct": true}\n'
 BAD_PERPLEXITY = '{"nll": 2.0}\n'  # no token count
 
-# the outputs of each command after bad input, written out by hand from the README's table
-WITHOUT_REPORT = {
-    "calibrate": {
-        "command": "calibrate",
-        "n": "NaN",
-        "accuracy": "NaN",
-        "ece": "NaN",
-        "brier": "NaN",
-        "smece": "NaN",
-        "nll": "NaN",
-        "auroc": "NaN",
-        "passed": "false",
-    },
-    "reliability": {
-        "command": "reliability",
-        "n": "NaN",
-        "accuracy": "NaN",
-        "ece": "NaN",
-        "brier": "NaN",
-        "passed": "false",
-    },
-    "perplexity": {
-        "command": "perplexity",
-        "perplexity": "NaN",
-        "bits_per_token": "NaN",
-        "bits_per_byte": "NaN",
-        "tokens": "NaN",
-        "passed": "false",
-    },
-    "threshold": {
-        "command": "threshold",
-        "threshold": "NaN",
-        "coverage": "NaN",
-        "accuracy": "NaN",
-        "passed": "false",
-    },
-    "compare": {
-        "command": "compare",
-        "matched": "NaN",
-        "ece_difference": "NaN",
-        "brier_difference": "NaN",
-        "accuracy_difference": "NaN",
-        "auroc_difference": "NaN",
-        "passed": "false",
-    },
-    "fit": {"command": "fit", "passed": "false"},
-}
-
 
 @pytest.fixture
 def actions(tmp_path):
-    outputs = tmp_path / "github_output"
-    outputs.write_text("")
-    env = {
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_OUTPUT": str(outputs),
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-    }
-    return env, outputs
-
-
-def lines_of(path):
-    """The ``name=value`` lines, in order (a name written twice shows twice)."""
-    return [tuple(line.split("=", 1)) for line in path.read_text().splitlines()]
+    return github_env(tmp_path)
 
 
 def bad_file(tmp_path, text=BAD_CALIBRATION):

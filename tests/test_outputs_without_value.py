@@ -7,36 +7,15 @@ without a report (``passed=false``, every figure ``NaN``), so that an earlier co
 from __future__ import annotations
 
 import pytest
+from github_steps import WITHOUT_REPORT, github_env, lines_of
 from harness import run, write_jsonl
 
-# the outputs of calibrate after a usage error, written out by hand from the README's table
-CALIBRATE_WITHOUT_REPORT = [
-    ("command", "calibrate"),
-    ("n", "NaN"),
-    ("accuracy", "NaN"),
-    ("ece", "NaN"),
-    ("brier", "NaN"),
-    ("smece", "NaN"),
-    ("nll", "NaN"),
-    ("auroc", "NaN"),
-    ("passed", "false"),
-]
+CALIBRATE_WITHOUT_REPORT = list(WITHOUT_REPORT["calibrate"].items())
 
 
 @pytest.fixture
 def actions(tmp_path):
-    outputs = tmp_path / "github_output"
-    outputs.write_text("")
-    env = {
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_OUTPUT": str(outputs),
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-    }
-    return env, outputs
-
-
-def lines_of(path):
-    return [tuple(line.split("=", 1)) for line in path.read_text().splitlines()]
+    return github_env(tmp_path)
 
 
 @pytest.fixture

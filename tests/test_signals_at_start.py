@@ -15,6 +15,7 @@ import sys
 import textwrap
 
 import pytest
+from github_steps import WITHOUT_REPORT, github_env, lines_of
 from harness import write_jsonl
 
 # The script of a run: SIGNAL sent to itself when MODULE is first imported, then calibcli's
@@ -41,18 +42,7 @@ SCRIPT = textwrap.dedent(
     """
 )
 
-# calibrate's outputs of a run without a report, written out by hand from the README's table
-CALIBRATE_WITHOUT_REPORT = {
-    "command": "calibrate",
-    "n": "NaN",
-    "accuracy": "NaN",
-    "ece": "NaN",
-    "brier": "NaN",
-    "smece": "NaN",
-    "nll": "NaN",
-    "auroc": "NaN",
-    "passed": "false",
-}
+CALIBRATE_WITHOUT_REPORT = WITHOUT_REPORT["calibrate"]
 
 
 @pytest.fixture
@@ -62,23 +52,15 @@ def rows(tmp_path):
 
 
 def start(tmp_path, module, signum, args, *, ignore_sigint=False):
-    outputs = tmp_path / "github_output"
-    outputs.write_text("")
-    env = {
-        **os.environ,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_OUTPUT": str(outputs),
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-    }
+    github, outputs = github_env(tmp_path)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **github}
     script = SCRIPT.format(
         module=module, signum=int(signum), args=[str(a) for a in args], ignore_sigint=ignore_sigint
     )
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
     )
-    written = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
-    return done, written
+    return done, dict(lines_of(outputs))
 
 
 @pytest.mark.parametrize(
