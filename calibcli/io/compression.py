@@ -180,6 +180,22 @@ def read_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def read_failure(source: str, exc: BaseException) -> str:
+    """What a failed read of the file ``source`` is called, in the words the line reader uses:
+    ``cannot decompress: ...`` for a compressed file (a truncated or damaged stream), else
+    ``cannot read: ...``, with an OS error's own words."""
+    if isinstance(exc, OSError) and exc.strerror:
+        reason = exc.strerror
+    else:
+        reason = next(iter(str(exc).splitlines()), "") or type(exc).__name__
+    try:
+        with open(source, "rb") as f:
+            compressed = codec_of(f.read(MAGIC_BYTES)) is not None
+    except OSError:
+        compressed = False
+    return f"{'cannot decompress' if compressed else 'cannot read'}: {reason}"
+
+
 def trailing_bytes(path: str, codec: Codec) -> int | None:
     """How many bytes at the end of a compressed file follow its last whole stream and start
     no stream of ``codec`` (rows appended to a file after it was compressed), or None when

@@ -251,7 +251,7 @@ def document_records(
     """``(name, locator, row, row text)`` of each row of a document (or of ``records``), errors
     as :class:`~calibcli.errors.InputError` naming file and row (a results file holds none)."""
     from calibcli.errors import InputError
-    from calibcli.io.compression import AppendedBytes
+    from calibcli.io.compression import AppendedBytes, read_failure
     from calibcli.io.sources import display_name
 
     name = display_name(source)
@@ -267,7 +267,7 @@ def document_records(
     except AppendedBytes as e:
         raise InputError(name, None, e.detail) from None
     except read_errors() as e:
-        raise InputError(name, None, f"cannot read: {e}") from None
+        raise InputError(name, None, read_failure(source, e)) from None
 
 
 def _sample_spans(text: str) -> list[tuple[int, int]]:

@@ -82,7 +82,7 @@ def document_rows(
     """(locator, row) of a whole document (:func:`calibcli.io.documents.iter_document`, with
     ``slim``, ``sample_type`` and ``notes``), its errors as :class:`InputError` naming the file
     and the row; an lm-eval results file raises :class:`SkipFile`."""
-    from calibcli.io.compression import AppendedBytes, read_errors
+    from calibcli.io.compression import AppendedBytes, read_errors, read_failure
     from calibcli.io.documents import DocumentError, ResultsFile, iter_document
 
     name = display_name(source)
@@ -106,7 +106,7 @@ def document_rows(
     except AppendedBytes as e:
         raise InputError(name, None, e.detail) from None
     except read_errors() as e:
-        raise InputError(name, None, f"cannot read: {e}") from None
+        raise InputError(name, None, read_failure(source, e)) from None
 
 
 KNOWN_NEWLINES_FILES = 64
