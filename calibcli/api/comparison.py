@@ -140,7 +140,6 @@ def compare(
         # what the reading said of each side's files, then of the matched rows, as compare of
         # the files says it
         said = (*_compared(b.warnings), *_compared(n.warnings), *matched.warnings)
-        said += _scored_otherwise(b, n)
         modes = _taken(b), _taken(n)
         # what the runs say closes gates as compare of the files closes them (several models
         # on a side); unpaired, each side's questions are drawn whole and --min-rows counts them
@@ -152,7 +151,8 @@ def compare(
             asked=tuple(_asked(side) for side in sides) if repeated else None,
             side_questions=(b.questions, n.questions) if repeated else None,
         )
-        # the tasks, scorers and grading of each side, as compare of the files checks them
+        # the tasks, scorers, grading and scoring of each side, as compare of the files
+        # checks them (the command reads both sides with one scoring)
         matched = with_sides(matched, b, n, paired=not unpaired)
     if not unpaired:
         usage(
@@ -261,39 +261,9 @@ def _keyed(rows: Predictions, name: str) -> Any:
     )
 
 
-# how a side's confidences were computed from what its files hold: the command reads both
-# sides one way, the functions take each side as it was read (a field of another name is only
-# another spelling, so it is not among them)
-_READ_AS = ("mc_norm", "inspect_confidence")
 # the modes --inspect-confidence auto takes by: sides taken by them otherwise are said by the
 # report's own warning (calibcli.reports.compare_sides.taken_two_ways)
 _AUTO_MODES = ("answer-token", "sequence")
-
-
-def _scored_otherwise(base: Predictions, new: Predictions) -> tuple[str, ...]:
-    """A warning when the two sides' confidences were computed another way (the same run
-    scored as ``acc`` on one side and ``acc_norm`` on the other): the report then compares two
-    ways of scoring as much as two predictors, and says so. Rows given as arrays say nothing."""
-    if not (base.files and new.files):
-        return ()
-    other = [
-        f"{name}={getattr(base, name)!r} on BASE, {getattr(new, name)!r} on NEW"
-        for name in _READ_AS
-        if getattr(base, name) != getattr(new, name)
-        and not (name == "inspect_confidence" and _auto_modes(base, new))
-    ]
-    if not other:
-        return ()
-    return (
-        f"the sides' confidences were computed another way ({'; '.join(other)}): the "
-        "differences are also those of scoring the rows another way, which compare of the "
-        "files never does",
-    )
-
-
-def _auto_modes(base: Predictions, new: Predictions) -> bool:
-    """Whether both sides' inspect-ai confidences were taken by auto's modes (``auto``: both)."""
-    return {base.inspect_confidence, new.inspect_confidence} <= {"auto", *_AUTO_MODES}
 
 
 def _compared(warnings: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """What :func:`~calibcli.compare` knows of its two sides given as Predictions, as compare of
 the files knows it of its files: the tasks their runs are of, the scorer their inspect-ai logs
 were graded by, whether their matched rows ask the same questions, and the reading options
-that grade them (each side is read with its own; the command reads both one way). The report
+that grade them or compute their confidences (each side is read with its own; the command
+reads both one way, and refuses summary files, which hold no rows). The report
 (:func:`calibcli.reports.compare_matching.sides_apart`) says so of sides apart and fails every
 gate closed on them, as the command's does."""
 
@@ -16,6 +17,12 @@ from calibcli.summaries import PairedRows
 # the formats whose rows are graded by a reading option, and the option (an inspect-ai log's
 # scorer is checked with the scorers its logs hold)
 _GRADED_BY = (("jsonl", "correct_field"), ("openai", "gold_field"))
+# the formats whose confidences a reading option computes, and the option: lm-eval's
+# multiple-choice normalisation (acc or acc_norm), inspect-ai's confidence source
+_SCORED_BY = (("lm-eval", "mc_norm"), ("inspect-ai", "inspect_confidence"))
+# the modes --inspect-confidence auto takes by: sides taken by them otherwise are said by the
+# report's own check of the samples (calibcli.reports.compare_sides.taken_two_ways)
+_AUTO_MODES = ("auto", "answer-token", "sequence")
 
 
 @dataclass(frozen=True)
@@ -24,12 +31,14 @@ class SidesRows(PairedRows):
     :class:`calibcli.io.compared.TaskedRows` holds them, ``same_questions`` (paired: every
     matched row's document is known on both sides and the two agree) and ``graded`` (each
     reading option that grades the rows and was given otherwise on each side: its name, BASE's
-    value, NEW's value)."""
+    value, NEW's value), ``scored`` (each reading option that computes the confidences and was
+    given otherwise on each side, alike)."""
 
     tasks: tuple[Any, Any] | None = None
     scorers: tuple[str | None, str | None] | None = None
     same_questions: bool = False
     graded: tuple[tuple[str, Any, Any], ...] = ()
+    scored: tuple[tuple[str, Any, Any], ...] = ()
     # a side's scorer was given to read it, not the one its logs hold (the warning says so)
     scorers_given: bool = False
 
@@ -51,6 +60,7 @@ def with_sides(matched: Any, base: Predictions, new: Predictions, *, paired: boo
         scorers=_scorers(base, new, files, side_scorers),
         same_questions=same,
         graded=_graded(base, new),
+        scored=_scored(base, new),
         scorers_given=base.scorer is not None or new.scorer is not None,
     )
 
@@ -87,6 +97,23 @@ def _graded(base: Predictions, new: Predictions) -> tuple[tuple[str, Any, Any], 
         for fmt, option in _GRADED_BY
         if fmt in both and _value(base, option) != _value(new, option)
     )
+
+
+def _scored(base: Predictions, new: Predictions) -> tuple[tuple[str, Any, Any], ...]:
+    """The reading options that compute the confidences of rows of a format both sides hold,
+    given otherwise on each side (one lm-eval run read as acc on BASE and acc_norm on NEW).
+    inspect-ai rows both taken by auto's modes are left to the report, which counts how each
+    side's samples were taken."""
+    both = _formats(base) & _formats(new)
+    found = []
+    for fmt, option in _SCORED_BY:
+        mine, theirs = getattr(base, option), getattr(new, option)
+        if fmt not in both or mine == theirs:
+            continue
+        if option == "inspect_confidence" and {mine, theirs} <= set(_AUTO_MODES):
+            continue
+        found.append((option, mine, theirs))
+    return tuple(found)
 
 
 def _value(rows: Predictions, option: str) -> Any:

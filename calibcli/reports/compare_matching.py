@@ -4,7 +4,8 @@ that they were graded by one scorer (:func:`scorers_apart`): runs of different t
 different questions, and logs graded by different scorers judge a right answer differently, so
 their differences would compare the tasks or the scorers as well as the models, and every gate
 fails closed on them (:func:`sides_apart`), as on sides whose inspect-ai confidences were taken
-two ways (:func:`~calibcli.reports.compare_sides.taken_two_ways`)."""
+two ways (:func:`~calibcli.reports.compare_sides.taken_two_ways`) and on sides the Python API
+read with different options that compute their confidences (:func:`scored_apart`)."""
 
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def sides_apart(matched: Any, *, paired: bool) -> list[tuple[str, str, str]]:
     such know neither) are not comparable: each (the warning's kind, the warning, every gate
     check's reason to fail closed), runs of different tasks (:func:`tasks_apart`) first, then
     logs graded by different scorers (:func:`scorers_apart`), then rows read with different
-    options that grade them (:func:`graded_apart`); none when they are."""
+    options that grade them (:func:`graded_apart`), then rows read with different options that
+    compute their confidences (:func:`scored_apart`); none when they are."""
     asked = bool(getattr(matched, "same_questions", False))
     found = [
         (
@@ -116,6 +118,7 @@ def sides_apart(matched: Any, *, paired: bool) -> list[tuple[str, str, str]]:
             ),
         ),
         ("grading", graded_apart(getattr(matched, "graded", ()))),
+        ("scoring", scored_apart(getattr(matched, "scored", ()))),
     ]
     return [(kind, *said) for kind, said in found if said is not None]
 
@@ -157,6 +160,29 @@ def graded_apart(graded: Any) -> tuple[str, str] | None:
         "on them fails; read both sides alike"
     )
     return warning, "BASE and NEW were graded another way (see the warning)"
+
+
+def scored_apart(scored: Any) -> tuple[str, str] | None:
+    """(the warning, every gate check's reason to fail closed) when the two sides' rows were
+    read with different options that compute their confidences (the Python API reads each side
+    with its own options; the command reads both one way, and compares no summary files):
+    ``scored``, each such option as (its name, BASE's value, NEW's value), e.g. lm-eval's
+    ``mc_norm`` or inspect-ai's ``inspect_confidence``; None when there is none. The
+    differences would then be the options' as well as the models', so the reason names both
+    sides' values."""
+    if not scored:
+        return None
+    said = "; ".join(f"{name}={mine!r} on BASE, {theirs!r} on NEW" for name, mine, theirs in scored)
+    warning = (
+        f"the sides' confidences were computed another way ({said}): the differences are also "
+        "those of scoring the rows another way, which compare of the files never does"
+    )
+    reason = (
+        f"BASE and NEW were read with different options that compute their confidences "
+        f"({said}): the differences are the options' as well as the models'; read both sides "
+        "with one value of each"
+    )
+    return warning, reason
 
 
 def _named(tasks: Any, *, paired: bool) -> tuple[str, str] | None:
