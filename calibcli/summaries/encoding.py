@@ -3,7 +3,7 @@
 Layout (all integers little-endian)::
 
     b"CALIBCLI SUMMARY"          16 bytes, the magic
-    u32 format version            FORMAT_VERSION (3); 1 and 2 are read too, others refused
+    u32 format version            FORMAT_VERSION (4); 1 to 3 are read too, others refused
     u32 0                         reserved
     u64 header length             bytes of the header that follows
     header                        UTF-8 JSON, padded with spaces to a multiple of 8 bytes
@@ -16,10 +16,10 @@ dtypes ``<f8``, ``<i8``, ``<u4`` or ``<u8``. A table's exact sums are stored as 
 (see :mod:`calibcli.summaries.exact`) with the index of their lowest limb; the smooth ECE's grid
 histograms sparse, per grid size m: each kept cell's flat index into its group's (2, m)
 histogram (``<u4``), its value (``<f8``) and where each group's cells start (``<i8``, groups + 1
-entries); a cell left out is +0.0 (:class:`calibcli.summaries.moments.SparseGrids`). Any other
-program can
-read a summary with a JSON parser and, e.g., ``numpy.frombuffer``. Nothing in it depends on the
-clock, so the same rows give the same bytes.
+entries); a cell left out is +0.0 (:class:`calibcli.summaries.moments.SparseGrids`). Row ids
+marked ``"inspect_task": false`` are a version 1 to 3 summary's, whose inspect-ai ids carry no
+task. Any other program can read a summary with a JSON parser and, e.g., ``numpy.frombuffer``.
+Nothing in it depends on the clock, so the same rows give the same bytes.
 """
 
 from __future__ import annotations
@@ -37,14 +37,15 @@ from calibcli.summaries.calibration import (
     Source,
 )
 from calibcli.summaries.exact import ExactSums
-from calibcli.summaries.ids import RowIds
+from calibcli.summaries.ids import RowIds, taskless_ids
 from calibcli.summaries.perplexity import PerplexitySettings, PerplexitySummary
-from calibcli.summaries.sources import recorded_counts, recorded_hashes
+from calibcli.summaries.sources import recorded_counts, recorded_cut, recorded_hashes
 from calibcli.summaries.tables import BinTable, TotalsTable
 
-FORMAT_VERSION = 3
-READ_VERSIONS = (1, 2, 3)
-"""Version 1 held the smooth-ECE grids dense; 1 and 2 hashed an id with the ids beside it."""
+FORMAT_VERSION = 4
+READ_VERSIONS = (1, 2, 3, 4)
+"""Version 1 held the smooth-ECE grids dense; 1 and 2 hashed an id with the ids beside it; 1
+to 3 left an inspect-ai sample's log task out of its id (``RowIds.taskless``)."""
 _PREFIX = struct.Struct("<16sIIQ")
 _DTYPES = {"<f8": np.float64, "<i8": np.int64, "<u4": np.uint32, "<u8": np.uint64}
 ROW_ARRAYS = ("rows.right", "rows.wrong", "rows.right_groups", "rows.wrong_groups")
@@ -188,6 +189,8 @@ def encode(summary: CalibrationSummary | PerplexitySummary) -> tuple[bytes, list
             "hashes": arrays.ref("row_ids.hashes", ids.hashes, "<u8"),
             "lines": arrays.ref("row_ids.lines", ids.lines, "<i8"),
         }
+        if ids.taskless:  # kept as read, so that writing it again does not hide it
+            meta["row_ids"]["inspect_task"] = False
     meta["arrays"] = [
         {"name": name, "dtype": array.dtype.str, "shape": list(array.shape)}
         for name, array in arrays.items
@@ -239,6 +242,8 @@ def read_header(data: bytes | memoryview) -> tuple[dict[str, Any], int]:
         raise SummaryError("a damaged calibcli summary (its header is not valid JSON)") from None
     if isinstance(meta, dict) and version < 3:  # its row ids are RowIds.batched
         meta["batched_ids"] = True
+    if isinstance(meta, dict) and version < 4 and isinstance(meta.get("row_ids"), dict):
+        meta["row_ids"]["inspect_task"] = False  # its inspect-ai ids may be RowIds.taskless
     if not isinstance(meta, dict) or not isinstance(meta.get("arrays"), list):
         raise SummaryError("a damaged calibcli summary (its header lists no arrays)")
     return meta, end
@@ -350,7 +355,6 @@ def _source(entry: Any, table: BinTable | None) -> Source:
         for count in (epochs, pooled):
             if count is not None and (type(count) is not int or count < 1):
                 raise TypeError(count)
-        size, part = _cut(entry.get("size"), entry.get("part"))
         return Source(
             name=str(entry["name"]),
             content=str(entry["content"]),
@@ -364,30 +368,17 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             inspect_counts=recorded_counts(entry),
             model=model,
             epochs=epochs,
-            size=size,
-            part=part,
             pooled=pooled,
+            **recorded_cut(entry),
             **recorded_hashes(entry),
         )
     except (AttributeError, KeyError, TypeError, ValueError):
         raise SummaryError("a damaged calibcli summary (a bad source entry)") from None
 
 
-def _cut(size: Any, part: Any) -> tuple[int | None, tuple[int, int, int] | None]:
-    """A source entry's ``size`` and ``part`` (a range read with ``--part``; absent in other
-    entries and in summaries written before they were recorded); TypeError when bad."""
-    if size is not None and (type(size) is not int or size < 0):
-        raise TypeError(size)
-    if part is None:
-        return size, None
-    if not isinstance(part, list) or len(part) != 3 or any(type(k) is not int for k in part):
-        raise TypeError(part)
-    if not 1 <= part[0] <= part[1] <= part[2]:
-        raise TypeError(part)
-    return size, (part[0], part[1], part[2])
-
-
-def _row_ids(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> RowIds | None:
+def _row_ids(
+    meta: dict[str, Any], arrays: dict[str, np.ndarray], settings: Any, sources: Any
+) -> RowIds | None:
     spec = meta.get("row_ids")
     if spec is None:
         return None
@@ -398,7 +389,8 @@ def _row_ids(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> RowIds | No
     if hashes.shape != lines.shape or hashes.ndim != 1:
         raise SummaryError("a damaged calibcli summary (its row ids have a bad shape)")
     batched = meta.get("batched_ids") is True
-    return RowIds(hashes.astype(np.uint64), lines.astype(np.int64), batched)
+    taskless = spec.get("inspect_task") is False and taskless_ids(settings, sources)
+    return RowIds(hashes.astype(np.uint64), lines.astype(np.int64), batched, taskless)
 
 
 def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_rows: bool = False):
@@ -441,7 +433,13 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_ro
         if names is not None and table.groups != len(names):
             raise SummaryError("a damaged calibcli summary (groups and totals disagree)")
         summary = PerplexitySummary(
-            settings, table, names, sources, warnings, present, _row_ids(meta, arrays)
+            settings,
+            table,
+            names,
+            sources,
+            warnings,
+            present,
+            _row_ids(meta, arrays, settings, sources),
         )
         check_perplexity(summary)
         return summary
@@ -470,7 +468,7 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_ro
         sources,
         warnings,
         read_fingerprint(meta.get("fingerprint"), arrays),
-        _row_ids(meta, arrays),
+        _row_ids(meta, arrays, settings, sources),
         distinct,
         moments,
         None if missing is None else str(missing),

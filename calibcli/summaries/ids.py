@@ -1,7 +1,8 @@
 """The ids of the rows a summary holds, where rows have them (lm-eval task + doc_id, an
-inspect-ai sample's id + epoch, or ``--id-field``): 64-bit hashes, each with its line (-1 for a
-row of a whole document). They travel inside the summary so that rows read twice are refused
-wherever the parts meet: in one reading, between a worker's share and the rest, in a merge."""
+inspect-ai sample's id + epoch + its log's task, or ``--id-field``): 64-bit hashes, each with
+its line (-1 for a row of a whole document). They travel inside the summary so that rows read
+twice are refused wherever the parts meet: in one reading, between a worker's share and the
+rest, in a merge."""
 
 from __future__ import annotations
 
@@ -24,11 +25,14 @@ class SummaryMismatch(ValueError):
 class RowIds:
     """Hashes (uint64) and lines (int64, -1 when not a line) of identified rows, in input
     order. ``batched``: read from a summary an earlier calibcli wrote, whose hash of an id
-    depended on the ids hashed with it, so that its hashes match no other summary's."""
+    depended on the ids hashed with it, so that its hashes match no other summary's.
+    ``taskless``: of a summary whose inspect-ai samples' ids do not carry their log's task
+    (:func:`taskless_ids`), so that they match no other summary's samples."""
 
     hashes: np.ndarray
     lines: np.ndarray
     batched: bool = False
+    taskless: bool = False
 
     @classmethod
     def concat(cls, parts: list[RowIds]) -> RowIds | None:
@@ -38,6 +42,7 @@ class RowIds:
             np.concatenate([p.hashes for p in parts]),
             np.concatenate([p.lines for p in parts]),
             any(p.batched for p in parts),
+            any(p.taskless for p in parts),
         )
 
     @property
@@ -88,6 +93,7 @@ def pooled_keys(questions: Any, tokens: Any = None, held: RowIds | None = None) 
         np.concatenate([held.hashes, keys.hashes]),
         np.concatenate([held.lines, keys.lines]),
         held.batched,
+        held.taskless,
     )
 
 
@@ -172,12 +178,51 @@ def line_keys(content: str, lines: np.ndarray) -> np.ndarray:
 _TWICE = "a row is in two of the parts (the same id)"
 
 
+def inspect_rows(sources: Any) -> bool:
+    """Whether ``sources`` (a summary's) hold rows of an inspect-ai log."""
+    return any(s.format == "inspect-ai" and s.skipped is None and s.rows for s in sources)
+
+
+def taskless_ids(settings: Any, sources: Any) -> bool:
+    """Whether the ids of a summary an earlier calibcli wrote (format version 3 or before) are
+    inspect-ai samples' without their log's task: rows of an inspect-ai log read without
+    ``--id-field``, whose ids are the sample's ``id`` and ``epoch`` (and, as calibcli reads
+    them now, the task, :func:`calibcli.io.ids.sample_task`)."""
+    return getattr(settings, "id_field", None) is None and inspect_rows(sources)
+
+
+def check_id_schemes(summaries: list[Any], labels: list[str] | None = None) -> None:
+    """SummaryMismatch when a summary whose inspect-ai samples' ids carry no task
+    (:attr:`RowIds.taskless`) is counted with another holding ids of inspect-ai rows: a sample
+    has another id in each, so the re-runs they share would go unseen, pooled as other
+    questions. ``labels``: the summaries' names (without them, the message names the summary
+    by the first inspect-ai log it read)."""
+    holding = [
+        i for i, s in enumerate(summaries) if s.row_ids is not None and inspect_rows(s.sources)
+    ]
+    for i in holding if len(holding) > 1 else ():
+        if summaries[i].row_ids.taskless:
+            label = None if labels is None else labels[i]
+            if label is None:
+                log = next(s for s in summaries[i].sources if inspect_rows([s]))
+                label = f"a summary file of {log.display}"
+            raise SummaryMismatch(
+                f"{label} holds ids of inspect-ai samples without their log's task, as calibcli "
+                "wrote them before summary format version 4, so the re-runs of a task it shares "
+                "with the other inputs cannot be found; summarize its files again with this "
+                "calibcli",
+                part=None if labels is None else labels[i],
+            )
+
+
 def merged_ids(summaries: list[Any]) -> RowIds | None:
     """The ids of merged summaries; SummaryMismatch when a row is in two of them. The question
     keys of rows pooled with ``--all-runs`` (:func:`pooled_keys`) may repeat across them (the
     re-runs the summaries pooled on purpose), but not the id of a row read without it: pooling
     is asked for by every part that pools, so a part read without ``--all-runs`` holding a
-    question a pooling part holds is refused (summarize it with ``--all-runs`` too)."""
+    question a pooling part holds is refused (summarize it with ``--all-runs`` too), as is a
+    summary whose ids follow another scheme than theirs (:func:`check_id_schemes`)."""
+    check_id_schemes(summaries)
     ids = RowIds.concat([s.row_ids for s in summaries if s.row_ids is not None])
     if ids is None:
         return None

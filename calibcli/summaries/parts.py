@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.metrics import phase
-from calibcli.summaries.ids import SummaryMismatch
+from calibcli.summaries.ids import SummaryMismatch, check_id_schemes
 
 TABLE_MODES = ("auto", "always", "never")
 """``summarize --table``: keep the distinct-value table up to the cap, always, or never."""
@@ -321,6 +321,8 @@ def merge_parts(parts: list[Any], labels: list[str]) -> Any:
             )
     check_disjoint(parts, labels)
     counted = [(part, label) for part, label in zip(parts, labels, strict=True) if _counted(part)]
+    # a summary whose inspect-ai ids carry no task, beside others holding such ids, named
+    check_id_schemes([p for p, _ in counted], [label for _, label in counted])
     for part, label in counted if len(counted) > 1 else ():
         if part.row_ids is not None and part.row_ids.batched:
             # its ids were hashed with the ids read beside them: equal ids in two parts may

@@ -149,6 +149,22 @@ def recorded_hashes(entry: Any) -> dict[str, Any]:
     }
 
 
+def recorded_cut(entry: Any) -> dict[str, Any]:
+    """A summary file's source entry's ``size`` and ``part`` (a range read with ``--part``;
+    absent in other entries and in summaries written before they were recorded), as
+    :class:`Source` fields; TypeError when bad."""
+    size, part = entry.get("size"), entry.get("part")
+    if size is not None and (type(size) is not int or size < 0):
+        raise TypeError(size)
+    if part is None:
+        return {"size": size, "part": None}
+    if not isinstance(part, list) or len(part) != 3 or any(type(k) is not int for k in part):
+        raise TypeError(part)
+    if not 1 <= part[0] <= part[1] <= part[2]:
+        raise TypeError(part)
+    return {"size": size, "part": (part[0], part[1], part[2])}
+
+
 def recorded_counts(entry: Any) -> tuple[int, int] | None:
     """A summary file's source entry's ``inspect_counts`` (absent where none were recorded), as
     the :class:`Source` field; TypeError or ValueError when bad."""
