@@ -20,8 +20,8 @@ FLAGS = ["--target-accuracy", "0.5", "--min-coverage", "0.05"]
 MODEL_WARNING = (
     "the threshold was chosen on rows of model 'pretrained__org__model-a' (--fit); the evaluated "
     "rows are of model 'pretrained__org__model-b', as their runs name them: a threshold on one "
-    "model's confidences says nothing of another's, so a --min-coverage gate fails closed; "
-    "choose the threshold on this model's rows"
+    "model's confidences says nothing of another's, so a --min-coverage gate on them fails "
+    "closed; choose the threshold on this model's rows"
 )
 
 

@@ -20,8 +20,8 @@ RESULTS = "results_2026-11-29T18-50-52.260809.json"
 OTHER_MODEL = (
     "the threshold was chosen on rows of model 'wxrd1574' (--fit); the evaluated rows are of "
     "model 'other-model-7b', as their runs name them: a threshold on one model's confidences "
-    "says nothing of another's, so a --min-coverage gate fails closed; choose the threshold on "
-    "this model's rows"
+    "says nothing of another's, so a --min-coverage gate on them fails closed; choose the "
+    "threshold on this model's rows"
 )
 OTHER_MODEL_GATE = (
     "the threshold was chosen on another model's rows (see the warning): a threshold on one "

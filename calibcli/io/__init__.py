@@ -280,14 +280,14 @@ _SEQUENCES_REPEATED = (  # how the warning about perplexity rows repeating quest
 
 def _one_sample(summary: Any, by: str | None, all_runs: bool = False) -> Any:
     """The summary with what each source's run records (:func:`calibcli.io.runs.rerun_sources`:
-    lm-eval re-runs pooled with ``all_runs`` as epochs), said to mix models
-    (:func:`calibcli.io.runs.pooled_models`; ``single_model``: the --by groups known to be one
-    model's) unless --by model keeps them apart, and to repeat its questions when a run scored
-    each sample several times. A summary file's own say is replaced by what its records say now."""
+    lm-eval re-runs pooled with ``all_runs`` as epochs), said to mix models (``single_model``:
+    the --by groups known to be one model's) unless --by model keeps them apart, and to repeat
+    its questions when a run scored each sample several times (``groups_known``: each group's
+    model and repeats, where known). A summary file's say is replaced by its records' now."""
     from dataclasses import replace
 
     from calibcli.io.runs import REPEATED, models_named, rerun_sources, source_checks
-    from calibcli.summaries import one_model_groups
+    from calibcli.summaries import group_sources
 
     sources = rerun_sources(summary.sources, all_runs)
     # rows kept with their questions' keys, or not kept (no bootstrap over rows runs), are
@@ -298,8 +298,7 @@ def _one_sample(summary: Any, by: str | None, all_runs: bool = False) -> Any:
     tail = "" if summary.kind == "calibration" else _SEQUENCES_REPEATED
     mixed, repeats = source_checks(sources, by, whole, sums, tail)
     task = task_from_filename if by == "task" else None  # an lm-eval file's --by task group
-    read = [s for s in sources if s.skipped is None]
-    apart = one_model_groups(read, summary.group_names, task, models_named) if mixed else None
+    known = group_sources(sources, summary.group_names, task, models_named)  # skipped left out
     said = [w for w in (mixed, repeats) if w is not None]
     kept_said = [w for w in summary.warnings if not w.startswith(REPEATED) or w in said]
     more = {} if summary.kind != "calibration" else {"repeats": None if whole else repeats}
@@ -308,7 +307,8 @@ def _one_sample(summary: Any, by: str | None, all_runs: bool = False) -> Any:
         sources=sources,
         warnings=tuple(dict.fromkeys([*kept_said, *said])),
         mixed=mixed,
-        single_model=apart or frozenset(),
+        single_model=frozenset(known.models if mixed else ()),
+        groups_known=known,
         **more,
     )
 

@@ -486,6 +486,7 @@ def calibrate_report(
     floors: dict[str | None, Any] = {}  # each section's rare-class floor, by group
 
     def build(view: Any, group: str | None) -> Section:
+        own = _own_repeats(summary, group, repeats)  # a group's own runs, where known
         section = calibration_section(
             view,
             bins=bins,
@@ -496,13 +497,13 @@ def calibrate_report(
             smooth=group is None or not many,
             upper_gate=upper_gate,
             floor=floor,
-            repeats=repeats,
+            repeats=own,
         )
         if not upper_gate:
             return section
         from calibcli.reports.calibrate_groups import rare_floor
 
-        found, closed = rare_floor(view, gate, bootstrap.level, bins, strategy, repeats)
+        found, closed = rare_floor(view, gate, bootstrap.level, bins, strategy, own)
         floors[group] = found
         return Section(section.figures, section.notes, {**closed, **section.closed})
 
@@ -573,6 +574,12 @@ def calibrate_report(
         report.body["gate"], report.failures, gate, floors, bootstrap.level
     )
     return Report({**report.body, "gate": body}, failures)
+
+
+def _own_repeats(summary: Any, group: str | None, most: int | None) -> int | None:
+    """The most rows a question holds in ``group``'s rows (GroupSources.repeats)."""
+    known = getattr(summary, "groups_known", None)
+    return most if known is None else known.repeats(group, most)
 
 
 def _group_sections(

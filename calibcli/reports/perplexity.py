@@ -212,14 +212,14 @@ def repeat_floors(summary: Any, gate: Gate | None) -> Callable[[Any, str | None]
     --all-runs whose ids repeat): each question counts once. The pooled rows' questions and
     their tokens are exact where the reading counted them (the summary's ``distinct``).
     Otherwise the rows carry no question keys, so the questions are a lower bound: the rows
-    of the runs scored alike over that many times, rounded up (a group's over the most of any
-    run, as its rows are not known by run); the tokens likewise, over the most, a question's
-    repeats scoring the same tokens."""
+    of the runs scored alike over that many times, rounded up (a group's over the most of its
+    own runs where its sources are known, an lm-eval task's under --by task, else of any run);
+    the tokens likewise, over the most, a question's repeats scoring the same tokens."""
     from calibcli.summaries import most_epochs
 
     sources = [s for s in getattr(summary, "sources", ()) if s.skipped is None]
-    most = most_epochs(sources)
-    floors = gate.minimums if gate and most else {}
+    most_of = most_epochs(sources)
+    floors = gate.minimums if gate and most_of else {}
     distinct = getattr(summary, "distinct", None)
     rows_of: dict[int, int] = {}  # times scored -> the rows of the runs scored that many times
     for s in sources:
@@ -230,6 +230,10 @@ def repeat_floors(summary: Any, gate: Gate | None) -> Callable[[Any, str | None]
         out: dict[str, str] = {}
         n, tokens = int(view.sequences), view.total_tokens
         exact = group is None and distinct is not None
+        known = getattr(summary, "groups_known", None)  # a group's own runs, where known
+        most = most_of if known is None else known.repeats(group, most_of)
+        if not most:
+            return out
         least = floors.get("sequences")
         if least is not None:
             questions = -(-n // most)

@@ -33,6 +33,7 @@ from typing import Any
 from calibcli.reports.figures import confidence
 from calibcli.reports.gate import value_text
 from calibcli.reports.report import Note, Report, Section, assemble
+from calibcli.reports.threshold_questions import one_answer_each, repeats_of
 
 REPEATED_GUARANTEE = (
     "the guarantee counts each row it was chosen on as a question of its own, but a run scored "
@@ -320,7 +321,8 @@ def threshold_section(
     """The threshold figures for one set of rows (pooled, or one --by group: ``grouped``).
     ``fit_keys``: the rows the threshold is chosen on repeat their questions, and these are their
     (right, wrong) question keys; the guaranteed threshold is chosen on one answer per question
-    (:func:`_one_per_question`). ``eval_repeats``: the evaluated rows repeat their questions, and
+    (:func:`~calibcli.reports.threshold_questions.one_answer_each`). ``eval_repeats``: the
+    evaluated rows repeat their questions, and
     the bounds on them are read on one answer per question of ``eval_keys`` (null without them)."""
     from calibcli.metrics import (
         RiskCoverage,
@@ -344,7 +346,7 @@ def threshold_section(
     fit_curve = curve if fit_columns is None else RiskCoverage.from_columns(fit_columns)
     # what the evaluated rows' bounds are read on: every row, one answer per question, or
     # nothing (False) when the rows repeat questions they do not name
-    drawn = _one_per_question(columns, eval_keys) if eval_repeats and eval_keys else None
+    drawn = one_answer_each(columns, eval_keys) if eval_repeats and eval_keys else None
     bounds_on = (drawn[0] if drawn else False) if eval_repeats else None
     if fit_curve.total == 0:
         held = "the --fit input holds no rows" + (" of this group" if grouped else "")
@@ -361,7 +363,7 @@ def threshold_section(
                 chooser, one = drawn  # chosen on the evaluated rows: their own draw
             else:
                 rows = columns if fit_columns is None else fit_columns
-                chooser, one = _one_per_question(rows, fit_keys)
+                chooser, one = one_answer_each(rows, fit_keys)
         chosen = select_threshold(
             chooser,
             target_accuracy=settings.target_accuracy,
@@ -408,28 +410,6 @@ def threshold_section(
     section["curve"] = _table(curve, settings, bounds_on)
     section["coverage_curve"] = _coverage_curve(curve)
     return Section(section, notes, closed)
-
-
-def _repeats(summary: Any) -> tuple[bool, bool]:
-    """Whether ``summary``'s rows repeat their questions (a run's epochs), and whether they
-    are kept with their questions' keys."""
-    from calibcli.summaries import repeated_questions
-
-    kept = getattr(summary, "kept", None)
-    repeated = repeated_questions(summary.sources)
-    return repeated, repeated and kept is not None and kept.keyed
-
-
-def _one_per_question(columns: Any, keys: Any) -> tuple[Any, dict[str, Any]]:
-    """The risk–coverage curve of one answer per question of ``columns`` (their (right, wrong)
-    question ``keys``), drawn at random with seed 0 by each question's key and answers, whatever
-    the rows' order (:func:`calibcli.metrics.one_per_question`), and what the report says of it."""
-    from calibcli.metrics import PredictionColumns, RiskCoverage, one_per_question
-
-    right, wrong = one_per_question(*keys, seed=0, columns=columns)
-    kept = PredictionColumns(columns.conf_correct[right], columns.conf_wrong[wrong])
-    said = {"questions": int(kept.n), "rows": int(columns.n), "seed": 0}
-    return RiskCoverage.from_columns(kept), said
 
 
 def _coverage_curve(curve: Any) -> dict[str, Any]:
@@ -484,7 +464,14 @@ def threshold_report(
 
     from calibcli.metrics import PredictionColumns
     from calibcli.reports.recalibration import carried
-    from calibcli.reports.threshold_fit import FitOrigin, fit_only_groups, fit_origin, other_rows
+    from calibcli.reports.threshold_fit import (
+        OTHER_MODEL,
+        FitOrigin,
+        fit_only_groups,
+        fit_origin,
+        other_rows,
+        same_model_groups,
+    )
 
     origin = FitOrigin()
     if fit is not None and read is not None:  # the rows as read, before any calibrator
@@ -500,12 +487,18 @@ def threshold_report(
         # a threshold chosen on a merge missing pieces of its input is not the one asked for
         summary = replace(summary, partial=f"the --fit rows: {partial}")
     fit_groups = None if fit is None else fit.by_group()
+    # under rows of several models, the pooled figures and every group not known to be one
+    # model's fail closed as such; a group of one model's rows is held against the model of
+    # its own --fit rows, not against the models of other groups' rows
+    by = getattr(getattr(summary, "settings", None), "by", None)
+    by_group_model = origin.closed == OTHER_MODEL and bool(summary.mixed) and by != "model"
+    same = same_model_groups(fit, summary) if by_group_model else frozenset()
 
     # rows that repeat their questions, with the questions' keys, choose the guaranteed
     # threshold on one answer per question; without the keys its gate fails closed
     chooser = fit if fit is not None else summary
-    repeated, drawn = _repeats(chooser)
-    eval_repeated, eval_keyed = _repeats(summary)
+    repeated, drawn = repeats_of(chooser)
+    eval_repeated, eval_keyed = repeats_of(summary)
 
     def build(view: Any, group: str | None) -> Section:
         columns, chosen_on = None, view
@@ -518,7 +511,7 @@ def threshold_report(
             if columns is None:
                 columns = PredictionColumns.concat([])
         keys = chosen_on.keys if drawn and chosen_on is not None else None
-        return threshold_section(
+        section = threshold_section(
             view.columns,
             columns,
             settings,
@@ -527,6 +520,9 @@ def threshold_report(
             eval_keys=view.keys if eval_keyed else None,
             eval_repeats=eval_repeated,
         )
+        if not by_group_model or group in same or group not in summary.single_model:
+            return section  # else a group of one model's rows chosen on another model's
+        return Section(section.figures, section.notes, {"coverage": OTHER_MODEL, **section.closed})
 
     def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
         if recalibration is None:
@@ -576,8 +572,9 @@ def threshold_report(
         notes += [Note("recalibration", t) for t in recalibration.notes]
     # the coverage after a calibrator fitted on the rows evaluated is in-sample
     closed = recalibration.closed(gate.minimums) if recalibration and gate else {}
-    if origin.closed is not None:
-        closed = {"coverage": origin.closed, **(closed or {})}
+    shut = origin.others if by_group_model else origin.closed  # another model's: by section
+    if shut is not None:
+        closed = {"coverage": shut, **(closed or {})}
     if drawn:
         notes.append(Note("repeats", ONE_PER_QUESTION))
     elif repeated:

@@ -58,6 +58,7 @@ class FitOrigin:
 
     notes: tuple[str, ...] = ()
     closed: str | None = None
+    others: str | None = None  # the reason but for another model's rows (a group of one model)
 
 
 def fit_origin(fit: Any, evaluated: Any, read: Mapping[str, Any]) -> FitOrigin:
@@ -92,10 +93,18 @@ def fit_origin(fit: Any, evaluated: Any, read: Mapping[str, Any]) -> FitOrigin:
     graded = _graded_otherwise(fit.settings, evaluated.settings, made, seen, mine & theirs)
     task, model = _other_task(made, seen), _other_model(made, seen)
     notes = tuple(n for n in (taken_otherwise, *graded, task, model) if n)
-    closed = OTHER_MODEL if model else (GRADED_OTHERWISE if graded else None)
-    if closed is None and two_kinds:
-        closed = OTHER_INSPECT_MODE
-    return FitOrigin(notes, closed)
+    others = GRADED_OTHERWISE if graded else (OTHER_INSPECT_MODE if two_kinds else None)
+    return FitOrigin(notes, OTHER_MODEL if model else others, others)
+
+
+def same_model_groups(fit: Any, summary: Any) -> frozenset[str]:
+    """The --by groups of the evaluated rows known to be one model's (``single_model``) whose
+    --fit rows are known to be that same model's (each side's ``groups_known``): their
+    threshold was chosen on their own model's rows, whatever other groups hold."""
+    mine = getattr(getattr(fit, "groups_known", None), "models", None) or {}
+    theirs = getattr(getattr(summary, "groups_known", None), "models", None) or {}
+    apart = getattr(summary, "single_model", frozenset())
+    return frozenset(g for g in apart if g in theirs and mine.get(g) == theirs[g])
 
 
 def _formats(summary: Any) -> set[str]:
@@ -211,8 +220,8 @@ def _other_model(made: Mapping[str, Any], seen: Mapping[str, Any]) -> str | None
     return (
         f"the threshold was chosen on rows of model {_listed(chosen_on)} (--fit); the evaluated "
         f"rows are of model {_listed(others)}, as their runs name them: a threshold on one "
-        "model's confidences says nothing of another's, so a --min-coverage gate fails closed; "
-        "choose the threshold on this model's rows"
+        "model's confidences says nothing of another's, so a --min-coverage gate on them fails "
+        "closed; choose the threshold on this model's rows"
     )
 
 

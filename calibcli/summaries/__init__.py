@@ -38,6 +38,8 @@ _LAZY = {
     "partial_inputs": "calibcli.summaries.sources",
     "partial_reason": "calibcli.summaries.sources",
     "one_model_groups": "calibcli.summaries.sources",
+    "GroupSources": "calibcli.summaries.group_known",
+    "group_sources": "calibcli.summaries.group_known",
     "agree": "calibcli.summaries.settings",
     "repeated_questions": "calibcli.summaries.sources",
     "same_rule": "calibcli.summaries.sources",

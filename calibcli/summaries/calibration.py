@@ -114,6 +114,7 @@ class CalibrationSummary:
     bootstrap: Any = None  # calibcli.metrics.PoissonState: replicate sums keyed by row
     mixed: str | None = None  # why the rows are not one model's: every gate on them fails
     single_model: frozenset[str] = frozenset()  # --by groups of one model's rows, under mixed
+    groups_known: Any = None  # calibcli.summaries.GroupSources: each --by group's sources
     repeats: str | None = None  # why they repeat questions: an upper-end gate on them fails
     partial: str | None = None  # why they are part of an input's: every gate on them fails
     _views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -94,6 +94,7 @@ class PerplexitySummary:
     row_ids: RowIds | None = None
     mixed: str | None = None  # why the rows are not one model's: every gate on them fails
     single_model: frozenset[str] = frozenset()  # --by groups of one model's rows, under mixed
+    groups_known: Any = None  # calibcli.summaries.GroupSources: each --by group's sources
     partial: str | None = None  # why they are part of an input's: every gate on them fails
     # rows pooled with --all-runs that may carry ids: each identified row's question hash and
     # tokens (-1: none), kept while the inputs are read (calibcli.io.pooled_ids), else None

@@ -431,23 +431,6 @@ def one_model_groups(
     source that holds rows and names no model (native rows, standard input, a run that does
     not say) may be any model's: its group, or every group where its group is not known, is
     not one model's."""
-    anywhere: set[str] = set()
-    found: dict[str, set[str]] = {}
-    unknown: set[str] = set()  # groups holding rows of a source that names no model
-    for source in sources:
-        if source.format is None:  # it held no rows
-            continue
-        models = set(models_of(source.model))
-        lm_eval = task_of is not None and source.format == "lm-eval"
-        group = task_of(source.name) if lm_eval else None
-        if group is not None and group in (groups or ()):
-            found.setdefault(group, set()).update(models)
-            if not models:
-                unknown.add(group)
-        elif not models:
-            return frozenset()
-        else:
-            anywhere.update(models)
-    return frozenset(
-        g for g in groups or () if g not in unknown and len(found.get(g, set()) | anywhere) == 1
-    )
+    from calibcli.summaries.group_known import group_sources
+
+    return frozenset(group_sources(sources, groups, task_of, models_of).models)
