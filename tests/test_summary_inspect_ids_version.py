@@ -223,3 +223,23 @@ def test_the_summary_the_earlier_calibcli_wrote_is_refused_beside_a_new_one(tmp_
     rerun = summarize(write_log(tmp_path / "b.json", shift=0.05), tmp_path / "b.cbs")
     line = refused("merge", old, rerun, "-o", tmp_path / "m.cbs", "-q")
     assert line.startswith(f"Error: {old} holds ") and TASKLESS in line and AGAIN in line
+
+
+def test_a_summary_of_batched_ids_stays_so_when_written_again(tmp_path):
+    """A version 1 or 2 summary hashed a row's id with the ids read beside it: read alone it
+    counts, beside another summary it is refused, and written again by this calibcli (a merge
+    of it alone) its ids are still those, so the copy is refused alike."""
+    rows = [{"id": f"q{i}", "confidence": 0.6, "correct": i % 2 == 0} for i in range(30)]
+    a, b = write_jsonl(tmp_path / "a.jsonl", rows[:20]), write_jsonl(tmp_path / "b.jsonl", rows)
+    for path in (a, b):
+        made = run(["summarize", path, "--id-field", "id", "-o", path.with_suffix(".cbs"), "-q"])
+        assert made.exit_code == 0, made.stderr
+    old, other = as_version(tmp_path / "a.cbs", 2), tmp_path / "b.cbs"
+    again = tmp_path / "again.cbs"
+    assert run(["merge", old, "-o", again, "-q"]).exit_code == 0
+    assert struct.unpack_from("<I", again.read_bytes(), 16)[0] == 4
+    summary = from_bytes(again.read_bytes())
+    assert summary.row_ids.batched and summary.n == 20
+    for first in (old, again):
+        line = refused("merge", first, other, "-o", tmp_path / "m.cbs", "-q")
+        assert line.startswith(f"Error: {first} was written by an earlier calibcli"), line

@@ -191,6 +191,8 @@ def encode(summary: CalibrationSummary | PerplexitySummary) -> tuple[bytes, list
         }
         if ids.taskless:  # kept as read, so that writing it again does not hide it
             meta["row_ids"]["inspect_task"] = False
+        if ids.batched:  # likewise: its ids still match no other summary's
+            meta["batched_ids"] = True
     meta["arrays"] = [
         {"name": name, "dtype": array.dtype.str, "shape": list(array.shape)}
         for name, array in arrays.items
