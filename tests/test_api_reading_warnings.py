@@ -67,3 +67,23 @@ def test_rows_read_without_a_word_carry_none(tmp_path):
     rows = calibcli.read_predictions(TRIVIA)
     assert rows.warnings == ()
     assert calibcli.calibrate(rows).to_json() == run(["calibrate", TRIVIA, "--json"]).stdout
+
+
+def test_the_functions_say_a_delimiter_was_assumed_as_the_commands_do(tmp_path):
+    # a samples file alone, without its run's results file: --mc-norm chars takes the
+    # harness's default delimiter off each choice, and every reader says so
+    alone = tmp_path / TRIVIA.name
+    shutil.copy(TRIVIA, alone)
+    said = (
+        f"{alone}: no results file of its run records the task's target_delimiter; --mc-norm "
+        "chars takes the harness's default, a space, off each choice's text (keep the samples "
+        "file beside its run's results_<timestamp>.json)"
+    )
+    result = run(["calibrate", alone, "--mc-norm", "chars", "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert said in json.loads(result.stdout)["warnings"]
+    rows = calibcli.read_predictions(alone, mc_norm="chars")
+    assert rows.warnings == (said,)
+    assert calibcli.calibrate(rows).to_json() == result.stdout
+    # beside its results file, nothing is assumed
+    assert calibcli.read_predictions(TRIVIA, mc_norm="chars").warnings == ()

@@ -170,6 +170,7 @@ def read_keyed(
     from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
     from calibcli.io.runs import REPEATED, choose_runs, repeat_reason, run_checks
+    from calibcli.io.task_config import assumed_delimiters
     from calibcli.summaries import joined_mode
 
     native = CalibrationRow(confidence_field, correct_field)
@@ -337,6 +338,7 @@ def read_keyed(
     said = [w for w in checks.warnings if w not in last]
     if len(read) > 1:
         said += [f"{shown_name(display_name(s))}: {NO_ROWS}" for s, n in read if n == 0]
+    said += assumed_delimiters(read_as, mc_norm)  # choices' lengths less an assumed delimiter
     warnings += [w for w in dict.fromkeys([*said, *last, *unread]) if w not in warnings]
     return KeyedRows(
         keys,
