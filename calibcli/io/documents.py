@@ -47,6 +47,7 @@ from calibcli.io.strict_json import (
     READS_UTF8,
     loads_text,
     long_integer,
+    nul_note,
     raw_decode,
     wide_encoding,
 )
@@ -298,7 +299,8 @@ def _array_rows(text: str) -> Iterator[tuple[int, Any, int, int]]:
         try:  # an integer longer than int() converts is kept, refused where it is read
             value, end = raw_decode(text, pos)
         except json.JSONDecodeError as e:
-            raise DocumentError(f"invalid JSON in the array: {e.msg}", _line(text, e.pos)) from None
+            said = f"invalid JSON in the array: {e.msg}{nul_note(text, e.pos)}"
+            raise DocumentError(said, _line(text, e.pos)) from None
         except ValueError as e:  # such an integer in an element broken further on
             raise DocumentError(str(e), line) from None
         yield line, value, pos, end
@@ -318,10 +320,8 @@ def _load_whole(text: str) -> Any:
     try:
         return loads_text(text)
     except json.JSONDecodeError as e:
-        raise DocumentError(
-            f"neither one JSON document nor JSON lines: {e.msg.removesuffix(' at')}",
-            _line(text, e.pos),
-        ) from None
+        said = f"neither one JSON document nor JSON lines: {e.msg.removesuffix(' at')}"
+        raise DocumentError(said + nul_note(text, e.pos), _line(text, e.pos)) from None
     except ValueError:  # an integer longer than int() converts
         raise DocumentError(long_integer(text), None) from None
 

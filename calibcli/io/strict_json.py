@@ -46,12 +46,28 @@ def loads_line(line: bytes) -> Any:
         # json words a control character "Invalid control character at"
         what = e.msg.removesuffix(" at")
         raise ValueError(
-            f"{NOT_AN_OBJECT} ({what} at column {e.colno}){_table_hint(text)}"
+            f"{NOT_AN_OBJECT} ({what} at column {e.colno}{nul_note(text, e.pos)})"
+            f"{_table_hint(text)}"
         ) from None
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
     except ValueError:  # int() refuses an integer longer than sys.get_int_max_str_digits()
         raise ValueError(long_integer(text)) from None
+
+
+def nul_note(text: str, pos: int) -> str:
+    """Where the line of ``text`` holding ``pos`` (where JSON was refused) holds a NUL byte:
+    zero bytes amid JSON text, as a write cut off by a crash leaves, are what broke it, whatever
+    json names first. Empty when the line holds none."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    nul = text.find("\0", start, len(text) if end < 0 else end)
+    if nul < 0:
+        return ""
+    return (
+        f"; the line holds a NUL byte at column {nul - start + 1}: zero bytes amid the text, as "
+        "a write cut off by a crash leaves"
+    )
 
 
 def strict_text(line: bytes) -> str:
