@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -86,3 +88,22 @@ def pack(suffix: str, data: bytes) -> bytes:
         ".bz2": bz2.compress,
     }
     return packers[suffix](data)
+
+
+def calibcli_at(commit: str, folder: Path) -> Path | None:
+    """``folder`` holding the calibcli package as it was at ``commit`` (run it with ``folder``
+    on PYTHONPATH), to write files an earlier calibcli wrote; None when git or that commit is
+    not at hand."""
+    folder.mkdir()
+    root = Path(__file__).resolve().parent.parent
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(root), "archive", commit, "calibcli"],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return folder

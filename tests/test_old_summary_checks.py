@@ -17,13 +17,11 @@ import random
 import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import run, write_jsonl
+from harness import calibcli_at, run, write_jsonl
 
-ROOT = Path(__file__).resolve().parent.parent
 EARLIER = "0bd0a53~1"  # the last commit whose summaries record no hash of a file's rows
 REFUSED = "an earlier calibcli summarized without recording their"
 AGAIN = "cannot be checked; summarize its files again"
@@ -180,19 +178,7 @@ def test_old_perplexity_summaries_are_refused_alike(tmp_path):
 
 def _earlier_calibcli(tmp_path):
     """A tree of the calibcli of ``EARLIER`` (None when git or that commit is not at hand)."""
-    tree = tmp_path / "earlier"
-    tree.mkdir()
-    try:
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", EARLIER, "calibcli"],
-            capture_output=True,
-            check=True,
-            timeout=60,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return tree
+    return calibcli_at(EARLIER, tmp_path / "earlier")
 
 
 def test_a_summary_the_earlier_calibcli_wrote_is_refused_beside_a_shard(d, tmp_path):

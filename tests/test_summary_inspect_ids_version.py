@@ -19,12 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import refused, run, write_jsonl
+from harness import calibcli_at, refused, run, write_jsonl
 
 from calibcli.io.inspect_log import forget_runs
 from calibcli.summaries.encoding import from_bytes, to_bytes
 
-ROOT = Path(__file__).resolve().parent.parent
 EARLIER = "cf20de0~1"  # the last commit whose inspect-ai samples' ids carry no task
 LOG = Path(__file__).parent / "fixtures" / "inspect_ai" / "toy_arithmetic.json"
 SAMPLES = 20  # toy_arithmetic's samples, one epoch each
@@ -178,16 +177,10 @@ def test_old_summaries_of_other_ids_still_merge(tmp_path):
 def _earlier_summary(log: Path, out: Path) -> Path | None:
     """The summary of ``log`` the calibcli of ``EARLIER`` writes (None where git, that commit
     or its calibcli is not at hand)."""
-    tree = out.parent / "earlier"
-    tree.mkdir()
+    tree = calibcli_at(EARLIER, out.parent / "earlier")
+    if tree is None:
+        return None
     try:
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", EARLIER, "calibcli"],
-            capture_output=True,
-            check=True,
-            timeout=60,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True, timeout=60)
         env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
         made = subprocess.run(
             [
