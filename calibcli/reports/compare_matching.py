@@ -153,7 +153,7 @@ def graded_apart(graded: Any) -> tuple[str, str] | None:
     each such option as (its name, BASE's value, NEW's value); None when there is none."""
     if not graded:
         return None
-    said = "; ".join(f"{name}={mine!r} on BASE, {theirs!r} on NEW" for name, mine, theirs in graded)
+    said = _each_side(graded)
     warning = (
         f"BASE and NEW were graded another way ({said}): each reading judges a right answer "
         "its own way; the differences compare the gradings as well as the models, and a gate "
@@ -172,7 +172,7 @@ def scored_apart(scored: Any) -> tuple[str, str] | None:
     sides' values."""
     if not scored:
         return None
-    said = "; ".join(f"{name}={mine!r} on BASE, {theirs!r} on NEW" for name, mine, theirs in scored)
+    said = _each_side(scored)
     warning = (
         f"the sides' confidences were computed another way ({said}): the differences are also "
         "those of scoring the rows another way, which compare of the files never does"
@@ -183,6 +183,12 @@ def scored_apart(scored: Any) -> tuple[str, str] | None:
         "with one value of each"
     )
     return warning, reason
+
+
+def _each_side(options: Any) -> str:
+    """Reading options that differ between the sides, each (its name, BASE's value, NEW's
+    value), as the messages name them."""
+    return "; ".join(f"{name}={base!r} on BASE, {new!r} on NEW" for name, base, new in options)
 
 
 def _named(tasks: Any, *, paired: bool) -> tuple[str, str] | None:
