@@ -422,30 +422,27 @@ def calibrate_figures(
     reorder_ok: bool = False,
 ) -> dict[str, Any]:
     """The pooled section's figures (as computed, infinities kept) and, under ``--by``, each
-    group's under ``groups``: what a recalibration shows of the rows before it."""
+    group's under ``groups``: what a recalibration shows of the rows before it (on rows that
+    repeat their questions, each group's counted by its own runs' repeats: _own_repeats)."""
     from calibcli.summaries import most_epochs
 
     min_bins = min(min_bins, bins)
     views = summary.by_group()  # first: the pooled section may sort the rows in place
     many = views is not None and len(views) > SMOOTH_GROUPS
     repeats = most_epochs(getattr(summary, "sources", ()))
-    options = {
-        "bins": bins,
-        "strategy": strategy,
-        "min_bins": min_bins,
-        "bootstrap": None,
-        "repeats": repeats,
-    }
-    out = dict(calibration_section(summary.pooled(), reorder_ok=reorder_ok, **options).figures)
+    options = {"bins": bins, "strategy": strategy, "min_bins": min_bins, "bootstrap": None}
+    pooled = calibration_section(
+        summary.pooled(), reorder_ok=reorder_ok, repeats=repeats, **options
+    )
+    out = dict(pooled.figures)
     if views is not None:
         if not all(type(name) is str for name in views):
             views = {str(name): view for name, view in views.items()}
-        batch = _group_sections(views, reorder_ok=reorder_ok, smooth=not many, **options)
+        own = {name: _own_repeats(summary, name, repeats) for name in views}
+        options.update(reorder_ok=reorder_ok, smooth=not many)
+        batch = None if any(own.values()) else _group_sections(views, **options)
         if batch is None:
-            batch = {
-                name: calibration_section(view, reorder_ok=reorder_ok, smooth=not many, **options)
-                for name, view in views.items()
-            }
+            batch = {n: calibration_section(v, repeats=own[n], **options) for n, v in views.items()}
         out["groups"] = {name: section.figures for name, section in batch.items()}
     return out
 

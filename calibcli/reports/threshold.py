@@ -469,8 +469,8 @@ def threshold_report(
         FitOrigin,
         fit_only_groups,
         fit_origin,
+        other_model_sections,
         other_rows,
-        same_model_groups,
     )
 
     origin = FitOrigin()
@@ -487,12 +487,10 @@ def threshold_report(
         # a threshold chosen on a merge missing pieces of its input is not the one asked for
         summary = replace(summary, partial=f"the --fit rows: {partial}")
     fit_groups = None if fit is None else fit.by_group()
-    # under rows of several models, the pooled figures and every group not known to be one
-    # model's fail closed as such; a group of one model's rows is held against the model of
-    # its own --fit rows, not against the models of other groups' rows
-    by = getattr(getattr(summary, "settings", None), "by", None)
-    by_group_model = origin.closed == OTHER_MODEL and bool(summary.mixed) and by != "model"
-    same = same_model_groups(fit, summary) if by_group_model else frozenset()
+    # under rows of several models, a group of one model's rows is held against the model of
+    # its own --fit rows, not against the models of other groups' rows (None: every section
+    # fails closed on a threshold chosen on another model's rows)
+    shut = other_model_sections(fit, summary, origin.closed)
 
     # rows that repeat their questions, with the questions' keys, choose the guaranteed
     # threshold on one answer per question; without the keys its gate fails closed
@@ -520,8 +518,8 @@ def threshold_report(
             eval_keys=view.keys if eval_keyed else None,
             eval_repeats=eval_repeated,
         )
-        if not by_group_model or group in same or group not in summary.single_model:
-            return section  # else a group of one model's rows chosen on another model's
+        if shut is None or group not in shut:
+            return section  # else chosen on another model's rows
         return Section(section.figures, section.notes, {"coverage": OTHER_MODEL, **section.closed})
 
     def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
@@ -572,9 +570,9 @@ def threshold_report(
         notes += [Note("recalibration", t) for t in recalibration.notes]
     # the coverage after a calibrator fitted on the rows evaluated is in-sample
     closed = recalibration.closed(gate.minimums) if recalibration and gate else {}
-    shut = origin.others if by_group_model else origin.closed  # another model's: by section
-    if shut is not None:
-        closed = {"coverage": shut, **(closed or {})}
+    why = origin.closed if shut is None else origin.others  # another model's: by section
+    if why is not None:
+        closed = {"coverage": why, **(closed or {})}
     if drawn:
         notes.append(Note("repeats", ONE_PER_QUESTION))
     elif repeated:

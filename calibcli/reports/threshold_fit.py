@@ -97,14 +97,31 @@ def fit_origin(fit: Any, evaluated: Any, read: Mapping[str, Any]) -> FitOrigin:
     return FitOrigin(notes, OTHER_MODEL if model else others, others)
 
 
-def same_model_groups(fit: Any, summary: Any) -> frozenset[str]:
-    """The --by groups of the evaluated rows known to be one model's (``single_model``) whose
-    --fit rows are known to be that same model's (each side's ``groups_known``): their
-    threshold was chosen on their own model's rows, whatever other groups hold."""
-    mine = getattr(getattr(fit, "groups_known", None), "models", None) or {}
-    theirs = getattr(getattr(summary, "groups_known", None), "models", None) or {}
+def other_model_sections(fit: Any, summary: Any, closed: str | None) -> frozenset | None:
+    """Where a --min-coverage gate fails closed on a threshold chosen on another model's rows
+    (``closed``: :func:`fit_origin`'s reason; :data:`OTHER_MODEL`), by section (a group's name,
+    None for the pooled figures); None where every section does, as the report's reason.
+
+    Where the evaluated rows are several models' (``mixed``) under --by, a group known to be
+    one model's is held against the model of its own --fit rows, not against the models of
+    other groups' rows: it fails closed unless the --fit rows of its group are known to be
+    that same model's. Under --by task a group is one model's when its files name one
+    (``single_model``, each side's ``groups_known.models``); the pooled figures and the other
+    groups fail closed as several models' rows all the same. Under --by model each group is
+    the rows of the model it is named for where every source on its side records that model
+    so (each side's ``groups_known.named``); the pooled figures pool the models' rows, chosen
+    on the --fit rows of some of them."""
+    if closed != OTHER_MODEL or not getattr(summary, "mixed", None):
+        return None
+    by = getattr(getattr(summary, "settings", None), "by", None)
+    mine, theirs = getattr(fit, "groups_known", None), getattr(summary, "groups_known", None)
+    if by == "model":
+        same = set(getattr(mine, "named", ())) & set(getattr(theirs, "named", ()))
+        return frozenset({None, *(summary.group_names or ())}) - same
+    made = getattr(mine, "models", None) or {}
+    seen = getattr(theirs, "models", None) or {}
     apart = getattr(summary, "single_model", frozenset())
-    return frozenset(g for g in apart if g in theirs and mine.get(g) == theirs[g])
+    return frozenset(g for g in apart if g not in seen or made.get(g) != seen[g])
 
 
 def _formats(summary: Any) -> set[str]:

@@ -3,8 +3,10 @@ are known to be (a group that is one model's sample), and the most times a run f
 scored each question (its own repeats, not those of re-runs that fed other groups).
 
 A group's sources are known only where a source's rows all fall in one group: an lm-eval
-file's rows under --by task are in the group its name gives (``task_of``); any other source's
-rows may be in any group, so they count towards every group."""
+file's rows under --by task are in the group its name gives (``task_of``), and a run's rows
+under --by model in the group of the model it names, where its record spells the model as the
+group is named (``named``); any other source's rows may be in any group, so they count towards
+every group."""
 
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ from typing import Any
 class GroupSources:
     """``models``: each --by group known to be one model's, with that model; ``epochs``: each
     group with the most times a run feeding it scored each question (1 where none repeated);
-    a group of neither mapping is not known."""
+    a group of neither mapping is not known. ``named``: read with --by model, the groups known
+    to hold only the rows of the model they are named for (:func:`_named_groups`)."""
 
     models: Mapping[str, str] = field(default_factory=dict)
     epochs: Mapping[str, int] = field(default_factory=dict)
+    named: frozenset[str] = frozenset()
 
     def repeats(self, group: str | None, most: int | None) -> int | None:
         """The most rows a question holds in ``group``'s rows (None: one each), where its
@@ -49,9 +53,8 @@ def group_sources(
     unnamed_anywhere = False
     most_anywhere = 1
     most: dict[str, int] = {}
-    for source in sources:
-        if source.format is None or source.skipped is not None:  # it held no rows, or is out
-            continue
+    read = [s for s in sources if s.format is not None and s.skipped is None]  # held rows
+    for source in read:
         models = set(models_of(source.model))
         times = max(source.epochs or 1, source.pooled or 1)
         lm_eval = task_of is not None and source.format == "lm-eval"
@@ -71,4 +74,21 @@ def group_sources(
         if not unnamed_anywhere and g not in unnamed and len(held) == 1:
             models_known[g] = next(iter(held))
     epochs = {g: max(most.get(g, 1), most_anywhere) for g in groups or ()}
-    return GroupSources(models_known, epochs)
+    return GroupSources(models_known, epochs, _named_groups(read, groups))
+
+
+def _named_groups(sources: list[Any], groups: tuple[str, ...] | None) -> frozenset[str]:
+    """Under --by model, the ``groups`` known to hold only the rows of the model they are named
+    for. A row's group is the model its run names, so this is known where every source read
+    (skipped ones left out) records one model, spelled as a group is named: then each group
+    holds the rows of the runs that name it. Else none is: rows of a source that names no
+    model, or several, may be in any group, and a run whose record spells its model otherwise
+    than its group does (lm-eval model arguments) may be another run's model loaded another
+    way, pooled in the group of that model's name."""
+    named = set(groups or ())
+    found: set[str] = set()
+    for source in sources:
+        if source.model not in named:
+            return frozenset()
+        found.add(source.model)
+    return frozenset(found)
