@@ -541,8 +541,8 @@ def _calibration_data(
 
     from calibcli.summaries.calibration import CalibrationSettings, from_columns
 
-    settings = CalibrationSettings(bins=bins, fmt="lm-eval")
-    kept: dict[str, Any] = {"sources": ()}
+    read_as = CalibrationSettings(fmt="lm-eval") if read is None else read.settings
+    settings, kept = replace(read_as, bins=bins), {"sources": ()}  # as read: --by, --mc-norm
     if read is not None:
         kept = {"sources": tuple(replace(s, table=None) for s in read.sources)}
         kept["warnings"] = read.warnings
