@@ -16,6 +16,7 @@ from calibcli.reports.gate import (
     upper_bound_reason,
     with_floors,
 )
+from calibcli.reports.group_repeats import own_repeats
 from calibcli.reports.reliability import (
     bin_notes,
     bin_wilson,
@@ -423,7 +424,7 @@ def calibrate_figures(
 ) -> dict[str, Any]:
     """The pooled section's figures (as computed, infinities kept) and, under ``--by``, each
     group's under ``groups``: what a recalibration shows of the rows before it (on rows that
-    repeat their questions, each group's counted by its own runs' repeats: _own_repeats)."""
+    repeat their questions, each group's counted by its own runs' repeats: own_repeats)."""
     from calibcli.summaries import most_epochs
 
     min_bins = min(min_bins, bins)
@@ -438,7 +439,7 @@ def calibrate_figures(
     if views is not None:
         if not all(type(name) is str for name in views):
             views = {str(name): view for name, view in views.items()}
-        own = {name: _own_repeats(summary, name, repeats) for name in views}
+        own = {name: own_repeats(summary, name, repeats) for name in views}
         options.update(reorder_ok=reorder_ok, smooth=not many)
         batch = None if any(own.values()) else _group_sections(views, **options)
         if batch is None:
@@ -483,7 +484,7 @@ def calibrate_report(
     floors: dict[str | None, Any] = {}  # each section's rare-class floor, by group
 
     def build(view: Any, group: str | None) -> Section:
-        own = _own_repeats(summary, group, repeats)  # a group's own runs, where known
+        own = own_repeats(summary, group, repeats)  # a group's own runs, where known
         section = calibration_section(
             view,
             bins=bins,
@@ -571,12 +572,6 @@ def calibrate_report(
         report.body["gate"], report.failures, gate, floors, bootstrap.level
     )
     return Report({**report.body, "gate": body}, failures)
-
-
-def _own_repeats(summary: Any, group: str | None, most: int | None) -> int | None:
-    """The most rows a question holds in ``group``'s rows (GroupSources.repeats)."""
-    known = getattr(summary, "groups_known", None)
-    return most if known is None else known.repeats(group, most)
 
 
 def _group_sections(

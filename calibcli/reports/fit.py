@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from calibcli.reports.calibrate import calibrate_figures
+from calibcli.reports.group_repeats import own_repeats
 from calibcli.reports.recalibration import before_after
 from calibcli.reports.reliability import counted
 from calibcli.reports.report import (
@@ -85,6 +86,7 @@ def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) 
     groups = summary.by_group()
     pooled = " of the pooled rows" if groups is not None else ""
     repeats = most_epochs(summary.sources)  # rows that repeat their questions count questions
+    own = {str(name): own_repeats(summary, str(name), repeats) for name in groups or {}}
     notes = _one_class(summary.pooled().columns, calibrators.method, pooled)
     notes += _few_of_a_class(summary.pooled(), calibrators.method, pooled, repeats)
     notes += _decreasing(calibrators.calibrator, pooled) + _at_bound(calibrators.calibrator, pooled)
@@ -92,10 +94,10 @@ def fit_report(summary: Any, calibrators: Any, *, bins: int, after: Any = None) 
     notes += group_notes(
         {
             str(name): _one_class(view.columns, calibrators.method)
-            + _few_of_a_class(view, calibrators.method, repeats=repeats)
+            + _few_of_a_class(view, calibrators.method, repeats=own[str(name)])
             + _decreasing(calibrators.groups.get(str(name)))
             + _at_bound(calibrators.groups.get(str(name)))
-            + _thin_bins(calibrators.groups.get(str(name)), view.columns, repeats=repeats)
+            + _thin_bins(calibrators.groups.get(str(name)), view.columns, repeats=own[str(name)])
             for name, view in (groups or {}).items()
         }
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from calibcli.reports.gate import debiased_bins, debiased_reason
+from calibcli.reports.group_repeats import own_repeats
 from calibcli.reports.report import (
     DEFAULT_MIN_POPULATED_BINS,
     SMALL_BIN_COUNT,
@@ -287,7 +288,10 @@ def reliability_report(
     return assemble(
         "reliability",
         summary,
-        lambda view, group: reliability_section(view, min_bins, repeats),
+        # a group's rows are counted by its own runs' repeats where known, the pooled by all's
+        lambda view, group: reliability_section(
+            view, min_bins, own_repeats(summary, group, repeats)
+        ),
         extra=extra,
         closing=closing,
         notes=notes,

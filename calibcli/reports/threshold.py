@@ -33,7 +33,7 @@ from typing import Any
 from calibcli.reports.figures import confidence
 from calibcli.reports.gate import value_text
 from calibcli.reports.report import Note, Report, Section, assemble
-from calibcli.reports.threshold_questions import one_answer_each, repeats_of
+from calibcli.reports.threshold_questions import one_answer_each, repeated_in, repeats_of
 
 REPEATED_GUARANTEE = (
     "the guarantee counts each row it was chosen on as a question of its own, but a run scored "
@@ -497,6 +497,8 @@ def threshold_report(
     chooser = fit if fit is not None else summary
     repeated, drawn = repeats_of(chooser)
     eval_repeated, eval_keyed = repeats_of(summary)
+    # each group's by its own runs' repeats where known (the pooled rows' by every run's)
+    fit_repeated, eval_repeated_in = repeated_in(chooser), repeated_in(summary)
 
     def build(view: Any, group: str | None) -> Section:
         columns, chosen_on = None, view
@@ -516,11 +518,15 @@ def threshold_report(
             grouped=group is not None,
             fit_keys=keys,
             eval_keys=view.keys if eval_keyed else None,
-            eval_repeats=eval_repeated,
+            eval_repeats=eval_repeated_in(group),
         )
-        if shut is None or group not in shut:
-            return section  # else chosen on another model's rows
-        return Section(section.figures, section.notes, {"coverage": OTHER_MODEL, **section.closed})
+        if shut is not None and group in shut:  # chosen on another model's rows
+            reason = OTHER_MODEL
+        elif fit_repeated(group) and not drawn and not above:  # on questions it cannot name
+            reason = REPEATED_COVERAGE
+        else:
+            return section
+        return Section(section.figures, section.notes, {"coverage": reason, **section.closed})
 
     def closing(pooled: Section, groups: dict[str, Section] | None) -> dict[str, Any]:
         if recalibration is None:
@@ -573,11 +579,11 @@ def threshold_report(
     why = origin.closed if shut is None else origin.others  # another model's: by section
     if why is not None:
         closed = {"coverage": why, **(closed or {})}
+    above = "coverage" in (closed or {})  # every section's coverage fails closed already
     if drawn:
         notes.append(Note("repeats", ONE_PER_QUESTION))
     elif repeated:
         notes.append(Note("repeats", REPEATED_GUARANTEE))
-        closed = {"coverage": REPEATED_COVERAGE, **(closed or {})}
     if eval_repeated and not eval_keyed:
         notes.append(Note("repeats", EVALUATED_UNKEYED))
     elif eval_repeated and fit is not None:

@@ -4,7 +4,10 @@ one answer per question, drawn at random by each question's key, whatever the ro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from calibcli.reports.group_repeats import own_repeats
 
 
 def repeats_of(summary: Any) -> tuple[bool, bool]:
@@ -15,6 +18,16 @@ def repeats_of(summary: Any) -> tuple[bool, bool]:
     kept = getattr(summary, "kept", None)
     repeated = repeated_questions(summary.sources)
     return repeated, repeated and kept is not None and kept.keyed
+
+
+def repeated_in(summary: Any) -> Callable[[str | None], bool]:
+    """Whether a --by group's rows of ``summary`` repeat their questions (None: the pooled
+    rows), by the group's own runs where known (:func:`~calibcli.reports.group_repeats.
+    own_repeats`): re-runs of one task pooled with --all-runs repeat none of another's."""
+    from calibcli.summaries import most_epochs
+
+    most = most_epochs(summary.sources)
+    return lambda group: own_repeats(summary, group, most) is not None
 
 
 def one_answer_each(columns: Any, keys: Any) -> tuple[Any, dict[str, Any]]:
