@@ -127,13 +127,15 @@ def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], 
     id field (they are never identified, so the fast path stays fast). The identifier's
     ``log_task`` is the task an inspect-ai log's ids carry (:func:`sample_task`)."""
     from calibcli import formats
+    from calibcli.io.run_models import key_model
 
     if id_field is None and fmt not in OWN_IDS:
         return None
     task = formats.task_from_filename(source) if source != "-" else None
-    model = formats.model_from_filename(source) if source != "-" else None
+    model = key_model(source) if source != "-" and fmt == "lm-eval" else None
     if task is not None and model is not None:
-        # two models' files of one task hold the same doc_ids without reading a row twice
+        # two models' files of one task hold the same doc_ids without reading a row twice (the
+        # runs these keys keep apart but may be one model's: calibcli.io.run_models)
         task = f"{task} ({model})"
     log_task = sample_task(fmt, source)
 

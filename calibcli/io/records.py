@@ -169,7 +169,7 @@ def read_keyed(
     from calibcli.io.pooled_ids import may_repeat, pooled_files, said_instead
     from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
-    from calibcli.io.runs import REPEATED, choose_runs, repeat_reason, run_checks
+    from calibcli.io.runs import REPEATED, choose_runs, repeat_reason, rerun_task, run_checks
     from calibcli.io.task_config import assumed_delimiters
     from calibcli.summaries import joined_mode
 
@@ -219,7 +219,7 @@ def read_keyed(
         task = formats.task_from_filename(source) if source != "-" else None
         log_task = None  # an inspect-ai log's task, which its ids carry as calibrate's do
         # whose rows these are, where a row read twice is known as calibrate knows it
-        model = None if keyed or task is None else formats.model_from_filename(source)
+        model = None if keyed or task is None else rerun_task(source)[1]
         key_of = None
         bounds = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
         before = len(keys)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import stat
 from dataclasses import dataclass, replace
 from pathlib import PurePath
@@ -40,15 +39,21 @@ from calibcli.io.helm_run import helm_trials
 from calibcli.io.inspect_log import head_epochs, log_epochs, log_model
 from calibcli.io.parts import newest_parts
 from calibcli.io.response_models import RESPONSE_FORMATS, models_named, response_model
+from calibcli.io.run_models import RUN_NAME as RUN_NAME
+from calibcli.io.run_models import (
+    group_model,
+    refuse_unnamed_reruns,
+    rerun_keys,
+    results_model,
+    run_model,
+)
+from calibcli.io.run_models import rerun_task as rerun_task
+from calibcli.io.run_models import samples_named as _samples_named
 from calibcli.io.run_results import RESULTS_BYTES as RESULTS_BYTES
 from calibcli.io.run_results import results_file, run_record
 from calibcli.io.run_results import results_version as results_version
 from calibcli.io.same_bytes import blank, decompressed_copies, given_once
 
-RUN_NAME = re.compile(
-    r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
-    r"\.jsonl?(?:\.gz|\.zst|\.xz|\.bz2)?$"
-)
 DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purpose)"
 # a copy, unlike a file given twice, may also be left out
 COPY = DOUBLE_INPUT.removesuffix(")") + ", or give one of them)"
@@ -85,7 +90,8 @@ def choose_runs(files: list[str], *, all_runs: bool = False, parts: Any = ()) ->
     :func:`~calibcli.io.pooled_ids.refuse_copies`). ``parts``: summaries given with them, each
     (label, summary), judged by their sources' runs (:func:`~calibcli.io.parts.newest_parts`)."""
     given_once(files)
-    if all_runs:
+    if all_runs:  # re-runs pooled: only those whose rows cannot be matched are refused
+        refuse_unnamed_reruns([*files, *_sources_of(parts)], pooled=True)
         return newest_parts(Runs(list(files), []), parts, all_runs)
     runs: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for f in files:
@@ -128,7 +134,18 @@ def choose_runs(files: list[str], *, all_runs: bool = False, parts: Any = ()) ->
             raise InputError(
                 packed, None, f"holds the same bytes as {also} once decompressed: {COPY}"
             )
+    refuse_unnamed_reruns([*kept, *_sources_of(parts)])
     return newest_parts(Runs(kept, warnings), parts, all_runs)
+
+
+def _sources_of(parts: Any) -> list[str]:
+    """The lm-eval files the summaries ``parts`` (each (label, summary)) read rows from."""
+    return [
+        s.name
+        for _, summary in parts
+        for s in summary.sources
+        if s.format == "lm-eval" and s.skipped is None and s.rows and s.name != "-"
+    ]
 
 
 def rerun_warning(tasks: list[str], left_out: list[str]) -> str:
@@ -260,16 +277,6 @@ _OPENING = {"inspect-ai": REPEATED[0], "helm": REPEATED[1], "lm-eval": REPEATED[
 _OPENING["pooled"] = REPEATED[4]
 
 
-def rerun_task(path: str) -> tuple[str, str | None]:
-    """What the ids of an lm-eval file's rows name besides their ``doc_id``
-    (:func:`calibcli.io.ids.identifier`): the task and the model its path names. The files of
-    one such pair hold the same questions. Only the path counts, never a results file beside
-    it: a copy of a run without its results file must key its rows as the run does."""
-    from calibcli import formats
-
-    return formats.task_from_filename(path), formats.model_from_filename(path)
-
-
 def runs_of_one_task(first: str, second: str, formats: dict[str, str | None]) -> str:
     """Why two files' rows share ids, when they are lm-eval runs of one task (``--all-runs``
     pools them, or both were named; ``formats``: each file's): a paired comparison matches
@@ -291,7 +298,8 @@ def rerun_counts(files: list[tuple[str, str | None]]) -> dict[str, int]:
     """Each lm-eval file among ``files`` (each with its format; one given twice counts twice)
     with the number of runs of its task (:func:`rerun_task`) among them, where above 1: pooled
     with --all-runs, a document is answered once per run, and the runs are its epochs."""
-    tasks = [(f, rerun_task(f)) for f, fmt in files if fmt == "lm-eval" and f != "-"]
+    keys = rerun_keys(f for f, fmt in files if fmt == "lm-eval")
+    tasks = [(f, keys[f]) for f, fmt in files if fmt == "lm-eval" and f != "-"]
     counts: dict[tuple[str, str | None], int] = {}
     for _, task in tasks:
         counts[task] = counts.get(task, 0) + 1
@@ -301,8 +309,15 @@ def rerun_counts(files: list[tuple[str, str | None]]) -> dict[str, int]:
 def rerun_sources(sources: Any, all_runs: bool) -> tuple[Any, ...]:
     """:func:`recorded` of each source, and with ``all_runs`` each lm-eval source's runs of its
     task among the sources read (:func:`rerun_counts`) recorded as its epochs; the ranges of a
-    file read apart (``--part``) are one run, a file read twice two."""
+    file read apart (``--part``) are one run, a file read twice two. Without ``all_runs``, a
+    run naming no model sharing documents with another run of its task is refused
+    (:func:`~calibcli.io.run_models.refuse_unnamed_reruns`)."""
     found = tuple(recorded(s) for s in sources)
+    # a summary's runs naming no model meet the other runs of their tasks here
+    refuse_unnamed_reruns(
+        (s.name for s in found if s.format == "lm-eval" and s.skipped is None and s.rows),
+        pooled=all_runs,
+    )
     if not all_runs:
         return found
     whole = [s for s in found if s.skipped is None and s.rows and (s.start, s.stop) == (0, None)]
@@ -415,14 +430,6 @@ def repeating(files: list[str], all_runs: bool = False) -> bool:
     return any((head_epochs(f) or 0) > 1 or (helm_trials(f) or 0) > 1 for f in files if f != "-")
 
 
-def _samples_named(path: str) -> bool:
-    """Whether a file is named as lm-eval names its samples files (any version)."""
-    from calibcli import formats
-
-    name = PurePath(path).name
-    return RUN_NAME.match(name) is not None or formats.model_args_from_filename(path) is not None
-
-
 def pooled_models(files: list[tuple[str, str | None]], by: str | None) -> str | None:
     """Why the rows of ``files`` (each with the format it was read in) are not one model's, or
     None (:func:`_pooled`, each file's model as its run names it; one file of responses may
@@ -464,42 +471,18 @@ def _pooled(named: list[tuple[str, str | None]], by: str | None) -> str | None:
     )
 
 
-def _lm_eval_model(path: str) -> str | None:
-    """The model an lm-eval samples file was run with: its model arguments as its name writes
-    them (before v0.4.3), else the ``model_name`` of its run's results file, else the
-    ``org__name`` folder v0.4.3+ writes a model's files into (as ``--by model`` reads it);
-    None when none says."""
-    from calibcli import formats
-
-    args = formats.model_args_from_filename(path)
-    if args is not None:
-        return args
-    found = _results_model(path)
-    return found if found is not None else formats.model_from_filename(path)
-
-
-def _results_model(path: str) -> str | None:
-    """The ``model_name`` of the results file of an lm-eval samples file's run, or None."""
-    match = RUN_NAME.match(PurePath(path).name)
-    if match is None:
-        return None
-    found = run_record(results_file(path, match["stamp"]))
-    return None if found is None else found.model
-
-
-_MODEL_OF = {"lm-eval": _lm_eval_model, "inspect-ai": log_model}
+_MODEL_OF = {"lm-eval": run_model, "inspect-ai": log_model}
 _MODEL_OF |= dict.fromkeys(RESPONSE_FORMATS, response_model)
 
 
 def named_model(path: str, fmt: str) -> str | None:
-    """The model a file's run names, as ``--by model`` groups by it: an lm-eval file's model
-    from its name (the ``pretrained`` argument before v0.4.3, the ``org__name`` folder of
-    v0.4.3+) or else from its run's results file (``model_name``); an inspect-ai log's
-    ``eval.model``. None when its run names none."""
-    from calibcli import formats
-
+    """The model a file's run names, as ``--by model`` groups by it: an lm-eval file's
+    :func:`~calibcli.io.run_models.group_model` (the ``pretrained`` argument of a name before
+    v0.4.3, else its run's results file's ``model_name``, else the ``org__name`` folder, as the
+    several-models check reads it); an inspect-ai log's ``eval.model``. None when its run
+    names none."""
     if fmt == "lm-eval":
-        return formats.model_from_filename(path) or _results_model(path)
+        return group_model(path)
     return log_model(path) if fmt == "inspect-ai" else None
 
 
@@ -575,7 +558,7 @@ def _models_apart(path: str, before: str) -> tuple[str, str] | None:
     (task, named), (other, named_too) = rerun_task(before), rerun_task(path)
     if task != other or named is not None or named_too is not None:
         return None
-    first, second = _results_model(before), _results_model(path)
+    first, second = results_model(before), results_model(path)
     return None if first is None or second is None or first == second else (first, second)
 
 

@@ -1,0 +1,204 @@
+"""Whose rows an lm-eval samples file holds, as the checks on them read it.
+
+The several-models check, ``--by model`` and the re-runs pooled with ``--all-runs`` take an
+lm-eval run's model one way (:func:`run_model`): the model arguments a file name writes
+(before v0.4.3), else the ``model_name`` of the run's results file beside it, else the
+``org__name`` folder v0.4.3+ writes a model's files into. Two files of one task whose runs name
+one model are re-runs of it, whatever their folders are called.
+
+Two models' files of one task hold the same doc_ids, so a row's id carries, besides its task and
+``doc_id``, the model its path names (:func:`key_model`: an ``org__name`` folder, taken as its
+run's results file names it, or the model arguments of an older name); a path naming none keys
+its rows by task and ``doc_id`` alone, so that a run's copy without its results file keys them
+as the run does. Where two files of one task key their rows apart though their runs may be one
+model's (a run naming no model may be any model's; two folders whose results files name one
+model), their rows are compared before anything is read (:func:`refuse_unnamed_reruns`): a
+document in both is refused as a row read twice is, unless ``--all-runs`` pools them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import PurePath
+from typing import Any
+
+from calibcli.errors import InputError, shown_name
+from calibcli.io.run_results import results_file, run_record
+
+RUN_NAME = re.compile(
+    r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
+    r"\.jsonl?(?:\.gz|\.zst|\.xz|\.bz2)?$"
+)
+DOUBLE_READ = (
+    "re-runs of a task, or the same rows in two files, would count twice (pass --all-runs "
+    "to pool them on purpose)"
+)
+
+
+def run_model(path: str) -> str | None:
+    """The model an lm-eval samples file was run with: its model arguments as its name writes
+    them (before v0.4.3), else the ``model_name`` of its run's results file, else the
+    ``org__name`` folder v0.4.3+ writes a model's files into; None when none says."""
+    from calibcli import formats
+
+    args = formats.model_args_from_filename(path)
+    if args is not None:
+        return args
+    found = results_model(path)
+    return found if found is not None else formats.model_from_filename(path)
+
+
+def results_model(path: str) -> str | None:
+    """The ``model_name`` of the results file of an lm-eval samples file's run, or None."""
+    match = RUN_NAME.match(PurePath(path).name)
+    if match is None:
+        return None
+    found = run_record(results_file(path, match["stamp"]))
+    return None if found is None else found.model
+
+
+def group_model(path: str) -> str | None:
+    """The model ``--by model`` groups an lm-eval file's rows under: the ``pretrained``
+    argument (with its adapters) of a file name before v0.4.3, else :func:`run_model`'s (the
+    results file's ``model_name``, else the ``org__name`` folder), so that the re-runs of a
+    model are one group whatever their folders are called."""
+    from calibcli import formats
+
+    if formats.model_args_from_filename(path) is not None:
+        return formats.model_from_filename(path)
+    return run_model(path)
+
+
+def key_model(path: str) -> str | None:
+    """The model an lm-eval file's row ids carry (:func:`calibcli.io.ids.identifier`): the
+    model its path names (the ``pretrained`` argument of a name before v0.4.3, an ``org__name``
+    folder), a folder's taken as its run's results file names it; None for a path naming
+    none."""
+    from calibcli import formats
+
+    if formats.model_from_filename(path) is None:
+        return None
+    return group_model(path)
+
+
+def rerun_task(path: str) -> tuple[str, str | None]:
+    """What the ids of an lm-eval file's rows name besides their ``doc_id``: the task and
+    :func:`key_model`. The files of one such pair hold the same questions."""
+    from calibcli import formats
+
+    return formats.task_from_filename(path), key_model(path)
+
+
+def unnamed_tasks(paths: Iterable[str]) -> frozenset[str]:
+    """The tasks of the lm-eval samples files among ``paths`` of which a run names no model
+    (:func:`run_model`), when another file of the task is among them: such a run's rows may be
+    any model's."""
+    from calibcli import formats
+
+    runs: dict[str, list[str | None]] = {}
+    for path in dict.fromkeys(p for p in paths if p != "-" and samples_named(p)):
+        runs.setdefault(formats.task_from_filename(path), []).append(run_model(path))
+    return frozenset(t for t, models in runs.items() if len(models) > 1 and None in models)
+
+
+def rerun_keys(paths: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+    """Each lm-eval file among ``paths`` read together with the run it is of, its task and
+    model (:func:`group_model`), the model None for a task one of whose runs names none
+    (:func:`unnamed_tasks`): files of one key are runs of one task by one model."""
+    from calibcli import formats
+
+    found = [p for p in paths if p != "-"]
+    unnamed = unnamed_tasks(found)
+    keys = {}
+    for p in found:
+        task = formats.task_from_filename(p)
+        keys[p] = (task, None if task in unnamed else group_model(p))
+    return keys
+
+
+def samples_named(path: str) -> bool:
+    """Whether a file is named as lm-eval names its samples files (any version)."""
+    from calibcli import formats
+
+    name = PurePath(path).name
+    return RUN_NAME.match(name) is not None or formats.model_args_from_filename(path) is not None
+
+
+def refuse_unnamed_reruns(paths: Iterable[str], pooled: bool = False) -> None:
+    """InputError at the first row of an lm-eval samples file among ``paths`` that shares its
+    task and ``doc_id`` with a row of an earlier file whose rows its ids keep apart
+    (:func:`key_model`) though the two runs may be one model's (:func:`run_model`: the same,
+    or either naming none): re-runs of a task, refused as a row read twice is. With
+    ``pooled`` (``--all-runs``) too: their rows, keyed apart, would count as other questions
+    than the earlier run's, not as re-runs of them. Each file's rows are scanned for their
+    ``doc_id`` only where such a pair is among ``paths``."""
+    from calibcli import formats
+    from calibcli.io.ids import id_key, show_id
+
+    files: dict[str, tuple[str, str | None, str | None]] = {}
+    seen: set[str] = set()  # a file given twice is refused as that, not here
+    for path in dict.fromkeys(p for p in paths if p != "-" and samples_named(p)):
+        where = os.path.realpath(path)
+        if where not in seen:
+            seen.add(where)
+            files[path] = (formats.task_from_filename(path), key_model(path), run_model(path))
+    by_task: dict[str, list[str]] = {}  # each task's files, in order: pairs are of one task
+    pairs: dict[str, list[str]] = {}
+    for path, found in files.items():
+        earlier = by_task.setdefault(found[0], [])
+        pairs[path] = [e for e in earlier if _may_be_one(files[e], found)]
+        earlier.append(path)
+    if not any(pairs.values()):
+        return
+    docs: dict[str, dict[Any, int]] = {}
+    for path, earlier in pairs.items():
+        if not earlier and not any(path in e for e in pairs.values()):
+            continue
+        docs[path] = held = {}
+        for line, doc in _doc_ids(path):
+            key = id_key(doc)
+            held.setdefault(key, line)
+            for other in earlier:
+                before = docs[other].get(key)
+                if before is not None:
+                    shown = show_id(("task", files[path][0], *key))
+                    at = f"{shown_name(other)}:{before}"
+                    said = f"the row of id {shown} was read before, at {at}: "
+                    raise InputError(path, line, said + (_APART if pooled else DOUBLE_READ))
+
+
+_APART = (
+    "the two runs may be one model's, but one's path names its model and the other's none, so "
+    "--all-runs cannot pool their rows as re-runs of one question and would count each as a "
+    "question of its own; keep both runs' samples files where lm-eval writes them (the "
+    "model's org__ folder, beside the run's results file), or give one of the runs"
+)
+
+
+def _may_be_one(first: tuple, second: tuple) -> bool:
+    """Whether two files' (task, key model, run model) are of one task, their rows keyed
+    apart, and their runs may be one model's."""
+    if first[0] != second[0] or first[1] == second[1]:
+        return False
+    return first[2] is None or second[2] is None or first[2] == second[2]
+
+
+def _doc_ids(path: str) -> Iterable[tuple[int, Any]]:
+    """(line, doc_id) of each row of an lm-eval samples file that holds one; rows that do not
+    parse are left to the reader, which names them."""
+    from calibcli.io.compression import open_path
+
+    try:
+        with open_path(path) as f:
+            for line, text in enumerate(f, 1):
+                try:
+                    row = json.loads(text)
+                except (ValueError, RecursionError):
+                    continue
+                doc = row.get("doc_id") if isinstance(row, dict) else None
+                if isinstance(doc, (int, str)) and not isinstance(doc, bool):
+                    yield line, doc
+    except OSError:
+        return  # the reader says what is wrong with it
