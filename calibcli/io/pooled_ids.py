@@ -97,17 +97,34 @@ def pooled_repeats(summary: Any, plan: Any) -> Any:
     return replace(summary, sources=sources)
 
 
-def repeated_parts(summary: Any, all_runs: bool = False) -> Any:
+def repeated_parts(summary: Any, all_runs: bool = False, *, merged: bool = False) -> Any:
     """The summary of parts (summary files, an engine's tasks) with the question keys of rows
     pooled with ``--all-runs`` (:func:`~calibcli.summaries.ids.pooled_keys`), its sources
     recording ``pooled`` where those keys repeat beyond the runs' epochs
     (:func:`repeated_ids`), as a reading of all the parts' files at once records it; a
     perplexity summary also counts each question once (``distinct``). Otherwise as it is.
     Files of the same bytes whose rows carry no ids are refused, as one reading refuses them
-    (:func:`refuse_copies`)."""
+    (:func:`refuse_copies`). ``merged``: the summary ``merge --all-runs`` writes, of which
+    only its lm-eval sources' runs of their tasks among the parts are recorded, as their epochs
+    (:func:`_runs_of`); what its ids repeat beyond them is judged where it is read."""
+    if merged:
+        return replace(summary, sources=_runs_of(summary.sources)) if all_runs else summary
     if all_runs:
         refuse_copies(summary.sources, summary.settings.id_field is not None)
     return _parts_repeats(summary, all_runs)
+
+
+def _runs_of(sources: Any) -> tuple[Any, ...]:
+    """``sources`` with each lm-eval source's runs of its task among them recorded as its
+    epochs (:func:`~calibcli.io.runs.rerun_sources`), as a summary of their files read at once
+    records them: a file read later knows each task's own repeats, not the most of any task."""
+    from calibcli.io.runs import rerun_sources
+
+    found = rerun_sources(sources, True)
+    return tuple(
+        replace(s, epochs=f.epochs) if s.format == "lm-eval" else s
+        for s, f in zip(sources, found, strict=True)
+    )
 
 
 def _parts_repeats(summary: Any, all_runs: bool) -> Any:

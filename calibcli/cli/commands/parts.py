@@ -444,7 +444,7 @@ def merge(
     """
     from calibcli.cli.emit import check_outputs
     from calibcli.errors import InputError
-    from calibcli.io import choose_runs
+    from calibcli.io import choose_runs, repeated_parts
     from calibcli.io import load_summary as load
     from calibcli.summaries import (
         SummaryMismatch,
@@ -468,6 +468,10 @@ def merge(
             ]
             labels, loaded = [label for label, _ in kept], [p for _, p in kept]
             merged = merge_parts(loaded, labels)
+            # re-runs pooled: each source records its own task's runs, as summarize records
+            # them of the files read at once, so that each group is judged by its own repeats
+            if all_runs:
+                merged = repeated_parts(merged, all_runs, merged=True)
             if not all_runs:  # the same rows by other routes, unless pooled on purpose
                 check_copies(loaded, labels, "merge each part once")
                 check_source_copies(kept, "merge each part once")
