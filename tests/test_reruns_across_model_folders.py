@@ -1,8 +1,9 @@
-"""Re-runs of an lm-eval task are found whatever folders hold them: a run naming no model (no
-results file beside it, in a folder not named after a model) may be any model's, so its rows
-sharing a task and doc_id with another run's are re-runs; two runs whose results files name one
-model are re-runs of it, whatever their folders are called. Runs of two known models still
-share doc_ids, their rows pooled as several models' (every gate failing closed).
+"""Re-runs of an lm-eval task are found whatever folders hold them: a run whose path names no
+model (a folder not named after one) may be any model's, so its rows sharing a task and doc_id
+with another run's are re-runs, refused without --all-runs and, keyed apart, refused with it
+too. Two folders named after models are two models, even where their results files give one
+``model_name`` (which leaves out a checkpoint's revision): their rows share doc_ids, pooled as
+several models' (every gate failing closed), each model's group gated on its own rows.
 
 The fixture task has 40 documents (doc_id 0..39, counted by hand from the file); a re-run
 holds the same 40, its confidences scaled, so two runs hold 80 rows of 40 questions."""
@@ -84,22 +85,35 @@ def test_a_run_naming_no_model_beside_a_results_file_naming_one_is_refused(tmp_p
     assert refused("calibrate", named, plain, "--min-rows", "60").endswith(TWICE)
 
 
-def test_two_folders_whose_results_files_name_one_model_are_re_runs(tmp_path):
-    first = a_run(tmp_path / "org__modelA", rerun=False, model="org/modelA")
-    second = a_run(tmp_path / "org__modelA-rerun", rerun=True, model="org/modelA")
-    line = refused("calibrate", first, second, "--min-rows", "60")
-    assert line.endswith(TWICE) and "was read before" in line
+def checkpoint(folder: Path, *, rerun: bool, revision: str) -> Path:
+    """A run of ``org/modelA`` at ``revision`` in its own folder: lm-eval's results file names
+    the model without its revision, in ``model_name``, and the revision in the model args."""
+    run_folder = a_run(folder, rerun=rerun, model="org/modelA")
+    stamp = LATER if rerun else STAMP
+    results = run_folder / f"results_{stamp}.json"
+    body = json.loads(results.read_text())
+    body["config"] = {"model_args": f"pretrained=org/modelA,revision={revision}"}
+    results.write_text(json.dumps(body))
+    return run_folder
 
 
-def test_pooled_with_all_runs_the_re_runs_count_their_questions_once(tmp_path):
-    first = a_run(tmp_path / "org__modelA", rerun=False, model="org/modelA")
-    second = a_run(tmp_path / "org__modelA-rerun", rerun=True, model="org/modelA")
-    result = run(["calibrate", first, second, "--min-rows", "60", "--all-runs", "--json"])
-    assert result.exit_code == 1, result.stderr
-    report = json.loads(result.stdout)
-    assert report["n"] == 2 * QUESTIONS
-    assert any("re-runs of a task are pooled" in w for w in report["warnings"])
-    assert run(["calibrate", first, second, "--min-rows", "40", "--all-runs"]).exit_code == 0
+def test_two_folders_whose_results_files_name_one_model_are_two_models(tmp_path):
+    """Two checkpoints of one model, each in its folder: ``model_name`` leaves the revision
+    out, so the folders tell the models; pooled, every gate fails closed, and each model's
+    group holds its own 40 rows, with or without --all-runs."""
+    first = checkpoint(tmp_path / "org__modelA-step1", rerun=False, revision="step1")
+    second = checkpoint(tmp_path / "org__modelA-step2", rerun=True, revision="step2")
+    for runs in ([], ["--all-runs"]):
+        pooled = run(["calibrate", first, second, "--max-ece", "0.9", *runs, "--json"])
+        assert pooled.exit_code == 1, pooled.stderr
+        report = json.loads(pooled.stdout)
+        assert report["n"] == 2 * QUESTIONS
+        assert [c["passed"] for c in report["gate"]["checks"]] == [False]
+        assert "several models'" in report["gate"]["checks"][0]["reason"]
+        args = ["--by", "model", "--gate-each", "--max-ece", "0.9", "--json", *runs]
+        each = json.loads(run(["calibrate", first, second, *args]).stdout)
+        assert sorted(each["groups"]) == ["org/modelA-step1", "org/modelA-step2"]
+        assert {g["n"] for g in each["groups"].values()} == {QUESTIONS}
 
 
 def test_with_all_runs_a_run_naming_no_model_is_refused_as_unmatchable(tmp_path):
@@ -135,9 +149,9 @@ def test_two_models_runs_still_share_doc_ids(tmp_path):
 def test_the_api_refuses_them_too(tmp_path):
     named = a_run(tmp_path / "org__modelA", rerun=False)
     plain = a_run(tmp_path / "b", rerun=True)
-    same = a_run(tmp_path / "org__modelA-rerun", rerun=True, model="org/modelA")
+    copy = a_run(tmp_path / "copy", rerun=True, model="org/modelA")  # its results file beside it
     (named / f"results_{STAMP}.json").write_text(results_naming("org/modelA", STAMP))
-    for other in (plain, same):
+    for other in (plain, copy):
         # the API says a row read twice as it always has, naming the row read first
         with pytest.raises(InputError, match=r"was read before|duplicate id"):
             calibcli.read_predictions([str(named), str(other)])
@@ -165,3 +179,24 @@ def test_an_engine_refuses_them(tmp_path):
     files = [str(p) for p in (*named.glob("samples_*"), *plain.glob("samples_*"))]
     with pytest.raises(InputError, match="was read before"):
         file_jobs(files, "auto", None)
+
+
+def test_summaries_whose_files_moved_away_are_refused(tmp_path):
+    """The check reads the runs' doc_ids from their files: summaries read where those files
+    are gone (a later CI job holding only the artifacts) cannot be told apart, and are refused
+    rather than counted as 80 questions."""
+    named = a_run(tmp_path / "org__modelA", rerun=False)
+    plain = a_run(tmp_path / "b", rerun=True)
+    parts = []
+    for i, folder in enumerate((named, plain)):
+        part = tmp_path / f"part{i}.cbs"
+        assert run(["summarize", folder, "-o", part, "-q"]).exit_code == 0
+        parts.append(part)
+    shutil.rmtree(plain)
+    for args in (
+        ["calibrate", *parts, "--min-rows", "60"],
+        ["merge", *parts, "-o", tmp_path / "m.cbs"],
+    ):
+        line = refused(*args)
+        assert "cannot be read (No such file or directory) to tell its rows from those of" in line
+    assert not (tmp_path / "m.cbs").exists()

@@ -1,19 +1,20 @@
 """Whose rows an lm-eval samples file holds, as the checks on them read it.
 
-The several-models check, ``--by model`` and the re-runs pooled with ``--all-runs`` take an
-lm-eval run's model one way (:func:`run_model`): the model arguments a file name writes
-(before v0.4.3), else the ``model_name`` of the run's results file beside it, else the
-``org__name`` folder v0.4.3+ writes a model's files into. Two files of one task whose runs name
-one model are re-runs of it, whatever their folders are called.
+The several-models check, ``--by model``, the row ids and the re-runs pooled with ``--all-runs``
+take an lm-eval run's model one way (:func:`run_model`): what its path names (the model
+arguments a file name writes before v0.4.3, else the ``org__name`` folder v0.4.3+ writes a
+model's files into), else the ``model_name`` of the run's results file beside it. The path comes
+first because a results file's ``model_name`` leaves out the model arguments that make another
+model of the same weights (a ``revision``, a ``dtype``, an adapter): two checkpoints of one
+model, each run into its own folder, are two models, never re-runs of one.
 
 Two models' files of one task hold the same doc_ids, so a row's id carries, besides its task and
-``doc_id``, the model its path names (:func:`key_model`: an ``org__name`` folder, taken as its
-run's results file names it, or the model arguments of an older name); a path naming none keys
-its rows by task and ``doc_id`` alone, so that a run's copy without its results file keys them
-as the run does. Where two files of one task key their rows apart though their runs may be one
-model's (a run naming no model may be any model's; two folders whose results files name one
-model), their rows are compared before anything is read (:func:`refuse_unnamed_reruns`): a
-document in both is refused as a row read twice is, unless ``--all-runs`` pools them."""
+``doc_id``, the model its path names (:func:`key_model`); a path naming none keys its rows by
+task and ``doc_id`` alone, so that a run's copy without its results file keys them as the run
+does. A run whose path names no model may be any model's: where it and another run of its task
+key their rows apart, their rows are compared before anything is read
+(:func:`refuse_unnamed_reruns`): a document in both is refused as a row read twice is, and so
+under ``--all-runs``, which could not pool their rows as re-runs of one question."""
 
 from __future__ import annotations
 
@@ -39,15 +40,15 @@ DOUBLE_READ = (
 
 def run_model(path: str) -> str | None:
     """The model an lm-eval samples file was run with: its model arguments as its name writes
-    them (before v0.4.3), else the ``model_name`` of its run's results file, else the
-    ``org__name`` folder v0.4.3+ writes a model's files into; None when none says."""
+    them (before v0.4.3), else the ``org__name`` folder v0.4.3+ writes a model's files into,
+    else the ``model_name`` of its run's results file; None when none says."""
     from calibcli import formats
 
     args = formats.model_args_from_filename(path)
     if args is not None:
         return args
-    found = results_model(path)
-    return found if found is not None else formats.model_from_filename(path)
+    found = formats.model_from_filename(path)
+    return found if found is not None else results_model(path)
 
 
 def results_model(path: str) -> str | None:
@@ -62,8 +63,7 @@ def results_model(path: str) -> str | None:
 def group_model(path: str) -> str | None:
     """The model ``--by model`` groups an lm-eval file's rows under: the ``pretrained``
     argument (with its adapters) of a file name before v0.4.3, else :func:`run_model`'s (the
-    results file's ``model_name``, else the ``org__name`` folder), so that the re-runs of a
-    model are one group whatever their folders are called."""
+    ``org__name`` folder, else the results file's ``model_name``)."""
     from calibcli import formats
 
     if formats.model_args_from_filename(path) is not None:
@@ -74,13 +74,10 @@ def group_model(path: str) -> str | None:
 def key_model(path: str) -> str | None:
     """The model an lm-eval file's row ids carry (:func:`calibcli.io.ids.identifier`): the
     model its path names (the ``pretrained`` argument of a name before v0.4.3, an ``org__name``
-    folder), a folder's taken as its run's results file names it; None for a path naming
-    none."""
+    folder); None for a path naming none."""
     from calibcli import formats
 
-    if formats.model_from_filename(path) is None:
-        return None
-    return group_model(path)
+    return formats.model_from_filename(path)
 
 
 def rerun_task(path: str) -> tuple[str, str | None]:
@@ -157,7 +154,8 @@ def refuse_unnamed_reruns(paths: Iterable[str], pooled: bool = False) -> None:
         if not earlier and not any(path in e for e in pairs.values()):
             continue
         docs[path] = held = {}
-        for line, doc in _doc_ids(path):
+        partner = earlier[0] if earlier else next(p for p, e in pairs.items() if path in e)
+        for line, doc in _doc_ids(path, partner):
             key = id_key(doc)
             held.setdefault(key, line)
             for other in earlier:
@@ -179,15 +177,17 @@ _APART = (
 
 def _may_be_one(first: tuple, second: tuple) -> bool:
     """Whether two files' (task, key model, run model) are of one task, their rows keyed
-    apart, and their runs may be one model's."""
+    apart (a path naming no model beside one naming its model), and their runs may be one
+    model's (a run naming none may be any model's)."""
     if first[0] != second[0] or first[1] == second[1]:
         return False
     return first[2] is None or second[2] is None or first[2] == second[2]
 
 
-def _doc_ids(path: str) -> Iterable[tuple[int, Any]]:
+def _doc_ids(path: str, partner: str) -> Iterable[tuple[int, Any]]:
     """(line, doc_id) of each row of an lm-eval samples file that holds one; rows that do not
-    parse are left to the reader, which names them."""
+    parse are left to the reader, which names them. A file that cannot be read (a summary's
+    source moved away since) cannot be told apart from ``partner``'s re-run: InputError."""
     from calibcli.io.compression import open_path
 
     try:
@@ -200,5 +200,12 @@ def _doc_ids(path: str) -> Iterable[tuple[int, Any]]:
                 doc = row.get("doc_id") if isinstance(row, dict) else None
                 if isinstance(doc, (int, str)) and not isinstance(doc, bool):
                     yield line, doc
-    except OSError:
-        return  # the reader says what is wrong with it
+    except OSError as e:
+        raise InputError(
+            path,
+            None,
+            f"cannot be read ({e.strerror or e}) to tell its rows from those of "
+            f"{shown_name(partner)}, a run of its task (one of their paths names its model, the "
+            "other's none, so their rows are keyed apart and a re-run would count each question "
+            "twice); give the runs' files where they were read",
+        ) from None
