@@ -236,3 +236,19 @@ def test_a_summary_of_batched_ids_stays_so_when_written_again(tmp_path):
     for first in (old, again):
         line = refused("merge", first, other, "-o", tmp_path / "m.cbs", "-q")
         assert line.startswith(f"Error: {first} was written by an earlier calibcli"), line
+
+
+def test_old_summaries_of_one_scheme_still_merge(tmp_path):
+    """Two summaries an earlier calibcli wrote hash their inspect-ai ids alike (without the
+    task): merged, their 20 + 20 samples of two logs with other ids count 40 rows."""
+    first = old_summary(tmp_path)
+    other_log = json.loads(write_log(tmp_path / "other.json", task=False).read_text())
+    for sample in other_log["samples"]:
+        sample["id"] = f"other-{sample['id']}"
+    (tmp_path / "other.json").write_text(json.dumps(other_log))
+    second = as_version(summarize(tmp_path / "other.json", tmp_path / "other.cbs"), 3)
+    merged = run(["merge", first, second, "-o", tmp_path / "m.cbs", "-q"])
+    assert merged.exit_code == 0, merged.stderr
+    assert from_bytes((tmp_path / "m.cbs").read_bytes()).n == 2 * SAMPLES
+    line = refused("merge", first, first, "-o", tmp_path / "m2.cbs", "-q")
+    assert "merge each part once" in line or "given twice" in line, line

@@ -193,14 +193,16 @@ def taskless_ids(settings: Any, sources: Any) -> bool:
 
 def check_id_schemes(summaries: list[Any], labels: list[str] | None = None) -> None:
     """SummaryMismatch when a summary whose inspect-ai samples' ids carry no task
-    (:attr:`RowIds.taskless`) is counted with another holding ids of inspect-ai rows: a sample
-    has another id in each, so the re-runs they share would go unseen, pooled as other
-    questions. ``labels``: the summaries' names (without them, the message names the summary
-    by the first inspect-ai log it read)."""
+    (:attr:`RowIds.taskless`) is counted with another holding ids of inspect-ai rows that carry
+    it: a sample has another id in each, so the re-runs they share would go unseen, pooled as
+    other questions. Summaries whose ids all carry no task agree with each other. ``labels``:
+    the summaries' names (without them, the message names the summary by the first inspect-ai
+    log it read)."""
     holding = [
         i for i, s in enumerate(summaries) if s.row_ids is not None and inspect_rows(s.sources)
     ]
-    for i in holding if len(holding) > 1 else ():
+    schemes = {summaries[i].row_ids.taskless for i in holding}
+    for i in holding if len(schemes) > 1 else ():  # summaries of one scheme agree
         if summaries[i].row_ids.taskless:
             label = None if labels is None else labels[i]
             if label is None:
