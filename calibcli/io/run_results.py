@@ -54,9 +54,10 @@ def run_record(path: str) -> _Run | None:
     return None if version is None else _record_of(*version)
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=256)
 def _record_of(path: str, _mtime: int, _size: int) -> _Run | None:
-    # cached by the file's identity: the samples files of one run (57 for MMLU) share it
+    # cached by the file's identity: the samples files of one run (57 for MMLU) share it, and
+    # a folder of many runs is looked at file by file by several checks
     import msgspec
 
     results = msgspec.defstruct(

@@ -61,7 +61,7 @@ def assumed_delimiters(files: Any, mc_norm: str) -> list[str]:
     ]
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=256)
 def _delimiters(path: str, _mtime: int, _size: int) -> dict[str, str]:
     # cached by the file's identity: the samples files of one run share it
     import msgspec
