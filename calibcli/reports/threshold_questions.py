@@ -22,8 +22,9 @@ def repeats_of(summary: Any) -> tuple[bool, bool]:
 
 def repeated_in(summary: Any) -> Callable[[str | None], bool]:
     """Whether a --by group's rows of ``summary`` repeat their questions (None: the pooled
-    rows), by the group's own runs where known (:func:`~calibcli.reports.group_repeats.
-    own_repeats`): re-runs of one task pooled with --all-runs repeat none of another's."""
+    rows), by the group's own runs where known
+    (:func:`~calibcli.reports.group_repeats.own_repeats`): re-runs of one task pooled with
+    --all-runs repeat none of another's."""
     from calibcli.summaries import most_epochs
 
     most = most_epochs(summary.sources)
