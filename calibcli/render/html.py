@@ -22,7 +22,7 @@ from calibcli.render import html_blocks as blocks
 from calibcli.render.html_pages import PAGES, facts
 from calibcli.render.markup import text
 from calibcli.render.report_shape import NotAReport, check_shape, gate_passed
-from calibcli.reports import put_marks
+from calibcli.reports import decides, put_marks
 
 SCHEMA_VERSION = 1  # the report schema this renderer reads
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -172,10 +172,13 @@ def _header(kind: str, body: dict[str, Any], sources: Sequence[str], ids: blocks
     if isinstance(gate, dict):
         passed = gate_passed(gate)
         checks = [c for c in gate.get("checks") or [] if isinstance(c, dict)]
-        ok = sum(1 for c in checks if c.get("passed") is True)
+        deciding = [c for c in checks if decides(c)]
+        ok = sum(1 for c in deciding if c.get("passed") is True)
+        shown = len(checks) - len(deciding)  # beside the verdict, deciding nothing
+        aside = f" ({shown:,} not gated)" if shown else ""
         lines.append(
             f'<p class="verdict {"pass" if passed else "fail"}"><a href="#{ids.named("gate")}">'
-            f"{blocks.verdict(passed)}</a>: {ok:,} of {len(checks):,} checks passed</p>"
+            f"{blocks.verdict(passed)}</a>: {ok:,} of {len(deciding):,} checks passed{aside}</p>"
         )
     return "<header>" + "".join(lines) + "</header>"
 

@@ -21,7 +21,7 @@ from calibcli.render.digits import (
 from calibcli.render.markup import MINUS, cell, interval, is_number, number, signed, text
 from calibcli.render.report_shape import gate_passed
 from calibcli.render.svg import reliability_bins, reliability_chart
-from calibcli.reports import RECALIBRATION, Figure, has, lookup
+from calibcli.reports import RECALIBRATION, Figure, decides, has, lookup
 
 SMALL_MULTIPLES = 12  # groups or files beyond this many get a table row, not a diagram each
 MAX_TABLE_ROWS = 500  # longer per-bin and risk–coverage tables are thinned (the JSON has all)
@@ -369,6 +369,8 @@ def gate(ids: Ids, found: Any) -> str:
         limit = f"{'≥' if least else '≤'} {_limit(given)}"
         ok = c.get("passed") is True
         result = "pass" if ok else ("fail (closed)" if "reason" in c else "fail")
+        if not decides(c):  # shown beside the verdict, which the other checks give
+            ok, result = True, "not gated"
         shown = [number(v, digits) for v in values]
         if floored:  # blank for a check without one
             shown.append(number(c["floor"], digits) if "floor" in c else "")

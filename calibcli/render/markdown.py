@@ -20,6 +20,7 @@ from calibcli.reports import (
     BY_COMMAND,
     CALIBRATION,
     RECALIBRATION,
+    decides,
     has,
     lookup,
     mcnemar_name,
@@ -100,7 +101,9 @@ def markdown_summary(
     gate = body.get("gate")
     verdict = "" if gate is None else (" — gate passed" if gate_passed(gate) else " — gate FAILED")
     lines = _figures(body) + _plug_in(body) + _before_after(body) + _comparison(body)
-    rows = [] if gate is None else [(c["passed"], _gate_row(c)) for c in gate["checks"]]
+    # a check shown beside the verdict, deciding nothing, is cut with the passing ones
+    checks = [] if gate is None else gate["checks"]
+    rows = [(c["passed"] or not decides(c), _gate_row(c)) for c in checks]
     table = [] if gate is None else ["", *_GATE_HEAD]
     notes = [] if gate is None else _gate_notes(gate)
     warnings = [f"> warning: {_text(w)}" for w in body.get("warnings") or ()]
@@ -232,7 +235,7 @@ def _gate_row(check: dict[str, Any]) -> str:
         parts = (_cell(check[k], digits) for k in ("upper", "allowance"))
         value += " (upper end {} + allowance {})".format(*parts)
     value += reason
-    passed = "yes" if check["passed"] else "**no**"
+    passed = "yes" if check["passed"] else "**no**" if decides(check) else "not gated"
     shown_limit = (">= " if "minimum" in check else "") + _limit(limit)
     return f"| {_text(name)} | {shown_limit} | {value} | {passed} |"
 

@@ -10,7 +10,9 @@ figures it types are the registry's (:data:`calibcli.reports.BY_COMMAND`), so a 
 there is checked here too.
 
 :func:`gate_passed` is the verdict every renderer shows: passed only when the gate says so and
-it holds checks that all passed, which is how calibcli computes it.
+it holds checks that all passed, which is how calibcli computes it. A check recording
+``"decides": false`` (the pooled figures of several models' rows beside --gate-each's --by model
+groups) is shown failed closed and left out of the verdict.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from calibcli.reports import BY_COMMAND, has, lookup
+from calibcli.reports import BY_COMMAND, decides, has, lookup
 
 
 class NotAReport(ValueError):
@@ -136,8 +138,9 @@ def _compare(body: Mapping[str, Any]) -> None:
 
 
 def check_gate(gate: Any) -> None:
-    """A gate holds checks, each passed or not, and passed exactly when they all did; raises
-    :class:`NotAReport` naming what is wrong otherwise."""
+    """A gate holds checks, each passed or not, and passed exactly when those that decide
+    (all but the failed ones recording ``"decides": false``) did; raises :class:`NotAReport`
+    naming what is wrong otherwise."""
     _field("gate", gate, OBJECT)
     _field("gate.passed", gate.get("passed"), FLAG)
     checks = gate.get("checks")
@@ -150,12 +153,22 @@ def check_gate(gate: Any) -> None:
         _field(f"gate.checks[{i}].value", check.get("value"), FIGURE)
         limit = "minimum" if "minimum" in check else "threshold"
         _field(f"gate.checks[{i}].{limit}", check.get(limit), NUMBER)
-    failed = sum(1 for c in checks if c["passed"] is not True)
+        if "decides" in check:
+            _field(f"gate.checks[{i}].decides", check["decides"], FLAG)
+            if check["decides"] is False and check["passed"] is not False:
+                raise NotAReport(
+                    f"gate.checks[{i}] decides nothing but passed is true: a check shown "
+                    "beside the verdict never reads as a pass"
+                )
+    deciding = [c for c in checks if decides(c)]
+    if not deciding:
+        raise NotAReport("gate.checks holds no check that decides the gate's verdict")
+    failed = sum(1 for c in deciding if c["passed"] is not True)
     if gate["passed"] != (failed == 0):
         said = "true" if gate["passed"] else "false"
         raise NotAReport(
-            f"gate.passed is {said} but {failed:,} of {len(checks):,} checks failed: the gate "
-            "contradicts its own checks"
+            f"gate.passed is {said} but {failed:,} of {len(deciding):,} checks failed: the "
+            "gate contradicts its own checks"
         )
 
 
@@ -183,12 +196,11 @@ def _strings(v: Any) -> bool:
 
 def gate_passed(gate: Any) -> bool:
     """The verdict a renderer shows for ``gate``: passed only when it says so and holds checks
-    that all passed (a gate that contradicts its own checks is shown failed)."""
+    that decide, all passed (a gate that contradicts its own checks is shown failed)."""
     if not isinstance(gate, Mapping) or gate.get("passed") is not True:
         return False
     checks = gate.get("checks")
-    return (
-        isinstance(checks, list)
-        and bool(checks)
-        and all(isinstance(c, Mapping) and c.get("passed") is True for c in checks)
-    )
+    if not isinstance(checks, list) or not all(isinstance(c, Mapping) for c in checks):
+        return False
+    deciding = [c for c in checks if decides(c)]
+    return bool(deciding) and all(c.get("passed") is True for c in deciding)

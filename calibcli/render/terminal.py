@@ -40,6 +40,7 @@ from calibcli.reports import (
     Figure,
     auroc_test_name,
     confidence,
+    decides,
     has,
     lookup,
     mcnemar_name,
@@ -342,7 +343,8 @@ def _gate(report: dict[str, Any]) -> list[Any]:
     columns += ["gated"] if allowed or floored else []
     table = _table(title, *columns, "threshold", "result", right_from=2)
     for check in gate["checks"]:
-        result = "pass" if check["passed"] else ("fail (closed)" if "reason" in check else "fail")
+        failed = "fail (closed)" if "reason" in check else "fail"
+        result = "pass" if check["passed"] else failed if decides(check) else "not gated"
         values = [check["value"]]
         if upper:  # a floor's count has no interval: its estimate and upper end are itself
             values = [check.get("estimate", check["value"]), check.get("upper", check["value"])]

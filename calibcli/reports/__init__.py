@@ -13,6 +13,7 @@ _LAZY = {
     "put_marks": "calibcli.reports.paths",
     "SCHEMA_VERSION": "calibcli.reports.report",
     "Gate": "calibcli.reports.gate",
+    "decides": "calibcli.reports.gate",
     "Bootstrap": "calibcli.reports.calibrate",
     "bootstrap_for": "calibcli.reports.calibrate",
     "calibrate_options": "calibcli.reports.calibrate",

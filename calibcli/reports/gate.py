@@ -327,9 +327,15 @@ def evaluate(
     groups: Mapping[str, Gated] | None = None,
     *,
     level: float | None = None,
+    pooled_decides: bool = True,
 ) -> Verdict:
-    """Check the pooled section (and, with ``gate.each``, every group) against the thresholds."""
+    """Check the pooled section (and, with ``gate.each``, every group) against the thresholds.
+
+    With ``pooled_decides=False`` the pooled checks are shown but do not decide: each records
+    ``"decides": false`` beside its result, and the groups' checks alone give the verdict."""
     checks, failures = _checks(pooled, gate, None, level)
+    if not pooled_decides:
+        checks, failures = [{**c, "decides": False} for c in checks], []
     failed_groups: list[str] = []
     if gate.each and groups:
         for name, section in groups.items():
@@ -393,7 +399,8 @@ def with_floors(
     lines: list[str] = []
     failed_groups: list[str] = []
     for check in body["checks"]:
-        line = None if check["passed"] else next(old)
+        lined = not check["passed"] and decides(check)  # one failure line each, in order
+        line = next(old) if lined else None
         group = check.get("group")
         floor, metric = floors.get(group), check["metric"]
         if floor is not None and metric in floor.values and _open_upper(check):
@@ -411,6 +418,12 @@ def with_floors(
     if "failed_groups" in out:
         out["failed_groups"] = failed_groups
     return out, lines
+
+
+def decides(check: Mapping[str, Any]) -> bool:
+    """Whether a check decides the gate's verdict: all do but those recording ``"decides":
+    false``, shown beside the checks that decide (:func:`evaluate`)."""
+    return check.get("decides", True) is not False
 
 
 def _open_upper(check: dict[str, Any]) -> bool:

@@ -412,6 +412,11 @@ POOLED_MODELS = (
     "model group with --gate-each"
 )
 """Why a pooled gate fails closed when --by model keeps the models apart in groups."""
+NOT_GATED = (
+    "the figures over all groups pool several models' rows (see the warning): not gated, "
+    "--gate-each gates each --by model group on its own rows"
+)
+"""Why the pooled checks fail closed, deciding nothing, beside --gate-each's --by model groups."""
 
 
 REPEATS = (
@@ -562,11 +567,13 @@ def assemble(
         if closed:
             each = groups if gate.each else None
             pooled, groups = with_closed(closed, pooled, each, dict.fromkeys(apart, own))
-        if by_model and not gate.each:  # the pooled figures mix the models' groups, and
-            # nothing else is gated: with --gate-each each model's group is checked too
-            checks = dict.fromkeys([*gate.thresholds, *gate.minimums], POOLED_MODELS)
+        if by_model:  # the pooled figures mix the models' groups: alone they fail closed;
+            # with --gate-each they are shown so too, and each model's group decides
+            why = NOT_GATED if gate.each else POOLED_MODELS
+            checks = dict.fromkeys([*gate.thresholds, *gate.minimums], why)
             pooled, _ = with_closed(checks, pooled, None)
-        verdict = evaluate(gate, pooled, groups, level=level)
+        decides = not (by_model and gate.each)
+        verdict = evaluate(gate, pooled, groups, level=level, pooled_decides=decides)
         tail["gate"], failures = verdict.body, verdict.failures
     return finish(body, all_notes, failures, tail=tail, mark_infinite=True)
 
