@@ -5,7 +5,10 @@ An evaluation run leaves a folder of files (lm-eval writes one samples file per 
 results file beside them), so ``calibcli calibrate out/`` reads the folder's files of the kinds
 calibcli reads, in name order, which does not depend on the file system. Files are not searched
 for in subfolders: a folder of several models' runs is given one model folder at a time, and a
-subfolder holding files of those kinds is named in a warning, its files not read. What a
+subfolder holding files of those kinds is named in a warning, its files not read; a folder
+holding none itself is refused, naming the subfolders that hold some (lm-eval's
+``--output_path out`` writes each model's files into ``out/<org>__<model>/``) and how to give
+them (``'out/*/'``). What a
 file holds decides as for any file given: a results file is skipped with a warning, re-runs of
 a task are left out but the newest. The manifests inspect-ai's eval_set writes beside its logs
 (``logs.json``, ``eval-set.json``) are left out with a warning: they hold the logs' headers, no
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shlex
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.compression import SUFFIXES as COMPRESSED
@@ -132,10 +136,10 @@ def _subfolders_said(source: str, names: list[str], read: set[str]) -> str | Non
     """A warning naming the subfolders of ``source`` (``names``: its entries, sorted) that
     hold input files not among those ``read`` (real paths), at any depth: a folder is read
     one level deep, so a run's files moved into a subfolder are not read, and a gate would
-    pass on the others alone. None when no
-    subfolder holds one, and for a folder holding no input file itself, which :func:`expand`
-    refuses. Hidden subfolders are not looked into, as hidden files are not read; at most
-    :data:`SUBFOLDERS_WALKED` folders are, the counts then being lower bounds."""
+    pass on the others alone. None when no subfolder holds one, and for a folder holding no
+    input file itself, which :func:`expand` refuses, naming such subfolders
+    (:func:`_held_below`). Hidden subfolders are not looked into, as hidden files are not
+    read; at most :data:`SUBFOLDERS_WALKED` folders are, the counts then being lower bounds."""
     if not any(_input_file(source, n) for n in names):
         return None
     found: list[tuple[str, int]] = []
@@ -242,11 +246,76 @@ def expand(sources: list[str]) -> list[str]:
         if not files:
             endings = ", ".join(SUFFIXES)
             packed = ", ".join(COMPRESSED)
+            below = _held_below(source, names)
             raise InputError(
-                source, None, f"a folder with no input files ({endings}, or those {packed})"
+                source,
+                None,
+                f"a folder with no input files ({endings}, or those {packed})"
+                if below is None
+                else f"a folder with no input files of its own: {below}",
             )
         out.extend(files)
     return out
+
+
+def _held_below(source: str, names: list[str]) -> str | None:
+    """What a folder holding no input file itself (``names``: its entries, sorted) says of its
+    subfolders that hold some, and how to give them; None when none does. Only the immediate
+    subfolders are looked into, and only their own files counted: those are what giving a
+    subfolder reads (a folder is read one level deep). Hidden subfolders are not looked into,
+    as hidden files are not read; at most :data:`SUBFOLDERS_WALKED` are, the counts then
+    being lower bounds. ``'out/*/'`` is offered when every subfolder it would match holds
+    input files, since one holding none is refused."""
+    found: list[tuple[str, int]] = []
+    looked, every, cut = 0, True, False
+    for name in names:
+        path = os.path.join(source, name)
+        if name.startswith(".") or not os.path.isdir(path):
+            continue
+        if looked >= SUBFOLDERS_WALKED:
+            every, cut = False, True
+            break
+        looked += 1
+        try:
+            inner = os.listdir(path)
+        except OSError:
+            inner = []
+        count = sum(1 for n in inner if _input_file(path, n))
+        if count:
+            found.append((name, count))
+        else:
+            every = False
+    if not found:
+        return None
+    total = sum(count for _, count in found)
+    files = f"{total}{' or more' if cut else ''} input file{'s' if total > 1 or cut else ''}"
+    deep = "folders are read one level deep"
+    if len(found) == 1 and not cut:
+        name = found[0][0]
+        return (
+            f"subfolder {shown_name(name)}/ holds {files} ({deep}; name it to read it: "
+            f"{_as_given(os.path.join(source, name))})"
+        )
+    shown = ", ".join(shown_name(name) + "/" for name, _ in found[:HIDDEN_SHOWN])
+    more = f" and {len(found) - HIDDEN_SHOWN} more" if len(found) > HIDDEN_SHOWN else ""
+    if every:
+        how = f": {_as_given(os.path.join(glob.escape(source), '*', ''))}"
+    elif len(found) <= HIDDEN_SHOWN and not cut:
+        how = ": " + " ".join(_as_given(os.path.join(source, name)) for name, _ in found)
+    else:
+        how = ""
+    return (
+        f"{len(found)}{' or more' if cut else ''} subfolders hold {files} "
+        f"({shown}{more}; {deep}; name them to read them{how})"
+    )
+
+
+def _as_given(path: str) -> str:
+    """A path or pattern as a command line gives it: quoted for the shell when it has to be
+    (a quoted pattern is expanded by calibcli, in name order), or as messages show a name
+    that one line cannot hold as it is (:func:`calibcli.errors.shown_name`)."""
+    shown = shown_name(path)
+    return shown if shown != path else shlex.quote(path)
 
 
 def named_files(sources: list[str]) -> list[str]:
