@@ -124,7 +124,8 @@ def samples_named(path: str) -> bool:
 
 
 def refuse_unnamed_reruns(paths: Iterable[str], pooled: bool = False) -> None:
-    """InputError at the first row of an lm-eval samples file among ``paths`` that shares its
+    """InputError at the first row of an lm-eval samples file among ``paths`` (each read, or
+    named, as one: a samples file renamed is a run naming no model) that shares its
     task and ``doc_id`` with a row of an earlier file whose rows its ids keep apart
     (:func:`key_model`) though the two runs may be one model's (:func:`run_model`: the same,
     or either naming none): re-runs of a task, refused as a row read twice is. With
@@ -136,7 +137,7 @@ def refuse_unnamed_reruns(paths: Iterable[str], pooled: bool = False) -> None:
 
     files: dict[str, tuple[str, str | None, str | None]] = {}
     seen: set[str] = set()  # a file given twice is refused as that, not here
-    for path in dict.fromkeys(p for p in paths if p != "-" and samples_named(p)):
+    for path in dict.fromkeys(p for p in paths if p != "-"):
         where = os.path.realpath(path)
         if where not in seen:
             seen.add(where)

@@ -91,7 +91,7 @@ def choose_runs(files: list[str], *, all_runs: bool = False, parts: Any = ()) ->
     (label, summary), judged by their sources' runs (:func:`~calibcli.io.parts.newest_parts`)."""
     given_once(files)
     if all_runs:  # re-runs pooled: only those whose rows cannot be matched are refused
-        refuse_unnamed_reruns([*files, *_sources_of(parts)], pooled=True)
+        refuse_unnamed_reruns([*filter(_samples_named, files), *_sources_of(parts)], pooled=True)
         return newest_parts(Runs(list(files), []), parts, all_runs)
     runs: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for f in files:
@@ -134,7 +134,7 @@ def choose_runs(files: list[str], *, all_runs: bool = False, parts: Any = ()) ->
             raise InputError(
                 packed, None, f"holds the same bytes as {also} once decompressed: {COPY}"
             )
-    refuse_unnamed_reruns([*kept, *_sources_of(parts)])
+    refuse_unnamed_reruns([*filter(_samples_named, kept), *_sources_of(parts)])
     return newest_parts(Runs(kept, warnings), parts, all_runs)
 
 
