@@ -35,8 +35,12 @@ class Predictions:
     Give it to :func:`~calibcli.calibrate` and the other functions in place of the arrays;
     ``to_pandas()`` makes a DataFrame of the four columns. Rows built directly are checked
     as rows given as arrays are (InputError naming the first bad row by its index), and the
-    arrays are read-only, so that the rows cannot change after the check: change a copy
-    (``rows.confidence.copy()``) and build new Predictions of it."""
+    arrays are read-only, so that the rows cannot change after the check: :meth:`with_values`
+    gives the rows with other values, keeping what the reading knew of them. Rows built
+    directly know only what they are given, as rows given as arrays do: built of a read
+    Predictions' arrays alone, they lose each row's question (an inspect-ai sample's epochs
+    then count as questions of their own), that the rows pool several models' (on which every
+    gate fails closed) and the reading's warnings."""
 
     confidence: np.ndarray
     correct: np.ndarray
@@ -89,6 +93,36 @@ class Predictions:
     def groups(self) -> list[str] | None:
         """Each row's group name (None without groups)."""
         return None if self.by is None else self.group.tolist()
+
+    def with_values(
+        self, confidence: Any = None, correct: Any = None, group: Any = None, *, by: Any = None
+    ) -> Predictions:
+        """These rows with the values given in place of their own: ``confidence``, ``correct``
+        and ``group`` each one value per row, in the rows' order, checked as arrays given to
+        the functions are (groups named as the functions name the groups given as ``group=``,
+        reported under ``by``, else the rows' own ``by``, else ``"group"``). Everything else
+        the rows carry is kept: their ids, files and format, and what the reading knew of them
+        (each row's question, several models pooled, the reading's warnings), which the
+        reports of the new rows act on as they do for these."""
+        name, n, changes = ARRAYS, len(self), {}
+        if by is not None and group is None:
+            raise InputError(
+                name, None, f"by={by!r} names the groups given as group=, and none were given"
+            )
+        for what, values, check in (
+            ("confidence", confidence, confidences),
+            ("correct", correct, correctness),
+        ):
+            if values is not None:
+                checked = check(name, values)
+                _same_rows(n, checked.shape[0], what)
+                changes[what] = _frozen(checked)
+        if group is not None:
+            if by is not None:
+                field_name(name, "by", by)
+            changes["group"] = _frozen(_objects(_group_names(name, group, n), n))
+            changes["by"] = by or self.by or "group"
+        return replace(self, **changes)
 
     def to_pandas(self) -> Any:
         """A pandas DataFrame with the columns confidence, correct, group and id."""
@@ -319,16 +353,7 @@ def given(
     corr = correctness(name, correct)
     n = conf.shape[0]
     same_length(name, n, corr.shape[0], "correct")
-    groups = None
-    if group is not None:
-        from calibcli.io import group_name
-
-        values = row_values(name, group, "group")
-        same_length(name, n, len(values), "group")
-        # a string is a group's name as it is, so that the names of Predictions.group given
-        # back name the same groups; a string that names another value's group is refused
-        groups = [v if isinstance(v, str) else group_name(v) for v in values]
-        _one_name_each(name, values, groups)
+    groups = None if group is None else _group_names(name, group, n)
     keys = shown = None
     if ids is not None:
         shown = row_values(name, ids, "ids")
@@ -343,6 +368,26 @@ def given(
         keys=keys,
         where=None if keys is None else [f"{name}: index {i}" for i in range(n)],
     )
+
+
+def _group_names(name: str, group: Any, n: int) -> list[str]:
+    """Each row's group name: a string is a group's name as it is, so that the names of
+    Predictions.group given back name the same groups; a string that names another value's
+    group is refused."""
+    from calibcli.io import group_name
+
+    values = row_values(name, group, "group")
+    same_length(name, n, len(values), "group")
+    groups = [v if isinstance(v, str) else group_name(v) for v in values]
+    _one_name_each(name, values, groups)
+    return groups
+
+
+def _same_rows(n: int, given: int, what: str) -> None:
+    if given != n:
+        raise InputError(
+            ARRAYS, None, f"{what}: expected one value for each of the {n:,} rows, got {given:,}"
+        )
 
 
 def _one_name_each(name: str, values: list[Any], names: list[str]) -> None:
