@@ -184,6 +184,14 @@ def test_the_html_page_and_a_saved_report_leave_the_pooled_checks_out_of_the_ver
     refused = run(["render", saved, "--html", tmp_path / "edited.html"])
     assert refused.exit_code == 2
     assert "gate.checks[0] decides nothing but passed is true" in refused.stderr
+    # nor is one whose failing group's check is said to decide nothing, its verdict a pass
+    body["gate"]["checks"][0]["passed"] = False
+    group = next(i for i, c in enumerate(body["gate"]["checks"]) if "group" in c)
+    body["gate"]["checks"][group] |= {"passed": False, "decides": False, "reason": "edited"}
+    saved.write_text(json.dumps(body), encoding="utf-8")
+    refused = run(["render", saved, "--html", tmp_path / "edited.html"])
+    assert refused.exit_code == 2
+    assert f"gate.checks[{group}] decides nothing but is a group's" in refused.stderr
 
 
 def test_github_annotations_name_only_the_failing_group(runs):

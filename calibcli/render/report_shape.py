@@ -160,6 +160,11 @@ def check_gate(gate: Any) -> None:
                     f"gate.checks[{i}] decides nothing but passed is true: a check shown "
                     "beside the verdict never reads as a pass"
                 )
+            if check["decides"] is False and ("group" in check or "reason" not in check):
+                raise NotAReport(
+                    f"gate.checks[{i}] decides nothing but is a group's, or not failed closed: "
+                    "only the pooled figures' checks, failed closed, are shown beside the verdict"
+                )
     deciding = [c for c in checks if decides(c)]
     if not deciding:
         raise NotAReport("gate.checks holds no check that decides the gate's verdict")
