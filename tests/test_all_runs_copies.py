@@ -106,11 +106,13 @@ def test_a_copy_of_rows_without_ids_is_refused(tmp_path):
         ["calibrate", rows, copy, "--all-runs", *gated],
         f"{copy}: holds the same bytes as {rows}, {HOW}",
     )
-    # a link is a file of the same bytes
+    # a link is the file itself, reached by another path: never a re-run
     link = tmp_path / "link.jsonl"
     link.symlink_to(rows)
     refused(
-        ["calibrate", rows, link, "--all-runs"], f"{link}: holds the same bytes as {rows}, {HOW}"
+        ["calibrate", rows, link, "--all-runs"],
+        f"{link}: is given twice (also as {rows}): one file reached by two paths is not a "
+        "re-run, and its rows would count twice (give one of the paths)",
     )
 
 

@@ -277,10 +277,10 @@ def test_a_part_counted_twice_is_refused(data, tmp_path):
 
 
 def test_a_summary_of_one_input_given_twice_measures_and_merges(tmp_path):
-    """A summary of two files with the same bytes (a copy, a hard link) whose rows carry ids,
-    made with --all-runs, counts what it holds when measured or merged, while another part
-    holding the same input is still refused; without --all-runs the copy is refused, and
-    without ids too."""
+    """A summary of two files with the same bytes (a copy) whose rows carry ids, made with
+    --all-runs, counts what it holds when measured or merged, while another part holding the
+    same input is still refused; without --all-runs the copy is refused, and without ids too.
+    A hard link is the file itself under another path, refused with --all-runs too."""
     x = write_jsonl(tmp_path / "x.jsonl", make_rows(300, seed=3))
     y = tmp_path / "y.jsonl"
     y.write_bytes(x.read_bytes())
@@ -291,20 +291,17 @@ def test_a_summary_of_one_input_given_twice_measures_and_merges(tmp_path):
     assert not both.exists()
     ids = ["--all-runs", "--id-field", "id"]
     cli("summarize", x, y, *ids, "-o", both, "-q")
-    cli("summarize", x, tmp_path / "hard.jsonl", *ids, "-o", pooled, "-q")
-    for summary, files in (
-        (both, [x, y, *ids]),
-        (pooled, [x, tmp_path / "hard.jsonl", *ids]),
-    ):
-        want = report("calibrate", *files)
-        assert want["n"] == 600
-        # the summary keeps the questions, not which row answers which: its warning says its
-        # bootstrap draws rows (see "Other re-runs pooled with --all-runs" in the README)
-        got = report("calibrate", summary)
-        assert_same_report(_figures(got), _figures(want))
-        merged = tmp_path / f"merged_{summary.name}"
-        cli("merge", summary, "-o", merged, "-q")
-        assert_same_report(report("calibrate", merged), got)
+    hard = one_line_error("summarize", x, tmp_path / "hard.jsonl", *ids, "-o", pooled)
+    assert "one file reached by two paths is not a re-run" in hard and not pooled.exists()
+    want = report("calibrate", x, y, *ids)
+    assert want["n"] == 600
+    # the summary keeps the questions, not which row answers which: its warning says its
+    # bootstrap draws rows (see "Other re-runs pooled with --all-runs" in the README)
+    got = report("calibrate", both)
+    assert_same_report(_figures(got), _figures(want))
+    merged = tmp_path / "merged_both.cbs"
+    cli("merge", both, "-o", merged, "-q")
+    assert_same_report(report("calibrate", merged), got)
     alone = tmp_path / "x.cbs"
     cli("summarize", x, "-o", alone, "-q")
     assert "both count" in one_line_error("merge", alone, both, "-o", tmp_path / "no.cbs")

@@ -170,8 +170,9 @@ def file_jobs(paths: list[str], kind: str, blocksize: int | None, **options: Any
     from the driver's working directory (and named by their absolute paths). ``kind`` ``auto``
     reads the first file as ``calibcli summarize`` does. The files are chosen as the command
     chooses them (:func:`calibcli.io.runs.choose_runs`): of a task's lm-eval re-runs in one
-    folder only the newest is read, the first job saying which were left out, and a file given
-    twice or two files of the same bytes are an InputError, unless ``all_runs``."""
+    folder only the newest is read, the first job saying which were left out; a file given
+    twice, under one path or two (a symbolic or a hard link), is an InputError, and so are two
+    files of the same bytes unless ``all_runs``."""
     from calibcli.io import choose_runs, file_spans, input_kind
 
     if blocksize is not None and (type(blocksize) is not int or blocksize < 1):

@@ -169,7 +169,7 @@ def read_keyed(
     from calibcli.io.pooled_ids import may_repeat, pooled_files, said_instead
     from calibcli.io.route import calibration_router, taken_modes
     from calibcli.io.rows import CalibrationRow, group_name
-    from calibcli.io.run_models import refuse_unnamed_reruns
+    from calibcli.io.run_models import refuse_unnamed_reruns, samples_named
     from calibcli.io.runs import REPEATED, choose_runs, repeat_reason, rerun_task, run_checks
     from calibcli.io.task_config import assumed_delimiters
     from calibcli.summaries import joined_mode
@@ -309,8 +309,11 @@ def read_keyed(
 
         names, reasons = (list(column) for column in zip(*left_out, strict=True))
         raise _nothing_left(SimpleNamespace(skipped=names, reasons=reasons), "calibration rows")
-    # a run known as lm-eval by its rows alone (a samples file renamed) names no model either
-    refuse_unnamed_reruns([s for s, f in read_as if f == "lm-eval"], pooled=all_runs)
+    # a run known as lm-eval by its rows alone (a samples file renamed) names no model either;
+    # the runs named as lm-eval names them were compared when they were chosen
+    lm_eval = [s for s, f in read_as if f == "lm-eval" and s != "-"]
+    if not all(map(samples_named, lm_eval)):
+        refuse_unnamed_reruns(lm_eval, pooled=all_runs)
     if all_runs:  # rows without ids: a copy cannot be told from a re-run, whatever the format
         from calibcli.io.pooled_ids import refuse_file_copies
 

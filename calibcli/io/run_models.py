@@ -6,7 +6,11 @@ arguments a file name writes before v0.4.3, else the ``org__name`` folder v0.4.3
 model's files into), else the ``model_name`` of the run's results file beside it. The path comes
 first because a results file's ``model_name`` leaves out the model arguments that make another
 model of the same weights (a ``revision``, a ``dtype``, an adapter): two checkpoints of one
-model, each run into its own folder, are two models, never re-runs of one.
+model, each run into its own folder, are two models, never re-runs of one. A model is named with
+the ``revision`` its model arguments load (``EleutherAI/pythia-160m@step1000``,
+:func:`~calibcli.io.run_results.with_revision`): the arguments of a file name before v0.4.3, the
+``config.model_args`` of the results file beside a file whose ``org__name`` folder (v0.4.3+
+writes every checkpoint of a model into one) or ``model_name`` names the model without it.
 
 Two models' files of one task hold the same doc_ids, so a row's id carries, besides its task and
 ``doc_id``, the model its path names (:func:`key_model`); a path naming none keys its rows by
@@ -26,7 +30,7 @@ from pathlib import PurePath
 from typing import Any
 
 from calibcli.errors import InputError, shown_name
-from calibcli.io.run_results import results_file, run_record
+from calibcli.io.run_results import results_file, revision_of, run_record, with_revision
 
 RUN_NAME = re.compile(
     r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
@@ -41,18 +45,48 @@ DOUBLE_READ = (
 def run_model(path: str) -> str | None:
     """The model an lm-eval samples file was run with: its model arguments as its name writes
     them (before v0.4.3), else the ``org__name`` folder v0.4.3+ writes a model's files into,
-    else the ``model_name`` of its run's results file; None when none says."""
+    else the ``model_name`` of its run's results file; None when none says. The folder's and
+    ``model_name``'s with the revision the results file's model arguments load
+    (:func:`path_model`, :func:`results_model`)."""
     from calibcli import formats
 
     args = formats.model_args_from_filename(path)
     if args is not None:
         return args
-    found = formats.model_from_filename(path)
+    found = path_model(path)
     return found if found is not None else results_model(path)
 
 
+def path_model(path: str) -> str | None:
+    """The model an lm-eval samples file's path names, with the revision it was loaded at: the
+    ``pretrained`` argument of a file name before v0.4.3 with its ``revision`` argument, or
+    the ``org__name`` folder of v0.4.3+ with the ``revision`` of its run's results file's
+    model arguments, where that file's ``model_name`` is the folder's model (lm-eval writes
+    every revision of a model into the one folder); None for a path naming none."""
+    from calibcli import formats
+
+    found = formats.model_from_filename(path)
+    if found is None:
+        return None
+    args = formats.model_args_from_filename(path)
+    if args is not None:  # arguments naming no model are the model's name, revision and all
+        return found if found == args else with_revision(found, revision_of(args, named=True))
+    match = RUN_NAME.match(PurePath(path).name)
+    record = None if match is None else run_record(results_file(path, match["stamp"]))
+    if record is None or record.named is None:
+        return found
+    if _SANITIZED.sub("__", record.named) != PurePath(path).parent.name:
+        return found  # another model's results file: its revision is not this folder's model's
+    return with_revision(found, record.revision)
+
+
+# the characters lm-eval writes as "__" in the folder it names after a model
+_SANITIZED = re.compile(r"[\"<>:/|\\?*\[\]]+")
+
+
 def results_model(path: str) -> str | None:
-    """The ``model_name`` of the results file of an lm-eval samples file's run, or None."""
+    """The ``model_name`` of the results file of an lm-eval samples file's run (with the
+    revision its model arguments load), or None."""
     match = RUN_NAME.match(PurePath(path).name)
     if match is None:
         return None
@@ -62,22 +96,39 @@ def results_model(path: str) -> str | None:
 
 def group_model(path: str) -> str | None:
     """The model ``--by model`` groups an lm-eval file's rows under: the ``pretrained``
-    argument (with its adapters) of a file name before v0.4.3, else :func:`run_model`'s (the
-    ``org__name`` folder, else the results file's ``model_name``)."""
+    argument (with its revision and adapters) of a file name before v0.4.3
+    (:func:`path_model`), else :func:`run_model`'s (the ``org__name`` folder, else the
+    results file's ``model_name``, each with the revision)."""
     from calibcli import formats
 
     if formats.model_args_from_filename(path) is not None:
-        return formats.model_from_filename(path)
+        return path_model(path)
     return run_model(path)
 
 
 def key_model(path: str) -> str | None:
     """The model an lm-eval file's row ids carry (:func:`calibcli.io.ids.identifier`): the
-    model its path names (the ``pretrained`` argument of a name before v0.4.3, an ``org__name``
-    folder); None for a path naming none."""
-    from calibcli import formats
+    model its path names, with its revision (:func:`path_model`: the ``pretrained`` argument of
+    a name before v0.4.3, an ``org__name`` folder); None for a path naming none."""
+    return path_model(path)
 
-    return formats.model_from_filename(path)
+
+def model_runs(runs: dict[tuple[str, str], list[tuple[str, str]]]) -> dict[tuple, list]:
+    """``runs`` (each folder and task with its files, each (timestamp, path)) as the re-runs of
+    one model: the runs of a task in one folder are one model's where they name at most one
+    model (:func:`run_model`; a run naming none may be its), else each model's are its own, and
+    each run naming none its own too (whose re-run it is cannot be told: in a folder naming no
+    model its rows are keyed as theirs, and refused as read twice). Keyed by (folder, task, ...)."""
+    split: dict[tuple, list] = {}
+    for key, found in runs.items():
+        models = {f: run_model(f) for _, f in found} if len(found) > 1 else {}
+        if len(set(models.values()) - {None}) < 2:
+            split[key] = found
+            continue
+        for stamp, f in found:
+            own = (models[f],) if models[f] is not None else (None, f)
+            split.setdefault((*key, *own), []).append((stamp, f))
+    return split
 
 
 def rerun_task(path: str) -> tuple[str, str | None]:

@@ -6,19 +6,22 @@ pool five copies of each question, and the narrower interval could pass a gate t
 fails. So among the files given for one input (one side of a comparison), the files of one task
 in one folder with different timestamps in their names are re-runs: only the newest (by the
 timestamp in the name, never by modification time, which an artifact download changes) is
-read, with a warning naming the runs left out, unless ``all_runs``. A path given twice and
-standard input given twice are refused, ``all_runs`` or not (a path read twice is no re-run);
-unless ``all_runs``, so are the same file under another path (a symbolic or a hard link), two
-files that hold the same bytes, a compressed file and a plain one holding its decompressed bytes
-(``x.jsonl`` beside ``gzip -k``'s ``x.jsonl.gz``: any gzip file, by its trailer; a Zstandard, xz
-or bzip2 file named as the plain one plus its suffix, by decompressing it), and two compressions
-of one file: the same rows twice would narrow every interval and meet ``--min-rows`` with the
-copy. With ``all_runs`` such copies are re-runs only where their rows carry ids
-(:func:`calibcli.io.pooled_ids.refuse_copies`).
+read, with a warning naming the runs left out, unless ``all_runs``. A path given twice, one file
+under two paths (a symbolic link to it or its folder, a hard link) and standard input given
+twice are refused, ``all_runs`` or not (a file read twice is no re-run); unless ``all_runs``,
+so are two files that hold the same bytes, a compressed file and a plain one holding its
+decompressed bytes (``x.jsonl`` beside ``gzip -k``'s ``x.jsonl.gz``: any gzip file, by its
+trailer; a Zstandard, xz or bzip2 file named as the plain one plus its suffix, by decompressing
+it), and two compressions of one file: the same rows twice would narrow every interval and
+meet ``--min-rows`` with the copy. Files of no rows are no copies
+(:func:`~calibcli.io.same_bytes.rowless`: blank, or lm-eval results files, which two runs or a
+copied run folder may hold byte for byte). With ``all_runs`` such copies are re-runs only
+where their rows carry ids (:func:`calibcli.io.pooled_ids.refuse_copies`).
 
 A run may also have evaluated only a part of a task's documents (lm-eval's ``--limit``): its
 samples file then holds that part, and nothing in the rows says so. The run's results file
-(``results_<timestamp>.json`` beside the samples files, the same timestamp) records, per task,
+(``results_<timestamp>.json`` beside the samples files, the same timestamp, or another
+``<name>_<timestamp>.json``: :func:`~calibcli.io.run_results.results_file`) records, per task,
 the documents the task has and those evaluated (``n-samples``: ``original``, ``effective``);
 :func:`limited_runs` turns a shortfall among the files read into one warning per run, and a
 samples file holding fewer rows than its run evaluated (a file cut short) into one of its own.
@@ -37,11 +40,12 @@ from calibcli.errors import InputError, shown_name
 from calibcli.io.content import file_content_id
 from calibcli.io.helm_run import helm_trials
 from calibcli.io.inspect_log import head_epochs, log_epochs, log_model
-from calibcli.io.parts import newest_parts
+from calibcli.io.older_parts import newest_parts
 from calibcli.io.response_models import RESPONSE_FORMATS, models_named, response_model
 from calibcli.io.run_models import RUN_NAME as RUN_NAME
 from calibcli.io.run_models import (
     group_model,
+    model_runs,
     refuse_unnamed_reruns,
     rerun_keys,
     results_model,
@@ -52,7 +56,7 @@ from calibcli.io.run_models import samples_named as _samples_named
 from calibcli.io.run_results import RESULTS_BYTES as RESULTS_BYTES
 from calibcli.io.run_results import results_file, run_record
 from calibcli.io.run_results import results_version as results_version
-from calibcli.io.same_bytes import blank, decompressed_copies, given_once
+from calibcli.io.same_bytes import decompressed_copies, given_once, reached_once, rowless
 
 DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purpose)"
 # a copy, unlike a file given twice, may also be left out
@@ -85,11 +89,14 @@ def _sortable(stamp: str) -> str:
 
 def choose_runs(files: list[str], *, all_runs: bool = False, parts: Any = ()) -> Runs:
     """The files of one input to read (see the module docstring); InputError when a path is
-    given twice (:func:`~calibcli.io.same_bytes.given_once`), or two files hold the same bytes
+    given twice or one file is reached by two paths (:func:`~calibcli.io.same_bytes.given_once`,
+    :func:`~calibcli.io.same_bytes.reached_once`), or two files hold the same bytes
     without ``all_runs`` (with it, rows without ids are judged once read,
     :func:`~calibcli.io.pooled_ids.refuse_copies`). ``parts``: summaries given with them, each
-    (label, summary), judged by their sources' runs (:func:`~calibcli.io.parts.newest_parts`)."""
+    (label, summary), judged by their sources' runs
+    (:func:`~calibcli.io.older_parts.newest_parts`)."""
     given_once(files)
+    reached_once(files)  # before the runs are chosen: a link to the newest run is no older run
     if all_runs:  # re-runs pooled: only those whose rows cannot be matched are refused
         refuse_unnamed_reruns([*filter(_samples_named, files), *_sources_of(parts)], pooled=True)
         return newest_parts(Runs(list(files), []), parts, all_runs)
@@ -98,8 +105,10 @@ def choose_runs(files: list[str], *, all_runs: bool = False, parts: Any = ()) ->
         run = None if f == "-" else _run_of(f)
         if run is not None:
             runs.setdefault(run[:2], []).append((run[2], f))
-    reruns = {key: sorted(found) for key, found in runs.items() if len({s for s, _ in found}) > 1}
-    tasks = [task for _, task in reruns]
+    # re-runs of a task in one folder are one model's: two models' runs are both read
+    split = model_runs(runs)
+    reruns = {key: sorted(found) for key, found in split.items() if len({s for s, _ in found}) > 1}
+    tasks = list(dict.fromkeys(key[1] for key in reruns))
     left_out = [f for found in reruns.values() for _, f in found[:-1]]
     warnings = [rerun_warning(tasks, left_out)] if tasks else []
     dropped = set(left_out)
@@ -115,21 +124,16 @@ def choose_runs(files: list[str], *, all_runs: bool = False, parts: Any = ()) ->
             continue  # the reader says what is wrong with it
         if not stat.S_ISREG(found.st_mode):
             continue  # a stream or a device is read as it comes
-        # the file itself, whatever path names it: another spelling, a symbolic or a hard link
-        inode = (found.st_dev, found.st_ino)
-        if inode in names:
-            also = shown_name(names[inode])
-            raise InputError(f, None, f"is given twice (also as {also}): {DOUBLE_INPUT}")
-        names[inode] = f
+        names[(found.st_dev, found.st_ino)] = f  # one path each (reached_once)
         content = file_content_id(f)
-        # files of no rows have no rows to count twice: two empty shards are not copies (looked
-        # at only when the bytes agree, so other files are not opened again)
-        if content and content in contents and not blank(f, found.st_size):
+        # files of no rows have no rows to count twice: two empty shards, or two runs' results
+        # files, are not copies (looked at only when the bytes agree: others are not opened)
+        if content and content in contents and not rowless(f, found.st_size):
             also = shown_name(contents[content])
             raise InputError(f, None, f"holds the same bytes as {also}: {COPY}")
         contents.setdefault(content, f)
     for packed, plain in decompressed_copies(list(names.values())):
-        if not blank(plain, os.stat(plain).st_size):
+        if not rowless(plain, os.stat(plain).st_size):
             also = shown_name(plain)
             raise InputError(
                 packed, None, f"holds the same bytes as {also} once decompressed: {COPY}"

@@ -1,11 +1,13 @@
 """Whether files hold the same bytes, for :func:`calibcli.io.runs.choose_runs`: a compressed
 file and a plain one holding its decompressed bytes, two compressions of one file, and files of
-no rows (which hold no rows to count twice); and a path given twice, which is never a re-run
-(:func:`given_once`)."""
+no rows (:func:`rowless`: blank, or an lm-eval results file, which hold no rows to count twice);
+and a path given twice, or one file reached by two paths, which is never a re-run
+(:func:`given_once`, :func:`reached_once`)."""
 
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import zlib
 
@@ -22,13 +24,17 @@ from calibcli.io.compression import (
 BLANK_BYTES = 4096
 """Files up to this size are looked at for holding nothing but white space."""
 ONCE = "a path given twice is not a re-run, and its rows would count twice (give it once)"
+ONE_FILE = (
+    "one file reached by two paths is not a re-run, and its rows would count twice (give one "
+    "of the paths)"
+)
 
 
 def given_once(files: list[str]) -> None:
     """InputError for standard input given twice, or a path given twice (however it is
     spelt: ``a.jsonl`` and ``./a.jsonl``, or a folder and a file in it), ``--all-runs`` or
     not: pooling re-runs is no reason to read one file twice. Two paths to one file (a
-    symbolic or a hard link) are files of the same bytes, for the callers to judge."""
+    symbolic or a hard link) are refused by :func:`reached_once`."""
     if files.count("-") > 1:
         raise InputError("<stdin>", None, "standard input is given twice: it can be read once")
     first: dict[str, str] = {}
@@ -41,6 +47,28 @@ def given_once(files: list[str]) -> None:
             first[path] = f
 
 
+def reached_once(files: list[str]) -> None:
+    """InputError for one regular file reached by two paths among ``files``: a symbolic link
+    to it or to a folder holding it (``out/latest -> org__model``), a hard link, a path spelt
+    another way. ``--all-runs`` or not: a file pooled with itself is no re-run, and its rows
+    would count twice. Streams and paths that cannot be read are left to the reader."""
+    names: dict[tuple[int, int], str] = {}
+    for f in files:
+        if f == "-":
+            continue
+        try:
+            found = os.stat(f)
+        except OSError:
+            continue  # the reader says what is wrong with it
+        if not stat.S_ISREG(found.st_mode):
+            continue  # a stream or a device is read as it comes
+        inode = (found.st_dev, found.st_ino)
+        if inode in names:
+            also = shown_name(names[inode])
+            raise InputError(f, None, f"is given twice (also as {also}): {ONE_FILE}")
+        names[inode] = f
+
+
 def blank(path: str, size: int) -> bool:
     """Whether a file holds no rows: empty, or white space only (looked at up to
     ``BLANK_BYTES``)."""
@@ -51,6 +79,22 @@ def blank(path: str, size: int) -> bool:
             return not f.read().strip()
     except OSError:
         return False  # the reader says what is wrong with it
+
+
+def rowless(path: str, size: int) -> bool:
+    """Whether a file of ``size`` bytes holds no rows to count twice: :func:`blank`, or an
+    lm-eval results file (:func:`~calibcli.io.run_results.results_only`), which every reader
+    skips or refuses, and which a run's samples files are read beside for its model and
+    settings: two runs' results files may hold the same bytes, a copied run folder's do."""
+    from calibcli.io.compression import SUFFIXES
+    from calibcli.io.run_results import results_only
+
+    if blank(path, size):
+        return True
+    # a results file is a JSON document (lm-eval names it ``<stem>_<stamp>.json``): rows in a
+    # JSON Lines file read with --format are rows, whatever keys they hold
+    name = os.path.basename(path)
+    return any(name.endswith(f".json{s}") for s in ("", *SUFFIXES)) and results_only(path)
 
 
 def decompressed_copies(files: list[str]) -> list[tuple[str, str]]:
