@@ -3,7 +3,8 @@ without --all-runs, and two files of the same bytes whose rows carry no ids (nat
 without --id-field) are refused too, since nothing tells such a re-run from a copy and pooled
 one by one its rows would count twice (narrower intervals, --min-rows met with the copy). Rows
 that carry ids are counted by question: native rows given --id-field, an lm-eval re-run written
-again byte for byte under another time stamp, an inspect-ai log and its copy.
+again byte for byte under another time stamp; an inspect-ai log and its copy are one run (one
+eval_id), refused.
 
 The counts are known by construction: 30 native rows of ids q0 to q29 and their copy are 60
 rows of 30 questions; an lm-eval samples file holds one row per document (its lines)."""
@@ -228,15 +229,16 @@ def test_an_lm_eval_perplexity_rerun_of_the_same_bytes_is_a_rerun(tmp_path):
     assert body["sequences"] == 2 * documents
 
 
-def test_an_inspect_log_and_its_copy_are_counted_by_sample(tmp_path):
+def test_an_inspect_log_and_its_copy_are_refused(tmp_path):
+    # a copy of an inspect-ai log is its run again (its eval_id), not a re-run: a re-run has
+    # an eval_id of its own (tests/test_inspect_invalidated_and_copies.py)
     log = FIXTURES / "inspect_ai" / "toy_arithmetic.eval"
     first, again = tmp_path / "run1.eval", tmp_path / "run2.eval"
     first.write_bytes(log.read_bytes())
     again.write_bytes(log.read_bytes())
-    one = report(["calibrate", first, "--scorer", "match"], 0)
-    both = report(["calibrate", first, again, "--scorer", "match", "--all-runs"], 0)
-    assert both["n"] == 2 * one["n"]
-    assert any(w.startswith("re-runs are pooled (--all-runs)") for w in both["warnings"])
+    result = run(["calibrate", first, again, "--scorer", "match", "--all-runs"])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith(f"Error: {again}: holds the same bytes as {first} (eval_id ")
 
 
 def test_files_of_no_rows_are_no_copies(tmp_path):

@@ -29,12 +29,13 @@ QUESTIONS = 30
 
 
 def pooled_folder(tmp_path: Path) -> Path:
-    """A folder of a one-epoch run of the committed log and the same log re-indented (other
-    bytes, the same 20 samples)."""
+    """A folder of a one-epoch run of the committed log and a re-run of it (its own eval_id,
+    re-indented: other bytes, the same 20 samples)."""
     folder = tmp_path / "base"
     folder.mkdir()
-    log = epochs_log(folder, "run1.json", epochs=1)
-    (folder / "run2.json").write_text(json.dumps(json.loads(log.read_text()), indent=1))
+    log = json.loads(epochs_log(folder, "run1.json", epochs=1).read_text())
+    log["eval"]["eval_id"] = "run2"
+    (folder / "run2.json").write_text(json.dumps(log, indent=1))
     return folder
 
 

@@ -39,6 +39,7 @@ def graded(path: Path, *scorers: str, results: bool = True) -> Path:
     }
     for sample in log["samples"]:
         sample["scores"] = {name: verdicts[name](sample) for name in scorers}
+    log["eval"]["eval_id"] = f"{path.name}-{'-'.join(scorers)}"  # each log a run of its own
     shown = log["results"]["scores"][0]
     log["results"]["scores"] = [dict(shown, name=name, scorer=name) for name in scorers]
     if not results:

@@ -48,6 +48,7 @@ def epochs_log(tmp_path, name="epochs.json", flip=(), copies=1, epochs=2):
     i + 100 k), a task of 20 ``copies`` questions."""
     log = json.loads((INSPECT / "toy_arithmetic.json").read_text())
     log["eval"]["config"]["epochs"] = epochs
+    log["eval"]["eval_id"] = f"{name}-{epochs}-{copies}"  # a run of its own, as inspect-ai gives
     samples = []
     for s in log["samples"]:
         if s["id"] in flip:

@@ -113,9 +113,11 @@ def test_only_a_run_that_did_not_succeed_is_warned_about(tmp_path, name):
     assert len(failed[2]) == 1 and f"failed{suffix}: the inspect-ai run ended" in failed[2][0]
 
 
-def test_a_log_pooled_with_its_copy_is_warned_about_once_each(tmp_path):
+def test_a_log_pooled_with_a_rerun_is_warned_about_once_each(tmp_path):
     path = write(tmp_path, "run.eval", log("cancelled", results=None))
-    again = write(tmp_path, "again.eval", log("cancelled", results=None))
+    rerun = log("cancelled", results=None)
+    rerun["eval"] = {**rerun["eval"], "eval_id": "again"}  # a re-run has an eval_id of its own
+    again = write(tmp_path, "again.eval", rerun)
     result = run([*CALIBRATE, path, again, "--all-runs"])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["n"] == 2 * HELD

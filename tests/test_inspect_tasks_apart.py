@@ -39,6 +39,7 @@ def write_log(path: Path, task: str, *, shift: float = 0.0, model: str = "openai
     template = log["samples"][0]
     log["eval"]["task"] = task
     log["eval"]["model"] = model
+    log["eval"]["eval_id"] = f"{path.name}-{task}-{shift}"  # each log a run of its own
     log["eval"]["config"]["epochs"] = EPOCHS
     ids = list(range(1, SAMPLES + 1))
     log["eval"]["dataset"] = {"samples": SAMPLES, "sample_ids": ids, "shuffled": False}

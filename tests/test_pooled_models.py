@@ -235,6 +235,7 @@ def inspect_log_of(tmp_path, name, model):
     """The committed real inspect-ai .json log, its run's model set as given."""
     log = json.loads((INSPECT / "toy_arithmetic.json").read_text())
     log["eval"]["model"] = model
+    log["eval"]["eval_id"] = name  # a run of its own, not the .eval log's conversion
     path = tmp_path / name
     path.write_text(json.dumps(log))
     return path

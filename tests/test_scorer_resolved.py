@@ -38,6 +38,7 @@ def one_scorer(path: Path, scorer: str) -> Path:
     log = json.loads(LOG.read_text())
     for sample in log["samples"]:
         sample["scores"] = _graded(sample["scores"], scorer)
+    log["eval"]["eval_id"] = f"{path.stem}-{scorer}"  # each log a run of its own
     kept = dict(log["results"]["scores"][0], name=scorer, scorer=scorer)
     log["results"]["scores"] = [kept]
     path.write_text(json.dumps(log))

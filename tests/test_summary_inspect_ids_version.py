@@ -45,6 +45,7 @@ def write_log(path: Path, *, shift: float = 0.0, task: bool = True) -> Path:
     log = json.loads(LOG.read_text(encoding="utf-8"))
     if not task:
         del log["eval"]["task"]
+    log["eval"]["eval_id"] = f"rerun-{shift}"  # a re-run has an eval_id of its own
     for sample in log["samples"]:
         sample["uuid"] = f"{sample['uuid']}-{shift}"
         for token in sample["output"]["choices"][0]["logprobs"]["content"]:

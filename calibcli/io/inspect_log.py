@@ -7,7 +7,7 @@ one about a run that evaluated a part of its dataset (``limit``); and :func:`cut
 about a log holding fewer samples than its run scored (a log cut short); and
 :func:`folder_manifest`, what a folder's eval-set manifest (``logs.json``) is, left out; and
 :func:`scored_samples`, a log's samples less those that ended in an error unscored, left out as
-inspect-ai's metrics leave them out."""
+inspect-ai's metrics leave them out, and less those marked invalidated."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import contextlib
 import functools
 import json
 import os
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -22,8 +23,9 @@ from typing import Any
 from calibcli.io.compression import open_path, read_errors, without_suffix
 from calibcli.io.content import file_version
 
-SAMPLE_FIELDS = ("id", "epoch", "error", "scores", "output", "choices")
-"""The fields of an inspect-ai sample that its row functions and ids read."""
+SAMPLE_FIELDS = ("id", "epoch", "error", "scores", "output", "choices", "invalidation")
+"""The fields of an inspect-ai sample that its row functions and ids read, and the one that
+says it is invalidated."""
 ERROR_CHARS = 100
 """Most characters of a failed run's error message quoted in its note."""
 
@@ -68,14 +70,24 @@ def scored_samples(
     scored (``eval_results`` of their scores, whatever the run's status), so those are left
     out of its figures, and of calibcli's alike. After the last, ``notes`` is told how many
     were left out. A sample that ended in an error but was scored (``score_on_error``) is
-    kept, and its row function says what is wrong with it."""
+    kept, and its row function says what is wrong with it. Samples marked invalidated are
+    left out too, and ``notes`` told how many and why
+    (:func:`~calibcli.io.inspect_invalidated.invalidated_note`)."""
+    from calibcli.io.inspect_invalidated import invalidated_note, invalidation
+
     held = left = 0
+    invalid: list[Any] = []
     for item in items:
         held += 1
+        if (record := invalidation(item[1])) is not None:
+            invalid.append(record)
+            continue
         if _unscored_error(item[1]):
             left += 1
             continue
         yield item
+    if invalid and notes is not None:
+        notes(invalidated_note(invalid, held))
     if left and notes is not None:
         said = "sample" if held == 1 else "samples"
         notes(
@@ -291,12 +303,16 @@ def _decoded_samples(
 ) -> Iterator[tuple[str, Any]]:
     import msgspec
 
+    from calibcli.io.inspect_invalidated import invalidation, with_invalidation
+
     unset = msgspec.UNSET
     errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     fields = [(name, Any, unset) for name in SAMPLE_FIELDS]
     slim_decode = msgspec.json.Decoder(msgspec.defstruct("Sample", fields, gc=False)).decode
+    if sample_type is not None:  # an invalidated sample is told by its struct
+        sample_type = with_invalidation(sample_type)
     typed_decode = None if sample_type is None else msgspec.json.Decoder(sample_type).decode
-    slimmed = False
+    slimmed, decided = False, slim is None
     for i in range(len(samples)):
         raw, samples[i] = samples[i], None  # a yielded sample's text is not kept
         sample: Any = None
@@ -325,8 +341,10 @@ def _decoded_samples(
                 sample = _whole(_loads, raw, i)
         else:
             sample = _whole(full_sample, raw, i)
-        if i == 0 and slim is not None:
-            slimmed = slim(sample)
+        if not decided and invalidation(sample) is None and not _unscored_error(sample):
+            # decided by the first sample kept, which the reader routes the log by: those
+            # left out before it are read whole too
+            slimmed, decided = slim(sample), True
         ident = sample.get("id") if isinstance(sample, Mapping) else None
         epoch = sample.get("epoch") if isinstance(sample, Mapping) else None
         yield f"samples[{i}] (id {ident}, epoch {epoch})", sample
@@ -344,8 +362,9 @@ def _whole(decode: Callable[[Any], Any], raw: Any, i: int) -> Any:
 
 
 def log_model(path: str) -> str | None:
-    """The model an inspect-ai log's run used (``eval.model``); None when the log does not say
-    or cannot be read (its samples are read, and their errors named, as without it)."""
+    """The model an inspect-ai log's run used (``eval.model``, with the ``model_path`` of its
+    ``eval.model_args`` as :func:`spec_model` names it); None when the log does not say or
+    cannot be read (its samples are read, and their errors named, as without it)."""
     return _log_run(path)[0]
 
 
@@ -396,7 +415,7 @@ def _run_spec(spec: Any) -> tuple[str | None, int | None, tuple[str, ...], str |
     """(model, epochs, scorer names, task) of a log's ``eval`` object (None, or no names, for
     what it does not say)."""
     spec = spec if isinstance(spec, Mapping) else {}
-    model, config, scorers = spec.get("model"), spec.get("config"), spec.get("scorers")
+    model, config, scorers = spec_model(spec), spec.get("config"), spec.get("scorers")
     epochs = whole_count(config.get("epochs")) if isinstance(config, Mapping) else None
     listed = (
         [s.get("name") for s in scorers if isinstance(s, Mapping)]
@@ -406,12 +425,28 @@ def _run_spec(spec: Any) -> tuple[str | None, int | None, tuple[str, ...], str |
     names = tuple(name for name in listed if isinstance(name, str))
     task = spec.get("task")
     task = task if isinstance(task, str) and task else None
-    return model if isinstance(model, str) and model else None, epochs, names, task
+    return model, epochs, names, task
+
+
+def spec_model(spec: Mapping[str, Any]) -> str | None:
+    """The model of a log's ``eval`` object: ``model``, and ``model@<model_path>`` when its
+    ``model_args`` hold a ``model_path`` (the local weights ``hf/local``, ``vllm/local`` and the
+    like load, which all name one ``model``: each checkpoint is a model of its own); None
+    when it names no model."""
+    model, args = spec.get("model"), spec.get("model_args")
+    if not (isinstance(model, str) and model):
+        return None
+    path = args.get("model_path") if isinstance(args, Mapping) else None
+    if not (isinstance(path, str) and path):
+        return model
+    # one folder however it is spelt (``./ckpt/`` is ``ckpt``)
+    return f"{model}@{posixpath.normpath(path.replace(chr(92), '/'))}"
 
 
 def forget_runs() -> None:
     """Forget what was read of the logs (their heads and runs), as after they changed."""
     _head_spec.cache_clear()
+    log_spec.cache_clear()
     _run_of.cache_clear()
     _manifest_of.cache_clear()
 
@@ -459,6 +494,14 @@ def _run_of(
     """(model, epochs, scorer names, task) of an inspect-ai log: from an ``.eval`` log's header or a
     ``.json`` log's ``eval`` (compressed or not). Cached by the file's identity, as lm-eval's
     results files are."""
+    return _run_spec(log_spec(path, _mtime, size))
+
+
+@functools.lru_cache(maxsize=256)
+def log_spec(path: str, _mtime: int, size: int) -> Any:
+    """The ``eval`` object of an inspect-ai log (an ``.eval`` log's header's, a ``.json`` log's
+    near its start, else in the whole log up to ``MAX_DOCUMENT_BYTES``, its samples skipped),
+    or None when it cannot be read."""
     import zipfile
 
     from calibcli.io.documents import MAX_DOCUMENT_BYTES, eval_header
@@ -476,8 +519,8 @@ def _run_of(
                     text = f.read(MAX_DOCUMENT_BYTES + 1)  # decompressed: no more than that
                 spec = _whole_eval(text) if len(text) <= MAX_DOCUMENT_BYTES else None
     except (*read_errors(), zipfile.BadZipFile, ValueError, RecursionError, AttributeError):
-        return None, None, (), None
-    return _run_spec(spec)
+        return None
+    return spec
 
 
 HEAD_BYTES = 1 << 20
@@ -517,11 +560,11 @@ def head_member(head: bytes, key: str) -> Any:
 
 
 def _whole_eval(data: bytes) -> Any:
-    """The ``model``, ``config``, ``scorers`` and ``task`` of a ``.json`` log's ``eval``, its
-    samples skipped."""
+    """The ``model``, ``model_args``, ``config``, ``scorers``, ``task`` and ``eval_id`` of a
+    ``.json`` log's ``eval``, its samples skipped."""
     import msgspec
 
-    names = ("model", "config", "scorers", "task")
+    names = ("model", "model_args", "config", "scorers", "task", "eval_id")
     fields = msgspec.defstruct("Spec", [(name, Any, None) for name in names])
     found = msgspec.json.decode(data, type=msgspec.defstruct("Log", [("eval", fields, None)]))
     return None if found.eval is None else {name: getattr(found.eval, name) for name in names}

@@ -166,9 +166,13 @@ def refuse_copies(sources: Any, identified: bool = False) -> None:
     tell a re-run from a copy, and pooled one by one they would count twice: every interval
     narrower, ``--min-rows`` met with the copy. Rows with ids are counted by question
     (:func:`pooled_repeats`), as a deterministic re-run written again byte for byte is; the
-    byte ranges of one file (an engine's, ``--part``) are one file."""
+    byte ranges of one file (an engine's, ``--part``) are one file. Two inspect-ai logs of one
+    run (the same bytes, or the same ``eval_id``: a copy, a conversion) are refused whatever
+    their ids (:func:`~calibcli.io.inspect_copies.refuse_same_runs`)."""
+    from calibcli.io.inspect_copies import refuse_same_runs
     from calibcli.io.same_bytes import decompressed_copies
 
+    refuse_same_runs(sources)
     if identified:
         return
     unnamed = _unnamed(sources)
@@ -185,8 +189,10 @@ def refuse_file_copies(files: list[tuple[str, str | None, int]], identified: boo
     """:func:`refuse_copies` of the files read with ``--all-runs`` (each path, its format and
     its rows), their contents hashed only where their rows name no question."""
     from calibcli.io.content import file_content_id
+    from calibcli.io.inspect_copies import refuse_same_runs
     from calibcli.summaries import Source
 
+    refuse_same_runs(Source(name, "", fmt, n) for name, fmt, n in files)
     if not identified:
         read = _unnamed(Source(name, "", fmt, n) for name, fmt, n in files)
         refuse_copies([replace(s, content=file_content_id(s.name)) for s in read])
