@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import stat
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any
@@ -56,7 +55,13 @@ from calibcli.io.run_models import samples_named as _samples_named
 from calibcli.io.run_results import RESULTS_BYTES as RESULTS_BYTES
 from calibcli.io.run_results import results_file, run_record
 from calibcli.io.run_results import results_version as results_version
-from calibcli.io.same_bytes import decompressed_copies, given_once, reached_once, rowless
+from calibcli.io.same_bytes import (
+    decompressed_copies,
+    given_once,
+    reached_once,
+    regular_files,
+    rowless,
+)
 
 DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purpose)"
 # a copy, unlike a file given twice, may also be left out
@@ -115,15 +120,7 @@ def choose_runs(files: list[str], *, all_runs: bool = False, parts: Any = ()) ->
     kept = [f for f in files if f not in dropped]
     names: dict[tuple[int, int], str] = {}
     contents: dict[str, str] = {}
-    for f in kept:
-        if f == "-":
-            continue
-        try:
-            found = os.stat(f)
-        except OSError:
-            continue  # the reader says what is wrong with it
-        if not stat.S_ISREG(found.st_mode):
-            continue  # a stream or a device is read as it comes
+    for f, found in regular_files(kept):
         names[(found.st_dev, found.st_ino)] = f  # one path each (reached_once)
         content = file_content_id(f)
         # files of no rows have no rows to count twice: two empty shards, or two runs' results

@@ -10,6 +10,7 @@ import os
 import stat
 import struct
 import zlib
+from collections.abc import Iterator
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.compression import (
@@ -47,21 +48,27 @@ def given_once(files: list[str]) -> None:
             first[path] = f
 
 
-def reached_once(files: list[str]) -> None:
-    """InputError for one regular file reached by two paths among ``files``: a symbolic link
-    to it or to a folder holding it (``out/latest -> org__model``), a hard link, a path spelt
-    another way. ``--all-runs`` or not: a file pooled with itself is no re-run, and its rows
-    would count twice. Streams and paths that cannot be read are left to the reader."""
-    names: dict[tuple[int, int], str] = {}
+def regular_files(files: list[str]) -> Iterator[tuple[str, os.stat_result]]:
+    """Each regular file among ``files``, with its ``os.stat``: standard input, streams,
+    devices and paths that cannot be read are left to the reader, which says what they hold."""
     for f in files:
         if f == "-":
             continue
         try:
             found = os.stat(f)
         except OSError:
-            continue  # the reader says what is wrong with it
-        if not stat.S_ISREG(found.st_mode):
-            continue  # a stream or a device is read as it comes
+            continue
+        if stat.S_ISREG(found.st_mode):
+            yield f, found
+
+
+def reached_once(files: list[str]) -> None:
+    """InputError for one regular file reached by two paths among ``files``: a symbolic link
+    to it or to a folder holding it (``out/latest -> org__model``), a hard link, a path spelt
+    another way. ``--all-runs`` or not: a file pooled with itself is no re-run, and its rows
+    would count twice. Streams and paths that cannot be read are left to the reader."""
+    names: dict[tuple[int, int], str] = {}
+    for f, found in regular_files(files):
         inode = (found.st_dev, found.st_ino)
         if inode in names:
             also = shown_name(names[inode])
