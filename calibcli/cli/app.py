@@ -87,6 +87,28 @@ def _on_interrupt(signum: int, frame: Any) -> None:
     raise _Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
 
+def _stop_again(hook: Any) -> Any:
+    """``sys.unraisablehook`` while a command runs: the exception :func:`_on_interrupt` raised
+    where Python cannot raise one (a weakref callback, a ``__del__``: it prints "Exception
+    ignored" and goes on) is raised again where the command can unwind, by the same signal
+    sent once more from another thread a moment later (sent from here, its handler would run
+    here, in the hook, where an exception is ignored too); anything else is ``hook``'s."""
+    import threading
+
+    def unraisable(info: Any) -> None:
+        stopped = _stopped_by
+        main = threading.current_thread() is threading.main_thread()
+        if stopped is None or not main or not isinstance(info.exc_value, KeyboardInterrupt):
+            hook(info)
+            return
+        signal.signal(stopped, _on_interrupt)
+        again = threading.Timer(0.01, os.kill, (os.getpid(), stopped))
+        again.daemon = True
+        again.start()
+
+    return unraisable
+
+
 @contextlib.contextmanager
 def sigterm_stops_commands() -> Iterator[None]:
     """Inside the block, SIGTERM (a CI job's timeout or cancel, ``docker stop``) stops a
@@ -122,12 +144,15 @@ def _interrupt_once() -> Iterator[None]:
         _handler_pid = os.getpid()
         signal.signal(signal.SIGTERM, _on_interrupt)
     interrupted = False
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _stop_again(previous_hook)
     try:
         yield
     except _Interrupted:
         interrupted = True
         raise
     finally:
+        sys.unraisablehook = previous_hook
         if not interrupted:
             signal.signal(signal.SIGINT, previous)
         if previous_term not in (signal.SIG_IGN, None):
