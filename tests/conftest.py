@@ -60,6 +60,17 @@ def action_temp(built, tmp_path_factory):
     return install_action(tmp_path_factory.mktemp("runner_temp"), built.pip_settings())
 
 
+@pytest.fixture
+def fresh_inspect_reads():
+    """What was read of inspect-ai logs (their heads, runs and eval_ids) is forgotten before and
+    after the test: its logs, written at paths another test used, are read again."""
+    from calibcli.io.inspect_log import forget_runs
+
+    forget_runs()
+    yield
+    forget_runs()
+
+
 def require_engine(module: str, extra: str) -> object:
     """Import an engine's Python package for its tests (``extra``: the calibcli extra that
     installs it). Where it is absent the tests skip, saying why; with

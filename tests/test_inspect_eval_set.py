@@ -14,7 +14,6 @@ import pytest
 from harness import run
 
 from calibcli.io.documents import eval_header
-from calibcli.io.inspect_log import forget_runs
 
 EVAL = Path(__file__).parent / "fixtures" / "inspect_ai" / "toy_arithmetic.eval"
 SCORER = ["--scorer", "match"]
@@ -22,11 +21,7 @@ SAID = "an inspect-ai eval-set manifest"
 GIVE = "give the folder or its .eval files"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_reads():
-    forget_runs()
-    yield
-    forget_runs()
+pytestmark = pytest.mark.usefixtures("fresh_inspect_reads")
 
 
 def header():

@@ -19,7 +19,6 @@ import pytest
 from harness import run
 
 import calibcli
-from calibcli.io.inspect_log import forget_runs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "inspect_ai" / "toy_arithmetic.json"
 SCORER = ["--scorer", "match"]
@@ -30,11 +29,7 @@ SEVERAL = "the rows are several models'"
 OTHER = "the calibrator was fitted on another model's rows"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_reads():
-    forget_runs()
-    yield
-    forget_runs()
+pytestmark = pytest.mark.usefixtures("fresh_inspect_reads")
 
 
 def confidence_of(sid: int, overconfident: bool) -> float:

@@ -25,11 +25,7 @@ SAMPLES, EPOCHS = 20, 2
 DOUBLE = "re-runs of a task, or the same rows in two files, would count twice"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_reads():
-    forget_runs()
-    yield
-    forget_runs()
+pytestmark = pytest.mark.usefixtures("fresh_inspect_reads")
 
 
 def write_log(path: Path, task: str, *, shift: float = 0.0, model: str = "openai/m") -> Path:

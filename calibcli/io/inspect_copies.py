@@ -3,9 +3,9 @@ its conversion to the other format (``inspect log convert``, an ``.eval`` beside
 ``.json``), or its re-scoring (``inspect score`` copies the log whole, its eval_id with it).
 inspect-ai gives each task it runs a new ``eval.eval_id``, a re-run included, so two logs of
 one ``eval_id`` hold the same answers, which pooled as re-runs would count twice: they are
-refused (:func:`refuse_same_runs`). A log's ``eval_id`` is read from where inspect-ai
-writes it before the samples (an ``.eval`` log's header, a ``.json`` log's first MiB); sources
-whose files are not at hand (a summary file's) are told by their bytes alone."""
+refused (:func:`refuse_same_runs`). A log's ``eval_id`` is read with its model, without its
+samples (:func:`calibcli.io.inspect_log.log_spec`); sources whose files are not at hand (a
+summary file's) are told by their bytes alone."""
 
 from __future__ import annotations
 
@@ -33,6 +33,11 @@ def log_run(path: str) -> tuple[str, str, str] | None:
 
     found = file_version(path)
     return None if found is None else _run_of(*found)
+
+
+def forget_runs() -> None:
+    """Forget the logs' runs read, as after they changed."""
+    _run_of.cache_clear()
 
 
 @functools.lru_cache(maxsize=64)

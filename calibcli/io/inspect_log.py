@@ -445,9 +445,12 @@ def spec_model(spec: Mapping[str, Any]) -> str | None:
 
 def forget_runs() -> None:
     """Forget what was read of the logs (their heads and runs), as after they changed."""
+    from calibcli.io import inspect_copies
+
     _head_spec.cache_clear()
     log_spec.cache_clear()
     _run_of.cache_clear()
+    inspect_copies.forget_runs()
     _manifest_of.cache_clear()
 
 
