@@ -6,11 +6,19 @@ two runs' 80 rows of the fixture's 40 questions passed ``--min-rows 60``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from harness import refused, run
-from test_reruns_across_model_folders import QUESTIONS, TASK, TWICE, a_run, rerun_rows
+from test_reruns_across_model_folders import (
+    QUESTIONS,
+    SAMPLES,
+    TASK,
+    TWICE,
+    a_run,
+    rerun_rows,
+)
 
 import calibcli
 from calibcli.errors import InputError
@@ -78,10 +86,78 @@ def test_an_engine_refuses_them(tmp_path, all_runs):
         finish(merged, all_runs=all_runs, said=jobs[0].said).report()
 
 
-def test_another_task_of_the_stem_is_not_compared(tmp_path):
-    """A renamed file whose stem is another task's name holds, by its name, other questions:
-    read beside the run, its rows are that task's (the names are all calibcli has)."""
+RENAMED = "a re-run of that task under another name"
+
+
+def other_documents() -> str:
+    """The fixture's rows with every document's question reworded and no ``doc_hash``: another
+    task's questions at the same doc_ids."""
+    out = []
+    for line in rerun_rows().splitlines():
+        row = json.loads(line)
+        row["doc"]["question"] += " (reworded)"
+        del row["doc_hash"]
+        out.append(json.dumps(row) + "\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("order", ["named first", "renamed first"])
+@pytest.mark.parametrize("all_runs", [False, True])
+def test_a_rerun_renamed_to_no_task_is_refused(tmp_path, order, all_runs):
+    """``b/rerun2.jsonl`` holds the task's documents at their doc_ids: under any name it is a
+    re-run of the task, whose 40 questions would pass ``--min-rows 60`` as 80."""
     named = a_run(tmp_path / "org__modelA", rerun=False)
-    other = renamed_rerun(tmp_path / "b", "other_task.jsonl")
+    renamed = renamed_rerun(tmp_path / "b", "rerun2.jsonl")
+    inputs = (named, renamed) if order == "named first" else (renamed, named)
+    extra = ["--all-runs"] if all_runs else []
+    line = refused("calibrate", *inputs, "--min-rows", "60", *extra)
+    later = renamed if order == "named first" else next(named.glob("samples_*"))
+    assert f"{later}:1: the document of doc_id 0 was read before, at " in line, line
+    assert RENAMED in line, line
+    assert f"a run of task {TASK if order == 'named first' else 'rerun2'}: " in line, line
+
+
+def test_two_renamed_reruns_are_refused(tmp_path):
+    """Neither name says the task: two files holding one task's documents are its re-runs."""
+    first = renamed_rerun(tmp_path / "a", "first.jsonl")
+    (tmp_path / "b").mkdir()
+    second = tmp_path / "b" / "second.jsonl"
+    second.write_text(SAMPLES.read_text(encoding="utf-8"), encoding="utf-8")
+    assert RENAMED in refused("calibrate", first, second, "--min-rows", "60", "--by", "task")
+
+
+def test_a_renamed_rerun_is_refused_on_every_route(tmp_path):
+    named = a_run(tmp_path / "org__modelA", rerun=False)
+    renamed = renamed_rerun(tmp_path / "b", "rerun2.jsonl")
+    parts = []
+    for i, path in enumerate((named, renamed)):
+        part = tmp_path / f"part{i}.cbs"
+        made = run(["summarize", path, "-o", part, "-q"])
+        assert made.exit_code == 0, made.stderr
+        parts.append(part)
+    assert RENAMED in refused("merge", *parts, "-o", tmp_path / "m.cbs")
+    assert not (tmp_path / "m.cbs").exists()
+    assert RENAMED in refused("calibrate", *parts, "--min-rows", "60", "--all-runs")
+    with pytest.raises(InputError, match=RENAMED):
+        calibcli.read_predictions([str(named), str(renamed)])
+
+
+def test_a_renamed_file_of_other_documents_is_another_task(tmp_path):
+    """Rows at the same doc_ids holding other documents (compared by ``doc`` where the rows
+    lack a ``doc_hash``) are another task's questions: both runs are read, 80 rows."""
+    named = a_run(tmp_path / "org__modelA", rerun=False)
+    (tmp_path / "b").mkdir()
+    other = tmp_path / "b" / "rerun2.jsonl"
+    other.write_text(other_documents(), encoding="utf-8")
     both = run(["calibrate", named, other, "--json", "--by", "task"])
     assert both.exit_code == 0, both.stderr
+    report = json.loads(both.stdout)
+    assert report["n"] == 2 * QUESTIONS, report["n"]
+
+
+def test_another_task_of_the_stem_holding_the_documents_is_refused(tmp_path):
+    """A renamed file whose stem is another task's name but which holds this task's documents
+    at their doc_ids is a re-run under another name, not that task."""
+    named = a_run(tmp_path / "org__modelA", rerun=False)
+    other = renamed_rerun(tmp_path / "b", "other_task.jsonl")
+    assert RENAMED in refused("calibrate", named, other, "--json", "--by", "task")

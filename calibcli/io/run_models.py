@@ -22,6 +22,7 @@ under ``--all-runs``, which could not pool their rows as re-runs of one question
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -181,42 +182,61 @@ def refuse_unnamed_reruns(paths: Iterable[str], pooled: bool = False) -> None:
     (:func:`key_model`) though the two runs may be one model's (:func:`run_model`: the same,
     or either naming none): re-runs of a task, refused as a row read twice is. With
     ``pooled`` (``--all-runs``) too: their rows, keyed apart, would count as other questions
-    than the earlier run's, not as re-runs of them. Each file's rows are scanned for their
-    ``doc_id`` only where such a pair is among ``paths``."""
+    than the earlier run's, not as re-runs of them. A renamed file's task is only its name's
+    stem, so it is also compared with the runs of other tasks that may be its model's: a row
+    holding the ``doc_id`` and the document (``doc``, else ``doc_hash``) of an earlier row is
+    a re-run under another name, refused alike. Each file's rows are scanned only where such
+    a pair is among ``paths``."""
     from calibcli import formats
     from calibcli.io.ids import id_key, show_id
 
     files: dict[str, tuple[str, str | None, str | None]] = {}
+    named: dict[str, bool] = {}
     seen: set[str] = set()  # a file given twice is refused as that, not here
     for path in dict.fromkeys(p for p in paths if p != "-"):
         where = os.path.realpath(path)
         if where not in seen:
             seen.add(where)
             files[path] = (formats.task_from_filename(path), key_model(path), run_model(path))
-    by_task: dict[str, list[str]] = {}  # each task's files, in order: pairs are of one task
-    pairs: dict[str, list[str]] = {}
+            named[path] = samples_named(path)
+    # each file's earlier partners, each with whether their rows are matched by document
+    pairs: dict[str, list[tuple[str, bool]]] = {}
     for path, found in files.items():
-        earlier = by_task.setdefault(found[0], [])
-        pairs[path] = [e for e in earlier if _may_be_one(files[e], found)]
-        earlier.append(path)
+        earlier = []
+        for e in pairs:
+            if _may_be_one(files[e], found):
+                earlier.append((e, False))
+            elif _renamed_pair(files[e], found, not (named[e] and named[path])):
+                earlier.append((e, True))
+        pairs[path] = earlier
     if not any(pairs.values()):
         return
-    docs: dict[str, dict[Any, int]] = {}
+    partnered = {e for earlier in pairs.values() for e, _ in earlier}
+    docs: dict[str, tuple[dict[Any, int], dict[Any, int]]] = {}
     for path, earlier in pairs.items():
-        if not earlier and not any(path in e for e in pairs.values()):
+        if not earlier and path not in partnered:
             continue
-        docs[path] = held = {}
-        partner = earlier[0] if earlier else next(p for p, e in pairs.items() if path in e)
-        for line, doc in _doc_ids(path, partner):
+        docs[path] = by_id, by_doc = {}, {}
+        partner = earlier[0][0] if earlier else _later_partner(pairs, path)
+        for line, doc, held in _doc_ids(path, partner):
             key = id_key(doc)
-            held.setdefault(key, line)
-            for other in earlier:
-                before = docs[other].get(key)
-                if before is not None:
-                    shown = show_id(("task", files[path][0], *key))
-                    at = f"{shown_name(other)}:{before}"
-                    said = f"the row of id {shown} was read before, at {at}: "
-                    raise InputError(path, line, said + (_APART if pooled else DOUBLE_READ))
+            by_id.setdefault(key, line)
+            if held is not None:
+                by_doc.setdefault((key, held), line)
+            for other, by_document in earlier:
+                before = docs[other][1].get((key, held)) if by_document else docs[other][0].get(key)
+                if before is None:
+                    continue
+                at = f"{shown_name(other)}:{before}"
+                if by_document:
+                    said = (
+                        f"the document of doc_id {show_id(key)} was read before, at {at}, a run "
+                        f"of task {files[other][0]}: {_RENAMED}"
+                    )
+                    raise InputError(path, line, said)
+                shown = show_id(("task", files[path][0], *key))
+                said = f"the row of id {shown} was read before, at {at}: "
+                raise InputError(path, line, said + (_APART if pooled else DOUBLE_READ))
 
 
 _APART = (
@@ -225,6 +245,16 @@ _APART = (
     "question of its own; keep both runs' samples files where lm-eval writes them (the "
     "model's org__ folder, beside the run's results file), or give one of the runs"
 )
+_RENAMED = (
+    "a re-run of that task under another name, whose rows would count as other questions "
+    "(a file's task is what its name says); keep the samples files as lm-eval names them "
+    "(samples_<task>_<timestamp>.jsonl), or give one of the runs"
+)
+
+
+def _later_partner(pairs: dict[str, list[tuple[str, bool]]], path: str) -> str:
+    """The first file paired with ``path`` after it."""
+    return next(p for p, earlier in pairs.items() if any(e == path for e, _ in earlier))
 
 
 def _may_be_one(first: tuple, second: tuple) -> bool:
@@ -233,13 +263,26 @@ def _may_be_one(first: tuple, second: tuple) -> bool:
     model's (a run naming none may be any model's)."""
     if first[0] != second[0] or first[1] == second[1]:
         return False
-    return first[2] is None or second[2] is None or first[2] == second[2]
+    return _models_may_be_one(first[2], second[2])
 
 
-def _doc_ids(path: str, partner: str) -> Iterable[tuple[int, Any]]:
-    """(line, doc_id) of each row of an lm-eval samples file that holds one; rows that do not
-    parse are left to the reader, which names them. A file that cannot be read (a summary's
-    source moved away since) cannot be told apart from ``partner``'s re-run: InputError."""
+def _renamed_pair(first: tuple, second: tuple, renamed: bool) -> bool:
+    """Whether two files of other tasks by their names, one of them ``renamed`` (not named as
+    lm-eval names its samples files), may be runs of one task by one model."""
+    return renamed and first[0] != second[0] and _models_may_be_one(first[2], second[2])
+
+
+def _models_may_be_one(first: str | None, second: str | None) -> bool:
+    """Whether two runs may be one model's: the same, or either naming none."""
+    return first is None or second is None or first == second
+
+
+def _doc_ids(path: str, partner: str) -> Iterable[tuple[int, Any, str | None]]:
+    """(line, doc_id, document) of each row of an lm-eval samples file that holds a
+    ``doc_id``, the document a digest of the row's ``doc`` (its JSON, keys sorted), else its
+    ``doc_hash``, else None; rows that do not parse are left to the reader, which names them.
+    A file that cannot be read (a summary's source moved away since) cannot be told apart
+    from ``partner``'s re-run: InputError."""
     from calibcli.io.compression import open_path
 
     try:
@@ -251,7 +294,7 @@ def _doc_ids(path: str, partner: str) -> Iterable[tuple[int, Any]]:
                     continue
                 doc = row.get("doc_id") if isinstance(row, dict) else None
                 if isinstance(doc, (int, str)) and not isinstance(doc, bool):
-                    yield line, doc
+                    yield line, doc, _document(row)
     except OSError as e:
         raise InputError(
             path,
@@ -261,3 +304,20 @@ def _doc_ids(path: str, partner: str) -> Iterable[tuple[int, Any]]:
             "other's none, so their rows are keyed apart and a re-run would count each question "
             "twice); give the runs' files where they were read",
         ) from None
+
+
+def _document(row: dict) -> str | None:
+    """What tells an lm-eval row's document from another task's: a digest of its ``doc``, else
+    the ``doc_hash`` lm-eval writes beside it, else None."""
+    doc = row.get("doc")
+    if doc is not None:
+        try:
+            text = json.dumps(doc, sort_keys=True, ensure_ascii=False, allow_nan=True)
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return (
+            "doc:"
+            + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+        )
+    found = row.get("doc_hash")
+    return f"hash:{found}" if isinstance(found, str) and found else None
