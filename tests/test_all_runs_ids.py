@@ -57,7 +57,7 @@ def test_id_field_rows_given_twice_count_each_question_once(tmp_path):
         "the 60 rows repeat their questions (see the warning) and hold 30, fewer than 31; each "
         "question counts once"
     )
-    said = f"{OPENING}rows.jsonl (2 rows a question), again.jsonl (2 rows a question): {DRAWN}"
+    said = f"{OPENING}rows.jsonl and again.jsonl (2 rows a question among them): {DRAWN}"
     assert said in failed["warnings"]
     assert report([*args, str(QUESTIONS)], 0)["gate"]["passed"] is True
 
@@ -78,7 +78,7 @@ def test_inspect_re_runs_count_each_sample_once(tmp_path):
     failed = report([*args, "21"], 1)
     assert failed["n"] == 40
     assert "hold 20, fewer than 21" in failed["gate"]["checks"][0]["reason"]
-    said = f"{OPENING}run1.json (2 rows a question), run2.json (2 rows a question): {DRAWN}"
+    said = f"{OPENING}run1.json and run2.json (2 rows a question among them): {DRAWN}"
     assert said in failed["warnings"]
     assert report([*args, "20"], 0)["gate"]["passed"] is True
 

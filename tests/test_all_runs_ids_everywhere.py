@@ -63,7 +63,7 @@ def test_unpaired_min_rows_counts_the_questions_of_pooled_logs(tmp_path):
         "the 40 rows repeat their questions (see the warning) and hold 20, fewer than 21; each "
         "question counts once"
     )
-    said = f"{OPENING}run1.json (2 rows a question), run2.json (2 rows a question): {DRAWN}"
+    said = f"{OPENING}run1.json and run2.json (2 rows a question among them): {DRAWN}"
     assert said in body["warnings"]
     assert compare([*args, str(SAMPLES)], 0)["gate"]["passed"] is True
 
@@ -102,7 +102,7 @@ def test_read_predictions_counts_the_questions_of_a_file_and_its_copy(tmp_path):
     rows = calibcli.read_predictions([path, again], all_runs=True, id_field="id")
     assert len(rows) == 2 * QUESTIONS
     assert np.unique(rows.questions).shape[0] == QUESTIONS
-    said = f"{OPENING}rows.jsonl (2 rows a question), again.jsonl (2 rows a question): {DRAWN}"
+    said = f"{OPENING}rows.jsonl and again.jsonl (2 rows a question among them): {DRAWN}"
     assert rows.warnings == (said,)
     assert calibcli.calibrate(rows, min_rows=QUESTIONS + 1).passed is False
     assert calibcli.calibrate(rows, min_rows=QUESTIONS).passed is True
@@ -183,7 +183,7 @@ def test_the_functions_give_the_commands_reports_byte_for_byte(tmp_path):
     body = json.loads(got[2])
     # the two runs' epochs pooled: each question holds 4 rows, and each file's own figures
     # are those of its 2 epochs (its 40 rows, 20 questions)
-    said = f"{OPENING}e1.json (4 rows a question), e2.json (4 rows a question): {DRAWN}"
+    said = f"{OPENING}e1.json and e2.json (4 rows a question among them): {DRAWN}"
     assert said in body["warnings"]
     assert not any(w.startswith("inspect-ai runs scored") for w in body["warnings"])
     assert json.loads(got[0])["gate"]["passed"] is False  # 30 questions, fewer than 31

@@ -184,10 +184,13 @@ def test_entries_scoring_answers_repeated_are_duplicates(tmp_path):
     scored = [("exact_match", 1), ("max_prob", 0.75)]
     entries = [window("id0", -4.5, 3, 12, extra=scored), window("id0", -2.25, 2, 9, extra=scored)]
     path = write(tmp_path / "run", entries, compact=True)
-    for command in ("perplexity", "calibrate"):
-        result = run([command, str(path), "--json", "-q"])
-        assert result.exit_code == 2, command
-        assert f"{path}:3: the row of id 'id0' (trial 0) was read before" in result.stderr
+    result = run(["calibrate", str(path), "--json", "-q"])
+    assert result.exit_code == 2
+    assert f"{path}:3: the row of id 'id0' (trial 0) was read before" in result.stderr
+    # their logprob scores the answer, not a text: perplexity refuses the first
+    result = run(["perplexity", str(path), "--json", "-q"])
+    assert result.exit_code == 2
+    assert f"{path}:2: 'max_prob' and 'exact_match' beside 'logprob'" in result.stderr
 
 
 def test_train_trials_stay_re_runs(tmp_path):

@@ -109,7 +109,7 @@ def test_a_summary_an_earlier_calibcli_wrote_with_ids_stands_alone(tmp_path):
         assert made.exit_code == 0, made.stderr
     old = tmp_path / "a.cbs"
     data = bytearray(old.read_bytes())
-    assert struct.unpack_from("<I", data, 16)[0] == 4
+    assert struct.unpack_from("<I", data, 16)[0] == 5
     struct.pack_into("<I", data, 16, 2)  # the format version an earlier calibcli wrote
     old.write_bytes(bytes(data))
     alone = run(["calibrate", str(old), "--json", "-q"])

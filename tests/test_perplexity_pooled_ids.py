@@ -59,7 +59,7 @@ def test_a_file_given_twice_counts_each_question_once(tmp_path, workers):
     assert body["sequences"] == 2 * DOCS and body["total_tokens"] == 2 * TOKENS
     (warning,) = body["warnings"]
     assert warning.startswith(
-        f"{OPENING}run0.jsonl (2 rows a question), run1.jsonl (2 rows a question): "
+        f"{OPENING}run0.jsonl and run1.jsonl (2 rows a question among them): "
     )
     assert warning.endswith(TAIL)
     assert failures(body) == {
@@ -112,7 +112,7 @@ def test_a_file_repeating_some_ids(tmp_path):
     assert body["sequences"] == rows and body["total_tokens"] == tokens
     (warning,) = body["warnings"]
     # y repeats none of the ids, but a question holds 2 rows of the pooled files
-    assert warning.startswith(f"{OPENING}x.jsonl (2 rows a question), y.jsonl (2 rows")
+    assert warning.startswith(f"{OPENING}x.jsonl, y.jsonl and z.jsonl (2 rows a question among")
     assert failures(body) == {
         "sequences": (
             f"the {rows} rows repeat their questions (see the warning) and hold {DOCS}, fewer "

@@ -24,7 +24,7 @@ QUESTIONS = 300
 ABOVE = str(QUESTIONS + 1)  # a --min-rows the questions do not meet, the rows do
 OPENING = (
     "re-runs are pooled (--all-runs): their rows' ids repeat, so each question is answered "
-    "several times: a.jsonl (2 rows a question), c.jsonl (2 rows a question): "
+    "several times: a.jsonl and c.jsonl (2 rows a question among them): "
 )
 DRAWN = "the figures weigh every answer, and the bootstrap draws each question's answers together"
 POOLED = ["--all-runs", "--id-field", "id"]
@@ -255,7 +255,7 @@ def test_a_file_read_beside_a_pooled_summary_counts_the_questions_both_hold(runs
     body, _ = calibrate("c.jsonl", sa, *POOLED, "--min-rows", ABOVE, code=1)
     (warning,) = body["warnings"]
     assert warning.startswith(OPENING.split(": a.jsonl")[0])
-    assert "c.jsonl (2 rows a question), a.jsonl (2 rows a question)" in warning
+    assert "c.jsonl and a.jsonl (2 rows a question among them)" in warning
     check = floor(body)
     assert (check["value"], check["questions"], check["passed"]) == (
         2 * QUESTIONS,

@@ -356,7 +356,7 @@ def test_summary_files_are_written_whole_and_in_place(data, tmp_path):
     blob = Path(part).read_bytes()
     assert to_bytes(from_bytes(blob)) == blob
     magic, version, _, header = struct.unpack("<16sIIQ", blob[:32])
-    assert magic == b"CALIBCLI SUMMARY" and version == 4
+    assert magic == b"CALIBCLI SUMMARY" and version == 5
     meta = json.loads(blob[32 : 32 + header])
     sizes = [np.dtype(a["dtype"]).itemsize * int(np.prod(a["shape"])) for a in meta["arrays"]]
     assert len(blob) == 32 + header + sum(size + (-size % 8) for size in sizes)
@@ -524,7 +524,7 @@ def read_summary(path) -> tuple[dict, dict]:
     """(header, arrays) of a summary file, read by its documented layout alone."""
     blob = Path(path).read_bytes()
     magic, version, reserved, length = struct.unpack_from("<16sIIQ", blob)
-    assert (magic, version, reserved) == (b"CALIBCLI SUMMARY", 4, 0)
+    assert (magic, version, reserved) == (b"CALIBCLI SUMMARY", 5, 0)
     assert length % 8 == 0
     header = json.loads(blob[32 : 32 + length].decode())
     offset, arrays = 32 + length, {}

@@ -169,7 +169,7 @@ def test_a_refusal_keeps_its_part_when_pickled(protocol):
     ("blob", "message"),
     [
         (b"not a summary", "not a calibcli summary"),
-        (b"CALIBCLI SUMMARY" + (5).to_bytes(4, "little") + bytes(12), "format version 5"),
+        (b"CALIBCLI SUMMARY" + (6).to_bytes(4, "little") + bytes(12), "format version 6"),
         (b"CALIBCLI SUMMARY" + (0).to_bytes(4, "little") + bytes(12), "format version 0"),
         (
             b"CALIBCLI SUMMARY" + (1).to_bytes(4, "little") + bytes(4) + (99).to_bytes(8, "little"),

@@ -41,10 +41,11 @@ def _fresh_reads():
 
 def write_log(path: Path, *, shift: float = 0.0, task: bool = True) -> Path:
     """toy_arithmetic's log, each answer token's logprob lowered by ``shift`` (a re-run of its
-    samples: other bytes, other confidences); without ``eval.task`` unless ``task``."""
+    samples: other bytes, other confidences); without ``eval.task`` and ``eval.model`` unless
+    ``task`` (its samples' ids are then the ids they were before ids carried either)."""
     log = json.loads(LOG.read_text(encoding="utf-8"))
     if not task:
-        del log["eval"]["task"]
+        del log["eval"]["task"], log["eval"]["model"]
     log["eval"]["eval_id"] = f"rerun-{shift}"  # a re-run has an eval_id of its own
     for sample in log["samples"]:
         sample["uuid"] = f"{sample['uuid']}-{shift}"
@@ -63,7 +64,7 @@ def summarize(source: Path, out: Path, *args: str) -> Path:
 def as_version(path: Path, version: int) -> Path:
     """The summary at ``path`` with the format version in its prefix set to ``version``."""
     data = bytearray(path.read_bytes())
-    assert data[:16] == b"CALIBCLI SUMMARY" and struct.unpack_from("<I", data, 16)[0] == 4
+    assert data[:16] == b"CALIBCLI SUMMARY" and struct.unpack_from("<I", data, 16)[0] == 5
     struct.pack_into("<I", data, 16, version)
     path.write_bytes(bytes(data))
     return path
@@ -137,7 +138,7 @@ def test_an_old_summary_reads_alone_and_stays_old_when_written_again(tmp_path):
     # written again by this calibcli, its ids are still the old ones, and say so
     again = tmp_path / "again.cbs"
     assert run(["merge", old, "-o", again, "-q"]).exit_code == 0
-    assert struct.unpack_from("<I", again.read_bytes(), 16)[0] == 4
+    assert struct.unpack_from("<I", again.read_bytes(), 16)[0] == 5
     summary = from_bytes(again.read_bytes())
     assert summary.row_ids.taskless and to_bytes(summary) == again.read_bytes()
     rerun = summarize(write_log(tmp_path / "b.json", shift=0.05), tmp_path / "b.cbs")
@@ -231,7 +232,7 @@ def test_a_summary_of_batched_ids_stays_so_when_written_again(tmp_path):
     old, other = as_version(tmp_path / "a.cbs", 2), tmp_path / "b.cbs"
     again = tmp_path / "again.cbs"
     assert run(["merge", old, "-o", again, "-q"]).exit_code == 0
-    assert struct.unpack_from("<I", again.read_bytes(), 16)[0] == 4
+    assert struct.unpack_from("<I", again.read_bytes(), 16)[0] == 5
     summary = from_bytes(again.read_bytes())
     assert summary.row_ids.batched and summary.n == 20
     for first in (old, again):

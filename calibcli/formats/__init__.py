@@ -15,7 +15,8 @@ Formats (:data:`ROW_FORMATS`; :func:`detect_row_format` names them from a file's
 - ``logprobs``: a list of per-token natural-log probabilities in one field, :func:`logprobs_row`.
 - ``openai``: chat / legacy completions responses with logprobs and Batch API output lines,
   :func:`openai_rows` (one perplexity row per choice; with ``echo``, the prompt's tokens
-  alone, each prompt once).
+  alone, each prompt once; a choice the content filter stopped left out, counted by
+  :func:`content_filtered`).
 - ``vllm``: vLLM outputs with ``prompt_token_ids`` and ``prompt_logprobs``, :func:`vllm_rows`.
 - ``inspect-ai``: samples of inspect-ai eval logs, :func:`inspect_sample_row`.
 
@@ -77,7 +78,13 @@ from calibcli.formats.lm_eval import (
     model_from_filename,
     task_from_filename,
 )
-from calibcli.formats.logprobs import logprobs_row, openai_body, openai_rows, vllm_rows
+from calibcli.formats.logprobs import (
+    content_filtered,
+    logprobs_row,
+    openai_body,
+    openai_rows,
+    vllm_rows,
+)
 from calibcli.formats.registry import (
     BY_NAME,
     NAMES,
@@ -110,6 +117,7 @@ __all__ = [
     "PerplexityRow",
     "by_value",
     "calibration_rows",
+    "content_filtered",
     "detect_format",
     "detect_row_format",
     "gold_option",

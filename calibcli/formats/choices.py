@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from calibcli.formats.fields import CalibrationRow, json_type, lookup, token_logprob
-from calibcli.formats.logprobs import openai_body
+from calibcli.formats.logprobs import CONTENT_FILTER, openai_body
 
 #: The options recognised by default: the letters multiple-choice prompts ask for.
 LETTERS = ("A", "B", "C", "D", "E")
@@ -106,33 +106,57 @@ def openai_choice_row(
     """An OpenAI chat completion (or Batch API output line) answering a multiple-choice
     question, with its gold label at ``gold_field`` (a dotted path into the row): the first
     choice's answer token gives the confidence (see the module docstring), correct when the
-    chosen option is the gold one."""
+    chosen option is the gold one.
+
+    A Batch API line of a failed request raises ValueError naming the failure before the gold
+    label is looked up (its request's gold is not what is wrong). A choice the content filter
+    stopped (``finish_reason`` ``"content_filter"``) is read as any other when its answer token
+    came before the filter cut the text: that token and its ``top_logprobs`` are the model's
+    own. Cut before it, the choice holds no answer, and ValueError says the filter cut it."""
     if gold_field is None:
         raise ValueError(
             "an OpenAI response is a calibration row with its gold label: pass --gold-field "
             "PATH (the field holding the right option)"
         )
-    gold = gold_option(lookup(obj, gold_field), options, f"gold label {gold_field!r}")
     body = openai_body(obj)
+    gold = gold_option(lookup(obj, gold_field), options, f"gold label {gold_field!r}")
     choices = body.get("choices")
     first = choices[0] if isinstance(choices, list) and choices else None
     logprobs = first.get("logprobs") if isinstance(first, Mapping) else None
+    content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+    if isinstance(first, Mapping) and first.get("finish_reason") == CONTENT_FILTER:
+        tokens = content if isinstance(content, list) else []
+        if not any(_answers(token, options) for token in tokens):
+            raise ValueError(
+                'choices[0] was stopped by the content filter (finish_reason "content_filter") '
+                "before an answer token: the filter cut its text, so it holds no answer to "
+                "score (leave the request out, or send it again)"
+            )
     if not isinstance(logprobs, Mapping) or "content" not in logprobs:
         raise ValueError(
             "choices[0].logprobs.content is missing: request the completion with logprobs=true "
             "and top_logprobs (e.g. 5)"
         )
-    confidence, chosen = option_confidence(logprobs["content"], options)
+    confidence, chosen = option_confidence(content, options)
     return CalibrationRow(confidence, chosen == gold)
+
+
+def _answers(token: Any, options: Sequence[str]) -> bool:
+    """Whether a chat-completion logprob entry is a token spelling one of the options."""
+    text = token.get("token") if isinstance(token, Mapping) else None
+    return isinstance(text, str) and text.strip() in options
 
 
 def evals_match_row(row: Mapping[str, Any], *, options: Sequence[str] = LETTERS) -> CalibrationRow:
     """One sample of an OpenAI evals record log: its ``match`` event (``data.correct``) joined
     with the ``sampling`` event of the same sample (``sampling``), whose logged ``logprobs``
     (chat-completion ``{"content": [...]}`` or the list itself) give the confidence: the
-    renormalised probability of the answer's option when the match's ``expected`` is one of the
-    options, else the probability of the whole sampled completion (exp of the summed
-    logprobs)."""
+    renormalised probability of the answer's option when the match's ``expected`` names one of
+    the options, else the probability of the whole sampled completion (exp of the summed
+    logprobs). ``expected`` is a list where a sample's ``ideal`` lists several spellings of its
+    answer (``["B", "B)"]``: evals' ``record_match`` unwraps a list of one only); one of them
+    an option makes the sample as multiple-choice as a string ``"B"`` does, so that every
+    sample of such an eval takes the option's probability, not some the whole completion's."""
     data = row.get("data")
     if not isinstance(data, Mapping) or not isinstance(data.get("correct"), bool):
         raise ValueError("the match event has no 'correct' true/false in 'data'")
@@ -154,7 +178,8 @@ def evals_match_row(row: Mapping[str, Any], *, options: Sequence[str] = LETTERS)
             "the sampling event logs no logprobs (data.logprobs): a confidence needs them"
         )
     expected = data.get("expected")
-    if isinstance(expected, str) and expected.strip() in options:
+    spellings = expected if isinstance(expected, list) else [expected]
+    if any(isinstance(e, str) and e.strip() in options for e in spellings):
         confidence, _ = option_confidence(content, options)
         return CalibrationRow(confidence, data["correct"])
     total = 0.0

@@ -13,6 +13,12 @@ from the entries whose name carries no perturbation.
   ``num_bytes``, the sums HELM pools into its own perplexity and bits per byte. HELM scores a
   document longer than the model's context in windows, one entry each; the reader gives them
   here as one entry holding the windows' sums (:func:`calibcli.io.helm_run.unperturbed`).
+  HELM writes the same three for every generation request too, where they score the model's
+  answer: an entry beside ``max_prob`` or ``exact_match`` is no language-modelling entry.
+
+The reader gives one entry per instance and trial whatever metrics wrote the run
+(:mod:`calibcli.io.helm_blocks`), and reads the run's adapter method beside it
+(:mod:`calibcli.io.helm_adapter`).
 """
 
 from __future__ import annotations
@@ -110,8 +116,18 @@ def helm_calibration_row(row: Mapping[str, Any]) -> CalibrationRow:
 
 def helm_perplexity_row(row: Mapping[str, Any]) -> PerplexityRow:
     """NLL (``-logprob``), tokens (``num_perplexity_tokens``) and bytes (``num_bytes``) of one
-    language-modelling entry."""
+    language-modelling entry. ValueError for an entry scoring an answer (``max_prob`` or
+    ``exact_match``): HELM's ``BasicGenerationMetric`` writes the language-modelling statistics
+    of every generation request, where they score the model's answer (a multiple-choice letter,
+    a completion), not a text given to it."""
     stats = helm_stats(row)
+    answers = [name for name in ("max_prob", "exact_match") if name in stats]
+    if answers and "logprob" in stats:
+        raise ValueError(
+            f"{' and '.join(repr(n) for n in answers)} beside 'logprob': the entry of a "
+            "multiple-choice or generation run, whose 'logprob' scores the model's answer, not "
+            "a text (a HELM run of another kind: read it with `calibrate`)"
+        )
     other = "read it with `calibrate`" if "max_prob" in stats else "no log-probabilities"
     if "logprob" not in stats:
         raise ValueError(f"no 'logprob' statistic (a HELM run of another kind: {other})")

@@ -61,13 +61,60 @@ def openai_rows(obj: Mapping[str, Any]) -> list[PerplexityRow]:
     must agree with the tokens'. A batch line with an error or a status other than 200, a
     choice without logprobs, a legacy ``token_logprobs`` null after the first position (a
     missing score) or a chat token whose ``bytes`` is null raise ValueError.
+
+    A choice the content filter stopped (``finish_reason`` ``"content_filter"``) gives no row
+    and is not read: the filter cut its text, so its logprobs are not those of the text the
+    model would have written (:func:`content_filtered` counts them). A completion that echoes
+    its prompt keeps such a choice, its row being the prompt's tokens, which the filter does
+    not cut.
     """
     body = openai_body(obj)
+    choices = _choices(body)
+    left_out = _filtered_choices(choices)
+    rows = [_openai_choice(choice, i) for i, choice in enumerate(choices) if i not in left_out]
+    if left_out:
+        return rows
+    return _echoed_prompts(body, choices, rows)
+
+
+#: the ``finish_reason`` of a choice the content filter stopped
+CONTENT_FILTER = "content_filter"
+
+
+def content_filtered(obj: Mapping[str, Any]) -> int:
+    """How many choices of an OpenAI response (or Batch API output line) :func:`openai_rows`
+    leaves out, the content filter having stopped them; ValueError as it raises."""
+    return len(_filtered_choices(_choices(openai_body(obj))))
+
+
+def _choices(body: Mapping[str, Any]) -> list:
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices:
         raise ValueError(f"'choices' is {json_type(choices)}, expected a non-empty list")
-    rows = [_openai_choice(choice, i) for i, choice in enumerate(choices)]
-    return _echoed_prompts(body, choices, rows)
+    return choices
+
+
+def _filtered_choices(choices: list) -> set[int]:
+    """The indices of the choices the content filter stopped, unless a choice echoes its
+    prompt (a legacy completion's first logprob null): an echoed prompt is scored whole."""
+    found = {
+        i
+        for i, choice in enumerate(choices)
+        if isinstance(choice, Mapping) and choice.get("finish_reason") == CONTENT_FILTER
+    }
+    if found and any(_echoes(choice) for choice in choices):
+        return set()
+    return found
+
+
+def _echoes(choice: Any) -> bool:
+    """Whether a choice, checked or not, holds legacy logprobs whose first entry is null, as
+    :func:`_echoed` reads them."""
+    logprobs = choice.get("logprobs") if isinstance(choice, Mapping) else None
+    if not isinstance(logprobs, Mapping) or isinstance(logprobs.get("content"), list):
+        return False
+    values = logprobs.get("token_logprobs")
+    return isinstance(values, list) and bool(values) and values[0] is None
 
 
 def openai_body(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -196,6 +196,8 @@ REGISTRY: tuple[Format, ...] = (
         _openai,
         _openai_choices,
         lambda row, **_: openai_rows(row),
+        # a Batch line's request (a response's own id, new each run, matches no other run's)
+        default_id="custom_id",
         keys=lambda f: (("id", "object", "choices"), ("custom_id", "response")),
         reads=("gold_field", "choices"),
         takes={

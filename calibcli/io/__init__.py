@@ -287,7 +287,7 @@ def _one_sample(summary: Any, by: str | None, all_runs: bool = False) -> Any:
     from dataclasses import replace
 
     from calibcli.io.runs import REPEATED, models_named, rerun_sources, source_checks
-    from calibcli.summaries import group_sources
+    from calibcli.summaries import filtered_said, group_sources
 
     sources = rerun_sources(summary.sources, all_runs)
     # rows kept with their questions' keys, or not kept (no bootstrap over rows runs), are
@@ -305,7 +305,7 @@ def _one_sample(summary: Any, by: str | None, all_runs: bool = False) -> Any:
     return replace(
         summary,
         sources=sources,
-        warnings=tuple(dict.fromkeys([*kept_said, *said])),
+        warnings=filtered_said([*kept_said, *said], sources),
         mixed=mixed,
         single_model=frozenset(known.models if mixed else ()),
         groups_known=known,

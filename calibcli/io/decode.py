@@ -132,6 +132,12 @@ class BlockDecoder:
 
         return taken_modes(self._convert)
 
+    @property
+    def filtered(self) -> int:
+        """The sequences the rows decoded so far left out for the content filter (none for
+        formats other than OpenAI responses; see :class:`~calibcli.io.route.FilteredRows`)."""
+        return getattr(self._convert, "filtered", 0)
+
     def _load_msgspec(self) -> None:
         import msgspec
 
@@ -344,8 +350,10 @@ class BlockDecoder:
                 except ValueError as e:  # an integer of more digits than are read
                     raise ValueError(f"{self._by} {e}") from None
                 keys.extend([name] * taken)
-            if self.ids is not None:
-                self.ids.append(self.ident(row))  # formats with ids give one row per value
+            if self.ids is not None and taken:
+                # formats with ids give one row per value; a value giving none (every choice
+                # left out for the content filter) has no row to identify
+                self.ids.append(self.ident(row))
         except RecursionError:
             raise ValueError(TOO_DEEP) from None
         return taken

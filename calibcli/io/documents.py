@@ -10,7 +10,8 @@
   batch or a record at a time (:mod:`calibcli.io.tables`, :mod:`calibcli.io.delimited`).
 - ``"evals-log"``: an OpenAI evals record log, JSON Lines opening with ``{"spec": ...}``: its
   rows are the ``match`` events, each joined with the last ``sampling`` event of the same sample
-  before it (under ``"sampling"``), so that a row holds both the verdict and the logprobs.
+  before it (under ``"sampling"``), so that a row holds both the verdict and the logprobs
+  (:mod:`calibcli.io.evals_log`).
 
 :func:`document_kind` tells them from JSON Lines by sniffing the content; :func:`iter_document`
 yields ``(locator, row)`` pairs for the row functions of :mod:`calibcli.formats`. A locator is
@@ -40,7 +41,8 @@ from os import PathLike
 from typing import Any
 
 from calibcli.io.compression import MAGIC_BYTES, ZSTD, codec_of, decompressed, read_errors
-from calibcli.io.helm_run import helm_split, unperturbed
+from calibcli.io.evals_log import evals_rows, is_evals_spec
+from calibcli.io.helm_blocks import helm_entries
 from calibcli.io.inspect_log import inspect_samples, log_samples, note_status, scored_samples
 from calibcli.io.sources import MAX_LINE_BYTES
 from calibcli.io.strict_json import (
@@ -129,12 +131,6 @@ def document_kind(source: Source, *, max_line_bytes: int = MAX_LINE_BYTES) -> st
     return None
 
 
-def is_evals_spec(value: Mapping[str, Any]) -> bool:
-    """Whether a JSON object is the first line of an OpenAI evals record log (the run spec)."""
-    spec = value.get("spec")
-    return isinstance(spec, Mapping) and "run_id" in spec and len(value) == 1
-
-
 def _first_line(f: Any, head: bytes, max_line_bytes: int) -> bytes | None:
     """The first non-blank line from its first non-space byte (only that byte unless it opens
     an object), read block by block; None for no such line or one longer than the cap."""
@@ -191,8 +187,9 @@ def iter_document(
 
     ``notes(text)``, when given, is told of an inspect-ai log whose run did not succeed, before
     its first row (:func:`~calibcli.io.inspect_log.status_note`; its rows are read all the same),
-    of the samples left out for their errors, after its last, and of a HELM run's perturbed
-    entries, left out (:func:`~calibcli.io.helm_run.unperturbed`).
+    of the samples left out for their errors, after its last, of a HELM run's perturbed
+    entries, left out (:func:`~calibcli.io.helm_run.unperturbed`), and of an OpenAI evals log
+    without its final report (:func:`~calibcli.io.evals_log.cut_note`).
     """
     limit = MAX_DOCUMENT_BYTES if max_document_bytes is None else max_document_bytes
     kind = kind or document_kind(source)
@@ -218,11 +215,11 @@ def iter_document(
     text = data.decode("utf-8-sig")
     del data
     if kind == "evals-log":
-        for line, row, raw in _evals_rows(text):
+        for line, row, raw in evals_rows(text, notes):
             yield (line, row, raw) if with_text else (line, row)
         return
     if kind == "json-array":
-        rows = unperturbed(_array_rows(text), notes, helm_split(text))
+        rows = helm_entries(text, _array_rows(text), notes)
         for line, value, start, end in rows:
             yield (line, value, text[start:end]) if with_text else (line, value)
         return
@@ -352,46 +349,6 @@ def too_large(limit: int) -> str:
         f"decompresses to more than {limit / (1 << 20):g} MiB, calibcli's limit for one "
         "compressed document or archive member"
     )
-
-
-# --------------------------------------------------------------------------- OpenAI evals
-
-
-def _evals_rows(text: str) -> Iterator[tuple[int, Any, str]]:
-    """The match events of an OpenAI evals record log (line, joined row, the event's text),
-    each with the last sampling event of its sample before it under ``"sampling"`` and the line
-    of its sample's first match under ``"matched_at"`` (None for a first). Other lines are
-    passed over; a sampling event is dropped once its match is read (a line kept per sample)."""
-    pending: dict[Any, Any] = {}
-    matched: dict[Any, int] = {}
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DocumentError(f"invalid JSON: {e.msg} (column {e.colno})", number) from None
-        except ValueError:  # an integer longer than int() converts
-            raise DocumentError(long_integer(line), number) from None
-        if not isinstance(event, Mapping):
-            raise DocumentError("line is not a JSON object", number)
-        kind = event.get("type")
-        if kind == "sampling":
-            pending[_sample_key(event)] = event.get("data")
-        elif kind == "match":
-            key = _sample_key(event)
-            joined = {**event, "sampling": pending.pop(key, None), "matched_at": matched.get(key)}
-            matched.setdefault(key, number)
-            yield number, joined, line.strip()
-    if not matched:
-        raise DocumentError(
-            "an OpenAI evals log without match events: no verdicts to calibrate against"
-        )
-
-
-def _sample_key(event: Mapping[str, Any]) -> Any:
-    sample = event.get("sample_id")
-    return json.dumps(sample) if isinstance(sample, (dict, list)) else sample
 
 
 # --------------------------------------------------------------------------- .eval zip

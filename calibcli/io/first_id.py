@@ -17,7 +17,11 @@ each numbered from 0): a row repeats the first row only when it is of the first 
 The watch is of the file's first row, whatever range of the file a process reads, so a file
 cut into parts or shares is watched as the whole file is. It sees a repeat of the first row's
 id only: a repeated id among the other rows, and rows repeated across files, need
-``--id-field``.
+``--id-field``. A Batch API output line's own key is its request's ``custom_id``, unique within
+a batch: a file whose first row is one has every row identified by its request
+(:mod:`calibcli.io.batch_ids`), in the file and across files, and the watch says so
+(:attr:`FirstId.requests`); a later row repeats the first only when its response names the
+first's model too.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from calibcli.errors import InputError, shown_name
+from calibcli.io.batch_ids import BATCH_ID, is_batch_line
 from calibcli.io.ids import id_key, show_id
+from calibcli.io.response_models import row_model
 from calibcli.io.strict_json import loads_line
 
 REPEATED_FIRST = (
@@ -55,7 +61,8 @@ class FirstId:
     skip: int | str | None
     by: str | None = None
     group: str | None = None
-    field: str = "id"  # the key that holds it: "id", or a vLLM output's "request_id"
+    field: str = "id"  # the key that holds it: "id", a vLLM output's "request_id", "custom_id"
+    model: str | None = None  # a Batch output line's model (calibcli.io.batch_ids)
 
     @classmethod
     def of(
@@ -63,13 +70,17 @@ class FirstId:
     ) -> FirstId | None:
         """The watch of a file whose first row is ``row`` (at ``line``, written as ``raw``;
         read grouped ``by`` a field); None when the row carries no string or number ``id``,
-        no group, or ``raw`` does not hold the id written as JSON writes it."""
+        no group, or ``raw`` does not hold the id written as JSON writes it. A Batch output
+        line's watch needs neither: every row's request is checked, whatever its group (a
+        batch's custom_ids are unique across its groups), and none is searched for."""
         if not isinstance(row, dict):
             return None
         field = id_field_of(row)
         value = row.get(field)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             return None
+        if field == BATCH_ID:
+            return cls(value, line, None, line, field=field, model=row_model(row))
         group = None
         if by is not None:
             group = _group(row, by)
@@ -81,6 +92,13 @@ class FirstId:
             if needle is None:
                 return None
         return cls(value, line, needle, line, by, group, field)
+
+    @property
+    def requests(self) -> bool:
+        """Whether the file's rows are Batch API output lines, each identified by its request
+        (:func:`~calibcli.io.batch_ids.request_key`): every row is checked, not the first's
+        repeats alone."""
+        return self.field == BATCH_ID
 
     def elsewhere(self) -> FirstId:
         """This watch for rows that cannot hold the first row (a worker's later share, whose
@@ -102,6 +120,8 @@ class FirstId:
             return False
         if not self.is_first(row[self.field]):
             return False
+        if self.requests and row_model(row) != self.model:
+            return False  # another model's answer to the request
         return self.by is None or _group(row, self.by) == self.group
 
     def error(self, name: str, line: int | str) -> InputError:
@@ -164,8 +184,11 @@ class FirstId:
 
 
 def id_field_of(row: dict) -> str:
-    """The key of a row's own identifier: ``id``, or ``request_id`` for a vLLM output (which
-    names its request so and holds no ``id``)."""
+    """The key of a row's own identifier: ``id``, ``request_id`` for a vLLM output (which
+    names its request so and holds no ``id``), or ``custom_id`` for a Batch API output line
+    (whose ``id`` is new each time a batch runs)."""
+    if is_batch_line(row):
+        return BATCH_ID
     return "request_id" if "id" not in row and "prompt_logprobs" in row else "id"
 
 

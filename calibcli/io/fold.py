@@ -150,12 +150,14 @@ class SourceFold:
     def check_ids(self, ids: Any, lines: Any, builder: Any) -> None:
         """Refuse a row whose id was read before (in this source or an earlier one of the same
         reading) and record the rest, with their places, in the builder's summary. ``lines``
-        holds each row's line (an int64 array), or its locator in a whole document (a list)."""
+        holds each row's line (an int64 array), or its locator in a whole document (a list),
+        or each value's (:func:`_row_places`)."""
         import numpy as np
 
         from calibcli.io.ids import id_hashes, question_hashes, show_id
 
         hashes = id_hashes(ids)
+        lines = _row_places(lines, len(ids))
         if self.plan.all_runs:
             # rows pooled on purpose are neither checked nor recorded (an empty batch of ids),
             # only keyed by their questions (lm-eval re-runs of a task share them)
@@ -171,12 +173,17 @@ class SourceFold:
         i = seen.first_repeat(hashes)
         if i is not None:
             first = seen.where(int(hashes[i]), (name, hashes, lines, locators))
+            lead = f"the row of id {show_id(ids[i])} was read before, at "
+            if self.requests:
+                from calibcli.io.batch_ids import read_before
+
+                lead = read_before(ids[i])
             raise RepeatedRowError(
                 name,
                 locators[i] if locators is not None else int(lines[i]),
-                f"the row of id {show_id(ids[i])} was read before, at ",
+                lead,
                 first,
-                f": {DOUBLE_READ}",
+                f": {self._twice()}",
             )
         seen.record(name, hashes, lines, locators)
         # rows keyed for the bootstrap are keyed by their question (epochs of a sample share it)
@@ -198,26 +205,54 @@ class SourceFold:
                 int(lines[i]) if lines[i] >= 0 else None,
                 "this row's id is the id of the row at ",
                 first,
-                f": {DOUBLE_READ}",
+                f": {self._twice()}",
             )
         seen.record(name, ids.hashes, lines)
         builder.ids.extend(ids, offset)
 
+    @property
+    def requests(self) -> bool:
+        """Whether the source's rows are Batch API output lines identified by their requests,
+        as its first row's watch says (:attr:`~calibcli.io.first_id.FirstId.requests`)."""
+        return bool(self.first_id) and self.first_id.requests
+
+    def _twice(self) -> str:
+        """What a row read twice would do, and the remedies, said of this source's rows."""
+        if self.requests:
+            from calibcli.io.batch_ids import TWICE
+
+            return TWICE
+        return DOUBLE_READ
+
     def taken(self) -> dict[str, Any]:
-        """How the source's rows took their confidences, as its summary's source records it:
-        the --inspect-confidence mode, auto resolved, and the inspect-ai samples taken by
-        answer-token and by sequence (:func:`~calibcli.io.route.taken_counts`); None for other
-        formats, or no rows yet."""
+        """How the source's rows were taken, as its summary's source records it: the
+        --inspect-confidence mode, auto resolved, and the inspect-ai samples taken by
+        answer-token and by sequence (:func:`~calibcli.io.route.taken_counts`), None for other
+        formats or no rows yet; and the sequences left out for the content filter."""
         from calibcli.io.route import taken_counts
         from calibcli.summaries import joined_mode
 
         modes = Counter() if self.decoder is None else self.decoder.modes
-        return {"inspect_confidence": joined_mode(modes), "inspect_counts": taken_counts(modes)}
+        # sequences left out for the content filter (OpenAI responses), None for none
+        filtered = getattr(self.decoder, "filtered", 0) or None
+        return {
+            "inspect_confidence": joined_mode(modes),
+            "inspect_counts": taken_counts(modes),
+            "content_filtered": filtered,
+        }
 
     def _decoder(self) -> Any:
         if self.decoder is None:
-            self.decoder = self.plan.decoder(self.fmt, self.source)
+            own = None
+            if self.requests:  # a Batch output: every line's request is checked
+                from calibcli.io.batch_ids import request_key as own
+            self.decoder = self.plan.decoder(self.fmt, self.source, own)
         return self.decoder
+
+    def _watch(self) -> Any:
+        """The first row's watch, searched for in each block; None where every row's id is
+        checked (a Batch output's requests)."""
+        return None if self.requests else self.first_id
 
     def fold_rows(self, chunk: list[tuple[Any, Any]], builder: Any) -> None:
         """Fold rows of a whole document, ``(locator, row)`` pairs."""
@@ -228,7 +263,7 @@ class SourceFold:
                 self._head_known, start = True, 1
                 self.first_id = self.watch(chunk[0][1], chunk[0][0], None)
         decoder = self._decoder()
-        watch = self.first_id
+        watch = self._watch()
         repeat = None if watch is None else watch.find_rows(chunk, self.name, start)
         try:
             cols, keys, where = decoder.rows(chunk, self.name)
@@ -283,7 +318,7 @@ class SourceFold:
             # one holds a row there is no empty line to skip
             physical = nl + (len(block) > 0 and block[len(block) - 1] != 10)
             decoder = self._decoder()
-            watch = self.first_id
+            watch = self._watch()
             repeat = None if watch is None else watch.find(block, first_line, name)
             try:
                 cols, keys, lines = decoder.block(
@@ -322,6 +357,20 @@ class SourceFold:
             if progress is not None:
                 progress()
         return newlines
+
+
+def _row_places(places: Any, rows: int) -> Any:
+    """The place of each of ``rows`` identified rows, from ``places``: each value's, where a
+    row gives several values (an OpenAI response's choices, each a sequence) on its own line,
+    so that a row's place is where a run of equal places starts; ``places`` as given when they
+    are one a row, or do not part so (the rows of a document on one line share its place)."""
+    if len(places) == rows:
+        return places
+    if isinstance(places, list):
+        starts = [i for i, w in enumerate(places) if i == 0 or w != places[i - 1]]
+        return [places[i] for i in starts] if len(starts) == rows else places
+    starts = np.flatnonzero(np.concatenate([[True], places[1:] != places[:-1]]))
+    return places[starts] if starts.shape[0] == rows else places
 
 
 def _earlier(repeat: InputError | None, error: InputError) -> InputError:

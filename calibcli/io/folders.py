@@ -12,7 +12,11 @@ them (``'out/*/'``). What a
 file holds decides as for any file given: a results file is skipped with a warning, re-runs of
 a task are left out but the newest. The manifests inspect-ai's eval_set writes beside its logs
 (``logs.json``, ``eval-set.json``) are left out with a warning: they hold the logs' headers, no
-samples, and the logs are read from their own files.
+samples, and the logs are read from their own files. A HELM run folder (one holding a
+``per_instance_stats.json`` or a ``run_spec.json``) is read for its ``per_instance_stats.json``:
+the files HELM writes beside it (``run_spec.json``, ``stats.json``, ``scenario_state.json``,
+..., :data:`calibcli.io.helm_adapter.SIDE_FILES`) hold no per-instance figures and are left
+out, as a run folder is given whole.
 
 A pattern lets one argument stand for several files where a command takes one per side
 (``compare 'runA/*.jsonl' 'runB/*.jsonl'``) and where no shell expands it. It is expanded only
@@ -96,6 +100,11 @@ def hidden_files(sources: list[str]) -> list[str]:
     return said
 
 
+HELM_WITHOUT_STATS = (
+    "a HELM run folder without its per_instance_stats.json: its run_spec.json, stats.json and "
+    "the other files HELM writes beside it hold no per-instance figures"
+)
+
 SUBFOLDERS_WALKED = 256
 """Folders looked through below one folder given, for the input files its subfolders hold."""
 
@@ -140,7 +149,7 @@ def _subfolders_said(source: str, names: list[str], read: set[str]) -> str | Non
     input file itself, which :func:`expand` refuses, naming such subfolders
     (:func:`_held_below`). Hidden subfolders are not looked into, as hidden files are not
     read; at most :data:`SUBFOLDERS_WALKED` folders are, the counts then being lower bounds."""
-    if not any(_input_file(source, n) for n in names):
+    if not _input_names(source, names):
         return None
     found: list[tuple[str, int]] = []
     budget = SUBFOLDERS_WALKED
@@ -153,8 +162,8 @@ def _subfolders_said(source: str, names: list[str], read: set[str]) -> str | Non
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             count += sum(
                 1
-                for f in files
-                if _input_file(top, f) and os.path.realpath(os.path.join(top, f)) not in read
+                for f in _input_names(top, files)
+                if os.path.realpath(os.path.join(top, f)) not in read
             )
             budget -= 1
             if budget <= 0:
@@ -181,9 +190,15 @@ def _subfolders_said(source: str, names: list[str], read: set[str]) -> str | Non
     )
 
 
-def _input_file(folder: str, name: str) -> bool:
-    """Whether ``name`` in ``folder`` is a file a folder given as an input would read."""
-    return is_input_file(name) and os.path.isfile(os.path.join(folder, name))
+def _input_names(folder: str, names: list[str]) -> list[str]:
+    """The names among ``names`` (entries of ``folder``) of the files a folder given as an
+    input would read: its input files, a HELM run folder's side files left out
+    (:func:`~calibcli.io.helm_adapter.side_files`)."""
+    from calibcli.io.helm_adapter import side_files
+
+    found = [n for n in names if is_input_file(n) and os.path.isfile(os.path.join(folder, n))]
+    side = side_files(folder, found)
+    return [n for n in found if n not in side]
 
 
 def _manifest(path: str) -> str | None:
@@ -232,17 +247,16 @@ def expand(sources: list[str]) -> list[str]:
             names = sorted(os.listdir(source))
         except OSError as e:
             raise InputError(source, None, e.strerror or str(e)) from None
-        files = [
-            os.path.join(source, name)
-            for name in names
-            if is_input_file(name) and os.path.isfile(os.path.join(source, name))
-        ]
+        present = [n for n in names if is_input_file(n) and os.path.isfile(os.path.join(source, n))]
+        files = [os.path.join(source, name) for name in _input_names(source, present)]
         kept = [f for f in files if _manifest(f) is None]
         if files and not kept:
             raise InputError(
                 source, None, "a folder holding inspect-ai eval-set manifests and no logs"
             )
         files = kept
+        if not files and present:
+            raise InputError(source, None, HELM_WITHOUT_STATS)
         if not files:
             endings = ", ".join(SUFFIXES)
             packed = ", ".join(COMPRESSED)
@@ -280,7 +294,7 @@ def _held_below(source: str, names: list[str]) -> str | None:
             inner = os.listdir(path)
         except OSError:
             inner = []
-        count = sum(1 for n in inner if _input_file(path, n))
+        count = len(_input_names(path, inner))
         if count:
             found.append((name, count))
         else:

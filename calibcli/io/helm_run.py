@@ -89,6 +89,7 @@ PROMPT_ARGUMENTS = (
     "data_augmentation",
     "use_chain_of_thought",
     "use_few_shot",
+    "num_trials",
 )
 """The arguments of a HELM run spec name that set how its instances are put to the model, not
 which instances: HELM's run expanders that change only the adapter (how many in-context
@@ -97,10 +98,23 @@ newline and stop sequences; how many outputs, of how many tokens, at which tempe
 adaptation ``method`` (one multiple-choice prompt or one per choice), ``max_eval_instances``
 (how many of the scenario's instances are run: an instance keeps its id among them, and the
 rows no other side holds are counted as unmatched), ``data_augmentation`` (perturbed copies of
-the instances, which the reader leaves out), and the run spec functions' chain-of-thought and
-few-shot switches. Every other argument is kept: a scenario's own (``subject``,
-``eval_split``, ``dataset``, a language pair, a tokenizer or prompt length that a synthetic
-scenario builds its instances from) chooses the questions."""
+the instances, which the reader leaves out), ``num_trials`` (each request sent that many
+times, for new generations), and the run spec functions' chain-of-thought and few-shot
+switches. Every other argument but :data:`LABEL_ARGUMENTS` and :data:`READ_SPLIT` is kept: a
+scenario's own (``subject``, ``eval_split``, ``dataset``, a language pair, a tokenizer or
+prompt length that a synthetic scenario builds its instances from) chooses the questions."""
+
+LABEL_ARGUMENTS = ("groups",)
+"""The arguments of a HELM run spec name that only label the run: ``groups``, the leaderboard
+groups HELM shows it in (its published runs are named ``mmlu:subject=anatomy,method=
+multiple_choice_joint,model=...,eval_split=test,groups=mmlu_anatomy``); a run made from the
+same entry without them asks the same questions."""
+
+READ_SPLIT = "eval_split=test"
+"""The ``eval_split`` argument that names the questions read of a run without it: HELM draws a
+run's instances from its scenario's validation and test splits unless ``eval_split`` names one,
+and of a run holding both the test split's entries are read (:func:`helm_split`), as HELM's
+leaderboards read them."""
 
 
 def helm_scenario(path: str) -> str | None:
@@ -114,7 +128,12 @@ def helm_scenario(path: str) -> str | None:
     run (a name, ``:``, then ``key=value`` arguments)."""
     if path == "-":
         return None
-    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return scenario_named(os.path.basename(os.path.dirname(os.path.abspath(path))))
+
+
+def scenario_named(folder: str) -> str | None:
+    """:func:`helm_scenario` of a run spec name ``folder``: None for one not named as HELM
+    names a run."""
     name, colon, arguments = folder.partition(":")
     pairs = [a.partition("=") for a in arguments.split(",")]
     if not (name and colon and all(key and sep for key, sep, _ in pairs)):
@@ -126,13 +145,16 @@ def helm_scenario(path: str) -> str | None:
 def helm_questions(scenario: str) -> str:
     """The questions a HELM scenario (:func:`helm_scenario`) asks: its name and the arguments
     that choose its instances, those that set how they are put to the model
-    (:data:`PROMPT_ARGUMENTS`) left out, the rest in the order given. Runs of one scenario
-    0-shot and 5-shot (``max_train_instances=0`` and ``=5``) ask the same questions; runs of
-    two subjects do not."""
+    (:data:`PROMPT_ARGUMENTS`), that label the run (:data:`LABEL_ARGUMENTS`) and an
+    ``eval_split=test`` (:data:`READ_SPLIT`) left out, the rest in the order given. Runs of one
+    scenario 0-shot and 5-shot (``max_train_instances=0`` and ``=5``), or one run locally and
+    as HELM published it (``eval_split=test,groups=mmlu_anatomy``), ask the same questions;
+    runs of two subjects, or of the validation and the test split, do not."""
     name, colon, arguments = scenario.partition(":")
     if not colon:
         return scenario
-    kept = [a for a in arguments.split(",") if a.partition("=")[0] not in PROMPT_ARGUMENTS]
+    left = (*PROMPT_ARGUMENTS, *LABEL_ARGUMENTS)
+    kept = [a for a in arguments.split(",") if a.partition("=")[0] not in left and a != READ_SPLIT]
     return f"{name}:{','.join(kept)}" if kept else name
 
 

@@ -1,10 +1,11 @@
 """Row ids: what identifies a row across files (compare's matching) and within one reading
 (rows read twice). A native row has an id only when ``--id-field`` names one; an lm-eval row's
 id is its task (from the file name) and ``doc_id``; an inspect-ai sample's its ``id``,
-``epoch`` and its log's task (:func:`sample_task`: inspect-ai numbers the samples of every
-task 1..N, so logs of two tasks hold the same ids, and two logs of one task are re-runs of its
-samples). Ids keep JSON types apart: the number 1 and the string "1" are different ids; equal
-numbers are one id (1, 1.0 and 1e0); a null or NaN id is refused."""
+``epoch`` and its log's task and model (:func:`sample_scope`: inspect-ai numbers the samples of
+every task 1..N, so logs of two tasks, or of two models run on one task, hold the same ids,
+and two logs of one task and model are re-runs of its samples). Ids keep JSON types apart:
+the number 1 and the string "1" are different ids; equal numbers are one id (1, 1.0 and 1e0);
+a null or NaN id is refused."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def show_id(key: Any) -> str:
     """An id as the user wrote it (strings quoted, so 1 and "1" read differently)."""
     kind, value = key[0], key[-1]
     if kind == "evals":
-        return show_id(key[1:])
+        return show_id(key[1:3])  # the model its log's spec names beside it, as the file is
     if kind == "string":
         return repr(value)
     if kind == "task":
@@ -85,9 +86,9 @@ def row_key(
     log_task: str | None = None,
 ) -> Any:
     """The id of a row: ``id_field``'s value, or the format's default id. ``task``: an lm-eval
-    file's task; ``log_task``: an inspect-ai log's (:func:`sample_task`), which its samples'
-    ids carry where runs of several tasks are read together (compare pairs two models' logs
-    of one task without it)."""
+    file's task; ``log_task``: what an inspect-ai, HELM or OpenAI evals row's id carries of its
+    run (:func:`sample_scope`: a task, scenario or model), where runs of several tasks or
+    models are read together (compare pairs two models' runs of one task without it)."""
     if id_field is not None:
         return id_key(formats.lookup(row, id_field))
     if fmt == "lm-eval":
@@ -97,35 +98,63 @@ def row_key(
         key = ("sample", *id_key(formats.lookup(row, "id")), epoch)
         return key if log_task is None else (*key, log_task)
     if fmt == "openai-evals":
-        return ("evals", *id_key(formats.lookup(row, "sample_id")))
+        key = ("evals", *id_key(formats.lookup(row, "sample_id")))
+        return key if log_task is None else (*key, log_task)
     if fmt == "helm":
         perturbation = row.get("perturbation")
         name = perturbation.get("name") if isinstance(perturbation, dict) else None
         trial = row.get("train_trial_index", 0)
-        return ("instance", *id_key(formats.lookup(row, "instance_id")), trial, name)
+        key = ("instance", *id_key(formats.lookup(row, "instance_id")), trial, name)
+        return key if log_task is None else (*key, log_task)
+    if fmt == "openai" and "custom_id" in row and "response" in row:
+        # a Batch API output line: its request (its own id is new each time a batch runs)
+        return id_key(formats.lookup(row, "custom_id"))
     return id_key(formats.lookup(row, "id"))
 
 
-def sample_task(fmt: str | None, source: str) -> str | None:
-    """The task the ids of an inspect-ai log's samples carry: the last ``/`` part of its
-    ``eval.task`` (inspect-ai names a task ``inspect_evals/gpqa`` run from its package and
-    ``gpqa`` run from its file, and re-runs of one task must share their ids; two packages'
-    tasks of one name are then taken as one, which refuses rather than pools). None for
-    other formats, standard input, and a log that does not say (its ids are then those of
-    every log that does not say)."""
-    if fmt != "inspect-ai" or source == "-":
+def sample_scope(fmt: str | None, source: str) -> str | None:
+    """What the ids of a run's rows carry besides their own id, where one run's ids are those
+    of its other runs: an inspect-ai log's task, the last ``/`` part of its ``eval.task``
+    (inspect-ai names a task ``inspect_evals/gpqa`` run from its package and ``gpqa`` run
+    from its file, and re-runs of one task must share their ids; two packages' tasks of one
+    name are then taken as one, which refuses rather than pools), with the model its run used
+    (``gpqa (openai/gpt-4o)``: ``inspect eval gpqa --model a,b`` writes one log of the task
+    per model, whose samples are no re-runs of each other's;
+    :func:`~calibcli.io.inspect_log.log_model`); a HELM run's scenario and model
+    (:func:`~calibcli.io.helm_spec.helm_scope`: HELM numbers every scenario's instances from
+    ``id0``); an OpenAI evals log's model (:func:`~calibcli.io.evals_log.evals_model`: two
+    models' logs of one eval share its sample ids). None for other formats, standard input,
+    and a run that says none of it (its ids are then those of every such run)."""
+    if source == "-":
         return None
-    from calibcli.io.inspect_log import log_task_name
+    if fmt == "helm":
+        from calibcli.io.helm_spec import helm_scope
 
-    task = log_task_name(source)
-    return None if task is None else task.rpartition("/")[2] or task
+        return helm_scope(source)
+    if fmt == "openai-evals":
+        from calibcli.io.evals_log import evals_model
+
+        return evals_model(source)
+    if fmt != "inspect-ai":
+        return None
+    from calibcli.io.inspect_log import log_model, log_task_name
+
+    task, model = log_task_name(source), log_model(source)
+    task = None if task is None else task.rpartition("/")[2] or task
+    if model is None:
+        return task
+    return f"{task or '-'} ({model})"
+
+
+SCOPED_KEYS = ("sample", "instance", "evals")
+"""The kinds of id (:func:`row_key`) whose run's :func:`sample_scope` calibrate's ids carry."""
 
 
 def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], Any] | None:
     """Row -> its id for rows of ``fmt`` read from ``source``: by ``id_field`` when given,
     else by the format's structural id (lm-eval, inspect-ai); None for native rows without an
     id field (they are never identified, so the fast path stays fast). The identifier's
-    ``log_task`` is the task an inspect-ai log's ids carry (:func:`sample_task`)."""
+    ``log_task`` is what the ids of the run's rows carry of it (:func:`sample_scope`)."""
     from calibcli import formats
     from calibcli.io.run_models import key_model
 
@@ -137,7 +166,7 @@ def identifier(fmt: str, id_field: str | None, source: str) -> Callable[[dict], 
         # two models' files of one task hold the same doc_ids without reading a row twice (the
         # runs these keys keep apart but may be one model's: calibcli.io.run_models)
         task = f"{task} ({model})"
-    log_task = sample_task(fmt, source)
+    log_task = sample_scope(fmt, source)
 
     def ident(row: dict) -> Any:
         try:

@@ -79,7 +79,7 @@ class InspectDecoder(BlockDecoder):
         # the default id (id + epoch) of a number or string id is built here; any other id, and
         # an --id-field's, by the identifier itself
         quick_id = ident is not None and self.default_id
-        # the log's task, which its ids carry (calibcli.io.ids.sample_task)
+        # the log's task and model, which its ids carry (calibcli.io.ids.sample_scope)
         task = getattr(ident, "log_task", None)
         tail = () if task is None else (task,)
         scorer, confidence = self.scorer, self.confidence

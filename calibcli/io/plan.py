@@ -88,9 +88,12 @@ class ReadPlan:
             )
         return perplexity_router(self.spec)
 
-    def decoder(self, fmt: str, source: str) -> Any:
+    def decoder(self, fmt: str, source: str, own: Callable[[dict], Any] | None = None) -> Any:
         """A source's block decoder once its format is known: native rows through the typed
-        fast path (dicts with ``--by``), other formats through the router's converters."""
+        fast path (dicts with ``--by``), other formats through the router's converters.
+        ``own``: row -> its id, for rows that name themselves where neither the format nor
+        ``--id-field`` identifies them (a Batch output's requests,
+        :func:`~calibcli.io.batch_ids.request_key`)."""
         from calibcli.io.decode import BlockDecoder
         from calibcli.io.ids import identifier
 
@@ -99,7 +102,7 @@ class ReadPlan:
         # bootstrap are keyed by their question (an lm-eval task's doc_id, which re-runs share;
         # an inspect-ai sample's id, which its epochs share)
         pooled = self.all_runs and not self.row_keys
-        ident = None if pooled else identifier(fmt, self.id_field, source)
+        ident = None if pooled else identifier(fmt, self.id_field, source) or own
         if fmt == "jsonl":
             if key is None and ident is None:
                 return BlockDecoder(self.spec)
@@ -164,34 +167,46 @@ NO_MODEL = (
     "folder or the model_name of the results file beside it; inspect-ai: the log's eval.model); "
     "use --by FIELD"
 )
+NO_HELM_MODEL = (
+    "the HELM file's run names no model (run_spec.json's adapter_spec.model beside it, or the "
+    "model= argument of its run folder's name); use --by FIELD"
+)
+NO_EVALS_MODEL = "the OpenAI evals log's spec names no model (its completion_fns); use --by FIELD"
+NO_SCENARIO = (
+    "the HELM file's run folder is not named as HELM names a run (scenario:arguments), and no "
+    "run_spec.json beside it names one; use --by FIELD"
+)
 
 
 def group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | None:
     """Row -> group value for ``by``. lm-eval's ``task`` comes from the file name; on stdin,
-    from the row's own ``task`` field when it has one (the harness does not write it). The
-    ``model`` of lm-eval and inspect-ai rows is the one their run names
-    (:func:`calibcli.io.runs.named_model`), an API response's the one it names
+    from the row's own ``task`` field when it has one (the harness does not write it); a HELM
+    run's is its scenario (:func:`calibcli.io.helm_spec.helm_task`). The ``model`` of lm-eval,
+    inspect-ai and HELM rows is the one their run names
+    (:func:`calibcli.io.runs.named_model`), an OpenAI evals log's the completion_fns its spec
+    names (:func:`calibcli.io.evals_log.evals_model`), an API response's the one it names
     (:func:`calibcli.io.response_models.row_model`)."""
     if by is None:
         return None
     from calibcli import formats
 
-    if fmt in ("lm-eval", "inspect-ai") and by == "model" and source != "-":
+    if fmt in ("lm-eval", "inspect-ai", "helm", "openai-evals") and by == "model" and source != "-":
         from calibcli.io.runs import named_model
 
         model = named_model(source, fmt)
         if model is not None:
             return lambda row: model
-
-        def no_model(row: dict) -> Any:
-            raise ValueError(NO_MODEL)
-
-        return no_model
+        return _refused({"helm": NO_HELM_MODEL, "openai-evals": NO_EVALS_MODEL}.get(fmt, NO_MODEL))
     if fmt in ("openai", "vllm") and by == "model":
         from calibcli.io.response_models import row_model
 
         # a batch line names its model in response.body, each row its own
         return lambda row: row_model(row) or formats.by_value(row, by)
+    if fmt == "helm" and by == "task" and source != "-":
+        from calibcli.io.helm_spec import helm_task
+
+        scenario = helm_task(source)
+        return (lambda row: scenario) if scenario is not None else _refused(NO_SCENARIO)
     if fmt == "lm-eval" and by == "task":
         if source != "-":
             task = formats.task_from_filename(source)
@@ -204,6 +219,15 @@ def group_key(fmt: str, by: str | None, source: str) -> Callable[[dict], Any] | 
 
         return row_task
     return lambda row: formats.by_value(row, by)
+
+
+def _refused(reason: str) -> Callable[[dict], Any]:
+    """A group key that refuses every row, saying ``reason``."""
+
+    def refuse(row: dict) -> Any:
+        raise ValueError(reason)
+
+    return refuse
 
 
 def answer_options(choices: list[str] | tuple[str, ...] | None) -> tuple[str, ...] | None:

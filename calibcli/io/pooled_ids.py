@@ -293,6 +293,34 @@ def pooled_files(
     return found, source_checks(found, by, whole, False)[1]
 
 
+def repeats_shown(
+    repeated: list[tuple[str, int, str]], files_shown: Any, named: dict[str, str], shown: int
+) -> list[str]:
+    """How the warning about repeated questions names the inputs whose rows repeat them
+    (``repeated``: each file, how many rows a question holds, the kind of repeat;
+    ``files_shown``: a file's name as warnings show it; ``named``: each kind's repeats, e.g.
+    ``epochs``): a run's repeats said of it, ``run.json (3 epochs)``. The inputs pooled with
+    ``--all-runs`` whose ids repeat (kind ``pooled``) record the most rows a question holds in
+    all of them together, not in each, so it is said once, of them all (the first ``shown``
+    named, the rest counted): ``run1.json and run2.json (2 rows a question among them)``."""
+    held: dict[tuple, list[str]] = {}
+    for f, k, kind in repeated:
+        held.setdefault((k, kind) if kind == "pooled" else (f, k, kind), []).append(f)
+    entries = []
+    for key, files in held.items():
+        if key[-1] != "pooled":
+            entries.append(f"{files_shown(files)} ({key[1]} {named[key[2]]})")
+            continue
+        names = [files_shown([f]) for f in files]
+        if len(names) == 1:
+            entries.append(f"{names[0]} ({key[0]} rows a question)")
+            continue
+        listed = names[:shown] if len(names) > shown else names[:-1]
+        last = f"{len(names) - shown} more" if len(names) > shown else names[-1]
+        entries.append(f"{', '.join(listed)} and {last} ({key[0]} rows a question among them)")
+    return entries
+
+
 def said_instead(warnings: Any, repeats: str) -> tuple[str, ...]:
     """``warnings`` with ``repeats`` (:func:`pooled_files`' warning) in place of what the runs
     said of their repeats (:data:`~calibcli.io.runs.REPEATED`), or last where they said none."""

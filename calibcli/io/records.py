@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from calibcli.errors import InputError, shown_name
+from calibcli.io.batch_ids import TWICE, is_batch_line, read_before, request_key
 from calibcli.io.first_id import watched
-from calibcli.io.ids import OWN_IDS, sample_task, show_id
+from calibcli.io.ids import OWN_IDS, SCOPED_KEYS, sample_scope, show_id
 from calibcli.io.ids import default_id_field as _default_id_field
 from calibcli.io.ids import row_key as _row_key
 from calibcli.io.sources import (
@@ -156,9 +157,9 @@ def read_keyed(
     :class:`~calibcli.summaries.KeyedRows`). A native row read without an id
     that carries its file's first row's ``id`` is an error unless ``all_runs``
     (:mod:`calibcli.io.first_id`).
-    With ``keyed=None`` an inspect-ai sample's id is checked, and counted as a question, with
-    its log's task (:func:`~calibcli.io.ids.sample_task`), as calibrate checks and counts it;
-    its key stays compare's.
+    With ``keyed=None`` an inspect-ai, HELM or OpenAI evals row's id is checked, and counted as
+    a question, with what it carries of its run (:func:`~calibcli.io.ids.sample_scope`), as
+    calibrate checks and counts it; its key stays compare's.
     """
     from calibcli import formats
     from calibcli.io import NO_ROWS
@@ -218,7 +219,7 @@ def read_keyed(
         convert = None
         watch = None  # the file's first row's id (a FirstId, False when it has none)
         task = formats.task_from_filename(source) if source != "-" else None
-        log_task = None  # an inspect-ai log's task, which its ids carry as calibrate's do
+        log_task = None  # what calibrate's ids carry of the run (calibcli.io.ids.sample_scope)
         # whose rows these are, where a row read twice is known as calibrate knows it
         model = None if keyed or task is None else rerun_task(source)[1]
         key_of = None
@@ -244,7 +245,7 @@ def read_keyed(
                         if source_fmt == "jsonl"
                         else router.converter(source_fmt, source)
                     )
-                    log_task = sample_task(source_fmt, source)
+                    log_task = sample_scope(source_fmt, source)
                 values = convert(row)
                 if source_fmt == "jsonl":
                     values = [values]
@@ -254,7 +255,7 @@ def read_keyed(
                 key = None
                 if keyed or (keyed is None and (id_field or source_fmt != "jsonl")):
                     key = _row_key(formats, row, source_fmt, id_field, task)
-                    if keyed is None and log_task is not None and key[0] == "sample":
+                    if keyed is None and log_task is not None and key[0] in SCOPED_KEYS:
                         asked_as[len(keys)] = (*key, log_task)
                     field = id_field or _default_id_field(source_fmt)
             except ValueError as exc:
@@ -269,11 +270,14 @@ def read_keyed(
             elif not (all_runs and keyed is None):
                 known = (model, key) if model is not None and source_fmt == "lm-eval" else key
                 known = asked_as.get(len(keys), known)
+                request = keyed is None and id_field is None and is_batch_line(row)
+                known = request_key(row) if request else known  # two models answer one request
                 if known in seen:
                     before, before_line = seen[known]
                     said = repeat_reason(name, line_no, before, before_line)
                     first = f"{shown_name(before)}:{before_line}"
                     text = f"duplicate id {show_id(key)} (first at {first})"
+                    said = f"{read_before(known)}{first}: {TWICE}" if request else said
                     raise InputError(name, line_no, text if said is None else said)
                 seen[known] = (name, line_no)
             if documents:

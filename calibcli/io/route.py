@@ -76,8 +76,9 @@ class Router:
     def converter(self, fmt: str, source: str | None = None) -> Callable[[dict], list[tuple]]:
         """Row -> list of value tuples for a non-native format; the rows of an lm-eval
         multiple-choice file (``source``) with its task's ``target_delimiter``, the samples of
-        an inspect-ai log read for perplexity with its task's scorers."""
-        if fmt == "inspect-ai" and self.command == "perplexity":
+        an inspect-ai log read for perplexity with its task's scorers, a HELM run's entries
+        read for perplexity with its run folder's adapter method."""
+        if fmt in ("inspect-ai", "helm") and self.command == "perplexity":
             return self._convert(fmt, source)
         if fmt != "lm-eval":
             return self._convert(fmt)
@@ -224,6 +225,20 @@ def compared_modes(base: str, new: str, read: Iterable[tuple[str, Any, Any]]) ->
     return sides[0], sides[1]
 
 
+class FilteredRows:
+    """The converter of perplexity rows (``convert``), which counts the sequences it left out
+    for the content filter (``filtered``: OpenAI choices whose ``finish_reason`` is
+    ``content_filter``, :func:`calibcli.formats.content_filtered`), for the source's record
+    and the warning that says so (:func:`calibcli.summaries.filtered_said`)."""
+
+    def __init__(self, convert: Callable[[dict], list[tuple]]) -> None:
+        self.convert = convert
+        self.filtered = 0
+
+    def __call__(self, obj: dict) -> list[tuple]:
+        return self.convert(obj)
+
+
 def perplexity_router(spec: Any) -> Router:
     """Routing of the perplexity reader (``spec`` a :class:`~calibcli.io.rows.PerplexityRow`)."""
 
@@ -231,7 +246,8 @@ def perplexity_router(spec: Any) -> Router:
         if fmt in ("lm-eval", "logprobs", "sums"):
             single = spec.converter(fmt)
             return lambda obj: [single(obj)]
-        from calibcli.formats import BY_NAME, inspect_prompt_row, perplexity_rows
+        from calibcli.formats import BY_NAME, content_filtered, inspect_prompt_row, perplexity_rows
+        from calibcli.io.helm_adapter import perplexity_refusal
         from calibcli.io.inspect_log import log_scorers
         from calibcli.io.rows import check_counts
 
@@ -239,14 +255,22 @@ def perplexity_router(spec: Any) -> Router:
         # the scorers the log's header names: a target_perplexity one scores the target's last
         # tokens, how many of which a sample without its score cannot say
         scorers = log_scorers(source) if fmt == "inspect-ai" and source is not None else ()
+        # a HELM run folder naming another adapter method than language modelling scores no text
+        refused = perplexity_refusal(source) if fmt == "helm" and source is not None else None
 
         def rows(obj: dict) -> list[tuple]:
+            if refused is not None:
+                raise ValueError(refused)
+            filtered = 0
             if fmt == "inspect-ai":
                 found = [inspect_prompt_row(obj, scorers=scorers)]
             else:
                 found = perplexity_rows(fmt, obj)
-            if counted:
-                found = _counts_beside(spec, found, obj)
+                if fmt == "openai":
+                    filtered = content_filtered(obj)
+                    taken.filtered += filtered
+            if counted and found:
+                found = _counts_beside(spec, found, obj, filtered)
             # the last value says "this row's NLL overflowed a double"; an infinite NLL here is
             # a -inf logprob (a zero-probability token): a finite sum past 1.8e308 needs
             # logprobs no API writes
@@ -257,7 +281,8 @@ def perplexity_router(spec: Any) -> Router:
                 for r in found
             ]
 
-        return rows
+        taken = FilteredRows(rows)
+        return taken
 
     return Router(
         "perplexity",
@@ -272,15 +297,15 @@ def perplexity_router(spec: Any) -> Router:
     )
 
 
-def _counts_beside(spec: Any, rows: list, obj: dict) -> list:
+def _counts_beside(spec: Any, rows: list, obj: dict, filtered: int = 0) -> list:
     """The rows of one response (``formats.PerplexityRow`` values) with the bytes and words
     counts its own fields give (``spec`` a :class:`~calibcli.io.rows.PerplexityRow`, whose
     ``--bytes-field`` and ``--words-field`` are read at the response's top level).
 
-    A count is of one scored sequence, so a response of several (choices) cannot take one,
-    nor a sequence that scores no token (a vLLM prompt of one token, its first, unscored).
-    Where the format counts bytes itself (OpenAI chat tokens' ``bytes``), the two must agree:
-    neither is taken over the other."""
+    A count is of one scored sequence, so a response of several (choices, ``filtered`` of them
+    left out for the content filter) cannot take one, nor a sequence that scores no token (a
+    vLLM prompt of one token, its first, unscored). Where the format counts bytes itself
+    (OpenAI chat tokens' ``bytes``), the two must agree: neither is taken over the other."""
     from calibcli.io.rows import check_scored
 
     counts = spec.optional(obj)
@@ -288,10 +313,10 @@ def _counts_beside(spec: Any, rows: list, obj: dict) -> list:
         return rows
     names = (spec.count_fields["bytes"], spec.count_fields["words"])
     named = [name for name, c in zip(names, counts, strict=True) if c is not None]
-    if len(rows) != 1:
+    if len(rows) + filtered != 1:
         raise ValueError(
-            f"{named[0]} is given beside {len(rows)} scored sequences (choices), so which "
-            "one it counts is unknown: give each sequence its own row"
+            f"{named[0]} is given beside {len(rows) + filtered} scored sequences (choices), so "
+            "which one it counts is unknown: give each sequence its own row"
         )
     (row,) = rows
     nbytes, words = counts

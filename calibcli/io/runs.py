@@ -37,9 +37,12 @@ from typing import Any
 
 from calibcli.errors import InputError, shown_name
 from calibcli.io.content import file_content_id
+from calibcli.io.evals_log import evals_model
 from calibcli.io.helm_run import helm_trials
+from calibcli.io.helm_spec import helm_model, helm_shown
 from calibcli.io.inspect_log import head_epochs, log_epochs, log_model
 from calibcli.io.older_parts import newest_parts
+from calibcli.io.pooled_ids import repeats_shown
 from calibcli.io.response_models import RESPONSE_FORMATS, models_named, response_model
 from calibcli.io.run_models import RUN_NAME as RUN_NAME
 from calibcli.io.run_models import (
@@ -257,10 +260,9 @@ def repeated_samples(
 
 
 _REPEATS_OF = {"inspect-ai": log_epochs, "helm": helm_trials}
-# how the warning names each format's repeats of a question (``pooled``: rows whose ids repeat
-# across inputs pooled with --all-runs, :mod:`calibcli.io.pooled_ids`)
+# how the warning names each format's repeats of a question (those of rows whose ids repeat
+# across inputs pooled with --all-runs are said of the inputs together: repeats_shown)
 _REPEATS_NAMED = {"inspect-ai": "epochs", "helm": "train trials", "lm-eval": "runs"}
-_REPEATS_NAMED["pooled"] = "rows a question"
 
 REPEATED = (
     "inspect-ai runs scored each sample several times: ",
@@ -348,10 +350,9 @@ def _repeated(
     ]
     if not repeated:
         return None
-    shown = ", ".join(
-        f"{_files_shown([f])} ({k} {_REPEATS_NAMED[fmt]})" for f, k, fmt in repeated[:SHOWN]
-    )
-    more = f" and {len(repeated) - SHOWN} more" if len(repeated) > SHOWN else ""
+    entries = repeats_shown(repeated, _files_shown, _REPEATS_NAMED, SHOWN)
+    shown = ", ".join(entries[:SHOWN])
+    more = f" and {len(entries) - SHOWN} more" if len(entries) > SHOWN else ""
     kinds = {fmt for _, _, fmt in repeated}
     opening = REPEATED[2] if len(kinds) > 1 else _OPENING[kinds.pop()]
     said = f"{opening}{shown}{more}: "
@@ -445,7 +446,9 @@ def _pooled(named: list[tuple[str, str | None]], by: str | None) -> str | None:
     """Why the rows of the files ``named`` (each with the models its run used,
     :func:`models_named`) are not one model's, or None: their runs name several, where a run
     says: an lm-eval samples file's name (model arguments, before v0.4.3) or results file
-    (``model_name``), an inspect-ai log's ``eval.model``, an API response's ``model``. Pooled,
+    (``model_name``), an inspect-ai log's ``eval.model``, a HELM run's ``run_spec.json`` or
+    run folder (:func:`~calibcli.io.helm_spec.helm_model`), an OpenAI evals log's spec
+    (``completion_fns``), an API response's ``model``. Pooled,
     the rows mix the models' calibration, and nothing else tells it. With ``by`` ``model``
     each group is one model's, and the reason is the pooled figures' alone."""
     models: dict[str, list[str]] = {}
@@ -472,18 +475,24 @@ def _pooled(named: list[tuple[str, str | None]], by: str | None) -> str | None:
     )
 
 
-_MODEL_OF = {"lm-eval": run_model, "inspect-ai": log_model}
+_MODEL_OF = {"lm-eval": run_model, "inspect-ai": log_model, "helm": helm_model}
 _MODEL_OF |= dict.fromkeys(RESPONSE_FORMATS, response_model)
+_MODEL_OF["openai-evals"] = evals_model  # the completion_fns of the log's spec
 
 
 def named_model(path: str, fmt: str) -> str | None:
     """The model a file's run names, as ``--by model`` groups by it: an lm-eval file's
     :func:`~calibcli.io.run_models.group_model` (the ``pretrained`` argument of a name before
     v0.4.3, else its run's results file's ``model_name``, else the ``org__name`` folder, as the
-    several-models check reads it); an inspect-ai log's ``eval.model``. None when its run
-    names none."""
+    several-models check reads it); an inspect-ai log's ``eval.model``; a HELM run's
+    :func:`~calibcli.io.helm_spec.helm_model`; an OpenAI evals log's spec's completion_fns
+    (:func:`~calibcli.io.evals_log.evals_model`). None when its run names none."""
     if fmt == "lm-eval":
         return group_model(path)
+    if fmt == "openai-evals":
+        return evals_model(path)
+    if fmt == "helm":
+        return helm_model(path)
     return log_model(path) if fmt == "inspect-ai" else None
 
 
@@ -492,7 +501,7 @@ def _model_shown(model: str) -> str:
 
 
 def _files_shown(files: list[str]) -> str:
-    first = shown_name(PurePath(files[0]).name)
+    first = shown_name(helm_shown(files[0]))  # a HELM file with its run folder
     return first if len(files) == 1 else f"{first} and {len(files) - 1} more"
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.io.ids import OWN_IDS, question_of
+from calibcli.io.ids import OWN_IDS, SCOPED_KEYS, question_of, sample_scope
 from calibcli.io.keys import canonical_id
 
 
@@ -121,9 +121,11 @@ def asked_bytes(
     """The canonical bytes of an unpaired row's question: an inspect-ai sample's or a HELM
     instance's whatever its epoch or trial (:func:`~calibcli.io.ids.question_of`), an lm-eval
     document's with the model its path names (re-runs of a task share it, two models' files
-    do not, as :func:`calibcli.read_predictions` keys them), a row's ``id_field`` when given
-    (rows pooled with ``--all-runs`` repeat it); a row of another format, read without ids,
-    is its own question (``at``: its file and its place among the side's rows)."""
+    do not, as :func:`calibcli.read_predictions` keys them), an inspect-ai, HELM or OpenAI evals
+    row's with what it carries of its run (:func:`~calibcli.io.ids.sample_scope`), a row's
+    ``id_field`` when given (rows pooled with ``--all-runs`` repeat it); a row of another
+    format, read without ids, is its own question (``at``: its file and its place among the
+    side's rows)."""
     if fmt not in OWN_IDS and id_field is None:
         return canonical_id(("row", *at))
     key = key_of(row)
@@ -133,4 +135,7 @@ def asked_bytes(
         model = rerun_task(at[0])[1]
         if model is not None:
             key = ("task", f"{key[1]} ({model})", *key[2:])
+    if key[0] in SCOPED_KEYS:  # two tasks' or models' runs number their rows alike
+        scope = sample_scope(fmt, at[0])
+        key = key if scope is None else (*key, scope)
     return canonical_id(question_of(key))

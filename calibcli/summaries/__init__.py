@@ -36,6 +36,7 @@ _LAZY = {
     "joined_mode": "calibcli.summaries.sources",
     "most_epochs": "calibcli.summaries.sources",
     "partial_inputs": "calibcli.summaries.sources",
+    "filtered_said": "calibcli.summaries.sources",
     "partial_reason": "calibcli.summaries.sources",
     "one_model_groups": "calibcli.summaries.sources",
     "GroupSources": "calibcli.summaries.group_known",

@@ -3,7 +3,7 @@
 Layout (all integers little-endian)::
 
     b"CALIBCLI SUMMARY"          16 bytes, the magic
-    u32 format version            FORMAT_VERSION (4); 1 to 3 are read too, others refused
+    u32 format version            FORMAT_VERSION (5); 1 to 4 are read too, others refused
     u32 0                         reserved
     u64 header length             bytes of the header that follows
     header                        UTF-8 JSON, padded with spaces to a multiple of 8 bytes
@@ -18,7 +18,8 @@ histograms sparse, per grid size m: each kept cell's flat index into its group's
 histogram (``<u4``), its value (``<f8``) and where each group's cells start (``<i8``, groups + 1
 entries); a cell left out is +0.0 (:class:`calibcli.summaries.moments.SparseGrids`). Row ids
 marked ``"inspect_task": false`` are a version 1 to 3 summary's, whose inspect-ai ids carry no
-task. Any other program can read a summary with a JSON parser and, e.g., ``numpy.frombuffer``.
+task; ``"model_ids": false`` a version 1 to 4 summary's, whose ids carry no run's model.
+Any other program can read a summary with a JSON parser and, e.g., ``numpy.frombuffer``.
 Nothing in it depends on the clock, so the same rows give the same bytes.
 """
 
@@ -37,15 +38,16 @@ from calibcli.summaries.calibration import (
     Source,
 )
 from calibcli.summaries.exact import ExactSums
-from calibcli.summaries.ids import RowIds, taskless_ids
+from calibcli.summaries.ids import RowIds, modelless_ids, taskless_ids
 from calibcli.summaries.perplexity import PerplexitySettings, PerplexitySummary
 from calibcli.summaries.sources import recorded_counts, recorded_cut, recorded_hashes
 from calibcli.summaries.tables import BinTable, TotalsTable
 
-FORMAT_VERSION = 4
-READ_VERSIONS = (1, 2, 3, 4)
+FORMAT_VERSION = 5
+READ_VERSIONS = (1, 2, 3, 4, 5)
 """Version 1 held the smooth-ECE grids dense; 1 and 2 hashed an id with the ids beside it; 1
-to 3 left an inspect-ai sample's log task out of its id (``RowIds.taskless``)."""
+to 3 left an inspect-ai sample's log task out of its id (``RowIds.taskless``), 1 to 4 the
+model of an inspect-ai, HELM or OpenAI evals row's run (``RowIds.modelless``)."""
 _PREFIX = struct.Struct("<16sIIQ")
 _DTYPES = {"<f8": np.float64, "<i8": np.int64, "<u4": np.uint32, "<u8": np.uint64}
 ROW_ARRAYS = ("rows.right", "rows.wrong", "rows.right_groups", "rows.wrong_groups")
@@ -191,6 +193,8 @@ def encode(summary: CalibrationSummary | PerplexitySummary) -> tuple[bytes, list
         }
         if ids.taskless:  # kept as read, so that writing it again does not hide it
             meta["row_ids"]["inspect_task"] = False
+        if ids.modelless:
+            meta["row_ids"]["model_ids"] = False
         if ids.batched:  # likewise: its ids still match no other summary's
             meta["batched_ids"] = True
     meta["arrays"] = [
@@ -244,8 +248,10 @@ def read_header(data: bytes | memoryview) -> tuple[dict[str, Any], int]:
         raise SummaryError("a damaged calibcli summary (its header is not valid JSON)") from None
     if isinstance(meta, dict) and version < 3:  # its row ids are RowIds.batched
         meta["batched_ids"] = True
-    if isinstance(meta, dict) and version < 4 and isinstance(meta.get("row_ids"), dict):
-        meta["row_ids"]["inspect_task"] = False  # its inspect-ai ids may be RowIds.taskless
+    if isinstance(meta, dict) and version < 5 and isinstance(meta.get("row_ids"), dict):
+        meta["row_ids"]["model_ids"] = False  # its ids may be RowIds.modelless
+        if version < 4:
+            meta["row_ids"]["inspect_task"] = False  # ... and RowIds.taskless
     if not isinstance(meta, dict) or not isinstance(meta.get("arrays"), list):
         raise SummaryError("a damaged calibcli summary (its header lists no arrays)")
     return meta, end
@@ -367,7 +373,7 @@ def _source(entry: Any, table: BinTable | None) -> Source:
             skipped=entry["skipped"],
             table=table,
             inspect_confidence=mode,
-            inspect_counts=recorded_counts(entry),
+            **recorded_counts(entry),
             model=model,
             epochs=epochs,
             pooled=pooled,
@@ -392,7 +398,8 @@ def _row_ids(
         raise SummaryError("a damaged calibcli summary (its row ids have a bad shape)")
     batched = meta.get("batched_ids") is True
     taskless = spec.get("inspect_task") is False and taskless_ids(settings, sources)
-    return RowIds(hashes.astype(np.uint64), lines.astype(np.int64), batched, taskless)
+    modelless = spec.get("model_ids") is False and modelless_ids(settings, sources)
+    return RowIds(hashes.astype(np.uint64), lines.astype(np.int64), batched, taskless, modelless)
 
 
 def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_rows: bool = False):
@@ -434,15 +441,8 @@ def assemble(meta: dict[str, Any], arrays: dict[str, np.ndarray], *, table_in_ro
         table = _get_totals(meta.get("table"), arrays)
         if names is not None and table.groups != len(names):
             raise SummaryError("a damaged calibcli summary (groups and totals disagree)")
-        summary = PerplexitySummary(
-            settings,
-            table,
-            names,
-            sources,
-            warnings,
-            present,
-            _row_ids(meta, arrays, settings, sources),
-        )
+        row_ids = _row_ids(meta, arrays, settings, sources)
+        summary = PerplexitySummary(settings, table, names, sources, warnings, present, row_ids)
         check_perplexity(summary)
         return summary
     table = _get_bin_table(meta.get("table"), arrays)

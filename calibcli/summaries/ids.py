@@ -27,12 +27,14 @@ class RowIds:
     order. ``batched``: read from a summary an earlier calibcli wrote, whose hash of an id
     depended on the ids hashed with it, so that its hashes match no other summary's.
     ``taskless``: of a summary whose inspect-ai samples' ids do not carry their log's task
-    (:func:`taskless_ids`), so that they match no other summary's samples."""
+    (:func:`taskless_ids`), so that they match no other summary's samples; ``modelless``: of
+    one whose rows' own ids do not carry their run's model (:func:`modelless_ids`)."""
 
     hashes: np.ndarray
     lines: np.ndarray
     batched: bool = False
     taskless: bool = False
+    modelless: bool = False
 
     @classmethod
     def concat(cls, parts: list[RowIds]) -> RowIds | None:
@@ -43,6 +45,7 @@ class RowIds:
             np.concatenate([p.lines for p in parts]),
             any(p.batched for p in parts),
             any(p.taskless for p in parts),
+            any(p.modelless for p in parts),
         )
 
     @property
@@ -94,6 +97,7 @@ def pooled_keys(questions: Any, tokens: Any = None, held: RowIds | None = None) 
         np.concatenate([held.lines, keys.lines]),
         held.batched,
         held.taskless,
+        held.modelless,
     )
 
 
@@ -187,34 +191,66 @@ def taskless_ids(settings: Any, sources: Any) -> bool:
     """Whether the ids of a summary an earlier calibcli wrote (format version 3 or before) are
     inspect-ai samples' without their log's task: rows of an inspect-ai log read without
     ``--id-field``, whose ids are the sample's ``id`` and ``epoch`` (and, as calibcli reads
-    them now, the task, :func:`calibcli.io.ids.sample_task`)."""
+    them now, the task and model, :func:`calibcli.io.ids.sample_scope`)."""
     return getattr(settings, "id_field", None) is None and inspect_rows(sources)
 
 
+SCOPED = ("inspect-ai", "helm", "openai-evals")
+"""The formats whose rows' own ids carry their run's model (and a HELM run's scenario) from
+summary format version 5 on."""
+
+
+def scoped_rows(sources: Any) -> bool:
+    """Whether ``sources`` (a summary's) hold rows of a format in :data:`SCOPED`."""
+    return any(s.format in SCOPED and s.skipped is None and s.rows for s in sources)
+
+
+def modelless_ids(settings: Any, sources: Any) -> bool:
+    """Whether the ids of a summary an earlier calibcli wrote (format version 4 or before) are
+    rows' of a format in :data:`SCOPED` without their run's model (or a HELM run's scenario):
+    rows read without ``--id-field``."""
+    return getattr(settings, "id_field", None) is None and scoped_rows(sources)
+
+
 def check_id_schemes(summaries: list[Any], labels: list[str] | None = None) -> None:
-    """SummaryMismatch when a summary whose inspect-ai samples' ids carry no task
-    (:attr:`RowIds.taskless`) is counted with another holding ids of inspect-ai rows that carry
-    it: a sample has another id in each, so the re-runs they share would go unseen, pooled as
-    other questions. Summaries whose ids all carry no task agree with each other. ``labels``:
-    the summaries' names (without them, the message names the summary by the first inspect-ai
-    log it read)."""
+    """SummaryMismatch when a summary whose inspect-ai samples' ids carry no task, or whose
+    ids of :data:`SCOPED` rows carry no model (:attr:`RowIds.taskless`,
+    :attr:`RowIds.modelless`), is counted with another holding ids of such rows that carry
+    them: a row has another id in each, so the re-runs they share would go unseen, pooled as
+    other questions. Summaries whose ids follow one scheme agree with each other. ``labels``:
+    the summaries' names (without them, the message names the summary by the first such
+    file it read)."""
     holding = [
-        i for i, s in enumerate(summaries) if s.row_ids is not None and inspect_rows(s.sources)
+        i for i, s in enumerate(summaries) if s.row_ids is not None and scoped_rows(s.sources)
     ]
-    schemes = {summaries[i].row_ids.taskless for i in holding}
+    schemes = {_scheme(summaries[i].row_ids) for i in holding}
+    newest = max(schemes, default=None)
     for i in holding if len(schemes) > 1 else ():  # summaries of one scheme agree
-        if summaries[i].row_ids.taskless:
+        ids = summaries[i].row_ids
+        if _scheme(ids) != newest:
             label = None if labels is None else labels[i]
             if label is None:
-                log = next(s for s in summaries[i].sources if inspect_rows([s]))
+                log = next(s for s in summaries[i].sources if scoped_rows([s]))
                 label = f"a summary file of {log.display}"
+            lacking = (
+                "inspect-ai samples without their log's task, as calibcli wrote them before "
+                "summary format version 4"
+                if ids.taskless
+                else "inspect-ai, HELM or OpenAI evals rows without their run's model (a HELM "
+                "run's without its scenario), as calibcli wrote them before summary format "
+                "version 5"
+            )
             raise SummaryMismatch(
-                f"{label} holds ids of inspect-ai samples without their log's task, as calibcli "
-                "wrote them before summary format version 4, so the re-runs of a task it shares "
-                "with the other inputs cannot be found; summarize its files again with this "
-                "calibcli",
+                f"{label} holds ids of {lacking}, so the re-runs of a task it shares with the "
+                "other inputs cannot be found; summarize its files again with this calibcli",
                 part=None if labels is None else labels[i],
             )
+
+
+def _scheme(ids: RowIds) -> int:
+    """How much of a row's run its own id carries: 0 (inspect-ai) neither task nor model, 1
+    no model, 2 all of it (summaries of one scheme only can be counted together)."""
+    return 0 if ids.taskless else 1 if ids.modelless else 2
 
 
 def merged_ids(summaries: list[Any]) -> RowIds | None:

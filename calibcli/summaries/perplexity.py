@@ -259,6 +259,7 @@ class PerplexityBuilder:
         self.share_keys: list[tuple[int, tuple[int, bool]]] = []
         self.share_float32: int | None = 0
         self.share_sketches: list[Any] = []
+        self.share_filtered = 0  # the shares' sequences left out for the content filter
         # ``keyed``: each identified row's question hash and tokens are kept (``questions``)
         self.keyed = keyed
         self._pending: np.ndarray | None = None
@@ -278,6 +279,7 @@ class PerplexityBuilder:
         self.share_keys = []
         self.share_float32 = 0
         self.share_sketches = []
+        self.share_filtered = 0
 
     def end_source(self, source: Source) -> None:
         made = self.source_print.key()
@@ -299,6 +301,7 @@ class PerplexityBuilder:
                 rows_hash=held,
                 float32_hash=float32,
                 rows_sketch=sketch,
+                content_filtered=(source.content_filtered or 0) + self.share_filtered or None,
             )
         )
 
@@ -366,6 +369,7 @@ class PerplexityBuilder:
         self.table.merge(part.table, remap)
         self.share_keys += [(s.rows, s.rows_hash) for s in part.sources if s.rows_hash is not None]
         self.share_sketches += [s.rows_sketch for s in part.sources if s.rows]
+        self.share_filtered += sum(s.content_filtered or 0 for s in part.sources)
         for s in part.sources:
             if s.rows and (self.share_float32 is None or s.float32_hash is None):
                 self.share_float32 = None

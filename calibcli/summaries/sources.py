@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from calibcli.errors import shown_name
 from calibcli.summaries.tables import BinTable
 
 
@@ -53,6 +54,9 @@ class Source:
     (:class:`~calibcli.summaries.fingerprint.SourceSketch`), to tell an input that holds part
     of another's rows (:func:`~calibcli.summaries.copies.contained_sources`); None where it
     held no rows or it was not recorded.
+    ``content_filtered`` is how many of its sequences were left out of perplexity rows, the
+    content filter having stopped them (OpenAI choices whose ``finish_reason`` is
+    ``content_filter``): said in a warning (:func:`filtered_said`); None for none.
     """
 
     name: str
@@ -73,6 +77,7 @@ class Source:
     float32_hash: int | None = None
     rows_sketch: tuple[Any, Any] | None = None  # (sample, repeats): numpy arrays of uint64
     inspect_counts: tuple[int, int] | None = None
+    content_filtered: int | None = None
 
     def mode_counts(self) -> tuple[int, int] | None:
         """How many of its inspect-ai samples took their confidences by answer-token and by
@@ -104,7 +109,7 @@ class Source:
             "skipped": self.skipped,
         }
         # other formats' entries are as they were
-        for key in ("inspect_confidence", "model", "epochs", "size", "pooled"):
+        for key in ("inspect_confidence", "model", "epochs", "size", "pooled", "content_filtered"):
             if getattr(self, key) is not None:
                 found[key] = getattr(self, key)
         if self.part is not None:
@@ -165,16 +170,19 @@ def recorded_cut(entry: Any) -> dict[str, Any]:
     return {"size": size, "part": (part[0], part[1], part[2])}
 
 
-def recorded_counts(entry: Any) -> tuple[int, int] | None:
-    """A summary file's source entry's ``inspect_counts`` (absent where none were recorded), as
-    the :class:`Source` field; TypeError or ValueError when bad."""
+def recorded_counts(entry: Any) -> dict[str, Any]:
+    """A summary file's source entry's ``inspect_counts`` and ``content_filtered`` (each absent
+    where none were recorded), as :class:`Source` fields; TypeError or ValueError when bad."""
+    filtered = entry.get("content_filtered")
+    if filtered is not None and (type(filtered) is not int or filtered < 1):
+        raise TypeError(filtered)
     value = entry.get("inspect_counts")
     if value is None:
-        return None
+        return {"inspect_counts": None, "content_filtered": filtered}
     answer, sequence = value
     if not all(type(n) is int and n >= 0 for n in (answer, sequence)):
         raise TypeError(value)
-    return answer, sequence
+    return {"inspect_counts": (answer, sequence), "content_filtered": filtered}
 
 
 def joined_taking(sources: Iterable[Source]) -> dict[str, Any]:
@@ -287,6 +295,7 @@ def coalesce(sources: list[Source], merge_tables: Any) -> list[Source]:
                 format=prev.format or s.format,
                 table=merge_tables(prev.table, s.table),
                 **joined_taking([prev, s]),
+                content_filtered=(prev.content_filtered or 0) + (s.content_filtered or 0) or None,
                 size=prev.size if prev.size == s.size else None,
                 part=_joined_pieces(prev.part, s.part),
                 rows_hash=_joined_hash(prev, s),
@@ -405,6 +414,33 @@ def partial_inputs(sources: Iterable[Source]) -> list[str]:
         "on them fails"
         for name, unread in _partial(sources)
     ]
+
+
+FILTERED = 'stopped by the content filter (finish_reason "content_filter")'
+"""What the warning about sequences left out for the content filter says of them."""
+
+
+def filtered_said(warnings: Iterable[str], sources: Iterable[Source]) -> tuple[str, ...]:
+    """``warnings`` with one warning per input whose sequences the content filter stopped
+    (its sources' ``content_filtered``, the byte ranges of one input added up), said again in
+    place of what they said of them before (a part's, of its own share), e.g. ``out.jsonl: 30
+    of 40 sequences were stopped by the content filter (finish_reason "content_filter") and
+    are left out: ...``. Such a sequence is not a row: no figure, and no minimum, counts it."""
+    counts: dict[tuple[str, str], list[int]] = {}
+    for s in sources:
+        if s.skipped is None and s.content_filtered:
+            held = counts.setdefault((s.name, s.content), [0, 0])
+            held[0] += s.content_filtered
+            held[1] += s.rows
+    said = [
+        f"{shown_name('<stdin>' if name == '-' else name)}: {left} of {left + rows} sequences "
+        f"{'was' if left == 1 else 'were'} {FILTERED} and {'is' if left == 1 else 'are'} left "
+        "out: the filter cut their text, so their logprobs are not those of the text the model "
+        f"would have written; the figures and --min-rows count the {rows} read"
+        for (name, _), (left, rows) in counts.items()
+    ]
+    kept = [w for w in warnings if FILTERED not in w]
+    return tuple(dict.fromkeys([*kept, *said]))
 
 
 def partial_reason(sources: Iterable[Source]) -> str | None:
