@@ -231,3 +231,17 @@ def test_requests_of_several_choices_are_named_by_their_lines(tmp_path):
     got = body(run(["perplexity", part, "--json", "-q"]))
     assert got["sequences"] == 6 and got["total_tokens"] == 6
     assert got["total_nll"] == pytest.approx(-6 * math.log(0.8))
+
+
+def test_an_answer_naming_no_model_is_refused(tmp_path):
+    """A Batch answer whose response names no model cannot be matched with a re-run of its
+    batch that names one: refused, not read as other requests."""
+    first = batch(tmp_path / "first.jsonl", 0.8)
+    rows = [line(f"q{i}", 0.7, g, run=2) for i, g in enumerate(GOLDS)]
+    for row in rows:
+        row["response"]["body"]["model"] = None
+    again = tmp_path / "again.jsonl"
+    again.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    result = run(["calibrate", str(first), str(again), "--gold-field", "gold"])
+    assert result.exit_code == 2
+    assert "response names no model" in result.stderr, result.stderr

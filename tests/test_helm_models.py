@@ -1,10 +1,10 @@
-"""The model a HELM run ran, as its run folder says: ``run_spec.json``'s
-``adapter_spec.model`` (``openai/gpt2``), else the folder name's ``model=`` argument
-(``openai_gpt2``, HELM writing ``/`` as ``_``). Two models' runs of one scenario are read as
-two models' rows, as other formats' runs are: pooled, a warning names each model and its run
-folder and every gate fails closed; ``--by model`` groups and gates each; a calibrator records
-the model it was fitted on. The runs are written in HELM's layout (tests/helm_layout.py), the
-figures computed with numpy."""
+"""The model a HELM run ran, as its run folder says: the folder name's ``model=`` argument
+(``openai_gpt2``, HELM writing ``/`` as ``_``), else ``run_spec.json``'s ``adapter_spec.model``
+(``openai/gpt2``) spelled alike, so one model is one name with or without its run spec. Two
+models' runs of one scenario are read as two models' rows, as other formats' runs are: pooled,
+a warning names each model and its run folder and every gate fails closed; ``--by model``
+groups and gates each; a calibrator records the model it was fitted on. The runs are written in
+HELM's layout (tests/helm_layout.py), the figures computed with numpy."""
 
 from __future__ import annotations
 
@@ -40,14 +40,17 @@ def report(args):
     return json.loads(result.stdout), result
 
 
-def test_the_model_is_run_spec_json_s_else_the_folder_s(tmp_path):
+def test_the_model_is_the_folder_s_else_run_spec_json_s(tmp_path):
     from calibcli.io.helm_spec import helm_model
 
     rows = choice_rows(10, 3)
     named = choice_run(tmp_path, GPT2, *rows, model="openai/gpt2")
-    assert helm_model(named) == "openai/gpt2"  # HELM's own spelling, its / kept
+    assert helm_model(named) == "openai_gpt2"  # spelled as HELM names its run folder
     bare = choice_run(tmp_path / "copy", GPT2, *rows, spec=False)
     assert helm_model(bare) == "openai_gpt2"  # the folder name's, as HELM wrote it
+    # a folder not named as HELM names a run: the run spec's model, spelled alike
+    plain = write_run(tmp_path / "plain", "anatomy-run", [], "openai/gpt2")
+    assert helm_model(plain) == "openai_gpt2"
     # a file copied out of its run folder names no model
     (tmp_path / "out").mkdir()
     alone = tmp_path / "out" / "per_instance_stats.json"
@@ -70,8 +73,8 @@ def test_two_models_pooled_fail_every_gate_closed(two_models, all_runs):
     assert body["ece"] == pytest.approx(ece(*pooled), abs=1e-9)
     said = [w for w in body["warnings"] if w.startswith("rows of 2 models are pooled")]
     assert said == [
-        f"rows of 2 models are pooled: 'eleutherai/pythia-1b' ({PYTHIA}/per_instance_stats.json"
-        f"), 'openai/gpt2' ({GPT2}/per_instance_stats.json), as their runs name them: the "
+        f"rows of 2 models are pooled: 'eleutherai_pythia-1b' ({PYTHIA}/per_instance_stats.json"
+        f"), 'openai_gpt2' ({GPT2}/per_instance_stats.json), as their runs name them: the "
         "figures mix the models, and a gate on them fails; read one model's files at a time "
         "(calibcli compare sets two side by side)"
     ]
@@ -85,12 +88,12 @@ def test_by_model_gates_each_model(two_models):
     assert result.exit_code == 1
     groups = body["groups"]
     assert {name: g["n"] for name, g in groups.items()} == {
-        "openai/gpt2": 400,
-        "eleutherai/pythia-1b": 60,
+        "openai_gpt2": 400,
+        "eleutherai_pythia-1b": 60,
     }
-    assert groups["openai/gpt2"]["ece"] == pytest.approx(ece(*good), abs=1e-9)
-    assert groups["eleutherai/pythia-1b"]["ece"] == pytest.approx(ece(*bad), abs=1e-9)
-    assert "ece in group 'eleutherai/pythia-1b'" in result.stderr
+    assert groups["openai_gpt2"]["ece"] == pytest.approx(ece(*good), abs=1e-9)
+    assert groups["eleutherai_pythia-1b"]["ece"] == pytest.approx(ece(*bad), abs=1e-9)
+    assert "ece in group 'eleutherai_pythia-1b'" in result.stderr
     # each model's group below the threshold: the gate passes
     body, result = report(["calibrate", *files, "--by", "model", "--gate-each", "--max-ece", 0.6])
     assert result.exit_code == 0, result.stderr
@@ -136,12 +139,12 @@ def test_a_calibrator_fitted_on_one_model_fails_closed_on_another(tmp_path):
     made = tmp_path / "cal.json"
     result = run(["fit", gpt2, "--method", "platt", "-o", made, "-q"])
     assert result.exit_code == 0, result.stderr
-    assert json.loads(made.read_text())["fitted_on"]["models"] == ["openai/gpt2"]
+    assert json.loads(made.read_text())["fitted_on"]["models"] == ["openai_gpt2"]
     result = run(["calibrate", pythia, "--calibrator", made, "--max-ece", 0.5, "-q"])
     assert result.exit_code == 1
     assert (
-        "the calibrator was fitted on rows of model 'openai/gpt2'; these rows are of model "
-        "'eleutherai/pythia-1b'"
+        "the calibrator was fitted on rows of model 'openai_gpt2'; these rows are of model "
+        "'eleutherai_pythia-1b'"
     ) in result.stderr
     # on its own model's held-out rows (another subject), nothing is said
     held = choice_run(

@@ -170,3 +170,18 @@ def test_a_summary_whose_ids_carry_no_model_is_refused_beside_a_new_one(tmp_path
         assert line.startswith(f"Error: {old} holds ") and MODELLESS in line, line
     alone = run(["calibrate", old, "--json", "-q"])
     assert alone.exit_code == 0 and json.loads(alone.stdout)["n"] == SAMPLES
+
+
+def test_an_old_summary_beside_rows_of_another_format_is_read(tmp_path):
+    """A version 4 summary of inspect-ai samples beside a HELM run: their ids never meet, so
+    the older scheme of the one is no matter to the other."""
+    old_log = write_log(tmp_path / "old.json", A, overconfident=False, run_id="r1")
+    old = tmp_path / "old.cbs"
+    assert run(["summarize", old_log, *SCORER, "-o", old, "-q"]).exit_code == 0
+    data = bytearray(old.read_bytes())
+    struct.pack_into("<I", data, 16, 4)
+    old.write_bytes(bytes(data))
+    helm = Path(__file__).parent / "fixtures" / "helm" / "mmlu" / "per_instance_stats.json"
+    both = run(["calibrate", old, helm, "--json", "-q"])
+    assert both.exit_code in (0, 1), both.stderr
+    assert json.loads(both.stdout)["n"] > SAMPLES

@@ -161,3 +161,14 @@ def test_another_task_of_the_stem_holding_the_documents_is_refused(tmp_path):
     named = a_run(tmp_path / "org__modelA", rerun=False)
     other = renamed_rerun(tmp_path / "b", "other_task.jsonl")
     assert RENAMED in refused("calibrate", named, other, "--json", "--by", "task")
+
+
+def test_a_renamed_rerun_holding_only_its_doc_hash_is_refused(tmp_path):
+    """Rows stripped of their ``doc`` still hold lm-eval's ``doc_hash``: the same document as
+    the run's rows, which hold both."""
+    named = a_run(tmp_path / "org__modelA", rerun=False)
+    (tmp_path / "b").mkdir()
+    stripped = tmp_path / "b" / "rerun3.jsonl"
+    rows = [json.loads(line) for line in rerun_rows().splitlines()]
+    stripped.write_text("".join(json.dumps({**r, "doc": None}) + "\n" for r in rows))
+    assert RENAMED in refused("calibrate", named, stripped, "--min-rows", "60")

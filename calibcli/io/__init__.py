@@ -289,7 +289,7 @@ def _one_sample(summary: Any, by: str | None, all_runs: bool = False) -> Any:
     from calibcli.io.runs import REPEATED, models_named, rerun_sources, source_checks
     from calibcli.summaries import filtered_said, group_sources
 
-    sources = rerun_sources(summary.sources, all_runs)
+    sources = rerun_sources(summary.sources, all_runs, summary.settings.id_field is None)
     # rows kept with their questions' keys, or not kept (no bootstrap over rows runs), are
     # drawn by question; kept rows without keys (a summary file's) are not, its Poisson sums are
     kept = getattr(summary, "kept", None)

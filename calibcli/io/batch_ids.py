@@ -28,6 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from calibcli.io.ids import id_key
+from calibcli.io.response_models import row_model
+
 BATCH_ID = "custom_id"
 """The key of a Batch API output line that names its request."""
 
@@ -46,20 +49,35 @@ def is_batch_line(row: Any) -> bool:
 
 def request_key(row: Mapping[str, Any]) -> tuple:
     """The request a Batch output line answers: ``("request", *custom_id's id, model)``, the
-    model its response names (None when it names none: a failed request). ValueError, worded
-    as an id's error is, for a custom_id that is no id (null, an object)."""
-    from calibcli import formats
-    from calibcli.io.ids import id_key
-    from calibcli.io.response_models import row_model
-
+    model its response names (None for a failed request). ValueError, worded as an id's error
+    is, for a custom_id that is no id (null, an object), and for an answer naming no model
+    (its request would match no other model's answer, nor a re-run's naming it)."""
     try:
-        custom = id_key(formats.lookup(row, BATCH_ID))
+        custom = id_key(row[BATCH_ID])
     except ValueError as exc:
         text = str(exc)
         raise ValueError(
             f'id field "{BATCH_ID}" {text}' if text.startswith("is ") else text
         ) from None
-    return ("request", *custom, row_model(row))
+    model = row_model(row)
+    if model is None and _answered(row):
+        raise ValueError(
+            "a Batch API output line whose response names no model (response.body.model): "
+            "whose answer it is cannot be told, so its request cannot be matched with another "
+            "batch's; read it with --id-field id, or give the model its response names"
+        )
+    return ("request", *custom, model)
+
+
+def _answered(row: Mapping[str, Any]) -> bool:
+    """Whether a Batch output line holds an answer (a response body of status 200), not a
+    failed request (which the readers name as such)."""
+    response = row.get("response")
+    return (
+        isinstance(response, Mapping)
+        and response.get("status_code") == 200
+        and isinstance(response.get("body"), Mapping)
+    )
 
 
 def read_before(key: tuple) -> str:

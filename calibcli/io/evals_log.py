@@ -41,8 +41,11 @@ def is_evals_spec(value: Mapping[str, Any]) -> bool:
 
 def spec_model(spec: Any) -> str | None:
     """The model a run spec names: its ``completion_fns`` joined by commas (one completion
-    function: its name); None when it names none."""
+    function: its name), else the ``model_name`` of a spec ``oaieval`` wrote before it took
+    completion functions; None when it names none."""
     fns = spec.get("completion_fns") if isinstance(spec, Mapping) else None
+    if fns is None and isinstance(spec, Mapping):
+        fns = spec.get("model_name")
     if isinstance(fns, str):
         return fns or None
     if not isinstance(fns, list) or not fns or not all(isinstance(f, str) and f for f in fns):

@@ -234,7 +234,7 @@ class SourceFold:
 
         modes = Counter() if self.decoder is None else self.decoder.modes
         # sequences left out for the content filter (OpenAI responses), None for none
-        filtered = getattr(self.decoder, "filtered", 0) or None
+        filtered = getattr(self.decoder, "filtered", 0) or None  # a decoder of other rows: none
         return {
             "inspect_confidence": joined_mode(modes),
             "inspect_counts": taken_counts(modes),

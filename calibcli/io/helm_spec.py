@@ -6,8 +6,8 @@ for the run spec (``mmlu:subject=anatomy,method=multiple_choice_joint,model=open
 its ``run_spec.json`` holds the spec itself, its ``name`` and ``adapter_spec.model`` (the model
 as HELM names it, ``openai/gpt2``). The statistics themselves name neither, and HELM numbers
 every scenario's instances from ``id0``: runs of two models, or of two subjects, hold the same
-ids. So a run's model is ``run_spec.json``'s ``adapter_spec.model`` (HELM's own spelling), else
-the folder name's ``model=`` argument as written; its scenario the folder's name without the
+ids. So a run's model is the folder name's ``model=`` argument as written, else
+``run_spec.json``'s ``adapter_spec.model`` spelled so; its scenario the folder's name without the
 model (:func:`~calibcli.io.helm_run.helm_scenario`), else ``run_spec.json``'s ``name`` read
 the same way. A file copied out of its run folder, with no ``run_spec.json`` beside it, names
 neither, as other formats' unnamed runs.
@@ -30,14 +30,17 @@ _MOST_BYTES = 1 << 22  # a run spec is a few KiB: a larger file is not read
 
 
 def helm_model(path: str) -> str | None:
-    """The model the HELM run whose ``per_instance_stats.json`` is at ``path`` ran:
-    ``run_spec.json``'s ``adapter_spec.model`` beside it, else the run folder name's
-    ``model=`` argument (``openai_gpt2``, HELM's ``/`` written ``_``); None for standard
-    input and a run that names none."""
+    """The model the HELM run whose ``per_instance_stats.json`` is at ``path`` ran, spelled as
+    HELM names its run folder (``openai_gpt2``, each ``/`` written ``_``): the folder name's
+    ``model=`` argument, else ``run_spec.json``'s ``adapter_spec.model`` beside it so spelled
+    (a run with and without its run spec is one model; where the two disagree, the folder's,
+    which its ids carry too); None for standard input and a run that names none."""
     if path == "-":
         return None
-    model, _ = _spec_beside(path)
-    return model if model is not None else _folder_model(_folder(path))
+    model = _folder_model(_folder(path))
+    if model is None:
+        model = _spec_beside(path)[0]
+    return None if model is None else model.replace("/", "_")
 
 
 def helm_task(path: str) -> str | None:
@@ -66,7 +69,7 @@ def helm_scope(path: str) -> str | None:
     questions = None if task is None else helm_questions(task)
     if model is None:
         return questions
-    return f"{questions or '-'} ({model.replace('/', '_')})"
+    return f"{questions or '-'} ({model})"
 
 
 def helm_shown(path: str) -> str:

@@ -50,7 +50,7 @@ def show_id(key: Any) -> str:
     """An id as the user wrote it (strings quoted, so 1 and "1" read differently)."""
     kind, value = key[0], key[-1]
     if kind == "evals":
-        return show_id(key[1:3])  # the model its log's spec names beside it, as the file is
+        return show_id(key[1:3])  # the sample_id alone: the file named beside it says the model
     if kind == "string":
         return repr(value)
     if kind == "task":

@@ -318,6 +318,10 @@ def read_keyed(
     lm_eval = [s for s, f in read_as if f == "lm-eval" and s != "-"]
     if not all(map(samples_named, lm_eval)):
         refuse_unnamed_reruns(lm_eval, pooled=all_runs)
+    if id_field is None:  # runs naming no model beside runs naming theirs, as calibrate sees them
+        from calibcli.io.unnamed_runs import refuse_unnamed_files
+
+        refuse_unnamed_files(read_as)
     if all_runs:  # rows without ids: a copy cannot be told from a re-run, whatever the format
         from calibcli.io.pooled_ids import refuse_file_copies
 

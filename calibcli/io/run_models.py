@@ -184,7 +184,7 @@ def refuse_unnamed_reruns(paths: Iterable[str], pooled: bool = False) -> None:
     ``pooled`` (``--all-runs``) too: their rows, keyed apart, would count as other questions
     than the earlier run's, not as re-runs of them. A renamed file's task is only its name's
     stem, so it is also compared with the runs of other tasks that may be its model's: a row
-    holding the ``doc_id`` and the document (``doc``, else ``doc_hash``) of an earlier row is
+    holding the ``doc_id`` and the document (its ``doc`` or ``doc_hash``) of an earlier row is
     a re-run under another name, refused alike. Each file's rows are scanned only where such
     a pair is among ``paths``."""
     from calibcli import formats
@@ -221,10 +221,14 @@ def refuse_unnamed_reruns(paths: Iterable[str], pooled: bool = False) -> None:
         for line, doc, held in _doc_ids(path, partner):
             key = id_key(doc)
             by_id.setdefault(key, line)
-            if held is not None:
-                by_doc.setdefault((key, held), line)
+            for ident in held:
+                by_doc.setdefault((key, ident), line)
             for other, by_document in earlier:
-                before = docs[other][1].get((key, held)) if by_document else docs[other][0].get(key)
+                if by_document:  # the same document: its doc, or its doc_hash, alike
+                    found = (docs[other][1].get((key, ident)) for ident in held)
+                    before = next((b for b in found if b is not None), None)
+                else:
+                    before = docs[other][0].get(key)
                 if before is None:
                     continue
                 at = f"{shown_name(other)}:{before}"
@@ -277,12 +281,11 @@ def _models_may_be_one(first: str | None, second: str | None) -> bool:
     return first is None or second is None or first == second
 
 
-def _doc_ids(path: str, partner: str) -> Iterable[tuple[int, Any, str | None]]:
+def _doc_ids(path: str, partner: str) -> Iterable[tuple[int, Any, tuple[str, ...]]]:
     """(line, doc_id, document) of each row of an lm-eval samples file that holds a
-    ``doc_id``, the document a digest of the row's ``doc`` (its JSON, keys sorted), else its
-    ``doc_hash``, else None; rows that do not parse are left to the reader, which names them.
-    A file that cannot be read (a summary's source moved away since) cannot be told apart
-    from ``partner``'s re-run: InputError."""
+    ``doc_id``, the document what the row holds of it (:func:`_document`); rows that do not
+    parse are left to the reader, which names them. A file that cannot be read (a summary's
+    source moved away since) cannot be told apart from ``partner``'s re-run: InputError."""
     from calibcli.io.compression import open_path
 
     try:
@@ -306,18 +309,21 @@ def _doc_ids(path: str, partner: str) -> Iterable[tuple[int, Any, str | None]]:
         ) from None
 
 
-def _document(row: dict) -> str | None:
-    """What tells an lm-eval row's document from another task's: a digest of its ``doc``, else
-    the ``doc_hash`` lm-eval writes beside it, else None."""
+def _document(row: dict) -> tuple[str, ...]:
+    """What tells an lm-eval row's document from another task's: a digest of its ``doc`` and
+    the ``doc_hash`` lm-eval writes beside it, each where the row holds it (two rows hold one
+    document where either agrees)."""
+    found = []
     doc = row.get("doc")
     if doc is not None:
         try:
             text = json.dumps(doc, sort_keys=True, ensure_ascii=False, allow_nan=True)
         except (TypeError, ValueError, RecursionError):
-            return None
-        return (
-            "doc:"
-            + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-        )
-    found = row.get("doc_hash")
-    return f"hash:{found}" if isinstance(found, str) and found else None
+            text = None
+        if text is not None:
+            digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
+            found.append("doc:" + digest.hexdigest())
+    known = row.get("doc_hash")
+    if isinstance(known, str) and known:
+        found.append(f"hash:{known}")
+    return tuple(found)

@@ -65,6 +65,7 @@ from calibcli.io.same_bytes import (
     regular_files,
     rowless,
 )
+from calibcli.io.unnamed_runs import refuse_unnamed_beside_named
 
 DOUBLE_INPUT = "its rows would count twice (pass --all-runs to pool them on purpose)"
 # a copy, unlike a file given twice, may also be left out
@@ -309,13 +310,18 @@ def rerun_counts(files: list[tuple[str, str | None]]) -> dict[str, int]:
     return {f: counts[task] for f, task in tasks if counts[task] > 1}
 
 
-def rerun_sources(sources: Any, all_runs: bool) -> tuple[Any, ...]:
+def rerun_sources(sources: Any, all_runs: bool, own_ids: bool = False) -> tuple[Any, ...]:
     """:func:`recorded` of each source, and with ``all_runs`` each lm-eval source's runs of its
     task among the sources read (:func:`rerun_counts`) recorded as its epochs; the ranges of a
-    file read apart (``--part``) are one run, a file read twice two. Without ``all_runs``, a
-    run naming no model sharing documents with another run of its task is refused
-    (:func:`~calibcli.io.run_models.refuse_unnamed_reruns`)."""
+    file read apart (``--part``) are one run, a file read twice two. A run naming no model
+    sharing documents with another run of its task is refused
+    (:func:`~calibcli.io.run_models.refuse_unnamed_reruns`), and with ``own_ids`` (rows read
+    without ``--id-field``) a run naming no model beside one naming its model, of a format
+    whose ids carry it (:func:`~calibcli.io.unnamed_runs.refuse_unnamed_beside_named`)."""
     found = tuple(recorded(s) for s in sources)
+    if own_ids:
+        read = [(s.name, s.format, s.model) for s in found if s.skipped is None and s.rows]
+        refuse_unnamed_beside_named(read)
     # a summary's runs naming no model meet the other runs of their tasks here
     refuse_unnamed_reruns(
         (s.name for s in found if s.format == "lm-eval" and s.skipped is None and s.rows),

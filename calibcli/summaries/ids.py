@@ -190,8 +190,8 @@ def inspect_rows(sources: Any) -> bool:
 def taskless_ids(settings: Any, sources: Any) -> bool:
     """Whether the ids of a summary an earlier calibcli wrote (format version 3 or before) are
     inspect-ai samples' without their log's task: rows of an inspect-ai log read without
-    ``--id-field``, whose ids are the sample's ``id`` and ``epoch`` (and, as calibcli reads
-    them now, the task and model, :func:`calibcli.io.ids.sample_scope`)."""
+    ``--id-field``, whose ids were the sample's ``id`` and ``epoch`` alone (they carry the
+    task and model now, :func:`calibcli.io.ids.sample_scope`)."""
     return getattr(settings, "id_field", None) is None and inspect_rows(sources)
 
 
@@ -220,31 +220,42 @@ def check_id_schemes(summaries: list[Any], labels: list[str] | None = None) -> N
     other questions. Summaries whose ids follow one scheme agree with each other. ``labels``:
     the summaries' names (without them, the message names the summary by the first such
     file it read)."""
-    holding = [
-        i for i, s in enumerate(summaries) if s.row_ids is not None and scoped_rows(s.sources)
-    ]
-    schemes = {_scheme(summaries[i].row_ids) for i in holding}
-    newest = max(schemes, default=None)
-    for i in holding if len(schemes) > 1 else ():  # summaries of one scheme agree
-        ids = summaries[i].row_ids
-        if _scheme(ids) != newest:
-            label = None if labels is None else labels[i]
-            if label is None:
-                log = next(s for s in summaries[i].sources if scoped_rows([s]))
-                label = f"a summary file of {log.display}"
-            lacking = (
-                "inspect-ai samples without their log's task, as calibcli wrote them before "
-                "summary format version 4"
-                if ids.taskless
-                else "inspect-ai, HELM or OpenAI evals rows without their run's model (a HELM "
-                "run's without its scenario), as calibcli wrote them before summary format "
-                "version 5"
-            )
-            raise SummaryMismatch(
-                f"{label} holds ids of {lacking}, so the re-runs of a task it shares with the "
-                "other inputs cannot be found; summarize its files again with this calibcli",
-                part=None if labels is None else labels[i],
-            )
+    for fmt in SCOPED:  # rows of two formats never share an id: each format's schemes apart
+        holding = [
+            i
+            for i, s in enumerate(summaries)
+            if s.row_ids is not None and any(_held(src, fmt) for src in s.sources)
+        ]
+        schemes = {_scheme(summaries[i].row_ids) for i in holding}
+        for i in holding if len(schemes) > 1 else ():  # summaries of one scheme agree
+            if _scheme(summaries[i].row_ids) != max(schemes):
+                _refuse_scheme(summaries[i], fmt, None if labels is None else labels[i])
+
+
+def _held(source: Any, fmt: str) -> bool:
+    return source.format == fmt and source.skipped is None and bool(source.rows)
+
+
+def _refuse_scheme(summary: Any, fmt: str, label: str | None) -> None:
+    """SummaryMismatch naming ``summary`` (``label``, else by its first file of ``fmt``),
+    whose ids of ``fmt`` rows follow an older scheme than the other inputs'."""
+    ids = summary.row_ids
+    part = label
+    if label is None:
+        log = next(s for s in summary.sources if _held(s, fmt))
+        label = f"a summary file of {log.display}"
+    lacking = (
+        "inspect-ai samples without their log's task, as calibcli wrote them before summary "
+        "format version 4"
+        if ids.taskless
+        else "inspect-ai, HELM or OpenAI evals rows without their run's model (a HELM run's "
+        "without its scenario), as calibcli wrote them before summary format version 5"
+    )
+    raise SummaryMismatch(
+        f"{label} holds ids of {lacking}, so the re-runs of a task it shares with the other "
+        "inputs cannot be found; summarize its files again with this calibcli",
+        part=part,
+    )
 
 
 def _scheme(ids: RowIds) -> int:
