@@ -19,10 +19,12 @@ import math
 from pathlib import Path
 
 
-def stat(name, value, split="test"):
+def stat(name, value, split="test", perturbation=None):
     """A HELM ``Stat`` after ``Stat(MetricName(name)).add(value)`` as ``asdict_without_nones``
-    writes it (a value of None leaves count 0)."""
+    writes it (a value of None leaves count 0 and no min, max or mean)."""
     named = {"name": name, "split": split}
+    if perturbation is not None:
+        named["perturbation"] = perturbation
     if value is None:
         return {"name": named, "count": 0, "sum": 0, "sum_squared": 0}
     return {

@@ -19,6 +19,7 @@ import math
 
 import pytest
 from harness import run
+from helm_requests import stat as helm_stat
 
 # (instance, logprob, num_perplexity_tokens, num_bytes) of each window, in the order HELM writes
 WINDOWS = [
@@ -36,24 +37,8 @@ DOCUMENTS = 3
 
 
 def stat(name, value, perturbation=None):
-    """A HELM ``Stat`` after ``Stat(MetricName(name)).add(value)``, written by
-    ``asdict_without_nones`` (a value of None leaves count 0 and no min, max or mean)."""
-    named = {"name": name, "split": "test"}
-    if perturbation is not None:
-        named["perturbation"] = perturbation
-    if value is None:
-        return {"name": named, "count": 0, "sum": 0, "sum_squared": 0}
-    return {
-        "name": named,
-        "count": 1,
-        "sum": value,
-        "sum_squared": value * value,
-        "min": value,
-        "max": value,
-        "mean": float(value),
-        "variance": 0.0,
-        "stddev": 0.0,
-    }
+    """A HELM ``Stat`` of the test split (:func:`helm_requests.stat`)."""
+    return helm_stat(name, value, perturbation=perturbation)
 
 
 def window(instance, logprob, tokens, nbytes, trial=0, perturbation=None, extra=()):

@@ -34,6 +34,17 @@ def renamed_rerun(folder: Path, name: str = f"{TASK}.jsonl") -> Path:
     return path
 
 
+def summaries_of(tmp_path: Path, *paths: Path) -> list[Path]:
+    """A summary file of each of ``paths``, written by ``summarize``."""
+    parts = []
+    for i, path in enumerate(paths):
+        part = tmp_path / f"part{i}.cbs"
+        made = run(["summarize", path, "-o", part, "-q"])
+        assert made.exit_code == 0, made.stderr
+        parts.append(part)
+    return parts
+
+
 @pytest.mark.parametrize("order", ["named first", "renamed first"])
 def test_files_are_refused(tmp_path, order):
     named = a_run(tmp_path / "org__modelA", rerun=False)
@@ -57,12 +68,7 @@ def test_alone_each_run_holds_its_questions(tmp_path):
 def test_summaries_and_the_api_refuse_them(tmp_path):
     named = a_run(tmp_path / "org__modelA", rerun=False)
     renamed = renamed_rerun(tmp_path / "b")
-    parts = []
-    for i, path in enumerate((named, renamed)):
-        part = tmp_path / f"part{i}.cbs"
-        made = run(["summarize", path, "-o", part, "-q"])
-        assert made.exit_code == 0, made.stderr
-        parts.append(part)
+    parts = summaries_of(tmp_path, named, renamed)
     assert refused("merge", *parts, "-o", tmp_path / "m.cbs").endswith(TWICE)
     assert not (tmp_path / "m.cbs").exists()
     assert refused("calibrate", *parts, "--min-rows", "60").endswith(TWICE)
@@ -129,12 +135,7 @@ def test_two_renamed_reruns_are_refused(tmp_path):
 def test_a_renamed_rerun_is_refused_on_every_route(tmp_path):
     named = a_run(tmp_path / "org__modelA", rerun=False)
     renamed = renamed_rerun(tmp_path / "b", "rerun2.jsonl")
-    parts = []
-    for i, path in enumerate((named, renamed)):
-        part = tmp_path / f"part{i}.cbs"
-        made = run(["summarize", path, "-o", part, "-q"])
-        assert made.exit_code == 0, made.stderr
-        parts.append(part)
+    parts = summaries_of(tmp_path, named, renamed)
     assert RENAMED in refused("merge", *parts, "-o", tmp_path / "m.cbs")
     assert not (tmp_path / "m.cbs").exists()
     assert RENAMED in refused("calibrate", *parts, "--min-rows", "60", "--all-runs")
