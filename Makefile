@@ -53,9 +53,13 @@ demo: $(DEMO_STAMP)  ## Run calibcli on sample_data/: three predictors, a diagra
 	@echo "== calibcli is in $(BIN): run it as $(BIN)/calibcli, or put it on PATH with"
 	@echo "   export PATH=\"$$PWD/$(BIN):\$$PATH\""
 
+# WORKERS spreads the test files over processes (pytest-xdist; `auto`: one per core, `0`: none).
+# Each file runs whole in one worker, so a module's Spark session and fixtures are made once.
+WORKERS ?= auto
+
 .PHONY: test
-test: $(STAMP)  ## Run the whole test suite
-	$(BIN)/python -m pytest
+test: $(STAMP)  ## Run the whole test suite (WORKERS=0 runs it in one process)
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
 
 .PHONY: lint
 lint: $(STAMP)  ## ruff check and format check

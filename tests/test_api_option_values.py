@@ -114,7 +114,9 @@ SWITCHES = [
 
 
 @pytest.mark.parametrize("value", ["false", "no", "False", 0, 1, None, 0.0])
-@pytest.mark.parametrize(("where", "name", "call"), SWITCHES, ids=lambda s: str(s))
+@pytest.mark.parametrize(
+    ("where", "name", "call"), SWITCHES, ids=[f"{w}-{n}" for w, n, _ in SWITCHES]
+)
 def test_a_switch_that_is_not_true_or_false_is_refused(where, name, call, value):
     with pytest.raises(TypeError) as caught:
         call(**{name: value})

@@ -559,7 +559,9 @@ def test_progress_bar_only_on_a_terminal_for_files(tmp_path, monkeypatch):
     import calibcli.cli.progress as progress
 
     monkeypatch.setattr(progress, "PROGRESS_MIN_BYTES", 1)
-    path = write(tmp_path / "p.jsonl", calib_lines())
+    write(tmp_path / "p.jsonl", calib_lines())
+    monkeypatch.chdir(tmp_path)  # the bar shows the path as given: short enough for any width
+    path = "p.jsonl"
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     assert_matches(read_calibration([path], progress=progress.progress_bar), ROWS)
