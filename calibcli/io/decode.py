@@ -103,6 +103,8 @@ class BlockDecoder:
         # how a --by value's error names its field
         self._by = "the --by value" if group_field is None else group_field
         self.ids: list[Any] | None = None  # the ids of the rows of the last call
+        # the locator of each of those rows, for rows of a whole document (:meth:`rows`)
+        self.id_places: list[Any] | None = None
         # native rows grouped by a top-level field: the typed struct carries that field too,
         # so grouping keeps the fast path (``key`` and ``convert`` still word any error)
         self.group_field = group_field if key is not None and not many else None
@@ -313,6 +315,9 @@ class BlockDecoder:
         """Decode rows already parsed, ``(locator, row)`` pairs of a whole document: returns
         ``(columns, keys, locators)``; InputError names the row's locator."""
         self.ids = None if self.ident is None else []
+        # a row giving several values (choices) on one line with other rows: its values'
+        # locators cannot tell where it starts, so each identified row's is kept
+        places = self.id_places = None if self.ids is None else []
         # native rows are checked in bulk, then row by row only when one breaks a rule
         bulk = getattr(self.spec, "dict_columns", None)
         plain = self.key is None and self.ident is None and not self.many
@@ -329,6 +334,8 @@ class BlockDecoder:
             except ValueError as e:
                 raise InputError(name, locator, str(e)) from None
             where.extend([locator] * taken)
+            if places is not None and len(places) < len(self.ids):
+                places.append(locator)
         return self.spec.columns(values), keys, where
 
     def _take(self, row: Any, values: list, keys: list[str] | None) -> int:

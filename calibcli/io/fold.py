@@ -273,7 +273,8 @@ class SourceFold:
             raise repeat
         name = self.name
         if decoder.ids:
-            self.check_ids(decoder.ids, list(where), builder)
+            places = getattr(decoder, "id_places", None)
+            self.check_ids(decoder.ids, list(where) if places is None else places, builder)
         if getattr(builder, "row_keys", False):
             from calibcli.summaries import locator_numbers
 
