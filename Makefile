@@ -53,9 +53,11 @@ demo: $(DEMO_STAMP)  ## Run calibcli on sample_data/: three predictors, a diagra
 	@echo "== calibcli is in $(BIN): run it as $(BIN)/calibcli, or put it on PATH with"
 	@echo "   export PATH=\"$$PWD/$(BIN):\$$PATH\""
 
-# WORKERS spreads the test files over processes (pytest-xdist; `auto`: one per core, `0`: none).
-# Each file runs whole in one worker, so a module's Spark session and fixtures are made once.
-WORKERS ?= auto
+# WORKERS spreads the test files over processes (pytest-xdist; `0`: none). By default one per
+# CPU this process may run on, not per physical core as xdist's `auto` counts them (a machine
+# whose CPUs are threads of one core would get one worker), nor as `nproc`, which follows
+# OMP_NUM_THREADS. Each file runs whole in one worker: a module's Spark session is made once.
+WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)))' 2>/dev/null || echo auto)
 
 .PHONY: test
 test: $(STAMP)  ## Run the whole test suite (WORKERS=0 runs it in one process)
